@@ -1,0 +1,1 @@
+"""Session layer: barge-in, tools, the conversation mirror, events for applications, the CLI."""
