@@ -1,0 +1,87 @@
+"""Barge-in planning: from what the listener heard to the commands that cut the conversation.
+
+Pure and synchronous (DESIGN.md, Barge-in). The caller stops playout first and reads the
+heard ledger; :func:`plan_barge_in` then decides, per assistant audio item of the
+interrupted response:
+
+* heard part of it → ``conversation.item.truncate`` at the heard milliseconds, never above
+  what was received;
+* heard none of it (less than 1 ms) → ``conversation.item.delete``;
+* heard all of it and it is complete → nothing to cut.
+
+``response.cancel`` is needed only while a response is active and the server will not
+cancel it itself (server VAD with ``interrupt_response`` cancels on speech start).
+Over WebRTC the server owns the output buffer: cancel + ``output_audio_buffer.clear``, no
+truncate (PROTOCOL.md §5).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["BargeInPlan", "HeardItem", "Transport", "Trigger", "heard_ms_for_truncate", "plan_barge_in"]
+
+SAMPLE_RATE = 24_000
+
+
+class Trigger(enum.Enum):
+    SERVER_VAD = "server_vad"  # input_audio_buffer.speech_started
+    LOCAL_VAD = "local_vad"
+    INTERRUPT = "interrupt"  # VoiceSession.interrupt()
+
+
+class Transport(enum.Enum):
+    WEBSOCKET = "websocket"
+    WEBRTC = "webrtc"
+
+
+@dataclass(frozen=True, slots=True)
+class HeardItem:
+    """One assistant audio part of the interrupted response, as the ledger saw it."""
+
+    item_id: str
+    content_index: int
+    heard_samples: int
+    received_samples: int
+    complete: bool  # response.output_audio.done was received for it
+
+
+@dataclass(frozen=True, slots=True)
+class BargeInPlan:
+    truncate: tuple[tuple[str, int, int], ...]  # (item_id, content_index, audio_end_ms)
+    delete: tuple[str, ...]
+    cancel: bool
+    clear_output_buffer: bool
+
+    @property
+    def empty(self) -> bool:
+        return not (self.truncate or self.delete or self.cancel or self.clear_output_buffer)
+
+
+def heard_ms_for_truncate(heard_samples: int, received_samples: int) -> int:
+    """Whole milliseconds to keep: what was heard, never more than what was received."""
+    return min(heard_samples, received_samples) * 1000 // SAMPLE_RATE
+
+
+def plan_barge_in(
+    items: list[HeardItem],
+    *,
+    response_active: bool,
+    server_cancels: bool,
+    trigger: Trigger,
+    transport: Transport = Transport.WEBSOCKET,
+) -> BargeInPlan:
+    """Decide the commands for one barge-in. ``items`` are in response order."""
+    cancel = response_active and not (trigger is Trigger.SERVER_VAD and server_cancels)
+    if transport is Transport.WEBRTC:
+        return BargeInPlan((), (), cancel=cancel, clear_output_buffer=response_active)
+    truncate: list[tuple[str, int, int]] = []
+    delete: list[str] = []
+    for item in items:
+        keep_ms = heard_ms_for_truncate(item.heard_samples, item.received_samples)
+        if keep_ms <= 0:
+            delete.append(item.item_id)
+        elif item.heard_samples < item.received_samples or not item.complete:
+            truncate.append((item.item_id, item.content_index, keep_ms))
+    return BargeInPlan(tuple(truncate), tuple(dict.fromkeys(delete)), cancel=cancel, clear_output_buffer=False)
