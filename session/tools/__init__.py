@@ -1,0 +1,33 @@
+"""The tool dispatcher: registered tools, per-session call bookkeeping, and the runner.
+
+* :class:`ToolRegistry` (:mod:`.registry`): tools from type hints or a pydantic model,
+  GA flat tool schemas for ``session.tools``; one registry can serve many sessions.
+* :class:`CallTracker` (:mod:`.calls`): sans-I/O, one per session; turns
+  ``response.function_call_arguments.done`` / ``response.done`` and results into the
+  ``conversation.item.create`` + ``response.create`` events to send, exactly once each,
+  across reconnects.
+* :class:`ToolRunner` (:mod:`.runner`): runs calls with validation, approval, ordering
+  and timeouts, reporting :class:`ToolStarted` / :class:`ToolFinished`.
+"""
+
+from __future__ import annotations
+
+from .calls import CallState, CallTracker, ToolCall
+from .outputs import encode_output, error_output
+from .registry import Tool, ToolRegistry
+from .runner import Approver, ToolEvent, ToolFinished, ToolRunner, ToolStarted
+
+__all__ = [
+    "Approver",
+    "CallState",
+    "CallTracker",
+    "Tool",
+    "ToolCall",
+    "ToolEvent",
+    "ToolFinished",
+    "ToolRegistry",
+    "ToolRunner",
+    "ToolStarted",
+    "encode_output",
+    "error_output",
+]

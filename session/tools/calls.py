@@ -1,0 +1,300 @@
+"""Sans-I/O bookkeeping of function calls for one session (PROTOCOL.md §6).
+
+Feed it ``response.function_call_arguments.done`` (:meth:`CallTracker.on_arguments_done`),
+``response.done`` (:meth:`~CallTracker.on_response_done`), deleted items and tool
+results; collect the client events to send with :meth:`~CallTracker.commands`. It never
+awaits and never reads a clock. Its state exports to a plain JSON-able dict, so a new
+connection (or process) continues without running any tool twice.
+
+Rules:
+
+* a call becomes runnable only on ``…arguments.done``; a ``call_id`` seen before (pending,
+  running, answered, dropped; also after an export/import) is never returned again;
+* :meth:`~CallTracker.begin` lets a call start at most once, ever;
+* exactly one ``function_call_output`` per ``call_id``, ever; a non-string result is
+  JSON-encoded exactly once;
+* after ``response.done`` of a response that carried calls *and* the output of its last
+  call, exactly one ``response.create`` (after those outputs, in command order).
+
+Policy for a response that ends ``cancelled`` or ``failed`` (the user talked over it, or
+it broke): its calls that have not started are *dropped*: they never run, and each gets
+an output saying it was not run, because its ``function_call`` item is complete on the
+server. Calls already running finish and their outputs are sent too. No
+``response.create`` follows such a response: the user's new turn drives what comes next.
+``completed`` and ``incomplete`` responses are followed up. A status of ``unknown`` (the
+connection was lost before ``response.done``) decides nothing: calls keep running or
+waiting and the session reports the real outcome later, e.g. ``completed`` once the
+conversation is rebuilt on a new connection to have the model continue, or
+``cancelled`` to let it go. When a ``function_call`` item is deleted
+(:meth:`~CallTracker.on_item_deleted`) its call is *abandoned*: no output is sent for it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from realtime.errors import ToolError
+
+from .outputs import encode_output, error_output
+
+__all__ = ["CallState", "CallTracker", "ToolCall"]
+
+_FOLLOW_UP = frozenset({"completed", "incomplete"})
+_DROPPING = frozenset({"cancelled", "failed"})
+_UNKNOWN = "unknown"
+
+
+class CallState(enum.Enum):
+    """Where a call is in its life."""
+
+    PENDING = "pending"  # arguments complete; may be started
+    RUNNING = "running"  # started; its result is awaited
+    ANSWERED = "answered"  # its output is queued or sent
+    DROPPED = "dropped"  # its response ended before it started; a "not run" output is queued or sent
+    ABANDONED = "abandoned"  # its item was deleted; no output will be sent
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete function call from ``response.function_call_arguments.done``."""
+
+    call_id: str
+    name: str
+    arguments: str
+    response_id: str
+    item_id: str
+
+
+@dataclass(slots=True)
+class _Call:
+    call: ToolCall
+    state: CallState
+
+
+@dataclass(slots=True)
+class _Response:
+    status: str | None = None  # None until response.done
+    call_ids: list[str] = field(default_factory=list)
+    followed_up: bool = False
+
+
+@dataclass(slots=True)
+class _Command:
+    payload: dict[str, Any]
+    call_id: str | None  # None for response.create
+    response_id: str
+
+
+class _CallRow(BaseModel):
+    call_id: str
+    name: str
+    arguments: str
+    response_id: str
+    item_id: str
+    state: CallState
+
+
+class _ResponseRow(BaseModel):
+    response_id: str
+    status: str | None
+    followed_up: bool
+
+
+class _CommandRow(BaseModel):
+    command: dict[str, Any]
+    call_id: str | None
+    response_id: str
+
+
+class _State(BaseModel):
+    version: Literal[1]
+    calls: list[_CallRow]
+    responses: list[_ResponseRow]
+    pending: list[_CommandRow]
+
+
+def _status_text(status: object) -> str:
+    value = status.value if isinstance(status, enum.Enum) else status
+    if value not in _FOLLOW_UP | _DROPPING | {_UNKNOWN}:
+        raise ToolError(f"response status {value!r} is not a final status")
+    return str(value)
+
+
+class CallTracker:
+    """Which calls exist, which may run, and which outputs and follow-ups to send."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, _Call] = {}
+        self._by_item: dict[str, str] = {}
+        self._responses: dict[str, _Response] = {}
+        self._pending: list[_Command] = []
+
+    # -- server events ------------------------------------------------------------------
+
+    def on_arguments_done(
+        self, response_id: str, item_id: str, call_id: str, name: str, arguments: str
+    ) -> list[ToolCall]:
+        """``response.function_call_arguments.done``: the new runnable call, or nothing."""
+        if call_id in self._calls:
+            return []
+        call = ToolCall(call_id=call_id, name=name, arguments=arguments, response_id=response_id, item_id=item_id)
+        response = self._responses.setdefault(response_id, _Response())
+        response.call_ids.append(call_id)
+        self._calls[call_id] = _Call(call, CallState.PENDING)
+        self._by_item[item_id] = call_id
+        if response.status in _DROPPING:
+            self._drop(self._calls[call_id], response.status)
+            return []
+        return [call]
+
+    def on_response_done(self, response_id: str, status: str | enum.Enum) -> list[ToolCall]:
+        """``response.done``: returns the calls dropped because the response was cancelled or failed."""
+        text = _status_text(status)
+        response = self._responses.setdefault(response_id, _Response())
+        if response.status not in (None, _UNKNOWN):
+            return []
+        response.status = text
+        dropped: list[ToolCall] = []
+        if text in _DROPPING:
+            for call_id in response.call_ids:
+                record = self._calls[call_id]
+                if record.state is CallState.PENDING:
+                    self._drop(record, text)
+                    dropped.append(record.call)
+        self._follow_up(response_id)
+        return dropped
+
+    def on_item_deleted(self, item_id: str) -> list[ToolCall]:
+        """``conversation.item.deleted`` of a ``function_call`` item: abandon its call."""
+        call_id = self._by_item.get(item_id)
+        record = self._calls.get(call_id) if call_id is not None else None
+        if record is None or record.state is CallState.ABANDONED:
+            return []
+        if record.state in (CallState.ANSWERED, CallState.DROPPED):
+            if not self._unqueue(lambda c: c.call_id == record.call.call_id):
+                return []  # its output has already been handed over
+        record.state = CallState.ABANDONED
+        rid = record.call.response_id
+        if not any(self._calls[c].state is CallState.ANSWERED for c in self._responses[rid].call_ids):
+            if self._unqueue(lambda c: c.call_id is None and c.response_id == rid):
+                self._responses[rid].followed_up = False
+        self._follow_up(rid)
+        return [record.call]
+
+    # -- the runner's side --------------------------------------------------------------
+
+    def begin(self, call_id: str) -> bool:
+        """Claim a pending call to start it now; ``False`` if it must not run (any more)."""
+        record = self._record(call_id)
+        if record.state is not CallState.PENDING:
+            return False
+        record.state = CallState.RUNNING
+        return True
+
+    def on_result(self, call_id: str, output: object) -> None:
+        """The call's result (any value; strings are sent verbatim). Later results are ignored."""
+        record = self._record(call_id)
+        if record.state not in (CallState.PENDING, CallState.RUNNING):
+            return
+        text = encode_output(output)
+        record.state = CallState.ANSWERED
+        self._queue_output(record.call, text)
+        self._follow_up(record.call.response_id)
+
+    def commands(self) -> list[dict[str, Any]]:
+        """Client event payloads to send now, in order; each is handed out once."""
+        out = [c.payload for c in self._pending]
+        self._pending.clear()
+        return out
+
+    # -- queries ------------------------------------------------------------------------
+
+    def state(self, call_id: str) -> CallState | None:
+        """The state of ``call_id``, or ``None`` if it was never seen."""
+        record = self._calls.get(call_id)
+        return record.state if record is not None else None
+
+    def runnable(self) -> list[ToolCall]:
+        """Calls that may still be started, in arrival order (e.g. after :meth:`from_state`)."""
+        return [r.call for r in self._calls.values() if r.state is CallState.PENDING]
+
+    def running(self) -> list[ToolCall]:
+        """Calls that started and whose result has not arrived."""
+        return [r.call for r in self._calls.values() if r.state is CallState.RUNNING]
+
+    # -- persistence --------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """A JSON-able snapshot, including commands not yet handed out."""
+        state = _State(
+            version=1,
+            calls=[_CallRow(**asdict(r.call), state=r.state) for r in self._calls.values()],
+            responses=[
+                _ResponseRow(response_id=rid, status=r.status, followed_up=r.followed_up)
+                for rid, r in self._responses.items()
+            ],
+            pending=[_CommandRow(command=c.payload, call_id=c.call_id, response_id=c.response_id) for c in self._pending],
+        )
+        return state.model_dump(mode="json")
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> CallTracker:
+        """A tracker continuing from :meth:`export_state`; :class:`ToolError` if malformed."""
+        try:
+            parsed = _State.model_validate(state)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            raise ToolError(f"invalid call tracker state at {first['loc']}: {first['msg']}") from None
+        tracker = cls()
+        for row in parsed.responses:
+            tracker._responses[row.response_id] = _Response(status=row.status, followed_up=row.followed_up)
+        for row in parsed.calls:
+            call = ToolCall(**row.model_dump(exclude={"state"}))
+            tracker._calls[call.call_id] = _Call(call, row.state)
+            tracker._by_item[call.item_id] = call.call_id
+            tracker._responses.setdefault(call.response_id, _Response()).call_ids.append(call.call_id)
+        tracker._pending = [_Command(dict(r.command), r.call_id, r.response_id) for r in parsed.pending]
+        return tracker
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _record(self, call_id: str) -> _Call:
+        record = self._calls.get(call_id)
+        if record is None:
+            raise ToolError(f"unknown call_id {call_id!r}")
+        return record
+
+    def _drop(self, record: _Call, status: str) -> None:
+        record.state = CallState.DROPPED
+        message = f"{record.call.name} was not run: the response was {status} before it started"
+        self._queue_output(record.call, error_output(message))
+
+    def _queue_output(self, call: ToolCall, text: str) -> None:
+        item = {"type": "function_call_output", "call_id": call.call_id, "output": text}
+        payload = {"type": "conversation.item.create", "item": item}
+        self._pending.append(_Command(payload, call.call_id, call.response_id))
+
+    def _unqueue(self, match: Callable[[_Command], bool]) -> bool:
+        kept = [c for c in self._pending if not match(c)]
+        removed = len(kept) != len(self._pending)
+        self._pending = kept
+        return removed
+
+    def _follow_up(self, response_id: str) -> None:
+        """Queue the one ``response.create`` once the response is done and every call answered."""
+        response = self._responses[response_id]
+        if response.followed_up or response.status not in _FOLLOW_UP:
+            return
+        states = [self._calls[c].state for c in response.call_ids]
+        if any(s in (CallState.PENDING, CallState.RUNNING) for s in states):
+            return
+        if CallState.ANSWERED not in states:
+            return
+        response.followed_up = True
+        self._pending.append(_Command({"type": "response.create"}, None, response_id))
+

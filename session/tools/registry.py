@@ -1,0 +1,207 @@
+"""Tool registration and the GA flat tool schemas (``session.tools``, PROTOCOL.md §4).
+
+One :class:`ToolRegistry` can serve any number of sessions: it holds no per-session
+state, registration swaps in a new immutable mapping under a lock, and reads never lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import json
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeVar, overload
+
+from pydantic import ValidationError
+
+from realtime.errors import ToolError
+
+from .docstrings import parse_docstring
+from .outputs import describe_invalid
+from .schema import ArgumentSpec, build_arguments
+
+__all__ = ["Tool", "ToolRegistry"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One registered tool: its function, its schema and how it may be run."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    parameters: Mapping[str, Any]
+    read_only: bool
+    timeout: float | None
+    needs_approval: bool
+    is_async: bool
+    arguments: ArgumentSpec = field(repr=False)
+
+    def schema(self) -> dict[str, Any]:
+        """The GA flat function tool: ``{"type":"function","name","description","parameters"}``."""
+        return {
+            "type": "function",
+            "name": self.name,
+            "description": self.description,
+            "parameters": copy.deepcopy(dict(self.parameters)),
+        }
+
+    def parse(self, arguments: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Decode the call's JSON arguments once and validate them.
+
+        Returns ``(decoded, kwargs)``: the JSON object as sent and the keyword arguments for
+        the function. Raises :class:`ToolError` ``"invalid arguments: …"`` otherwise.
+        """
+        try:
+            decoded = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"invalid arguments: not valid JSON ({exc.msg} at position {exc.pos})") from None
+        if not isinstance(decoded, dict):
+            raise ToolError(f"invalid arguments: expected a JSON object, got {type(decoded).__name__}")
+        try:
+            validated = self.arguments.model.model_validate(decoded)
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments: {describe_invalid(exc)}") from None
+        return decoded, self.arguments.to_kwargs(validated)
+
+    async def invoke(self, kwargs: Mapping[str, Any]) -> Any:
+        """Run the function: awaited if async, in a worker thread if not."""
+        if self.is_async:
+            return await self.function(**kwargs)
+        return await asyncio.to_thread(self.function, **kwargs)
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(func, "__call__", None)  # a callable object with an async __call__
+    return inspect.iscoroutinefunction(call)
+
+
+def _check_timeout(name: str, timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+        raise ToolError(f"tool {name!r}: timeout must be a positive number of seconds or None, not {timeout!r}")
+    return float(timeout)
+
+
+class ToolRegistry:
+    """The tools a session may offer the model; shareable across sessions and threads."""
+
+    def __init__(self) -> None:
+        self._tools: Mapping[str, Tool] = MappingProxyType({})
+        self._lock = threading.Lock()
+
+    @overload
+    def tool(self, func: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        timeout: float | None = 10.0,
+        needs_approval: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        func: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        timeout: float | None = 10.0,
+        needs_approval: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Decorator registering a function as a tool; the function is returned unchanged.
+
+        Use bare (``@registry.tool``) or with options (``@registry.tool(read_only=True)``).
+        """
+
+        def decorate(f: F) -> F:
+            self.register(
+                f, name=name, description=description, read_only=read_only, timeout=timeout, needs_approval=needs_approval
+            )
+            return f
+
+        return decorate(func) if func is not None else decorate
+
+    def register(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        timeout: float | None = 10.0,
+        needs_approval: bool = False,
+    ) -> Tool:
+        """Register ``func`` and return its :class:`Tool`; :class:`ToolError` if it cannot be."""
+        tool_name = name if name is not None else getattr(func, "__name__", "")
+        if not isinstance(tool_name, str) or not _NAME.match(tool_name):
+            raise ToolError(f"tool name {tool_name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
+        doc = parse_docstring(inspect.getdoc(func))
+        spec = build_arguments(func, tool_name, doc.params)
+        tool = Tool(
+            name=tool_name,
+            description=description if description is not None else doc.summary,
+            function=func,
+            parameters=spec.schema,
+            read_only=read_only,
+            timeout=_check_timeout(tool_name, timeout),
+            needs_approval=needs_approval,
+            is_async=_is_async(func),
+            arguments=spec,
+        )
+        with self._lock:
+            if tool_name in self._tools:
+                raise ToolError(f"tool {tool_name!r} is already registered")
+            self._tools = MappingProxyType({**self._tools, tool_name: tool})
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolError(f"no tool named {name!r}")
+        return tool
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(tuple(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        """Registered tool names, in registration order."""
+        return list(self._tools)
+
+    def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Fresh GA flat tool schemas for ``session.update``: all tools, or those named."""
+        tools = self._tools
+        chosen = list(tools) if names is None else list(names)
+        unknown = [n for n in chosen if n not in tools]
+        if unknown:
+            raise ToolError(f"no tool named {unknown[0]!r}")
+        return [tools[n].schema() for n in chosen]

@@ -1,0 +1,257 @@
+"""The async tool executor: ordering, approval, timeouts and outputs (PROTOCOL.md §6).
+
+:class:`ToolRunner` runs the calls a :class:`~session.tools.calls.CallTracker` made
+runnable and reports each result back to it; the session then sends
+``tracker.commands()``. Every failure becomes the call's output, a one-line JSON error
+for the model: unknown tool, invalid arguments, a declined approval, an exception, a
+timeout. Nothing escapes into the session.
+
+Order: calls start in the order they were submitted, as readers and writers. A
+read-only tool may overlap other read-only tools; a tool with side effects waits for
+every earlier call and holds back every later one, so side effects happen one at a time
+in call order and a read never overlaps a write. A tool with ``needs_approval`` asks the
+approval callback when its turn comes (one prompt at a time) and runs only on ``True``.
+
+Concurrency is structured: the runner owns one :class:`asyncio.TaskGroup`, opened by
+``async with`` and closed (running calls cancelled) by :meth:`ToolRunner.aclose` in the
+task that opened it; calls cut short by closing stay unanswered (``running`` in the
+tracker). A synchronous tool runs in a worker thread; a thread cannot be interrupted, so
+on a timeout its call is answered at once while the thread finishes on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from realtime.errors import ToolError
+
+from .calls import CallState, CallTracker, ToolCall
+from .outputs import encode_output, error_output
+from .registry import Tool, ToolRegistry
+
+__all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    """A tool function was invoked with these decoded arguments."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    """A call was answered. ``ok`` is false for every error output; ``duration_s`` is 0 if it never ran."""
+
+    call_id: str
+    name: str
+    output: str
+    ok: bool
+    duration_s: float
+
+
+ToolEvent = ToolStarted | ToolFinished
+Approver = Callable[[ToolCall], Awaitable[bool]]
+
+
+def _failure(tool: Tool, exc: BaseException) -> str:
+    detail = str(exc)
+    return error_output(f"{tool.name} failed: {type(exc).__name__}{': ' + detail if detail else ''}")
+
+
+class ToolRunner:
+    """Runs tool calls for one session; use as ``async with ToolRunner(...) as runner``."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        tracker: CallTracker,
+        approve: Approver | None = None,
+        *,
+        on_event: Callable[[ToolEvent], None] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._tracker = tracker
+        self._approve = approve
+        self._on_event = on_event
+        self._clock = clock
+        self._group: asyncio.TaskGroup | None = None
+        self._closed = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._submitted: set[str] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._approval_lock = asyncio.Lock()
+        self._last_writer: asyncio.Event | None = None
+        self._readers: list[asyncio.Event] = []
+
+    @property
+    def tracker(self) -> CallTracker:
+        return self._tracker
+
+    @property
+    def busy(self) -> bool:
+        """Whether any submitted call has not finished."""
+        return bool(self._tasks)
+
+    async def __aenter__(self) -> ToolRunner:
+        if self._group is not None or self._closed:
+            raise ToolError("a tool runner can be opened only once")
+        if self._clock is None:
+            self._clock = asyncio.get_running_loop().time
+        group = asyncio.TaskGroup()
+        await group.__aenter__()
+        self._group = group
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._close(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        """Cancel every call still waiting or running and close the task group."""
+        await self._close(None, None, None)
+
+    async def _close(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        group, self._group = self._group, None
+        self._closed = True
+        if group is None:
+            return
+        for task in tuple(self._tasks):
+            task.cancel()
+        await group.__aexit__(exc_type, exc, tb)
+
+    async def join(self) -> None:
+        """Wait until every submitted call has finished (or been skipped)."""
+        await self._idle.wait()
+
+    def submit(self, calls: Iterable[ToolCall]) -> None:
+        """Schedule runnable calls, in call order; calls already submitted or settled are skipped."""
+        group = self._group
+        if group is None:
+            raise ToolError("the tool runner is not open")
+        for call in calls:
+            state = self._tracker.state(call.call_id)
+            if state is None:
+                raise ToolError(f"call {call.call_id!r} is unknown to the call tracker")
+            if state is not CallState.PENDING or call.call_id in self._submitted:
+                continue
+            self._submitted.add(call.call_id)
+            done = asyncio.Event()
+            deps = self._order(self._registry.get(call.name), done)
+            task = group.create_task(self._run(call, deps, done), name=f"tool call {call.call_id}")
+            self._tasks.add(task)
+            self._idle.clear()
+            task.add_done_callback(self._forget)
+
+    def _order(self, tool: Tool | None, done: asyncio.Event) -> tuple[asyncio.Event, ...]:
+        """What this call waits for: the last writer, and for a writer also the readers since."""
+        if tool is None:
+            return ()
+        before = () if self._last_writer is None else (self._last_writer,)
+        if tool.read_only:
+            self._readers = [e for e in self._readers if not e.is_set()] + [done]
+            return before
+        deps = before + tuple(self._readers)
+        self._last_writer, self._readers = done, []
+        return deps
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks:
+            self._idle.set()
+
+    async def _run(self, call: ToolCall, deps: tuple[asyncio.Event, ...], done: asyncio.Event) -> None:
+        try:
+            for dep in deps:
+                await dep.wait()
+            await self._process(call)
+        finally:
+            done.set()
+            self._submitted.discard(call.call_id)
+
+    async def _process(self, call: ToolCall) -> None:
+        """Answer one call: validate, ask for approval, run with its timeout, report."""
+        if self._tracker.state(call.call_id) is not CallState.PENDING:
+            return  # dropped or abandoned while it waited for its turn
+        tool = self._registry.get(call.name)
+        if tool is None:
+            self._answer(call, error_output(f"unknown tool {call.name!r}"))
+            return
+        try:
+            decoded, kwargs = tool.parse(call.arguments)
+        except ToolError as exc:
+            self._answer(call, error_output(exc.message))
+            return
+        refusal = await self._approval(tool, call)
+        if refusal is not None:
+            self._answer(call, error_output(refusal))
+            return
+        if not self._tracker.begin(call.call_id):
+            return
+        self._emit(ToolStarted(call_id=call.call_id, name=tool.name, arguments=decoded))
+        clock = self._now()
+        started = clock()
+        output, ok = await self._invoke(tool, kwargs)
+        self._finish(call, output, ok, clock() - started)
+
+    async def _approval(self, tool: Tool, call: ToolCall) -> str | None:
+        """``None`` to go ahead, or why the call may not run."""
+        if not tool.needs_approval:
+            return None
+        if self._approve is None:
+            return f"{tool.name} needs the user's approval and no approval callback is configured"
+        async with self._approval_lock:
+            if self._tracker.state(call.call_id) is not CallState.PENDING:
+                return None  # settled meanwhile: begin() will refuse it, no prompt needed
+            try:
+                granted = await self._approve(call)
+            except Exception as exc:  # the application's callback: its failure answers the call
+                return f"asking approval for {tool.name} failed: {type(exc).__name__}: {exc}"
+        return None if granted is True else f"the user declined to run {tool.name}"
+
+    async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any]) -> tuple[str, bool]:
+        """Run the tool under its timeout; any exception becomes an error output."""
+        scope = asyncio.timeout(tool.timeout)
+        try:
+            async with scope:
+                value = await tool.invoke(kwargs)
+        except TimeoutError as exc:
+            if scope.expired():
+                return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
+            return _failure(tool, exc), False
+        except Exception as exc:  # the tool boundary: a tool's failure is its output, never ours
+            return _failure(tool, exc), False
+        try:
+            return encode_output(value), True
+        except ToolError as exc:
+            return error_output(f"{tool.name} failed: {exc.message}"), False
+
+    def _answer(self, call: ToolCall, output: str) -> None:
+        """Answer a call that will not run (unknown tool, bad arguments, refused)."""
+        if self._tracker.begin(call.call_id):
+            self._finish(call, output, False, 0.0)
+
+    def _finish(self, call: ToolCall, output: str, ok: bool, duration: float) -> None:
+        self._tracker.on_result(call.call_id, output)
+        self._emit(ToolFinished(call_id=call.call_id, name=call.name, output=output, ok=ok, duration_s=duration))
+
+    def _emit(self, event: ToolEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def _now(self) -> Callable[[], float]:
+        clock = self._clock
+        if clock is None:
+            raise ToolError("the tool runner is not open")
+        return clock
