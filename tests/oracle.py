@@ -1,0 +1,108 @@
+"""The official ``openai`` package as the oracle for every wire event.
+
+Every event a test sees on the wire, in either direction, must validate against
+``openai.types.realtime.RealtimeClientEvent`` / ``RealtimeServerEvent`` with a
+real discriminator on ``type``, and carry no key the official models do not know.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Annotated, Any, Union
+
+from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+__all__ = ["CLIENT_TYPES", "SERVER_TYPES", "WireRecorder", "check_client_event", "check_server_event"]
+
+
+def _members(alias: Any) -> tuple[type[BaseModel], ...]:
+    return typing.get_args(typing.get_args(alias)[0])
+
+
+def _discriminated(alias: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(Annotated[Union[_members(alias)], Field(discriminator="type")])  # type: ignore[misc]
+
+
+def _type_names(alias: Any) -> frozenset[str]:
+    return frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(alias))
+
+
+_CLIENT = _discriminated(RealtimeClientEvent)
+_SERVER = _discriminated(RealtimeServerEvent)
+CLIENT_TYPES = _type_names(RealtimeClientEvent)
+SERVER_TYPES = _type_names(RealtimeServerEvent)
+
+
+def _extras(value: Any, path: str = "") -> list[str]:
+    """Paths of keys that the official models did not declare."""
+    found: list[str] = []
+    if isinstance(value, BaseModel):
+        for key in value.model_extra or {}:
+            found.append(f"{path}.{key}" if path else key)
+        for name in type(value).model_fields:
+            found.extend(_extras(getattr(value, name), f"{path}.{name}" if path else name))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found.extend(_extras(v, f"{path}[{i}]"))
+    return found
+
+
+def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side: str) -> BaseModel:
+    raw = json.loads(event) if isinstance(event, (str, bytes)) else event
+    try:
+        model = adapter.validate_python(raw)
+    except ValidationError as exc:
+        raise AssertionError(f"{side} event {raw.get('type')!r} is not valid per openai: {exc}\n{raw}") from None
+    extra = _extras(model)
+    if extra:
+        raise AssertionError(f"{side} event {raw.get('type')!r} has keys openai does not know: {extra}\n{raw}")
+    return model
+
+
+def check_client_event(event: str | bytes | dict[str, Any]) -> BaseModel:
+    """Validate one client event (JSON text or dict); raise AssertionError if invalid."""
+    return _check(_CLIENT, event, "client")
+
+
+def check_server_event(event: str | bytes | dict[str, Any]) -> BaseModel:
+    """Validate one server event (JSON text or dict); raise AssertionError if invalid."""
+    return _check(_SERVER, event, "server")
+
+
+class WireRecorder:
+    """Collects wire frames by direction and validates them all against the oracle.
+
+    ``direction`` is ``"out"`` for client → server and ``"in"`` for server → client.
+    Frames a test sends on purpose to provoke errors can be marked ``expect_invalid``.
+    """
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, str]] = []
+        self.invalid_ok: set[str] = set()
+
+    def __call__(self, direction: str, text: str) -> None:
+        self.frames.append((direction, text))
+
+    def expect_invalid(self, text: str) -> None:
+        self.invalid_ok.add(text)
+
+    def types(self, direction: str) -> set[str]:
+        out = set()
+        for d, text in self.frames:
+            if d == direction:
+                try:
+                    out.add(json.loads(text).get("type"))
+                except (ValueError, AttributeError):
+                    pass
+        return out
+
+    def verify(self) -> None:
+        for direction, text in self.frames:
+            if text in self.invalid_ok:
+                continue
+            if direction == "out":
+                check_client_event(text)
+            else:
+                check_server_event(text)
