@@ -1,0 +1,460 @@
+"""The sans-I/O Realtime protocol core (client side).
+
+Feed it what the server sent with :meth:`RealtimeProtocol.receive`, ask it to do
+things with the command methods, then collect :meth:`events` (parsed server events
+and local :mod:`notices <realtime.notices>`, in order) and :meth:`data_to_send`
+(JSON text frames). It never awaits, never touches a socket and never reads a clock.
+
+Rules it owns (PROTOCOL.md §5–7):
+
+* one response at a time in the default conversation: ``response.create`` is queued
+  while one is active and sent after ``response.done`` (:mod:`realtime.lifecycle`);
+  a create the server refuses as already-active is queued again, never lost;
+* ``response.cancel`` is sent only when a response is active; a cancel asked for while
+  our create is still in flight is sent as soon as ``response.created`` names it;
+* deltas that arrive for a cancelled or dropped response are discarded;
+* every client event carries an ``event_id`` so an ``error`` maps back to its command;
+* ``conversation.item.truncate`` never asks for more audio than was received, and the
+  "already shorter than N ms" error is recovered by truncating at N;
+* the order of conversation items, and each response's status up to *unknown* when the
+  connection is lost before its ``response.done``.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections import OrderedDict, deque
+from typing import Any
+
+from . import events as ev
+from .errors import LocalProtocolError, RemoteProtocolError
+from .lifecycle import Action, Input, ResponseStatus, Slot, step
+from .notices import (
+    BetaProtocolDetected,
+    CommandFailed,
+    MalformedServerEvent,
+    Notice,
+    ResponseStatusChanged,
+    TruncateAdjusted,
+)
+
+__all__ = ["RealtimeProtocol", "ProtocolOutput"]
+
+ProtocolOutput = ev.ServerEvent | Notice
+
+_SHORTER = re.compile(r"Audio content of ([0-9.]+)\s*ms is already shorter than ([0-9.]+)\s*ms")
+_HISTORY = 1024  # client events remembered for error mapping
+_STATUS = {
+    "completed": ResponseStatus.COMPLETED,
+    "cancelled": ResponseStatus.CANCELLED,
+    "incomplete": ResponseStatus.INCOMPLETE,
+    "failed": ResponseStatus.FAILED,
+    "in_progress": ResponseStatus.ACTIVE,
+}
+
+
+def _b64_len(data: str) -> int:
+    """Decoded length of a base64 string without decoding it."""
+    n = len(data)
+    if n == 0:
+        return 0
+    return n * 3 // 4 - (data[-2:].count("="))
+
+
+class RealtimeProtocol:
+    """Client-side protocol state for one Realtime connection."""
+
+    def __init__(self, *, id_prefix: str = "vx") -> None:
+        self._prefix = id_prefix
+        self._counter = 0
+        self._out: list[str] = []
+        self._events: list[ProtocolOutput] = []
+        self._slot = Slot.IDLE
+        self._queue: deque[dict[str, Any]] = deque()
+        self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._oob_pending = 0
+        self._active_id: str | None = None
+        self._dropping: set[str] = set()
+        self._responses: dict[str, ResponseStatus] = {}
+        self._requested = 0
+        self._items: list[str] = []
+        self._item_kind: dict[str, str] = {}
+        self._received: dict[tuple[str, int], int] = {}
+        self._adjusted: set[str] = set()
+        self.session: dict[str, Any] | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def slot(self) -> Slot:
+        return self._slot
+
+    @property
+    def active_response_id(self) -> str | None:
+        """The response writing to the default conversation, if the server named one."""
+        return self._active_id if self._slot in (Slot.ACTIVE, Slot.CANCELLING) else None
+
+    @property
+    def response_in_progress(self) -> bool:
+        return self._slot is not Slot.IDLE
+
+    @property
+    def queued_creates(self) -> int:
+        return len(self._queue)
+
+    @property
+    def items(self) -> list[str]:
+        """Ids of the conversation items, in the server's order."""
+        return list(self._items)
+
+    def response_status(self, response_id: str) -> ResponseStatus | None:
+        return self._responses.get(response_id)
+
+    def is_dropped(self, response_id: str | None) -> bool:
+        return response_id is not None and response_id in self._dropping
+
+    def received_audio_ms(self, item_id: str, content_index: int = 0) -> float:
+        """Milliseconds of assistant audio received for one content part."""
+        return self._received.get((item_id, content_index), 0) / self._bytes_per_ms()
+
+    @property
+    def server_cancels_on_speech(self) -> bool:
+        """True when the server's VAD cancels the active response itself on speech start."""
+        td = self._turn_detection()
+        return bool(td) and td.get("interrupt_response", True) is not False
+
+    def _turn_detection(self) -> dict[str, Any] | None:
+        audio = (self.session or {}).get("audio") or {}
+        return (audio.get("input") or {}).get("turn_detection")
+
+    def _bytes_per_ms(self) -> float:
+        audio = (self.session or {}).get("audio") or {}
+        fmt = ((audio.get("output") or {}).get("format") or {}).get("type", "audio/pcm")
+        return 8.0 if fmt in ("audio/pcmu", "audio/pcma") else 48.0
+
+    # ------------------------------------------------------------------ output
+    def events(self) -> list[ProtocolOutput]:
+        """Server events and notices produced since the last call."""
+        out, self._events = self._events, []
+        return out
+
+    def data_to_send(self) -> list[str]:
+        """JSON text frames to send, in order, since the last call."""
+        out, self._out = self._out, []
+        return out
+
+    # ------------------------------------------------------------------ commands
+    def _next_id(self) -> str:
+        self._counter += 1
+        return f"{self._prefix}_{self._counter:06d}"
+
+    def _emit(self, payload: dict[str, Any], *, remember: bool = True) -> str:
+        if self.closed:
+            raise LocalProtocolError(f"cannot send {payload.get('type')}: the connection is closed")
+        event_id = payload.get("event_id") or self._next_id()
+        payload["event_id"] = event_id
+        self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
+        if remember:
+            self._sent[event_id] = payload
+            while len(self._sent) > _HISTORY:
+                self._sent.popitem(last=False)
+        return event_id
+
+    def send(self, event: ev.ClientEvent | dict[str, Any]) -> str | None:
+        """Send any client event; ``response.create``/``cancel`` go through the lifecycle rules.
+
+        Returns the ``event_id`` used, or ``None`` when the event was queued or not needed.
+        """
+        payload = event if isinstance(event, dict) else ev.client_event_dict(event)
+        match payload.get("type"):
+            case "response.create":
+                return self.create_response(payload.get("response"), event_id=payload.get("event_id"))
+            case "response.cancel":
+                return self.cancel_response()
+            case "input_audio_buffer.append":
+                return self._emit(dict(payload), remember=False)
+            case _:
+                return self._emit(dict(payload))
+
+    def update_session(self, session: dict[str, Any]) -> str:
+        """``session.update``; ``session.type`` is required by the GA protocol."""
+        if "type" not in session:
+            raise LocalProtocolError("session.update needs session.type ('realtime' or 'transcription')")
+        return self._emit({"type": "session.update", "session": session})
+
+    def append_audio(self, audio: bytes) -> str:
+        """``input_audio_buffer.append`` with raw audio in the session's input format."""
+        event_id = self._next_id()
+        if self.closed:
+            raise LocalProtocolError("cannot append audio: the connection is closed")
+        b64 = base64.b64encode(audio).decode("ascii")
+        self._out.append(f'{{"type":"input_audio_buffer.append","event_id":"{event_id}","audio":"{b64}"}}')
+        return event_id
+
+    def commit_audio(self) -> str:
+        return self._emit({"type": "input_audio_buffer.commit"})
+
+    def clear_audio(self) -> str:
+        return self._emit({"type": "input_audio_buffer.clear"})
+
+    def create_item(self, item: dict[str, Any], previous_item_id: str | None = None) -> str:
+        payload: dict[str, Any] = {"type": "conversation.item.create", "item": item}
+        if previous_item_id is not None:
+            payload["previous_item_id"] = previous_item_id
+        return self._emit(payload)
+
+    def delete_item(self, item_id: str) -> str:
+        return self._emit({"type": "conversation.item.delete", "item_id": item_id})
+
+    def retrieve_item(self, item_id: str) -> str:
+        return self._emit({"type": "conversation.item.retrieve", "item_id": item_id})
+
+    def truncate(self, item_id: str, audio_end_ms: int, content_index: int = 0) -> str:
+        """``conversation.item.truncate``, clamped to the audio received for that part."""
+        if self._item_kind.get(item_id, "assistant") != "assistant":
+            raise LocalProtocolError(f"item {item_id} is not an assistant audio message; it cannot be truncated")
+        if audio_end_ms < 0:
+            raise LocalProtocolError("audio_end_ms must be >= 0")
+        if (item_id, content_index) in self._received:
+            audio_end_ms = min(audio_end_ms, int(self.received_audio_ms(item_id, content_index)))
+        return self._emit(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": content_index,
+                "audio_end_ms": int(audio_end_ms),
+            }
+        )
+
+    def clear_output_audio(self) -> str:
+        """``output_audio_buffer.clear`` (WebRTC/SIP only)."""
+        return self._emit({"type": "output_audio_buffer.clear"})
+
+    def create_response(self, response: dict[str, Any] | None = None, *, event_id: str | None = None) -> str | None:
+        """``response.create``: sent now if the slot is free, else queued until ``response.done``.
+
+        Out-of-band responses (``conversation: "none"``) do not use the slot and go out at once.
+        """
+        payload: dict[str, Any] = {"type": "response.create"}
+        if response:
+            payload["response"] = response
+        if event_id:
+            payload["event_id"] = event_id
+        if response and response.get("conversation") == "none":
+            self._oob_pending += 1
+            return self._emit(payload)
+        self._queue.append(payload)
+        sent = self._apply(Input.CREATE)
+        return sent
+
+    def cancel_response(self) -> bool:
+        """``response.cancel`` for the active response; a no-op when nothing is active.
+
+        Returns True when a cancel was sent or will be sent once the server names the response.
+        """
+        before = self._slot
+        self._apply(Input.CANCEL)
+        return before is not Slot.IDLE
+
+    def drop_response(self, response_id: str) -> None:
+        """Discard any further deltas of ``response_id`` (the server cancelled it itself)."""
+        self._dropping.add(response_id)
+
+    def connection_lost(self) -> None:
+        """The transport is gone: responses in flight become *unknown*; nothing more is sent."""
+        if self.closed:
+            return
+        self._apply(Input.DISCONNECT)
+        self.closed = True
+        self._out.clear()
+
+    # ------------------------------------------------------------------ lifecycle
+    def _apply(self, inp: Input, command: dict[str, Any] | None = None) -> str | None:
+        self._slot, actions = step(self._slot, inp)
+        sent: str | None = None
+        for action in actions:
+            match action:
+                case Action.SEND_CREATE:
+                    sent = self._send_next_create()
+                case Action.QUEUE_CREATE:
+                    pass  # already at the back of the queue
+                case Action.REQUEUE_CREATE:
+                    if command is not None:
+                        again = {k: v for k, v in command.items() if k != "event_id"}
+                        self._queue.appendleft(again)
+                case Action.DROP_CREATE:
+                    self._requested = max(0, self._requested - 1)
+                case Action.SEND_CANCEL:
+                    payload: dict[str, Any] = {"type": "response.cancel"}
+                    if self._active_id:
+                        payload["response_id"] = self._active_id
+                    self._emit(payload)
+                case Action.DROP_LATE:
+                    if self._active_id:
+                        self._dropping.add(self._active_id)
+                case Action.FLUSH_QUEUE:
+                    if self._queue:
+                        sent = self._apply(Input.CREATE)
+                case Action.LOSE_ALL:
+                    self._lose_all()
+        return sent
+
+    def _send_next_create(self) -> str | None:
+        if not self._queue:
+            # the slot was taken by a CREATE with an empty queue: nothing to send after all
+            self._slot = Slot.IDLE
+            return None
+        self._requested += 1
+        self._active_id = None
+        return self._emit(self._queue.popleft())
+
+    def _lose_all(self) -> None:
+        for rid, status in list(self._responses.items()):
+            if status in (ResponseStatus.REQUESTED, ResponseStatus.ACTIVE):
+                self._responses[rid] = ResponseStatus.UNKNOWN
+                self._events.append(ResponseStatusChanged(rid, ResponseStatus.UNKNOWN, "connection lost"))
+        for _ in range(self._requested):
+            self._events.append(ResponseStatusChanged(None, ResponseStatus.UNKNOWN, "connection lost"))
+        self._requested = 0
+        self._active_id = None
+
+    # ------------------------------------------------------------------ input
+    def receive(self, text: str | bytes) -> None:
+        """Take one frame from the server."""
+        try:
+            event = ev.parse_server_event(text)
+        except RemoteProtocolError as exc:
+            raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+            self._events.append(MalformedServerEvent(exc.message, raw))
+            return
+        if self._handle(event):
+            self._events.append(event)
+
+    def _handle(self, event: ev.ServerEvent) -> bool:
+        """Update state for one server event; False means the event is dropped."""
+        match event:
+            case ev.ResponseOutputAudioDelta():
+                if event.response_id in self._dropping:
+                    return False
+                key = (event.item_id, event.content_index)
+                self._received[key] = self._received.get(key, 0) + _b64_len(event.delta)
+                return True
+            case ev.ResponseCreated():
+                self._on_created(event.response)
+                return True
+            case ev.ResponseDone():
+                self._on_done(event.response)
+                return True
+            case ev.ErrorEvent():
+                self._on_error(event.error)
+                return True
+            case ev.SessionCreated() | ev.SessionUpdated():
+                self.session = event.session.model_dump(exclude_none=False)
+                return True
+            case ev.ConversationItemAdded() | ev.ConversationItemCreated():
+                self._on_item_added(event.item, event.previous_item_id)
+                if getattr(type(event), "beta", False):
+                    self._events.append(BetaProtocolDetected(event.type, "conversation.item.added"))
+                return True
+            case ev.ConversationItemDeleted():
+                if event.item_id in self._items:
+                    self._items.remove(event.item_id)
+                return True
+            case ev.BetaServerEvent():
+                self._events.append(BetaProtocolDetected(event.type, event.ga_type))
+                return True
+            case _:
+                rid = getattr(event, "response_id", None)
+                return not (rid is not None and rid in self._dropping)
+
+    def _on_created(self, response: ev.Response) -> None:
+        rid = response.id
+        if response.conversation_id is None and self._oob_pending and self._slot is not Slot.REQUESTED:
+            self._oob_pending -= 1
+            self._set_status(rid, ResponseStatus.ACTIVE)
+            return
+        self._set_status(rid, ResponseStatus.ACTIVE)
+        if self._slot in (Slot.REQUESTED, Slot.REQUESTED_CANCEL):
+            self._requested = max(0, self._requested - 1)
+        self._active_id = rid
+        self._apply(Input.CREATED)
+
+    def _on_done(self, response: ev.Response) -> None:
+        rid = response.id
+        status = _STATUS.get(response.status or "", ResponseStatus.COMPLETED)
+        reason = None
+        if response.status_details is not None:
+            reason = getattr(response.status_details, "reason", None) or (
+                response.status_details.get("reason") if isinstance(response.status_details, dict) else None
+            )
+        self._set_status(rid, status, reason)
+        if rid == self._active_id:
+            self._active_id = None
+            self._apply(Input.DONE)
+
+    def _set_status(self, rid: str, status: ResponseStatus, reason: str | None = None) -> None:
+        if self._responses.get(rid) == status:
+            return
+        self._responses[rid] = status
+        self._events.append(ResponseStatusChanged(rid, status, reason))
+
+    def _on_item_added(self, item: Any, previous_item_id: str | None) -> None:
+        item_id = getattr(item, "id", None)
+        if not item_id:
+            return
+        kind = getattr(item, "role", None) or getattr(item, "type", "item")
+        self._item_kind[item_id] = kind
+        if item_id in self._items:
+            return
+        if previous_item_id is None or previous_item_id == "root":
+            index = 0 if previous_item_id == "root" else len(self._items)
+        elif previous_item_id in self._items:
+            index = self._items.index(previous_item_id) + 1
+        else:
+            index = len(self._items)
+        self._items.insert(index, item_id)
+
+    def _on_error(self, error: ev.ErrorDetail) -> None:
+        command = self._sent.get(error.event_id) if error.event_id else None
+        ctype = command.get("type") if command else None
+        handled = False
+        match ctype, error.code:
+            case "response.create", "conversation_already_has_active_response":
+                self._apply(Input.CREATE_REJECTED, command)
+                handled = True
+            case "response.create", _:
+                if command is not None and (command.get("response") or {}).get("conversation") == "none":
+                    self._oob_pending = max(0, self._oob_pending - 1)
+                else:
+                    self._apply(Input.CREATE_FAILED, command)
+            case "response.cancel", "response_cancel_not_active":
+                self._apply(Input.CANCEL_NOT_ACTIVE)
+                handled = True
+            case "conversation.item.truncate", "invalid_value":
+                handled = self._retry_truncate(command, error.message)
+            case _:
+                pass
+        self._events.append(CommandFailed(ctype, error.event_id, error.code, error.message, handled, command))
+
+    def _retry_truncate(self, command: dict[str, Any] | None, message: str) -> bool:
+        match = _SHORTER.search(message or "")
+        if command is None or match is None:
+            return False
+        item_id = command["item_id"]
+        if item_id in self._adjusted:
+            return False
+        self._adjusted.add(item_id)
+        available = int(float(match.group(1)))
+        key = (item_id, command.get("content_index", 0))
+        self._received[key] = min(self._received.get(key, 0), int(available * self._bytes_per_ms()))
+        self._emit(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": command.get("content_index", 0),
+                "audio_end_ms": available,
+            }
+        )
+        self._events.append(TruncateAdjusted(item_id, int(command["audio_end_ms"]), available))
+        return True
