@@ -1,0 +1,129 @@
+"""A Realtime connection: the protocol core pumped over one transport.
+
+``RealtimeConnection`` is deliberately thin. Commands go to :attr:`protocol` and are
+flushed with :meth:`flush`; :meth:`recv` reads frames until the core has something to
+say. No task runs in the background: the owner drives receiving.
+
+Every frame crossing the wire is shown to an optional observer
+``on_wire(direction, text)`` with direction ``"out"`` (client → server) or ``"in"``;
+event logs and the test oracle are built on it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from .errors import ConnectionClosed
+from .protocol import ProtocolOutput, RealtimeProtocol
+from .transports.base import Transport
+
+__all__ = ["RealtimeConnection", "WireObserver", "connect"]
+
+WireObserver = Callable[[str, str], None]
+
+
+class RealtimeConnection:
+    """The protocol core plus one transport."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        protocol: RealtimeProtocol | None = None,
+        *,
+        on_wire: WireObserver | None = None,
+    ) -> None:
+        self.transport = transport
+        self.protocol = protocol or RealtimeProtocol()
+        self._on_wire = on_wire
+        self._pending: deque[ProtocolOutput] = deque()
+        self.close_code: int | None = None
+        self.close_reason = ""
+
+    def __repr__(self) -> str:
+        return f"<RealtimeConnection {self.transport!r}>"
+
+    async def __aenter__(self) -> RealtimeConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.close_code is not None
+
+    async def flush(self) -> None:
+        """Send every frame the protocol core has queued."""
+        for text in self.protocol.data_to_send():
+            if self._on_wire is not None:
+                self._on_wire("out", text)
+            try:
+                await self.transport.send(text)
+            except ConnectionClosed as exc:
+                self._lost(exc)
+                raise
+
+    async def send(self, event: Any) -> str | None:
+        """Send one client event (model or dict) through the core's rules."""
+        event_id = self.protocol.send(event)
+        await self.flush()
+        return event_id
+
+    async def send_raw(self, text: str) -> None:
+        """Send a frame untouched by the core (for tests of peers' error handling)."""
+        if self._on_wire is not None:
+            self._on_wire("out", text)
+        await self.transport.send(text)
+
+    async def recv(self) -> ProtocolOutput:
+        """The next server event or notice; raises ConnectionClosed once everything was read."""
+        while not self._pending:
+            if self.closed:
+                raise ConnectionClosed(self.close_code, self.close_reason)
+            try:
+                text = await self.transport.recv()
+            except ConnectionClosed as exc:
+                self._lost(exc)
+                continue
+            if self._on_wire is not None:
+                self._on_wire("in", text)
+            self.protocol.receive(text)
+            self._pending.extend(self.protocol.events())
+            await self.flush()  # the core may have sent a queued response.create
+        return self._pending.popleft()
+
+    async def __aiter__(self) -> AsyncIterator[ProtocolOutput]:
+        """Events until the connection closes."""
+        while True:
+            try:
+                yield await self.recv()
+            except ConnectionClosed:
+                return
+
+    def _lost(self, exc: ConnectionClosed) -> None:
+        if self.close_code is None:
+            self.close_code, self.close_reason = exc.code, exc.reason
+            self.protocol.connection_lost()
+            self._pending.extend(self.protocol.events())
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Close the transport; responses still in flight become *unknown*."""
+        await self.transport.close(code, reason)
+        self._lost(ConnectionClosed(code, reason))
+
+
+async def connect(
+    base_url: str,
+    token: str,
+    *,
+    model: str | None = "gpt-realtime",
+    on_wire: WireObserver | None = None,
+    **options: Any,
+) -> RealtimeConnection:
+    """Open a WebSocket Realtime connection (see :class:`WebSocketTransport` for options)."""
+    from .transports.websocket import WebSocketTransport
+
+    transport = await WebSocketTransport.connect(base_url, token, model=model, **options)
+    return RealtimeConnection(transport, on_wire=on_wire)

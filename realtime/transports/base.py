@@ -1,0 +1,92 @@
+"""The transport interface, and an in-memory fake shipped with it.
+
+A transport moves whole text frames (one JSON event each) and reports closure as
+:class:`~realtime.errors.ConnectionClosed` with the close code and reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol, runtime_checkable
+
+from ..errors import ConnectionClosed
+
+__all__ = ["MemoryTransport", "Transport", "memory_pair"]
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What :class:`~realtime.connection.RealtimeConnection` needs from a transport."""
+
+    async def send(self, text: str) -> None:
+        """Send one text frame; raises ConnectionClosed when closed."""
+
+    async def recv(self) -> str:
+        """Receive one text frame; raises ConnectionClosed when closed."""
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Close with a code and reason; idempotent."""
+
+
+_CLOSE = object()
+
+
+class MemoryTransport:
+    """One end of an in-memory frame pipe with bounded queues (see :func:`memory_pair`)."""
+
+    def __init__(
+        self,
+        inbox: asyncio.Queue[object],
+        outbox: asyncio.Queue[object],
+        inbox_room: asyncio.Semaphore,
+        outbox_room: asyncio.Semaphore,
+    ) -> None:
+        self._inbox, self._outbox = inbox, outbox
+        self._inbox_room, self._outbox_room = inbox_room, outbox_room
+        self._peer: MemoryTransport | None = None
+        self.close_code: int | None = None
+        self.close_reason = ""
+
+    def __repr__(self) -> str:
+        state = "open" if self.close_code is None else f"closed {self.close_code}"
+        return f"<MemoryTransport {state}>"
+
+    async def send(self, text: str) -> None:
+        if self.close_code is not None:
+            raise ConnectionClosed(self.close_code, self.close_reason)
+        await self._outbox_room.acquire()  # back-pressure: at most max_queue frames in flight
+        self._outbox.put_nowait(text)
+
+    async def recv(self) -> str:
+        if self.close_code is not None and self._inbox.empty():
+            raise ConnectionClosed(self.close_code, self.close_reason)
+        item = await self._inbox.get()
+        if item is _CLOSE:
+            self._inbox.put_nowait(_CLOSE)  # later recv() calls see the close too
+            raise ConnectionClosed(self.close_code, self.close_reason)
+        assert isinstance(item, str)
+        self._inbox_room.release()
+        return item
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        if self.close_code is not None:
+            return
+        self.close_code, self.close_reason = code, reason
+        self._inbox.put_nowait(_CLOSE)
+        if self._peer is not None and self._peer.close_code is None:
+            self._peer.close_code, self._peer.close_reason = code, reason
+            self._peer._inbox.put_nowait(_CLOSE)
+
+
+def memory_pair(max_queue: int = 256) -> tuple[MemoryTransport, MemoryTransport]:
+    """Two connected transports; closing either closes both with the same code and reason.
+
+    At most ``max_queue`` frames wait in each direction; a sender beyond that waits.
+    """
+    a_to_b: asyncio.Queue[object] = asyncio.Queue()
+    b_to_a: asyncio.Queue[object] = asyncio.Queue()
+    room_ab, room_ba = asyncio.Semaphore(max_queue), asyncio.Semaphore(max_queue)
+    a = MemoryTransport(inbox=b_to_a, outbox=a_to_b, inbox_room=room_ba, outbox_room=room_ab)
+    b = MemoryTransport(inbox=a_to_b, outbox=b_to_a, inbox_room=room_ab, outbox_room=room_ba)
+    a._peer, b._peer = b, a
+    return a, b
