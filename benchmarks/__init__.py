@@ -1,0 +1,1 @@
+"""Benchmarks: each module prints its figures and saves them under ``benchmarks/results/``."""
