@@ -1,0 +1,32 @@
+"""The voxline local server: a protocol-faithful stand-in for the OpenAI Realtime API.
+
+It detects speech by energy, follows scripted replies (:mod:`.scenario`) and speaks
+them (espeak-ng when installed, else a synthetic tone voice); it does not
+understand speech. Layers: :mod:`.engine` (sans-I/O, plain dicts) →
+:mod:`.ws_session` / :mod:`.app` (websockets, HTTP) → :mod:`.cli` (``voxline serve``).
+"""
+
+from realtime.server.app import Server, serve
+from realtime.server.catalog import EMITTED_EVENT_TYPES
+from realtime.server.cli import add_serve_arguments, main_serve, run_serve
+from realtime.server.config import FaultConfig, ServerConfig
+from realtime.server.engine import Engine
+from realtime.server.scenario import Scenario, load_scenario
+from realtime.server.state import EngineConfig
+from realtime.server.timing import ClockLike
+
+__all__ = [
+    "EMITTED_EVENT_TYPES",
+    "ClockLike",
+    "Engine",
+    "EngineConfig",
+    "FaultConfig",
+    "Scenario",
+    "Server",
+    "ServerConfig",
+    "add_serve_arguments",
+    "load_scenario",
+    "main_serve",
+    "run_serve",
+    "serve",
+]

@@ -1,0 +1,245 @@
+"""The local server's network side: WebSocket sessions and HTTP endpoints on one port.
+
+- ``GET /v1/realtime?model=…`` (WebSocket, ``Authorization: Bearer …``): a
+  Realtime session driven by :class:`~realtime.server.engine.Engine`.
+- ``POST /v1/realtime/client_secrets``: ephemeral keys
+  (:mod:`realtime.server.http_api`).
+
+Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
+401 ``Missing bearer or basic authentication in header``; a wrong one → 401
+``invalid_api_key``; no ``model`` → 400 ``missing_model``. With
+``ServerConfig.reject_in_band`` the server instead does what the real service
+does: accept the handshake, send the ``error`` event and close with 3000
+(credentials) or 4000 (request shape). ``OpenAI-Beta: realtime=v1`` is always
+answered in band: ``beta_api_shape_disabled``, then close 4000.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Generator
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import serve as ws_serve
+from websockets.datastructures import Headers
+from websockets.http11 import Response
+
+from realtime.errors import ConfigurationError
+from realtime.server import errors
+from realtime.server.config import ServerConfig
+from realtime.server.connection import HttpHandler, routing_connection
+from realtime.server.engine import Engine
+from realtime.server.errors import ErrorSpec
+from realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
+from realtime.server.ids import IdFactory
+from realtime.server.responses import Pacing
+from realtime.server.scenario import Scenario, load_scenario
+from realtime.server.state import EngineConfig, Synth
+from realtime.server.voices import make_synth, warm_up
+from realtime.server.ws_session import close_reason, run_engine, send_error_and_close
+
+__all__ = ["Server", "serve"]
+
+_REALTIME_PATH = "/v1/realtime"
+_SECRETS_PATH = "/v1/realtime/client_secrets"
+_DEFAULT_MODEL = "gpt-realtime"
+
+
+class Server:
+    """A running local server; an async context manager that closes it on exit."""
+
+    def __init__(self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str) -> None:
+        self.config = config
+        self.scenario = scenario
+        self.voice = voice
+        self._synth = synth
+        self._ids = IdFactory(config.seed)
+        self._credentials = Credentials(config.api_key, self._ids)
+        self._rejected = 0
+        self._ws: Any = None
+        self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
+
+    @property
+    def port(self) -> int:
+        return int(self._ws.sockets[0].getsockname()[1])
+
+    @property
+    def host(self) -> str:
+        host = self.config.host
+        return f"[{host}]" if ":" in host else host
+
+    @property
+    def url(self) -> str:
+        """WebSocket base URL for ``AsyncOpenAI(websocket_base_url=…)``: ``ws://host:port/v1``."""
+        return f"ws://{self.host}:{self.port}/v1"
+
+    @property
+    def http_url(self) -> str:
+        """HTTP base URL for ``AsyncOpenAI(base_url=…)``: ``http://host:port/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> Server:
+        factory = routing_connection(self._http)
+        self._ws = await ws_serve(
+            self._session,
+            self.config.host,
+            self.config.port,
+            process_request=self._admit,
+            create_connection=factory,
+            max_size=4 * self.config.max_frame_bytes,
+            server_header="voxline-local-server",
+        )
+        return self
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            self._ws.close()
+            await self._ws.wait_closed()
+
+    async def serve_forever(self) -> None:
+        await self._ws.serve_forever()
+
+    async def __aenter__(self) -> Server:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # HTTP.
+
+    def add_route(self, method: str, path: str, handler: HttpHandler) -> None:
+        """Answer ``method path`` (any method but ``GET``) with ``handler``, e.g. an SDP endpoint."""
+        self._routes[(method.upper(), path.rstrip("/"))] = handler
+
+    async def _http(self, request: HttpRequest) -> HttpResponse:
+        handler = self._routes.get((request.method, request.path.rstrip("/")))
+        if handler is None:
+            return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
+        return await handler(request)
+
+    async def _client_secrets(self, request: HttpRequest) -> HttpResponse:
+        return mint_client_secret(request, self._credentials, _DEFAULT_MODEL)
+
+    def _admit(self, connection: ServerConnection, request: Any) -> Response | None:
+        """``process_request``: refuse bad paths, injected rejections and (by default) bad admission."""
+        if urlsplit(request.path).path.rstrip("/") != _REALTIME_PATH:
+            return _json_response(connection, 404, error_body(ErrorSpec(f"Unknown path {request.path}.", None)))
+        if self._rejected < self.config.faults.reject_first_connections:
+            self._rejected += 1
+            return _json_response(
+                connection, 503, error_body(ErrorSpec("Injected fault: try again.", None, type="server_error"))
+            )
+        if self.config.reject_in_band or _is_beta(request.headers):
+            return None
+        problem = self._problem(request)
+        if problem is None:
+            return None
+        status = 400 if problem.code == "missing_model" or problem.code == "invalid_value" else 401
+        return _json_response(connection, status, error_body(problem))
+
+    def _problem(self, request: Any) -> ErrorSpec | None:
+        token = self._credentials.bearer(request.headers.get("Authorization"))
+        if token is None:
+            return errors.auth_missing()
+        if not self._credentials.accepts(token, time.time()):
+            return errors.invalid_api_key()
+        query = parse_qs(urlsplit(request.path).query)
+        if "intent" in query or "call_id" in query:
+            message = "The voxline local server opens only realtime sessions (?model=…)."
+            return errors.invalid_value(None, message)
+        if not query.get("model", [""])[0]:
+            return errors.missing_model()
+        return None
+
+    # WebSocket sessions.
+
+    async def _session(self, connection: ServerConnection) -> None:
+        request = connection.request
+        assert request is not None
+        if _is_beta(request.headers):
+            spec = errors.beta_disabled()
+            await send_error_and_close(
+                connection, self.config, spec.to_event(self._ids.new("event"), None), 4000, close_reason(spec)
+            )
+            return
+        problem = self._problem(request)
+        if problem is not None:
+            code = 3000 if problem.code in (None, "invalid_api_key") else 4000
+            await send_error_and_close(
+                connection, self.config, problem.to_event(self._ids.new("event"), None), code, close_reason(problem)
+            )
+            return
+        token = self._credentials.bearer(request.headers.get("Authorization")) or ""
+        query = parse_qs(urlsplit(request.path).query)
+        engine = Engine(
+            self._engine_config(query["model"][0]),
+            self.scenario,
+            self._synth,
+            wall_time=time.time(),
+            ids=IdFactory(None if self.config.seed is None else self.config.seed + 1),
+            initial_session=self._credentials.session_for(token, time.time()),
+        )
+        await run_engine(connection, engine, self.config)
+
+    def _engine_config(self, model: str) -> EngineConfig:
+        config = self.config
+        return EngineConfig(
+            model=model,
+            pacing=Pacing(speed=config.speed, chunk_ms=config.chunk_ms, latency_s=config.response_latency_s),
+            max_session_s=config.max_session_s,
+            session_identity=config.session_identity,
+            max_event_bytes=config.max_frame_bytes,
+        )
+
+
+class _Serving:
+    """What :func:`serve` returns: ``await`` it, or use it with ``async with``."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self._config = config
+        self._server: Server | None = None
+
+    async def _start(self) -> Server:
+        config = self._config
+        scenario = load_scenario(config.scenario)
+        synth, voice = make_synth(config.voice)
+        await asyncio.to_thread(warm_up, scenario, synth)
+        self._server = await Server(config, scenario, synth, voice).start()
+        return self._server
+
+    def __await__(self) -> Generator[Any, None, Server]:
+        return self._start().__await__()
+
+    async def __aenter__(self) -> Server:
+        return await self._start()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._server is not None:
+            await self._server.close()
+
+
+def serve(config: ServerConfig) -> _Serving:
+    """Start the local server: ``server = await serve(cfg)`` or ``async with serve(cfg) as server``."""
+    if not isinstance(config, ServerConfig):
+        raise ConfigurationError("serve() needs a ServerConfig")
+    return _Serving(config)
+
+
+def _is_beta(headers: Headers) -> bool:
+    return any(value.strip().lower().startswith("realtime") for value in headers.get_all("OpenAI-Beta"))
+
+
+def _json_response(connection: ServerConnection, status: int, body: dict[str, Any]) -> Response:
+    response = connection.respond(status, json.dumps(body))
+    del response.headers["Content-Type"]
+    response.headers["Content-Type"] = "application/json"
+    return response

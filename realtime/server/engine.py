@@ -1,0 +1,229 @@
+"""The local server's sans-I/O engine: client frames in, server events (dicts) out.
+
+One :class:`Engine` per connection. It reads no clock and does no I/O: every call
+takes ``now`` (seconds on the server's clock) and returns the events to send, in
+order. Responses stream on a schedule: the app asks :meth:`Engine.next_due`, waits
+until then, and calls :meth:`Engine.poll`. A frame the server refuses produces an
+``error`` event whose ``error.event_id`` echoes the client event's ``event_id``;
+the session stays usable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from realtime.server import errors, turns
+from realtime.server.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
+from realtime.server.conversation import Entry
+from realtime.server.errors import ErrorSpec, RequestRejected
+from realtime.server.ids import IdFactory, event
+from realtime.server.items import decode_base64, parse_item
+from realtime.server.planner import start_response
+from realtime.server.scenario import Scenario
+from realtime.server.session_config import SessionConfig
+from realtime.server.state import EngineConfig, SessionState, Synth
+from realtime.server.validate import check_object, json_kind
+
+__all__ = ["Engine"]
+
+Events = list[dict[str, Any]]
+
+
+class Engine:
+    """One Realtime session on the local server (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        scenario: Scenario,
+        synth: Synth,
+        *,
+        wall_time: float,
+        ids: IdFactory | None = None,
+        initial_session: dict[str, Any] | None = None,
+    ) -> None:
+        ids = ids or IdFactory()
+        self._state = SessionState(
+            config=config,
+            ids=ids,
+            scenario=scenario,
+            synth=synth,
+            session_id=ids.new("sess"),
+            conversation_id=ids.new("conv"),
+            expires_at=int(wall_time + config.max_session_s),
+            session=SessionConfig(str((initial_session or {}).get("model") or config.model), config.instructions),
+        )
+        if initial_session is not None:
+            self._state.session.update(initial_session, voice_locked=False)
+        self._apply_input_config()
+        self._handlers: dict[str, Callable[[dict[str, Any], float], Events]] = {
+            "session.update": self._session_update,
+            "input_audio_buffer.append": self._append,
+            "input_audio_buffer.commit": lambda _e, _now: turns.commit(self._state),
+            "input_audio_buffer.clear": lambda _e, _now: turns.clear(self._state),
+            "conversation.item.create": self._item_create,
+            "conversation.item.retrieve": self._item_retrieve,
+            "conversation.item.delete": self._item_delete,
+            "conversation.item.truncate": self._item_truncate,
+            "response.create": lambda e, now: start_response(self._state, e.get("response") or {}, now),
+            "response.cancel": self._response_cancel,
+        }
+
+    @property
+    def session_id(self) -> str:
+        return self._state.session_id
+
+    def open(self) -> Events:
+        """``session.created`` and ``conversation.created``, the first events of a session."""
+        state = self._state
+        conversation = {"id": state.conversation_id, "object": "realtime.conversation"}
+        return [
+            event(state.ids, "session.created", session=state.session.view(self._identity())),
+            event(state.ids, "conversation.created", conversation=conversation),
+        ]
+
+    def receive(self, frame: str | bytes, now: float) -> Events:
+        """Handle one client frame; return the events it causes right away."""
+        if isinstance(frame, (bytes, bytearray, memoryview)):
+            return [self.error(errors.binary_frame())]
+        limit = self._state.config.max_event_bytes
+        if len(frame) > limit:
+            return [self.error(errors.event_too_large(len(frame), limit))]
+        try:
+            data = json.loads(frame)
+        except ValueError as exc:
+            return [self.error(errors.invalid_json(str(exc)))]
+        if not isinstance(data, dict):
+            return [self.error(errors.not_an_object(f"{_article(json_kind(data))}"))]
+        client_event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
+        try:
+            events = self._dispatch(data, now)
+        except RequestRejected as exc:
+            events = [self.error(exc.spec, client_event_id)]
+        return events + self._sweep(now)
+
+    def poll(self, now: float) -> Events:
+        """Events due by ``now``: response steps and the idle timeout."""
+        state = self._state
+        events: Events = []
+        if state.idle_deadline is not None and now >= state.idle_deadline:
+            events.extend(turns.fire_idle(state, now))
+        for run in list(state.runs):
+            events.extend(run.advance(now))
+        return events + self._sweep(now)
+
+    def next_due(self) -> float | None:
+        """When :meth:`poll` next has something to do, or ``None``."""
+        times = [t for t in (run.next_due() for run in self._state.runs) if t is not None]
+        if self._state.idle_deadline is not None:
+            times.append(self._state.idle_deadline)
+        return min(times) if times else None
+
+    def expire(self) -> Events:
+        """The ``session_expired`` error sent at the maximum session duration."""
+        return [self.error(errors.session_expired(self._state.config.max_session_minutes))]
+
+    def error(self, spec: ErrorSpec, client_event_id: str | None = None) -> dict[str, Any]:
+        """An ``error`` event with a fresh server ``event_id``."""
+        return spec.to_event(self._state.ids.new("event"), client_event_id)
+
+    # Dispatch.
+
+    def _dispatch(self, data: dict[str, Any], now: float) -> Events:
+        if "type" not in data:
+            raise RequestRejected(errors.missing_parameter("type"))
+        type_ = data["type"]
+        if not isinstance(type_, str):
+            raise RequestRejected(errors.invalid_type("type", "a string", _article(json_kind(type_))))
+        handler = self._handlers.get(type_)
+        if handler is None:
+            raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
+        check_object(data, EVENT_SCHEMAS[type_])
+        return handler(data, now)
+
+    def _sweep(self, now: float) -> Events:
+        """Retire finished responses; lock the voice once audio was produced; arm the idle timer."""
+        state = self._state
+        for run in list(state.runs):
+            if run.produced_audio:
+                state.voice_locked = True
+            if run.done:
+                state.runs.remove(run)
+                if run.in_conversation and run.status == "completed":
+                    turns.arm_idle(state, now, run.audio_seconds)
+        return []
+
+    def _identity(self) -> dict[str, Any] | None:
+        state = self._state
+        if not state.config.session_identity:
+            return None
+        return {"id": state.session_id, "object": "realtime.session", "expires_at": state.expires_at}
+
+    def _apply_input_config(self) -> None:
+        audio_input = self._state.session.view()["audio"]["input"]
+        self._state.input.configure(audio_input["format"]["type"], audio_input["turn_detection"])
+
+    # Handlers.
+
+    def _session_update(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        state.session.update(data["session"], voice_locked=state.voice_locked)
+        self._apply_input_config()
+        return [event(state.ids, "session.updated", session=state.session.view(self._identity()))]
+
+    def _append(self, data: dict[str, Any], now: float) -> Events:
+        audio = decode_base64(data["audio"], "audio")
+        limit = self._state.config.max_audio_bytes
+        if len(audio) > limit:
+            message = (
+                f"Invalid 'audio': {len(audio)} bytes of audio is more than the maximum of {limit} bytes per event."
+            )
+            raise RequestRejected(errors.invalid_value("audio", message))
+        return turns.append_audio(self._state, audio, now)
+
+    def _item_create(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        new = parse_item(data["item"], "item", state.ids.new("item"))
+        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, bytes_per_ms=state.input.bytes_per_ms)
+        previous = state.conversation.insert(entry, data.get("previous_item_id"))
+        state.idle_deadline = None
+        return [
+            event(state.ids, "conversation.item.added", previous_item_id=previous, item=entry.public()),
+            event(state.ids, "conversation.item.done", previous_item_id=previous, item=entry.public()),
+        ]
+
+    def _item_retrieve(self, data: dict[str, Any], now: float) -> Events:
+        item = self._state.conversation.retrieve(data["item_id"])
+        return [event(self._state.ids, "conversation.item.retrieved", item=item)]
+
+    def _item_delete(self, data: dict[str, Any], now: float) -> Events:
+        self._state.conversation.delete(data["item_id"])
+        return [event(self._state.ids, "conversation.item.deleted", item_id=data["item_id"])]
+
+    def _item_truncate(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        item_id, index, end_ms = data["item_id"], int(data["content_index"]), int(data["audio_end_ms"])
+        state.conversation.truncate(item_id, index, end_ms)
+        events = [
+            event(state.ids, "conversation.item.truncated", item_id=item_id, content_index=index, audio_end_ms=end_ms)
+        ]
+        for run in state.runs:
+            events.extend(run.stop_item(item_id))
+        return events
+
+    def _response_cancel(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        response_id = data.get("response_id")
+        if response_id is not None:
+            run = state.find_run(response_id)
+        else:
+            run = state.default_run() or next((r for r in reversed(state.runs) if not r.done), None)
+        if run is None:
+            raise RequestRejected(errors.cancel_not_active())
+        return run.cancel("client_cancelled")
+
+
+def _article(kind: str) -> str:
+    return {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}.get(kind, f"a {kind}")

@@ -1,0 +1,226 @@
+"""The ``error`` server event: shapes, codes and messages the local server sends.
+
+Codes and messages follow the real service where they are known (PROTOCOL.md §5-7
+and captured sessions). Codes this server names itself, because the service's
+own are not documented, are marked *local* below:
+
+=====================================  ====================================================
+code                                   when
+=====================================  ====================================================
+``invalid_json``                       a text frame that is not JSON
+``invalid_event``                      binary frame; JSON that is not an object
+``invalid_value`` (param ``type``)     unknown or beta event type
+``missing_required_parameter``         a required field is absent
+``unknown_parameter``                  a field the GA schema does not have
+``invalid_type``                       a field of the wrong JSON type
+``invalid_value``                      a value out of its set; truncate past the audio
+``integer_below_min_value`` / ``…above…``  numbers out of range
+``invalid_parameter``                  a transcription ``session.update`` on a realtime session
+``cannot_update_voice``                voice change after assistant audio
+``conversation_already_has_active_response`` / ``response_cancel_not_active``
+``input_audio_buffer_commit_empty``    commit of less than 100 ms
+``item_truncate_invalid_item_id`` / ``item_delete_invalid_item_id`` / ``item_retrieve_invalid_item_id``
+``unsupported_content_type``           truncate of an item without assistant audio
+``event_too_large`` (*local*)          a frame above the configured maximum
+``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
+=====================================  ====================================================
+
+Unknown ``previous_item_id`` and duplicate item ids use ``invalid_value`` with
+*local* messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from realtime.errors import RemoteProtocolError
+
+__all__ = [
+    "ErrorSpec",
+    "RequestRejected",
+    "above_max",
+    "active_response",
+    "auth_missing",
+    "below_min",
+    "beta_disabled",
+    "binary_frame",
+    "cancel_not_active",
+    "cannot_update_voice",
+    "commit_empty",
+    "event_too_large",
+    "invalid_api_key",
+    "invalid_choice",
+    "invalid_json",
+    "invalid_type",
+    "invalid_value",
+    "item_not_found",
+    "missing_model",
+    "missing_parameter",
+    "not_an_object",
+    "session_expired",
+    "transcription_on_realtime",
+    "truncate_too_long",
+    "truncate_unknown_item",
+    "truncate_unsupported",
+    "unknown_parameter",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSpec:
+    """The ``error`` object of an ``error`` event, minus the client's ``event_id``."""
+
+    message: str
+    code: str | None
+    param: str | None = None
+    type: str = "invalid_request_error"
+
+    def to_event(self, event_id: str, client_event_id: str | None) -> dict[str, Any]:
+        """The whole ``error`` server event."""
+        error = {
+            "type": self.type,
+            "code": self.code,
+            "message": self.message,
+            "param": self.param,
+            "event_id": client_event_id,
+        }
+        return {"type": "error", "event_id": event_id, "error": error}
+
+
+class RequestRejected(RemoteProtocolError):
+    """A client event the server refuses; carries the ``error`` to send back."""
+
+    def __init__(self, spec: ErrorSpec) -> None:
+        super().__init__(spec.message)
+        self.spec = spec
+
+
+def _quoted_list(values: Sequence[str]) -> str:
+    quoted = [f"'{v}'" for v in values]
+    if len(quoted) <= 2:
+        return " and ".join(quoted)
+    return ", ".join(quoted[:-1]) + ", and " + quoted[-1]
+
+
+def missing_parameter(path: str) -> ErrorSpec:
+    return ErrorSpec(f"Missing required parameter: '{path}'.", "missing_required_parameter", path)
+
+
+def unknown_parameter(path: str) -> ErrorSpec:
+    return ErrorSpec(f"Unknown parameter: '{path}'.", "unknown_parameter", path)
+
+
+def invalid_type(path: str, expected: str, got: str) -> ErrorSpec:
+    message = f"Invalid type for '{path}': expected {expected}, but got {got} instead."
+    return ErrorSpec(message, "invalid_type", path)
+
+
+def invalid_choice(path: str, value: object, choices: Sequence[str]) -> ErrorSpec:
+    message = f"Invalid value: '{value}'. Supported values are: {_quoted_list(choices)}."
+    return ErrorSpec(message, "invalid_value", path)
+
+
+def invalid_value(path: str | None, message: str) -> ErrorSpec:
+    return ErrorSpec(message, "invalid_value", path)
+
+
+def below_min(path: str, minimum: float, got: float) -> ErrorSpec:
+    message = f"Invalid '{path}': integer below minimum value. Expected a value >= {minimum}, but got {got} instead."
+    return ErrorSpec(message, "integer_below_min_value", path)
+
+
+def above_max(path: str, maximum: float, got: float) -> ErrorSpec:
+    message = f"Invalid '{path}': integer above maximum value. Expected a value <= {maximum}, but got {got} instead."
+    return ErrorSpec(message, "integer_above_max_value", path)
+
+
+def invalid_json(detail: str) -> ErrorSpec:
+    return ErrorSpec(f"Invalid event: failed to parse JSON value. {detail}", "invalid_json")
+
+
+def not_an_object(got: str) -> ErrorSpec:
+    return ErrorSpec(f"Invalid event: expected a JSON object, but got {got} instead.", "invalid_event")
+
+
+def binary_frame() -> ErrorSpec:
+    return ErrorSpec("Expected a text WebSocket message; binary frames are not supported.", "invalid_event")
+
+
+def event_too_large(size: int, limit: int) -> ErrorSpec:
+    message = f"Invalid event: the message is {size} bytes, more than the maximum of {limit} bytes."
+    return ErrorSpec(message, "event_too_large")
+
+
+def transcription_on_realtime() -> ErrorSpec:
+    message = "Passing a transcription session update event to a realtime session is not allowed."
+    return ErrorSpec(message, "invalid_parameter", "session.type")
+
+
+def cannot_update_voice() -> ErrorSpec:
+    return ErrorSpec("Cannot update a conversation's voice if assistant audio is present.", "cannot_update_voice")
+
+
+def active_response(response_id: str) -> ErrorSpec:
+    message = (
+        f"Conversation already has an active response in progress: {response_id}. "
+        "Wait until the response is finished before creating a new one."
+    )
+    return ErrorSpec(message, "conversation_already_has_active_response")
+
+
+def cancel_not_active() -> ErrorSpec:
+    return ErrorSpec("Cancellation failed: no active response found", "response_cancel_not_active")
+
+
+def commit_empty(buffered_ms: float) -> ErrorSpec:
+    message = (
+        "Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, "
+        f"but buffer only has {buffered_ms:.2f}ms of audio."
+    )
+    return ErrorSpec(message, "input_audio_buffer_commit_empty")
+
+
+def truncate_too_long(have_ms: int, want_ms: int) -> ErrorSpec:
+    message = f"Audio content of {have_ms}ms is already shorter than {want_ms}ms"
+    return ErrorSpec(message, "invalid_value", "audio_end_ms")
+
+
+def truncate_unknown_item(item_id: str) -> ErrorSpec:
+    message = f"Error truncating item: the item with id '{item_id}' does not exist."
+    return ErrorSpec(message, "item_truncate_invalid_item_id", "item_id")
+
+
+def truncate_unsupported() -> ErrorSpec:
+    return ErrorSpec("Only model output audio messages can be truncated", "unsupported_content_type")
+
+
+def item_not_found(verb: str, item_id: str) -> ErrorSpec:
+    """``verb`` is ``"deleting"`` or ``"retrieving"``."""
+    code = {"deleting": "item_delete_invalid_item_id", "retrieving": "item_retrieve_invalid_item_id"}[verb]
+    return ErrorSpec(f"Error {verb} item: the item with id '{item_id}' does not exist.", code)
+
+
+def session_expired(minutes: int) -> ErrorSpec:
+    unit = "minute" if minutes == 1 else "minutes"
+    return ErrorSpec(f"Your session hit the maximum duration of {minutes} {unit}.", "session_expired")
+
+
+def beta_disabled() -> ErrorSpec:
+    message = "The Realtime Beta API is no longer supported. Please use /v1/realtime for the GA API."
+    return ErrorSpec(message, "beta_api_shape_disabled")
+
+
+def invalid_api_key() -> ErrorSpec:
+    message = "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys."
+    return ErrorSpec(message, "invalid_api_key")
+
+
+def auth_missing() -> ErrorSpec:
+    return ErrorSpec("Missing bearer or basic authentication in header", None)
+
+
+def missing_model() -> ErrorSpec:
+    message = "You must provide a model parameter, for example wss://api.openai.com/v1/realtime?model=gpt-realtime"
+    return ErrorSpec(message, "missing_model")

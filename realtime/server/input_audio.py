@@ -1,0 +1,140 @@
+"""The input audio buffer and its voice activity detection, in buffer time.
+
+Positions are sample indices over all audio appended during the session (what
+``audio_start_ms`` / ``audio_end_ms`` count), at the input format's own rate:
+24 kHz for ``audio/pcm``, 8 kHz for ``audio/pcmu`` / ``audio/pcma``.
+
+``server_vad`` runs :class:`audio.vad.EnergyVad` with the session's threshold,
+prefix padding and silence duration. ``semantic_vad`` is approximated by the same
+detector with a silence duration chosen by ``eagerness`` (low 1200 ms,
+medium/auto 800 ms, high 400 ms), since the server understands no speech.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audio.vad import EnergyVad, SpeechStart, SpeechStop, VadEvent
+from realtime.server import wire_audio
+
+__all__ = ["InputAudio", "SpeechStart", "SpeechStop", "VadEvent", "format_rate"]
+
+_SEMANTIC_SILENCE_MS = {"low": 1200, "medium": 800, "auto": 800, "high": 400}
+
+
+def format_rate(format_type: str) -> tuple[int, int]:
+    """(samples per second, bytes per sample) of an audio format type."""
+    return (24000, 2) if format_type == "audio/pcm" else (8000, 1)
+
+
+class InputAudio:
+    """``input_audio_buffer``: appended bytes, commit/clear, and VAD events."""
+
+    def __init__(self, format_type: str = "audio/pcm", turn_detection: dict[str, Any] | None = None) -> None:
+        self._format = format_type
+        self._rate, self._width = format_rate(format_type)
+        self._buffer = bytearray()
+        self._base = 0  # session sample index of the buffer's first sample
+        self._position = 0  # session samples appended so far
+        self._vad: EnergyVad | None = None
+        self._vad_origin = 0
+        self._tail = b""  # an odd trailing byte of PCM16 not yet a whole sample
+        self.configure(format_type, turn_detection)
+
+    @property
+    def format_type(self) -> str:
+        return self._format
+
+    @property
+    def bytes_per_ms(self) -> float:
+        return self._rate * self._width / 1000.0
+
+    @property
+    def buffered_ms(self) -> float:
+        return len(self._buffer) / self.bytes_per_ms
+
+    @property
+    def buffer_start(self) -> int:
+        """Session sample index of the first buffered sample."""
+        return self._base
+
+    @property
+    def position(self) -> int:
+        """Session samples appended so far."""
+        return self._position
+
+    @property
+    def speaking(self) -> bool:
+        return self._vad is not None and self._vad.speaking
+
+    def ms(self, sample: int) -> int:
+        """Session milliseconds of a sample position."""
+        return sample * 1000 // self._rate
+
+    def configure(self, format_type: str, turn_detection: dict[str, Any] | None) -> None:
+        """Apply the session's input format and turn detection (VAD state is kept when possible)."""
+        if format_type != self._format:
+            self._format = format_type
+            self._rate, self._width = format_rate(format_type)
+            self._vad = None
+        if turn_detection is None:
+            self._vad = None
+            return
+        threshold = float(turn_detection.get("threshold", 0.5))
+        padding = int(turn_detection.get("prefix_padding_ms", 300))
+        silence = int(turn_detection.get("silence_duration_ms", 500))
+        if turn_detection["type"] == "semantic_vad":
+            silence = _SEMANTIC_SILENCE_MS[turn_detection.get("eagerness", "auto")]
+        if self._vad is None:
+            self._vad = EnergyVad(
+                sample_rate=self._rate, threshold=threshold, prefix_padding_ms=padding, silence_duration_ms=silence
+            )
+            self._vad_origin = self._position
+        else:
+            self._vad.configure(threshold=threshold, prefix_padding_ms=padding, silence_duration_ms=silence)
+
+    def append(self, data: bytes) -> list[VadEvent]:
+        """Add audio; return VAD events with session sample positions."""
+        self._buffer.extend(data)
+        raw = self._tail + data
+        usable = len(raw) - len(raw) % self._width
+        self._tail = raw[usable:]
+        samples = wire_audio.to_pcm(raw[:usable], self._format)
+        self._position += samples.size
+        if self._vad is None:
+            return []
+        origin = self._vad_origin
+        events: list[VadEvent] = []
+        for ev in self._vad.process(samples):
+            match ev:
+                case SpeechStart():
+                    events.append(SpeechStart(onset=ev.onset + origin, start=ev.start + origin))
+                case SpeechStop():
+                    events.append(SpeechStop(end=ev.end + origin, last_voiced=ev.last_voiced + origin))
+        return events
+
+    def take_all(self) -> bytes:
+        """Manual commit: everything buffered; any speech in progress is forgotten."""
+        data = bytes(self._buffer)
+        self._reset_buffer()
+        return data
+
+    def take_segment(self, start: int, end: int) -> bytes:
+        """VAD commit: samples ``[start, end)``; audio before is dropped, audio after stays."""
+        lo = max(0, (start - self._base) * self._width)
+        hi = max(lo, min(len(self._buffer), (end - self._base) * self._width))
+        data = bytes(self._buffer[lo:hi])
+        del self._buffer[:hi]
+        self._base = max(self._base, end)
+        return data
+
+    def clear(self) -> None:
+        """``input_audio_buffer.clear``: drop the buffer and any speech in progress."""
+        self._reset_buffer()
+
+    def _reset_buffer(self) -> None:
+        self._buffer.clear()
+        self._base = self._position
+        self._tail = b""
+        if self._vad is not None:
+            self._vad.reset()

@@ -1,0 +1,176 @@
+"""``response.create`` (and VAD-created responses): choose the scripted turn, build the run.
+
+Only one response may write to the default conversation at a time
+(``conversation_already_has_active_response``); out-of-band responses
+(``conversation: "none"``) may run alongside it and are not added to the
+conversation. An integer ``max_output_tokens`` cuts the reply
+(:mod:`realtime.server.budget`). See :mod:`realtime.server.scenario` for how turns are chosen.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, assert_never
+
+from realtime.server import errors, wire_audio
+from realtime.server.budget import fit_budget
+from realtime.server.conversation import Entry
+from realtime.server.errors import RequestRejected
+from realtime.server.input_audio import format_rate
+from realtime.server.output_items import CallOutput, MessageOutput, OutputItem
+from realtime.server.responses import ResponseRun, RunSpec
+from realtime.server.scenario import Call, Output, Say
+from realtime.server.state import SessionState
+from realtime.server.usage import audio_tokens, input_usage, text_tokens
+
+__all__ = ["next_outputs", "render", "start_response"]
+
+_PLACEHOLDER = re.compile(r"\{(user_seconds|user_text|turn)\}")
+_ARGUMENT_DELTAS = 4
+
+
+def start_response(state: SessionState, params: dict[str, Any], now: float) -> list[dict[str, Any]]:
+    """Start a response; return ``[response.created]`` (the rest comes from polling the run)."""
+    out_of_band = params.get("conversation", "auto") == "none"
+    if not out_of_band:
+        active = state.default_run()
+        if active is not None:
+            raise RequestRejected(errors.active_response(active.response_id))
+        state.idle_deadline = None
+    modalities = list(params.get("output_modalities") or state.session.output_modalities)
+    audio_output = state.session.output
+    audio_output.pop("speed", None)
+    audio_output.update(params.get("audio", {}).get("output", {}))
+    format_type = audio_output["format"]["type"]
+    rate, width = format_rate(format_type)
+    response_id = state.ids.new("resp")
+    script = [
+        Say(render(o.text, state)) if isinstance(o, Say) else o
+        for o in (state.scenario.out_of_band if out_of_band else next_outputs(state))
+    ]
+    max_tokens = params.get("max_output_tokens", state.session.max_output_tokens)
+    cut = False
+    if isinstance(max_tokens, int):
+        script, cut = fit_budget(script, max_tokens, lambda text: _cost(state, text, modalities))
+    outputs = [
+        _build(state, output, index, response_id, not out_of_band, modalities, format_type)
+        for index, output in enumerate(script)
+    ]
+    if cut and outputs:
+        outputs[-1].final_status = "incomplete"
+    items = [] if out_of_band else list(state.conversation)
+    spec = RunSpec(
+        response_id=response_id,
+        conversation_id=None if out_of_band else state.conversation_id,
+        output_modalities=modalities,
+        audio_output=audio_output,
+        max_output_tokens=max_tokens,
+        metadata=params.get("metadata"),
+        bytes_per_ms=rate * width / 1000.0,
+        input_tokens=input_usage(params.get("instructions", state.session.instructions), state.session.tools, items),
+        incomplete=cut,
+    )
+    run = ResponseRun(
+        spec,
+        outputs,
+        ids=state.ids,
+        pacing=state.config.pacing,
+        start=now,
+        conversation=None if out_of_band else state.conversation,
+        rate_limits=state.rate_limits,
+    )
+    state.runs.append(run)
+    return [run.created_event()]
+
+
+def next_outputs(state: SessionState) -> tuple[Output, ...]:
+    """The outputs of the next default-conversation response (``after`` replies first)."""
+    last = state.conversation.get(state.conversation.last_id) if state.conversation.last_id else None
+    pending = state.pending_after
+    state.pending_after = None
+    if isinstance(pending, tuple) and last is not None and last.item.get("type") == "function_call_output":
+        return pending
+    turns = state.scenario.turns
+    index = state.turn_index
+    if index >= len(turns):
+        index = index % len(turns) if state.scenario.after_last == "cycle" else len(turns) - 1
+    state.turn_index += 1
+    turn = turns[index]
+    state.pending_after = turn.after
+    return turn.outputs
+
+
+def render(text: str, state: SessionState) -> str:
+    """Fill ``{user_seconds}``, ``{user_text}`` and ``{turn}`` from the conversation."""
+    seconds, said = 0.0, ""
+    for entry in state.conversation:
+        if entry.item.get("role") != "user":
+            continue
+        for index, part in enumerate(entry.item.get("content") or []):
+            if part.get("type") == "input_audio":
+                seconds = entry.audio_ms(index) / 1000.0
+            elif part.get("type") == "input_text":
+                said = str(part.get("text", ""))
+    values = {"user_seconds": f"{seconds:.1f}", "user_text": said or "nothing", "turn": str(state.turn_index)}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+
+def _build(
+    state: SessionState,
+    output: Output,
+    index: int,
+    response_id: str,
+    in_conversation: bool,
+    modalities: list[str],
+    format_type: str,
+) -> OutputItem:
+    rate, width = format_rate(format_type)
+    bytes_per_ms = rate * width / 1000.0
+    item_id = state.ids.new("item")
+    match output:
+        case Say(text=text):
+            audio = wire_audio.from_pcm24k(state.synth(text), format_type) if "audio" in modalities else None
+            item = {
+                "id": item_id,
+                "type": "message",
+                "object": "realtime.item",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
+            return MessageOutput(
+                Entry(item, bytes_per_ms=bytes_per_ms), text, audio, index, response_id, in_conversation
+            )
+        case Call(name=name, arguments=arguments):
+            call_id = state.ids.new("call", 16)
+            item = {
+                "id": item_id,
+                "type": "function_call",
+                "object": "realtime.item",
+                "status": "in_progress",
+                "call_id": call_id,
+                "name": name,
+                "arguments": "",
+            }
+            return CallOutput(
+                Entry(item, bytes_per_ms=bytes_per_ms), index, response_id, in_conversation, _split(arguments)
+            )
+        case _:
+            assert_never(output)
+
+
+def _cost(state: SessionState, text: str, modalities: list[str]) -> int:
+    """Estimated output tokens of a message (transcript or text, plus audio)."""
+    tokens = text_tokens(text)
+    if "audio" in modalities:
+        tokens += audio_tokens(len(state.synth(text)) / 24000.0, output=True)
+    return tokens
+
+
+def _split(arguments: str) -> list[str]:
+    """Arguments in up to four nearly equal deltas."""
+    if not arguments:
+        return []
+    n = min(_ARGUMENT_DELTAS, len(arguments))
+    size = -(-len(arguments) // n)
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)]

@@ -1,0 +1,164 @@
+"""The effective session config: defaults, ``session.update`` validation and merging.
+
+Rules (PROTOCOL.md §4): ``session.type`` is required on every update; unknown and
+beta keys are rejected; a rejected update is discarded whole; fields left out are
+unchanged; ``null`` turns ``turn_detection`` / ``noise_reduction`` /
+``transcription`` off; nested objects that are given (format, turn detection,
+transcription) replace the old ones, with the service defaults filled in; the
+voice cannot change once the assistant has produced audio; the model cannot
+change at all.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from realtime.server import errors
+from realtime.server.errors import RequestRejected
+from realtime.server.session_schema import SESSION_SCHEMA
+from realtime.server.validate import check_object
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "SessionConfig",
+    "default_server_vad",
+]
+
+DEFAULT_INSTRUCTIONS = (
+    "You are the voxline local server, a stand-in for a speech-to-speech model. "
+    "You detect speech by its energy and answer with scripted replies; you do not understand speech."
+)
+
+_PCM = {"type": "audio/pcm", "rate": 24000}
+
+
+def default_server_vad() -> dict[str, Any]:
+    """``server_vad`` with the service's defaults."""
+    return {
+        "type": "server_vad",
+        "threshold": 0.5,
+        "prefix_padding_ms": 300,
+        "silence_duration_ms": 500,
+        "idle_timeout_ms": None,
+        "create_response": True,
+        "interrupt_response": True,
+    }
+
+
+def _default_semantic_vad() -> dict[str, Any]:
+    return {"type": "semantic_vad", "eagerness": "auto", "create_response": True, "interrupt_response": True}
+
+
+def _defaults(model: str, instructions: str) -> dict[str, Any]:
+    return {
+        "type": "realtime",
+        "model": model,
+        "output_modalities": ["audio"],
+        "instructions": instructions,
+        "tools": [],
+        "tool_choice": "auto",
+        "max_output_tokens": "inf",
+        "tracing": None,
+        "truncation": "auto",
+        "prompt": None,
+        "include": None,
+        "audio": {
+            "input": {
+                "format": dict(_PCM),
+                "transcription": None,
+                "noise_reduction": None,
+                "turn_detection": default_server_vad(),
+            },
+            "output": {"format": dict(_PCM), "voice": "alloy", "speed": 1.0},
+        },
+    }
+
+
+def _filled(key: str, value: Any) -> Any:
+    """A nested object given in an update, completed with the service defaults."""
+    if value is None:
+        return None
+    if key == "format":
+        return {**_PCM, **value} if value.get("type") == "audio/pcm" else dict(value)
+    if key == "turn_detection":
+        base = default_server_vad() if value["type"] == "server_vad" else _default_semantic_vad()
+        return {**base, **value}
+    if key == "transcription":
+        return {"model": "gpt-4o-mini-transcribe", "language": None, "prompt": None, **value}
+    return copy.deepcopy(value)
+
+
+class SessionConfig:
+    """The session as the server applies it; :meth:`view` is what ``session.*`` events carry."""
+
+    def __init__(self, model: str, instructions: str = DEFAULT_INSTRUCTIONS) -> None:
+        self._config = _defaults(model, instructions)
+
+    def view(self, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A deep copy of the effective config, with ``id``/``object``/``expires_at`` if given."""
+        out = copy.deepcopy(self._config)
+        return {**identity, **out} if identity else out
+
+    def update(self, session: Any, *, voice_locked: bool) -> None:
+        """Validate and apply one ``session.update`` payload, or raise without changing anything."""
+        if not isinstance(session, dict):
+            raise RequestRejected(errors.invalid_type("session", "an object", "a value of another type"))
+        check_object(session, SESSION_SCHEMA, "session")
+        if session["type"] == "transcription":
+            raise RequestRejected(errors.transcription_on_realtime())
+        self._check_rules(session, voice_locked)
+        merged = copy.deepcopy(self._config)
+        for key, value in session.items():
+            if key == "audio":
+                for side, fields in value.items():
+                    for name, field in fields.items():
+                        merged["audio"][side][name] = _filled(name, field)
+            else:
+                merged[key] = copy.deepcopy(value)
+        self._config = merged
+
+    def _check_rules(self, session: dict[str, Any], voice_locked: bool) -> None:
+        model = session.get("model")
+        if model is not None and model != self._config["model"]:
+            raise RequestRejected(errors.invalid_value("session.model", "The model of a session cannot be changed."))
+        modalities = session.get("output_modalities")
+        if modalities is not None and len(set(modalities)) != 1:
+            message = "Invalid 'session.output_modalities': use either ['audio'] or ['text']."
+            raise RequestRejected(errors.invalid_value("session.output_modalities", message))
+        voice = session.get("audio", {}).get("output", {}).get("voice")
+        if voice is not None and voice_locked and voice != self._config["audio"]["output"]["voice"]:
+            raise RequestRejected(errors.cannot_update_voice())
+
+    # Accessors the engine uses.
+
+    @property
+    def turn_detection(self) -> dict[str, Any] | None:
+        td = self._config["audio"]["input"]["turn_detection"]
+        return dict(td) if td is not None else None
+
+    @property
+    def output_modalities(self) -> list[str]:
+        return list(self._config["output_modalities"])
+
+    @property
+    def transcription(self) -> dict[str, Any] | None:
+        value: dict[str, Any] | None = self._config["audio"]["input"]["transcription"]
+        return value
+
+    @property
+    def output(self) -> dict[str, Any]:
+        return copy.deepcopy(self._config["audio"]["output"])
+
+    @property
+    def max_output_tokens(self) -> int | str:
+        value: int | str = self._config["max_output_tokens"]
+        return value
+
+    @property
+    def instructions(self) -> str:
+        return str(self._config["instructions"])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return copy.deepcopy(self._config["tools"])

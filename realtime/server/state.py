@@ -1,0 +1,78 @@
+"""Everything one Realtime session holds on the server, shared by the engine's parts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from realtime.server.conversation import Conversation
+from realtime.server.ids import IdFactory
+from realtime.server.input_audio import InputAudio
+from realtime.server.responses import Pacing, ResponseRun
+from realtime.server.scenario import Scenario
+from realtime.server.session_config import DEFAULT_INSTRUCTIONS, SessionConfig
+from realtime.server.usage import RateLimits
+
+__all__ = ["MAX_AUDIO_BYTES", "EngineConfig", "SessionState", "Synth"]
+
+Synth = Callable[[str], np.ndarray]
+"""Text → int16 samples at 24 kHz mono (``audio.voice.synthesize`` with a voice bound)."""
+
+MAX_AUDIO_BYTES = 15 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Per-session settings of the local server."""
+
+    model: str = "gpt-realtime"
+    pacing: Pacing = field(default_factory=Pacing)
+    max_session_s: float = 3600.0
+    session_identity: bool = False
+    max_event_bytes: int = 20 * 1024 * 1024
+    max_audio_bytes: int = MAX_AUDIO_BYTES
+    instructions: str = DEFAULT_INSTRUCTIONS
+
+    @property
+    def max_session_minutes(self) -> int:
+        return max(1, math.ceil(self.max_session_s / 60.0))
+
+
+@dataclass
+class SessionState:
+    """The mutable session: config, conversation, input buffer, responses in flight."""
+
+    config: EngineConfig
+    ids: IdFactory
+    scenario: Scenario
+    synth: Synth
+    session_id: str
+    conversation_id: str
+    expires_at: int
+    session: SessionConfig
+    conversation: Conversation = field(default_factory=Conversation)
+    input: InputAudio = field(default_factory=InputAudio)
+    rate_limits: RateLimits = field(default_factory=RateLimits)
+    runs: list[ResponseRun] = field(default_factory=list)
+    voice_locked: bool = False
+    speech_item: str | None = None
+    speech_start: int = 0
+    turn_index: int = 0
+    pending_after: object | None = None
+    idle_deadline: float | None = None
+
+    def default_run(self) -> ResponseRun | None:
+        """The response writing to the default conversation, if one is active."""
+        for run in self.runs:
+            if run.in_conversation and not run.done:
+                return run
+        return None
+
+    def find_run(self, response_id: str) -> ResponseRun | None:
+        for run in self.runs:
+            if run.response_id == response_id and not run.done:
+                return run
+        return None

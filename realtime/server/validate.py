@@ -1,0 +1,130 @@
+"""A small strict validator for client events, with the service's error wording.
+
+A schema is a mapping of field name → :class:`Field`. Objects are strict: a key the
+schema does not list is an ``unknown_parameter``. An object field without ``fields`` is open (any keys).
+Objects may be discriminated
+unions (``variants``): the discriminator picks the schema of the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from realtime.server import errors
+from realtime.server.errors import RequestRejected
+
+__all__ = ["Field", "Schema", "check_object", "check_value", "json_kind"]
+
+_ARTICLE = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "an array",
+    "null": "null",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """Allowed JSON kinds of one field, and the rules for its value."""
+
+    kinds: tuple[str, ...]
+    required: bool = False
+    choices: tuple[str, ...] | None = None
+    fields: Mapping[str, Field] | None = None
+    variants: tuple[str, Mapping[str, Mapping[str, Field]]] | None = None
+    items: Field | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+Schema = Mapping[str, Field]
+
+
+def json_kind(value: Any) -> str:
+    """The JSON kind of a decoded value (``"integer"`` for whole floats too)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "unknown"
+
+
+def _expected(kinds: tuple[str, ...]) -> str:
+    words = [_ARTICLE[k] for k in kinds]
+    return words[0] if len(words) == 1 else "one of " + ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def check_object(value: Mapping[str, Any], schema: Schema, path: str = "") -> None:
+    """Raise :class:`RequestRejected` for the first problem in ``value``."""
+    for key in value:
+        if key not in schema:
+            raise RequestRejected(errors.unknown_parameter(_join(path, key)))
+    for key, field in schema.items():
+        if key not in value:
+            if field.required:
+                raise RequestRejected(errors.missing_parameter(_join(path, key)))
+            continue
+        check_value(value[key], field, _join(path, key))
+
+
+def check_value(value: Any, field: Field, path: str) -> None:
+    """Check one value against its field rules."""
+    kind = json_kind(value)
+    accepted = kind in field.kinds or (kind == "integer" and "number" in field.kinds)
+    if not accepted:
+        if kind == "string" and field.choices and "string" not in field.kinds:
+            raise RequestRejected(errors.invalid_choice(path, value, field.choices))
+        raise RequestRejected(errors.invalid_type(path, _expected(field.kinds), _ARTICLE.get(kind, "a value")))
+    if kind == "string" and field.choices is not None and value not in field.choices:
+        raise RequestRejected(errors.invalid_choice(path, value, field.choices))
+    if kind in ("integer", "number"):
+        _check_range(float(value), field, path)
+    elif kind == "array" and field.items is not None:
+        for index, element in enumerate(value):
+            check_value(element, field.items, f"{path}[{index}]")
+    elif kind == "object":
+        _check_nested(value, field, path)
+
+
+def _check_range(number: float, field: Field, path: str) -> None:
+    shown = int(number) if number.is_integer() else number
+    if field.minimum is not None and number < field.minimum:
+        raise RequestRejected(errors.below_min(path, _num(field.minimum), shown))
+    if field.maximum is not None and number > field.maximum:
+        raise RequestRejected(errors.above_max(path, _num(field.maximum), shown))
+
+
+def _num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
+def _check_nested(value: Mapping[str, Any], field: Field, path: str) -> None:
+    if field.variants is not None:
+        key, schemas = field.variants
+        if key not in value:
+            raise RequestRejected(errors.missing_parameter(_join(path, key)))
+        tag = value[key]
+        if not isinstance(tag, str) or tag not in schemas:
+            raise RequestRejected(errors.invalid_choice(_join(path, key), tag, tuple(schemas)))
+        check_object(value, schemas[tag], path)
+    elif field.fields is not None:
+        check_object(value, field.fields, path)

@@ -1,0 +1,402 @@
+"""The local server over real loopback sockets, with a raw ``websockets`` client.
+
+Every frame in both directions goes through the official SDK oracle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from audio.clock import VirtualClock
+from audio.voice import synthesize
+from realtime.errors import ConfigurationError
+from realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
+from realtime.server.cli import config_from_args
+from realtime.server.http_api import HttpRequest, HttpResponse
+from tests.oracle import WireRecorder
+
+KEY = "sk-local-test"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+def config(recorder: WireRecorder | None = None, **overrides: Any) -> ServerConfig:
+    """Port 0, the tone voice, instant audio; frames go to ``recorder`` in the client's directions."""
+
+    def on_wire(direction: str, text: str) -> None:
+        if recorder is not None:
+            recorder("out" if direction == "in" else "in", text)
+
+    settings: dict[str, Any] = {"port": 0, "voice": "tone", "speed": float("inf"), "api_key": KEY, "on_wire": on_wire}
+    return ServerConfig(**{**settings, **overrides})
+
+
+class Client:
+    """A raw WebSocket client that reads server events until the one it waits for."""
+
+    def __init__(self, ws: ClientConnection, recorder: WireRecorder) -> None:
+        self.ws = ws
+        self.recorder = recorder
+
+    async def send(self, event: dict[str, Any] | str | bytes, invalid: bool = False) -> None:
+        frame = json.dumps(event) if isinstance(event, dict) else event
+        if invalid:
+            self.recorder.expect_invalid(frame if isinstance(frame, str) else f"<binary frame, {len(frame)} bytes>")
+        await self.ws.send(frame)
+
+    async def until(self, type_: str, **match: Any) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        async with asyncio.timeout(10):
+            while True:
+                event = json.loads(await self.ws.recv())
+                events.append(event)
+                if event["type"] == type_ and all(event.get(k) == v for k, v in match.items()):
+                    return events
+
+
+def b64(samples: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(samples, dtype="<i2").tobytes()).decode()
+
+
+def spoken_turn() -> np.ndarray:
+    voice = synthesize("Hello there, what is the weather like?", "tone")
+    return np.concatenate([np.zeros(12000, np.int16), voice, np.zeros(24000, np.int16)])
+
+
+async def test_every_emitted_event_type_is_sent_and_validates() -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder, scenario="tools")) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+            await c.until("conversation.created")
+            transcription = {"model": "gpt-4o-mini-transcribe"}
+            await c.send(
+                {
+                    "type": "session.update",
+                    "session": {"type": "realtime", "audio": {"input": {"transcription": transcription}}},
+                }
+            )
+            await c.until("session.updated")
+            await c.send({"type": "nope"}, invalid=True)
+            await c.until("error")
+            audio = spoken_turn()
+            for i in range(0, len(audio), 4800):
+                await c.send({"type": "input_audio_buffer.append", "audio": b64(audio[i : i + 4800])})
+            turn = await c.until("response.done")
+            call = next(o for o in turn[-1]["response"]["output"] if o["type"] == "function_call")
+            output = {"type": "function_call_output", "call_id": call["call_id"], "output": '{"sky": "clear"}'}
+            await c.send({"type": "conversation.item.create", "item": output})
+            await c.until("conversation.item.done")
+            await c.send({"type": "response.create"})
+            reply = (await c.until("response.done"))[-1]["response"]["output"][0]["id"]
+            await c.send(
+                {"type": "conversation.item.truncate", "item_id": reply, "content_index": 0, "audio_end_ms": 100}
+            )
+            await c.until("conversation.item.truncated")
+            await c.send({"type": "conversation.item.retrieve", "item_id": reply})
+            await c.until("conversation.item.retrieved")
+            await c.send({"type": "conversation.item.delete", "item_id": reply})
+            await c.until("conversation.item.deleted")
+            await c.send({"type": "input_audio_buffer.append", "audio": b64(np.zeros(4800, np.int16))})
+            await c.send({"type": "input_audio_buffer.clear"})
+            await c.until("input_audio_buffer.cleared")
+            await c.send(
+                {"type": "response.create", "response": {"conversation": "none", "output_modalities": ["text"]}}
+            )
+            await c.until("response.done")
+            idle = {"type": "server_vad", "idle_timeout_ms": 100}
+            await c.send(
+                {
+                    "type": "session.update",
+                    "session": {
+                        "type": "realtime",
+                        "output_modalities": ["text"],
+                        "audio": {"input": {"turn_detection": idle}},
+                    },
+                }
+            )
+            await c.until("session.updated")
+            await c.send({"type": "response.create"})  # the scripted parallel calls
+            await c.until("response.done")
+            prompted = await c.until("response.done")  # after the idle timeout
+            assert [e["type"] for e in prompted][:2] == ["rate_limits.updated", "input_audio_buffer.timeout_triggered"]
+    recorder.verify()
+    assert recorder.types("in") == EMITTED_EVENT_TYPES
+
+
+async def test_admission_errors_are_http_by_default() -> None:
+    async with serve(config()) as server:
+        cases = [
+            ({}, "/realtime?model=m", 401, None),
+            ({"Authorization": "Bearer sk-wrong"}, "/realtime?model=m", 401, "invalid_api_key"),
+            (AUTH, "/realtime", 400, "missing_model"),
+            (AUTH, "/elsewhere?model=m", 404, None),
+        ]
+        for headers, path, status, code in cases:
+            with pytest.raises(websockets.InvalidStatus) as info:
+                async with websockets.connect(server.url + path, additional_headers=headers):
+                    pass
+            assert info.value.response.status_code == status
+            body = json.loads(info.value.response.body)
+            assert body["error"]["code"] == code and body["error"]["type"] == "invalid_request_error"
+            assert KEY not in info.value.response.body.decode() and "sk-wrong" not in info.value.response.body.decode()
+
+
+@pytest.mark.parametrize(
+    ("headers", "path", "close_code", "code"),
+    [
+        ({}, "/realtime?model=m", 3000, None),
+        ({"Authorization": "Bearer sk-wrong"}, "/realtime?model=m", 3000, "invalid_api_key"),
+        (AUTH, "/realtime", 4000, "missing_model"),
+    ],
+)
+async def test_admission_errors_in_band_like_the_service(
+    headers: dict[str, str], path: str, close_code: int, code: str | None
+) -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder, reject_in_band=True)) as server:
+        async with websockets.connect(server.url + path, additional_headers=headers) as ws:
+            event = json.loads(await ws.recv())
+            assert event["type"] == "error" and event["error"]["code"] == code
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            assert ws.close_code == close_code
+            assert ws.close_reason == (f"invalid_request_error.{code}" if code else "invalid_request_error")
+    recorder.verify()
+
+
+async def test_beta_header_gets_beta_api_shape_disabled_then_4000() -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder)) as server:
+        headers = {**AUTH, "OpenAI-Beta": "realtime=v1"}
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=headers) as ws:
+            event = json.loads(await ws.recv())
+            assert event["error"]["code"] == "beta_api_shape_disabled"
+            assert (
+                event["error"]["message"]
+                == "The Realtime Beta API is no longer supported. Please use /v1/realtime for the GA API."
+            )
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            assert ws.close_code == 4000
+    recorder.verify()
+
+
+async def http(
+    port: int, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    """A minimal HTTP/1.1 exchange on a fresh connection (the server closes after answering)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    lines = [f"{method} {path} HTTP/1.1", "Host: local", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    await writer.drain()
+    raw = await reader.read()
+    writer.close()
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(payload)
+
+
+async def test_client_secrets_mint_ephemeral_keys_that_open_sessions() -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder)) as server:
+        request = {
+            "expires_after": {"anchor": "created_at", "seconds": 60},
+            "session": {"type": "realtime", "instructions": "Be brief."},
+        }
+        status, body = await http(
+            server.port, "POST", "/v1/realtime/client_secrets", json.dumps(request).encode(), AUTH
+        )
+        assert status == 200 and body["value"].startswith("ek_")
+        assert body["session"]["instructions"] == "Be brief." and body["session"]["object"] == "realtime.session"
+        async with websockets.connect(
+            f"{server.url}/realtime?model=m", additional_headers={"Authorization": f"Bearer {body['value']}"}
+        ) as ws:
+            created = json.loads(await ws.recv())
+            assert created["session"]["instructions"] == "Be brief."
+        assert (
+            await http(server.port, "POST", "/v1/realtime/client_secrets", b"{}", {"Authorization": "Bearer sk-no"})
+        )[0] == 401
+        assert (await http(server.port, "POST", "/v1/realtime/client_secrets", b"{}"))[0] == 401
+        status, body = await http(server.port, "POST", "/v1/realtime/client_secrets", b"{oops", AUTH)
+        assert status == 400 and body["error"]["code"] == "invalid_json"
+        bad = {"expires_after": {"seconds": 5}}
+        status, body = await http(server.port, "POST", "/v1/realtime/client_secrets", json.dumps(bad).encode(), AUTH)
+        assert status == 400 and body["error"]["code"] == "integer_below_min_value"
+        assert (await http(server.port, "POST", "/v1/other", b"", AUTH))[0] == 404
+    recorder.verify()
+
+
+async def test_extra_http_routes_can_answer_raw_bodies() -> None:
+    async def answer(request: HttpRequest) -> HttpResponse:
+        return HttpResponse(201, b"v=0 " + request.body, "application/sdp", {"Location": "/v1/realtime/calls/rtc_1"})
+
+    async with serve(config()) as server:
+        server.add_route("POST", "/v1/realtime/calls", answer)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /v1/realtime/calls HTTP/1.1\r\nContent-Length: 5\r\n\r\noffer")
+        await writer.drain()
+        raw = await reader.read()
+        writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 201") and b"Content-Type: application/sdp" in head
+    assert b"Location: /v1/realtime/calls/rtc_1" in head and body == b"v=0 offer"
+
+
+async def test_binary_and_malformed_frames_leave_the_session_usable() -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder)) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+            await c.until("conversation.created")
+            await c.send(b"\x00" * 64, invalid=True)
+            assert (await c.until("error"))[-1]["error"]["code"] == "invalid_event"
+            await c.send("not json", invalid=True)
+            assert (await c.until("error"))[-1]["error"]["code"] == "invalid_json"
+            await c.send({"type": "response.create", "event_id": "ok"})
+            await c.until("response.done")
+    recorder.verify()
+
+
+async def test_drop_after_events_cuts_the_connection_without_a_close_frame() -> None:
+    async with serve(config(faults=FaultConfig(drop_after_events=3))) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "response.create"}))
+            received = []
+            with pytest.raises(websockets.ConnectionClosedError):
+                while True:
+                    received.append(json.loads(await ws.recv()))
+            assert len(received) == 3 and ws.close_code == 1006
+
+
+async def test_close_after_events_and_rejected_connections() -> None:
+    faults = FaultConfig(close_after_events=2, reject_first_connections=1)
+    async with serve(config(faults=faults)) as server:
+        with pytest.raises(websockets.InvalidStatus) as info:
+            async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH):
+                pass
+        assert info.value.response.status_code == 503
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            assert [json.loads(await ws.recv())["type"] for _ in range(2)] == [
+                "session.created",
+                "conversation.created",
+            ]
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            assert ws.close_code == 1011
+
+
+async def test_session_expiry_sends_the_error_then_closes_1001() -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder, max_session_s=0.2)) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+            error = (await c.until("error"))[-1]["error"]
+            assert (error["code"], error["message"]) == (
+                "session_expired",
+                "Your session hit the maximum duration of 1 minute.",
+            )
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            assert ws.close_code == 1001
+    recorder.verify()
+
+
+async def test_responses_stream_while_the_client_keeps_sending() -> None:
+    recorder = WireRecorder()
+    async with serve(config(recorder, scenario="long", speed=50.0)) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+            await c.send({"type": "response.create"})
+            await c.until("response.output_audio.delta")
+            await c.send({"type": "response.cancel"})
+            tail = await c.until("response.done")
+            assert tail[-1]["response"]["status"] == "cancelled"
+            await c.send({"type": "response.create"})
+            assert (await c.until("response.created"))[-1]["type"] == "response.created"
+    recorder.verify()
+
+
+async def test_pacing_follows_the_injected_clock() -> None:
+    """Speed 2 with 100 ms chunks: by virtual time T the client has the chunks due at k x 0.05 <= T."""
+    clock = VirtualClock()
+    recorder = WireRecorder()
+    async with serve(config(recorder, scenario="long", speed=2.0, clock=clock)) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+
+            async def deltas_until(t: float) -> int:
+                async with asyncio.timeout(10):  # until the pacer sleeps towards a step after t
+                    while not t < (deadline := clock.next_deadline() or math.inf) < 1000:
+                        if deadline <= t:
+                            clock.advance_to(deadline)
+                        await asyncio.sleep(0)
+                # a marker: its error is queued after everything the pacer produced up to t
+                await c.send({"type": "conversation.item.retrieve", "item_id": "marker"})
+                events = await c.until("error")
+                return sum(e["type"] == "response.output_audio.delta" for e in events)
+
+            await c.send({"type": "response.create"})
+            assert await deltas_until(0.0) == 1
+            assert await deltas_until(0.05) == 1
+            assert await deltas_until(0.49) == 8  # chunks 2..9
+            assert await deltas_until(0.5) == 1
+    recorder.verify()
+
+
+def test_non_loopback_without_a_key_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="requires an API key"):
+        ServerConfig(host="0.0.0.0")
+    assert ServerConfig(host="0.0.0.0", api_key="k").api_key == "k"
+    assert "secret-value" not in repr(ServerConfig(host="0.0.0.0", api_key="k-secret-value"))
+
+
+async def test_url_and_port() -> None:
+    server = await serve(config())
+    async with server:
+        assert server.port > 0 and server.url == f"ws://127.0.0.1:{server.port}/v1"
+        assert server.http_url == f"http://127.0.0.1:{server.port}/v1"
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_serve_arguments_build_the_config() -> None:
+    cfg = config_from_args(
+        parse("--port", "0", "--scenario", "long", "--voice", "tone", "--speed", "instant", "--api-key", "k")
+    )
+    assert (cfg.port, cfg.scenario, cfg.voice, cfg.speed, cfg.api_key) == (0, "long", "tone", float("inf"), "k")
+    assert config_from_args(parse()).host == "127.0.0.1" and config_from_args(parse()).port == 8765
+
+
+async def test_main_serve_reports_configuration_errors_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert await main_serve(parse("--host", "0.0.0.0")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "requires an API key" in err
+
+
+async def test_main_serve_prints_one_honest_line_then_serves(capsys: pytest.CaptureFixture[str]) -> None:
+    task = asyncio.create_task(main_serve(parse("--port", "0", "--voice", "tone")))
+    try:
+        async with asyncio.timeout(10):
+            while not (out := capsys.readouterr().out):
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert out.count("\n") == 1
+    assert "voxline local server at ws://127.0.0.1:" in out and "detects speech by energy" in out
+    assert "scripted replies" in out and "does not understand speech" in out
