@@ -1,0 +1,244 @@
+"""The speaker: a PortAudio output stream that plays a :class:`~audio.playout.PlayoutBuffer`.
+
+**Timeline.** The heard ledger runs on PortAudio's stream clock: each callback hands the
+playout the DAC time of its block (``outputBufferDacTime``, made continuous by
+:class:`~audio.device_timing.DacTimeline`; ``currentTime + latency`` where a host reports
+0), and :meth:`SpeakerSink.now` is ``stream.time``, the same clock (on ALSA it reads the
+wall clock). A barge-in therefore reads ``cut = playout.interrupt(sink.now(), fade_ms)``.
+
+**Warm-up.** When a stream starts (or recovers from an underflow) PortAudio fills the
+device buffer with several callbacks in a row, stamped as if the device ran at once; some
+servers start it much later (a PulseAudio null sink: 0.6–1.5 s). Those blocks are
+silence and the playout is not read until a callback comes half a block or more after the
+first: audio is never stamped with a time at which it did not play.
+
+**Barge-in.** Samples handed to the device with a listener time after the fade were
+revoked from the ledger by the interrupt; :meth:`SpeakerSink.discard_pending` makes sure
+they never play: it aborts the stream (PortAudio's abort drops the device buffer; over
+PulseAudio's ALSA plugin that is a cork and flush of the server stream) and starts it
+again. :meth:`SpeakerSink.interrupt` does both steps.
+
+**Rate.** The stream opens at 24 kHz when the device accepts it (PulseAudio and PipeWire
+do); otherwise at the device's default rate through :class:`~audio.device_resample.PlayoutReader`.
+
+**Callback.** int16 mono; it never blocks beyond the playout's short lock and never
+raises: an exception is counted (:attr:`SpeakerSink.callback_errors`) and the block is
+silence. Device underflows reported by PortAudio are counted apart
+(:attr:`SpeakerSink.device_underflows`) from the playout's own underruns.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from types import TracebackType
+from typing import Any, Self
+
+from audio.device_list import Latency, load_sounddevice, open_error, pick_rate, resolve_device
+from audio.device_resample import PlayoutReader
+from audio.device_timing import DacTimeline, dac_time
+from audio.errors import AudioError
+from audio.ledger import Cut
+from audio.playout import PlayoutBuffer
+
+__all__ = ["SpeakerSink"]
+
+_MAX_WARMUP_BLOCKS = 32  # a host whose clock reads 0 still gets going
+
+
+class SpeakerSink:
+    """Plays a playout buffer on an output device; see the module docstring."""
+
+    def __init__(
+        self,
+        playout: PlayoutBuffer,
+        device: int | str | None = None,
+        block: int = 480,
+        rate: int = 24000,
+        latency: Latency = "low",
+        *,
+        device_rate: int | None = None,
+    ) -> None:
+        if rate != playout.rate:
+            raise AudioError(f"the sink runs at {rate} Hz but the playout buffer at {playout.rate} Hz")
+        self.playout = playout
+        self.rate = rate
+        self.block = block
+        self.latency = latency
+        self.device = resolve_device(device, "output")
+        self._sd = load_sounddevice()
+        self.device_rate = pick_rate(self.device, "output", rate, device_rate)
+        self._reader = PlayoutReader(playout, self.device_rate) if self.device_rate != rate else None
+        self._timeline = DacTimeline(self.device_rate)
+        self._control = threading.Lock()
+        self._stream: Any = None
+        self._stream_latency = 0.0
+        self._warm_from: float | None = None  # currentTime of the first callback since start
+        self._warm = False
+        self._warm_count = 0
+        self.callback_errors = 0
+        self.last_callback_error: str | None = None
+        self.device_underflows = 0
+        self.callbacks = 0
+        self.warmup_blocks = 0
+        self.restarts = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the stream (once) and start it."""
+        with self._control:
+            if self._stream is None:
+                self._stream = self._open()
+            if not self._stream.active:
+                self._restart_state()
+                self._guarded(self._stream.start)
+
+    def _open(self) -> Any:
+        sd = self._sd
+        try:
+            stream = sd.OutputStream(
+                samplerate=self.device_rate,
+                blocksize=self.block * self.device_rate // self.rate,
+                device=self.device.index,
+                channels=1,
+                dtype="int16",
+                latency=self.latency,
+                callback=self._callback,
+            )
+        except (sd.PortAudioError, ValueError) as exc:
+            raise open_error(self.device, "output", exc) from None
+        self._stream_latency = float(stream.latency)
+        return stream
+
+    def _guarded(self, action: Any) -> None:
+        try:
+            action()
+        except self._sd.PortAudioError as exc:
+            raise open_error(self.device, "output", exc) from None
+
+    def close(self) -> None:
+        """Stop at once (abort) and release the device; idempotent."""
+        with self._control:
+            stream, self._stream = self._stream, None
+        if stream is not None:
+            with contextlib.suppress(self._sd.PortAudioError):  # a vanished device is closed all the same
+                stream.abort()
+                stream.close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- clock and barge-in ------------------------------------------------------------
+
+    def now(self) -> float:
+        """The stream clock (``Pa_GetStreamTime``): the ledger's timeline."""
+        stream = self._stream
+        if stream is None:
+            raise AudioError("the speaker stream is not open")
+        return float(stream.time)
+
+    def interrupt(self, fade_ms: float = 5.0) -> Cut:
+        """Barge-in: cut the playout now with a fade, then drop what the device still holds."""
+        cut = self.playout.interrupt(self.now(), fade_ms)
+        self.discard_pending(cut)
+        return cut
+
+    def discard_pending(self, cut: Cut) -> bool:
+        """Make revoked samples never reach the listener: abort and restart the stream.
+
+        Nothing to do (and no restart) when the cut revoked nothing. Blocks the caller
+        for the abort and restart (a few milliseconds); returns True if it restarted.
+        """
+        if cut.revoked_samples == 0:
+            return False
+        with self._control:
+            stream = self._stream
+            if stream is None:
+                return False
+            stream.abort()
+            self._restart_state()
+            self.restarts += 1
+            self._guarded(stream.start)
+        return True
+
+    def _restart_state(self) -> None:
+        """Forget the timeline and the warm-up; drop resampled audio (stream stopped)."""
+        if self._reader is not None:
+            self._reader.reset()
+        self._timeline.reset()
+        self._warm_from = None
+        self._warm = False
+        self._warm_count = 0
+
+    # -- audio thread ------------------------------------------------------------------
+
+    def _warming(self, current: float, frames: int) -> bool:
+        """True while PortAudio fills the device buffer before the device runs.
+
+        Those first blocks all come at once, stamped as if the device had started; some
+        servers start it much later (PulseAudio null sinks: up to 1.5 s), so they carry
+        silence and the playout is read from the first block that arrives a block later.
+        """
+        if self._warm:
+            return False
+        if self._warm_from is None:
+            self._warm_from = current
+        if current - self._warm_from < 0.5 * frames / self.device_rate and self._warm_count < _MAX_WARMUP_BLOCKS:
+            self._warm_count += 1
+            return True
+        self._warm = True
+        return False
+
+    def _callback(self, outdata: Any, frames: int, time: Any, status: Any) -> None:
+        try:
+            self.callbacks += 1
+            if status.output_underflow:
+                self.device_underflows += 1
+                self._warm, self._warm_from, self._warm_count = False, None, 0  # the device refills and restarts
+            current = time.currentTime if time.currentTime > 0 else self._stream_time()
+            if self._warming(current, frames):
+                self.warmup_blocks += 1
+                outdata.fill(0)
+                return
+            dac = dac_time(time.outputBufferDacTime, current, self._stream_latency)
+            start = self._timeline.place(dac, frames)
+            if self._reader is None:
+                self.playout.read_into(outdata[:, 0], start)
+            else:
+                self._reader.read_into(outdata[:, 0], start)
+        except Exception as exc:  # the callback guard: count, play silence, never raise into PortAudio
+            self.callback_errors += 1
+            self.last_callback_error = f"{type(exc).__name__}: {exc}"
+            outdata.fill(0)
+
+    def _stream_time(self) -> float:
+        stream = self._stream
+        return float(stream.time) if stream is not None else 0.0
+
+    # -- figures -----------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        stream = self._stream
+        return bool(stream is not None and stream.active)
+
+    @property
+    def running(self) -> bool:
+        """The stream is active and past its warm-up: the device is consuming blocks."""
+        return self.active and self._warm
+
+    @property
+    def output_latency(self) -> float:
+        """The stream's reported output latency in seconds (0 before it is opened)."""
+        return self._stream_latency
+
+    @property
+    def timeline_jumps(self) -> int:
+        """Times the DAC timeline was re-anchored (underflows, restarts)."""
+        return self._timeline.jumps

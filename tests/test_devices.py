@@ -1,0 +1,559 @@
+"""Real sound devices through PulseAudio's virtual devices (ENVIRONMENT.md), plus the pure parts.
+
+The device tests run on private clones of ``vspk`` and ``vmic`` (null sinks kept clocked by
+a loopback into ``vdump``, selected with ``PULSE_SINK`` / ``PULSE_SOURCE``), so that other
+programs playing into the shared virtual devices cannot mix into the recordings: the
+speaker's sink monitor records what was played, and a file played into the microphone's
+sink is captured from its monitor. Device tests skip when PulseAudio is unavailable and
+fail in CI, where they must run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from audio.device_list import DeviceInfo, list_devices, refresh_devices, resolve_device
+from audio.device_mic import MicSource
+from audio.device_resample import CaptureResampler, PlayoutReader
+from audio.device_speaker import SpeakerSink
+from audio.device_timing import DacTimeline, dac_time
+from audio.errors import AudioError
+from audio.playout import PlayoutBuffer
+from session.cli import devices as devices_cli
+
+RATE = 24000
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+ROOT = Path(__file__).resolve().parent.parent
+Samples = npt.NDArray[np.int16]
+
+
+# -- helpers shared with test_device_bargein -----------------------------------------------
+
+
+def _unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{reason}; the device tests must run in CI")
+    pytest.skip(reason)
+
+
+def require_pulse() -> None:
+    """Skip without PulseAudio's virtual devices, except in CI where they must exist."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/xdg-runtime-{os.getuid()}")
+    for tool in ("pactl", "parec", "paplay"):
+        if shutil.which(tool) is None:
+            _unavailable(f"{tool} is not installed")
+    if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0 and shutil.which("pulseaudio"):
+        # the virtual devices are part of the test setup: start them as CI does
+        subprocess.run([str(ROOT / ".ci" / "pulse-start")], capture_output=True)
+    if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
+        _unavailable("PulseAudio is not running and could not be started (.ci/pulse-start)")
+    sinks = subprocess.run(["pactl", "list", "short", "sinks"], capture_output=True, text=True).stdout
+    if not {"vspk", "vmic", "vdump"} <= {line.split()[1] for line in sinks.splitlines() if line.strip()}:
+        _unavailable("the virtual sinks vspk, vmic and vdump are missing (start PulseAudio with .ci/pulse-start)")
+    try:
+        if not list_devices():
+            refresh_devices()  # PortAudio was initialised before the server was reachable
+        if not list_devices():
+            _unavailable("PortAudio sees no sound devices")
+    except AudioError as exc:
+        _unavailable(str(exc))
+
+
+@pytest.fixture
+def pulse() -> None:
+    require_pulse()
+
+
+@dataclass(frozen=True)
+class VirtualDevices:
+    """A private speaker sink and microphone sink; record or capture their ``.monitor``."""
+
+    speaker: str
+    mic: str
+
+
+def _pactl(*args: str) -> str:
+    return subprocess.run(["pactl", *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def vdev() -> Iterator[VirtualDevices]:
+    """Clones of vspk (48 kHz) and vmic (24 kHz) for this module; the default sink/source meanwhile."""
+    require_pulse()
+    tag = f"{os.getpid()}x{next(_TAGS)}"
+    devices = VirtualDevices(speaker=f"voxspk{tag}", mic=f"voxmic{tag}")
+    modules: list[str] = []
+    saved = {key: os.environ.get(key) for key in ("PULSE_SINK", "PULSE_SOURCE")}
+    try:
+        for sink, rate in ((devices.speaker, 48000), (devices.mic, 24000)):
+            modules.append(_pactl("load-module", "module-null-sink", f"sink_name={sink}", f"rate={rate}", "channels=1"))
+            # a loopback keeps the idle null sink clocked in short blocks
+            loopback = ("module-loopback", f"source={sink}.monitor", "sink=vdump", "latency_msec=20")
+            modules.append(_pactl("load-module", *loopback))
+        os.environ["PULSE_SINK"], os.environ["PULSE_SOURCE"] = devices.speaker, f"{devices.mic}.monitor"
+        time.sleep(2.5)  # new null sinks settle into low-latency clocking (ENVIRONMENT.md)
+        yield devices
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        for module in reversed(modules):
+            subprocess.run(["pactl", "unload-module", module], capture_output=True)
+
+
+_TAGS = itertools.count()
+
+
+def chirp(seconds: float, amplitude: int = 12000, f0: float = 300.0, f1: float = 1200.0) -> Samples:
+    """A constant-envelope linear chirp: easy to find by correlation, with a sharp end."""
+    t = np.arange(int(seconds * RATE)) / RATE
+    phase = 2 * np.pi * (f0 * t + (f1 - f0) * t**2 / (2 * seconds))
+    return np.round(amplitude * np.sin(phase)).astype(np.int16)
+
+
+def find(
+    recording: Samples, reference: Samples, start: int = 0, first_above: float | None = None
+) -> tuple[int, float]:
+    """Offset of ``reference`` in ``recording[start:]`` (absolute) and its normalised correlation.
+
+    The best match, or with ``first_above`` the best one near the first match scoring above it.
+    """
+    x = recording[start:].astype(np.float64)
+    ref = reference.astype(np.float64)
+    n, m = len(x), len(ref)
+    if n < m:
+        return start, 0.0
+    size = 1 << (n + m).bit_length()
+    corr = np.fft.irfft(np.fft.rfft(x, size) * np.conj(np.fft.rfft(ref, size)), size)[: n - m + 1]
+    cumulative = np.concatenate([[0.0], np.cumsum(x**2)])
+    energy = cumulative[m:] - cumulative[: n - m + 1]
+    score = corr / np.sqrt(np.maximum(energy, 1.0) * float((ref**2).sum()))
+    if first_above is not None and (above := np.nonzero(score > first_above)[0]).size:
+        near = score[above[0] : above[0] + m]
+        best = int(above[0] + np.argmax(near))
+    else:
+        best = int(np.argmax(score))
+    return start + best, float(score[best])
+
+
+class MonitorRecorder:
+    """``parec`` on a PulseAudio source (s16le mono 24 kHz), pumped into memory by a thread."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._buffer = bytearray()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> MonitorRecorder:
+        command = ["parec", "-d", self.source, "--format=s16le", f"--rate={RATE}", "--channels=1", "--raw"]
+        self._process = subprocess.Popen([*command, "--latency-msec=10"], stdout=subprocess.PIPE)
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+        wait_for(lambda: len(self._buffer) >= RATE // 5, "parec to deliver audio")
+        return self
+
+    def _pump(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        while chunk := os.read(fd, 65536):
+            self._buffer.extend(chunk)
+
+    def stop(self) -> Samples:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        data = bytes(self._buffer)
+        return np.frombuffer(data[: len(data) // 2 * 2], dtype=np.int16).copy()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 15.0) -> None:
+    """Poll ``condition()`` (a readiness wait, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def running_sink(playout: PlayoutBuffer, **options: object) -> SpeakerSink:
+    sink = SpeakerSink(playout, **options)  # type: ignore[arg-type]
+    sink.start()
+    wait_for(lambda: sink.running and sink.callbacks > sink.warmup_blocks + 5, "the speaker stream to run")
+    return sink
+
+
+def last_loud(samples: Samples, threshold: int) -> int:
+    """Index after the last sample with magnitude above ``threshold`` (0 if none)."""
+    loud = np.nonzero(np.abs(samples.astype(np.int32)) > threshold)[0]
+    return int(loud[-1]) + 1 if len(loud) else 0
+
+
+# -- pure parts: DAC timeline, rate adapters, table ---------------------------------------
+
+
+def test_dac_timeline_keeps_blocks_contiguous_and_follows_slow_drift() -> None:
+    timeline = DacTimeline(RATE)
+    jitter = [0.0, 15e-6, -12e-6, 30e-6, -25e-6, 8e-6]
+    starts = [timeline.place(10.0 + k * 0.02 + jitter[k], 480) for k in range(len(jitter))]
+    assert starts[0] == 10.0
+    for k in range(1, len(starts)):  # each block starts within half a sample of the previous end
+        assert abs(starts[k] - (starts[k - 1] + 0.02)) <= 0.4 / RATE + 1e-12
+    drifting = DacTimeline(RATE)
+    place = [drifting.place(k * 0.02 * 1.0005, 480) for k in range(2000)]  # 500 ppm fast DAC
+    assert abs(place[-1] - 1999 * 0.02 * 1.0005) < 0.5e-3
+    assert drifting.jumps == 0
+
+
+def test_dac_timeline_reanchors_on_a_jump_and_after_reset() -> None:
+    timeline = DacTimeline(RATE)
+    timeline.place(1.0, 480)
+    assert timeline.place(1.5, 480) == 1.5  # an underflow: the device resumed later
+    assert timeline.jumps == 1
+    timeline.reset()
+    assert timeline.place(0.25, 480) == 0.25
+    assert timeline.jumps == 1 and timeline.next_time == pytest.approx(0.27)
+
+
+def test_dac_time_falls_back_to_current_time_plus_latency() -> None:
+    assert dac_time(12.5, 12.0, 0.04) == 12.5
+    assert dac_time(0.0, 12.0, 0.04) == pytest.approx(12.04)
+
+
+def test_playout_reader_keeps_sample_times_through_resampling() -> None:
+    playout = PlayoutBuffer(RATE)
+    impulse = np.zeros(RATE, dtype=np.int16)
+    impulse[2400] = 20000  # item sample 2400 plays 0.1 s after the first
+    playout.enqueue(impulse, "a")
+    reader = PlayoutReader(playout, 48000)
+    out = np.zeros(48000 // 2, dtype=np.int16)
+    for k in range(0, len(out), 960):
+        reader.read_into(out[k : k + 960], 5.0 + k / 48000)
+    assert int(np.argmax(np.abs(out))) == 4800  # 0.1 s at 48 kHz: no shift
+    assert playout.playing_at(5.1) == ("a", 0, 2400)
+    # the reader pulled audio ahead of the device; it is stamped after the last handed-out sample
+    assert reader.buffered > 0 and playout.samples_played > RATE // 2
+    assert playout.heard_samples("a", 0, 5.5 - 1 / RATE) == RATE // 2
+    reader.reset()
+    assert reader.buffered == 0
+
+
+def test_capture_resampler_stamps_output_with_input_time() -> None:
+    resampler = CaptureResampler(48000, RATE)
+    block = np.zeros(960, dtype=np.int16)
+    outputs = []
+    for k in range(20):
+        chunk = block.copy()
+        if k == 10:
+            chunk[100] = 20000  # captured at 7.0 + (9600 + 100) / 48000
+        outputs.append(resampler.process(chunk, 7.0 + k * 960 / 48000))
+    stamped = [(when, out) for when, out in outputs if len(out)]
+    for (w0, o0), (w1, _) in zip(stamped, stamped[1:]):
+        assert w1 == pytest.approx(w0 + len(o0) / RATE, abs=1e-9)
+    when, out = stamped[0]
+    peak = int(np.argmax(np.abs(np.concatenate([o for _, o in stamped]))))
+    assert when + peak / RATE == pytest.approx(7.0 + 9700 / 48000, abs=0.5 / RATE)
+
+
+def test_device_table_lists_defaults() -> None:
+    rows = [
+        DeviceInfo(0, "pulse", "ALSA", 32, 32, 44100.0),
+        DeviceInfo(1, "default", "ALSA", 32, 32, 44100.0, is_default_in=True, is_default_out=True),
+    ]
+    lines = devices_cli.format_table(rows).splitlines()
+    assert lines[0].split() == ["#", "name", "host", "api", "in", "out", "rate", "default"]
+    assert lines[1].split() == ["0", "pulse", "ALSA", "32", "32", "44100"]
+    assert lines[2].split() == ["1", "default", "ALSA", "32", "32", "44100", "input,", "output"]
+
+
+def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_missing_portaudio_says_to_install_libportaudio2(tmp_path: Path) -> None:
+    # a stand-in sounddevice module that fails the way the real one does without PortAudio
+    (tmp_path / "sounddevice.py").write_text("raise OSError('PortAudio library not found')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    code = (
+        "from audio.device_list import list_devices\n"
+        "try:\n list_devices()\nexcept Exception as e:\n print(type(e).__name__, e)"
+    )
+    result = _python(code, env)
+    assert result.stdout.strip() == (
+        "AudioError the PortAudio library is not installed; install libportaudio2 (e.g. apt-get install libportaudio2)"
+    )
+
+
+def test_no_sound_server_is_one_clear_line(tmp_path: Path) -> None:
+    empty = tmp_path / "xdg"
+    empty.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(empty), "PULSE_SERVER": f"unix:{empty}/none", "PYTHONPATH": str(ROOT)}
+    code = (
+        "from audio.device_list import list_devices, resolve_device\n"
+        "if list_devices():\n print('cards present')\nelse:\n"
+        " try:\n  resolve_device(None, 'output')\n except Exception as e:\n  print(type(e).__name__, e)"
+    )
+    result = _python(code, env)
+    if result.stdout.strip() == "cards present":
+        pytest.skip("this machine has sound cards without a sound server")
+    if "libportaudio2" in result.stdout:
+        _unavailable("PortAudio is not installed")
+    assert result.stdout.strip() == (
+        "AudioError no sound devices found; is a sound server (PulseAudio or PipeWire) running?"
+    )
+
+
+# -- listing and resolving ----------------------------------------------------------------
+
+
+@pytest.mark.device
+def test_list_devices_shows_pulse_with_defaults(pulse: None) -> None:
+    devices = list_devices()
+    names = [d.name for d in devices]
+    assert "pulse" in names and "default" in names
+    assert [d.index for d in devices] == list(range(len(devices)))
+    assert sum(d.is_default_out for d in devices) == 1 and sum(d.is_default_in for d in devices) == 1
+    pulse_dev = devices[names.index("pulse")]
+    assert pulse_dev.max_output_channels > 0 and pulse_dev.max_input_channels > 0
+    assert pulse_dev.default_samplerate > 0
+
+
+@pytest.mark.device
+def test_resolve_by_index_name_digits_and_default(pulse: None) -> None:
+    devices = {d.name: d for d in list_devices()}
+    pulse_dev = devices["pulse"]
+    assert resolve_device(pulse_dev.index, "output") == pulse_dev
+    assert resolve_device(str(pulse_dev.index), "input") == pulse_dev
+    assert resolve_device("pulse", "output") == pulse_dev
+    assert resolve_device("PULSE", "input") == pulse_dev
+    assert resolve_device(None, "output").is_default_out
+    assert resolve_device(None, "input").is_default_in
+
+
+@pytest.mark.device
+def test_bad_index_is_one_line_naming_the_devices(pulse: None) -> None:
+    available = ", ".join(f"{d.index} {d.name}" for d in list_devices() if d.max_output_channels > 0)
+    with pytest.raises(AudioError) as caught:
+        resolve_device(77, "output")
+    assert str(caught.value) == f"no output device 77; available: {available}"
+    assert "\n" not in str(caught.value) and "0 pulse" in str(caught.value)
+    with pytest.raises(AudioError, match=r"^no input device named 'nosuchmic'; available: .*pulse"):
+        resolve_device("nosuchmic", "input")
+
+
+@pytest.mark.device
+def test_sink_with_a_bad_device_fails_before_opening(pulse: None) -> None:
+    with pytest.raises(AudioError, match=r"^no output device 99; available: "):
+        SpeakerSink(PlayoutBuffer(RATE), device=99)
+
+
+@pytest.mark.device
+def test_a_device_that_cannot_open_is_one_line_naming_the_devices(pulse: None) -> None:
+    sink = SpeakerSink(PlayoutBuffer(RATE), device="default", device_rate=1)  # a rate no device runs at
+    with pytest.raises(AudioError) as caught:
+        sink.start()
+    message = str(caught.value)
+    available = ", ".join(f"{d.index} {d.name}" for d in list_devices() if d.max_output_channels > 0)
+    assert message.startswith(f"cannot open output device {sink.device.index} default: ")
+    assert "Invalid sample rate" in message and message.endswith(f"; available: {available}")
+    assert "\n" not in message
+
+
+@pytest.mark.device
+async def test_cli_prints_the_table_and_json(pulse: None, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    devices_cli.add_arguments(parser)
+    assert await devices_cli.run(parser.parse_args([])) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:2] == ["#", "name"]
+    assert any(line.split()[:2] == ["0", "pulse"] for line in table)
+    assert await devices_cli.run(parser.parse_args(["--json"])) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {row["name"] for row in rows} >= {"pulse", "default"}
+
+
+# -- the speaker --------------------------------------------------------------------------
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("device_rate", [None, 48000], ids=["24k", "resampled-48k"])
+def test_speaker_plays_a_signal_into_the_speaker_sink(vdev: VirtualDevices, device_rate: int | None) -> None:
+    signal = chirp(1.0)
+    playout = PlayoutBuffer(RATE)
+    with MonitorRecorder(f"{vdev.speaker}.monitor") as recorder:
+        sink = running_sink(playout, device_rate=device_rate)
+        try:
+            assert sink.device_rate == (device_rate or RATE)
+            playout.enqueue(signal, "a")
+            playout.mark_complete("a")
+            wait_for(lambda: playout.queued_samples == 0, "the signal to be handed to the device")
+            time.sleep(0.4)  # let the device play out what it holds
+            end = sink.now()
+        finally:
+            sink.close()
+        recording = recorder.stop()
+    start, score = find(recording, signal)
+    # the sink runs at 48 kHz: the server resamples on the way in and out of it, which leaves
+    # the recording up to about half a sample off the 24 kHz grid (a run-to-run phase)
+    assert score > 0.99
+    heard = recording[start : start + len(signal)].astype(np.float64)
+    assert np.sqrt(np.mean(heard**2)) == pytest.approx(np.sqrt(np.mean(signal.astype(np.float64) ** 2)), rel=0.02)
+    assert last_loud(recording[start:], 600) == pytest.approx(len(signal), abs=24)
+    assert playout.heard_samples("a", 0, end) == len(signal)
+    assert sink.callback_errors == 0
+
+
+@pytest.mark.device
+def test_playout_underrun_is_counted_when_an_item_starves(vdev: VirtualDevices) -> None:
+    playout = PlayoutBuffer(RATE)
+    sink = running_sink(playout)
+    try:
+        playout.enqueue(chirp(0.2), "a")  # still streaming: not marked complete
+        wait_for(lambda: playout.underrun_samples >= 4 * sink.block, "the playout to starve")
+        first = playout.underrun_events
+        playout.enqueue(chirp(0.1), "a")
+        wait_for(lambda: playout.underrun_events > first, "a second underrun")
+        assert playout.underrun_events == first + 1
+        playout.mark_complete("a")
+        starved = playout.underrun_samples
+        time.sleep(0.2)
+        assert playout.underrun_samples == starved  # idle after completion is not an underrun
+        assert sink.callback_errors == 0
+    finally:
+        sink.close()
+
+
+@pytest.mark.device
+def test_a_cut_in_silence_keeps_the_stream_running(vdev: VirtualDevices) -> None:
+    playout = PlayoutBuffer(RATE)
+    sink = running_sink(playout)
+    try:
+        playout.enqueue(chirp(0.1), "a")
+        playout.mark_complete("a")
+        wait_for(lambda: playout.heard_samples("a", 0, sink.now()) == RATE // 10, "the item to be heard")
+        cut = sink.interrupt(fade_ms=5)
+        assert cut.item_id == "a" and not cut.playing and cut.heard_samples == RATE // 10
+        assert cut.revoked_samples == 0 and sink.restarts == 0 and sink.running
+    finally:
+        sink.close()
+
+
+class _StallingPlayout(PlayoutBuffer):
+    """A playout whose read stalls once (to starve the device) and then raises once."""
+
+    def __init__(self) -> None:
+        super().__init__(RATE)
+        self.reads = 0
+        self.stall_at: int | None = None
+        self.raise_at: int | None = None
+
+    def read_into(self, out: npt.NDArray[np.int16], play_time: float) -> None:
+        self.reads += 1
+        if self.reads == self.stall_at:
+            time.sleep(0.25)
+        if self.reads == self.raise_at:
+            raise RuntimeError("broken read")
+        super().read_into(out, play_time)
+
+
+@pytest.mark.device
+def test_device_underflow_and_callback_errors_are_counted_apart(vdev: VirtualDevices) -> None:
+    playout = _StallingPlayout()
+    sink = running_sink(playout)
+    try:
+        playout.stall_at = playout.reads + 3
+        wait_for(lambda: sink.device_underflows >= 1, "the device to report an underflow")
+        wait_for(lambda: sink.running, "the stream to recover")
+        assert sink.callback_errors == 0
+        playout.raise_at = playout.reads + 3
+        wait_for(lambda: sink.callback_errors == 1, "the guarded callback error")
+        assert sink.last_callback_error == "RuntimeError: broken read"
+        reads = playout.reads
+        wait_for(lambda: playout.reads > reads + 5, "the stream to keep running after the error")
+        assert sink.active
+    finally:
+        sink.close()
+
+
+# -- the microphone -----------------------------------------------------------------------
+
+
+async def _capture_while_playing(fixture: Path, sink: str, mic: MicSource) -> list[tuple[float, Samples]]:
+    got: list[tuple[float, Samples]] = []
+
+    async def collect() -> None:
+        async for item in mic.blocks():
+            got.append(item)
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(collect())
+        while sum(len(b) for _, b in got) < RATE // 2 or not mic.blocks_captured:
+            await asyncio.sleep(0.05)  # the capture stream is running
+        player = await asyncio.create_subprocess_exec("paplay", "-d", sink, str(fixture))
+        assert await player.wait() == 0
+        await asyncio.sleep(0.3)
+        mic.close()
+    return got
+
+
+@pytest.mark.device
+async def test_mic_receives_what_is_played_into_the_mic_sink(vdev: VirtualDevices, tmp_path: Path) -> None:
+    soundfile = pytest.importorskip("soundfile")
+    signal = chirp(1.0, amplitude=8000)
+    fixture = tmp_path / "fixture.wav"
+    soundfile.write(fixture, signal, RATE, subtype="PCM_16")
+    mic = MicSource()
+    mic.start()
+    got = await _capture_while_playing(fixture, vdev.mic, mic)
+    assert mic.callback_errors == 0 and mic.dropped_blocks == 0
+    assert all(len(block) == 480 and block.dtype == np.int16 for _, block in got)
+    times = np.array([t for t, _ in got])
+    assert np.all(np.abs(np.diff(times) - 0.02) < 0.005)  # ADC stamps advance block by block
+    loud = [block for _, block in got if np.sqrt(np.mean(block.astype(np.float64) ** 2)) > 2000]
+    assert len(loud) >= 40  # about a second of non-silent blocks
+    captured = np.concatenate([block for _, block in got])
+    skip = 480  # the server alters the first few milliseconds of a new stream
+    found, score = find(captured, signal[skip : skip + 4800])
+    assert score > 0.999
+    start = found - skip
+    assert np.array_equal(captured[start + skip : start + len(signal)], signal[skip:])  # bit-exact
+
+
+@pytest.mark.device
+async def test_mic_queue_drops_oldest_when_nobody_reads(vdev: VirtualDevices) -> None:
+    mic = MicSource(max_blocks=5)
+    mic.start()
+    try:
+        while mic.blocks_captured < 40:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # let the scheduled hand-overs run
+    finally:
+        mic.close()
+    got = [item async for item in mic.blocks()]
+    assert mic.dropped_blocks >= 30
+    assert len(got) == 5  # the newest five
+    times = [t for t, _ in got]
+    assert times == sorted(times)
