@@ -1,0 +1,373 @@
+"""The playout buffer: assistant audio queued by item, played by the output, cut on barge-in.
+
+Every queued sample is tagged with its ``(item_id, content_index)`` and its offset in that
+item. :meth:`PlayoutBuffer.read` fills the output's next block and records in the
+:class:`~audio.ledger.HeardLedger` when each tagged run reaches the listener; the ledger
+then answers "how much of item X had the listener heard at instant t" (the heard rule is
+in :mod:`audio.ledger`). Times are floats in seconds on the output's timeline, passed in by
+the caller: nothing here reads a clock.
+
+**Barge-in.** :meth:`PlayoutBuffer.interrupt` ``(at, fade_ms)`` with ``end = at + fade``:
+
+* samples already returned and heard at ``at`` stay heard;
+* samples in ``(at, end]`` count as heard and fade out linearly: those not yet returned
+  are taken from the queue, faded and handed out by the next :meth:`read` (the *tail*);
+  those already returned were not faded here (the output may fade them, see
+  :meth:`audio.sinks.WavSink.apply_cut`);
+* everything returned with a listener time after ``end`` is revoked from the ledger: the
+  output must discard it (abort the device stream, overwrite the file);
+* the queue is flushed and the interrupted items are closed: later :meth:`enqueue` calls
+  for them are dropped (late deltas of a cancelled response).
+
+The tail is handed out only if the next read continues the timeline where the last one
+ended (within half a sample). If the output restarts elsewhere the tail is dropped; the
+part of it before the new block stays counted as heard (at most ``fade_ms``, counted as
+heard by design), the part the new block overlaps is revoked.
+
+**Underruns.** Silence handed out while an item is still streaming (enqueued, not yet
+marked complete with :meth:`PlayoutBuffer.mark_complete`) is an underrun; silence after the
+last item is complete, before any audio, or after a cut is idle. Enqueuing a new item
+completes the previous one implicitly.
+
+**Threads.** :meth:`read` / :meth:`read_into` run on the audio thread; everything else on
+the event loop. One ``threading.Lock`` guards the state; under it ``read`` copies at most
+``n`` samples and appends or extends one ledger segment per item run; ``enqueue`` copies
+its input before taking the lock, ``interrupt`` builds a tail of at most ``fade`` samples.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from audio.ledger import Cut, HeardItem, HeardLedger, ItemKey, Playing, fade_gains, heard_count
+
+__all__ = ["PlayoutBuffer"]
+
+Samples = npt.NDArray[np.int16]
+
+
+@dataclass(slots=True, eq=False)
+class _Chunk:
+    key: ItemKey
+    samples: Samples
+    offset: int  # item offset of samples[0]
+    pos: int = 0  # samples already handed out
+
+
+class PlayoutBuffer:
+    """Tagged FIFO of assistant audio in front of an output, with its heard ledger."""
+
+    def __init__(self, rate: int = 24000) -> None:
+        self.rate = rate
+        self._lock = threading.Lock()
+        self._ledger = HeardLedger(rate)
+        self._queue: deque[_Chunk] = deque()
+        self._queued = 0
+        self._received: dict[ItemKey, int] = {}
+        self._complete: set[ItemKey] = set()
+        self._closed: set[ItemKey] = set()
+        self._closed_items: set[str] = set()
+        self._open: ItemKey | None = None
+        self._starved = False
+        self._next_time: float | None = None  # listener time right after the last sample handed out
+        self._tail: Samples | None = None
+        self._tail_time = 0.0
+        self._underrun_events = 0
+        self._underrun_samples = 0
+        self._samples_played = 0
+        self._samples_read = 0
+        self._late_samples = 0
+        self._tail_dropped = 0
+
+    # -- event-loop side: feeding ------------------------------------------------------
+
+    def enqueue(self, samples: npt.ArrayLike, item_id: str, content_index: int = 0) -> bool:
+        """Queue a 1-D int16 run of an item's audio (``response.output_audio.delta``).
+
+        Returns False when the item was cut or discarded: the samples count as received
+        (they arrived) but are not played.
+        """
+        array = np.asarray(samples)
+        if array.dtype != np.int16 or array.ndim != 1:
+            raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
+        data = array.copy()
+        key = (item_id, content_index)
+        with self._lock:
+            offset = self._received.get(key, 0)
+            self._received[key] = offset + len(data)
+            if key in self._closed or item_id in self._closed_items:
+                self._late_samples += len(data)
+                return False
+            if len(data):
+                self._queue.append(_Chunk(key, data, offset))
+                self._queued += len(data)
+            if key not in self._complete:
+                self._open = key
+            return True
+
+    def mark_complete(self, item_id: str, content_index: int = 0) -> None:
+        """No more audio will come for this part (``response.output_audio.done``)."""
+        key = (item_id, content_index)
+        with self._lock:
+            self._complete.add(key)
+            if self._open == key:
+                self._open = None
+
+    def discard_item(self, item_id: str) -> int:
+        """Drop the queued samples of every part of ``item_id`` and refuse later ones."""
+        with self._lock:
+            kept = deque(chunk for chunk in self._queue if chunk.key[0] != item_id)
+            dropped = self._queued - sum(len(c.samples) - c.pos for c in kept)
+            self._queue, self._queued = kept, self._queued - dropped
+            self._closed_items.add(item_id)
+            if self._open is not None and self._open[0] == item_id:
+                self._open = None
+            return dropped
+
+    def clear(self) -> int:
+        """Drop every queued sample (a pending fade tail still plays); returns how many."""
+        with self._lock:
+            dropped = self._queued
+            self._queue.clear()
+            self._queued = 0
+            self._open = None
+            self._starved = False
+            return dropped
+
+    # -- audio-thread side: playing ----------------------------------------------------
+
+    def read(self, n: int, play_time: float) -> Samples:
+        """The next ``n`` samples; the first reaches the listener at ``play_time``."""
+        out = np.empty(max(n, 0), dtype=np.int16)
+        self.read_into(out, play_time)
+        return out
+
+    def read_into(self, out: npt.NDArray[np.int16], play_time: float) -> None:
+        """Fill ``out`` (1-D int16, any stride) in place; silence where nothing is queued.
+
+        Never blocks on anything but the short internal lock and never raises for a
+        1-D int16 ``out`` and a finite ``play_time``.
+        """
+        n = len(out)
+        with self._lock:
+            tail = self._tail
+            pos = 0 if tail is None else self._emit_tail(tail, out, play_time)
+            queue = self._queue
+            while pos < n and queue:
+                chunk = queue[0]
+                take = min(n - pos, len(chunk.samples) - chunk.pos)
+                out[pos : pos + take] = chunk.samples[chunk.pos : chunk.pos + take]
+                self._ledger.record(chunk.key, chunk.offset + chunk.pos, take, play_time + pos / self.rate)
+                chunk.pos += take
+                pos += take
+                self._queued -= take
+                if chunk.pos == len(chunk.samples):
+                    queue.popleft()
+            self._account(pos, n)
+            if pos < n:
+                out[pos:] = 0
+            self._next_time = play_time + n / self.rate
+
+    def _emit_tail(self, tail: Samples, out: npt.NDArray[np.int16], play_time: float) -> int:
+        """Hand out the pending fade tail if this block continues the timeline."""
+        if abs(play_time - self._tail_time) > 0.5 / self.rate:
+            # The output restarted elsewhere: the tail stays counted as heard, except the
+            # part the new block now covers, which was never played.
+            self._ledger.revoke_after(max(play_time, self._tail_time) - 1.0 / self.rate)
+            self._tail_dropped += len(tail)
+            self._tail = None
+            return 0
+        take = min(len(out), len(tail))
+        out[:take] = tail[:take]
+        rest = tail[take:]
+        self._tail = rest if len(rest) else None
+        self._tail_time = play_time + take / self.rate
+        return take
+
+    def _account(self, played: int, n: int) -> None:
+        self._samples_read += n
+        self._samples_played += played
+        if played:
+            self._starved = False
+        if played < n and self._open is not None:
+            if not self._starved:
+                self._underrun_events += 1
+                self._starved = True
+            self._underrun_samples += n - played
+
+    # -- event-loop side: barge-in -----------------------------------------------------
+
+    def interrupt(self, at: float, fade_ms: float = 5.0) -> Cut:
+        """Stop playout at listener time ``at`` with a fade of ``fade_ms``; see the module doc.
+
+        ``at`` is on the timeline of ``play_time`` (for a device: the stream's current time
+        when the barge-in is handled). Afterwards ``heard_samples(..., at=math.inf)`` of
+        every interrupted item equals its count at ``cut.end`` and never grows again.
+        """
+        fade = max(0.0, fade_ms) / 1000
+        end = at + fade
+        with self._lock:
+            ledger = self._ledger
+            playing = ledger.playing_at(at)
+            revoked = ledger.revoke_after(end)
+            self._trim_pending_tail(end)
+            tail = self._take_tail(at, end) if playing is not None and fade > 0 else 0
+            fade_samples = ledger.heard_between(at, end)
+            flushed = self._flush_and_close(playing, revoked)
+            current = playing if playing is not None else ledger.last_heard(at)
+            if current is None:
+                return Cut(None, 0, 0, 0, False, at, end, fade_samples, tail, sum(revoked.values()), flushed, self.rate)
+            key = (current.item_id, current.content_index)
+            return Cut(
+                item_id=current.item_id,
+                content_index=current.content_index,
+                heard_samples=ledger.heard_samples(*key, end),
+                received_samples=self._received.get(key, 0),
+                playing=playing is not None,
+                at=at,
+                end=end,
+                fade_samples=fade_samples,
+                tail_samples=tail,
+                revoked_samples=sum(revoked.values()),
+                flushed_samples=flushed,
+                rate=self.rate,
+            )
+
+    def _trim_pending_tail(self, end: float) -> None:
+        """A tail still pending from an earlier cut keeps only what is heard by ``end``."""
+        if self._tail is not None:
+            keep = heard_count(self._tail_time, len(self._tail), end, self.rate)
+            self._tail = self._tail[:keep] if keep else None
+
+    def _take_tail(self, at: float, end: float) -> int:
+        """Move the queued samples of the slots up to ``end`` into a faded tail; record them."""
+        if self._next_time is None:
+            return 0
+        pending = self._tail
+        start = self._tail_time if pending is not None else self._next_time
+        first = start + (len(pending) if pending is not None else 0) / self.rate
+        k = heard_count(first, self._queued, end, self.rate)
+        if k == 0:
+            return 0
+        tail = np.empty(k, dtype=np.int16)
+        pos = 0
+        while pos < k:
+            chunk = self._queue[0]
+            take = min(k - pos, len(chunk.samples) - chunk.pos)
+            tail[pos : pos + take] = chunk.samples[chunk.pos : chunk.pos + take]
+            self._ledger.record(chunk.key, chunk.offset + chunk.pos, take, first + pos / self.rate)
+            chunk.pos += take
+            pos += take
+            if chunk.pos == len(chunk.samples):
+                self._queue.popleft()
+        self._queued -= k
+        times = first + np.arange(k) / self.rate
+        faded = np.rint(tail * fade_gains(times, at, end, self.rate)).astype(np.int16)
+        self._tail = faded if pending is None else np.concatenate([pending, faded])
+        self._tail_time = start
+        return k
+
+    def _flush_and_close(self, playing: Playing | None, revoked: dict[ItemKey, int]) -> int:
+        """Empty the queue; close every item part this playout was about."""
+        closing = {chunk.key for chunk in self._queue} | set(revoked)
+        if playing is not None:
+            closing.add((playing.item_id, playing.content_index))
+        if self._open is not None:
+            closing.add(self._open)
+        self._closed |= closing
+        flushed = self._queued
+        self._queue.clear()
+        self._queued = 0
+        self._open = None
+        self._starved = False
+        return flushed
+
+    # -- queries (any thread) ----------------------------------------------------------
+
+    def heard_samples(self, item_id: str, content_index: int, at: float) -> int:
+        """Samples of the part heard at listener time ``at`` (:mod:`audio.ledger` heard rule)."""
+        with self._lock:
+            return self._ledger.heard_samples(item_id, content_index, at)
+
+    def heard_ms(self, item_id: str, content_index: int, at: float) -> float:
+        return self.heard_samples(item_id, content_index, at) * 1000 / self.rate
+
+    def playing_at(self, at: float) -> Playing | None:
+        """``(item_id, content_index, offset_samples)`` at the listener at ``at``, or None."""
+        with self._lock:
+            return self._ledger.playing_at(at)
+
+    def received_samples(self, item_id: str, content_index: int = 0) -> int:
+        with self._lock:
+            return self._received.get((item_id, content_index), 0)
+
+    def heard_items(self, at: float, item_ids: set[str] | frozenset[str] | None = None) -> list[HeardItem]:
+        """Every known part (or those of ``item_ids``) in order of arrival, heard at ``at``."""
+        with self._lock:
+            return [
+                HeardItem(
+                    key[0], key[1], self._ledger.heard_samples(*key, at), received, key in self._complete, self.rate
+                )
+                for key, received in self._received.items()
+                if item_ids is None or key[0] in item_ids
+            ]
+
+    def prune(self, before: float) -> None:
+        """Summarise ledger segments wholly heard by ``before`` (see :meth:`HeardLedger.prune`)."""
+        with self._lock:
+            self._ledger.prune(before)
+
+    def forget(self, item_id: str) -> None:
+        """Drop all bookkeeping of ``item_id`` once the conversation no longer needs it."""
+        with self._lock:
+            self._ledger.forget(item_id)
+            self._received = {k: v for k, v in self._received.items() if k[0] != item_id}
+            self._complete = {k for k in self._complete if k[0] != item_id}
+            self._closed = {k for k in self._closed if k[0] != item_id}
+
+    @property
+    def ledger(self) -> HeardLedger:
+        """The ledger itself: unlocked, safe to read only while no output is reading."""
+        return self._ledger
+
+    @property
+    def queued_samples(self) -> int:
+        return self._queued
+
+    @property
+    def pending_tail_samples(self) -> int:
+        tail = self._tail
+        return 0 if tail is None else len(tail)
+
+    @property
+    def underrun_events(self) -> int:
+        return self._underrun_events
+
+    @property
+    def underrun_samples(self) -> int:
+        return self._underrun_samples
+
+    @property
+    def samples_played(self) -> int:
+        """Item samples handed out (the fade tail included), before any revocation."""
+        return self._samples_played
+
+    @property
+    def samples_read(self) -> int:
+        """All samples handed out, silence included."""
+        return self._samples_read
+
+    @property
+    def late_samples(self) -> int:
+        """Samples enqueued for a cut or discarded item, and therefore not played."""
+        return self._late_samples
+
+    @property
+    def tail_dropped_samples(self) -> int:
+        """Fade-tail samples not handed out because the output did not continue in time."""
+        return self._tail_dropped

@@ -1,0 +1,142 @@
+"""Audio sinks for what the listener hears: a WAV file of the listener's timeline, and nothing.
+
+A sink receives ``write(t, samples)``: int16 mono 24 kHz samples whose first one reaches
+the listener at ``t`` seconds on the *input* timeline (``t = 0`` is the capture instant of
+input sample 0). :class:`WavSink` puts that sample at index ``round(t·24000)``, so sample
+``n`` of the file is what the listener heard while input sample ``n`` was captured; gaps
+are silence, and a later write over the same indices replaces them.
+
+:meth:`Sink.apply_cut` is a barge-in seen from the output: samples already written that
+the playout buffer revoked are silenced and those in the fade are faded, with the same
+rule and gains as :meth:`audio.playout.PlayoutBuffer.interrupt` (times on the input
+timeline too).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from audio.ledger import fade_gains, heard_count
+from audio.wavio import PathLike, WavWriter
+
+__all__ = ["NullSink", "Sink", "WavSink"]
+
+Samples = npt.NDArray[np.int16]
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """Where the listener's audio goes, placed by listener time."""
+
+    def write(self, t: float, samples: Samples) -> None: ...
+
+    def apply_cut(self, at: float, end: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NullSink:
+    """Discards audio; counts it."""
+
+    def __init__(self) -> None:
+        self.samples_written = 0
+
+    def write(self, t: float, samples: Samples) -> None:
+        self.samples_written += len(samples)
+
+    def apply_cut(self, at: float, end: float) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class WavSink:
+    """The listener's timeline as a 16-bit mono WAV file.
+
+    The last ``keep_s`` seconds stay in memory so that writes may arrive slightly out of
+    order and cuts may reach back; anything older is on disk and final. A write or cut
+    that reaches further back is clipped; the clipped samples are counted in
+    :attr:`late_samples`.
+    """
+
+    def __init__(self, path: PathLike, rate: int = 24000, keep_s: float = 2.0) -> None:
+        self.rate = rate
+        self.late_samples = 0
+        self._writer = WavWriter(path, rate)
+        self._keep = max(1, round(keep_s * rate))
+        self._buf: Samples = np.zeros(4 * self._keep, dtype=np.int16)
+        self._base = 0  # file index of _buf[0]; everything before it is on disk
+        self._high = 0  # one past the highest file index written so far
+
+    @property
+    def path(self) -> str:
+        return self._writer.path
+
+    @property
+    def samples_written(self) -> int:
+        """Length of the timeline so far, in samples."""
+        return self._high
+
+    def write(self, t: float, samples: Samples) -> None:
+        array = np.asarray(samples)
+        if array.dtype != np.int16 or array.ndim != 1:
+            raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
+        start = round(t * self.rate)
+        if start < self._base:
+            skip = min(self._base - start, len(array))
+            self.late_samples += skip
+            array, start = array[skip:], start + skip
+        if not len(array):
+            return
+        end = start + len(array)
+        self._make_room(end)
+        self._buf[start - self._base : end - self._base] = array
+        self._high = max(self._high, end)
+
+    def apply_cut(self, at: float, end: float) -> None:
+        """Keep what is heard at ``at``, fade what is heard by ``end``, silence the rest."""
+        heard_at = heard_count(0.0, self._high, at, self.rate)  # first index not heard at `at`
+        heard_end = heard_count(0.0, self._high, end, self.rate)
+        if heard_at < self._base:
+            self.late_samples += self._base - heard_at
+        fade_from = max(heard_at, self._base)
+        silence_from = max(heard_end, fade_from)
+        if silence_from > fade_from:
+            times = np.arange(fade_from, silence_from) / self.rate
+            region = self._buf[fade_from - self._base : silence_from - self._base]
+            region[:] = np.rint(region * fade_gains(times, at, end, self.rate)).astype(np.int16)
+        self._buf[silence_from - self._base : self._high - self._base] = 0
+
+    def _make_room(self, end: int) -> None:
+        """Flush samples older than the kept window to disk; grow so that index ``end`` fits."""
+        if end - self._base <= len(self._buf):
+            return
+        flush_to = min(self._high, end - self._keep)
+        if flush_to > self._base:
+            self._writer.write(self._buf[: flush_to - self._base])
+            kept = self._high - flush_to
+            self._buf[:kept] = self._buf[flush_to - self._base : self._high - self._base]
+            self._buf[kept:] = 0
+            self._base = flush_to
+        if end - self._base > len(self._buf):
+            grown = np.zeros(2 * (end - self._base), dtype=np.int16)
+            grown[: len(self._buf)] = self._buf
+            self._buf = grown
+
+    def close(self) -> None:
+        """Write out the rest and complete the file."""
+        if self._high > self._base:
+            self._writer.write(self._buf[: self._high - self._base])
+            self._base = self._high
+        self._writer.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
