@@ -96,6 +96,8 @@ class BargeIn:
 
     ``heard_ms`` is what the listener heard of ``item_id``; ``audio_end_ms`` the value sent
     in ``conversation.item.truncate`` (``None`` if the item was deleted or nothing needed a cut).
+    ``in_device_ms`` is audio already handed to the output that the abort kept from the
+    listener (device buffer), ``unplayed_ms`` what was still queued.
     """
 
     trigger: str
@@ -107,6 +109,8 @@ class BargeIn:
     deleted: tuple[str, ...]
     cancelled: bool
     reaction_s: float  # trigger → playout silent
+    in_device_ms: float = 0.0
+    unplayed_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,239 @@
+"""The session core: wire events in, playout and barge-in decisions out. No I/O, no clock reads.
+
+A driver (the async :class:`~session.VoiceSession`, or the lockstep replay) owns the
+transport, the devices and the clock. It hands every protocol output to
+:meth:`SessionCore.handle` with the current listener time, calls :meth:`tick` after each
+playout block, and sends whatever the protocol core has queued. Times are seconds on the
+listener's timeline: the one the playout buffer's ledger uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from audio.playout import PlayoutBuffer
+from realtime import events as ev
+from realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
+from realtime.protocol import ProtocolOutput, RealtimeProtocol
+
+from .bargein import HeardItem, Transport, Trigger, plan_barge_in
+from .events import (
+    AssistantAudioStarted,
+    BargeIn,
+    RawServerEvent,
+    ResponseFinished,
+    ResponseStarted,
+    SessionError,
+    SessionEvent,
+    SpeechStarted,
+    SpeechStopped,
+    StateChanged,
+    TranscriptDelta,
+    TranscriptDone,
+)
+
+__all__ = ["SessionCore"]
+
+RATE = 24_000
+FADE_MS = 5.0
+
+
+@dataclass
+class _Part:
+    """One assistant audio part: (item_id, content_index) of a response."""
+
+    response_id: str
+    item_id: str
+    content_index: int
+    received: int = 0
+    complete: bool = False
+    first_heard: float | None = None
+    settled: bool = False  # a barge-in already decided its fate
+
+
+class SessionCore:
+    """Session logic for one conversation over one (or, after reconnects, several) connections."""
+
+    def __init__(
+        self,
+        protocol: RealtimeProtocol,
+        playout: PlayoutBuffer,
+        *,
+        transport: Transport = Transport.WEBSOCKET,
+        raw_events: bool = False,
+        fade_ms: float = FADE_MS,
+    ) -> None:
+        self.protocol = protocol
+        self.playout = playout
+        self.transport = transport
+        self.raw_events = raw_events
+        self.fade_ms = fade_ms
+        self._events: list[SessionEvent] = []
+        self._parts: dict[tuple[str, int], _Part] = {}
+        self._order: list[tuple[str, int]] = []
+        self._speech_stopped_at: float | None = None
+        self._state = "listening"
+        self.barge_ins: list[BargeIn] = []
+
+    # ------------------------------------------------------------------ output
+    def events(self) -> list[SessionEvent]:
+        out, self._events = self._events, []
+        return out
+
+    # ------------------------------------------------------------------ input
+    def handle(self, output: ProtocolOutput, now: float) -> None:
+        """Take one protocol output (server event or notice) at listener time ``now``."""
+        if self.raw_events and not isinstance(output, (CommandFailed, MalformedServerEvent, ResponseStatusChanged,
+                                                           TruncateAdjusted)):
+            self._events.append(RawServerEvent(output))
+        match output:
+            case ev.ResponseOutputAudioDelta():
+                self._on_audio(output)
+            case ev.ResponseOutputAudioDone():
+                part = self._parts.get((output.item_id, output.content_index))
+                if part is not None:
+                    part.complete = True
+                self.playout.mark_complete(output.item_id, output.content_index)
+            case ev.InputAudioBufferSpeechStarted():
+                self._events.append(SpeechStarted(now, output.item_id, output.audio_start_ms))
+                if self._assistant_audible(now):
+                    self.interrupt(now, Trigger.SERVER_VAD)
+            case ev.InputAudioBufferSpeechStopped():
+                self._speech_stopped_at = now
+                self._events.append(SpeechStopped(now, output.item_id, output.audio_end_ms))
+                self._set_state("thinking", now)
+            case ev.ResponseCreated():
+                self._events.append(ResponseStarted(output.response.id, now))
+                if self._state == "listening":
+                    self._set_state("thinking", now)
+            case ev.ResponseDone():
+                r = output.response
+                reason = _reason(r.status_details)
+                usage = r.usage.model_dump() if hasattr(r.usage, "model_dump") else r.usage
+                self._events.append(ResponseFinished(r.id, r.status or "completed", reason, now, usage))
+            case ev.ResponseOutputAudioTranscriptDelta() | ev.ResponseOutputTextDelta():
+                self._events.append(TranscriptDelta("assistant", output.item_id, output.delta))
+            case ev.ResponseOutputAudioTranscriptDone():
+                self._events.append(TranscriptDone("assistant", output.item_id, output.transcript))
+            case ev.ResponseOutputTextDone():
+                self._events.append(TranscriptDone("assistant", output.item_id, output.text))
+            case ev.ConversationItemInputAudioTranscriptionDelta():
+                self._events.append(TranscriptDelta("user", output.item_id, output.delta or ""))
+            case ev.ConversationItemInputAudioTranscriptionCompleted():
+                self._events.append(TranscriptDone("user", output.item_id, output.transcript))
+            case CommandFailed() if not output.handled:
+                self._events.append(SessionError(f"{output.command_type or 'server'}: {output.message}", output.code))
+            case MalformedServerEvent():
+                self._events.append(SessionError(f"ignored a malformed server event: {output.reason}", "malformed_event"))
+            case _:
+                pass
+
+    def _on_audio(self, delta: ev.ResponseOutputAudioDelta) -> None:
+        key = (delta.item_id, delta.content_index)
+        part = self._parts.get(key)
+        if part is None:
+            part = self._parts[key] = _Part(delta.response_id, delta.item_id, delta.content_index)
+            self._order.append(key)
+        samples = np.frombuffer(delta.audio, dtype="<i2")
+        part.received += len(samples)
+        self.playout.enqueue(samples, delta.item_id, delta.content_index)
+
+    # ------------------------------------------------------------------ time
+    def tick(self, now: float) -> None:
+        """Call after each playout block: notices first samples heard and speaking/listening."""
+        ledger = self.playout.ledger
+        for key in self._order[-8:]:
+            part = self._parts[key]
+            if part.first_heard is None and ledger.heard_samples(part.item_id, part.content_index, now) > 0:
+                part.first_heard = now
+                latency = None if self._speech_stopped_at is None else now - self._speech_stopped_at
+                self._events.append(AssistantAudioStarted(part.item_id, now, latency))
+                self._speech_stopped_at = None
+        if ledger.playing_at(now) is not None:
+            self._set_state("speaking", now)
+        elif self._state == "speaking" and self.playout.queued_samples == 0:
+            self._set_state("listening" if not self.protocol.response_in_progress else "thinking", now)
+
+    def _set_state(self, state: str, now: float) -> None:
+        if state != self._state:
+            self._state = state
+            self._events.append(StateChanged(state, now))  # type: ignore[arg-type]
+
+    def _assistant_audible(self, now: float) -> bool:
+        """Is assistant audio playing or waiting to play, or a response still producing it?"""
+        return (
+            self.playout.queued_samples > 0
+            or self.playout.ledger.playing_at(now) is not None
+            or self.protocol.active_response_id is not None
+        )
+
+    # ------------------------------------------------------------------ barge-in
+    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> BargeIn:
+        """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
+        cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
+        end = now + self.fade_ms / 1000.0
+        heard = {key: self.playout.ledger.heard_samples(key[0], key[1], end) for key in self._order}
+        responses = self._interrupted_responses(cut.item_id, heard)
+        parts = [p for key in self._order if not (p := self._parts[key]).settled and p.response_id in responses]
+        items = [HeardItem(p.item_id, p.content_index, heard[(p.item_id, p.content_index)], p.received, p.complete)
+                 for p in parts]
+        for p in parts:
+            p.settled = True
+        plan = plan_barge_in(
+            items,
+            response_active=self.protocol.active_response_id is not None or self.protocol.response_in_progress,
+            server_cancels=self.protocol.server_cancels_on_speech,
+            trigger=trigger,
+            transport=self.transport,
+        )
+        for rid in responses:
+            self.protocol.drop_response(rid)
+        for item_id, content_index, audio_end_ms in plan.truncate:
+            self.protocol.truncate(item_id, audio_end_ms, content_index)
+        for item_id in plan.delete:
+            self.protocol.delete_item(item_id)
+        if plan.cancel:
+            self.protocol.cancel_response()
+        if plan.clear_output_buffer:
+            self.protocol.clear_output_audio()
+        playing = next((i for i in items if i.item_id == cut.item_id), None)
+        event = BargeIn(
+            trigger=trigger.value,
+            at=now,
+            item_id=cut.item_id,
+            heard_ms=(playing.heard_samples if playing else 0) * 1000 / RATE,
+            received_ms=(playing.received_samples if playing else 0) * 1000 / RATE,
+            audio_end_ms=next((ms for i, _c, ms in plan.truncate if i == cut.item_id), None),
+            deleted=plan.delete,
+            cancelled=plan.cancel,
+            reaction_s=cut.fade_samples / RATE,
+            in_device_ms=cut.revoked_samples * 1000 / RATE,
+            unplayed_ms=cut.flushed_samples * 1000 / RATE,
+        )
+        self.barge_ins.append(event)
+        self._events.append(event)
+        self._set_state("listening", now)
+        return event
+
+    def _interrupted_responses(self, playing_item: str | None, heard: dict[tuple[str, int], int]) -> set[str]:
+        """Responses whose audio was playing, still unheard, or still being produced."""
+        out: set[str] = set()
+        if self.protocol.active_response_id is not None:
+            out.add(self.protocol.active_response_id)
+        for key in self._order:
+            part = self._parts[key]
+            if not part.settled and (part.item_id == playing_item or heard[key] < part.received):
+                out.add(part.response_id)
+        return out
+
+
+def _reason(details: Any) -> str | None:
+    if details is None:
+        return None
+    if isinstance(details, dict):
+        return details.get("reason")
+    return getattr(details, "reason", None)
+

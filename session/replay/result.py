@@ -1,0 +1,56 @@
+"""What a replay produced: the heard timeline, the barge-ins, and a per-turn summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..events import BargeIn, ResponseFinished, SessionEvent
+
+__all__ = ["ReplayResult", "TurnSummary"]
+
+RATE = 24_000
+
+
+@dataclass(frozen=True)
+class TurnSummary:
+    response_id: str | None
+    status: str
+    reason: str | None
+    at: float
+
+
+@dataclass
+class ReplayResult:
+    heard: np.ndarray  # int16, sample n = what the listener heard when input sample n was captured
+    events: list[SessionEvent] = field(default_factory=list)
+    underrun_events: int = 0
+    underrun_samples: int = 0
+
+    @property
+    def barge_ins(self) -> list[BargeIn]:
+        return [e for e in self.events if isinstance(e, BargeIn)]
+
+    @property
+    def turns(self) -> list[TurnSummary]:
+        return [TurnSummary(e.response_id, e.status, e.reason, e.at) for e in self.events if isinstance(e, ResponseFinished)]
+
+    def summary_lines(self) -> list[str]:
+        """One line per turn and per barge-in, in time order."""
+        lines: list[tuple[float, int, str]] = []
+        for t in self.turns:
+            why = f" ({t.reason})" if t.reason else ""
+            lines.append((t.at, 1, f"{t.at:7.3f}s  response {t.response_id} {t.status}{why}"))
+        for b in self.barge_ins:
+            if b.audio_end_ms is not None:
+                cut = f"truncate {b.item_id} at {b.audio_end_ms} ms (heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms received)"
+            elif b.item_id is not None:
+                cut = f"no cut needed: {b.item_id} heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms"
+            else:
+                cut = "nothing was playing"
+            extra = f", deleted {', '.join(b.deleted)}" if b.deleted else ""
+            extra += ", sent response.cancel" if b.cancelled else ""
+            lines.append((b.at, 0, f"{b.at:7.3f}s  barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"))
+        lines.sort(key=lambda x: (x[0], x[1]))
+        return [text for _t, _order, text in lines]

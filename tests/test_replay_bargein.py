@@ -1,0 +1,137 @@
+"""Barge-in end to end in lockstep replay, with deterministic speech fixtures.
+
+For each interruption the ``audio_end_ms`` sent on the wire must equal, within 10 ms, the
+length of that item's audio found in the heard timeline by analysing the samples.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audio.voice import synthesize
+from realtime.server.scenario import load_scenario
+from session.events import AssistantAudioStarted, BargeIn, SpeechStarted
+from session.replay import ReplayResult, run_lockstep
+from tests.heard import heard_length
+from tests.oracle import WireRecorder
+from tests.speech import RATE, make_utterance, mix_timeline
+
+HERE = Path(__file__).parent
+SESSION = {"type": "realtime", "audio": {"input": {"turn_detection": {
+    "type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500}}}}
+LONG = load_scenario("long")
+LONG_TEXT = LONG.turns[0].outputs[0].text
+TWO = load_scenario(str(HERE / "scenarios" / "two_items.toml"))
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    cache = tmp_path_factory.mktemp("speech")
+    return {
+        "question": make_utterance("what is the weather like today", cache).samples,
+        "stop": make_utterance("stop, wait a second", cache).samples,
+    }
+
+
+def replay(parts: list[tuple[float, np.ndarray]], total_s: float, scenario: Any = LONG, **kw: Any) -> tuple[ReplayResult, WireRecorder]:
+    rec = WireRecorder()
+    result = run_lockstep(mix_timeline(total_s, parts), scenario=scenario, session=SESSION, voice="espeak",
+                          on_wire=rec, tail_s=kw.pop("tail_s", 2.0), **kw)
+    rec.verify()
+    return result, rec
+
+
+def sent(rec: WireRecorder, kind: str) -> list[dict[str, Any]]:
+    return [e for d, t in rec.frames if d == "out" and (e := json.loads(t))["type"] == kind]
+
+
+def reply_timing(speech: dict[str, np.ndarray], scenario: Any = LONG) -> tuple[float, float]:
+    """(time the first reply sample is heard, VAD detection delay) from an uninterrupted run."""
+    result, _ = replay([(0.5, speech["question"])], 5.0, scenario)
+    first = next(e for e in result.events if isinstance(e, AssistantAudioStarted))
+    detected = next(e for e in result.events if isinstance(e, SpeechStarted))
+    return first.at, detected.at - 0.5
+
+
+def interrupt_at(speech: dict[str, np.ndarray], when: float, total: float, scenario: Any = LONG, **kw: Any):
+    """Replay the question, then 'stop' timed so the server detects it at ``when``."""
+    _first, delay = reply_timing(speech, scenario)
+    return replay([(0.5, speech["question"]), (when - delay, speech["stop"])], total, scenario, **kw)
+
+
+def check_cut(result: ReplayResult, rec: WireRecorder, text: str, tolerance_ms: float = 10.0) -> int:
+    (truncate,) = sent(rec, "conversation.item.truncate")
+    onset, heard = heard_length(result.heard, synthesize(text, "espeak"))
+    assert onset >= 0, "the item's audio must be in the heard timeline"
+    assert abs(truncate["audio_end_ms"] - heard * 1000 / RATE) <= tolerance_ms
+    (barge,) = result.barge_ins
+    assert barge.audio_end_ms == truncate["audio_end_ms"]
+    return truncate["audio_end_ms"]
+
+
+def test_interrupt_mid_reply(speech: dict[str, np.ndarray]) -> None:
+    first, _ = reply_timing(speech)
+    result, rec = interrupt_at(speech, first + 2.0, first + 5.0)
+    ms = check_cut(result, rec, LONG_TEXT)
+    assert 1990 <= ms <= 2030
+    assert sent(rec, "response.cancel") == []  # server VAD cancels the response itself
+
+
+def test_interrupt_in_first_100_ms_of_reply(speech: dict[str, np.ndarray]) -> None:
+    first, _ = reply_timing(speech)
+    result, rec = interrupt_at(speech, first + 0.05, first + 3.0)
+    ms = check_cut(result, rec, LONG_TEXT)
+    assert ms <= 100
+
+
+def test_interrupt_just_after_the_first_of_two_items(speech: dict[str, np.ndarray]) -> None:
+    first, _ = reply_timing(speech, TWO)
+    preamble, answer = (o.text for o in TWO.turns[0].outputs)
+    boundary = first + len(synthesize(preamble, "espeak")) / RATE
+    result, rec = interrupt_at(speech, boundary + 0.3, boundary + 3.0, TWO)
+    ms = check_cut(result, rec, answer)
+    assert 250 <= ms <= 350
+    assert sent(rec, "conversation.item.delete") == []  # the preamble was heard whole: nothing to cut there
+
+
+def test_interrupt_before_the_second_item_deletes_it(speech: dict[str, np.ndarray]) -> None:
+    first, _ = reply_timing(speech, TWO)
+    preamble, _answer = (o.text for o in TWO.turns[0].outputs)
+    boundary = first + len(synthesize(preamble, "espeak")) / RATE
+    result, rec = interrupt_at(speech, boundary - 0.5, boundary + 3.0, TWO)
+    check_cut(result, rec, preamble)
+    (barge,) = result.barge_ins
+    (delete,) = sent(rec, "conversation.item.delete")
+    assert delete["item_id"] in barge.deleted and delete["item_id"] != barge.item_id
+
+
+def test_speech_after_the_reply_has_ended_cuts_nothing(speech: dict[str, np.ndarray]) -> None:
+    first, _ = reply_timing(speech, TWO)
+    both = sum(len(synthesize(o.text, "espeak")) for o in TWO.turns[0].outputs) / RATE
+    result, rec = interrupt_at(speech, first + both + 1.0, first + both + 3.0, TWO)
+    assert result.barge_ins == []
+    for kind in ("conversation.item.truncate", "conversation.item.delete", "response.cancel"):
+        assert sent(rec, kind) == []
+
+
+def test_interrupt_while_playback_is_starved(speech: dict[str, np.ndarray]) -> None:
+    # the server streams at half real time: playout keeps running dry
+    first, _ = reply_timing(speech)
+    result, rec = interrupt_at(speech, first + 3.0, first + 5.0, speed=0.5)
+    assert result.underrun_events > 0
+    ms = check_cut(result, rec, LONG_TEXT)
+    assert ms < 2000  # well under the 3 s of wall time: the gaps were not counted
+
+
+@pytest.mark.parametrize("latency", [0.04, 0.1])
+def test_audio_still_inside_the_device_is_not_counted_as_heard(speech: dict[str, np.ndarray], latency: float) -> None:
+    first, _ = reply_timing(speech)
+    result, rec = interrupt_at(speech, first + 2.0, first + 5.0, device_latency_s=latency)
+    ms = check_cut(result, rec, LONG_TEXT)
+    # the listener hears the reply `latency` later than it was handed over
+    assert abs(ms - (2000 - latency * 1000)) <= 25
