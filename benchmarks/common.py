@@ -1,0 +1,123 @@
+"""Helpers shared by the benchmarks: result files, error statistics, plain-text tables."""
+
+from __future__ import annotations
+
+import gc
+import json
+import platform
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "RESULTS_DIR",
+    "MissingToolError",
+    "environment",
+    "format_table",
+    "ratio",
+    "require_tools",
+    "speechlike",
+    "stats",
+    "time_regions",
+    "write_result",
+]
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+class MissingToolError(RuntimeError):
+    """An external program a benchmark needs (espeak-ng, sox) is not installed."""
+
+
+def require_tools(*names: str) -> None:
+    """Raise :class:`MissingToolError` naming every program in ``names`` missing from ``PATH``."""
+    missing = [name for name in names if shutil.which(name) is None]
+    if missing:
+        raise MissingToolError(f"this benchmark needs {', '.join(missing)} on PATH (see ENVIRONMENT.md)")
+
+
+def environment() -> dict[str, str]:
+    """Versions that matter for reading the figures."""
+    import numpy
+    import openai
+    import pydantic_core
+    import soxr
+
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "numpy": numpy.__version__,
+        "soxr": soxr.__version__,
+        "openai": openai.__version__,
+        "pydantic_core": pydantic_core.__version__,
+    }
+
+
+def speechlike(n: int, rate: int, *, seed: int) -> np.ndarray:
+    """``n`` samples of a deterministic speech-like int16 signal: harmonics, a syllable envelope, noise."""
+    t = np.arange(n) / rate
+    tone = sum(np.sin(2 * np.pi * 130 * k * t) / k for k in range(1, 7))
+    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * t)
+    noise = np.random.default_rng(seed).normal(0, 200, n)
+    return np.clip(3000 * tone * envelope + noise, -32768, 32767).astype(np.int16)
+
+
+def stats(values: Sequence[float]) -> dict[str, float | int]:
+    """``max``, ``median`` and ``mean`` of absolute errors (ms), rounded to 0.01 ms."""
+    if not values:
+        return {"n": 0, "max_ms": 0.0, "median_ms": 0.0, "mean_ms": 0.0}
+    return {
+        "n": len(values),
+        "max_ms": round(max(values), 2),
+        "median_ms": round(statistics.median(values), 2),
+        "mean_ms": round(statistics.fmean(values), 2),
+    }
+
+
+def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned first column, right-aligned others, widths fitted to the content."""
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: Sequence[str]) -> str:
+        first = str(cells[0]).ljust(widths[0])
+        return "  ".join([first, *(str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))])
+
+    return "\n".join([line(head), *(line(r) for r in rows)])
+
+
+def write_result(result: dict[str, Any], path: Path) -> Path:
+    """Write ``result`` as indented JSON, creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
+
+
+def ratio(a: float, b: float) -> float:
+    """``a / b`` rounded to 0.01 (NaN when ``b`` is not positive)."""
+    return round(a / b, 2) if b > 0 else float("nan")
+
+
+def time_regions(regions: dict[str, Callable[[], object]], rounds: int) -> dict[str, tuple[float, float]]:
+    """Median (CPU ns, wall ns) of each region over ``rounds``; rounds interleave the regions.
+
+    CPU time is ``time.process_time_ns`` (this process, all threads), wall time
+    ``time.perf_counter_ns``. Each region runs once untimed first, and the garbage
+    collector runs before each timed call so one region's garbage is not billed to the next.
+    """
+    for region in regions.values():
+        region()
+    samples: dict[str, list[tuple[int, int]]] = {name: [] for name in regions}
+    for _ in range(rounds):
+        for name, region in regions.items():
+            gc.collect()
+            cpu, wall = time.process_time_ns(), time.perf_counter_ns()
+            region()
+            samples[name].append((time.process_time_ns() - cpu, time.perf_counter_ns() - wall))
+    return {
+        name: (statistics.median(c for c, _w in v), statistics.median(w for _c, w in v)) for name, v in samples.items()
+    }

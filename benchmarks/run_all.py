@@ -1,0 +1,38 @@
+"""Run every benchmark, print every figure and save them under ``benchmarks/results/``.
+
+``python3 -m benchmarks.run_all`` runs, in order: decode (``bench_decode``), truncation
+(``bench_truncation``) and full-duplex CPU cost (``bench_duplex``). The exit status is
+the first non-zero status of a benchmark, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from . import bench_decode, bench_duplex, bench_truncation
+
+__all__ = ["BENCHMARKS", "main"]
+
+BENCHMARKS: dict[str, Callable[[list[str] | None], int]] = {
+    "decode": bench_decode.main,
+    "truncation": bench_truncation.main,
+    "duplex": bench_duplex.main,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
+    status = 0
+    for name, bench in BENCHMARKS.items():
+        print(f"== {name} ==", flush=True)
+        start = time.perf_counter()
+        code = bench([])
+        print(f"({name}: {time.perf_counter() - start:.1f} s)\n", flush=True)
+        status = status or code
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

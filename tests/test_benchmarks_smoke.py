@@ -1,0 +1,109 @@
+"""The benchmarks' core functions on tiny sizes: result structure and sanity, never speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import bench_decode, bench_duplex, bench_truncation, run_all
+from benchmarks.bench_truncation import METHODS, Case
+from tests.conftest import require_tool
+
+CASES = [
+    Case("wav", "WAV sink", 0.0, 4.0, (0.03, 0.5, 2.0)),
+    Case("device_40ms", "device, 40 ms ahead", 0.04, 4.0, (0.3, 1.5)),
+    Case("wav_starved_x0.5", "WAV sink, server 0.5x", 0.0, 0.5, (0.3, 0.455)),
+]
+
+
+@pytest.fixture(scope="module")
+def truncation() -> dict[str, Any]:
+    require_tool("espeak-ng")
+    require_tool("sox")
+    return bench_truncation.run(CASES)
+
+
+def rows(result: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    return [r for r in result["runs"] if r["case"].startswith(prefix)]
+
+
+def test_truncation_result_has_every_case_and_method(truncation: dict[str, Any]) -> None:
+    assert list(truncation["cases"]) == [c.name for c in CASES]
+    assert len(truncation["runs"]) == sum(len(c.offsets) for c in CASES)
+    for case in CASES:
+        summary = truncation["cases"][case.name]
+        assert summary["runs"] == len(case.offsets)
+        for method in METHODS:
+            assert set(summary["error_ms"][method]) == {"n", "max_ms", "median_ms", "mean_ms"}
+    json.dumps(truncation)
+    assert "WAV sink" in bench_truncation.table(truncation)
+
+
+def test_the_ledger_matches_the_heard_samples_with_the_wav_sink(truncation: dict[str, Any]) -> None:
+    for row in rows(truncation, "wav"):  # with and without starvation
+        assert row["action"] == "truncate"
+        assert row["errors_ms"]["ledger"] <= 10.0, row
+    assert truncation["cases"]["wav"]["error_ms"]["ledger"]["max_ms"] <= 10.0
+
+
+def test_truth_is_within_what_was_received(truncation: dict[str, Any]) -> None:
+    for row in truncation["runs"]:
+        low, high = row["truth_ms"]
+        assert 0 < low <= high <= row["received_ms"] + 0.05, row
+        assert row["values_ms"]["wall_clock"] <= row["received_ms"]
+        assert row["values_ms"]["handed_to_device"] <= row["received_ms"]
+
+
+def test_interruptions_land_where_they_were_placed(truncation: dict[str, Any]) -> None:
+    for case in CASES:
+        offsets = [r["offset_s"] for r in truncation["runs"] if r["case"] == case.name]
+        assert all(abs(got - want) <= 0.03 for got, want in zip(offsets, case.offsets, strict=True)), offsets
+
+
+def test_a_buffering_device_makes_the_baselines_overcount_but_not_the_ledger(truncation: dict[str, Any]) -> None:
+    for row in rows(truncation, "device_40ms"):
+        assert row["in_device_ms"] >= 20.0
+        assert row["errors_ms"]["handed_to_device"] >= 20.0
+        assert row["errors_ms"]["wall_clock"] >= 20.0
+        assert row["errors_ms"]["ledger"] <= 10.0
+
+
+def test_a_starved_playout_is_measured_in_and_out_of_gaps(truncation: dict[str, Any]) -> None:
+    starved = rows(truncation, "wav_starved")
+    assert {r["starved"] for r in starved} == {True, False}
+    assert all(r["errors_ms"]["ledger"] <= 10.0 for r in starved)
+
+
+def test_duplex_result_has_every_stage_for_both_paths(tmp_path: Path) -> None:
+    result = bench_duplex.run(seconds=1.0, rounds=1)
+    for clock in ("cpu_s_per_audio_s", "wall_s_per_audio_s"):
+        for path in ("voxline", "baseline"):
+            figures = result[clock][path]
+            assert set(figures["stages"]) == set(bench_duplex.STAGES)
+            assert all(v >= 0 for v in figures["stages"].values())
+            assert figures["pipeline"] > 0
+    assert result["parameters"]["deltas_per_s"] == 10
+    assert result["parameters"]["appends_per_s"] == 50
+    assert set(result["ratios_cpu"]) >= {"baseline_over_voxline_pipeline", "baseline_over_voxline_decode"}
+    assert "voxline" in bench_duplex.table(result)
+    out = tmp_path / "duplex.json"
+    assert bench_duplex.main(["--seconds", "0.5", "--rounds", "1", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["parameters"]["seconds"] == 0.5
+
+
+def test_duplex_paths_produce_the_same_audio() -> None:
+    stream = bench_duplex.make_stream(0.5)
+    bench_duplex.check_paths(stream)
+    assert b"".join(bench_duplex.decode_voxline(stream)) == b"".join(stream.pcm)
+    assert bench_duplex.playout(stream) == len(stream.out_blocks) * stream.block
+
+
+def test_run_all_covers_every_benchmark() -> None:
+    assert run_all.BENCHMARKS == {
+        "decode": bench_decode.main,
+        "truncation": bench_truncation.main,
+        "duplex": bench_duplex.main,
+    }
