@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from audio.ledger import Cut
 from audio.playout import PlayoutBuffer
 from realtime import events as ev
 from realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
@@ -77,6 +78,7 @@ class SessionCore:
         self._speech_stopped_at: float | None = None
         self._state = "listening"
         self.barge_ins: list[BargeIn] = []
+        self.last_cut: Cut | None = None  # the playout's view of the last barge-in, for the output
 
     # ------------------------------------------------------------------ output
     def events(self) -> list[SessionEvent]:
@@ -173,7 +175,7 @@ class SessionCore:
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> BargeIn:
         """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
-        cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
+        cut = self.last_cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
         end = now + self.fade_ms / 1000.0
         heard = {key: self.playout.ledger.heard_samples(key[0], key[1], end) for key in self._order}
         responses = self._interrupted_responses(cut.item_id, heard)

@@ -1,0 +1,59 @@
+"""Session configuration from arguments and environment variables (pydantic settings).
+
+Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
+``VOXLINE_API_KEY``), ``VOXLINE_MODEL``, ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
+``VOXLINE_TURN_DETECTION`` (``server_vad``, ``semantic_vad`` or ``none`` for
+push-to-talk), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``. The key is a
+``SecretStr``: it never shows in a repr or a log.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DEFAULT_URL", "SessionSettings"]
+
+DEFAULT_URL = "wss://api.openai.com/v1"
+
+
+class SessionSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="ignore", populate_by_name=True)
+
+    url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
+    api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
+    model: str = "gpt-realtime"
+    voice: str | None = None
+    instructions: str | None = None
+    turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"
+    input_device: str | None = None
+    output_device: str | None = None
+    reconnect_attempts: int = Field(5, ge=0)
+
+    def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The ``session.update`` body for these settings."""
+        td: dict[str, Any] | None
+        match self.turn_detection:
+            case "none":
+                td = None
+            case "semantic_vad":
+                td = {"type": "semantic_vad", "create_response": True, "interrupt_response": True}
+            case "server_vad":
+                td = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500,
+                      "create_response": True, "interrupt_response": True}
+        output: dict[str, Any] = {"format": {"type": "audio/pcm", "rate": 24000}}
+        if self.voice:
+            output["voice"] = self.voice
+        session: dict[str, Any] = {
+            "type": "realtime",
+            "output_modalities": ["audio"],
+            "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": td},
+                      "output": output},
+        }
+        if self.instructions is not None:
+            session["instructions"] = self.instructions
+        if tools is not None:
+            session["tools"] = tools
+        return session

@@ -1,0 +1,299 @@
+"""``VoiceSession``: a Realtime voice session for applications.
+
+::
+
+    async with VoiceSession(settings, output=ClockedOutput(RealClock()), tools=registry) as session:
+        await session.send_text("What's the weather in Paris?")
+        async for event in session:
+            ...
+
+It owns one connection at a time, the :class:`~session.core.SessionCore` (playout and
+barge-in), a :class:`~session.tool_bridge.ToolBridge` and an optional conversation mirror,
+and runs its loops in one ``asyncio.TaskGroup``: receive, capture, tick, and the output's
+own loop when it has one. If the connection drops (or the 60-minute cap ends it), it
+reconnects, sends the session configuration again and rebuilds the conversation from the
+mirror; the tool tracker carries over, so no tool runs twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from audio.clock import Clock, RealClock
+from realtime.connection import RealtimeConnection, connect
+from realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
+
+from .bargein import Trigger
+from .core import SessionCore
+from .events import ConnectionLost, ConnectionRestored, SessionError, SessionEvent
+from .media import ClockedOutput, Output
+from .settings import SessionSettings
+from .tool_bridge import ToolBridge
+from .tools import Approver, ToolEvent, ToolRegistry
+
+__all__ = ["VoiceSession"]
+
+Connector = Callable[[], Awaitable[RealtimeConnection]]
+TICK_S = 0.02
+_CLOSED = object()
+
+
+class VoiceSession:
+    """See the module docstring. All methods must be called from the session's event loop."""
+
+    def __init__(
+        self,
+        settings: SessionSettings | None = None,
+        *,
+        output: Output | None = None,
+        input: AsyncIterable[np.ndarray] | None = None,
+        tools: ToolRegistry | None = None,
+        approve: Approver | None = None,
+        clock: Clock | None = None,
+        raw_events: bool = False,
+        connector: Connector | None = None,
+        mirror: Any | None = None,
+    ) -> None:
+        self.settings = settings or SessionSettings()
+        self.clock = clock or RealClock()
+        self.output: Output = output or ClockedOutput(self.clock)
+        self._input = input
+        self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event)
+        self._raw = raw_events
+        self._connector = connector or self._connect
+        self.mirror = mirror
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._conn: RealtimeConnection | None = None
+        self.core: SessionCore | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._talking = self.settings.turn_detection != "none"
+        self._closing = False
+        self._flush_needed = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+
+    def __repr__(self) -> str:
+        state = "open" if self._conn is not None and not self._conn.closed else "closed"
+        return f"<VoiceSession {self.settings.model} {state}>"
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> VoiceSession:
+        self._conn = await self._open()
+        group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        await self._stack.enter_async_context(self._tools.runner)
+        loops = [self._receive_loop(), self._tick_loop(), self._flush_loop()]
+        if self._input is not None:
+            loops.append(self._capture_loop(self._input))
+        if isinstance(self.output, ClockedOutput):
+            loops.append(self.output.run())
+        self._tasks = [group.create_task(loop) for loop in loops]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection and stop every loop; safe to call twice."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._conn is not None:
+            with contextlib.suppress(RealtimeError):
+                await self._conn.close()
+        for task in self._tasks:
+            task.cancel()
+        self._queue.put_nowait(_CLOSED)
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._stack.aclose()
+
+    async def _connect(self) -> RealtimeConnection:
+        key = self.settings.api_key
+        if key is None:
+            raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
+        return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model)
+
+    async def _open(self) -> RealtimeConnection:
+        conn = await self._connector()
+        if self.core is None:
+            self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw)
+        else:
+            self.core.protocol = conn.protocol
+        conn.protocol.update_session(self.settings.session_config(self._schemas()))
+        await conn.flush()
+        return conn
+
+    # ------------------------------------------------------------------ events
+    def __aiter__(self) -> VoiceSession:
+        return self
+
+    async def __anext__(self) -> SessionEvent | ToolEvent:
+        """The next event; cancelling a wait loses nothing (events stay queued)."""
+        item = await self._queue.get()
+        if item is _CLOSED:
+            self._queue.put_nowait(_CLOSED)
+            raise StopAsyncIteration
+        return item  # type: ignore[return-value]
+
+    def _publish(self) -> None:
+        assert self.core is not None
+        for event in self.core.events():
+            self._queue.put_nowait(event)
+
+    def _on_tool_event(self, event: ToolEvent) -> None:
+        self._queue.put_nowait(event)
+        self._flush_needed.set()
+
+    # ------------------------------------------------------------------ commands
+    async def send_text(self, text: str) -> None:
+        """A user text message, then a response."""
+        protocol = self._protocol()
+        protocol.create_item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        protocol.create_response()
+        await self._flush()
+
+    async def interrupt(self) -> None:
+        """Stop the assistant now and cut the conversation where the listener is."""
+        assert self.core is not None
+        self.core.interrupt(self.output.now(), Trigger.INTERRUPT)
+        await self._after_barge_in()
+        self._publish()
+        await self._flush()
+
+    async def start_talking(self) -> None:
+        """Push-to-talk: start sending the microphone (clears what the server buffered)."""
+        self._protocol().clear_audio()
+        self._talking = True
+        assert self.core is not None
+        if self.core.playout.queued_samples or self.core.protocol.response_in_progress:
+            await self.interrupt()
+        await self._flush()
+
+    async def stop_talking(self) -> None:
+        """Push-to-talk: stop sending, commit what was said, and ask for a response."""
+        self._talking = False
+        protocol = self._protocol()
+        protocol.commit_audio()
+        protocol.create_response()
+        await self._flush()
+
+    async def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
+                     voice: str | None = None) -> None:
+        """``session.update`` with new instructions, voice, or the names of the registry's tools to offer.
+
+        Changes are kept for reconnects. The voice is fixed by the service after the first audio.
+        """
+        changes: dict[str, Any] = {}
+        if instructions is not None:
+            changes["instructions"] = instructions
+        if voice is not None:
+            changes["voice"] = voice
+        self.settings = self.settings.model_copy(update=changes)
+        if tools is not None:
+            unknown = set(tools) - set(self._tools.registry.names())
+            if unknown:
+                raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
+            self._offered = list(tools)
+        self._protocol().update_session(self.settings.session_config(self._schemas()))
+        await self._flush()
+
+    def _schemas(self) -> list[dict[str, Any]] | None:
+        if self._offered is None:
+            return self._tools.registry.schemas() or None
+        return self._tools.registry.schemas(self._offered)
+
+    def _protocol(self) -> Any:
+        if self._conn is None:
+            raise ConfigurationError("the session is not open; use 'async with VoiceSession(...)'")
+        return self._conn.protocol
+
+    async def _flush(self) -> None:
+        if self._conn is not None and not self._conn.closed:
+            self._tools.drain_into(self._conn.protocol)
+            with contextlib.suppress(ConnectionClosed):
+                await self._conn.flush()
+
+    async def _after_barge_in(self) -> None:
+        assert self.core is not None
+        cut = self.core.last_cut
+        if cut is not None and cut.revoked_samples:
+            # a device abort takes a few milliseconds: keep it off the event loop
+            await asyncio.to_thread(self.output.discard_pending, cut)
+
+    # ------------------------------------------------------------------ loops
+    async def _receive_loop(self) -> None:
+        while not self._closing:
+            assert self._conn is not None and self.core is not None
+            try:
+                out = await self._conn.recv()
+            except ConnectionClosed as exc:
+                if self._closing or not await self._reconnect(exc):
+                    self._queue.put_nowait(_CLOSED)
+                    return
+                continue
+            barge_ins = len(self.core.barge_ins)
+            self.core.handle(out, self.output.now())
+            self._tools.handle(out)
+            if self.mirror is not None:
+                self.mirror.apply(out)
+            if len(self.core.barge_ins) > barge_ins:
+                await self._after_barge_in()
+            self._publish()
+            await self._flush()
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await self.clock.sleep(TICK_S)
+            if self.core is not None:
+                self.core.tick(self.output.now())
+                self._publish()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._flush_needed.wait()
+            self._flush_needed.clear()
+            await self._flush()
+
+    async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
+        async for block in blocks:
+            if self._talking and self._conn is not None and not self._conn.closed:
+                self._conn.protocol.append_audio(np.ascontiguousarray(block, dtype="<i2").tobytes())
+                with contextlib.suppress(ConnectionClosed):
+                    await self._conn.flush()
+
+    async def _reconnect(self, exc: ConnectionClosed) -> bool:
+        """After a drop: reconnect with backoff, restore config and conversation. False if given up."""
+        assert self.core is not None
+        self._queue.put_nowait(ConnectionLost(exc.code, exc.reason, self.output.now()))
+        self._publish()
+        delay = 0.2
+        for _attempt in range(self.settings.reconnect_attempts):
+            await self.clock.sleep(delay)
+            try:
+                conn = await self._open()
+            except ConnectionFailed as failure:
+                self._queue.put_nowait(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
+                delay = min(delay * 2, 5.0)
+                continue
+            replayed = self._restore(conn)
+            self._conn = conn
+            await self._flush()
+            self._queue.put_nowait(ConnectionRestored(self.output.now(), replayed))
+            return True
+        self._queue.put_nowait(SessionError("the connection is lost and could not be restored", "connection_lost",
+                                            fatal=True))
+        return False
+
+    def _restore(self, conn: RealtimeConnection) -> int:
+        """Recreate the conversation and settle tool calls of responses the drop left unknown."""
+        commands = self.mirror.rebuild_commands() if self.mirror is not None else []
+        for command in commands:
+            conn.protocol.send(command)
+        for call in self._tools.tracker.running() + self._tools.tracker.runnable():
+            self._tools.tracker.on_response_done(call.response_id, "completed")
+        return len(commands)
+

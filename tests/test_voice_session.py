@@ -1,0 +1,197 @@
+"""VoiceSession against the built-in server: text turns, tools, interrupt, reconnect.
+
+The listener's timeline is a ClockedOutput on a VirtualClock: the test moves time, so
+playback and barge-in positions are exact and nothing waits on the wall clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from audio.clock import VirtualClock
+from realtime.connection import connect
+from realtime.server import ServerConfig, serve
+from realtime.server.config import FaultConfig
+from session.events import (
+    AssistantAudioStarted,
+    BargeIn,
+    ConnectionLost,
+    ConnectionRestored,
+    ResponseFinished,
+    StateChanged,
+    TranscriptDone,
+)
+from session.media import ClockedOutput
+from session.settings import SessionSettings
+from session.tools import ToolFinished, ToolRegistry, ToolStarted
+from session.voice import VoiceSession
+from tests.oracle import WireRecorder
+
+
+@asynccontextmanager
+async def voice_session(rec: WireRecorder, *, tools: ToolRegistry | None = None, approve: Any = None,
+                        **server: Any) -> AsyncIterator[tuple[VoiceSession, VirtualClock]]:
+    clock = VirtualClock()
+    config = {"port": 0, "voice": "tone", "speed": float("inf"), **server}
+    async with serve(ServerConfig(**config)) as srv:
+        async def connector() -> Any:
+            return await connect(srv.url, "sk-test", on_wire=rec)
+
+        settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none", reconnect_attempts=3)
+        session = VoiceSession(settings, output=ClockedOutput(clock), tools=tools, approve=approve, clock=clock,
+                               connector=connector)
+        async with session:
+            yield session, clock
+    rec.verify()
+
+
+async def collect(session: VoiceSession, clock: VirtualClock, until: Callable[[Any], bool],
+                  step: float = 0.02, limit_s: float = 60.0) -> list[Any]:
+    """Advance virtual time block by block, gathering events until ``until(event)``."""
+    seen: list[Any] = []
+    iterator = session.__aiter__()
+    while clock.now() < limit_s:
+        try:
+            event = await asyncio.wait_for(iterator.__anext__(), timeout=0.005)
+        except asyncio.TimeoutError:
+            clock.advance(step)
+            continue
+        seen.append(event)
+        if until(event):
+            return seen
+    raise AssertionError(f"condition not met; saw {[type(e).__name__ for e in seen]}")
+
+
+def sent(rec: WireRecorder, kind: str) -> list[dict[str, Any]]:
+    return [e for d, t in rec.frames if d == "out" and (e := json.loads(t))["type"] == kind]
+
+
+async def test_text_turn_is_heard_and_transcribed() -> None:
+    rec = WireRecorder()
+    async with voice_session(rec) as (session, clock):
+        await session.send_text("hello")
+        seen = await collect(session, clock, lambda e: isinstance(e, AssistantAudioStarted))
+        assert any(isinstance(e, TranscriptDone) and e.role == "assistant" and "voxline" in e.text for e in seen)
+        assert next(e for e in seen if isinstance(e, ResponseFinished)).status == "completed"
+        assert seen[-1].at == pytest.approx(0.0, abs=0.05)  # the first block after the reply arrived
+    assert len(sent(rec, "response.create")) == 1
+
+
+def weather_tools(log: list[str]) -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True)
+    def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+        """Current weather for a city."""
+        log.append(f"weather:{city}")
+        return {"city": city, "temperature": 21, "unit": unit}
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str) -> str:
+        """The time in a zone."""
+        log.append(f"time:{zone}")
+        return "12:00"
+
+    return tools
+
+
+async def test_parallel_tool_calls_get_one_response_create_after_all_outputs() -> None:
+    rec, log = WireRecorder(), []
+    async with voice_session(rec, tools=weather_tools(log), scenario="tools") as (session, clock):
+        await session.send_text("weather please")
+        # turn 1: a preamble and one call, then the scripted follow-up
+        first = await collect(session, clock, lambda e: isinstance(e, TranscriptDone) and "weather report" in e.text)
+        # turn 2: two calls in one response
+        await session.send_text("and the time?")
+        second = await collect(session, clock, lambda e: isinstance(e, TranscriptDone) and "Both answers" in e.text)
+    assert sorted(log) == ["time:UTC", "weather:Oslo", "weather:Paris"]
+    outputs = sent(rec, "conversation.item.create")
+    call_outputs = [o["item"]["call_id"] for o in outputs if o["item"]["type"] == "function_call_output"]
+    assert len(call_outputs) == len(set(call_outputs)) == 3
+    creates = [json.loads(t) for d, t in rec.frames if d == "out"]
+    # after the two parallel outputs exactly one response.create follows, never one in between
+    kinds = [e["type"] for e in creates if e["type"] in ("conversation.item.create", "response.create")]
+    assert kinds[-3:] == ["conversation.item.create", "conversation.item.create", "response.create"]
+    started = [e.name for e in first + second if isinstance(e, ToolStarted)]
+    finished = [e for e in first + second if isinstance(e, ToolFinished)]
+    assert sorted(started) == ["get_time", "get_weather", "get_weather"] and all(f.ok for f in finished)
+
+
+async def test_denied_approval_goes_back_to_the_model_and_the_tool_never_runs() -> None:
+    rec, ran = WireRecorder(), []
+    tools = ToolRegistry()
+
+    @tools.tool(needs_approval=True)
+    def get_weather(city: str, unit: str = "celsius") -> str:
+        """Side effect for the test."""
+        ran.append(city)
+        return "ok"
+
+    async def deny(_call: Any) -> bool:
+        return False
+
+    async with voice_session(rec, tools=tools, approve=deny, scenario="tools") as (session, clock):
+        await session.send_text("weather please")
+        (finished,) = [e for e in await collect(session, clock, lambda e: isinstance(e, ToolFinished))
+                       if isinstance(e, ToolFinished)]
+        assert not finished.ok and "declined" in finished.output
+        await collect(session, clock, lambda e: isinstance(e, TranscriptDone) and "weather report" in e.text)
+    assert ran == []
+
+
+async def test_interrupt_cuts_at_the_virtual_listener_time() -> None:
+    rec = WireRecorder()
+    async with voice_session(rec, scenario="long") as (session, clock):
+        await session.send_text("tell me a long story")
+        started = await collect(session, clock, lambda e: isinstance(e, AssistantAudioStarted))
+        t0 = started[-1].at
+        while clock.now() < t0 + 1.0:
+            clock.advance(0.02)
+            await asyncio.sleep(0)
+        await session.interrupt()
+        barge = next(e for e in await collect(session, clock, lambda e: isinstance(e, BargeIn)) if isinstance(e, BargeIn))
+        assert not barge.cancelled  # the whole reply had already arrived: nothing to cancel
+        await collect(session, clock, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+    (truncate,) = sent(rec, "conversation.item.truncate")
+    assert truncate["audio_end_ms"] == barge.audio_end_ms
+    assert 1000 <= truncate["audio_end_ms"] <= 1040  # heard from the first block to the interrupt
+    assert sent(rec, "response.cancel") == []
+
+
+async def test_a_dropped_connection_is_restored_and_the_session_goes_on() -> None:
+    rec, clock = WireRecorder(), VirtualClock()
+    flaky = ServerConfig(port=0, voice="tone", speed=float("inf"), faults=FaultConfig(drop_after_events=8))
+    healthy = ServerConfig(port=0, voice="tone", speed=float("inf"))
+    async with serve(flaky) as first, serve(healthy) as second:
+        urls = [first.url, second.url]
+
+        async def connector() -> Any:  # the first connection drops mid-response; the next one holds
+            return await connect(urls.pop(0) if len(urls) > 1 else urls[0], "sk-test", on_wire=rec)
+
+        settings = SessionSettings(api_key="sk-test", turn_detection="none", reconnect_attempts=2)
+        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector) as session:
+            await session.send_text("hello")
+            lost = await collect(session, clock, lambda e: isinstance(e, ConnectionRestored))
+            assert any(isinstance(e, ConnectionLost) and e.code == 1006 for e in lost)
+            await session.send_text("are you still there?")
+            done = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
+            assert done[-1].status == "completed"
+    rec.verify()
+    assert len(sent(rec, "session.update")) == 2  # the configuration went to the new connection too
+
+
+@pytest.mark.parametrize("bad", ["nope"])
+async def test_update_rejects_unknown_tools(bad: str) -> None:
+    rec = WireRecorder()
+    async with voice_session(rec, tools=weather_tools([])) as (session, _clock):
+        with pytest.raises(Exception, match="no such tool"):
+            await session.update(tools=[bad])
+        await session.update(instructions="Be brief.", tools=["get_time"])
+    update = sent(rec, "session.update")[-1]["session"]
+    assert update["instructions"] == "Be brief." and [t["name"] for t in update["tools"]] == ["get_time"]
