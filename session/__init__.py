@@ -1,1 +1,50 @@
-"""Session layer: barge-in, tools, the conversation mirror, events for applications, the CLI."""
+"""Session layer: barge-in, tools, the conversation mirror, events for applications, the CLI.
+
+The application API::
+
+    from session import VoiceSession, SessionSettings, ToolRegistry
+"""
+
+from .events import (
+    AssistantAudioStarted,
+    BargeIn,
+    ConnectionLost,
+    ConnectionRestored,
+    RawServerEvent,
+    ResponseFinished,
+    ResponseStarted,
+    SessionError,
+    SessionEvent,
+    SpeechStarted,
+    SpeechStopped,
+    StateChanged,
+    TranscriptDelta,
+    TranscriptDone,
+)
+from .media import ClockedOutput
+from .settings import SessionSettings
+from .tools import ToolFinished, ToolRegistry, ToolStarted
+from .voice import VoiceSession
+
+__all__ = [
+    "AssistantAudioStarted",
+    "BargeIn",
+    "ClockedOutput",
+    "ConnectionLost",
+    "ConnectionRestored",
+    "RawServerEvent",
+    "ResponseFinished",
+    "ResponseStarted",
+    "SessionError",
+    "SessionEvent",
+    "SessionSettings",
+    "SpeechStarted",
+    "SpeechStopped",
+    "StateChanged",
+    "ToolFinished",
+    "ToolRegistry",
+    "ToolStarted",
+    "TranscriptDelta",
+    "TranscriptDone",
+    "VoiceSession",
+]
