@@ -408,7 +408,7 @@ class RealtimeProtocol:
         if item_id in self._items:
             return
         if previous_item_id is None or previous_item_id == "root":
-            index = 0 if previous_item_id == "root" else len(self._items)
+            index = 0  # no predecessor: the item is first
         elif previous_item_id in self._items:
             index = self._items.index(previous_item_id) + 1
         else:

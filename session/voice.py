@@ -8,7 +8,7 @@
             ...
 
 It owns one connection at a time, the :class:`~session.core.SessionCore` (playout and
-barge-in), a :class:`~session.tool_bridge.ToolBridge` and an optional conversation mirror,
+barge-in), a :class:`~session.tool_bridge.ToolBridge` and the conversation mirror,
 and runs its loops in one ``asyncio.TaskGroup``: receive, capture, tick, and the output's
 own loop when it has one. If the connection drops (or the 60-minute cap ends it), it
 reconnects, sends the session configuration again and rebuilds the conversation from the
@@ -32,6 +32,7 @@ from .bargein import Trigger
 from .core import SessionCore
 from .events import ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .media import ClockedOutput, Output
+from .mirror import ConversationMirror
 from .settings import SessionSettings
 from .tool_bridge import ToolBridge
 from .tools import Approver, ToolEvent, ToolRegistry
@@ -57,7 +58,7 @@ class VoiceSession:
         clock: Clock | None = None,
         raw_events: bool = False,
         connector: Connector | None = None,
-        mirror: Any | None = None,
+        mirror: ConversationMirror | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.clock = clock or RealClock()
@@ -66,7 +67,7 @@ class VoiceSession:
         self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event)
         self._raw = raw_events
         self._connector = connector or self._connect
-        self.mirror = mirror
+        self.mirror = mirror if mirror is not None else ConversationMirror()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._conn: RealtimeConnection | None = None
         self.core: SessionCore | None = None
@@ -159,7 +160,7 @@ class VoiceSession:
     async def interrupt(self) -> None:
         """Stop the assistant now and cut the conversation where the listener is."""
         assert self.core is not None
-        self.core.interrupt(self.output.now(), Trigger.INTERRUPT)
+        self.mirror.apply_barge_in(self.core.interrupt(self.output.now(), Trigger.INTERRUPT))
         await self._after_barge_in()
         self._publish()
         await self._flush()
@@ -238,9 +239,9 @@ class VoiceSession:
             barge_ins = len(self.core.barge_ins)
             self.core.handle(out, self.output.now())
             self._tools.handle(out)
-            if self.mirror is not None:
-                self.mirror.apply(out)
+            self.mirror.apply(out)
             if len(self.core.barge_ins) > barge_ins:
+                self.mirror.apply_barge_in(self.core.barge_ins[-1])
                 await self._after_barge_in()
             self._publish()
             await self._flush()
@@ -290,10 +291,11 @@ class VoiceSession:
 
     def _restore(self, conn: RealtimeConnection) -> int:
         """Recreate the conversation and settle tool calls of responses the drop left unknown."""
-        commands = self.mirror.rebuild_commands() if self.mirror is not None else []
-        for command in commands:
+        plan = self.mirror.plan_rebuild()
+        for command in plan.commands:
             conn.protocol.send(command)
+        self.mirror.adopt_rebuild(plan)
         for call in self._tools.tracker.running() + self._tools.tracker.runnable():
             self._tools.tracker.on_response_done(call.response_id, "completed")
-        return len(commands)
+        return len(plan.item_ids)
 

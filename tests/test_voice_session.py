@@ -179,6 +179,7 @@ async def test_a_dropped_connection_is_restored_and_the_session_goes_on() -> Non
             await session.send_text("hello")
             lost = await collect(session, clock, lambda e: isinstance(e, ConnectionRestored))
             assert any(isinstance(e, ConnectionLost) and e.code == 1006 for e in lost)
+            assert lost[-1].replayed_items >= 1  # the user's message was recreated on the new server
             await session.send_text("are you still there?")
             done = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
             assert done[-1].status == "completed"

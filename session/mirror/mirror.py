@@ -1,0 +1,294 @@
+"""The conversation mirror: the client's copy of the server conversation (DESIGN.md, session/).
+
+Pure and synchronous: :meth:`ConversationMirror.apply` takes protocol outputs (typed
+server events; anything else is ignored) and keeps the items in server order with their
+text, audio received, cut points, tool calls and outputs. The session also reports its
+barge-ins (:meth:`~ConversationMirror.apply_barge_in`), so the mirror knows what the
+listener heard. From that it plans the commands that rebuild the conversation on a new
+connection (:mod:`.rebuild`) and saves itself as plain JSON (:mod:`.state`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from realtime import events as ev
+from realtime.protocol import ProtocolOutput
+
+from ..events import BargeIn
+from .merge import item_id_of, merge_item, new_record
+from .order import ItemOrder
+from .rebuild import Rebuild, plan_rebuild
+from .records import MirrorItem, MirrorPart
+from .state import MirrorState, read_state, write_state
+from .wire_audio import PCM_BYTES_PER_MS, b64_decoded_length, output_bytes_per_ms
+
+__all__ = ["ConversationMirror"]
+
+_PENDING_RESPONSES = 512  # item → response ids remembered for items not added yet
+
+
+class ConversationMirror:
+    """Items of one conversation, in server order, across connections."""
+
+    def __init__(self) -> None:
+        self._order = ItemOrder()
+        self._deleted: dict[str, MirrorItem] = {}
+        self._pending_deletes: dict[str, None] = {}
+        self._response_of: dict[str, str] = {}
+        self._bytes_per_ms = PCM_BYTES_PER_MS
+
+    # -- reading ------------------------------------------------------------------------
+
+    def items(self) -> list[MirrorItem]:
+        """A snapshot of the live items, in server order."""
+        return list(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._order
+
+    def get(self, item_id: str) -> MirrorItem | None:
+        """The live item ``item_id``, or ``None`` (deleted items are in :meth:`deleted`)."""
+        return self._order.get(item_id)
+
+    def deleted(self) -> list[MirrorItem]:
+        """Items the server deleted (``deleted=True``), in the order they went."""
+        return list(self._deleted.values())
+
+    @property
+    def pending_deletes(self) -> tuple[str, ...]:
+        """Ids a barge-in deleted whose ``conversation.item.deleted`` has not arrived yet."""
+        return tuple(self._pending_deletes)
+
+    @property
+    def bytes_per_ms(self) -> float:
+        """Bytes per millisecond of the session's output audio (48 for PCM16 24 kHz, 8 for G.711)."""
+        return self._bytes_per_ms
+
+    # -- the session's reports ----------------------------------------------------------
+
+    def apply_barge_in(self, barge_in: BargeIn) -> None:
+        """Record a barge-in: the heard ms of the cut item, and the items it deleted.
+
+        Deleted items are left out of a rebuild at once, before the server confirms.
+        """
+        for item_id in barge_in.deleted:
+            if item_id in self._order:
+                self._pending_deletes[item_id] = None
+        item_id = barge_in.item_id
+        if item_id is None or item_id in barge_in.deleted:
+            return
+        if barge_in.received_ms <= 0 and barge_in.audio_end_ms is None:
+            return  # the session knew nothing about that item's audio
+        self.record_heard(item_id, barge_in.heard_ms, barge_in.received_ms)
+
+    def record_heard(self, item_id: str, heard_ms: float, received_ms: float | None = None) -> None:
+        """The listener heard ``heard_ms`` of ``item_id`` and will hear no more of it.
+
+        For a barge-in, or a connection lost while an item played. ``received_ms`` (what
+        the playout had received) raises ``audio_ms_received`` when the mirror saw less,
+        e.g. over WebRTC, where audio does not come as events.
+        """
+        item = self._order.get(item_id)
+        if item is None:
+            return
+        received = max(item.audio_ms_received, received_ms or 0.0)
+        self._order.replace(dataclasses.replace(item, heard_ms=max(0.0, heard_ms), audio_ms_received=received))
+
+    # -- server events ------------------------------------------------------------------
+
+    def apply(self, event: ProtocolOutput) -> None:
+        """Update the mirror from one protocol output; outputs that say nothing about items are ignored."""
+        match event:
+            case ev.ConversationItemAdded() | ev.ConversationItemDone() | ev.ConversationItemCreated():
+                self._on_item(event.item, event.previous_item_id)
+            case ev.ConversationItemRetrieved():
+                self._update(event.item, None)
+            case ev.ResponseOutputItemAdded():
+                self._note_response(item_id_of(event.item), event.response_id)
+            case ev.ResponseOutputItemDone():
+                self._update(event.item, event.response_id)
+            case ev.ResponseDone():
+                for item in event.response.output or []:
+                    self._update(item, event.response.id)
+            case ev.ConversationItemDeleted():
+                self._on_deleted(event.item_id)
+            case ev.ConversationItemTruncated():
+                self._edit(event.item_id, lambda i: dataclasses.replace(i, truncated=True, cut_ms=event.audio_end_ms))
+            case ev.ConversationItemInputAudioTranscriptionDelta():
+                self._text(event.item_id, event.content_index or 0, "input_audio", event.delta or "", append=True)
+            case ev.ConversationItemInputAudioTranscriptionCompleted():
+                self._text(event.item_id, event.content_index, "input_audio", event.transcript)
+            case ev.ResponseOutputAudioTranscriptDelta():
+                self._note_response(event.item_id, event.response_id)
+                self._text(event.item_id, event.content_index, "output_audio", event.delta, append=True)
+            case ev.ResponseOutputTextDelta():
+                self._note_response(event.item_id, event.response_id)
+                self._text(event.item_id, event.content_index, "output_text", event.delta, append=True)
+            case ev.ResponseOutputAudioTranscriptDone():
+                self._text(event.item_id, event.content_index, "output_audio", event.transcript)
+            case ev.ResponseOutputTextDone():
+                self._text(event.item_id, event.content_index, "output_text", event.text)
+            case ev.ResponseContentPartAdded() | ev.ResponseContentPartDone():
+                self._on_part(event)
+            case ev.ResponseOutputAudioDelta():
+                self._on_audio(event)
+            case ev.ResponseFunctionCallArgumentsDelta():
+                self._note_response(event.item_id, event.response_id)
+                self._edit(event.item_id, lambda i: i if i.arguments_done else
+                           dataclasses.replace(i, arguments=i.arguments + event.delta))
+            case ev.ResponseFunctionCallArgumentsDone():
+                self._note_response(event.item_id, event.response_id)
+                self._edit(event.item_id, lambda i: dataclasses.replace(
+                    i, arguments=event.arguments, arguments_done=True, name=event.name, call_id=event.call_id))
+            case ev.SessionCreated() | ev.SessionUpdated():
+                self._bytes_per_ms = output_bytes_per_ms(event.session.audio) or self._bytes_per_ms
+            case _:
+                pass
+
+    def _on_item(self, item: ev.Item, previous_item_id: str | None) -> None:
+        """``conversation.item.added``/``.done``: a new item takes its place; a known one is updated."""
+        item_id = item_id_of(item)
+        if item_id is None:
+            return
+        old = self._order.get(item_id)
+        if old is not None:
+            self._order.replace(merge_item(old, item))
+            return
+        record = new_record(item, item_id)
+        response_id = self._response_of.pop(item_id, None)
+        if response_id is not None:
+            record = dataclasses.replace(record, response_id=response_id)
+        self._order.place(record, previous_item_id)
+
+    def _update(self, item: ev.Item, response_id: str | None) -> None:
+        """An item's latest copy from a response or a retrieve; only items in the conversation count."""
+        item_id = item_id_of(item)
+        if item_id is None:
+            return
+        if response_id is not None:
+            self._note_response(item_id, response_id)
+        self._edit(item_id, lambda old: merge_item(old, item))
+
+    def _note_response(self, item_id: str | None, response_id: str) -> None:
+        if item_id is None:
+            return
+        item = self._order.get(item_id)
+        if item is None:
+            self._response_of[item_id] = response_id
+            while len(self._response_of) > _PENDING_RESPONSES:
+                del self._response_of[next(iter(self._response_of))]
+        elif item.response_id is None:
+            self._order.replace(dataclasses.replace(item, response_id=response_id))
+
+    def _on_deleted(self, item_id: str) -> None:
+        item = self._order.remove(item_id)
+        self._pending_deletes.pop(item_id, None)
+        if item is not None:
+            self._deleted[item_id] = dataclasses.replace(item, deleted=True)
+
+    def _edit(self, item_id: str, change: Callable[[MirrorItem], MirrorItem]) -> None:
+        item = self._order.get(item_id)
+        if item is not None:
+            self._order.replace(change(item))
+
+    def _edit_part(self, item_id: str, index: int, default_type: str, change: Callable[[MirrorPart], MirrorPart]) -> None:
+        """Change content part ``index`` of a live, uncut item (parts up to it are made as needed)."""
+        item = self._order.get(item_id)
+        if item is None or item.frozen or index < 0:
+            return
+        parts = list(item.parts) + [MirrorPart() for _ in range(index + 1 - len(item.parts))]
+        part = parts[index]
+        parts[index] = change(part if part.type else dataclasses.replace(part, type=default_type))
+        self._order.replace(dataclasses.replace(item, parts=tuple(parts)))
+
+    def _text(self, item_id: str, index: int, default_type: str, text: str, *, append: bool = False) -> None:
+        """Transcript or text of one part: deltas accumulate, ``.done``/``.completed`` replace."""
+        self._edit_part(
+            item_id, index, default_type,
+            lambda p: dataclasses.replace(p, text=p.text + text if append else text),
+        )
+
+    def _on_part(self, event: ev.ResponseContentPartAdded | ev.ResponseContentPartDone) -> None:
+        """``response.content_part.added``/``.done``: the part's type, and its text when given."""
+        self._note_response(event.item_id, event.response_id)
+        wire = event.part
+        text = wire.text if wire.text is not None else wire.transcript
+        default = "output_audio" if wire.type in ("audio", "output_audio") else "output_text"
+        self._edit_part(
+            event.item_id, event.content_index, default,
+            lambda p: dataclasses.replace(p, text=text or p.text),
+        )
+
+    def _on_audio(self, event: ev.ResponseOutputAudioDelta) -> None:
+        """``response.output_audio.delta``: count the audio received for the item."""
+        self._note_response(event.item_id, event.response_id)
+        ms = b64_decoded_length(event.delta) / self._bytes_per_ms
+        self._edit_part(event.item_id, event.content_index, "output_audio", lambda p: p)
+        self._edit(event.item_id, lambda i: i if i.frozen else
+                   dataclasses.replace(i, audio_ms_received=i.audio_ms_received + ms))
+
+    # -- rebuild ------------------------------------------------------------------------
+
+    def plan_rebuild(self) -> Rebuild:
+        """The commands that recreate this conversation in a fresh session, and what they leave out."""
+        return plan_rebuild(self.items(), frozenset(self._pending_deletes))
+
+    def rebuild_commands(self) -> list[dict[str, Any]]:
+        """``conversation.item.create`` payloads, in order (see :func:`.rebuild.plan_rebuild`)."""
+        return list(self.plan_rebuild().commands)
+
+    def adopt_rebuild(self, rebuild: Rebuild) -> None:
+        """``rebuild`` was sent on a new connection: its skipped items are gone from the conversation.
+
+        They move to :meth:`deleted`, so the live items match the new server's.
+        """
+        for skipped in rebuild.skipped:
+            self._on_deleted(skipped.item_id)
+
+    # -- persistence --------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole mirror as plain JSON types (with a ``version``)."""
+        state = MirrorState(
+            version=1,
+            bytes_per_ms=self._bytes_per_ms,
+            items=self.items(),
+            deleted=self.deleted(),
+            pending_deletes=list(self._pending_deletes),
+            response_of=dict(self._response_of),
+        )
+        return state.model_dump(mode="json")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConversationMirror:
+        """A mirror continuing from :meth:`to_json`; :class:`~realtime.errors.ConfigurationError` if invalid."""
+        state = MirrorState.parse(data)
+        mirror = cls()
+        mirror._bytes_per_ms = state.bytes_per_ms
+        for item in state.items:
+            mirror._order.append(item)
+        mirror._deleted = {item.id: item for item in state.deleted}
+        mirror._pending_deletes = dict.fromkeys(state.pending_deletes)
+        mirror._response_of = dict(state.response_of)
+        return mirror
+
+    def export(self, path: str | Path) -> None:
+        """Write :meth:`to_json` to ``path`` (UTF-8 JSON, replaced atomically)."""
+        write_state(Path(path), self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> ConversationMirror:
+        """A mirror read back from a file written by :meth:`export`."""
+        return cls.from_json(read_state(Path(path)))
+
+    def apply_all(self, events: Iterable[ProtocolOutput]) -> None:
+        """:meth:`apply` each event in turn."""
+        for event in events:
+            self.apply(event)

@@ -1,0 +1,68 @@
+"""Items in server order, placed by ``previous_item_id`` (PROTOCOL.md §2–3).
+
+In server events (``conversation.item.added``/``.done``, ``input_audio_buffer.committed``)
+``previous_item_id`` names the item just before the new one, and ``null`` means it has
+none: the item is first. ``"root"`` (the client's spelling of "first") is accepted too.
+An id the mirror does not know puts the item last, the best guess left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .records import MirrorItem
+
+__all__ = ["ItemOrder", "insertion_index"]
+
+
+def insertion_index(ids: list[str], previous_item_id: str | None) -> int:
+    """Where an item placed after ``previous_item_id`` goes in ``ids``."""
+    if previous_item_id is None or previous_item_id == "root":
+        return 0
+    try:
+        return ids.index(previous_item_id) + 1
+    except ValueError:
+        return len(ids)
+
+
+class ItemOrder:
+    """Live items by id, with their order; an item keeps its place once it has one."""
+
+    def __init__(self) -> None:
+        self._ids: list[str] = []
+        self._items: dict[str, MirrorItem] = {}
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[MirrorItem]:
+        return (self._items[item_id] for item_id in self._ids)
+
+    def get(self, item_id: str) -> MirrorItem | None:
+        return self._items.get(item_id)
+
+    def place(self, item: MirrorItem, previous_item_id: str | None) -> None:
+        """Add a new item after ``previous_item_id``; an item already present is replaced in place."""
+        if item.id not in self._items:
+            self._ids.insert(insertion_index(self._ids, previous_item_id), item.id)
+        self._items[item.id] = item
+
+    def append(self, item: MirrorItem) -> None:
+        """Add ``item`` last (restoring a saved order)."""
+        self.place(item, self._ids[-1] if self._ids else None)
+
+    def replace(self, item: MirrorItem) -> None:
+        """Store a new version of an item that is present."""
+        if item.id not in self._items:
+            raise KeyError(item.id)
+        self._items[item.id] = item
+
+    def remove(self, item_id: str) -> MirrorItem | None:
+        """Take an item out; ``None`` if it is not present."""
+        item = self._items.pop(item_id, None)
+        if item is not None:
+            self._ids.remove(item_id)
+        return item

@@ -1,0 +1,147 @@
+"""Rebuild a conversation on a new connection, after a drop or the 60-minute cap (PROTOCOL.md §1–2, §6).
+
+:func:`plan_rebuild` turns the mirror's items into ``conversation.item.create`` payloads
+(GA shapes, no ``event_id``: the protocol core adds one) that recreate the conversation
+in a fresh session, in order:
+
+* the first goes after ``"root"``, each next one after the one before
+  (``previous_item_id``), so the order holds even if the new server adds items meanwhile;
+* every item keeps its old ``id`` (a client may set ``item.id`` on create; the server
+  makes new ids only when it is left out), so outputs the CallTracker still has to send
+  and later truncates refer to the same items;
+* user and system messages become ``input_text`` (a user's audio becomes its transcript;
+  audio is never resent; images are kept when the server echoed their ``image_url``);
+* assistant messages become ``output_text`` with the text the listener heard: all of it,
+  or for a cut item the proportional estimate of :attr:`MirrorItem.heard_text`;
+* ``function_call`` items (``call_id``, ``name``, ``arguments``) are followed by their
+  ``function_call_output`` whenever it exists; a call whose output does not exist yet is
+  still recreated, so the output the CallTracker sends later has its call;
+* left out: items a barge-in deleted, items of other kinds (MCP, …), messages with no
+  text, and what the server had not finished: an assistant audio item still
+  ``in_progress`` counts only with a known heard time, a function call only once its
+  arguments were complete (or it has an output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from .records import MirrorItem, MirrorPart
+
+__all__ = ["Rebuild", "SkipReason", "Skipped", "plan_rebuild"]
+
+SkipReason = Literal["deleted_by_barge_in", "unfinished", "nothing_heard", "empty", "orphan_output", "unsupported"]
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An item a rebuild leaves out, and why."""
+
+    item_id: str
+    reason: SkipReason
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuild:
+    """The ``conversation.item.create`` payloads of a rebuild, the ids they create, and what was left out."""
+
+    commands: tuple[dict[str, Any], ...]
+    item_ids: tuple[str, ...]
+    skipped: tuple[Skipped, ...]
+
+
+def _answered_calls(items: Sequence[MirrorItem], excluded: frozenset[str]) -> set[str]:
+    """``call_id`` of calls that have an output after them."""
+    seen: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        if item.id in excluded or item.call_id is None:
+            continue
+        if item.kind == "function_call":
+            seen.add(item.call_id)
+        elif item.kind == "function_call_output" and item.call_id in seen:
+            answered.add(item.call_id)
+    return answered
+
+
+def _input_part(part: MirrorPart) -> dict[str, Any] | None:
+    """A user/system content part as the new session gets it; ``None`` if nothing of it survives."""
+    if part.type == "input_image":
+        if part.image_url is None:
+            return None
+        image: dict[str, Any] = {"type": "input_image", "image_url": part.image_url}
+        return image | ({"detail": part.detail} if part.detail else {})
+    return {"type": "input_text", "text": part.text} if part.text else None
+
+
+def _message(item: MirrorItem) -> dict[str, Any] | SkipReason:
+    if item.role in ("user", "system"):
+        content = [p for p in map(_input_part, item.parts) if p is not None]
+        if item.role == "system":
+            content = [p for p in content if p["type"] == "input_text"]
+        if not content:
+            return "empty"
+    elif item.role == "assistant":
+        if item.has_audio and item.status == "in_progress" and item.listened_ms is None:
+            return "unfinished"
+        text = item.heard_text
+        if not text:
+            return "nothing_heard" if item.listened_ms is not None else "empty"
+        content = [{"type": "output_text", "text": text}]
+    else:
+        return "unsupported"
+    return {"id": item.id, "type": "message", "role": item.role, "content": content}
+
+
+def _function_call(item: MirrorItem, answered: set[str]) -> dict[str, Any] | SkipReason:
+    if item.call_id is None or item.name is None:
+        return "unsupported"
+    if not (item.arguments_done or item.status == "completed" or item.call_id in answered):
+        return "unfinished"
+    return {"id": item.id, "type": "function_call", "call_id": item.call_id, "name": item.name,
+            "arguments": item.arguments}
+
+
+def _function_call_output(item: MirrorItem, emitted_calls: set[str]) -> dict[str, Any] | SkipReason:
+    if item.call_id is None or item.call_id not in emitted_calls or item.output is None:
+        return "orphan_output"
+    return {"id": item.id, "type": "function_call_output", "call_id": item.call_id, "output": item.output}
+
+
+def _body(item: MirrorItem, answered: set[str], emitted_calls: set[str]) -> dict[str, Any] | SkipReason:
+    match item.kind:
+        case "message":
+            return _message(item)
+        case "function_call":
+            return _function_call(item, answered)
+        case "function_call_output":
+            return _function_call_output(item, emitted_calls)
+        case "other":
+            return "unsupported"
+        case _:
+            assert_never(item.kind)
+
+
+def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset()) -> Rebuild:
+    """The rebuild of ``items`` (in server order); ``pending_deletes`` are ids a barge-in deleted."""
+    answered = _answered_calls(items, pending_deletes)
+    emitted_calls: set[str] = set()
+    commands: list[dict[str, Any]] = []
+    ids: list[str] = []
+    skipped: list[Skipped] = []
+    previous = "root"
+    for item in items:
+        body: dict[str, Any] | SkipReason = (
+            "deleted_by_barge_in" if item.id in pending_deletes else _body(item, answered, emitted_calls)
+        )
+        if isinstance(body, str):
+            skipped.append(Skipped(item.id, body))
+            continue
+        if item.kind == "function_call" and item.call_id is not None:
+            emitted_calls.add(item.call_id)
+        commands.append({"type": "conversation.item.create", "previous_item_id": previous, "item": body})
+        ids.append(item.id)
+        previous = item.id
+    return Rebuild(tuple(commands), tuple(ids), tuple(skipped))

@@ -1,0 +1,28 @@
+"""Audio arithmetic on wire events: milliseconds in a ``response.output_audio.delta``.
+
+PCM16 at 24 kHz is 48 bytes per millisecond, G.711 (``audio/pcmu``, ``audio/pcma``) 8
+(PROTOCOL.md §4). The delta is measured from its base64 length, without decoding it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PCM_BYTES_PER_MS", "b64_decoded_length", "output_bytes_per_ms"]
+
+PCM_BYTES_PER_MS = 48.0
+_G711 = frozenset({"audio/pcmu", "audio/pcma"})
+
+
+def b64_decoded_length(data: str) -> int:
+    """Bytes that base64 text decodes to."""
+    return len(data) * 3 // 4 - data[-2:].count("=") if data else 0
+
+
+def output_bytes_per_ms(audio: dict[str, Any] | None) -> float | None:
+    """Bytes per ms of a session's ``audio.output.format``; ``None`` when it names no format."""
+    output = (audio or {}).get("output") or {}
+    kind = (output.get("format") or {}).get("type")
+    if not isinstance(kind, str):
+        return None
+    return 8.0 if kind in _G711 else PCM_BYTES_PER_MS
