@@ -1,0 +1,233 @@
+"""Sources paced by a virtual clock, WAV reading/writing, and the listener-timeline WAV sink."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audio.clock import VirtualClock
+from audio.errors import AudioError
+from audio.playout import PlayoutBuffer
+from audio.sinks import NullSink, Sink, WavSink
+from audio.sources import AudioFrame, SilenceSource, Source, WavFileSource
+from audio.wavio import WavReader, read_wav, write_wav
+
+R = 24000
+
+
+def write_raw_wav(path: Path, frames: bytes, rate: int, channels: int, width: int) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(width)
+        w.setframerate(rate)
+        w.writeframes(frames)
+    return path
+
+
+def write_float_wav(path: Path, samples: np.ndarray, rate: int) -> Path:
+    data = samples.astype("<f4").tobytes()
+    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+async def collect(source: Source, clock: VirtualClock) -> list[tuple[float, AudioFrame]]:
+    """Run the source to its end in lockstep with the virtual clock; note when each frame came."""
+    got: list[tuple[float, AudioFrame]] = []
+
+    async def consume() -> None:
+        async for frame in source:
+            got.append((clock.now(), frame))
+
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(consume())
+        while not task.done():
+            for _ in range(5):
+                await asyncio.sleep(0)
+            deadline = clock.next_deadline()
+            if deadline is not None:
+                clock.advance_to(deadline)
+    return got
+
+
+# -- WAV reading ------------------------------------------------------------------------
+
+
+def test_read_wav_converts_widths_and_downmixes(tmp_path: Path) -> None:
+    stereo = np.array([[1000, 3000], [-1000, -3001], [32767, 32767]], dtype="<i2")
+    samples, rate = read_wav(write_raw_wav(tmp_path / "s.wav", stereo.tobytes(), 44100, 2, 2))
+    assert rate == 44100 and samples.tolist() == [2000, -2000, 32767]
+    eight = bytes([128, 255, 0])
+    assert read_wav(write_raw_wav(tmp_path / "8.wav", eight, 8000, 1, 1))[0].tolist() == [0, 127 << 8, -32768]
+    wide = b"".join(v.to_bytes(3, "little", signed=True) for v in (0x123456, -0x123456, -1))
+    assert read_wav(write_raw_wav(tmp_path / "24.wav", wide, 8000, 1, 3))[0].tolist() == [0x1234, -0x1235, -1]
+    words = np.array([0x12345678, -0x12345678], dtype="<i4").tobytes()
+    assert read_wav(write_raw_wav(tmp_path / "32.wav", words, 8000, 1, 4))[0].tolist() == [0x1234, -0x1235]
+
+
+def test_write_then_read_round_trips(tmp_path: Path) -> None:
+    samples = np.arange(-500, 500, dtype=np.int16)
+    write_wav(tmp_path / "a.wav", samples)
+    back, rate = read_wav(tmp_path / "a.wav")
+    assert rate == 24000 and back.tolist() == samples.tolist()
+    with WavReader(tmp_path / "a.wav") as reader:
+        assert reader.channels == 1 and reader.duration == pytest.approx(1000 / 24000)
+
+
+@pytest.mark.parametrize("kind", ["missing", "float", "garbage", "empty", "directory"])
+def test_unreadable_files_raise_one_clear_line(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"{kind}.wav"
+    match kind:
+        case "float":
+            write_float_wav(path, np.zeros(100), 24000)
+        case "garbage":
+            path.write_bytes(b"this is not a wav file at all")
+        case "empty":
+            path.write_bytes(b"")
+        case "directory":
+            path.mkdir()
+    with pytest.raises(AudioError) as err:
+        WavFileSource(path, VirtualClock())
+    message = str(err.value)
+    assert str(path) in message and "\n" not in message
+    if kind == "float":
+        assert "PCM" in message
+
+
+def test_writing_to_an_impossible_path_is_an_audio_error(tmp_path: Path) -> None:
+    with pytest.raises(AudioError, match="cannot write"):
+        WavSink(tmp_path / "no" / "such" / "dir" / "x.wav")
+
+
+# -- sources ----------------------------------------------------------------------------
+
+
+async def test_wav_source_paces_blocks_by_the_clock(tmp_path: Path) -> None:
+    samples = (np.arange(24000 + 100) % 2000).astype(np.int16)
+    write_wav(tmp_path / "in.wav", samples)
+    clock = VirtualClock(start=5.0)
+    source = WavFileSource(tmp_path / "in.wav", clock, block=480)
+    got = await collect(source, clock)
+    assert source.started_at == 5.0
+    assert [f.index for _, f in got] == list(range(0, 24100, 480))
+    for when, frame in got:
+        assert when == pytest.approx(5.0 + frame.index / R)
+        assert frame.t == pytest.approx(frame.index / R)
+    assert len(got[-1][1].samples) == 100  # the last block is shorter
+    assert np.concatenate([f.samples for _, f in got]).tolist() == samples.tolist()
+
+
+async def test_wav_source_resamples_and_downmixes(tmp_path: Path) -> None:
+    rate = 44100
+    n = rate  # one second
+    tone = 8000 * np.sin(2 * np.pi * 1000 * np.arange(n) / rate)
+    stereo = np.stack([tone, tone], axis=1).astype("<i2")
+    write_raw_wav(tmp_path / "st.wav", stereo.tobytes(), rate, 2, 2)
+    clock = VirtualClock()
+    source = WavFileSource(tmp_path / "st.wav", clock, block=480)
+    assert source.file_rate == 44100 and source.channels == 2 and source.duration == pytest.approx(1.0)
+    got = await collect(source, clock)
+    out = np.concatenate([f.samples for _, f in got])
+    assert abs(len(out) - 24000) <= 1
+    spectrum = np.abs(np.fft.rfft(out[4000:20000].astype(float) * np.hanning(16000)))
+    assert abs(np.argmax(spectrum) * R / 16000 - 1000) < 3
+    assert clock.now() == pytest.approx(got[-1][1].index / R)
+
+
+async def test_silence_source_for_a_duration() -> None:
+    clock = VirtualClock()
+    got = await collect(SilenceSource(clock, block=240, duration=0.025), clock)
+    assert [len(f.samples) for _, f in got] == [240, 240, 120]
+    assert all(not f.samples.any() for _, f in got)
+    assert [when for when, _ in got] == pytest.approx([0.0, 0.01, 0.02])
+
+
+async def test_an_endless_source_stops_when_closed() -> None:
+    clock = VirtualClock()
+    source = SilenceSource(clock)
+    assert isinstance(source, Source)
+    first = await anext(source)
+    source.close()
+    with pytest.raises(StopAsyncIteration):
+        await anext(source)
+    assert first.index == 0 and len(first.samples) == 480
+
+
+# -- sinks ------------------------------------------------------------------------------
+
+
+def test_wav_sink_places_samples_on_the_listener_timeline(tmp_path: Path) -> None:
+    with WavSink(tmp_path / "out.wav") as sink:
+        assert isinstance(sink, Sink)
+        sink.write(0.01, np.full(240, 5, dtype=np.int16))  # index 240
+        sink.write(0.05, np.full(10, 7, dtype=np.int16))  # index 1200, a gap before it
+        sink.write(0.01 + 100 / R, np.full(10, 9, dtype=np.int16))  # overwrites inside the first run
+    out, rate = read_wav(tmp_path / "out.wav")
+    assert rate == 24000 and len(out) == 1210
+    assert not out[:240].any() and not out[480:1200].any()
+    assert (out[240:340] == 5).all() and (out[340:350] == 9).all() and (out[350:480] == 5).all()
+    assert (out[1200:] == 7).all()
+
+
+def test_wav_sink_flushes_old_audio_and_counts_late_writes(tmp_path: Path) -> None:
+    sink = WavSink(tmp_path / "long.wav", keep_s=0.01)  # keeps 240 samples in memory
+    blocks = [np.full(480, k + 1, dtype=np.int16) for k in range(50)]
+    for k, block in enumerate(blocks):
+        sink.write(k * 480 / R, block)
+    sink.write(0.0, np.full(480, 99, dtype=np.int16))  # long gone to disk
+    sink.close()
+    out, _ = read_wav(tmp_path / "long.wav")
+    assert out.tolist() == np.concatenate(blocks).tolist()
+    assert sink.late_samples == 480 and sink.samples_written == 24000
+
+
+def test_apply_cut_fades_and_silences_what_was_already_written(tmp_path: Path) -> None:
+    sink = WavSink(tmp_path / "cut.wav")
+    sink.write(0.0, np.full(960, 1000, dtype=np.int16))
+    sink.apply_cut(at=470 / R, end=590 / R)
+    sink.close()
+    out, _ = read_wav(tmp_path / "cut.wav")
+    assert (out[:471] == 1000).all()
+    expected = np.rint(1000 * (1 - (np.arange(471, 591) - 470) / 121)).astype(np.int16)
+    assert out[471:591].tolist() == expected.tolist()
+    assert not out[591:].any() and len(out) == 960
+
+
+def test_null_sink_counts() -> None:
+    sink = NullSink()
+    sink.write(0.0, np.zeros(100, dtype=np.int16))
+    sink.apply_cut(0.0, 0.005)
+    sink.close()
+    assert sink.samples_written == 100
+
+
+async def test_heard_file_matches_the_ledger_after_a_barge_in(tmp_path: Path) -> None:
+    """Lockstep replay: read each block at its own listener time, cut mid-block, and the
+    heard WAV holds exactly the samples the ledger reports as heard."""
+    clock = VirtualClock()
+    buf = PlayoutBuffer()
+    buf.enqueue(np.full(2000, 1000, dtype=np.int16), "A")
+    buf.enqueue(np.full(2000, 2000, dtype=np.int16), "B")
+    sink = WavSink(tmp_path / "heard.wav")
+    start = clock.now()
+    cut = None
+    for k in range(12):
+        play_time = start + k * 480 / R
+        clock.advance_to(play_time)
+        sink.write(play_time - start, buf.read(480, play_time))
+        if k == 5:  # the listener speaks 7.3 ms into block 5; the output already holds block 5
+            cut = buf.interrupt(play_time + 0.0073 - start, fade_ms=5.0)
+            sink.apply_cut(cut.at - start, cut.end - start)
+    sink.close()
+    assert cut is not None and cut.item_id == "B" and cut.playing
+    out, _ = read_wav(tmp_path / "heard.wav")
+    assert int((out != 0).sum()) == buf.ledger.heard_total(1e9)
+    assert int((out == 1000).sum()) == buf.heard_samples("A", 0, 1e9) == 2000
+    assert int(((out != 0) & (out != 1000)).sum()) == cut.heard_samples == buf.heard_samples("B", 0, 1e9)
+    assert cut.heard_samples == 2400 + round(0.0073 * R) + 1 + 120 - 2000
