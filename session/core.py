@@ -24,6 +24,7 @@ from .bargein import HeardItem, Transport, Trigger, plan_barge_in
 from .events import (
     AssistantAudioStarted,
     BargeIn,
+    CutAdjusted,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -128,6 +129,8 @@ class SessionCore:
                 self._events.append(TranscriptDone("user", output.item_id, output.transcript))
             case CommandFailed() if not output.handled:
                 self._events.append(SessionError(f"{output.command_type or 'server'}: {output.message}", output.code))
+            case TruncateAdjusted():
+                self._events.append(CutAdjusted(output.item_id, output.requested_ms, output.applied_ms))
             case MalformedServerEvent():
                 self._events.append(SessionError(f"ignored a malformed server event: {output.reason}", "malformed_event"))
             case _:

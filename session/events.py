@@ -13,6 +13,7 @@ __all__ = [
     "AssistantAudioStarted",
     "BargeIn",
     "ConnectionLost",
+    "CutAdjusted",
     "ConnectionRestored",
     "RawServerEvent",
     "ResponseFinished",
@@ -114,6 +115,19 @@ class BargeIn:
 
 
 @dataclass(frozen=True, slots=True)
+class CutAdjusted:
+    """The server had less audio of ``item_id`` than the listener heard; it was cut at its length.
+
+    Reported, not hidden: it means audio was counted that the server never stored
+    (``Audio content of N ms is already shorter than M ms``).
+    """
+
+    item_id: str
+    requested_ms: int
+    applied_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionLost:
     code: int | None
     reason: str
@@ -152,6 +166,7 @@ SessionEvent = (
     | ResponseFinished
     | AssistantAudioStarted
     | BargeIn
+    | CutAdjusted
     | ConnectionLost
     | ConnectionRestored
     | SessionError

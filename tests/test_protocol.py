@@ -198,3 +198,4 @@ def test_server_cancels_on_speech_follows_session_config() -> None:
     session["audio"]["input"]["turn_detection"] = None
     p.receive(frame({"type": "session.updated", "session": session}))
     assert p.server_cancels_on_speech is False
+

@@ -1,0 +1,112 @@
+"""The ``voxline`` command line as a user runs it: the replay contract and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audio.wavio import read_wav
+from tests.conftest import require_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
+
+
+def voxline(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "session.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    return lines[0]
+
+
+def test_fast_replay_writes_heard_audio_and_the_event_log(tmp_path: Path) -> None:
+    require_tool("espeak-ng")
+    out, log = tmp_path / "heard.wav", tmp_path / "events.jsonl"
+    run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(out), "--events", str(log))
+    assert run.returncode == 0, run.stderr
+    assert "barge-in (server_vad): truncate" in run.stdout
+    with wave.open(str(out)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (24000, 1, 2)
+    heard, _rate = read_wav(out)
+    assert len(heard) >= len(read_wav(EXAMPLE)[0])
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {line["dir"] for line in lines} == {"in", "out", "local"}
+    assert all(set(line) == {"t_ms", "dir", "event"} for line in lines)
+    times = [line["t_ms"] for line in lines if line["dir"] != "local"]
+    assert times == sorted(times)
+    deltas = [line["event"] for line in lines if line["event"].get("type") == "response.output_audio.delta"]
+    assert deltas and all(d["delta"].endswith("bytes of audio>") for d in deltas)
+    appends = [line["event"] for line in lines if line["event"].get("type") == "input_audio_buffer.append"]
+    assert appends and all(a["audio"].endswith("bytes of audio>") for a in appends)
+    (truncate,) = [line["event"] for line in lines if line["event"].get("type") == "conversation.item.truncate"]
+    (barge,) = [line["event"] for line in lines if line["event"].get("type") == "BargeIn"]
+    assert barge["audio_end_ms"] == truncate["audio_end_ms"]
+    assert np.abs(heard).max() > 0
+
+
+def test_a_wav_at_another_rate_is_resampled(tmp_path: Path) -> None:
+    require_tool("sox")
+    src = tmp_path / "in16k.wav"
+    subprocess.run(["sox", "-D", str(EXAMPLE), "-r", "16000", str(src)], check=True)
+    run = voxline("replay", str(src), "--fast", "--voice", "tone", "--out", str(tmp_path / "h.wav"),
+                  "--events", str(tmp_path / "e.jsonl"))
+    assert run.returncode == 0, run.stderr
+    assert "resampling" in run.stderr and "barge-in" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["replay", "missing.wav", "--out", "h.wav", "--events", "e.jsonl"], "cannot read missing.wav"),
+        (["replay", "README.md", "--out", "h.wav", "--events", "e.jsonl"], "not an integer PCM WAV"),
+        (["replay", str(EXAMPLE), "--out", "h.wav"], "--events"),
+        (["replay", str(EXAMPLE), "--fast", "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],
+         "--fast runs against the built-in server only"),
+        (["replay", str(EXAMPLE), "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],
+         "cannot connect"),
+        (["replay", str(EXAMPLE), "--transport", "carrier-pigeon", "--out", "h.wav", "--events", "e.jsonl"],
+         "invalid choice"),
+        (["serve", "--host", "0.0.0.0"], "requires an API key"),
+        (["serve", "--port", "http"], "invalid int value"),
+        (["nonsense"], "invalid choice"),
+        (["token"], "OPENAI_API_KEY is not set"),
+    ],
+)
+def test_user_mistakes_are_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
+    env = {"OPENAI_API_KEY": "sk-test-not-a-real-key"}
+    if args[0] == "token":
+        env = {"OPENAI_API_KEY": ""}
+    args = [str(tmp_path / a) if a in ("h.wav", "e.jsonl") else a for a in args]
+    line = one_line_error(voxline(*args, env=env, timeout=60))
+    assert expected in line
+    assert "sk-test-not-a-real-key" not in line
+
+
+def test_a_refused_token_is_one_line(tmp_path: Path) -> None:
+    code = (
+        "import asyncio, subprocess, sys\n"
+        "from realtime.server import ServerConfig, serve\n"
+        "async def main():\n"
+        "    async with serve(ServerConfig(port=0, voice='tone', api_key='sk-right')) as s:\n"
+        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'session.cli', 'replay',\n"
+        f"            {str(EXAMPLE)!r}, '--url', s.url, '--out', {str(tmp_path / 'h.wav')!r},\n"
+        f"            '--events', {str(tmp_path / 'e.jsonl')!r}], capture_output=True, text=True)\n"
+        "        print(r.returncode); print(r.stderr.strip())\n"
+        "asyncio.run(main())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "OPENAI_API_KEY": "sk-wrong-key-value"})
+    rc, *err = run.stdout.strip().splitlines()
+    assert rc == "1" and len(err) == 1 and "HTTP 401" in err[0] and "sk-wrong" not in err[0]
