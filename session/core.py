@@ -159,8 +159,8 @@ class SessionCore:
                 self._speech_stopped_at = None
         if ledger.playing_at(now) is not None:
             self._set_state("speaking", now)
-        elif self._state == "speaking" and self.playout.queued_samples == 0:
-            self._set_state("listening" if not self.protocol.response_in_progress else "thinking", now)
+        elif self._state == "speaking" and self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
+            self._set_state("listening", now)  # an underrun while the response streams stays "speaking"
 
     def _set_state(self, state: str, now: float) -> None:
         if state != self._state:

@@ -87,8 +87,8 @@ def next_outputs(state: SessionState) -> tuple[Output, ...]:
     """The outputs of the next default-conversation response (``after`` replies first)."""
     last = state.conversation.get(state.conversation.last_id) if state.conversation.last_id else None
     pending = state.pending_after
-    state.pending_after = None
     if isinstance(pending, tuple) and last is not None and last.item.get("type") == "function_call_output":
+        state.pending_after = None
         return pending
     turns = state.scenario.turns
     index = state.turn_index
@@ -96,7 +96,8 @@ def next_outputs(state: SessionState) -> tuple[Output, ...]:
         index = index % len(turns) if state.scenario.after_last == "cycle" else len(turns) - 1
     state.turn_index += 1
     turn = turns[index]
-    state.pending_after = turn.after
+    if turn.after is not None:  # a reply in between (e.g. started by VAD) keeps an earlier turn's follow-up
+        state.pending_after = turn.after
     return turn.outputs
 
 
