@@ -102,7 +102,7 @@ class SessionCore:
                 self.playout.mark_complete(output.item_id, output.content_index)
             case ev.InputAudioBufferSpeechStarted():
                 self._events.append(SpeechStarted(now, output.item_id, output.audio_start_ms))
-                if self._assistant_audible(now):
+                if self.assistant_audible(now):
                     self.interrupt(now, Trigger.SERVER_VAD)
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_stopped_at = now
@@ -167,7 +167,7 @@ class SessionCore:
             self._state = state
             self._events.append(StateChanged(state, now))  # type: ignore[arg-type]
 
-    def _assistant_audible(self, now: float) -> bool:
+    def assistant_audible(self, now: float) -> bool:
         """Is assistant audio playing or waiting to play, or a response still producing it?"""
         return (
             self.playout.queued_samples > 0

@@ -158,9 +158,15 @@ class VoiceSession:
         await self._flush()
 
     async def interrupt(self) -> None:
-        """Stop the assistant now and cut the conversation where the listener is."""
+        """Stop the assistant now and cut the conversation where the listener is.
+
+        Does nothing when no assistant audio is playing, queued or being produced.
+        """
         assert self.core is not None
-        self.mirror.apply_barge_in(self.core.interrupt(self.output.now(), Trigger.INTERRUPT))
+        now = self.output.now()
+        if not self.core.assistant_audible(now):
+            return
+        self.mirror.apply_barge_in(self.core.interrupt(now, Trigger.INTERRUPT))
         await self._after_barge_in()
         self._publish()
         await self._flush()

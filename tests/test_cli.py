@@ -78,6 +78,8 @@ def test_a_wav_at_another_rate_is_resampled(tmp_path: Path) -> None:
          "cannot connect"),
         (["replay", str(EXAMPLE), "--transport", "carrier-pigeon", "--out", "h.wav", "--events", "e.jsonl"],
          "invalid choice"),
+        (["replay", str(EXAMPLE), "--fast", "--out", "/nonexistent/dir/h.wav", "--events", "e.jsonl"],
+         "no such directory /nonexistent/dir"),
         (["serve", "--host", "0.0.0.0"], "requires an API key"),
         (["serve", "--port", "http"], "invalid int value"),
         (["nonsense"], "invalid choice"),

@@ -58,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RealtimeError, AudioError) as exc:
         print(f"voxline {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # files the user named: unwritable output, a directory, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"voxline {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -71,6 +71,9 @@ def load_input(path: Path) -> np.ndarray:
 async def run(args: argparse.Namespace) -> int:
     if args.fast and args.url:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url or --fast")
+    for path in (args.out, args.events):
+        if not path.parent.is_dir():
+            raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
     samples = load_input(args.input)
     if args.fast:
         virtual = VirtualClock()
