@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..events import BargeIn, ResponseFinished, SessionEvent
+from ..events import AssistantAudioStarted, BargeIn, ResponseFinished, SessionEvent, SpeechStarted
 
 __all__ = ["ReplayResult", "TurnSummary"]
 
@@ -41,7 +41,13 @@ class ReplayResult:
         lines: list[tuple[float, int, str]] = []
         for t in self.turns:
             why = f" ({t.reason})" if t.reason else ""
-            lines.append((t.at, 1, f"{t.at:7.3f}s  response {t.response_id} {t.status}{why}"))
+            lines.append((t.at, 3, f"{t.at:7.3f}s  response {t.response_id} {t.status}{why}"))
+        for e in self.events:
+            if isinstance(e, SpeechStarted):
+                lines.append((e.at, 0, f"{e.at:7.3f}s  user speech started (server VAD, buffer at {e.audio_start_ms} ms)"))
+            elif isinstance(e, AssistantAudioStarted):
+                latency = f", {e.reply_latency * 1000:.0f} ms after speech_stopped" if e.reply_latency is not None else ""
+                lines.append((e.at, 2, f"{e.at:7.3f}s  assistant audio {e.item_id} reaches the listener{latency}"))
         for b in self.barge_ins:
             if b.audio_end_ms is not None:
                 cut = f"truncate {b.item_id} at {b.audio_end_ms} ms (heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms received)"
@@ -51,6 +57,6 @@ class ReplayResult:
                 cut = "nothing was playing"
             extra = f", deleted {', '.join(b.deleted)}" if b.deleted else ""
             extra += ", sent response.cancel" if b.cancelled else ""
-            lines.append((b.at, 0, f"{b.at:7.3f}s  barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"))
+            lines.append((b.at, 1, f"{b.at:7.3f}s  barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"))
         lines.sort(key=lambda x: (x[0], x[1]))
         return [text for _t, _order, text in lines]
