@@ -131,7 +131,7 @@ def test_open_sends_the_full_default_session_then_the_conversation() -> None:
     assert h.opened[1]["conversation"]["object"] == "realtime.conversation"
 
 
-def test_session_identity_is_opt_in() -> None:
+def test_session_identity_is_sent_like_the_service() -> None:
     config = EngineConfig(session_identity=True, max_session_s=600)
     engine = Engine(config, script({"say": "x"}), fake_voice, wall_time=1_700_000_000.0)
     session = engine.open()[0]["session"]  # keys the service sends but the SDK's model does not declare

@@ -56,7 +56,7 @@ class ServerConfig:
     frame as ``("in" | "out", text)`` from the server's point of view.
     ``reject_in_band`` answers bad credentials or a missing ``model`` the way the
     real service does (handshake accepted, ``error`` event, close 3000/4000)
-    instead of with HTTP 401/400. ``session_identity`` adds ``id``, ``object`` and
+    instead of with HTTP 401/400. ``session_identity`` (on by default) adds ``id``, ``object`` and
     ``expires_at`` to ``session.created`` / ``session.updated`` (the service sends
     them; the SDK's session model does not declare them). A host that is not
     loopback requires ``api_key``.
@@ -72,7 +72,7 @@ class ServerConfig:
     response_latency_s: float = 0.0
     max_session_s: float = 3600.0
     max_frame_bytes: int = 20 * 1024 * 1024
-    session_identity: bool = False
+    session_identity: bool = True
     reject_in_band: bool = False
     seed: int | None = None
     faults: FaultConfig = field(default_factory=FaultConfig)

@@ -31,7 +31,7 @@ class EngineConfig:
     model: str = "gpt-realtime"
     pacing: Pacing = field(default_factory=Pacing)
     max_session_s: float = 3600.0
-    session_identity: bool = False
+    session_identity: bool = True
     max_event_bytes: int = 20 * 1024 * 1024
     max_audio_bytes: int = MAX_AUDIO_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS
