@@ -149,15 +149,15 @@ class SessionCore:
     # ------------------------------------------------------------------ time
     def tick(self, now: float) -> None:
         """Call after each playout block: notices first samples heard and speaking/listening."""
-        ledger = self.playout.ledger
+        playout = self.playout  # its queries take the lock the audio thread's read() holds
         for key in self._order[-8:]:
             part = self._parts[key]
-            if part.first_heard is None and ledger.heard_samples(part.item_id, part.content_index, now) > 0:
+            if part.first_heard is None and playout.heard_samples(part.item_id, part.content_index, now) > 0:
                 part.first_heard = now
                 latency = None if self._speech_stopped_at is None else now - self._speech_stopped_at
                 self._events.append(AssistantAudioStarted(part.item_id, now, latency))
                 self._speech_stopped_at = None
-        if ledger.playing_at(now) is not None:
+        if playout.playing_at(now) is not None:
             self._set_state("speaking", now)
         elif self._state == "speaking" and self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
             self._set_state("listening", now)  # an underrun while the response streams stays "speaking"
@@ -171,7 +171,7 @@ class SessionCore:
         """Is assistant audio playing or waiting to play, or a response still producing it?"""
         return (
             self.playout.queued_samples > 0
-            or self.playout.ledger.playing_at(now) is not None
+            or self.playout.playing_at(now) is not None
             or self.protocol.active_response_id is not None
         )
 
@@ -180,7 +180,7 @@ class SessionCore:
         """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
         cut = self.last_cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
         end = now + self.fade_ms / 1000.0
-        heard = {key: self.playout.ledger.heard_samples(key[0], key[1], end) for key in self._order}
+        heard = {key: self.playout.heard_samples(key[0], key[1], end) for key in self._order}
         responses = self._interrupted_responses(cut.item_id, heard)
         parts = [p for key in self._order if not (p := self._parts[key]).settled and p.response_id in responses]
         items = [HeardItem(p.item_id, p.content_index, heard[(p.item_id, p.content_index)], p.received, p.complete)
