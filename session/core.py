@@ -157,7 +157,8 @@ class SessionCore:
                 latency = None if self._speech_stopped_at is None else now - self._speech_stopped_at
                 self._events.append(AssistantAudioStarted(part.item_id, now, latency))
                 self._speech_stopped_at = None
-        if playout.playing_at(now) is not None:
+        fading = self.last_cut is not None and now < self.last_cut.end  # the cut's fade is not speech
+        if playout.playing_at(now) is not None and not fading:
             self._set_state("speaking", now)
         elif self._state == "speaking" and self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
             self._set_state("listening", now)  # an underrun while the response streams stays "speaking"

@@ -30,7 +30,7 @@ from realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFail
 
 from .bargein import Trigger
 from .core import SessionCore
-from .events import ConnectionLost, ConnectionRestored, SessionError, SessionEvent
+from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .media import ClockedOutput, Output
 from .mirror import ConversationMirror
 from .settings import SessionSettings
@@ -157,19 +157,22 @@ class VoiceSession:
         protocol.create_response()
         await self._flush()
 
-    async def interrupt(self) -> None:
+    async def interrupt(self) -> BargeIn | None:
         """Stop the assistant now and cut the conversation where the listener is.
 
-        Does nothing when no assistant audio is playing, queued or being produced.
+        Returns the barge-in (also delivered as an event), or None when no assistant audio
+        was playing, queued or being produced.
         """
         assert self.core is not None
         now = self.output.now()
         if not self.core.assistant_audible(now):
-            return
-        self.mirror.apply_barge_in(self.core.interrupt(now, Trigger.INTERRUPT))
+            return None
+        barge_in = self.core.interrupt(now, Trigger.INTERRUPT)
+        self.mirror.apply_barge_in(barge_in)
         await self._after_barge_in()
         self._publish()
         await self._flush()
+        return barge_in
 
     async def start_talking(self) -> None:
         """Push-to-talk: start sending the microphone (clears what the server buffered)."""

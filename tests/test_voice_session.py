@@ -154,8 +154,10 @@ async def test_interrupt_cuts_at_the_virtual_listener_time() -> None:
         while clock.now() < t0 + 1.0:
             clock.advance(0.02)
             await asyncio.sleep(0)
-        await session.interrupt()
+        returned = await session.interrupt()
         barge = next(e for e in await collect(session, clock, lambda e: isinstance(e, BargeIn)) if isinstance(e, BargeIn))
+        assert returned == barge
+        assert await session.interrupt() is None  # nothing audible any more
         assert not barge.cancelled  # the whole reply had already arrived: nothing to cancel
         await collect(session, clock, lambda e: isinstance(e, StateChanged) and e.state == "listening")
     (truncate,) = sent(rec, "conversation.item.truncate")
