@@ -15,6 +15,7 @@ __all__ = ["COMMANDS", "load"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("run the built-in local Realtime server (a scripted stand-in for offline use)", "serve"),
+    "talk": ("a live voice assistant in the terminal: microphone, speakers, live transcripts, barge-in", "talk"),
     "replay": ("replay a recording as the microphone; write what the listener heard and every wire event", "replay"),
     "devices": ("list the sound devices (indices and names for --input-device/--output-device)", "devices"),
     "token": ("mint an ephemeral client secret for a browser or kiosk", "secret"),

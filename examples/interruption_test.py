@@ -1,0 +1,84 @@
+"""An interruption test with recorded audio, written the way an application's own test suite would.
+
+Run it from the repository root::
+
+    python3 -m pytest examples/interruption_test.py -q
+
+``examples/audio/barge_in.wav`` is the microphone: a question at 0.5 s, then "stop, wait a
+second" at 6.0 s, spoken over the assistant's reply. ``run_lockstep`` plays it against the
+built-in local server on a virtual clock (faster than real time, same cut points) and returns
+what the listener heard, sample-aligned with the recording, plus the session events. Every
+wire frame passes through ``on_wire``, so the test sees exactly what was sent.
+
+The promise under test: the conversation is cut where the listener was. The one
+``conversation.item.truncate`` sent must carry the ``audio_end_ms`` the ``BargeIn`` event
+reports as heard, and the heard audio must be the reply, sample for sample, up to that point
+and silence after it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audio.voice import synthesize
+from audio.wavio import read_wav
+from realtime.server import load_scenario
+from session.events import AssistantAudioStarted
+from session.replay import ReplayResult, run_lockstep
+
+RECORDING = Path(__file__).parent / "audio" / "barge_in.wav"
+RATE = 24_000
+DEFAULT = load_scenario("default")  # the built-in server's replies: a greeting, then scripted answers
+SESSION = {
+    "type": "realtime",
+    "audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
+                                           "silence_duration_ms": 500}}},
+}
+
+
+@pytest.fixture(scope="module")
+def replay() -> tuple[ReplayResult, list[dict[str, Any]]]:
+    samples, rate = read_wav(RECORDING)
+    assert rate == RATE
+    sent: list[dict[str, Any]] = []
+
+    def on_wire(direction: str, text: str) -> None:
+        if direction == "out":
+            sent.append(json.loads(text))
+
+    result = run_lockstep(samples, scenario=DEFAULT, session=SESSION, voice="tone",
+                          on_wire=on_wire, tail_s=2.0)
+    return result, sent
+
+
+def test_exactly_one_truncate_at_what_the_listener_heard(replay: tuple[ReplayResult, list[dict[str, Any]]]) -> None:
+    result, sent = replay
+    truncates = [event for event in sent if event["type"] == "conversation.item.truncate"]
+    assert len(truncates) == 1
+    (barge_in,) = result.barge_ins
+    assert truncates[0]["item_id"] == barge_in.item_id
+    assert truncates[0]["audio_end_ms"] == barge_in.audio_end_ms
+    assert abs(barge_in.heard_ms - truncates[0]["audio_end_ms"]) < 1.0
+
+
+def test_the_heard_audio_is_the_reply_up_to_the_cut_then_silence(
+        replay: tuple[ReplayResult, list[dict[str, Any]]]) -> None:
+    result, _sent = replay
+    (barge_in,) = result.barge_ins
+    started = next(e for e in result.events if isinstance(e, AssistantAudioStarted) and e.item_id == barge_in.item_id)
+    start, cut = round(started.at * RATE), round((barge_in.at + barge_in.reaction_s) * RATE)
+    fade = round(barge_in.reaction_s * RATE)
+    # what the listener heard is the reply, sample for sample, from its first sample to the cut...
+    reply = synthesize(DEFAULT.turns[0].outputs[0].text, "tone")
+    assert np.array_equal(result.heard[start : cut - fade], reply[: cut - fade - start])
+    # ...which is exactly as long as the truncate says
+    assert (cut - start) * 1000 / RATE == pytest.approx(barge_in.audio_end_ms, abs=1.0)
+    # and after the cut there is silence until the next reply starts
+    following = [e.at for e in result.events if isinstance(e, AssistantAudioStarted) and e.at > barge_in.at]
+    end = round(following[0] * RATE) if following else len(result.heard)
+    assert cut < end and not np.any(result.heard[cut:end])

@@ -1,0 +1,235 @@
+"""A kiosk embedding: a headless ``VoiceSession`` that drives a UI through one callback.
+
+Run it from the repository root (with voxline installed, or with ``PYTHONPATH=.``)::
+
+    python3 examples/kiosk.py                      # speakers if there are any, else silent
+    python3 examples/kiosk.py --simulate-drop      # the connection drops mid-reply and recovers
+    python3 examples/kiosk.py --output-device 99   # a missing speaker: the kiosk falls back
+    python3 examples/kiosk.py --hold 3             # hold the talk button 3 s (microphone)
+
+The app never draws anything itself: :class:`KioskView` turns session events into a small
+view-model dict and hands it to ``render`` (here: one JSON line per change; in a real kiosk,
+your UI toolkit). The demo visitor taps the screen (a text message), listens for a second,
+then taps "stop" (``session.interrupt()``: playback stops and the reply is cut where the
+visitor was). With ``--hold`` the visitor instead holds the talk button (push-to-talk).
+
+* **Device loss**: opening the speaker or microphone may fail (unplugged, busy, wrong
+  index). The kiosk catches the ``AudioError``, carries on without it (a ``ClockedOutput``
+  keeps the listener's timeline, silently) and says so in the view model.
+* **Reconnects**: with ``--simulate-drop`` the first connection goes to a local server that
+  drops the TCP connection after a few events (``FaultConfig(drop_after_events=...)``),
+  as a network blip would; the session reconnects by itself (to a healthy server here),
+  restores its configuration and conversation, and the kiosk repeats the request whose
+  reply was lost. The view model shows ``reconnecting`` and then ``online``.
+
+The local server is a scripted stand-in (energy VAD, scripted replies); it does not
+understand speech.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import numpy as np
+
+from audio.clock import RealClock
+from audio.device_mic import MicSource
+from audio.device_speaker import SpeakerSink
+from audio.errors import AudioError
+from audio.playout import PlayoutBuffer
+from realtime.connection import RealtimeConnection, connect
+from realtime.errors import RealtimeError
+from realtime.server import FaultConfig, ServerConfig, serve
+from session.events import (
+    BargeIn,
+    ConnectionLost,
+    ConnectionRestored,
+    ResponseFinished,
+    SessionError,
+    StateChanged,
+    TranscriptDone,
+)
+from session.media import ClockedOutput, Output, mic_blocks
+from session.settings import SessionSettings
+from session.voice import VoiceSession
+
+Render = Callable[[dict[str, Any]], None]
+
+
+def render(view: dict[str, Any]) -> None:
+    """The UI: here one JSON line per change."""
+    print("ui", json.dumps(view, sort_keys=True), flush=True)
+
+
+class KioskView:
+    """The view model: connection, state, caption, audio devices and the last barge-in.
+
+    :meth:`apply` takes every session event (the kiosk's event pump calls it); the app's
+    own logic waits on events through :meth:`expect`.
+    """
+
+    def __init__(self, render: Render) -> None:
+        self._render = render
+        self._waiters: list[tuple[Callable[[object], bool], asyncio.Future[object]]] = []
+        self.view: dict[str, Any] = {"connection": "connecting", "state": "idle", "caption": "",
+                                     "speaker": "", "microphone": "", "barge_ins": 0, "last_cut_ms": None}
+
+    def set(self, **changes: Any) -> None:
+        if any(self.view.get(k) != v for k, v in changes.items()):
+            self.view.update(changes)
+            self._render(dict(self.view))
+
+    def expect(self, predicate: Callable[[object], bool]) -> asyncio.Future[object]:
+        """A future for the next event matching ``predicate`` (create it before causing the event)."""
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._waiters.append((predicate, future))
+        return future
+
+    def apply(self, event: object) -> None:
+        match event:
+            case StateChanged(state=state):
+                self.set(state=state)
+            case TranscriptDone(role="assistant", text=text):
+                self.set(caption=text)
+            case BargeIn(audio_end_ms=ms):
+                self.set(barge_ins=self.view["barge_ins"] + 1, last_cut_ms=ms)
+            case ConnectionLost():
+                self.set(connection="reconnecting")
+            case ConnectionRestored(replayed_items=n):
+                self.set(connection="online", restored_items=n)
+            case SessionError(fatal=True, message=message):
+                self.set(connection="offline", caption=message)
+            case _:
+                pass
+        for waiter in [w for w in self._waiters if not w[1].done() and w[0](event)]:
+            waiter[1].set_result(event)
+        self._waiters = [w for w in self._waiters if not w[1].done()]
+
+
+def open_speaker(device: str | None, clock: RealClock, ui: KioskView) -> Output:
+    """The speaker, or, if it cannot be opened, a silent ClockedOutput (reported in the UI)."""
+    try:
+        sink = SpeakerSink(PlayoutBuffer(), device=device)
+        sink.start()
+    except AudioError as error:
+        ui.set(speaker=f"unavailable, playing silently ({error})")
+        return ClockedOutput(clock)
+    ui.set(speaker=f"{sink.device.index} {sink.device.name}")
+    return sink
+
+
+def open_microphone(device: str | None, ui: KioskView) -> MicSource | None:
+    try:
+        mic = MicSource(device=device)
+        mic.start()
+    except AudioError as error:
+        ui.set(microphone=f"unavailable, text only ({error})")
+        return None
+    ui.set(microphone=f"{mic.device.index} {mic.device.name}")
+    return mic
+
+
+async def pump(session: VoiceSession, ui: KioskView) -> None:
+    """The kiosk's event loop: every session event goes to the view model."""
+    async for event in session:
+        ui.apply(event)
+
+
+def reply_arrived(event: object) -> bool:
+    return isinstance(event, ResponseFinished) and event.status == "completed"
+
+
+async def ask(session: VoiceSession, ui: KioskView, text: str) -> None:
+    """Send a tap and wait for the whole reply; if the connection drops first, ask again once it is back."""
+    outcome = ui.expect(lambda e: reply_arrived(e) or isinstance(e, ConnectionRestored))
+    await session.send_text(text)
+    if isinstance(await outcome, ConnectionRestored):
+        print("kiosk: the reply was lost in the drop; asking again", flush=True)
+        await ask(session, ui, text)
+
+
+async def visitor(session: VoiceSession, ui: KioskView, clock: RealClock, hold: float | None) -> None:
+    """The scripted visitor: tap (or hold the talk button), listen for a second, tap "stop"."""
+    if hold is not None:
+        reply = ui.expect(reply_arrived)
+        await session.start_talking()
+        await clock.sleep(hold)
+        await session.stop_talking()
+        await reply
+    else:
+        await ask(session, ui, "A visitor tapped the screen: say hello.")
+    await clock.sleep(1.0)
+    stopped = ui.expect(lambda e: isinstance(e, BargeIn))
+    await session.interrupt()  # "stop": does nothing if the reply has already finished playing
+    if ui.view["state"] == "speaking":
+        await stopped
+
+
+async def run_visitor(session: VoiceSession, ui: KioskView, clock: RealClock, hold: float | None) -> None:
+    async with asyncio.timeout(60), asyncio.TaskGroup() as group:
+        events = group.create_task(pump(session, ui))
+        await visitor(session, ui, clock, hold)
+        events.cancel()
+
+
+async def main(args: argparse.Namespace) -> int:
+    ui, clock = KioskView(render), RealClock()
+    async with contextlib.AsyncExitStack() as stack:
+        output = open_speaker(args.output_device, clock, ui)
+        if isinstance(output, SpeakerSink):
+            stack.callback(output.close)
+        mic = open_microphone(args.input_device, ui)
+        if mic is not None:
+            stack.callback(mic.close)
+        urls = await start_servers(stack, args)
+
+        async def connector() -> RealtimeConnection:
+            url = urls.pop(0) if len(urls) > 1 else urls[0]  # with --simulate-drop: flaky first, then healthy
+            return await connect(url, "local")
+
+        settings = SessionSettings(url=urls[0], turn_detection="none", reconnect_attempts=3)
+        blocks: AsyncIterator[np.ndarray] | None = mic_blocks(mic.blocks()) if mic is not None else None
+        session = VoiceSession(settings, output=output, input=blocks, clock=clock, connector=connector)
+        async with session:
+            ui.set(connection="online", state="listening")
+            await run_visitor(session, ui, clock, args.hold)
+    print(f"kiosk: done; {ui.view['barge_ins']} barge-in(s), connection {ui.view['connection']}", flush=True)
+    return 0
+
+
+async def start_servers(stack: contextlib.AsyncExitStack, args: argparse.Namespace) -> list[str]:
+    healthy = await stack.enter_async_context(serve(ServerConfig(port=0, voice=args.voice)))
+    print(f"kiosk: using the built-in local server at {healthy.url} (scripted replies)", flush=True)
+    if not args.simulate_drop:
+        return [healthy.url]
+    flaky = await stack.enter_async_context(serve(ServerConfig(
+        port=0, voice=args.voice, faults=FaultConfig(drop_after_events=args.drop_after))))
+    print(f"kiosk: simulating a network drop: the first connection dies after {args.drop_after} server events",
+          flush=True)
+    return [flaky.url, healthy.url]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="A headless kiosk embedding (see the module docstring).")
+    parser.add_argument("--simulate-drop", action="store_true", help="drop the first connection mid-reply")
+    parser.add_argument("--drop-after", type=int, default=20, help="server events before the drop (default 20)")
+    parser.add_argument("--output-device", help="speaker index or name (default: the system default)")
+    parser.add_argument("--input-device", help="microphone index or name (default: the system default)")
+    parser.add_argument("--hold", type=float, metavar="SECONDS", help="hold the talk button instead of tapping")
+    parser.add_argument("--voice", default="auto", help="built-in server voice: auto, espeak or tone")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(asyncio.run(main(parse_args())))
+    except (RealtimeError, AudioError) as error:
+        sys.exit(f"kiosk: error: {error}")
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,287 @@
+"""``voxline talk``: a live voice assistant in the terminal, microphone in, speakers out.
+
+With ``OPENAI_API_KEY`` set (and no ``--url``) it talks to the real service; without a
+key it starts the built-in local server in-process and says so (a scripted stand-in that
+detects speech by energy and does not understand it). Turns are taken by the server's
+voice activity detection, or with ``--push-to-talk`` by pressing Enter to start and
+again to send. Two demo tools are offered: ``get_time`` and ``get_weather`` (canned data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+
+from audio.device_mic import MicSource
+from audio.device_speaker import SpeakerSink
+from audio.errors import AudioError
+from audio.playout import PlayoutBuffer
+from realtime.connection import RealtimeConnection, connect
+from realtime.errors import ConfigurationError, RealtimeError
+from realtime.server.app import serve
+from realtime.server.config import ServerConfig, is_loopback
+
+from ..events import SessionError
+from ..media import mic_blocks
+from ..settings import DEFAULT_URL, SessionSettings
+from ..tools import ToolRegistry
+from ..voice import VoiceSession
+from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
+
+__all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
+
+INSTRUCTIONS = ("You are a concise voice assistant in a terminal demo. Keep answers short. The get_weather tool "
+                "returns canned demo data, not a real forecast: say so when you use it.")
+FLOOR_DB = 20 * math.log10(1 / 32768)  # -90.3 dBFS: digital silence
+CANNED_WEATHER = {"paris": (18, "light rain"), "oslo": (4, "snow showers"), "london": (12, "overcast")}
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError("expected a positive number of seconds")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' "
+                        "(default: $VOXLINE_URL, else the real service with OPENAI_API_KEY, "
+                        "else the built-in local server)")
+    parser.add_argument("--transport", choices=["ws"], default="ws", help="wire transport (default ws)")
+    parser.add_argument("--input-device", metavar="N", help="microphone: index or name from 'voxline devices'")
+    parser.add_argument("--output-device", metavar="N", help="speakers: index or name from 'voxline devices'")
+    parser.add_argument("--push-to-talk", action="store_true",
+                        help="press Enter to start talking and Enter again to send (default: voice activity)")
+    parser.add_argument("--scenario", help="built-in server only: scenario name (default, long, tools) or TOML file")
+    parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default=None,
+                        help="built-in server only: its voice (default auto: espeak-ng if installed)")
+    parser.add_argument("--exit-after", type=_seconds, metavar="SECONDS", help="end the session after this long")
+    parser.add_argument("--no-ui", action="store_true",
+                        help="print one plain line per event instead of the live display "
+                             "(the default when stdout is not a terminal)")
+
+
+class TalkSettings(SessionSettings):
+    """Session settings plus transcription of the user's speech (the real service transcribes)."""
+
+    transcribe: bool = False
+
+    def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        config = super().session_config(tools)
+        if self.transcribe:
+            config["audio"]["input"]["transcription"] = {"model": "gpt-4o-mini-transcribe"}
+        return config
+
+
+def demo_tools() -> ToolRegistry:
+    """``get_time`` and ``get_weather`` (canned data), both read-only."""
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str = "UTC") -> str:
+        """The current time in a time zone.
+
+        Args:
+            zone: an IANA time zone name such as Europe/Paris, or UTC.
+        """
+        try:
+            return datetime.now(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M %Z")
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {zone!r}") from None
+
+    @tools.tool(read_only=True)
+    def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> dict[str, Any]:
+        """Demo weather for a city: canned data, not a real forecast.
+
+        Args:
+            city: the city name.
+            unit: celsius or fahrenheit.
+        """
+        celsius, conditions = CANNED_WEATHER.get(city.strip().lower(), (21, "clear"))
+        value = celsius if unit == "celsius" else round(celsius * 9 / 5 + 32)
+        return {"city": city, "temperature": value, "unit": unit, "conditions": conditions,
+                "source": "canned demo data, not a real forecast"}
+
+    return tools
+
+
+class LevelMeter:
+    """The input level in dBFS: the RMS of each microphone block as it goes by, falling back
+    slowly (``fall_db`` per block) so that short words stay readable on the meter."""
+
+    def __init__(self, fall_db: float = 1.5) -> None:
+        self.db = FLOOR_DB
+        self.fall_db = fall_db
+
+    async def wrap(self, blocks: AsyncIterator[np.ndarray]) -> AsyncIterator[np.ndarray]:
+        async for block in blocks:
+            rms = math.sqrt(float(np.mean(np.square(block, dtype=np.float64)))) if len(block) else 0.0
+            level = 20 * math.log10(max(rms, 1.0) / 32768)
+            self.db = max(level, self.db - self.fall_db)
+            yield block
+
+
+def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
+    """The session settings and whether the built-in server is to be started."""
+    base = TalkSettings()
+    if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
+        base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
+    key = base.api_key.get_secret_value() if base.api_key is not None else None
+    given = args.url or os.environ.get("VOXLINE_URL")
+    local = given is None and key is None
+    if not local and (args.scenario or args.voice):
+        raise ConfigurationError("--scenario and --voice apply to the built-in server only (no OPENAI_API_KEY, no --url)")
+    url = given or DEFAULT_URL
+    if not local and key is None and not is_loopback(_host(url)):
+        raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {url})")
+    updates: dict[str, Any] = {"url": url, "transcribe": not local}
+    if base.instructions is None:
+        updates["instructions"] = INSTRUCTIONS
+    if args.input_device is not None:
+        updates["input_device"] = args.input_device
+    if args.output_device is not None:
+        updates["output_device"] = args.output_device
+    return base.model_copy(update=updates), local
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or ""
+
+
+def _connector(settings: TalkSettings, url: str) -> Callable[[], Awaitable[RealtimeConnection]]:
+    token = settings.api_key.get_secret_value() if settings.api_key is not None else "local"
+
+    async def open_connection() -> RealtimeConnection:
+        return await connect(url, token, model=settings.model)
+
+    return open_connection
+
+
+async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, settings: TalkSettings,
+                    local: bool) -> tuple[str, str, str]:
+    """The URL to connect to, its label for the display, and the line that says what it is."""
+    if not local:
+        return settings.url, settings.url, (f"voxline talk: connecting to {settings.url} (model {settings.model}); "
+                                            "use headphones, or the assistant may hear itself")
+    server = await stack.enter_async_context(serve(ServerConfig(port=0, scenario=args.scenario,
+                                                                voice=args.voice or "auto")))
+    return server.url, "built-in local server (scripted)", (
+        f"voxline talk: no OPENAI_API_KEY, so using the built-in local server at {server.url} (scenario "
+        f"'{server.scenario.name}', voice '{server.voice}'): a scripted stand-in that detects speech by energy "
+        "and does not understand it")
+
+
+async def run(args: argparse.Namespace) -> int:
+    settings, local = _settings(args)
+    ptt = "push-to-talk: Enter starts and sends" if args.push_to_talk else "voice activity"
+    async with contextlib.AsyncExitStack() as stack:
+        speaker = SpeakerSink(PlayoutBuffer(), device=settings.output_device)
+        mic = MicSource(device=settings.input_device)
+        stack.callback(speaker.close)
+        stack.callback(mic.close)
+        speaker.start()
+        mic.start()
+        url, label, note = await _endpoint(stack, args, settings, local)
+        model = TalkModel(endpoint=label, mode=ptt)
+        screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
+        screen.note(note)
+        meter = LevelMeter()
+        session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(mic.blocks())),
+                               tools=demo_tools(), connector=_connector(settings, url))
+        await stack.enter_async_context(session)
+        ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
+                 f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
+        with screen:
+            code = await Conversation(session, screen, meter, args).run(ready)
+        screen.note(model.summary())
+    return code
+
+
+class Conversation:
+    """Runs the session's event loop against a screen until time is up, Ctrl-C, or the session ends."""
+
+    def __init__(self, session: VoiceSession, screen: PlainScreen | LiveScreen, meter: LevelMeter,
+                 args: argparse.Namespace) -> None:
+        self.session = session
+        self.screen = screen
+        self.meter = meter
+        self.args = args
+        self.stop = asyncio.Event()
+        self.code = 0
+        self._loop = asyncio.get_running_loop()
+        self._t0 = self._loop.time()
+
+    def _stamp(self) -> str:
+        return f"{self._loop.time() - self._t0:6.2f}s"
+
+    def _end(self, code: int) -> None:
+        if not self.stop.is_set():
+            self.code = code
+            self.stop.set()
+
+    async def run(self, ready: str) -> int:
+        """Converse until stopped; ``ready`` is shown once Ctrl-C is handled here."""
+        loops: list[Coroutine[Any, Any, None]] = [self._events(), self._redraw()]
+        keys = EnterKeys() if self.args.push_to_talk else contextlib.nullcontext()
+        self._loop.add_signal_handler(signal.SIGINT, self._end, 130)
+        self.screen.note(ready)
+        try:
+            interactive = self.args.push_to_talk or isinstance(self.screen, LiveScreen)
+            with quiet_terminal() if interactive else contextlib.nullcontext(), keys:
+                if isinstance(keys, EnterKeys):
+                    self.screen.model.talking = False
+                    loops.append(self._push_to_talk(keys))
+                await self._until_stopped(loops)
+        except* (RealtimeError, AudioError) as group:
+            raise group.exceptions[0] from None
+        finally:
+            self._loop.remove_signal_handler(signal.SIGINT)
+        return self.code
+
+    async def _until_stopped(self, loops: list[Coroutine[Any, Any, None]]) -> None:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(loop) for loop in loops]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.args.exit_after):
+                    await self.stop.wait()
+            for task in tasks:
+                task.cancel()
+
+    async def _events(self) -> None:
+        async for event in self.session:
+            self.screen.show(event, self._stamp())
+            if isinstance(event, SessionError) and event.fatal:
+                self._end(1)
+        self._end(self.code or 1)  # the session ended on its own: the connection is gone
+
+    async def _redraw(self) -> None:
+        while True:
+            self.screen.model.level_db = self.meter.db
+            self.screen.refresh()
+            await asyncio.sleep(0.1)
+
+    async def _push_to_talk(self, keys: EnterKeys) -> None:
+        model = self.screen.model
+        while True:
+            await keys.presses.get()
+            if model.talking:
+                await self.session.stop_talking()
+            else:
+                await self.session.start_talking()
+            model.push_to_talk(not model.talking, self._loop.time() - self._t0)
+            self.screen.note(f"{self._stamp()} push-to-talk: {'talking' if model.talking else 'sent'}")

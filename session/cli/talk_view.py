@@ -1,0 +1,322 @@
+"""What ``voxline talk`` shows: a model of the conversation built from session events, and two screens.
+
+* :class:`TalkModel` — the state (``StateChanged``), the turns with live transcripts, the
+  input level, and marks for barge-ins (``BargeIn``), tools (``ToolStarted`` /
+  ``ToolFinished``) and the connection; :func:`describe` gives one plain line per event.
+* :class:`PlainScreen` — ``--no-ui``: one printed line per event worth a line.
+* :class:`LiveScreen` — a ``rich`` Live display of the model, redrawn by the caller.
+* :func:`quiet_terminal`, :class:`EnterKeys` — the keyboard side: no echo over the display,
+  Enter presses for push-to-talk read without blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import termios
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO, assert_never
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from realtime.errors import ConfigurationError
+
+from ..events import (
+    AssistantAudioStarted,
+    BargeIn,
+    ConnectionLost,
+    ConnectionRestored,
+    RawServerEvent,
+    ResponseFinished,
+    ResponseStarted,
+    SessionError,
+    SessionEvent,
+    SpeechStarted,
+    SpeechStopped,
+    StateChanged,
+    TranscriptDelta,
+    TranscriptDone,
+)
+from ..tools import ToolEvent, ToolFinished, ToolStarted
+
+__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_barge_in", "level_bar",
+           "quiet_terminal"]
+
+Event = SessionEvent | ToolEvent
+_STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan"}
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_barge_in(b: BargeIn) -> str:
+    """``barge-in``: the item, how much of it the listener heard, and what was sent."""
+    if b.audio_end_ms is not None:
+        cut = f"truncate {b.item_id} at audio_end_ms={b.audio_end_ms} (heard {b.heard_ms:.0f} of {b.received_ms:.0f} ms)"
+    elif b.item_id is not None:
+        cut = f"{b.item_id}: heard {b.heard_ms:.0f} of {b.received_ms:.0f} ms, no truncate needed"
+    else:
+        cut = "nothing was playing"
+    extra = "".join([f", deleted {', '.join(b.deleted)}" if b.deleted else "", ", response.cancel" if b.cancelled else ""])
+    return f"barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"
+
+
+def describe(event: Event) -> str | None:
+    """One plain line for ``event``, or ``None`` for events shown only live (deltas)."""
+    match event:
+        case StateChanged(state=state):
+            return f"state: {state}"
+        case SpeechStarted(audio_start_ms=ms):
+            return f"you: speech started (audio_start_ms={ms})"
+        case SpeechStopped(audio_end_ms=ms):
+            return f"you: speech stopped (audio_end_ms={ms})"
+        case TranscriptDelta():
+            return None
+        case TranscriptDone(role=role, text=text):
+            return f"{'you' if role == 'user' else 'assistant'}: {_short(text, 400)}"
+        case ResponseStarted() | RawServerEvent():
+            return None
+        case ResponseFinished(status=status, reason=reason, response_id=rid):
+            return None if status == "completed" else f"response {rid} {status}" + (f" ({reason})" if reason else "")
+        case AssistantAudioStarted(reply_latency=latency):
+            after = "" if latency is None else f" ({latency * 1000:.0f} ms after you stopped)"
+            return f"assistant: audio playing{after}"
+        case BargeIn():
+            return describe_barge_in(event)
+        case ConnectionLost(code=code, reason=reason):
+            return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
+        case ConnectionRestored(replayed_items=n):
+            return f"connection restored ({n} conversation items sent again)"
+        case SessionError(message=message, fatal=fatal):
+            return f"{'fatal error' if fatal else 'error'}: {message}"
+        case ToolStarted(name=name, arguments=arguments):
+            args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+            return f"tool: {name}({args}) started"
+        case ToolFinished(name=name, output=output, ok=ok, duration_s=duration):
+            verdict = "returned" if ok else "failed"
+            return f"tool: {name} {verdict} {_short(output, 160)} in {duration * 1000:.0f} ms"
+        case _:
+            assert_never(event)
+
+
+@dataclass
+class Turn:
+    role: str
+    item_id: str
+    text: str = ""
+    done: bool = False
+    placeholder: bool = False  # speech without a transcript (yet): replaced by the first delta
+    cut: str | None = None  # what a barge-in left of an assistant turn
+
+
+class TalkModel:
+    """The conversation as the screen shows it; fed every event in order."""
+
+    def __init__(self, *, endpoint: str, mode: str, keep_turns: int = 6, keep_marks: int = 6) -> None:
+        self.endpoint = endpoint
+        self.mode = mode
+        self.state = "listening"
+        self.level_db = -90.0
+        self.talking: bool | None = None  # push-to-talk: sending the microphone or not
+        self.turns: deque[Turn] = deque(maxlen=keep_turns)
+        self.marks: deque[str] = deque(maxlen=keep_marks)
+        self.counts = {"turns": 0, "barge_ins": 0, "tool_calls": 0}
+        self._by_item: dict[str, Turn] = {}
+        self._speech_from: dict[str, int] = {}
+        self._ptt_turn: Turn | None = None
+        self._ptt_from = 0.0
+
+    def _turn(self, role: str, item_id: str) -> Turn:
+        turn = self._by_item.get(item_id)
+        if turn is None:
+            turn = self._by_item[item_id] = Turn(role, item_id)
+            self.turns.append(turn)
+        return turn
+
+    def apply(self, event: Event, stamp: str) -> None:
+        match event:
+            case StateChanged(state=state):
+                self.state = state
+            case SpeechStarted(item_id=item_id, audio_start_ms=ms) if item_id is not None:
+                turn = self._turn("user", item_id)
+                turn.text, turn.placeholder = "…", True
+                self._speech_from[item_id] = ms or 0
+            case SpeechStopped(item_id=item_id, audio_end_ms=ms) if item_id is not None:
+                turn = self._turn("user", item_id)
+                if turn.placeholder and ms is not None:
+                    turn.text = f"[{(ms - self._speech_from.get(item_id, ms)) / 1000:.1f} s of speech]"
+            case TranscriptDelta(role=role, item_id=item_id, text=text):
+                turn = self._turn(role, item_id)
+                turn.text = text if turn.placeholder else turn.text + text
+                turn.placeholder = False
+            case TranscriptDone(role=role, item_id=item_id, text=text):
+                turn = self._turn(role, item_id)
+                turn.text, turn.done, turn.placeholder = text, True, False
+                self.counts["turns"] += role == "assistant"
+            case BargeIn(item_id=item_id) if item_id in self._by_item:
+                self._by_item[item_id].cut = f"cut: heard {event.heard_ms / 1000:.2f} s of {event.received_ms / 1000:.2f} s"
+                self.counts["barge_ins"] += 1
+                self.marks.append(f"{stamp} {describe_barge_in(event)}")
+            case BargeIn():
+                self.counts["barge_ins"] += 1
+                self.marks.append(f"{stamp} {describe_barge_in(event)}")
+            case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError():
+                self.counts["tool_calls"] += isinstance(event, ToolFinished)
+                self.marks.append(f"{stamp} {describe(event)}")
+            case _:
+                pass
+
+    def push_to_talk(self, talking: bool, at: float) -> None:
+        """Push-to-talk pressed: a user turn opens, or closes with its length (no server VAD events)."""
+        self.talking = talking
+        if talking:
+            self._ptt_from = at
+            self._ptt_turn = Turn("user", f"ptt{len(self._by_item)}", "…", placeholder=True)
+            self._by_item[self._ptt_turn.item_id] = self._ptt_turn
+            self.turns.append(self._ptt_turn)
+        elif self._ptt_turn is not None:
+            self._ptt_turn.text = f"[{at - self._ptt_from:.1f} s of speech]"
+            self._ptt_turn = None
+
+    def summary(self) -> str:
+        c = self.counts
+        return f"session ended: {c['turns']} assistant turns, {c['barge_ins']} barge-ins, {c['tool_calls']} tool calls"
+
+
+def level_bar(db: float, width: int = 24, floor: float = -60.0) -> str:
+    """A text meter for an RMS level in dBFS (``floor`` dB and below is empty)."""
+    filled = round(width * min(1.0, max(0.0, (db - floor) / -floor)))
+    return "█" * filled + "·" * (width - filled)
+
+
+class PlainScreen:
+    """``--no-ui``: one line per event worth a line, flushed at once."""
+
+    def __init__(self, model: TalkModel, out: TextIO | None = None) -> None:
+        self.model = model
+        self._out = out or sys.stdout
+
+    def __enter__(self) -> PlainScreen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._out.flush()
+
+    def note(self, text: str) -> None:
+        print(text, file=self._out, flush=True)
+
+    def show(self, event: Event, stamp: str) -> None:
+        self.model.apply(event, stamp)
+        line = describe(event)
+        if line is not None:
+            self.note(f"{stamp} {line}")
+
+    def refresh(self) -> None:
+        """Plain lines are written as they come; nothing to redraw."""
+
+
+class LiveScreen:
+    """A ``rich`` Live display of a :class:`TalkModel`; :meth:`refresh` redraws it."""
+
+    def __init__(self, model: TalkModel, console: Console | None = None) -> None:
+        self.model = model
+        self.console = console or Console()
+        self._live = Live(console=self.console, auto_refresh=False, transient=False)
+
+    def __enter__(self) -> LiveScreen:
+        self._live.__enter__()
+        self.refresh()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.refresh()
+        self._live.__exit__(*exc)
+
+    def note(self, text: str) -> None:
+        self.console.print(Text(text), highlight=False)
+
+    def show(self, event: Event, stamp: str) -> None:
+        self.model.apply(event, stamp)
+
+    def refresh(self) -> None:
+        self._live.update(self.render(), refresh=True)
+
+    def render(self) -> RenderableType:
+        m = self.model
+        head = Table.grid(padding=(0, 2))
+        state = Text(f"● {m.state}", style=_STATE_STYLE.get(m.state, ""))
+        mic = Text(f"mic {level_bar(m.level_db)} {m.level_db:5.0f} dB", style="magenta")
+        cells: list[RenderableType] = [state, mic]
+        if m.talking is not None:
+            cells.append(Text("TALKING — Enter to send" if m.talking else "Enter to talk",
+                              style="bold red" if m.talking else "dim"))
+        head.add_row(*cells)
+        turns = Table.grid(padding=(0, 1))
+        turns.add_column(style="bold", no_wrap=True)
+        turns.add_column()
+        for turn in m.turns:
+            who = "you" if turn.role == "user" else "assistant"
+            text = Text(turn.text, style="" if turn.done else "italic")
+            if not turn.done and not turn.placeholder:
+                text.append(" ▍")
+            if turn.cut is not None:
+                text.append(f"  [{turn.cut}]", style="bold yellow")
+            turns.add_row(Text(who, style="green" if who == "you" else "cyan"), text)
+        marks = Text("\n".join(m.marks) or "no barge-ins or tool calls yet", style="dim" if not m.marks else "yellow")
+        body = Group(head, Text(""), turns, Text(""), marks)
+        return Panel(body, title=f"voxline talk — {m.endpoint}", subtitle=f"{m.mode} · Ctrl-C quits",
+                     title_align="left", subtitle_align="left")
+
+
+@contextlib.contextmanager
+def quiet_terminal() -> Iterator[None]:
+    """While open, keys typed on a terminal are neither echoed nor line-buffered (Ctrl-C still works)."""
+    fd = sys.stdin.fileno()
+    if not os.isatty(fd):
+        yield
+        return
+    saved = termios.tcgetattr(fd)
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL | termios.ICANON)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+class EnterKeys:
+    """Enter presses on stdin, read by the event loop's reader callback, so the loop never blocks."""
+
+    def __init__(self) -> None:
+        self.presses: asyncio.Queue[None] = asyncio.Queue()
+        self._fd = sys.stdin.fileno()
+        self._loop = asyncio.get_running_loop()
+
+    def __enter__(self) -> EnterKeys:
+        try:
+            self._loop.add_reader(self._fd, self._readable)
+        except (OSError, ValueError):
+            raise ConfigurationError("--push-to-talk reads Enter from a terminal or a pipe on stdin") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.remove_reader(self._fd)
+
+    def _readable(self) -> None:
+        data = os.read(self._fd, 1024)
+        if not data:
+            self._loop.remove_reader(self._fd)  # end of input: no more presses
+        for byte in data:
+            if byte in (0x0A, 0x0D):
+                self.presses.put_nowait(None)

@@ -1,0 +1,83 @@
+"""Every program in examples/ runs offline, as a user would start it, and says what it should.
+
+Each example is a subprocess against the built-in local server (``--voice tone``: no
+external voice needed). The assistant's replies play on a clocked output in real time, the
+kiosk falls back from a missing speaker, and the interruption test runs under pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def run(*argv: str, stdin: str = "", timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "VOXLINE_API_KEY", "VOXLINE_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("name", ["assistant.py", "kiosk.py", "interruption_test.py"])
+def test_every_example_says_how_to_run_it(name: str) -> None:
+    source = (EXAMPLES / name).read_text()
+    docstring = source.split('"""')[1]
+    assert f"examples/{name}" in docstring and "Run it from the repository root" in docstring
+
+
+def test_assistant_looks_up_and_cancels_with_approval() -> None:
+    result = run("examples/assistant.py", "--yes", "--voice", "tone", stdin="where is my order?\ncancel it please\n")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("using the built-in local server at ws://127.0.0.1:")
+    assert lines[1:] == [
+        "you: where is my order?",
+        "assistant: Let me look that up.",
+        "tool: lookup_order {'order_id': 'A1234'}",
+        'tool: lookup_order returned {"order_id":"A1234","item":"headphones","status":"shipped","eta":"Thursday"}',
+        "assistant: I have the details of order A1234.",
+        "you: cancel it please",
+        'approve cancel_order {"order_id":"A1234","reason":"no longer needed"}? [y/N] y (--yes)',
+        "tool: cancel_order {'order_id': 'A1234', 'reason': 'no longer needed'}",
+        'tool: cancel_order returned {"order_id":"A1234","status":"cancelled","reason":"no longer needed"}',
+        "assistant: I have passed your decision on to the order system.",
+        "orders: A1234 cancelled",
+    ]
+
+
+def test_assistant_declined_call_never_runs() -> None:
+    result = run("examples/assistant.py", "--voice", "tone", stdin="where is my order?\ncancel it\nn\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert 'approve cancel_order {"order_id":"A1234","reason":"no longer needed"}? [y/N] n' in out
+    assert 'tool: cancel_order did not run: {"error":"the user declined to run cancel_order"}' in out
+    assert "tool: cancel_order {" not in out  # never started
+    assert out.splitlines()[-1] == "orders: A1234 shipped"
+
+
+def test_kiosk_recovers_from_a_drop_and_a_missing_speaker() -> None:
+    result = run("examples/kiosk.py", "--simulate-drop", "--voice", "tone", "--output-device", "no-such-speaker",
+                 "--input-device", "no-such-mic")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "kiosk: simulating a network drop: the first connection dies after 20 server events" in out
+    assert '"connection": "reconnecting"' in out and "kiosk: the reply was lost in the drop; asking again" in out
+    ui = [line for line in out.splitlines() if line.startswith("ui ")]
+    # the device errors are shown as they came (here: no such device; elsewhere: no sound server at all)
+    assert '"speaker": "unavailable, playing silently (' in ui[-1]
+    assert '"microphone": "unavailable, text only (' in ui[-1]
+    assert '"connection": "online"' in ui[-1] and '"barge_ins": 1' in ui[-1]
+    assert out.splitlines()[-1] == "kiosk: done; 1 barge-in(s), connection online"
+
+
+def test_interruption_test_passes_under_pytest() -> None:
+    result = run("-m", "pytest", "examples/interruption_test.py", "-q", "-p", "no:cacheprovider")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout

@@ -1,0 +1,263 @@
+"""``voxline talk``: argument and device errors, the plain view, and live runs on virtual devices.
+
+The live runs start ``voxline talk`` as a subprocess on private clones of the PulseAudio
+virtual devices (the ``vdev`` fixture of tests/test_devices.py) and play
+``examples/audio/barge_in.wav`` into its microphone: a question at 0.5 s, then "stop,
+wait a second" at 6.0 s, over the built-in server's reply. They wait on the program's
+output lines (with deadlines), never on sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audio.wavio import read_wav, write_wav
+from session.cli import main
+from session.cli.talk import LevelMeter, TalkSettings, demo_tools
+from session.cli.talk_view import TalkModel, describe, level_bar
+from session.events import BargeIn, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta, TranscriptDone
+from session.tools import ToolFinished, ToolStarted
+from tests.test_devices import VirtualDevices, pulse, vdev
+
+__all__ = ["pulse", "vdev"]  # fixtures used below
+
+ROOT = Path(__file__).resolve().parent.parent
+BARGE_IN_WAV = ROOT / "examples" / "audio" / "barge_in.wav"
+
+
+# -- arguments and settings (no devices) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--exit-after", "-3"], "argument --exit-after: expected a positive number of seconds"),
+        (["--exit-after", "soon"], "argument --exit-after: expected a number of seconds, got 'soon'"),
+        (["--transport", "carrier-pigeon"], "argument --transport: invalid choice: 'carrier-pigeon'"),
+        (["--voice", "robot"], "argument --voice: invalid choice: 'robot'"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_argument_errors_are_one_line_and_exit_2(argv: list[str], message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["talk", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("voxline talk: error: ") and message in err
+
+
+def test_built_in_server_options_with_a_key_are_one_line_without_the_key(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secretsecretsecret")
+    assert main(["talk", "--scenario", "tools"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("voxline talk: error: --scenario and --voice apply to the built-in server only "
+                   "(no OPENAI_API_KEY, no --url)\n")
+
+
+def test_a_remote_url_without_a_key_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("OPENAI_API_KEY", "VOXLINE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["talk", "--url", "wss://realtime.example.com/v1"]) == 1
+    assert capsys.readouterr().err == "voxline talk: error: OPENAI_API_KEY is not set (needed for wss://realtime.example.com/v1)\n"
+
+
+def test_the_real_service_is_asked_to_transcribe_the_user_and_the_local_server_is_not() -> None:
+    real = TalkSettings(api_key="sk-test", transcribe=True).session_config()
+    local = TalkSettings(api_key="sk-test").session_config()
+    assert real["audio"]["input"]["transcription"] == {"model": "gpt-4o-mini-transcribe"}
+    assert "transcription" not in local["audio"]["input"]
+    assert real["audio"]["input"]["turn_detection"]["type"] == "server_vad"
+
+
+# -- the view and the meter (plain data) -----------------------------------------------------
+
+
+def test_plain_lines_and_the_live_model_follow_a_barge_in() -> None:
+    model = TalkModel(endpoint="test", mode="voice activity")
+    barge = BargeIn(trigger="server_vad", at=7.4, item_id="item_a", heard_ms=3262.5, received_ms=8990.0,
+                    audio_end_ms=3262, deleted=(), cancelled=False, reaction_s=0.005)
+    events = [SpeechStarted(1.9, "item_u", 1650), SpeechStopped(4.1, "item_u", 4150), StateChanged("speaking", 4.2),
+              TranscriptDelta("assistant", "item_a", "Hello! "), TranscriptDone("assistant", "item_a", "Hello! There."),
+              barge]
+    lines = [describe(e) for e in events]
+    for event in events:
+        model.apply(event, " 1.00s")
+    assert lines == [
+        "you: speech started (audio_start_ms=1650)",
+        "you: speech stopped (audio_end_ms=4150)",
+        "state: speaking",
+        None,
+        "assistant: Hello! There.",
+        "barge-in (server_vad): truncate item_a at audio_end_ms=3262 (heard 3262 of 8990 ms); silent after 5.0 ms",
+    ]
+    user, assistant = model.turns
+    assert (user.role, user.text, assistant.text) == ("user", "[2.5 s of speech]", "Hello! There.")
+    assert assistant.cut == "cut: heard 3.26 s of 8.99 s"
+    assert model.state == "speaking" and model.counts == {"turns": 1, "barge_ins": 1, "tool_calls": 0}
+
+
+def test_tool_events_are_one_line_each() -> None:
+    started = ToolStarted("call_1", "get_weather", {"city": "Paris"})
+    finished = ToolFinished("call_1", "get_weather", '{"temperature":18}', True, 0.012)
+    assert describe(started) == "tool: get_weather(city='Paris') started"
+    assert describe(finished) == 'tool: get_weather returned {"temperature":18} in 12 ms'
+
+
+async def test_level_meter_measures_rms_in_dbfs_and_falls_back_slowly() -> None:
+    async def blocks() -> AsyncIterator[np.ndarray]:
+        yield np.zeros(480, dtype=np.int16)
+        yield np.full(480, 16384, dtype=np.int16)  # half scale: -6.02 dBFS
+        yield np.zeros(480, dtype=np.int16)
+        yield np.full(480, 1024, dtype=np.int16)  # -30.1 dBFS: above where the meter has fallen to
+
+    meter, seen = LevelMeter(fall_db=20.0), []
+    async for block in meter.wrap(blocks()):
+        seen.append((len(block), round(meter.db, 2)))
+    assert seen == [(480, -90.31), (480, -6.02), (480, -26.02), (480, -30.1)]
+    assert level_bar(-6.02, width=10) == "█████████·" and level_bar(-90, width=4) == "····"
+
+
+async def test_demo_weather_is_canned_and_says_so() -> None:
+    tools = demo_tools()
+    assert {s["name"] for s in tools.schemas()} == {"get_time", "get_weather"}
+    weather = tools.get("get_weather")
+    assert weather is not None and weather.read_only
+    _decoded, kwargs = weather.parse('{"city": "Paris", "unit": "fahrenheit"}')
+    result = await weather.invoke(kwargs)
+    assert result["temperature"] == 64 and "canned" in result["source"]
+
+
+# -- live runs on the virtual devices --------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "VOXLINE_API_KEY", "VOXLINE_URL")}
+    return {**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+
+
+class Talk:
+    """A running ``voxline talk`` subprocess whose output lines are awaited with deadlines."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+
+    async def wait_for_line(self, needle: str, timeout: float = 15.0) -> str:
+        assert self.process.stdout is not None
+        async with asyncio.timeout(timeout):
+            while True:
+                raw = await self.process.stdout.readline()
+                if not raw:
+                    raise AssertionError(f"no line with {needle!r} before the end; got {self.lines}")
+                self.lines.append(raw.decode().rstrip("\n"))
+                if needle in self.lines[-1]:
+                    return self.lines[-1]
+
+    async def finish(self, timeout: float = 20.0) -> tuple[int, str]:
+        assert self.process.stdout is not None and self.process.stderr is not None
+        async with asyncio.timeout(timeout):
+            rest, err = await self.process.communicate()
+        self.lines += rest.decode().splitlines()
+        assert self.process.returncode is not None
+        return self.process.returncode, err.decode()
+
+
+@asynccontextmanager
+async def talk(*argv: str, stdin: int | None = asyncio.subprocess.DEVNULL) -> AsyncIterator[Talk]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "session.cli", "talk", *argv, cwd=ROOT, env=_env(), stdin=stdin,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        yield Talk(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def play_into(sink: str, wav: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec("paplay", "-d", sink, str(wav))
+
+
+@pytest.mark.device
+async def test_talk_hears_the_user_answers_and_is_cut_by_a_barge_in(vdev: VirtualDevices) -> None:
+    async with talk("--no-ui", "--exit-after", "8", "--voice", "tone") as run:
+        first = await run.wait_for_line("voxline talk:")
+        await run.wait_for_line("ready: mic")
+        player = await play_into(vdev.mic, BARGE_IN_WAV)
+        await run.wait_for_line("you: speech started")
+        await run.wait_for_line("assistant: audio playing")
+        code, err = await run.finish()
+        await player.wait()
+    assert code == 0, err
+    assert "no OPENAI_API_KEY, so using the built-in local server" in first and "does not understand" in first
+    text = "\n".join(run.lines)
+    assert "assistant: Hello! This is the voxline local server." in text
+    barge = next(line for line in run.lines if "barge-in (server_vad): truncate" in line)
+    assert run.lines[-1].startswith("session ended: 1 assistant turns, 1 barge-ins")
+    heard = barge.split("(heard ")[1].split(" of")[0]
+    assert abs(int(barge.split("audio_end_ms=")[1].split(" ")[0]) - float(heard)) <= 1
+    assert "Traceback" not in err
+
+
+@pytest.mark.device
+async def test_push_to_talk_sends_what_was_said_between_two_enters(vdev: VirtualDevices, tmp_path: Path) -> None:
+    samples, rate = read_wav(BARGE_IN_WAV)
+    question = tmp_path / "question.wav"
+    write_wav(question, samples[: 3 * rate], rate)  # "what is the weather like today", then silence
+    async with talk("--no-ui", "--push-to-talk", "--voice", "tone", stdin=asyncio.subprocess.PIPE) as run:
+        assert run.process.stdin is not None
+        await run.wait_for_line("ready: mic")
+        run.process.stdin.write(b"\n")
+        await run.wait_for_line("push-to-talk: talking")
+        assert await (await play_into(vdev.mic, question)).wait() == 0
+        run.process.stdin.write(b"\n")
+        await run.wait_for_line("push-to-talk: sent")
+        await run.wait_for_line("assistant: audio playing")
+        run.process.send_signal(signal.SIGINT)
+        code, err = await run.finish()
+    assert code == 130 and "Traceback" not in err
+    assert not any("speech started" in line for line in run.lines)  # no server VAD in push-to-talk
+    assert run.lines[-1].startswith("session ended:")
+
+
+@pytest.mark.device
+async def test_ctrl_c_closes_cleanly_with_130(pulse: None) -> None:
+    async with talk("--no-ui", "--voice", "tone") as run:
+        await run.wait_for_line("ready: mic")
+        run.process.send_signal(signal.SIGINT)
+        code, err = await run.finish()
+    assert code == 130
+    assert run.lines[-1] == "session ended: 0 assistant turns, 0 barge-ins, 0 tool calls"
+    assert "Traceback" not in err and "interrupted" not in err  # ended by the session, not by KeyboardInterrupt
+
+
+@pytest.mark.device
+async def test_a_bad_input_device_is_one_line_naming_the_devices(pulse: None) -> None:
+    async with talk("--no-ui", "--input-device", "99") as run:
+        code, err = await run.finish()
+    assert code == 1 and run.lines == []
+    assert err.count("\n") == 1
+    assert err.startswith("voxline talk: error: no input device 99; available: ") and "pulse" in err
+
+
+@pytest.mark.device
+async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None) -> None:
+    async with talk("--no-ui", "--url", "ws://127.0.0.1:9/v1") as run:
+        code, err = await run.finish()
+    assert code == 1 and run.lines == [
+        "voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime); use headphones, or the assistant "
+        "may hear itself"]
+    assert err.count("\n") == 1 and err.startswith("voxline talk: error: cannot connect to ws://127.0.0.1:9/v1")
