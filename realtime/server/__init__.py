@@ -3,7 +3,7 @@
 It detects speech by energy, follows scripted replies (:mod:`.scenario`) and speaks
 them (espeak-ng when installed, else a synthetic tone voice); it does not
 understand speech. Layers: :mod:`.engine` (sans-I/O, plain dicts) →
-:mod:`.ws_session` / :mod:`.app` (websockets, HTTP) → :mod:`.cli` (``voxline serve``).
+:mod:`.ws_session` / :mod:`.webrtc` (WebRTC calls) / :mod:`.app` (websockets, HTTP) → :mod:`.cli` (``voxline serve``).
 """
 
 from realtime.server.app import Server, serve
@@ -14,6 +14,7 @@ from realtime.server.engine import Engine
 from realtime.server.scenario import Scenario, load_scenario
 from realtime.server.state import EngineConfig
 from realtime.server.timing import ClockLike
+from realtime.server.webrtc import RealtimeCalls
 
 __all__ = [
     "EMITTED_EVENT_TYPES",
@@ -21,6 +22,7 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "FaultConfig",
+    "RealtimeCalls",
     "Scenario",
     "Server",
     "ServerConfig",

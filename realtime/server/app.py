@@ -4,6 +4,7 @@
   Realtime session driven by :class:`~realtime.server.engine.Engine`.
 - ``POST /v1/realtime/client_secrets``: ephemeral keys
   (:mod:`realtime.server.http_api`).
+- ``POST /v1/realtime/calls`` (SDP offer): a WebRTC session (:mod:`realtime.server.webrtc`).
 
 Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
 401 ``Missing bearer or basic authentication in header``; a wrong one → 401
@@ -41,6 +42,7 @@ from realtime.server.responses import Pacing
 from realtime.server.scenario import Scenario, load_scenario
 from realtime.server.state import EngineConfig, Synth
 from realtime.server.voices import make_synth, warm_up
+from realtime.server.webrtc import CALLS_PATH, RealtimeCalls
 from realtime.server.ws_session import close_reason, run_engine, send_error_and_close
 
 __all__ = ["Server", "serve"]
@@ -63,6 +65,8 @@ class Server:
         self._rejected = 0
         self._ws: Any = None
         self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
+        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._engine_config)
+        self._routes[("POST", CALLS_PATH)] = self._calls.create
 
     @property
     def port(self) -> int:
@@ -100,6 +104,7 @@ class Server:
         if self._ws is not None:
             self._ws.close()
             await self._ws.wait_closed()
+        await self._calls.close()
 
     async def serve_forever(self) -> None:
         await self._ws.serve_forever()

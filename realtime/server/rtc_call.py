@@ -1,0 +1,162 @@
+"""One WebRTC call on the local server: the peer connection pumping a :class:`CallBridge`.
+
+The call owns its ``RTCPeerConnection``. Before the SDP answer is made it hooks the
+client's microphone track and the ``oai-events`` data channel, and (after the offer
+is applied) adds the outgoing track that plays the output buffer. When the channel
+arrives, ``session.created`` is sent before any client frame is handled.
+:meth:`Call.run` waits for the channel, then runs three jobs until the peer goes
+away: the microphone reader, a pacer that polls the engine when its next step is
+due (as over WebSocket), and the session-length timer. Client frames are handled
+as they arrive, in the channel's callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable
+from typing import Any
+
+from aiortc import RTCDataChannel, RTCPeerConnection
+from aiortc.mediastreams import MediaStreamTrack
+
+from realtime.server.config import ServerConfig
+from realtime.server.engine import Engine
+from realtime.server.ids import IdFactory
+from realtime.server.rtc_bridge import CallBridge
+from realtime.server.rtc_output import Samples
+from realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
+from realtime.transports.rtc_signaling import EVENTS_LABEL
+
+__all__ = ["Call"]
+
+CHANNEL_TIMEOUT_S = 15.0
+DRAIN_TIMEOUT_S = 1.0
+
+
+class Call:
+    """One call; create it, apply the offer, :meth:`add_output_track`, answer, then :meth:`run`."""
+
+    def __init__(self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig) -> None:
+        self.call_id = call_id
+        self.pc = pc
+        self._config = config
+        self.bridge = CallBridge(engine, self._send, IdFactory(None if config.seed is None else config.seed + 2))
+        self._channel: RTCDataChannel | None = None
+        self._channel_ready = asyncio.Event()
+        self._mic: MediaStreamTrack | None = None
+        self._ended = asyncio.Event()
+        self._wakeup = asyncio.Event()
+        pc.on("track", self._on_track)
+        pc.on("datachannel", self._on_datachannel)
+        pc.on("connectionstatechange", self._on_state)
+
+    def __repr__(self) -> str:
+        return f"<Call {self.call_id} {self.pc.connectionState}>"
+
+    def add_output_track(self) -> None:
+        """The outgoing audio track, reading the output buffer in real time (if the offer has audio)."""
+        if any(t.kind == "audio" for t in self.pc.getTransceivers()):
+            self.pc.addTrack(PacedAudioTrack(self.bridge.read_output, self._config.clock))
+
+    async def run(self) -> None:
+        """Serve the call until the peer leaves (or never opens the channel); then close it."""
+        try:
+            try:
+                async with asyncio.timeout(CHANNEL_TIMEOUT_S):
+                    await _first(self._channel_ready.wait(), self._ended.wait())
+            except TimeoutError:
+                return
+            if self._ended.is_set():
+                return
+            async with asyncio.TaskGroup() as group:
+                jobs = [group.create_task(self._pace()), group.create_task(self._expire())]
+                if self._mic is not None:
+                    jobs.append(group.create_task(pump_remote_audio(self._mic, self._on_mic)))
+                try:
+                    await self._ended.wait()
+                finally:
+                    for job in jobs:
+                        job.cancel()
+        finally:
+            await self.pc.close()
+
+    # Peer connection callbacks.
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio" and self._mic is None:
+            self._mic = track
+
+    def _on_datachannel(self, channel: RTCDataChannel) -> None:
+        if channel.label != EVENTS_LABEL or self._channel is not None:
+            return
+        self._channel = channel
+        channel.on("message", self._on_message)
+        channel.on("close", self._ended.set)
+        self.bridge.open()  # session.created goes first, before any client frame is handled
+        self._channel_ready.set()
+
+    def _on_state(self) -> None:
+        if self.pc.connectionState in ("failed", "closed"):
+            self._ended.set()
+
+    def _on_message(self, message: str | bytes) -> None:
+        if self._config.on_wire is not None:
+            text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
+            self._config.on_wire("in", text)
+        self.bridge.client_frame(message, self._config.clock.now())
+        self._wakeup.set()
+
+    def _on_mic(self, block: Samples) -> None:
+        self.bridge.microphone(block, self._config.clock.now())
+        self._wakeup.set()
+
+    def _send(self, ev: dict[str, Any]) -> None:
+        channel = self._channel
+        if channel is None or channel.readyState != "open":
+            return  # nothing is produced before the channel opens; after it closes the call is over
+        text = json.dumps(ev)
+        channel.send(text)
+        if self._config.on_wire is not None:
+            self._config.on_wire("out", text)
+
+    # Jobs.
+
+    async def _pace(self) -> None:
+        clock = self._config.clock
+        while True:
+            self._wakeup.clear()
+            due = self.bridge.engine.next_due()
+            if due is None:
+                await self._wakeup.wait()
+                continue
+            delay = due - clock.now()
+            if delay > 0:
+                await _first(clock.sleep(delay), self._wakeup.wait())
+                continue
+            self.bridge.poll(clock.now())
+
+    async def _expire(self) -> None:
+        await self._config.clock.sleep(self._config.max_session_s)
+        self.bridge.expire()
+        channel = self._channel
+        if channel is not None and channel.bufferedAmount > 0:
+            drained = asyncio.Event()
+            channel.bufferedAmountLowThreshold = 0
+            channel.once("bufferedamountlow", drained.set)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                    await drained.wait()
+        self._ended.set()
+
+
+async def _first(*waits: Awaitable[Any]) -> None:
+    """Wait for the first of ``waits``; cancel and reap the others."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

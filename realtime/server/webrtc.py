@@ -1,0 +1,136 @@
+"""``POST /v1/realtime/calls``: WebRTC sessions on the local server (PROTOCOL.md §1, WebRTC).
+
+The body is the client's SDP offer (``Content-Type: application/sdp``) and the
+caller authenticates like the WebSocket path (``Authorization: Bearer`` with the
+server's key or an ``ek_…`` it minted). The answer is ``201 Created`` with an
+``application/sdp`` body and ``Location: /v1/realtime/calls/{call_id}``. Each call
+runs the same :class:`~realtime.server.engine.Engine` as a WebSocket session,
+bridged by :mod:`realtime.server.rtc_call`. Peers are local: no ICE servers.
+
+:class:`RealtimeCalls` owns the running calls; :meth:`RealtimeCalls.close` ends
+them all (the server calls it when it closes). The ``multipart/form-data`` variant
+(offer plus session config, for servers holding an API key) is not modelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from urllib.parse import parse_qs
+
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+
+from realtime.server import errors
+from realtime.server.config import ServerConfig
+from realtime.server.engine import Engine
+from realtime.server.errors import ErrorSpec
+from realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body
+from realtime.server.ids import IdFactory
+from realtime.server.rtc_call import Call
+from realtime.server.scenario import Scenario
+from realtime.server.state import EngineConfig, Synth
+
+__all__ = ["CALLS_PATH", "RealtimeCalls"]
+
+CALLS_PATH = "/v1/realtime/calls"
+_DEFAULT_MODEL = "gpt-realtime"
+
+
+class RealtimeCalls:
+    """The calls endpoint and the calls it started."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        credentials: Credentials,
+        scenario: Scenario,
+        synth: Synth,
+        engine_config: Callable[[str], EngineConfig],
+    ) -> None:
+        self._config = config
+        self._credentials = credentials
+        self._scenario = scenario
+        self._synth = synth
+        self._engine_config = engine_config
+        self._ids = IdFactory(None if config.seed is None else config.seed + 3)
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._failures: list[BaseException] = []
+
+    @property
+    def active(self) -> list[str]:
+        """Ids of the calls still running."""
+        return [call_id for call_id, task in self._tasks.items() if not task.done()]
+
+    async def create(self, request: HttpRequest) -> HttpResponse:
+        """``POST /v1/realtime/calls``: answer the offer and start the call."""
+        problem = self._refusal(request)
+        if problem is not None:
+            return problem
+        token = self._credentials.bearer(request.headers.get("authorization")) or ""
+        initial = self._credentials.session_for(token, time.time())
+        model = parse_qs(request.query).get("model", [""])[0] or (initial or {}).get("model") or _DEFAULT_MODEL
+        engine = Engine(
+            self._engine_config(str(model)),
+            self._scenario,
+            self._synth,
+            wall_time=time.time(),
+            ids=IdFactory(None if self._config.seed is None else self._config.seed + 1),
+            initial_session=initial,
+        )
+        call = Call(self._ids.new("rtc"), RTCPeerConnection(RTCConfiguration(iceServers=[])), engine, self._config)
+        try:
+            await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(request.body), "offer"))
+            call.add_output_track()
+            await call.pc.setLocalDescription(await call.pc.createAnswer())
+        except (ValueError, AssertionError) as exc:  # aiortc's SDP parser asserts on some malformed lines
+            await call.pc.close()
+            detail = str(exc) or "malformed SDP"
+            return HttpResponse(400, error_body(errors.invalid_value(None, f"Invalid SDP offer: {detail}")))
+        task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
+        self._tasks[call.call_id] = task
+        task.add_done_callback(self._finished)
+        return HttpResponse(
+            201,
+            call.pc.localDescription.sdp.encode("utf-8"),
+            content_type="application/sdp",
+            headers={"Location": f"{CALLS_PATH}/{call.call_id}"},
+        )
+
+    async def close(self) -> None:
+        """End every call and wait until each peer connection is closed; re-raise a call's failure."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._failures:
+            raise self._failures[0]
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        """A call ended: forget it, keeping its error (if any) for :meth:`close`."""
+        self._tasks = {k: t for k, t in self._tasks.items() if t is not task}
+        if not task.cancelled() and task.exception() is not None:
+            self._failures.append(task.exception())
+
+    def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+        token = self._credentials.bearer(request.headers.get("authorization"))
+        if token is None:
+            return HttpResponse(401, error_body(errors.auth_missing()))
+        if not self._credentials.accepts(token, time.time()):
+            return HttpResponse(401, error_body(errors.invalid_api_key()))
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/sdp":
+            message = f"Unsupported content type {content_type or '(none)'!r}: send the SDP offer as application/sdp."
+            return HttpResponse(400, error_body(ErrorSpec(message, "unsupported_content_type")))
+        if not request.body.strip():
+            return HttpResponse(400, error_body(errors.invalid_value(None, "The SDP offer is empty.")))
+        return None
+
+
+def _offer_text(body: bytes) -> str:
+    """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section."""
+    text = body.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not lines[0].startswith("v=0") or not any(line.startswith("m=") for line in lines):
+        raise ValueError("expected an SDP offer (v=0 … m=…)")
+    return text

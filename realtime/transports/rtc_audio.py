@@ -1,0 +1,183 @@
+"""Audio on WebRTC media tracks: int16 mono 24 kHz blocks ↔ aiortc frames.
+
+- :class:`SampleQueue`: a FIFO of samples that always hands out a whole frame
+  (silence when empty), the feed of an outgoing track.
+- :class:`PacedAudioTrack`: an outgoing ``MediaStreamTrack`` producing 20 ms
+  ``av.AudioFrame`` s (s16 stereo at 24 kHz, both channels equal) paced by sample
+  count on a clock; aiortc's Opus encoder resamples them to 48 kHz. Sending two equal
+  channels avoids the -3 dB a mono→stereo upmix would add.
+- :class:`RemoteAudioDecoder`: a received frame (Opus decodes to s16 stereo 48 kHz,
+  960 samples) → channel 0 → int16 mono 24 kHz, with a streaming soxr resampler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fractions
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
+
+import av
+import numpy as np
+import numpy.typing as npt
+import soxr
+from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
+
+__all__ = [
+    "FRAME_SAMPLES",
+    "RATE",
+    "MonotonicClock",
+    "PacedAudioTrack",
+    "RemoteAudioDecoder",
+    "SampleQueue",
+    "TrackClock",
+    "pump_remote_audio",
+]
+
+RATE = 24_000
+FRAME_SAMPLES = 480  # 20 ms, the WebRTC audio packet time
+
+Samples = npt.NDArray[np.int16]
+
+
+class TrackClock(Protocol):
+    """Seconds on a monotonic timeline and a way to wait on it (``audio.clock``'s shape)."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, dt: float) -> None: ...
+
+
+class MonotonicClock:
+    """Real time: ``time.monotonic`` and ``asyncio.sleep``."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, dt: float) -> None:
+        await asyncio.sleep(max(0.0, dt))
+
+
+class SampleQueue:
+    """int16 samples waiting to be sent; :meth:`take` always returns exactly ``n``."""
+
+    def __init__(self) -> None:
+        self._blocks: deque[Samples] = deque()
+        self._queued = 0
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    def push(self, block: npt.ArrayLike) -> None:
+        """Queue a 1-D int16 block (copied)."""
+        samples = np.asarray(block)
+        if samples.dtype != np.int16 or samples.ndim != 1:
+            raise TypeError(f"expected a 1-D int16 array, got {samples.dtype} with shape {samples.shape}")
+        if samples.size:
+            self._blocks.append(samples.copy())
+            self._queued += samples.size
+
+    def take(self, n: int) -> Samples:
+        """The next ``n`` samples, zero-padded when fewer are queued."""
+        out = np.zeros(n, dtype=np.int16)
+        filled = 0
+        while filled < n and self._blocks:
+            head = self._blocks[0]
+            count = min(n - filled, head.size)
+            out[filled : filled + count] = head[:count]
+            filled += count
+            if count == head.size:
+                self._blocks.popleft()
+            else:
+                self._blocks[0] = head[count:]
+        self._queued -= filled
+        return out
+
+    def clear(self) -> int:
+        """Drop everything queued; return how many samples were dropped."""
+        dropped, self._queued = self._queued, 0
+        self._blocks.clear()
+        return dropped
+
+
+def audio_frame(samples: Samples, pts: int) -> av.AudioFrame:
+    """One s16 stereo frame at 24 kHz carrying ``samples`` on both channels."""
+    stereo = np.repeat(np.ascontiguousarray(samples, dtype="<i2"), 2)
+    frame = av.AudioFrame(format="s16", layout="stereo", samples=samples.size)
+    frame.planes[0].update(stereo.tobytes())
+    frame.sample_rate = RATE
+    frame.pts = pts
+    frame.time_base = fractions.Fraction(1, RATE)
+    return frame
+
+
+class PacedAudioTrack(MediaStreamTrack):
+    """An outgoing audio track: ``pull(n)`` gives each 20 ms frame, released in real time.
+
+    Frame *k* is released at ``start + k * 20 ms`` on ``clock`` (the first at once), so a
+    slow consumer catches up instead of drifting. ``pull`` runs on the event loop.
+    """
+
+    kind = "audio"
+
+    def __init__(self, pull: Callable[[int], Samples], clock: TrackClock | None = None) -> None:
+        super().__init__()
+        self._pull = pull
+        self._clock = clock or MonotonicClock()
+        self._start: float | None = None
+        self._sent = 0
+
+    async def recv(self) -> av.AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        if self._start is None:
+            self._start = self._clock.now()
+        else:
+            delay = self._start + self._sent / RATE - self._clock.now()
+            if delay > 0:
+                await self._clock.sleep(delay)
+        if self.readyState != "live":
+            raise MediaStreamError
+        frame = audio_frame(self._pull(FRAME_SAMPLES), self._sent)
+        self._sent += FRAME_SAMPLES
+        return frame
+
+
+class RemoteAudioDecoder:
+    """Received frames (s16 or s16p, any layout and rate) → channel 0 as int16 mono 24 kHz."""
+
+    def __init__(self) -> None:
+        self._rate: int | None = None
+        self._stream: soxr.ResampleStream | None = None
+
+    def decode(self, frame: av.AudioFrame) -> Samples:
+        data = frame.to_ndarray()
+        channels = len(frame.layout.channels)
+        if frame.format.name not in ("s16", "s16p"):
+            raise ValueError(f"unexpected audio sample format {frame.format.name}")
+        first = data[0] if frame.format.is_planar else data.reshape(-1)[::channels]
+        mono = np.ascontiguousarray(first, dtype=np.int16)
+        if frame.sample_rate != self._rate:
+            self._rate = frame.sample_rate
+            self._stream = None if self._rate == RATE else soxr.ResampleStream(self._rate, RATE, 1, dtype="int16")
+        if self._stream is None:
+            return mono
+        out: Samples = self._stream.resample_chunk(mono)
+        return out
+
+
+async def pump_remote_audio(track: MediaStreamTrack, sink: Callable[[Samples], None]) -> None:
+    """Read ``track`` until it ends, handing each decoded 24 kHz block to ``sink``."""
+    decoder = RemoteAudioDecoder()
+    while True:
+        try:
+            frame = await track.recv()
+        except MediaStreamError:
+            return
+        assert isinstance(frame, av.AudioFrame)
+        block = decoder.decode(frame)
+        if block.size:
+            sink(block)

@@ -1,0 +1,109 @@
+"""WebRTC signaling: the SDP offer POSTed to ``/v1/realtime/calls`` (PROTOCOL.md §1, WebRTC).
+
+``POST {base}/realtime/calls`` with ``Content-Type: application/sdp`` and
+``Authorization: Bearer <key or ek_…>``; the answer is ``201`` with the SDP answer as
+the body and a ``Location`` header whose last path segment is the call id. The
+request runs with ``urllib`` in a worker thread (no HTTP client dependency). Failures
+are one-line :class:`~realtime.errors.ConnectionFailed` errors naming the HTTP status,
+never the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+from ..errors import ConfigurationError, ConnectionFailed
+
+__all__ = ["EVENTS_LABEL", "Answer", "calls_url", "is_loopback_url", "post_offer"]
+
+EVENTS_LABEL = "oai-events"
+"""The label of the data channel that carries the JSON events."""
+
+_MAX_ANSWER = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The service's reply to an offer."""
+
+    sdp: str
+    call_id: str
+
+
+def calls_url(base: str, *, model: str | None = None) -> str:
+    """``{base}/realtime/calls`` over http(s); ws(s) bases are mapped like the SDK maps them back.
+
+    ``base`` may be the API base (``https://api.openai.com/v1``, ``ws://127.0.0.1:8765/v1``),
+    a ``…/realtime`` URL or the calls URL itself. ``?model=`` is added when given.
+    """
+    parts = urllib.parse.urlsplit(base)
+    scheme = {"http": "http", "https": "https", "ws": "http", "wss": "https"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ConfigurationError(f"not an HTTP or WebSocket URL: {base!r}")
+    path = parts.path.rstrip("/")
+    if path.endswith("/realtime"):
+        path += "/calls"
+    elif not path.endswith("/realtime/calls"):
+        path += "/realtime/calls"
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    if model and "model" not in query:
+        query["model"] = model
+    return urllib.parse.urlunsplit((scheme, parts.netloc, path, urllib.parse.urlencode(query), ""))
+
+
+def is_loopback_url(url: str) -> bool:
+    """Does ``url`` point at this machine (``localhost``, ``127.0.0.0/8``, ``::1``)?"""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def post_offer(url: str, token: str, offer_sdp: str, *, timeout: float = 10.0) -> Answer:
+    """POST the offer; return the answer and call id, or raise ConnectionFailed."""
+    return await asyncio.to_thread(_post, url, token, offer_sdp, timeout)
+
+
+def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
+    request = urllib.request.Request(
+        url,
+        data=offer_sdp.encode("utf-8"),
+        method="POST",
+        headers={"Content-Type": "application/sdp", "Authorization": f"Bearer {token}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = response.status
+            body = response.read(_MAX_ANSWER).decode("utf-8", "replace")
+            location = response.headers.get("Location", "")
+    except urllib.error.HTTPError as exc:
+        detail = _error_message(exc.read(_MAX_ANSWER))
+        hint = " (the token was refused)" if exc.code in (401, 403) else ""
+        raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {exc.code}{hint}{detail}") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else str(exc.reason)
+        raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
+    except OSError as exc:  # includes timeouts
+        raise ConnectionFailed(f"cannot connect to {url}: {exc.strerror or type(exc).__name__}") from None
+    call_id = location.rstrip("/").rsplit("/", 1)[-1]
+    if status != 201 or not body.startswith("v=") or not call_id:
+        raise ConnectionFailed(f"{url} answered the WebRTC offer with HTTP {status} but no SDP answer and call id")
+    return Answer(body, call_id)
+
+
+def _error_message(body: bytes) -> str:
+    """``: <message>`` from a JSON error body, on one line; empty if there is none."""
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return f": {' '.join(str(message).split())}" if message else ""

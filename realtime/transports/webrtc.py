@@ -1,0 +1,196 @@
+"""WebRTC transport (aiortc): events on the ``oai-events`` data channel, audio on media tracks.
+
+:meth:`WebRTCTransport.connect` creates a peer connection (no ICE servers when the
+peer is on loopback, aiortc's default otherwise), the ``oai-events`` data channel
+and an outgoing audio track, POSTs the SDP offer to ``{base}/realtime/calls``
+(:mod:`.rtc_signaling`), applies the answer and waits for the channel to open.
+
+Then it is a :class:`~realtime.transports.base.Transport` over the data channel:
+``send``/``recv`` move whole JSON text frames, and the end of the channel or of the
+peer connection becomes :class:`~realtime.errors.ConnectionClosed` (code 1006: WebRTC
+has no close frame). Audio goes around the event stream (PROTOCOL.md §1): the
+microphone is whatever is given to :meth:`WebRTCTransport.push_audio` (int16 mono
+24 kHz, sent in real time, silence when nothing is queued), and the assistant's
+voice arrives on the remote track, decoded to int16 mono 24 kHz blocks handed to
+``on_audio``. There is no ``input_audio_buffer.append`` and no
+``response.output_audio.delta``: the server owns the output buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterable, Awaitable, Callable
+
+import numpy as np
+import numpy.typing as npt
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamTrack
+
+from ..errors import ConnectionClosed, ConnectionFailed
+from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
+from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
+
+__all__ = ["AudioHandler", "WebRTCTransport"]
+
+AudioHandler = Callable[[npt.NDArray[np.int16]], None]
+"""Receives each block of the assistant's voice: int16 mono 24 kHz."""
+
+_HIGH_WATER = 1024 * 1024  # bytes waiting in the data channel before send() waits
+_LOW_WATER = 256 * 1024
+_REMOTE_CLOSED = (1006, "the WebRTC peer connection ended")
+
+
+class WebRTCTransport:
+    """A Realtime call over WebRTC; create with :meth:`connect`."""
+
+    def __init__(self, pc: RTCPeerConnection, url: str) -> None:
+        self._pc = pc
+        self.url = url
+        self.call_id: str | None = None
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self._mic = SampleQueue()
+        self._mic_track = PacedAudioTrack(self._mic.take)
+        self._remote: MediaStreamTrack | None = None
+        self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._opened = asyncio.Event()
+        self._drained = asyncio.Event()
+        pc.addTrack(self._mic_track)
+        self._channel = pc.createDataChannel(EVENTS_LABEL)
+        self._channel.bufferedAmountLowThreshold = _LOW_WATER
+        self._channel.on("open", self._opened.set)
+        self._channel.on("message", self._on_message)
+        self._channel.on("close", lambda: self._lost(*_REMOTE_CLOSED))
+        self._channel.on("bufferedamountlow", self._drained.set)
+        pc.on("track", self._on_track)
+        pc.on("connectionstatechange", self._on_state)
+
+    def __repr__(self) -> str:
+        state = "open" if self.close_code is None else f"closed {self.close_code}"
+        return f"<WebRTCTransport {self.url} call={self.call_id} {state}>"
+
+    @classmethod
+    async def connect(
+        cls,
+        base_url: str,
+        token: str,
+        *,
+        model: str | None = "gpt-realtime",
+        audio_source: AsyncIterable[npt.NDArray[np.int16]] | None = None,
+        on_audio: AudioHandler | None = None,
+        open_timeout: float = 10.0,
+    ) -> WebRTCTransport:
+        """Open a call: offer, answer, data channel open; then audio flows both ways.
+
+        ``audio_source`` (optional) is read in the background into :meth:`push_audio`;
+        ``on_audio`` gets the remote track's audio. Raises ConnectionFailed.
+        """
+        url = calls_url(base_url, model=model)
+        local = is_loopback_url(url)
+        transport = cls(RTCPeerConnection(RTCConfiguration(iceServers=[]) if local else RTCConfiguration()), url)
+        try:
+            async with asyncio.timeout(open_timeout):
+                await transport._negotiate(token, open_timeout)
+        except TimeoutError:
+            await transport._pc.close()
+            raise ConnectionFailed(f"the WebRTC call to {url} did not open within {open_timeout:g} s") from None
+        except BaseException:  # ConnectionFailed, or the caller gave up: never leave the peer connection open
+            await transport._pc.close()
+            raise
+        transport._start(on_audio, audio_source)
+        return transport
+
+    async def _negotiate(self, token: str, timeout: float) -> None:
+        pc = self._pc
+        await pc.setLocalDescription(await pc.createOffer())
+        answer = await post_offer(self.url, token, pc.localDescription.sdp, timeout=timeout)
+        self.call_id = answer.call_id
+        try:
+            await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))
+        except ValueError as exc:
+            raise ConnectionFailed(f"{self.url} sent an unusable SDP answer: {exc}") from None
+        await self._opened.wait()
+
+    def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:
+        if self._remote is not None:
+            sink = on_audio or (lambda _block: None)
+            self._tasks.append(asyncio.create_task(self._guard(pump_remote_audio(self._remote, sink), "on_audio")))
+        if source is not None:
+            self._tasks.append(asyncio.create_task(self._guard(self._feed(source), "audio_source")))
+
+    # Audio.
+
+    def push_audio(self, block: npt.ArrayLike) -> None:
+        """Queue microphone audio (1-D int16, 24 kHz mono); the track sends it in real time."""
+        self._mic.push(block)
+
+    @property
+    def queued_audio_samples(self) -> int:
+        """Microphone samples pushed and not yet sent."""
+        return self._mic.queued
+
+    async def _feed(self, source: AsyncIterable[npt.NDArray[np.int16]]) -> None:
+        async for block in source:
+            self._mic.push(block)
+
+    async def _guard(self, job: Awaitable[None], what: str) -> None:
+        """Run an audio job; its failure ends the connection (seen as ConnectionClosed 1011)."""
+        try:
+            await job
+        except Exception as exc:
+            self._lost(1011, f"{what} failed: {type(exc).__name__}: {exc}")
+
+    # Transport.
+
+    async def send(self, text: str) -> None:
+        """Send one text frame on the data channel; waits while much is still buffered."""
+        while self.close_code is None and self._channel.bufferedAmount > _HIGH_WATER:
+            self._drained.clear()
+            await self._drained.wait()
+        if self.close_code is not None or self._channel.readyState != "open":
+            raise ConnectionClosed(*self._close_args())
+        self._channel.send(text)
+
+    async def recv(self) -> str:
+        """The next text frame; raises ConnectionClosed once the call ended and all was read."""
+        if self.close_code is not None and self._inbox.empty():
+            raise ConnectionClosed(self.close_code, self.close_reason)
+        item = await self._inbox.get()
+        if item is None:
+            self._inbox.put_nowait(None)  # later recv() calls see the end too
+            raise ConnectionClosed(*self._close_args())
+        return item
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Hang up: stop the audio jobs and close the peer connection. Idempotent."""
+        if self.close_code is None:
+            self._lost(code, reason)
+        self._mic_track.stop()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self._pc.close()
+
+    # Callbacks.
+
+    def _on_message(self, message: str | bytes) -> None:
+        self._inbox.put_nowait(message if isinstance(message, str) else message.decode("utf-8", "replace"))
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio" and self._remote is None:
+            self._remote = track
+
+    def _on_state(self) -> None:
+        if self._pc.connectionState in ("failed", "closed"):
+            self._lost(*_REMOTE_CLOSED)
+
+    def _lost(self, code: int, reason: str) -> None:
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+            self._inbox.put_nowait(None)
+            self._drained.set()
+
+    def _close_args(self) -> tuple[int, str]:
+        return (self.close_code or _REMOTE_CLOSED[0], self.close_reason if self.close_code else _REMOTE_CLOSED[1])

@@ -1,0 +1,388 @@
+"""WebRTC: voxline's client transport against the local server's ``/v1/realtime/calls``, on loopback.
+
+Events travel on the ``oai-events`` data channel, the microphone and the assistant's voice on
+Opus media tracks. Every data-channel frame, in both directions and on both ends, is validated
+by the oracle (the official SDK's event types). Plus plain-number tests of the server's output
+buffer and of the transport's helpers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from aiortc import RTCConfiguration, RTCPeerConnection
+from openai import AsyncOpenAI
+
+from audio.voice import synthesize
+from realtime.connection import RealtimeConnection
+from realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
+from realtime.server import ServerConfig, serve
+from realtime.server.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
+from realtime.transports import Transport
+from realtime.transports.rtc_audio import SampleQueue
+from realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
+from realtime.transports.webrtc import WebRTCTransport
+from tests.oracle import WireRecorder
+
+RATE = 24_000
+KEY = "sk-webrtc-test"
+SHORT = "Hello from the local server."
+LONG = "This is a long reply that keeps talking for a few seconds so that it can be interrupted midway."
+LOUD = 300  # int16 level that counts as sound (the tone voice peaks near 10 000)
+
+
+def scenario(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "reply.toml"
+    path.write_text(f'name = "webrtc"\nafter_last = "repeat_last"\n[[turns]]\nsay = "{text}"\n', encoding="utf-8")
+    return path
+
+
+def loud_seconds(audio: np.ndarray) -> float:
+    """Length from the first to the last loud sample."""
+    loud = np.flatnonzero(np.abs(audio.astype(np.int32)) > LOUD)
+    return 0.0 if loud.size == 0 else (loud[-1] - loud[0] + 1) / RATE
+
+
+def quiet_tail_seconds(audio: np.ndarray) -> float:
+    """Length of the quiet stretch after the last loud sample."""
+    loud = np.flatnonzero(np.abs(audio.astype(np.int32)) > LOUD)
+    return len(audio) / RATE if loud.size == 0 else (len(audio) - 1 - loud[-1]) / RATE
+
+
+class Peer:
+    """The client end: raw frames over the WebRTC transport (recorded), plus the audio of the remote track."""
+
+    transport: WebRTCTransport
+
+    def __init__(self, wire: WireRecorder) -> None:
+        self.wire = wire
+        self.heard: list[np.ndarray] = []
+        self.grew = asyncio.Event()
+
+    def on_audio(self, block: np.ndarray) -> None:
+        self.heard.append(block)
+        self.grew.set()
+
+    @property
+    def audio(self) -> np.ndarray:
+        return np.concatenate(self.heard) if self.heard else np.zeros(0, np.int16)
+
+    async def send(self, event: dict[str, Any]) -> None:
+        text = json.dumps(event)
+        self.wire("out", text)
+        await self.transport.send(text)
+
+    async def until(self, type_: str) -> list[dict[str, Any]]:
+        """Server events up to and including the first of ``type_``."""
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(15):
+            while True:
+                text = await self.transport.recv()
+                self.wire("in", text)
+                seen.append(json.loads(text))
+                if seen[-1]["type"] == type_:
+                    return seen
+
+    async def audio_until(self, predicate: Callable[[np.ndarray], bool]) -> None:
+        """Wait (at the track's own pace) until the heard audio satisfies ``predicate``."""
+        async with asyncio.timeout(15):
+            while not predicate(self.audio):
+                self.grew.clear()
+                await self.grew.wait()
+
+
+@asynccontextmanager
+async def call(
+    tmp_path: Path, text: str = SHORT, source: AsyncIterator[np.ndarray] | None = None, **overrides: Any
+) -> AsyncIterator[tuple[Peer, WireRecorder]]:
+    """A server with one reply and a connected client; both ends' frames are validated on exit."""
+    client_wire, server_wire = WireRecorder(), WireRecorder()
+
+    def on_server_wire(direction: str, text: str) -> None:
+        server_wire("out" if direction == "in" else "in", text)  # the server's "in" is a client event
+
+    settings: dict[str, Any] = {"port": 0, "voice": "tone", "speed": float("inf"), "api_key": KEY,
+                                "scenario": scenario(tmp_path, text), "on_wire": on_server_wire}
+    async with serve(ServerConfig(**{**settings, **overrides})) as server:
+        peer = Peer(client_wire)
+        peer.transport = await WebRTCTransport.connect(
+            server.http_url, KEY, on_audio=peer.on_audio, audio_source=source
+        )
+        try:
+            await peer.until("conversation.created")
+            yield peer, client_wire
+        finally:
+            await peer.transport.close()
+    client_wire.verify()
+    server_wire.verify()
+    assert client_wire.frames and server_wire.frames
+
+
+async def say(peer: Peer, text: str = "hi") -> None:
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    await peer.send({"type": "conversation.item.create", "item": item})
+    await peer.send({"type": "response.create"})
+
+
+def first(events: list[dict[str, Any]], type_: str) -> dict[str, Any]:
+    return next(e for e in events if e["type"] == type_)
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+# ---------------------------------------------------------------- client ↔ server over loopback
+
+
+async def test_session_update_through_a_realtime_connection(tmp_path: Path) -> None:
+    recorder = WireRecorder()
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        transport = await WebRTCTransport.connect(server.http_url, KEY)
+        assert isinstance(transport, Transport)
+        assert (transport.call_id or "").startswith("rtc_")  # the Location header's last segment
+        async with RealtimeConnection(transport, on_wire=recorder) as conn:
+            vad = {"type": "server_vad", "silence_duration_ms": 400}
+            conn.protocol.update_session({"type": "realtime", "instructions": "Be brief.",
+                                          "audio": {"input": {"turn_detection": vad}}})
+            await conn.flush()
+            async with asyncio.timeout(10):
+                while getattr(out := await conn.recv(), "type", None) != "session.updated":
+                    pass
+            assert out.session.instructions == "Be brief."
+            assert conn.protocol.session["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 400
+    recorder.verify()
+    assert recorder.types("in") == {"session.created", "conversation.created", "session.updated"}
+    assert recorder.types("out") == {"session.update"}
+
+
+async def test_reply_audio_arrives_on_the_remote_track(tmp_path: Path) -> None:
+    expected_s = loud_seconds(synthesize(SHORT, "tone"))
+    async with call(tmp_path) as (peer, client_wire):
+        await say(peer)
+        events = await peer.until("output_audio_buffer.stopped")
+        await peer.audio_until(lambda a: loud_seconds(a) > 0 and quiet_tail_seconds(a) > 0.2)
+    kinds = types(events)
+    assert kinds.index("response.created") < kinds.index("output_audio_buffer.started")
+    assert kinds.index("response.done") < kinds.index("output_audio_buffer.stopped")  # played in real time
+    done = first(events, "response.done")
+    assert done["response"]["status"] == "completed"
+    assert first(events, "output_audio_buffer.started")["response_id"] == done["response"]["id"]
+    assert first(events, "output_audio_buffer.stopped")["response_id"] == done["response"]["id"]
+    assert loud_seconds(peer.audio) == pytest.approx(expected_s, abs=0.05)
+    assert "response.output_audio.delta" not in client_wire.types("in")  # the audio went on the track
+    assert {"response.output_audio.done", "response.output_audio_transcript.done"} <= client_wire.types("in")
+
+
+async def test_cancel_and_clear_stop_the_audio_mid_reply(tmp_path: Path) -> None:
+    full_s = loud_seconds(synthesize(LONG, "tone"))
+    async with call(tmp_path, LONG, speed=2.0) as (peer, client_wire):
+        await say(peer)
+        await peer.until("output_audio_buffer.started")
+        await peer.audio_until(lambda a: loud_seconds(a) >= 1.0)
+        await peer.send({"type": "response.cancel"})
+        await peer.send({"type": "output_audio_buffer.clear"})
+        events = await peer.until("output_audio_buffer.cleared")
+        events += await peer.until("conversation.item.truncated")
+        at_clear = len(peer.audio)
+        await peer.audio_until(lambda a: len(a) >= at_clear + RATE)  # one more second of track time
+    done = first(events, "response.done")
+    assert done["response"]["status"] == "cancelled"
+    assert done["response"]["status_details"]["reason"] == "client_cancelled"
+    assert first(events, "output_audio_buffer.cleared")["response_id"] == done["response"]["id"]
+    truncated = first(events, "conversation.item.truncated")
+    assert 1000 <= truncated["audio_end_ms"] < (full_s - 1.0) * 1000  # cut where the server's playout was
+    assert np.abs(peer.audio[at_clear + RATE // 2 :]).max() <= LOUD  # the track went quiet
+    assert loud_seconds(peer.audio) < full_s - 1.0
+    assert "output_audio_buffer.stopped" not in client_wire.types("in")
+
+
+async def test_speech_on_the_microphone_track_triggers_server_vad(tmp_path: Path) -> None:
+    speech = synthesize("Hello there, what is the weather like today?", "tone")
+
+    async def microphone() -> AsyncIterator[np.ndarray]:  # read by the transport into its track
+        for block in (np.zeros(RATE // 2, np.int16), speech, np.zeros(RATE, np.int16)):
+            yield block
+
+    async with call(tmp_path, source=microphone()) as (peer, _client_wire):
+        events = await peer.until("input_audio_buffer.speech_started")
+        events += await peer.until("input_audio_buffer.speech_stopped")
+        events += await peer.until("response.created")  # create_response is on by default
+    start, stop = first(events, "input_audio_buffer.speech_started"), first(events, "input_audio_buffer.speech_stopped")
+    assert start["item_id"] == stop["item_id"]
+    assert first(events, "input_audio_buffer.committed")["item_id"] == start["item_id"]
+    # prefix padding (300 ms) + the loud part of the speech + silence duration (500 ms), give or take the codec
+    spoken_ms = stop["audio_end_ms"] - start["audio_start_ms"] - 300 - 500
+    assert spoken_ms == pytest.approx(loud_seconds(speech) * 1000, abs=120)
+
+
+async def test_barge_in_by_voice_clears_the_output_buffer(tmp_path: Path) -> None:
+    speech = synthesize("Wait, stop please.", "tone")
+    full_s = loud_seconds(synthesize(LONG, "tone"))
+    async with call(tmp_path, LONG, speed=2.0) as (peer, _client_wire):
+        await say(peer)
+        await peer.until("output_audio_buffer.started")
+        await peer.audio_until(lambda a: loud_seconds(a) >= 1.0)
+        peer.transport.push_audio(speech)
+        events = await peer.until("output_audio_buffer.cleared")
+        events += await peer.until("conversation.item.truncated")
+    kinds = types(events)
+    done = first(events, "response.done")
+    assert done["response"]["status"] == "cancelled"
+    assert done["response"]["status_details"]["reason"] == "turn_detected"
+    assert kinds.index("input_audio_buffer.speech_started") < kinds.index("output_audio_buffer.cleared")
+    assert 1000 <= first(events, "conversation.item.truncated")["audio_end_ms"] < (full_s - 1.0) * 1000
+
+
+async def test_a_refused_token_is_one_line_with_http_401(tmp_path: Path) -> None:
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        with pytest.raises(ConnectionFailed) as caught:
+            await WebRTCTransport.connect(server.http_url, "sk-wrong-token-123456")
+    message = str(caught.value)
+    assert "HTTP 401" in message and "\n" not in message
+    assert "sk-wrong-token-123456" not in message
+
+
+async def test_no_server_is_a_one_line_connection_failure() -> None:
+    async with serve(ServerConfig(port=0, voice="tone")) as server:
+        url = server.http_url
+    with pytest.raises(ConnectionFailed, match="cannot connect to .*realtime/calls") as caught:
+        await WebRTCTransport.connect(url, KEY)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "offer",
+    ["this is not SDP", "v=0\r\n", "v=0\r\nm=audio\r\n", "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 0\r\na=mid:0\r\n"],
+)
+async def test_a_bad_offer_is_refused_with_http_400(tmp_path: Path, offer: str) -> None:
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        with pytest.raises(ConnectionFailed, match="HTTP 400: Invalid SDP offer"):
+            await post_offer(calls_url(server.http_url), KEY, offer)
+
+
+async def test_the_official_sdk_gets_an_sdp_answer(tmp_path: Path) -> None:
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        pc.createDataChannel("oai-events")
+        pc.addTransceiver("audio")
+        await pc.setLocalDescription(await pc.createOffer())
+        async with AsyncOpenAI(api_key=KEY, base_url=server.http_url) as client:
+            answer = await client.realtime.calls.create(sdp=pc.localDescription.sdp)
+        await pc.close()
+    assert answer.response.status_code == 201
+    assert answer.response.headers["content-type"] == "application/sdp"
+    assert answer.response.headers["location"].startswith("/v1/realtime/calls/rtc_")
+    assert "opus/48000/2" in answer.text and "m=application" in answer.text
+
+
+async def test_closing_the_server_ends_the_call(tmp_path: Path) -> None:
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        transport = await WebRTCTransport.connect(server.url, KEY)  # a ws:// base is mapped to http://
+        assert json.loads(await transport.recv())["type"] == "session.created"
+        await server.close()
+        with pytest.raises(ConnectionClosed) as caught:
+            async with asyncio.timeout(10):
+                while True:
+                    await transport.recv()
+        assert caught.value.code == 1006
+        await transport.close()
+
+
+async def test_the_session_length_cap_sends_session_expired_then_hangs_up(tmp_path: Path) -> None:
+    async with call(tmp_path, max_session_s=1.0) as (peer, _client_wire):
+        events = await peer.until("error")
+        assert events[-1]["error"]["code"] == "session_expired"
+        with pytest.raises(ConnectionClosed):
+            async with asyncio.timeout(10):
+                while True:
+                    await peer.transport.recv()
+
+
+# ---------------------------------------------------------------- the server's output buffer
+
+
+def tone(n: int, value: int = 1000) -> np.ndarray:
+    return np.full(n, value, dtype=np.int16)
+
+
+def test_output_buffer_announces_start_and_stop_per_response() -> None:
+    buf = OutputAudioBuffer()
+    buf.push("r1", "i1", tone(600))
+    samples, notices = buf.read(480)
+    assert notices == [Started("r1")] and samples.min() == 1000
+    samples, notices = buf.read(480)
+    assert notices == [] and samples[:120].min() == 1000 and samples[120:].max() == 0  # underrun: still playing
+    assert buf.playing == "r1"
+    buf.finish("r1")
+    _, notices = buf.read(480)
+    assert notices == [Stopped("r1")] and not buf.audible
+
+
+def test_output_buffer_hands_over_between_responses() -> None:
+    buf = OutputAudioBuffer()
+    buf.push("r1", "i1", tone(240))
+    buf.finish("r1")
+    buf.push("r2", "i2", tone(480, 2000))
+    samples, notices = buf.read(480)
+    assert notices == [Started("r1"), Stopped("r1"), Started("r2")]
+    assert samples[239] == 1000 and samples[240] == 2000
+    assert buf.played_samples("i1") == 240 and buf.played_samples("i2") == 240
+
+
+def test_output_buffer_clear_reports_what_was_cut() -> None:
+    buf = OutputAudioBuffer()
+    buf.push("r1", "i1", tone(1000))
+    buf.push("r1", "i2", tone(500))
+    buf.read(480)
+    cleared = buf.clear()
+    assert cleared == Cleared("r1", (("i1", 480), ("i2", 0)), dropped_samples=1020)
+    samples, notices = buf.read(480)
+    assert notices == [] and samples.max() == 0 and not buf.audible
+    assert buf.clear() == Cleared("r1", (), 0)  # nothing left: names the last response
+
+
+def test_output_buffer_clear_before_any_audio_names_no_response() -> None:
+    assert OutputAudioBuffer().clear() == Cleared(None, (), 0)
+
+
+# ---------------------------------------------------------------- client helpers
+
+
+def test_sample_queue_hands_out_whole_frames() -> None:
+    queue = SampleQueue()
+    queue.push(np.arange(1, 301, dtype=np.int16))
+    queue.push(np.arange(301, 501, dtype=np.int16))
+    first = queue.take(480)
+    assert list(first[:3]) == [1, 2, 3] and first[-1] == 480 and queue.queued == 20
+    second = queue.take(480)
+    assert list(second[:20]) == list(range(481, 501)) and second[20:].max() == 0 and queue.queued == 0
+    with pytest.raises(TypeError):
+        queue.push(np.zeros(4, dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("base", "url"),
+    [
+        ("http://127.0.0.1:8765/v1", "http://127.0.0.1:8765/v1/realtime/calls?model=m"),
+        ("ws://127.0.0.1:8765/v1/", "http://127.0.0.1:8765/v1/realtime/calls?model=m"),
+        ("wss://api.openai.com/v1/realtime", "https://api.openai.com/v1/realtime/calls?model=m"),
+        ("https://api.openai.com/v1/realtime/calls", "https://api.openai.com/v1/realtime/calls?model=m"),
+    ],
+)
+def test_calls_url(base: str, url: str) -> None:
+    assert calls_url(base, model="m") == url
+
+
+def test_calls_url_rejects_other_schemes_and_spots_loopback() -> None:
+    with pytest.raises(ConfigurationError):
+        calls_url("ftp://example.com/v1")
+    assert is_loopback_url("http://127.0.0.1:1/v1") and is_loopback_url("http://[::1]:1/v1")
+    assert is_loopback_url("http://localhost/v1") and not is_loopback_url("https://api.openai.com/v1")
