@@ -364,6 +364,8 @@ class RealtimeProtocol:
             case ev.BetaServerEvent():
                 self._events.append(BetaProtocolDetected(event.type, event.ga_type))
                 return True
+            case ev.OutputAudioBufferStarted() | ev.OutputAudioBufferStopped() | ev.OutputAudioBufferCleared():
+                return True  # the server's playback state, still true after a cancel
             case _:
                 rid = getattr(event, "response_id", None)
                 return not (rid is not None and rid in self._dropping)

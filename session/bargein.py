@@ -71,11 +71,18 @@ def plan_barge_in(
     server_cancels: bool,
     trigger: Trigger,
     transport: Transport = Transport.WEBSOCKET,
+    server_playing: bool = False,
 ) -> BargeInPlan:
-    """Decide the commands for one barge-in. ``items`` are in response order."""
-    cancel = response_active and not (trigger is Trigger.SERVER_VAD and server_cancels)
+    """Decide the commands for one barge-in. ``items`` are in response order.
+
+    ``server_playing`` (WebRTC) is true between ``output_audio_buffer.started`` and
+    ``.stopped``/``.cleared``: the server's buffer may hold audio after the response is done.
+    """
+    server_acts = trigger is Trigger.SERVER_VAD and server_cancels  # it cancels and clears by itself
+    cancel = response_active and not server_acts
     if transport is Transport.WEBRTC:
-        return BargeInPlan((), (), cancel=cancel, clear_output_buffer=response_active)
+        clear = (response_active or server_playing) and not server_acts
+        return BargeInPlan((), (), cancel=cancel, clear_output_buffer=clear)
     truncate: list[tuple[str, int, int]] = []
     delete: list[str] = []
     for item in items:

@@ -36,6 +36,7 @@ from .events import (
     TranscriptDelta,
     TranscriptDone,
 )
+from .track_audio import TrackTagger
 
 __all__ = ["SessionCore"]
 
@@ -67,10 +68,12 @@ class SessionCore:
         transport: Transport = Transport.WEBSOCKET,
         raw_events: bool = False,
         fade_ms: float = FADE_MS,
+        track: TrackTagger | None = None,
     ) -> None:
         self.protocol = protocol
         self.playout = playout
-        self.transport = transport
+        self.track = track  # WebRTC: audio comes on a media track, tagged by the server's playback
+        self.transport = Transport.WEBRTC if track is not None else transport
         self.raw_events = raw_events
         self.fade_ms = fade_ms
         self._events: list[SessionEvent] = []
@@ -89,6 +92,8 @@ class SessionCore:
     # ------------------------------------------------------------------ input
     def handle(self, output: ProtocolOutput, now: float) -> None:
         """Take one protocol output (server event or notice) at listener time ``now``."""
+        if self.track is not None:
+            self.track.handle(output)
         if self.raw_events and not isinstance(output, (CommandFailed, MalformedServerEvent, ResponseStatusChanged,
                                                            TruncateAdjusted)):
             self._events.append(RawServerEvent(output))
@@ -174,6 +179,7 @@ class SessionCore:
             self.playout.queued_samples > 0
             or self.playout.playing_at(now) is not None
             or self.protocol.active_response_id is not None
+            or (self.track is not None and self.track.server_playing)
         )
 
     # ------------------------------------------------------------------ barge-in
@@ -194,6 +200,7 @@ class SessionCore:
             server_cancels=self.protocol.server_cancels_on_speech,
             trigger=trigger,
             transport=self.transport,
+            server_playing=self.track is not None and self.track.server_playing,
         )
         for rid in responses:
             self.protocol.drop_response(rid)
@@ -210,14 +217,15 @@ class SessionCore:
             trigger=trigger.value,
             at=now,
             item_id=cut.item_id,
-            heard_ms=(playing.heard_samples if playing else 0) * 1000 / RATE,
-            received_ms=(playing.received_samples if playing else 0) * 1000 / RATE,
+            heard_ms=(playing.heard_samples if playing else cut.heard_samples) * 1000 / RATE,
+            received_ms=(playing.received_samples if playing else cut.received_samples) * 1000 / RATE,
             audio_end_ms=next((ms for i, _c, ms in plan.truncate if i == cut.item_id), None),
             deleted=plan.delete,
             cancelled=plan.cancel,
             reaction_s=cut.fade_samples / RATE,
             in_device_ms=cut.revoked_samples * 1000 / RATE,
             unplayed_ms=cut.flushed_samples * 1000 / RATE,
+            server_cuts=self.transport is Transport.WEBRTC,
         )
         self.barge_ins.append(event)
         self._events.append(event)

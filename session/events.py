@@ -112,6 +112,7 @@ class BargeIn:
     reaction_s: float  # trigger → playout silent
     in_device_ms: float = 0.0
     unplayed_ms: float = 0.0
+    server_cuts: bool = False  # WebRTC: the server owns the output buffer and truncates itself
 
 
 @dataclass(frozen=True, slots=True)

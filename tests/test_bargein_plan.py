@@ -40,6 +40,15 @@ def test_fully_heard_item_still_streaming_is_cut_at_what_was_heard() -> None:
     assert plan.truncate == (("a", 0, 200),) and plan.cancel
 
 
+def test_webrtc_lets_the_server_vad_clear_its_own_buffer() -> None:
+    plan = plan_barge_in([item("a", 24_000, 72_000)], response_active=True, server_cancels=True,
+                         trigger=Trigger.SERVER_VAD, transport=Transport.WEBRTC, server_playing=True)
+    assert plan.empty
+    plan = plan_barge_in([], response_active=False, server_cancels=True, trigger=Trigger.INTERRUPT,
+                         transport=Transport.WEBRTC, server_playing=True)
+    assert plan.clear_output_buffer and not plan.cancel  # done generating, still playing
+
+
 def test_webrtc_never_truncates() -> None:
     plan = plan_barge_in([item("a", 24_000, 72_000)], response_active=True, server_cancels=False,
                          trigger=Trigger.INTERRUPT, transport=Transport.WEBRTC)

@@ -112,3 +112,18 @@ def test_a_refused_token_is_one_line(tmp_path: Path) -> None:
                          env={**os.environ, "OPENAI_API_KEY": "sk-wrong-key-value"})
     rc, *err = run.stdout.strip().splitlines()
     assert rc == "1" and len(err) == 1 and "HTTP 401" in err[0] and "sk-wrong" not in err[0]
+
+
+def test_real_time_replay_over_webrtc(tmp_path: Path) -> None:
+    require_tool("espeak-ng")
+    out, log = tmp_path / "heard.wav", tmp_path / "events.jsonl"
+    run = voxline("replay", str(EXAMPLE), "--transport", "webrtc", "--out", str(out), "--events", str(log))
+    assert run.returncode == 0, run.stderr
+    assert "the server cuts its own buffer (WebRTC)" in run.stdout
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    kinds = [e.get("type") for e in events]
+    assert "input_audio_buffer.append" not in kinds and "response.output_audio.delta" not in kinds
+    assert "output_audio_buffer.started" in kinds and "conversation.item.truncated" in kinds
+    assert "conversation.item.truncate" not in kinds  # over WebRTC the client never truncates
+    heard, _ = read_wav(out)
+    assert np.abs(heard[24_000 * 3 : 24_000 * 5]).max() > 1000  # the reply reached the listener

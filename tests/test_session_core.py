@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 
 from audio.playout import PlayoutBuffer
+from realtime import events as ev
 from realtime.protocol import RealtimeProtocol
 from session.core import SessionCore
 from session.events import CutAdjusted
+from session.track_audio import TrackTagger
 from tests.test_protocol import frame, sent
 
 
@@ -21,3 +26,25 @@ def test_a_clamped_cut_is_reported_to_the_application() -> None:
     for out in p.events():
         core.handle(out, 0.0)
     assert CutAdjusted("item_x", 900, 850) in core.events()
+
+
+def test_track_audio_is_tagged_by_the_servers_playback_state() -> None:
+    playout = PlayoutBuffer()
+    tagger = TrackTagger(playout, grace_ms=40)
+    block = np.ones(480, np.int16)
+    tagger.on_audio(block)  # nothing playing: not the assistant
+    assert playout.queued_samples == 0
+    item = {"id": "item_a", "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
+    for payload in (
+        {"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0, "item": item},
+        {"type": "output_audio_buffer.started", "response_id": "resp_1"},
+    ):
+        tagger.handle(ev.parse_server_event(json.dumps({"event_id": "e", **payload})))
+    tagger.on_audio(block)
+    assert playout.received_samples("item_a", 0) == 480 and tagger.audible and tagger.server_playing
+    tagger.handle(ev.parse_server_event(json.dumps({"event_id": "e", "type": "output_audio_buffer.stopped",
+                                                    "response_id": "resp_1"})))
+    tagger.on_audio(block)  # late frames within the grace still belong to the item
+    tagger.on_audio(block)
+    tagger.on_audio(block)
+    assert playout.received_samples("item_a", 0) == 3 * 480 and not tagger.audible

@@ -19,7 +19,9 @@ import numpy as np
 from audio.clock import RealClock, VirtualClock
 from audio.resample import StreamResampler
 from audio.wavio import read_wav, write_wav
-from realtime.connection import connect
+from audio.playout import PlayoutBuffer
+from realtime.connection import RealtimeConnection, connect
+from realtime.transports.webrtc import WebRTCTransport
 from realtime.errors import ConfigurationError
 from realtime.server.app import serve
 from realtime.server.config import ServerConfig
@@ -27,6 +29,7 @@ from realtime.server.scenario import load_scenario
 
 from ..eventlog import EventLog
 from ..replay import ReplayResult, run_lockstep, run_realtime
+from ..track_audio import TrackTagger
 
 __all__ = ["add_arguments", "run"]
 
@@ -39,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
     parser.add_argument("--events", type=Path, required=True, metavar="EVENTS.jsonl", help="wire event log")
     parser.add_argument("--url", help="Realtime API base URL (default: the built-in local server)")
-    parser.add_argument("--transport", choices=["ws"], default="ws", help="wire transport (default ws)")
+    parser.add_argument("--transport", choices=["ws", "webrtc"], default="ws",
+                        help="wire transport (default ws); over webrtc the server owns the output buffer and cuts itself")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
     parser.add_argument("--scenario", default="long", help="built-in server scenario: a name or a TOML file")
@@ -71,6 +75,8 @@ def load_input(path: Path) -> np.ndarray:
 async def run(args: argparse.Namespace) -> int:
     if args.fast and args.url:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url or --fast")
+    if args.fast and args.transport == "webrtc":
+        raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
     for path in (args.out, args.events):
         if not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
@@ -99,18 +105,27 @@ async def _realtime(args: argparse.Namespace, samples: np.ndarray, log: EventLog
         token = os.environ.get("OPENAI_API_KEY")
         if not token:
             raise ConfigurationError("OPENAI_API_KEY is not set (needed with --url)")
-        conn = await connect(args.url, token, model=args.model, on_wire=log.wire)
-        return await run_realtime(conn, samples, session=session_config(args), clock=clock)
+        return await _replay_over(args, args.url, token, samples, log, clock)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice)
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scripted replies, energy VAD; "
               "it does not understand speech)", file=sys.stderr)
-        conn = await connect(server.url, "local", model=args.model, on_wire=log.wire)
-        return await run_realtime(conn, samples, session=session_config(args), clock=clock)
+        return await _replay_over(args, server.url, "local", samples, log, clock)
+
+
+async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
+                       clock: RealClock) -> ReplayResult:
+    if args.transport == "webrtc":
+        tagger = TrackTagger(PlayoutBuffer())
+        transport = await WebRTCTransport.connect(url, token, model=args.model, on_audio=tagger.on_audio)
+        conn = RealtimeConnection(transport, on_wire=log.wire)
+        return await run_realtime(conn, samples, session=session_config(args), clock=clock, track=tagger)
+    conn = await connect(url, token, model=args.model, on_wire=log.wire)
+    return await run_realtime(conn, samples, session=session_config(args), clock=clock)
 
 
 def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
-    mode = "lockstep, virtual clock" if args.fast else ("real time, " + (args.url or "built-in server"))
+    mode = "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
     print(f"replayed {args.input} ({mode})")
     for line in result.summary_lines():
         print("  " + line)

@@ -20,6 +20,7 @@ from realtime.connection import RealtimeConnection
 from realtime.errors import ConnectionClosed
 
 from ..core import SessionCore
+from ..track_audio import TrackTagger
 from ..events import BargeIn
 from .result import ReplayResult
 from .timeline import HeardTimeline
@@ -37,10 +38,16 @@ async def run_realtime(
     session: dict[str, Any],
     clock: Clock,
     tail_s: float = 120.0,
+    track: TrackTagger | None = None,
 ) -> ReplayResult:
-    """Replay ``samples`` over ``conn`` at the pace of ``clock``; returns when all is heard."""
-    playout = PlayoutBuffer()
-    core = SessionCore(conn.protocol, playout)
+    """Replay ``samples`` over ``conn`` at the pace of ``clock``; returns when all is heard.
+
+    Over WebRTC pass the connection's :class:`~session.track_audio.TrackTagger` (whose playout
+    receives the remote track); the microphone then goes out on the media track.
+    """
+    playout = track.playout if track is not None else PlayoutBuffer()
+    core = SessionCore(conn.protocol, playout, track=track)
+    push_audio = getattr(conn.transport, "push_audio", None) if track is not None else None
     timeline = HeardTimeline(len(samples) + int(tail_s * RATE), BLOCK)
     events: list[Any] = []
     t0 = clock.now()
@@ -61,7 +68,11 @@ async def run_realtime(
     async def capture() -> None:
         for k in range(0, len(samples), BLOCK):
             await clock.sleep_until(t0 + (k + BLOCK) / RATE)
-            conn.protocol.append_audio(np.ascontiguousarray(samples[k : k + BLOCK], dtype="<i2").tobytes())
+            block = np.ascontiguousarray(samples[k : k + BLOCK], dtype="<i2")
+            if push_audio is not None:
+                push_audio(block)  # WebRTC: the media track, not input_audio_buffer.append
+                continue
+            conn.protocol.append_audio(block.tobytes())
             await conn.flush()
         input_done.set()
 
@@ -74,7 +85,8 @@ async def run_realtime(
             core.tick(k / RATE)
             collect()
             k += BLOCK
-            if input_done.is_set() and not conn.protocol.response_in_progress and playout.queued_samples == 0:
+            if (input_done.is_set() and not conn.protocol.response_in_progress and playout.queued_samples == 0
+                    and not (track is not None and (track.audible or track.server_playing))):
                 break
         await conn.close()
 

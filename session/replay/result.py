@@ -49,7 +49,9 @@ class ReplayResult:
                 latency = f", {e.reply_latency * 1000:.0f} ms after speech_stopped" if e.reply_latency is not None else ""
                 lines.append((e.at, 2, f"{e.at:7.3f}s  assistant audio {e.item_id} reaches the listener{latency}"))
         for b in self.barge_ins:
-            if b.audio_end_ms is not None:
+            if b.server_cuts:
+                cut = f"the server cuts its own buffer (WebRTC); the listener heard {b.heard_ms:.1f} ms of {b.item_id}"
+            elif b.audio_end_ms is not None:
                 cut = f"truncate {b.item_id} at {b.audio_end_ms} ms (heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms received)"
             elif b.item_id is not None:
                 cut = f"no cut needed: {b.item_id} heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms"
