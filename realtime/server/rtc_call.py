@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable
 from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
+from realtime.server.timing import first_of
 from realtime.server.config import ServerConfig
 from realtime.server.engine import Engine
 from realtime.server.ids import IdFactory
@@ -65,7 +65,7 @@ class Call:
         try:
             try:
                 async with asyncio.timeout(CHANNEL_TIMEOUT_S):
-                    await _first(self._channel_ready.wait(), self._ended.wait())
+                    await first_of(self._channel_ready.wait(), self._ended.wait())
             except TimeoutError:
                 return
             if self._ended.is_set():
@@ -133,7 +133,7 @@ class Call:
                 continue
             delay = due - clock.now()
             if delay > 0:
-                await _first(clock.sleep(delay), self._wakeup.wait())
+                await first_of(clock.sleep(delay), self._wakeup.wait())
                 continue
             self.bridge.poll(clock.now())
 
@@ -151,12 +151,3 @@ class Call:
         self._ended.set()
 
 
-async def _first(*waits: Awaitable[Any]) -> None:
-    """Wait for the first of ``waits``; cancel and reap the others."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

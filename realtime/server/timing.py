@@ -6,9 +6,11 @@ or ``audio.clock.VirtualClock`` in lockstep tests.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ClockLike"]
+__all__ = ["ClockLike", "first_of"]
 
 
 @runtime_checkable
@@ -18,3 +20,14 @@ class ClockLike(Protocol):
     def now(self) -> float: ...
 
     async def sleep(self, dt: float) -> None: ...
+
+
+async def first_of(*waits: Awaitable[Any]) -> None:
+    """Wait for the first of ``waits`` (e.g. a sleep and a wake-up); cancel and reap the others."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

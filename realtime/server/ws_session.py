@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from realtime.server.timing import first_of
 from realtime.server.config import ServerConfig
 from realtime.server.engine import Engine
 from realtime.server.errors import ErrorSpec
@@ -127,20 +127,9 @@ async def _pace(engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: as
             continue
         delay = due - clock.now()
         if delay > 0:
-            await _first(clock.sleep(delay), wakeup.wait())
+            await first_of(clock.sleep(delay), wakeup.wait())
             continue
         outbox.put_all(engine.poll(clock.now()))
-
-
-async def _first(*waits: Awaitable[Any]) -> None:
-    """Wait for the first of ``waits``; cancel and reap the others."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _expire(connection: ServerConnection, engine: Engine, outbox: Outbox, config: ServerConfig) -> None:
