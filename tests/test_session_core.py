@@ -48,3 +48,13 @@ def test_track_audio_is_tagged_by_the_servers_playback_state() -> None:
     tagger.on_audio(block)
     tagger.on_audio(block)
     assert playout.received_samples("item_a", 0) == 3 * 480 and not tagger.audible
+
+
+def test_keys_never_show_in_settings_or_session_reprs() -> None:
+    from session import SessionSettings, VoiceSession
+
+    secret = "sk-proj-abcdefghijklmnop"
+    settings = SessionSettings(api_key=secret)
+    assert secret not in repr(settings) and secret not in str(settings.model_dump())
+    assert secret not in repr(VoiceSession(settings))
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == secret
