@@ -3,7 +3,7 @@
 Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
 ``VOXLINE_API_KEY``), ``VOXLINE_MODEL``, ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
 ``VOXLINE_TURN_DETECTION`` (``server_vad``, ``semantic_vad`` or ``none`` for
-push-to-talk), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``. The key is a
+push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``. The key is a
 ``SecretStr``: it never shows in a repr or a log.
 """
 
@@ -28,6 +28,7 @@ class SessionSettings(BaseSettings):
     voice: str | None = None
     instructions: str | None = None
     turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"
+    transport: Literal["ws", "webrtc"] = "ws"
     input_device: str | None = None
     output_device: str | None = None
     reconnect_attempts: int = Field(5, ge=0)

@@ -26,6 +26,7 @@ import numpy as np
 
 from audio.clock import Clock, RealClock
 from realtime.connection import RealtimeConnection, connect
+from realtime.transports.webrtc import WebRTCTransport
 from realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
@@ -35,6 +36,7 @@ from .media import ClockedOutput, Output
 from .mirror import ConversationMirror
 from .settings import SessionSettings
 from .tool_bridge import ToolBridge
+from .track_audio import TrackTagger
 from .tools import Approver, ToolEvent, ToolRegistry
 
 __all__ = ["VoiceSession"]
@@ -65,6 +67,8 @@ class VoiceSession:
         self.output: Output = output or ClockedOutput(self.clock)
         self._input = input
         self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event)
+        # WebRTC: assistant audio arrives on the media track, tagged into the output's playout
+        self.track = TrackTagger(self.output.playout) if self.settings.transport == "webrtc" else None
         self._raw = raw_events
         self._connector = connector or self._connect
         self.mirror = mirror if mirror is not None else ConversationMirror()
@@ -116,12 +120,16 @@ class VoiceSession:
         key = self.settings.api_key
         if key is None:
             raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
+        if self.track is not None:
+            transport = await WebRTCTransport.connect(self.settings.url, key.get_secret_value(),
+                                                      model=self.settings.model, on_audio=self.track.on_audio)
+            return RealtimeConnection(transport)
         return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model)
 
     async def _open(self) -> RealtimeConnection:
         conn = await self._connector()
         if self.core is None:
-            self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw)
+            self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw, track=self.track)
         else:
             self.core.protocol = conn.protocol
         conn.protocol.update_session(self.settings.session_config(self._schemas()))
@@ -271,7 +279,12 @@ class VoiceSession:
     async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
         async for block in blocks:
             if self._talking and self._conn is not None and not self._conn.closed:
-                self._conn.protocol.append_audio(np.ascontiguousarray(block, dtype="<i2").tobytes())
+                pcm = np.ascontiguousarray(block, dtype="<i2")
+                push = getattr(self._conn.transport, "push_audio", None)
+                if push is not None:  # WebRTC: the microphone is a media track
+                    push(pcm)
+                    continue
+                self._conn.protocol.append_audio(pcm.tobytes())
                 with contextlib.suppress(ConnectionClosed):
                     await self._conn.flush()
 

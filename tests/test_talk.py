@@ -261,3 +261,12 @@ async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None) -> None:
         "voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime); use headphones, or the assistant "
         "may hear itself"]
     assert err.count("\n") == 1 and err.startswith("voxline talk: error: cannot connect to ws://127.0.0.1:9/v1")
+
+
+def test_a_webrtc_barge_in_says_the_server_cuts() -> None:
+    from session.cli.talk_view import describe_barge_in
+    from session.events import BargeIn
+
+    line = describe_barge_in(BargeIn("server_vad", 7.36, "item_a", 3252.0, 3320.0, None, (), False, 0.005,
+                                     server_cuts=True))
+    assert "the server cuts its own buffer (WebRTC)" in line and "truncate" not in line

@@ -198,3 +198,22 @@ async def test_update_rejects_unknown_tools(bad: str) -> None:
         await session.update(instructions="Be brief.", tools=["get_time"])
     update = sent(rec, "session.update")[-1]["session"]
     assert update["instructions"] == "Be brief." and [t["name"] for t in update["tools"]] == ["get_time"]
+
+
+async def test_a_session_over_webrtc_hears_the_track_and_cuts_on_interrupt() -> None:
+    clock = VirtualClock()
+    async with serve(ServerConfig(port=0, voice="tone", scenario="long")) as srv:
+        settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none", transport="webrtc")
+        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock) as session:
+            await session.send_text("tell me a long story")
+            started = await collect(session, clock, lambda e: isinstance(e, StateChanged) and e.state == "speaking",
+                                    step=0.005)
+            assert started
+            for _ in range(10):  # let some of the track's audio reach the listener
+                clock.advance(0.02)
+                await asyncio.sleep(0.02)
+            barge = await session.interrupt()
+            assert barge is not None and barge.server_cuts and barge.audio_end_ms is None
+            assert barge.heard_ms > 0
+            await collect(session, clock, lambda e: isinstance(e, ResponseFinished) and e.status == "cancelled",
+                          step=0.005)

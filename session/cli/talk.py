@@ -16,19 +16,19 @@ import math
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
+from pydantic import SecretStr
 
 from audio.device_mic import MicSource
 from audio.device_speaker import SpeakerSink
 from audio.errors import AudioError
 from audio.playout import PlayoutBuffer
-from realtime.connection import RealtimeConnection, connect
 from realtime.errors import ConfigurationError, RealtimeError
 from realtime.server.app import serve
 from realtime.server.config import ServerConfig, is_loopback
@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' "
                         "(default: $VOXLINE_URL, else the real service with OPENAI_API_KEY, "
                         "else the built-in local server)")
-    parser.add_argument("--transport", choices=["ws"], default="ws", help="wire transport (default ws)")
+    parser.add_argument("--transport", choices=["ws", "webrtc"], default="ws",
+                        help="wire transport (default ws); webrtc sends the mic and plays the reply as media tracks")
     parser.add_argument("--input-device", metavar="N", help="microphone: index or name from 'voxline devices'")
     parser.add_argument("--output-device", metavar="N", help="speakers: index or name from 'voxline devices'")
     parser.add_argument("--push-to-talk", action="store_true",
@@ -163,15 +164,6 @@ def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
-def _connector(settings: TalkSettings, url: str) -> Callable[[], Awaitable[RealtimeConnection]]:
-    token = settings.api_key.get_secret_value() if settings.api_key is not None else "local"
-
-    async def open_connection() -> RealtimeConnection:
-        return await connect(url, token, model=settings.model)
-
-    return open_connection
-
-
 async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, settings: TalkSettings,
                     local: bool) -> tuple[str, str, str]:
     """The URL to connect to, its label for the display, and the line that says what it is."""
@@ -197,12 +189,14 @@ async def run(args: argparse.Namespace) -> int:
         speaker.start()
         mic.start()
         url, label, note = await _endpoint(stack, args, settings, local)
+        token = settings.api_key or SecretStr("local")  # the built-in server takes any token on loopback
+        settings = settings.model_copy(update={"url": url, "api_key": token, "transport": args.transport})
         model = TalkModel(endpoint=label, mode=ptt)
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
         screen.note(note)
         meter = LevelMeter()
         session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(mic.blocks())),
-                               tools=demo_tools(), connector=_connector(settings, url))
+                               tools=demo_tools())
         await stack.enter_async_context(session)
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")

@@ -61,7 +61,9 @@ def _short(text: str, limit: int = 120) -> str:
 
 def describe_barge_in(b: BargeIn) -> str:
     """``barge-in``: the item, how much of it the listener heard, and what was sent."""
-    if b.audio_end_ms is not None:
+    if b.server_cuts:
+        cut = f"{b.item_id}: heard {b.heard_ms:.0f} ms; the server cuts its own buffer (WebRTC)"
+    elif b.audio_end_ms is not None:
         cut = f"truncate {b.item_id} at audio_end_ms={b.audio_end_ms} (heard {b.heard_ms:.0f} of {b.received_ms:.0f} ms)"
     elif b.item_id is not None:
         cut = f"{b.item_id}: heard {b.heard_ms:.0f} of {b.received_ms:.0f} ms, no truncate needed"
