@@ -21,7 +21,7 @@ import pytest
 
 from audio.ledger import Cut
 from audio.playout import PlayoutBuffer
-from tests.test_devices import RATE, MonitorRecorder, Samples, VirtualDevices, chirp, find, running_sink, vdev, wait_for
+from tests.device_support import RATE, MonitorRecorder, Samples, VirtualDevices, chirp, find, running_sink, vdev, wait_for
 
 __all__ = ["vdev"]  # the module-scoped fixture, used by the tests below
 

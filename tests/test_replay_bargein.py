@@ -15,7 +15,7 @@ import pytest
 
 from audio.voice import synthesize
 from realtime.server.scenario import load_scenario
-from session.events import AssistantAudioStarted, BargeIn, SpeechStarted
+from session.events import AssistantAudioStarted, SpeechStarted
 from session.replay import ReplayResult, run_lockstep
 from tests.heard import heard_length
 from tests.oracle import WireRecorder

@@ -1,7 +1,7 @@
 """``voxline talk``: argument and device errors, the plain view, and live runs on virtual devices.
 
 The live runs start ``voxline talk`` as a subprocess on private clones of the PulseAudio
-virtual devices (the ``vdev`` fixture of tests/test_devices.py) and play
+virtual devices (the ``vdev`` fixture of tests/device_support.py) and play
 ``examples/audio/barge_in.wav`` into its microphone: a question at 0.5 s, then "stop,
 wait a second" at 6.0 s, over the built-in server's reply. They wait on the program's
 output lines (with deadlines), never on sleeps.
@@ -26,7 +26,7 @@ from session.cli.talk import LevelMeter, TalkSettings, demo_tools
 from session.cli.talk_view import TalkModel, describe, level_bar
 from session.events import BargeIn, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta, TranscriptDone
 from session.tools import ToolFinished, ToolStarted
-from tests.test_devices import VirtualDevices, pulse, vdev
+from tests.device_support import VirtualDevices, pulse, vdev
 
 __all__ = ["pulse", "vdev"]  # fixtures used below
 
