@@ -10,6 +10,8 @@ re-enumerates (only while no stream is open), e.g. after a sound server was star
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, assert_never
@@ -26,6 +28,7 @@ __all__ = [
     "list_devices",
     "load_sounddevice",
     "open_error",
+    "open_stream",
     "pick_rate",
     "refresh_devices",
     "resolve_device",
@@ -162,6 +165,36 @@ def open_error(info: DeviceInfo, kind: Kind, exc: Exception) -> AudioError:
     reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     available = describe(list_devices(), kind)
     return AudioError(f"cannot open {kind} device {info.label}: {reason}; available: {available}")
+
+
+def open_stream(
+    info: DeviceInfo,
+    kind: Kind,
+    *,
+    device_rate: int,
+    block: int,
+    rate: int,
+    latency: Latency,
+    callback: Callable[..., None],
+) -> Any:
+    """An int16 mono PortAudio stream of ``block`` samples at ``rate`` (scaled to the device rate).
+
+    Not started. A device that refuses the settings is one line naming the devices there are.
+    """
+    sd = load_sounddevice()
+    stream_class = sd.InputStream if kind == "input" else sd.OutputStream
+    try:
+        return stream_class(
+            samplerate=device_rate,
+            blocksize=block * device_rate // rate,
+            device=info.index,
+            channels=1,
+            dtype="int16",
+            latency=latency,
+            callback=callback,
+        )
+    except (sd.PortAudioError, ValueError) as exc:
+        raise open_error(info, kind, exc) from None
 
 
 def pick_rate(info: DeviceInfo, kind: Kind, rate: int, forced: int | None) -> int:

@@ -22,7 +22,7 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from audio.device_list import Latency, load_sounddevice, open_error, pick_rate, resolve_device
+from audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
 from audio.device_resample import CaptureResampler
 from audio.errors import AudioError
 
@@ -73,18 +73,8 @@ class MicSource:
         self._loop = asyncio.get_running_loop()
         sd = self._sd
         if self._stream is None:
-            try:
-                self._stream = sd.InputStream(
-                    samplerate=self.device_rate,
-                    blocksize=self.block * self.device_rate // self.rate,
-                    device=self.device.index,
-                    channels=1,
-                    dtype="int16",
-                    latency=self.latency,
-                    callback=self._callback,
-                )
-            except (sd.PortAudioError, ValueError) as exc:
-                raise open_error(self.device, "input", exc) from None
+            self._stream = open_stream(self.device, "input", device_rate=self.device_rate, block=self.block,
+                                       rate=self.rate, latency=self.latency, callback=self._callback)
             self._stream_latency = float(self._stream.latency)
         if self._stream.active:
             return

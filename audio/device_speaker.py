@@ -33,7 +33,7 @@ import threading
 from types import TracebackType
 from typing import Any, Self
 
-from audio.device_list import Latency, load_sounddevice, open_error, pick_rate, resolve_device
+from audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
 from audio.device_resample import PlayoutReader
 from audio.device_timing import DacTimeline, dac_time
 from audio.errors import AudioError
@@ -94,19 +94,8 @@ class SpeakerSink:
                 self._guarded(self._stream.start)
 
     def _open(self) -> Any:
-        sd = self._sd
-        try:
-            stream = sd.OutputStream(
-                samplerate=self.device_rate,
-                blocksize=self.block * self.device_rate // self.rate,
-                device=self.device.index,
-                channels=1,
-                dtype="int16",
-                latency=self.latency,
-                callback=self._callback,
-            )
-        except (sd.PortAudioError, ValueError) as exc:
-            raise open_error(self.device, "output", exc) from None
+        stream = open_stream(self.device, "output", device_rate=self.device_rate, block=self.block,
+                             rate=self.rate, latency=self.latency, callback=self._callback)
         self._stream_latency = float(stream.latency)
         return stream
 
