@@ -66,17 +66,7 @@ class MessageOutput:
 
     def open(self, ids: IdFactory, previous_item_id: str | None) -> list[dict[str, Any]]:
         item = self.entry.item
-        events = [
-            event(
-                ids,
-                "response.output_item.added",
-                response_id=self.response_id,
-                output_index=self.index,
-                item=_copy(item),
-            )
-        ]
-        if self.in_conversation:
-            events.append(event(ids, "conversation.item.added", previous_item_id=previous_item_id, item=_copy(item)))
+        events = _item_added(ids, self.response_id, self.index, item, self.in_conversation, previous_item_id)
         kind = "audio" if self.is_audio else "text"
         part = {"type": "audio", "transcript": ""} if self.is_audio else {"type": "text", "text": ""}
         item["content"] = [
@@ -160,17 +150,7 @@ class CallOutput:
 
     def open(self, ids: IdFactory, previous_item_id: str | None) -> list[dict[str, Any]]:
         item = self.entry.item
-        events = [
-            event(
-                ids,
-                "response.output_item.added",
-                response_id=self.response_id,
-                output_index=self.index,
-                item=_copy(item),
-            )
-        ]
-        if self.in_conversation:
-            events.append(event(ids, "conversation.item.added", previous_item_id=previous_item_id, item=_copy(item)))
+        events = _item_added(ids, self.response_id, self.index, item, self.in_conversation, previous_item_id)
         return events
 
     def arguments_chunk(self, ids: IdFactory) -> list[dict[str, Any]]:
@@ -205,4 +185,15 @@ def _item_done(
     events.append(
         event(ids, "response.output_item.done", response_id=response_id, output_index=index, item=_copy(item))
     )
+    return events
+
+
+def _item_added(
+    ids: IdFactory, response_id: str, index: int, item: dict[str, Any], in_conversation: bool,
+    previous_item_id: str | None,
+) -> list[dict[str, Any]]:
+    """``response.output_item.added``, and ``conversation.item.added`` for the default conversation."""
+    events = [event(ids, "response.output_item.added", response_id=response_id, output_index=index, item=_copy(item))]
+    if in_conversation:
+        events.append(event(ids, "conversation.item.added", previous_item_id=previous_item_id, item=_copy(item)))
     return events
