@@ -23,7 +23,7 @@ import numpy.typing as npt
 from audio.ledger import fade_gains, heard_count
 from audio.wavio import PathLike, WavWriter
 
-__all__ = ["NullSink", "Sink", "WavSink"]
+__all__ = ["NullSink", "Sink", "WavSink", "cut_timeline"]
 
 Samples = npt.NDArray[np.int16]
 
@@ -100,17 +100,7 @@ class WavSink:
 
     def apply_cut(self, at: float, end: float) -> None:
         """Keep what is heard at ``at``, fade what is heard by ``end``, silence the rest."""
-        heard_at = heard_count(0.0, self._high, at, self.rate)  # first index not heard at `at`
-        heard_end = heard_count(0.0, self._high, end, self.rate)
-        if heard_at < self._base:
-            self.late_samples += self._base - heard_at
-        fade_from = max(heard_at, self._base)
-        silence_from = max(heard_end, fade_from)
-        if silence_from > fade_from:
-            times = np.arange(fade_from, silence_from) / self.rate
-            region = self._buf[fade_from - self._base : silence_from - self._base]
-            region[:] = np.rint(region * fade_gains(times, at, end, self.rate)).astype(np.int16)
-        self._buf[silence_from - self._base : self._high - self._base] = 0
+        self.late_samples += cut_timeline(self._buf, self._base, self._high, at, end, self.rate)
 
     def _make_room(self, end: int) -> None:
         """Flush samples older than the kept window to disk; grow so that index ``end`` fits."""
@@ -140,3 +130,22 @@ class WavSink:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def cut_timeline(buf: Samples, base: int, high: int, at: float, end: float, rate: int) -> int:
+    """A barge-in on a listener timeline already written (what aborting a device does).
+
+    ``buf[i]`` holds timeline sample ``base + i``; samples up to ``high`` were written.
+    What is heard at ``at`` stays, what is heard by ``end`` fades out (the ledger's rule and
+    gains), the rest becomes silence. Returns how many samples to cut lay before ``base``.
+    """
+    heard_at = heard_count(0.0, high, at, rate)  # first index not heard at `at`
+    heard_end = heard_count(0.0, high, end, rate)
+    fade_from = max(heard_at, base)
+    silence_from = max(heard_end, fade_from)
+    if silence_from > fade_from:
+        times = np.arange(fade_from, silence_from) / rate
+        region = buf[fade_from - base : silence_from - base]
+        region[:] = np.rint(region * fade_gains(times, at, end, rate)).astype(np.int16)
+    buf[silence_from - base : high - base] = 0
+    return max(0, base - heard_at)

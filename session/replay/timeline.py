@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audio.ledger import fade_gains
+from audio.sinks import cut_timeline
 
 __all__ = ["HeardTimeline"]
 
@@ -29,10 +29,4 @@ class HeardTimeline:
         return self.samples[start : start + n]
 
     def apply_cut(self, at: float, silent_at: float) -> None:
-        start, end = int(np.ceil(at * RATE)), int(np.ceil(silent_at * RATE))
-        if end < self.written:
-            self.samples[end : self.written] = 0
-        lo, hi = max(start, 0), min(end, self.written)
-        if hi > lo:
-            gains = fade_gains(np.arange(lo, hi) / RATE, at, silent_at, RATE)
-            self.samples[lo:hi] = np.rint(self.samples[lo:hi] * gains).astype(np.int16)
+        cut_timeline(self.samples, 0, self.written, at, silent_at, RATE)
