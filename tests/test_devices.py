@@ -30,6 +30,7 @@ from audio.device_speaker import SpeakerSink
 from audio.device_timing import DacTimeline, dac_time
 from audio.errors import AudioError
 from audio.playout import PlayoutBuffer
+from audio.wavio import write_wav
 from session.cli import devices as devices_cli
 
 from tests.device_support import (
@@ -359,10 +360,9 @@ async def _capture_while_playing(fixture: Path, sink: str, mic: MicSource) -> li
 
 @pytest.mark.device
 async def test_mic_receives_what_is_played_into_the_mic_sink(vdev: VirtualDevices, tmp_path: Path) -> None:
-    soundfile = pytest.importorskip("soundfile")
     signal = chirp(1.0, amplitude=8000)
     fixture = tmp_path / "fixture.wav"
-    soundfile.write(fixture, signal, RATE, subtype="PCM_16")
+    write_wav(fixture, signal, RATE)
     mic = MicSource()
     mic.start()
     got = await _capture_while_playing(fixture, vdev.mic, mic)
