@@ -1,7 +1,7 @@
 """Sound devices as PortAudio sees them: listing and resolving a user's device choice.
 
 PortAudio (through ``sounddevice``) is loaded on first use, so importing :mod:`audio` never
-needs it. Every failure is an :class:`~audio.errors.AudioError` whose message is one line
+needs it. Every failure is an :class:`~voxline.base.errors.AudioError` whose message is one line
 naming what is available, e.g. ``no output device 7; available: 0 pulse, 1 default``.
 
 PortAudio enumerates devices once, when it is initialised; :func:`refresh_devices`
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, assert_never
 
-from audio.errors import AudioError
+from voxline.base.errors import AudioError
 
 __all__ = [
     "DeviceInfo",

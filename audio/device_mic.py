@@ -7,7 +7,7 @@ blocks and never raises (errors are counted, the block is dropped).
 
 Each block carries its capture time: PortAudio's ``inputBufferAdcTime`` on the stream
 clock (``currentTime − latency`` where a host reports 0), comparable with the speaker's
-DAC times (:meth:`audio.device_speaker.SpeakerSink.now`). The stream opens at 24 kHz when
+DAC times (:meth:`voxline.audio.device_speaker.SpeakerSink.now`). The stream opens at 24 kHz when
 the device accepts it; otherwise at its default rate, resampled to 24 kHz (then block
 lengths vary by a few samples around ``block``).
 """
@@ -22,9 +22,9 @@ from typing import Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
-from audio.device_resample import CaptureResampler
-from audio.errors import AudioError
+from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_resample import CaptureResampler
+from voxline.base.errors import AudioError
 
 __all__ = ["MicSource"]
 

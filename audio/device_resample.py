@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from audio.playout import PlayoutBuffer
-from audio.resample import StreamResampler
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.resample import StreamResampler
 
 __all__ = ["CaptureResampler", "PlayoutReader"]
 

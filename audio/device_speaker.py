@@ -1,8 +1,8 @@
-"""The speaker: a PortAudio output stream that plays a :class:`~audio.playout.PlayoutBuffer`.
+"""The speaker: a PortAudio output stream that plays a :class:`~voxline.audio.playout.PlayoutBuffer`.
 
 **Timeline.** The heard ledger runs on PortAudio's stream clock: each callback hands the
 playout the DAC time of its block (``outputBufferDacTime``, made continuous by
-:class:`~audio.device_timing.DacTimeline`; ``currentTime + latency`` where a host reports
+:class:`~voxline.audio.device_timing.DacTimeline`; ``currentTime + latency`` where a host reports
 0), and :meth:`SpeakerSink.now` is ``stream.time``, the same clock (on ALSA it reads the
 wall clock). A barge-in therefore reads ``cut = playout.interrupt(sink.now(), fade_ms)``.
 
@@ -19,7 +19,7 @@ PulseAudio's ALSA plugin that is a cork and flush of the server stream) and star
 again. :meth:`SpeakerSink.interrupt` does both steps.
 
 **Rate.** The stream opens at 24 kHz when the device accepts it (PulseAudio and PipeWire
-do); otherwise at the device's default rate through :class:`~audio.device_resample.PlayoutReader`.
+do); otherwise at the device's default rate through :class:`~voxline.audio.device_resample.PlayoutReader`.
 
 **Callback.** int16 mono; it never blocks beyond the playout's short lock and never
 raises: an exception is counted (:attr:`SpeakerSink.callback_errors`) and the block is
@@ -33,12 +33,12 @@ import threading
 from types import TracebackType
 from typing import Any, Self
 
-from audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
-from audio.device_resample import PlayoutReader
-from audio.device_timing import DacTimeline, dac_time
-from audio.errors import AudioError
-from audio.ledger import Cut
-from audio.playout import PlayoutBuffer
+from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_resample import PlayoutReader
+from voxline.audio.device_timing import DacTimeline, dac_time
+from voxline.base.errors import AudioError
+from voxline.audio.ledger import Cut
+from voxline.audio.playout import PlayoutBuffer
 
 __all__ = ["SpeakerSink"]
 

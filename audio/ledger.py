@@ -10,7 +10,7 @@ segment that starts at listener time ``t0`` reaches the listener at ``t0 + j/rat
 so the sample whose slot ``[s − ½/rate, s + ½/rate)`` contains ``t`` is the one *playing*
 at ``t`` and counts as heard; float noise of less than half a sample never moves a count.
 :func:`heard_count` is this rule for a run of samples; every count in this module and in
-:mod:`audio.playout` goes through it.
+:mod:`voxline.audio.playout` goes through it.
 
 The ledger is a list of segments ``(item, item offset, count, t0)`` in listener-time order,
 merged while one item plays contiguously, and indexed per item. It assumes listener times
@@ -101,7 +101,7 @@ class Cut:
 class HeardItem:
     """How much of one item part was heard at some instant, and how much had arrived.
 
-    ``complete`` is True once :meth:`~audio.playout.PlayoutBuffer.mark_complete` was called.
+    ``complete`` is True once :meth:`~voxline.audio.playout.PlayoutBuffer.mark_complete` was called.
     """
 
     item_id: str

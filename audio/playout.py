@@ -2,9 +2,9 @@
 
 Every queued sample is tagged with its ``(item_id, content_index)`` and its offset in that
 item. :meth:`PlayoutBuffer.read` fills the output's next block and records in the
-:class:`~audio.ledger.HeardLedger` when each tagged run reaches the listener; the ledger
+:class:`~voxline.audio.ledger.HeardLedger` when each tagged run reaches the listener; the ledger
 then answers "how much of item X had the listener heard at instant t" (the heard rule is
-in :mod:`audio.ledger`). Times are floats in seconds on the output's timeline, passed in by
+in :mod:`voxline.audio.ledger`). Times are floats in seconds on the output's timeline, passed in by
 the caller: nothing here reads a clock.
 
 **Barge-in.** :meth:`PlayoutBuffer.interrupt` ``(at, fade_ms)`` with ``end = at + fade``:
@@ -13,7 +13,7 @@ the caller: nothing here reads a clock.
 * samples in ``(at, end]`` count as heard and fade out linearly: those not yet returned
   are taken from the queue, faded and handed out by the next :meth:`read` (the *tail*);
   those already returned were not faded here (the output may fade them, see
-  :meth:`audio.sinks.WavSink.apply_cut`);
+  :meth:`voxline.audio.sinks.WavSink.apply_cut`);
 * everything returned with a listener time after ``end`` is revoked from the ledger: the
   output must discard it (abort the device stream, overwrite the file);
 * the queue is flushed and the interrupted items are closed: later :meth:`enqueue` calls
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from audio.ledger import Cut, HeardItem, HeardLedger, ItemKey, Playing, fade_gains, heard_count
+from voxline.audio.ledger import Cut, HeardItem, HeardLedger, ItemKey, Playing, fade_gains, heard_count
 
 __all__ = ["PlayoutBuffer"]
 
@@ -290,7 +290,7 @@ class PlayoutBuffer:
     # -- queries (any thread) ----------------------------------------------------------
 
     def heard_samples(self, item_id: str, content_index: int, at: float) -> int:
-        """Samples of the part heard at listener time ``at`` (:mod:`audio.ledger` heard rule)."""
+        """Samples of the part heard at listener time ``at`` (:mod:`voxline.audio.ledger` heard rule)."""
         with self._lock:
             return self._ledger.heard_samples(item_id, content_index, at)
 

@@ -8,7 +8,7 @@ are silence, and a later write over the same indices replaces them.
 
 :meth:`Sink.apply_cut` is a barge-in seen from the output: samples already written that
 the playout buffer revoked are silenced and those in the fade are faded, with the same
-rule and gains as :meth:`audio.playout.PlayoutBuffer.interrupt` (times on the input
+rule and gains as :meth:`voxline.audio.playout.PlayoutBuffer.interrupt` (times on the input
 timeline too).
 """
 
@@ -20,8 +20,8 @@ from typing import Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from audio.ledger import fade_gains, heard_count
-from audio.wavio import PathLike, WavWriter
+from voxline.audio.ledger import fade_gains, heard_count
+from voxline.audio.wavio import PathLike, WavWriter
 
 __all__ = ["NullSink", "Sink", "WavSink", "cut_timeline"]
 

@@ -6,8 +6,8 @@ A source hands out block ``k`` (samples ``k·block … (k+1)·block − 1``) at 
 source is captured at ``started_at + n/24000``; :attr:`AudioFrame.t` is that instant on
 the input timeline (seconds since the first sample).
 
-WAV files are read with the standard library's ``wave`` module (see :mod:`audio.wavio`),
-resampled to 24 kHz with :class:`~audio.resample.StreamResampler` and downmixed to mono.
+WAV files are read with the standard library's ``wave`` module (see :mod:`voxline.audio.wavio`),
+resampled to 24 kHz with :class:`~voxline.audio.resample.StreamResampler` and downmixed to mono.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from audio.clock import Clock
-from audio.format import SAMPLE_RATE
-from audio.resample import StreamResampler
-from audio.wavio import PathLike, WavReader
+from voxline.base.clock import Clock
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.audio.resample import StreamResampler
+from voxline.audio.wavio import PathLike, WavReader
 
 __all__ = ["AudioFrame", "SilenceSource", "Source", "WavFileSource"]
 
@@ -118,7 +118,7 @@ class WavFileSource(_PacedSource):
     """A WAV file played as if it were a microphone; the last block may be shorter.
 
     The file is opened here, so an unreadable or non-PCM file raises
-    :class:`~audio.errors.AudioError` at construction.
+    :class:`~voxline.base.errors.AudioError` at construction.
     """
 
     _READ_FRAMES = 4096

@@ -4,7 +4,7 @@ Reading accepts integer PCM of 8, 16, 24 or 32 bits and any number of channels, 
 yields int16 mono (channels averaged; wider samples keep their top 16 bits). Float WAV
 files and WAVE_FORMAT_EXTENSIBLE headers are refused, as ``wave`` does not read them;
 convert with ``sox in.wav -b 16 -e signed-integer out.wav``. Writing is int16 mono.
-Every failure is an :class:`~audio.errors.AudioError` with a one-line message.
+Every failure is an :class:`~voxline.base.errors.AudioError` with a one-line message.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Self
 import numpy as np
 import numpy.typing as npt
 
-from audio.errors import AudioError
+from voxline.base.errors import AudioError
 
 __all__ = ["WavReader", "WavWriter", "read_wav", "write_wav"]
 

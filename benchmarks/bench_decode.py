@@ -28,7 +28,7 @@ from typing import Any, cast
 from openai._models import construct_type_unchecked
 from openai.types.realtime import RealtimeServerEvent
 
-import realtime.events as ev
+import voxline.realtime.events as ev
 
 __all__ = ["PATHS", "main", "measure", "run"]
 

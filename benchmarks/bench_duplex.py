@@ -6,7 +6,7 @@ microphone open at the same time:
 * **decode** -- ``response.output_audio.delta`` frames: ``parse_server_event(text).audio``;
 * **playout** -- :meth:`PlayoutBuffer.enqueue` of each delta, :meth:`PlayoutBuffer.read_into`
   in device-sized blocks (the ledger records every block);
-* **resample out** -- 24 kHz → device rate, :class:`audio.resample.StreamResampler`, per block;
+* **resample out** -- 24 kHz → device rate, :class:`voxline.audio.resample.StreamResampler`, per block;
 * **resample in** -- device rate → 24 kHz for the captured blocks;
 * **encode** -- ``input_audio_buffer.append``: :meth:`RealtimeProtocol.append_audio` + ``data_to_send``.
 
@@ -38,10 +38,10 @@ from openai.types.realtime.response_create_event_with_references_param import (
     ResponseCreateEventWithReferencesParam,
 )
 
-import realtime.events as ev
-from audio.playout import PlayoutBuffer
-from audio.resample import StreamResampler
-from realtime.protocol import RealtimeProtocol
+import voxline.realtime.events as ev
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.resample import StreamResampler
+from voxline.realtime.protocol import RealtimeProtocol
 
 from .common import RESULTS_DIR, environment, format_table, ratio, speechlike, time_regions, write_result
 

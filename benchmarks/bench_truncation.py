@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import VirtualClock
-from audio.voice import synthesize
-from realtime.server.scenario import load_scenario
-from session.events import AssistantAudioStarted, BargeIn, SpeechStarted
-from session.replay import ReplayResult, run_lockstep
+from voxline.base.clock import VirtualClock
+from voxline.audio.voice import synthesize
+from voxline.realtime.server.scenario import load_scenario
+from voxline.session.events import AssistantAudioStarted, BargeIn, SpeechStarted
+from voxline.session.replay import ReplayResult, run_lockstep
 from tests.heard import heard_length
 from tests.speech import make_utterance, mix_timeline
 

@@ -14,7 +14,7 @@ its replies and tool calls come from the small scenario below (first ``lookup_or
 ``cancel_order`` has a side effect, so it is registered with ``needs_approval=True``: the
 session calls the approval callback, which asks ``[y/N]`` on stdin (``--yes`` approves
 without asking). A declined call never runs; the model is told it was declined. The
-assistant's audio plays to a :class:`~session.media.ClockedOutput` (the listener's
+assistant's audio plays to a :class:`~voxline.session.media.ClockedOutput` (the listener's
 timeline at real-time pace, silent) unless ``--speakers`` is given.
 """
 
@@ -29,14 +29,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from audio.clock import RealClock
-from audio.device_speaker import SpeakerSink
-from audio.errors import AudioError
-from audio.playout import PlayoutBuffer
-from realtime.connection import RealtimeConnection, connect
-from realtime.errors import RealtimeError
-from realtime.server import ServerConfig, serve
-from session.events import (
+from voxline.base.clock import RealClock
+from voxline.audio.device_speaker import SpeakerSink
+from voxline.base.errors import AudioError
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.realtime.errors import RealtimeError
+from voxline.realtime.server import ServerConfig, serve
+from voxline.session.events import (
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -44,10 +44,10 @@ from session.events import (
     StateChanged,
     TranscriptDone,
 )
-from session.media import ClockedOutput, Output
-from session.settings import SessionSettings
-from session.tools import ToolCall, ToolFinished, ToolRegistry, ToolStarted
-from session.voice import VoiceSession
+from voxline.session.media import ClockedOutput, Output
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import ToolCall, ToolFinished, ToolRegistry, ToolStarted
+from voxline.session.voice import VoiceSession
 
 SCENARIO = """
 name = "assistant"

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audio.voice import synthesize
-from audio.wavio import read_wav
-from realtime.server import load_scenario
-from session.events import AssistantAudioStarted
-from session.replay import ReplayResult, run_lockstep
+from voxline.audio.voice import synthesize
+from voxline.audio.wavio import read_wav
+from voxline.realtime.server import load_scenario
+from voxline.session.events import AssistantAudioStarted
+from voxline.session.replay import ReplayResult, run_lockstep
 
 RECORDING = Path(__file__).parent / "audio" / "barge_in.wav"
 RATE = 24_000

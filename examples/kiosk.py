@@ -38,15 +38,15 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import RealClock
-from audio.device_mic import MicSource
-from audio.device_speaker import SpeakerSink
-from audio.errors import AudioError
-from audio.playout import PlayoutBuffer
-from realtime.connection import RealtimeConnection, connect
-from realtime.errors import RealtimeError
-from realtime.server import FaultConfig, ServerConfig, serve
-from session.events import (
+from voxline.base.clock import RealClock
+from voxline.audio.device_mic import MicSource
+from voxline.audio.device_speaker import SpeakerSink
+from voxline.base.errors import AudioError
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.realtime.errors import RealtimeError
+from voxline.realtime.server import FaultConfig, ServerConfig, serve
+from voxline.session.events import (
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
@@ -55,9 +55,9 @@ from session.events import (
     StateChanged,
     TranscriptDone,
 )
-from session.media import ClockedOutput, Output, mic_blocks
-from session.settings import SessionSettings
-from session.voice import VoiceSession
+from voxline.session.media import ClockedOutput, Output, mic_blocks
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
 
 Render = Callable[[dict[str, Any]], None]
 

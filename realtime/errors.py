@@ -1,8 +1,10 @@
-"""The one exception tree of voxline.
+"""The wire's and the session's errors: the ``RealtimeError`` branch of voxline's one tree.
 
 ::
 
-    RealtimeError
+    VoxlineError (voxline.base.errors)
+    ├── AudioError                  devices and files (missing device, unreadable WAV)
+    └── RealtimeError
     ├── ConfigurationError          bad settings, flags or credentials (user mistakes)
     ├── ProtocolError
     │   ├── LocalProtocolError      we were asked to send something the protocol forbids
@@ -11,16 +13,15 @@
     ├── TransportError              the connection could not be made or broke
     │   ├── ConnectionFailed        could not connect (refused, bad URL, rejected token)
     │   └── ConnectionClosed        the connection ended, with close code and reason
-    ├── AudioError                  devices and files (missing device, unreadable WAV)
     └── ToolError                   tool registration and dispatch
 
-Messages never contain keys or tokens: every constructor that may see one
-redacts it through :func:`redact`.
+Messages never contain keys or tokens: the root redacts every message through
+:func:`~voxline.base.errors.redact`.
 """
 
 from __future__ import annotations
 
-import re
+from voxline.base.errors import AudioError, VoxlineError, redact
 
 __all__ = [
     "AudioError",
@@ -37,23 +38,8 @@ __all__ = [
     "redact",
 ]
 
-_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4,}|ek_[A-Za-z0-9_\-]{4,}|Bearer\s+\S+)")
-
-
-def redact(text: str) -> str:
-    """Replace anything that looks like an API key, ephemeral key or bearer token."""
-    return _SECRET.sub("[redacted]", text)
-
-
-class RealtimeError(Exception):
-    """Base of every error voxline raises on purpose."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(redact(message))
-
-    @property
-    def message(self) -> str:
-        return str(self.args[0]) if self.args else ""
+class RealtimeError(VoxlineError):
+    """The wire, the protocol, the session's configuration and its tools."""
 
 
 class ConfigurationError(RealtimeError):
@@ -106,10 +92,6 @@ class ConnectionClosed(TransportError):
         self.code = code
         self.reason = redact(reason)
         super().__init__(f"connection closed (code {code}{', ' + self.reason if self.reason else ''})")
-
-
-class AudioError(RealtimeError):
-    """Sound devices and audio files."""
 
 
 class ToolError(RealtimeError):

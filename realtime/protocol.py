@@ -8,7 +8,7 @@ and local :mod:`notices <realtime.notices>`, in order) and :meth:`data_to_send`
 Rules it owns (PROTOCOL.md §5–7):
 
 * one response at a time in the default conversation: ``response.create`` is queued
-  while one is active and sent after ``response.done`` (:mod:`realtime.lifecycle`);
+  while one is active and sent after ``response.done`` (:mod:`voxline.realtime.lifecycle`);
   a create the server refuses as already-active is queued again, never lost;
 * ``response.cancel`` is sent only when a response is active; a cancel asked for while
   our create is still in flight is sent as soon as ``response.created`` names it;

@@ -2,7 +2,7 @@
 
 The application API::
 
-    from session import VoiceSession, SessionSettings, ToolRegistry
+    from voxline.session import VoiceSession, SessionSettings, ToolRegistry
 """
 
 from .events import (

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from audio.ledger import Cut
-from audio.playout import PlayoutBuffer
-from realtime import events as ev
-from realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
-from realtime.protocol import ProtocolOutput, RealtimeProtocol
+from voxline.audio.ledger import Cut
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime import events as ev
+from voxline.realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
+from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
 from .bargein import HeardItem, Transport, Trigger, plan_barge_in
 from .events import (

@@ -3,7 +3,7 @@
 ``dir`` is ``"out"`` (client → server), ``"in"`` (server → client) or ``"local"`` (what the
 session decided, e.g. a barge-in). Events are logged whole except audio payloads, which are
 replaced by a note of their byte length. Nothing secret crosses the wire as an event, and
-local entries pass through :func:`realtime.errors.redact`.
+local entries pass through :func:`voxline.realtime.errors.redact`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from realtime.errors import redact
+from voxline.realtime.errors import redact
 
 __all__ = ["EventLog", "strip_audio"]
 
@@ -41,7 +41,7 @@ class EventLog:
         self.count = 0
 
     def wire(self, direction: str, text: str) -> None:
-        """A :data:`realtime.connection.WireObserver`."""
+        """A :data:`voxline.realtime.connection.WireObserver`."""
         try:
             event = json.loads(text)
         except ValueError:

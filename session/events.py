@@ -1,7 +1,7 @@
 """Session events: what an application consumes from a :class:`~session.VoiceSession`.
 
-A vocabulary of its own, apart from wire events (``realtime.events``) and protocol
-notices (``realtime.notices``). Times are seconds on the session's clock.
+A vocabulary of its own, apart from wire events (``voxline.realtime.events``) and protocol
+notices (``voxline.realtime.notices``). Times are seconds on the session's clock.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What a :class:`~session.VoiceSession` plays into and captures from.
 
-An *output* owns a :class:`~audio.playout.PlayoutBuffer` and a listener timeline:
+An *output* owns a :class:`~voxline.audio.playout.PlayoutBuffer` and a listener timeline:
 
-* :class:`~audio.devices.SpeakerSink` — a sound device, timed by its DAC clock;
+* :class:`~voxline.audio.devices.SpeakerSink` — a sound device, timed by its DAC clock;
 * :class:`ClockedOutput` — no device: a clock reads one block per 20 ms into an optional
-  :class:`~audio.sinks.Sink` (a WAV file of what the listener heard, or nothing). Kiosk
+  :class:`~voxline.audio.sinks.Sink` (a WAV file of what the listener heard, or nothing). Kiosk
   tests and headless runs use it.
 
 An *input* is any async iterable of int16 blocks at 24 kHz (:func:`mic_blocks`,
@@ -18,11 +18,11 @@ from typing import Protocol
 
 import numpy as np
 
-from audio.clock import Clock
-from audio.ledger import Cut
-from audio.playout import PlayoutBuffer
-from audio.sinks import Sink
-from audio.sources import Source
+from voxline.base.clock import Clock
+from voxline.audio.ledger import Cut
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.sinks import Sink
+from voxline.audio.sources import Source
 
 __all__ = ["ClockedOutput", "Output", "file_blocks", "mic_blocks"]
 
@@ -73,12 +73,12 @@ class ClockedOutput:
 
 
 async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
-    """Blocks from :class:`~audio.devices.MicSource` (``(adc_time, block)`` pairs)."""
+    """Blocks from :class:`~voxline.audio.devices.MicSource` (``(adc_time, block)`` pairs)."""
     async for _t, block in mic:
         yield block
 
 
 async def file_blocks(source: Source) -> AsyncIterator[np.ndarray]:
-    """Blocks from a paced :class:`~audio.sources.Source` (e.g. a WAV file as the microphone)."""
+    """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone)."""
     async for frame in source:
         yield frame.samples

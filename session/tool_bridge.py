@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from realtime import events as ev
-from realtime.protocol import ProtocolOutput, RealtimeProtocol
+from voxline.realtime import events as ev
+from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
 from .tools import Approver, CallTracker, ToolEvent, ToolRegistry, ToolRunner
 

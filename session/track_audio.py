@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from audio.playout import PlayoutBuffer
-from realtime import events as ev
-from realtime.protocol import ProtocolOutput
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime import events as ev
+from voxline.realtime.protocol import ProtocolOutput
 
 __all__ = ["TrackTagger"]
 

@@ -7,8 +7,8 @@
         async for event in session:
             ...
 
-It owns one connection at a time, the :class:`~session.core.SessionCore` (playout and
-barge-in), a :class:`~session.tool_bridge.ToolBridge` and the conversation mirror,
+It owns one connection at a time, the :class:`~voxline.session.core.SessionCore` (playout and
+barge-in), a :class:`~voxline.session.tool_bridge.ToolBridge` and the conversation mirror,
 and runs its loops in one ``asyncio.TaskGroup``: receive, capture, tick, and the output's
 own loop when it has one. If the connection drops (or the 60-minute cap ends it), it
 reconnects, sends the session configuration again and rebuilds the conversation from the
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import Clock, RealClock
-from realtime.connection import RealtimeConnection, connect
-from realtime.transports.webrtc import WebRTCTransport
-from realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
+from voxline.base.clock import Clock, RealClock
+from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.realtime.transports.webrtc import WebRTCTransport
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
 from .core import SessionCore

@@ -22,10 +22,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from audio.device_list import list_devices, refresh_devices
-from audio.device_speaker import SpeakerSink
-from audio.errors import AudioError
-from audio.playout import PlayoutBuffer
+from voxline.audio.device_list import list_devices, refresh_devices
+from voxline.audio.device_speaker import SpeakerSink
+from voxline.base.errors import AudioError
+from voxline.audio.playout import PlayoutBuffer
 
 RATE = 24000
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audio.errors import AudioError
-from audio.format import PCM16_24K, PCMA_8K, PCMU_8K, AudioFormat
+from voxline.base.errors import AudioError
+from voxline.audio import codec
+from voxline.base.audio_format import PCM16_24K, PCMA_8K, PCMU_8K, AudioFormat
 
 
 @pytest.mark.parametrize(
@@ -81,19 +82,19 @@ def test_sizes_and_durations() -> None:
 
 
 def test_pcm16_decode_is_little_endian_and_round_trips() -> None:
-    assert PCM16_24K.decode(b"\x01\x00\x00\x80").tolist() == [1, -32768]
+    assert codec.decode(PCM16_24K, b"\x01\x00\x00\x80").tolist() == [1, -32768]
     samples = np.array([0, 1, -1, 32767, -32768], dtype=np.int16)
-    assert PCM16_24K.encode(samples) == b"\x00\x00\x01\x00\xff\xff\xff\x7f\x00\x80"
-    assert PCM16_24K.decode(PCM16_24K.encode(samples)).tolist() == samples.tolist()
+    assert codec.encode(PCM16_24K, samples) == b"\x00\x00\x01\x00\xff\xff\xff\x7f\x00\x80"
+    assert codec.decode(PCM16_24K, codec.encode(PCM16_24K, samples)).tolist() == samples.tolist()
     with pytest.raises(AudioError, match="odd"):
-        PCM16_24K.decode(b"\x00\x00\x00")
+        codec.decode(PCM16_24K, b"\x00\x00\x00")
     with pytest.raises(TypeError):
-        PCM16_24K.encode(np.zeros(3, dtype=np.float64))  # type: ignore[arg-type]
+        codec.encode(PCM16_24K, np.zeros(3, dtype=np.float64))  # type: ignore[arg-type]
 
 
 def test_g711_formats_use_one_byte_per_sample() -> None:
     samples = np.array([0, 1000, -1000], dtype=np.int16)
-    assert len(PCMU_8K.encode(samples)) == 3
-    assert PCMA_8K.encode(samples) == bytes([0xD5, 0xFA, 0x7A])
-    decoded = PCMU_8K.decode(PCMU_8K.encode(samples))
+    assert len(codec.encode(PCMU_8K, samples)) == 3
+    assert codec.encode(PCMA_8K, samples) == bytes([0xD5, 0xFA, 0x7A])
+    decoded = codec.decode(PCMU_8K, codec.encode(PCMU_8K, samples))
     assert decoded.dtype == np.int16 and np.abs(decoded.astype(int) - samples).max() < 40

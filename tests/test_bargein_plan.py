@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from session.bargein import HeardItem, Transport, Trigger, heard_ms_for_truncate, plan_barge_in
+from voxline.session.bargein import HeardItem, Transport, Trigger, heard_ms_for_truncate, plan_barge_in
 
 
 def item(i: str, heard: int, received: int, complete: bool = True) -> HeardItem:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.wavio import read_wav
+from voxline.audio.wavio import read_wav
 from tests.conftest import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +20,7 @@ EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
 
 
 def voxline(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "session.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "voxline", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
@@ -99,10 +99,10 @@ def test_user_mistakes_are_one_line(tmp_path: Path, args: list[str], expected: s
 def test_a_refused_token_is_one_line(tmp_path: Path) -> None:
     code = (
         "import asyncio, subprocess, sys\n"
-        "from realtime.server import ServerConfig, serve\n"
+        "from voxline.realtime.server import ServerConfig, serve\n"
         "async def main():\n"
         "    async with serve(ServerConfig(port=0, voice='tone', api_key='sk-right')) as s:\n"
-        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'session.cli', 'replay',\n"
+        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
         f"            {str(EXAMPLE)!r}, '--url', s.url, '--out', {str(tmp_path / 'h.wav')!r},\n"
         f"            '--events', {str(tmp_path / 'e.jsonl')!r}], capture_output=True, text=True)\n"
         "        print(r.returncode); print(r.stderr.strip())\n"

@@ -16,13 +16,13 @@ import pytest
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 
-from audio.voice import synthesize
-from realtime import events as ev
-from realtime.connection import RealtimeConnection, connect
-from realtime.errors import ConnectionClosed, ConnectionFailed
-from realtime.lifecycle import ResponseStatus
-from realtime.notices import CommandFailed, ResponseStatusChanged
-from realtime.server import ServerConfig, serve
+from voxline.audio.voice import synthesize
+from voxline.realtime import events as ev
+from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.realtime.errors import ConnectionClosed, ConnectionFailed
+from voxline.realtime.lifecycle import ResponseStatus
+from voxline.realtime.notices import CommandFailed, ResponseStatusChanged
+from voxline.realtime.server import ServerConfig, serve
 from tests.conftest import require_tool
 from tests.oracle import WireRecorder
 

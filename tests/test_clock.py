@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from audio.clock import Clock, RealClock, VirtualClock
+from voxline.base.clock import Clock, RealClock, VirtualClock
 
 
 async def settle() -> None:

@@ -1,6 +1,6 @@
 """Barge-in on a real device: the ledger's cut matches what reached the speaker.
 
-A 3 s chirp plays as item ``aK`` through :class:`~audio.device_speaker.SpeakerSink` into
+A 3 s chirp plays as item ``aK`` through :class:`~voxline.audio.device_speaker.SpeakerSink` into
 a private clone of the virtual speaker ``vspk`` while ``parec`` records its monitor. Some time into it
 the sink interrupts (``playout.interrupt(sink.now(), fade_ms=5)``, then abort + restart
 of the stream). The recording is then analysed on its own: where the chirp starts
@@ -19,8 +19,8 @@ import time
 import numpy as np
 import pytest
 
-from audio.ledger import Cut
-from audio.playout import PlayoutBuffer
+from voxline.audio.ledger import Cut
+from voxline.audio.playout import PlayoutBuffer
 from tests.device_support import RATE, MonitorRecorder, Samples, VirtualDevices, chirp, find, running_sink, vdev, wait_for
 
 __all__ = ["vdev"]  # the module-scoped fixture, used by the tests below

@@ -23,15 +23,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from audio.device_list import DeviceInfo, list_devices, resolve_device
-from audio.device_mic import MicSource
-from audio.device_resample import CaptureResampler, PlayoutReader
-from audio.device_speaker import SpeakerSink
-from audio.device_timing import DacTimeline, dac_time
-from audio.errors import AudioError
-from audio.playout import PlayoutBuffer
-from audio.wavio import write_wav
-from session.cli import devices as devices_cli
+from voxline.audio.device_list import DeviceInfo, list_devices, resolve_device
+from voxline.audio.device_mic import MicSource
+from voxline.audio.device_resample import CaptureResampler, PlayoutReader
+from voxline.audio.device_speaker import SpeakerSink
+from voxline.audio.device_timing import DacTimeline, dac_time
+from voxline.base.errors import AudioError
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.wavio import write_wav
+from voxline.session.cli import devices as devices_cli
 
 from tests.device_support import (
     RATE,

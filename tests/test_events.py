@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import realtime.events as ev
-from realtime.errors import LocalProtocolError, RemoteProtocolError
+import voxline.realtime.events as ev
+from voxline.realtime.errors import LocalProtocolError, RemoteProtocolError
 from tests.oracle import CLIENT_TYPES, SERVER_TYPES, check_client_event, check_server_event
 
 CLIENT_SAMPLES: list[ev.ClientEvent] = [

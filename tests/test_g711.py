@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audio.g711 import alaw_decode, alaw_encode, ulaw_decode, ulaw_encode
+from voxline.audio.g711 import alaw_decode, alaw_encode, ulaw_decode, ulaw_encode
 
 ALL_SAMPLES = np.arange(-32768, 32768, dtype=np.int32).astype(np.int16)
 ALL_CODES = np.arange(256, dtype=np.int32).astype(np.uint8)

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audio.ledger import HeardLedger, Playing, heard_count
-from audio.playout import PlayoutBuffer
+from voxline.audio.ledger import HeardLedger, Playing, heard_count
+from voxline.audio.playout import PlayoutBuffer
 
 R = 24000
 

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from realtime.lifecycle import (
+from voxline.realtime.lifecycle import (
     RESPONSE_TRANSITIONS,
     TERMINAL_STATUSES,
     TRANSITIONS,
@@ -19,7 +19,7 @@ from realtime.lifecycle import (
     Slot,
     step,
 )
-from realtime.protocol import RealtimeProtocol
+from voxline.realtime.protocol import RealtimeProtocol
 
 
 def test_every_state_input_pair_has_exactly_one_transition() -> None:

@@ -13,17 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from realtime.errors import ConfigurationError
-from realtime.events import parse_server_event, server_event_sample
-from realtime.protocol import RealtimeProtocol
-from realtime.server.engine import Engine
-from realtime.server.ids import IdFactory
-from realtime.server.responses import Pacing
-from realtime.server.scenario import parse_scenario
-from realtime.server.state import EngineConfig
-from session.events import BargeIn
-from session.mirror import ConversationMirror, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
-from session.tools.calls import CallTracker
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.events import parse_server_event, server_event_sample
+from voxline.realtime.protocol import RealtimeProtocol
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.responses import Pacing
+from voxline.realtime.server.scenario import parse_scenario
+from voxline.realtime.server.state import EngineConfig
+from voxline.session.events import BargeIn
+from voxline.session.mirror import ConversationMirror, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
+from voxline.session.tools.calls import CallTracker
 from tests.oracle import check_client_event, check_server_event
 
 # Server events, each checked against the official SDK before it is parsed.

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from audio.ledger import Playing
-from audio.playout import PlayoutBuffer
+from voxline.audio.ledger import Playing
+from voxline.audio.playout import PlayoutBuffer
 
 R = 24000
 BLOCK = 480

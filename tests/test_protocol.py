@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from realtime import events as ev
-from realtime.errors import LocalProtocolError
-from realtime.lifecycle import ResponseStatus, Slot
-from realtime.notices import (
+from voxline.realtime import events as ev
+from voxline.realtime.errors import LocalProtocolError
+from voxline.realtime.lifecycle import ResponseStatus, Slot
+from voxline.realtime.notices import (
     BetaProtocolDetected,
     CommandFailed,
     MalformedServerEvent,
     ResponseStatusChanged,
     TruncateAdjusted,
 )
-from realtime.protocol import RealtimeProtocol
+from voxline.realtime.protocol import RealtimeProtocol
 from tests.oracle import check_client_event
 
 _n = 0

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audio.voice import synthesize
-from realtime.server.scenario import load_scenario
-from session.events import AssistantAudioStarted, SpeechStarted
-from session.replay import ReplayResult, run_lockstep
+from voxline.audio.voice import synthesize
+from voxline.realtime.server.scenario import load_scenario
+from voxline.session.events import AssistantAudioStarted, SpeechStarted
+from voxline.session.replay import ReplayResult, run_lockstep
 from tests.heard import heard_length
 from tests.oracle import WireRecorder
 from tests.speech import RATE, make_utterance, mix_timeline

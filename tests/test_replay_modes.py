@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audio.clock import RealClock
-from audio.wavio import read_wav
-from realtime.connection import connect
-from realtime.server import ServerConfig, serve
-from realtime.server.scenario import load_scenario
-from session.replay import run_lockstep, run_realtime
+from voxline.base.clock import RealClock
+from voxline.audio.wavio import read_wav
+from voxline.realtime.connection import connect
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.scenario import load_scenario
+from voxline.session.replay import run_lockstep, run_realtime
 from tests.conftest import require_tool
 from tests.oracle import WireRecorder
 

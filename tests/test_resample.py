@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audio.resample import StreamResampler
+from voxline.audio.resample import StreamResampler
 
 
 def sine(freq: float, rate: int, seconds: float, amplitude: float = 12000.0) -> np.ndarray:

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from realtime.errors import ConfigurationError
-from realtime.server.engine import Engine
-from realtime.server.ids import IdFactory
-from realtime.server.responses import Pacing
-from realtime.server.scenario import Call, Say, builtin_names, load_scenario, parse_scenario
-from realtime.server.state import EngineConfig
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.responses import Pacing
+from voxline.realtime.server.scenario import Call, Say, builtin_names, load_scenario, parse_scenario
+from voxline.realtime.server.state import EngineConfig
 from tests.oracle import check_server_event
 
 RATE = 24000
@@ -774,7 +774,7 @@ def test_configured_transcription_reports_that_it_is_unavailable() -> None:
 
 
 def test_g711_sessions_count_8k_bytes() -> None:
-    from audio.g711 import ulaw_encode
+    from voxline.audio.g711 import ulaw_encode
 
     h = Harness()
     fmt = {"type": "audio/pcmu"}

@@ -19,9 +19,9 @@ import websockets
 from openai import AsyncOpenAI
 from openai.types.realtime import ClientSecretCreateResponse
 
-from audio.vad import EnergyVad, SpeechStart, SpeechStop
-from audio.voice import synthesize
-from realtime.server import ServerConfig, serve
+from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
+from voxline.audio.voice import synthesize
+from voxline.realtime.server import ServerConfig, serve
 from tests.conftest import require_tool
 from tests.oracle import WireRecorder
 

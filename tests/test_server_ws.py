@@ -17,12 +17,12 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from audio.clock import VirtualClock
-from audio.voice import synthesize
-from realtime.errors import ConfigurationError
-from realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
-from realtime.server.cli import config_from_args
-from realtime.server.http_api import HttpRequest, HttpResponse
+from voxline.base.clock import VirtualClock
+from voxline.audio.voice import synthesize
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
+from voxline.realtime.server.cli import config_from_args
+from voxline.realtime.server.http_api import HttpRequest, HttpResponse
 from tests.oracle import WireRecorder
 
 KEY = "sk-local-test"

@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 
-from audio.playout import PlayoutBuffer
-from realtime import events as ev
-from realtime.protocol import RealtimeProtocol
-from session.core import SessionCore
-from session.events import CutAdjusted
-from session.track_audio import TrackTagger
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime import events as ev
+from voxline.realtime.protocol import RealtimeProtocol
+from voxline.session.core import SessionCore
+from voxline.session.events import CutAdjusted
+from voxline.session.track_audio import TrackTagger
 from tests.test_protocol import frame, sent
 
 
@@ -51,7 +51,7 @@ def test_track_audio_is_tagged_by_the_servers_playback_state() -> None:
 
 
 def test_keys_never_show_in_settings_or_session_reprs() -> None:
-    from session import SessionSettings, VoiceSession
+    from voxline.session import SessionSettings, VoiceSession
 
     secret = "sk-proj-abcdefghijklmnop"
     settings = SessionSettings(api_key=secret)

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import VirtualClock
-from audio.voice import synthesize
-from realtime.connection import connect
-from realtime.server import ServerConfig, serve
-from session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession
-from session.events import SpeechStarted
-from session.media import ClockedOutput
+from voxline.base.clock import VirtualClock
+from voxline.audio.voice import synthesize
+from voxline.realtime.connection import connect
+from voxline.realtime.server import ServerConfig, serve
+from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession
+from voxline.session.events import SpeechStarted
+from voxline.session.media import ClockedOutput
 from tests.oracle import WireRecorder
 from tests.test_voice_session import collect, sent
 

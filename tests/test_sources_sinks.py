@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.clock import VirtualClock
-from audio.errors import AudioError
-from audio.playout import PlayoutBuffer
-from audio.sinks import NullSink, Sink, WavSink
-from audio.sources import AudioFrame, SilenceSource, Source, WavFileSource
-from audio.wavio import WavReader, read_wav, write_wav
+from voxline.base.clock import VirtualClock
+from voxline.base.errors import AudioError
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.sinks import NullSink, Sink, WavSink
+from voxline.audio.sources import AudioFrame, SilenceSource, Source, WavFileSource
+from voxline.audio.wavio import WavReader, read_wav, write_wav
 
 R = 24000
 

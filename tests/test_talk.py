@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.wavio import read_wav, write_wav
-from session.cli import main
-from session.cli.talk import LevelMeter, TalkSettings, demo_tools
-from session.cli.talk_view import TalkModel, describe, level_bar
-from session.events import BargeIn, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta, TranscriptDone
-from session.tools import ToolFinished, ToolStarted
+from voxline.audio.wavio import read_wav, write_wav
+from voxline.session.cli import main
+from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
+from voxline.session.cli.talk_view import TalkModel, describe, level_bar
+from voxline.session.events import BargeIn, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta, TranscriptDone
+from voxline.session.tools import ToolFinished, ToolStarted
 from tests.device_support import VirtualDevices, pulse, vdev
 
 __all__ = ["pulse", "vdev"]  # fixtures used below
@@ -177,7 +177,7 @@ class Talk:
 @asynccontextmanager
 async def talk(*argv: str, stdin: int | None = asyncio.subprocess.DEVNULL) -> AsyncIterator[Talk]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "session.cli", "talk", *argv, cwd=ROOT, env=_env(), stdin=stdin,
+        sys.executable, "-m", "voxline", "talk", *argv, cwd=ROOT, env=_env(), stdin=stdin,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         yield Talk(process)
@@ -264,8 +264,8 @@ async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None) -> None:
 
 
 def test_a_webrtc_barge_in_says_the_server_cuts() -> None:
-    from session.cli.talk_view import describe_barge_in
-    from session.events import BargeIn
+    from voxline.session.cli.talk_view import describe_barge_in
+    from voxline.session.events import BargeIn
 
     line = describe_barge_in(BargeIn("server_vad", 7.36, "item_a", 3252.0, 3320.0, None, (), False, 0.005,
                                      server_cuts=True))

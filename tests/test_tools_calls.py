@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from realtime.errors import ToolError
-from realtime.lifecycle import ResponseStatus
-from session.tools import CallState, CallTracker, ToolCall
+from voxline.realtime.errors import ToolError
+from voxline.realtime.lifecycle import ResponseStatus
+from voxline.session.tools import CallState, CallTracker, ToolCall
 from tests.oracle import check_client_event
 
 CREATE = {"type": "response.create"}

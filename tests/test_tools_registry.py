@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from realtime.errors import ToolError
-from session.tools import Tool, ToolRegistry, encode_output
-from session.tools.docstrings import parse_docstring
+from voxline.realtime.errors import ToolError
+from voxline.session.tools import Tool, ToolRegistry, encode_output
+from voxline.session.tools.docstrings import parse_docstring
 from tests.oracle import check_client_event
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from realtime.errors import ToolError
-from session.tools import (
+from voxline.realtime.errors import ToolError
+from voxline.session.tools import (
     CallState,
     CallTracker,
     ToolCall,

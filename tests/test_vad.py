@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audio.vad import EnergyVad, SpeechStart, SpeechStop, threshold_to_dbfs
+from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop, threshold_to_dbfs
 
 RATE = 24000
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio.vad import EnergyVad, SpeechStart, SpeechStop
-from audio.voice import SAMPLE_RATE, VoiceUnavailableError, available_voices, synthesize
+from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
+from voxline.audio.voice import SAMPLE_RATE, VoiceUnavailableError, available_voices, synthesize
 from tests.conftest import require_tool
 
 SENTENCE = "Hello! This is a test of the voice."

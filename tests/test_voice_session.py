@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from audio.clock import VirtualClock
-from realtime.connection import connect
-from realtime.server import ServerConfig, serve
-from realtime.server.config import FaultConfig
-from session.events import (
+from voxline.base.clock import VirtualClock
+from voxline.realtime.connection import connect
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.config import FaultConfig
+from voxline.session.events import (
     AssistantAudioStarted,
     BargeIn,
     ConnectionLost,
@@ -27,10 +27,10 @@ from session.events import (
     StateChanged,
     TranscriptDone,
 )
-from session.media import ClockedOutput
-from session.settings import SessionSettings
-from session.tools import ToolFinished, ToolRegistry, ToolStarted
-from session.voice import VoiceSession
+from voxline.session.media import ClockedOutput
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
+from voxline.session.voice import VoiceSession
 from tests.oracle import WireRecorder
 
 

@@ -20,15 +20,15 @@ import pytest
 from aiortc import RTCConfiguration, RTCPeerConnection
 from openai import AsyncOpenAI
 
-from audio.voice import synthesize
-from realtime.connection import RealtimeConnection
-from realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
-from realtime.server import ServerConfig, serve
-from realtime.server.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
-from realtime.transports import Transport
-from realtime.transports.rtc_audio import SampleQueue
-from realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
-from realtime.transports.webrtc import WebRTCTransport
+from voxline.audio.voice import synthesize
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
+from voxline.realtime.transports import Transport
+from voxline.realtime.transports.rtc_audio import SampleQueue
+from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
+from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.oracle import WireRecorder
 
 RATE = 24_000

@@ -6,7 +6,7 @@ events), :mod:`.server`, :mod:`.server_response`, :mod:`.server_mcp` (the 46 GA 
 (parse/encode), :mod:`.b64` (audio payloads), :mod:`.samples` (an example of each server event).
 
 ``parse_server_event`` never raises for an unknown type (``UnknownServerEvent``) or a beta
-name (``BetaServerEvent``); it raises :class:`~realtime.errors.RemoteProtocolError` for malformed
+name (``BetaServerEvent``); it raises :class:`~voxline.realtime.errors.RemoteProtocolError` for malformed
 frames. ``encode_client_event`` writes compact JSON with unset ``None`` fields left out.
 """
 

@@ -122,7 +122,7 @@ KnownServerEvent = Annotated[_KnownUnion, Field(discriminator="type")]
 """Every GA server event type the official SDK types, discriminated on ``type``."""
 
 ServerEvent = Union[_KnownUnion, UnknownServerEvent, BetaServerEvent]
-"""What :func:`~realtime.events.parse_server_event` returns."""
+"""What :func:`~voxline.realtime.events.parse_server_event` returns."""
 
 SERVER_EVENT_CLASSES: dict[str, type[ServerEventBase]] = {
     cls.model_fields["type"].default: cls for cls in typing.get_args(_KnownUnion)

@@ -6,15 +6,15 @@ understand speech. Layers: :mod:`.engine` (sans-I/O, plain dicts) →
 :mod:`.ws_session` / :mod:`.webrtc` (WebRTC calls) / :mod:`.app` (websockets, HTTP) → :mod:`.cli` (``voxline serve``).
 """
 
-from realtime.server.app import Server, serve
-from realtime.server.catalog import EMITTED_EVENT_TYPES
-from realtime.server.cli import add_serve_arguments, main_serve, run_serve
-from realtime.server.config import FaultConfig, ServerConfig
-from realtime.server.engine import Engine
-from realtime.server.scenario import Scenario, load_scenario
-from realtime.server.state import EngineConfig
-from realtime.server.timing import ClockLike
-from realtime.server.webrtc import RealtimeCalls
+from voxline.realtime.server.app import Server, serve
+from voxline.realtime.server.catalog import EMITTED_EVENT_TYPES
+from voxline.realtime.server.cli import add_serve_arguments, main_serve, run_serve
+from voxline.realtime.server.config import FaultConfig, ServerConfig
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.scenario import Scenario, load_scenario
+from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.timing import ClockLike
+from voxline.realtime.server.webrtc import RealtimeCalls
 
 __all__ = [
     "EMITTED_EVENT_TYPES",

@@ -1,10 +1,10 @@
 """The local server's network side: WebSocket sessions and HTTP endpoints on one port.
 
 - ``GET /v1/realtime?model=…`` (WebSocket, ``Authorization: Bearer …``): a
-  Realtime session driven by :class:`~realtime.server.engine.Engine`.
+  Realtime session driven by :class:`~voxline.realtime.server.engine.Engine`.
 - ``POST /v1/realtime/client_secrets``: ephemeral keys
-  (:mod:`realtime.server.http_api`).
-- ``POST /v1/realtime/calls`` (SDP offer): a WebRTC session (:mod:`realtime.server.webrtc`).
+  (:mod:`voxline.realtime.server.http_api`).
+- ``POST /v1/realtime/calls`` (SDP offer): a WebRTC session (:mod:`voxline.realtime.server.webrtc`).
 
 Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
 401 ``Missing bearer or basic authentication in header``; a wrong one → 401
@@ -30,20 +30,20 @@ from websockets.asyncio.server import serve as ws_serve
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
-from realtime.errors import ConfigurationError
-from realtime.server import errors
-from realtime.server.config import ServerConfig
-from realtime.server.connection import HttpHandler, routing_connection
-from realtime.server.engine import Engine
-from realtime.server.errors import ErrorSpec
-from realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
-from realtime.server.ids import IdFactory
-from realtime.server.responses import Pacing
-from realtime.server.scenario import Scenario, load_scenario
-from realtime.server.state import EngineConfig, Synth
-from realtime.server.voices import make_synth, warm_up
-from realtime.server.webrtc import CALLS_PATH, RealtimeCalls
-from realtime.server.ws_session import close_reason, run_engine, send_error_and_close
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server import errors
+from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.connection import HttpHandler, routing_connection
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.errors import ErrorSpec
+from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.responses import Pacing
+from voxline.realtime.server.scenario import Scenario, load_scenario
+from voxline.realtime.server.state import EngineConfig, Synth
+from voxline.realtime.server.voices import make_synth, warm_up
+from voxline.realtime.server.webrtc import CALLS_PATH, RealtimeCalls
+from voxline.realtime.server.ws_session import close_reason, run_engine, send_error_and_close
 
 __all__ = ["Server", "serve"]
 

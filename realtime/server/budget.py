@@ -1,6 +1,6 @@
 """``max_output_tokens``: cut a scripted reply to fit, as the service ends a response ``incomplete``.
 
-Costs use the estimates of :mod:`realtime.server.usage` (text: 4 characters per
+Costs use the estimates of :mod:`voxline.realtime.server.usage` (text: 4 characters per
 token; output audio: 20 tokens per second). A message that does not fit is cut
 to the words that do (and spoken again); later outputs are dropped. The response
 then ends ``incomplete`` with reason ``max_output_tokens``.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from realtime.server.output_items import split_words
-from realtime.server.scenario import Call, Output, Say
-from realtime.server.usage import text_tokens
+from voxline.realtime.server.output_items import split_words
+from voxline.realtime.server.scenario import Call, Output, Say
+from voxline.realtime.server.usage import text_tokens
 
 __all__ = ["fit_budget"]
 

@@ -8,9 +8,9 @@ import math
 import os
 import sys
 
-from realtime.errors import ConfigurationError
-from realtime.server.app import serve
-from realtime.server.config import ServerConfig
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.app import serve
+from voxline.realtime.server.config import ServerConfig
 
 __all__ = ["add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
 

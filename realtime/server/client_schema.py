@@ -7,9 +7,9 @@ Nested ``session`` and ``item`` objects are checked by their own modules.
 
 from __future__ import annotations
 
-from realtime.server.items import ITEM
-from realtime.server.session_schema import FORMAT, MAX_OUTPUT_TOKENS, OUTPUT_MODALITIES, TOOL, TOOL_CHOICE
-from realtime.server.validate import Field, Schema
+from voxline.realtime.server.items import ITEM
+from voxline.realtime.server.session_schema import FORMAT, MAX_OUTPUT_TOKENS, OUTPUT_MODALITIES, TOOL, TOOL_CHOICE
+from voxline.realtime.server.validate import Field, Schema
 
 __all__ = ["EVENT_SCHEMAS", "RESPONSE_PARAMS", "SUPPORTED_TYPES"]
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audio.clock import RealClock
-from realtime.errors import ConfigurationError
-from realtime.server.timing import ClockLike
+from voxline.base.clock import RealClock
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.timing import ClockLike
 
 __all__ = ["FaultConfig", "ServerConfig", "is_loopback"]
 

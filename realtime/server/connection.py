@@ -3,7 +3,7 @@
 websockets' server reads only ``GET`` requests, so this subclass of its
 ``ServerConnection`` (plugged in through ``serve(create_connection=…)``) looks at
 the first bytes: ``GET`` goes to websockets unchanged; any other method is read
-whole by :func:`realtime.server.http_api.parse_request` and answered by the
+whole by :func:`voxline.realtime.server.http_api.parse_request` and answered by the
 server's HTTP handler during the opening-handshake step, after which the
 connection closes without ever becoming a WebSocket.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 
-from realtime.server.http_api import HttpRequest, HttpResponse, parse_request
+from voxline.realtime.server.http_api import HttpRequest, HttpResponse, parse_request
 
 __all__ = ["HttpHandler", "RoutingConnection", "routing_connection"]
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from realtime.server import errors
-from realtime.server.errors import RequestRejected
+from voxline.realtime.server import errors
+from voxline.realtime.server.errors import RequestRejected
 
 __all__ = ["Conversation", "Entry"]
 

@@ -14,17 +14,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from realtime.server import errors, turns
-from realtime.server.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
-from realtime.server.conversation import Entry
-from realtime.server.errors import ErrorSpec, RequestRejected
-from realtime.server.ids import IdFactory, event
-from realtime.server.items import decode_base64, parse_item
-from realtime.server.planner import start_response
-from realtime.server.scenario import Scenario
-from realtime.server.session_config import SessionConfig
-from realtime.server.state import EngineConfig, SessionState, Synth
-from realtime.server.validate import check_object, json_kind
+from voxline.realtime.server import errors, turns
+from voxline.realtime.server.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
+from voxline.realtime.server.conversation import Entry
+from voxline.realtime.server.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.ids import IdFactory, event
+from voxline.realtime.server.items import decode_base64, parse_item
+from voxline.realtime.server.planner import start_response
+from voxline.realtime.server.scenario import Scenario
+from voxline.realtime.server.session_config import SessionConfig
+from voxline.realtime.server.state import EngineConfig, SessionState, Synth
+from voxline.realtime.server.validate import check_object, json_kind
 
 __all__ = ["Engine"]
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from realtime.errors import RemoteProtocolError
+from voxline.realtime.errors import RemoteProtocolError
 
 __all__ = [
     "ErrorSpec",

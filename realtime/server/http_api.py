@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from realtime.server import errors
-from realtime.server.errors import ErrorSpec, RequestRejected
-from realtime.server.ids import IdFactory
-from realtime.server.session_config import SessionConfig
-from realtime.server.validate import Field, check_object
+from voxline.realtime.server import errors
+from voxline.realtime.server.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.session_config import SessionConfig
+from voxline.realtime.server.validate import Field, check_object
 
 __all__ = ["Credentials", "HttpRequest", "HttpResponse", "error_body", "mint_client_secret", "parse_request"]
 

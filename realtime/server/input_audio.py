@@ -4,7 +4,7 @@ Positions are sample indices over all audio appended during the session (what
 ``audio_start_ms`` / ``audio_end_ms`` count), at the input format's own rate:
 24 kHz for ``audio/pcm``, 8 kHz for ``audio/pcmu`` / ``audio/pcma``.
 
-``server_vad`` runs :class:`audio.vad.EnergyVad` with the session's threshold,
+``server_vad`` runs :class:`voxline.audio.vad.EnergyVad` with the session's threshold,
 prefix padding and silence duration. ``semantic_vad`` is approximated by the same
 detector with a silence duration chosen by ``eagerness`` (low 1200 ms,
 medium/auto 800 ms, high 400 ms), since the server understands no speech.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from audio.vad import EnergyVad, SpeechStart, SpeechStop, VadEvent
-from realtime.server import wire_audio
+from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop, VadEvent
+from voxline.realtime.server import wire_audio
 
 __all__ = ["InputAudio", "SpeechStart", "SpeechStop", "VadEvent", "format_rate"]
 

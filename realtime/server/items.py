@@ -14,9 +14,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from realtime.server import errors
-from realtime.server.errors import RequestRejected
-from realtime.server.validate import Field, check_object, check_value
+from voxline.realtime.server import errors
+from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.validate import Field, check_object, check_value
 
 __all__ = ["ITEM", "NewItem", "decode_base64", "parse_item"]
 

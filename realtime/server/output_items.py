@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from realtime.server.conversation import Entry
-from realtime.server.ids import IdFactory, event
+from voxline.realtime.server.conversation import Entry
+from voxline.realtime.server.ids import IdFactory, event
 
 __all__ = ["CallOutput", "MessageOutput", "OutputItem", "split_words"]
 

@@ -4,7 +4,7 @@ Only one response may write to the default conversation at a time
 (``conversation_already_has_active_response``); out-of-band responses
 (``conversation: "none"``) may run alongside it and are not added to the
 conversation. An integer ``max_output_tokens`` cuts the reply
-(:mod:`realtime.server.budget`). See :mod:`realtime.server.scenario` for how turns are chosen.
+(:mod:`voxline.realtime.server.budget`). See :mod:`voxline.realtime.server.scenario` for how turns are chosen.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from __future__ import annotations
 import re
 from typing import Any, assert_never
 
-from realtime.server import errors, wire_audio
-from realtime.server.budget import fit_budget
-from realtime.server.conversation import Entry
-from realtime.server.errors import RequestRejected
-from realtime.server.input_audio import format_rate
-from realtime.server.output_items import CallOutput, MessageOutput, OutputItem
-from realtime.server.responses import ResponseRun, RunSpec
-from realtime.server.scenario import Call, Output, Say
-from realtime.server.state import SessionState
-from realtime.server.usage import audio_tokens, input_usage, text_tokens
+from voxline.realtime.server import errors, wire_audio
+from voxline.realtime.server.budget import fit_budget
+from voxline.realtime.server.conversation import Entry
+from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.input_audio import format_rate
+from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
+from voxline.realtime.server.responses import ResponseRun, RunSpec
+from voxline.realtime.server.scenario import Call, Output, Say
+from voxline.realtime.server.state import SessionState
+from voxline.realtime.server.usage import audio_tokens, input_usage, text_tokens
 
 __all__ = ["next_outputs", "render", "start_response"]
 

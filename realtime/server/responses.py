@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from realtime.server.conversation import Conversation
-from realtime.server.ids import IdFactory, event
-from realtime.server.output_items import CallOutput, MessageOutput, OutputItem
-from realtime.server.usage import RateLimits, audio_tokens, text_tokens, usage_object
+from voxline.realtime.server.conversation import Conversation
+from voxline.realtime.server.ids import IdFactory, event
+from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
+from voxline.realtime.server.usage import RateLimits, audio_tokens, text_tokens, usage_object
 
 __all__ = ["Pacing", "ResponseRun", "RunSpec"]
 

@@ -7,14 +7,14 @@ What differs from a WebSocket session (PROTOCOL.md §1 WebRTC, §5):
   over WebSocket;
 - assistant audio never goes out as ``response.output_audio.delta``: the deltas are
   taken out of the event stream and their PCM queued in the
-  :class:`~realtime.server.rtc_output.OutputAudioBuffer`, which the outgoing track
+  :class:`~voxline.realtime.server.rtc_output.OutputAudioBuffer`, which the outgoing track
   plays in real time, announcing ``output_audio_buffer.started`` / ``.stopped``;
 - ``output_audio_buffer.clear`` (a client event the engine does not take) and a
   server-VAD barge-in with ``interrupt_response`` drop the unplayed audio, emit
   ``output_audio_buffer.cleared`` and truncate every cut item at the audio actually
   played: the server knows what was played, so the client sends no truncate.
 
-Synchronous and clock-free like the engine; :mod:`realtime.server.rtc_call` drives it.
+Synchronous and clock-free like the engine; :mod:`voxline.realtime.server.rtc_call` drives it.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import soxr
 
-from realtime.server import wire_audio
-from realtime.server.engine import Engine
-from realtime.server.ids import IdFactory, event
-from realtime.server.rtc_output import OutputAudioBuffer, Samples, Started, Stopped
+from voxline.realtime.server import wire_audio
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.ids import IdFactory, event
+from voxline.realtime.server.rtc_output import OutputAudioBuffer, Samples, Started, Stopped
 
 __all__ = ["CallBridge"]
 

@@ -20,14 +20,14 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
-from realtime.server.timing import first_of
-from realtime.server.config import ServerConfig
-from realtime.server.engine import Engine
-from realtime.server.ids import IdFactory
-from realtime.server.rtc_bridge import CallBridge
-from realtime.server.rtc_output import Samples
-from realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
-from realtime.transports.rtc_signaling import EVENTS_LABEL
+from voxline.realtime.server.timing import first_of
+from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.rtc_bridge import CallBridge
+from voxline.realtime.server.rtc_output import Samples
+from voxline.realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
+from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
 
 __all__ = ["Call"]
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError
 
 __all__ = [
     "BUILTIN_DIR",

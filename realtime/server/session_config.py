@@ -14,10 +14,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from realtime.server import errors
-from realtime.server.errors import RequestRejected
-from realtime.server.session_schema import SESSION_SCHEMA
-from realtime.server.validate import check_object
+from voxline.realtime.server import errors
+from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.session_schema import SESSION_SCHEMA
+from voxline.realtime.server.validate import check_object
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",

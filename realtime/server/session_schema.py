@@ -6,7 +6,7 @@ Strict: a beta key such as ``modalities`` is an ``unknown_parameter``. Only
 
 from __future__ import annotations
 
-from realtime.server.validate import Field, Schema
+from voxline.realtime.server.validate import Field, Schema
 
 __all__ = ["FORMAT", "SESSION_SCHEMA", "TOOL", "TOOL_CHOICE", "VOICES"]
 

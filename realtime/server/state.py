@@ -8,18 +8,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from realtime.server.conversation import Conversation
-from realtime.server.ids import IdFactory
-from realtime.server.input_audio import InputAudio
-from realtime.server.responses import Pacing, ResponseRun
-from realtime.server.scenario import Scenario
-from realtime.server.session_config import DEFAULT_INSTRUCTIONS, SessionConfig
-from realtime.server.usage import RateLimits
+from voxline.realtime.server.conversation import Conversation
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.input_audio import InputAudio
+from voxline.realtime.server.responses import Pacing, ResponseRun
+from voxline.realtime.server.scenario import Scenario
+from voxline.realtime.server.session_config import DEFAULT_INSTRUCTIONS, SessionConfig
+from voxline.realtime.server.usage import RateLimits
 
 __all__ = ["MAX_AUDIO_BYTES", "EngineConfig", "SessionState", "Synth"]
 
 Synth = Callable[[str], np.ndarray]
-"""Text → int16 samples at 24 kHz mono (``audio.voice.synthesize`` with a voice bound)."""
+"""Text → int16 samples at 24 kHz mono (``voxline.audio.voice.synthesize`` with a voice bound)."""
 
 MAX_AUDIO_BYTES = 15 * 1024 * 1024
 

@@ -1,7 +1,7 @@
 """The clock the local server reads: ``now()`` and ``async sleep(dt)``, nothing else.
 
-Any object with these two methods will do: ``audio.clock.RealClock`` (the default)
-or ``audio.clock.VirtualClock`` in lockstep tests.
+Any object with these two methods will do: ``voxline.base.clock.RealClock`` (the default)
+or ``voxline.base.clock.VirtualClock`` in lockstep tests.
 """
 
 from __future__ import annotations

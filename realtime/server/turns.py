@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from realtime.server import errors
-from realtime.server.conversation import Entry
-from realtime.server.errors import RequestRejected
-from realtime.server.ids import event
-from realtime.server.input_audio import SpeechStart, SpeechStop
-from realtime.server.planner import start_response
-from realtime.server.state import SessionState
+from voxline.realtime.server import errors
+from voxline.realtime.server.conversation import Entry
+from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.ids import event
+from voxline.realtime.server.input_audio import SpeechStart, SpeechStop
+from voxline.realtime.server.planner import start_response
+from voxline.realtime.server.state import SessionState
 
 __all__ = ["append_audio", "arm_idle", "clear", "commit", "fire_idle"]
 

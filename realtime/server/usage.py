@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from realtime.server.conversation import Entry
+from voxline.realtime.server.conversation import Entry
 
 __all__ = ["RateLimits", "audio_tokens", "input_usage", "text_tokens", "usage_object"]
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from realtime.server import errors
-from realtime.server.errors import RequestRejected
+from voxline.realtime.server import errors
+from voxline.realtime.server.errors import RequestRejected
 
 __all__ = ["Field", "Schema", "check_object", "check_value", "json_kind"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from audio.voice import espeak_available, synthesize
-from realtime.errors import ConfigurationError
-from realtime.server.scenario import Say, Scenario
-from realtime.server.state import Synth
+from voxline.audio.voice import espeak_available, synthesize
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.scenario import Say, Scenario
+from voxline.realtime.server.state import Synth
 
 __all__ = ["make_synth", "warm_up"]
 

@@ -4,8 +4,8 @@ The body is the client's SDP offer (``Content-Type: application/sdp``) and the
 caller authenticates like the WebSocket path (``Authorization: Bearer`` with the
 server's key or an ``ek_…`` it minted). The answer is ``201 Created`` with an
 ``application/sdp`` body and ``Location: /v1/realtime/calls/{call_id}``. Each call
-runs the same :class:`~realtime.server.engine.Engine` as a WebSocket session,
-bridged by :mod:`realtime.server.rtc_call`. Peers are local: no ICE servers.
+runs the same :class:`~voxline.realtime.server.engine.Engine` as a WebSocket session,
+bridged by :mod:`voxline.realtime.server.rtc_call`. Peers are local: no ICE servers.
 
 :class:`RealtimeCalls` owns the running calls; :meth:`RealtimeCalls.close` ends
 them all (the server calls it when it closes). The ``multipart/form-data`` variant
@@ -21,15 +21,15 @@ from urllib.parse import parse_qs
 
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
-from realtime.server import errors
-from realtime.server.config import ServerConfig
-from realtime.server.engine import Engine
-from realtime.server.errors import ErrorSpec
-from realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body
-from realtime.server.ids import IdFactory
-from realtime.server.rtc_call import Call
-from realtime.server.scenario import Scenario
-from realtime.server.state import EngineConfig, Synth
+from voxline.realtime.server import errors
+from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.errors import ErrorSpec
+from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.rtc_call import Call
+from voxline.realtime.server.scenario import Scenario
+from voxline.realtime.server.state import EngineConfig, Synth
 
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
 

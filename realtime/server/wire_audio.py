@@ -1,7 +1,7 @@
 """Audio bytes in a session's format ↔ int16 samples.
 
 ``audio/pcm`` is PCM16 little-endian mono at 24 kHz; ``audio/pcmu`` / ``audio/pcma``
-are G.711 at 8 kHz (codec from :mod:`audio.g711`, rate conversion with soxr).
+are G.711 at 8 kHz (codec from :mod:`voxline.audio.g711`, rate conversion with soxr).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import soxr
 
-from audio import g711
+from voxline.audio import g711
 
 __all__ = ["from_pcm24k", "to_pcm"]
 

@@ -4,7 +4,7 @@ Three jobs run in one ``TaskGroup`` next to the reader: a single writer sends
 server events in the order the engine produced them; a pacer sleeps until the
 engine's next due step (woken early when a client frame changes the schedule);
 an expiry timer sends ``session_expired`` and closes with 1001. Faults from
-:class:`~realtime.server.config.FaultConfig` are applied by the writer.
+:class:`~voxline.realtime.server.config.FaultConfig` are applied by the writer.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from realtime.server.timing import first_of
-from realtime.server.config import ServerConfig
-from realtime.server.engine import Engine
-from realtime.server.errors import ErrorSpec
+from voxline.realtime.server.timing import first_of
+from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.errors import ErrorSpec
 
 __all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
 

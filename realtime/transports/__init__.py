@@ -1,4 +1,4 @@
-"""Thin transports that move text frames; all protocol rules live in :mod:`realtime.protocol`."""
+"""Thin transports that move text frames; all protocol rules live in :mod:`voxline.realtime.protocol`."""
 
 from .base import MemoryTransport, Transport, memory_pair
 

@@ -1,7 +1,7 @@
 """The transport interface, and an in-memory fake shipped with it.
 
 A transport moves whole text frames (one JSON event each) and reports closure as
-:class:`~realtime.errors.ConnectionClosed` with the close code and reason.
+:class:`~voxline.realtime.errors.ConnectionClosed` with the close code and reason.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["MemoryTransport", "Transport", "memory_pair"]
 
 @runtime_checkable
 class Transport(Protocol):
-    """What :class:`~realtime.connection.RealtimeConnection` needs from a transport."""
+    """What :class:`~voxline.realtime.connection.RealtimeConnection` needs from a transport."""
 
     async def send(self, text: str) -> None:
         """Send one text frame; raises ConnectionClosed when closed."""

@@ -43,7 +43,7 @@ Samples = npt.NDArray[np.int16]
 
 
 class TrackClock(Protocol):
-    """Seconds on a monotonic timeline and a way to wait on it (``audio.clock``'s shape)."""
+    """Seconds on a monotonic timeline and a way to wait on it (``voxline.base.clock``'s shape)."""
 
     def now(self) -> float: ...
 

@@ -4,7 +4,7 @@
 ``Authorization: Bearer <key or ek_…>``; the answer is ``201`` with the SDP answer as
 the body and a ``Location`` header whose last path segment is the call id. The
 request runs with ``urllib`` in a worker thread (no HTTP client dependency). Failures
-are one-line :class:`~realtime.errors.ConnectionFailed` errors naming the HTTP status,
+are one-line :class:`~voxline.realtime.errors.ConnectionFailed` errors naming the HTTP status,
 never the token.
 """
 

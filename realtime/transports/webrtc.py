@@ -5,9 +5,9 @@ peer is on loopback, aiortc's default otherwise), the ``oai-events`` data channe
 and an outgoing audio track, POSTs the SDP offer to ``{base}/realtime/calls``
 (:mod:`.rtc_signaling`), applies the answer and waits for the channel to open.
 
-Then it is a :class:`~realtime.transports.base.Transport` over the data channel:
+Then it is a :class:`~voxline.realtime.transports.base.Transport` over the data channel:
 ``send``/``recv`` move whole JSON text frames, and the end of the channel or of the
-peer connection becomes :class:`~realtime.errors.ConnectionClosed` (code 1006: WebRTC
+peer connection becomes :class:`~voxline.realtime.errors.ConnectionClosed` (code 1006: WebRTC
 has no close frame). Audio goes around the event stream (PROTOCOL.md §1): the
 microphone is whatever is given to :meth:`WebRTCTransport.push_audio` (int16 mono
 24 kHz, sent in real time, silence when nothing is queued), and the assistant's

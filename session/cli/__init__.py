@@ -10,8 +10,8 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from audio.errors import AudioError
-from realtime.errors import RealtimeError
+from voxline import __version__
+from voxline.base.errors import VoxlineError
 
 from . import commands
 
@@ -27,6 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="voxline", description="Realtime voice sessions with exact barge-in.")
+    parser.add_argument("--version", action="version", version=f"voxline {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for name, (help_text, _module) in commands.COMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text, add_help=False)
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("voxline: interrupted", file=sys.stderr)
         return 130
-    except (RealtimeError, AudioError) as exc:
+    except VoxlineError as exc:
         print(f"voxline {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # files the user named: unwritable output, a directory, a full disk

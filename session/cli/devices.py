@@ -9,9 +9,8 @@ import argparse
 import json
 from dataclasses import asdict
 
-import audio.errors
-from audio.device_list import NO_DEVICES, DeviceInfo, list_devices
-from realtime.errors import AudioError
+from voxline.base.errors import AudioError
+from voxline.audio.device_list import NO_DEVICES, DeviceInfo, list_devices
 
 __all__ = ["add_arguments", "format_table", "run"]
 
@@ -48,7 +47,7 @@ def format_table(devices: list[DeviceInfo]) -> str:
 async def run(args: argparse.Namespace) -> int:
     try:
         devices = list_devices()
-    except audio.errors.AudioError as exc:
+    except AudioError as exc:
         raise AudioError(str(exc)) from None
     if not devices:
         raise AudioError(NO_DEVICES)

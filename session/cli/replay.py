@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import RealClock, VirtualClock
-from audio.resample import StreamResampler
-from audio.wavio import read_wav, write_wav
-from audio.playout import PlayoutBuffer
-from realtime.connection import RealtimeConnection, connect
-from realtime.transports.webrtc import WebRTCTransport
-from realtime.errors import ConfigurationError
-from realtime.server.app import serve
-from realtime.server.config import ServerConfig
-from realtime.server.scenario import load_scenario
+from voxline.base.clock import RealClock, VirtualClock
+from voxline.audio.resample import StreamResampler
+from voxline.audio.wavio import read_wav, write_wav
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.realtime.transports.webrtc import WebRTCTransport
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.app import serve
+from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.scenario import load_scenario
 
 from ..eventlog import EventLog
 from ..replay import ReplayResult, run_lockstep, run_realtime

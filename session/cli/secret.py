@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from realtime.errors import ConfigurationError, ConnectionFailed
+from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 

@@ -25,13 +25,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 from pydantic import SecretStr
 
-from audio.device_mic import MicSource
-from audio.device_speaker import SpeakerSink
-from audio.errors import AudioError
-from audio.playout import PlayoutBuffer
-from realtime.errors import ConfigurationError, RealtimeError
-from realtime.server.app import serve
-from realtime.server.config import ServerConfig, is_loopback
+from voxline.audio.device_mic import MicSource
+from voxline.audio.device_speaker import SpeakerSink
+from voxline.base.errors import AudioError
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.errors import ConfigurationError, RealtimeError
+from voxline.realtime.server.app import serve
+from voxline.realtime.server.config import ServerConfig, is_loopback
 
 from ..events import SessionError
 from ..media import mic_blocks

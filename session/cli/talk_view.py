@@ -27,7 +27,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError
 
 from ..events import (
     AssistantAudioStarted,

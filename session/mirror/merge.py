@@ -1,4 +1,4 @@
-"""From wire items (``realtime.events`` ``Item``) to mirror records, and updates of a record.
+"""From wire items (``voxline.realtime.events`` ``Item``) to mirror records, and updates of a record.
 
 Used for ``conversation.item.added``/``.done``/``.retrieved`` and the items of
 ``response.output_item.done``/``response.done``. The service's copy of an item wins for
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import assert_never
 
-from realtime import events as ev
+from voxline.realtime import events as ev
 
 from .records import MirrorItem, MirrorPart
 

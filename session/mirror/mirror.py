@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from realtime import events as ev
-from realtime.protocol import ProtocolOutput
+from voxline.realtime import events as ev
+from voxline.realtime.protocol import ProtocolOutput
 
 from ..events import BargeIn
 from .merge import item_id_of, merge_item, new_record
@@ -268,7 +268,7 @@ class ConversationMirror:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConversationMirror:
-        """A mirror continuing from :meth:`to_json`; :class:`~realtime.errors.ConfigurationError` if invalid."""
+        """A mirror continuing from :meth:`to_json`; :class:`~voxline.realtime.errors.ConfigurationError` if invalid."""
         state = MirrorState.parse(data)
         mirror = cls()
         mirror._bytes_per_ms = state.bytes_per_ms

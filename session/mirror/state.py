@@ -2,7 +2,7 @@
 
 Version 1: ``{"version": 1, "bytes_per_ms": float, "items": [item, ...] (server order),
 "deleted": [item, ...], "pending_deletes": [id, ...], "response_of": {item_id: response_id}}``;
-each item holds the fields of :class:`~session.mirror.records.MirrorItem`.
+each item holds the fields of :class:`~voxline.session.mirror.records.MirrorItem`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError
 
 from .records import MirrorItem
 

@@ -1,6 +1,6 @@
 """Replay recorded audio as the microphone and record what the listener heard.
 
-Two drivers share one :class:`~session.core.SessionCore`:
+Two drivers share one :class:`~voxline.session.core.SessionCore`:
 
 * :func:`run_lockstep` (``voxline replay --fast``): the built-in server's engine and the
   client advance together on a virtual clock, block by block, with every frame encoded

@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import VirtualClock
-from audio.playout import PlayoutBuffer
-from realtime.protocol import RealtimeProtocol
-from realtime.server.engine import Engine
-from realtime.server.responses import Pacing
-from realtime.server.scenario import Scenario
-from realtime.server.state import EngineConfig
-from realtime.server.voices import make_synth
+from voxline.base.clock import VirtualClock
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.protocol import RealtimeProtocol
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.responses import Pacing
+from voxline.realtime.server.scenario import Scenario
+from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.voices import make_synth
 
 from ..core import SessionCore
 from ..events import BargeIn

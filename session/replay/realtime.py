@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from audio.clock import Clock
-from audio.playout import PlayoutBuffer
-from realtime.connection import RealtimeConnection
-from realtime.errors import ConnectionClosed
+from voxline.base.clock import Clock
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConnectionClosed
 
 from ..core import SessionCore
 from ..track_audio import TrackTagger
@@ -42,7 +42,7 @@ async def run_realtime(
 ) -> ReplayResult:
     """Replay ``samples`` over ``conn`` at the pace of ``clock``; returns when all is heard.
 
-    Over WebRTC pass the connection's :class:`~session.track_audio.TrackTagger` (whose playout
+    Over WebRTC pass the connection's :class:`~voxline.session.track_audio.TrackTagger` (whose playout
     receives the remote track); the microphone then goes out on the media track.
     """
     playout = track.playout if track is not None else PlayoutBuffer()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audio.sinks import cut_timeline
+from voxline.audio.sinks import cut_timeline
 
 __all__ = ["HeardTimeline"]
 

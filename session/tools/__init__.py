@@ -1,7 +1,7 @@
 """The tool dispatcher: registered tools, per-session call bookkeeping, and the runner.
 
 * :class:`ToolRegistry` (:mod:`.registry`): tools from type hints or a pydantic model,
-  GA flat tool schemas for ``session.tools``; one registry can serve many sessions.
+  GA flat tool schemas for ``voxline.session.tools``; one registry can serve many sessions.
 * :class:`CallTracker` (:mod:`.calls`): sans-I/O, one per session; turns
   ``response.function_call_arguments.done`` / ``response.done`` and results into the
   ``conversation.item.create`` + ``response.create`` events to send, exactly once each,

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from realtime.errors import ToolError
+from voxline.realtime.errors import ToolError
 
 from .outputs import encode_output, error_output
 

@@ -14,7 +14,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from realtime.errors import ToolError, redact
+from voxline.realtime.errors import ToolError, redact
 
 __all__ = ["describe_invalid", "encode_output", "error_output", "one_line"]
 

@@ -1,4 +1,4 @@
-"""Tool registration and the GA flat tool schemas (``session.tools``, PROTOCOL.md §4).
+"""Tool registration and the GA flat tool schemas (``voxline.session.tools``, PROTOCOL.md §4).
 
 One :class:`ToolRegistry` can serve any number of sessions: it holds no per-session
 state, registration swaps in a new immutable mapping under a lock, and reads never lock.
@@ -20,7 +20,7 @@ from typing import Any, TypeVar, overload
 
 from pydantic import ValidationError
 
-from realtime.errors import ToolError
+from voxline.realtime.errors import ToolError
 
 from .docstrings import parse_docstring
 from .outputs import describe_invalid

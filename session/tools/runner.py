@@ -1,6 +1,6 @@
 """The async tool executor: ordering, approval, timeouts and outputs (PROTOCOL.md §6).
 
-:class:`ToolRunner` runs the calls a :class:`~session.tools.calls.CallTracker` made
+:class:`ToolRunner` runs the calls a :class:`~voxline.session.tools.calls.CallTracker` made
 runnable and reports each result back to it; the session then sends
 ``tracker.commands()``. Every failure becomes the call's output, a one-line JSON error
 for the model: unknown tool, invalid arguments, a declined approval, an exception, a
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from realtime.errors import ToolError
+from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
 from .outputs import encode_output, error_output

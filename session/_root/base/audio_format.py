@@ -1,13 +1,15 @@
 """Audio formats of the GA Realtime API (``session.audio.{input,output}.format``).
 
-One frozen :class:`AudioFormat`, normalised once at the edge from the wire shape:
+One frozen :class:`AudioFormat`, normalised once at the edge from the wire shape, and the
+pipeline's one sample rate, :data:`SAMPLE_RATE`:
 
 * ``{"type": "audio/pcm", "rate": 24000}`` — PCM16 little-endian mono at 24 kHz
 * ``{"type": "audio/pcmu"}`` — G.711 µ-law, 8 kHz, one byte per sample
 * ``{"type": "audio/pcma"}`` — G.711 A-law, 8 kHz, one byte per sample
 
 The beta spellings (``"pcm16"``, ``"g711_ulaw"``, ``"g711_alaw"``) are refused with an
-error naming the GA form.
+error naming the GA form. Encoding and decoding samples is the media pipeline's job
+(:mod:`voxline.audio.codec`); this module only describes formats.
 """
 
 from __future__ import annotations
@@ -16,11 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, assert_never
 
-import numpy as np
-import numpy.typing as npt
-
-from audio.errors import AudioError
-from audio.g711 import alaw_decode, alaw_encode, ulaw_decode, ulaw_encode
+from voxline.base.errors import AudioError
 
 __all__ = ["PCM16_24K", "PCMA_8K", "PCMU_8K", "SAMPLE_RATE", "AudioFormat", "Encoding"]
 
@@ -120,36 +118,12 @@ class AudioFormat:
     def bytes_to_ms(self, nbytes: int) -> float:
         return nbytes / self.bytes_per_ms
 
-    def decode(self, data: bytes | bytearray | memoryview) -> npt.NDArray[np.int16]:
-        """Wire bytes (e.g. a decoded ``response.output_audio.delta``) to int16 samples at ``rate``."""
-        match self.encoding:
-            case "pcm16":
-                if len(data) % 2:
-                    raise AudioError(f"PCM16 audio has an odd number of bytes ({len(data)})")
-                return np.frombuffer(data, dtype="<i2").astype(np.int16, copy=False)
-            case "pcmu":
-                return ulaw_decode(data)
-            case "pcma":
-                return alaw_decode(data)
-            case _:
-                assert_never(self.encoding)
-
-    def encode(self, samples: npt.NDArray[np.int16]) -> bytes:
-        """int16 samples at ``rate`` to wire bytes (e.g. for ``input_audio_buffer.append``)."""
-        match self.encoding:
-            case "pcm16":
-                array = np.asarray(samples)
-                if array.dtype != np.int16:
-                    raise TypeError(f"PCM16 encoding takes int16 samples, got {array.dtype}")
-                return array.astype("<i2", copy=False).tobytes()
-            case "pcmu":
-                return ulaw_encode(samples).tobytes()
-            case "pcma":
-                return alaw_encode(samples).tobytes()
-            case _:
-                assert_never(self.encoding)
+    @classmethod
+    def from_type(cls, kind: object) -> AudioFormat:
+        """The format of a wire ``type`` string alone (``audio/pcm`` is 24 kHz)."""
+        return cls._from_mapping({"type": kind})
 
 
-PCM16_24K = AudioFormat("pcm16", 24000)
+PCM16_24K = AudioFormat("pcm16", SAMPLE_RATE)
 PCMU_8K = AudioFormat("pcmu", 8000)
 PCMA_8K = AudioFormat("pcma", 8000)

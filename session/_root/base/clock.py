@@ -1,6 +1,8 @@
-"""The one source of time for the media pipeline: a real clock and a virtual one.
+"""The one source of time for every layer: a clock protocol, a real clock and a virtual one.
 
-Nothing else in ``audio`` reads time. Times are seconds on a monotonic timeline.
+Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
+:meth:`Clock.wall` gives the Unix time at ``now()`` for the few things that carry a date
+(``expires_at`` of a session or a client secret).
 
 * :class:`RealClock` follows the running event loop (``loop.time()``).
 * :class:`VirtualClock` stands still until told to move: :meth:`VirtualClock.advance` and
@@ -26,6 +28,10 @@ class Clock(Protocol):
 
     def now(self) -> float: ...
 
+    def wall(self) -> float:
+        """Unix seconds at :meth:`now`."""
+        ...
+
     async def sleep_until(self, t: float) -> None: ...
 
     async def sleep(self, dt: float) -> None: ...
@@ -41,6 +47,9 @@ class RealClock:
         except RuntimeError:
             return time.monotonic()
 
+    def wall(self) -> float:
+        return time.time()
+
     async def sleep_until(self, t: float) -> None:
         """Return once ``now() >= t``; always yields to the loop at least once."""
         loop = asyncio.get_running_loop()
@@ -55,13 +64,17 @@ class RealClock:
 class VirtualClock:
     """Time that advances only through :meth:`advance` / :meth:`advance_to`."""
 
-    def __init__(self, start: float = 0.0) -> None:
+    def __init__(self, start: float = 0.0, *, wall_start: float = 1_767_225_600.0) -> None:
         self._now = start
+        self._wall_offset = wall_start - start  # a fixed date (2026-01-01) keeps runs reproducible
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
     def now(self) -> float:
         return self._now
+
+    def wall(self) -> float:
+        return self._now + self._wall_offset
 
     async def sleep_until(self, t: float) -> None:
         """Wait until the clock is advanced to ``t`` or beyond; a past ``t`` yields once."""

@@ -1,0 +1,67 @@
+"""voxline: realtime voice sessions over the OpenAI Realtime API, with exact barge-in.
+
+The application API is here at the top::
+
+    import voxline
+
+    async with voxline.VoiceSession(voxline.SessionSettings(), tools=registry) as session:
+        await session.send_text("What's the weather in Paris?")
+        async for event in session:
+            ...
+
+The layers are subpackages: :mod:`voxline.realtime` (the wire), :mod:`voxline.audio` (the
+media pipeline), :mod:`voxline.session` (the session manager and the CLI), on top of the
+shared primitives in :mod:`voxline.base`. Names are loaded on first use, so
+``import voxline.base`` or ``voxline serve`` pays for nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+_API: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "AssistantAudioStarted", "BargeIn", "ClockedOutput", "ConnectionLost", "ConnectionRestored",
+            "CutAdjusted", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
+            "SessionEvent", "SessionSettings", "SpeechStarted", "SpeechStopped", "StateChanged",
+            "ToolFinished", "ToolRegistry", "ToolStarted", "TranscriptDelta", "TranscriptDone",
+            "VoiceSession",
+        ],
+        "voxline.session",
+    ),
+    "ServerConfig": "voxline.realtime.server",
+    "serve": "voxline.realtime.server",
+    "RealClock": "voxline.base.clock",
+    "VirtualClock": "voxline.base.clock",
+    "VoxlineError": "voxline.base.errors",
+}
+
+__all__ = ["__version__", *sorted(_API)]
+
+if TYPE_CHECKING:
+    from voxline.base.clock import RealClock, VirtualClock
+    from voxline.base.errors import VoxlineError
+    from voxline.realtime.server import ServerConfig, serve
+    from voxline.session import (
+        AssistantAudioStarted, BargeIn, ClockedOutput, ConnectionLost, ConnectionRestored, CutAdjusted,
+        RawServerEvent, ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
+        SpeechStarted, SpeechStopped, StateChanged, ToolFinished, ToolRegistry, ToolStarted,
+        TranscriptDelta, TranscriptDone, VoiceSession,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'voxline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,8 @@
+"""The primitives every layer shares, on the lowest floor: they import nothing of voxline.
+
+- :mod:`voxline.base.clock` — the one :class:`~voxline.base.clock.Clock` protocol, the real
+  clock and the virtual one;
+- :mod:`voxline.base.audio_format` — the one :class:`~voxline.base.audio_format.AudioFormat`
+  and the pipeline's one sample rate, :data:`~voxline.base.audio_format.SAMPLE_RATE`;
+- :mod:`voxline.base.errors` — the root of the exception tree and :class:`AudioError`.
+"""
