@@ -8,8 +8,8 @@ through the protocol core, which queues the create while another response is act
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from voxline.base.clock import Clock
 from voxline.realtime import events as ev
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
@@ -28,10 +28,11 @@ class ToolBridge:
         approve: Approver | None = None,
         on_event: Callable[[ToolEvent], None] | None = None,
         tracker: CallTracker | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.registry = registry
         self.tracker = tracker or CallTracker()
-        self.runner = ToolRunner(registry, self.tracker, approve, on_event=on_event)
+        self.runner = ToolRunner(registry, self.tracker, approve, on_event=on_event, clock=clock)
 
     def handle(self, output: ProtocolOutput) -> None:
         """Feed one protocol output; starts calls whose arguments are complete."""
@@ -49,14 +50,12 @@ class ToolBridge:
                 pass
 
     def drain_into(self, protocol: RealtimeProtocol) -> int:
-        """Move the tracker's pending outputs and follow-up into the protocol core."""
-        commands: list[dict[str, Any]] = self.tracker.commands()
+        """Move the tracker's pending outputs and follow-up into the protocol core.
+
+        ``response.create`` goes through the core's lifecycle rules (queued while another
+        response is active); outputs are sent as they are.
+        """
+        commands = self.tracker.commands()
         for command in commands:
-            match command["type"]:
-                case "conversation.item.create":
-                    protocol.create_item(command["item"])
-                case "response.create":
-                    protocol.create_response(command.get("response"))
-                case other:
-                    raise AssertionError(f"unexpected tool command {other}")
+            protocol.send(command)
         return len(commands)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.events import parse_server_event, server_event_sample
 from voxline.realtime.protocol import RealtimeProtocol
@@ -614,7 +615,7 @@ def test_rebuild_recreates_the_same_items_in_the_same_order_on_the_engine() -> N
     assert tracker.begin(open_call.call_id)
     tracker.on_result(open_call.call_id, {"utc": "12:00"})
     for command in tracker.commands():
-        second.send(command)  # the output the tracker owed lands after its call, recreated
+        second.send(ev.client_event_dict(command))  # the output the tracker owed lands after its call, recreated
     output = next(e for e in second.sent if e["type"] == "conversation.item.added"
                   and e["item"].get("call_id") == open_call.call_id and e["item"]["type"] == "function_call_output")
     assert output["previous_item_id"] == open_call.item_id == plan.item_ids[-1]

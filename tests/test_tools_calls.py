@@ -13,14 +13,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from voxline.realtime.errors import ToolError
 from voxline.realtime.lifecycle import ResponseStatus
+from voxline.realtime import events as ev
 from voxline.session.tools import CallState, CallTracker, ToolCall
 from tests.oracle import check_client_event
 
-CREATE = {"type": "response.create"}
+CREATE = ev.ResponseCreate()
 
 
-def output(call_id: str, text: str) -> dict[str, Any]:
-    return {"type": "conversation.item.create", "item": {"type": "function_call_output", "call_id": call_id, "output": text}}
+def output(call_id: str, text: str) -> ev.ConversationItemCreate:
+    return ev.ConversationItemCreate(item={"type": "function_call_output", "call_id": call_id, "output": text})
 
 
 def announce(tracker: CallTracker, rid: str, call_id: str, name: str = "tool", arguments: str = "{}") -> list[ToolCall]:
@@ -48,7 +49,7 @@ def test_commands_validate_against_the_oracle() -> None:
     commands = tracker.commands()
     assert commands == [output("c", '{"temp":21}'), CREATE]
     for command in commands:
-        check_client_event(command)
+        check_client_event(ev.client_event_dict(command))
 
 
 def test_parallel_calls_get_one_create_after_the_last_output() -> None:
@@ -98,7 +99,7 @@ def test_late_call_of_a_failed_response_is_dropped_at_once() -> None:
     tracker.on_response_done("r", "failed")
     assert announce(tracker, "r", "c") == []
     assert tracker.state("c") is CallState.DROPPED
-    assert [json.loads(c["item"]["output"]) for c in tracker.commands()] == [
+    assert [json.loads(c.item.output) for c in tracker.commands()] == [
         {"error": "tool was not run: the response was failed before it started"}
     ]
 
@@ -295,12 +296,12 @@ class TrackerWalk(RuleBasedStateMachine):
         state = json.loads(json.dumps(self.tracker.export_state()))
         self.tracker = CallTracker.from_state(state)
 
-    def check(self, command: dict[str, Any]) -> None:
-        if command["type"] == "conversation.item.create":
-            call = command["item"]["call_id"]
+    def check(self, command: ev.ClientEvent) -> None:
+        if isinstance(command, ev.ConversationItemCreate):
+            call = command.item.call_id
             self.outputs[call] += 1
             assert self.outputs[call] == 1, f"second output for {call}"
-            assert isinstance(command["item"]["output"], str)
+            assert isinstance(command.item.output, str)
             return
         assert command == CREATE
         candidates = [

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from voxline.realtime.errors import ToolError
+from voxline.base.clock import RealClock
+from voxline.realtime import events as ev
 from voxline.session.tools import (
     CallState,
     CallTracker,
@@ -23,15 +25,18 @@ from voxline.session.tools import (
 )
 
 
-class Ticks:
-    """A fake clock that advances one second per reading."""
+class Ticks(RealClock):
+    """Real sleeps, but a reading that advances one second each time (durations are whole seconds)."""
 
     def __init__(self) -> None:
-        self.now = 0.0
+        self.t = 0.0
 
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
+    def now(self) -> float:
+        self.t += 1.0
+        return self.t
+
+    async def sleep(self, dt: float) -> None:
+        await asyncio.sleep(dt)
 
 
 class Harness:
@@ -54,9 +59,9 @@ class Harness:
 
     def outputs(self) -> dict[str, str]:
         return {
-            c["item"]["call_id"]: c["item"]["output"]
+            c.item.call_id: c.item.output
             for c in self.tracker.commands()
-            if c["type"] == "conversation.item.create"
+            if isinstance(c, ev.ConversationItemCreate)
         }
 
     def finished(self) -> dict[str, ToolFinished]:
@@ -84,7 +89,7 @@ async def test_result_output_and_events(harness: Harness, registry: ToolRegistry
     [call] = harness.call("get_weather", {"city": "Oslo"})
     await harness.runner.join()
     harness.tracker.on_response_done("r1", "completed")
-    assert harness.tracker.commands() == [
+    assert [ev.client_event_dict(c) for c in harness.tracker.commands()] == [
         {
             "type": "conversation.item.create",
             "item": {"type": "function_call_output", "call_id": call.call_id, "output": '{"city":"Oslo","days":1}'},
@@ -377,8 +382,8 @@ async def test_cancelled_response_drops_calls_that_wait_their_turn(harness: Harn
     await harness.runner.join()
     assert ran == ["first"]
     commands = harness.tracker.commands()
-    assert [c["item"]["call_id"] for c in commands] == [second.call_id, first.call_id]
-    assert all(c["type"] == "conversation.item.create" for c in commands)  # no response.create
+    assert [c.item.call_id for c in commands] == [second.call_id, first.call_id]
+    assert all(isinstance(c, ev.ConversationItemCreate) for c in commands)  # no response.create
 
 
 async def test_dropped_call_is_never_put_to_the_user(registry: ToolRegistry) -> None:
@@ -466,6 +471,6 @@ async def test_restored_tracker_runs_only_what_never_started(registry: ToolRegis
         await runner.join()
     assert runs == ["two"]
     commands = restored.commands()
-    assert [c.get("item", {}).get("call_id") for c in commands] == ["c1", "c2", None]
-    assert commands[-1] == {"type": "response.create"}
+    assert [getattr(getattr(c, "item", None), "call_id", None) for c in commands] == ["c1", "c2", None]
+    assert commands[-1] == ev.ResponseCreate()
 

@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from voxline.realtime import events as ev
 from voxline.realtime.errors import ToolError
 
 from .outputs import encode_output, error_output
@@ -206,9 +207,9 @@ class CallTracker:
         self._queue_output(record.call, text)
         self._follow_up(record.call.response_id)
 
-    def commands(self) -> list[dict[str, Any]]:
-        """Client event payloads to send now, in order; each is handed out once."""
-        out = [c.payload for c in self._pending]
+    def commands(self) -> list[ev.ClientEvent]:
+        """Client events to send now, in order (outputs, then the follow-up); each is handed out once."""
+        out = [ev.parse_client_dict(c.payload) for c in self._pending]
         self._pending.clear()
         return out
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
@@ -75,7 +76,7 @@ class ToolRunner:
         approve: Approver | None = None,
         *,
         on_event: Callable[[ToolEvent], None] | None = None,
-        clock: Callable[[], float] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._registry = registry
         self._tracker = tracker
@@ -105,7 +106,7 @@ class ToolRunner:
         if self._group is not None or self._closed:
             raise ToolError("a tool runner can be opened only once")
         if self._clock is None:
-            self._clock = asyncio.get_running_loop().time
+            self._clock = RealClock()
         group = asyncio.TaskGroup()
         await group.__aenter__()
         self._group = group
@@ -201,9 +202,9 @@ class ToolRunner:
             return
         self._emit(ToolStarted(call_id=call.call_id, name=tool.name, arguments=decoded))
         clock = self._now()
-        started = clock()
-        output, ok = await self._invoke(tool, kwargs)
-        self._finish(call, output, ok, clock() - started)
+        started = clock.now()
+        output, ok = await self._invoke(tool, kwargs, clock)
+        self._finish(call, output, ok, clock.now() - started)
 
     async def _approval(self, tool: Tool, call: ToolCall) -> str | None:
         """``None`` to go ahead, or why the call may not run."""
@@ -220,16 +221,20 @@ class ToolRunner:
                 return f"asking approval for {tool.name} failed: {type(exc).__name__}: {exc}"
         return None if granted is True else f"the user declined to run {tool.name}"
 
-    async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any]) -> tuple[str, bool]:
-        """Run the tool under its timeout; any exception becomes an error output."""
-        scope = asyncio.timeout(tool.timeout)
-        try:
-            async with scope:
-                value = await tool.invoke(kwargs)
-        except TimeoutError as exc:
-            if scope.expired():
+    async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any], clock: Clock) -> tuple[str, bool]:
+        """Run the tool under its timeout on the session's clock; any exception becomes an error output."""
+        work = asyncio.ensure_future(tool.invoke(kwargs))
+        if tool.timeout is not None:
+            timer = asyncio.ensure_future(clock.sleep(tool.timeout))
+            try:
+                await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                timer.cancel()
+            if not work.done():
+                work.cancel()
                 return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
-            return _failure(tool, exc), False
+        try:
+            value = await work
         except Exception as exc:  # the tool boundary: a tool's failure is its output, never ours
             return _failure(tool, exc), False
         try:
@@ -250,7 +255,7 @@ class ToolRunner:
         if self._on_event is not None:
             self._on_event(event)
 
-    def _now(self) -> Callable[[], float]:
+    def _now(self) -> Clock:
         clock = self._clock
         if clock is None:
             raise ToolError("the tool runner is not open")
