@@ -139,6 +139,7 @@ class HeardLedger:
         self._timeline: list[Segment] = []
         self._by_item: dict[ItemKey, list[Segment]] = {}
         self._settled: dict[ItemKey, int] = {}
+        self._started: dict[ItemKey, float] = {}  # listener time of each part's first sample
 
     # -- recording ---------------------------------------------------------------------
 
@@ -146,6 +147,8 @@ class HeardLedger:
         """Samples ``[offset, offset+count)`` of ``key`` play from listener time ``t0``."""
         if count <= 0:
             return
+        if offset == 0:
+            self._started.setdefault(key, t0)
         timeline = self._timeline
         last = timeline[-1] if timeline else None
         if (
@@ -198,7 +201,7 @@ class HeardLedger:
     def forget(self, item_id: str) -> None:
         """Drop everything about ``item_id`` (all content parts)."""
         self._timeline = [s for s in self._timeline if s.key[0] != item_id]
-        for table in (self._by_item, self._settled):
+        for table in (self._by_item, self._settled, self._started):
             for key in [k for k in table if k[0] == item_id]:
                 del table[key]
 
@@ -211,6 +214,10 @@ class HeardLedger:
         for segment in self._by_item.get(key, ()):
             total += heard_count(segment.t0, segment.count, at, self.rate)
         return total
+
+    def started_at(self, item_id: str, content_index: int = 0) -> float | None:
+        """Listener time of the part's first sample, once it was handed to the output."""
+        return self._started.get((item_id, content_index))
 
     def heard_ms(self, item_id: str, content_index: int, at: float) -> float:
         return self.heard_samples(item_id, content_index, at) * 1000 / self.rate

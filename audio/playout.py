@@ -294,6 +294,11 @@ class PlayoutBuffer:
         with self._lock:
             return self._ledger.heard_samples(item_id, content_index, at)
 
+    def started_at(self, item_id: str, content_index: int = 0) -> float | None:
+        """Listener time of the part's first sample (see :meth:`HeardLedger.started_at`)."""
+        with self._lock:
+            return self._ledger.started_at(item_id, content_index)
+
     def heard_ms(self, item_id: str, content_index: int, at: float) -> float:
         return self.heard_samples(item_id, content_index, at) * 1000 / self.rate
 

@@ -172,6 +172,8 @@ class RealtimeProtocol:
                 return self.create_response(payload.get("response"), event_id=payload.get("event_id"))
             case "response.cancel":
                 return self.cancel_response()
+            case "conversation.item.truncate":
+                return self.truncate(payload["item_id"], int(payload["audio_end_ms"]), int(payload.get("content_index", 0)))
             case "input_audio_buffer.append":
                 return self._emit(dict(payload), remember=False)
             case _:

@@ -18,7 +18,10 @@ truncate (PROTOCOL.md §5).
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from voxline.realtime import events as ev
 
 __all__ = ["BargeInPlan", "HeardItem", "Transport", "Trigger", "heard_ms_for_truncate", "plan_barge_in"]
 
@@ -57,6 +60,17 @@ class BargeInPlan:
     @property
     def empty(self) -> bool:
         return not (self.truncate or self.delete or self.cancel or self.clear_output_buffer)
+
+    def commands(self) -> Iterator[ev.ClientEvent]:
+        """The client events of the plan, in the order they are sent."""
+        for item_id, content_index, audio_end_ms in self.truncate:
+            yield ev.ConversationItemTruncate(item_id=item_id, content_index=content_index, audio_end_ms=audio_end_ms)
+        for item_id in self.delete:
+            yield ev.ConversationItemDelete(item_id=item_id)
+        if self.cancel:
+            yield ev.ResponseCancel()
+        if self.clear_output_buffer:
+            yield ev.OutputAudioBufferClear()
 
 
 def heard_ms_for_truncate(heard_samples: int, received_samples: int) -> int:

@@ -9,7 +9,7 @@ listener's timeline: the one the playout buffer's ledger uses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,10 +38,19 @@ from .events import (
 )
 from .track_audio import TrackTagger
 
-__all__ = ["SessionCore"]
+__all__ = ["Effects", "SessionCore"]
 
 RATE = 24_000
 FADE_MS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """What one call into the core did: the events for the app, and a barge-in if one happened."""
+
+    events: tuple[SessionEvent, ...] = ()
+    barge_in: BargeIn | None = None
+    commands: tuple[ev.ClientEvent, ...] = field(default=(), repr=False)  # what the barge-in queued
 
 
 @dataclass
@@ -81,16 +90,17 @@ class SessionCore:
         self._order: list[tuple[str, int]] = []
         self._speech_stopped_at: float | None = None
         self._state = "listening"
-        self.barge_ins: list[BargeIn] = []
-        self.last_cut: Cut | None = None  # the playout's view of the last barge-in, for the output
+        self._fade_end = float("-inf")  # the last cut's fade is not speech
+        self._barge_in: BargeIn | None = None
+        self._commands: list[ev.ClientEvent] = []
 
-    # ------------------------------------------------------------------ output
-    def events(self) -> list[SessionEvent]:
-        out, self._events = self._events, []
+    def _effects(self) -> Effects:
+        out = Effects(tuple(self._events), self._barge_in, tuple(self._commands))
+        self._events, self._barge_in, self._commands = [], None, []
         return out
 
     # ------------------------------------------------------------------ input
-    def handle(self, output: ProtocolOutput, now: float) -> None:
+    def handle(self, output: ProtocolOutput, now: float) -> Effects:
         """Take one protocol output (server event or notice) at listener time ``now``."""
         if self.track is not None:
             self.track.handle(output)
@@ -108,7 +118,7 @@ class SessionCore:
             case ev.InputAudioBufferSpeechStarted():
                 self._events.append(SpeechStarted(now, output.item_id, output.audio_start_ms))
                 if self.assistant_audible(now):
-                    self.interrupt(now, Trigger.SERVER_VAD)
+                    self._barge_in = self._cut(now, Trigger.SERVER_VAD)
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_stopped_at = now
                 self._events.append(SpeechStopped(now, output.item_id, output.audio_end_ms))
@@ -140,6 +150,7 @@ class SessionCore:
                 self._events.append(SessionError(f"ignored a malformed server event: {output.reason}", "malformed_event"))
             case _:
                 pass
+        return self._effects()
 
     def _on_audio(self, delta: ev.ResponseOutputAudioDelta) -> None:
         key = (delta.item_id, delta.content_index)
@@ -152,21 +163,23 @@ class SessionCore:
         self.playout.enqueue(samples, delta.item_id, delta.content_index)
 
     # ------------------------------------------------------------------ time
-    def tick(self, now: float) -> None:
+    def tick(self, now: float) -> Effects:
         """Call after each playout block: notices first samples heard and speaking/listening."""
         playout = self.playout  # its queries take the lock the audio thread's read() holds
         for key in self._order[-8:]:
             part = self._parts[key]
             if part.first_heard is None and playout.heard_samples(part.item_id, part.content_index, now) > 0:
-                part.first_heard = now
-                latency = None if self._speech_stopped_at is None else now - self._speech_stopped_at
-                self._events.append(AssistantAudioStarted(part.item_id, now, latency))
+                first = playout.started_at(part.item_id, part.content_index)
+                part.first_heard = first if first is not None else now  # when it reached the listener
+                latency = None if self._speech_stopped_at is None else part.first_heard - self._speech_stopped_at
+                self._events.append(AssistantAudioStarted(part.item_id, part.first_heard, latency))
                 self._speech_stopped_at = None
-        fading = self.last_cut is not None and now < self.last_cut.end  # the cut's fade is not speech
+        fading = now < self._fade_end
         if playout.playing_at(now) is not None and not fading:
             self._set_state("speaking", now)
         elif self._state == "speaking" and self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
             self._set_state("listening", now)  # an underrun while the response streams stays "speaking"
+        return self._effects()
 
     def _set_state(self, state: str, now: float) -> None:
         if state != self._state:
@@ -183,9 +196,14 @@ class SessionCore:
         )
 
     # ------------------------------------------------------------------ barge-in
-    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> BargeIn:
+    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
         """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
-        cut = self.last_cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
+        self._barge_in = self._cut(now, trigger)
+        return self._effects()
+
+    def _cut(self, now: float, trigger: Trigger) -> BargeIn:
+        cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
+        self._fade_end = cut.end
         end = now + self.fade_ms / 1000.0
         heard = {key: self.playout.heard_samples(key[0], key[1], end) for key in self._order}
         responses = self._interrupted_responses(cut.item_id, heard)
@@ -204,14 +222,9 @@ class SessionCore:
         )
         for rid in responses:
             self.protocol.drop_response(rid)
-        for item_id, content_index, audio_end_ms in plan.truncate:
-            self.protocol.truncate(item_id, audio_end_ms, content_index)
-        for item_id in plan.delete:
-            self.protocol.delete_item(item_id)
-        if plan.cancel:
-            self.protocol.cancel_response()
-        if plan.clear_output_buffer:
-            self.protocol.clear_output_audio()
+        for command in plan.commands():
+            self.protocol.send(command)
+            self._commands.append(command)
         playing = next((i for i in items if i.item_id == cut.item_id), None)
         event = BargeIn(
             trigger=trigger.value,
@@ -226,8 +239,8 @@ class SessionCore:
             in_device_ms=cut.revoked_samples * 1000 / RATE,
             unplayed_ms=cut.flushed_samples * 1000 / RATE,
             server_cuts=self.transport is Transport.WEBRTC,
+            cut=cut,
         )
-        self.barge_ins.append(event)
         self._events.append(event)
         self._set_state("listening", now)
         return event

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from voxline.audio.ledger import Cut
+
 __all__ = [
     "AssistantAudioStarted",
     "BargeIn",
@@ -113,6 +115,7 @@ class BargeIn:
     in_device_ms: float = 0.0
     unplayed_ms: float = 0.0
     server_cuts: bool = False  # WebRTC: the server owns the output buffer and truncates itself
+    cut: Cut | None = field(default=None, repr=False, compare=False)  # the playout's side of it
 
 
 @dataclass(frozen=True, slots=True)

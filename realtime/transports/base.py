@@ -2,21 +2,35 @@
 
 A transport moves whole text frames (one JSON event each) and reports closure as
 :class:`~voxline.realtime.errors.ConnectionClosed` with the close code and reason.
+Its :attr:`~Transport.media` says how the microphone travels: ``None`` when audio goes
+inside events (``input_audio_buffer.append``, WebSocket), or the :class:`MediaTrack`
+that carries it (WebRTC).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectionClosed
 
-__all__ = ["MemoryTransport", "Transport", "memory_pair"]
+__all__ = ["MediaTrack", "MemoryTransport", "Transport", "memory_pair"]
+
+
+class MediaTrack(Protocol):
+    """An outgoing audio track: the microphone as media, not as events."""
+
+    def push_audio(self, block: Any) -> None:
+        """Queue one block of int16 mono 24 kHz samples; never blocks."""
 
 
 @runtime_checkable
 class Transport(Protocol):
     """What :class:`~voxline.realtime.connection.RealtimeConnection` needs from a transport."""
+
+    @property
+    def media(self) -> MediaTrack | None:
+        """The track that carries the microphone, or ``None`` when audio goes in events."""
 
     async def send(self, text: str) -> None:
         """Send one text frame; raises ConnectionClosed when closed."""
@@ -33,6 +47,8 @@ _CLOSE = object()
 
 class MemoryTransport:
     """One end of an in-memory frame pipe with bounded queues (see :func:`memory_pair`)."""
+
+    media = None
 
     def __init__(
         self,

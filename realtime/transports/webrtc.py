@@ -121,6 +121,11 @@ class WebRTCTransport:
 
     # Audio.
 
+    @property
+    def media(self) -> WebRTCTransport:
+        """The microphone goes out on this connection's audio track (:meth:`push_audio`)."""
+        return self
+
     def push_audio(self, block: npt.ArrayLike) -> None:
         """Queue microphone audio (1-D int16, 24 kHz mono); the track sends it in real time."""
         self._mic.push(block)

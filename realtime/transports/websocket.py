@@ -45,6 +45,8 @@ def realtime_url(base: str, *, model: str | None = None, call_id: str | None = N
 class WebSocketTransport:
     """A connected Realtime WebSocket; create with :meth:`connect`."""
 
+    media = None  # audio goes inside events
+
     def __init__(self, ws: ClientConnection, url: str) -> None:
         self._ws = ws
         self.url = url
