@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.audio.ledger import fade_gains, heard_count
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.audio.wavio import PathLike, WavWriter
 
-__all__ = ["NullSink", "Sink", "WavSink", "cut_timeline"]
+__all__ = ["NullSink", "Sink", "TimelineSink", "WavSink", "cut_timeline"]
 
 Samples = npt.NDArray[np.int16]
 
@@ -55,6 +56,39 @@ class NullSink:
         return None
 
 
+class TimelineSink:
+    """The listener's timeline in memory: :attr:`samples` ``[n]`` is heard at ``n / rate`` s."""
+
+    def __init__(self, rate: int = SAMPLE_RATE) -> None:
+        self.rate = rate
+        self._buf: Samples = np.zeros(rate, dtype=np.int16)
+        self._high = 0
+
+    @property
+    def samples(self) -> Samples:
+        return self._buf[: self._high]
+
+    @property
+    def samples_written(self) -> int:
+        return self._high
+
+    def write(self, t: float, samples: Samples) -> None:
+        start = max(0, round(t * self.rate))
+        end = start + len(samples)
+        if end > len(self._buf):
+            grown = np.zeros(max(end, 2 * len(self._buf)), dtype=np.int16)
+            grown[: self._high] = self._buf[: self._high]
+            self._buf = grown
+        self._buf[start:end] = samples
+        self._high = max(self._high, end)
+
+    def apply_cut(self, at: float, end: float) -> None:
+        cut_timeline(self._buf, 0, self._high, at, end, self.rate)
+
+    def close(self) -> None:
+        return None
+
+
 class WavSink:
     """The listener's timeline as a 16-bit mono WAV file.
 
@@ -64,7 +98,7 @@ class WavSink:
     :attr:`late_samples`.
     """
 
-    def __init__(self, path: PathLike, rate: int = 24000, keep_s: float = 2.0) -> None:
+    def __init__(self, path: PathLike, rate: int = SAMPLE_RATE, keep_s: float = 2.0) -> None:
         self.rate = rate
         self.late_samples = 0
         self._writer = WavWriter(path, rate)

@@ -40,7 +40,7 @@ from voxline.base.clock import VirtualClock
 from voxline.audio.voice import synthesize
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, SpeechStarted
-from voxline.session.replay import ReplayResult, run_lockstep
+from voxline.session.replay import ReplayResult, replay_fast
 from tests.heard import heard_length
 from tests.speech import make_utterance, mix_timeline
 
@@ -51,8 +51,6 @@ __all__ = ["METHODS", "Case", "Fixtures", "default_cases", "heard_interval", "ma
 
 RATE = 24_000
 RESULTS = RESULTS_DIR / "truncation.json"
-SESSION = {"type": "realtime", "audio": {"input": {"turn_detection": {
-    "type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500}}}}
 SCENARIO = load_scenario("long")
 QUESTION, STOP = "what is the weather like today", "stop, wait a second"
 QUESTION_AT = 0.5
@@ -113,8 +111,8 @@ def _replay(fx: Fixtures, case: Case, parts: list[tuple[float, np.ndarray]], tot
             wire: list[Frame] | None = None) -> ReplayResult:
     clock = VirtualClock()
     log = wire if wire is not None else []
-    return run_lockstep(
-        mix_timeline(total_s, parts), scenario=SCENARIO, session=SESSION, voice="espeak", speed=case.speed,
+    return replay_fast(
+        mix_timeline(total_s, parts), scenario=SCENARIO, voice="espeak", speed=case.speed,
         tail_s=1.0, clock=clock, device_latency_s=case.device_latency_s,
         on_wire=lambda d, text: log.append((clock.now(), d, text)),
     )

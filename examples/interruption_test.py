@@ -5,7 +5,7 @@ Run it from the repository root::
     python3 -m pytest examples/interruption_test.py -q
 
 ``examples/audio/barge_in.wav`` is the microphone: a question at 0.5 s, then "stop, wait a
-second" at 6.0 s, spoken over the assistant's reply. ``run_lockstep`` plays it against the
+second" at 6.0 s, spoken over the assistant's reply. ``replay_fast`` plays it through a ``VoiceSession`` against the
 built-in local server on a virtual clock (faster than real time, same cut points) and returns
 what the listener heard, sample-aligned with the recording, plus the session events. Every
 wire frame passes through ``on_wire``, so the test sees exactly what was sent.
@@ -29,16 +29,11 @@ from voxline.audio.voice import synthesize
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server import load_scenario
 from voxline.session.events import AssistantAudioStarted
-from voxline.session.replay import ReplayResult, run_lockstep
+from voxline.session.replay import ReplayResult, replay_fast
 
 RECORDING = Path(__file__).parent / "audio" / "barge_in.wav"
 RATE = 24_000
 DEFAULT = load_scenario("default")  # the built-in server's replies: a greeting, then scripted answers
-SESSION = {
-    "type": "realtime",
-    "audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
-                                           "silence_duration_ms": 500}}},
-}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +46,7 @@ def replay() -> tuple[ReplayResult, list[dict[str, Any]]]:
         if direction == "out":
             sent.append(json.loads(text))
 
-    result = run_lockstep(samples, scenario=DEFAULT, session=SESSION, voice="tone",
+    result = replay_fast(samples, scenario=DEFAULT, voice="tone",
                           on_wire=on_wire, tail_s=2.0)
     return result, sent
 
@@ -78,7 +73,8 @@ def test_the_heard_audio_is_the_reply_up_to_the_cut_then_silence(
     assert np.array_equal(result.heard[start : cut - fade], reply[: cut - fade - start])
     # ...which is exactly as long as the truncate says
     assert (cut - start) * 1000 / RATE == pytest.approx(barge_in.audio_end_ms, abs=1.0)
-    # and after the cut there is silence until the next reply starts
+    # and after the cut there is silence until the next reply starts (the sample at the fade's
+    # end is the last one heard: it keeps a little sound)
     following = [e.at for e in result.events if isinstance(e, AssistantAudioStarted) and e.at > barge_in.at]
     end = round(following[0] * RATE) if following else len(result.heard)
-    assert cut < end and not np.any(result.heard[cut:end])
+    assert cut < end and not np.any(result.heard[cut + 1 : end])

@@ -4,11 +4,12 @@ An *output* owns a :class:`~voxline.audio.playout.PlayoutBuffer` and a listener 
 
 * :class:`~voxline.audio.devices.SpeakerSink` — a sound device, timed by its DAC clock;
 * :class:`ClockedOutput` — no device: a clock reads one block per 20 ms into an optional
-  :class:`~voxline.audio.sinks.Sink` (a WAV file of what the listener heard, or nothing). Kiosk
-  tests and headless runs use it.
+  :class:`~voxline.audio.sinks.Sink` (a WAV file of what the listener heard, a timeline in
+  memory, or nothing). Replays, kiosk tests and headless runs use it; ``latency_s`` makes
+  it behave like a device that buffers that much audio ahead of the listener.
 
 An *input* is any async iterable of int16 blocks at 24 kHz (:func:`mic_blocks`,
-:func:`file_blocks`).
+:func:`file_blocks`, :func:`recording_blocks`).
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ from typing import Protocol
 
 import numpy as np
 
+import numpy.typing as npt
+
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import Sink
 from voxline.audio.sources import Source
 
-__all__ = ["ClockedOutput", "Output", "file_blocks", "mic_blocks"]
+__all__ = ["BLOCK", "ClockedOutput", "Output", "file_blocks", "mic_blocks", "recording_blocks"]
 
-RATE = 24_000
-BLOCK = 480
+BLOCK = 480  # 20 ms
 
 
 class Output(Protocol):
@@ -41,14 +44,21 @@ class Output(Protocol):
 
 
 class ClockedOutput:
-    """A device-less output: one block of playout per 20 ms of ``clock`` into ``sink``."""
+    """A device-less output: one block of playout per 20 ms of ``clock`` into ``sink``.
 
-    def __init__(self, clock: Clock, sink: Sink | None = None, *, block: int = BLOCK) -> None:
+    Listener time 0 is ``origin`` on ``clock`` (default: when :meth:`run` starts). With
+    ``latency_s`` each block is handed over that long (in whole blocks) before the listener
+    hears it, as a buffering device would; a barge-in then revokes what is still inside.
+    """
+
+    def __init__(self, clock: Clock, sink: Sink | None = None, *, block: int = BLOCK, origin: float | None = None,
+                 latency_s: float = 0.0) -> None:
         self.playout = PlayoutBuffer()
         self._clock = clock
         self._sink = sink
         self._block = block
-        self._t0: float | None = None
+        self._t0 = origin
+        self._ahead = int(round(latency_s * SAMPLE_RATE / block)) * block
 
     def now(self) -> float:
         return 0.0 if self._t0 is None else self._clock.now() - self._t0
@@ -60,15 +70,17 @@ class ClockedOutput:
 
     async def run(self) -> None:
         """Play until cancelled."""
-        self._t0 = self._clock.now()
+        if self._t0 is None:
+            self._t0 = self._clock.now()
         buf = np.zeros(self._block, dtype=np.int16)
         k = 0
         while True:
-            t = k * self._block / RATE
+            t = k * self._block / SAMPLE_RATE
             await self._clock.sleep_until(self._t0 + t)
-            self.playout.read_into(buf, t)
+            heard_at = (k * self._block + self._ahead) / SAMPLE_RATE
+            self.playout.read_into(buf, heard_at)
             if self._sink is not None:
-                self._sink.write(t, buf)
+                self._sink.write(heard_at, buf)
             k += 1
 
 
@@ -82,3 +94,13 @@ async def file_blocks(source: Source) -> AsyncIterator[np.ndarray]:
     """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone)."""
     async for frame in source:
         yield frame.samples
+
+
+async def recording_blocks(samples: npt.NDArray[np.int16], clock: Clock, origin: float,
+                           block: int = BLOCK) -> AsyncIterator[np.ndarray]:
+    """A recording as the microphone: block ``k`` is handed over once captured, at
+    ``origin + (k + 1)·block/24000`` (sample ``n`` is captured at ``origin + n/24000``)."""
+    for start in range(0, len(samples), block):
+        chunk = samples[start : start + block]
+        await clock.sleep_until(origin + (start + len(chunk)) / SAMPLE_RATE)
+        yield chunk

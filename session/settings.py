@@ -32,6 +32,9 @@ class SessionSettings(BaseSettings):
     input_device: str | None = None
     output_device: str | None = None
     reconnect_attempts: int = Field(5, ge=0)
+    vad_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    silence_ms: int = Field(500, ge=0)
+    prefix_padding_ms: int = Field(300, ge=0)
 
     def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The ``session.update`` body for these settings."""
@@ -42,8 +45,8 @@ class SessionSettings(BaseSettings):
             case "semantic_vad":
                 td = {"type": "semantic_vad", "create_response": True, "interrupt_response": True}
             case "server_vad":
-                td = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500,
-                      "create_response": True, "interrupt_response": True}
+                td = {"type": "server_vad", "threshold": self.vad_threshold, "prefix_padding_ms": self.prefix_padding_ms,
+                      "silence_duration_ms": self.silence_ms, "create_response": True, "interrupt_response": True}
         output: dict[str, Any] = {"format": {"type": "audio/pcm", "rate": 24000}}
         if self.voice:
             output["voice"] = self.voice

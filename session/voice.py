@@ -13,24 +13,30 @@ and runs its loops in one ``asyncio.TaskGroup``: receive, capture, tick, and the
 own loop when it has one. If the connection drops (or the 60-minute cap ends it), it
 reconnects, sends the session configuration again and rebuilds the conversation from the
 mirror; the tool tracker carries over, so no tool runs twice.
+
+It is the only driver of the session core: ``voxline talk`` runs it on sound devices,
+``voxline replay`` on a recording and a WAV output, and ``replay --fast`` the same with a
+:class:`~voxline.base.clock.VirtualClock` and the local server's engine in process
+(:mod:`voxline.session.lockstep`). Time comes from ``clock`` only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
 from voxline.base.clock import Clock, RealClock
-from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
-from .core import SessionCore
+from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .media import ClockedOutput, Output
 from .mirror import ConversationMirror
@@ -42,8 +48,21 @@ from .tools import Approver, ToolEvent, ToolRegistry
 __all__ = ["VoiceSession"]
 
 Connector = Callable[[], Awaitable[RealtimeConnection]]
+Backoff = Callable[[int], float]  # reconnect attempt (0, 1, ...) → seconds to wait before it
 TICK_S = 0.02
 _CLOSED = object()
+
+
+def exponential_backoff(first_s: float = 0.2, cap_s: float = 5.0, *, jitter: float = 0.2,
+                        rng: random.Random | None = None) -> Backoff:
+    """``first_s · 2^attempt``, at most ``cap_s``, spread by ± ``jitter`` of itself."""
+    source = rng or random.Random()
+
+    def delay(attempt: int) -> float:
+        base = min(cap_s, first_s * 2.0 ** attempt)
+        return base * (1.0 + jitter * (2.0 * source.random() - 1.0))
+
+    return delay
 
 
 class VoiceSession:
@@ -61,16 +80,22 @@ class VoiceSession:
         raw_events: bool = False,
         connector: Connector | None = None,
         mirror: ConversationMirror | None = None,
+        backoff: Backoff | None = None,
+        on_wire: WireObserver | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.clock = clock or RealClock()
         self.output: Output = output or ClockedOutput(self.clock)
         self._input = input
-        self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event)
+        self._input_finished = input is None
+        self._backoff = backoff or exponential_backoff()
+        self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event,
+                                 clock=self.clock)
         # WebRTC: assistant audio arrives on the media track, tagged into the output's playout
         self.track = TrackTagger(self.output.playout) if self.settings.transport == "webrtc" else None
         self._raw = raw_events
         self._connector = connector or self._connect
+        self._on_wire = on_wire
         self.mirror = mirror if mirror is not None else ConversationMirror()
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._conn: RealtimeConnection | None = None
@@ -123,8 +148,8 @@ class VoiceSession:
         if self.track is not None:
             transport = await WebRTCTransport.connect(self.settings.url, key.get_secret_value(),
                                                       model=self.settings.model, on_audio=self.track.on_audio)
-            return RealtimeConnection(transport)
-        return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model)
+            return RealtimeConnection(transport, on_wire=self._on_wire)
+        return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model, on_wire=self._on_wire)
 
     async def _open(self) -> RealtimeConnection:
         conn = await self._connector()
@@ -148,9 +173,34 @@ class VoiceSession:
             raise StopAsyncIteration
         return item  # type: ignore[return-value]
 
-    def _publish(self) -> None:
-        assert self.core is not None
-        for event in self.core.events():
+    def pending_events(self) -> list[SessionEvent | ToolEvent]:
+        """The events queued so far, without waiting (the iterator then starts after them)."""
+        out: list[SessionEvent | ToolEvent] = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is _CLOSED:
+                self._queue.put_nowait(_CLOSED)
+                break
+            out.append(item)  # type: ignore[arg-type]
+        return out
+
+    @property
+    def input_finished(self) -> bool:
+        """True once the input (if any) has ended."""
+        return self._input_finished
+
+    @property
+    def idle(self) -> bool:
+        """Nothing is playing, queued, being produced or owed: no response, no tool, no queued create."""
+        core, conn = self.core, self._conn
+        if core is None or conn is None:
+            return True
+        return (not core.assistant_audible(self.output.now()) and not conn.protocol.response_in_progress
+                and conn.protocol.queued_creates == 0 and not self._tools.runner.busy
+                and not self._tools.tracker.running() and not self._tools.tracker.runnable())
+
+    def _publish(self, effects: Effects) -> None:
+        for event in effects.events:
             self._queue.put_nowait(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
@@ -175,12 +225,9 @@ class VoiceSession:
         now = self.output.now()
         if not self.core.assistant_audible(now):
             return None
-        barge_in = self.core.interrupt(now, Trigger.INTERRUPT)
-        self.mirror.apply_barge_in(barge_in)
-        await self._after_barge_in()
-        self._publish()
-        await self._flush()
-        return barge_in
+        effects = self.core.interrupt(now, Trigger.INTERRUPT)
+        await self._apply(effects)
+        return effects.barge_in
 
     async def start_talking(self) -> None:
         """Push-to-talk: start sending the microphone (clears what the server buffered)."""
@@ -235,12 +282,17 @@ class VoiceSession:
             with contextlib.suppress(ConnectionClosed):
                 await self._conn.flush()
 
-    async def _after_barge_in(self) -> None:
-        assert self.core is not None
-        cut = self.core.last_cut
-        if cut is not None and cut.revoked_samples:
-            # a device abort takes a few milliseconds: keep it off the event loop
-            await asyncio.to_thread(self.output.discard_pending, cut)
+    async def _apply(self, effects: Effects) -> None:
+        """Act on what the core did: a barge-in reaches the mirror and the output; events reach the app."""
+        barge_in = effects.barge_in
+        if barge_in is not None:
+            self.mirror.apply_barge_in(barge_in)
+            cut = barge_in.cut
+            if cut is not None and cut.revoked_samples:
+                # a device abort takes a few milliseconds: keep it off the event loop
+                await asyncio.to_thread(self.output.discard_pending, cut)
+        self._publish(effects)
+        await self._flush()
 
     # ------------------------------------------------------------------ loops
     async def _receive_loop(self) -> None:
@@ -253,22 +305,16 @@ class VoiceSession:
                     self._queue.put_nowait(_CLOSED)
                     return
                 continue
-            barge_ins = len(self.core.barge_ins)
-            self.core.handle(out, self.output.now())
+            effects = self.core.handle(out, self.output.now())
             self._tools.handle(out)
             self.mirror.apply(out)
-            if len(self.core.barge_ins) > barge_ins:
-                self.mirror.apply_barge_in(self.core.barge_ins[-1])
-                await self._after_barge_in()
-            self._publish()
-            await self._flush()
+            await self._apply(effects)
 
     async def _tick_loop(self) -> None:
         while True:
             await self.clock.sleep(TICK_S)
             if self.core is not None:
-                self.core.tick(self.output.now())
-                self._publish()
+                self._publish(self.core.tick(self.output.now()))
 
     async def _flush_loop(self) -> None:
         while True:
@@ -277,30 +323,30 @@ class VoiceSession:
             await self._flush()
 
     async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
-        async for block in blocks:
-            if self._talking and self._conn is not None and not self._conn.closed:
-                pcm = np.ascontiguousarray(block, dtype="<i2")
-                push = getattr(self._conn.transport, "push_audio", None)
-                if push is not None:  # WebRTC: the microphone is a media track
-                    push(pcm)
-                    continue
-                self._conn.protocol.append_audio(pcm.tobytes())
-                with contextlib.suppress(ConnectionClosed):
-                    await self._conn.flush()
+        try:
+            async for block in blocks:
+                if self._talking and self._conn is not None and not self._conn.closed:
+                    pcm = np.ascontiguousarray(block, dtype="<i2")
+                    media = self._conn.transport.media
+                    if media is not None:  # WebRTC: the microphone is a media track
+                        media.push_audio(pcm)
+                        continue
+                    self._conn.protocol.append_audio(pcm.tobytes())
+                    with contextlib.suppress(ConnectionClosed):
+                        await self._conn.flush()
+        finally:
+            self._input_finished = True
 
     async def _reconnect(self, exc: ConnectionClosed) -> bool:
         """After a drop: reconnect with backoff, restore config and conversation. False if given up."""
         assert self.core is not None
         self._queue.put_nowait(ConnectionLost(exc.code, exc.reason, self.output.now()))
-        self._publish()
-        delay = 0.2
-        for _attempt in range(self.settings.reconnect_attempts):
-            await self.clock.sleep(delay)
+        for attempt in range(self.settings.reconnect_attempts):
+            await self.clock.sleep(self._backoff(attempt))
             try:
                 conn = await self._open()
             except ConnectionFailed as failure:
                 self._queue.put_nowait(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
-                delay = min(delay * 2, 5.0)
                 continue
             replayed = self._restore(conn)
             self._conn = conn

@@ -16,14 +16,12 @@ import pytest
 from voxline.audio.voice import synthesize
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, SpeechStarted
-from voxline.session.replay import ReplayResult, run_lockstep
+from voxline.session.replay import ReplayResult, replay_fast
 from tests.heard import heard_length
 from tests.oracle import WireRecorder
 from tests.speech import RATE, make_utterance, mix_timeline
 
 HERE = Path(__file__).parent
-SESSION = {"type": "realtime", "audio": {"input": {"turn_detection": {
-    "type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500}}}}
 LONG = load_scenario("long")
 LONG_TEXT = LONG.turns[0].outputs[0].text
 TWO = load_scenario(str(HERE / "scenarios" / "two_items.toml"))
@@ -40,7 +38,7 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
 
 def replay(parts: list[tuple[float, np.ndarray]], total_s: float, scenario: Any = LONG, **kw: Any) -> tuple[ReplayResult, WireRecorder]:
     rec = WireRecorder()
-    result = run_lockstep(mix_timeline(total_s, parts), scenario=scenario, session=SESSION, voice="espeak",
+    result = replay_fast(mix_timeline(total_s, parts), scenario=scenario, voice="espeak",
                           on_wire=rec, tail_s=kw.pop("tail_s", 2.0), **kw)
     rec.verify()
     return result, rec

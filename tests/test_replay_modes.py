@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from voxline.base.clock import RealClock
 from voxline.audio.wavio import read_wav
+from voxline.base.clock import RealClock
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.scenario import load_scenario
-from voxline.session.replay import run_lockstep, run_realtime
+from voxline.session.replay import replay_fast, run_replay
 from tests.conftest import require_tool
 from tests.oracle import WireRecorder
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
-SESSION = {"type": "realtime", "audio": {"input": {"turn_detection": {
-    "type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500}}}}
 BLOCK_MS = 20
 
 
 async def test_fast_and_real_time_replays_cut_at_the_same_point() -> None:
     require_tool("espeak-ng")
     samples, _rate = read_wav(EXAMPLE)
-    fast = run_lockstep(samples, scenario=load_scenario("long"), session=SESSION, voice="espeak", tail_s=1.0)
+    fast = await asyncio.to_thread(replay_fast, samples, scenario=load_scenario("long"), voice="espeak", tail_s=1.0)
     rec = WireRecorder()
     async with serve(ServerConfig(port=0, scenario="long", voice="espeak")) as server:
-        conn = await connect(server.url, "sk-test", on_wire=rec)
-        real = await run_realtime(conn, samples, session=SESSION, clock=RealClock(), tail_s=1.0)
+        async def connector():  # type: ignore[no-untyped-def]
+            return await connect(server.url, "sk-test", on_wire=rec)
+
+        real = await run_replay(samples, connector=connector, clock=RealClock(), tail_s=1.0)
     rec.verify()
     (f,), (r,) = fast.barge_ins, real.barge_ins
     assert f.audio_end_ms is not None and r.audio_end_ms is not None

@@ -8,32 +8,36 @@ lockstep on a virtual clock with ``--fast``). With ``--url`` it talks to that se
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
-from voxline.base.clock import RealClock, VirtualClock
 from voxline.audio.resample import StreamResampler
-from voxline.audio.wavio import read_wav, write_wav
-from voxline.audio.playout import PlayoutBuffer
-from voxline.realtime.connection import RealtimeConnection, connect
-from voxline.realtime.transports.webrtc import WebRTCTransport
+from voxline.audio.sinks import WavSink
+from voxline.audio.wavio import read_wav
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.app import serve
 from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.scenario import load_scenario
 
 from ..eventlog import EventLog
-from ..replay import ReplayResult, run_lockstep, run_realtime
-from ..track_audio import TrackTagger
+from ..lockstep import run_lockstep
+from ..replay import ReplayResult, engine_connector, run_replay
+from ..settings import SessionSettings
+from ..tools import ToolRegistry
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "load_tools", "run"]
 
-RATE = 24_000
+RATE = SAMPLE_RATE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,19 +50,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wire transport (default ws); over webrtc the server owns the output buffer and cuts itself")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
+    parser.add_argument("--tools", metavar="MODULE:ATTR",
+                        help="a ToolRegistry (e.g. mytools:registry) to run the calls the server makes")
     parser.add_argument("--scenario", default="long", help="built-in server scenario: a name or a TOML file")
     parser.add_argument("--voice", default="auto", help="built-in server voice: auto, espeak or tone")
-    parser.add_argument("--model", default="gpt-realtime")
-    parser.add_argument("--vad-threshold", type=float, default=0.5)
-    parser.add_argument("--silence-ms", type=int, default=500)
+    parser.add_argument("--model", default="gpt-realtime", help="Realtime model to ask for")
+    parser.add_argument("--vad-threshold", type=float, default=0.5, help="server VAD threshold, 0 to 1 (default 0.5)")
+    parser.add_argument("--silence-ms", type=int, default=500,
+                        help="server VAD: silence that ends a user turn, in ms (default 500)")
 
 
-def session_config(args: argparse.Namespace) -> dict[str, Any]:
-    vad = {"type": "server_vad", "threshold": args.vad_threshold, "prefix_padding_ms": 300,
-           "silence_duration_ms": args.silence_ms, "create_response": True, "interrupt_response": True}
-    return {"type": "realtime", "output_modalities": ["audio"],
-            "audio": {"input": {"format": {"type": "audio/pcm", "rate": RATE}, "turn_detection": vad},
-                      "output": {"format": {"type": "audio/pcm", "rate": RATE}}}}
+def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") -> SessionSettings:
+    """The session the replay runs: server VAD with the flags' values (validated by the settings)."""
+    try:
+        return SessionSettings(url=url or "ws://local", api_key=token, model=args.model, turn_detection="server_vad",
+                               transport=args.transport, vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = "--" + str(first["loc"][0]).replace("_", "-")
+        raise ConfigurationError(f"{field}: {first['msg']}") from None
+
+
+def load_tools(spec: str) -> ToolRegistry:
+    """``MODULE:ATTR`` → the :class:`ToolRegistry` it names (the current directory is importable)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigurationError(f"--tools takes MODULE:ATTR (e.g. mytools:registry), not {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"--tools: cannot import {module_name!r}: {exc}") from None
+    registry = getattr(module, attr, None)
+    if not isinstance(registry, ToolRegistry):
+        raise ConfigurationError(f"--tools: {spec} is not a ToolRegistry (got {type(registry).__name__})")
+    return registry
 
 
 def load_input(path: Path) -> np.ndarray:
@@ -81,53 +108,57 @@ async def run(args: argparse.Namespace) -> int:
         if not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
     samples = load_input(args.input)
+    tools = load_tools(args.tools) if args.tools else None
+    settings_for(args)  # flag errors before anything starts
     if args.fast:
-        virtual = VirtualClock()
-        with contextlib.closing(EventLog(args.events, virtual.now)) as log:
-            result = run_lockstep(samples, scenario=load_scenario(args.scenario), session=session_config(args),
-                                  voice=args.voice, on_wire=log.wire, clock=virtual)
-            for event in result.events:
-                log.local(event, getattr(event, "at", None))
-    else:
-        clock = RealClock()
-        start = clock.now()
-        with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log:
-            result = await _realtime(args, samples, log, clock)
-            for event in result.events:
-                log.local(event, getattr(event, "at", None))
-    write_wav(args.out, result.heard, RATE)
+        scenario = load_scenario(args.scenario)
+        # the lockstep loop is synchronous: run it on a thread so this loop stays free
+        return await asyncio.to_thread(_run_fast, args, samples, scenario, tools)
+    clock = RealClock()
+    start = clock.now()
+    with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
+            contextlib.closing(WavSink(args.out, RATE)) as sink:
+        result = await _realtime(args, samples, log, clock, sink, tools)
     _print_summary(args, result)
     return 0
 
 
-async def _realtime(args: argparse.Namespace, samples: np.ndarray, log: EventLog, clock: RealClock) -> ReplayResult:
+def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None) -> int:
+    clock = VirtualClock()
+    with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
+        connector = engine_connector(scenario, clock, voice=args.voice, on_wire=log.wire)
+        result = run_lockstep(run_replay(samples, connector=connector, clock=clock, settings=settings_for(args),
+                                         sink=sink, tools=tools, on_event=_logger(log)), clock)
+    _print_summary(args, result)
+    return 0
+
+
+def _logger(log: EventLog) -> Any:
+    return lambda event: log.local(event, getattr(event, "at", None))
+
+
+async def _realtime(args: argparse.Namespace, samples: np.ndarray, log: EventLog, clock: Clock, sink: WavSink,
+                    tools: ToolRegistry | None) -> ReplayResult:
     if args.url:
         token = os.environ.get("OPENAI_API_KEY")
         if not token:
             raise ConfigurationError("OPENAI_API_KEY is not set (needed with --url)")
-        return await _replay_over(args, args.url, token, samples, log, clock)
+        return await _replay_over(args, args.url, token, samples, log, clock, sink, tools)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice)
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scripted replies, energy VAD; "
               "it does not understand speech)", file=sys.stderr)
-        return await _replay_over(args, server.url, "local", samples, log, clock)
+        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
-                       clock: RealClock) -> ReplayResult:
-    if args.transport == "webrtc":
-        tagger = TrackTagger(PlayoutBuffer())
-        transport = await WebRTCTransport.connect(url, token, model=args.model, on_audio=tagger.on_audio)
-        conn = RealtimeConnection(transport, on_wire=log.wire)
-        return await run_realtime(conn, samples, session=session_config(args), clock=clock, track=tagger)
-    conn = await connect(url, token, model=args.model, on_wire=log.wire)
-    return await run_realtime(conn, samples, session=session_config(args), clock=clock)
-
-
+                       clock: Clock, sink: WavSink, tools: ToolRegistry | None) -> ReplayResult:
+    return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
+                            tools=tools, on_wire=log.wire, on_event=_logger(log))
 def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
     mode = "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
     print(f"replayed {args.input} ({mode})")
     for line in result.summary_lines():
         print("  " + line)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
-    print(f"wrote {args.out} ({len(result.heard) / RATE:.2f} s) and {args.events}")
+    print(f"wrote {args.out} ({result.duration_s:.2f} s) and {args.events}")

@@ -1,18 +1,12 @@
 """Replay recorded audio as the microphone and record what the listener heard.
 
-Two drivers share one :class:`~voxline.session.core.SessionCore`:
-
-* :func:`run_lockstep` (``voxline replay --fast``): the built-in server's engine and the
-  client advance together on a virtual clock, block by block, with every frame encoded
-  and decoded as on the wire but no socket;
-* :func:`run_realtime`: a real connection (the built-in server on loopback, or ``--url``),
-  paced by the real clock.
-
-Both produce a :class:`ReplayResult` whose ``heard`` array is sample-aligned with the input.
+A replay is a :class:`~voxline.session.VoiceSession` with a recording as its input and a
+clocked output writing the listener's timeline (:mod:`.driver`): :func:`run_replay` over
+any connection and clock, :func:`replay_fast` in lockstep against the local server's
+engine on a virtual clock. Both produce a :class:`ReplayResult`.
 """
 
-from .lockstep import run_lockstep
-from .realtime import run_realtime
+from .driver import engine_connector, replay_fast, run_replay
 from .result import ReplayResult, TurnSummary
 
-__all__ = ["ReplayResult", "TurnSummary", "run_lockstep", "run_realtime"]
+__all__ = ["ReplayResult", "TurnSummary", "engine_connector", "replay_fast", "run_replay"]

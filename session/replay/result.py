@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..events import AssistantAudioStarted, BargeIn, ResponseFinished, SessionEvent, SpeechStarted
+from ..events import AssistantAudioStarted, BargeIn, ResponseFinished, SpeechStarted
+from ..tools import ToolFinished
 
 __all__ = ["ReplayResult", "TurnSummary"]
 
-RATE = 24_000
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,12 @@ class TurnSummary:
 
 @dataclass
 class ReplayResult:
-    heard: np.ndarray  # int16, sample n = what the listener heard when input sample n was captured
-    events: list[SessionEvent] = field(default_factory=list)
+    # int16, sample n = what the listener heard when input sample n was captured (None: it went to a file)
+    heard: np.ndarray | None
+    events: list[Any] = field(default_factory=list)  # session and tool events, in the order they happened
     underrun_events: int = 0
     underrun_samples: int = 0
+    duration_s: float = 0.0  # listener time covered
 
     @property
     def barge_ins(self) -> list[BargeIn]:
@@ -42,7 +45,13 @@ class ReplayResult:
         for t in self.turns:
             why = f" ({t.reason})" if t.reason else ""
             lines.append((t.at, 3, f"{t.at:7.3f}s  response {t.response_id} {t.status}{why}"))
+        at = 0.0
         for e in self.events:
+            at = getattr(e, "at", at)  # tool events are placed after the last timed event
+            if isinstance(e, ToolFinished):
+                verdict = "ok" if e.ok else "failed"
+                lines.append((at, 4, f"{at:7.3f}s  tool {e.name} ({e.call_id}) {verdict} in {e.duration_s * 1000:.0f} ms: "
+                                     f"{e.output[:60]}"))
             if isinstance(e, SpeechStarted):
                 lines.append((e.at, 0, f"{e.at:7.3f}s  user speech started (server VAD, buffer at {e.audio_start_ms} ms)"))
             elif isinstance(e, AssistantAudioStarted):

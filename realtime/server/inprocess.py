@@ -1,0 +1,74 @@
+"""The local server's engine behind the client's transport interface, in the same process.
+
+:class:`EngineTransport` is a :class:`~voxline.realtime.transports.base.Transport` whose
+peer is an :class:`~voxline.realtime.server.engine.Engine`: a client frame is handed to
+:meth:`Engine.receive` at once, and the events the engine schedules are delivered when
+the given clock reaches them (:meth:`Engine.next_due` / :meth:`Engine.poll`). Frames
+cross as JSON text, exactly as on a socket, so wire observers and the oracle see the
+same events. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
+``voxline replay --fast``; nothing here reads any other time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from typing import Any
+
+from voxline.base.clock import Clock
+from voxline.realtime.errors import ConnectionClosed
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.timing import first_of
+
+__all__ = ["EngineTransport"]
+
+
+class EngineTransport:
+    """One client connection to an in-process engine (see the module docstring)."""
+
+    media = None  # events only: audio travels inside them
+
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._inbox: deque[str] = deque()
+        self._wake = asyncio.Event()
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self._deliver(engine.open())
+
+    def __repr__(self) -> str:
+        state = "open" if self.close_code is None else f"closed {self.close_code}"
+        return f"<EngineTransport {self._engine.session_id} {state}>"
+
+    def _deliver(self, events: list[dict[str, Any]]) -> None:
+        self._inbox.extend(json.dumps(event) for event in events)
+        if events:
+            self._wake.set()
+
+    async def send(self, text: str) -> None:
+        if self.close_code is not None:
+            raise ConnectionClosed(self.close_code, self.close_reason)
+        self._deliver(self._engine.receive(text, self._clock.now()))
+
+    async def recv(self) -> str:
+        while not self._inbox:
+            if self.close_code is not None:
+                raise ConnectionClosed(self.close_code, self.close_reason)
+            due = self._engine.next_due()
+            if due is not None and due <= self._clock.now():
+                self._deliver(self._engine.poll(self._clock.now()))
+                continue
+            self._wake.clear()
+            if due is None:
+                await self._wake.wait()
+            else:
+                await first_of(self._clock.sleep_until(due), self._wake.wait())
+        return self._inbox.popleft()
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+            self._inbox.clear()
+            self._wake.set()

@@ -1,0 +1,136 @@
+"""Replay a recording through a :class:`~voxline.session.VoiceSession`, the one session driver.
+
+The recording is the microphone (:func:`~voxline.session.media.recording_blocks`), a
+:class:`~voxline.session.media.ClockedOutput` writes what the listener heard into a sink
+(HEARD.wav, or a timeline in memory), and everything else is the session an application
+runs: the protocol core, barge-in, the tool dispatcher, the conversation mirror, reconnects.
+
+* :func:`run_replay` — over any connection (the built-in server on loopback, ``--url``),
+  on any clock;
+* :func:`replay_fast` (``voxline replay --fast``) — the same coroutine with the local
+  server's engine in process (:class:`~voxline.realtime.server.inprocess.EngineTransport`)
+  on a :class:`~voxline.base.clock.VirtualClock`, run by the lockstep loop.
+
+The replay ends once the input is over and the session is idle (nothing playing, queued,
+produced or owed), or ``tail_s`` after the input ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.audio.sinks import Sink, TimelineSink
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.clock import Clock, VirtualClock
+from voxline.realtime.connection import RealtimeConnection, WireObserver
+from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.inprocess import EngineTransport
+from voxline.realtime.server.responses import Pacing
+from voxline.realtime.server.scenario import Scenario
+from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.voices import make_synth
+
+from ..events import SessionError, SessionEvent
+from ..lockstep import run_lockstep
+from ..media import BLOCK, ClockedOutput, recording_blocks
+from ..settings import SessionSettings
+from ..tools import Approver, ToolEvent, ToolRegistry
+from ..voice import Connector, VoiceSession
+from .result import ReplayResult
+
+__all__ = ["engine_connector", "replay_fast", "run_replay"]
+
+EventHook = Callable[[SessionEvent | ToolEvent], None]
+
+
+async def run_replay(
+    samples: npt.NDArray[np.int16],
+    *,
+    connector: Connector | None,
+    clock: Clock,
+    settings: SessionSettings | None = None,
+    sink: Sink | None = None,
+    tools: ToolRegistry | None = None,
+    approve: Approver | None = None,
+    tail_s: float = 120.0,
+    latency_s: float = 0.0,
+    on_event: EventHook | None = None,
+    on_wire: WireObserver | None = None,
+) -> ReplayResult:
+    """Play ``samples`` (int16 mono 24 kHz) as the microphone of a :class:`VoiceSession`.
+
+    ``connector`` opens each connection; ``None`` lets the session connect as its
+    ``settings`` say (URL, key, transport), showing every frame to ``on_wire``.
+    Listener time 0 is the capture instant of input sample 0. Events are handed to
+    ``on_event`` as they happen and gathered in the result. Without a ``sink`` the heard
+    timeline is kept in memory (:attr:`ReplayResult.heard`).
+    """
+    timeline = sink if sink is not None else TimelineSink()
+    origin = clock.now()
+    output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
+    session = VoiceSession(settings or SessionSettings(api_key="local"), output=output,
+                           input=recording_blocks(samples, clock, origin), tools=tools, approve=approve, clock=clock,
+                           connector=connector, on_wire=on_wire)
+    events: list[SessionEvent | ToolEvent] = []
+
+    def take() -> bool:
+        fatal = False
+        for event in session.pending_events():
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+            fatal = fatal or (isinstance(event, SessionError) and event.fatal)
+        return fatal
+
+    input_end = origin + len(samples) / SAMPLE_RATE
+    async with session:
+        while not take():
+            await clock.sleep(BLOCK / SAMPLE_RATE)
+            if session.input_finished and (session.idle or clock.now() - input_end >= tail_s):
+                break
+    take()
+    playout = output.playout
+    heard = timeline.samples if isinstance(timeline, TimelineSink) else None
+    return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,
+                        duration_s=clock.now() - origin)
+
+
+def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,
+                     on_wire: WireObserver | None = None) -> Connector:
+    """Connections to a fresh local-server engine in this process, on ``clock``."""
+    synth, _name = make_synth(voice)
+
+    async def connect() -> RealtimeConnection:
+        engine = Engine(EngineConfig(pacing=Pacing(speed=speed)), scenario, synth, wall_time=clock.wall())
+        return RealtimeConnection(EngineTransport(engine, clock), on_wire=on_wire)
+
+    return connect
+
+
+def replay_fast(
+    samples: npt.NDArray[np.int16],
+    *,
+    scenario: Scenario,
+    settings: SessionSettings | None = None,
+    voice: str = "auto",
+    speed: float = 4.0,
+    tail_s: float = 120.0,
+    on_wire: WireObserver | None = None,
+    clock: VirtualClock | None = None,
+    device_latency_s: float = 0.0,
+    **options: Any,
+) -> ReplayResult:
+    """:func:`run_replay` against the local server's engine, in lockstep on a virtual clock.
+
+    Synchronous: it runs its own event loop. ``clock`` (starting at 0 by default) lets an
+    event log stamp frames with virtual time; ``device_latency_s`` models an output that
+    buffers ahead (see :class:`ClockedOutput`). ``options`` go to :func:`run_replay`.
+    """
+    clock = clock or VirtualClock()
+    connector = engine_connector(scenario, clock, voice=voice, speed=speed, on_wire=on_wire)
+    return run_lockstep(run_replay(samples, connector=connector, clock=clock, settings=settings, tail_s=tail_s,
+                                   latency_s=device_latency_s, **options), clock)
