@@ -27,6 +27,9 @@ import re
 from collections import OrderedDict, deque
 from typing import Any
 
+from voxline.base.audio_format import PCM16_24K, AudioFormat
+from voxline.base.errors import AudioError
+
 from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
 from .lifecycle import Action, Input, ResponseStatus, Slot, step
@@ -118,6 +121,28 @@ class RealtimeProtocol:
         """Milliseconds of assistant audio received for one content part."""
         return self._received.get((item_id, content_index), 0) / self._bytes_per_ms()
 
+    def received_audio_samples(self, item_id: str, content_index: int = 0) -> int:
+        """Samples of assistant audio received for one content part, at the output format's rate.
+
+        The one tally of received audio: the truncate clamp, the session's barge-in plan and
+        its reports all read it.
+        """
+        return self._received.get((item_id, content_index), 0) // self.output_format.bytes_per_sample
+
+    def inherit_received_audio(self, previous: RealtimeProtocol) -> None:
+        """Take over the tally of a previous connection's protocol (the conversation goes on)."""
+        for key, count in previous._received.items():
+            self._received.setdefault(key, count)
+
+    @property
+    def output_format(self) -> AudioFormat:
+        """The session's ``audio.output.format`` (PCM16 at 24 kHz until one is set)."""
+        audio = (self.session or {}).get("audio") or {}
+        try:
+            return AudioFormat.from_wire((audio.get("output") or {}).get("format") or PCM16_24K)
+        except AudioError:
+            return PCM16_24K
+
     @property
     def server_cancels_on_speech(self) -> bool:
         """True when the server's VAD cancels the active response itself on speech start."""
@@ -129,9 +154,7 @@ class RealtimeProtocol:
         return (audio.get("input") or {}).get("turn_detection")
 
     def _bytes_per_ms(self) -> float:
-        audio = (self.session or {}).get("audio") or {}
-        fmt = ((audio.get("output") or {}).get("format") or {}).get("type", "audio/pcm")
-        return 8.0 if fmt in ("audio/pcmu", "audio/pcma") else 48.0
+        return self.output_format.bytes_per_ms
 
     # ------------------------------------------------------------------ output
     def events(self) -> list[ProtocolOutput]:

@@ -60,7 +60,6 @@ class _Part:
     response_id: str
     item_id: str
     content_index: int
-    received: int = 0
     complete: bool = False
     first_heard: float | None = None
     settled: bool = False  # a barge-in already decided its fate
@@ -159,7 +158,6 @@ class SessionCore:
             part = self._parts[key] = _Part(delta.response_id, delta.item_id, delta.content_index)
             self._order.append(key)
         samples = np.frombuffer(delta.audio, dtype="<i2")
-        part.received += len(samples)
         self.playout.enqueue(samples, delta.item_id, delta.content_index)
 
     # ------------------------------------------------------------------ time
@@ -208,8 +206,9 @@ class SessionCore:
         heard = {key: self.playout.heard_samples(key[0], key[1], end) for key in self._order}
         responses = self._interrupted_responses(cut.item_id, heard)
         parts = [p for key in self._order if not (p := self._parts[key]).settled and p.response_id in responses]
-        items = [HeardItem(p.item_id, p.content_index, heard[(p.item_id, p.content_index)], p.received, p.complete)
-                 for p in parts]
+        received = self.protocol.received_audio_samples
+        items = [HeardItem(p.item_id, p.content_index, heard[(p.item_id, p.content_index)],
+                           received(p.item_id, p.content_index), p.complete) for p in parts]
         for p in parts:
             p.settled = True
         plan = plan_barge_in(
@@ -252,7 +251,8 @@ class SessionCore:
             out.add(self.protocol.active_response_id)
         for key in self._order:
             part = self._parts[key]
-            if not part.settled and (part.item_id == playing_item or heard[key] < part.received):
+            if not part.settled and (part.item_id == playing_item
+                                     or heard[key] < self.protocol.received_audio_samples(*key)):
                 out.add(part.response_id)
         return out
 

@@ -156,6 +156,7 @@ class VoiceSession:
         if self.core is None:
             self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw, track=self.track)
         else:
+            conn.protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = conn.protocol
         conn.protocol.update_session(self.settings.session_config(self._schemas()))
         await conn.flush()
