@@ -13,12 +13,10 @@ from voxline.realtime.server.config import FaultConfig, ServerConfig
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.scenario import Scenario, load_scenario
 from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.timing import ClockLike
 from voxline.realtime.server.webrtc import RealtimeCalls
 
 __all__ = [
     "EMITTED_EVENT_TYPES",
-    "ClockLike",
     "Engine",
     "EngineConfig",
     "FaultConfig",

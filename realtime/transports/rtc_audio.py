@@ -12,12 +12,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import fractions
-import time
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 import av
 import numpy as np
@@ -25,14 +22,14 @@ import numpy.typing as npt
 import soxr
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from voxline.base.clock import Clock, RealClock
+
 __all__ = [
     "FRAME_SAMPLES",
     "RATE",
-    "MonotonicClock",
     "PacedAudioTrack",
     "RemoteAudioDecoder",
     "SampleQueue",
-    "TrackClock",
     "pump_remote_audio",
 ]
 
@@ -40,24 +37,6 @@ RATE = 24_000
 FRAME_SAMPLES = 480  # 20 ms, the WebRTC audio packet time
 
 Samples = npt.NDArray[np.int16]
-
-
-class TrackClock(Protocol):
-    """Seconds on a monotonic timeline and a way to wait on it (``voxline.base.clock``'s shape)."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, dt: float) -> None: ...
-
-
-class MonotonicClock:
-    """Real time: ``time.monotonic`` and ``asyncio.sleep``."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, dt: float) -> None:
-        await asyncio.sleep(max(0.0, dt))
 
 
 class SampleQueue:
@@ -123,10 +102,10 @@ class PacedAudioTrack(MediaStreamTrack):
 
     kind = "audio"
 
-    def __init__(self, pull: Callable[[int], Samples], clock: TrackClock | None = None) -> None:
+    def __init__(self, pull: Callable[[int], Samples], clock: Clock | None = None) -> None:
         super().__init__()
         self._pull = pull
-        self._clock = clock or MonotonicClock()
+        self._clock = clock or RealClock()
         self._start: float | None = None
         self._sent = 0
 
