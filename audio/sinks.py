@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from voxline.audio.ledger import fade_gains, heard_count
 from voxline.audio.wavio import PathLike, WavWriter
+from voxline.base.audio_format import SAMPLE_RATE
 
 __all__ = ["NullSink", "Sink", "WavSink", "cut_timeline"]
 
@@ -64,7 +65,7 @@ class WavSink:
     :attr:`late_samples`.
     """
 
-    def __init__(self, path: PathLike, rate: int = 24000, keep_s: float = 2.0) -> None:
+    def __init__(self, path: PathLike, rate: int = SAMPLE_RATE, keep_s: float = 2.0) -> None:
         self.rate = rate
         self.late_samples = 0
         self._writer = WavWriter(path, rate)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, assert_never
 
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.server import errors, wire_audio
 from voxline.realtime.server.budget import fit_budget
 from voxline.realtime.server.conversation import Entry
@@ -164,7 +165,7 @@ def _cost(state: SessionState, text: str, modalities: list[str]) -> int:
     """Estimated output tokens of a message (transcript or text, plus audio)."""
     tokens = text_tokens(text)
     if "audio" in modalities:
-        tokens += audio_tokens(len(state.synth(text)) / 24000.0, output=True)
+        tokens += audio_tokens(len(state.synth(text)) / SAMPLE_RATE, output=True)
     return tokens
 
 

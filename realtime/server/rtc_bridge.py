@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import soxr
 
+from voxline.base.audio_format import PCMU_8K, SAMPLE_RATE
 from voxline.realtime.server import wire_audio
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.ids import IdFactory, event
@@ -34,7 +35,6 @@ from voxline.realtime.server.rtc_output import OutputAudioBuffer, Samples, Start
 
 __all__ = ["CallBridge"]
 
-RATE = 24_000
 _CLEAR = "output_audio_buffer.clear"
 
 Events = list[dict[str, Any]]
@@ -134,7 +134,7 @@ class CallBridge:
                 "type": "conversation.item.truncate",
                 "item_id": item_id,
                 "content_index": 0,
-                "audio_end_ms": played * 1000 // RATE,
+                "audio_end_ms": played * 1000 // SAMPLE_RATE,
             }
             answer = self.engine.receive(json.dumps(truncate), now)
             # An item the client already deleted or truncated shorter is simply left alone.
@@ -156,6 +156,6 @@ def _to_pcm24k(data: bytes, format_type: str) -> Samples:
     samples = wire_audio.to_pcm(data, format_type)
     if format_type == "audio/pcm" or samples.size == 0:
         return samples
-    high = soxr.resample(samples.astype(np.float32) / 32768.0, 8000, RATE, quality="HQ")
+    high = soxr.resample(samples.astype(np.float32) / 32768.0, PCMU_8K.rate, SAMPLE_RATE, quality="HQ")
     out: Samples = np.clip(np.round(high * 32768.0), -32768, 32767).astype(np.int16)
     return out

@@ -22,18 +22,17 @@ import numpy.typing as npt
 import soxr
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock
 
 __all__ = [
     "FRAME_SAMPLES",
-    "RATE",
     "PacedAudioTrack",
     "RemoteAudioDecoder",
     "SampleQueue",
     "pump_remote_audio",
 ]
 
-RATE = 24_000
 FRAME_SAMPLES = 480  # 20 ms, the WebRTC audio packet time
 
 Samples = npt.NDArray[np.int16]
@@ -87,9 +86,9 @@ def audio_frame(samples: Samples, pts: int) -> av.AudioFrame:
     stereo = np.repeat(np.ascontiguousarray(samples, dtype="<i2"), 2)
     frame = av.AudioFrame(format="s16", layout="stereo", samples=samples.size)
     frame.planes[0].update(stereo.tobytes())
-    frame.sample_rate = RATE
+    frame.sample_rate = SAMPLE_RATE
     frame.pts = pts
-    frame.time_base = fractions.Fraction(1, RATE)
+    frame.time_base = fractions.Fraction(1, SAMPLE_RATE)
     return frame
 
 
@@ -115,7 +114,7 @@ class PacedAudioTrack(MediaStreamTrack):
         if self._start is None:
             self._start = self._clock.now()
         else:
-            delay = self._start + self._sent / RATE - self._clock.now()
+            delay = self._start + self._sent / SAMPLE_RATE - self._clock.now()
             if delay > 0:
                 await self._clock.sleep(delay)
         if self.readyState != "live":
@@ -141,7 +140,8 @@ class RemoteAudioDecoder:
         mono = np.ascontiguousarray(first, dtype=np.int16)
         if frame.sample_rate != self._rate:
             self._rate = frame.sample_rate
-            self._stream = None if self._rate == RATE else soxr.ResampleStream(self._rate, RATE, 1, dtype="int16")
+            same = self._rate == SAMPLE_RATE
+            self._stream = None if same else soxr.ResampleStream(self._rate, SAMPLE_RATE, 1, dtype="int16")
         if self._stream is None:
             return mono
         out: Samples = self._stream.resample_chunk(mono)
