@@ -27,6 +27,9 @@ import re
 from collections import OrderedDict, deque
 from typing import Any
 
+from voxline.base.audio_format import PCM16_24K, AudioFormat
+from voxline.base.errors import AudioError
+
 from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
 from .lifecycle import Action, Input, ResponseStatus, Slot, step
@@ -130,8 +133,11 @@ class RealtimeProtocol:
 
     def _bytes_per_ms(self) -> float:
         audio = (self.session or {}).get("audio") or {}
-        fmt = ((audio.get("output") or {}).get("format") or {}).get("type", "audio/pcm")
-        return 8.0 if fmt in ("audio/pcmu", "audio/pcma") else 48.0
+        wire = (audio.get("output") or {}).get("format") or PCM16_24K
+        try:
+            return AudioFormat.from_wire(wire).bytes_per_ms
+        except AudioError:  # a server's odd format must not break the session; assume the default
+            return PCM16_24K.bytes_per_ms
 
     # ------------------------------------------------------------------ output
     def events(self) -> list[ProtocolOutput]:

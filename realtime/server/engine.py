@@ -162,8 +162,8 @@ class Engine:
         return {"id": state.session_id, "object": "realtime.session", "expires_at": state.expires_at}
 
     def _apply_input_config(self) -> None:
-        audio_input = self._state.session.view()["audio"]["input"]
-        self._state.input.configure(audio_input["format"]["type"], audio_input["turn_detection"])
+        session = self._state.session
+        self._state.input.configure(session.input_format, session.turn_detection)
 
     # Handlers.
 
@@ -186,7 +186,7 @@ class Engine:
     def _item_create(self, data: dict[str, Any], now: float) -> Events:
         state = self._state
         new = parse_item(data["item"], "item", state.ids.new("item"))
-        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, bytes_per_ms=state.input.bytes_per_ms)
+        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, fmt=state.input.format)
         previous = state.conversation.insert(entry, data.get("previous_item_id"))
         state.idle_deadline = None
         return [

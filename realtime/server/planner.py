@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any, assert_never
 
-from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.audio_format import SAMPLE_RATE, AudioFormat
 from voxline.realtime.server import errors, wire_audio
 from voxline.realtime.server.budget import fit_budget
 from voxline.realtime.server.conversation import Entry
 from voxline.realtime.server.errors import RequestRejected
-from voxline.realtime.server.input_audio import format_rate
 from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
 from voxline.realtime.server.responses import ResponseRun, RunSpec
 from voxline.realtime.server.scenario import Call, Output, Say
@@ -42,8 +41,7 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
     audio_output = state.session.output
     audio_output.pop("speed", None)
     audio_output.update(params.get("audio", {}).get("output", {}))
-    format_type = audio_output["format"]["type"]
-    rate, width = format_rate(format_type)
+    fmt = AudioFormat.from_wire(audio_output["format"])  # the schema has checked it
     response_id = state.ids.new("resp")
     script = [
         Say(render(o.text, state)) if isinstance(o, Say) else o
@@ -54,7 +52,7 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
     if isinstance(max_tokens, int):
         script, cut = fit_budget(script, max_tokens, lambda text: _cost(state, text, modalities))
     outputs = [
-        _build(state, output, index, response_id, not out_of_band, modalities, format_type)
+        _build(state, output, index, response_id, not out_of_band, modalities, fmt)
         for index, output in enumerate(script)
     ]
     if cut and outputs:
@@ -67,7 +65,7 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
         audio_output=audio_output,
         max_output_tokens=max_tokens,
         metadata=params.get("metadata"),
-        bytes_per_ms=rate * width / 1000.0,
+        output_format=fmt,
         input_tokens=input_usage(params.get("instructions", state.session.instructions), state.session.tools, items),
         incomplete=cut,
     )
@@ -124,14 +122,12 @@ def _build(
     response_id: str,
     in_conversation: bool,
     modalities: list[str],
-    format_type: str,
+    fmt: AudioFormat,
 ) -> OutputItem:
-    rate, width = format_rate(format_type)
-    bytes_per_ms = rate * width / 1000.0
     item_id = state.ids.new("item")
     match output:
         case Say(text=text):
-            audio = wire_audio.from_pcm24k(state.synth(text), format_type) if "audio" in modalities else None
+            audio = wire_audio.from_pcm24k(state.synth(text), fmt) if "audio" in modalities else None
             item = {
                 "id": item_id,
                 "type": "message",
@@ -141,7 +137,7 @@ def _build(
                 "content": [],
             }
             return MessageOutput(
-                Entry(item, bytes_per_ms=bytes_per_ms), text, audio, index, response_id, in_conversation
+                Entry(item, fmt=fmt), text, audio, index, response_id, in_conversation
             )
         case Call(name=name, arguments=arguments):
             call_id = state.ids.new("call", 16)
@@ -155,7 +151,7 @@ def _build(
                 "arguments": "",
             }
             return CallOutput(
-                Entry(item, bytes_per_ms=bytes_per_ms), index, response_id, in_conversation, _split(arguments)
+                Entry(item, fmt=fmt), index, response_id, in_conversation, _split(arguments)
             )
         case _:
             assert_never(output)

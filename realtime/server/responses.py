@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from voxline.base.audio_format import AudioFormat
 from voxline.realtime.server.conversation import Conversation
 from voxline.realtime.server.ids import IdFactory, event
 from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
@@ -57,7 +58,7 @@ class RunSpec:
     audio_output: dict[str, Any]
     max_output_tokens: int | str
     metadata: dict[str, Any] | None
-    bytes_per_ms: float
+    output_format: AudioFormat
     input_tokens: tuple[int, int]
     incomplete: bool = False
 
@@ -177,15 +178,16 @@ class ResponseRun:
 
     def _schedule_audio(self, steps: list[_Step], index: int, output: MessageOutput, t: float) -> float:
         assert output.audio is not None
-        per_chunk = int(self._pacing.chunk_ms * self.spec.bytes_per_ms)
-        per_chunk -= per_chunk % 2 if self.spec.bytes_per_ms == 48.0 else 0
+        fmt = self.spec.output_format
+        per_chunk = int(self._pacing.chunk_ms * fmt.bytes_per_ms)
+        per_chunk -= per_chunk % fmt.bytes_per_sample
         total = len(output.audio)
         speed = self._pacing.speed
         for j, begin in enumerate(range(0, total, per_chunk)):
             end = min(total, begin + per_chunk)
             offset = j * self._pacing.chunk_ms / 1000.0 / speed
             steps.append(_Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total)))
-        return t + total / self.spec.bytes_per_ms / 1000.0 / speed
+        return t + fmt.bytes_to_ms(total) / 1000.0 / speed
 
     # Events.
 
