@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
@@ -130,7 +129,7 @@ class Server:
         return await handler(request)
 
     async def _client_secrets(self, request: HttpRequest) -> HttpResponse:
-        return mint_client_secret(request, self._credentials, _DEFAULT_MODEL)
+        return mint_client_secret(request, self._credentials, _DEFAULT_MODEL, self.config.clock.wall())
 
     def _admit(self, connection: ServerConnection, request: Any) -> Response | None:
         """``process_request``: refuse bad paths, injected rejections and (by default) bad admission."""
@@ -153,7 +152,7 @@ class Server:
         token = self._credentials.bearer(request.headers.get("Authorization"))
         if token is None:
             return errors.auth_missing()
-        if not self._credentials.accepts(token, time.time()):
+        if not self._credentials.accepts(token, self.config.clock.wall()):
             return errors.invalid_api_key()
         query = parse_qs(urlsplit(request.path).query)
         if "intent" in query or "call_id" in query:
@@ -187,9 +186,9 @@ class Server:
             self._engine_config(query["model"][0]),
             self.scenario,
             self._synth,
-            wall_time=time.time(),
+            wall_time=self.config.clock.wall(),
             ids=IdFactory(None if self.config.seed is None else self.config.seed + 1),
-            initial_session=self._credentials.session_for(token, time.time()),
+            initial_session=self._credentials.session_for(token, self.config.clock.wall()),
         )
         await run_engine(connection, engine, self.config)
 

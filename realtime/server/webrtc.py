@@ -15,7 +15,6 @@ them all (the server calls it when it closes). The ``multipart/form-data`` varia
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from urllib.parse import parse_qs
 
@@ -68,13 +67,13 @@ class RealtimeCalls:
         if problem is not None:
             return problem
         token = self._credentials.bearer(request.headers.get("authorization")) or ""
-        initial = self._credentials.session_for(token, time.time())
+        initial = self._credentials.session_for(token, self._config.clock.wall())
         model = parse_qs(request.query).get("model", [""])[0] or (initial or {}).get("model") or _DEFAULT_MODEL
         engine = Engine(
             self._engine_config(str(model)),
             self._scenario,
             self._synth,
-            wall_time=time.time(),
+            wall_time=self._config.clock.wall(),
             ids=IdFactory(None if self._config.seed is None else self._config.seed + 1),
             initial_session=initial,
         )
@@ -116,7 +115,7 @@ class RealtimeCalls:
         token = self._credentials.bearer(request.headers.get("authorization"))
         if token is None:
             return HttpResponse(401, error_body(errors.auth_missing()))
-        if not self._credentials.accepts(token, time.time()):
+        if not self._credentials.accepts(token, self._config.clock.wall()):
             return HttpResponse(401, error_body(errors.invalid_api_key()))
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/sdp":
