@@ -39,7 +39,8 @@ from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpRespo
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Scenario, load_scenario
-from voxline.realtime.server.state import EngineConfig, Synth
+from voxline.realtime.server.speech import Synth, VoiceCache
+from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
 from voxline.realtime.server.webrtc import CALLS_PATH, RealtimeCalls
 from voxline.realtime.server.ws_session import close_reason, run_engine, send_error_and_close
@@ -54,17 +55,20 @@ _DEFAULT_MODEL = "gpt-realtime"
 class Server:
     """A running local server; an async context manager that closes it on exit."""
 
-    def __init__(self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str) -> None:
+    def __init__(
+        self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str, voices: VoiceCache | None = None
+    ) -> None:
         self.config = config
         self.scenario = scenario
         self.voice = voice
         self._synth = synth
+        self._voices = voices if voices is not None else VoiceCache()
         self._ids = IdFactory(config.seed)
         self._credentials = Credentials(config.api_key, self._ids)
         self._rejected = 0
         self._ws: Any = None
         self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
-        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._engine_config)
+        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config)
         self._routes[("POST", CALLS_PATH)] = self._calls.create
 
     @property
@@ -185,12 +189,12 @@ class Server:
         engine = Engine(
             self._engine_config(query["model"][0]),
             self.scenario,
-            self._synth,
+            self._voices,
             wall_time=self.config.clock.wall(),
             ids=IdFactory(None if self.config.seed is None else self.config.seed + 1),
             initial_session=self._credentials.session_for(token, self.config.clock.wall()),
         )
-        await run_engine(connection, engine, self.config)
+        await run_engine(connection, engine, self.config, self._synth)
 
     def _engine_config(self, model: str) -> EngineConfig:
         config = self.config
@@ -214,8 +218,8 @@ class _Serving:
         config = self._config
         scenario = load_scenario(config.scenario)
         synth, voice = make_synth(config.voice)
-        await asyncio.to_thread(warm_up, scenario, synth)
-        self._server = await Server(config, scenario, synth, voice).start()
+        voices = await asyncio.to_thread(warm_up, scenario, synth)
+        self._server = await Server(config, scenario, synth, voice, voices).start()
         return self._server
 
     def __await__(self) -> Generator[Any, None, Server]:

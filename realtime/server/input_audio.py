@@ -81,7 +81,10 @@ class InputAudio:
             silence = _SEMANTIC_SILENCE_MS[turn_detection.get("eagerness", "auto")]
         if self._vad is None:
             self._vad = EnergyVad(
-                sample_rate=self._format.rate, threshold=threshold, prefix_padding_ms=padding, silence_duration_ms=silence
+                sample_rate=self._format.rate,
+                threshold=threshold,
+                prefix_padding_ms=padding,
+                silence_duration_ms=silence,
             )
             self._vad_origin = self._position
         else:

@@ -28,7 +28,8 @@ from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpRespo
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.rtc_call import Call
 from voxline.realtime.server.scenario import Scenario
-from voxline.realtime.server.state import EngineConfig, Synth
+from voxline.realtime.server.speech import Synth, VoiceCache
+from voxline.realtime.server.state import EngineConfig
 
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
 
@@ -45,12 +46,14 @@ class RealtimeCalls:
         credentials: Credentials,
         scenario: Scenario,
         synth: Synth,
+        voices: VoiceCache,
         engine_config: Callable[[str], EngineConfig],
     ) -> None:
         self._config = config
         self._credentials = credentials
         self._scenario = scenario
         self._synth = synth
+        self._voices = voices
         self._engine_config = engine_config
         self._ids = IdFactory(None if config.seed is None else config.seed + 3)
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -72,12 +75,13 @@ class RealtimeCalls:
         engine = Engine(
             self._engine_config(str(model)),
             self._scenario,
-            self._synth,
+            self._voices,
             wall_time=self._config.clock.wall(),
             ids=IdFactory(None if self._config.seed is None else self._config.seed + 1),
             initial_session=initial,
         )
-        call = Call(self._ids.new("rtc"), RTCPeerConnection(RTCConfiguration(iceServers=[])), engine, self._config)
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        call = Call(self._ids.new("rtc"), pc, engine, self._config, self._synth)
         try:
             await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(request.body), "offer"))
             call.add_output_track()

@@ -21,7 +21,7 @@ from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import make_synth
+from voxline.realtime.server.voices import make_synth, supply_speech
 
 from ..core import SessionCore
 from ..events import BargeIn
@@ -70,6 +70,7 @@ def run_lockstep(
             events.append(event)
 
     def to_client(server_events: list[dict[str, Any]]) -> None:
+        supply_speech(engine, synth, now)  # voice what a new response waits for, at the instant it started
         for payload in server_events:
             text = json.dumps(payload)
             wire("in", text)
