@@ -143,7 +143,13 @@ def _build(
                 "content": [],
             }
             return MessageOutput(
-                Entry(item, fmt=fmt), text, audio, index, response_id, in_conversation, spoken and audio is None
+                Entry(item, fmt=fmt),
+                text,
+                audio,
+                index,
+                response_id,
+                in_conversation,
+                awaiting_voice=spoken and audio is None,
             )
         case Call(name=name, arguments=arguments):
             call_id = state.ids.new("call", 16)
