@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
 from voxline.audio.device_resample import CaptureResampler
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
 
 __all__ = ["MicSource"]
@@ -39,7 +40,7 @@ class MicSource:
         self,
         device: int | str | None = None,
         block: int = 480,
-        rate: int = 24000,
+        rate: int = SAMPLE_RATE,
         *,
         max_blocks: int = 100,
         latency: Latency = "low",

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.resample import StreamResampler
+from voxline.base.audio_format import SAMPLE_RATE
 
 __all__ = ["CaptureResampler", "PlayoutReader"]
 
@@ -77,7 +78,7 @@ class PlayoutReader:
 class CaptureResampler:
     """Device-rate capture blocks → 24 kHz runs with the capture time of their first sample."""
 
-    def __init__(self, device_rate: int, rate: int = 24000) -> None:
+    def __init__(self, device_rate: int, rate: int = SAMPLE_RATE) -> None:
         self.rate = rate
         self.device_rate = device_rate
         self._resampler = StreamResampler(device_rate, rate)

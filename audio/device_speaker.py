@@ -36,6 +36,7 @@ from typing import Any, Self
 from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
 from voxline.audio.device_resample import PlayoutReader
 from voxline.audio.device_timing import DacTimeline, dac_time
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
@@ -53,7 +54,7 @@ class SpeakerSink:
         playout: PlayoutBuffer,
         device: int | str | None = None,
         block: int = 480,
-        rate: int = 24000,
+        rate: int = SAMPLE_RATE,
         latency: Latency = "low",
         *,
         device_rate: int | None = None,

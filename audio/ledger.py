@@ -28,6 +28,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from voxline.base.audio_format import SAMPLE_RATE
+
 __all__ = ["Cut", "HeardItem", "HeardLedger", "ItemKey", "Playing", "Segment", "fade_gains", "heard_count"]
 
 ItemKey = tuple[str, int]  # (item_id, content_index)
@@ -80,7 +82,7 @@ class Cut:
     tail_samples: int
     revoked_samples: int
     flushed_samples: int
-    rate: int = 24000
+    rate: int = SAMPLE_RATE
 
     @property
     def heard_ms(self) -> float:
@@ -109,7 +111,7 @@ class HeardItem:
     heard_samples: int
     received_samples: int
     complete: bool
-    rate: int = 24000
+    rate: int = SAMPLE_RATE
 
     @property
     def heard_ms(self) -> float:
@@ -133,7 +135,7 @@ def _t0(segment: Segment) -> float:
 class HeardLedger:
     """Per-item heard counts at any instant, from the segments the output actually played."""
 
-    def __init__(self, rate: int = 24000) -> None:
+    def __init__(self, rate: int = SAMPLE_RATE) -> None:
         self.rate = rate
         self._half = 0.5 / rate
         self._timeline: list[Segment] = []

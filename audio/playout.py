@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.audio.ledger import Cut, HeardItem, HeardLedger, ItemKey, Playing, fade_gains, heard_count
+from voxline.base.audio_format import SAMPLE_RATE
 
 __all__ = ["PlayoutBuffer"]
 
@@ -62,7 +63,7 @@ class _Chunk:
 class PlayoutBuffer:
     """Tagged FIFO of assistant audio in front of an output, with its heard ledger."""
 
-    def __init__(self, rate: int = 24000) -> None:
+    def __init__(self, rate: int = SAMPLE_RATE) -> None:
         self.rate = rate
         self._lock = threading.Lock()
         self._ledger = HeardLedger(rate)

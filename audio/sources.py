@@ -26,7 +26,6 @@ from voxline.audio.wavio import PathLike, WavReader
 
 __all__ = ["AudioFrame", "SilenceSource", "Source", "WavFileSource"]
 
-RATE = SAMPLE_RATE
 Samples = npt.NDArray[np.int16]
 
 
@@ -40,7 +39,7 @@ class AudioFrame:
     @property
     def t(self) -> float:
         """Input-timeline instant of the first sample, in seconds."""
-        return self.index / RATE
+        return self.index / SAMPLE_RATE
 
     @property
     def end_index(self) -> int:
@@ -61,7 +60,7 @@ class Source(Protocol):
 
 
 class _PacedSource:
-    """Common pacing: block ``k`` is handed out at ``started_at + k·block/RATE``."""
+    """Common pacing: block ``k`` is handed out at ``started_at + k·block/SAMPLE_RATE``."""
 
     def __init__(self, clock: Clock, block: int) -> None:
         if block <= 0:
@@ -82,7 +81,7 @@ class _PacedSource:
             raise StopAsyncIteration
         if self.started_at is None:
             self.started_at = self._clock.now()
-        await self._clock.sleep_until(self.started_at + self._index / RATE)
+        await self._clock.sleep_until(self.started_at + self._index / SAMPLE_RATE)
         frame = AudioFrame(self._index, samples)
         self._index += len(samples)
         return frame
@@ -107,7 +106,7 @@ class SilenceSource(_PacedSource):
 
     def __init__(self, clock: Clock, block: int = 480, duration: float | None = None) -> None:
         super().__init__(clock, block)
-        self._total = None if duration is None else round(duration * RATE)
+        self._total = None if duration is None else round(duration * SAMPLE_RATE)
 
     def _next_block(self) -> Samples | None:
         size = self.block if self._total is None else min(self.block, self._total - self._index)
@@ -129,7 +128,7 @@ class WavFileSource(_PacedSource):
         self.path = self._reader.path
         self.file_rate = self._reader.rate
         self.channels = self._reader.channels
-        self._resampler = StreamResampler(self.file_rate, RATE)
+        self._resampler = StreamResampler(self.file_rate, SAMPLE_RATE)
         self._pending: Samples = np.zeros(0, dtype=np.int16)
         self._eof = False
 

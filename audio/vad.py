@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxline.base.audio_format import SAMPLE_RATE
+
 __all__ = ["EnergyVad", "SpeechStart", "SpeechStop", "VadEvent", "threshold_to_dbfs"]
 
 _FULL_SCALE = 32768.0
@@ -65,7 +67,7 @@ class EnergyVad:
     def __init__(
         self,
         *,
-        sample_rate: int = 24000,
+        sample_rate: int = SAMPLE_RATE,
         threshold: float = 0.5,
         prefix_padding_ms: int = 300,
         silence_duration_ms: int = 500,

@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 import soxr
 
+from voxline.base.audio_format import SAMPLE_RATE
+
 __all__ = ["SAMPLE_RATE", "VoiceUnavailableError", "available_voices", "espeak_available", "synthesize"]
 
-SAMPLE_RATE = 24000
 _ESPEAK = "espeak-ng"
 _ESPEAK_DEFAULT_VARIANT = "en-us"
 _ESPEAK_WPM = 160

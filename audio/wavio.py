@@ -17,6 +17,7 @@ from typing import Self
 import numpy as np
 import numpy.typing as npt
 
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
 
 __all__ = ["WavReader", "WavWriter", "read_wav", "write_wav"]
@@ -113,7 +114,7 @@ class WavReader:
 class WavWriter:
     """A 16-bit mono WAV file written incrementally; the header is completed on close."""
 
-    def __init__(self, path: PathLike, rate: int = 24000) -> None:
+    def __init__(self, path: PathLike, rate: int = SAMPLE_RATE) -> None:
         self.path = os.fspath(path)
         self.rate = rate
         self.frames_written = 0
@@ -160,7 +161,7 @@ def read_wav(path: PathLike) -> tuple[Samples, int]:
         return reader.read(reader.frames), reader.rate
 
 
-def write_wav(path: PathLike, samples: Samples, rate: int = 24000) -> None:
+def write_wav(path: PathLike, samples: Samples, rate: int = SAMPLE_RATE) -> None:
     """Write int16 mono samples as a 16-bit PCM WAV file."""
     with WavWriter(path, rate) as writer:
         writer.write(samples)

@@ -15,7 +15,9 @@ from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Call, Say, builtin_names, load_scenario, parse_scenario
+from voxline.realtime.server.speech import VoiceCache
 from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.voices import supply_speech
 from tests.oracle import check_server_event
 
 RATE = 24000
@@ -44,20 +46,58 @@ def script(*turns: dict[str, Any], **extra: Any) -> Any:
     return parse_scenario({"turns": list(turns), **extra})
 
 
+class GuardedVoice:
+    """``fake_voice`` that records what it said and refuses to run while the engine handles a call."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.engine_busy = False
+
+    def __call__(self, text: str) -> np.ndarray:
+        if self.engine_busy:
+            raise AssertionError(f"the engine synthesized {text!r} inside receive() or poll()")
+        self.said.append(text)
+        return fake_voice(text)
+
+
 class Harness:
-    """An engine, a clock we move by hand, and every event checked against the SDK."""
+    """An engine, a clock we move by hand, and every event checked against the SDK.
+
+    It drives the engine the way the servers do: after each ``receive`` / ``poll`` it voices
+    the texts the engine waits for (``supply_speech``), outside the engine.
+    """
 
     def __init__(self, scenario: Any = None, *, speed: float = math.inf, **config: Any) -> None:
         pacing = Pacing(speed=speed, chunk_ms=100, latency_s=config.pop("latency_s", 0.0))
+        scenario = scenario or script({"say": "Hi there."})
+        self.voice = GuardedVoice()
         self.engine = Engine(
             EngineConfig(pacing=pacing, **config),
-            scenario or script({"say": "Hi there."}),
-            fake_voice,
+            scenario,
+            VoiceCache.for_scenario(scenario, self.voice),
             wall_time=1_700_000_000.0,
             ids=IdFactory(7),
         )
         self.now = 0.0
         self.opened = self.check(self.engine.open())
+
+    def receive(self, text: str | bytes) -> list[dict[str, Any]]:
+        self.voice.engine_busy = True
+        try:
+            events = self.engine.receive(text, self.now)
+        finally:
+            self.voice.engine_busy = False
+        supply_speech(self.engine, self.voice, self.now)
+        return events
+
+    def poll(self) -> list[dict[str, Any]]:
+        self.voice.engine_busy = True
+        try:
+            events = self.engine.poll(self.now)
+        finally:
+            self.voice.engine_busy = False
+        supply_speech(self.engine, self.voice, self.now)
+        return events
 
     @staticmethod
     def check(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,13 +107,14 @@ class Harness:
 
     def send(self, frame: dict[str, Any] | str | bytes) -> list[dict[str, Any]]:
         text = json.dumps(frame) if isinstance(frame, dict) else frame
-        return self.check(self.engine.receive(text, self.now) + self.engine.poll(self.now))
+        events = self.receive(text)
+        return self.check(events + self.poll())
 
     def run(self, until: float = 1e9) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         while (due := self.engine.next_due()) is not None and due <= until:
             self.now = max(self.now, due)
-            events += self.engine.poll(self.now)
+            events += self.poll()
         self.now = max(self.now, until) if until < 1e9 else self.now
         return self.check(events)
 
@@ -456,14 +497,15 @@ def test_one_response_may_hold_several_audio_items() -> None:
 
 def test_max_output_tokens_cuts_the_reply_and_ends_incomplete() -> None:
     h = Harness(script({"output": [{"say": "Hi there."}, {"call": "f", "arguments": "{}"}]}))
-    events = h.send({"type": "response.create", "response": {"max_output_tokens": 5}})
+    events = h.send({"type": "response.create", "response": {"max_output_tokens": 8}})
     done = events[-2]["response"]
     assert done["status"] == "incomplete"
     assert done["status_details"] == {"type": "incomplete", "reason": "max_output_tokens"}
     assert [o["type"] for o in done["output"]] == ["message"]  # the call did not fit
     assert done["output"][0]["status"] == "incomplete"
-    assert done["output"][0]["content"][0]["transcript"] == "Hi"  # 1 text + 1 audio token of 5
-    assert done["usage"]["output_tokens"] <= 5
+    # priced from the text (70 ms of speech per character): "Hi there." 3 + 13 tokens, "Hi" 1 + 3 of 8
+    assert done["output"][0]["content"][0]["transcript"] == "Hi"
+    assert done["usage"]["output_tokens"] <= 8
     assert h.session()["max_output_tokens"] == "inf"
 
 
@@ -836,3 +878,115 @@ def test_placeholders_echo_what_was_heard_and_turns_repeat_last() -> None:
     assert first == "Heard 1.5 s: hello, turn 1."
     second = only(h.send({"type": "response.create"}), "response.output_audio_transcript.done")[0]["transcript"]
     assert second == "Heard 1.5 s: hello, turn 2."
+
+
+# Speech: the engine reads a voice cache and waits for the driver's speech; it never synthesizes.
+
+
+def waiting_engine(latency_s: float = 0.0) -> tuple[Engine, GuardedVoice]:
+    scenario = script({"say": "Fixed."}, {"say": "You are on turn {turn}."})
+    voice = GuardedVoice()
+    pacing = Pacing(speed=math.inf, chunk_ms=100, latency_s=latency_s)
+    engine = Engine(EngineConfig(pacing=pacing), scenario, VoiceCache.for_scenario(scenario, voice), wall_time=0.0)
+    engine.open()
+    voice.engine_busy = True  # from here on the fake voice raises if the engine calls it
+    return engine, voice
+
+
+def test_fixed_replies_come_from_the_cache_without_waiting() -> None:
+    engine, voice = waiting_engine()
+    assert voice.said.count("Fixed.") == 1  # voiced once, when the cache was filled
+    events = engine.receive(json.dumps({"type": "response.create"}), 0.0) + engine.poll(0.0)
+    assert engine.speech_needed() == []
+    assert only(events, "response.output_audio_transcript.done")[0]["transcript"] == "Fixed."
+    assert only(events, "response.done")[0]["response"]["status"] == "completed"
+
+
+def test_a_placeholder_reply_waits_until_the_driver_provides_its_speech() -> None:
+    engine, voice = waiting_engine(latency_s=0.25)
+    engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    engine.poll(0.25)
+    assert engine.next_due() is None and engine.speech_needed() == []
+    events = engine.receive(json.dumps({"type": "response.create"}), 1.0)
+    assert types(events) == ["response.created"]
+    assert engine.speech_needed() == ["You are on turn 2."]
+    assert engine.next_due() is None  # waiting: nothing is scheduled
+    assert engine.poll(5.0) == [] and engine.speech_needed() == ["You are on turn 2."]
+    voice.engine_busy = False
+    assert supply_speech(engine, voice, 5.0) == 1  # the driver voices it, outside the engine
+    voice.engine_busy = True
+    assert voice.said[-1] == "You are on turn 2." and voice.said.count("You are on turn 2.") == 1
+    assert engine.speech_needed() == [] and engine.next_due() == 5.0  # streams from when it was voiced
+    events = Harness.check(engine.poll(5.0))
+    audio = b"".join(base64.b64decode(e["delta"]) for e in only(events, "response.output_audio.delta"))
+    assert audio == fake_voice("You are on turn 2.").astype("<i2").tobytes()
+    assert only(events, "response.output_audio_transcript.done")[0]["transcript"] == "You are on turn 2."
+    assert only(events, "response.done")[0]["response"]["status"] == "completed"
+
+
+def test_the_latency_still_applies_when_speech_arrives_early() -> None:
+    engine, voice = waiting_engine(latency_s=0.25)
+    engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    engine.poll(0.25)
+    engine.receive(json.dumps({"type": "response.create"}), 1.0)
+    engine.provide_speech("You are on turn 2.", fake_voice("You are on turn 2."), 1.1)
+    assert engine.next_due() == 1.25
+
+
+def test_a_cancelled_waiting_response_ends_and_ignores_late_speech() -> None:
+    engine, voice = waiting_engine()
+    engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    engine.poll(0.0)
+    engine.receive(json.dumps({"type": "response.create"}), 1.0)
+    events = Harness.check(engine.receive(json.dumps({"type": "response.cancel"}), 1.5))
+    assert only(events, "response.done")[0]["response"]["status"] == "cancelled"
+    assert engine.speech_needed() == []
+    engine.provide_speech("You are on turn 2.", fake_voice("You are on turn 2."), 2.0)
+    assert engine.next_due() is None and engine.poll(2.0) == []
+
+
+def test_max_output_tokens_prices_speech_from_the_text_without_synthesizing() -> None:
+    scenario = script({"say": "One two three."})
+    voice = GuardedVoice()
+    cache = VoiceCache.for_scenario(scenario, voice)
+    engine = Engine(EngineConfig(pacing=Pacing(speed=math.inf)), scenario, cache, wall_time=0.0)
+    voice.engine_busy = True
+    # "One two three." is priced 4 + 20 tokens, "One" 1 + 5: the cut reply is a new text to voice
+    events = engine.receive(json.dumps({"type": "response.create", "response": {"max_output_tokens": 12}}), 0.0)
+    assert types(events) == ["response.created"] and engine.speech_needed() == ["One"]
+    voice.engine_busy = False
+    supply_speech(engine, voice, 0.0)
+    done = only(Harness.check(engine.poll(0.0)), "response.done")[0]["response"]
+    assert done["status"] == "incomplete" and done["output"][0]["content"][0]["transcript"] == "One"
+    assert done["usage"]["output_tokens"] == 1 + 2  # from the audio actually sent: 3 x 20 ms
+
+
+async def test_the_speech_supplier_voices_off_the_event_loop() -> None:
+    import asyncio
+    import threading
+
+    from voxline.base.clock import VirtualClock
+    from voxline.realtime.server.voices import SpeechSupplier
+
+    engine, voice = waiting_engine()
+    voice.engine_busy = False
+    threads: list[str] = []
+
+    def synth(text: str) -> np.ndarray:
+        threads.append(threading.current_thread().name)
+        return voice(text)
+
+    clock, voiced = VirtualClock(3.0), asyncio.Event()
+    supplier = SpeechSupplier(engine, synth, clock, voiced.set)
+    engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    engine.poll(0.0)
+    engine.receive(json.dumps({"type": "response.create"}), 1.0)
+    supplier.check()
+    job = asyncio.create_task(supplier.run())
+    try:
+        async with asyncio.timeout(10):
+            await voiced.wait()
+    finally:
+        job.cancel()
+    assert threads and threads[0] != threading.main_thread().name
+    assert engine.speech_needed() == [] and engine.next_due() == 3.0

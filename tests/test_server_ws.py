@@ -236,6 +236,53 @@ async def test_client_secrets_mint_ephemeral_keys_that_open_sessions() -> None:
     recorder.verify()
 
 
+async def test_dates_follow_the_injected_clock() -> None:
+    """``expires_at`` of a session and of a client secret, and the secret's expiry, come from ``clock.wall()``."""
+    clock = VirtualClock(wall_start=1_800_000_000.0)
+    recorder = WireRecorder()
+    async with serve(config(recorder, clock=clock, max_session_s=900)) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            created = json.loads(await ws.recv())
+            assert created["session"]["expires_at"] == 1_800_000_000 + 900
+        request = json.dumps({"expires_after": {"anchor": "created_at", "seconds": 60}}).encode()
+        status, body = await http(server.port, "POST", "/v1/realtime/client_secrets", request, AUTH)
+        assert status == 200 and body["expires_at"] == 1_800_000_000 + 60
+        secret = {"Authorization": f"Bearer {body['value']}"}
+        clock.advance(59.0)
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=secret) as ws:
+            assert json.loads(await ws.recv())["session"]["expires_at"] == 1_800_000_059 + 900
+        clock.advance(1.0)
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=secret):
+                pass
+        assert refused.value.response.status_code == 401
+    recorder.verify()
+
+
+async def test_a_placeholder_reply_is_voiced_by_the_session_and_streamed() -> None:
+    """The default scenario's second reply says how much audio was heard: voiced per session, off the loop."""
+    recorder = WireRecorder()
+    async with serve(config(recorder, scenario="default")) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+            await c.until("conversation.created")
+            await c.send({"type": "response.create"})
+            await c.until("response.done")
+            await c.send({"type": "response.create"})
+            events = await c.until("response.done")
+    text = only_transcript(events)
+    assert text.startswith("I heard about 0.0 seconds of audio from you.")
+    audio = b"".join(base64.b64decode(e["delta"]) for e in events if e["type"] == "response.output_audio.delta")
+    assert audio == synthesize(text, "tone").astype("<i2").tobytes()
+    assert events[-1]["response"]["status"] == "completed"
+    recorder.verify()
+
+
+def only_transcript(events: list[dict[str, Any]]) -> str:
+    (done,) = [e for e in events if e["type"] == "response.output_audio_transcript.done"]
+    return str(done["transcript"])
+
+
 async def test_extra_http_routes_can_answer_raw_bodies() -> None:
     async def answer(request: HttpRequest) -> HttpResponse:
         return HttpResponse(201, b"v=0 " + request.body, "application/sdp", {"Location": "/v1/realtime/calls/rtc_1"})

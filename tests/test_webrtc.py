@@ -181,6 +181,17 @@ async def test_reply_audio_arrives_on_the_remote_track(tmp_path: Path) -> None:
     assert {"response.output_audio.done", "response.output_audio_transcript.done"} <= client_wire.types("in")
 
 
+async def test_a_placeholder_reply_is_voiced_by_the_call_and_played(tmp_path: Path) -> None:
+    expected_s = loud_seconds(synthesize("You said good morning.", "tone"))
+    async with call(tmp_path, "You said {user_text}.") as (peer, _client_wire):
+        await say(peer, "good morning")
+        events = await peer.until("output_audio_buffer.stopped")
+        await peer.audio_until(lambda a: loud_seconds(a) > 0 and quiet_tail_seconds(a) > 0.2)
+    assert first(events, "response.output_audio_transcript.done")["transcript"] == "You said good morning."
+    assert first(events, "response.done")["response"]["status"] == "completed"
+    assert loud_seconds(peer.audio) == pytest.approx(expected_s, abs=0.05)
+
+
 async def test_cancel_and_clear_stop_the_audio_mid_reply(tmp_path: Path) -> None:
     full_s = loud_seconds(synthesize(LONG, "tone"))
     async with call(tmp_path, LONG, speed=2.0) as (peer, client_wire):

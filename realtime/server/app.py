@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
@@ -40,7 +39,8 @@ from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpRespo
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Scenario, load_scenario
-from voxline.realtime.server.state import EngineConfig, Synth
+from voxline.realtime.server.speech import Synth, VoiceCache
+from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
 from voxline.realtime.server.webrtc import CALLS_PATH, RealtimeCalls
 from voxline.realtime.server.ws_session import close_reason, run_engine, send_error_and_close
@@ -55,17 +55,20 @@ _DEFAULT_MODEL = "gpt-realtime"
 class Server:
     """A running local server; an async context manager that closes it on exit."""
 
-    def __init__(self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str) -> None:
+    def __init__(
+        self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str, voices: VoiceCache | None = None
+    ) -> None:
         self.config = config
         self.scenario = scenario
         self.voice = voice
         self._synth = synth
+        self._voices = voices if voices is not None else VoiceCache()
         self._ids = IdFactory(config.seed)
         self._credentials = Credentials(config.api_key, self._ids)
         self._rejected = 0
         self._ws: Any = None
         self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
-        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._engine_config)
+        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config)
         self._routes[("POST", CALLS_PATH)] = self._calls.create
 
     @property
@@ -130,7 +133,7 @@ class Server:
         return await handler(request)
 
     async def _client_secrets(self, request: HttpRequest) -> HttpResponse:
-        return mint_client_secret(request, self._credentials, _DEFAULT_MODEL)
+        return mint_client_secret(request, self._credentials, _DEFAULT_MODEL, self.config.clock.wall())
 
     def _admit(self, connection: ServerConnection, request: Any) -> Response | None:
         """``process_request``: refuse bad paths, injected rejections and (by default) bad admission."""
@@ -153,7 +156,7 @@ class Server:
         token = self._credentials.bearer(request.headers.get("Authorization"))
         if token is None:
             return errors.auth_missing()
-        if not self._credentials.accepts(token, time.time()):
+        if not self._credentials.accepts(token, self.config.clock.wall()):
             return errors.invalid_api_key()
         query = parse_qs(urlsplit(request.path).query)
         if "intent" in query or "call_id" in query:
@@ -186,12 +189,12 @@ class Server:
         engine = Engine(
             self._engine_config(query["model"][0]),
             self.scenario,
-            self._synth,
-            wall_time=time.time(),
+            self._voices,
+            wall_time=self.config.clock.wall(),
             ids=IdFactory(None if self.config.seed is None else self.config.seed + 1),
-            initial_session=self._credentials.session_for(token, time.time()),
+            initial_session=self._credentials.session_for(token, self.config.clock.wall()),
         )
-        await run_engine(connection, engine, self.config)
+        await run_engine(connection, engine, self.config, self._synth)
 
     def _engine_config(self, model: str) -> EngineConfig:
         config = self.config
@@ -215,8 +218,8 @@ class _Serving:
         config = self._config
         scenario = load_scenario(config.scenario)
         synth, voice = make_synth(config.voice)
-        await asyncio.to_thread(warm_up, scenario, synth)
-        self._server = await Server(config, scenario, synth, voice).start()
+        voices = await asyncio.to_thread(warm_up, scenario, synth)
+        self._server = await Server(config, scenario, synth, voice, voices).start()
         return self._server
 
     def __await__(self) -> Generator[Any, None, Server]:

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from voxline.base.clock import RealClock
+from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.timing import ClockLike
 
 __all__ = ["FaultConfig", "ServerConfig", "is_loopback"]
 
@@ -77,7 +76,7 @@ class ServerConfig:
     seed: int | None = None
     faults: FaultConfig = field(default_factory=FaultConfig)
     on_wire: Callable[[str, str], None] | None = field(default=None, repr=False)
-    clock: ClockLike = field(default_factory=RealClock, repr=False)
+    clock: Clock = field(default_factory=RealClock, repr=False)
 
     def __post_init__(self) -> None:
         if not is_loopback(self.host) and not self.api_key:

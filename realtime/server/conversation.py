@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
 
@@ -22,14 +23,14 @@ __all__ = ["Conversation", "Entry"]
 
 @dataclass
 class Entry:
-    """One item: its public form, the raw audio of its parts, and bytes per ms of that audio."""
+    """One item: its public form, the raw audio of its parts, and the format of that audio."""
 
     item: dict[str, Any]
     audio: dict[int, bytearray] = field(default_factory=dict)
-    bytes_per_ms: float = 48.0
+    fmt: AudioFormat = PCM16_24K
 
     def audio_ms(self, content_index: int) -> float:
-        return len(self.audio.get(content_index, b"")) / self.bytes_per_ms
+        return self.fmt.bytes_to_ms(len(self.audio.get(content_index, b"")))
 
     def public(self, with_audio: bool = False) -> dict[str, Any]:
         """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
@@ -116,7 +117,7 @@ class Conversation:
             raise RequestRejected(errors.truncate_too_long(have_ms, audio_end_ms))
         if audio_end_ms < 0:
             raise RequestRejected(errors.below_min("audio_end_ms", 0, audio_end_ms))
-        keep = int(audio_end_ms * entry.bytes_per_ms)
-        keep -= keep % 2 if entry.bytes_per_ms == 48.0 else 0
+        keep = int(audio_end_ms * entry.fmt.bytes_per_ms)
+        keep -= keep % entry.fmt.bytes_per_sample
         del entry.audio[content_index][keep:]
         content[content_index]["transcript"] = None

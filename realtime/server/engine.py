@@ -6,6 +6,12 @@ order. Responses stream on a schedule: the app asks :meth:`Engine.next_due`, wai
 until then, and calls :meth:`Engine.poll`. A frame the server refuses produces an
 ``error`` event whose ``error.event_id`` echoes the client event's ``event_id``;
 the session stays usable.
+
+Speech is sans-I/O too: replies are voiced from a
+:class:`~voxline.realtime.server.speech.VoiceCache` the engine only reads. A response
+whose reply is not in it waits after ``response.created``: :meth:`Engine.speech_needed`
+names the texts, the driver synthesizes them (off the event loop) and hands them in with
+:meth:`Engine.provide_speech`; until then the response adds nothing to :meth:`Engine.next_due`.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from voxline.realtime.server.items import decode_base64, parse_item
 from voxline.realtime.server.planner import start_response
 from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.session_config import SessionConfig
-from voxline.realtime.server.state import EngineConfig, SessionState, Synth
+from voxline.realtime.server.speech import Samples, Synth, VoiceCache
+from voxline.realtime.server.state import EngineConfig, SessionState
 from voxline.realtime.server.validate import check_object, json_kind
 
 __all__ = ["Engine"]
@@ -38,18 +45,20 @@ class Engine:
         self,
         config: EngineConfig,
         scenario: Scenario,
-        synth: Synth,
+        voices: VoiceCache | Synth,
         *,
         wall_time: float,
         ids: IdFactory | None = None,
         initial_session: dict[str, Any] | None = None,
     ) -> None:
         ids = ids or IdFactory()
+        if not isinstance(voices, VoiceCache):  # a bare synth voices the fixed replies now, before any frame
+            voices = VoiceCache.for_scenario(scenario, voices)
         self._state = SessionState(
             config=config,
             ids=ids,
             scenario=scenario,
-            synth=synth,
+            voices=voices,
             session_id=ids.new("sess"),
             conversation_id=ids.new("conv"),
             expires_at=int(wall_time + config.max_session_s),
@@ -115,11 +124,23 @@ class Engine:
         return events + self._sweep(now)
 
     def next_due(self) -> float | None:
-        """When :meth:`poll` next has something to do, or ``None``."""
+        """When :meth:`poll` next has something to do, or ``None`` (a response waiting for speech counts as idle)."""
         times = [t for t in (run.next_due() for run in self._state.runs) if t is not None]
         if self._state.idle_deadline is not None:
             times.append(self._state.idle_deadline)
         return min(times) if times else None
+
+    def speech_needed(self) -> list[str]:
+        """Texts that responses wait to have voiced, each once, in the order they were asked for."""
+        return list(dict.fromkeys(text for run in self._state.runs for text in run.speech_needed()))
+
+    def provide_speech(self, text: str, samples: Samples, now: float) -> None:
+        """The speech of ``text`` (int16 mono 24 kHz); the responses waiting for it stream from ``now`` on.
+
+        Speech nobody waits for any more (e.g. the response was cancelled) is ignored.
+        """
+        for run in self._state.runs:
+            run.provide_speech(text, samples, now)
 
     def expire(self) -> Events:
         """The ``session_expired`` error sent at the maximum session duration."""
@@ -162,8 +183,8 @@ class Engine:
         return {"id": state.session_id, "object": "realtime.session", "expires_at": state.expires_at}
 
     def _apply_input_config(self) -> None:
-        audio_input = self._state.session.view()["audio"]["input"]
-        self._state.input.configure(audio_input["format"]["type"], audio_input["turn_detection"])
+        session = self._state.session
+        self._state.input.configure(session.input_format, session.turn_detection)
 
     # Handlers.
 
@@ -186,7 +207,7 @@ class Engine:
     def _item_create(self, data: dict[str, Any], now: float) -> Events:
         state = self._state
         new = parse_item(data["item"], "item", state.ids.new("item"))
-        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, bytes_per_ms=state.input.bytes_per_ms)
+        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, fmt=state.input.format)
         previous = state.conversation.insert(entry, data.get("previous_item_id"))
         state.idle_deadline = None
         return [

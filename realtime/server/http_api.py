@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,8 +136,10 @@ class Credentials:
         return value, expires_at
 
 
-def mint_client_secret(request: HttpRequest, credentials: Credentials, default_model: str) -> HttpResponse:
-    """``POST /v1/realtime/client_secrets``: a new ephemeral key with its session."""
+def mint_client_secret(
+    request: HttpRequest, credentials: Credentials, default_model: str, wall_time: float
+) -> HttpResponse:
+    """``POST /v1/realtime/client_secrets``: a new ephemeral key with its session; ``wall_time`` is Unix seconds."""
     token = credentials.bearer(request.headers.get("authorization"))
     if token is None:
         return HttpResponse(401, error_body(errors.auth_missing()))
@@ -157,7 +158,7 @@ def mint_client_secret(request: HttpRequest, credentials: Credentials, default_m
     except RequestRejected as exc:
         return HttpResponse(400, error_body(exc.spec))
     seconds = int(body.get("expires_after", {}).get("seconds", 600))
-    value, expires_at = credentials.mint(seconds, session_raw, time.time())
+    value, expires_at = credentials.mint(seconds, session_raw, wall_time)
     session_id = credentials.ids.new("sess")
     session = config.view({"id": session_id, "object": "realtime.session", "expires_at": 0})
     return HttpResponse(200, {"value": value, "expires_at": expires_at, "session": session})

@@ -5,7 +5,9 @@ peer is an :class:`~voxline.realtime.server.engine.Engine`: a client frame is ha
 :meth:`Engine.receive` at once, and the events the engine schedules are delivered when
 the given clock reaches them (:meth:`Engine.next_due` / :meth:`Engine.poll`). Frames
 cross as JSON text, exactly as on a socket, so wire observers and the oracle see the
-same events. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
+same events. Replies the engine has no voice for yet are synthesized on a worker
+thread (:func:`~voxline.realtime.server.voices.supply_speech`), never on the event
+loop. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
 ``voxline replay --fast``; nothing here reads any other time.
 """
 
@@ -19,7 +21,9 @@ from typing import Any
 from voxline.base.clock import Clock
 from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.speech import Synth
 from voxline.realtime.server.timing import first_of
+from voxline.realtime.server.voices import supply_speech
 
 __all__ = ["EngineTransport"]
 
@@ -29,9 +33,10 @@ class EngineTransport:
 
     media = None  # events only: audio travels inside them
 
-    def __init__(self, engine: Engine, clock: Clock) -> None:
+    def __init__(self, engine: Engine, clock: Clock, synth: Synth) -> None:
         self._engine = engine
         self._clock = clock
+        self._synth = synth
         self._inbox: deque[str] = deque()
         self._wake = asyncio.Event()
         self.close_code: int | None = None
@@ -47,10 +52,17 @@ class EngineTransport:
         if events:
             self._wake.set()
 
+    async def _voice(self) -> None:
+        """Synthesize what the engine waits for, off the loop, at the instant it asked."""
+        if self._engine.speech_needed():
+            await asyncio.to_thread(supply_speech, self._engine, self._synth, self._clock.now())
+            self._wake.set()
+
     async def send(self, text: str) -> None:
         if self.close_code is not None:
             raise ConnectionClosed(self.close_code, self.close_reason)
         self._deliver(self._engine.receive(text, self._clock.now()))
+        await self._voice()
 
     async def recv(self) -> str:
         while not self._inbox:
@@ -59,6 +71,7 @@ class EngineTransport:
             due = self._engine.next_due()
             if due is not None and due <= self._clock.now():
                 self._deliver(self._engine.poll(self._clock.now()))
+                await self._voice()
                 continue
             self._wake.clear()
             if due is None:

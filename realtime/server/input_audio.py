@@ -15,39 +15,34 @@ from __future__ import annotations
 from typing import Any
 
 from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop, VadEvent
+from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import wire_audio
 
-__all__ = ["InputAudio", "SpeechStart", "SpeechStop", "VadEvent", "format_rate"]
+__all__ = ["InputAudio", "SpeechStart", "SpeechStop", "VadEvent"]
 
 _SEMANTIC_SILENCE_MS = {"low": 1200, "medium": 800, "auto": 800, "high": 400}
-
-
-def format_rate(format_type: str) -> tuple[int, int]:
-    """(samples per second, bytes per sample) of an audio format type."""
-    return (24000, 2) if format_type == "audio/pcm" else (8000, 1)
 
 
 class InputAudio:
     """``input_audio_buffer``: appended bytes, commit/clear, and VAD events."""
 
-    def __init__(self, format_type: str = "audio/pcm", turn_detection: dict[str, Any] | None = None) -> None:
-        self._format = format_type
-        self._rate, self._width = format_rate(format_type)
+    def __init__(self, fmt: AudioFormat = PCM16_24K, turn_detection: dict[str, Any] | None = None) -> None:
+        self._format = fmt
         self._buffer = bytearray()
         self._base = 0  # session sample index of the buffer's first sample
         self._position = 0  # session samples appended so far
         self._vad: EnergyVad | None = None
         self._vad_origin = 0
         self._tail = b""  # an odd trailing byte of PCM16 not yet a whole sample
-        self.configure(format_type, turn_detection)
+        self.configure(fmt, turn_detection)
 
     @property
-    def format_type(self) -> str:
+    def format(self) -> AudioFormat:
         return self._format
 
     @property
     def bytes_per_ms(self) -> float:
-        return self._rate * self._width / 1000.0
+        return self._format.bytes_per_ms
 
     @property
     def buffered_ms(self) -> float:
@@ -69,13 +64,12 @@ class InputAudio:
 
     def ms(self, sample: int) -> int:
         """Session milliseconds of a sample position."""
-        return sample * 1000 // self._rate
+        return sample * 1000 // self._format.rate
 
-    def configure(self, format_type: str, turn_detection: dict[str, Any] | None) -> None:
+    def configure(self, fmt: AudioFormat, turn_detection: dict[str, Any] | None) -> None:
         """Apply the session's input format and turn detection (VAD state is kept when possible)."""
-        if format_type != self._format:
-            self._format = format_type
-            self._rate, self._width = format_rate(format_type)
+        if fmt != self._format:
+            self._format = fmt
             self._vad = None
         if turn_detection is None:
             self._vad = None
@@ -87,7 +81,10 @@ class InputAudio:
             silence = _SEMANTIC_SILENCE_MS[turn_detection.get("eagerness", "auto")]
         if self._vad is None:
             self._vad = EnergyVad(
-                sample_rate=self._rate, threshold=threshold, prefix_padding_ms=padding, silence_duration_ms=silence
+                sample_rate=self._format.rate,
+                threshold=threshold,
+                prefix_padding_ms=padding,
+                silence_duration_ms=silence,
             )
             self._vad_origin = self._position
         else:
@@ -97,7 +94,7 @@ class InputAudio:
         """Add audio; return VAD events with session sample positions."""
         self._buffer.extend(data)
         raw = self._tail + data
-        usable = len(raw) - len(raw) % self._width
+        usable = len(raw) - len(raw) % self._format.bytes_per_sample
         self._tail = raw[usable:]
         samples = wire_audio.to_pcm(raw[:usable], self._format)
         self._position += samples.size
@@ -121,8 +118,9 @@ class InputAudio:
 
     def take_segment(self, start: int, end: int) -> bytes:
         """VAD commit: samples ``[start, end)``; audio before is dropped, audio after stays."""
-        lo = max(0, (start - self._base) * self._width)
-        hi = max(lo, min(len(self._buffer), (end - self._base) * self._width))
+        width = self._format.bytes_per_sample
+        lo = max(0, (start - self._base) * width)
+        hi = max(lo, min(len(self._buffer), (end - self._base) * width))
         data = bytes(self._buffer[lo:hi])
         del self._buffer[:hi]
         self._base = max(self._base, end)

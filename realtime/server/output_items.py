@@ -32,10 +32,11 @@ class MessageOutput:
 
     entry: Entry
     text: str
-    audio: bytes | None  # encoded in the output format; None for text modality
+    audio: bytes | None  # encoded in the output format; None for text modality or until voiced
     index: int
     response_id: str
     in_conversation: bool
+    awaiting_voice: bool = False  # an audio reply whose speech the driver has not provided yet
     words: list[str] = field(default_factory=list)
     sent_words: int = 0
     closed: bool = False
@@ -50,7 +51,12 @@ class MessageOutput:
 
     @property
     def is_audio(self) -> bool:
-        return self.audio is not None
+        return self.audio is not None or self.awaiting_voice
+
+    def voice(self, audio: bytes) -> None:
+        """The reply's speech, encoded in the output format, has arrived."""
+        self.audio = audio
+        self.awaiting_voice = False
 
     @property
     def sent_text(self) -> str:

@@ -5,6 +5,10 @@ Only one response may write to the default conversation at a time
 (``conversation: "none"``) may run alongside it and are not added to the
 conversation. An integer ``max_output_tokens`` cuts the reply
 (:mod:`voxline.realtime.server.budget`). See :mod:`voxline.realtime.server.scenario` for how turns are chosen.
+
+Spoken replies take their audio from the session's voice cache; a reply it does not hold
+makes the response wait for the driver's speech (:mod:`voxline.realtime.server.speech`).
+Nothing here synthesizes.
 """
 
 from __future__ import annotations
@@ -12,16 +16,16 @@ from __future__ import annotations
 import re
 from typing import Any, assert_never
 
+from voxline.base.audio_format import AudioFormat
 from voxline.realtime.server import errors, wire_audio
 from voxline.realtime.server.budget import fit_budget
 from voxline.realtime.server.conversation import Entry
 from voxline.realtime.server.errors import RequestRejected
-from voxline.realtime.server.input_audio import format_rate
 from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
 from voxline.realtime.server.responses import ResponseRun, RunSpec
 from voxline.realtime.server.scenario import Call, Output, Say
 from voxline.realtime.server.state import SessionState
-from voxline.realtime.server.usage import audio_tokens, input_usage, text_tokens
+from voxline.realtime.server.usage import audio_tokens, input_usage, speech_seconds, text_tokens
 
 __all__ = ["next_outputs", "render", "start_response"]
 
@@ -41,8 +45,7 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
     audio_output = state.session.output
     audio_output.pop("speed", None)
     audio_output.update(params.get("audio", {}).get("output", {}))
-    format_type = audio_output["format"]["type"]
-    rate, width = format_rate(format_type)
+    fmt = AudioFormat.from_wire(audio_output["format"])  # the schema has checked it
     response_id = state.ids.new("resp")
     script = [
         Say(render(o.text, state)) if isinstance(o, Say) else o
@@ -51,9 +54,9 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
     max_tokens = params.get("max_output_tokens", state.session.max_output_tokens)
     cut = False
     if isinstance(max_tokens, int):
-        script, cut = fit_budget(script, max_tokens, lambda text: _cost(state, text, modalities))
+        script, cut = fit_budget(script, max_tokens, lambda text: _cost(text, modalities))
     outputs = [
-        _build(state, output, index, response_id, not out_of_band, modalities, format_type)
+        _build(state, output, index, response_id, not out_of_band, modalities, fmt)
         for index, output in enumerate(script)
     ]
     if cut and outputs:
@@ -66,7 +69,7 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
         audio_output=audio_output,
         max_output_tokens=max_tokens,
         metadata=params.get("metadata"),
-        bytes_per_ms=rate * width / 1000.0,
+        output_format=fmt,
         input_tokens=input_usage(params.get("instructions", state.session.instructions), state.session.tools, items),
         incomplete=cut,
     )
@@ -123,14 +126,14 @@ def _build(
     response_id: str,
     in_conversation: bool,
     modalities: list[str],
-    format_type: str,
+    fmt: AudioFormat,
 ) -> OutputItem:
-    rate, width = format_rate(format_type)
-    bytes_per_ms = rate * width / 1000.0
     item_id = state.ids.new("item")
     match output:
         case Say(text=text):
-            audio = wire_audio.from_pcm24k(state.synth(text), format_type) if "audio" in modalities else None
+            spoken = "audio" in modalities
+            samples = state.voices.get(text) if spoken else None
+            audio = None if samples is None else wire_audio.from_pcm24k(samples, fmt)
             item = {
                 "id": item_id,
                 "type": "message",
@@ -140,7 +143,13 @@ def _build(
                 "content": [],
             }
             return MessageOutput(
-                Entry(item, bytes_per_ms=bytes_per_ms), text, audio, index, response_id, in_conversation
+                Entry(item, fmt=fmt),
+                text,
+                audio,
+                index,
+                response_id,
+                in_conversation,
+                awaiting_voice=spoken and audio is None,
             )
         case Call(name=name, arguments=arguments):
             call_id = state.ids.new("call", 16)
@@ -154,17 +163,17 @@ def _build(
                 "arguments": "",
             }
             return CallOutput(
-                Entry(item, bytes_per_ms=bytes_per_ms), index, response_id, in_conversation, _split(arguments)
+                Entry(item, fmt=fmt), index, response_id, in_conversation, _split(arguments)
             )
         case _:
             assert_never(output)
 
 
-def _cost(state: SessionState, text: str, modalities: list[str]) -> int:
-    """Estimated output tokens of a message (transcript or text, plus audio)."""
+def _cost(text: str, modalities: list[str]) -> int:
+    """Estimated output tokens of a message (transcript or text, plus audio), from the text alone."""
     tokens = text_tokens(text)
     if "audio" in modalities:
-        tokens += audio_tokens(len(state.synth(text)) / 24000.0, output=True)
+        tokens += audio_tokens(speech_seconds(text), output=True)
     return tokens
 
 

@@ -2,9 +2,11 @@
 
 The run is sans-I/O: :meth:`ResponseRun.next_due` says when the next step is due
 on the server's clock and :meth:`ResponseRun.advance` returns the events of every
-step due by ``now``. Assistant audio is paced faster than real time, like the
-real service: a 100 ms chunk every ``0.1 / speed`` seconds (``speed = inf`` sends
-everything at once). :meth:`cancel` and :meth:`stop_item` take effect at once:
+step due by ``now``. A run whose replies are not voiced yet waits after
+``response.created`` (:meth:`speech_needed`, ``next_due() is None``) and schedules its
+steps from the moment :meth:`provide_speech` has voiced the last of them.
+Assistant audio is paced faster than real time, like the real service: a 100 ms
+chunk every ``0.1 / speed`` seconds (``speed = inf`` sends everything at once). :meth:`cancel` and :meth:`stop_item` take effect at once:
 the remaining steps are dropped and the open item is closed as ``incomplete``.
 
 Event order per audio item: ``response.output_item.added``,
@@ -25,6 +27,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy.typing as npt
+
+from voxline.base.audio_format import AudioFormat
+from voxline.realtime.server import wire_audio
 from voxline.realtime.server.conversation import Conversation
 from voxline.realtime.server.ids import IdFactory, event
 from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
@@ -57,7 +63,7 @@ class RunSpec:
     audio_output: dict[str, Any]
     max_output_tokens: int | str
     metadata: dict[str, Any] | None
-    bytes_per_ms: float
+    output_format: AudioFormat
     input_tokens: tuple[int, int]
     incomplete: bool = False
 
@@ -91,7 +97,8 @@ class ResponseRun:
         self._conversation = conversation
         self._rate_limits = rate_limits
         self._opened: list[OutputItem] = []
-        self._steps: deque[_Step] = deque(self._schedule(start + pacing.latency_s))
+        self._begin = start + pacing.latency_s
+        self._steps: deque[_Step] = deque() if self._unvoiced() else deque(self._schedule(self._begin))
 
     @property
     def response_id(self) -> str:
@@ -113,6 +120,21 @@ class ResponseRun:
     def audio_seconds(self) -> float:
         """Assistant audio sent so far, in seconds of playback."""
         return sum(o.entry.audio_ms(0) for o in self._opened if isinstance(o, MessageOutput)) / 1000.0
+
+    def speech_needed(self) -> list[str]:
+        """Texts of this response still waiting for their speech."""
+        return [] if self.done else [o.text for o in self._unvoiced()]
+
+    def provide_speech(self, text: str, samples: npt.ArrayLike, now: float) -> None:
+        """Voice every waiting reply that says ``text``; once none waits, stream from ``now`` on."""
+        waiting = [o for o in self._unvoiced() if o.text == text]
+        if self.done or not waiting:
+            return
+        audio = wire_audio.from_pcm24k(samples, self.spec.output_format)
+        for output in waiting:
+            output.voice(audio)
+        if not self._unvoiced():
+            self._steps = deque(self._schedule(max(self._begin, now)))
 
     def item_ids(self) -> list[str]:
         return [o.item_id for o in self._opened]
@@ -151,6 +173,9 @@ class ResponseRun:
 
     # Scheduling.
 
+    def _unvoiced(self) -> list[MessageOutput]:
+        return [o for o in self.outputs if isinstance(o, MessageOutput) and o.awaiting_voice]
+
     def _schedule(self, t: float) -> list[_Step]:
         steps: list[_Step] = []
         speed = self._pacing.speed
@@ -177,15 +202,16 @@ class ResponseRun:
 
     def _schedule_audio(self, steps: list[_Step], index: int, output: MessageOutput, t: float) -> float:
         assert output.audio is not None
-        per_chunk = int(self._pacing.chunk_ms * self.spec.bytes_per_ms)
-        per_chunk -= per_chunk % 2 if self.spec.bytes_per_ms == 48.0 else 0
+        fmt = self.spec.output_format
+        per_chunk = int(self._pacing.chunk_ms * fmt.bytes_per_ms)
+        per_chunk -= per_chunk % fmt.bytes_per_sample
         total = len(output.audio)
         speed = self._pacing.speed
         for j, begin in enumerate(range(0, total, per_chunk)):
             end = min(total, begin + per_chunk)
             offset = j * self._pacing.chunk_ms / 1000.0 / speed
             steps.append(_Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total)))
-        return t + total / self.spec.bytes_per_ms / 1000.0 / speed
+        return t + fmt.bytes_to_ms(total) / 1000.0 / speed
 
     # Events.
 

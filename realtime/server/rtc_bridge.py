@@ -24,9 +24,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-import soxr
-
+from voxline.base.audio_format import PCM16_24K, SAMPLE_RATE, AudioFormat
 from voxline.realtime.server import wire_audio
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.ids import IdFactory, event
@@ -34,7 +32,6 @@ from voxline.realtime.server.rtc_output import OutputAudioBuffer, Samples, Start
 
 __all__ = ["CallBridge"]
 
-RATE = 24_000
 _CLEAR = "output_audio_buffer.clear"
 
 Events = list[dict[str, Any]]
@@ -48,9 +45,9 @@ class CallBridge:
         self.output = OutputAudioBuffer()
         self._send = send
         self._ids = ids
-        self._input_format = "audio/pcm"
+        self._input_format = PCM16_24K
         self._turn_detection: dict[str, Any] | None = None
-        self._formats: dict[str, str] = {}  # response_id → output format type
+        self._formats: dict[str, AudioFormat] = {}  # response_id → output format
 
     def open(self) -> None:
         """``session.created`` and ``conversation.created``."""
@@ -101,7 +98,7 @@ class CallBridge:
                     self._configure(ev["session"])
                 case "response.created":
                     response = ev["response"]
-                    self._formats[response["id"]] = response["audio"]["output"]["format"]["type"]
+                    self._formats[response["id"]] = AudioFormat.from_wire(response["audio"]["output"]["format"])
                 case "response.done":
                     self.output.finish(ev["response"]["id"])
                 case "input_audio_buffer.speech_started":
@@ -112,7 +109,7 @@ class CallBridge:
 
     def _configure(self, session: dict[str, Any]) -> None:
         audio_input = session.get("audio", {}).get("input", {})
-        self._input_format = audio_input.get("format", {}).get("type", "audio/pcm")
+        self._input_format = AudioFormat.from_wire(audio_input.get("format", PCM16_24K))
         self._turn_detection = audio_input.get("turn_detection")
 
     def _interrupts(self) -> bool:
@@ -121,7 +118,7 @@ class CallBridge:
 
     def _queue_audio(self, delta: dict[str, Any]) -> None:
         data = base64.b64decode(delta["delta"])
-        samples = _to_pcm24k(data, self._formats.get(delta["response_id"], "audio/pcm"))
+        samples = wire_audio.to_pcm24k(data, self._formats.get(delta["response_id"], PCM16_24K))
         self.output.push(delta["response_id"], delta["item_id"], samples)
 
     def _clear(self, now: float) -> None:
@@ -134,7 +131,7 @@ class CallBridge:
                 "type": "conversation.item.truncate",
                 "item_id": item_id,
                 "content_index": 0,
-                "audio_end_ms": played * 1000 // RATE,
+                "audio_end_ms": played * 1000 // SAMPLE_RATE,
             }
             answer = self.engine.receive(json.dumps(truncate), now)
             # An item the client already deleted or truncated shorter is simply left alone.
@@ -150,12 +147,3 @@ def _event_type(frame: str | bytes) -> str | None:
     kind = data.get("type") if isinstance(data, dict) else None
     return kind if isinstance(kind, str) else None
 
-
-def _to_pcm24k(data: bytes, format_type: str) -> Samples:
-    """Output-format bytes → int16 mono 24 kHz."""
-    samples = wire_audio.to_pcm(data, format_type)
-    if format_type == "audio/pcm" or samples.size == 0:
-        return samples
-    high = soxr.resample(samples.astype(np.float32) / 32768.0, 8000, RATE, quality="HQ")
-    out: Samples = np.clip(np.round(high * 32768.0), -32768, 32767).astype(np.int16)
-    return out

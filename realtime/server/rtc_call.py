@@ -6,7 +6,8 @@ is applied) adds the outgoing track that plays the output buffer. When the chann
 arrives, ``session.created`` is sent before any client frame is handled.
 :meth:`Call.run` waits for the channel, then runs three jobs until the peer goes
 away: the microphone reader, a pacer that polls the engine when its next step is
-due (as over WebSocket), and the session-length timer. Client frames are handled
+due (as over WebSocket), a voicer that synthesizes the replies a response waits for
+off the event loop, and the session-length timer. Client frames are handled
 as they arrive, in the channel's callback.
 """
 
@@ -20,12 +21,14 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
-from voxline.realtime.server.timing import first_of
 from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.rtc_bridge import CallBridge
 from voxline.realtime.server.rtc_output import Samples
+from voxline.realtime.server.speech import Synth
+from voxline.realtime.server.timing import first_of
+from voxline.realtime.server.voices import SpeechSupplier
 from voxline.realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
 from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
 
@@ -38,7 +41,9 @@ DRAIN_TIMEOUT_S = 1.0
 class Call:
     """One call; create it, apply the offer, :meth:`add_output_track`, answer, then :meth:`run`."""
 
-    def __init__(self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig) -> None:
+    def __init__(
+        self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig, synth: Synth
+    ) -> None:
         self.call_id = call_id
         self.pc = pc
         self._config = config
@@ -48,6 +53,7 @@ class Call:
         self._mic: MediaStreamTrack | None = None
         self._ended = asyncio.Event()
         self._wakeup = asyncio.Event()
+        self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set)
         pc.on("track", self._on_track)
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
@@ -71,7 +77,11 @@ class Call:
             if self._ended.is_set():
                 return
             async with asyncio.TaskGroup() as group:
-                jobs = [group.create_task(self._pace()), group.create_task(self._expire())]
+                jobs = [
+                    group.create_task(self._pace()),
+                    group.create_task(self._voicer.run()),
+                    group.create_task(self._expire()),
+                ]
                 if self._mic is not None:
                     jobs.append(group.create_task(pump_remote_audio(self._mic, self._on_mic)))
                 try:
@@ -106,10 +116,12 @@ class Call:
             text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
             self._config.on_wire("in", text)
         self.bridge.client_frame(message, self._config.clock.now())
+        self._voicer.check()
         self._wakeup.set()
 
     def _on_mic(self, block: Samples) -> None:
         self.bridge.microphone(block, self._config.clock.now())
+        self._voicer.check()
         self._wakeup.set()
 
     def _send(self, ev: dict[str, Any]) -> None:
@@ -136,6 +148,7 @@ class Call:
                 await first_of(clock.sleep(delay), self._wakeup.wait())
                 continue
             self.bridge.poll(clock.now())
+            self._voicer.check()
 
     async def _expire(self) -> None:
         await self._config.clock.sleep(self._config.max_session_s)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
 from voxline.realtime.server.session_schema import SESSION_SCHEMA
@@ -30,7 +31,7 @@ DEFAULT_INSTRUCTIONS = (
     "You detect speech by its energy and answer with scripted replies; you do not understand speech."
 )
 
-_PCM = {"type": "audio/pcm", "rate": 24000}
+_PCM = PCM16_24K.to_wire()
 
 
 def default_server_vad() -> dict[str, Any]:
@@ -79,8 +80,8 @@ def _filled(key: str, value: Any) -> Any:
     """A nested object given in an update, completed with the service defaults."""
     if value is None:
         return None
-    if key == "format":
-        return {**_PCM, **value} if value.get("type") == "audio/pcm" else dict(value)
+    if key == "format":  # already checked against the schema, so it normalises without error
+        return AudioFormat.from_wire(value).to_wire()
     if key == "turn_detection":
         base = default_server_vad() if value["type"] == "server_vad" else _default_semantic_vad()
         return {**base, **value}
@@ -136,6 +137,10 @@ class SessionConfig:
     def turn_detection(self) -> dict[str, Any] | None:
         td = self._config["audio"]["input"]["turn_detection"]
         return dict(td) if td is not None else None
+
+    @property
+    def input_format(self) -> AudioFormat:
+        return AudioFormat.from_wire(self._config["audio"]["input"]["format"])
 
     @property
     def output_modalities(self) -> list[str]:

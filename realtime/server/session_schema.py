@@ -6,6 +6,7 @@ Strict: a beta key such as ``modalities`` is an ``unknown_parameter``. Only
 
 from __future__ import annotations
 
+from voxline.base.audio_format import PCM16_24K
 from voxline.realtime.server.validate import Field, Schema
 
 __all__ = ["FORMAT", "SESSION_SCHEMA", "TOOL", "TOOL_CHOICE", "VOICES"]
@@ -22,7 +23,7 @@ FORMAT = Field(
     variants=(
         "type",
         {
-            "audio/pcm": {"type": _STR, "rate": Field(("integer",), minimum=24000, maximum=24000)},
+            "audio/pcm": {"type": _STR, "rate": Field(("integer",), minimum=PCM16_24K.rate, maximum=PCM16_24K.rate)},
             "audio/pcmu": {"type": _STR},
             "audio/pcma": {"type": _STR},
         },

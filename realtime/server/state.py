@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from voxline.realtime.server.conversation import Conversation
 from voxline.realtime.server.ids import IdFactory
@@ -14,12 +11,10 @@ from voxline.realtime.server.input_audio import InputAudio
 from voxline.realtime.server.responses import Pacing, ResponseRun
 from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.session_config import DEFAULT_INSTRUCTIONS, SessionConfig
+from voxline.realtime.server.speech import Synth, VoiceCache
 from voxline.realtime.server.usage import RateLimits
 
 __all__ = ["MAX_AUDIO_BYTES", "EngineConfig", "SessionState", "Synth"]
-
-Synth = Callable[[str], np.ndarray]
-"""Text → int16 samples at 24 kHz mono (``voxline.audio.voice.synthesize`` with a voice bound)."""
 
 MAX_AUDIO_BYTES = 15 * 1024 * 1024
 
@@ -48,7 +43,7 @@ class SessionState:
     config: EngineConfig
     ids: IdFactory
     scenario: Scenario
-    synth: Synth
+    voices: VoiceCache
     session_id: str
     conversation_id: str
     expires_at: int

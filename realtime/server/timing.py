@@ -1,25 +1,16 @@
-"""The clock the local server reads: ``now()`` and ``async sleep(dt)``, nothing else.
+"""Waiting on the first of several things, for the server's pacers.
 
-Any object with these two methods will do: ``voxline.base.clock.RealClock`` (the default)
-or ``voxline.base.clock.VirtualClock`` in lockstep tests.
+The server's clock is :class:`voxline.base.clock.Clock` (``ServerConfig.clock``): a
+``RealClock`` by default, a ``VirtualClock`` in lockstep tests.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-__all__ = ["ClockLike", "first_of"]
-
-
-@runtime_checkable
-class ClockLike(Protocol):
-    """Seconds on some monotonic timeline, and a way to wait on it."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, dt: float) -> None: ...
+__all__ = ["first_of"]
 
 
 async def first_of(*waits: Awaitable[Any]) -> None:

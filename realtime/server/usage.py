@@ -4,6 +4,8 @@ The local server runs no model, so counts are derived from lengths:
 
 - text: one token per 4 characters (rounded up);
 - input audio: 10 tokens per second; output audio: 20 tokens per second;
+- speech not voiced yet (to fit ``max_output_tokens``): 70 ms per character, about the
+  pace of both built-in voices;
 - input = instructions + tools (as JSON) + every conversation item before the response;
 - nothing is cached (``cached_tokens`` = 0).
 
@@ -20,15 +22,21 @@ from typing import Any
 
 from voxline.realtime.server.conversation import Entry
 
-__all__ = ["RateLimits", "audio_tokens", "input_usage", "text_tokens", "usage_object"]
+__all__ = ["RateLimits", "audio_tokens", "input_usage", "speech_seconds", "text_tokens", "usage_object"]
 
 INPUT_AUDIO_TOKENS_PER_S = 10
 OUTPUT_AUDIO_TOKENS_PER_S = 20
 TOKEN_LIMIT = 15_000_000
+SPEECH_MS_PER_CHARACTER = 70
 
 
 def text_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
+
+
+def speech_seconds(text: str) -> float:
+    """How long ``text`` takes to say, estimated from its length."""
+    return len(text) * SPEECH_MS_PER_CHARACTER / 1000.0
 
 
 def audio_tokens(seconds: float, *, output: bool) -> int:

@@ -1,15 +1,35 @@
-"""Choosing the server's voice and preparing scripted audio ahead of time."""
+"""The server's voice, and the drivers' side of speech: synthesis happens here, never in the engine.
+
+- :func:`make_synth` picks the voice; :func:`warm_up` voices a scenario's fixed replies
+  into a :class:`~voxline.realtime.server.speech.VoiceCache` before any session starts.
+- :func:`supply_speech` hands an engine every text it waits for, synchronously (for
+  lockstep drivers that call ``receive`` / ``poll`` / ``next_due`` in one thread).
+- :class:`SpeechSupplier` does the same on an event loop, synthesizing with
+  ``asyncio.to_thread`` so espeak-ng never blocks the loop.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+from collections.abc import Callable
+from typing import Protocol
 
 from voxline.audio.voice import espeak_available, synthesize
+from voxline.base.clock import Clock
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.scenario import Say, Scenario
-from voxline.realtime.server.state import Synth
+from voxline.realtime.server.scenario import Scenario
+from voxline.realtime.server.speech import Samples, Synth, VoiceCache
 
-__all__ = ["make_synth", "warm_up"]
+__all__ = ["SpeechDemand", "SpeechSupplier", "make_synth", "supply_speech", "warm_up"]
+
+
+class SpeechDemand(Protocol):
+    """The speech side of :class:`~voxline.realtime.server.engine.Engine`."""
+
+    def speech_needed(self) -> list[str]: ...
+
+    def provide_speech(self, text: str, samples: Samples, now: float) -> None: ...
 
 
 def make_synth(voice: str) -> tuple[Synth, str]:
@@ -23,11 +43,46 @@ def make_synth(voice: str) -> tuple[Synth, str]:
     return functools.partial(synthesize, voice=voice), voice
 
 
-def warm_up(scenario: Scenario, synth: Synth) -> int:
-    """Synthesize every fixed reply of ``scenario`` once (it is cached); return how many."""
-    outputs = [o for turn in scenario.turns for o in (*turn.outputs, *(turn.after or ()))]
-    outputs.extend(scenario.out_of_band)
-    texts = {o.text for o in outputs if isinstance(o, Say) and "{" not in o.text}
-    for text in sorted(texts):
-        synth(text)
-    return len(texts)
+def warm_up(scenario: Scenario, synth: Synth) -> VoiceCache:
+    """Voice every fixed reply of ``scenario`` once; the cache is shared by all sessions."""
+    return VoiceCache.for_scenario(scenario, synth)
+
+
+def supply_speech(engine: SpeechDemand, synth: Synth, now: float) -> int:
+    """Voice every text ``engine`` waits for and hand it in at ``now``; return how many."""
+    needed = engine.speech_needed()
+    for text in needed:
+        engine.provide_speech(text, synth(text), now)
+    return len(needed)
+
+
+class SpeechSupplier:
+    """Voices what an engine waits for, off the event loop, one text at a time.
+
+    Call :meth:`check` after every ``receive`` / ``poll``; :meth:`run` (a job of the
+    session's task group) synthesizes, hands the speech in at the clock's ``now()`` and
+    calls ``on_voiced`` so the pacer looks at ``next_due()`` again.
+    """
+
+    def __init__(self, engine: SpeechDemand, synth: Synth, clock: Clock, on_voiced: Callable[[], None]) -> None:
+        self._engine = engine
+        self._synth = synth
+        self._clock = clock
+        self._on_voiced = on_voiced
+        self._wanted = asyncio.Event()
+
+    def check(self) -> None:
+        """Wake :meth:`run` if the engine waits for speech."""
+        if self._engine.speech_needed():
+            self._wanted.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            for text in self._engine.speech_needed():
+                if text not in self._engine.speech_needed():
+                    continue  # its response ended while an earlier text was being voiced
+                samples = await asyncio.to_thread(self._synth, text)
+                self._engine.provide_speech(text, samples, self._clock.now())
+                self._on_voiced()

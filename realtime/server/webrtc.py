@@ -15,7 +15,6 @@ them all (the server calls it when it closes). The ``multipart/form-data`` varia
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from urllib.parse import parse_qs
 
@@ -29,7 +28,8 @@ from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpRespo
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.rtc_call import Call
 from voxline.realtime.server.scenario import Scenario
-from voxline.realtime.server.state import EngineConfig, Synth
+from voxline.realtime.server.speech import Synth, VoiceCache
+from voxline.realtime.server.state import EngineConfig
 
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
 
@@ -46,12 +46,14 @@ class RealtimeCalls:
         credentials: Credentials,
         scenario: Scenario,
         synth: Synth,
+        voices: VoiceCache,
         engine_config: Callable[[str], EngineConfig],
     ) -> None:
         self._config = config
         self._credentials = credentials
         self._scenario = scenario
         self._synth = synth
+        self._voices = voices
         self._engine_config = engine_config
         self._ids = IdFactory(None if config.seed is None else config.seed + 3)
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -68,17 +70,18 @@ class RealtimeCalls:
         if problem is not None:
             return problem
         token = self._credentials.bearer(request.headers.get("authorization")) or ""
-        initial = self._credentials.session_for(token, time.time())
+        initial = self._credentials.session_for(token, self._config.clock.wall())
         model = parse_qs(request.query).get("model", [""])[0] or (initial or {}).get("model") or _DEFAULT_MODEL
         engine = Engine(
             self._engine_config(str(model)),
             self._scenario,
-            self._synth,
-            wall_time=time.time(),
+            self._voices,
+            wall_time=self._config.clock.wall(),
             ids=IdFactory(None if self._config.seed is None else self._config.seed + 1),
             initial_session=initial,
         )
-        call = Call(self._ids.new("rtc"), RTCPeerConnection(RTCConfiguration(iceServers=[])), engine, self._config)
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        call = Call(self._ids.new("rtc"), pc, engine, self._config, self._synth)
         try:
             await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(request.body), "offer"))
             call.add_output_track()
@@ -116,7 +119,7 @@ class RealtimeCalls:
         token = self._credentials.bearer(request.headers.get("authorization"))
         if token is None:
             return HttpResponse(401, error_body(errors.auth_missing()))
-        if not self._credentials.accepts(token, time.time()):
+        if not self._credentials.accepts(token, self._config.clock.wall()):
             return HttpResponse(401, error_body(errors.invalid_api_key()))
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/sdp":

@@ -1,34 +1,44 @@
-"""Audio bytes in a session's format ↔ int16 samples.
+"""Audio bytes in a session's :class:`~voxline.base.audio_format.AudioFormat` ↔ int16 samples.
 
 ``audio/pcm`` is PCM16 little-endian mono at 24 kHz; ``audio/pcmu`` / ``audio/pcma``
-are G.711 at 8 kHz (codec from :mod:`voxline.audio.g711`, rate conversion with soxr).
+are G.711 at 8 kHz. The codec is :mod:`voxline.audio.codec`; rates are converted with soxr
+between the format's rate and the pipeline's :data:`~voxline.base.audio_format.SAMPLE_RATE`.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import soxr
 
-from voxline.audio import g711
+from voxline.audio import codec
+from voxline.base.audio_format import SAMPLE_RATE, AudioFormat
 
-__all__ = ["from_pcm24k", "to_pcm"]
+__all__ = ["from_pcm24k", "to_pcm", "to_pcm24k"]
 
-
-def to_pcm(data: bytes, format_type: str) -> np.ndarray:
-    """Input-format bytes → int16 samples at the format's own rate (24 kHz PCM or 8 kHz G.711)."""
-    if format_type == "audio/pcmu":
-        return g711.ulaw_decode(data)
-    if format_type == "audio/pcma":
-        return g711.alaw_decode(data)
-    usable = len(data) - len(data) % 2
-    return np.frombuffer(data[:usable], dtype="<i2").astype(np.int16)
+Samples = npt.NDArray[np.int16]
 
 
-def from_pcm24k(samples: np.ndarray, format_type: str) -> bytes:
-    """24 kHz int16 samples → bytes in the output format."""
-    if format_type == "audio/pcm":
-        return np.asarray(samples, dtype="<i2").tobytes()
-    low = soxr.resample(np.asarray(samples, dtype=np.float32) / 32768.0, 24000, 8000, quality="HQ")
-    pcm8k = np.clip(np.round(low * 32768.0), -32768, 32767).astype(np.int16)
-    codes = g711.ulaw_encode(pcm8k) if format_type == "audio/pcmu" else g711.alaw_encode(pcm8k)
-    return codes.tobytes()
+def to_pcm(data: bytes, fmt: AudioFormat) -> Samples:
+    """Wire bytes → int16 samples at ``fmt.rate``; a trailing partial sample is ignored."""
+    usable = len(data) - len(data) % fmt.bytes_per_sample
+    return codec.decode(fmt, data[:usable])
+
+
+def to_pcm24k(data: bytes, fmt: AudioFormat) -> Samples:
+    """Wire bytes → int16 samples at the pipeline rate."""
+    return _resample(to_pcm(data, fmt), fmt.rate, SAMPLE_RATE)
+
+
+def from_pcm24k(samples: npt.ArrayLike, fmt: AudioFormat) -> bytes:
+    """Samples at the pipeline rate → wire bytes in ``fmt``."""
+    pcm = np.asarray(samples, dtype=np.int16)
+    return codec.encode(fmt, _resample(pcm, SAMPLE_RATE, fmt.rate))
+
+
+def _resample(samples: Samples, rate_in: int, rate_out: int) -> Samples:
+    if rate_in == rate_out or samples.size == 0:
+        return samples
+    converted = soxr.resample(samples.astype(np.float32) / 32768.0, rate_in, rate_out, quality="HQ")
+    out: Samples = np.clip(np.round(converted * 32768.0), -32768, 32767).astype(np.int16)
+    return out

@@ -1,9 +1,11 @@
 """One WebSocket session: the engine driven by the connection and the clock.
 
-Three jobs run in one ``TaskGroup`` next to the reader: a single writer sends
+Four jobs run in one ``TaskGroup`` next to the reader: a single writer sends
 server events in the order the engine produced them; a pacer sleeps until the
 engine's next due step (woken early when a client frame changes the schedule);
-an expiry timer sends ``session_expired`` and closes with 1001. Faults from
+a voicer synthesizes the replies a response waits for, off the event loop
+(:class:`~voxline.realtime.server.voices.SpeechSupplier`); an expiry timer sends
+``session_expired`` and closes with 1001. Faults from
 :class:`~voxline.realtime.server.config.FaultConfig` are applied by the writer.
 """
 
@@ -16,10 +18,12 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from voxline.realtime.server.timing import first_of
 from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.errors import ErrorSpec
+from voxline.realtime.server.speech import Synth
+from voxline.realtime.server.timing import first_of
+from voxline.realtime.server.voices import SpeechSupplier
 
 __all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
 
@@ -83,26 +87,33 @@ async def send_error_and_close(
         return
 
 
-async def run_engine(connection: ServerConnection, engine: Engine, config: ServerConfig) -> None:
-    """Drive ``engine`` over ``connection`` until either side ends the session."""
+async def run_engine(connection: ServerConnection, engine: Engine, config: ServerConfig, synth: Synth) -> None:
+    """Drive ``engine`` over ``connection`` until either side ends the session; ``synth`` voices replies."""
     outbox = Outbox(connection, config)
     wakeup = asyncio.Event()
+    voicer = SpeechSupplier(engine, synth, config.clock, wakeup.set)
     outbox.put_all(engine.open())
     async with asyncio.TaskGroup() as group:
         jobs = [
             group.create_task(outbox.run()),
-            group.create_task(_pace(engine, outbox, config, wakeup)),
+            group.create_task(_pace(engine, outbox, config, wakeup, voicer)),
+            group.create_task(voicer.run()),
             group.create_task(_expire(connection, engine, outbox, config)),
         ]
         try:
-            await _read(connection, engine, outbox, config, wakeup)
+            await _read(connection, engine, outbox, config, wakeup, voicer)
         finally:
             for job in jobs:
                 job.cancel()
 
 
 async def _read(
-    connection: ServerConnection, engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event
+    connection: ServerConnection,
+    engine: Engine,
+    outbox: Outbox,
+    config: ServerConfig,
+    wakeup: asyncio.Event,
+    voicer: SpeechSupplier,
 ) -> None:
     clock = config.clock
     try:
@@ -112,12 +123,15 @@ async def _read(
             now = clock.now()
             outbox.put_all(engine.receive(message, now))
             outbox.put_all(engine.poll(now))
+            voicer.check()
             wakeup.set()
     except ConnectionClosed:
         return
 
 
-async def _pace(engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event) -> None:
+async def _pace(
+    engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event, voicer: SpeechSupplier
+) -> None:
     clock = config.clock
     while True:
         wakeup.clear()
@@ -130,6 +144,7 @@ async def _pace(engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: as
             await first_of(clock.sleep(delay), wakeup.wait())
             continue
         outbox.put_all(engine.poll(clock.now()))
+        voicer.check()
 
 
 async def _expire(connection: ServerConnection, engine: Engine, outbox: Outbox, config: ServerConfig) -> None:

@@ -12,12 +12,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import fractions
-import time
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 import av
 import numpy as np
@@ -25,39 +22,20 @@ import numpy.typing as npt
 import soxr
 from aiortc.mediastreams import MediaStreamError, MediaStreamTrack
 
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.clock import Clock, RealClock
+
 __all__ = [
     "FRAME_SAMPLES",
-    "RATE",
-    "MonotonicClock",
     "PacedAudioTrack",
     "RemoteAudioDecoder",
     "SampleQueue",
-    "TrackClock",
     "pump_remote_audio",
 ]
 
-RATE = 24_000
 FRAME_SAMPLES = 480  # 20 ms, the WebRTC audio packet time
 
 Samples = npt.NDArray[np.int16]
-
-
-class TrackClock(Protocol):
-    """Seconds on a monotonic timeline and a way to wait on it (``voxline.base.clock``'s shape)."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, dt: float) -> None: ...
-
-
-class MonotonicClock:
-    """Real time: ``time.monotonic`` and ``asyncio.sleep``."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, dt: float) -> None:
-        await asyncio.sleep(max(0.0, dt))
 
 
 class SampleQueue:
@@ -108,9 +86,9 @@ def audio_frame(samples: Samples, pts: int) -> av.AudioFrame:
     stereo = np.repeat(np.ascontiguousarray(samples, dtype="<i2"), 2)
     frame = av.AudioFrame(format="s16", layout="stereo", samples=samples.size)
     frame.planes[0].update(stereo.tobytes())
-    frame.sample_rate = RATE
+    frame.sample_rate = SAMPLE_RATE
     frame.pts = pts
-    frame.time_base = fractions.Fraction(1, RATE)
+    frame.time_base = fractions.Fraction(1, SAMPLE_RATE)
     return frame
 
 
@@ -123,10 +101,10 @@ class PacedAudioTrack(MediaStreamTrack):
 
     kind = "audio"
 
-    def __init__(self, pull: Callable[[int], Samples], clock: TrackClock | None = None) -> None:
+    def __init__(self, pull: Callable[[int], Samples], clock: Clock | None = None) -> None:
         super().__init__()
         self._pull = pull
-        self._clock = clock or MonotonicClock()
+        self._clock = clock or RealClock()
         self._start: float | None = None
         self._sent = 0
 
@@ -136,7 +114,7 @@ class PacedAudioTrack(MediaStreamTrack):
         if self._start is None:
             self._start = self._clock.now()
         else:
-            delay = self._start + self._sent / RATE - self._clock.now()
+            delay = self._start + self._sent / SAMPLE_RATE - self._clock.now()
             if delay > 0:
                 await self._clock.sleep(delay)
         if self.readyState != "live":
@@ -162,7 +140,8 @@ class RemoteAudioDecoder:
         mono = np.ascontiguousarray(first, dtype=np.int16)
         if frame.sample_rate != self._rate:
             self._rate = frame.sample_rate
-            self._stream = None if self._rate == RATE else soxr.ResampleStream(self._rate, RATE, 1, dtype="int16")
+            same = self._rate == SAMPLE_RATE
+            self._stream = None if same else soxr.ResampleStream(self._rate, SAMPLE_RATE, 1, dtype="int16")
         if self._stream is None:
             return mono
         out: Samples = self._stream.resample_chunk(mono)

@@ -32,7 +32,7 @@ from voxline.realtime.server.inprocess import EngineTransport
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import make_synth
+from voxline.realtime.server.voices import make_synth, warm_up
 
 from ..events import SessionError, SessionEvent
 from ..lockstep import run_lockstep
@@ -103,10 +103,11 @@ def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", s
                      on_wire: WireObserver | None = None) -> Connector:
     """Connections to a fresh local-server engine in this process, on ``clock``."""
     synth, _name = make_synth(voice)
+    voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
 
     async def connect() -> RealtimeConnection:
-        engine = Engine(EngineConfig(pacing=Pacing(speed=speed)), scenario, synth, wall_time=clock.wall())
-        return RealtimeConnection(EngineTransport(engine, clock), on_wire=on_wire)
+        engine = Engine(EngineConfig(pacing=Pacing(speed=speed)), scenario, voices, wall_time=clock.wall())
+        return RealtimeConnection(EngineTransport(engine, clock, synth), on_wire=on_wire)
 
     return connect
 
