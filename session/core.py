@@ -37,6 +37,7 @@ from .events import (
     TranscriptDone,
 )
 from .track_audio import TrackTagger
+from .turn_state import TurnInput, TurnState, step
 
 __all__ = ["SessionCore"]
 
@@ -80,7 +81,7 @@ class SessionCore:
         self._parts: dict[tuple[str, int], _Part] = {}
         self._order: list[tuple[str, int]] = []
         self._speech_stopped_at: float | None = None
-        self._state = "listening"
+        self._state = TurnState.LISTENING
         self.barge_ins: list[BargeIn] = []
         self.last_cut: Cut | None = None  # the playout's view of the last barge-in, for the output
 
@@ -112,11 +113,10 @@ class SessionCore:
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_stopped_at = now
                 self._events.append(SpeechStopped(now, output.item_id, output.audio_end_ms))
-                self._set_state("thinking", now)
+                self._step(TurnInput.SPEECH_STOPPED, now)
             case ev.ResponseCreated():
                 self._events.append(ResponseStarted(output.response.id, now))
-                if self._state == "listening":
-                    self._set_state("thinking", now)
+                self._step(TurnInput.RESPONSE_CREATED, now)
             case ev.ResponseDone():
                 r = output.response
                 reason = _reason(r.status_details)
@@ -164,14 +164,18 @@ class SessionCore:
                 self._speech_stopped_at = None
         fading = self.last_cut is not None and now < self.last_cut.end  # the cut's fade is not speech
         if playout.playing_at(now) is not None and not fading:
-            self._set_state("speaking", now)
-        elif self._state == "speaking" and self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
-            self._set_state("listening", now)  # an underrun while the response streams stays "speaking"
+            self._step(TurnInput.AUDIBLE, now)
+        elif self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
+            self._step(TurnInput.DRAINED, now)
+        else:
+            self._step(TurnInput.UNDERRUN, now)  # nothing audible yet, but the reply is not over
 
-    def _set_state(self, state: str, now: float) -> None:
-        if state != self._state:
+    def _step(self, event: TurnInput, now: float) -> None:
+        """Apply one input to the turn table (:mod:`.turn_state`); report a change of state."""
+        state = step(self._state, event)
+        if state is not self._state:
             self._state = state
-            self._events.append(StateChanged(state, now))  # type: ignore[arg-type]
+            self._events.append(StateChanged(state.value, now))  # type: ignore[arg-type]
 
     def assistant_audible(self, now: float) -> bool:
         """Is assistant audio playing or waiting to play, or a response still producing it?"""
@@ -229,7 +233,7 @@ class SessionCore:
         )
         self.barge_ins.append(event)
         self._events.append(event)
-        self._set_state("listening", now)
+        self._step(TurnInput.BARGE_IN, now)
         return event
 
     def _interrupted_responses(self, playing_item: str | None, heard: dict[tuple[str, int], int]) -> set[str]:
