@@ -169,6 +169,7 @@ class SessionCore:
             self._step(TurnInput.DRAINED, now)
         else:
             self._step(TurnInput.UNDERRUN, now)  # nothing audible yet, but the reply is not over
+        self._retire(now)
 
     def _step(self, event: TurnInput, now: float) -> None:
         """Apply one input to the turn table (:mod:`.turn_state`); report a change of state."""
@@ -176,6 +177,22 @@ class SessionCore:
         if state is not self._state:
             self._state = state
             self._events.append(StateChanged(state.value, now))  # type: ignore[arg-type]
+
+    def _retire(self, now: float) -> None:
+        """Forget parts that can no longer be cut: older than the last part heard, and cut or wholly heard."""
+        latest = next((i for i in range(len(self._order) - 1, -1, -1)
+                       if self._parts[self._order[i]].first_heard is not None), None)
+        if latest:
+            done = {key for key in self._order[:latest] if (part := self._parts[key]).settled
+                    or self.playout.heard_samples(part.item_id, part.content_index, now) >= part.received}
+            self._order = [key for key in self._order if key not in done]
+            for key in done:
+                del self._parts[key]
+        self.playout.retire(now)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per table: assistant audio parts the session can still cut."""
+        return {"parts": len(self._parts)}
 
     def assistant_audible(self, now: float) -> bool:
         """Is assistant audio playing or waiting to play, or a response still producing it?"""
