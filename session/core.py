@@ -180,11 +180,11 @@ class SessionCore:
 
     def _retire(self, now: float) -> None:
         """Forget parts that can no longer be cut: older than the last part heard, and cut or wholly heard."""
-        latest = next((i for i in range(len(self._order) - 1, -1, -1)
-                       if self._parts[self._order[i]].first_heard is not None), None)
-        if latest:
-            done = {key for key in self._order[:latest] if (part := self._parts[key]).settled
-                    or self.playout.heard_samples(part.item_id, part.content_index, now) >= part.received}
+        heard = [i for i, key in enumerate(self._order) if self._parts[key].first_heard is not None]
+        older = [self._parts[key] for key in self._order[: heard[-1]]] if heard else []
+        done = {(p.item_id, p.content_index) for p in older
+                if p.settled or self.playout.heard_samples(p.item_id, p.content_index, now) >= p.received}
+        if done:
             self._order = [key for key in self._order if key not in done]
             for key in done:
                 del self._parts[key]
