@@ -258,6 +258,15 @@ class HeardLedger:
                 return Playing(segment.key[0], segment.key[1], segment.offset + heard - 1)
         return None
 
+    def wholly_heard(self, item_id: str, content_index: int, at: float) -> bool:
+        """True when every recorded sample of the part is heard at ``at`` (nothing still to play)."""
+        segments = self._by_item.get((item_id, content_index), ())
+        return all(heard_count(s.t0, s.count, at, self.rate) == s.count for s in segments)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per table: timeline segments, parts with live segments, parts with pruned totals."""
+        return {"segments": len(self._timeline), "items": len(self._by_item), "settled": len(self._settled)}
+
     def keys(self) -> list[ItemKey]:
         """Every item part the ledger knows, in order of first playback."""
         return list(dict.fromkeys([*self._settled, *self._by_item]))

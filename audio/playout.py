@@ -331,10 +331,50 @@ class PlayoutBuffer:
     def forget(self, item_id: str) -> None:
         """Drop all bookkeeping of ``item_id`` once the conversation no longer needs it."""
         with self._lock:
-            self._ledger.forget(item_id)
-            self._received = {k: v for k, v in self._received.items() if k[0] != item_id}
-            self._complete = {k for k in self._complete if k[0] != item_id}
-            self._closed = {k for k in self._closed if k[0] != item_id}
+            self._forget(item_id)
+
+    def retire(self, at: float) -> list[str]:
+        """Forget every item that can no longer be cut at listener time ``at`` or later.
+
+        An item is retired once a later part has been heard and everything of it that will
+        ever play has been heard at ``at``: it played to its end, or it was cut and its fade
+        is over. The part heard last stays, so a barge-in in the silence after it still
+        names it. Returns the ids forgotten, oldest first.
+        """
+        with self._lock:
+            latest = self._ledger.last_heard(at)
+            order = list(self._received)
+            key = None if latest is None else (latest.item_id, latest.content_index)
+            if key not in self._received:
+                return []
+            index = order.index(key)  # type: ignore[arg-type]
+            keep = {k[0] for k in order[index:]} | {chunk.key[0] for chunk in self._queue}
+            if self._open is not None:
+                keep.add(self._open[0])
+            unheard = {k[0] for k in order[:index] if not self._ledger.wholly_heard(*k, at)}
+            retired = [i for i in dict.fromkeys(k[0] for k in order[:index]) if i not in keep | unheard]
+            for item_id in retired:
+                self._forget(item_id)
+            return retired
+
+    def _forget(self, item_id: str) -> None:
+        self._ledger.forget(item_id)
+        self._received = {k: v for k, v in self._received.items() if k[0] != item_id}
+        self._complete = {k for k in self._complete if k[0] != item_id}
+        self._closed = {k for k in self._closed if k[0] != item_id}
+        self._closed_items.discard(item_id)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per bookkeeping table (the ledger's prefixed ``ledger_``), to check memory stays bounded."""
+        with self._lock:
+            own = {
+                "received": len(self._received),
+                "complete": len(self._complete),
+                "closed": len(self._closed),
+                "closed_items": len(self._closed_items),
+                "queue_chunks": len(self._queue),
+            }
+            return own | {f"ledger_{name}": n for name, n in self._ledger.sizes().items()}
 
     @property
     def ledger(self) -> HeardLedger:

@@ -18,6 +18,13 @@ Rules it owns (PROTOCOL.md §5–7):
   "already shorter than N ms" error is recovered by truncating at N;
 * the order of conversation items, and each response's status up to *unknown* when the
   connection is lost before its ``response.done``.
+
+Memory stays bounded on an all-day connection (:meth:`RealtimeProtocol.sizes`): a dropped
+response is forgotten at its ``response.done`` (nothing of it can arrive after), and the
+per-item and per-response answers are kept for the most recent ones only: the last
+``ITEM_WINDOW`` conversation items and audio parts, the last ``FINISHED_WINDOW`` final
+statuses, the last ``EVENT_HISTORY`` commands for mapping errors back. Anything older can no
+longer be cut or answered about; the session's conversation mirror keeps the whole history.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from voxline.base.errors import AudioError
 
 from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
-from .lifecycle import Action, Input, ResponseStatus, Slot, step
+from .lifecycle import TERMINAL_STATUSES, Action, Input, ResponseStatus, Slot, step
 from .notices import (
     BetaProtocolDetected,
     CommandFailed,
@@ -42,12 +49,15 @@ from .notices import (
     TruncateAdjusted,
 )
 
-__all__ = ["RealtimeProtocol", "ProtocolOutput"]
+__all__ = ["EVENT_HISTORY", "FINISHED_WINDOW", "ITEM_WINDOW", "ProtocolOutput", "RealtimeProtocol"]
 
 ProtocolOutput = ev.ServerEvent | Notice
 
 _SHORTER = re.compile(r"Audio content of ([0-9.]+)\s*ms is already shorter than ([0-9.]+)\s*ms")
-_HISTORY = 1024  # client events remembered for error mapping
+EVENT_HISTORY = 256  # client events remembered for error mapping (errors come back within a round trip)
+ITEM_WINDOW = 128  # conversation items (and audio parts) whose order, kind and received audio are kept
+FINISHED_WINDOW = 32  # responses whose final status is kept
+_DROPPING = 32  # dropped responses still awaiting their response.done
 _STATUS = {
     "completed": ResponseStatus.COMPLETED,
     "cancelled": ResponseStatus.CANCELLED,
@@ -78,13 +88,14 @@ class RealtimeProtocol:
         self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._oob_pending = 0
         self._active_id: str | None = None
-        self._dropping: set[str] = set()
-        self._responses: dict[str, ResponseStatus] = {}
+        self._dropping: dict[str, None] = {}  # an ordered set
+        self._responses: dict[str, ResponseStatus] = {}  # not final yet
+        self._finished: OrderedDict[str, ResponseStatus] = OrderedDict()
         self._requested = 0
         self._items: list[str] = []
         self._item_kind: dict[str, str] = {}
         self._received: dict[tuple[str, int], int] = {}
-        self._adjusted: set[str] = set()
+        self._adjusted: dict[str, None] = {}  # an ordered set
         self.session: dict[str, Any] | None = None
         self.closed = False
 
@@ -112,7 +123,22 @@ class RealtimeProtocol:
         return list(self._items)
 
     def response_status(self, response_id: str) -> ResponseStatus | None:
-        return self._responses.get(response_id)
+        """The response's status; None if unknown (or final and older than ``FINISHED_WINDOW``)."""
+        return self._responses.get(response_id) or self._finished.get(response_id)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per table, to check that memory stays bounded."""
+        return {
+            "responses": len(self._responses),
+            "finished": len(self._finished),
+            "dropping": len(self._dropping),
+            "items": len(self._items),
+            "item_kinds": len(self._item_kind),
+            "received": len(self._received),
+            "adjusted": len(self._adjusted),
+            "sent": len(self._sent),
+            "queued_creates": len(self._queue),
+        }
 
     def is_dropped(self, response_id: str | None) -> bool:
         return response_id is not None and response_id in self._dropping
@@ -180,7 +206,7 @@ class RealtimeProtocol:
         self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
         if remember:
             self._sent[event_id] = payload
-            while len(self._sent) > _HISTORY:
+            while len(self._sent) > EVENT_HISTORY:
                 self._sent.popitem(last=False)
         return event_id
 
@@ -283,8 +309,12 @@ class RealtimeProtocol:
         return before is not Slot.IDLE
 
     def drop_response(self, response_id: str) -> None:
-        """Discard any further deltas of ``response_id`` (the server cancelled it itself)."""
-        self._dropping.add(response_id)
+        """Discard any further deltas of ``response_id`` (the server cancelled it itself).
+
+        A response already done sends nothing more: there is nothing to drop.
+        """
+        if self.response_status(response_id) not in TERMINAL_STATUSES:
+            _remember(self._dropping, response_id, _DROPPING)
 
     def connection_lost(self) -> None:
         """The transport is gone: responses in flight become *unknown*; nothing more is sent."""
@@ -317,7 +347,7 @@ class RealtimeProtocol:
                     self._emit(payload)
                 case Action.DROP_LATE:
                     if self._active_id:
-                        self._dropping.add(self._active_id)
+                        _remember(self._dropping, self._active_id, _DROPPING)
                 case Action.FLUSH_QUEUE:
                     if self._queue:
                         sent = self._apply(Input.CREATE)
@@ -337,8 +367,7 @@ class RealtimeProtocol:
     def _lose_all(self) -> None:
         for rid, status in list(self._responses.items()):
             if status in (ResponseStatus.REQUESTED, ResponseStatus.ACTIVE):
-                self._responses[rid] = ResponseStatus.UNKNOWN
-                self._events.append(ResponseStatusChanged(rid, ResponseStatus.UNKNOWN, "connection lost"))
+                self._set_status(rid, ResponseStatus.UNKNOWN, "connection lost")
         for _ in range(self._requested):
             self._events.append(ResponseStatusChanged(None, ResponseStatus.UNKNOWN, "connection lost"))
         self._requested = 0
@@ -363,7 +392,9 @@ class RealtimeProtocol:
                 if event.response_id in self._dropping:
                     return False
                 key = (event.item_id, event.content_index)
-                self._received[key] = self._received.get(key, 0) + _b64_len(event.delta)
+                if key not in self._received:
+                    _remember(self._received, key, ITEM_WINDOW, 0)
+                self._received[key] += _b64_len(event.delta)
                 return True
             case ev.ResponseCreated():
                 self._on_created(event.response)
@@ -385,6 +416,7 @@ class RealtimeProtocol:
             case ev.ConversationItemDeleted():
                 if event.item_id in self._items:
                     self._items.remove(event.item_id)
+                self._item_kind.pop(event.item_id, None)
                 return True
             case ev.BetaServerEvent():
                 self._events.append(BetaProtocolDetected(event.type, event.ga_type))
@@ -416,14 +448,21 @@ class RealtimeProtocol:
                 response.status_details.get("reason") if isinstance(response.status_details, dict) else None
             )
         self._set_status(rid, status, reason)
+        self._dropping.pop(rid, None)  # nothing of it arrives after response.done
         if rid == self._active_id:
             self._active_id = None
             self._apply(Input.DONE)
 
     def _set_status(self, rid: str, status: ResponseStatus, reason: str | None = None) -> None:
-        if self._responses.get(rid) == status:
+        if self.response_status(rid) == status:
             return
-        self._responses[rid] = status
+        if status in TERMINAL_STATUSES:
+            self._responses.pop(rid, None)
+            self._finished.pop(rid, None)
+            _remember(self._finished, rid, FINISHED_WINDOW, status)
+        else:
+            self._finished.pop(rid, None)
+            self._responses[rid] = status
         self._events.append(ResponseStatusChanged(rid, status, reason))
 
     def _on_item_added(self, item: Any, previous_item_id: str | None) -> None:
@@ -434,6 +473,8 @@ class RealtimeProtocol:
         self._item_kind[item_id] = kind
         if item_id in self._items:
             return
+        if len(self._items) >= ITEM_WINDOW:
+            self._item_kind.pop(self._items.pop(0), None)  # the oldest can no longer be cut
         if previous_item_id is None or previous_item_id == "root":
             index = 0  # no predecessor: the item is first
         elif previous_item_id in self._items:
@@ -471,7 +512,7 @@ class RealtimeProtocol:
         item_id = command["item_id"]
         if item_id in self._adjusted:
             return False
-        self._adjusted.add(item_id)
+        _remember(self._adjusted, item_id, ITEM_WINDOW)
         available = int(float(match.group(1)))
         key = (item_id, command.get("content_index", 0))
         self._received[key] = min(self._received.get(key, 0), int(available * self._bytes_per_ms()))
@@ -485,3 +526,10 @@ class RealtimeProtocol:
         )
         self._events.append(TruncateAdjusted(item_id, int(command["audio_end_ms"]), available))
         return True
+
+
+def _remember(table: dict[Any, Any], key: Any, limit: int, value: Any = None) -> None:
+    """Insert ``key`` as the newest entry of an insertion-ordered table of at most ``limit``."""
+    table[key] = value
+    while len(table) > limit:
+        del table[next(iter(table))]

@@ -37,6 +37,7 @@ from .events import (
     TranscriptDone,
 )
 from .track_audio import TrackTagger
+from .turn_state import TurnInput, TurnState, step
 
 __all__ = ["Effects", "SessionCore"]
 
@@ -88,7 +89,7 @@ class SessionCore:
         self._parts: dict[tuple[str, int], _Part] = {}
         self._order: list[tuple[str, int]] = []
         self._speech_stopped_at: float | None = None
-        self._state = "listening"
+        self._state = TurnState.LISTENING
         self._fade_end = float("-inf")  # the last cut's fade is not speech
         self._barge_in: BargeIn | None = None
         self._commands: list[ev.ClientEvent] = []
@@ -121,11 +122,10 @@ class SessionCore:
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_stopped_at = now
                 self._events.append(SpeechStopped(now, output.item_id, output.audio_end_ms))
-                self._set_state("thinking", now)
+                self._step(TurnInput.SPEECH_STOPPED, now)
             case ev.ResponseCreated():
                 self._events.append(ResponseStarted(output.response.id, now))
-                if self._state == "listening":
-                    self._set_state("thinking", now)
+                self._step(TurnInput.RESPONSE_CREATED, now)
             case ev.ResponseDone():
                 r = output.response
                 reason = _reason(r.status_details)
@@ -174,15 +174,37 @@ class SessionCore:
                 self._speech_stopped_at = None
         fading = now < self._fade_end
         if playout.playing_at(now) is not None and not fading:
-            self._set_state("speaking", now)
-        elif self._state == "speaking" and self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
-            self._set_state("listening", now)  # an underrun while the response streams stays "speaking"
+            self._step(TurnInput.AUDIBLE, now)
+        elif self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
+            self._step(TurnInput.DRAINED, now)
+        else:
+            self._step(TurnInput.UNDERRUN, now)  # nothing audible yet, but the reply is not over
+        self._retire(now)
         return self._effects()
 
-    def _set_state(self, state: str, now: float) -> None:
-        if state != self._state:
+    def _step(self, event: TurnInput, now: float) -> None:
+        """Apply one input to the turn table (:mod:`.turn_state`); report a change of state."""
+        state = step(self._state, event)
+        if state is not self._state:
             self._state = state
-            self._events.append(StateChanged(state, now))  # type: ignore[arg-type]
+            self._events.append(StateChanged(state.value, now))  # type: ignore[arg-type]
+
+    def _retire(self, now: float) -> None:
+        """Forget parts that can no longer be cut: older than the last part heard, and cut or wholly heard."""
+        heard = [i for i, key in enumerate(self._order) if self._parts[key].first_heard is not None]
+        older = [self._parts[key] for key in self._order[: heard[-1]]] if heard else []
+        done = {(p.item_id, p.content_index) for p in older
+                if p.settled or self.playout.heard_samples(p.item_id, p.content_index, now)
+                >= self.protocol.received_audio_samples(p.item_id, p.content_index)}
+        if done:
+            self._order = [key for key in self._order if key not in done]
+            for key in done:
+                del self._parts[key]
+        self.playout.retire(now)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per table: assistant audio parts the session can still cut."""
+        return {"parts": len(self._parts)}
 
     def assistant_audible(self, now: float) -> bool:
         """Is assistant audio playing or waiting to play, or a response still producing it?"""
@@ -241,7 +263,7 @@ class SessionCore:
             cut=cut,
         )
         self._events.append(event)
-        self._set_state("listening", now)
+        self._step(TurnInput.BARGE_IN, now)
         return event
 
     def _interrupted_responses(self, playing_item: str | None, heard: dict[tuple[str, int], int]) -> set[str]:

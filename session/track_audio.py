@@ -24,6 +24,7 @@ from voxline.realtime.protocol import ProtocolOutput
 __all__ = ["TrackTagger"]
 
 RATE = 24_000
+_RESPONSES = 16  # responses whose first message item is remembered
 
 
 class TrackTagger:
@@ -46,6 +47,8 @@ class TrackTagger:
         match output:
             case ev.ResponseOutputItemAdded() if getattr(output.item, "type", None) == "message":
                 self._items.setdefault(output.response_id, output.item.id)
+                while len(self._items) > _RESPONSES:  # only recent responses can still start playing
+                    del self._items[next(iter(self._items))]
             case ev.OutputAudioBufferStarted():
                 self._current = self._items.get(output.response_id, output.response_id)
                 self._left = None

@@ -27,6 +27,15 @@ waiting and the session reports the real outcome later, e.g. ``completed`` once 
 conversation is rebuilt on a new connection to have the model continue, or
 ``cancelled`` to let it go. When a ``function_call`` item is deleted
 (:meth:`~CallTracker.on_item_deleted`) its call is *abandoned*: no output is sent for it.
+
+Bounded memory (:meth:`~CallTracker.sizes`): a response is *retired* once it is over
+(final status, every call answered, dropped or abandoned, follow-up decided) and
+:meth:`~CallTracker.commands` has handed out all it owed. Nothing can then recur for its
+calls: the server sends no ``…arguments.done`` after ``response.done``, and a rebuilt
+conversation carries the calls as items with their outputs, which are not announced again.
+Its call ids still move to a window of the last ``RETIRED_WINDOW`` (exported with the
+state), so a stray duplicate ``…arguments.done`` is still refused rather than run twice.
+A response whose status is ``unknown`` is never retired while it has calls.
 """
 
 from __future__ import annotations
@@ -43,7 +52,9 @@ from voxline.realtime.errors import ToolError
 
 from .outputs import encode_output, error_output
 
-__all__ = ["CallState", "CallTracker", "ToolCall"]
+__all__ = ["RETIRED_WINDOW", "CallState", "CallTracker", "ToolCall"]
+
+RETIRED_WINDOW = 128  # call ids of retired responses still refused as duplicates
 
 _FOLLOW_UP = frozenset({"completed", "incomplete"})
 _DROPPING = frozenset({"cancelled", "failed"})
@@ -112,11 +123,17 @@ class _CommandRow(BaseModel):
     response_id: str
 
 
+class _RetiredRow(BaseModel):
+    call_id: str
+    state: CallState
+
+
 class _State(BaseModel):
     version: Literal[1]
     calls: list[_CallRow]
     responses: list[_ResponseRow]
     pending: list[_CommandRow]
+    retired: list[_RetiredRow] = []
 
 
 def _status_text(status: object) -> str:
@@ -134,6 +151,7 @@ class CallTracker:
         self._by_item: dict[str, str] = {}
         self._responses: dict[str, _Response] = {}
         self._pending: list[_Command] = []
+        self._retired: dict[str, CallState] = {}  # oldest first, at most RETIRED_WINDOW
 
     # -- server events ------------------------------------------------------------------
 
@@ -141,7 +159,7 @@ class CallTracker:
         self, response_id: str, item_id: str, call_id: str, name: str, arguments: str
     ) -> list[ToolCall]:
         """``response.function_call_arguments.done``: the new runnable call, or nothing."""
-        if call_id in self._calls:
+        if call_id in self._calls or call_id in self._retired:
             return []
         call = ToolCall(call_id=call_id, name=name, arguments=arguments, response_id=response_id, item_id=item_id)
         response = self._responses.setdefault(response_id, _Response())
@@ -191,6 +209,8 @@ class CallTracker:
 
     def begin(self, call_id: str) -> bool:
         """Claim a pending call to start it now; ``False`` if it must not run (any more)."""
+        if call_id in self._retired:
+            return False
         record = self._record(call_id)
         if record.state is not CallState.PENDING:
             return False
@@ -199,6 +219,8 @@ class CallTracker:
 
     def on_result(self, call_id: str, output: object) -> None:
         """The call's result (any value; strings are sent verbatim). Later results are ignored."""
+        if call_id in self._retired:
+            return
         record = self._record(call_id)
         if record.state not in (CallState.PENDING, CallState.RUNNING):
             return
@@ -211,6 +233,7 @@ class CallTracker:
         """Client events to send now, in order (outputs, then the follow-up); each is handed out once."""
         out = [ev.parse_client_dict(c.payload) for c in self._pending]
         self._pending.clear()
+        self._retire()
         return out
 
     # -- queries ------------------------------------------------------------------------
@@ -218,7 +241,7 @@ class CallTracker:
     def state(self, call_id: str) -> CallState | None:
         """The state of ``call_id``, or ``None`` if it was never seen."""
         record = self._calls.get(call_id)
-        return record.state if record is not None else None
+        return record.state if record is not None else self._retired.get(call_id)
 
     def runnable(self) -> list[ToolCall]:
         """Calls that may still be started, in arrival order (e.g. after :meth:`from_state`)."""
@@ -227,6 +250,16 @@ class CallTracker:
     def running(self) -> list[ToolCall]:
         """Calls that started and whose result has not arrived."""
         return [r.call for r in self._calls.values() if r.state is CallState.RUNNING]
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per table, to check that memory stays bounded."""
+        return {
+            "calls": len(self._calls),
+            "items": len(self._by_item),
+            "responses": len(self._responses),
+            "pending": len(self._pending),
+            "retired": len(self._retired),
+        }
 
     # -- persistence --------------------------------------------------------------------
 
@@ -240,6 +273,7 @@ class CallTracker:
                 for rid, r in self._responses.items()
             ],
             pending=[_CommandRow(command=c.payload, call_id=c.call_id, response_id=c.response_id) for c in self._pending],
+            retired=[_RetiredRow(call_id=call_id, state=s) for call_id, s in self._retired.items()],
         )
         return state.model_dump(mode="json")
 
@@ -260,6 +294,8 @@ class CallTracker:
             tracker._by_item[call.item_id] = call.call_id
             tracker._responses.setdefault(call.response_id, _Response()).call_ids.append(call.call_id)
         tracker._pending = [_Command(dict(r.command), r.call_id, r.response_id) for r in parsed.pending]
+        for retired in parsed.retired[-RETIRED_WINDOW:]:
+            tracker._retired[retired.call_id] = retired.state
         return tracker
 
     # -- internals ----------------------------------------------------------------------
@@ -269,6 +305,23 @@ class CallTracker:
         if record is None:
             raise ToolError(f"unknown call_id {call_id!r}")
         return record
+
+    def _retire(self) -> None:
+        """Move every response that is over, and owes nothing, out of the live tables."""
+        owing = {c.response_id for c in self._pending}
+        for rid, response in list(self._responses.items()):
+            if rid in owing or response.status is None or (response.status == _UNKNOWN and response.call_ids):
+                continue
+            states = [self._calls[c].state for c in response.call_ids]
+            if any(s in (CallState.PENDING, CallState.RUNNING) for s in states):
+                continue
+            for call_id in response.call_ids:
+                record = self._calls.pop(call_id)
+                self._by_item.pop(record.call.item_id, None)
+                self._retired[call_id] = record.state
+                while len(self._retired) > RETIRED_WINDOW:
+                    del self._retired[next(iter(self._retired))]
+            del self._responses[rid]
 
     def _drop(self, record: _Call, status: str) -> None:
         record.state = CallState.DROPPED
