@@ -21,11 +21,10 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 
 __all__ = ["BargeInPlan", "HeardItem", "Transport", "Trigger", "heard_ms_for_truncate", "plan_barge_in"]
-
-SAMPLE_RATE = 24_000
 
 
 class Trigger(enum.Enum):

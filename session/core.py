@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
@@ -41,7 +42,6 @@ from .turn_state import TurnInput, TurnState, step
 
 __all__ = ["Effects", "SessionCore"]
 
-RATE = 24_000
 FADE_MS = 5.0
 
 

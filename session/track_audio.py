@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.protocol import ProtocolOutput
 
 __all__ = ["TrackTagger"]
 
-RATE = 24_000
 _RESPONSES = 16  # responses whose first message item is remembered
 
 
