@@ -413,10 +413,11 @@ async def test_dropped_call_is_never_put_to_the_user(registry: ToolRegistry) -> 
     assert [e.name for e in h.events] == ["first", "first"]
 
 
-async def test_aclose_cancels_running_tools(registry: ToolRegistry) -> None:
+@pytest.mark.parametrize("timeout", [None, 60.0])
+async def test_aclose_cancels_running_tools(registry: ToolRegistry, timeout: float | None) -> None:
     started, cancelled = asyncio.Event(), asyncio.Event()
 
-    @registry.tool(timeout=None)
+    @registry.tool(timeout=timeout)
     async def forever() -> str:
         started.set()
         try:

@@ -228,6 +228,9 @@ class ToolRunner:
             timer = asyncio.ensure_future(clock.sleep(tool.timeout))
             try:
                 await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:  # the runner is cancelled: the call goes with it, never left behind
+                work.cancel()
+                raise
             finally:
                 timer.cancel()
             if not work.done():
