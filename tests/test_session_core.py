@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -57,3 +58,35 @@ def test_keys_never_show_in_settings_or_session_reprs() -> None:
     assert secret not in repr(settings) and secret not in str(settings.model_dump())
     assert secret not in repr(VoiceSession(settings))
     assert settings.api_key is not None and settings.api_key.get_secret_value() == secret
+
+
+def test_a_barge_in_returns_its_cut_and_the_commands_it_queued() -> None:
+    p, playout = RealtimeProtocol(), PlayoutBuffer()
+    core = SessionCore(p, playout)
+    p.update_session({"type": "realtime", "audio": {"input": {"turn_detection": {
+        "type": "server_vad", "interrupt_response": False}}}})
+    sent(p)
+    item = {"id": "item_a", "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
+    response = {"id": "resp_1", "object": "realtime.response", "status": "in_progress", "output": []}
+    audio = base64.b64encode(np.ones(4800, "<i2").tobytes()).decode()  # 200 ms received
+    effects = []
+    for payload in (
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0, "item": item},
+        {"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": "item_a", "output_index": 0,
+         "content_index": 0, "delta": audio},
+    ):
+        p.receive(frame(payload))
+        effects += [core.handle(out, 0.0) for out in p.events()]
+    assert all(e.barge_in is None and e.commands == () for e in effects)
+    playout.read_into(np.zeros(2400, np.int16), 0.0)  # 100 ms reach the listener
+    assert core.tick(0.1).barge_in is None
+    p.receive(frame({"type": "input_audio_buffer.speech_started", "item_id": "item_u", "audio_start_ms": 0}))
+    (out,) = p.events()
+    result = core.handle(out, 0.1)
+    barge_in = result.barge_in
+    assert barge_in is not None and barge_in in result.events
+    assert barge_in.cut is not None and barge_in.cut.item_id == "item_a" and barge_in.cut.heard_samples == 2400
+    assert result.commands == (ev.ConversationItemTruncate(item_id="item_a", audio_end_ms=100), ev.ResponseCancel())
+    wire = [e["type"] for e in sent(p)]
+    assert wire == ["conversation.item.truncate", "response.cancel"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,7 +31,7 @@ from voxline.session.events import (
 from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
-from voxline.session.voice import VoiceSession
+from voxline.session.voice import VoiceSession, exponential_backoff
 from tests.oracle import WireRecorder
 
 
@@ -176,11 +177,20 @@ async def test_a_dropped_connection_is_restored_and_the_session_goes_on() -> Non
         async def connector() -> Any:  # the first connection drops mid-response; the next one holds
             return await connect(urls.pop(0) if len(urls) > 1 else urls[0], "sk-test", on_wire=rec)
 
+        attempts: list[int] = []
+
+        def backoff(attempt: int) -> float:
+            attempts.append(attempt)
+            return 0.5
+
         settings = SessionSettings(api_key="sk-test", turn_detection="none", reconnect_attempts=2)
-        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector) as session:
+        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector,
+                                backoff=backoff) as session:
             await session.send_text("hello")
             lost = await collect(session, clock, lambda e: isinstance(e, ConnectionRestored))
-            assert any(isinstance(e, ConnectionLost) and e.code == 1006 for e in lost)
+            drop = next(e for e in lost if isinstance(e, ConnectionLost))
+            assert drop.code == 1006 and attempts == [0]
+            assert lost[-1].at - drop.at >= 0.5  # the injected backoff, on the session's clock
             assert lost[-1].replayed_items >= 1  # the user's message was recreated on the new server
             await session.send_text("are you still there?")
             done = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
@@ -217,3 +227,12 @@ async def test_a_session_over_webrtc_hears_the_track_and_cuts_on_interrupt() -> 
             assert barge.heard_ms > 0
             await collect(session, clock, lambda e: isinstance(e, ResponseFinished) and e.status == "cancelled",
                           step=0.005)
+
+
+def test_the_default_backoff_doubles_up_to_its_cap_with_bounded_jitter() -> None:
+    delay = exponential_backoff(0.2, 5.0, jitter=0.2, rng=random.Random(7))
+    values = [delay(a) for a in range(8)]
+    for attempt, value in enumerate(values):
+        base = min(5.0, 0.2 * 2 ** attempt)
+        assert 0.8 * base <= value <= 1.2 * base
+    assert len(set(values)) == len(values)  # spread, not lock-step across sessions
