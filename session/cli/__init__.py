@@ -51,8 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = _full_parser(first.command).parse_args(argv[1:])
     args.command = first.command
+    module = commands.load(first.command)
+    # a subcommand may ask for its own event loop (replay --fast: the lockstep loop on a virtual clock)
+    factory = getattr(module, "loop_factory", lambda _args: None)(args)
     try:
-        return asyncio.run(commands.load(first.command).run(args))
+        with asyncio.Runner(loop_factory=factory) as runner:
+            return runner.run(module.run(args))
     except KeyboardInterrupt:
         print("voxline: interrupted", file=sys.stderr)
         return 130

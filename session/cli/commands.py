@@ -1,4 +1,5 @@
-"""The table of subcommands: name → (help, module). Each module has ``add_arguments`` and ``run``.
+"""The table of subcommands: name → (help, module). Each module has ``add_arguments`` and ``run``,
+and may have ``loop_factory(args)`` returning the event loop factory its ``run`` needs (or None).
 
 Modules are imported only for the subcommand that runs, so ``voxline devices`` does not pay
 for the server and ``voxline serve`` does not load sound devices.

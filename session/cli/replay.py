@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,12 @@ from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.scenario import load_scenario
 
 from ..eventlog import EventLog
-from ..lockstep import run_lockstep
+from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
 from ..settings import SessionSettings
 from ..tools import ToolRegistry
 
-__all__ = ["add_arguments", "load_tools", "run"]
+__all__ = ["add_arguments", "load_tools", "loop_factory", "run"]
 
 RATE = SAMPLE_RATE
 
@@ -99,6 +100,11 @@ def load_input(path: Path) -> np.ndarray:
     return samples
 
 
+def loop_factory(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """``--fast`` runs on the lockstep loop, whose idle moments move a virtual clock."""
+    return (lambda: LockstepLoop(VirtualClock())) if args.fast else None
+
+
 async def run(args: argparse.Namespace) -> int:
     if args.fast and args.url:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url or --fast")
@@ -111,9 +117,10 @@ async def run(args: argparse.Namespace) -> int:
     tools = load_tools(args.tools) if args.tools else None
     settings_for(args)  # flag errors before anything starts
     if args.fast:
-        scenario = load_scenario(args.scenario)
-        # the lockstep loop is synchronous: run it on a thread so this loop stays free
-        return await asyncio.to_thread(_run_fast, args, samples, scenario, tools)
+        loop = asyncio.get_running_loop()
+        if not isinstance(loop, LockstepLoop):
+            raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
+        return await _run_fast(args, samples, load_scenario(args.scenario), tools, loop.clock)
     clock = RealClock()
     start = clock.now()
     with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
@@ -123,12 +130,12 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None) -> int:
-    clock = VirtualClock()
+async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None,
+                    clock: VirtualClock) -> int:
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=args.voice, on_wire=log.wire)
-        result = run_lockstep(run_replay(samples, connector=connector, clock=clock, settings=settings_for(args),
-                                         sink=sink, tools=tools, on_event=_logger(log)), clock)
+        result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
+                                  tools=tools, on_event=_logger(log))
     _print_summary(args, result)
     return 0
 
