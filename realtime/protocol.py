@@ -55,9 +55,11 @@ ProtocolOutput = ev.ServerEvent | Notice
 
 _SHORTER = re.compile(r"Audio content of ([0-9.]+)\s*ms is already shorter than ([0-9.]+)\s*ms")
 EVENT_HISTORY = 256  # client events remembered for error mapping (errors come back within a round trip)
+MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 ITEM_WINDOW = 128  # conversation items (and audio parts) whose order, kind and received audio are kept
 FINISHED_WINDOW = 32  # responses whose final status is kept
 _DROPPING = 32  # dropped responses still awaiting their response.done
+_FINAL = frozenset({"completed", "cancelled", "incomplete", "failed"})
 _STATUS = {
     "completed": ResponseStatus.COMPLETED,
     "cancelled": ResponseStatus.CANCELLED,
@@ -96,6 +98,8 @@ class RealtimeProtocol:
         self._item_kind: dict[str, str] = {}
         self._received: dict[tuple[str, int], int] = {}
         self._adjusted: dict[str, None] = {}  # an ordered set
+        self._inflight: dict[str, Any] | None = None  # the create that holds the slot, as sent
+        self._owed: list[tuple[str | None, dict[str, Any]]] = []
         self.session: dict[str, Any] | None = None
         self.closed = False
 
@@ -316,10 +320,25 @@ class RealtimeProtocol:
         if self.response_status(response_id) not in TERMINAL_STATUSES:
             _remember(self._dropping, response_id, _DROPPING)
 
+    def owed_creates(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """After :meth:`connection_lost`: the ``response.create`` payloads the conversation is still owed.
+
+        First the response that held the slot, unless we were cancelling it: the create we
+        sent (or, for a response the server's VAD started, a plain one), with its response id
+        when the server had named it; then every create still queued. Each comes without
+        ``event_id``, to be sent once on the next connection.
+        """
+        return list(self._owed)
+
     def connection_lost(self) -> None:
         """The transport is gone: responses in flight become *unknown*; nothing more is sent."""
         if self.closed:
             return
+        if self._slot in (Slot.REQUESTED, Slot.ACTIVE):
+            payload = {k: v for k, v in (self._inflight or {"type": "response.create"}).items() if k != "event_id"}
+            self._owed.append((self._active_id, payload))
+        self._owed.extend((None, {k: v for k, v in c.items() if k != "event_id"}) for c in self._queue)
+        self._queue.clear()
         self._apply(Input.DISCONNECT)
         self.closed = True
         self._out.clear()
@@ -362,7 +381,8 @@ class RealtimeProtocol:
             return None
         self._requested += 1
         self._active_id = None
-        return self._emit(self._queue.popleft())
+        self._inflight = self._queue.popleft()
+        return self._emit(self._inflight)
 
     def _lose_all(self) -> None:
         for rid, status in list(self._responses.items()):
@@ -379,11 +399,35 @@ class RealtimeProtocol:
         try:
             event = ev.parse_server_event(text)
         except RemoteProtocolError as exc:
-            raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-            self._events.append(MalformedServerEvent(exc.message, raw))
+            self._events.append(MalformedServerEvent(exc.message, _excerpt(text)))
             return
+        problem = self._check(event)
+        if problem is not None:
+            self._events.append(MalformedServerEvent(problem, _excerpt(text)))
+            return
+        if isinstance(event, ev.ResponseDone) and event.response.status not in _FINAL | {None}:
+            self._events.append(MalformedServerEvent(
+                f"response.done with status {_short(event.response.status)}, which is not final: treated as failed",
+                _excerpt(text)))
+            event = event.model_copy(update={"response": event.response.model_copy(update={"status": "failed"})})
         if self._handle(event):
             self._events.append(event)
+
+    def _check(self, event: ev.ServerEvent) -> str | None:
+        """Why a well-typed event still cannot be used (None if it can); cost bounded by its size."""
+        for name in ("output_index", "content_index"):
+            index = getattr(event, name, 0)
+            if isinstance(index, int) and not 0 <= index <= MAX_INDEX:
+                return f"{event.type} with {name} {index} (expected 0 to {MAX_INDEX})"
+        if isinstance(event, ev.ResponseOutputAudioDelta):
+            try:
+                size = len(event.audio)  # decoded once here; the session reads the same bytes
+            except RemoteProtocolError as exc:
+                return exc.message
+            width = self.output_format.bytes_per_sample
+            if size % width:
+                return f"audio delta of {size} bytes is not a whole number of {width}-byte samples"
+        return None
 
     def _handle(self, event: ev.ServerEvent) -> bool:
         """Update state for one server event; False means the event is dropped."""
@@ -451,6 +495,7 @@ class RealtimeProtocol:
         self._dropping.pop(rid, None)  # nothing of it arrives after response.done
         if rid == self._active_id:
             self._active_id = None
+            self._inflight = None
             self._apply(Input.DONE)
 
     def _set_status(self, rid: str, status: ResponseStatus, reason: str | None = None) -> None:
@@ -526,6 +571,17 @@ class RealtimeProtocol:
         )
         self._events.append(TruncateAdjusted(item_id, int(command["audio_end_ms"]), available))
         return True
+
+
+def _excerpt(text: str | bytes, limit: int = 200) -> str:
+    """The start of a frame, for a report (a malformed frame may be megabytes long)."""
+    raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return raw if len(raw) <= limit else raw[:limit] + "…"
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _remember(table: dict[Any, Any], key: Any, limit: int, value: Any = None) -> None:
