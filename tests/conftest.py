@@ -16,3 +16,15 @@ def require_tool(name: str) -> None:
         if IN_CI:
             pytest.fail(f"{name} is required in CI but is not installed")
         pytest.skip(f"{name} is not installed")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the fault matrix's table when it ran."""
+    import sys
+
+    matrix = sys.modules.get("tests.test_fault_matrix")
+    lines = matrix.fault_table() if matrix is not None else []
+    if lines:
+        terminalreporter.section("reliability")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -80,6 +80,11 @@ class EngineTransport:
                 await first_of(self._clock.sleep_until(due), self._wake.wait())
         return self._inbox.popleft()
 
+    async def ping(self) -> None:
+        """The engine runs in this process: it answers at once while the connection is open."""
+        if self.close_code is not None:
+            raise ConnectionClosed(self.close_code, self.close_reason)
+
     async def close(self, code: int = 1000, reason: str = "") -> None:
         if self.close_code is None:
             self.close_code, self.close_reason = code, reason

@@ -7,7 +7,9 @@ state, registration swaps in a new immutable mapping under a lock, and reads nev
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
+import functools
 import inspect
 import json
 import math
@@ -31,6 +33,22 @@ __all__ = ["Tool", "ToolRegistry"]
 
 _SHARED: list[ToolThreads] = []
 _SHARED_LOCK = threading.Lock()
+
+
+class _OneJob(concurrent.futures.Executor):
+    """Hands one job to a :class:`ToolThreads` and remembers it, to abandon it if need be."""
+
+    def __init__(self, threads: ToolThreads) -> None:
+        self._threads = threads
+        self._future: concurrent.futures.Future[Any] | None = None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        self._future = self._threads.submit(fn, *args, **kwargs)
+        return self._future
+
+    def abandon(self) -> None:
+        if self._future is not None:
+            self._threads.abandon(self._future)
 
 
 def _shared_threads() -> ToolThreads:
@@ -94,12 +112,13 @@ class Tool:
         """
         if self.is_async:
             return await self.function(**kwargs)
-        pool = threads or _shared_threads()
-        future = pool.submit(self.function, **kwargs)
+        pool = _OneJob(threads or _shared_threads())
+        # through the loop's run_in_executor, so a lockstep loop waits for the job before moving time
+        work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
         try:
-            return await asyncio.wrap_future(future)
+            return await work
         except asyncio.CancelledError:
-            pool.abandon(future)
+            pool.abandon()
             raise
 
 
