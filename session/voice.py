@@ -35,7 +35,7 @@ from voxline.base.clock import Clock, RealClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.transports.webrtc import WebRTCTransport
-from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
 from .core import Effects, SessionCore
@@ -117,7 +117,11 @@ class VoiceSession:
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> VoiceSession:
-        self._conn = await self._open()
+        try:
+            self._conn = await self._open()
+        except ConnectionClosed as exc:
+            raise ConnectionFailed(f"the server closed the connection while it was being set up "
+                                   f"({exc.code} {exc.reason})".strip()) from None
         self._live = True
         self._connected_at = self.clock.now()
         group = await self._stack.enter_async_context(asyncio.TaskGroup())

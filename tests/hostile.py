@@ -231,6 +231,7 @@ class Outcome:
     invocations: Counter[str]
     wire: list[tuple[int, str, Frame]]  # (connection number, direction, frame)
     run: Run
+    underruns: int = 0
 
     def server_items(self) -> list[dict[str, Any]]:
         """The final server conversation, item by item."""
@@ -262,10 +263,16 @@ def recording() -> np.ndarray:
     return out
 
 
-def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: float = 2.0) -> Outcome:
-    """One conversation with ``fault`` injected when ``trigger`` first fires (None: no fault)."""
+def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: float = 2.0,
+                max_session_s: float = 3600.0, handover_s: float = 120.0,
+                samples: np.ndarray | None = None, scenario_name: str = "tools") -> Outcome:
+    """One conversation with ``fault`` injected when ``trigger`` first fires (None: no fault).
+
+    ``max_session_s`` is each server session's maximum duration; ``samples`` replaces the
+    recording (int16 mono 24 kHz).
+    """
     clock = VirtualClock()
-    scenario = load_scenario("tools")
+    scenario = load_scenario(scenario_name)
     synth, _ = make_synth("tone")
     voices = warm_up(scenario, synth)
     run = Run()
@@ -289,7 +296,8 @@ def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: flo
         return "12:00"
 
     async def connector() -> RealtimeConnection:
-        engine = Engine(EngineConfig(pacing=Pacing(speed=4.0)), scenario, voices, wall_time=clock.wall())
+        config = EngineConfig(pacing=Pacing(speed=4.0), max_session_s=max_session_s)
+        engine = Engine(config, scenario, voices, wall_time=clock.wall())
         engines.append(engine)
         number = len(engines)
         at_once = run.closes_at_once_left > 0
@@ -303,8 +311,9 @@ def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: flo
         return RealtimeConnection(transport, on_wire=observe)
 
     settings = SessionSettings(api_key="local", url="ws://in-process/v1", turn_detection="server_vad",
-                               reconnect_attempts=6, liveness_timeout_s=liveness_s, reconnect_stable_s=5.0)
-    samples = recording()
+                               reconnect_attempts=6, liveness_timeout_s=liveness_s, reconnect_stable_s=5.0,
+                               handover_s=handover_s)
+    samples = recording() if samples is None else samples
 
     async def main() -> list[Any]:
         origin = clock.now()
@@ -326,6 +335,7 @@ def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: flo
                 await clock.sleep(BLOCK / SAMPLE_RATE)
             events.extend(session.pending_events())
         outcome.mirror = session.mirror.items()
+        outcome.underruns = output.playout.underrun_events
         return events
 
     outcome = Outcome([], [], engines, invocations, wire, run)
