@@ -101,6 +101,8 @@ class RealtimeProtocol:
         self._inflight: dict[str, Any] | None = None  # the create that holds the slot, as sent
         self._owed: list[tuple[str | None, dict[str, Any]]] = []
         self.session: dict[str, Any] | None = None
+        self._output_format = PCM16_24K
+        self._server_cancels = False
         self.closed = False
 
     # ------------------------------------------------------------------ queries
@@ -167,21 +169,23 @@ class RealtimeProtocol:
     @property
     def output_format(self) -> AudioFormat:
         """The session's ``audio.output.format`` (PCM16 at 24 kHz until one is set)."""
-        audio = (self.session or {}).get("audio") or {}
-        try:
-            return AudioFormat.from_wire((audio.get("output") or {}).get("format") or PCM16_24K)
-        except AudioError:
-            return PCM16_24K
+        return self._output_format
 
     @property
     def server_cancels_on_speech(self) -> bool:
         """True when the server's VAD cancels the active response itself on speech start."""
-        td = self._turn_detection()
-        return bool(td) and td.get("interrupt_response", True) is not False
+        return self._server_cancels
 
-    def _turn_detection(self) -> dict[str, Any] | None:
-        audio = (self.session or {}).get("audio") or {}
-        return (audio.get("input") or {}).get("turn_detection")
+    def _on_session(self, session: dict[str, Any]) -> None:
+        """Read what the core needs from a session the server sent, whatever its shape."""
+        self.session = session
+        audio = _table(session.get("audio"))
+        try:
+            self._output_format = AudioFormat.from_wire(_table(audio.get("output")).get("format") or PCM16_24K)
+        except (AudioError, TypeError, ValueError):
+            self._output_format = PCM16_24K
+        td = _table(audio.get("input")).get("turn_detection")
+        self._server_cancels = isinstance(td, dict) and bool(td) and td.get("interrupt_response", True) is not False
 
     def _bytes_per_ms(self) -> float:
         return self.output_format.bytes_per_ms
@@ -450,7 +454,7 @@ class RealtimeProtocol:
                 self._on_error(event.error)
                 return True
             case ev.SessionCreated() | ev.SessionUpdated():
-                self.session = event.session.model_dump(exclude_none=False)
+                self._on_session(event.session.model_dump(exclude_none=False))
                 return True
             case ev.ConversationItemAdded() | ev.ConversationItemCreated():
                 self._on_item_added(event.item, event.previous_item_id)
@@ -468,8 +472,8 @@ class RealtimeProtocol:
             case ev.OutputAudioBufferStarted() | ev.OutputAudioBufferStopped() | ev.OutputAudioBufferCleared():
                 return True  # the server's playback state, still true after a cancel
             case _:
-                rid = getattr(event, "response_id", None)
-                return not (rid is not None and rid in self._dropping)
+                rid = getattr(event, "response_id", None)  # an undeclared field of an event may hold anything
+                return not (isinstance(rid, str) and rid in self._dropping)
 
     def _on_created(self, response: ev.Response) -> None:
         rid = response.id
@@ -577,6 +581,11 @@ def _excerpt(text: str | bytes, limit: int = 200) -> str:
     """The start of a frame, for a report (a malformed frame may be megabytes long)."""
     raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
     return raw if len(raw) <= limit else raw[:limit] + "…"
+
+
+def _table(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a server may send any shape)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _short(value: object) -> str:

@@ -19,6 +19,7 @@ from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
+from voxline.realtime.errors import LocalProtocolError
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
 from .bargein import HeardItem, Transport, Trigger, plan_barge_in
@@ -247,7 +248,11 @@ class SessionCore:
         for rid in responses:
             self.protocol.drop_response(rid)
         for command in plan.commands() if not self.protocol.closed else ():  # a lost connection takes none
-            self.protocol.send(command)
+            try:
+                self.protocol.send(command)
+            except LocalProtocolError as exc:  # e.g. the server said the item was not an assistant's
+                self._events.append(SessionError(f"barge-in: {exc.message}", "cut_refused"))
+                continue
             self._commands.append(command)
         playing = next((i for i in items if i.item_id == cut.item_id), None)
         event = BargeIn(
