@@ -213,7 +213,7 @@ class RealtimeProtocol:
         payload["event_id"] = event_id
         self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
         if remember:
-            self._sent[event_id] = payload
+            self._sent[event_id] = _slim(payload)
             while len(self._sent) > EVENT_HISTORY:
                 self._sent.popitem(last=False)
         return event_id
@@ -581,6 +581,15 @@ def _excerpt(text: str | bytes, limit: int = 200) -> str:
     """The start of a frame, for a report (a malformed frame may be megabytes long)."""
     raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
     return raw if len(raw) <= limit else raw[:limit] + "…"
+
+
+def _slim(payload: dict[str, Any]) -> dict[str, Any]:
+    """A command as remembered for error mapping: without the audio a rebuilt user turn carries."""
+    item = payload.get("item")
+    if not isinstance(item, dict) or not any(isinstance(p, dict) and "audio" in p for p in item.get("content") or ()):
+        return payload
+    content = [{k: v for k, v in p.items() if k != "audio"} if isinstance(p, dict) else p for p in item["content"]]
+    return {**payload, "item": {**item, "content": content}}
 
 
 def _table(value: object) -> dict[str, Any]:

@@ -39,7 +39,7 @@ class InputJournal:
     """See the module docstring. ``padding_ms`` is the server VAD's ``prefix_padding_ms``."""
 
     def __init__(self, *, padding_ms: int = 300, lead_in_ms: int = 500, keep_s: float = 30.0,
-                 turns_s: float = 600.0, rate: int = SAMPLE_RATE) -> None:
+                 turns_s: float = 120.0, rate: int = SAMPLE_RATE) -> None:
         self.rate = rate
         self.padding = padding_ms * rate // 1000
         self.lead_in = max(lead_in_ms, padding_ms) * rate // 1000
