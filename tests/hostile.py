@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,11 +265,12 @@ def recording() -> np.ndarray:
 
 def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: float = 2.0,
                 max_session_s: float = 3600.0, handover_s: float = 120.0,
-                samples: np.ndarray | None = None, scenario_name: str = "tools") -> Outcome:
+                samples: np.ndarray | None = None, scenario_name: str = "tools",
+                on_event: Callable[[VoiceSession, Any], Awaitable[None]] | None = None) -> Outcome:
     """One conversation with ``fault`` injected when ``trigger`` first fires (None: no fault).
 
     ``max_session_s`` is each server session's maximum duration; ``samples`` replaces the
-    recording (int16 mono 24 kHz).
+    recording (int16 mono 24 kHz); ``on_event`` is awaited with each session event as it is taken.
     """
     clock = VirtualClock()
     scenario = load_scenario(scenario_name)
@@ -328,6 +329,8 @@ def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: flo
             while True:
                 batch = session.pending_events()
                 events.extend(batch)
+                for event in batch if on_event is not None else ():
+                    await on_event(session, event)
                 if any(isinstance(e, SessionError) and e.fatal for e in batch):
                     break
                 if session.input_finished and (session.idle or clock.now() - end > 30):

@@ -153,3 +153,25 @@ def test_the_journal_is_bounded() -> None:
         for _ in range(rate // 480):
             journal.captured(block)
     assert journal.sizes()["turn_samples"] <= 3 * rate + 480
+
+
+def test_send_text_while_reconnecting_is_kept_and_answered() -> None:
+    from tests.hostile import FAULTS, POINTS
+
+    asked: list[str] = []
+
+    async def ask_while_away(session: VoiceSession, event: object) -> None:
+        if isinstance(event, ConnectionLost) and not asked:
+            assert not session.connected
+            await session.send_text("And tomorrow?")  # queued, not refused
+            asked.append("yes")
+
+    network = next(f for f in FAULTS if f.kind == "network")
+    outcome = run_faulted(network, POINTS["after response.created"][1], on_event=ask_while_away)
+    assert asked
+    server = outcome.server_items()
+    texts = [p.get("text") for i in server if i.get("role") == "user" for p in i.get("content", [])]
+    assert "What is the weather in Paris?" in texts and "And tomorrow?" in texts
+    after = server[[i.get("content", [{}])[0].get("text") for i in server].index("And tomorrow?") + 1:]
+    assert any(i.get("role") == "assistant" or i.get("type") == "function_call" for i in after)
+    assert [m.id for m in outcome.mirror] == [i["id"] for i in server]
