@@ -30,12 +30,16 @@ from typing import Any
 
 import numpy as np
 
+from voxline.audio.aec import EchoCanceller
+from voxline.audio.local_vad import LocalVad
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
+from .capture import CapturePath
+from .local_barge import BargePolicy, LocalBarge
 from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .media import ClockedOutput, Output
@@ -82,6 +86,9 @@ class VoiceSession:
         mirror: ConversationMirror | None = None,
         backoff: Backoff | None = None,
         on_wire: WireObserver | None = None,
+        aec: EchoCanceller | str | None = None,
+        local_vad: LocalVad | str | None = None,
+        barge_policy: BargePolicy | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.clock = clock or RealClock()
@@ -106,6 +113,9 @@ class VoiceSession:
         self._flush_needed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+        # open speakers: echo cancellation and local VAD on the microphone (:mod:`.capture`)
+        self._capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
+        self._barge_policy = barge_policy if local_vad else None
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None and not self._conn.closed else "closed"
@@ -155,6 +165,8 @@ class VoiceSession:
         conn = await self._connector()
         if self.core is None:
             self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw, track=self.track)
+            if self._capture is not None and self._capture.vad is not None:
+                self.core.local = LocalBarge(self._barge_policy)
         else:
             conn.protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = conn.protocol
@@ -326,6 +338,8 @@ class VoiceSession:
     async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
         try:
             async for block in blocks:
+                if self._capture is not None:
+                    block = await self._captured(block)
                 if self._talking and self._conn is not None and not self._conn.closed:
                     pcm = np.ascontiguousarray(block, dtype="<i2")
                     media = self._conn.transport.media
@@ -337,6 +351,15 @@ class VoiceSession:
                         await self._conn.flush()
         finally:
             self._input_finished = True
+
+    async def _captured(self, block: np.ndarray) -> np.ndarray:
+        """Echo-cancel the block; a local speech onset holds the assistant (:meth:`SessionCore.local_speech`)."""
+        assert self._capture is not None
+        now = self.output.now()
+        out, onsets = self._capture.process(np.asarray(block, dtype=np.int16), now)
+        if onsets and self.core is not None:
+            await self._apply(self.core.local_speech(now, onsets[0]))
+        return out
 
     async def _reconnect(self, exc: ConnectionClosed) -> bool:
         """After a drop: reconnect with backoff, restore config and conversation. False if given up."""
