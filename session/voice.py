@@ -32,6 +32,7 @@ import numpy as np
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.transports.webrtc import WebRTCTransport
@@ -337,9 +338,8 @@ class VoiceSession:
 
     async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
         try:
-            async for block in blocks:
-                if self._capture is not None:
-                    block = await self._captured(block)
+            async for item in blocks:
+                block = await self._captured(item) if self._capture is not None else item
                 if self._talking and self._conn is not None and not self._conn.closed:
                     pcm = np.ascontiguousarray(block, dtype="<i2")
                     media = self._conn.transport.media
@@ -352,11 +352,20 @@ class VoiceSession:
         finally:
             self._input_finished = True
 
-    async def _captured(self, block: np.ndarray) -> np.ndarray:
-        """Echo-cancel the block; a local speech onset holds the assistant (:meth:`SessionCore.local_speech`)."""
+    async def _captured(self, item: np.ndarray | tuple[float, np.ndarray]) -> np.ndarray:
+        """Echo-cancel a block; a local speech onset holds the assistant (:meth:`SessionCore.local_speech`).
+
+        A block comes alone (captured just now) or as ``(adc_time, block)`` from a device whose
+        ADC times share the output's clock (:meth:`voxline.audio.devices.MicSource.blocks`).
+        """
         assert self._capture is not None
         now = self.output.now()
-        out, onsets = self._capture.process(np.asarray(block, dtype=np.int16), now)
+        if isinstance(item, tuple):
+            adc, block = item
+            end = adc + len(block) / SAMPLE_RATE
+        else:
+            block, end = item, now
+        out, onsets = self._capture.process(np.asarray(block, dtype=np.int16), end)
         if onsets and self.core is not None:
             await self._apply(self.core.local_speech(now, onsets[0]))
         return out
