@@ -90,4 +90,4 @@ class LocalBarge:
 
     def due(self, now: float) -> bool:
         """Has the grace window of the current hold passed?"""
-        return self.held and self.held_at is not None and now - self.held_at >= self.policy.grace_s
+        return self.held and self.held_at is not None and now - self.held_at >= self.policy.grace_s - 1e-9
