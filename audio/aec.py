@@ -171,12 +171,11 @@ class SpeexCanceller(_Framed):
 
     def __init__(self, *, filter_ms: float = 250.0) -> None:
         super().__init__()
-        self._lib = _SpeexLib.load()
-        self._taps = int(filter_ms * SAMPLE_RATE / 1000)
         self._echo: int | None = None
         self._pre: int | None = None
+        self._lib = _SpeexLib.load()
+        self._taps = int(filter_ms * SAMPLE_RATE / 1000)
         self._open()
-        self._out = np.zeros(FRAME, dtype=np.int16)
 
     def _open(self) -> None:
         lib = self._lib
@@ -209,7 +208,8 @@ class SpeexCanceller(_Framed):
             self._echo = None
 
     def __del__(self) -> None:
-        self._close()
+        if getattr(self, "_lib", None) is not None:
+            self._close()
 
 
 def make_canceller(name: str) -> EchoCanceller:

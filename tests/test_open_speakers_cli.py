@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,14 @@ def test_the_open_speaker_benchmark_reports_every_figure() -> None:
     require_tool("espeak-ng")
     require_tool("sox")
     from benchmarks import bench_open_speakers
+    from voxline.audio.aec import AecUnavailable, make_canceller
 
+    try:
+        make_canceller("speex")  # .ci/install brings Debian's libspeexdsp1
+    except AecUnavailable as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
     result = bench_open_speakers.run([60], rounds=1)
     kinds = {(r["aec"], r["local_vad"], r["late_server"]) for r in result["replays"]}
     assert kinds == {("none", False, False), ("speex", False, False), ("webrtc", False, False),
