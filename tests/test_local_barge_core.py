@@ -107,3 +107,13 @@ def test_interrupt_while_held_cuts_once_and_clears_the_hold() -> None:
     assert result.barge_in is not None and result.barge_in.audio_end_ms == 100
     assert core.local is not None and not core.local.held
     assert not [e for e in play(playout, core, 5, 10) if isinstance(e, FalseBargeIn)]
+
+
+def test_the_talk_screen_marks_holds_and_false_barge_ins() -> None:
+    from voxline.session.cli.talk_view import TalkModel
+
+    model = TalkModel(endpoint="local", mode="voice activity")
+    model.apply(PlaybackHeld(1.0, 0.9, "item_a", 120.0), " 1.00s")
+    model.apply(FalseBargeIn(2.0, 1.0, "item_a", 120.0, resumed=True), " 2.00s")
+    assert list(model.marks) == [" 1.00s you (local VAD): assistant held at 120 ms heard, waiting for the server",
+                           " 2.00s false barge-in: resuming where you stopped listening"]

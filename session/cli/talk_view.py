@@ -178,7 +178,8 @@ class TalkModel:
             case BargeIn():
                 self.counts["barge_ins"] += 1
                 self.marks.append(f"{stamp} {describe_barge_in(event)}")
-            case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError():
+            case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
+                    | PlaybackHeld() | FalseBargeIn():
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)
                 self.marks.append(f"{stamp} {describe(event)}")
             case _:
