@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from voxline.audio.reference import PlayedRing
 from voxline.audio.ledger import Cut, HeardItem, HeardLedger, ItemKey, Playing, fade_gains, heard_count
 from voxline.base.audio_format import SAMPLE_RATE
 
@@ -84,6 +85,8 @@ class PlayoutBuffer:
         self._samples_read = 0
         self._late_samples = 0
         self._tail_dropped = 0
+        self._held = False
+        self._reference: PlayedRing | None = None
 
     # -- event-loop side: feeding ------------------------------------------------------
 
@@ -159,7 +162,7 @@ class PlayoutBuffer:
             tail = self._tail
             pos = 0 if tail is None else self._emit_tail(tail, out, play_time)
             queue = self._queue
-            while pos < n and queue:
+            while pos < n and queue and not self._held:
                 chunk = queue[0]
                 take = min(n - pos, len(chunk.samples) - chunk.pos)
                 out[pos : pos + take] = chunk.samples[chunk.pos : chunk.pos + take]
@@ -173,6 +176,8 @@ class PlayoutBuffer:
             if pos < n:
                 out[pos:] = 0
             self._next_time = play_time + n / self.rate
+        if self._reference is not None:
+            self._reference.write(play_time, out)
 
     def _emit_tail(self, tail: Samples, out: npt.NDArray[np.int16], play_time: float) -> int:
         """Hand out the pending fade tail if this block continues the timeline."""
@@ -195,11 +200,40 @@ class PlayoutBuffer:
         self._samples_played += played
         if played:
             self._starved = False
-        if played < n and self._open is not None:
+        if played < n and self._open is not None and not self._held:
             if not self._starved:
                 self._underrun_events += 1
                 self._starved = True
             self._underrun_samples += n - played
+
+    # -- event-loop side: hold, reference ------------------------------------------------
+
+    def hold(self) -> None:
+        """Play silence from the next read on, keeping the queue (a pause, not a cut).
+
+        The ledger stops where the listener is, so :meth:`release` resumes at the exact
+        heard point, and a later :meth:`interrupt` cuts there. Silence while held is not
+        an underrun.
+        """
+        with self._lock:
+            self._held = True
+
+    def release(self) -> None:
+        """Resume playing the queue after :meth:`hold`."""
+        with self._lock:
+            self._held = False
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def attach_reference(self, ring: PlayedRing | None) -> None:
+        """Copy every block handed out into ``ring`` at its listener time (the echo reference)."""
+        self._reference = ring
+
+    @property
+    def reference(self) -> PlayedRing | None:
+        return self._reference
 
     # -- event-loop side: barge-in -----------------------------------------------------
 
@@ -214,8 +248,11 @@ class PlayoutBuffer:
         end = at + fade
         with self._lock:
             ledger = self._ledger
+            self._held = False
             playing = ledger.playing_at(at)
             revoked = ledger.revoke_after(end)
+            if self._reference is not None and revoked:
+                self._reference.revoke_after(end)
             self._trim_pending_tail(end)
             tail = self._take_tail(at, end) if playing is not None and fade > 0 else 0
             fade_samples = ledger.heard_between(at, end)
@@ -289,6 +326,11 @@ class PlayoutBuffer:
         return flushed
 
     # -- queries (any thread) ----------------------------------------------------------
+
+    def last_heard(self, at: float) -> Playing | None:
+        """The most recent item sample heard at ``at`` (see :meth:`HeardLedger.last_heard`)."""
+        with self._lock:
+            return self._ledger.last_heard(at)
 
     def heard_samples(self, item_id: str, content_index: int, at: float) -> int:
         """Samples of the part heard at listener time ``at`` (:mod:`voxline.audio.ledger` heard rule)."""

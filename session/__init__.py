@@ -11,6 +11,8 @@ from .events import (
     ConnectionLost,
     ConnectionRestored,
     CutAdjusted,
+    FalseBargeIn,
+    PlaybackHeld,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -22,6 +24,7 @@ from .events import (
     TranscriptDelta,
     TranscriptDone,
 )
+from .local_barge import BargePolicy
 from .media import ClockedOutput
 from .settings import SessionSettings
 from .tools import ToolFinished, ToolRegistry, ToolStarted
@@ -30,10 +33,13 @@ from .voice import VoiceSession
 __all__ = [
     "AssistantAudioStarted",
     "BargeIn",
+    "BargePolicy",
     "ClockedOutput",
     "ConnectionLost",
     "ConnectionRestored",
     "CutAdjusted",
+    "FalseBargeIn",
+    "PlaybackHeld",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",

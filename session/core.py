@@ -10,7 +10,7 @@ listener's timeline: the one the playout buffer's ledger uses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 
@@ -27,6 +27,8 @@ from .events import (
     AssistantAudioStarted,
     BargeIn,
     CutAdjusted,
+    FalseBargeIn,
+    PlaybackHeld,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -38,6 +40,7 @@ from .events import (
     TranscriptDelta,
     TranscriptDone,
 )
+from .local_barge import Action, LocalBarge, LocalInput
 from .track_audio import TrackTagger
 from .turn_state import TurnInput, TurnState, step
 
@@ -95,6 +98,7 @@ class SessionCore:
         self._fade_end = float("-inf")  # the last cut's fade is not speech
         self._barge_in: BargeIn | None = None
         self._commands: list[ev.ClientEvent] = []
+        self.local: LocalBarge | None = None  # local-VAD holds (:mod:`.local_barge`), when enabled
 
     def _effects(self) -> Effects:
         out = Effects(tuple(self._events), self._barge_in, tuple(self._commands))
@@ -120,7 +124,9 @@ class SessionCore:
             case ev.InputAudioBufferSpeechStarted():
                 self.user_speaking = True
                 self._events.append(SpeechStarted(now, output.item_id, output.audio_start_ms))
-                if self.assistant_audible(now):
+                if self.local is not None and self.local.held:
+                    self._local_step(LocalInput.SERVER_SPEECH, now)
+                elif self.assistant_audible(now):
                     self._barge_in = self._cut(now, Trigger.SERVER_VAD)
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_stopped_at = now
@@ -168,6 +174,8 @@ class SessionCore:
     def tick(self, now: float) -> Effects:
         """Call after each playout block: notices first samples heard and speaking/listening."""
         playout = self.playout  # its queries take the lock the audio thread's read() holds
+        if self.local is not None and self.local.due(now):
+            self._local_step(LocalInput.GRACE_OVER, now)
         for key in self._order[-8:]:
             part = self._parts[key]
             if part.first_heard is None and playout.heard_samples(part.item_id, part.content_index, now) > 0:
@@ -222,10 +230,46 @@ class SessionCore:
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
         """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
+        if self.local is not None:
+            self.local.feed(LocalInput.CUT, now)
         self._barge_in = self._cut(now, trigger)
         return self._effects()
 
-    def _cut(self, now: float, trigger: Trigger) -> BargeIn:
+    # ------------------------------------------------------------------ local VAD
+    def local_speech(self, now: float, onset: float) -> Effects:
+        """Local VAD heard speech starting at ``onset``: hold the assistant until the server confirms."""
+        if self.local is not None and self.assistant_audible(now) and not self.playout.held:
+            self._local_step(LocalInput.LOCAL_ONSET, now, onset)
+        return self._effects()
+
+    def _local_step(self, event: LocalInput, now: float, onset: float | None = None) -> None:
+        assert self.local is not None
+        held_at = self.local.held_at
+        action = self.local.feed(event, now, onset)
+        match action:
+            case Action.NONE:
+                pass
+            case Action.HOLD:
+                self.playout.hold()
+                self._events.append(PlaybackHeld(now, self.local.onset or now, *self._heard_now(now)))
+            case Action.CONFIRM:  # the server heard it too, and cancels the response itself
+                self._barge_in = self._cut(now, Trigger.LOCAL_VAD, plan_as=Trigger.SERVER_VAD)
+            case Action.RESUME:
+                self.playout.release()
+                self._events.append(FalseBargeIn(now, held_at or now, *self._heard_now(now), resumed=True))
+            case Action.CUT_UNCONFIRMED:
+                self._events.append(FalseBargeIn(now, held_at or now, *self._heard_now(now), resumed=False))
+                self._barge_in = self._cut(now, Trigger.LOCAL_VAD)
+            case _:
+                assert_never(action)
+
+    def _heard_now(self, now: float) -> tuple[str | None, float]:
+        last = self.playout.last_heard(now)
+        if last is None:
+            return None, 0.0
+        return last.item_id, self.playout.heard_ms(last.item_id, last.content_index, now)
+
+    def _cut(self, now: float, trigger: Trigger, plan_as: Trigger | None = None) -> BargeIn:
         cut = self.playout.interrupt(now, fade_ms=self.fade_ms)
         self._fade_end = cut.end
         end = now + self.fade_ms / 1000.0
@@ -241,7 +285,7 @@ class SessionCore:
             items,
             response_active=self.protocol.active_response_id is not None or self.protocol.response_in_progress,
             server_cancels=self.protocol.server_cancels_on_speech,
-            trigger=trigger,
+            trigger=plan_as or trigger,
             transport=self.transport,
             server_playing=self.track is not None and self.track.server_playing,
         )

@@ -16,6 +16,8 @@ __all__ = [
     "BargeIn",
     "ConnectionLost",
     "CutAdjusted",
+    "FalseBargeIn",
+    "PlaybackHeld",
     "ConnectionRestored",
     "RawServerEvent",
     "ResponseFinished",
@@ -163,6 +165,35 @@ class SessionError:
 
 
 @dataclass(frozen=True, slots=True)
+class PlaybackHeld:
+    """Local voice activity stopped the assistant; nothing is cut until the server confirms.
+
+    ``onset`` is where the local VAD placed the start of speech, ``at`` when playout was
+    held; ``heard_ms`` is what the listener had heard of ``item_id`` then.
+    """
+
+    at: float
+    onset: float
+    item_id: str | None
+    heard_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class FalseBargeIn:
+    """The server did not confirm a local barge-in within the grace window (a cough, an "mhm").
+
+    ``resumed``: the reply went on from the exact point heard at ``held_at``; otherwise the
+    conversation was cut there (a :class:`BargeIn` follows).
+    """
+
+    at: float
+    held_at: float
+    item_id: str | None
+    heard_ms: float
+    resumed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RawServerEvent:
     """A wire event, passed through when the application asked for raw events."""
 
@@ -180,6 +211,8 @@ SessionEvent = (
     | AssistantAudioStarted
     | BargeIn
     | CutAdjusted
+    | PlaybackHeld
+    | FalseBargeIn
     | ConnectionLost
     | ConnectionRestored
     | SessionError

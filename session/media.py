@@ -25,10 +25,12 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.reference import PlayedRing
+from voxline.audio.room import RoomEcho
 from voxline.audio.sinks import Sink
 from voxline.audio.sources import Source
 
-__all__ = ["BLOCK", "ClockedOutput", "Output", "file_blocks", "mic_blocks", "recording_blocks"]
+__all__ = ["BLOCK", "ClockedOutput", "Output", "echoed_blocks", "file_blocks", "mic_blocks", "recording_blocks"]
 
 BLOCK = 480  # 20 ms
 
@@ -104,3 +106,17 @@ async def recording_blocks(samples: npt.NDArray[np.int16], clock: Clock, origin:
         chunk = samples[start : start + block]
         await clock.sleep_until(origin + (start + len(chunk)) / SAMPLE_RATE)
         yield chunk
+
+
+async def echoed_blocks(blocks: AsyncIterable[np.ndarray], room: RoomEcho, ring: PlayedRing) -> AsyncIterator[np.ndarray]:
+    """Open speakers, simulated: each block plus the room's echo of what the listener heard.
+
+    The blocks must start at listener sample 0 and follow each other without gaps (as
+    :func:`recording_blocks` with the output's origin does); each is handed over once
+    captured, when everything the echo needs (listener samples at least the room's delay
+    older) has been played into ``ring``.
+    """
+    start = 0
+    async for block in blocks:
+        yield room.mix(np.asarray(block, dtype=np.int16), ring, start)
+        start += len(block)

@@ -31,6 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from voxline.audio.aec import EchoCanceller
+from voxline.audio.local_vad import LocalVad
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
@@ -38,6 +41,8 @@ from voxline.realtime.transports.webrtc import WebRTCTransport
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
+from .capture import CapturePath
+from .local_barge import BargePolicy, LocalBarge
 from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .input_journal import InputJournal
@@ -74,6 +79,9 @@ class VoiceSession:
         mirror: ConversationMirror | None = None,
         backoff: Backoff | None = None,
         on_wire: WireObserver | None = None,
+        aec: EchoCanceller | str | None = None,
+        local_vad: LocalVad | str | None = None,
+        barge_policy: BargePolicy | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.clock = clock or RealClock()
@@ -110,6 +118,9 @@ class VoiceSession:
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
+        # open speakers: echo cancellation and local VAD on the microphone (:mod:`.capture`)
+        self._capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
+        self._barge_policy = barge_policy if local_vad else None
 
     def __repr__(self) -> str:
         state = "open" if self._live else ("reconnecting" if self._conn is not None and not self._closing else "closed")
@@ -194,6 +205,8 @@ class VoiceSession:
     def _adopt(self, conn: RealtimeConnection) -> None:
         if self.core is None:
             self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw, track=self.track)
+            if self._capture is not None and self._capture.vad is not None:
+                self.core.local = LocalBarge(self._barge_policy)
         else:
             conn.protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = conn.protocol
@@ -457,7 +470,8 @@ class VoiceSession:
 
     async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
         try:
-            async for block in blocks:
+            async for item in blocks:
+                block = await self._captured(item) if self._capture is not None else item
                 if not self._talking or self._conn is None:
                     continue
                 pcm = np.ascontiguousarray(block, dtype="<i2")
@@ -473,6 +487,24 @@ class VoiceSession:
                         await self._conn.flush()
         finally:
             self._input_finished = True
+
+    async def _captured(self, item: np.ndarray | tuple[float, np.ndarray]) -> np.ndarray:
+        """Echo-cancel a block; a local speech onset holds the assistant (:meth:`SessionCore.local_speech`).
+
+        A block comes alone (captured just now) or as ``(adc_time, block)`` from a device whose
+        ADC times share the output's clock (:meth:`voxline.audio.devices.MicSource.blocks`).
+        """
+        assert self._capture is not None
+        now = self.output.now()
+        if isinstance(item, tuple):
+            adc, block = item
+            end = adc + len(block) / SAMPLE_RATE
+        else:
+            block, end = item, now
+        out, onsets = self._capture.process(np.asarray(block, dtype=np.int16), end)
+        if onsets and self.core is not None:
+            await self._apply(self.core.local_speech(now, onsets[0]))
+        return out
 
     # ------------------------------------------------------------------ drops and hand-overs
     async def _reconnect(self, exc: ConnectionClosed) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import bench_decode, bench_duplex, bench_truncation, run_all
+from benchmarks import bench_decode, bench_duplex, bench_open_speakers, bench_truncation, run_all
 from benchmarks.bench_truncation import METHODS, Case
 from tests.conftest import require_tool
 
@@ -106,4 +106,5 @@ def test_run_all_covers_every_benchmark() -> None:
         "decode": bench_decode.main,
         "truncation": bench_truncation.main,
         "duplex": bench_duplex.main,
+        "open_speakers": bench_open_speakers.main,
     }

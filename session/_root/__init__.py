@@ -25,8 +25,8 @@ __version__ = "0.2.0"
 _API: dict[str, str] = {
     **dict.fromkeys(
         [
-            "AssistantAudioStarted", "BargeIn", "ClockedOutput", "ConnectionLost", "ConnectionRestored",
-            "CutAdjusted", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
+            "AssistantAudioStarted", "BargeIn", "BargePolicy", "ClockedOutput", "ConnectionLost",
+            "ConnectionRestored", "CutAdjusted", "FalseBargeIn", "PlaybackHeld", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
             "SessionEvent", "SessionSettings", "SpeechStarted", "SpeechStopped", "StateChanged",
             "ToolFinished", "ToolRegistry", "ToolStarted", "TranscriptDelta", "TranscriptDone",
             "VoiceSession",
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from voxline.base.errors import VoxlineError
     from voxline.realtime.server import ServerConfig, serve
     from voxline.session import (
-        AssistantAudioStarted, BargeIn, ClockedOutput, ConnectionLost, ConnectionRestored, CutAdjusted,
-        RawServerEvent, ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
+        AssistantAudioStarted, BargeIn, BargePolicy, ClockedOutput, ConnectionLost, ConnectionRestored,
+        CutAdjusted, FalseBargeIn, PlaybackHeld, RawServerEvent, ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
         SpeechStarted, SpeechStopped, StateChanged, ToolFinished, ToolRegistry, ToolStarted,
         TranscriptDelta, TranscriptDone, VoiceSession,
     )

@@ -20,7 +20,10 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from voxline.audio.aec import make_canceller
+from voxline.audio.local_vad import LocalVad
 from voxline.audio.resample import StreamResampler
+from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
@@ -31,6 +34,7 @@ from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.scenario import load_scenario
 
 from ..eventlog import EventLog
+from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
 from ..settings import SessionSettings
@@ -59,6 +63,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vad-threshold", type=float, default=0.5, help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=500,
                         help="server VAD: silence that ends a user turn, in ms (default 500)")
+    parser.add_argument("--echo", metavar="DELAY_MS,GAIN_DB",
+                        help="open speakers: mix what the listener heard back into the input through a room "
+                             "(delay plus a decaying tail), e.g. 60,-6")
+    parser.add_argument("--aec", nargs="?", const="webrtc", choices=["webrtc", "speex"], default=None,
+                        help="cancel the echo on the input (default webrtc, needs voxline[aec])")
+    parser.add_argument("--local-vad", nargs="?", const="webrtc", choices=["webrtc", "silero"], default=None,
+                        help="hold the assistant on local speech until the server confirms it")
+    parser.add_argument("--grace-ms", type=int, default=1000,
+                        help="local VAD: how long to wait for the server to confirm before a false barge-in")
+    parser.add_argument("--no-resume", action="store_true",
+                        help="local VAD: after a false barge-in cut the reply instead of resuming it")
 
 
 def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") -> SessionSettings:
@@ -70,6 +85,26 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
         first = exc.errors()[0]
         field = "--" + str(first["loc"][0]).replace("_", "-")
         raise ConfigurationError(f"{field}: {first['msg']}") from None
+
+
+def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--echo``, ``--aec``, ``--local-vad`` and its policy as :func:`run_replay` options (one-line errors)."""
+    options: dict[str, Any] = {}
+    if args.echo:
+        try:
+            delay, gain = parse_echo(args.echo)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        options["echo"] = RoomEcho(delay, gain)
+    if args.aec:
+        options["aec"] = make_canceller(args.aec)  # AecUnavailable: one line, before anything starts
+    if args.local_vad:
+        options["local_vad"] = LocalVad(args.local_vad)
+        try:
+            options["barge_policy"] = BargePolicy(grace_s=args.grace_ms / 1000, resume=not args.no_resume)
+        except ValueError as exc:
+            raise ConfigurationError(f"--grace-ms: {exc}") from None
+    return options
 
 
 def load_tools(spec: str) -> ToolRegistry:
@@ -113,6 +148,7 @@ async def run(args: argparse.Namespace) -> int:
     for path in (args.out, args.events):
         if not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
+    speaker_options(args)  # flag errors before anything starts
     samples = load_input(args.input)
     tools = load_tools(args.tools) if args.tools else None
     settings_for(args)  # flag errors before anything starts
@@ -135,7 +171,7 @@ async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=args.voice, on_wire=log.wire)
         result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
-                                  tools=tools, on_event=_logger(log))
+                                  tools=tools, on_event=_logger(log), **speaker_options(args))
     _print_summary(args, result)
     return 0
 
@@ -161,7 +197,7 @@ async def _realtime(args: argparse.Namespace, samples: np.ndarray, log: EventLog
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
-                            tools=tools, on_wire=log.wire, on_event=_logger(log))
+                            tools=tools, on_wire=log.wire, on_event=_logger(log), **speaker_options(args))
 def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
     mode = "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
     print(f"replayed {args.input} ({mode})")

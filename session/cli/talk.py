@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", help="built-in server only: scenario name (default, long, tools) or TOML file")
     parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default=None,
                         help="built-in server only: its voice (default auto: espeak-ng if installed)")
+    parser.add_argument("--aec", nargs="?", const="webrtc", choices=["webrtc", "speex"], default=None,
+                        help="open speakers: cancel the assistant's echo on the microphone (default webrtc, "
+                             "needs voxline[aec]) and stop it by local voice activity before the server answers")
     parser.add_argument("--exit-after", type=_seconds, metavar="SECONDS", help="end the session after this long")
     parser.add_argument("--no-ui", action="store_true",
                         help="print one plain line per event instead of the live display "
@@ -128,6 +131,16 @@ class LevelMeter:
     def __init__(self, fall_db: float = 1.5) -> None:
         self.db = FLOOR_DB
         self.fall_db = fall_db
+
+    async def wrap_timed(self, blocks: AsyncIterator[tuple[float, np.ndarray]]) -> AsyncIterator[tuple[float, np.ndarray]]:
+        """Like :meth:`wrap`, keeping each block's ADC time (the echo canceller aligns by it)."""
+        async for adc, block in blocks:
+            self._measure(block)
+            yield adc, block
+
+    def _measure(self, block: np.ndarray) -> None:
+        rms = math.sqrt(float(np.mean(np.square(block, dtype=np.float64)))) if len(block) else 0.0
+        self.db = max(20 * math.log10(max(rms, 1.0) / 32768), self.db - self.fall_db)
 
     async def wrap(self, blocks: AsyncIterator[np.ndarray]) -> AsyncIterator[np.ndarray]:
         async for block in blocks:
@@ -195,8 +208,13 @@ async def run(args: argparse.Namespace) -> int:
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
         screen.note(note)
         meter = LevelMeter()
-        session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(mic.blocks())),
-                               tools=demo_tools())
+        if args.aec:  # the capture path aligns the reference by the microphone's ADC times
+            session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(mic.blocks()), tools=demo_tools(),
+                                   aec=args.aec, local_vad="webrtc")
+            screen.note(f"voxline talk: echo cancellation on ({args.aec}), local voice activity stops the assistant")
+        else:
+            session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(mic.blocks())),
+                                   tools=demo_tools())
         await stack.enter_async_context(session)
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")

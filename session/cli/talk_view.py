@@ -34,6 +34,8 @@ from ..events import (
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
+    FalseBargeIn,
+    PlaybackHeld,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -95,6 +97,10 @@ def describe(event: Event) -> str | None:
             return f"assistant: audio playing{after}"
         case BargeIn():
             return describe_barge_in(event)
+        case PlaybackHeld(heard_ms=ms):
+            return f"you (local VAD): assistant held at {ms:.0f} ms heard, waiting for the server"
+        case FalseBargeIn(resumed=resumed):
+            return "false barge-in: " + ("resuming where you stopped listening" if resumed else "reply cut")
         case ConnectionLost(code=code, reason=reason):
             return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
         case ConnectionRestored(replayed_items=n):
@@ -172,7 +178,8 @@ class TalkModel:
             case BargeIn():
                 self.counts["barge_ins"] += 1
                 self.marks.append(f"{stamp} {describe_barge_in(event)}")
-            case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError():
+            case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
+                    | PlaybackHeld() | FalseBargeIn():
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)
                 self.marks.append(f"{stamp} {describe(event)}")
             case _:

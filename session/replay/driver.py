@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voxline.audio.aec import EchoCanceller
+from voxline.audio.local_vad import LocalVad
+from voxline.audio.room import RoomEcho
 from voxline.audio.sinks import Sink, TimelineSink
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, VirtualClock
@@ -36,7 +39,9 @@ from voxline.realtime.server.voices import make_synth, warm_up
 
 from ..events import SessionError, SessionEvent
 from ..lockstep import run_lockstep
-from ..media import BLOCK, ClockedOutput, recording_blocks
+from ..capture import attach_ring
+from ..local_barge import BargePolicy
+from ..media import BLOCK, ClockedOutput, echoed_blocks, recording_blocks
 from ..settings import SessionSettings
 from ..tools import Approver, ToolEvent, ToolRegistry
 from ..voice import Connector, VoiceSession
@@ -60,8 +65,16 @@ async def run_replay(
     latency_s: float = 0.0,
     on_event: EventHook | None = None,
     on_wire: WireObserver | None = None,
+    echo: RoomEcho | None = None,
+    aec: EchoCanceller | str | None = None,
+    local_vad: LocalVad | str | None = None,
+    barge_policy: BargePolicy | None = None,
 ) -> ReplayResult:
     """Play ``samples`` (int16 mono 24 kHz) as the microphone of a :class:`VoiceSession`.
+
+    ``echo`` mixes what the listener heard back into the microphone through that room
+    (:func:`~voxline.session.media.echoed_blocks`); ``aec``, ``local_vad`` and
+    ``barge_policy`` go to the session.
 
     ``connector`` opens each connection; ``None`` lets the session connect as its
     ``settings`` say (URL, key, transport), showing every frame to ``on_wire``.
@@ -72,9 +85,12 @@ async def run_replay(
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
     output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
-    session = VoiceSession(settings or SessionSettings(api_key="local"), output=output,
-                           input=recording_blocks(samples, clock, origin), tools=tools, approve=approve, clock=clock,
-                           connector=connector, on_wire=on_wire)
+    mic = recording_blocks(samples, clock, origin)
+    if echo is not None:
+        mic = echoed_blocks(mic, echo, attach_ring(output.playout))
+    session = VoiceSession(settings or SessionSettings(api_key="local"), output=output, input=mic, tools=tools,
+                           approve=approve, clock=clock, connector=connector, on_wire=on_wire, aec=aec,
+                           local_vad=local_vad, barge_policy=barge_policy)
     events: list[SessionEvent | ToolEvent] = []
 
     def take() -> bool:

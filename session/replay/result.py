@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..events import AssistantAudioStarted, BargeIn, ResponseFinished, SpeechStarted
+from ..events import AssistantAudioStarted, BargeIn, FalseBargeIn, PlaybackHeld, ResponseFinished, SpeechStarted
 from ..tools import ToolFinished
 
 __all__ = ["ReplayResult", "TurnSummary"]
@@ -54,6 +54,13 @@ class ReplayResult:
                                      f"{e.output[:60]}"))
             if isinstance(e, SpeechStarted):
                 lines.append((e.at, 0, f"{e.at:7.3f}s  user speech started (server VAD, buffer at {e.audio_start_ms} ms)"))
+            elif isinstance(e, PlaybackHeld):
+                lines.append((e.at, 0, f"{e.at:7.3f}s  local VAD: speech from {e.onset:.3f}s, assistant held at "
+                                       f"{e.heard_ms:.1f} ms heard of {e.item_id}"))
+            elif isinstance(e, FalseBargeIn):
+                then = "resumed from the heard point" if e.resumed else "cut at the heard point"
+                lines.append((e.at, 0, f"{e.at:7.3f}s  false barge-in: the server never confirmed the hold at "
+                                       f"{e.held_at:.3f}s; {then}"))
             elif isinstance(e, AssistantAudioStarted):
                 latency = f", {e.reply_latency * 1000:.0f} ms after speech_stopped" if e.reply_latency is not None else ""
                 lines.append((e.at, 2, f"{e.at:7.3f}s  assistant audio {e.item_id} reaches the listener{latency}"))

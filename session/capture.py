@@ -1,0 +1,55 @@
+"""The capture path: microphone block → echo cancellation → local voice activity.
+
+:class:`CapturePath` is plain and synchronous. For each microphone block it takes the
+listener time at which the block's last sample was captured, reads the reference (what
+reached the listener over the same samples) from the playout's
+:class:`~voxline.audio.reference.PlayedRing`, runs the echo canceller and the local VAD,
+and returns the block to send and the onsets (listener seconds) of local speech.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.audio.aec import EchoCanceller, make_canceller
+from voxline.audio.local_vad import LocalVad
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.reference import PlayedRing
+from voxline.base.audio_format import SAMPLE_RATE
+
+__all__ = ["CapturePath", "attach_ring"]
+
+Samples = npt.NDArray[np.int16]
+
+
+def attach_ring(playout: PlayoutBuffer) -> PlayedRing:
+    """The playout's reference ring, attached now if it has none."""
+    ring = playout.reference
+    if ring is None:
+        ring = PlayedRing()
+        playout.attach_reference(ring)
+    return ring
+
+
+class CapturePath:
+    """Echo cancellation and local VAD on the microphone, referenced to the playout."""
+
+    def __init__(self, playout: PlayoutBuffer, *, aec: EchoCanceller | str | None = None,
+                 vad: LocalVad | str | None = None) -> None:
+        self.ring = attach_ring(playout)
+        self.aec = make_canceller(aec) if isinstance(aec, str) else aec
+        self.vad = LocalVad(vad) if isinstance(vad, str) else vad
+        self._next: int | None = None
+
+    def process(self, block: Samples, end_time: float) -> tuple[Samples, list[float]]:
+        """``block`` ends at listener time ``end_time`` → (the block to send, local speech onsets in seconds)."""
+        n = len(block)
+        start = int(round(end_time * SAMPLE_RATE)) - n
+        if self._next is not None and abs(start - self._next) <= SAMPLE_RATE // 100:
+            start = self._next  # contiguous capture: keep the count exact through clock jitter
+        self._next = start + n
+        ref = self.ring.read(start, n)
+        out = self.aec.process(block, ref) if self.aec is not None else block
+        onsets = self.vad.process(out, ref, start) if self.vad is not None else []
+        return out, [i / SAMPLE_RATE for i in onsets]
