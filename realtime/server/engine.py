@@ -26,6 +26,7 @@ from voxline.realtime.server.conversation import Entry
 from voxline.realtime.server.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.ids import IdFactory, event
 from voxline.realtime.server.items import decode_base64, parse_item
+from voxline.realtime.server.nulls import without_nulls
 from voxline.realtime.server.planner import start_response
 from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.session_config import SessionConfig
@@ -161,6 +162,7 @@ class Engine:
         handler = self._handlers.get(type_)
         if handler is None:
             raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
+        data = without_nulls(data, EVENT_SCHEMAS[type_])
         check_object(data, EVENT_SCHEMAS[type_])
         return handler(data, now)
 

@@ -1,6 +1,6 @@
 """The effective session config: defaults, ``session.update`` validation and merging.
 
-Rules (PROTOCOL.md §4): ``session.type`` is required on every update; unknown and
+Rules (PROTOCOL.md §4, §9): ``null`` in an optional field is "not given"; ``session.type`` is required on every update; unknown and
 beta keys are rejected; a rejected update is discarded whole; fields left out are
 unchanged; ``null`` turns ``turn_detection`` / ``noise_reduction`` /
 ``transcription`` off; nested objects that are given (format, turn detection,
@@ -17,6 +17,7 @@ from typing import Any
 from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.nulls import without_nulls
 from voxline.realtime.server.session_schema import SESSION_SCHEMA
 from voxline.realtime.server.validate import check_object
 
@@ -105,6 +106,7 @@ class SessionConfig:
         """Validate and apply one ``session.update`` payload, or raise without changing anything."""
         if not isinstance(session, dict):
             raise RequestRejected(errors.invalid_type("session", "an object", "a value of another type"))
+        session = without_nulls(session, SESSION_SCHEMA)
         check_object(session, SESSION_SCHEMA, "session")
         if session["type"] == "transcription":
             raise RequestRejected(errors.transcription_on_realtime())
