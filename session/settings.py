@@ -1,7 +1,8 @@
 """Session configuration from arguments and environment variables (pydantic settings).
 
 Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
-``VOXLINE_API_KEY``), ``VOXLINE_MODEL``, ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
+``VOXLINE_API_KEY``), ``VOXLINE_MODEL`` (default ``gpt-realtime-2.1``),
+``VOXLINE_TRANSCRIPTION_MODEL`` (default ``gpt-transcribe``, used where the user is transcribed), ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
 ``VOXLINE_TURN_DETECTION`` (``server_vad``, ``semantic_vad`` or ``none`` for
 push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``. The key is a
 ``SecretStr``: it never shows in a repr or a log.
@@ -13,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 
 __all__ = ["DEFAULT_URL", "SessionSettings"]
 
@@ -24,7 +26,8 @@ class SessionSettings(BaseSettings):
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
-    model: str = "gpt-realtime"
+    model: str = DEFAULT_REALTIME_MODEL
+    transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
     voice: str | None = None
     instructions: str | None = None
     turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"

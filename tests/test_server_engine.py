@@ -154,7 +154,7 @@ def test_open_sends_the_full_default_session_then_the_conversation() -> None:
     h = Harness()
     assert types(h.opened) == ["session.created", "conversation.created"]
     session = h.opened[0]["session"]
-    assert session["type"] == "realtime" and session["model"] == "gpt-realtime"
+    assert session["type"] == "realtime" and session["model"] == "gpt-realtime-2.1"
     assert session["output_modalities"] == ["audio"] and session["max_output_tokens"] == "inf"
     assert session["tools"] == [] and session["tool_choice"] == "auto" and session["truncation"] == "auto"
     assert session["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}

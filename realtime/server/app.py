@@ -29,6 +29,7 @@ from websockets.asyncio.server import serve as ws_serve
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import errors
 from voxline.realtime.server.config import ServerConfig
@@ -49,7 +50,7 @@ __all__ = ["Server", "serve"]
 
 _REALTIME_PATH = "/v1/realtime"
 _SECRETS_PATH = "/v1/realtime/client_secrets"
-_DEFAULT_MODEL = "gpt-realtime"
+_DEFAULT_MODEL = DEFAULT_REALTIME_MODEL
 
 
 class Server:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from voxline.base.models import DEFAULT_TRANSCRIPTION_MODEL
 from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
@@ -87,7 +88,7 @@ def _filled(key: str, value: Any) -> Any:
         base = default_server_vad() if value["type"] == "server_vad" else _default_semantic_vad()
         return {**base, **value}
     if key == "transcription":
-        return {"model": "gpt-4o-mini-transcribe", "language": None, "prompt": None, **value}
+        return {"model": DEFAULT_TRANSCRIPTION_MODEL, "language": None, "prompt": None, **value}
     return copy.deepcopy(value)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.conversation import Conversation
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.input_audio import InputAudio
@@ -23,7 +24,7 @@ MAX_AUDIO_BYTES = 15 * 1024 * 1024
 class EngineConfig:
     """Per-session settings of the local server."""
 
-    model: str = "gpt-realtime"
+    model: str = DEFAULT_REALTIME_MODEL
     pacing: Pacing = field(default_factory=Pacing)
     max_session_s: float = 3600.0
     session_identity: bool = True

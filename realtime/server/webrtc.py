@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server import errors
 from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.engine import Engine
@@ -34,7 +35,7 @@ from voxline.realtime.server.state import EngineConfig
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
 
 CALLS_PATH = "/v1/realtime/calls"
-_DEFAULT_MODEL = "gpt-realtime"
+_DEFAULT_MODEL = DEFAULT_REALTIME_MODEL
 
 
 class RealtimeCalls:

@@ -14,6 +14,7 @@ from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["WebSocketTransport", "realtime_url"]
 
@@ -62,7 +63,7 @@ class WebSocketTransport:
         base_url: str,
         token: str,
         *,
-        model: str | None = "gpt-realtime",
+        model: str | None = DEFAULT_REALTIME_MODEL,
         open_timeout: float = 10.0,
         max_queue: int = 64,
         extra_headers: dict[str, str] | None = None,
