@@ -4,7 +4,10 @@
   Realtime session driven by :class:`~voxline.realtime.server.engine.Engine`.
 - ``POST /v1/realtime/client_secrets``: ephemeral keys
   (:mod:`voxline.realtime.server.http_api`).
-- ``POST /v1/realtime/calls`` (SDP offer): a WebRTC session (:mod:`voxline.realtime.server.webrtc`).
+- ``POST /v1/realtime/calls`` (SDP offer, or multipart ``sdp`` + ``session``): a WebRTC
+  session (:mod:`voxline.realtime.server.webrtc`); ``POST /v1/realtime/calls/{id}/hangup`` ends it.
+- ``GET /v1/realtime?call_id=…`` (WebSocket, the API key): a sideband socket on a running
+  call (:mod:`voxline.realtime.server.sideband`).
 
 Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
 401 ``Missing bearer or basic authentication in header``; a wrong one → 401
@@ -40,6 +43,7 @@ from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpRespo
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Scenario, load_scenario
+from voxline.realtime.server.sideband import Sideband, call_not_found, sideband_needs_api_key
 from voxline.realtime.server.speech import Synth, VoiceCache
 from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
@@ -129,6 +133,8 @@ class Server:
 
     async def _http(self, request: HttpRequest) -> HttpResponse:
         handler = self._routes.get((request.method, request.path.rstrip("/")))
+        if handler is None and request.method == "POST" and request.path.startswith(CALLS_PATH + "/"):
+            handler = self._calls.action
         if handler is None:
             return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
         return await handler(request)
@@ -150,7 +156,7 @@ class Server:
         problem = self._problem(request)
         if problem is None:
             return None
-        status = 400 if problem.code == "missing_model" or problem.code == "invalid_value" else 401
+        status = {"missing_model": 400, "invalid_value": 400, "call_not_found": 404}.get(problem.code or "", 401)
         return _json_response(connection, status, error_body(problem))
 
     def _problem(self, request: Any) -> ErrorSpec | None:
@@ -160,9 +166,14 @@ class Server:
         if not self._credentials.accepts(token, self.config.clock.wall()):
             return errors.invalid_api_key()
         query = parse_qs(urlsplit(request.path).query)
-        if "intent" in query or "call_id" in query:
+        if "intent" in query:
             message = "The voxline local server opens only realtime sessions (?model=…)."
             return errors.invalid_value(None, message)
+        if "call_id" in query:
+            if token.startswith("ek_"):
+                return sideband_needs_api_key()
+            call_id = query["call_id"][0]
+            return None if self._calls.find(call_id) is not None else call_not_found(call_id)
         if not query.get("model", [""])[0]:
             return errors.missing_model()
         return None
@@ -187,6 +198,9 @@ class Server:
             return
         token = self._credentials.bearer(request.headers.get("Authorization")) or ""
         query = parse_qs(urlsplit(request.path).query)
+        if "call_id" in query:
+            await self._sideband(connection, query["call_id"][0])
+            return
         engine = Engine(
             self._engine_config(query["model"][0]),
             self.scenario,
@@ -196,6 +210,16 @@ class Server:
             initial_session=self._credentials.session_for(token, self.config.clock.wall()),
         )
         await run_engine(connection, engine, self.config, self._synth)
+
+    async def _sideband(self, connection: ServerConnection, call_id: str) -> None:
+        call = self._calls.find(call_id)
+        if call is None:  # it ended since the handshake
+            spec = call_not_found(call_id)
+            await send_error_and_close(
+                connection, self.config, spec.to_event(self._ids.new("event"), None), 4000, close_reason(spec)
+            )
+            return
+        await call.attach(Sideband(connection))
 
     def _engine_config(self, model: str) -> EngineConfig:
         config = self.config
