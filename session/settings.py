@@ -28,6 +28,7 @@ class SessionSettings(BaseSettings):
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
     model: str = DEFAULT_REALTIME_MODEL
     transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
+    transcribe: bool = False
     voice: str | None = None
     instructions: str | None = None
     turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"
@@ -59,6 +60,8 @@ class SessionSettings(BaseSettings):
             "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": td},
                       "output": output},
         }
+        if self.transcribe:
+            session["audio"]["input"]["transcription"] = {"model": self.transcription_model}
         if self.instructions is not None:
             session["instructions"] = self.instructions
         if tools is not None:

@@ -42,7 +42,7 @@ from voxline.realtime.server.errors import ErrorSpec
 from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import Scenario, load_scenario
+from voxline.realtime.server.scenario import Scenario, load_scenario, with_transcripts
 from voxline.realtime.server.sideband import Sideband, call_not_found, sideband_needs_api_key
 from voxline.realtime.server.speech import Synth, VoiceCache
 from voxline.realtime.server.state import EngineConfig
@@ -242,6 +242,8 @@ class _Serving:
     async def _start(self) -> Server:
         config = self._config
         scenario = load_scenario(config.scenario)
+        if config.transcripts is not None:
+            scenario = with_transcripts(scenario, config.transcripts)
         synth, voice = make_synth(config.voice)
         voices = await asyncio.to_thread(warm_up, scenario, synth)
         self._server = await Server(config, scenario, synth, voice, voices).start()

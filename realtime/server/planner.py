@@ -113,6 +113,7 @@ def render(text: str, state: SessionState) -> str:
         for index, part in enumerate(entry.item.get("content") or []):
             if part.get("type") == "input_audio":
                 seconds = entry.audio_ms(index) / 1000.0
+                said = str(part.get("transcript") or said)
             elif part.get("type") == "input_text":
                 said = str(part.get("text", ""))
     values = {"user_seconds": f"{seconds:.1f}", "user_text": said or "nothing", "turn": str(state.turn_index)}

@@ -57,6 +57,7 @@ class SessionState:
     speech_item: str | None = None
     speech_start: int = 0
     turn_index: int = 0
+    user_turns: int = 0  # user audio items committed so far (picks the scripted transcript)
     pending_after: object | None = None
     idle_deadline: float | None = None
 

@@ -79,15 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class TalkSettings(SessionSettings):
-    """Session settings plus transcription of the user's speech (the real service transcribes)."""
-
-    transcribe: bool = False
-
-    def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        config = super().session_config(tools)
-        if self.transcribe:
-            config["audio"]["input"]["transcription"] = {"model": self.transcription_model}
-        return config
+    """Session settings for ``voxline talk``; it asks the real service to transcribe the user."""
 
 
 def demo_tools() -> ToolRegistry:
