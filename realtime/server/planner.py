@@ -24,6 +24,7 @@ from voxline.realtime.server.errors import RequestRejected
 from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
 from voxline.realtime.server.responses import ResponseRun, RunSpec
 from voxline.realtime.server.scenario import Call, Output, Say
+from voxline.realtime.server.session_config import check_reasoning
 from voxline.realtime.server.state import SessionState
 from voxline.realtime.server.usage import audio_tokens, input_usage, speech_seconds, text_tokens
 
@@ -35,6 +36,7 @@ _ARGUMENT_DELTAS = 4
 
 def start_response(state: SessionState, params: dict[str, Any], now: float) -> list[dict[str, Any]]:
     """Start a response; return ``[response.created]`` (the rest comes from polling the run)."""
+    check_reasoning(params, state.session.model, "response")
     out_of_band = params.get("conversation", "auto") == "none"
     if not out_of_band:
         active = state.default_run()

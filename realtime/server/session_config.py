@@ -17,16 +17,51 @@ from typing import Any
 from voxline.base.models import DEFAULT_TRANSCRIPTION_MODEL
 from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import errors
-from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.nulls import without_nulls
 from voxline.realtime.server.session_schema import SESSION_SCHEMA
 from voxline.realtime.server.validate import check_object
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
+    "NON_REASONING_MODELS",
     "SessionConfig",
+    "check_reasoning",
     "default_server_vad",
 ]
+
+# Realtime models the openai package lists that are not reasoning models: ``reasoning`` and
+# ``parallel_tool_calls`` are "only supported by reasoning Realtime models such as
+# gpt-realtime-2" (SDK docstrings). Any other name, including ones newer than this list, may use them.
+NON_REASONING_MODELS = frozenset({
+    "gpt-realtime",
+    "gpt-realtime-2025-08-28",
+    "gpt-realtime-1.5",
+    "gpt-realtime-mini",
+    "gpt-realtime-mini-2025-10-06",
+    "gpt-realtime-mini-2025-12-15",
+    "gpt-4o-realtime-preview",
+    "gpt-4o-realtime-preview-2024-10-01",
+    "gpt-4o-realtime-preview-2024-12-17",
+    "gpt-4o-realtime-preview-2025-06-03",
+    "gpt-4o-mini-realtime-preview",
+    "gpt-4o-mini-realtime-preview-2024-12-17",
+    "gpt-audio-1.5",
+    "gpt-audio-mini",
+    "gpt-audio-mini-2025-10-06",
+    "gpt-audio-mini-2025-12-15",
+})
+
+
+def check_reasoning(params: dict[str, Any], model: str, path: str) -> None:
+    """Refuse ``reasoning`` / ``parallel_tool_calls`` for a model that is not a reasoning model."""
+    if model not in NON_REASONING_MODELS:
+        return
+    for key in ("reasoning", "parallel_tool_calls"):
+        if key in params:
+            where = f"{path}.{key}"
+            message = f"Unsupported parameter: '{where}' is not supported with this model."
+            raise RequestRejected(ErrorSpec(message, "unsupported_parameter", where))
 
 DEFAULT_INSTRUCTIONS = (
     "You are the voxline local server, a stand-in for a speech-to-speech model. "
@@ -37,12 +72,17 @@ _PCM = PCM16_24K.to_wire()
 
 
 def default_server_vad() -> dict[str, Any]:
-    """``server_vad`` with the service's defaults."""
+    """``server_vad`` with the defaults the service sends in ``session.created``.
+
+    ``silence_duration_ms`` is 200 as in published GA ``session.created`` traces and
+    LiveKit's defaults "got from a default session" (PROTOCOL.md §9), not the 500 of the
+    SDK's docstring.
+    """
     return {
         "type": "server_vad",
         "threshold": 0.5,
         "prefix_padding_ms": 300,
-        "silence_duration_ms": 500,
+        "silence_duration_ms": 200,
         "idle_timeout_ms": None,
         "create_response": True,
         "interrupt_response": True,
@@ -126,6 +166,7 @@ class SessionConfig:
         model = session.get("model")
         if model is not None and model != self._config["model"]:
             raise RequestRejected(errors.invalid_value("session.model", "The model of a session cannot be changed."))
+        check_reasoning(session, self._config["model"], "session")
         modalities = session.get("output_modalities")
         if modalities is not None and len(set(modalities)) != 1:
             message = "Invalid 'session.output_modalities': use either ['audio'] or ['text']."
@@ -166,6 +207,10 @@ class SessionConfig:
     @property
     def instructions(self) -> str:
         return str(self._config["instructions"])
+
+    @property
+    def model(self) -> str:
+        return str(self._config["model"])
 
     @property
     def tools(self) -> list[dict[str, Any]]:
