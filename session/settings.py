@@ -4,7 +4,9 @@ Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
 ``VOXLINE_API_KEY``), ``VOXLINE_MODEL`` (default ``gpt-realtime-2.1``),
 ``VOXLINE_TRANSCRIPTION_MODEL`` (default ``gpt-transcribe``, used where the user is transcribed), ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
 ``VOXLINE_TURN_DETECTION`` (``server_vad``, ``semantic_vad`` or ``none`` for
-push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``. The key is a
+push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``,
+``VOXLINE_CALL_ID`` (attach to that running WebRTC call as its sideband, with the API key: the
+session sends no audio and plays none, its tools and mirror run here while the media runs elsewhere). The key is a
 ``SecretStr``: it never shows in a repr or a log.
 """
 
@@ -33,6 +35,7 @@ class SessionSettings(BaseSettings):
     instructions: str | None = None
     turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"
     transport: Literal["ws", "webrtc"] = "ws"
+    call_id: str | None = None
     input_device: str | None = None
     output_device: str | None = None
     reconnect_attempts: int = Field(5, ge=0)
@@ -66,4 +69,6 @@ class SessionSettings(BaseSettings):
             session["instructions"] = self.instructions
         if tools is not None:
             session["tools"] = tools
+        if self.call_id is not None:  # a sideband leaves the call's audio to the side that holds the media
+            del session["audio"]
         return session
