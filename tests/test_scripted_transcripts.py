@@ -156,3 +156,45 @@ def test_serve_banner_says_transcripts_are_scripted(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(timeout=10)
     assert "input transcripts are scripted" in banner, banner
+
+
+async def test_an_intent_transcription_session_transcribes_and_never_answers() -> None:
+    recorder = WireRecorder()
+
+    def on_wire(direction: str, text: str) -> None:
+        recorder("out" if direction == "in" else "in", text)
+
+    voice = synthesize("Hello there, what is the weather like?", "tone")
+    audio = np.concatenate([np.zeros(12000, np.int16), voice, np.zeros(24000, np.int16)])
+    config = ServerConfig(port=0, api_key=KEY, voice="tone", speed=float("inf"), transcripts=tuple(SAYS),
+                          on_wire=on_wire)
+    async with serve(config) as server:
+        async with AsyncOpenAI(api_key=KEY, websocket_base_url=server.url) as client:
+            async with client.realtime.connect(extra_query={"intent": "transcription"}) as conn:
+                created = await conn.recv()
+                assert created.type == "session.created" and created.session.type == "transcription"
+                await conn.session.update(session={
+                    "type": "transcription",
+                    "audio": {"input": {"transcription": {"model": "gpt-transcribe", "language": "en"}}},
+                })
+                await conn.send({"type": "session.update", "session": {"type": "realtime", "instructions": "x"}})
+                await conn.response.create()
+                for start in range(0, len(audio), 2400):
+                    chunk = audio[start : start + 2400].astype("<i2").tobytes()
+                    await conn.input_audio_buffer.append(audio=base64.b64encode(chunk).decode())
+                seen: list[str] = []
+                errors: list[str] = []
+                async with asyncio.timeout(15):
+                    async for event in conn:
+                        seen.append(event.type)
+                        if event.type == "error":
+                            errors.append(event.error.param or "")
+                        if event.type == "conversation.item.input_audio_transcription.completed":
+                            assert event.transcript == SAYS[0]
+                            break
+            assert errors == ["session.type", "type"]
+            assert "session.updated" in seen and not any(t.startswith("response.") for t in seen)
+            with pytest.raises(Exception, match="400"):
+                async with client.realtime.connect(model="gpt-realtime-2.1", extra_query={"intent": "transcription"}):
+                    pass
+    recorder.verify()

@@ -8,6 +8,8 @@
   session (:mod:`voxline.realtime.server.webrtc`); ``POST /v1/realtime/calls/{id}/hangup`` ends it.
 - ``GET /v1/realtime?call_id=…`` (WebSocket, the API key): a sideband socket on a running
   call (:mod:`voxline.realtime.server.sideband`).
+- ``GET /v1/realtime?intent=transcription`` (no ``model``): a transcription session, whose
+  input transcripts come from the scenario's script (the server does not recognise speech).
 
 Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
 401 ``Missing bearer or basic authentication in header``; a wrong one → 401
@@ -156,7 +158,8 @@ class Server:
         problem = self._problem(request)
         if problem is None:
             return None
-        status = {"missing_model": 400, "invalid_value": 400, "call_not_found": 404}.get(problem.code or "", 401)
+        auth = problem.code in (None, "invalid_api_key")  # a missing bearer has no code
+        status = 401 if auth else {"call_not_found": 404}.get(problem.code or "", 400)
         return _json_response(connection, status, error_body(problem))
 
     def _problem(self, request: Any) -> ErrorSpec | None:
@@ -167,8 +170,13 @@ class Server:
             return errors.invalid_api_key()
         query = parse_qs(urlsplit(request.path).query)
         if "intent" in query:
-            message = "The voxline local server opens only realtime sessions (?model=…)."
-            return errors.invalid_value(None, message)
+            intent = query["intent"][0]
+            if intent != "transcription":
+                return errors.invalid_choice("intent", intent, ("transcription",))
+            if query.get("model", [""])[0]:  # the service's answer to a model on a transcription session
+                message = "You must not provide a model parameter for transcription sessions."
+                return ErrorSpec(message, "invalid_model", "model")
+            return None
         if "call_id" in query:
             if token.startswith("ek_"):
                 return sideband_needs_api_key()
@@ -201,8 +209,9 @@ class Server:
         if "call_id" in query:
             await self._sideband(connection, query["call_id"][0])
             return
+        transcription = query.get("intent", [""])[0] == "transcription"
         engine = Engine(
-            self._engine_config(query["model"][0]),
+            self._engine_config(query.get("model", [""])[0], transcription=transcription),
             self.scenario,
             self._voices,
             wall_time=self.config.clock.wall(),
@@ -221,10 +230,11 @@ class Server:
             return
         await call.attach(Sideband(connection))
 
-    def _engine_config(self, model: str) -> EngineConfig:
+    def _engine_config(self, model: str, *, transcription: bool = False) -> EngineConfig:
         config = self.config
         return EngineConfig(
             model=model,
+            transcription=transcription,
             pacing=Pacing(speed=config.speed, chunk_ms=config.chunk_ms, latency_s=config.response_latency_s),
             max_session_s=config.max_session_s,
             session_identity=config.session_identity,

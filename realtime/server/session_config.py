@@ -19,7 +19,7 @@ from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.nulls import without_nulls
-from voxline.realtime.server.session_schema import SESSION_SCHEMA
+from voxline.realtime.server.session_schema import SESSION_SCHEMA, TRANSCRIPTION_SESSION_SCHEMA
 from voxline.realtime.server.validate import check_object
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
     "NON_REASONING_MODELS",
     "SessionConfig",
     "check_reasoning",
+    "no_responses",
+    "realtime_on_transcription",
     "default_server_vad",
 ]
 
@@ -51,6 +53,17 @@ NON_REASONING_MODELS = frozenset({
     "gpt-audio-mini-2025-10-06",
     "gpt-audio-mini-2025-12-15",
 })
+
+
+def realtime_on_transcription() -> ErrorSpec:
+    """The mirror of the service's error for a transcription update on a realtime session."""
+    message = "Passing a realtime session update event to a transcription session is not allowed."
+    return ErrorSpec(message, "invalid_parameter", "session.type")
+
+
+def no_responses() -> ErrorSpec:
+    """``response.create`` in a transcription session (it transcribes; it does not answer)."""
+    return ErrorSpec("A transcription session does not create responses.", "invalid_request", "type")
 
 
 def check_reasoning(params: dict[str, Any], model: str, path: str) -> None:
@@ -118,6 +131,21 @@ def _defaults(model: str, instructions: str) -> dict[str, Any]:
     }
 
 
+def _transcription_defaults() -> dict[str, Any]:
+    return {
+        "type": "transcription",
+        "audio": {
+            "input": {
+                "format": dict(_PCM),
+                "transcription": None,
+                "noise_reduction": None,
+                "turn_detection": default_server_vad(),
+            }
+        },
+        "include": None,
+    }
+
+
 def _filled(key: str, value: Any) -> Any:
     """A nested object given in an update, completed with the service defaults."""
     if value is None:
@@ -135,8 +163,9 @@ def _filled(key: str, value: Any) -> Any:
 class SessionConfig:
     """The session as the server applies it; :meth:`view` is what ``session.*`` events carry."""
 
-    def __init__(self, model: str, instructions: str = DEFAULT_INSTRUCTIONS) -> None:
-        self._config = _defaults(model, instructions)
+    def __init__(self, model: str, instructions: str = DEFAULT_INSTRUCTIONS, *, transcription: bool = False) -> None:
+        self.kind = "transcription" if transcription else "realtime"
+        self._config = _transcription_defaults() if transcription else _defaults(model, instructions)
 
     def view(self, identity: dict[str, Any] | None = None) -> dict[str, Any]:
         """A deep copy of the effective config, with ``id``/``object``/``expires_at`` if given."""
@@ -147,10 +176,13 @@ class SessionConfig:
         """Validate and apply one ``session.update`` payload, or raise without changing anything."""
         if not isinstance(session, dict):
             raise RequestRejected(errors.invalid_type("session", "an object", "a value of another type"))
-        session = without_nulls(session, SESSION_SCHEMA)
-        check_object(session, SESSION_SCHEMA, "session")
-        if session["type"] == "transcription":
-            raise RequestRejected(errors.transcription_on_realtime())
+        schema = SESSION_SCHEMA if self.kind == "realtime" else TRANSCRIPTION_SESSION_SCHEMA
+        session = without_nulls(session, schema)
+        if session.get("type") in ("realtime", "transcription") and session["type"] != self.kind:
+            raise RequestRejected(
+                errors.transcription_on_realtime() if self.kind == "realtime" else realtime_on_transcription()
+            )
+        check_object(session, schema, "session")
         self._check_rules(session, voice_locked)
         merged = copy.deepcopy(self._config)
         for key, value in session.items():
@@ -166,7 +198,7 @@ class SessionConfig:
         model = session.get("model")
         if model is not None and model != self._config["model"]:
             raise RequestRejected(errors.invalid_value("session.model", "The model of a session cannot be changed."))
-        check_reasoning(session, self._config["model"], "session")
+        check_reasoning(session, self.model, "session")
         modalities = session.get("output_modalities")
         if modalities is not None and len(set(modalities)) != 1:
             message = "Invalid 'session.output_modalities': use either ['audio'] or ['text']."
@@ -210,7 +242,7 @@ class SessionConfig:
 
     @property
     def model(self) -> str:
-        return str(self._config["model"])
+        return str(self._config.get("model", ""))
 
     @property
     def tools(self) -> list[dict[str, Any]]:

@@ -9,7 +9,17 @@ from __future__ import annotations
 from voxline.base.audio_format import PCM16_24K
 from voxline.realtime.server.validate import Field, Schema
 
-__all__ = ["FORMAT", "REASONING", "SESSION_SCHEMA", "TOOL", "TOOL_CHOICE", "TRANSCRIPTION_MODELS", "VOICE", "VOICES"]
+__all__ = [
+    "FORMAT",
+    "REASONING",
+    "SESSION_SCHEMA",
+    "TOOL",
+    "TOOL_CHOICE",
+    "TRANSCRIPTION_MODELS",
+    "TRANSCRIPTION_SESSION_SCHEMA",
+    "VOICE",
+    "VOICES",
+]
 
 VOICES = ("alloy", "ash", "ballad", "coral", "echo", "sage", "shimmer", "verse", "marin", "cedar")
 
@@ -173,4 +183,11 @@ SESSION_SCHEMA: Schema = {
     ),
     "reasoning": REASONING,
     "parallel_tool_calls": _BOOL,
+}
+
+# A transcription session (``?intent=transcription``): input audio only, no model, no responses.
+TRANSCRIPTION_SESSION_SCHEMA: Schema = {
+    "type": Field(("string",), required=True, choices=("realtime", "transcription")),
+    "audio": Field(("object",), fields={"input": _AUDIO.fields["input"]}),  # type: ignore[index]
+    "include": SESSION_SCHEMA["include"],
 }

@@ -31,6 +31,7 @@ class EngineConfig:
     max_event_bytes: int = 20 * 1024 * 1024
     max_audio_bytes: int = MAX_AUDIO_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS
+    transcription: bool = False  # a ?intent=transcription session: input transcripts only, no responses
 
     @property
     def max_session_minutes(self) -> int:

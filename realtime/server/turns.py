@@ -71,7 +71,8 @@ def _speech_stopped(state: SessionState, stop: SpeechStop, now: float) -> list[d
     ]
     events.extend(_commit_audio(state, state.input.take_segment(state.speech_start, stop.end), item_id))
     detection = state.session.turn_detection or {}
-    if detection.get("create_response", True) and state.default_run() is None:
+    responds = detection.get("create_response", True) and not state.config.transcription
+    if responds and state.default_run() is None:
         events.extend(start_response(state, {}, now))
     return events
 
@@ -116,7 +117,7 @@ def fire_idle(state: SessionState, now: float) -> list[dict[str, Any]]:
         )
     ]
     events.extend(_commit_audio(state, state.input.take_all(), item_id))
-    if state.default_run() is None:
+    if state.default_run() is None and not state.config.transcription:
         events.extend(start_response(state, {}, now))
     return events
 
