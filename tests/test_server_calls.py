@@ -219,3 +219,16 @@ def test_multipart_parsing_as_the_sdk_encodes_it() -> None:
             parse_form(bad, "b0")
     with pytest.raises(ValueError, match="boundary"):
         boundary_of("multipart/form-data")
+
+
+async def test_in_band_refusals_of_a_sideband_close_the_socket_like_the_service() -> None:
+    async with server_and_kiosk(reject_in_band=True) as (server, _client, _kiosk, wire):
+        url = f"{server.url}/realtime?call_id=rtc_gone"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+            text = await ws.recv()
+            wire("in", text)
+            error = json.loads(text)["error"]
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+        assert error["code"] == "call_not_found" and error["param"] == "call_id"
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000
