@@ -1,12 +1,14 @@
 """The effective session config: defaults, ``session.update`` validation and merging.
 
-Rules (PROTOCOL.md §4, §9): ``null`` in an optional field is "not given"; ``session.type`` is required on every update; unknown and
-beta keys are rejected; a rejected update is discarded whole; fields left out are
-unchanged; ``null`` turns ``turn_detection`` / ``noise_reduction`` /
-``transcription`` off; nested objects that are given (format, turn detection,
-transcription) replace the old ones, with the service defaults filled in; the
-voice cannot change once the assistant has produced audio; the model cannot
-change at all.
+Rules (PROTOCOL.md §4, §9): ``session.type`` is required on every update and must
+match the session's kind (``realtime``, or ``transcription`` for ``?intent=transcription``);
+``null`` in an optional field is "not given"; unknown and beta keys are rejected; a
+rejected update is discarded whole; fields left out are unchanged; ``null`` turns
+``turn_detection`` / ``noise_reduction`` / ``transcription`` off; nested objects that
+are given (format, turn detection, transcription) replace the old ones, with the
+service defaults filled in; the voice cannot change once the assistant has produced
+audio; the model cannot change at all; ``reasoning`` / ``parallel_tool_calls`` are for
+reasoning models only.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@ The body is the client's SDP offer (``Content-Type: application/sdp``), or the
 "unified" form the SDK's ``calls.create(sdp=…, session=…)`` sends from a server: a
 ``multipart/form-data`` body with an ``sdp`` part and a ``session`` part (the session
 config, JSON, validated like ``session.update``). The caller authenticates like the
-WebSocket path (``Authorization: Bearer`` with the server's key or an ``ek_…`` it minted). The answer is ``201 Created`` with an
-``application/sdp`` body and ``Location: /v1/realtime/calls/{call_id}``. Each call
-runs the same :class:`~voxline.realtime.server.engine.Engine` as a WebSocket session,
-bridged by :mod:`voxline.realtime.server.rtc_call`. Peers are local: no ICE servers.
+WebSocket path (``Authorization: Bearer`` with the server's key or an ``ek_…`` it
+minted). The answer is ``201 Created`` with an ``application/sdp`` body and
+``Location: /v1/realtime/calls/{call_id}``. Each call runs the same
+:class:`~voxline.realtime.server.engine.Engine` as a WebSocket session, bridged by
+:mod:`voxline.realtime.server.rtc_call`. Peers are local: no ICE servers.
 
 :class:`RealtimeCalls` owns the running calls; :meth:`RealtimeCalls.close` ends
 them all (the server calls it when it closes). ``POST /v1/realtime/calls/{id}/hangup``

@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a ToolRegistry (e.g. mytools:registry) to run the calls the server makes")
     parser.add_argument("--scenario", default="long", help="built-in server scenario: a name or a TOML file")
     parser.add_argument("--voice", default="auto", help="built-in server voice: auto, espeak or tone")
-    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL, help=f"Realtime model to ask for (default {DEFAULT_REALTIME_MODEL})")
+    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL,
+                        help=f"Realtime model to ask for (default {DEFAULT_REALTIME_MODEL})")
     parser.add_argument("--vad-threshold", type=float, default=0.5, help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=500,
                         help="server VAD: silence that ends a user turn, in ms (default 500)")

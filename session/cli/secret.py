@@ -22,7 +22,8 @@ __all__ = ["add_arguments", "mint_client_secret", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
                         help="API base URL (default: $OPENAI_BASE_URL or https://api.openai.com/v1)")
-    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL, help=f"realtime model (default {DEFAULT_REALTIME_MODEL})")
+    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL,
+                        help=f"realtime model (default {DEFAULT_REALTIME_MODEL})")
     parser.add_argument("--ttl", type=int, default=600, help="seconds the secret stays valid (10..7200)")
 
 
