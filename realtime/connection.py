@@ -18,6 +18,7 @@ from typing import Any
 from .errors import ConnectionClosed
 from .protocol import ProtocolOutput, RealtimeProtocol
 from .transports.base import Transport
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["RealtimeConnection", "WireObserver", "connect"]
 
@@ -118,7 +119,7 @@ async def connect(
     base_url: str,
     token: str,
     *,
-    model: str | None = "gpt-realtime",
+    model: str | None = DEFAULT_REALTIME_MODEL,
     on_wire: WireObserver | None = None,
     **options: Any,
 ) -> RealtimeConnection:

@@ -1,9 +1,12 @@
 """Session configuration from arguments and environment variables (pydantic settings).
 
 Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
-``VOXLINE_API_KEY``), ``VOXLINE_MODEL``, ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
+``VOXLINE_API_KEY``), ``VOXLINE_MODEL`` (default ``gpt-realtime-2.1``),
+``VOXLINE_TRANSCRIPTION_MODEL`` (default ``gpt-transcribe``, used where the user is transcribed), ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
 ``VOXLINE_TURN_DETECTION`` (``server_vad``, ``semantic_vad`` or ``none`` for
-push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``. The key is a
+push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``,
+``VOXLINE_CALL_ID`` (attach to that running WebRTC call as its sideband, with the API key: the
+session sends no audio and plays none, its tools and mirror run here while the media runs elsewhere). The key is a
 ``SecretStr``: it never shows in a repr or a log.
 """
 
@@ -13,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 
 __all__ = ["DEFAULT_URL", "SessionSettings"]
 
@@ -24,11 +28,14 @@ class SessionSettings(BaseSettings):
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
-    model: str = "gpt-realtime"
+    model: str = DEFAULT_REALTIME_MODEL
+    transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
+    transcribe: bool = False
     voice: str | None = None
     instructions: str | None = None
     turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"
     transport: Literal["ws", "webrtc"] = "ws"
+    call_id: str | None = None
     input_device: str | None = None
     output_device: str | None = None
     reconnect_attempts: int = Field(5, ge=0)
@@ -66,8 +73,12 @@ class SessionSettings(BaseSettings):
             "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": td},
                       "output": output},
         }
+        if self.transcribe:
+            session["audio"]["input"]["transcription"] = {"model": self.transcription_model}
         if self.instructions is not None:
             session["instructions"] = self.instructions
         if tools is not None:
             session["tools"] = tools
+        if self.call_id is not None:  # a sideband leaves the call's audio to the side that holds the media
+            del session["audio"]
         return session

@@ -14,6 +14,12 @@ own loop when it has one. If the connection drops (or the 60-minute cap ends it)
 reconnects, sends the session configuration again and rebuilds the conversation from the
 mirror; the tool tracker carries over, so no tool runs twice.
 
+A kiosk can hold a WebRTC call's media with an ephemeral key while a trusted backend runs its
+tools: the backend's session sets ``call_id`` (the kiosk's :attr:`VoiceSession.call_id`) and
+attaches to the call's sideband with the API key, with no media of its own; the kiosk's
+session passes ``run_tools=False`` so it leaves the calls to the backend. Over WebRTC the
+server cuts its own output buffer on barge-in either way.
+
 It is the only driver of the session core: ``voxline talk`` runs it on sound devices,
 ``voxline replay`` on a recording and a WAV output, and ``replay --fast`` the same with a
 :class:`~voxline.base.clock.VirtualClock` and the local server's engine in process
@@ -82,8 +88,11 @@ class VoiceSession:
         aec: EchoCanceller | str | None = None,
         local_vad: LocalVad | str | None = None,
         barge_policy: BargePolicy | None = None,
+        run_tools: bool = True,
     ) -> None:
         self.settings = settings or SessionSettings()
+        if self.settings.call_id is not None and input is not None:
+            raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
         self.clock = clock or RealClock()
         self.output: Output = output or ClockedOutput(self.clock)
         self._input = input
@@ -94,7 +103,9 @@ class VoiceSession:
         self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event,
                                  clock=self.clock)
         # WebRTC: assistant audio arrives on the media track, tagged into the output's playout
-        self.track = TrackTagger(self.output.playout) if self.settings.transport == "webrtc" else None
+        webrtc = self.settings.transport == "webrtc" and self.settings.call_id is None
+        self.track = TrackTagger(self.output.playout) if webrtc else None
+        self._run_tools = run_tools  # False: another session on the same call (a sideband) answers the calls
         self._raw = raw_events
         self._connector = connector or self._connect
         self._on_wire = on_wire
@@ -191,6 +202,9 @@ class VoiceSession:
             transport = await WebRTCTransport.connect(self.settings.url, key.get_secret_value(),
                                                       model=self.settings.model, on_audio=self.track.on_audio)
             return RealtimeConnection(transport, on_wire=self._on_wire)
+        if self.settings.call_id is not None:  # the sideband of a call: WebSocket, API key, no model
+            return await connect(self.settings.url, key.get_secret_value(), model=None, call_id=self.settings.call_id,
+                                 on_wire=self._on_wire)
         return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model, on_wire=self._on_wire)
 
     async def _open(self, *, adopt: bool = True) -> RealtimeConnection:
@@ -210,6 +224,13 @@ class VoiceSession:
         else:
             conn.protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = conn.protocol
+
+    @property
+    def call_id(self) -> str | None:
+        """The id of the WebRTC call this session holds (a new one after a reconnect), or the call it attached to."""
+        if self.settings.call_id is not None:
+            return self.settings.call_id
+        return getattr(self._conn.transport, "call_id", None) if self._conn is not None else None
 
     # ------------------------------------------------------------------ events
     def __aiter__(self) -> VoiceSession:
@@ -417,7 +438,8 @@ class VoiceSession:
         assert self.core is not None
         effects = self.core.handle(out, self.output.now())
         self.journal.handle(out)
-        self._tools.handle(out)
+        if self._run_tools:
+            self._tools.handle(out)
         self.mirror.apply(out)
         return effects
 
@@ -560,6 +582,8 @@ class VoiceSession:
         each message sent while away.
         """
         protocol = conn.protocol
+        if self.settings.call_id is not None:  # a sideband: the call kept its conversation and its response
+            return ConnectionRestored(self.output.now(), 0, 0, 0.0, handover)
         plan = self.mirror.plan_rebuild(self.journal.audio_of)
         for command in plan.commands:
             protocol.send(command)

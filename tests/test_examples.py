@@ -25,7 +25,7 @@ def run(*argv: str, stdin: str = "", timeout: float = 60.0) -> subprocess.Comple
                           timeout=timeout)
 
 
-@pytest.mark.parametrize("name", ["assistant.py", "kiosk.py", "interruption_test.py"])
+@pytest.mark.parametrize("name", ["assistant.py", "kiosk.py", "kiosk_sideband.py", "interruption_test.py"])
 def test_every_example_says_how_to_run_it(name: str) -> None:
     source = (EXAMPLES / name).read_text()
     docstring = source.split('"""')[1]
@@ -81,3 +81,15 @@ def test_interruption_test_passes_under_pytest() -> None:
     result = run("-m", "pytest", "examples/interruption_test.py", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
+
+
+def test_kiosk_sideband_backend_runs_the_tools_of_the_kiosks_call() -> None:
+    result = run("examples/kiosk_sideband.py", "--voice", "tone")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    call_id = lines[1].split()[3]
+    assert lines[1] == f"kiosk: WebRTC call {call_id} open with an ephemeral key" and call_id.startswith("rtc_")
+    assert lines[2] == f"backend: attached to {call_id} over the sideband with the API key"
+    assert lines[4] == 'backend: ran get_weather -> {"city":"Paris","temperature":21,"unit":"celsius","conditions":"clear"}'
+    assert lines[5] == "kiosk: assistant says 'I have the weather report now. Thank you for waiting.'"
+    assert lines[6].startswith("kiosk: visitor taps stop after ") and lines[6].endswith("the server cut its own buffer")

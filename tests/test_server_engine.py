@@ -154,7 +154,7 @@ def test_open_sends_the_full_default_session_then_the_conversation() -> None:
     h = Harness()
     assert types(h.opened) == ["session.created", "conversation.created"]
     session = h.opened[0]["session"]
-    assert session["type"] == "realtime" and session["model"] == "gpt-realtime"
+    assert session["type"] == "realtime" and session["model"] == "gpt-realtime-2.1"
     assert session["output_modalities"] == ["audio"] and session["max_output_tokens"] == "inf"
     assert session["tools"] == [] and session["tool_choice"] == "auto" and session["truncation"] == "auto"
     assert session["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}
@@ -163,7 +163,7 @@ def test_open_sends_the_full_default_session_then_the_conversation() -> None:
         "type": "server_vad",
         "threshold": 0.5,
         "prefix_padding_ms": 300,
-        "silence_duration_ms": 500,
+        "silence_duration_ms": 200,
         "idle_timeout_ms": None,
         "create_response": True,
         "interrupt_response": True,
@@ -259,7 +259,7 @@ def test_update_merges_fills_defaults_and_null_clears() -> None:
     assert types(updated) == ["session.updated"]
     assert session["instructions"] == "Be brief." and session["output_modalities"] == ["audio"]
     assert session["audio"]["input"]["turn_detection"]["threshold"] == 0.7
-    assert session["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 500
+    assert session["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 200
     assert session["audio"]["output"]["voice"] == "alloy"
     cleared = h.update(audio={"input": {"turn_detection": None}})[0]["session"]
     assert cleared["audio"]["input"]["turn_detection"] is None
@@ -386,13 +386,13 @@ def test_server_vad_reports_padded_start_and_stop_then_commits_and_responds() ->
     ]
     started, stopped, committed = events[:3]
     assert started["audio_start_ms"] == 1000 - 300
-    assert stopped["audio_end_ms"] == 2200 + 500
+    assert stopped["audio_end_ms"] == 2200 + 200
     assert started["item_id"] == stopped["item_id"] == committed["item_id"]
     assert "response.created" in types(events) and types(events)[-1] == "rate_limits.updated"
     audio = h.send({"type": "conversation.item.retrieve", "item_id": committed["item_id"]})[0]["item"]["content"][0][
         "audio"
     ]
-    assert len(base64.b64decode(audio)) == (2700 - 700) * 48
+    assert len(base64.b64decode(audio)) == (2200 + 200 - 700) * 48
 
 
 def test_create_response_false_only_commits() -> None:
@@ -827,7 +827,7 @@ def test_g711_sessions_count_8k_bytes() -> None:
         {"type": "input_audio_buffer.append", "audio": base64.b64encode(ulaw_encode(signal).tobytes()).decode()}
     )
     assert only(events, "input_audio_buffer.speech_started")[0]["audio_start_ms"] == 500 - 300
-    assert only(events, "input_audio_buffer.speech_stopped")[0]["audio_end_ms"] == 1000 + 500
+    assert only(events, "input_audio_buffer.speech_stopped")[0]["audio_end_ms"] == 1000 + 200
     audio = b"".join(base64.b64decode(e["delta"]) for e in only(events, "response.output_audio.delta"))
     assert len(audio) == 9 * CHAR_MS * 8  # "Hi there." at 8 bytes per ms
 

@@ -71,7 +71,9 @@ async def test_vad_turn_response_with_audio_cancel_and_truncate() -> None:
     start, stop = EnergyVad().process(signal)
     assert isinstance(start, SpeechStart) and isinstance(stop, SpeechStop)
     async with session(recorder, scenario="long", voice="espeak", speed=8.0) as (_, conn):
-        await conn.session.update(session={"type": "realtime", "output_modalities": ["audio"]})
+        vad = {"type": "server_vad", "silence_duration_ms": 500}  # as EnergyVad() above splits the signal
+        await conn.session.update(session={"type": "realtime", "output_modalities": ["audio"],
+                                           "audio": {"input": {"turn_detection": vad}}})
         await until(conn, "session.updated")
         for i in range(0, len(signal), RATE // 10):
             await conn.input_audio_buffer.append(audio=base64.b64encode(signal[i : i + RATE // 10].tobytes()).decode())

@@ -76,7 +76,7 @@ def test_a_remote_url_without_a_key_is_one_line(monkeypatch: pytest.MonkeyPatch,
 def test_the_real_service_is_asked_to_transcribe_the_user_and_the_local_server_is_not() -> None:
     real = TalkSettings(api_key="sk-test", transcribe=True).session_config()
     local = TalkSettings(api_key="sk-test").session_config()
-    assert real["audio"]["input"]["transcription"] == {"model": "gpt-4o-mini-transcribe"}
+    assert real["audio"]["input"]["transcription"] == {"model": "gpt-transcribe"}
     assert "transcription" not in local["audio"]["input"]
     assert real["audio"]["input"]["turn_detection"]["type"] == "server_vad"
 
@@ -258,7 +258,7 @@ async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None) -> None:
     async with talk("--no-ui", "--url", "ws://127.0.0.1:9/v1") as run:
         code, err = await run.finish()
     assert code == 1 and run.lines == [
-        "voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime); use headphones, or the assistant "
+        "voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime-2.1); use headphones, or the assistant "
         "may hear itself"]
     assert err.count("\n") == 1 and err.startswith("voxline talk: error: cannot connect to ws://127.0.0.1:9/v1")
 

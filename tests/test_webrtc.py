@@ -217,12 +217,19 @@ async def test_cancel_and_clear_stop_the_audio_mid_reply(tmp_path: Path) -> None
 
 async def test_speech_on_the_microphone_track_triggers_server_vad(tmp_path: Path) -> None:
     speech = synthesize("Hello there, what is the weather like today?", "tone")
+    configured = asyncio.Event()
 
     async def microphone() -> AsyncIterator[np.ndarray]:  # read by the transport into its track
+        await configured.wait()
         for block in (np.zeros(RATE // 2, np.int16), speech, np.zeros(RATE, np.int16)):
             yield block
 
     async with call(tmp_path, source=microphone()) as (peer, _client_wire):
+        # 500 ms of silence ends the turn (the service's default is 200, shorter than the voice's pauses).
+        vad = {"type": "server_vad", "silence_duration_ms": 500}
+        await peer.send({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": vad}}}})
+        await peer.until("session.updated")
+        configured.set()
         events = await peer.until("input_audio_buffer.speech_started")
         events += await peer.until("input_audio_buffer.speech_stopped")
         events += await peer.until("response.created")  # create_response is on by default

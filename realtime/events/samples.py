@@ -54,7 +54,7 @@ _RESPONSE = {
 }
 _SESSION = {
     "type": "realtime",
-    "model": "gpt-realtime",
+    "model": "gpt-realtime-2.1",
     "instructions": "Be brief.",
     "output_modalities": ["audio"],
     "audio": {"output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": "marin"}},

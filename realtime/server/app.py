@@ -4,7 +4,12 @@
   Realtime session driven by :class:`~voxline.realtime.server.engine.Engine`.
 - ``POST /v1/realtime/client_secrets``: ephemeral keys
   (:mod:`voxline.realtime.server.http_api`).
-- ``POST /v1/realtime/calls`` (SDP offer): a WebRTC session (:mod:`voxline.realtime.server.webrtc`).
+- ``POST /v1/realtime/calls`` (SDP offer, or multipart ``sdp`` + ``session``): a WebRTC
+  session (:mod:`voxline.realtime.server.webrtc`); ``POST /v1/realtime/calls/{id}/hangup`` ends it.
+- ``GET /v1/realtime?call_id=…`` (WebSocket, the API key): a sideband socket on a running
+  call (:mod:`voxline.realtime.server.sideband`).
+- ``GET /v1/realtime?intent=transcription`` (no ``model``): a transcription session, whose
+  input transcripts come from the scenario's script (the server does not recognise speech).
 
 Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
 401 ``Missing bearer or basic authentication in header``; a wrong one → 401
@@ -29,6 +34,7 @@ from websockets.asyncio.server import serve as ws_serve
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import errors
 from voxline.realtime.server.config import ServerConfig
@@ -38,7 +44,8 @@ from voxline.realtime.server.errors import ErrorSpec
 from voxline.realtime.server.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import Scenario, load_scenario
+from voxline.realtime.server.scenario import Scenario, load_scenario, with_transcripts
+from voxline.realtime.server.sideband import Sideband, call_not_found, sideband_needs_api_key
 from voxline.realtime.server.speech import Synth, VoiceCache
 from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
@@ -49,7 +56,7 @@ __all__ = ["Server", "serve"]
 
 _REALTIME_PATH = "/v1/realtime"
 _SECRETS_PATH = "/v1/realtime/client_secrets"
-_DEFAULT_MODEL = "gpt-realtime"
+_DEFAULT_MODEL = DEFAULT_REALTIME_MODEL
 
 
 class Server:
@@ -128,6 +135,8 @@ class Server:
 
     async def _http(self, request: HttpRequest) -> HttpResponse:
         handler = self._routes.get((request.method, request.path.rstrip("/")))
+        if handler is None and request.method == "POST" and request.path.startswith(CALLS_PATH + "/"):
+            handler = self._calls.action
         if handler is None:
             return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
         return await handler(request)
@@ -149,7 +158,8 @@ class Server:
         problem = self._problem(request)
         if problem is None:
             return None
-        status = 400 if problem.code == "missing_model" or problem.code == "invalid_value" else 401
+        auth = problem.code in (None, "invalid_api_key")  # a missing bearer has no code
+        status = 401 if auth else {"call_not_found": 404}.get(problem.code or "", 400)
         return _json_response(connection, status, error_body(problem))
 
     def _problem(self, request: Any) -> ErrorSpec | None:
@@ -159,9 +169,19 @@ class Server:
         if not self._credentials.accepts(token, self.config.clock.wall()):
             return errors.invalid_api_key()
         query = parse_qs(urlsplit(request.path).query)
-        if "intent" in query or "call_id" in query:
-            message = "The voxline local server opens only realtime sessions (?model=…)."
-            return errors.invalid_value(None, message)
+        if "intent" in query:
+            intent = query["intent"][0]
+            if intent != "transcription":
+                return errors.invalid_choice("intent", intent, ("transcription",))
+            if query.get("model", [""])[0]:  # the service's answer to a model on a transcription session
+                message = "You must not provide a model parameter for transcription sessions."
+                return ErrorSpec(message, "invalid_model", "model")
+            return None
+        if "call_id" in query:
+            if token.startswith("ek_"):
+                return sideband_needs_api_key()
+            call_id = query["call_id"][0]
+            return None if self._calls.find(call_id) is not None else call_not_found(call_id)
         if not query.get("model", [""])[0]:
             return errors.missing_model()
         return None
@@ -186,8 +206,12 @@ class Server:
             return
         token = self._credentials.bearer(request.headers.get("Authorization")) or ""
         query = parse_qs(urlsplit(request.path).query)
+        if "call_id" in query:
+            await self._sideband(connection, query["call_id"][0])
+            return
+        transcription = query.get("intent", [""])[0] == "transcription"
         engine = Engine(
-            self._engine_config(query["model"][0]),
+            self._engine_config(query.get("model", [""])[0], transcription=transcription),
             self.scenario,
             self._voices,
             wall_time=self.config.clock.wall(),
@@ -196,10 +220,21 @@ class Server:
         )
         await run_engine(connection, engine, self.config, self._synth)
 
-    def _engine_config(self, model: str) -> EngineConfig:
+    async def _sideband(self, connection: ServerConnection, call_id: str) -> None:
+        call = self._calls.find(call_id)
+        if call is None:  # it ended since the handshake
+            spec = call_not_found(call_id)
+            await send_error_and_close(
+                connection, self.config, spec.to_event(self._ids.new("event"), None), 4000, close_reason(spec)
+            )
+            return
+        await call.attach(Sideband(connection))
+
+    def _engine_config(self, model: str, *, transcription: bool = False) -> EngineConfig:
         config = self.config
         return EngineConfig(
             model=model,
+            transcription=transcription,
             pacing=Pacing(speed=config.speed, chunk_ms=config.chunk_ms, latency_s=config.response_latency_s),
             max_session_s=config.max_session_s,
             session_identity=config.session_identity,
@@ -217,6 +252,8 @@ class _Serving:
     async def _start(self) -> Server:
         config = self._config
         scenario = load_scenario(config.scenario)
+        if config.transcripts is not None:
+            scenario = with_transcripts(scenario, config.transcripts)
         synth, voice = make_synth(config.voice)
         voices = await asyncio.to_thread(warm_up, scenario, synth)
         self._server = await Server(config, scenario, synth, voice, voices).start()

@@ -7,10 +7,12 @@ import asyncio
 import math
 import os
 import sys
+from pathlib import Path
 
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.app import serve
 from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.scenario import read_transcripts
 
 __all__ = ["add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
 
@@ -40,6 +42,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--voice", default="auto", help="espeak, espeak:<variant>, tone, or auto (default)")
     parser.add_argument(
+        "--transcripts",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="what the user says, one line per user turn: streamed as scripted input transcripts "
+        "(default: the scenario's user_says list, if any)",
+    )
+    parser.add_argument(
         "--api-key",
         default=None,
         help=f"require this key (or an ephemeral key minted here); also read from ${API_KEY_ENV}",
@@ -60,6 +70,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         port=args.port,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         scenario=args.scenario,
+        transcripts=None if getattr(args, "transcripts", None) is None else read_transcripts(args.transcripts),
         voice=args.voice,
         speed=args.speed,
         max_session_s=args.max_session_minutes * 60.0,
@@ -74,7 +85,8 @@ async def main_serve(args: argparse.Namespace) -> int:
             print(
                 f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
                 f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); "
-                "it does not understand speech.",
+                "it does not understand speech: input transcripts are scripted "
+                f"({len(server.scenario.user_says)} user turn(s) scripted, then transcription fails).",
                 flush=True,
             )
             await server.serve_forever()

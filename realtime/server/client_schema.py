@@ -8,7 +8,15 @@ Nested ``session`` and ``item`` objects are checked by their own modules.
 from __future__ import annotations
 
 from voxline.realtime.server.items import ITEM
-from voxline.realtime.server.session_schema import FORMAT, MAX_OUTPUT_TOKENS, OUTPUT_MODALITIES, TOOL, TOOL_CHOICE
+from voxline.realtime.server.session_schema import (
+    FORMAT,
+    MAX_OUTPUT_TOKENS,
+    OUTPUT_MODALITIES,
+    REASONING,
+    TOOL,
+    TOOL_CHOICE,
+    VOICE,
+)
 from voxline.realtime.server.validate import Field, Schema
 
 __all__ = ["EVENT_SCHEMAS", "RESPONSE_PARAMS", "SUPPORTED_TYPES"]
@@ -30,7 +38,7 @@ _INPUT_ENTRY = Field(
 RESPONSE_PARAMS: Schema = {
     "audio": Field(
         ("object",),
-        fields={"output": Field(("object",), fields={"format": FORMAT, "voice": Field(("string", "object"))})},
+        fields={"output": Field(("object",), fields={"format": FORMAT, "voice": VOICE})},
     ),
     "conversation": Field(("string",), choices=("auto", "none")),
     "input": Field(("array",), items=_INPUT_ENTRY),
@@ -40,7 +48,7 @@ RESPONSE_PARAMS: Schema = {
     "output_modalities": OUTPUT_MODALITIES,
     "parallel_tool_calls": Field(("boolean",)),
     "prompt": Field(("object", "null")),
-    "reasoning": Field(("object",)),
+    "reasoning": REASONING,
     "tool_choice": TOOL_CHOICE,
     "tools": Field(("array",), items=TOOL),
 }

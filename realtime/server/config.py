@@ -51,7 +51,9 @@ class ServerConfig:
     ``speed`` paces assistant audio as a multiple of real time (``math.inf``:
     instant). ``voice`` is ``"auto"`` (espeak-ng when installed, else ``tone``),
     ``"espeak"``, ``"espeak:<variant>"`` or ``"tone"``. ``scenario`` is a TOML path
-    or a built-in name (``default``, ``long``, ``tools``). ``on_wire`` observes every
+    or a built-in name (``default``, ``long``, ``tools``). ``transcripts`` scripts what the
+    user says, one entry per user audio turn, in place of the scenario's ``user_says``
+    (the server streams them as input transcripts; it does not recognise speech). ``on_wire`` observes every
     frame as ``("in" | "out", text)`` from the server's point of view.
     ``reject_in_band`` answers bad credentials or a missing ``model`` the way the
     real service does (handshake accepted, ``error`` event, close 3000/4000)
@@ -65,6 +67,7 @@ class ServerConfig:
     port: int = 8765
     api_key: str | None = field(default=None, repr=False)
     scenario: str | Path | None = None
+    transcripts: tuple[str, ...] | None = None
     voice: str = "auto"
     speed: float = 4.0
     chunk_ms: int = 100

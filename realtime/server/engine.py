@@ -26,9 +26,10 @@ from voxline.realtime.server.conversation import Entry
 from voxline.realtime.server.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.ids import IdFactory, event
 from voxline.realtime.server.items import decode_base64, parse_item
+from voxline.realtime.server.nulls import without_nulls
 from voxline.realtime.server.planner import start_response
 from voxline.realtime.server.scenario import Scenario
-from voxline.realtime.server.session_config import SessionConfig
+from voxline.realtime.server.session_config import SessionConfig, no_responses
 from voxline.realtime.server.speech import Samples, Synth, VoiceCache
 from voxline.realtime.server.state import EngineConfig, SessionState
 from voxline.realtime.server.validate import check_object, json_kind
@@ -62,7 +63,11 @@ class Engine:
             session_id=ids.new("sess"),
             conversation_id=ids.new("conv"),
             expires_at=int(wall_time + config.max_session_s),
-            session=SessionConfig(str((initial_session or {}).get("model") or config.model), config.instructions),
+            session=SessionConfig(
+                str((initial_session or {}).get("model") or config.model),
+                config.instructions,
+                transcription=config.transcription,
+            ),
         )
         if initial_session is not None:
             self._state.session.update(initial_session, voice_locked=False)
@@ -76,7 +81,7 @@ class Engine:
             "conversation.item.retrieve": self._item_retrieve,
             "conversation.item.delete": self._item_delete,
             "conversation.item.truncate": self._item_truncate,
-            "response.create": lambda e, now: start_response(self._state, e.get("response") or {}, now),
+            "response.create": self._response_create,
             "response.cancel": self._response_cancel,
         }
 
@@ -166,6 +171,7 @@ class Engine:
         handler = self._handlers.get(type_)
         if handler is None:
             raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
+        data = without_nulls(data, EVENT_SCHEMAS[type_])
         check_object(data, EVENT_SCHEMAS[type_])
         return handler(data, now)
 
@@ -185,7 +191,8 @@ class Engine:
         state = self._state
         if not state.config.session_identity:
             return None
-        return {"id": state.session_id, "object": "realtime.session", "expires_at": state.expires_at}
+        kind = "realtime.transcription_session" if state.config.transcription else "realtime.session"
+        return {"id": state.session_id, "object": kind, "expires_at": state.expires_at}
 
     def _apply_input_config(self) -> None:
         session = self._state.session
@@ -238,6 +245,11 @@ class Engine:
         for run in state.runs:
             events.extend(run.stop_item(item_id))
         return events
+
+    def _response_create(self, data: dict[str, Any], now: float) -> Events:
+        if self._state.config.transcription:
+            raise RequestRejected(no_responses())
+        return start_response(self._state, data.get("response") or {}, now)
 
     def _response_cancel(self, data: dict[str, Any], now: float) -> Events:
         state = self._state

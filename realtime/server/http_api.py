@@ -151,7 +151,7 @@ def mint_client_secret(
             raise RequestRejected(errors.not_an_object("a value of another type"))
         check_object(body, _SECRET_REQUEST)
         session_raw = body.get("session") or {"type": "realtime"}
-        config = SessionConfig(str(session_raw.get("model", default_model)))
+        config = SessionConfig(str(session_raw.get("model") or default_model))
         config.update(session_raw, voice_locked=False)
     except ValueError as exc:
         return HttpResponse(400, error_body(errors.invalid_json(str(exc))))

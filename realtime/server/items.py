@@ -16,6 +16,7 @@ from typing import Any
 
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
+from voxline.realtime.server.nulls import value_without_nulls, without_nulls
 from voxline.realtime.server.validate import Field, check_object, check_value
 
 __all__ = ["ITEM", "NewItem", "decode_base64", "parse_item"]
@@ -75,6 +76,7 @@ def decode_base64(text: str, path: str) -> bytes:
 
 def parse_item(raw: Any, path: str, new_id: str) -> NewItem:
     """Validate ``raw`` as a client item at ``path``; ``new_id`` is used when it has no id."""
+    raw = value_without_nulls(raw, ITEM)
     check_value(raw, ITEM, path)
     item = copy.deepcopy(raw)
     item.setdefault("id", new_id)
@@ -98,6 +100,7 @@ def _parse_content(item: dict[str, Any], path: str) -> dict[int, bytes]:
             if "type" not in part:
                 raise RequestRejected(errors.missing_parameter(f"{where}.type"))
             raise RequestRejected(errors.invalid_choice(f"{where}.type", part_type, tuple(allowed)))
+        part = item["content"][index] = without_nulls(part, allowed[part_type])
         check_object(part, allowed[part_type], where)
         if part_type == "output_audio":
             message = "Assistant audio cannot be created by a client; use output_text."

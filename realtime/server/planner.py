@@ -24,6 +24,7 @@ from voxline.realtime.server.errors import RequestRejected
 from voxline.realtime.server.output_items import CallOutput, MessageOutput, OutputItem
 from voxline.realtime.server.responses import ResponseRun, RunSpec
 from voxline.realtime.server.scenario import Call, Output, Say
+from voxline.realtime.server.session_config import check_reasoning
 from voxline.realtime.server.state import SessionState
 from voxline.realtime.server.usage import audio_tokens, input_usage, speech_seconds, text_tokens
 
@@ -35,6 +36,7 @@ _ARGUMENT_DELTAS = 4
 
 def start_response(state: SessionState, params: dict[str, Any], now: float) -> list[dict[str, Any]]:
     """Start a response; return ``[response.created]`` (the rest comes from polling the run)."""
+    check_reasoning(params, state.session.model, "response")
     out_of_band = params.get("conversation", "auto") == "none"
     if not out_of_band:
         active = state.default_run()
@@ -113,6 +115,7 @@ def render(text: str, state: SessionState) -> str:
         for index, part in enumerate(entry.item.get("content") or []):
             if part.get("type") == "input_audio":
                 seconds = entry.audio_ms(index) / 1000.0
+                said = str(part.get("transcript") or said)
             elif part.get("type") == "input_text":
                 said = str(part.get("text", ""))
     values = {"user_seconds": f"{seconds:.1f}", "user_text": said or "nothing", "turn": str(state.turn_index)}

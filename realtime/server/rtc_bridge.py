@@ -53,12 +53,14 @@ class CallBridge:
         """``session.created`` and ``conversation.created``."""
         self._route(self.engine.open(), None)
 
-    def client_frame(self, frame: str | bytes, now: float) -> None:
-        """One frame from the data channel."""
+    def client_frame(
+        self, frame: str | bytes, now: float, reply: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
+        """One frame from the data channel, or from a sideband socket (``reply`` gets its errors)."""
         if _event_type(frame) == _CLEAR:
             self._clear(now)
             return
-        self._route(self.engine.receive(frame, now) + self.engine.poll(now), now)
+        self._route(self.engine.receive(frame, now) + self.engine.poll(now), now, reply)
 
     def microphone(self, samples: Samples, now: float) -> None:
         """A decoded block of the incoming track (int16 mono 24 kHz) into the input buffer."""
@@ -87,9 +89,12 @@ class CallBridge:
 
     # Routing.
 
-    def _route(self, events: Events, now: float | None) -> None:
+    def _route(self, events: Events, now: float | None, reply: Callable[[dict[str, Any]], None] | None = None) -> None:
         interrupted = False
         for ev in events:
+            if reply is not None and ev["type"] == "error":
+                reply(ev)
+                continue
             match ev["type"]:
                 case "response.output_audio.delta":
                     self._queue_audio(ev)

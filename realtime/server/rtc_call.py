@@ -9,6 +9,12 @@ away: the microphone reader, a pacer that polls the engine when its next step is
 due (as over WebSocket), a voicer that synthesizes the replies a response waits for
 off the event loop, and the session-length timer. Client frames are handled
 as they arrive, in the channel's callback.
+
+Sideband sockets (:mod:`voxline.realtime.server.sideband`) may :meth:`Call.attach` at any
+time: each gets ``session.created`` / ``conversation.created`` (at once if the call is
+open, else when it opens), then every event of the call; its frames are handled like
+the channel's. :meth:`Call.hangup` ends the call, as the peer leaving does; either way
+the sidebands close with 1000.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.rtc_bridge import CallBridge
 from voxline.realtime.server.rtc_output import Samples
+from voxline.realtime.server.sideband import Sideband
 from voxline.realtime.server.speech import Synth
 from voxline.realtime.server.timing import first_of
 from voxline.realtime.server.voices import SpeechSupplier
@@ -52,6 +59,8 @@ class Call:
         self._channel_ready = asyncio.Event()
         self._mic: MediaStreamTrack | None = None
         self._ended = asyncio.Event()
+        self._opened = False
+        self._sidebands: list[Sideband] = []
         self._wakeup = asyncio.Event()
         self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set)
         pc.on("track", self._on_track)
@@ -90,7 +99,33 @@ class Call:
                     for job in jobs:
                         job.cancel()
         finally:
+            for sideband in self._sidebands:
+                sideband.close()
+            self._sidebands = []
             await self.pc.close()
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
+    def hangup(self) -> None:
+        """End the call (``POST /v1/realtime/calls/{id}/hangup``); :meth:`run` then closes everything."""
+        self._ended.set()
+
+    async def attach(self, sideband: Sideband) -> None:
+        """Serve one sideband socket until it or the call closes."""
+        if self._ended.is_set():
+            sideband.close()
+        else:
+            self._sidebands.append(sideband)
+            if self._opened:  # it missed the opening events: they are sent to it alone
+                for ev in self.bridge.engine.open():
+                    self._deliver(sideband, json.dumps(ev))
+        try:
+            await sideband.run(lambda frame: self._on_message(frame, sideband))
+        finally:
+            if sideband in self._sidebands:
+                self._sidebands.remove(sideband)
 
     # Peer connection callbacks.
 
@@ -105,17 +140,19 @@ class Call:
         channel.on("message", self._on_message)
         channel.on("close", self._ended.set)
         self.bridge.open()  # session.created goes first, before any client frame is handled
+        self._opened = True
         self._channel_ready.set()
 
     def _on_state(self) -> None:
         if self.pc.connectionState in ("failed", "closed"):
             self._ended.set()
 
-    def _on_message(self, message: str | bytes) -> None:
+    def _on_message(self, message: str | bytes, sideband: Sideband | None = None) -> None:
         if self._config.on_wire is not None:
             text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
             self._config.on_wire("in", text)
-        self.bridge.client_frame(message, self._config.clock.now())
+        reply = None if sideband is None else (lambda ev: self._deliver(sideband, json.dumps(ev)))
+        self.bridge.client_frame(message, self._config.clock.now(), reply)
         self._voicer.check()
         self._wakeup.set()
 
@@ -125,11 +162,18 @@ class Call:
         self._wakeup.set()
 
     def _send(self, ev: dict[str, Any]) -> None:
-        channel = self._channel
-        if channel is None or channel.readyState != "open":
-            return  # nothing is produced before the channel opens; after it closes the call is over
         text = json.dumps(ev)
-        channel.send(text)
+        channel = self._channel
+        # Nothing is produced before the channel opens; after it closes the call is over.
+        if channel is not None and channel.readyState == "open":
+            channel.send(text)
+            if self._config.on_wire is not None:
+                self._config.on_wire("out", text)
+        for sideband in self._sidebands:
+            self._deliver(sideband, text)
+
+    def _deliver(self, sideband: Sideband, text: str) -> None:
+        sideband.push(text)
         if self._config.on_wire is not None:
             self._config.on_wire("out", text)
 

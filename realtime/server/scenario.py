@@ -9,6 +9,7 @@ default conversation takes the next turn; at the end it starts over
     description = "What this script is for."
     after_last = "cycle"                       # or "repeat_last"
     out_of_band = "Reply for conversation='none' responses."
+    user_says = ["What is the weather?", "Thanks."]  # scripted input transcripts, one per user audio turn
 
     [[turns]]                                  # one spoken (or text) reply
     say = "Hello! I heard {user_seconds} seconds of audio."
@@ -33,13 +34,18 @@ default conversation takes the next turn; at the end it starts over
 ``say`` texts may use ``{user_seconds}`` (length of the last user audio item),
 ``{user_text}`` (text of the last user text item) and ``{turn}`` (1-based turn
 number). A message output may also be given as ``[[turns.output]] say = …``.
+
+``user_says`` scripts what the user says: the n-th user audio item the server commits is
+"transcribed" as the n-th entry (when the session asks for input transcription). The server
+does not recognise speech; past the end of the list, transcription fails as without it.
 """
 
 from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +61,8 @@ __all__ = [
     "builtin_names",
     "load_scenario",
     "parse_scenario",
+    "read_transcripts",
+    "with_transcripts",
 ]
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
@@ -95,6 +103,7 @@ class Scenario:
     turns: tuple[Turn, ...]
     after_last: Literal["cycle", "repeat_last"] = "cycle"
     out_of_band: tuple[Output, ...] = (Say("This is an out-of-band reply from the voxline local server."),)
+    user_says: tuple[str, ...] = ()
 
 
 def builtin_names() -> list[str]:
@@ -122,7 +131,7 @@ def load_scenario(source: str | Path | None = None) -> Scenario:
 
 def parse_scenario(data: dict[str, Any], where: str = "scenario") -> Scenario:
     """Build a :class:`Scenario` from decoded TOML, or raise ``ConfigurationError``."""
-    _only(data, {"name", "description", "after_last", "out_of_band", "turns"}, where)
+    _only(data, {"name", "description", "after_last", "out_of_band", "turns", "user_says"}, where)
     turns_raw = data.get("turns")
     if not isinstance(turns_raw, list) or not turns_raw:
         raise ConfigurationError(f"{where}: needs at least one [[turns]] entry")
@@ -139,7 +148,31 @@ def parse_scenario(data: dict[str, Any], where: str = "scenario") -> Scenario:
     if "out_of_band" in data:
         oob = _outputs(data["out_of_band"], f"{where}: out_of_band")
         scenario = Scenario(scenario.name, scenario.description, turns, after_last, oob)
+    if "user_says" in data:
+        scenario = with_transcripts(scenario, _user_says(data["user_says"], f"{where}: user_says"))
     return scenario
+
+
+def with_transcripts(scenario: Scenario, user_says: Sequence[str]) -> Scenario:
+    """``scenario`` with these scripted input transcripts (one per user audio turn)."""
+    return replace(scenario, user_says=tuple(user_says))
+
+
+def read_transcripts(path: Path) -> tuple[str, ...]:
+    """Scripted input transcripts from a text file: one user turn per non-empty line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read transcripts {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"transcripts {path} are not UTF-8 text") from None
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _user_says(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(s, str) and s for s in raw):
+        raise ConfigurationError(f"{where}: expected a list of non-empty strings")
+    return tuple(raw)
 
 
 def _only(table: Any, keys: set[str], where: str) -> None:

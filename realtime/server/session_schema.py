@@ -9,9 +9,31 @@ from __future__ import annotations
 from voxline.base.audio_format import PCM16_24K
 from voxline.realtime.server.validate import Field, Schema
 
-__all__ = ["FORMAT", "SESSION_SCHEMA", "TOOL", "TOOL_CHOICE", "VOICES"]
+__all__ = [
+    "FORMAT",
+    "REASONING",
+    "SESSION_SCHEMA",
+    "TOOL",
+    "TOOL_CHOICE",
+    "TRANSCRIPTION_MODELS",
+    "TRANSCRIPTION_SESSION_SCHEMA",
+    "VOICE",
+    "VOICES",
+]
 
 VOICES = ("alloy", "ash", "ballad", "coral", "echo", "sage", "shimmer", "verse", "marin", "cedar")
+
+# The transcription models the openai package (3.57.0) lists for ``audio.input.transcription``.
+TRANSCRIPTION_MODELS = (
+    "whisper-1",
+    "gpt-transcribe",
+    "gpt-live-transcribe",
+    "gpt-4o-mini-transcribe",
+    "gpt-4o-mini-transcribe-2025-12-15",
+    "gpt-4o-transcribe",
+    "gpt-4o-transcribe-diarize",
+    "gpt-realtime-whisper",
+)
 
 _STR = Field(("string",))
 _STR_OR_NULL = Field(("string", "null"))
@@ -33,7 +55,7 @@ FORMAT = Field(
 _TRANSCRIPTION = Field(
     ("object", "null"),
     fields={
-        "model": _STR,
+        "model": Field(("string",), choices=TRANSCRIPTION_MODELS),
         "language": _STR_OR_NULL,
         "prompt": _STR_OR_NULL,
         "delay": Field(("string",), choices=("minimal", "low", "medium", "high", "xhigh")),
@@ -68,6 +90,13 @@ _TURN_DETECTION = Field(
     ),
 )
 
+# A built-in voice by name (an unknown name is the service's ``invalid_value``), or a custom ``{"id": …}``.
+VOICE = Field(("string", "object"), choices=VOICES, fields={"id": Field(("string",), required=True)})
+
+REASONING = Field(
+    ("object",), fields={"effort": Field(("string",), choices=("minimal", "low", "medium", "high", "xhigh"))}
+)
+
 _AUDIO = Field(
     ("object",),
     fields={
@@ -84,7 +113,7 @@ _AUDIO = Field(
             ("object",),
             fields={
                 "format": FORMAT,
-                "voice": Field(("string", "object"), fields={"id": Field(("string",), required=True)}),
+                "voice": VOICE,
                 "speed": Field(("number",), minimum=0.25, maximum=1.5),
             },
         ),
@@ -152,6 +181,13 @@ SESSION_SCHEMA: Schema = {
         ("object", "null"),
         fields={"id": Field(("string",), required=True), "variables": _OPEN, "version": _STR_OR_NULL},
     ),
-    "reasoning": Field(("object",), fields={"effort": _STR}),
+    "reasoning": REASONING,
     "parallel_tool_calls": _BOOL,
+}
+
+# A transcription session (``?intent=transcription``): input audio only, no model, no responses.
+TRANSCRIPTION_SESSION_SCHEMA: Schema = {
+    "type": Field(("string",), required=True, choices=("realtime", "transcription")),
+    "audio": Field(("object",), fields={"input": _AUDIO.fields["input"]}),  # type: ignore[index]
+    "include": SESSION_SCHEMA["include"],
 }

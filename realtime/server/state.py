@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.conversation import Conversation
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.input_audio import InputAudio
@@ -23,13 +24,14 @@ MAX_AUDIO_BYTES = 15 * 1024 * 1024
 class EngineConfig:
     """Per-session settings of the local server."""
 
-    model: str = "gpt-realtime"
+    model: str = DEFAULT_REALTIME_MODEL
     pacing: Pacing = field(default_factory=Pacing)
     max_session_s: float = 3600.0
     session_identity: bool = True
     max_event_bytes: int = 20 * 1024 * 1024
     max_audio_bytes: int = MAX_AUDIO_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS
+    transcription: bool = False  # a ?intent=transcription session: input transcripts only, no responses
 
     @property
     def max_session_minutes(self) -> int:
@@ -56,6 +58,7 @@ class SessionState:
     speech_item: str | None = None
     speech_start: int = 0
     turn_index: int = 0
+    user_turns: int = 0  # user audio items committed so far (picks the scripted transcript)
     pending_after: object | None = None
     idle_deadline: float | None = None
 

@@ -10,9 +10,11 @@
 - ``idle_timeout_ms`` fires ``input_audio_buffer.timeout_triggered`` that long after
   ``response.done`` plus the response's audio playback time, commits the buffer
   and starts a response.
-- With input transcription configured, each committed item gets
-  ``conversation.item.input_audio_transcription.failed``: this server does not
-  transcribe speech.
+- With input transcription configured, each committed item is "transcribed" from the
+  scenario's ``user_says`` script (the n-th committed audio item gets the n-th line):
+  ``conversation.item.input_audio_transcription.delta`` word by word, then ``.completed``,
+  and the item's transcript is set. Past the script (or without one) it gets
+  ``.failed``: this server does not recognise speech.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def _speech_stopped(state: SessionState, stop: SpeechStop, now: float) -> list[d
     ]
     events.extend(_commit_audio(state, state.input.take_segment(state.speech_start, stop.end), item_id))
     detection = state.session.turn_detection or {}
-    if detection.get("create_response", True) and state.default_run() is None:
+    responds = detection.get("create_response", True) and not state.config.transcription
+    if responds and state.default_run() is None:
         events.extend(start_response(state, {}, now))
     return events
 
@@ -114,7 +117,7 @@ def fire_idle(state: SessionState, now: float) -> list[dict[str, Any]]:
         )
     ]
     events.extend(_commit_audio(state, state.input.take_all(), item_id))
-    if state.default_run() is None:
+    if state.default_run() is None and not state.config.transcription:
         events.extend(start_response(state, {}, now))
     return events
 
@@ -135,11 +138,16 @@ def _commit_audio(state: SessionState, audio: bytes, item_id: str) -> list[dict[
         event(state.ids, "conversation.item.added", previous_item_id=previous, item=entry.public()),
         event(state.ids, "conversation.item.done", previous_item_id=previous, item=entry.public()),
     ]
-    if state.session.transcription is not None:
+    turn, state.user_turns = state.user_turns, state.user_turns + 1
+    script = state.scenario.user_says
+    if state.session.transcription is not None and turn < len(script):
+        entry.item["content"][0]["transcript"] = script[turn]
+        events.extend(_scripted_transcript(state, item_id, script[turn], entry.audio_ms(0) / 1000.0))
+    elif state.session.transcription is not None:
         failure = {
             "type": "invalid_request_error",
             "code": "transcription_unavailable",
-            "message": "The voxline local server does not transcribe speech.",
+            "message": "The voxline local server does not transcribe speech, and no transcript is scripted here.",
             "param": None,
         }
         events.append(
@@ -151,4 +159,17 @@ def _commit_audio(state: SessionState, audio: bytes, item_id: str) -> list[dict[
                 error=failure,
             )
         )
+    return events
+
+
+def _scripted_transcript(state: SessionState, item_id: str, text: str, seconds: float) -> list[dict[str, Any]]:
+    """The script's line for this item, streamed word by word, then ``.completed``."""
+    words = text.split(" ")
+    deltas = [word + (" " if i < len(words) - 1 else "") for i, word in enumerate(words)]
+    prefix = "conversation.item.input_audio_transcription"
+    events = [event(state.ids, f"{prefix}.delta", item_id=item_id, content_index=0, delta=d) for d in deltas if d]
+    usage = {"type": "duration", "seconds": round(seconds, 3)}
+    events.append(
+        event(state.ids, f"{prefix}.completed", item_id=item_id, content_index=0, transcript=text, usage=usage)
+    )
     return events

@@ -29,6 +29,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from ..errors import ConnectionClosed, ConnectionFailed
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
 from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport"]
 
@@ -76,7 +77,7 @@ class WebRTCTransport:
         base_url: str,
         token: str,
         *,
-        model: str | None = "gpt-realtime",
+        model: str | None = DEFAULT_REALTIME_MODEL,
         audio_source: AsyncIterable[npt.NDArray[np.int16]] | None = None,
         on_audio: AudioHandler | None = None,
         open_timeout: float = 10.0,

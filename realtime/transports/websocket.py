@@ -14,6 +14,7 @@ from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["WebSocketTransport", "realtime_url"]
 
@@ -62,12 +63,14 @@ class WebSocketTransport:
         base_url: str,
         token: str,
         *,
-        model: str | None = "gpt-realtime",
+        model: str | None = DEFAULT_REALTIME_MODEL,
+        call_id: str | None = None,
         open_timeout: float = 10.0,
         max_queue: int = 64,
         extra_headers: dict[str, str] | None = None,
     ) -> WebSocketTransport:
-        url = realtime_url(base_url, model=model)
+        """Open the socket; with ``call_id`` it is the sideband of that running call (no model)."""
+        url = realtime_url(base_url, model=model, call_id=call_id)
         headers = {"Authorization": f"Bearer {token}", **(extra_headers or {})}
         try:
             ws = await connect(

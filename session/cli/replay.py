@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.audio.resample import StreamResampler
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.sinks import WavSink
@@ -31,7 +32,7 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.app import serve
 from voxline.realtime.server.config import ServerConfig
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.scenario import load_scenario, read_transcripts, with_transcripts
 
 from ..eventlog import EventLog
 from ..local_barge import BargePolicy
@@ -59,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a ToolRegistry (e.g. mytools:registry) to run the calls the server makes")
     parser.add_argument("--scenario", default="long", help="built-in server scenario: a name or a TOML file")
     parser.add_argument("--voice", default="auto", help="built-in server voice: auto, espeak or tone")
-    parser.add_argument("--model", default="gpt-realtime", help="Realtime model to ask for")
+    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL,
+                        help=f"Realtime model to ask for (default {DEFAULT_REALTIME_MODEL})")
     parser.add_argument("--vad-threshold", type=float, default=0.5, help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=500,
                         help="server VAD: silence that ends a user turn, in ms (default 500)")
@@ -76,11 +78,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local VAD: after a false barge-in cut the reply instead of resuming it")
 
 
+def transcripts_for(recording: Path) -> tuple[str, ...] | None:
+    """The sidecar transcript of a recording (``talk.wav`` → ``talk.txt``): one user turn per line."""
+    sidecar = recording.with_suffix(".txt")
+    return read_transcripts(sidecar) if sidecar.is_file() else None
+
+
 def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") -> SessionSettings:
-    """The session the replay runs: server VAD with the flags' values (validated by the settings)."""
+    """The session the replay runs: server VAD with the flags' values (validated by the settings).
+
+    With a sidecar transcript the session asks for input transcription: the built-in server
+    answers with the sidecar's lines, a real service with what it recognises.
+    """
     try:
         return SessionSettings(url=url or "ws://local", api_key=token, model=args.model, turn_detection="server_vad",
-                               transport=args.transport, vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
+                               transport=args.transport, vad_threshold=args.vad_threshold, silence_ms=args.silence_ms,
+                               transcribe=transcripts_for(args.input) is not None)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = "--" + str(first["loc"][0]).replace("_", "-")
@@ -156,7 +169,11 @@ async def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         if not isinstance(loop, LockstepLoop):
             raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
-        return await _run_fast(args, samples, load_scenario(args.scenario), tools, loop.clock)
+        scenario = load_scenario(args.scenario)
+        transcripts = transcripts_for(args.input)
+        if transcripts is not None:
+            scenario = with_transcripts(scenario, transcripts)
+        return await _run_fast(args, samples, scenario, tools, loop.clock)
     clock = RealClock()
     start = clock.now()
     with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
@@ -187,10 +204,10 @@ async def _realtime(args: argparse.Namespace, samples: np.ndarray, log: EventLog
         if not token:
             raise ConfigurationError("OPENAI_API_KEY is not set (needed with --url)")
         return await _replay_over(args, args.url, token, samples, log, clock, sink, tools)
-    config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice)
+    config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scripted replies, energy VAD; "
-              "it does not understand speech)", file=sys.stderr)
+              "it does not understand speech: input transcripts are scripted)", file=sys.stderr)
         return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools)
 
 

@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
@@ -21,7 +22,8 @@ __all__ = ["add_arguments", "mint_client_secret", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
                         help="API base URL (default: $OPENAI_BASE_URL or https://api.openai.com/v1)")
-    parser.add_argument("--model", default="gpt-realtime")
+    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL,
+                        help=f"realtime model (default {DEFAULT_REALTIME_MODEL})")
     parser.add_argument("--ttl", type=int, default=600, help="seconds the secret stays valid (10..7200)")
 
 

@@ -62,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' "
                         "(default: $VOXLINE_URL, else the real service with OPENAI_API_KEY, "
                         "else the built-in local server)")
+    parser.add_argument("--model", help="realtime model to ask for (default: $VOXLINE_MODEL, else gpt-realtime-2.1)")
     parser.add_argument("--transport", choices=["ws", "webrtc"], default="ws",
                         help="wire transport (default ws); webrtc sends the mic and plays the reply as media tracks")
     parser.add_argument("--input-device", metavar="N", help="microphone: index or name from 'voxline devices'")
@@ -81,15 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class TalkSettings(SessionSettings):
-    """Session settings plus transcription of the user's speech (the real service transcribes)."""
-
-    transcribe: bool = False
-
-    def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        config = super().session_config(tools)
-        if self.transcribe:
-            config["audio"]["input"]["transcription"] = {"model": "gpt-4o-mini-transcribe"}
-        return config
+    """Session settings for ``voxline talk``; it asks the real service to transcribe the user."""
 
 
 def demo_tools() -> ToolRegistry:
@@ -166,6 +159,8 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     updates: dict[str, Any] = {"url": url, "transcribe": not local}
     if base.instructions is None:
         updates["instructions"] = INSTRUCTIONS
+    if args.model:
+        updates["model"] = args.model
     if args.input_device is not None:
         updates["input_device"] = args.input_device
     if args.output_device is not None:

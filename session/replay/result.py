@@ -7,7 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from ..events import AssistantAudioStarted, BargeIn, FalseBargeIn, PlaybackHeld, ResponseFinished, SpeechStarted
+from ..events import (
+    AssistantAudioStarted,
+    BargeIn,
+    FalseBargeIn,
+    PlaybackHeld,
+    ResponseFinished,
+    SpeechStarted,
+    TranscriptDone,
+)
 from ..tools import ToolFinished
 
 __all__ = ["ReplayResult", "TurnSummary"]
@@ -52,6 +60,8 @@ class ReplayResult:
                 verdict = "ok" if e.ok else "failed"
                 lines.append((at, 4, f"{at:7.3f}s  tool {e.name} ({e.call_id}) {verdict} in {e.duration_s * 1000:.0f} ms: "
                                      f"{e.output[:60]}"))
+            if isinstance(e, TranscriptDone) and e.role == "user":
+                lines.append((at, 0, f"{at:7.3f}s  user transcript: {e.text[:60]!r}"))
             if isinstance(e, SpeechStarted):
                 lines.append((e.at, 0, f"{e.at:7.3f}s  user speech started (server VAD, buffer at {e.audio_start_ms} ms)"))
             elif isinstance(e, PlaybackHeld):

@@ -4,5 +4,6 @@
   clock and the virtual one;
 - :mod:`voxline.base.audio_format` — the one :class:`~voxline.base.audio_format.AudioFormat`
   and the pipeline's one sample rate, :data:`~voxline.base.audio_format.SAMPLE_RATE`;
-- :mod:`voxline.base.errors` — the root of the exception tree and :class:`AudioError`.
+- :mod:`voxline.base.errors` — the root of the exception tree and :class:`AudioError`;
+- :mod:`voxline.base.models` — the default realtime and transcription model names.
 """

@@ -1,0 +1,234 @@
+"""Server-side control of WebRTC calls, driven by the official SDK against the local server.
+
+The "kiosk" is a bare aiortc peer with the ``oai-events`` channel; the backend uses the SDK:
+``calls.create(sdp=…, session=…)`` (multipart), ``realtime.connect(call_id=…)`` (the sideband
+socket, API key) and ``calls.hangup``. Every frame on the channel and on the sideband goes
+through the oracle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import websockets
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from openai import AsyncOpenAI
+
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.multipart import boundary_of, parse_form
+from tests.oracle import WireRecorder, check_server_event
+
+KEY = "sk-calls-test"
+TOOL = {"type": "function", "name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}
+
+
+class Kiosk:
+    """A bare WebRTC peer: the data channel's events in a queue, every frame recorded."""
+
+    def __init__(self, wire: WireRecorder) -> None:
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self.wire = wire
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.closed = asyncio.Event()
+        self.channel = self.pc.createDataChannel("oai-events")
+        self.channel.on("message", self._on_message)
+        self.channel.on("close", self.closed.set)
+        self.opened = asyncio.Event()
+        self.channel.on("open", self.opened.set)
+        self.pc.on("connectionstatechange", self._on_state)
+        self.pc.addTransceiver("audio")
+
+    def _on_message(self, text: str) -> None:
+        self.wire("in", text)
+        self.events.put_nowait(json.loads(text))
+
+    def _on_state(self) -> None:
+        if self.pc.connectionState in ("closed", "failed"):
+            self.closed.set()
+
+    async def offer(self) -> str:
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        return str(self.pc.localDescription.sdp)
+
+    async def answer(self, sdp: str) -> None:
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp, "answer"))
+        async with asyncio.timeout(10):
+            await self.opened.wait()
+
+    async def until(self, type_: str) -> list[dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        async with asyncio.timeout(15):
+            while True:
+                seen.append(await self.events.get())
+                if seen[-1]["type"] == type_:
+                    return seen
+
+
+async def sideband_until(conn: Any, wire: WireRecorder, type_: str) -> list[dict[str, Any]]:
+    """Events on the SDK's sideband connection up to the first ``type_``, each recorded as raw JSON."""
+    seen: list[dict[str, Any]] = []
+    async with asyncio.timeout(15):
+        while True:
+            text = await conn.recv_bytes()
+            wire("in", text.decode() if isinstance(text, bytes) else text)
+            seen.append(json.loads(text))
+            if seen[-1]["type"] == type_:
+                return seen
+
+
+@asynccontextmanager
+async def server_and_kiosk(**overrides: Any) -> AsyncIterator[tuple[Any, AsyncOpenAI, Kiosk, WireRecorder]]:
+    wire, server_wire = WireRecorder(), WireRecorder()
+
+    def on_server_wire(direction: str, text: str) -> None:
+        server_wire("out" if direction == "in" else "in", text)
+
+    settings: dict[str, Any] = {"port": 0, "voice": "tone", "speed": float("inf"), "api_key": KEY,
+                                "scenario": "tools", "on_wire": on_server_wire}
+    async with serve(ServerConfig(**{**settings, **overrides})) as server:
+        kiosk = Kiosk(wire)
+        client = AsyncOpenAI(api_key=KEY, base_url=server.http_url, websocket_base_url=server.url)
+        try:
+            yield server, client, kiosk, wire
+        finally:
+            await kiosk.pc.close()
+            await client.close()
+    wire.verify()
+    server_wire.verify()
+
+
+async def create_call(client: AsyncOpenAI, kiosk: Kiosk, session: dict[str, Any]) -> str:
+    raw = await client.realtime.calls.with_raw_response.create(sdp=await kiosk.offer(), session=session)
+    assert raw.status_code == 201 and raw.headers["content-type"] == "application/sdp"
+    await kiosk.answer(raw.text if hasattr(raw, "text") else (await raw.read()).decode())
+    call_id = raw.headers["location"].rsplit("/", 1)[-1]
+    assert call_id.startswith("rtc_")
+    return call_id
+
+
+async def test_the_sdk_creates_a_call_with_a_session_and_the_sideband_runs_its_tools() -> None:
+    session = {"type": "realtime", "instructions": "You are a kiosk.", "tools": [TOOL],
+               "audio": {"output": {"voice": "marin"}}}
+    async with server_and_kiosk() as (_server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, session)
+        created = (await kiosk.until("session.created"))[-1]["session"]
+        assert created["instructions"] == "You are a kiosk." and created["tools"][0]["name"] == "get_weather"
+        assert created["audio"]["output"]["voice"] == "marin"
+
+        async with client.realtime.connect(call_id=call_id) as backend:
+            opening = await sideband_until(backend, wire, "conversation.created")
+            assert opening[0]["type"] == "session.created" and opening[0]["session"]["tools"][0]["name"] == "get_weather"
+            # The kiosk asks; the model calls a tool; the backend sees the call and answers it.
+            item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}
+            kiosk.channel.send(json.dumps({"type": "conversation.item.create", "item": item}))
+            kiosk.channel.send(json.dumps({"type": "response.create"}))
+            seen = await sideband_until(backend, wire, "response.done")
+            calls = [o for o in seen[-1]["response"]["output"] if o["type"] == "function_call"]
+            assert [c["name"] for c in calls] == ["get_weather"]
+            await backend.conversation.item.create(
+                item={"type": "function_call_output", "call_id": calls[0]["call_id"], "output": '{"temp": 21}'}
+            )
+            await backend.response.create()
+            after = await sideband_until(backend, wire, "response.done")
+            assert after[-1]["response"]["status"] == "completed"
+            # The kiosk saw all of it on its channel, including what the backend sent.
+            kiosk_seen = await kiosk.until("response.done")
+            kiosk_seen += await kiosk.until("response.done")
+            added = [e["item"]["type"] for e in kiosk_seen if e["type"] == "conversation.item.added"]
+            assert "function_call" in added and "function_call_output" in added
+            # A sideband error goes back to the sideband only.
+            await backend.send({"type": "response.cancel", "event_id": "evt_cancel"})  # nothing is active
+            error = (await sideband_until(backend, wire, "error"))[-1]
+            assert error["error"]["code"] == "response_cancel_not_active"
+            await backend.session.update(session={"type": "realtime", "instructions": "Be brief."})
+            updated = (await kiosk.until("session.updated"))[-1]
+            assert updated["session"]["instructions"] == "Be brief."
+            assert all(e["type"] != "error" for e in kiosk_seen)
+
+            await client.realtime.calls.hangup(call_id)
+            async with asyncio.timeout(10):
+                await kiosk.closed.wait()
+                with pytest.raises(websockets.ConnectionClosed) as closed:  # the sideband ends with the call
+                    while True:
+                        await backend.recv_bytes()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1000
+
+
+async def test_hanging_up_from_the_kiosk_ends_the_sideband() -> None:
+    async with server_and_kiosk() as (server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        async with client.realtime.connect(call_id=call_id) as backend:
+            await sideband_until(backend, wire, "conversation.created")
+            await kiosk.pc.close()
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                async with asyncio.timeout(10):
+                    while True:
+                        await backend.recv_bytes()
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1000
+        async with asyncio.timeout(10):
+            while server._calls.active:
+                await asyncio.sleep(0.01)
+        with pytest.raises(Exception, match="404"):
+            await client.realtime.calls.hangup(call_id)
+
+
+async def test_a_sideband_needs_the_api_key_and_a_live_call() -> None:
+    async with server_and_kiosk() as (server, client, kiosk, _wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        secret = await client.realtime.client_secrets.create(session={"type": "realtime"})
+        url = f"{server.url}/realtime?call_id={call_id}"
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            await websockets.connect(url, additional_headers={"Authorization": f"Bearer {secret.value}"})
+        assert refused.value.response.status_code == 401
+        assert b"needs an API key" in refused.value.response.body
+        with pytest.raises(websockets.InvalidStatus) as missing:
+            await websockets.connect(f"{server.url}/realtime?call_id=rtc_nope", additional_headers={"Authorization": f"Bearer {KEY}"})
+        assert missing.value.response.status_code == 404
+        assert json.loads(missing.value.response.body)["error"]["code"] == "call_not_found"
+
+
+async def test_an_invalid_session_part_is_refused_with_the_validators_error() -> None:
+    async with server_and_kiosk() as (_server, client, kiosk, _wire):
+        offer = await kiosk.offer()
+        with pytest.raises(Exception) as caught:
+            await client.realtime.calls.create(sdp=offer, session={"type": "realtime", "modalities": ["audio"]})  # type: ignore[typeddict-unknown-key]
+        assert getattr(caught.value, "status_code", None) == 400
+        assert "Unknown parameter: 'session.modalities'" in str(caught.value)
+
+
+async def test_null_in_the_session_part_is_not_given() -> None:
+    async with server_and_kiosk() as (_server, client, kiosk, _wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime", "instructions": None, "tracing": None})  # type: ignore[typeddict-item]
+        created = (await kiosk.until("session.created"))[-1]
+        check_server_event(created)
+        assert call_id and created["session"]["instructions"]
+
+
+def test_multipart_parsing_as_the_sdk_encodes_it() -> None:
+    body = (b"--b0\r\nContent-Disposition: form-data; name=\"sdp\"\r\nContent-Type: application/sdp\r\n\r\n"
+            b"v=0\r\nm=audio\r\n\r\n--b0\r\nContent-Disposition: form-data; name=\"session\"\r\n\r\n{}\r\n--b0--\r\n")
+    assert parse_form(body, boundary_of('multipart/form-data; boundary="b0"')) == {
+        "sdp": b"v=0\r\nm=audio\r\n", "session": b"{}"}
+    for bad in (b"", b"--b0\r\n\r\nx\r\n--b0--", b"--b0\r\nContent-Disposition: form-data; name=\"sdp\"\r\n\r\nx\r\n--b0"):
+        with pytest.raises(ValueError):
+            parse_form(bad, "b0")
+    with pytest.raises(ValueError, match="boundary"):
+        boundary_of("multipart/form-data")
+
+
+async def test_in_band_refusals_of_a_sideband_close_the_socket_like_the_service() -> None:
+    async with server_and_kiosk(reject_in_band=True) as (server, _client, _kiosk, wire):
+        url = f"{server.url}/realtime?call_id=rtc_gone"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+            text = await ws.recv()
+            wire("in", text)
+            error = json.loads(text)["error"]
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+        assert error["code"] == "call_not_found" and error["param"] == "call_id"
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000

@@ -1,0 +1,124 @@
+"""A kiosk holds a WebRTC call with an ephemeral key; a backend attaches by call id and runs the tools.
+
+Both are VoiceSessions against the local server on loopback: the kiosk (``transport="webrtc"``,
+``run_tools=False``) has the media; the backend (``call_id=…``, the API key) has none, and its
+tool registry and conversation mirror work from the call's events. Every frame on the channel
+and on the sideband goes through the oracle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server import ServerConfig, serve
+from voxline.session.cli.secret import mint_client_secret
+from voxline.session.events import ConnectionLost, TranscriptDone
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
+from voxline.session.voice import VoiceSession
+from tests.oracle import WireRecorder
+
+KEY = "sk-backend-key"
+
+
+async def until(session: VoiceSession, predicate: Callable[[Any], bool], seen: list[Any] | None = None) -> list[Any]:
+    seen = [] if seen is None else seen
+    async with asyncio.timeout(20):
+        async for event in session:
+            seen.append(event)
+            if predicate(event):
+                return seen
+    raise AssertionError(f"the session ended first; saw {[type(e).__name__ for e in seen]}")
+
+
+def weather(log: list[str]) -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True)
+    def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+        """Current weather for a city."""
+        log.append(city)
+        return {"city": city, "temperature": 21, "unit": unit}
+
+    return tools
+
+
+async def test_the_backend_runs_the_kiosks_tools_over_the_sideband() -> None:
+    kiosk_wire, backend_wire, server_wire = WireRecorder(), WireRecorder(), WireRecorder()
+
+    def on_server_wire(direction: str, text: str) -> None:
+        server_wire("out" if direction == "in" else "in", text)
+
+    config = ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY, scenario="tools", on_wire=on_server_wire)
+    ran: list[str] = []
+    async with serve(config) as server:
+        secret = await asyncio.to_thread(mint_client_secret, server.http_url, KEY, model="gpt-realtime-2.1", ttl=60)
+        kiosk_settings = SessionSettings(url=server.http_url, api_key=secret["value"], transport="webrtc",
+                                         turn_detection="server_vad", reconnect_attempts=0)
+        async with VoiceSession(kiosk_settings, run_tools=False, on_wire=kiosk_wire) as kiosk:
+            assert kiosk.call_id is not None and kiosk.call_id.startswith("rtc_")
+            backend_settings = SessionSettings(url=server.url, api_key=KEY, call_id=kiosk.call_id,
+                                               instructions="You run the kiosk's tools.", reconnect_attempts=0)
+            async with VoiceSession(backend_settings, tools=weather(ran), on_wire=backend_wire) as backend:
+                assert backend.call_id == kiosk.call_id
+                await kiosk.send_text("What is the weather in Paris?")
+                events = await until(backend, lambda e: isinstance(e, ToolFinished))
+                started = [e for e in events if isinstance(e, ToolStarted)]
+                assert [(e.name, e.arguments) for e in started] == [
+                    ("get_weather", {"city": "Paris", "unit": "celsius"})]
+                # The follow-up reply plays on the kiosk; the kiosk stops it and the server cuts its buffer.
+                heard = await until(kiosk, lambda e: isinstance(e, TranscriptDone) and "weather report" in e.text)
+                reply = heard[-1].item_id
+                assert kiosk.track is not None
+                async with asyncio.timeout(20):  # the server plays the reply on the track in real time
+                    while kiosk.output.playout.ledger.heard_samples(reply, 0, kiosk.output.now()) == 0:
+                        await asyncio.sleep(0.02)
+                assert not any(isinstance(e, (ToolStarted, ToolFinished)) for e in heard)
+                barge = await kiosk.interrupt()
+                assert barge is not None and barge.server_cuts and barge.heard_ms > 0
+                # The backend's mirror holds the call's conversation, the tool call and its output included.
+                await until(backend, lambda e: isinstance(e, TranscriptDone) and "weather report" in e.text)
+                kinds = [item.item_type for item in backend.mirror.items()]
+                assert "function_call" in kinds and "function_call_output" in kinds
+    assert ran == ["Paris"]
+    kiosk_frames = [json.loads(t) for d, t in kiosk_wire.frames if d == "out"]
+    assert not any(f["type"] == "conversation.item.create" and f["item"]["type"] == "function_call_output"
+                   for f in kiosk_frames)
+    backend_frames = [json.loads(t) for d, t in backend_wire.frames if d == "out"]
+    assert backend_frames[0]["type"] == "session.update" and "audio" not in backend_frames[0]["session"]
+    assert [t["name"] for t in backend_frames[0]["session"]["tools"]] == ["get_weather"]
+    for wire in (kiosk_wire, backend_wire, server_wire):
+        wire.verify()
+
+
+async def test_the_backend_session_ends_when_the_kiosk_hangs_up() -> None:
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:
+        kiosk_settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", reconnect_attempts=0)
+        async with VoiceSession(kiosk_settings, run_tools=False) as kiosk:
+            backend = VoiceSession(SessionSettings(url=server.url, api_key=KEY, call_id=kiosk.call_id,
+                                                   reconnect_attempts=1))
+            async with backend:
+                await kiosk.aclose()
+                events = await until(backend, lambda e: isinstance(e, ConnectionLost))
+                assert events[-1].code == 1000
+                rest: list[Any] = []
+                async with asyncio.timeout(20):
+                    async for event in backend:  # the call is gone: the reconnect is refused, the session ends
+                        rest.append(event)
+                assert any(getattr(e, "code", None) == "connection_lost" for e in rest)
+
+
+def test_a_sideband_session_takes_no_input() -> None:
+    async def nothing() -> Any:
+        yield
+
+    settings = SessionSettings(url="ws://127.0.0.1:9/v1", api_key="sk-x", call_id="rtc_1")
+    with pytest.raises(ConfigurationError, match="no media of its own"):
+        VoiceSession(settings, input=nothing())
+    assert "audio" not in settings.session_config()
