@@ -22,6 +22,8 @@ code                                   when
 ``item_truncate_invalid_item_id`` / ``item_delete_invalid_item_id`` / ``item_retrieve_invalid_item_id``
 ``unsupported_content_type``           truncate of an item without assistant audio
 ``event_too_large`` (*local*)          a frame above the configured maximum
+``invalid_value`` (param ``audio``)    an append past 15 MiB in one event, or past the input
+                                       buffer's cap (*local* wording; the append is refused)
 ``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
 =====================================  ====================================================
 
@@ -55,6 +57,7 @@ __all__ = [
     "invalid_json",
     "invalid_type",
     "invalid_value",
+    "input_buffer_full",
     "item_not_found",
     "missing_model",
     "missing_parameter",
@@ -134,6 +137,14 @@ def below_min(path: str, minimum: float, got: float) -> ErrorSpec:
 def above_max(path: str, maximum: float, got: float) -> ErrorSpec:
     message = f"Invalid '{path}': integer above maximum value. Expected a value <= {maximum}, but got {got} instead."
     return ErrorSpec(message, "integer_above_max_value", path)
+
+
+def input_buffer_full(buffered: int, adding: int, limit: int) -> ErrorSpec:
+    message = (
+        f"Invalid 'audio': the input audio buffer holds {buffered} bytes and {adding} more would pass its "
+        f"maximum of {limit} bytes. Commit or clear the buffer first."
+    )
+    return ErrorSpec(message, "invalid_value", "audio")
 
 
 def invalid_json(detail: str) -> ErrorSpec:

@@ -8,6 +8,7 @@ unions (``variants``): the discriminator picks the schema of the rest.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,15 @@ from typing import Any
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
 
-__all__ = ["Field", "Schema", "check_object", "check_value", "json_kind"]
+__all__ = ["MAX_DEPTH", "Field", "Schema", "check_object", "check_value", "json_kind", "parse_json"]
+
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays accepted in a client event or request body.
+
+Real events nest a dozen levels at most (a tool's JSON schema inside ``session.tools``
+a few more); the limit keeps every later walk over the value (validation, copies,
+echoes) far from Python's recursion limit.
+"""
 
 _ARTICLE = {
     "string": "a string",
@@ -26,6 +35,42 @@ _ARTICLE = {
     "array": "an array",
     "null": "null",
 }
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Decode one JSON value; :class:`RequestRejected` (``invalid_json``) if malformed or too deep.
+
+    The work is bounded by the text's size: the decoder itself stops at Python's recursion
+    limit, and the depth check visits each container once, without recursion.
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise RequestRejected(errors.invalid_json(_too_deep())) from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise RequestRejected(errors.invalid_json(str(exc))) from None
+    if _depth_exceeds(data, MAX_DEPTH):
+        raise RequestRejected(errors.invalid_json(_too_deep()))
+    return data
+
+
+def _too_deep() -> str:
+    return f"Objects and arrays are nested deeper than the maximum of {MAX_DEPTH} levels."
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Is any object or array in ``value`` nested more than ``limit`` levels deep?"""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        for child in current.values() if isinstance(current, dict) else current:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ class WebRTCTransport:
         self._tasks: list[asyncio.Task[None]] = []
         self._opened = asyncio.Event()
         self._drained = asyncio.Event()
+        self._token = ""
         pc.addTrack(self._mic_track)
         self._channel = pc.createDataChannel(EVENTS_LABEL)
         self._channel.bufferedAmountLowThreshold = _LOW_WATER
@@ -103,6 +104,7 @@ class WebRTCTransport:
 
     async def _negotiate(self, token: str, timeout: float) -> None:
         pc = self._pc
+        self._token = token
         await pc.setLocalDescription(await pc.createOffer())
         answer = await post_offer(self.url, token, pc.localDescription.sdp, timeout=timeout)
         self.call_id = answer.call_id
@@ -181,7 +183,10 @@ class WebRTCTransport:
     # Callbacks.
 
     def _on_message(self, message: str | bytes) -> None:
-        self._inbox.put_nowait(message if isinstance(message, str) else message.decode("utf-8", "replace"))
+        text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+        if self._token and self._token in text:  # a server echoed our token, e.g. in an error message
+            text = text.replace(self._token, "[redacted]")
+        self._inbox.put_nowait(text)
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._remote is None:
