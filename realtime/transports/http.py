@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxline.base.errors import register_secret
+from voxline.base.errors import install_log_redaction, register_secret
 
 from ..errors import ConfigurationError, ConnectionFailed
 
@@ -45,6 +45,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
+install_log_redaction()
 
 
 def check_http_url(url: str, what: str = "URL") -> str:
