@@ -90,7 +90,7 @@ def _redirector(status: int, target: str) -> type[http.server.BaseHTTPRequestHan
 @contextlib.contextmanager
 def _http(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield server.server_address[1]
@@ -306,3 +306,16 @@ async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfac
     for where, content in [("logs", logs.getvalue()), ("event log", log.getvalue()),
                            ("events", " ".join(map(repr, seen)))]:
         assert CANARY not in content, where
+
+
+def test_session_errors_and_logged_error_events_are_redacted() -> None:
+    register_secret(CANARY)
+    assert SessionError(f"server: Incorrect API key provided: {CANARY}").message == (
+        "server: Incorrect API key provided: [redacted]"
+    )
+    log = io.StringIO()
+    frame = {"type": "error", "event_id": "e", "error": {"type": "invalid_request_error", "code": None,
+             "message": "key sk-live-0123456789abcdef and Bearer zzzz9999 rejected", "param": None}}
+    EventLog(log, lambda: 0.0).wire("in", json.dumps(frame))
+    assert "0123456789abcdef" not in log.getvalue() and "zzzz9999" not in log.getvalue()
+    assert json.loads(log.getvalue())["event"]["error"]["message"] == "key [redacted] and Bearer [redacted] rejected"
