@@ -243,3 +243,27 @@ def test_serve_with_an_unknown_espeak_variant_is_one_line() -> None:
     require_tool("espeak-ng")
     line = one_line_error(voxline("serve", "--port", "0", "--voice", "espeak:nosuchvariant"))
     assert "nosuchvariant" in line and "espeak-ng" in line
+
+
+# ---------------------------------------------------------------- found by tests/test_fuzz_server.py
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "conversation.item.create", "item": {"type": "message", "role": "user",
+                                                  "content": [{"type": [], "text": "hi"}]}},
+    {"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": ["hi"]}},
+    {"type": "response.create", "response": {"metadata": {"client_event_id": []}}},
+    {"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": {
+        "type": "server_vad", "prefix_padding_ms": 1e308}}}}},
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": NaN}',
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": 1e400}',
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": -Infinity}',
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": ' + "9" * 400 + "}",
+], ids=["part-type-list", "part-not-object", "metadata-not-string", "int-1e308", "NaN", "1e400", "-Infinity",
+        "400-digit-int"])
+def test_frames_that_crashed_or_passed_the_engine_get_an_error(frame: dict[str, Any] | str) -> None:
+    harness = Harness()
+    [error] = harness.send(frame)
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    [cleared] = harness.send({"type": "input_audio_buffer.clear"})
+    assert cleared["type"] == "input_audio_buffer.cleared"

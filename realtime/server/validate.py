@@ -9,6 +9,7 @@ unions (``variants``): the discriminator picks the schema of the rest.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ Real events nest a dozen levels at most (a tool's JSON schema inside ``session.t
 a few more); the limit keeps every later walk over the value (validation, copies,
 echoes) far from Python's recursion limit.
 """
+
+_MAX_INTEGER = 2**53  # the largest integer every JSON client holds exactly
 
 _ARTICLE = {
     "string": "a string",
@@ -44,7 +47,7 @@ def parse_json(text: str | bytes) -> Any:
     limit, and the depth check visits each container once, without recursion.
     """
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise RequestRejected(errors.invalid_json(_too_deep())) from None
     except ValueError as exc:  # UnicodeDecodeError included
@@ -52,6 +55,17 @@ def parse_json(text: str | bytes) -> Any:
     if _depth_exceeds(data, MAX_DEPTH):
         raise RequestRejected(errors.invalid_json(_too_deep()))
     return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
 
 
 def _too_deep() -> str:
@@ -85,6 +99,7 @@ class Field:
     items: Field | None = None
     minimum: float | None = None
     maximum: float | None = None
+    values: Field | None = None  # an open object whose every value must match this
 
 
 Schema = Mapping[str, Field]
@@ -142,7 +157,12 @@ def check_value(value: Any, field: Field, path: str) -> None:
     if kind == "string" and field.choices is not None and value not in field.choices:
         raise RequestRejected(errors.invalid_choice(path, value, field.choices))
     if kind in ("integer", "number"):
-        _check_range(float(value), field, path)
+        if kind == "integer" and "number" not in field.kinds and abs(value) > _MAX_INTEGER:
+            # 1e308 is a whole number to JSON, but no client can hold it as an integer
+            limit = _MAX_INTEGER if value > 0 else -_MAX_INTEGER
+            spec = errors.above_max(path, limit, value) if value > 0 else errors.below_min(path, limit, value)
+            raise RequestRejected(spec)
+        _check_range(value, field, path)
     elif kind == "array" and field.items is not None:
         for index, element in enumerate(value):
             check_value(element, field.items, f"{path}[{index}]")
@@ -151,7 +171,8 @@ def check_value(value: Any, field: Field, path: str) -> None:
 
 
 def _check_range(number: float, field: Field, path: str) -> None:
-    shown = int(number) if number.is_integer() else number
+    # no float() here: a 400-digit integer does not fit one; ints and floats compare exactly
+    shown = number if isinstance(number, int) or not number.is_integer() else int(number)
     if field.minimum is not None and number < field.minimum:
         raise RequestRejected(errors.below_min(path, _num(field.minimum), shown))
     if field.maximum is not None and number > field.maximum:
@@ -173,3 +194,6 @@ def _check_nested(value: Mapping[str, Any], field: Field, path: str) -> None:
         check_object(value, schemas[tag], path)
     elif field.fields is not None:
         check_object(value, field.fields, path)
+    elif field.values is not None:
+        for key, element in value.items():
+            check_value(element, field.values, _join(path, key))
