@@ -319,3 +319,49 @@ def test_session_errors_and_logged_error_events_are_redacted() -> None:
     EventLog(log, lambda: 0.0).wire("in", json.dumps(frame))
     assert "0123456789abcdef" not in log.getvalue() and "zzzz9999" not in log.getvalue()
     assert json.loads(log.getvalue())["event"]["error"]["message"] == "key [redacted] and Bearer [redacted] rejected"
+
+
+async def test_canary_key_never_appears_in_a_debug_webrtc_call() -> None:
+    from voxline.realtime.connection import RealtimeConnection
+    from voxline.realtime.transports.webrtc import WebRTCTransport
+
+    log = io.StringIO()
+    with debug_logs() as logs:
+        async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"), api_key=CANARY)) as srv:
+            transport = await WebRTCTransport.connect(srv.http_url, CANARY)
+            events = EventLog(log, lambda: 0.0)
+            async with RealtimeConnection(transport, on_wire=events.wire) as conn:
+                conn.protocol.update_session({"type": "realtime", "instructions": "Be brief."})
+                await conn.flush()
+                async with asyncio.timeout(10):
+                    while getattr(await conn.recv(), "type", None) != "session.updated":
+                        pass
+                reprs = [repr(conn), repr(transport), repr(srv._calls), repr(srv._credentials)]
+    assert "session.updated" in log.getvalue() and "aiortc" in logs.getvalue()  # both were looked at
+    for where, content in [("logs", logs.getvalue()), ("event log", log.getvalue()), ("reprs", " ".join(reprs))]:
+        assert CANARY not in content, where
+
+
+def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
+    class Echo(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            body = json.dumps({"error": {"message": f"Incorrect API key provided: {token}", "code": "invalid_api_key",
+                                         "type": "invalid_request_error", "param": None}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with _http(Echo) as port:
+        with pytest.raises(ConnectionFailed) as failure:
+            asyncio.run(post_offer(f"http://127.0.0.1:{port}/v1/realtime/calls", CANARY, "v=0\r\n", timeout=5))
+    assert "HTTP 401" in str(failure.value) and "Incorrect API key provided: [redacted]" in str(failure.value)
+    assert CANARY not in str(failure.value)
