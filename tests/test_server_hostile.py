@@ -267,3 +267,65 @@ def test_frames_that_crashed_or_passed_the_engine_get_an_error(frame: dict[str, 
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
     [cleared] = harness.send({"type": "input_audio_buffer.clear"})
     assert cleared["type"] == "input_audio_buffer.cleared"
+
+
+async def test_a_deep_frame_on_the_webrtc_data_channel_is_an_error_and_the_call_goes_on() -> None:
+    from voxline.realtime.transports.webrtc import WebRTCTransport
+
+    async with local_server(api_key=KEY) as server:
+        transport = await WebRTCTransport.connect(server.http_url, KEY)
+        try:
+            seen: list[dict[str, Any]] = []
+
+            async def until(kind: str) -> dict[str, Any]:
+                async with asyncio.timeout(10):
+                    while True:
+                        seen.append(event := json.loads(await transport.recv()))
+                        if event["type"] == kind:
+                            return event
+
+            await until("conversation.created")
+            await transport.send("[" * 100_000)
+            error = await until("error")
+            assert (error["error"]["type"], error["error"]["code"]) == ("invalid_request_error", "invalid_json")
+            await transport.send(json.dumps({"type": "session.update", "session": {"type": "realtime"}}))
+            await until("session.updated")
+            assert server._calls.active  # the call is still up
+        finally:
+            await transport.close()
+
+
+async def test_an_engine_failure_is_a_server_error_event_not_a_1011(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The safety net under the engine: a bug of ours answers like the service and keeps the session."""
+    from voxline.realtime.server.engine import Engine
+
+    real = Engine.receive
+
+    def flaky(self: Engine, frame: str | bytes, now: float) -> list[dict[str, Any]]:
+        if isinstance(frame, str) and "boom" in frame:
+            raise RuntimeError("boom")
+        return real(self, frame, now)
+
+    monkeypatch.setattr(Engine, "receive", flaky)
+    async with local_server() as server:
+        async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime",
+                                      additional_headers={"Authorization": "Bearer x"}) as ws:
+            for _ in range(2):
+                await ws.recv()
+            await ws.send('{"type": "boom"}')
+            error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert (error["type"], error["error"]["type"]) == ("error", "server_error")
+            await ws.send(json.dumps({"type": "input_audio_buffer.clear"}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "input_audio_buffer.cleared"
+
+
+async def test_an_http_handler_failure_is_a_json_500_not_a_dropped_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxline.realtime.server import app
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(app, "mint_client_secret", broken)
+    async with local_server(api_key=KEY) as server:
+        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        assert status == 500 and payload is not None and payload["error"]["type"] == "server_error"

@@ -62,6 +62,7 @@ __all__ = [
     "missing_model",
     "missing_parameter",
     "not_an_object",
+    "server_error",
     "session_expired",
     "transcription_on_realtime",
     "truncate_too_long",
@@ -211,6 +212,13 @@ def item_not_found(verb: str, item_id: str) -> ErrorSpec:
     """``verb`` is ``"deleting"`` or ``"retrieving"``."""
     code = {"deleting": "item_delete_invalid_item_id", "retrieving": "item_retrieve_invalid_item_id"}[verb]
     return ErrorSpec(f"Error {verb} item: the item with id '{item_id}' does not exist.", code)
+
+
+def server_error() -> ErrorSpec:
+    """What the service answers when it fails on its side: the request may be retried."""
+    return ErrorSpec(
+        "The server had an error while processing your request. Sorry about that!", None, type="server_error"
+    )
 
 
 def session_expired(minutes: int) -> ErrorSpec:

@@ -126,6 +126,7 @@ class RedactingFilter(logging.Filter):
 
 LOGGERS = (
     "voxline",
+    "voxline.server",
     "websockets",
     "websockets.client",
     "websockets.server",
