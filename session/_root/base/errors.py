@@ -35,11 +35,11 @@ __all__ = [
 # ``"client_secret": "…"``), the browser subprotocol that carries a key, and the service's
 # own key prefixes.
 _SHAPES = re.compile(
-    r"""(?ix)
-    \bbearer\s+[^\s"',;]+
-  | \bbasic\s+[A-Za-z0-9+/=]{8,}
-  | \b(?:authorization|x-api-key|api[-_]?key|access[-_]?token|client[-_]?secret|secret[-_]?key|password)
-      ["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?(?!\[redacted\])[^\s"',;]+
+    r"""(?x)
+    \b(?:Bearer|BEARER|bearer(?=\s+[A-Za-z0-9._~+/=-]*[0-9_.~+/=-]))\s+(?!\[redacted\])[^\s"',;]+
+  | \bBasic\s+[A-Za-z0-9+/]{8,}={0,2}
+  | (?i:\b(?:authorization|x-api-key|api[-_]?key|access[-_]?token|client[-_]?secret|secret[-_]?key|password)
+      ["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?(?!\[redacted\]|(?:bearer|basic)\s)[^\s"',;]+)
   | openai-insecure-api-key\.[^\s"',;]+
   | \b(?:sk|rk)-[A-Za-z0-9_\-]{4,}
   | \bek_[A-Za-z0-9_\-]{4,}
@@ -98,7 +98,7 @@ def redact(text: str) -> str:
 def _keep_name(match: re.Match[str]) -> str:
     """``Authorization: [redacted]`` rather than ``[redacted]``: the name says what was there."""
     found = match.group(0)
-    name = re.match(r"(?i)(bearer|basic)\s+|[A-Za-z_-]+[\"']?\s*[:=]\s*[\"']?", found)
+    name = re.match(r"(?i)(?:bearer|basic)\s+|[A-Za-z_-]+[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?", found)
     if name is None or found.lower().startswith(("sk-", "rk-", "ek_", "openai-insecure")):
         return "[redacted]"
     return found[: name.end()] + "[redacted]"
