@@ -34,6 +34,7 @@ from voxline.session.events import ResponseFinished, SessionError
 from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
+from tests.test_voice_session import collect
 
 CANARY = "canary7Qx2-Lm9Zt4Wv8Rb3Kc6"
 
@@ -240,21 +241,6 @@ def debug_logs() -> Iterator[io.StringIO]:
             logging.getLogger(name).setLevel(level)
 
 
-async def _events_until(session: VoiceSession, clock: VirtualClock, until: Any, limit_s: float = 60.0) -> list[Any]:
-    seen: list[Any] = []
-    iterator = session.__aiter__()
-    while clock.now() < limit_s:
-        try:
-            event = await asyncio.wait_for(iterator.__anext__(), timeout=0.005)
-        except asyncio.TimeoutError:
-            clock.advance(0.02)
-            continue
-        seen.append(event)
-        if until(event):
-            return seen
-    raise AssertionError(f"condition not met; saw {[type(e).__name__ for e in seen]}")
-
-
 async def test_canary_key_never_appears_in_a_debug_session() -> None:
     """A session against the local server (which requires the canary) at DEBUG everywhere."""
     log = io.StringIO()
@@ -266,7 +252,7 @@ async def test_canary_key_never_appears_in_a_debug_session() -> None:
             session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, on_wire=events.wire)
             async with session:
                 await session.send_text(f"my key is not {CANARY[:6]}, say hello")
-                seen = await _events_until(session, clock, lambda e: isinstance(e, ResponseFinished))
+                seen = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
                 reprs = [repr(session), repr(session.settings), repr(srv.config), repr(session._conn)]
     text = logs.getvalue()
     # the test looks where the key would be: websockets logged both ends of the handshake
@@ -287,7 +273,6 @@ async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfac
             "type": "invalid_request_error", "code": "invalid_api_key", "param": CANARY,
             "message": f"Incorrect API key provided: {CANARY}. You can find your API key in your account.",
             "event_id": None}}))
-        await asyncio.sleep(0.05)
         await ws.close(3000, f"invalid_request_error.invalid_api_key {CANARY}")
 
     log = io.StringIO()
@@ -300,7 +285,7 @@ async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfac
             events = EventLog(log, clock.now)
             session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, on_wire=events.wire)
             async with session:
-                seen = await _events_until(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
                 events.local(seen[-1])
     errors = [e for e in seen if isinstance(e, SessionError)]
     assert any("Incorrect API key provided: [redacted]" in e.message for e in errors)

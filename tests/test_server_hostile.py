@@ -8,12 +8,8 @@ import asyncio
 import base64
 import json
 import math
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +20,9 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.app import Server
 from voxline.realtime.server.validate import MAX_DEPTH
 from tests.conftest import require_tool
+from tests.test_cli import one_line_error, voxline
 from tests.test_server_engine import Harness
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-hostile-test-key"
 
 DEEP_FRAMES = [
@@ -207,18 +203,6 @@ def test_silence_under_vad_does_not_fill_the_buffer() -> None:
 
 
 # ---------------------------------------------------------------- flags and voices
-
-
-def voxline(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "voxline", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **(env or {})})
-
-
-def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
-    assert run.returncode != 0
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3"])
