@@ -205,7 +205,7 @@ def test_silence_under_vad_does_not_fill_the_buffer() -> None:
 # ---------------------------------------------------------------- flags and voices
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
 def test_max_session_minutes_refuses_non_finite_and_non_positive(value: str) -> None:
     line = one_line_error(voxline("serve", "--port", "0", "--voice", "tone", f"--max-session-minutes={value}"))
     assert "--max-session-minutes" in line and "finite" in line

@@ -29,13 +29,18 @@ def _speed(text: str) -> float:
     return value
 
 
+_MAX_MINUTES = 7 * 24 * 60
+
+
 def _minutes(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive, finite number of minutes, not {text!r}")
+    if not (math.isfinite(value) and 0 < value <= _MAX_MINUTES):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive, finite number of minutes up to {_MAX_MINUTES} (a week), not {text!r}"
+        )
     return value
 
 
