@@ -325,6 +325,8 @@ async def test_canary_key_never_appears_in_a_debug_webrtc_call() -> None:
                         pass
                 reprs = [repr(conn), repr(transport), repr(srv._calls), repr(srv._credentials)]
     assert "session.updated" in log.getvalue() and "aiortc" in logs.getvalue()  # both were looked at
+    for name in ("aiortc.rtcpeerconnection", "aiortc.rtcdtlstransport", "aioice.ice", "websockets.client"):
+        assert any(isinstance(f, RedactingFilter) for f in logging.getLogger(name).filters), name
     for where, content in [("logs", logs.getvalue()), ("event log", log.getvalue()), ("reprs", " ".join(reprs))]:
         assert CANARY not in content, where
 

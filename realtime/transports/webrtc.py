@@ -26,6 +26,8 @@ import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
+from voxline.base.errors import install_log_redaction
+
 from ..errors import ConnectionClosed, ConnectionFailed
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
 from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
@@ -38,6 +40,8 @@ AudioHandler = Callable[[npt.NDArray[np.int16]], None]
 _HIGH_WATER = 1024 * 1024  # bytes waiting in the data channel before send() waits
 _LOW_WATER = 256 * 1024
 _REMOTE_CLOSED = (1006, "the WebRTC peer connection ended")
+
+install_log_redaction()  # now that aiortc's module loggers exist
 
 
 class WebRTCTransport:

@@ -139,13 +139,19 @@ _FILTER = RedactingFilter()
 
 
 def install_log_redaction(*names: str) -> None:
-    """Attach the one :class:`RedactingFilter` to ``names`` (default :data:`LOGGERS`); idempotent.
+    """Attach the one :class:`RedactingFilter` to ``names`` (default :data:`LOGGERS`) and to every
+    logger below them that exists already; idempotent.
 
-    A filter on a logger sees only the records created on that logger, so each logger that
-    may carry a key gets it: websockets logs every handshake header (``Authorization``
-    included) and frame excerpts at DEBUG, on ``websockets.client`` and ``websockets.server``.
+    A filter on a logger sees only the records created on that logger, not those of its
+    children, so each logger that may carry a key gets it: websockets logs every handshake
+    header (``Authorization`` included) and frame excerpts at DEBUG on ``websockets.client``
+    and ``websockets.server``; aiortc and aioice log on one logger per module. Modules that
+    import such a library call this again afterwards, so its module loggers are covered.
     """
-    for name in names or LOGGERS:
+    wanted = names or LOGGERS
+    below = tuple(f"{w}." for w in wanted)
+    existing = [name for name in list(logging.Logger.manager.loggerDict) if name.startswith(below)]
+    for name in (*wanted, *existing):
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
