@@ -88,4 +88,5 @@ class ServerConfig:
         if self.chunk_ms <= 0 or self.max_frame_bytes <= 0:
             raise ConfigurationError("chunk_ms and max_frame_bytes must be positive")
         if not (math.isfinite(self.max_session_s) and self.max_session_s > 0):
-            raise ConfigurationError(f"the session length limit must be a positive number of seconds, not {self.max_session_s}")
+            limit = self.max_session_s
+            raise ConfigurationError(f"the session length limit must be a positive number of seconds, not {limit}")
