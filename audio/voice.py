@@ -75,13 +75,18 @@ def _espeak(text: str, variant: str) -> np.ndarray:
     with tempfile.TemporaryDirectory(prefix="voxline-voice-") as tmp:
         out = Path(tmp) / "speech.wav"
         # The text goes through stdin so it can never be read as an option.
-        subprocess.run(
-            [_ESPEAK, "-v", variant, "-s", str(_ESPEAK_WPM), "-w", str(out)],
-            input=text.encode("utf-8"),
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        try:
+            subprocess.run(
+                [_ESPEAK, "-v", variant, "-s", str(_ESPEAK_WPM), "-w", str(out)],
+                input=text.encode("utf-8"),
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
+        except subprocess.CalledProcessError as exc:
+            said = exc.stderr.decode("utf-8", "replace").strip().splitlines() if exc.stderr else []
+            detail = f": {said[0]}" if said else ""
+            raise VoiceUnavailableError(f"espeak-ng cannot speak with voice {variant!r}{detail}") from None
         with wave.open(str(out), "rb") as wav:
             rate = wav.getframerate()
             raw = wav.readframes(wav.getnframes())

@@ -3,7 +3,7 @@
 ``dir`` is ``"out"`` (client → server), ``"in"`` (server → client) or ``"local"`` (what the
 session decided, e.g. a barge-in). Events are logged whole except audio payloads, which are
 replaced by a note of their byte length. Nothing secret crosses the wire as an event, and
-local entries pass through :func:`voxline.realtime.errors.redact`.
+local entries and ``error`` events pass through :func:`voxline.realtime.errors.redact`.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ class EventLog:
             event = {"unparsed": text[:200]}
         if isinstance(event, dict):
             event = strip_audio(event)
+            if event.get("type") == "error":  # a server may echo what it was sent, keys included
+                event = json.loads(redact(json.dumps(event)))
         self._write(direction, event)
 
     def local(self, event: Any, at: float | None = None) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from voxline.audio.ledger import Cut
+from voxline.base.errors import redact
 
 __all__ = [
     "AssistantAudioStarted",
@@ -157,11 +158,18 @@ class ConnectionRestored:
 
 @dataclass(frozen=True, slots=True)
 class SessionError:
-    """A problem reported to the application; the session keeps running unless ``fatal``."""
+    """A problem reported to the application; the session keeps running unless ``fatal``.
+
+    The message is redacted (:func:`voxline.base.errors.redact`): a server that echoes a key in
+    an error does not put it in front of the application or its logs.
+    """
 
     message: str
     code: str | None = None
     fatal: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", redact(self.message))
 
 
 @dataclass(frozen=True, slots=True)

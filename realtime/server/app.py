@@ -35,6 +35,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Response
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.base.errors import install_log_redaction
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import errors
 from voxline.realtime.server.config import ServerConfig
@@ -53,6 +54,8 @@ from voxline.realtime.server.webrtc import CALLS_PATH, RealtimeCalls
 from voxline.realtime.server.ws_session import close_reason, run_engine, send_error_and_close
 
 __all__ = ["Server", "serve"]
+
+install_log_redaction()  # websockets.server logs every handshake header, Authorization included, at DEBUG
 
 _REALTIME_PATH = "/v1/realtime"
 _SECRETS_PATH = "/v1/realtime/client_secrets"

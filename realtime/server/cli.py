@@ -31,6 +31,21 @@ def _speed(text: str) -> float:
     return value
 
 
+_MAX_MINUTES = 7 * 24 * 60
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= _MAX_MINUTES):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive, finite number of minutes up to {_MAX_MINUTES} (a week), not {text!r}"
+        )
+    return value
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` options to ``parser``."""
     parser.add_argument(
@@ -60,7 +75,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=4.0,
         help="assistant audio pace as a multiple of real time, or 'instant' (default 4)",
     )
-    parser.add_argument("--max-session-minutes", type=float, default=60.0, help="session length limit (default 60)")
+    parser.add_argument(
+        "--max-session-minutes",
+        type=_minutes,
+        default=60.0,
+        help="session length limit; at it the server sends session_expired and closes (default 60)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:

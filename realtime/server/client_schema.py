@@ -44,7 +44,7 @@ RESPONSE_PARAMS: Schema = {
     "input": Field(("array",), items=_INPUT_ENTRY),
     "instructions": Field(("string",)),
     "max_output_tokens": MAX_OUTPUT_TOKENS,
-    "metadata": Field(("object", "null")),
+    "metadata": Field(("object", "null"), values=Field(("string",))),
     "output_modalities": OUTPUT_MODALITIES,
     "parallel_tool_calls": Field(("boolean",)),
     "prompt": Field(("object", "null")),

@@ -88,5 +88,8 @@ class ServerConfig:
             raise ConfigurationError("speed must be positive (or inf for instant)")
         if not 0 <= self.port <= 65535:
             raise ConfigurationError(f"invalid port {self.port}")
-        if self.chunk_ms <= 0 or self.max_session_s <= 0 or self.max_frame_bytes <= 0:
-            raise ConfigurationError("chunk_ms, max_session_s and max_frame_bytes must be positive")
+        if self.chunk_ms <= 0 or self.max_frame_bytes <= 0:
+            raise ConfigurationError("chunk_ms and max_frame_bytes must be positive")
+        if not (math.isfinite(self.max_session_s) and self.max_session_s > 0):
+            limit = self.max_session_s
+            raise ConfigurationError(f"the session length limit must be a positive number of seconds, not {limit}")

@@ -11,16 +11,20 @@ connection closes without ever becoming a WebSocket.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 
-from voxline.realtime.server.http_api import HttpRequest, HttpResponse, parse_request
+from voxline.realtime.server import errors
+from voxline.realtime.server.http_api import HttpRequest, HttpResponse, error_body, parse_request
 
 __all__ = ["HttpHandler", "RoutingConnection", "routing_connection"]
 
 HttpHandler = Callable[[HttpRequest], Awaitable[HttpResponse]]
+
+_log = logging.getLogger("voxline.server")
 
 
 class RoutingConnection(ServerConnection):
@@ -89,7 +93,11 @@ class RoutingConnection(ServerConnection):
             await super().handshake(*args, **kwargs)
             return
         if self._http_request is not None:
-            response = await self.http_handler(self._http_request)
+            try:
+                response = await self.http_handler(self._http_request)
+            except Exception:  # a bug of ours: answer like the service, never drop the request
+                _log.exception("the HTTP handler failed on %s %s", self._http_request.method, self._http_request.path)
+                response = HttpResponse(500, error_body(errors.server_error()))
             self._answer_now(response)
         await self.connection_lost_waiter
 

@@ -16,7 +16,6 @@ names the texts, the driver synthesizes them (off the event loop) and hands them
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +31,7 @@ from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.session_config import SessionConfig, no_responses
 from voxline.realtime.server.speech import Samples, Synth, VoiceCache
 from voxline.realtime.server.state import EngineConfig, SessionState
-from voxline.realtime.server.validate import check_object, json_kind
+from voxline.realtime.server.validate import check_object, json_kind, parse_json
 
 __all__ = ["Engine"]
 
@@ -111,9 +110,9 @@ class Engine:
         if len(frame) > limit:
             return [self.error(errors.event_too_large(len(frame), limit))]
         try:
-            data = json.loads(frame)
-        except ValueError as exc:
-            return [self.error(errors.invalid_json(str(exc)))]
+            data = parse_json(frame)
+        except RequestRejected as exc:
+            return [self.error(exc.spec)]
         if not isinstance(data, dict):
             return [self.error(errors.not_an_object(f"{_article(json_kind(data))}"))]
         client_event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
@@ -214,6 +213,11 @@ class Engine:
                 f"Invalid 'audio': {len(audio)} bytes of audio is more than the maximum of {limit} bytes per event."
             )
             raise RequestRejected(errors.invalid_value("audio", message))
+        buffer = self._state.input
+        buffer.trim_silence()
+        cap = self._state.config.max_buffer_bytes
+        if buffer.buffered_bytes + len(audio) > cap:
+            raise RequestRejected(errors.input_buffer_full(buffer.buffered_bytes, len(audio), cap))
         return turns.append_audio(self._state, audio, now)
 
     def _item_create(self, data: dict[str, Any], now: float) -> Events:

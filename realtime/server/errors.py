@@ -22,6 +22,8 @@ code                                   when
 ``item_truncate_invalid_item_id`` / ``item_delete_invalid_item_id`` / ``item_retrieve_invalid_item_id``
 ``unsupported_content_type``           truncate of an item without assistant audio
 ``event_too_large`` (*local*)          a frame above the configured maximum
+``invalid_value`` (param ``audio``)    an append past 15 MiB in one event, or past the input
+                                       buffer's cap (*local* wording; the append is refused)
 ``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
 =====================================  ====================================================
 
@@ -55,10 +57,12 @@ __all__ = [
     "invalid_json",
     "invalid_type",
     "invalid_value",
+    "input_buffer_full",
     "item_not_found",
     "missing_model",
     "missing_parameter",
     "not_an_object",
+    "server_error",
     "session_expired",
     "transcription_on_realtime",
     "truncate_too_long",
@@ -136,6 +140,14 @@ def above_max(path: str, maximum: float, got: float) -> ErrorSpec:
     return ErrorSpec(message, "integer_above_max_value", path)
 
 
+def input_buffer_full(buffered: int, adding: int, limit: int) -> ErrorSpec:
+    message = (
+        f"Invalid 'audio': the input audio buffer holds {buffered} bytes and {adding} more would pass its "
+        f"maximum of {limit} bytes. Commit or clear the buffer first."
+    )
+    return ErrorSpec(message, "invalid_value", "audio")
+
+
 def invalid_json(detail: str) -> ErrorSpec:
     return ErrorSpec(f"Invalid event: failed to parse JSON value. {detail}", "invalid_json")
 
@@ -200,6 +212,13 @@ def item_not_found(verb: str, item_id: str) -> ErrorSpec:
     """``verb`` is ``"deleting"`` or ``"retrieving"``."""
     code = {"deleting": "item_delete_invalid_item_id", "retrieving": "item_retrieve_invalid_item_id"}[verb]
     return ErrorSpec(f"Error {verb} item: the item with id '{item_id}' does not exist.", code)
+
+
+def server_error() -> ErrorSpec:
+    """What the service answers when it fails on its side: the request may be retried."""
+    return ErrorSpec(
+        "The server had an error while processing your request. Sorry about that!", None, type="server_error"
+    )
 
 
 def session_expired(minutes: int) -> ErrorSpec:

@@ -18,11 +18,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from voxline.base.errors import register_secret
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.session_config import SessionConfig
-from voxline.realtime.server.validate import Field, check_object
+from voxline.realtime.server.validate import Field, check_object, parse_json
 
 __all__ = ["Credentials", "HttpRequest", "HttpResponse", "error_body", "mint_client_secret", "parse_request"]
 
@@ -44,8 +45,8 @@ class HttpRequest:
     method: str
     path: str
     query: str
-    headers: dict[str, str]
-    body: bytes
+    headers: dict[str, str] = field(repr=False)  # Authorization among them
+    body: bytes = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +103,16 @@ def parse_request(data: bytes) -> HttpRequest | None:
 class Credentials:
     """Who may connect: the server's API key (if any) and the ephemeral keys it minted."""
 
-    api_key: str | None
-    ids: IdFactory
-    _minted: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    api_key: str | None = field(repr=False)
+    ids: IdFactory = field(repr=False)
+    _minted: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)
+
+    def __repr__(self) -> str:
+        key = "a key" if self.api_key else "no key"
+        return f"<Credentials: {key}, {len(self._minted)} ephemeral>"
 
     def bearer(self, authorization: str | None) -> str | None:
         if not authorization or not authorization.lower().startswith("bearer "):
@@ -112,6 +120,8 @@ class Credentials:
         return authorization[7:].strip() or None
 
     def is_api_key(self, token: str) -> bool:
+        if not _printable_ascii(token):  # a key is ASCII; anything else (e.g. non-UTF-8 bytes) is a wrong key
+            return False
         return self.api_key is None or hmac.compare_digest(token.encode(), self.api_key.encode())
 
     def session_for(self, token: str, now: float) -> dict[str, Any] | None:
@@ -131,9 +141,15 @@ class Credentials:
     def mint(self, seconds: int, session: dict[str, Any], now: float) -> tuple[str, int]:
         self._minted = {k: v for k, v in self._minted.items() if v[0] > now}
         value = self.ids.new("ek", 32)
+        register_secret(value)
         expires_at = int(now + seconds)
         self._minted[value] = (float(expires_at), session)
         return value, expires_at
+
+
+def _printable_ascii(token: str) -> bool:
+    """Header values arrive decoded as Latin-1 or with surrogate escapes; a token is printable ASCII."""
+    return token.isascii() and token.isprintable()
 
 
 def mint_client_secret(
@@ -146,15 +162,13 @@ def mint_client_secret(
     if token.startswith("ek_") or not credentials.is_api_key(token):
         return HttpResponse(401, error_body(errors.invalid_api_key()))
     try:
-        body = json.loads(request.body or b"{}")
+        body = parse_json(request.body or b"{}")
         if not isinstance(body, dict):
             raise RequestRejected(errors.not_an_object("a value of another type"))
         check_object(body, _SECRET_REQUEST)
         session_raw = body.get("session") or {"type": "realtime"}
         config = SessionConfig(str(session_raw.get("model") or default_model))
         config.update(session_raw, voice_locked=False)
-    except ValueError as exc:
-        return HttpResponse(400, error_body(errors.invalid_json(str(exc))))
     except RequestRejected as exc:
         return HttpResponse(400, error_body(exc.spec))
     seconds = int(body.get("expires_after", {}).get("seconds", 600))

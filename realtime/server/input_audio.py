@@ -20,6 +20,7 @@ from voxline.realtime.server import wire_audio
 
 __all__ = ["InputAudio", "SpeechStart", "SpeechStop", "VadEvent"]
 
+_SILENCE_KEPT_MS = 10_000
 _SEMANTIC_SILENCE_MS = {"low": 1200, "medium": 800, "auto": 800, "high": 400}
 
 
@@ -90,8 +91,28 @@ class InputAudio:
         else:
             self._vad.configure(threshold=threshold, prefix_padding_ms=padding, silence_duration_ms=silence)
 
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buffer)
+
+    def trim_silence(self) -> None:
+        """With VAD on and no speech in progress, keep only the audio a coming speech start may reach back to.
+
+        That is the prefix padding plus :data:`_SILENCE_KEPT_MS`: the service does not keep
+        hours of silence either, and without this an idle session's buffer would grow forever.
+        """
+        if self._vad is None or self._vad.speaking:
+            return
+        width = self._format.bytes_per_sample
+        keep = self._vad.prefix_padding + self._format.rate * _SILENCE_KEPT_MS // 1000
+        excess = len(self._buffer) // width - keep
+        if excess > 0:
+            del self._buffer[: excess * width]
+            self._base += excess
+
     def append(self, data: bytes) -> list[VadEvent]:
         """Add audio; return VAD events with session sample positions."""
+        self.trim_silence()
         self._buffer.extend(data)
         raw = self._tail + data
         usable = len(raw) - len(raw) % self._format.bytes_per_sample

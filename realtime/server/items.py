@@ -95,8 +95,10 @@ def _parse_content(item: dict[str, Any], path: str) -> dict[int, bytes]:
     audio: dict[int, bytes] = {}
     for index, part in enumerate(item["content"]):
         where = f"{path}.content[{index}]"
+        if not isinstance(part, dict):
+            raise RequestRejected(errors.invalid_type(where, "an object", "a value of another type"))
         part_type = part.get("type")
-        if part_type not in allowed:
+        if not isinstance(part_type, str) or part_type not in allowed:
             if "type" not in part:
                 raise RequestRejected(errors.missing_parameter(f"{where}.type"))
             raise RequestRejected(errors.invalid_choice(f"{where}.type", part_type, tuple(allowed)))

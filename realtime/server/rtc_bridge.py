@@ -27,8 +27,10 @@ from typing import Any
 from voxline.base.audio_format import PCM16_24K, SAMPLE_RATE, AudioFormat
 from voxline.realtime.server import wire_audio
 from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.errors import RequestRejected
 from voxline.realtime.server.ids import IdFactory, event
 from voxline.realtime.server.rtc_output import OutputAudioBuffer, Samples, Started, Stopped
+from voxline.realtime.server.validate import parse_json
 
 __all__ = ["CallBridge"]
 
@@ -146,8 +148,8 @@ class CallBridge:
 def _event_type(frame: str | bytes) -> str | None:
     """The ``type`` of a JSON object frame, or ``None`` (the engine reports malformed frames)."""
     try:
-        data = json.loads(frame)
-    except ValueError:
+        data = parse_json(frame)
+    except RequestRejected:
         return None
     kind = data.get("type") if isinstance(data, dict) else None
     return kind if isinstance(kind, str) else None

@@ -15,9 +15,15 @@ from voxline.realtime.server.session_config import DEFAULT_INSTRUCTIONS, Session
 from voxline.realtime.server.speech import Synth, VoiceCache
 from voxline.realtime.server.usage import RateLimits
 
-__all__ = ["MAX_AUDIO_BYTES", "EngineConfig", "SessionState", "Synth"]
+__all__ = ["MAX_AUDIO_BYTES", "MAX_BUFFER_BYTES", "EngineConfig", "SessionState", "Synth"]
 
 MAX_AUDIO_BYTES = 15 * 1024 * 1024
+"""Most audio one ``input_audio_buffer.append`` may carry (PROTOCOL.md §2)."""
+MAX_BUFFER_BYTES = 15 * 1024 * 1024
+"""Most audio the input buffer holds before a commit: 5.5 minutes of 24 kHz PCM16, 33 of G.711.
+
+With VAD on, silence before speech is dropped as it ages (:meth:`InputAudio.trim_silence`),
+so the cap is met only by one utterance that long or by a manual-mode buffer never committed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +36,7 @@ class EngineConfig:
     session_identity: bool = True
     max_event_bytes: int = 20 * 1024 * 1024
     max_audio_bytes: int = MAX_AUDIO_BYTES
+    max_buffer_bytes: int = MAX_BUFFER_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS
     transcription: bool = False  # a ?intent=transcription session: input transcripts only, no responses
 

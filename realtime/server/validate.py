@@ -8,6 +8,8 @@ unions (``variants``): the discriminator picks the schema of the rest.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +17,17 @@ from typing import Any
 from voxline.realtime.server import errors
 from voxline.realtime.server.errors import RequestRejected
 
-__all__ = ["Field", "Schema", "check_object", "check_value", "json_kind"]
+__all__ = ["MAX_DEPTH", "Field", "Schema", "check_object", "check_value", "json_kind", "parse_json"]
+
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays accepted in a client event or request body.
+
+Real events nest a dozen levels at most (a tool's JSON schema inside ``session.tools``
+a few more); the limit keeps every later walk over the value (validation, copies,
+echoes) far from Python's recursion limit.
+"""
+
+_MAX_INTEGER = 2**53  # the largest integer every JSON client holds exactly
 
 _ARTICLE = {
     "string": "a string",
@@ -26,6 +38,53 @@ _ARTICLE = {
     "array": "an array",
     "null": "null",
 }
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Decode one JSON value; :class:`RequestRejected` (``invalid_json``) if malformed or too deep.
+
+    The work is bounded by the text's size: the decoder itself stops at Python's recursion
+    limit, and the depth check visits each container once, without recursion.
+    """
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise RequestRejected(errors.invalid_json(_too_deep())) from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise RequestRejected(errors.invalid_json(str(exc))) from None
+    if _depth_exceeds(data, MAX_DEPTH):
+        raise RequestRejected(errors.invalid_json(_too_deep()))
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _too_deep() -> str:
+    return f"Objects and arrays are nested deeper than the maximum of {MAX_DEPTH} levels."
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Is any object or array in ``value`` nested more than ``limit`` levels deep?"""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        for child in current.values() if isinstance(current, dict) else current:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +99,7 @@ class Field:
     items: Field | None = None
     minimum: float | None = None
     maximum: float | None = None
+    values: Field | None = None  # an open object whose every value must match this
 
 
 Schema = Mapping[str, Field]
@@ -97,7 +157,12 @@ def check_value(value: Any, field: Field, path: str) -> None:
     if kind == "string" and field.choices is not None and value not in field.choices:
         raise RequestRejected(errors.invalid_choice(path, value, field.choices))
     if kind in ("integer", "number"):
-        _check_range(float(value), field, path)
+        if kind == "integer" and "number" not in field.kinds and abs(value) > _MAX_INTEGER:
+            # 1e308 is a whole number to JSON, but no client can hold it as an integer
+            limit = _MAX_INTEGER if value > 0 else -_MAX_INTEGER
+            spec = errors.above_max(path, limit, value) if value > 0 else errors.below_min(path, limit, value)
+            raise RequestRejected(spec)
+        _check_range(value, field, path)
     elif kind == "array" and field.items is not None:
         for index, element in enumerate(value):
             check_value(element, field.items, f"{path}[{index}]")
@@ -106,7 +171,8 @@ def check_value(value: Any, field: Field, path: str) -> None:
 
 
 def _check_range(number: float, field: Field, path: str) -> None:
-    shown = int(number) if number.is_integer() else number
+    # no float() here: a 400-digit integer does not fit one; ints and floats compare exactly
+    shown = number if isinstance(number, int) or not number.is_integer() else int(number)
     if field.minimum is not None and number < field.minimum:
         raise RequestRejected(errors.below_min(path, _num(field.minimum), shown))
     if field.maximum is not None and number > field.maximum:
@@ -128,3 +194,6 @@ def _check_nested(value: Mapping[str, Any], field: Field, path: str) -> None:
         check_object(value, schemas[tag], path)
     elif field.fields is not None:
         check_object(value, field.fields, path)
+    elif field.values is not None:
+        for key, element in value.items():
+            check_value(element, field.values, _join(path, key))

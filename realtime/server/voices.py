@@ -15,7 +15,7 @@ import functools
 from collections.abc import Callable
 from typing import Protocol
 
-from voxline.audio.voice import espeak_available, synthesize
+from voxline.audio.voice import VoiceUnavailableError, espeak_available, synthesize
 from voxline.base.clock import Clock
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.scenario import Scenario
@@ -40,6 +40,11 @@ def make_synth(voice: str) -> tuple[Synth, str]:
         raise ConfigurationError(f"unknown voice {voice!r}; use espeak, espeak:<variant> or tone")
     if voice.startswith("espeak") and not espeak_available():
         raise ConfigurationError("espeak-ng is not installed; use --voice tone")
+    if voice.startswith("espeak:"):
+        try:  # an unknown variant fails here, in one line, not in the first reply
+            synthesize("ok", voice=voice)
+        except VoiceUnavailableError as exc:
+            raise ConfigurationError(f"{exc} (espeak-ng --voices lists them)") from None
     return functools.partial(synthesize, voice=voice), voice
 
 

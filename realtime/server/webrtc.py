@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -124,9 +125,9 @@ class RealtimeCalls:
             await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(offer), "offer"))
             call.add_output_track()
             await call.pc.setLocalDescription(await call.pc.createAnswer())
-        except (ValueError, AssertionError) as exc:  # aiortc's SDP parser asserts on some malformed lines
+        except _PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
             await call.pc.close()
-            detail = str(exc) or "malformed SDP"
+            detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
             return HttpResponse(400, error_body(errors.invalid_value(None, f"Invalid SDP offer: {detail}")))
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
         self._tasks[call.call_id] = task
@@ -189,10 +190,30 @@ def _offer_and_session(request: HttpRequest) -> tuple[bytes, dict[str, Any] | No
     return parts["sdp"], session
 
 
+_RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
+_FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
+_SHAPES = {
+    "a=rtpmap:": (_RTPMAP, "a=rtpmap:<payload type> <encoding>/<clock rate>[/<channels>]"),
+    "a=fmtp:": (_FMTP, "a=fmtp:<payload type> <parameters>"),
+}
+_PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError)
+"""What aiortc's SDP parser raises on malformed lines it does not check itself."""
+
+
 def _offer_text(body: bytes) -> str:
-    """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section."""
+    """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section.
+
+    Codec lines (``a=rtpmap``, ``a=fmtp``) are checked here, so an empty or truncated one is
+    named in the error rather than left to the SDP parser.
+    """
     text = body.decode("utf-8")  # UnicodeDecodeError is a ValueError
     lines = text.replace("\r\n", "\n").split("\n")
     if not lines[0].startswith("v=0") or not any(line.startswith("m=") for line in lines):
         raise ValueError("expected an SDP offer (v=0 … m=…)")
+    for number, line in enumerate(lines, 1):
+        for prefix, (shape, spelled) in _SHAPES.items():
+            if line.startswith(prefix):
+                match = shape.fullmatch(line.rstrip())
+                if match is None or (prefix == "a=rtpmap:" and int(match.group(1)) > 127):
+                    raise ValueError(f"line {number} {line[:80]!r} is not {spelled!r}")
     return text

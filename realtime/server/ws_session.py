@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from voxline.realtime.server import errors
 from voxline.realtime.server.config import ServerConfig
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.errors import ErrorSpec
@@ -26,6 +28,8 @@ from voxline.realtime.server.timing import first_of
 from voxline.realtime.server.voices import SpeechSupplier
 
 __all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
+
+_log = logging.getLogger("voxline.server")
 
 
 def close_reason(spec: ErrorSpec) -> str:
@@ -121,8 +125,12 @@ async def _read(
             if config.on_wire is not None:
                 config.on_wire("in", message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>")
             now = clock.now()
-            outbox.put_all(engine.receive(message, now))
-            outbox.put_all(engine.poll(now))
+            try:
+                outbox.put_all(engine.receive(message, now))
+                outbox.put_all(engine.poll(now))
+            except Exception:  # a bug of ours must not end the client's session: say so, as the service does
+                _log.exception("the engine failed on a client frame")
+                outbox.put_all([engine.error(errors.server_error())])
             voicer.check()
             wakeup.set()
     except ConnectionClosed:

@@ -3,9 +3,10 @@
 ``POST {base}/realtime/calls`` with ``Content-Type: application/sdp`` and
 ``Authorization: Bearer <key or ek_…>``; the answer is ``201`` with the SDP answer as
 the body and a ``Location`` header whose last path segment is the call id. The
-request runs with ``urllib`` in a worker thread (no HTTP client dependency). Failures
-are one-line :class:`~voxline.realtime.errors.ConnectionFailed` errors naming the HTTP status,
-never the token.
+request runs with ``urllib`` in a worker thread (no HTTP client dependency) and follows no
+redirect (:mod:`voxline.realtime.transports.http`), so the token never reaches another host.
+Failures are one-line :class:`~voxline.realtime.errors.ConnectionFailed` errors naming the
+HTTP status, never the token.
 """
 
 from __future__ import annotations
@@ -13,20 +14,16 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, ConnectionFailed
+from .http import post
 
 __all__ = ["EVENTS_LABEL", "Answer", "calls_url", "is_loopback_url", "post_offer"]
 
 EVENTS_LABEL = "oai-events"
 """The label of the data channel that carries the JSON events."""
-
-_MAX_ANSWER = 1024 * 1024
-
 
 @dataclass(frozen=True, slots=True)
 class Answer:
@@ -74,29 +71,21 @@ async def post_offer(url: str, token: str, offer_sdp: str, *, timeout: float = 1
 
 
 def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
-    request = urllib.request.Request(
-        url,
-        data=offer_sdp.encode("utf-8"),
-        method="POST",
-        headers={"Content-Type": "application/sdp", "Authorization": f"Bearer {token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status = response.status
-            body = response.read(_MAX_ANSWER).decode("utf-8", "replace")
-            location = response.headers.get("Location", "")
-    except urllib.error.HTTPError as exc:
-        detail = _error_message(exc.read(_MAX_ANSWER))
-        hint = " (the token was refused)" if exc.code in (401, 403) else ""
-        raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {exc.code}{hint}{detail}") from None
-    except urllib.error.URLError as exc:
-        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else str(exc.reason)
-        raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
-    except OSError as exc:  # includes timeouts
-        raise ConnectionFailed(f"cannot connect to {url}: {exc.strerror or type(exc).__name__}") from None
-    call_id = location.rstrip("/").rsplit("/", 1)[-1]
-    if status != 201 or not body.startswith("v=") or not call_id:
-        raise ConnectionFailed(f"{url} answered the WebRTC offer with HTTP {status} but no SDP answer and call id")
+    reply = post(url, token, offer_sdp.encode("utf-8"), "application/sdp", timeout=timeout)
+    if reply.redirected:
+        raise ConnectionFailed(
+            f"{url} answered the WebRTC offer with a redirect (HTTP {reply.status}); not followed with the key"
+        )
+    if reply.status >= 400:
+        detail = _error_message(reply.body)
+        hint = " (the token was refused)" if reply.status in (401, 403) else ""
+        raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {reply.status}{hint}{detail}")
+    body = reply.body.decode("utf-8", "replace")
+    call_id = reply.location.rstrip("/").rsplit("/", 1)[-1]
+    if reply.status != 201 or not body.startswith("v=") or not call_id:
+        raise ConnectionFailed(
+            f"{url} answered the WebRTC offer with HTTP {reply.status} but no SDP answer and call id"
+        )
     return Answer(body, call_id)
 
 

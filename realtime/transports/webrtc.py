@@ -26,6 +26,8 @@ import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
+from voxline.base.errors import install_log_redaction
+
 from ..errors import ConnectionClosed, ConnectionFailed
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
 from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
@@ -39,6 +41,8 @@ AudioHandler = Callable[[npt.NDArray[np.int16]], None]
 _HIGH_WATER = 1024 * 1024  # bytes waiting in the data channel before send() waits
 _LOW_WATER = 256 * 1024
 _REMOTE_CLOSED = (1006, "the WebRTC peer connection ended")
+
+install_log_redaction()  # now that aiortc's module loggers exist
 
 
 class WebRTCTransport:
@@ -57,6 +61,7 @@ class WebRTCTransport:
         self._tasks: list[asyncio.Task[None]] = []
         self._opened = asyncio.Event()
         self._drained = asyncio.Event()
+        self._token = ""
         pc.addTrack(self._mic_track)
         self._channel = pc.createDataChannel(EVENTS_LABEL)
         self._channel.bufferedAmountLowThreshold = _LOW_WATER
@@ -104,6 +109,7 @@ class WebRTCTransport:
 
     async def _negotiate(self, token: str, timeout: float) -> None:
         pc = self._pc
+        self._token = token
         await pc.setLocalDescription(await pc.createOffer())
         answer = await post_offer(self.url, token, pc.localDescription.sdp, timeout=timeout)
         self.call_id = answer.call_id
@@ -182,7 +188,10 @@ class WebRTCTransport:
     # Callbacks.
 
     def _on_message(self, message: str | bytes) -> None:
-        self._inbox.put_nowait(message if isinstance(message, str) else message.decode("utf-8", "replace"))
+        text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+        if self._token and self._token in text:  # a server echoed our token, e.g. in an error message
+            text = text.replace(self._token, "[redacted]")
+        self._inbox.put_nowait(text)
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._remote is None:

@@ -1,7 +1,11 @@
 """WebSocket transport (websockets): ``wss://…/v1/realtime?model=…`` with ``Authorization: Bearer``.
 
 No ``OpenAI-Beta`` header is ever sent: that selects the retired beta protocol
-(PROTOCOL.md §1). The token is held privately and never appears in a repr or an error.
+(PROTOCOL.md §1). The token is held privately and never appears in a repr or an error;
+it is registered for redaction, so websockets' DEBUG log of the handshake, an error a server
+echoes with the key in it and a close reason all show ``[redacted]`` instead. The
+``Authorization`` header goes to the configured origin only: websockets follows redirects
+with the same headers, so a redirect to another scheme, host or port is refused here.
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ import asyncio
 import urllib.parse
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
+
+from voxline.base.errors import install_log_redaction, register_secret
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.base.models import DEFAULT_REALTIME_MODEL
@@ -20,6 +27,22 @@ __all__ = ["WebSocketTransport", "realtime_url"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 MAX_FRAME = 16 * 1024 * 1024  # one append may carry 15 MiB of base64
+_REDIRECTS = (300, 301, 302, 303, 307, 308)
+
+install_log_redaction()
+
+
+class _SameOriginConnect(connect):
+    """websockets' ``connect``, following a redirect only within the origin it was given."""
+
+    def process_redirect(self, exc: Exception) -> Exception | str:
+        target = super().process_redirect(exc)
+        if not isinstance(target, str):
+            return target
+        old, new = parse_uri(self.uri), parse_uri(target)
+        if (old.secure, old.host, old.port) != (new.secure, new.host, new.port):
+            return exc  # not followed: the caller reports the redirect's status
+        return target
 
 
 def realtime_url(base: str, *, model: str | None = None, call_id: str | None = None) -> str:
@@ -48,9 +71,10 @@ class WebSocketTransport:
 
     media = None  # audio goes inside events
 
-    def __init__(self, ws: ClientConnection, url: str) -> None:
+    def __init__(self, ws: ClientConnection, url: str, token: str = "") -> None:
         self._ws = ws
         self.url = url
+        self._token = token
         self.close_code: int | None = None
         self.close_reason = ""
 
@@ -71,9 +95,10 @@ class WebSocketTransport:
     ) -> WebSocketTransport:
         """Open the socket; with ``call_id`` it is the sideband of that running call (no model)."""
         url = realtime_url(base_url, model=model, call_id=call_id)
+        register_secret(token)
         headers = {"Authorization": f"Bearer {token}", **(extra_headers or {})}
         try:
-            ws = await connect(
+            ws = await _SameOriginConnect(
                 url,
                 additional_headers=headers,
                 open_timeout=open_timeout,
@@ -84,13 +109,15 @@ class WebSocketTransport:
         except InvalidStatus as exc:
             status = exc.response.status_code
             hint = " (the token was refused)" if status in (401, 403) else ""
+            if status in _REDIRECTS:
+                hint = " (a redirect to another origin; not followed with the API key)"
             raise ConnectionFailed(f"{url} refused the connection: HTTP {status}{hint}") from None
         except InvalidURI as exc:
             raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
-        return cls(ws, url)
+        return cls(ws, url, token)
 
     async def send(self, text: str) -> None:
         try:
@@ -103,7 +130,15 @@ class WebSocketTransport:
             frame = await self._ws.recv()
         except WsConnectionClosed as exc:
             raise self._closed(exc) from None
-        return frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
+        text = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
+        return self._scrub(text)
+
+    def _scrub(self, text: str) -> str:
+        """The frame with our own token replaced, should a server echo it (e.g. in an error message)."""
+        token = self._token
+        if token and token in text:
+            return text.replace(token, "[redacted]")
+        return text
 
     async def ping(self) -> None:
         """A WebSocket ping; returns when the server's pong arrives."""
@@ -121,7 +156,7 @@ class WebSocketTransport:
     def _closed(self, exc: WsConnectionClosed) -> ConnectionClosed:
         frame = exc.rcvd or exc.sent
         code = frame.code if frame is not None else 1006
-        reason = frame.reason if frame is not None else "no close frame"
+        reason = self._scrub(frame.reason) if frame is not None else "no close frame"
         self.close_code, self.close_reason = code, reason
         return ConnectionClosed(code, reason)
 

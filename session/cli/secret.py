@@ -9,12 +9,11 @@ import argparse
 import asyncio
 import json
 import os
-import urllib.error
-import urllib.request
 from typing import Any
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
+from voxline.realtime.transports.http import check_http_url, post
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 
@@ -28,23 +27,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> dict[str, Any]:
-    """Blocking HTTP call; returns the server's JSON (``value``, ``expires_at``, ``session``)."""
+    """Blocking HTTP call; returns the server's JSON (``value``, ``expires_at``, ``session``).
+
+    No redirect is followed (:mod:`voxline.realtime.transports.http`): the API key goes to the
+    host named by ``base_url`` and nowhere else.
+    """
     if not 10 <= ttl <= 7200:
         raise ConfigurationError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
+    check_http_url(base_url, "--url")
     body = {"expires_after": {"anchor": "created_at", "seconds": ttl}, "session": {"type": "realtime", "model": model}}
-    request = urllib.request.Request(
-        base_url.rstrip("/") + "/realtime/client_secrets",
-        data=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"},
-        method="POST",
-    )
+    url = base_url.rstrip("/") + "/realtime/client_secrets"
+    reply = post(url, api_key, json.dumps(body).encode(), "application/json", timeout=15)
+    if reply.redirected:
+        raise ConnectionFailed(f"{url} answered with a redirect (HTTP {reply.status}); not followed with the API key")
+    if reply.status >= 400:
+        raise ConnectionFailed(f"client secret refused: HTTP {reply.status}")
     try:
-        with urllib.request.urlopen(request, timeout=15) as reply:
-            return json.loads(reply.read())
-    except urllib.error.HTTPError as exc:
-        raise ConnectionFailed(f"client secret refused: HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise ConnectionFailed(f"cannot reach {base_url}: {getattr(exc, 'reason', exc)}") from None
+        secret = json.loads(reply.body)
+    except ValueError:
+        secret = None
+    if not isinstance(secret, dict) or not isinstance(secret.get("value"), str):
+        raise ConnectionFailed(f"{url} answered HTTP {reply.status} without a client secret")
+    return secret
 
 
 async def run(args: argparse.Namespace) -> int:

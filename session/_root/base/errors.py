@@ -8,21 +8,153 @@
     └── RealtimeError               the wire and the session (voxline.realtime.errors draws it)
 
 Messages never contain keys or tokens: :class:`VoxlineError` redacts anything that looks
-like one (:func:`redact`).
+like one and every key registered in use (:func:`redact`, :func:`register_secret`). This is
+the one home of redaction: log records pass through :class:`RedactingFilter`, installed on
+the loggers that may see a key by :func:`install_log_redaction`.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 
-__all__ = ["AudioError", "VoxlineError", "redact"]
+__all__ = [
+    "LOGGERS",
+    "AudioError",
+    "RedactingFilter",
+    "VoxlineError",
+    "forget_secret",
+    "install_log_redaction",
+    "redact",
+    "register_secret",
+]
 
-_SECRET = re.compile(r"\b(sk-[A-Za-z0-9_\-]{4,}|ek_[A-Za-z0-9_\-]{4,}|Bearer\s+\S+)")
+# Secrets recognised by their shape, whatever the key itself looks like: the value after
+# ``Bearer`` or after a credential-looking name (``Authorization: …``, ``api_key=…``,
+# ``"client_secret": "…"``), the browser subprotocol that carries a key, and the service's
+# own key prefixes.
+_SHAPES = re.compile(
+    r"""(?x)
+    \b(?:Bearer|BEARER|bearer(?=\s+[A-Za-z0-9._~+/=-]*[0-9_.~+/=-]))\s+(?!\[redacted\])[^\s"',;]+
+  | \bBasic\s+[A-Za-z0-9+/]{8,}={0,2}
+  | (?i:\b(?:authorization|x-api-key|api[-_]?key|access[-_]?token|client[-_]?secret|secret[-_]?key|password)
+      ["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?(?!\[redacted\]|(?:bearer|basic)\s)[^\s"',;]+)
+  | openai-insecure-api-key\.[^\s"',;]+
+  | \b(?:sk|rk)-[A-Za-z0-9_\-]{4,}
+  | \bek_[A-Za-z0-9_\-]{4,}
+    """
+)
+_MIN_SECRET = 8
+"""Shorter values are not registered: redacting every ``k`` or ``local`` would garble messages."""
+_MAX_SECRETS = 64
+
+_lock = threading.Lock()
+_known: dict[str, None] = {}
+_literal: re.Pattern[str] | None = None
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a key or token in use, so :func:`redact` removes it verbatim, whatever its prefix.
+
+    Transports register the token they send; the local server registers its key and the
+    ephemeral keys it mints. Values shorter than 8 characters are ignored; the 64 most recent
+    values are kept.
+    """
+    global _literal
+    if not value or len(value) < _MIN_SECRET:
+        return
+    with _lock:
+        if value in _known:
+            return
+        _known[value] = None
+        while len(_known) > _MAX_SECRETS:
+            del _known[next(iter(_known))]
+        _literal = _compile(_known)
+
+
+def forget_secret(value: str) -> None:
+    """Stop redacting ``value`` verbatim (tests; a key that was rotated out)."""
+    global _literal
+    with _lock:
+        if _known.pop(value, 0) is None:
+            _literal = _compile(_known)
+
+
+def _compile(values: dict[str, None]) -> re.Pattern[str] | None:
+    if not values:
+        return None
+    return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
 
 
 def redact(text: str) -> str:
-    """Replace anything that looks like an API key, ephemeral key or bearer token."""
-    return _SECRET.sub("[redacted]", text)
+    """Replace anything that looks like a key or token, and every registered secret, by ``[redacted]``."""
+    literal = _literal
+    if literal is not None:
+        text = literal.sub("[redacted]", text)
+    return _SHAPES.sub(_keep_name, text)
+
+
+def _keep_name(match: re.Match[str]) -> str:
+    """``Authorization: [redacted]`` rather than ``[redacted]``: the name says what was there."""
+    found = match.group(0)
+    name = re.match(r"(?i)(?:bearer|basic)\s+|[A-Za-z_-]+[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?", found)
+    if name is None or found.lower().startswith(("sk-", "rk-", "ek_", "openai-insecure")):
+        return "[redacted]"
+    return found[: name.end()] + "[redacted]"
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts secrets from a record's message, arguments and traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: let the handler report it as logging does
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+LOGGERS = (
+    "voxline",
+    "voxline.server",
+    "websockets",
+    "websockets.client",
+    "websockets.server",
+    "aiortc",
+    "aioice",
+)
+"""Loggers that may see a key: ours, and the libraries that log handshakes and frames at DEBUG."""
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction(*names: str) -> None:
+    """Attach the one :class:`RedactingFilter` to ``names`` (default :data:`LOGGERS`) and to every
+    logger below them that exists already; idempotent.
+
+    A filter on a logger sees only the records created on that logger, not those of its
+    children, so each logger that may carry a key gets it: websockets logs every handshake
+    header (``Authorization`` included) and frame excerpts at DEBUG on ``websockets.client``
+    and ``websockets.server``; aiortc and aioice log on one logger per module. Modules that
+    import such a library call this again afterwards, so its module loggers are covered.
+    """
+    wanted = names or LOGGERS
+    below = tuple(f"{w}." for w in wanted)
+    existing = [name for name in list(logging.Logger.manager.loggerDict) if name.startswith(below)]
+    for name in (*wanted, *existing):
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
 
 
 class VoxlineError(Exception):

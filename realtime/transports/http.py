@@ -1,0 +1,91 @@
+"""One HTTP POST with a bearer token, for the calls endpoint and ``client_secrets``.
+
+``urllib`` follows a ``301``/``302``/``303`` answer to a POST by sending a GET, with every
+header of the original request, ``Authorization`` included, to whatever host the
+``Location`` names. These endpoints never redirect, so here no redirect is followed at all:
+the answer is returned as it came, and the caller reports the status. The token is
+registered for redaction before it is sent.
+"""
+
+from __future__ import annotations
+
+import http.client
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from voxline.base.errors import install_log_redaction, register_secret
+
+from ..errors import ConfigurationError, ConnectionFailed
+
+__all__ = ["REDIRECTS", "HttpAnswer", "check_http_url", "post"]
+
+REDIRECTS = frozenset({300, 301, 302, 303, 307, 308})
+MAX_BODY = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HttpAnswer:
+    """A reply of any status: its code, ``Location`` (if any) and body (at most 1 MiB)."""
+
+    status: int
+    body: bytes = field(repr=False)
+    location: str = ""
+
+    @property
+    def redirected(self) -> bool:
+        return self.status in REDIRECTS
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError, which post() returns
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+install_log_redaction()
+
+
+def check_http_url(url: str, what: str = "URL") -> str:
+    """``url`` if it is a usable http(s) URL, else a one-line :class:`ConfigurationError`."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        _ = parts.port  # a port that is not a number, or out of range, raises here
+    except ValueError as exc:
+        raise ConfigurationError(f"invalid {what} {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"{what} must be an http:// or https:// URL, not {url!r}")
+    return url
+
+
+def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float) -> HttpAnswer:
+    """POST ``body`` to ``url`` with ``Authorization: Bearer <token>``; blocking.
+
+    Raises :class:`ConfigurationError` for a URL that is not http(s) and
+    :class:`ConnectionFailed` when no answer came (refused, unreachable, timed out).
+    """
+    check_http_url(url)
+    register_secret(token)
+    try:
+        request = urllib.request.Request(
+            url, data=body, method="POST", headers={"Content-Type": content_type, "Authorization": f"Bearer {token}"}
+        )
+    except ValueError as exc:
+        raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            return HttpAnswer(response.status, response.read(MAX_BODY), response.headers.get("Location", ""))
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return HttpAnswer(exc.code, exc.read(MAX_BODY), exc.headers.get("Location", "") if exc.headers else "")
+    except urllib.error.URLError as exc:
+        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else str(exc.reason)
+        raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
+    except (ValueError, http.client.InvalidURL) as exc:
+        raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
+    except http.client.HTTPException as exc:  # a peer that does not speak HTTP
+        raise ConnectionFailed(f"{url} sent no valid HTTP answer: {type(exc).__name__}") from None
+    except OSError as exc:  # includes timeouts
+        raise ConnectionFailed(f"cannot connect to {url}: {exc.strerror or type(exc).__name__}") from None

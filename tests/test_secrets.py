@@ -1,0 +1,356 @@
+"""Keys stay home: no redirect carries the Authorization header to another host, and a canary
+key shows up in no log (ours or websockets' at DEBUG), repr, exception, event or event log.
+
+The canary has no known prefix (not ``sk-``, not ``ek_``): only redaction of the key actually
+in use can catch it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.server
+import io
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import serve as ws_serve
+
+from voxline.base.clock import VirtualClock
+from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret
+from voxline.realtime.errors import ConnectionFailed, ServerError
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.http_api import Credentials, HttpRequest
+from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.transports.rtc_signaling import post_offer
+from voxline.realtime.transports.websocket import WebSocketTransport
+from voxline.session.cli import main
+from voxline.session.eventlog import EventLog
+from voxline.session.events import ResponseFinished, SessionError
+from voxline.session.media import ClockedOutput
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+from tests.test_voice_session import collect
+
+CANARY = "canary7Qx2-Lm9Zt4Wv8Rb3Kc6"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry() -> Iterator[None]:
+    """Each test proves its own redaction: the canary is not known before the code under test sees it."""
+    forget_secret(CANARY)
+    yield
+    forget_secret(CANARY)
+
+
+# ---------------------------------------------------------------- redirects
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Records every request it gets (the second host of a redirect) and answers 404."""
+
+    protocol_version = "HTTP/1.1"  # websockets reads only HTTP/1.1 answers
+    seen: list[dict[str, str]]
+
+    def _record(self) -> None:
+        self.seen.append({"line": self.requestline, **{k.lower(): v for k, v in self.headers.items()}})
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = _record
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _redirector(status: int, target: str) -> type[http.server.BaseHTTPRequestHandler]:
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _redirect(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            self.send_response(status)
+            self.send_header("Location", target + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _redirect
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Redirect
+
+
+@contextlib.contextmanager
+def _http(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@contextlib.contextmanager
+def redirect_to_second_host(status: int, scheme: str = "http") -> Iterator[tuple[int, list[dict[str, str]]]]:
+    """Host A answers every request with ``status`` pointing at host B; B records what it gets."""
+    seen: list[dict[str, str]] = []
+    recorder = type("Recorder", (_Recorder,), {"seen": seen})
+    with _http(recorder) as port_b, _http(_redirector(status, f"{scheme}://127.0.0.1:{port_b}")) as port_a:
+        yield port_a, seen
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_websocket_connect_does_not_follow_a_redirect_to_another_host(status: int) -> None:
+    with redirect_to_second_host(status, "ws") as (port_a, seen_by_b):
+        with pytest.raises(ConnectionFailed) as failure:
+            await WebSocketTransport.connect(f"ws://127.0.0.1:{port_a}/v1", CANARY, open_timeout=5)
+    assert seen_by_b == []
+    assert f"HTTP {status}" in str(failure.value) and "redirect" in str(failure.value)
+    assert CANARY not in str(failure.value)
+
+
+async def test_websocket_connect_still_follows_a_redirect_within_its_origin() -> None:
+    async def handler(ws: Any) -> None:
+        await ws.send(json.dumps({"type": "session.created", "event_id": "e", "session": {}}))
+        await ws.wait_closed()
+
+    def moved(connection: Any, request: Any) -> Any:
+        if request.path.startswith("/old/"):
+            response = connection.respond(302, "")
+            response.headers["Location"] = "/v1/" + request.path[len("/old/"):]
+            return response
+        return None
+
+    async with ws_serve(handler, "127.0.0.1", 0, process_request=moved) as same:
+        port = same.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/old", CANARY, open_timeout=5)
+        assert json.loads(await transport.recv())["type"] == "session.created"
+        assert transport._ws.request is not None and transport._ws.request.path.startswith("/v1/realtime")
+        await transport.close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_webrtc_offer_is_not_posted_or_redirected_to_another_host(status: int) -> None:
+    with redirect_to_second_host(status) as (port_a, seen_by_b):
+        with pytest.raises(ConnectionFailed) as failure:
+            await post_offer(f"http://127.0.0.1:{port_a}/v1/realtime/calls", CANARY, "v=0\r\n", timeout=5)
+    assert seen_by_b == []
+    assert "redirect" in str(failure.value) and CANARY not in str(failure.value)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_voxline_token_does_not_send_the_key_to_a_redirect_target(
+    status: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    with redirect_to_second_host(status) as (port_a, seen_by_b):
+        code = main(["token", "--url", f"http://127.0.0.1:{port_a}/v1"])
+    out, err = capsys.readouterr()
+    assert seen_by_b == []
+    assert code == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "redirect" in err and CANARY not in err
+
+
+# ---------------------------------------------------------------- redaction, unit level
+
+
+def test_redact_removes_registered_keys_of_any_shape_and_known_shapes() -> None:
+    assert CANARY in redact(f"Incorrect API key provided: {CANARY}.")
+    register_secret(CANARY)
+    assert redact(f"Incorrect API key provided: {CANARY}.") == "Incorrect API key provided: [redacted]."
+    for text in ["Authorization: Bearer abc.DEF-123", "api_key=hunter2hunter2", '{"client_secret": "xyz987654"}',
+                 "sk-proj-AbCdEf123456", "ek_68af2b9c1d", "openai-insecure-api-key.zzz999"]:
+        cleaned = redact(text)
+        assert "[redacted]" in cleaned
+        assert not any(secret in cleaned for secret in ["abc.DEF", "hunter2", "xyz987", "AbCdEf", "68af2b", "zzz999"])
+    for harmless in ["max_output_tokens: 4096, the token was refused",
+                     "Missing bearer or basic authentication in header", "a Basic idea", "the bearer token"]:
+        assert redact(harmless) == harmless
+
+
+def test_short_values_are_not_registered() -> None:
+    register_secret("local")  # the built-in server takes any token; redacting "local" would garble text
+    assert redact("the local server") == "the local server"
+
+
+def test_log_filter_redacts_message_arguments_and_traceback() -> None:
+    register_secret(CANARY)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("voxline.test_secrets")
+    logger.addFilter(RedactingFilter())
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug("> %s: %s", "Authorization", f"Bearer {CANARY}")
+        try:
+            raise RuntimeError(f"echoed {CANARY}")
+        except RuntimeError:
+            logger.exception("failed with %s", CANARY)
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "Authorization: Bearer [redacted]" in text and "RuntimeError: echoed [redacted]" in text
+    assert CANARY not in text
+
+
+def test_credential_objects_do_not_show_keys_in_repr() -> None:
+    credentials = Credentials(CANARY, IdFactory(1))
+    value, _ = credentials.mint(60, {"type": "realtime"}, 0.0)
+    request = HttpRequest("POST", "/v1/realtime/calls", "", {"authorization": f"Bearer {CANARY}"}, b"v=0")
+    settings = SessionSettings(api_key=CANARY)
+    config = ServerConfig(port=0, api_key=CANARY)
+    for obj in (credentials, request, settings, config):
+        assert CANARY not in repr(obj) and value not in repr(obj)
+    assert CANARY not in str(ServerError(f"bad key {CANARY}"))  # the server registered it
+
+
+# ---------------------------------------------------------------- a whole session at DEBUG
+
+
+@contextlib.contextmanager
+def debug_logs() -> Iterator[io.StringIO]:
+    """Every record of every logger, at DEBUG, formatted with tracebacks, into one string."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    levels = {name: logging.getLogger(name).level for name in LOGGERS}
+    for name in LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+async def test_canary_key_never_appears_in_a_debug_session() -> None:
+    """A session against the local server (which requires the canary) at DEBUG everywhere."""
+    log = io.StringIO()
+    clock = VirtualClock()
+    with debug_logs() as logs:
+        async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"), api_key=CANARY)) as srv:
+            settings = SessionSettings(url=srv.url, api_key=CANARY, turn_detection="none")
+            events = EventLog(log, clock.now)
+            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, on_wire=events.wire)
+            async with session:
+                await session.send_text(f"my key is not {CANARY[:6]}, say hello")
+                seen = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
+                reprs = [repr(session), repr(session.settings), repr(srv.config), repr(session._conn)]
+    text = logs.getvalue()
+    # the test looks where the key would be: websockets logged both ends of the handshake
+    assert "websockets.client DEBUG > Authorization: Bearer [redacted]" in text
+    assert "websockets.server DEBUG < Authorization: Bearer [redacted]" in text
+    assert "response.done" in log.getvalue()
+    for where, content in [("logs", text), ("event log", log.getvalue()), ("reprs", " ".join(reprs)),
+                           ("events", " ".join(map(repr, seen)))]:
+        assert CANARY not in content, where
+
+
+async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfaces_it() -> None:
+    """A hostile server puts the key into an error message, its param and the close reason."""
+    async def hostile(ws: Any) -> None:
+        await ws.send(json.dumps({"type": "session.created", "event_id": "event_1", "session": {"type": "realtime"}}))
+        await ws.recv()  # the client's session.update
+        await ws.send(json.dumps({"type": "error", "event_id": "event_2", "error": {
+            "type": "invalid_request_error", "code": "invalid_api_key", "param": CANARY,
+            "message": f"Incorrect API key provided: {CANARY}. You can find your API key in your account.",
+            "event_id": None}}))
+        await ws.close(3000, f"invalid_request_error.invalid_api_key {CANARY}")
+
+    log = io.StringIO()
+    clock = VirtualClock()
+    with debug_logs() as logs:
+        async with ws_serve(hostile, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            settings = SessionSettings(url=f"ws://127.0.0.1:{port}/v1", api_key=CANARY, turn_detection="none",
+                                       reconnect_attempts=0)
+            events = EventLog(log, clock.now)
+            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, on_wire=events.wire)
+            async with session:
+                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+                events.local(seen[-1])
+    errors = [e for e in seen if isinstance(e, SessionError)]
+    assert any("Incorrect API key provided: [redacted]" in e.message for e in errors)
+    assert "Incorrect API key provided: [redacted]" in log.getvalue()
+    for where, content in [("logs", logs.getvalue()), ("event log", log.getvalue()),
+                           ("events", " ".join(map(repr, seen)))]:
+        assert CANARY not in content, where
+
+
+def test_session_errors_and_logged_error_events_are_redacted() -> None:
+    register_secret(CANARY)
+    assert SessionError(f"server: Incorrect API key provided: {CANARY}").message == (
+        "server: Incorrect API key provided: [redacted]"
+    )
+    log = io.StringIO()
+    frame = {"type": "error", "event_id": "e", "error": {"type": "invalid_request_error", "code": None,
+             "message": "key sk-live-0123456789abcdef and Bearer zzzz9999 rejected", "param": None}}
+    EventLog(log, lambda: 0.0).wire("in", json.dumps(frame))
+    assert "0123456789abcdef" not in log.getvalue() and "zzzz9999" not in log.getvalue()
+    assert json.loads(log.getvalue())["event"]["error"]["message"] == "key [redacted] and Bearer [redacted] rejected"
+
+
+async def test_canary_key_never_appears_in_a_debug_webrtc_call() -> None:
+    from voxline.realtime.connection import RealtimeConnection
+    from voxline.realtime.transports.webrtc import WebRTCTransport
+
+    log = io.StringIO()
+    with debug_logs() as logs:
+        async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"), api_key=CANARY)) as srv:
+            transport = await WebRTCTransport.connect(srv.http_url, CANARY)
+            events = EventLog(log, lambda: 0.0)
+            async with RealtimeConnection(transport, on_wire=events.wire) as conn:
+                conn.protocol.update_session({"type": "realtime", "instructions": "Be brief."})
+                await conn.flush()
+                async with asyncio.timeout(10):
+                    while getattr(await conn.recv(), "type", None) != "session.updated":
+                        pass
+                reprs = [repr(conn), repr(transport), repr(srv._calls), repr(srv._credentials)]
+    assert "session.updated" in log.getvalue() and "aiortc" in logs.getvalue()  # both were looked at
+    for name in ("aiortc.rtcpeerconnection", "aiortc.rtcdtlstransport", "aioice.ice", "websockets.client"):
+        assert any(isinstance(f, RedactingFilter) for f in logging.getLogger(name).filters), name
+    for where, content in [("logs", logs.getvalue()), ("event log", log.getvalue()), ("reprs", " ".join(reprs))]:
+        assert CANARY not in content, where
+
+
+def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
+    class Echo(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            body = json.dumps({"error": {"message": f"Incorrect API key provided: {token}", "code": "invalid_api_key",
+                                         "type": "invalid_request_error", "param": None}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with _http(Echo) as port:
+        with pytest.raises(ConnectionFailed) as failure:
+            asyncio.run(post_offer(f"http://127.0.0.1:{port}/v1/realtime/calls", CANARY, "v=0\r\n", timeout=5))
+    assert "HTTP 401" in str(failure.value) and "Incorrect API key provided: [redacted]" in str(failure.value)
+    assert CANARY not in str(failure.value)

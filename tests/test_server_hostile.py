@@ -1,0 +1,315 @@
+"""The local server holds up under hostile input: typed 4xx answers and ``error`` events, never a
+1011 close, a dropped request or a 500 traceback; its input buffer is bounded; its flags and
+voices refuse nonsense in one line."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import websockets
+
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.app import Server
+from voxline.realtime.server.validate import MAX_DEPTH
+from tests.conftest import require_tool
+from tests.test_cli import one_line_error, voxline
+from tests.test_server_engine import Harness
+
+KEY = "sk-hostile-test-key"
+
+DEEP_FRAMES = [
+    "[" * 100_000,  # the decoder's own recursion limit
+    '{"type":"session.update","session":' + "[" * 5_000 + "]" * 5_000 + "}",
+    '{"type":"session.update","session":{"type":"realtime","tools":[' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "]}}",
+    '{"a":' * 900 + "1" + "}" * 900,  # decodes, but deeper than the limit
+]
+
+
+def _parse_http(raw: bytes) -> tuple[int, dict[str, Any] | None, bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    return status, payload, body
+
+
+async def _exchange(port: int, request: bytes) -> tuple[int, dict[str, Any] | None, bytes]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    assert raw, "the server dropped the request without an answer"
+    return _parse_http(raw)
+
+
+def _post(path: str, body: bytes, *, authorization: bytes = b"Bearer " + KEY.encode(),
+          content_type: bytes = b"application/json") -> bytes:
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + authorization
+            + b"\r\nContent-Type: " + content_type + b"\r\nContent-Length: " + str(len(body)).encode()
+            + b"\r\n\r\n" + body)
+
+
+def _upgrade(authorization: bytes) -> bytes:
+    return (b"GET /v1/realtime?model=gpt-realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            b"Authorization: " + authorization + b"\r\n\r\n")
+
+
+@asynccontextmanager
+async def local_server(**config: Any) -> AsyncIterator[Server]:
+    async with serve(ServerConfig(**{"port": 0, "voice": "tone", "speed": math.inf, **config})) as server:
+        yield server
+
+
+# ---------------------------------------------------------------- deeply nested JSON
+
+
+@pytest.mark.parametrize("frame", DEEP_FRAMES, ids=["array-100k", "session-5k", "tools-limit+1", "object-900"])
+def test_engine_answers_deep_nesting_with_invalid_json_and_goes_on(frame: str) -> None:
+    harness = Harness()
+    [error] = harness.send(frame)
+    assert error["type"] == "error"
+    assert (error["error"]["type"], error["error"]["code"]) == ("invalid_request_error", "invalid_json")
+    assert "nested deeper" in error["error"]["message"]
+    [updated] = harness.send({"type": "session.update", "session": {"type": "realtime", "instructions": "x"}})
+    assert updated["type"] == "session.updated"
+
+
+def test_nesting_at_the_limit_is_accepted() -> None:
+    schema: Any = {"type": "object"}
+    for _ in range(25):  # tools[0].parameters… at a depth real tool schemas never reach
+        schema = {"type": "object", "properties": {"x": schema}}
+    tool = {"type": "function", "name": "deep", "description": "", "parameters": schema}
+    [updated] = Harness().send({"type": "session.update", "session": {"type": "realtime", "tools": [tool]}})
+    assert updated["type"] == "session.updated"
+
+
+async def test_websocket_keeps_the_connection_after_deep_frames() -> None:
+    async with local_server() as server:
+        async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime",
+                                      additional_headers={"Authorization": "Bearer x"}, max_size=None) as ws:
+            for _ in range(2):
+                await ws.recv()  # session.created, conversation.created
+            for frame in DEEP_FRAMES:
+                await ws.send(frame)
+                error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                assert (error["type"], error["error"]["type"], error["error"]["code"]) == (
+                    "error", "invalid_request_error", "invalid_json")
+            await ws.send(json.dumps({"type": "input_audio_buffer.clear"}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "input_audio_buffer.cleared"
+
+
+@pytest.mark.parametrize("depth", [100_000, 900])
+async def test_client_secrets_answers_a_deep_body_with_400(depth: int) -> None:
+    body = b'{"session":' + b"[" * depth + b"]" * depth + b"}"
+    async with local_server(api_key=KEY) as server:
+        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", body))
+        assert status == 400 and payload is not None
+        assert (payload["error"]["type"], payload["error"]["code"]) == ("invalid_request_error", "invalid_json")
+        # and the server still mints for a good request
+        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        assert status == 200 and payload is not None and payload["value"].startswith("ek_")
+
+
+# ---------------------------------------------------------------- SDP
+
+
+SDP = ("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\n"
+       "a=mid:0\r\na=sendrecv\r\n{line}\r\n")
+
+
+@pytest.mark.parametrize("line", ["a=rtpmap:", "a=rtpmap:111", "a=rtpmap:111 ", "a=rtpmap:111 opus",
+                                  "a=rtpmap: opus/48000", "a=rtpmap:111 opus/abc", "a=rtpmap:300 opus/48000",
+                                  "a=fmtp:", "a=fmtp:111", "a=setup:", "a=candidate:", "c="])
+async def test_a_malformed_sdp_offer_gets_a_typed_400(line: str) -> None:
+    async with local_server(api_key=KEY) as server:
+        request = _post("/v1/realtime/calls", SDP.format(line=line).encode(), content_type=b"application/sdp")
+        status, payload, body = await _exchange(server.port, request)
+        assert status == 400, body
+        assert payload is not None and payload["error"]["type"] == "invalid_request_error"
+        assert payload["error"]["message"].startswith("Invalid SDP offer")
+        if line.startswith(("a=rtpmap", "a=fmtp")):
+            assert repr(line) in payload["error"]["message"]  # the line is named
+        assert server._calls.active == []
+
+
+# ---------------------------------------------------------------- bearer that is not UTF-8
+
+
+BAD_BEARERS = [b"Bearer \xff\xfe", b"Bearer sk-\xc3\x28abc", b"Bearer \x80" + KEY.encode()]
+
+
+@pytest.mark.parametrize("api_key", [KEY, None], ids=["with-key", "any-key"])
+@pytest.mark.parametrize("bearer", BAD_BEARERS)
+async def test_a_non_utf8_bearer_is_refused_with_401_everywhere(api_key: str | None, bearer: bytes) -> None:
+    async with local_server(api_key=api_key) as server:
+        for request in (_upgrade(bearer), _post("/v1/realtime/client_secrets", b"{}", authorization=bearer),
+                        _post("/v1/realtime/calls", SDP.format(line="").encode(), authorization=bearer,
+                              content_type=b"application/sdp")):
+            status, payload, body = await _exchange(server.port, request)
+            assert status == 401, body
+            assert payload is not None and payload["error"]["code"] == "invalid_api_key"
+
+
+# ---------------------------------------------------------------- the input audio buffer
+
+
+def _append(size: int, value: int = 0) -> dict[str, Any]:
+    return {"type": "input_audio_buffer.append", "audio": base64.b64encode(bytes([value]) * size).decode()}
+
+
+MANUAL = {"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}}}
+
+
+def test_an_append_past_the_buffer_cap_is_refused_and_the_buffer_kept() -> None:
+    harness = Harness(max_buffer_bytes=48_000)  # one second
+    harness.send(MANUAL)
+    assert harness.send(_append(30_000)) == []
+    [error] = harness.send({**_append(20_000), "event_id": "evt_big"})
+    assert error["error"]["type"] == "invalid_request_error"
+    assert (error["error"]["code"], error["error"]["param"], error["error"]["event_id"]) == (
+        "invalid_value", "audio", "evt_big")
+    assert "maximum of 48000 bytes" in error["error"]["message"]
+    assert harness.send(_append(18_000)) == []  # exactly up to the cap is fine
+    events = harness.send({"type": "input_audio_buffer.commit"})
+    assert events[0]["type"] == "input_audio_buffer.committed"
+    assert harness.engine._state.input.buffered_bytes == 0
+
+
+def test_the_default_cap_is_the_services_per_event_maximum() -> None:
+    harness = Harness()
+    harness.send(MANUAL)
+    assert harness.engine._state.config.max_buffer_bytes == 15 * 1024 * 1024
+
+
+def test_silence_under_vad_does_not_fill_the_buffer() -> None:
+    """An idle kiosk streams silence for hours: the buffer keeps only what a speech start can reach."""
+    harness = Harness(max_buffer_bytes=2_000_000)
+    for _ in range(100):  # 100 × 1 s of silence, 4.8 MB in all
+        assert harness.send(_append(48_000)) == []
+    # the prefix padding and ten seconds before the latest append, plus that append
+    assert harness.engine._state.input.buffered_bytes <= 48_000 * 12
+
+
+# ---------------------------------------------------------------- flags and voices
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
+def test_max_session_minutes_refuses_non_finite_and_non_positive(value: str) -> None:
+    line = one_line_error(voxline("serve", "--port", "0", "--voice", "tone", f"--max-session-minutes={value}"))
+    assert "--max-session-minutes" in line and "finite" in line
+
+
+@pytest.mark.parametrize("seconds", [math.nan, math.inf, -1.0, 0.0])
+def test_server_config_refuses_a_non_finite_session_cap(seconds: float) -> None:
+    with pytest.raises(ConfigurationError):
+        ServerConfig(max_session_s=seconds)
+
+
+@pytest.mark.parametrize("url", ["::::", "http://127.0.0.1:abc/v1", "http://[::1/v1", "ws://127.0.0.1/v1", ""])
+def test_token_with_a_bad_url_is_one_line(url: str) -> None:
+    line = one_line_error(voxline("token", "--url", url, env={"OPENAI_API_KEY": "sk-test-not-a-real-key"}))
+    assert "--url" in line and "sk-test-not-a-real-key" not in line
+
+
+def test_serve_with_an_unknown_espeak_variant_is_one_line() -> None:
+    require_tool("espeak-ng")
+    line = one_line_error(voxline("serve", "--port", "0", "--voice", "espeak:nosuchvariant"))
+    assert "nosuchvariant" in line and "espeak-ng" in line
+
+
+# ---------------------------------------------------------------- found by tests/test_fuzz_server.py
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "conversation.item.create", "item": {"type": "message", "role": "user",
+                                                  "content": [{"type": [], "text": "hi"}]}},
+    {"type": "conversation.item.create", "item": {"type": "message", "role": "user", "content": ["hi"]}},
+    {"type": "response.create", "response": {"metadata": {"client_event_id": []}}},
+    {"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": {
+        "type": "server_vad", "prefix_padding_ms": 1e308}}}}},
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": NaN}',
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": 1e400}',
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": -Infinity}',
+    '{"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": ' + "9" * 400 + "}",
+], ids=["part-type-list", "part-not-object", "metadata-not-string", "int-1e308", "NaN", "1e400", "-Infinity",
+        "400-digit-int"])
+def test_frames_that_crashed_or_passed_the_engine_get_an_error(frame: dict[str, Any] | str) -> None:
+    harness = Harness()
+    [error] = harness.send(frame)
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    [cleared] = harness.send({"type": "input_audio_buffer.clear"})
+    assert cleared["type"] == "input_audio_buffer.cleared"
+
+
+async def test_a_deep_frame_on_the_webrtc_data_channel_is_an_error_and_the_call_goes_on() -> None:
+    from voxline.realtime.transports.webrtc import WebRTCTransport
+
+    async with local_server(api_key=KEY) as server:
+        transport = await WebRTCTransport.connect(server.http_url, KEY)
+        try:
+            seen: list[dict[str, Any]] = []
+
+            async def until(kind: str) -> dict[str, Any]:
+                async with asyncio.timeout(10):
+                    while True:
+                        seen.append(event := json.loads(await transport.recv()))
+                        if event["type"] == kind:
+                            return event
+
+            await until("conversation.created")
+            await transport.send("[" * 100_000)
+            error = await until("error")
+            assert (error["error"]["type"], error["error"]["code"]) == ("invalid_request_error", "invalid_json")
+            await transport.send(json.dumps({"type": "session.update", "session": {"type": "realtime"}}))
+            await until("session.updated")
+            assert server._calls.active  # the call is still up
+        finally:
+            await transport.close()
+
+
+async def test_an_engine_failure_is_a_server_error_event_not_a_1011(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The safety net under the engine: a bug of ours answers like the service and keeps the session."""
+    from voxline.realtime.server.engine import Engine
+
+    real = Engine.receive
+
+    def flaky(self: Engine, frame: str | bytes, now: float) -> list[dict[str, Any]]:
+        if isinstance(frame, str) and "boom" in frame:
+            raise RuntimeError("boom")
+        return real(self, frame, now)
+
+    monkeypatch.setattr(Engine, "receive", flaky)
+    async with local_server() as server:
+        async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime",
+                                      additional_headers={"Authorization": "Bearer x"}) as ws:
+            for _ in range(2):
+                await ws.recv()
+            await ws.send('{"type": "boom"}')
+            error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert (error["type"], error["error"]["type"]) == ("error", "server_error")
+            await ws.send(json.dumps({"type": "input_audio_buffer.clear"}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "input_audio_buffer.cleared"
+
+
+async def test_an_http_handler_failure_is_a_json_500_not_a_dropped_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxline.realtime.server import app
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(app, "mint_client_secret", broken)
+    async with local_server(api_key=KEY) as server:
+        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        assert status == 500 and payload is not None and payload["error"]["type"] == "server_error"
