@@ -11,6 +11,7 @@ from .events import (
     ConnectionLost,
     ConnectionRestored,
     CutAdjusted,
+    HeardTranscript,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -21,8 +22,10 @@ from .events import (
     StateChanged,
     TranscriptDelta,
     TranscriptDone,
+    TurnMetrics,
 )
 from .media import ClockedOutput
+from .metrics import MetricsReport
 from .settings import SessionSettings
 from .tools import ToolFinished, ToolRegistry, ToolStarted
 from .voice import VoiceSession
@@ -34,6 +37,8 @@ __all__ = [
     "ConnectionLost",
     "ConnectionRestored",
     "CutAdjusted",
+    "HeardTranscript",
+    "MetricsReport",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",
@@ -48,5 +53,6 @@ __all__ = [
     "ToolStarted",
     "TranscriptDelta",
     "TranscriptDone",
+    "TurnMetrics",
     "VoiceSession",
 ]

@@ -11,12 +11,15 @@ from typing import Any, Literal
 
 from voxline.audio.ledger import Cut
 
+from .metrics.records import TurnRecord
+
 __all__ = [
     "AssistantAudioStarted",
     "BargeIn",
     "ConnectionLost",
     "CutAdjusted",
     "ConnectionRestored",
+    "HeardTranscript",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",
@@ -27,6 +30,7 @@ __all__ = [
     "StateChanged",
     "TranscriptDelta",
     "TranscriptDone",
+    "TurnMetrics",
 ]
 
 Role = Literal["user", "assistant"]
@@ -119,6 +123,35 @@ class BargeIn:
 
 
 @dataclass(frozen=True, slots=True)
+class HeardTranscript:
+    """What the listener heard of a cut assistant item's transcript: an *estimate*.
+
+    ``text`` is a prefix of ``full_text`` (the transcript received up to the cut), found
+    from the transcript deltas' arrival against the item's audio (``method="arrival"``)
+    or by the heard share of its duration (``"duration"``); see
+    :mod:`voxline.session.mirror.heard`. The conversation mirror keeps the same text
+    and rebuilds the conversation with it after a reconnect.
+    """
+
+    item_id: str
+    at: float
+    text: str
+    full_text: str
+    heard_ms: float
+    received_ms: float
+    method: str
+    estimate: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMetrics:
+    """A user turn's figures, once its reply was heard (or the user spoke again): see :class:`TurnRecord`."""
+
+    at: float
+    turn: TurnRecord
+
+
+@dataclass(frozen=True, slots=True)
 class CutAdjusted:
     """The server had less audio of ``item_id`` than the listener heard; it was cut at its length.
 
@@ -170,6 +203,8 @@ SessionEvent = (
     | ResponseFinished
     | AssistantAudioStarted
     | BargeIn
+    | HeardTranscript
+    | TurnMetrics
     | CutAdjusted
     | ConnectionLost
     | ConnectionRestored

@@ -39,6 +39,7 @@ from .bargein import Trigger
 from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .media import ClockedOutput, Output
+from .metrics import MetricsReport, SessionMetrics
 from .mirror import ConversationMirror
 from .settings import SessionSettings
 from .tool_bridge import ToolBridge
@@ -106,6 +107,9 @@ class VoiceSession:
         self._flush_needed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+        vad = self.settings.turn_detection == "server_vad"
+        self._metrics = SessionMetrics(self.output.playout, self.mirror, silence_ms=self.settings.silence_ms if vad else 0,
+                                       padding_ms=self.settings.prefix_padding_ms if vad else 0)
 
     def __repr__(self) -> str:
         state = "open" if self._conn is not None and not self._conn.closed else "closed"
@@ -200,11 +204,16 @@ class VoiceSession:
                 and conn.protocol.queued_creates == 0 and not self._tools.runner.busy
                 and not self._tools.tracker.running() and not self._tools.tracker.runnable())
 
+    def metrics(self) -> MetricsReport:
+        """The session's figures so far: per turn, per barge-in, per item, and their p50/p95."""
+        return self._metrics.report(self.output.now())
+
     def _publish(self, effects: Effects) -> None:
-        for event in effects.events:
+        for event in (*effects.events, *self._metrics.effects(effects, self.output.now())):
             self._queue.put_nowait(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
+        self._metrics.tool(event, self.output.now())
         self._queue.put_nowait(event)
         self._flush_needed.set()
 
@@ -307,6 +316,7 @@ class VoiceSession:
                     return
                 continue
             effects = self.core.handle(out, self.output.now())
+            self._metrics.wire(out, self.output.now())
             self._tools.handle(out)
             self.mirror.apply(out)
             await self._apply(effects)
@@ -328,6 +338,7 @@ class VoiceSession:
             async for block in blocks:
                 if self._talking and self._conn is not None and not self._conn.closed:
                     pcm = np.ascontiguousarray(block, dtype="<i2")
+                    self._metrics.input_sent(len(pcm), self.output.now(), self._conn)
                     media = self._conn.transport.media
                     if media is not None:  # WebRTC: the microphone is a media track
                         media.push_audio(pcm)

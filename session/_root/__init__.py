@@ -26,10 +26,11 @@ _API: dict[str, str] = {
     **dict.fromkeys(
         [
             "AssistantAudioStarted", "BargeIn", "ClockedOutput", "ConnectionLost", "ConnectionRestored",
-            "CutAdjusted", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
+            "CutAdjusted", "HeardTranscript", "MetricsReport", "RawServerEvent", "ResponseFinished",
+            "ResponseStarted", "SessionError",
             "SessionEvent", "SessionSettings", "SpeechStarted", "SpeechStopped", "StateChanged",
             "ToolFinished", "ToolRegistry", "ToolStarted", "TranscriptDelta", "TranscriptDone",
-            "VoiceSession",
+            "TurnMetrics", "VoiceSession",
         ],
         "voxline.session",
     ),
@@ -48,9 +49,9 @@ if TYPE_CHECKING:
     from voxline.realtime.server import ServerConfig, serve
     from voxline.session import (
         AssistantAudioStarted, BargeIn, ClockedOutput, ConnectionLost, ConnectionRestored, CutAdjusted,
-        RawServerEvent, ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
+        HeardTranscript, MetricsReport, RawServerEvent, ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
         SpeechStarted, SpeechStopped, StateChanged, ToolFinished, ToolRegistry, ToolStarted,
-        TranscriptDelta, TranscriptDone, VoiceSession,
+        TranscriptDelta, TranscriptDone, TurnMetrics, VoiceSession,
     )
 
 
