@@ -161,6 +161,17 @@ class MetricsReport:
     underruns: int
     underrun_ms: float
 
+    def shifted(self, offset: float) -> MetricsReport:
+        """The same report with every instant moved by ``-offset`` (e.g. onto a recording's timeline)."""
+        def move(record: Any) -> Any:
+            changes = {f.name: getattr(record, f.name) - offset for f in dataclasses.fields(record)
+                       if f.name in _INSTANTS and getattr(record, f.name) is not None}
+            return dataclasses.replace(record, **changes)
+
+        return MetricsReport(self.at - offset, *(tuple(move(r) for r in group) for group in
+                             (self.turns, self.barge_ins, self.items, self.speech, self.tools)),
+                             self.underruns, self.underrun_ms)
+
     def aggregates(self) -> dict[str, Aggregate]:
         """p50/p95 per figure over the session's turns and barge-ins."""
         t, b = self.turns, self.barge_ins
@@ -188,6 +199,11 @@ class MetricsReport:
             "underruns": {"events": self.underruns, "ms": self.underrun_ms},
             "aggregates": {name: dataclasses.asdict(a) for name, a in self.aggregates().items()},
         })
+
+
+_INSTANTS = frozenset({"at", "start", "end", "speech_start", "speech_end", "speech_end_at", "speech_stopped_at",
+                       "first_delta_at", "first_heard_at", "silent_at", "onset_at", "requested_at", "started_at",
+                       "finished_at"})
 
 
 def _rounded(value: Any) -> Any:
