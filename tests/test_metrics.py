@@ -13,14 +13,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voxline.audio.ledger import Cut
+from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.voice import synthesize
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server.scenario import load_scenario
-from voxline.session.events import BargeIn, HeardTranscript, TurnMetrics
-from voxline.session.metrics import MetricsReport, aggregate, percentile
+from voxline.session.core import Effects
+from voxline.session.events import (
+    AssistantAudioStarted,
+    BargeIn,
+    CutAdjusted,
+    HeardTranscript,
+    ResponseFinished,
+    ResponseStarted,
+    SpeechStarted,
+    SpeechStopped,
+    TurnMetrics,
+)
+from voxline.session.metrics import MetricsReport, SessionMetrics, aggregate, percentile
 from voxline.session.replay import ReplayResult, replay_fast
+from voxline.session.tools import ToolFinished, ToolStarted
 from tests.conftest import require_tool
 from tests.heard import heard_length
+from tests.test_mirror import audio_b64, wire
 
 RATE = 24000
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
@@ -135,3 +150,81 @@ def test_aggregate_skips_missing_figures() -> None:
     agg = aggregate([None, 3.0, None, 1.0])
     assert (agg.count, agg.p50, agg.min, agg.max) == (2, 2.0, 1.0, 3.0)
     assert aggregate([None]).count == 0 and aggregate([None]).p50 is None
+
+
+# The tracker alone, fed plain lists: a playout read by hand, events and wire outputs built here.
+
+PART = {"response_id": "resp_1", "output_index": 0, "item_id": "item_a", "content_index": 0}
+
+
+def effects(*events: object) -> Effects:
+    return Effects(tuple(events))  # type: ignore[arg-type]
+
+
+def test_a_turn_from_speech_to_the_first_heard_sample() -> None:
+    playout = PlayoutBuffer()
+    metrics = SessionMetrics(playout, silence_ms=500, padding_ms=300)
+    metrics.input_sent(480, 0.02, connection="c1")  # the first block: input ms 0 is listener time 0
+    metrics.effects(effects(SpeechStarted(0.6, "item_u", 200)), 0.6)
+    metrics.effects(effects(SpeechStopped(2.5, "item_u", 2490)), 2.5)  # the voice ended at 1.99 s
+    metrics.effects(effects(ResponseStarted("resp_1", 2.5)), 2.5)
+    delta = wire("response.output_audio.delta", **PART, delta=audio_b64(100))
+    metrics.wire(delta, 2.55)
+    playout.enqueue(np.ones(2400, np.int16), "item_a")
+    playout.read_into(np.zeros(480, np.int16), 2.6)
+    metrics.effects(effects(AssistantAudioStarted("item_a", 2.6, None)), 2.62)
+    (turn,) = metrics.report(2.62).turns
+    assert turn.speech_end_at == pytest.approx(1.99) and turn.speech_stopped_at == 2.5
+    assert turn.reply_latency_ms == pytest.approx(610.0)
+    assert (turn.first_delta_ms, turn.client_ms, turn.vad_ms) == (pytest.approx(560.0), pytest.approx(50.0),
+                                                                    pytest.approx(510.0))
+    (speech,) = metrics.report(2.62).speech
+    assert (speech.start, speech.speech_start, speech.end, speech.speech_end) == (
+        pytest.approx(0.2), pytest.approx(0.5), pytest.approx(2.49), pytest.approx(1.99))
+    # nothing is published while the reply still plays or its response runs
+    assert metrics.effects(effects(), 2.64) == []
+    metrics.effects(effects(ResponseFinished("resp_1", "completed", None, 2.7)), 2.7)
+    playout.read_into(np.zeros(2400, np.int16), 2.62)
+    published = metrics.effects(effects(), 3.0)
+    assert [type(e).__name__ for e in published] == ["TurnMetrics"]
+
+
+def test_a_text_turn_has_no_speech_latency_and_tools_are_timed() -> None:
+    metrics = SessionMetrics(PlayoutBuffer())
+    metrics.effects(effects(ResponseStarted("resp_1", 1.0)), 1.0)
+    metrics.wire(wire("response.function_call_arguments.done", response_id="resp_1", output_index=0,
+                      item_id="item_f", call_id="call_1", name="get_weather", arguments="{}"), 1.1)
+    metrics.tool(ToolStarted("call_1", "get_weather", {}), 1.2)
+    metrics.tool(ToolFinished("call_1", "get_weather", "{}", True, 0.3), 1.5)
+    report = metrics.report(2.0)
+    (turn,) = report.turns
+    assert turn.reply_latency_ms is None and turn.speech_end_at is None and turn.response_ids == ("resp_1",)
+    (tool,) = report.tools
+    assert (tool.requested_at, tool.started_at, tool.finished_at, tool.ok) == (1.1, 1.2, 1.5, True)
+
+
+def test_an_already_shorter_answer_moves_the_kept_ms_and_the_cut_error() -> None:
+    playout = PlayoutBuffer()
+    metrics = SessionMetrics(playout)
+    metrics.wire(wire("response.output_audio.delta", **PART, delta=audio_b64(100)), 0.0)
+    playout.enqueue(np.ones(2400, np.int16), "item_a")
+    playout.read_into(np.zeros(960, np.int16), 0.0)
+    cut = playout.interrupt(0.03, fade_ms=5.0)
+    barge = BargeIn("interrupt", 0.03, "item_a", cut.heard_ms, 100.0, cut.audio_end_ms, (), True, 0.005, cut=cut)
+    metrics.effects(effects(barge), 0.03)
+    metrics.effects(effects(), 0.05)  # after the fade: the ledger is read again
+    (record,) = metrics.report(0.05).barge_ins
+    assert record.applied_ms == 35 and record.cut_error_ms == pytest.approx(35 - cut.heard_ms)
+    metrics.effects(effects(CutAdjusted("item_a", 35, 30)), 0.06)
+    (record,) = metrics.report(0.06).barge_ins
+    assert record.audio_end_ms == 35 and record.applied_ms == 30
+    assert record.cut_error_ms == pytest.approx(30 - cut.heard_ms)
+    assert record.onset_at == 0.03 and record.reaction_ms == 5.0
+    assert isinstance(cut, Cut)
+
+
+def test_history_is_bounded() -> None:
+    metrics = SessionMetrics(PlayoutBuffer(), keep=3)
+    for n in range(10):
+        metrics.effects(effects(SpeechStopped(float(n), f"item_{n}", None)), float(n))
+    assert [t.index for t in metrics.report(10.0).turns] == [6, 7, 8, 9]  # three kept, and the open one
