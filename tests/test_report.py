@@ -167,3 +167,12 @@ def test_a_cut_below_what_was_heard_fails_the_checks() -> None:
     run = make_run(MetricsReport(9.0, report.turns, (short,), (), (), (), 0, 0.0), None, None)
     assert not run.summary["pass"]
     assert [c["ok"] for c in run.summary["checks"]] == [False, False, True]
+
+
+def test_a_report_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "report.html"
+    run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(tmp_path / "h.wav"), "--events",
+                  str(tmp_path / "e.jsonl"), "--report", str(missing))
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [f"voxline replay: error: cannot write {missing}: "
+                                               f"no such directory {missing.parent}"]

@@ -23,7 +23,6 @@ from itertools import islice
 from dataclasses import dataclass, field, replace
 
 from voxline.audio.playout import PlayoutBuffer
-from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 from voxline.realtime.protocol import ProtocolOutput
 
@@ -45,6 +44,8 @@ from ..tools import ToolEvent, ToolFinished, ToolStarted
 from .records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
 
 __all__ = ["SessionMetrics"]
+
+_LIVE_ITEMS = 64  # assistant audio parts followed at once
 
 
 def _ms(later: float | None, earlier: float | None) -> float | None:
@@ -109,7 +110,7 @@ class SessionMetrics:
                  padding_ms: int = 0, keep: int = 10_000) -> None:
         self.playout = playout
         self.mirror = mirror
-        self.rate = playout.rate if hasattr(playout, "rate") else SAMPLE_RATE
+        self.rate = playout.rate
         self.silence_s = silence_ms / 1000.0
         self.padding_s = padding_ms / 1000.0
         self._origin: float | None = None  # listener time of the first input sample sent on this connection
@@ -281,11 +282,16 @@ class SessionMetrics:
                 self._settle(key)
                 continue
             heard = self.playout.heard_samples(key[0], key[1], now)
-            if heard == 0 and item.heard > 0:
-                heard = item.received  # the playout retired it: it was wholly heard
+            if heard == 0 and item.heard > 0:  # the playout retired it: everything of it that played was heard
+                if item.complete:
+                    item.heard = item.received
+                self._settle(key)
+                continue
             item.heard = max(item.heard, heard)
             if item.complete and item.heard >= item.received:
                 self._settle(key)
+        while len(self._live) > _LIVE_ITEMS:  # parts whose fate never came: stop following the oldest
+            self._settle(next(iter(self._live)))
         if self._unmeasured:
             for cut in [c for c in self._unmeasured if now >= c.record.silent_at]:
                 self._unmeasured.remove(cut)
