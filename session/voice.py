@@ -141,6 +141,8 @@ class VoiceSession:
                 await self._conn.close()
         for task in self._tasks:
             task.cancel()
+        for event in self._metrics.finish(self.output.now()):
+            self._queue.put_nowait(event)
         self._queue.put_nowait(_CLOSED)
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()

@@ -366,6 +366,14 @@ class SessionMetrics:
                 del self._tools[self._tool_order.popleft()]
         self._tools[record.call_id] = record
 
+    def finish(self, now: float) -> list[SessionEvent]:
+        """The session is closing: publish the open turn if it was not yet (its figures so far)."""
+        self._observe(now)
+        turn = self._turn
+        if turn is None or turn.underruns is not None:
+            return []
+        return self._publish(turn, now)
+
     # ------------------------------------------------------------------ reading
     def report(self, now: float) -> MetricsReport:
         """Everything so far, the open turn and the items still playing included."""
