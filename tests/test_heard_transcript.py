@@ -10,12 +10,22 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.scenario import load_scenario
-from voxline.session.events import BargeIn, ConnectionRestored, HeardTranscript, StateChanged
+from voxline.session.cli.talk_view import LiveScreen, TalkModel, describe
+from voxline.session.events import (
+    BargeIn,
+    ConnectionRestored,
+    HeardTranscript,
+    StateChanged,
+    TranscriptDelta,
+    TurnMetrics,
+)
+from voxline.session.metrics import TurnRecord
 from voxline.session.media import ClockedOutput
 from voxline.session.mirror import ConversationMirror
 from voxline.session.replay import replay_fast
@@ -103,3 +113,23 @@ async def test_the_heard_text_is_what_a_reconnect_recreates() -> None:
     recreated = [c["item"] for c in sent(rec, "conversation.item.create") if c["item"].get("id") == heard.item_id]
     assert recreated == [{"id": heard.item_id, "type": "message", "role": "assistant",
                           "content": [{"type": "output_text", "text": heard.text}]}]
+
+
+def test_talk_shows_the_heard_words_and_strikes_out_the_rest() -> None:
+    model = TalkModel(endpoint="test", mode="voice activity")
+    heard = HeardTranscript("item_a", 7.4, "Hello! This is", "Hello! This is a long reply.", 1200.0, 4000.0, "arrival")
+    turn = TurnRecord(0, 1.0, 1.5, 1.5, 1.52, 520.0, 500.0, 20.0, 500.0, ("resp_1",), ("cancelled",), 0, 0.0, 1)
+    for event in (TranscriptDelta("assistant", "item_a", "Hello! This is a long reply."), heard):
+        model.apply(event, " 1.00s")
+    assert describe(heard) == "assistant, as heard (estimate, 1.2 of 4.0 s): Hello! This is"
+    assert describe(TurnMetrics(9.0, turn)) == ("turn 1: reply heard 520 ms after you stopped "
+                                                "(first audio 500 ms + client 20 ms)")
+    (shown,) = model.turns
+    assert shown.heard == "Hello! This is"
+    console = Console(width=100, record=True, color_system="truecolor")
+    console.print(LiveScreen(model, console).render())
+    text = console.export_text()
+    assert "Hello! This is a long reply." in text and "▍" not in text  # a cut reply is not still streaming
+    styled = [(seg.text, seg.style) for seg in console.render(LiveScreen(model, console).render())]
+    struck = "".join(t for t, style in styled if style is not None and style.strike)
+    assert struck.strip() == "a long reply."
