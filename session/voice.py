@@ -107,8 +107,9 @@ class VoiceSession:
         self._flush_needed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
-        vad = self.settings.turn_detection == "server_vad"
-        self._metrics = SessionMetrics(self.output.playout, self.mirror, silence_ms=self.settings.silence_ms if vad else 0,
+        vad = self.settings.turn_detection == "server_vad"  # speech ends audio_end_ms − silence_ms before
+        self._metrics = SessionMetrics(self.output.playout, self.mirror,
+                                       silence_ms=self.settings.silence_ms if vad else 0,
                                        padding_ms=self.settings.prefix_padding_ms if vad else 0)
 
     def __repr__(self) -> str:

@@ -170,6 +170,8 @@ async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: 
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
                             tools=tools, on_wire=log.wire, on_event=_logger(log))
+
+
 def _mode(args: argparse.Namespace) -> str:
     return "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
 

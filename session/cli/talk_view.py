@@ -50,8 +50,8 @@ from ..events import (
 from ..metrics.records import TurnRecord
 from ..tools import ToolEvent, ToolFinished, ToolStarted
 
-__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_barge_in", "describe_turn", "level_bar",
-           "quiet_terminal"]
+__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_barge_in", "describe_turn",
+           "level_bar", "quiet_terminal"]
 
 Event = SessionEvent | ToolEvent
 _STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan"}

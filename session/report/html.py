@@ -69,7 +69,8 @@ def _aggregates(summary: dict[str, Any], run: int) -> str:
     head = "<tr><th>figure</th><th>count</th><th>p50 (ms)</th><th>p95 (ms)</th><th>min (ms)</th><th>max (ms)</th></tr>"
     rows = []
     for name, title in _AGG_NAMES.items():
-        cells = "".join(_cell(summary, f"aggregates.{name}.{stat}", run) for stat in ("count", "p50", "p95", "min", "max"))
+        stats = ("count", "p50", "p95", "min", "max")
+        cells = "".join(_cell(summary, f"aggregates.{name}.{stat}", run) for stat in stats)
         rows.append(f"<tr><th>{escape(title)}</th>{cells}</tr>")
     under = (f"<p>underruns: {_span(summary, 'underruns.events', run)} "
              f"({_span(summary, 'underruns.ms', run)} ms of silence in assistant audio)</p>")

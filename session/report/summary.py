@@ -62,7 +62,8 @@ def _checks(report: MetricsReport, errors: list[str]) -> list[dict[str, Any]]:
         short = b.heard_ms - b.applied_ms >= CUT_TOLERANCE_MS
         checks.append({"name": f"barge-in {n + 1}: cut at what was heard",
                        "ok": not over and not short and b.applied_ms <= b.received_ms + 1e-6,
-                       "detail": f"audio_end_ms {b.applied_ms}, heard {b.heard_ms:.1f} ms, received {b.received_ms:.1f} ms"})
+                       "detail": f"audio_end_ms {b.applied_ms}, heard {b.heard_ms:.1f} ms, "
+                                 f"received {b.received_ms:.1f} ms"})
         if b.cut_error_ms is not None:
             checks.append({"name": f"barge-in {n + 1}: ledger agrees after the fade",
                            "ok": -CUT_TOLERANCE_MS < b.cut_error_ms <= 1e-6,

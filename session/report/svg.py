@@ -94,7 +94,8 @@ def _speech(report: MetricsReport, scale: _Scale) -> list[str]:
             continue
         x1, x2 = scale.x(turn.speech_end_at), scale.x(turn.first_heard_at)
         y = top + height / 2
-        out.append(f'<g class="latency" {_attrs(data_turn=turn.index, data_start=turn.speech_end_at, data_end=turn.first_heard_at)}>'
+        data = _attrs(data_turn=turn.index, data_start=turn.speech_end_at, data_end=turn.first_heard_at)
+        out.append(f'<g class="latency" {data}>'
                    f'<line x1="{x1}" x2="{x2}" y1="{y}" y2="{y}"/>'
                    f'<text x="{(x1 + x2) / 2}" y="{top + height - 1}" text-anchor="middle">'
                    f'{turn.reply_latency_ms:.0f} ms</text></g>')
@@ -112,7 +113,9 @@ def _items(report: MetricsReport, scale: _Scale) -> list[str]:
         x1, x2, x3 = scale.x(start), scale.x(heard_end), scale.x(received_end)
         y = top + (5 if n % 2 == 0 else 27)
         label = f"heard {item.heard_ms / 1000:.2f} of {item.received_ms / 1000:.2f} s"
-        out.append(f'<g class="item" {_attrs(data_item=item.item_id, data_start=start, data_heard_ms=item.heard_ms, data_received_ms=item.received_ms)}>'
+        data = _attrs(data_item=item.item_id, data_start=start, data_heard_ms=item.heard_ms,
+                      data_received_ms=item.received_ms)
+        out.append(f'<g class="item" {data}>'
                    f'<rect class="unheard" x="{x1}" y="{y}" width="{max(x3 - x1, 0.5)}" height="20"/>'
                    f'<rect class="heard" x="{x1}" y="{y}" width="{max(x2 - x1, 0.5)}" height="20"/>'
                    f'<text x="{x1 + 4}" y="{y + 14}">{escape(label)}</text>'
@@ -131,9 +134,12 @@ def _barge_ins(report: MetricsReport, scale: _Scale) -> list[str]:
         label = f"cut {end_ms} ms · heard {b.heard_ms:.0f} / received {b.received_ms:.0f} ms"
         anchor = "end" if x > LEFT + PLOT_WIDTH * 0.6 else "start"
         dx = -4 if anchor == "end" else 4
-        out.append(f'<g class="barge-in" {_attrs(data_index=n, data_at=b.silent_at, data_trigger_at=b.at, data_audio_end_ms=b.applied_ms, data_heard_ms=b.heard_ms, data_received_ms=b.received_ms)}>'
+        data = _attrs(data_index=n, data_at=b.silent_at, data_trigger_at=b.at, data_audio_end_ms=b.applied_ms,
+                      data_heard_ms=b.heard_ms, data_received_ms=b.received_ms)
+        out.append(f'<g class="barge-in" {data}>'
                    f'<line class="cut" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
-                   f'<text class="cut-label" x="{x + dx}" y="{_CUT_LABEL_Y}" text-anchor="{anchor}">{escape(label)}</text>'
+                   f'<text class="cut-label" x="{x + dx}" y="{_CUT_LABEL_Y}" text-anchor="{anchor}">'
+                   f'{escape(label)}</text>'
                    f'<title>barge-in ({escape(b.trigger)}) at {b.at:.3f} s, silent at {b.silent_at:.3f} s</title></g>')
     return out
 
