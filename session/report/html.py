@@ -28,9 +28,9 @@ class Run:
 
 
 def display(path: str, value: Any) -> str:
-    """How the figure at ``path`` is printed: instants (``*_at``) in s to the ms, the rest by :func:`fmt`."""
+    """How the figure at ``path`` is printed: instants (``at``, ``*_at``) in s to the ms, the rest by :func:`fmt`."""
     key = path.rsplit(".", 1)[-1]
-    if key.endswith("_at") and isinstance(value, (int, float)) and not isinstance(value, bool):
+    if (key == "at" or key.endswith("_at")) and isinstance(value, (int, float)) and not isinstance(value, bool):
         return fmt_s(float(value))
     return fmt(value)
 

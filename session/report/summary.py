@@ -29,7 +29,7 @@ CUT_TOLERANCE_MS = 1.0  # audio_end_ms is whole milliseconds: up to 1 ms below w
 
 
 def fmt(value: Any) -> str:
-    """How the report prints a figure: ms with one decimal, times in s with three, text as is."""
+    """How the report prints a figure: numbers with two decimals (ms), whole numbers and text as they are."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -37,7 +37,7 @@ def fmt(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return "—" if not math.isfinite(value) else f"{value:.1f}"
+        return "—" if not math.isfinite(value) else f"{value:.2f}"
     return str(value)
 
 
