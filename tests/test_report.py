@@ -176,3 +176,10 @@ def test_a_report_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == [f"voxline replay: error: cannot write {missing}: "
                                                f"no such directory {missing.parent}"]
+
+
+def test_a_report_onto_a_directory_is_one_line(tmp_path: Path) -> None:
+    run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(tmp_path / "h.wav"), "--events",
+                  str(tmp_path / "e.jsonl"), "--summary", str(tmp_path))
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [f"voxline replay: error: cannot write {tmp_path}: it is a directory"]

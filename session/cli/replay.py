@@ -119,6 +119,9 @@ async def run(args: argparse.Namespace) -> int:
     for path in (args.out, args.events, getattr(args, "report", None), getattr(args, "summary", None)):
         if path is not None and not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
+    for path in (getattr(args, "report", None), getattr(args, "summary", None)):
+        if path is not None and path.is_dir():
+            raise ConfigurationError(f"cannot write {path}: it is a directory")
     samples = load_input(args.input)
     tools = load_tools(args.tools) if args.tools else None
     settings_for(args)  # flag errors before anything starts

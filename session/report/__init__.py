@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voxline.realtime.errors import ConfigurationError
+
 from ..metrics import MetricsReport
 from .html import Run, display, render_report
 from .summary import build_summary, fmt, lookup
@@ -31,9 +33,15 @@ def make_run(report: MetricsReport, mic: npt.NDArray[np.int16] | None, heard: np
 
 
 def _write(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename; a failure is one :class:`ConfigurationError` line."""
+    if path.is_dir():
+        raise ConfigurationError(f"cannot write {path}: it is a directory")
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def write_report(run: Run, *, html: Path | None = None, summary: Path | None = None) -> None:
