@@ -147,16 +147,19 @@ def _barge_ins(report: MetricsReport, scale: _Scale) -> list[str]:
 def _tools(report: MetricsReport, scale: _Scale) -> list[str]:
     out = []
     top, height = _LANES["tools"]
+    last_x, row = -1e9, 0
     for tool in report.tools:
         start = tool.started_at if tool.started_at is not None else tool.requested_at
         end = tool.finished_at if tool.finished_at is not None else start
         x0, x1, x2 = scale.x(tool.requested_at), scale.x(start), scale.x(end)
-        y = top + height / 2
+        row = (row + 1) % 2 if x0 - last_x < 140 else 0  # calls close together take turns on two rows
+        last_x = x0
+        y = top + 8 + row * 14
         verdict = "" if tool.ok is None else (" ok" if tool.ok else " failed")
         out.append(f'<g class="tool" {_attrs(data_call=tool.call_id, data_at=tool.requested_at)}>'
-                   f'<path d="M{x0} {y - 5}l5 5-5 5-5-5z"/>'
-                   f'<rect x="{x1}" y="{y - 3}" width="{max(x2 - x1, 1)}" height="6"/>'
-                   f'<text x="{x0 + 8}" y="{y + 4}">{escape(tool.name)}{verdict}</text></g>')
+                   f'<path d="M{x0} {y - 4}l4 4-4 4-4-4z"/>'
+                   f'<rect x="{x1}" y="{y - 2}" width="{max(x2 - x1, 1)}" height="4"/>'
+                   f'<text x="{x0 + 7}" y="{y + 4}">{escape(tool.name)}{verdict}</text></g>')
     return out
 
 
@@ -187,7 +190,7 @@ _STYLE = """
 .timeline .item text{fill:#fff;font-size:11px;font-weight:600}
 .timeline .cut{stroke:#d62728;stroke-width:2}
 .timeline .cut-label{fill:#d62728;font-weight:600}
-.timeline .tool path{fill:#7b3fa0}.timeline .tool rect{fill:#7b3fa0;opacity:.5}
+.timeline .tool path{fill:#7b3fa0}.timeline .tool rect{fill:#7b3fa0;opacity:.5}.timeline .tool text{font-size:11px}
 .timeline .axis,.timeline .tick{stroke:#888}
 .timeline text.tick{stroke:none;fill:#555}
 .timeline .lane{fill:#f6f7f9}
