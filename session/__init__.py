@@ -13,6 +13,7 @@ from .events import (
     CutAdjusted,
     FalseBargeIn,
     PlaybackHeld,
+    HeardTranscript,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -23,9 +24,11 @@ from .events import (
     StateChanged,
     TranscriptDelta,
     TranscriptDone,
+    TurnMetrics,
 )
 from .local_barge import BargePolicy
 from .media import ClockedOutput
+from .metrics import MetricsReport
 from .settings import SessionSettings
 from .tools import ToolFinished, ToolRegistry, ToolStarted
 from .voice import VoiceSession
@@ -40,6 +43,8 @@ __all__ = [
     "CutAdjusted",
     "FalseBargeIn",
     "PlaybackHeld",
+    "HeardTranscript",
+    "MetricsReport",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",
@@ -54,5 +59,6 @@ __all__ = [
     "ToolStarted",
     "TranscriptDelta",
     "TranscriptDone",
+    "TurnMetrics",
     "VoiceSession",
 ]

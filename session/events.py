@@ -12,6 +12,8 @@ from typing import Any, Literal
 from voxline.audio.ledger import Cut
 from voxline.base.errors import redact
 
+from .metrics.records import TurnRecord
+
 __all__ = [
     "AssistantAudioStarted",
     "BargeIn",
@@ -20,6 +22,7 @@ __all__ = [
     "FalseBargeIn",
     "PlaybackHeld",
     "ConnectionRestored",
+    "HeardTranscript",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",
@@ -30,6 +33,7 @@ __all__ = [
     "StateChanged",
     "TranscriptDelta",
     "TranscriptDone",
+    "TurnMetrics",
 ]
 
 Role = Literal["user", "assistant"]
@@ -121,6 +125,35 @@ class BargeIn:
     cut: Cut | None = field(default=None, repr=False, compare=False)  # the playout's side of it
     heard_parts: tuple[tuple[str, int, float], ...] = field(default=(), repr=False, compare=False)
     """(item_id, content_index, heard_ms) of every audio part of the interrupted responses."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeardTranscript:
+    """What the listener heard of a cut assistant item's transcript: an *estimate*.
+
+    ``text`` is a prefix of ``full_text`` (the transcript received up to the cut), found
+    from the transcript deltas' arrival against the item's audio (``method="arrival"``)
+    or by the heard share of its duration (``"duration"``); see
+    :mod:`voxline.session.mirror.heard`. The conversation mirror keeps the same text
+    and rebuilds the conversation with it after a reconnect.
+    """
+
+    item_id: str
+    at: float
+    text: str
+    full_text: str
+    heard_ms: float
+    received_ms: float
+    method: str
+    estimate: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMetrics:
+    """A user turn's figures, once its reply was heard (or the user spoke again): see :class:`TurnRecord`."""
+
+    at: float
+    turn: TurnRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +251,8 @@ SessionEvent = (
     | ResponseFinished
     | AssistantAudioStarted
     | BargeIn
+    | HeardTranscript
+    | TurnMetrics
     | CutAdjusted
     | PlaybackHeld
     | FalseBargeIn

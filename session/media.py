@@ -54,8 +54,8 @@ class ClockedOutput:
     """
 
     def __init__(self, clock: Clock, sink: Sink | None = None, *, block: int = BLOCK, origin: float | None = None,
-                 latency_s: float = 0.0) -> None:
-        self.playout = PlayoutBuffer()
+                 latency_s: float = 0.0, playout: PlayoutBuffer | None = None) -> None:
+        self.playout = playout if playout is not None else PlayoutBuffer()
         self._clock = clock
         self._sink = sink
         self._block = block

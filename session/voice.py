@@ -53,6 +53,7 @@ from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from .input_journal import InputJournal
 from .media import ClockedOutput, Output
+from .metrics import MetricsReport, SessionMetrics
 from .mirror import ConversationMirror
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff
 from .settings import SessionSettings
@@ -132,6 +133,10 @@ class VoiceSession:
         # open speakers: echo cancellation and local VAD on the microphone (:mod:`.capture`)
         self._capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
         self._barge_policy = barge_policy if local_vad else None
+        vad = self.settings.turn_detection == "server_vad"  # speech ends audio_end_ms − silence_ms before
+        self._metrics = SessionMetrics(self.output.playout, self.mirror,
+                                       silence_ms=self.settings.silence_ms if vad else 0,
+                                       padding_ms=self.settings.prefix_padding_ms if vad else 0)
 
     def __repr__(self) -> str:
         state = "open" if self._live else ("reconnecting" if self._conn is not None and not self._closing else "closed")
@@ -171,6 +176,8 @@ class VoiceSession:
         self._live = False
         for task in self._tasks:
             task.cancel()
+        for event in self._metrics.finish(self.output.now()):
+            self._queue.put_nowait(event)
         for pending in (self._spare, self._ping):
             if pending is not None:
                 pending.cancel()
@@ -280,11 +287,16 @@ class VoiceSession:
                 and conn.protocol.queued_creates == 0 and not self._tools.runner.busy
                 and not self._tools.tracker.running() and not self._tools.tracker.runnable())
 
+    def metrics(self) -> MetricsReport:
+        """The session's figures so far: per turn, per barge-in, per item, and their p50/p95."""
+        return self._metrics.report(self.output.now())
+
     def _publish(self, effects: Effects) -> None:
-        for event in effects.events:
+        for event in (*effects.events, *self._metrics.effects(effects, self.output.now())):
             self._queue.put_nowait(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
+        self._metrics.tool(event, self.output.now())
         self._queue.put_nowait(event)
         self._flush_needed.set()
 
@@ -437,6 +449,7 @@ class VoiceSession:
         """One protocol output through the core, the journal, the tools and the mirror."""
         assert self.core is not None
         effects = self.core.handle(out, self.output.now())
+        self._metrics.wire(out, self.output.now())
         self.journal.handle(out)
         if self._run_tools:
             self._tools.handle(out)
@@ -497,6 +510,8 @@ class VoiceSession:
                 if not self._talking or self._conn is None:
                     continue
                 pcm = np.ascontiguousarray(block, dtype="<i2")
+                if self._live:
+                    self._metrics.input_sent(len(pcm), self.output.now(), self._conn)
                 media = self._conn.transport.media if self._live else None
                 if media is not None:  # WebRTC: the microphone is a media track
                     media.push_audio(pcm)

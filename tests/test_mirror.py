@@ -23,7 +23,7 @@ from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import parse_scenario
 from voxline.realtime.server.state import EngineConfig
 from voxline.session.events import BargeIn
-from voxline.session.mirror import ConversationMirror, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
+from voxline.session.mirror import ConversationMirror, HeardEstimate, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
 from voxline.session.tools.calls import CallTracker
 from tests.oracle import check_client_event, check_server_event
 
@@ -289,10 +289,10 @@ def test_barge_in_records_the_heard_ms_and_freezes_the_item() -> None:
     item = mirror.get("item_a")
     assert item is not None and item.heard_ms == 310.0 and not item.truncated
     assert item.text == "one two three four five six" and item.audio_ms_received == pytest.approx(600)
-    assert item.heard_text == "one two three"  # 310/600 of 27 characters, to the nearest word end
+    assert item.heard == HeardEstimate("one two three", "arrival")  # the words whose delta came within 310 ms
     assert mirror.rebuild_commands()[0]["item"]["content"] == [{"type": "output_text", "text": "one two three"}]
     mirror.apply(wire("conversation.item.truncated", item_id="item_a", content_index=0, audio_end_ms=150))
-    assert mirror.get("item_a").heard_text == "one two"  # type: ignore[union-attr]  # the smaller cut wins
+    assert mirror.get("item_a").heard_text == "one"  # type: ignore[union-attr]  # the smaller cut wins
 
 
 def test_barge_in_received_ms_stands_in_when_no_audio_events_came() -> None:

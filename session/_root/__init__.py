@@ -26,10 +26,11 @@ _API: dict[str, str] = {
     **dict.fromkeys(
         [
             "AssistantAudioStarted", "BargeIn", "BargePolicy", "ClockedOutput", "ConnectionLost",
-            "ConnectionRestored", "CutAdjusted", "FalseBargeIn", "PlaybackHeld", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
+            "ConnectionRestored", "CutAdjusted", "FalseBargeIn", "HeardTranscript", "MetricsReport",
+            "PlaybackHeld", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
             "SessionEvent", "SessionSettings", "SpeechStarted", "SpeechStopped", "StateChanged",
             "ToolFinished", "ToolRegistry", "ToolStarted", "TranscriptDelta", "TranscriptDone",
-            "VoiceSession",
+            "TurnMetrics", "VoiceSession",
         ],
         "voxline.session",
     ),
@@ -48,9 +49,10 @@ if TYPE_CHECKING:
     from voxline.realtime.server import ServerConfig, serve
     from voxline.session import (
         AssistantAudioStarted, BargeIn, BargePolicy, ClockedOutput, ConnectionLost, ConnectionRestored,
-        CutAdjusted, FalseBargeIn, PlaybackHeld, RawServerEvent, ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
+        CutAdjusted, FalseBargeIn, HeardTranscript, MetricsReport, PlaybackHeld, RawServerEvent,
+        ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
         SpeechStarted, SpeechStopped, StateChanged, ToolFinished, ToolRegistry, ToolStarted,
-        TranscriptDelta, TranscriptDone, VoiceSession,
+        TranscriptDelta, TranscriptDone, TurnMetrics, VoiceSession,
     )
 
 

@@ -36,6 +36,8 @@ from voxline.realtime.server.scenario import load_scenario, read_transcripts, wi
 
 from ..eventlog import EventLog
 from ..local_barge import BargePolicy
+from ..events import SessionError
+from ..report import make_run, write_report
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
 from ..settings import SessionSettings
@@ -65,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vad-threshold", type=float, default=0.5, help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=500,
                         help="server VAD: silence that ends a user turn, in ms (default 500)")
+    parser.add_argument("--report", type=Path, metavar="REPORT.html",
+                        help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics")
+    parser.add_argument("--summary", type=Path, metavar="SUMMARY.json",
+                        help="write the report's figures as JSON (barge-ins, per-turn latencies, p50/p95, checks)")
     parser.add_argument("--echo", metavar="DELAY_MS,GAIN_DB",
                         help="open speakers: mix what the listener heard back into the input through a room "
                              "(delay plus a decaying tail), e.g. 60,-6")
@@ -158,10 +164,13 @@ async def run(args: argparse.Namespace) -> int:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url or --fast")
     if args.fast and args.transport == "webrtc":
         raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
-    for path in (args.out, args.events):
-        if not path.parent.is_dir():
+    for path in (args.out, args.events, getattr(args, "report", None), getattr(args, "summary", None)):
+        if path is not None and not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
     speaker_options(args)  # flag errors before anything starts
+    for path in (getattr(args, "report", None), getattr(args, "summary", None)):
+        if path is not None and path.is_dir():
+            raise ConfigurationError(f"cannot write {path}: it is a directory")
     samples = load_input(args.input)
     tools = load_tools(args.tools) if args.tools else None
     settings_for(args)  # flag errors before anything starts
@@ -180,6 +189,7 @@ async def run(args: argparse.Namespace) -> int:
             contextlib.closing(WavSink(args.out, RATE)) as sink:
         result = await _realtime(args, samples, log, clock, sink, tools)
     _print_summary(args, result)
+    _write_report(args, samples, result)
     return 0
 
 
@@ -190,6 +200,7 @@ async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any
         result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
                                   tools=tools, on_event=_logger(log), **speaker_options(args))
     _print_summary(args, result)
+    _write_report(args, samples, result)
     return 0
 
 
@@ -215,6 +226,26 @@ async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: 
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
                             tools=tools, on_wire=log.wire, on_event=_logger(log), **speaker_options(args))
+
+
+def _mode(args: argparse.Namespace) -> str:
+    return "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
+
+
+def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult) -> None:
+    """``--report`` / ``--summary``: the session's figures, with the input and HEARD.wav as written."""
+    html, summary = getattr(args, "report", None), getattr(args, "summary", None)
+    if (html is None and summary is None) or result.metrics is None:
+        return
+    heard, _rate = read_wav(args.out)
+    fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
+    run = make_run(result.metrics, samples, heard, input_name=str(args.input), mode=_mode(args),
+                   duration_s=result.duration_s, fatal_errors=fatal)
+    write_report(run, html=html, summary=summary)
+    verdict = "pass" if run.summary["pass"] else "FAIL"
+    print(f"wrote {', '.join(str(p) for p in (html, summary) if p is not None)} (checks: {verdict})")
+
+
 def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
     mode = "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
     print(f"replayed {args.input} ({mode})")

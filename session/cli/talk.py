@@ -18,6 +18,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -35,6 +36,7 @@ from voxline.realtime.server.config import ServerConfig, is_loopback
 
 from ..events import SessionError
 from ..media import mic_blocks
+from ..record import SessionRecorder
 from ..settings import DEFAULT_URL, SessionSettings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
@@ -76,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open speakers: cancel the assistant's echo on the microphone (default webrtc, "
                              "needs voxline[aec]) and stop it by local voice activity before the server answers")
     parser.add_argument("--exit-after", type=_seconds, metavar="SECONDS", help="end the session after this long")
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="keep the session in DIR: MIC.wav, HEARD.wav, EVENTS.jsonl, REPORT.html and SUMMARY.json "
+                             "(MIC.wav can be replayed with 'voxline replay')")
     parser.add_argument("--no-ui", action="store_true",
                         help="print one plain line per event instead of the live display "
                              "(the default when stdout is not a terminal)")
@@ -189,11 +194,17 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
 async def run(args: argparse.Namespace) -> int:
     settings, local = _settings(args)
     ptt = "push-to-talk: Enter starts and sends" if args.push_to_talk else "voice activity"
+    recorder = SessionRecorder(args.record) if args.record is not None else None
+    session: VoiceSession | None = None
     async with contextlib.AsyncExitStack() as stack:
-        speaker = SpeakerSink(PlayoutBuffer(), device=settings.output_device)
+        speaker = SpeakerSink(recorder.playout if recorder is not None else PlayoutBuffer(),
+                              device=settings.output_device)
         mic = MicSource(device=settings.input_device)
         stack.callback(speaker.close)
         stack.callback(mic.close)
+        if recorder is not None:
+            recorder.now = speaker.now
+            stack.push_async_callback(_finish_recording, recorder, lambda: session)
         speaker.start()
         mic.start()
         url, label, note = await _endpoint(stack, args, settings, local)
@@ -203,28 +214,39 @@ async def run(args: argparse.Namespace) -> int:
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
         screen.note(note)
         meter = LevelMeter()
+        blocks = mic.blocks() if recorder is None else recorder.mic(mic.blocks())
+        wire = recorder.wire if recorder is not None else None
         if args.aec:  # the capture path aligns the reference by the microphone's ADC times
-            session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(mic.blocks()), tools=demo_tools(),
-                                   aec=args.aec, local_vad="webrtc")
+            session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks), tools=demo_tools(),
+                                   aec=args.aec, local_vad="webrtc", on_wire=wire)
             screen.note(f"voxline talk: echo cancellation on ({args.aec}), local voice activity stops the assistant")
         else:
-            session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(mic.blocks())),
-                                   tools=demo_tools())
+            session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(blocks)), tools=demo_tools(),
+                                   on_wire=wire)
         await stack.enter_async_context(session)
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
         with screen:
-            code = await Conversation(session, screen, meter, args).run(ready)
+            code = await Conversation(session, screen, meter, args, recorder).run(ready)
         screen.note(model.summary())
+    if recorder is not None:
+        print(f"voxline talk: recorded the session in {recorder.directory}", file=sys.stderr)
     return code
+
+
+async def _finish_recording(recorder: SessionRecorder, session: Any) -> None:
+    """After the session closed: complete the files and write the report (when the session ran)."""
+    current = session()
+    recorder.close(current.metrics() if current is not None else None, mode="live (voxline talk)")
 
 
 class Conversation:
     """Runs the session's event loop against a screen until time is up, Ctrl-C, or the session ends."""
 
     def __init__(self, session: VoiceSession, screen: PlainScreen | LiveScreen, meter: LevelMeter,
-                 args: argparse.Namespace) -> None:
+                 args: argparse.Namespace, recorder: SessionRecorder | None = None) -> None:
         self.session = session
+        self.recorder = recorder
         self.screen = screen
         self.meter = meter
         self.args = args
@@ -271,6 +293,8 @@ class Conversation:
 
     async def _events(self) -> None:
         async for event in self.session:
+            if self.recorder is not None:
+                self.recorder.event(event)
             self.screen.show(event, self._stamp())
             if isinstance(event, SessionError) and event.fatal:
                 self._end(1)
@@ -280,6 +304,8 @@ class Conversation:
         while True:
             self.screen.model.level_db = self.meter.db
             self.screen.refresh()
+            if self.recorder is not None:
+                self.recorder.drain()
             await asyncio.sleep(0.1)
 
     async def _push_to_talk(self, keys: EnterKeys) -> None:

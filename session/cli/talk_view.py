@@ -36,6 +36,7 @@ from ..events import (
     ConnectionRestored,
     FalseBargeIn,
     PlaybackHeld,
+    HeardTranscript,
     RawServerEvent,
     ResponseFinished,
     ResponseStarted,
@@ -46,11 +47,13 @@ from ..events import (
     StateChanged,
     TranscriptDelta,
     TranscriptDone,
+    TurnMetrics,
 )
+from ..metrics.records import TurnRecord
 from ..tools import ToolEvent, ToolFinished, ToolStarted
 
-__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_barge_in", "level_bar",
-           "quiet_terminal"]
+__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_barge_in", "describe_turn",
+           "level_bar", "quiet_terminal"]
 
 Event = SessionEvent | ToolEvent
 _STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan"}
@@ -73,6 +76,19 @@ def describe_barge_in(b: BargeIn) -> str:
         cut = "nothing was playing"
     extra = "".join([f", deleted {', '.join(b.deleted)}" if b.deleted else "", ", response.cancel" if b.cancelled else ""])
     return f"barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"
+
+
+def describe_turn(turn: TurnRecord) -> str | None:
+    """``turn N``: the reply latency as heard and its parts, or None when no reply was heard after speech."""
+    if turn.reply_latency_ms is None:
+        return None
+    parts = []
+    if turn.first_delta_ms is not None and turn.client_ms is not None:
+        parts.append(f"first audio {turn.first_delta_ms:.0f} ms + client {turn.client_ms:.0f} ms")
+    if turn.underruns:
+        parts.append(f"{turn.underruns} underruns ({turn.underrun_ms:.0f} ms)")
+    extra = f" ({'; '.join(parts)})" if parts else ""
+    return f"turn {turn.index + 1}: reply heard {turn.reply_latency_ms:.0f} ms after you stopped{extra}"
 
 
 def describe(event: Event) -> str | None:
@@ -101,6 +117,10 @@ def describe(event: Event) -> str | None:
             return f"you (local VAD): assistant held at {ms:.0f} ms heard, waiting for the server"
         case FalseBargeIn(resumed=resumed):
             return "false barge-in: " + ("resuming where you stopped listening" if resumed else "reply cut")
+        case HeardTranscript(text=text, heard_ms=heard, received_ms=received):
+            return f"assistant, as heard (estimate, {heard / 1000:.1f} of {received / 1000:.1f} s): {_short(text, 400)}"
+        case TurnMetrics(turn=turn):
+            return describe_turn(turn)
         case ConnectionLost(code=code, reason=reason):
             return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
         case ConnectionRestored(replayed_items=n):
@@ -125,6 +145,7 @@ class Turn:
     done: bool = False
     placeholder: bool = False  # speech without a transcript (yet): replaced by the first delta
     cut: str | None = None  # what a barge-in left of an assistant turn
+    heard: str | None = None  # the part of ``text`` the listener heard (an estimate), once cut
 
 
 class TalkModel:
@@ -175,6 +196,8 @@ class TalkModel:
                 self._by_item[item_id].cut = f"cut: heard {event.heard_ms / 1000:.2f} s of {event.received_ms / 1000:.2f} s"
                 self.counts["barge_ins"] += 1
                 self.marks.append(f"{stamp} {describe_barge_in(event)}")
+            case HeardTranscript(item_id=item_id, text=text) if item_id in self._by_item:
+                self._by_item[item_id].heard = text
             case BargeIn():
                 self.counts["barge_ins"] += 1
                 self.marks.append(f"{stamp} {describe_barge_in(event)}")
@@ -275,8 +298,8 @@ class LiveScreen:
         turns.add_column()
         for turn in m.turns:
             who = "you" if turn.role == "user" else "assistant"
-            text = Text(turn.text, style="" if turn.done else "italic")
-            if not turn.done and not turn.placeholder:
+            text = _turn_text(turn)
+            if not turn.done and not turn.placeholder and turn.heard is None:
                 text.append(" ▍")
             if turn.cut is not None:
                 text.append(f"  [{turn.cut}]", style="bold yellow")
@@ -285,6 +308,15 @@ class LiveScreen:
         body = Group(head, Text(""), turns, Text(""), marks)
         return Panel(body, title=f"voxline talk — {m.endpoint}", subtitle=f"{m.mode} · Ctrl-C quits",
                      title_align="left", subtitle_align="left")
+
+
+def _turn_text(turn: Turn) -> Text:
+    """A turn's text; for a cut reply the words the listener did not hear are dimmed and struck through."""
+    if turn.heard is None or not turn.text.startswith(turn.heard):
+        return Text(turn.text, style="" if turn.done else "italic")
+    text = Text(turn.heard)
+    text.append(turn.text[len(turn.heard):], style="dim strike")
+    return text
 
 
 @contextlib.contextmanager

@@ -12,19 +12,21 @@ frozen :class:`MirrorItem`), :mod:`.order` (placement by ``previous_item_id``),
 
 from __future__ import annotations
 
-from .heard import estimate_heard_text
+from .heard import HeardEstimate, estimate_heard, estimate_heard_text
 from .mirror import ConversationMirror
 from .rebuild import Rebuild, SkipReason, Skipped, plan_rebuild
 from .records import ItemKind, MirrorItem, MirrorPart
 
 __all__ = [
     "ConversationMirror",
+    "HeardEstimate",
     "ItemKind",
     "MirrorItem",
     "MirrorPart",
     "Rebuild",
     "SkipReason",
     "Skipped",
+    "estimate_heard",
     "estimate_heard_text",
     "plan_rebuild",
 ]

@@ -147,6 +147,7 @@ class ConversationMirror:
                 self._text(event.item_id, event.content_index, "input_audio", event.transcript)
             case ev.ResponseOutputAudioTranscriptDelta():
                 self._note_response(event.item_id, event.response_id)
+                self._mark(event.item_id)
                 self._text(event.item_id, event.content_index, "output_audio", event.delta, append=True)
             case ev.ResponseOutputTextDelta():
                 self._note_response(event.item_id, event.response_id)
@@ -244,6 +245,11 @@ class ConversationMirror:
             lambda p: dataclasses.replace(p, text=p.text + text if append else text),
         )
 
+    def _mark(self, item_id: str) -> None:
+        """A transcript delta is about to arrive: note where it starts and how much audio had come."""
+        self._edit(item_id, lambda i: i if i.frozen else dataclasses.replace(
+            i, text_marks=(*i.text_marks, (len(i.text), i.audio_ms_received))))
+
     def _on_part(self, event: ev.ResponseContentPartAdded | ev.ResponseContentPartDone) -> None:
         """``response.content_part.added``/``.done``: the part's type, and its text when given."""
         self._note_response(event.item_id, event.response_id)
@@ -296,7 +302,12 @@ class ConversationMirror:
             pending_deletes=list(self._pending_deletes),
             response_of=dict(self._response_of),
         )
-        return state.model_dump(mode="json")
+        data = state.model_dump(mode="json")
+        for record, item in zip(data["items"], state.items, strict=True):
+            heard = item.heard
+            record["heard_text"] = heard.text  # derived, for readers; ignored when read back
+            record["heard_text_method"] = heard.method
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConversationMirror:

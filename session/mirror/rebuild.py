@@ -15,7 +15,8 @@ in a fresh session, in order:
   (``audio_of``, the session's input journal), so a question asked just before a drop is
   not lost;
 * assistant messages become ``output_text`` with the text the listener heard: all of it,
-  or for a cut item the proportional estimate of :attr:`MirrorItem.heard_text`;
+  or for a cut item the estimate of :attr:`MirrorItem.heard` (by the transcript deltas'
+  arrival against the audio, else by the heard share of its duration);
 * ``function_call`` items (``call_id``, ``name``, ``arguments``) are followed by their
   ``function_call_output`` whenever it exists; a call whose output does not exist yet is
   still recreated, so the output the CallTracker sends later has its call;

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .heard import estimate_heard_text
+from .heard import HeardEstimate, TextMark, estimate_heard
 
 __all__ = ["AUDIO_PART_TYPES", "ItemKind", "MirrorItem", "MirrorPart"]
 
@@ -48,6 +48,8 @@ class MirrorItem:
     the text it received. ``heard_ms`` is what the listener heard, from a barge-in.
     ``arguments_done`` is set by ``response.function_call_arguments.done``. ``confirmed`` is
     False for an item this client created whose echo from the server has not arrived yet.
+    ``text_marks`` places each transcript delta of an audio item on its audio: ``(character
+    offset, audio ms received when the delta came)``, for the heard-text estimate.
     """
 
     id: str
@@ -68,6 +70,7 @@ class MirrorItem:
     response_id: str | None = None
     deleted: bool = False
     confirmed: bool = True
+    text_marks: tuple[TextMark, ...] = ()
 
     @property
     def text(self) -> str:
@@ -94,15 +97,21 @@ class MirrorItem:
         return float(min(known)) if known else None
 
     @property
-    def heard_text(self) -> str:
-        """An *estimate* of the text the listener heard.
+    def heard(self) -> HeardEstimate:
+        """The text the listener heard, and how it was estimated (:mod:`.heard`).
 
-        Text-only items and items never cut: all of ``text``. A cut audio item: the share
-        of ``text`` proportional to ``listened_ms / audio_ms_received``, rounded to the
-        nearest word boundary. Transcripts do not carry timings, so this assumes words are
-        spread evenly over the audio; it can be off by a word or two.
+        Text-only items and items never cut: all of ``text`` (method ``"all"``). A cut
+        audio item: the text whose transcript deltas arrived within the heard audio
+        (``"arrival"``), or, when the text came all at once, the share of it proportional
+        to ``listened_ms / audio_ms_received`` at the nearest word end (``"duration"``).
+        An estimate either way: transcripts carry no word timings.
         """
         heard = self.listened_ms
         if heard is None or not self.has_audio:
-            return self.text
-        return estimate_heard_text(self.text, heard, self.audio_ms_received)
+            return HeardEstimate(self.text, "all")
+        return estimate_heard(self.text, self.text_marks, heard, self.audio_ms_received)
+
+    @property
+    def heard_text(self) -> str:
+        """:attr:`heard` as plain text: an *estimate* for a cut audio item."""
+        return self.heard.text

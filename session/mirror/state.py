@@ -2,7 +2,9 @@
 
 Version 1: ``{"version": 1, "bytes_per_ms": float, "items": [item, ...] (server order),
 "deleted": [item, ...], "pending_deletes": [id, ...], "response_of": {item_id: response_id}}``;
-each item holds the fields of :class:`~voxline.session.mirror.records.MirrorItem`.
+each item holds the fields of :class:`~voxline.session.mirror.records.MirrorItem`, plus,
+for readers, ``heard_text`` and ``heard_text_method`` (:attr:`MirrorItem.heard`), which are
+derived and dropped when the state is read back.
 """
 
 from __future__ import annotations
@@ -43,12 +45,23 @@ class MirrorState(BaseModel):
     @classmethod
     def parse(cls, data: object) -> MirrorState:
         """Validate a saved state; :class:`ConfigurationError` names the first problem."""
+        if isinstance(data, dict) and isinstance(data.get("items"), list):
+            data = {**data, "items": [_without_derived(item) for item in data["items"]]}
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors(include_url=False, include_input=False)[0]
             where = ".".join(str(part) for part in first["loc"]) or "top level"
             raise ConfigurationError(f"invalid conversation mirror state at {where}: {first['msg']}") from None
+
+
+_DERIVED = ("heard_text", "heard_text_method")
+
+
+def _without_derived(item: object) -> object:
+    if isinstance(item, dict):
+        return {key: value for key, value in item.items() if key not in _DERIVED}
+    return item
 
 
 def write_state(path: Path, data: dict[str, Any]) -> None:

@@ -108,11 +108,12 @@ async def run_replay(
             await clock.sleep(BLOCK / SAMPLE_RATE)
             if session.input_finished and (session.idle or clock.now() - input_end >= tail_s):
                 break
+        metrics = session.metrics()
     take()
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
     return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,
-                        duration_s=clock.now() - origin)
+                        duration_s=clock.now() - origin, metrics=metrics)
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,

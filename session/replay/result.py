@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..metrics import MetricsReport
 from ..events import (
     AssistantAudioStarted,
     BargeIn,
@@ -38,6 +39,7 @@ class ReplayResult:
     underrun_events: int = 0
     underrun_samples: int = 0
     duration_s: float = 0.0  # listener time covered
+    metrics: MetricsReport | None = None  # the session's figures when the replay ended
 
     @property
     def barge_ins(self) -> list[BargeIn]:

@@ -1,0 +1,143 @@
+"""``voxline talk --record DIR``: a live session kept for inspection and later replay.
+
+:class:`SessionRecorder` writes into ``DIR``:
+
+* ``MIC.wav`` — the microphone as the session got it, PCM16 mono 24 kHz (usable as the
+  input of ``voxline replay``);
+* ``HEARD.wav`` — what the listener heard, sample ``n`` at the instant microphone sample
+  ``n`` was captured: every block the speaker took from the playout, with each barge-in's
+  cut applied (the audio the device abort dropped is not in it);
+* ``EVENTS.jsonl`` — the wire and session events (:mod:`voxline.session.eventlog`), times
+  in ms from the first microphone sample;
+* ``REPORT.html`` and ``SUMMARY.json`` — the session's figures (:mod:`voxline.session.report`).
+
+The speaker reads a :class:`TappedPlayout`, which keeps a copy of each block it hands out
+(a bounded queue, filled on the audio thread without locks or waits); the event loop
+moves them to HEARD.wav (:meth:`SessionRecorder.drain`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.sinks import WavSink
+from voxline.audio.wavio import read_wav
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.realtime.errors import ConfigurationError
+
+from .eventlog import EventLog
+from .events import BargeIn, SessionError
+from .metrics import MetricsReport
+from .report import make_run, write_report
+
+__all__ = ["SessionRecorder", "TappedPlayout"]
+
+_KEEP_BLOCKS = 2048  # about 40 s of 20 ms blocks between two drains
+
+
+class TappedPlayout(PlayoutBuffer):
+    """A playout buffer that also queues a copy of every block it hands out, with its listener time."""
+
+    def __init__(self, rate: int = SAMPLE_RATE, keep_blocks: int = _KEEP_BLOCKS) -> None:
+        super().__init__(rate)
+        self.handed_out: deque[tuple[float, npt.NDArray[np.int16]]] = deque(maxlen=keep_blocks)
+
+    def read_into(self, out: npt.NDArray[np.int16], play_time: float) -> None:
+        super().read_into(out, play_time)
+        self.handed_out.append((play_time, out.copy()))
+
+
+class SessionRecorder:
+    """Writes a session into a directory; see the module docstring. Call :meth:`close` once."""
+
+    MIC, HEARD, EVENTS, REPORT, SUMMARY = "MIC.wav", "HEARD.wav", "EVENTS.jsonl", "REPORT.html", "SUMMARY.json"
+
+    def __init__(self, directory: Path, now: Callable[[], float] | None = None) -> None:
+        if directory.exists() and not directory.is_dir():
+            raise ConfigurationError(f"--record: {directory} is not a directory")
+        if not directory.parent.is_dir():
+            raise ConfigurationError(f"--record: no such directory {directory.parent}")
+        directory.mkdir(exist_ok=True)
+        self.directory = directory
+        self.playout = TappedPlayout()
+        self.now = now  # the listener clock (the output's now()); set it once the output exists
+        self.t0: float | None = None  # listener time of the timeline's sample 0: the first thing recorded
+        self._last_now = 0.0
+        self._mic = WavSink(directory / self.MIC)
+        self._heard = WavSink(directory / self.HEARD)
+        self._log = EventLog(directory / self.EVENTS, self._elapsed)
+        self._mic_samples = 0
+        self._fatal: list[str] = []
+        self._closed = False
+
+    def _elapsed(self) -> float:
+        now = self.now() if self.now is not None else self._last_now
+        return now - self._origin(now)
+
+    def _origin(self, at: float) -> float:
+        if self.t0 is None:
+            self.t0 = at
+        return self.t0
+
+    async def mic(self, blocks: AsyncIterable[tuple[float, npt.NDArray[np.int16]]]
+                  ) -> AsyncIterator[tuple[float, npt.NDArray[np.int16]]]:
+        """Pass ``(adc_time, block)`` pairs through, writing them to MIC.wav one after the other."""
+        async for adc, block in blocks:
+            t0 = self._origin(adc)
+            self._last_now = adc + len(block) / SAMPLE_RATE
+            if self._mic_samples == 0:  # the first block lands where it was captured; the rest follow it
+                self._mic_samples = max(0, round((adc - t0) * SAMPLE_RATE))
+            self._mic.write(self._mic_samples / SAMPLE_RATE, np.asarray(block, dtype=np.int16))
+            self._mic_samples += len(block)
+            self.drain()
+            yield adc, block
+
+    def wire(self, direction: str, text: str) -> None:
+        """A :data:`~voxline.realtime.connection.WireObserver` for the session."""
+        self._log.wire(direction, text)
+
+    def event(self, event: Any) -> None:
+        """A session or tool event: logged; a barge-in's cut is applied to HEARD.wav."""
+        at = getattr(event, "at", None)
+        t0 = self._origin(at) if isinstance(at, float) else self.t0
+        self._log.local(event, None if at is None or t0 is None else at - t0)
+        if isinstance(event, SessionError) and event.fatal:
+            self._fatal.append(event.message)
+        if isinstance(event, BargeIn) and event.cut is not None and t0 is not None:
+            self.drain()
+            self._heard.apply_cut(event.cut.at - t0, event.cut.end - t0)
+
+    def drain(self) -> None:
+        """Move the blocks the speaker took into HEARD.wav."""
+        queue = self.playout.handed_out
+        while queue:
+            play_time, block = queue.popleft()
+            self._heard.write(play_time - self._origin(play_time), block)
+
+    def close(self, metrics: MetricsReport | None, mode: str = "live") -> list[Path]:
+        """Finish the files; with ``metrics``, write the report. Returns the paths written."""
+        if self._closed:
+            return []
+        self._closed = True
+        self.drain()
+        for closing in (self._mic, self._heard, self._log):
+            with contextlib.suppress(OSError):
+                closing.close()
+        paths = [self.directory / name for name in (self.MIC, self.HEARD, self.EVENTS)]
+        if metrics is None:
+            return paths
+        mic = read_wav(self.directory / self.MIC)[0]
+        heard = read_wav(self.directory / self.HEARD)[0]
+        t0 = self.t0 if self.t0 is not None else 0.0
+        run = make_run(metrics.shifted(t0), mic, heard, input_name=str(self.directory / self.MIC), mode=mode,
+                       duration_s=max(len(mic), len(heard)) / SAMPLE_RATE, fatal_errors=self._fatal)
+        write_report(run, html=self.directory / self.REPORT, summary=self.directory / self.SUMMARY)
+        return [*paths, self.directory / self.REPORT, self.directory / self.SUMMARY]

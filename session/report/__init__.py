@@ -1,0 +1,52 @@
+"""The session report: SUMMARY.json for machines and REPORT.html for people, from the session metrics.
+
+:func:`write_report` takes a :class:`~voxline.session.metrics.MetricsReport` and the
+microphone and heard audio, and writes either or both files. :mod:`.summary` builds the
+JSON, :mod:`.svg` the timeline plot, :mod:`.html` the page (several runs for a replay farm).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.realtime.errors import ConfigurationError
+
+from ..metrics import MetricsReport
+from .html import Run, display, render_report
+from .summary import build_summary, fmt, lookup
+from .svg import timeline_svg
+
+__all__ = ["Run", "build_summary", "display", "fmt", "lookup", "make_run", "render_report", "timeline_svg",
+           "write_report"]
+
+
+def make_run(report: MetricsReport, mic: npt.NDArray[np.int16] | None, heard: npt.NDArray[np.int16] | None,
+             **summary: Any) -> Run:
+    """A :class:`Run` for the page: the summary (``summary`` goes to :func:`build_summary`) and its plot."""
+    return Run(build_summary(report, **summary), timeline_svg(report, mic, heard))
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename; a failure is one :class:`ConfigurationError` line."""
+    if path.is_dir():
+        raise ConfigurationError(f"cannot write {path}: it is a directory")
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def write_report(run: Run, *, html: Path | None = None, summary: Path | None = None) -> None:
+    """Write REPORT.html and/or SUMMARY.json for one run."""
+    if summary is not None:
+        _write(summary, json.dumps(run.summary, ensure_ascii=False, indent=1) + "\n")
+    if html is not None:
+        _write(html, render_report([run]))

@@ -1,0 +1,109 @@
+"""``voxline talk --record DIR``: the recorder writes MIC.wav, HEARD.wav, EVENTS.jsonl and the report.
+
+The session is the one ``talk`` runs, with the devices swapped for a recording as the
+microphone and a clocked output reading the recorder's tapped playout, in lockstep on a
+virtual clock; what it writes must be what a replay of the same input hears.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voxline.audio.wavio import read_wav
+from voxline.base.clock import VirtualClock
+from voxline.realtime.server.scenario import load_scenario
+from voxline.session.cli import main
+from voxline.session.lockstep import run_lockstep
+from voxline.session.media import ClockedOutput, mic_blocks, recording_blocks
+from voxline.session.record import SessionRecorder
+from voxline.session.replay import engine_connector, replay_fast
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+from tests.conftest import require_tool
+from tests.test_cli import EXAMPLE
+
+RATE = 24000
+LONG = load_scenario("long")
+
+
+def record(samples: np.ndarray, directory: Path) -> list[Path]:
+    clock = VirtualClock()
+    recorder = SessionRecorder(directory)
+
+    async def session_run() -> list[Path]:
+        origin = clock.now()
+        output = ClockedOutput(clock, origin=origin, playout=recorder.playout)
+        recorder.now = output.now
+
+        async def device() -> AsyncIterator[tuple[float, np.ndarray]]:  # (capture time, block), as MicSource gives
+            async for block in recording_blocks(samples, clock, origin):
+                yield output.now() - len(block) / RATE, block
+
+        session = VoiceSession(SessionSettings(api_key="local"), output=output, clock=clock,
+                               input=mic_blocks(recorder.mic(device())),
+                               connector=engine_connector(LONG, clock, voice="espeak", on_wire=recorder.wire))
+        async with session:
+            while not (session.input_finished and session.idle):
+                for event in session.pending_events():
+                    recorder.event(event)
+                recorder.drain()
+                await clock.sleep(0.02)
+        for event in session.pending_events():
+            recorder.event(event)
+        return recorder.close(session.metrics(), mode="lockstep test")
+
+    return run_lockstep(session_run(), clock)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    require_tool("espeak-ng")
+    samples = read_wav(EXAMPLE)[0]
+    directory = tmp_path_factory.mktemp("rec") / "session"
+    paths = record(samples, directory)
+    return {"samples": samples, "dir": directory, "paths": paths}
+
+
+def test_the_recording_holds_every_file(recorded: dict[str, Any]) -> None:
+    names = sorted(p.name for p in recorded["paths"])
+    assert names == ["EVENTS.jsonl", "HEARD.wav", "MIC.wav", "REPORT.html", "SUMMARY.json"]
+    assert all(p.exists() and p.stat().st_size > 0 for p in recorded["paths"])
+
+
+def test_mic_and_heard_are_what_a_replay_of_the_same_input_gets(recorded: dict[str, Any]) -> None:
+    samples, directory = recorded["samples"], recorded["dir"]
+    mic = read_wav(directory / "MIC.wav")[0]
+    assert np.array_equal(mic[: len(samples)], samples) and not mic[len(samples):].any()
+    heard = read_wav(directory / "HEARD.wav")[0]
+    replayed = replay_fast(samples, scenario=LONG, voice="espeak").heard
+    assert replayed is not None and np.abs(replayed).max() > 0
+    n = min(len(heard), len(replayed))
+    assert n >= len(samples)
+    assert np.array_equal(heard[:n], replayed[:n])  # sample for sample, the cut's fade included
+
+
+def test_events_and_summary_agree_on_the_cut(recorded: dict[str, Any]) -> None:
+    directory = recorded["dir"]
+    lines = [json.loads(line) for line in (directory / "EVENTS.jsonl").read_text().splitlines()]
+    assert {line["dir"] for line in lines} == {"in", "out", "local"}
+    (truncate,) = [l["event"] for l in lines if l["event"].get("type") == "conversation.item.truncate"]
+    (heard,) = [l["event"] for l in lines if l["event"].get("type") == "HeardTranscript"]
+    assert [l["event"]["type"] for l in lines if l["event"].get("type") == "TurnMetrics"]
+    summary = json.loads((directory / "SUMMARY.json").read_text())
+    (cut,) = summary["barge_ins"]
+    assert cut["audio_end_ms"] == truncate["audio_end_ms"] and cut["heard_text"] == heard["text"]
+    assert heard["full_text"].startswith(heard["text"]) and heard["estimate"] is True
+    assert cut["silent_at"] == pytest.approx(6.045, abs=1e-6)  # on the recording's timeline, as in the replay
+    assert summary["pass"]
+
+
+def test_record_into_a_missing_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["talk", "--record", str(tmp_path / "no" / "such")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"voxline talk: error: --record: no such directory {tmp_path / 'no'}\n"
