@@ -19,6 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, ConnectionFailed
+from .failures import connect_failure
 
 __all__ = ["EVENTS_LABEL", "Answer", "calls_url", "is_loopback_url", "post_offer"]
 
@@ -90,10 +91,10 @@ def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
         hint = " (the token was refused)" if exc.code in (401, 403) else ""
         raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {exc.code}{hint}{detail}") from None
     except urllib.error.URLError as exc:
-        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else str(exc.reason)
-        raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
+        cause = exc.reason if isinstance(exc.reason, BaseException) else exc
+        raise ConnectionFailed(connect_failure(url, cause)) from None
     except OSError as exc:  # includes timeouts
-        raise ConnectionFailed(f"cannot connect to {url}: {exc.strerror or type(exc).__name__}") from None
+        raise ConnectionFailed(connect_failure(url, exc)) from None
     call_id = location.rstrip("/").rsplit("/", 1)[-1]
     if status != 201 or not body.startswith("v=") or not call_id:
         raise ConnectionFailed(f"{url} answered the WebRTC offer with HTTP {status} but no SDP answer and call id")

@@ -7,17 +7,20 @@ No ``OpenAI-Beta`` header is ever sent: that selects the retired beta protocol
 from __future__ import annotations
 
 import asyncio
+import logging
 import urllib.parse
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed
+from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
+from .failures import connect_failure, http_status
 
 __all__ = ["WebSocketTransport", "realtime_url"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
+log = logging.getLogger("voxline.realtime")
 MAX_FRAME = 16 * 1024 * 1024  # one append may carry 15 MiB of base64
 
 
@@ -79,14 +82,16 @@ class WebSocketTransport:
                 compression=None,
             )
         except InvalidStatus as exc:
-            status = exc.response.status_code
-            hint = " (the token was refused)" if status in (401, 403) else ""
-            raise ConnectionFailed(f"{url} refused the connection: HTTP {status}{hint}") from None
+            failure = http_status(url, exc.response.status_code)
+            log.info("connect failed: %s", redact(failure))
+            raise ConnectionFailed(failure) from None
         except InvalidURI as exc:
             raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-            raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
+            failure = connect_failure(url, exc)
+            log.info("connect failed: %s", redact(failure))
+            raise ConnectionFailed(failure) from None
+        log.info("connected to %s (WebSocket)", redact(url))  # the token goes in a header, never in a log
         return cls(ws, url)
 
     async def send(self, text: str) -> None:
@@ -112,5 +117,6 @@ class WebSocketTransport:
         code = frame.code if frame is not None else 1006
         reason = frame.reason if frame is not None else "no close frame"
         self.close_code, self.close_reason = code, reason
+        log.info("connection to %s closed: %s %s", redact(self.url), code, redact(reason))
         return ConnectionClosed(code, reason)
 
