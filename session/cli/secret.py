@@ -14,14 +14,17 @@ import urllib.request
 from typing import Any
 
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
+from voxline.realtime.transports.failures import connect_failure, http_status
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                        help="API base URL (default: $OPENAI_BASE_URL or https://api.openai.com/v1)")
-    parser.add_argument("--model", default="gpt-realtime")
+    parser.add_argument("--url", default=os.environ.get("VOXLINE_URL") or os.environ.get("OPENAI_BASE_URL")
+                        or "https://api.openai.com/v1",
+                        help="API base URL (default: $VOXLINE_URL, $OPENAI_BASE_URL or https://api.openai.com/v1)")
+    parser.add_argument("--model", default=os.environ.get("VOXLINE_MODEL") or "gpt-realtime",
+                        help="the model the secret's session is for (default $VOXLINE_MODEL, else gpt-realtime)")
     parser.add_argument("--ttl", type=int, default=600, help="seconds the secret stays valid (10..7200)")
 
 
@@ -40,9 +43,12 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
         with urllib.request.urlopen(request, timeout=15) as reply:
             return json.loads(reply.read())
     except urllib.error.HTTPError as exc:
-        raise ConnectionFailed(f"client secret refused: HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise ConnectionFailed(f"cannot reach {base_url}: {getattr(exc, 'reason', exc)}") from None
+        raise ConnectionFailed(f"client secret refused: {http_status(request.full_url, exc.code)}") from None
+    except urllib.error.URLError as exc:
+        cause = exc.reason if isinstance(exc.reason, BaseException) else exc
+        raise ConnectionFailed(connect_failure(request.full_url, cause)) from None
+    except OSError as exc:
+        raise ConnectionFailed(connect_failure(request.full_url, exc)) from None
 
 
 async def run(args: argparse.Namespace) -> int:
