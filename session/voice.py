@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
@@ -48,6 +49,7 @@ from .tools import Approver, ToolEvent, ToolRegistry
 __all__ = ["VoiceSession"]
 
 Connector = Callable[[], Awaitable[RealtimeConnection]]
+log = logging.getLogger("voxline.session")
 Backoff = Callable[[int], float]  # reconnect attempt (0, 1, ...) → seconds to wait before it
 TICK_S = 0.02
 _CLOSED = object()
@@ -342,18 +344,22 @@ class VoiceSession:
         """After a drop: reconnect with backoff, restore config and conversation. False if given up."""
         assert self.core is not None
         self._queue.put_nowait(ConnectionLost(exc.code, exc.reason, self.output.now()))
+        log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
         for attempt in range(self.settings.reconnect_attempts):
             await self.clock.sleep(self._backoff(attempt))
             try:
                 conn = await self._open()
             except ConnectionFailed as failure:
+                log.warning("reconnect attempt %d failed: %s", attempt + 1, failure)
                 self._queue.put_nowait(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
                 continue
             replayed = self._restore(conn)
             self._conn = conn
             await self._flush()
+            log.info("connection restored after %d attempt(s); %d items replayed", attempt + 1, replayed)
             self._queue.put_nowait(ConnectionRestored(self.output.now(), replayed))
             return True
+        log.error("the connection is lost and could not be restored")
         self._queue.put_nowait(SessionError("the connection is lost and could not be restored", "connection_lost",
                                             fatal=True))
         return False

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection
@@ -34,6 +35,8 @@ from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
 
 __all__ = ["Call"]
 
+log = logging.getLogger("voxline.server")
+
 CHANNEL_TIMEOUT_S = 15.0
 DRAIN_TIMEOUT_S = 1.0
 
@@ -47,6 +50,7 @@ class Call:
         self.call_id = call_id
         self.pc = pc
         self._config = config
+        self._engine = engine
         self.bridge = CallBridge(engine, self._send, IdFactory(None if config.seed is None else config.seed + 2))
         self._channel: RTCDataChannel | None = None
         self._channel_ready = asyncio.Event()
@@ -68,6 +72,8 @@ class Call:
 
     async def run(self) -> None:
         """Serve the call until the peer leaves (or never opens the channel); then close it."""
+        started = self._config.clock.now()
+        log.info("session %s opened (WebRTC call %s)", self._engine.session_id, self.call_id)
         try:
             try:
                 async with asyncio.timeout(CHANNEL_TIMEOUT_S):
@@ -91,6 +97,8 @@ class Call:
                         job.cancel()
         finally:
             await self.pc.close()
+            log.info("session %s closed (WebRTC call %s) after %.1f s", self._engine.session_id, self.call_id,
+                     self._config.clock.now() - started)
 
     # Peer connection callbacks.
 
