@@ -39,7 +39,7 @@ def test_the_quick_start_is_two_commands_and_ci_runs_them_as_written() -> None:
     assert ci[-1] == tests  # the README's test command, last and exactly
     assert ".ci/quickstart" in ci and ".ci/install" in ci
     # .ci/quickstart takes the first uv command of the section, so it runs `main` itself
-    assert "grep -m1 '^uv run voxline '" in (ROOT / ".ci" / "quickstart").read_text()
+    assert "inside && /^uv run voxline / { print; exit }" in (ROOT / ".ci" / "quickstart").read_text()
 
 
 def test_the_readme_names_the_system_packages_ci_installs() -> None:
