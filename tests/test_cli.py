@@ -86,7 +86,7 @@ def test_a_wav_at_another_rate_is_resampled(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE), "--fast", "--out", "/nonexistent/dir/h.wav", "--events", "e.jsonl"],
          "no such directory /nonexistent/dir"),
         (["serve", "--host", "0.0.0.0"], "requires an API key"),
-        (["serve", "--port", "http"], "invalid int value"),
+        (["serve", "--port", "http"], "expected a port number 0..65535, not 'http'"),
         (["nonsense"], "invalid choice"),
         (["token"], "OPENAI_API_KEY is not set"),
     ],

@@ -118,6 +118,8 @@ def test_replay_checks_every_flag_and_variable(tmp_path: Path, flags: list[str],
         (["talk"], {"VOXLINE_VAD_THRESHOLD": "2"}, "VOXLINE_VAD_THRESHOLD='2': Input should be less than or equal to 1"),
         (["--bogus"], {}, "voxline: error: unknown option --bogus"),
         (["serve", "--bogus"], {}, "voxline serve: error: unknown option --bogus"),
+        (["serve", "--port", "70000"], {}, "argument --port: expected a port number 0..65535, not '70000'"),
+        (["serve", "--max-session-minutes", "-1"], {}, "expected a positive number of minutes, not '-1'"),
         (["devices", "--log-level", "loud"], {}, "argument --log-level: invalid choice: 'loud'"),
     ],
 )

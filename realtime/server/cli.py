@@ -29,12 +29,32 @@ def _speed(text: str) -> float:
     return value
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, not {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, not {text!r}")
+    return value
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` options to ``parser``."""
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --api-key)"
     )
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
     parser.add_argument(
         "--scenario", default=None, metavar="FILE", help="scenario TOML file or built-in name (default, long, tools)"
     )
@@ -50,7 +70,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=4.0,
         help="assistant audio pace as a multiple of real time, or 'instant' (default 4)",
     )
-    parser.add_argument("--max-session-minutes", type=float, default=60.0, help="session length limit (default 60)")
+    parser.add_argument("--max-session-minutes", type=_minutes, default=60.0, help="session length limit (default 60)")
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
