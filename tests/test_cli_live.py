@@ -40,7 +40,7 @@ def _env(**extra: str) -> dict[str, str]:
 def served(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``voxline serve --port 0`` running; yields it and the line it printed at start."""
     proc = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone", *args], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), preexec_fn=_ctrl_c_works)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -53,6 +53,11 @@ def served(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _ctrl_c_works() -> None:
+    """In the child: SIGINT as a terminal delivers it (a shell's background job would ignore it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _url(banner: str) -> str:
@@ -74,7 +79,8 @@ def test_real_time_replay_on_a_loopback_server_prints_live_and_keeps_what_was_he
     with served() as (server, banner):
         replay = subprocess.Popen([str(VOXLINE), "replay", str(EXAMPLE), "--url", _url(banner), "-v", "--out",
                                    str(heard), "--events", str(events)], cwd=ROOT, text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())  # no OPENAI_API_KEY
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),  # no OPENAI_API_KEY
+                                  preexec_fn=_ctrl_c_works)
         assert replay.stdout is not None
         seen = []
         for line in replay.stdout:
