@@ -111,6 +111,12 @@ def test_replay_checks_every_flag_and_variable(tmp_path: Path, flags: list[str],
     assert expected in one_line_error(fast(tmp_path, EXAMPLE, *flags, env=env))
 
 
+def test_built_in_server_options_are_refused_with_another_server(tmp_path: Path) -> None:
+    run = voxline("replay", str(EXAMPLE), "--scenario", "long", "--out", str(tmp_path / "h.wav"), "--events",
+                  str(tmp_path / "e.jsonl"), env={"VOXLINE_URL": "ws://127.0.0.1:9/v1"})
+    assert "--scenario and --voice apply to the built-in server only" in one_line_error(run)
+
+
 @pytest.mark.parametrize(
     ("args", "env", "expected"),
     [

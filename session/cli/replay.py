@@ -157,6 +157,8 @@ async def run(args: argparse.Namespace) -> int:
     url = _target_url(args)
     if args.fast and url:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
+    if url and (args.scenario is not None or args.voice != "auto"):
+        raise ConfigurationError("--scenario and --voice apply to the built-in server only (not with --url or VOXLINE_URL)")
     transport = settings_for(args).transport  # flag and variable errors before anything starts
     if args.fast and transport == "webrtc":
         raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
