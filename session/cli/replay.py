@@ -49,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="HEARD.wav",
                         help="what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
     parser.add_argument("--events", type=Path, required=True, metavar="EVENTS.jsonl", help="wire event log")
-    parser.add_argument("--url", help="Realtime API base URL (default: the built-in local server)")
+    parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
+                        "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
+                        "needs none")
     parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
                         help="wire transport (default $VOXLINE_TRANSPORT, else ws); over webrtc the server owns the "
                              "output buffer and cuts itself")
