@@ -9,6 +9,7 @@ import contextlib
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -164,3 +165,26 @@ def test_a_reply_heard_within_the_block_of_speech_stopped_is_not_a_negative_late
     assert line is not None and "-" not in line[2].split("reaches")[1] and "same 20 ms block" in line[2]
     later = describe(AssistantAudioStarted("item_a", 2.74, 0.02), 2.74)
     assert later is not None and "20 ms after speech_stopped" in later[2]
+
+
+def test_real_time_replay_on_a_terminal_shows_a_progress_line(tmp_path: Path) -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    replay = subprocess.Popen([str(VOXLINE), "replay", str(EXAMPLE), "--voice", "tone", "--out", str(tmp_path / "h.wav"),
+                               "--events", str(tmp_path / "e.jsonl")], cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                              stderr=slave, env=_env(), preexec_fn=_ctrl_c_works)
+    os.close(slave)
+    try:
+        assert replay.stdout is not None
+        for line in replay.stdout:
+            if "user speech started" in line:
+                break
+        shown = b""
+        while b"s of input" not in shown:
+            shown += os.read(master, 4096)
+        assert re.search(rb"\r  \xe2\x80\xa6 \d+ of 11 s of input", shown), shown
+    finally:
+        replay.send_signal(signal.SIGINT)
+        replay.communicate(timeout=60)
+        os.close(master)

@@ -227,6 +227,14 @@ class LiveLines:
             print("  " + line[2], flush=True)
         self.progress()
 
+    def wire(self, observer: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """``observer`` that also moves the progress line (frames flow every 20 ms, events may not)."""
+        def observe(direction: str, text: str) -> None:
+            observer(direction, text)
+            self.progress()
+
+        return observe
+
     def progress(self) -> None:
         second = int(self.clock.now() - self.start)
         if self.tty and second != self._shown:
@@ -259,7 +267,7 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
-                            tools=tools, on_wire=log.wire, on_event=_logger(log, live))
+                            tools=tools, on_wire=live.wire(log.wire), on_event=_logger(log, live))
 
 
 def _print_summary(args: argparse.Namespace, result: ReplayResult, transport: str, url: str | None,
