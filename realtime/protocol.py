@@ -55,9 +55,11 @@ ProtocolOutput = ev.ServerEvent | Notice
 
 _SHORTER = re.compile(r"Audio content of ([0-9.]+)\s*ms is already shorter than ([0-9.]+)\s*ms")
 EVENT_HISTORY = 256  # client events remembered for error mapping (errors come back within a round trip)
+MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 ITEM_WINDOW = 128  # conversation items (and audio parts) whose order, kind and received audio are kept
 FINISHED_WINDOW = 32  # responses whose final status is kept
 _DROPPING = 32  # dropped responses still awaiting their response.done
+_FINAL = frozenset({"completed", "cancelled", "incomplete", "failed"})
 _STATUS = {
     "completed": ResponseStatus.COMPLETED,
     "cancelled": ResponseStatus.CANCELLED,
@@ -96,7 +98,11 @@ class RealtimeProtocol:
         self._item_kind: dict[str, str] = {}
         self._received: dict[tuple[str, int], int] = {}
         self._adjusted: dict[str, None] = {}  # an ordered set
+        self._inflight: dict[str, Any] | None = None  # the create that holds the slot, as sent
+        self._owed: list[tuple[str | None, dict[str, Any]]] = []
         self.session: dict[str, Any] | None = None
+        self._output_format = PCM16_24K
+        self._server_cancels = False
         self.closed = False
 
     # ------------------------------------------------------------------ queries
@@ -163,21 +169,23 @@ class RealtimeProtocol:
     @property
     def output_format(self) -> AudioFormat:
         """The session's ``audio.output.format`` (PCM16 at 24 kHz until one is set)."""
-        audio = (self.session or {}).get("audio") or {}
-        try:
-            return AudioFormat.from_wire((audio.get("output") or {}).get("format") or PCM16_24K)
-        except AudioError:
-            return PCM16_24K
+        return self._output_format
 
     @property
     def server_cancels_on_speech(self) -> bool:
         """True when the server's VAD cancels the active response itself on speech start."""
-        td = self._turn_detection()
-        return bool(td) and td.get("interrupt_response", True) is not False
+        return self._server_cancels
 
-    def _turn_detection(self) -> dict[str, Any] | None:
-        audio = (self.session or {}).get("audio") or {}
-        return (audio.get("input") or {}).get("turn_detection")
+    def _on_session(self, session: dict[str, Any]) -> None:
+        """Read what the core needs from a session the server sent, whatever its shape."""
+        self.session = session
+        audio = _table(session.get("audio"))
+        try:
+            self._output_format = AudioFormat.from_wire(_table(audio.get("output")).get("format") or PCM16_24K)
+        except (AudioError, TypeError, ValueError):
+            self._output_format = PCM16_24K
+        td = _table(audio.get("input")).get("turn_detection")
+        self._server_cancels = isinstance(td, dict) and bool(td) and td.get("interrupt_response", True) is not False
 
     def _bytes_per_ms(self) -> float:
         return self.output_format.bytes_per_ms
@@ -316,10 +324,25 @@ class RealtimeProtocol:
         if self.response_status(response_id) not in TERMINAL_STATUSES:
             _remember(self._dropping, response_id, _DROPPING)
 
+    def owed_creates(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """After :meth:`connection_lost`: the ``response.create`` payloads the conversation is still owed.
+
+        First the response that held the slot, unless we were cancelling it: the create we
+        sent (or, for a response the server's VAD started, a plain one), with its response id
+        when the server had named it; then every create still queued. Each comes without
+        ``event_id``, to be sent once on the next connection.
+        """
+        return list(self._owed)
+
     def connection_lost(self) -> None:
         """The transport is gone: responses in flight become *unknown*; nothing more is sent."""
         if self.closed:
             return
+        if self._slot in (Slot.REQUESTED, Slot.ACTIVE):
+            payload = {k: v for k, v in (self._inflight or {"type": "response.create"}).items() if k != "event_id"}
+            self._owed.append((self._active_id, payload))
+        self._owed.extend((None, {k: v for k, v in c.items() if k != "event_id"}) for c in self._queue)
+        self._queue.clear()
         self._apply(Input.DISCONNECT)
         self.closed = True
         self._out.clear()
@@ -362,7 +385,8 @@ class RealtimeProtocol:
             return None
         self._requested += 1
         self._active_id = None
-        return self._emit(self._queue.popleft())
+        self._inflight = self._queue.popleft()
+        return self._emit(self._inflight)
 
     def _lose_all(self) -> None:
         for rid, status in list(self._responses.items()):
@@ -379,11 +403,35 @@ class RealtimeProtocol:
         try:
             event = ev.parse_server_event(text)
         except RemoteProtocolError as exc:
-            raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-            self._events.append(MalformedServerEvent(exc.message, raw))
+            self._events.append(MalformedServerEvent(exc.message, _excerpt(text)))
             return
+        problem = self._check(event)
+        if problem is not None:
+            self._events.append(MalformedServerEvent(problem, _excerpt(text)))
+            return
+        if isinstance(event, ev.ResponseDone) and event.response.status not in _FINAL | {None}:
+            self._events.append(MalformedServerEvent(
+                f"response.done with status {_short(event.response.status)}, which is not final: treated as failed",
+                _excerpt(text)))
+            event = event.model_copy(update={"response": event.response.model_copy(update={"status": "failed"})})
         if self._handle(event):
             self._events.append(event)
+
+    def _check(self, event: ev.ServerEvent) -> str | None:
+        """Why a well-typed event still cannot be used (None if it can); cost bounded by its size."""
+        for name in ("output_index", "content_index"):
+            index = getattr(event, name, 0)
+            if isinstance(index, int) and not 0 <= index <= MAX_INDEX:
+                return f"{event.type} with {name} {index} (expected 0 to {MAX_INDEX})"
+        if isinstance(event, ev.ResponseOutputAudioDelta):
+            try:
+                size = len(event.audio)  # decoded once here; the session reads the same bytes
+            except RemoteProtocolError as exc:
+                return exc.message
+            width = self.output_format.bytes_per_sample
+            if size % width:
+                return f"audio delta of {size} bytes is not a whole number of {width}-byte samples"
+        return None
 
     def _handle(self, event: ev.ServerEvent) -> bool:
         """Update state for one server event; False means the event is dropped."""
@@ -406,7 +454,7 @@ class RealtimeProtocol:
                 self._on_error(event.error)
                 return True
             case ev.SessionCreated() | ev.SessionUpdated():
-                self.session = event.session.model_dump(exclude_none=False)
+                self._on_session(event.session.model_dump(exclude_none=False))
                 return True
             case ev.ConversationItemAdded() | ev.ConversationItemCreated():
                 self._on_item_added(event.item, event.previous_item_id)
@@ -424,8 +472,8 @@ class RealtimeProtocol:
             case ev.OutputAudioBufferStarted() | ev.OutputAudioBufferStopped() | ev.OutputAudioBufferCleared():
                 return True  # the server's playback state, still true after a cancel
             case _:
-                rid = getattr(event, "response_id", None)
-                return not (rid is not None and rid in self._dropping)
+                rid = getattr(event, "response_id", None)  # an undeclared field of an event may hold anything
+                return not (isinstance(rid, str) and rid in self._dropping)
 
     def _on_created(self, response: ev.Response) -> None:
         rid = response.id
@@ -451,6 +499,7 @@ class RealtimeProtocol:
         self._dropping.pop(rid, None)  # nothing of it arrives after response.done
         if rid == self._active_id:
             self._active_id = None
+            self._inflight = None
             self._apply(Input.DONE)
 
     def _set_status(self, rid: str, status: ResponseStatus, reason: str | None = None) -> None:
@@ -526,6 +575,22 @@ class RealtimeProtocol:
         )
         self._events.append(TruncateAdjusted(item_id, int(command["audio_end_ms"]), available))
         return True
+
+
+def _excerpt(text: str | bytes, limit: int = 200) -> str:
+    """The start of a frame, for a report (a malformed frame may be megabytes long)."""
+    raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return raw if len(raw) <= limit else raw[:limit] + "…"
+
+
+def _table(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a server may send any shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _remember(table: dict[Any, Any], key: Any, limit: int, value: Any = None) -> None:

@@ -31,6 +31,7 @@ class Trigger(enum.Enum):
     SERVER_VAD = "server_vad"  # input_audio_buffer.speech_started
     LOCAL_VAD = "local_vad"
     INTERRUPT = "interrupt"  # VoiceSession.interrupt()
+    CONNECTION_LOST = "connection_lost"  # the connection dropped while the assistant was audible
 
 
 class Transport(enum.Enum):

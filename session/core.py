@@ -19,6 +19,7 @@ from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
+from voxline.realtime.errors import LocalProtocolError
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
 from .bargein import HeardItem, Transport, Trigger, plan_barge_in
@@ -89,6 +90,7 @@ class SessionCore:
         self._parts: dict[tuple[str, int], _Part] = {}
         self._order: list[tuple[str, int]] = []
         self._speech_stopped_at: float | None = None
+        self.user_speaking = False  # between the server's speech_started and speech_stopped
         self._state = TurnState.LISTENING
         self._fade_end = float("-inf")  # the last cut's fade is not speech
         self._barge_in: BargeIn | None = None
@@ -116,11 +118,13 @@ class SessionCore:
                     part.complete = True
                 self.playout.mark_complete(output.item_id, output.content_index)
             case ev.InputAudioBufferSpeechStarted():
+                self.user_speaking = True
                 self._events.append(SpeechStarted(now, output.item_id, output.audio_start_ms))
                 if self.assistant_audible(now):
                     self._barge_in = self._cut(now, Trigger.SERVER_VAD)
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_stopped_at = now
+                self.user_speaking = False
                 self._events.append(SpeechStopped(now, output.item_id, output.audio_end_ms))
                 self._step(TurnInput.SPEECH_STOPPED, now)
             case ev.ResponseCreated():
@@ -243,8 +247,12 @@ class SessionCore:
         )
         for rid in responses:
             self.protocol.drop_response(rid)
-        for command in plan.commands():
-            self.protocol.send(command)
+        for command in plan.commands() if not self.protocol.closed else ():  # a lost connection takes none
+            try:
+                self.protocol.send(command)
+            except LocalProtocolError as exc:  # e.g. the server said the item was not an assistant's
+                self._events.append(SessionError(f"barge-in: {exc.message}", "cut_refused"))
+                continue
             self._commands.append(command)
         playing = next((i for i in items if i.item_id == cut.item_id), None)
         event = BargeIn(
@@ -261,6 +269,7 @@ class SessionCore:
             unplayed_ms=cut.flushed_samples * 1000 / RATE,
             server_cuts=self.transport is Transport.WEBRTC,
             cut=cut,
+            heard_parts=tuple((i.item_id, i.content_index, i.heard_samples * 1000 / RATE) for i in items),
         )
         self._events.append(event)
         self._step(TurnInput.BARGE_IN, now)

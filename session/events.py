@@ -116,6 +116,8 @@ class BargeIn:
     unplayed_ms: float = 0.0
     server_cuts: bool = False  # WebRTC: the server owns the output buffer and truncates itself
     cut: Cut | None = field(default=None, repr=False, compare=False)  # the playout's side of it
+    heard_parts: tuple[tuple[str, int, float], ...] = field(default=(), repr=False, compare=False)
+    """(item_id, content_index, heard_ms) of every audio part of the interrupted responses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +142,15 @@ class ConnectionLost:
 
 @dataclass(frozen=True, slots=True)
 class ConnectionRestored:
+    """A new connection carries the conversation on: ``replayed_items`` rebuilt from the mirror,
+    ``resent_creates`` owed ``response.create`` sent again, ``resent_audio_ms`` of the user's
+    unfinished turn appended again; ``handover`` when it replaced a connection about to expire."""
+
     at: float
     replayed_items: int
+    resent_creates: int = 0
+    resent_audio_ms: float = 0.0
+    handover: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,16 @@ class SessionSettings(BaseSettings):
     input_device: str | None = None
     output_device: str | None = None
     reconnect_attempts: int = Field(5, ge=0)
+    reconnect_window_s: float = Field(120.0, gt=0, allow_inf_nan=False)
+    """Give up reconnecting once this long has passed since the drop (with ``reconnect_attempts``)."""
+    reconnect_stable_s: float = Field(30.0, ge=0, allow_inf_nan=False)
+    """A connection must stay up this long before a later drop gets a fresh reconnect budget."""
+    liveness_timeout_s: float = Field(30.0, ge=0, allow_inf_nan=False)
+    """A server silent this long while an answer is due counts as a drop (0: never)."""
+    close_timeout_s: float = Field(2.0, gt=0, allow_inf_nan=False)
+    """``aclose()`` waits at most this long for the server to acknowledge the close."""
+    handover_s: float = Field(120.0, ge=0, allow_inf_nan=False)
+    """Move to a fresh connection at a turn boundary this long before the session's ``expires_at`` (0: never)."""
     vad_threshold: float = Field(0.5, ge=0.0, le=1.0)
     silence_ms: int = Field(500, ge=0)
     prefix_padding_ms: int = Field(300, ge=0)

@@ -49,13 +49,18 @@ class ToolBridge:
             case _:
                 pass
 
-    def drain_into(self, protocol: RealtimeProtocol) -> int:
-        """Move the tracker's pending outputs and follow-up into the protocol core.
+    def drain_into(self, protocol: RealtimeProtocol, new_item_id: Callable[[], str] | None = None) -> list[ev.ClientEvent]:
+        """Move the tracker's pending outputs and follow-up into the protocol core; returns them.
 
         ``response.create`` goes through the core's lifecycle rules (queued while another
-        response is active); outputs are sent as they are.
+        response is active); outputs are sent as they are, each given an ``item.id`` by
+        ``new_item_id`` (when set) so the session's mirror holds it before the server's echo.
         """
         commands = self.tracker.commands()
+        sent: list[ev.ClientEvent] = []
         for command in commands:
+            if new_item_id is not None and isinstance(command, ev.ConversationItemCreate) and not command.item.id:
+                command = command.model_copy(update={"item": command.item.model_copy(update={"id": new_item_id()})})
             protocol.send(command)
-        return len(commands)
+            sent.append(command)
+        return sent

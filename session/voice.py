@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
+import secrets
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
 from voxline.base.clock import Clock, RealClock
+from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
@@ -39,32 +40,21 @@ from voxline.realtime.errors import ConfigurationError, ConnectionClosed, Connec
 from .bargein import Trigger
 from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
+from .input_journal import InputJournal
 from .media import ClockedOutput, Output
 from .mirror import ConversationMirror
+from .reconnect import Backoff, ReconnectBudget, exponential_backoff
 from .settings import SessionSettings
 from .tool_bridge import ToolBridge
 from .track_audio import TrackTagger
 from .tools import Approver, ToolEvent, ToolRegistry
 
-__all__ = ["VoiceSession"]
+__all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 
 Connector = Callable[[], Awaitable[RealtimeConnection]]
-log = logging.getLogger("voxline.session")
-Backoff = Callable[[int], float]  # reconnect attempt (0, 1, ...) → seconds to wait before it
 TICK_S = 0.02
 _CLOSED = object()
-
-
-def exponential_backoff(first_s: float = 0.2, cap_s: float = 5.0, *, jitter: float = 0.2,
-                        rng: random.Random | None = None) -> Backoff:
-    """``first_s · 2^attempt``, at most ``cap_s``, spread by ± ``jitter`` of itself."""
-    source = rng or random.Random()
-
-    def delay(attempt: int) -> float:
-        base = min(cap_s, first_s * 2.0 ** attempt)
-        return base * (1.0 + jitter * (2.0 * source.random() - 1.0))
-
-    return delay
+_log = logging.getLogger("voxline.session")
 
 
 class VoiceSession:
@@ -90,7 +80,9 @@ class VoiceSession:
         self.output: Output = output or ClockedOutput(self.clock)
         self._input = input
         self._input_finished = input is None
-        self._backoff = backoff or exponential_backoff()
+        s = self.settings
+        self._budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
+                                       backoff=backoff or exponential_backoff())
         self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event,
                                  clock=self.clock)
         # WebRTC: assistant audio arrives on the media track, tagged into the output's playout
@@ -99,8 +91,16 @@ class VoiceSession:
         self._connector = connector or self._connect
         self._on_wire = on_wire
         self.mirror = mirror if mirror is not None else ConversationMirror()
+        self.journal = InputJournal(padding_ms=s.prefix_padding_ms)
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._conn: RealtimeConnection | None = None
+        self._live = False  # the current connection is open and carries the conversation
+        self._connected_at: float | None = None
+        self._last_rx = 0.0
+        self._texts_while_away = 0  # send_text() calls made while reconnecting: each owes a create
+        self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
+        self._ping: asyncio.Future[None] | None = None
+        self._handing_over = False
         self.core: SessionCore | None = None
         self._stack = contextlib.AsyncExitStack()
         self._talking = self.settings.turn_detection != "none"
@@ -108,14 +108,22 @@ class VoiceSession:
         self._flush_needed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+        self._item_prefix = "item_vx" + secrets.token_hex(4)
+        self._item_count = 0
 
     def __repr__(self) -> str:
-        state = "open" if self._conn is not None and not self._conn.closed else "closed"
+        state = "open" if self._live else ("reconnecting" if self._conn is not None and not self._closing else "closed")
         return f"<VoiceSession {self.settings.model} {state}>"
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> VoiceSession:
-        self._conn = await self._open()
+        try:
+            self._conn = await self._open()
+        except ConnectionClosed as exc:
+            raise ConnectionFailed(f"the server closed the connection while it was being set up "
+                                   f"({exc.code} {exc.reason})".strip()) from None
+        self._live = True
+        self._connected_at = self.clock.now()
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._tools.runner)
         loops = [self._receive_loop(), self._tick_loop(), self._flush_loop()]
@@ -130,18 +138,39 @@ class VoiceSession:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection and stop every loop; safe to call twice."""
+        """Close the connection and stop every loop; safe to call twice.
+
+        Returns within ``settings.close_timeout_s`` (plus the loops' own teardown) even when the
+        server stops reading: the close handshake is abandoned after that.
+        """
         if self._closing:
             return
         self._closing = True
-        if self._conn is not None:
-            with contextlib.suppress(RealtimeError):
-                await self._conn.close()
+        self._live = False
         for task in self._tasks:
             task.cancel()
+        for pending in (self._spare, self._ping):
+            if pending is not None:
+                pending.cancel()
+        if self._conn is not None:
+            await self._close_quietly(self._conn)
         self._queue.put_nowait(_CLOSED)
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
+
+    async def _close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
+        """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business."""
+        closing = asyncio.ensure_future(conn.close(code, reason))
+        timer = asyncio.ensure_future(self.clock.sleep(self.settings.close_timeout_s))
+        try:
+            await asyncio.wait((closing, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not closing.done():
+                closing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RealtimeError, OSError):
+                await closing
+            conn.protocol.connection_lost()
 
     async def _connect(self) -> RealtimeConnection:
         key = self.settings.api_key
@@ -153,16 +182,21 @@ class VoiceSession:
             return RealtimeConnection(transport, on_wire=self._on_wire)
         return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model, on_wire=self._on_wire)
 
-    async def _open(self) -> RealtimeConnection:
+    async def _open(self, *, adopt: bool = True) -> RealtimeConnection:
+        """A new connection with the session's configuration sent; ``adopt`` makes it the core's."""
         conn = await self._connector()
+        if adopt:
+            self._adopt(conn)
+        conn.protocol.update_session(self.settings.session_config(self._schemas()))
+        await conn.flush()
+        return conn
+
+    def _adopt(self, conn: RealtimeConnection) -> None:
         if self.core is None:
             self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw, track=self.track)
         else:
             conn.protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = conn.protocol
-        conn.protocol.update_session(self.settings.session_config(self._schemas()))
-        await conn.flush()
-        return conn
 
     # ------------------------------------------------------------------ events
     def __aiter__(self) -> VoiceSession:
@@ -193,11 +227,21 @@ class VoiceSession:
         return self._input_finished
 
     @property
+    def connected(self) -> bool:
+        """True while a connection carries the conversation (False while reconnecting)."""
+        return self._live
+
+    @property
     def idle(self) -> bool:
-        """Nothing is playing, queued, being produced or owed: no response, no tool, no queued create."""
+        """Nothing is playing, queued, being produced or owed: no response, no tool, no queued create.
+
+        Never idle while reconnecting: the new connection may still owe a response.
+        """
         core, conn = self.core, self._conn
         if core is None or conn is None:
             return True
+        if not self._live:
+            return self._closing
         return (not core.assistant_audible(self.output.now()) and not conn.protocol.response_in_progress
                 and conn.protocol.queued_creates == 0 and not self._tools.runner.busy
                 and not self._tools.tracker.running() and not self._tools.tracker.runnable())
@@ -211,10 +255,28 @@ class VoiceSession:
         self._flush_needed.set()
 
     # ------------------------------------------------------------------ commands
+    def _new_item_id(self) -> str:
+        self._item_count += 1
+        return f"{self._item_prefix}{self._item_count:06d}"
+
     async def send_text(self, text: str) -> None:
-        """A user text message, then a response."""
+        """A user text message, then a response.
+
+        While the session reconnects the message is kept: the new connection gets it with the
+        rebuilt conversation, and its response is asked for then.
+        """
+        item = {"id": self._new_item_id(), "type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": text}]}
+        create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
+        assert isinstance(create, ev.ConversationItemCreate)
+        self.mirror.record_local(create)
+        if not self._live:
+            if self._closing:
+                raise ConfigurationError("the session is closed")
+            self._texts_while_away += 1
+            return
         protocol = self._protocol()
-        protocol.create_item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        protocol.send(create)
         protocol.create_response()
         await self._flush()
 
@@ -234,9 +296,11 @@ class VoiceSession:
 
     async def start_talking(self) -> None:
         """Push-to-talk: start sending the microphone (clears what the server buffered)."""
-        self._protocol().clear_audio()
         self._talking = True
         assert self.core is not None
+        if not self._live:
+            return
+        self._protocol().clear_audio()
         if self.core.playout.queued_samples or self.core.protocol.response_in_progress:
             await self.interrupt()
         await self._flush()
@@ -244,6 +308,9 @@ class VoiceSession:
     async def stop_talking(self) -> None:
         """Push-to-talk: stop sending, commit what was said, and ask for a response."""
         self._talking = False
+        if not self._live:
+            self._texts_while_away += 1  # the turn is resent with the journal's audio, then answered
+            return
         protocol = self._protocol()
         protocol.commit_audio()
         protocol.create_response()
@@ -266,8 +333,9 @@ class VoiceSession:
             if unknown:
                 raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
             self._offered = list(tools)
-        self._protocol().update_session(self.settings.session_config(self._schemas()))
-        await self._flush()
+        if self._live:  # else the next connection is configured from the settings
+            self._protocol().update_session(self.settings.session_config(self._schemas()))
+            await self._flush()
 
     def _schemas(self) -> list[dict[str, Any]] | None:
         if self._offered is None:
@@ -280,10 +348,17 @@ class VoiceSession:
         return self._conn.protocol
 
     async def _flush(self) -> None:
-        if self._conn is not None and not self._conn.closed:
-            self._tools.drain_into(self._conn.protocol)
+        conn = self._conn
+        if conn is not None and self._live and not conn.closed:
+            self._drain_tools(conn)
             with contextlib.suppress(ConnectionClosed):
-                await self._conn.flush()
+                await conn.flush()
+
+    def _drain_tools(self, conn: RealtimeConnection) -> None:
+        """Tool outputs and follow-ups into ``conn``; outputs enter the mirror as they are sent."""
+        for command in self._tools.drain_into(conn.protocol, self._new_item_id):
+            if isinstance(command, ev.ConversationItemCreate):
+                self.mirror.record_local(command)
 
     async def _apply(self, effects: Effects) -> None:
         """Act on what the core did: a barge-in reaches the mirror and the output; events reach the app."""
@@ -300,24 +375,79 @@ class VoiceSession:
     # ------------------------------------------------------------------ loops
     async def _receive_loop(self) -> None:
         while not self._closing:
-            assert self._conn is not None and self.core is not None
+            conn = self._conn
+            assert conn is not None and self.core is not None
             try:
-                out = await self._conn.recv()
+                out = await conn.recv()
             except ConnectionClosed as exc:
+                if conn is not self._conn or self._handing_over:
+                    continue  # a connection handed over: its successor carries on
                 if self._closing or not await self._reconnect(exc):
                     self._queue.put_nowait(_CLOSED)
                     return
                 continue
-            effects = self.core.handle(out, self.output.now())
-            self._tools.handle(out)
-            self.mirror.apply(out)
+            if conn is not self._conn:
+                continue  # the last words of a connection handed over
+            self._last_rx = self.clock.now()
+            try:
+                effects = self._take(out)
+            except Exception as exc:  # containment: no server event may end the session
+                _log.exception("failed to handle %s", getattr(out, "type", type(out).__name__))
+                kind = getattr(out, "type", type(out).__name__)
+                self._queue.put_nowait(SessionError(f"could not handle {kind}: {type(exc).__name__}: {exc}",
+                                                    "event_failed"))
+                continue
             await self._apply(effects)
+
+    def _take(self, out: Any) -> Effects:
+        """One protocol output through the core, the journal, the tools and the mirror."""
+        assert self.core is not None
+        effects = self.core.handle(out, self.output.now())
+        self.journal.handle(out)
+        self._tools.handle(out)
+        self.mirror.apply(out)
+        return effects
 
     async def _tick_loop(self) -> None:
         while True:
             await self.clock.sleep(TICK_S)
             if self.core is not None:
                 self._publish(self.core.tick(self.output.now()))
+            if self._live and not self._closing:
+                await self._watch()
+
+    async def _watch(self) -> None:
+        """Liveness of the server, and the hand-over before the session's time runs out."""
+        conn, now = self._conn, self.clock.now()
+        assert conn is not None
+        timeout = self.settings.liveness_timeout_s
+        silent = now - self._last_rx
+        ping = getattr(conn.transport, "ping", None)
+        if timeout and ping is not None and silent >= timeout / 2 and self._ping is None:
+            self._ping = asyncio.ensure_future(self._ping_once(conn, ping))
+        if timeout and silent >= timeout and (conn.protocol.response_in_progress or self._ping is not None):
+            _log.warning("no word from the server for %.1f s; treating it as a drop", silent)
+            self._queue.put_nowait(SessionError(f"the server sent nothing for {silent:.1f} s and did not answer a "
+                                                "ping; reconnecting", "server_silent"))
+            if self._ping is not None:
+                self._ping.cancel()
+                self._ping = None
+            await self._close_quietly(conn, 4000, "server silent")
+            return
+        await self._maybe_hand_over(conn)
+
+    async def _ping_once(self, conn: RealtimeConnection, ping: Callable[[], Awaitable[None]]) -> None:
+        """Ask a quiet server whether it is there; its answer counts as hearing from it."""
+        try:
+            await ping()
+        except (RealtimeError, OSError):
+            pass  # the receive loop sees the close
+        else:
+            if conn is self._conn:
+                self._last_rx = self.clock.now()
+        finally:
+            if self._ping is asyncio.current_task():
+                self._ping = None
 
     async def _flush_loop(self) -> None:
         while True:
@@ -328,49 +458,135 @@ class VoiceSession:
     async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
         try:
             async for block in blocks:
-                if self._talking and self._conn is not None and not self._conn.closed:
-                    pcm = np.ascontiguousarray(block, dtype="<i2")
-                    media = self._conn.transport.media
-                    if media is not None:  # WebRTC: the microphone is a media track
-                        media.push_audio(pcm)
-                        continue
+                if not self._talking or self._conn is None:
+                    continue
+                pcm = np.ascontiguousarray(block, dtype="<i2")
+                media = self._conn.transport.media if self._live else None
+                if media is not None:  # WebRTC: the microphone is a media track
+                    media.push_audio(pcm)
+                    continue
+                if self.track is None:
+                    self.journal.captured(pcm)  # kept until the server has it for good
+                if self._live and not self._conn.closed:
                     self._conn.protocol.append_audio(pcm.tobytes())
                     with contextlib.suppress(ConnectionClosed):
                         await self._conn.flush()
         finally:
             self._input_finished = True
 
+    # ------------------------------------------------------------------ drops and hand-overs
     async def _reconnect(self, exc: ConnectionClosed) -> bool:
-        """After a drop: reconnect with backoff, restore config and conversation. False if given up."""
-        assert self.core is not None
-        self._queue.put_nowait(ConnectionLost(exc.code, exc.reason, self.output.now()))
-        log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
-        for attempt in range(self.settings.reconnect_attempts):
-            await self.clock.sleep(self._backoff(attempt))
+        """After a drop: reconnect within the budget, restore config and conversation. False if given up."""
+        assert self.core is not None and self._conn is not None
+        lost = self._conn
+        self._live = False
+        now = self.output.now()
+        self._budget.lost(self.clock.now(), self._connected_at)
+        self._queue.put_nowait(ConnectionLost(exc.code, exc.reason, now))
+        _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
+        cut_short = False
+        if self.core.assistant_audible(now):  # the listener hears no more of it: the conversation keeps what they heard
+            effects = self.core.interrupt(now, Trigger.CONNECTION_LOST)
+            await self._apply(effects)
+            cut_short = effects.barge_in is not None and effects.barge_in.unplayed_ms + effects.barge_in.in_device_ms > 0
+        owed = lost.protocol.owed_creates()
+        while (delay := self._budget.next_delay(self.clock.now())) is not None:
+            await self.clock.sleep(delay)
+            if self._closing:
+                return False
             try:
                 conn = await self._open()
-            except ConnectionFailed as failure:
-                log.warning("reconnect attempt %d failed: %s", attempt + 1, failure)
+            except (RealtimeError, OSError) as failure:
+                _log.warning("reconnect failed: %s", failure)
                 self._queue.put_nowait(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
                 continue
-            replayed = self._restore(conn)
-            self._conn = conn
+            try:
+                restored = self._restore(conn, owed, cut_short)
+                self._conn, self._live, self._connected_at = conn, True, self.clock.now()
+                self._last_rx = self.clock.now()
+                await conn.flush()
+            except ConnectionClosed as closed:  # it closed at once: the next try still owes everything
+                self._live = False
+                self._budget.lost(self.clock.now(), None)
+                self._queue.put_nowait(SessionError(f"reconnect failed: the new connection closed at once "
+                                                    f"({closed.code})", "reconnect_failed"))
+                owed = conn.protocol.owed_creates() if conn.protocol.closed else owed
+                continue
+            self._queue.put_nowait(restored)
+            _log.info("connection restored")
             await self._flush()
-            log.info("connection restored after %d attempt(s); %d items replayed", attempt + 1, replayed)
-            self._queue.put_nowait(ConnectionRestored(self.output.now(), replayed))
             return True
-        log.error("the connection is lost and could not be restored")
-        self._queue.put_nowait(SessionError("the connection is lost and could not be restored", "connection_lost",
-                                            fatal=True))
+        _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used)
+        self._queue.put_nowait(SessionError(
+            f"the connection is lost and could not be restored ({self._budget.used} tries)", "connection_lost",
+            fatal=True))
         return False
 
-    def _restore(self, conn: RealtimeConnection) -> int:
-        """Recreate the conversation and settle tool calls of responses the drop left unknown."""
-        plan = self.mirror.plan_rebuild()
-        for command in plan.commands:
-            conn.protocol.send(command)
-        self.mirror.adopt_rebuild(plan)
-        for call in self._tools.tracker.running() + self._tools.tracker.runnable():
-            self._tools.tracker.on_response_done(call.response_id, "completed")
-        return len(plan.item_ids)
+    def _restore(self, conn: RealtimeConnection, owed: list[tuple[str | None, dict[str, Any]]],
+                 cut_short: bool, *, handover: bool = False) -> ConnectionRestored:
+        """Recreate the conversation on ``conn``: items, tool outputs, owed responses, the unfinished turn.
 
+        Exactly one ``response.create`` for each one owed: responses with tool calls are
+        followed up by the tool tracker once their outputs are in; a response the drop left
+        unfinished, or cut short for the listener, is asked for again otherwise; and one for
+        each message sent while away.
+        """
+        protocol = conn.protocol
+        plan = self.mirror.plan_rebuild(self.journal.audio_of)
+        for command in plan.commands:
+            protocol.send(command)
+        self.mirror.adopt_rebuild(plan)
+        tracker = self._tools.tracker
+        followed = set(tracker.unsettled_responses())
+        for rid in followed:
+            tracker.on_response_done(rid, "completed")  # the rebuilt conversation lets the model go on
+        self._drain_tools(conn)
+        creates = [payload for rid, payload in owed if rid is None or rid not in followed]
+        if cut_short and not creates and not followed:
+            creates.append({"type": "response.create"})
+        creates.extend({"type": "response.create"} for _ in range(self._texts_while_away))
+        self._texts_while_away = 0
+        resumed = None
+        if handover:
+            self.journal.restart()
+        else:
+            resumed = self.journal.resume(push_to_talk=self.settings.turn_detection == "none")
+        if resumed is not None and len(resumed):
+            protocol.append_audio(resumed.astype("<i2").tobytes())
+        for payload in creates:
+            protocol.send(payload)
+        return ConnectionRestored(self.output.now(), len(plan.item_ids), len(creates),
+                                  (len(resumed) if resumed is not None else 0) * 1000 / self.journal.rate, handover)
+
+    async def _maybe_hand_over(self, conn: RealtimeConnection) -> None:
+        """Before ``expires_at``: warm up a successor, then switch at the first turn boundary."""
+        margin = self.settings.handover_s
+        expires = (conn.protocol.session or {}).get("expires_at")
+        if not margin or not isinstance(expires, (int, float)) or expires <= 0 or self._handing_over:
+            return
+        opened = self._connected_at if self._connected_at is not None else 0.0
+        lifetime = max(1.0, expires - (self.clock.wall() - (self.clock.now() - opened)))
+        if self.clock.wall() < expires - min(margin, lifetime / 4):
+            return
+        if self._spare is None:
+            self._spare = asyncio.ensure_future(self._open(adopt=False))
+            return
+        if not self._spare.done() or not self.idle or self.core is None or self.core.user_speaking:
+            return
+        spare, self._spare = self._spare, None
+        try:
+            fresh = spare.result()
+        except (RealtimeError, OSError) as failure:
+            self._queue.put_nowait(SessionError(f"could not prepare the next connection: {failure}", "handover_failed"))
+            return
+        self._handing_over = True
+        try:
+            self._adopt(fresh)
+            restored = self._restore(fresh, [], False, handover=True)
+            self._conn, self._connected_at, self._last_rx = fresh, self.clock.now(), self.clock.now()
+            with contextlib.suppress(ConnectionClosed):
+                await fresh.flush()
+            await self._close_quietly(conn, 1000, "handed over")
+        finally:
+            self._handing_over = False
+        self._queue.put_nowait(restored)

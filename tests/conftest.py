@@ -27,3 +27,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from tests import device_support
 
     device_support.stop_started_pulse()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the fault matrix's table when it ran."""
+    import sys
+
+    matrix = sys.modules.get("tests.test_fault_matrix")
+    lines = matrix.fault_table() if matrix is not None else []
+    if lines:
+        terminalreporter.section("reliability")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -68,7 +68,7 @@ def test_kiosk_recovers_from_a_drop_and_a_missing_speaker() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "kiosk: simulating a network drop: the first connection dies after 20 server events" in out
-    assert '"connection": "reconnecting"' in out and "kiosk: the reply was lost in the drop; asking again" in out
+    assert '"connection": "reconnecting"' in out and "kiosk: reconnected; the session sent 1 owed request(s) again" in out
     ui = [line for line in out.splitlines() if line.startswith("ui ")]
     # the device errors are shown as they came (here: no such device; elsewhere: no sound server at all)
     assert '"speaker": "unavailable, playing silently (' in ui[-1]

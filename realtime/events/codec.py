@@ -115,6 +115,8 @@ def parse_server_event(text: str | bytes) -> ServerEvent:
         return event
     except ValidationError as exc:
         failure = exc
+    except (ValueError, TypeError, RecursionError) as exc:  # a validator that met a shape it never expected
+        raise RemoteProtocolError(f"malformed server event: {type(exc).__name__} while validating") from None
     obj = _load_object(text, "server")
     kind: str = obj["type"]
     if kind in SERVER_EVENT_TYPES:

@@ -155,7 +155,7 @@ def _item_tag(value: Any) -> str:
     if isinstance(value, UnknownItem):
         return "unknown"
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in _KNOWN_ITEMS else "unknown"
+    return kind if isinstance(kind, str) and kind in _KNOWN_ITEMS else "unknown"
 
 
 Item = Annotated[

@@ -84,6 +84,11 @@ class Engine:
     def session_id(self) -> str:
         return self._state.session_id
 
+    @property
+    def max_session_s(self) -> float:
+        """The session's maximum duration (``expires_at`` is this after its start)."""
+        return self._state.config.max_session_s
+
     def open(self) -> Events:
         """``session.created`` and ``conversation.created``, the first events of a session."""
         state = self._state

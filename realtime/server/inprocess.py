@@ -41,6 +41,8 @@ class EngineTransport:
         self._wake = asyncio.Event()
         self.close_code: int | None = None
         self.close_reason = ""
+        self._expires = clock.now() + engine.max_session_s  # then session_expired and close 1001, as served
+        self._expired = False
         self._deliver(engine.open())
 
     def __repr__(self) -> str:
@@ -68,7 +70,12 @@ class EngineTransport:
         while not self._inbox:
             if self.close_code is not None:
                 raise ConnectionClosed(self.close_code, self.close_reason)
+            if not self._expired and self._clock.now() >= self._expires:
+                self._deliver(self._engine.expire())
+                self._expired = True
+                continue
             due = self._engine.next_due()
+            due = self._expires if due is None else min(due, self._expires)
             if due is not None and due <= self._clock.now():
                 self._deliver(self._engine.poll(self._clock.now()))
                 await self._voice()
@@ -78,7 +85,15 @@ class EngineTransport:
                 await self._wake.wait()
             else:
                 await first_of(self._clock.sleep_until(due), self._wake.wait())
-        return self._inbox.popleft()
+        text = self._inbox.popleft()
+        if self._expired and not self._inbox:
+            self.close_code, self.close_reason = 1001, "session expired"
+        return text
+
+    async def ping(self) -> None:
+        """The engine runs in this process: it answers at once while the connection is open."""
+        if self.close_code is not None:
+            raise ConnectionClosed(self.close_code, self.close_reason)
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         if self.close_code is None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectionClosed
 
-__all__ = ["MediaTrack", "MemoryTransport", "Transport", "memory_pair"]
+__all__ = ["MediaTrack", "MemoryTransport", "Pingable", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -40,6 +40,13 @@ class Transport(Protocol):
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         """Close with a code and reason; idempotent."""
+
+
+class Pingable(Protocol):
+    """A transport that can ask the peer whether it is still there (WebSocket ping/pong)."""
+
+    async def ping(self) -> None:
+        """Return once the peer answered; raises ConnectionClosed when closed."""
 
 
 _CLOSE = object()

@@ -107,6 +107,14 @@ class WebSocketTransport:
             raise self._closed(exc) from None
         return frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
 
+    async def ping(self) -> None:
+        """A WebSocket ping; returns when the server's pong arrives."""
+        try:
+            pong = await self._ws.ping()
+            await pong
+        except WsConnectionClosed as exc:
+            raise self._closed(exc) from None
+
     async def close(self, code: int = 1000, reason: str = "") -> None:
         await self._ws.close(code, reason)
         if self.close_code is None:

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from voxline.realtime import events as ev
+from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput
 
 from ..events import BargeIn
 from .merge import item_id_of, merge_item, new_record
 from .order import ItemOrder
-from .rebuild import Rebuild, plan_rebuild
+from .rebuild import AudioLookup, Rebuild, plan_rebuild
 from .records import MirrorItem, MirrorPart
 from .state import MirrorState, read_state, write_state
 from .wire_audio import PCM_BYTES_PER_MS, b64_decoded_length, output_bytes_per_ms
@@ -81,6 +82,10 @@ class ConversationMirror:
         for item_id in barge_in.deleted:
             if item_id in self._order:
                 self._pending_deletes[item_id] = None
+        if barge_in.trigger == "connection_lost":  # no truncate reaches the server: every part counts
+            for part_item, _index, heard_ms in barge_in.heard_parts:
+                if part_item not in barge_in.deleted:
+                    self.record_heard(part_item, heard_ms)
         item_id = barge_in.item_id
         if item_id is None or item_id in barge_in.deleted:
             return
@@ -100,6 +105,21 @@ class ConversationMirror:
             return
         received = max(item.audio_ms_received, received_ms or 0.0)
         self._order.replace(dataclasses.replace(item, heard_ms=max(0.0, heard_ms), audio_ms_received=received))
+
+    def record_local(self, event: ev.ConversationItemCreate) -> None:
+        """An item this client is creating (``conversation.item.create`` with an ``item.id``).
+
+        It takes its place at once, unconfirmed, so a connection lost before the server's echo
+        does not lose it: a rebuild recreates it. The echo confirms it; a refusal removes it.
+        """
+        item_id = item_id_of(event.item)
+        if item_id is None or item_id in self._order:
+            return
+        previous = event.previous_item_id
+        if previous is None:  # the service appends it
+            last = self._order.last_id()
+            previous = last if last is not None else "root"
+        self._order.place(dataclasses.replace(new_record(event.item, item_id), confirmed=False), previous)
 
     # -- server events ------------------------------------------------------------------
 
@@ -149,8 +169,17 @@ class ConversationMirror:
                     i, arguments=event.arguments, arguments_done=True, name=event.name, call_id=event.call_id))
             case ev.SessionCreated() | ev.SessionUpdated():
                 self._bytes_per_ms = output_bytes_per_ms(event.session.audio) or self._bytes_per_ms
+            case CommandFailed(command_type="conversation.item.create"):
+                self._on_refused(event.command)
             case _:
                 pass
+
+    def _on_refused(self, command: dict[str, Any] | None) -> None:
+        """The server refused a create: an item of ours it never echoed is not in the conversation."""
+        item_id = ((command or {}).get("item") or {}).get("id")
+        item = self._order.get(item_id) if isinstance(item_id, str) else None
+        if item is not None and not item.confirmed:
+            self._order.remove(item.id)
 
     def _on_item(self, item: ev.Item, previous_item_id: str | None) -> None:
         """``conversation.item.added``/``.done``: a new item takes its place; a known one is updated."""
@@ -159,7 +188,7 @@ class ConversationMirror:
             return
         old = self._order.get(item_id)
         if old is not None:
-            self._order.replace(merge_item(old, item))
+            self._order.replace(dataclasses.replace(merge_item(old, item), confirmed=True))
             return
         record = new_record(item, item_id)
         response_id = self._response_of.pop(item_id, None)
@@ -236,9 +265,12 @@ class ConversationMirror:
 
     # -- rebuild ------------------------------------------------------------------------
 
-    def plan_rebuild(self) -> Rebuild:
-        """The commands that recreate this conversation in a fresh session, and what they leave out."""
-        return plan_rebuild(self.items(), frozenset(self._pending_deletes))
+    def plan_rebuild(self, audio_of: AudioLookup | None = None) -> Rebuild:
+        """The commands that recreate this conversation in a fresh session, and what they leave out.
+
+        ``audio_of`` gives the user's audio of items whose transcript never came (see :mod:`.rebuild`).
+        """
+        return plan_rebuild(self.items(), frozenset(self._pending_deletes), audio_of)
 
     def rebuild_commands(self) -> list[dict[str, Any]]:
         """``conversation.item.create`` payloads, in order (see :func:`.rebuild.plan_rebuild`)."""

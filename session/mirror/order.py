@@ -44,6 +44,9 @@ class ItemOrder:
     def get(self, item_id: str) -> MirrorItem | None:
         return self._items.get(item_id)
 
+    def last_id(self) -> str | None:
+        return self._ids[-1] if self._ids else None
+
     def place(self, item: MirrorItem, previous_item_id: str | None) -> None:
         """Add a new item after ``previous_item_id``; an item already present is replaced in place."""
         if item.id not in self._items:

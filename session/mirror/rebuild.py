@@ -10,7 +10,10 @@ in a fresh session, in order:
   makes new ids only when it is left out), so outputs the CallTracker still has to send
   and later truncates refer to the same items;
 * user and system messages become ``input_text`` (a user's audio becomes its transcript;
-  audio is never resent; images are kept when the server echoed their ``image_url``);
+  images are kept when the server echoed their ``image_url``); a user's audio whose
+  transcript never came is sent again as ``input_audio`` when the session still holds it
+  (``audio_of``, the session's input journal), so a question asked just before a drop is
+  not lost;
 * assistant messages become ``output_text`` with the text the listener heard: all of it,
   or for a cut item the proportional estimate of :attr:`MirrorItem.heard_text`;
 * ``function_call`` items (``call_id``, ``name``, ``arguments``) are followed by their
@@ -24,7 +27,8 @@ in a fresh session, in order:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -32,6 +36,7 @@ from .records import MirrorItem, MirrorPart
 
 __all__ = ["Rebuild", "SkipReason", "Skipped", "plan_rebuild"]
 
+AudioLookup = Callable[[str], bytes | None]  # item id → the user's PCM audio of it, if still held
 SkipReason = Literal["deleted_by_barge_in", "unfinished", "nothing_heard", "empty", "orphan_output", "unsupported"]
 
 
@@ -76,9 +81,20 @@ def _input_part(part: MirrorPart) -> dict[str, Any] | None:
     return {"type": "input_text", "text": part.text} if part.text else None
 
 
-def _message(item: MirrorItem) -> dict[str, Any] | SkipReason:
+def _user_audio(item: MirrorItem, audio_of: AudioLookup | None) -> dict[str, Any] | None:
+    """The user's own audio of an item with no transcript, as an ``input_audio`` part."""
+    if audio_of is None or item.role != "user" or item.text or not item.has_audio:
+        return None
+    audio = audio_of(item.id)
+    return {"type": "input_audio", "audio": base64.b64encode(audio).decode("ascii")} if audio else None
+
+
+def _message(item: MirrorItem, audio_of: AudioLookup | None = None) -> dict[str, Any] | SkipReason:
     if item.role in ("user", "system"):
         content = [p for p in map(_input_part, item.parts) if p is not None]
+        spoken = _user_audio(item, audio_of)
+        if spoken is not None:
+            content.append(spoken)
         if item.role == "system":
             content = [p for p in content if p["type"] == "input_text"]
         if not content:
@@ -110,10 +126,11 @@ def _function_call_output(item: MirrorItem, emitted_calls: set[str]) -> dict[str
     return {"id": item.id, "type": "function_call_output", "call_id": item.call_id, "output": item.output}
 
 
-def _body(item: MirrorItem, answered: set[str], emitted_calls: set[str]) -> dict[str, Any] | SkipReason:
+def _body(item: MirrorItem, answered: set[str], emitted_calls: set[str],
+          audio_of: AudioLookup | None) -> dict[str, Any] | SkipReason:
     match item.kind:
         case "message":
-            return _message(item)
+            return _message(item, audio_of)
         case "function_call":
             return _function_call(item, answered)
         case "function_call_output":
@@ -124,7 +141,8 @@ def _body(item: MirrorItem, answered: set[str], emitted_calls: set[str]) -> dict
             assert_never(item.kind)
 
 
-def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset()) -> Rebuild:
+def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset(),
+                 audio_of: AudioLookup | None = None) -> Rebuild:
     """The rebuild of ``items`` (in server order); ``pending_deletes`` are ids a barge-in deleted."""
     answered = _answered_calls(items, pending_deletes)
     emitted_calls: set[str] = set()
@@ -134,7 +152,7 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
     previous = "root"
     for item in items:
         body: dict[str, Any] | SkipReason = (
-            "deleted_by_barge_in" if item.id in pending_deletes else _body(item, answered, emitted_calls)
+            "deleted_by_barge_in" if item.id in pending_deletes else _body(item, answered, emitted_calls, audio_of)
         )
         if isinstance(body, str):
             skipped.append(Skipped(item.id, body))

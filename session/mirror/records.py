@@ -46,7 +46,8 @@ class MirrorItem:
     ``truncated``/``cut_ms`` follow ``conversation.item.truncated`` (``audio_end_ms``); the
     service then drops its own transcript of the item (PROTOCOL.md §5) but the mirror keeps
     the text it received. ``heard_ms`` is what the listener heard, from a barge-in.
-    ``arguments_done`` is set by ``response.function_call_arguments.done``.
+    ``arguments_done`` is set by ``response.function_call_arguments.done``. ``confirmed`` is
+    False for an item this client created whose echo from the server has not arrived yet.
     """
 
     id: str
@@ -66,6 +67,7 @@ class MirrorItem:
     output: str | None = None
     response_id: str | None = None
     deleted: bool = False
+    confirmed: bool = True
 
     @property
     def text(self) -> str:

@@ -21,8 +21,13 @@ def b64_decoded_length(data: str) -> int:
 
 def output_bytes_per_ms(audio: dict[str, Any] | None) -> float | None:
     """Bytes per ms of a session's ``audio.output.format``; ``None`` when it names no format."""
-    output = (audio or {}).get("output") or {}
-    kind = (output.get("format") or {}).get("type")
+    output = _table(_table(audio).get("output"))
+    kind = _table(output.get("format")).get("type")
     if not isinstance(kind, str):
         return None
     return 8.0 if kind in _G711 else PCM_BYTES_PER_MS
+
+
+def _table(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a server may send any shape)."""
+    return value if isinstance(value, dict) else {}

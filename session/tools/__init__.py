@@ -8,6 +8,8 @@
   across reconnects.
 * :class:`ToolRunner` (:mod:`.runner`): runs calls with validation, approval, ordering
   and timeouts, reporting :class:`ToolStarted` / :class:`ToolFinished`.
+* :class:`ToolThreads` (:mod:`.threads`): the bounded worker threads of blocking tools,
+  apart from the event loop's default executor.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .calls import CallState, CallTracker, ToolCall
 from .outputs import encode_output, error_output
 from .registry import Tool, ToolRegistry
 from .runner import Approver, ToolEvent, ToolFinished, ToolRunner, ToolStarted
+from .threads import ToolThreads
 
 __all__ = [
     "Approver",
@@ -28,6 +31,7 @@ __all__ = [
     "ToolRegistry",
     "ToolRunner",
     "ToolStarted",
+    "ToolThreads",
     "encode_output",
     "error_output",
 ]

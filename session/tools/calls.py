@@ -247,6 +247,10 @@ class CallTracker:
         """Calls that may still be started, in arrival order (e.g. after :meth:`from_state`)."""
         return [r.call for r in self._calls.values() if r.state is CallState.PENDING]
 
+    def unsettled_responses(self) -> list[str]:
+        """Responses with calls whose ``response.done`` never came (the connection was lost first)."""
+        return [rid for rid, r in self._responses.items() if r.call_ids and r.status in (None, _UNKNOWN)]
+
     def running(self) -> list[ToolCall]:
         """Calls that started and whose result has not arrived."""
         return [r.call for r in self._calls.values() if r.state is CallState.RUNNING]

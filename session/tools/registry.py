@@ -7,7 +7,9 @@ state, registration swaps in a new immutable mapping under a lock, and reads nev
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
+import functools
 import inspect
 import json
 import math
@@ -25,8 +27,36 @@ from voxline.realtime.errors import ToolError
 from .docstrings import parse_docstring
 from .outputs import describe_invalid
 from .schema import ArgumentSpec, build_arguments
+from .threads import ToolThreads
 
 __all__ = ["Tool", "ToolRegistry"]
+
+_SHARED: list[ToolThreads] = []
+_SHARED_LOCK = threading.Lock()
+
+
+class _OneJob(concurrent.futures.Executor):
+    """Hands one job to a :class:`ToolThreads` and remembers it, to abandon it if need be."""
+
+    def __init__(self, threads: ToolThreads) -> None:
+        self._threads = threads
+        self._future: concurrent.futures.Future[Any] | None = None
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        self._future = self._threads.submit(fn, *args, **kwargs)
+        return self._future
+
+    def abandon(self) -> None:
+        if self._future is not None:
+            self._threads.abandon(self._future)
+
+
+def _shared_threads() -> ToolThreads:
+    """The process's pool for tools invoked without a registry's own."""
+    with _SHARED_LOCK:
+        if not _SHARED:
+            _SHARED.append(ToolThreads())
+        return _SHARED[0]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,11 +104,22 @@ class Tool:
             raise ToolError(f"invalid arguments: {describe_invalid(exc)}") from None
         return decoded, self.arguments.to_kwargs(validated)
 
-    async def invoke(self, kwargs: Mapping[str, Any]) -> Any:
-        """Run the function: awaited if async, in a worker thread if not."""
+    async def invoke(self, kwargs: Mapping[str, Any], threads: ToolThreads | None = None) -> Any:
+        """Run the function: awaited if async, on a tool worker thread if not.
+
+        Cancelling the wait (a timeout, a closing session) gives the worker's place back at once
+        (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
+        """
         if self.is_async:
             return await self.function(**kwargs)
-        return await asyncio.to_thread(self.function, **kwargs)
+        pool = _OneJob(threads or _shared_threads())
+        # through the loop's run_in_executor, so a lockstep loop waits for the job before moving time
+        work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
+        try:
+            return await work
+        except asyncio.CancelledError:
+            pool.abandon()
+            raise
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
@@ -99,9 +140,11 @@ def _check_timeout(name: str, timeout: float | None) -> float | None:
 class ToolRegistry:
     """The tools a session may offer the model; shareable across sessions and threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, threads: ToolThreads | None = None) -> None:
         self._tools: Mapping[str, Tool] = MappingProxyType({})
         self._lock = threading.Lock()
+        self.threads = threads or ToolThreads()
+        """Worker threads for the blocking tools of every session using this registry."""
 
     @overload
     def tool(self, func: F, /) -> F: ...

@@ -223,7 +223,7 @@ class ToolRunner:
 
     async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any], clock: Clock) -> tuple[str, bool]:
         """Run the tool under its timeout on the session's clock; any exception becomes an error output."""
-        work = asyncio.ensure_future(tool.invoke(kwargs))
+        work = asyncio.ensure_future(tool.invoke(kwargs, self._registry.threads))
         if tool.timeout is not None:
             timer = asyncio.ensure_future(clock.sleep(tool.timeout))
             try:

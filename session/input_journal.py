@@ -1,0 +1,161 @@
+"""What the microphone said, kept until the server has it for good (sans-I/O).
+
+The server's input audio buffer lives and dies with its connection. A question the user was
+asking when the connection dropped, or a turn the server committed but never transcribed,
+would be lost with it. :class:`InputJournal` keeps:
+
+* the recent audio captured for the connection, on one sample timeline, so that after a
+  drop the new connection gets again what the user was saying (:meth:`resume`): from the
+  server's ``speech_started`` (less the prefix padding) when speech was under way, all of
+  the uncommitted turn in push-to-talk, or a short lead-in otherwise (speech the server had
+  not noticed yet);
+* the audio of each committed user turn (from ``speech_started`` less the padding to
+  ``speech_stopped``), until its transcript arrives: the rebuild then uses the text, and
+  the audio only when no transcript ever came (:meth:`audio_of`).
+
+The server counts ``audio_start_ms``/``audio_end_ms`` from the first sample of *its*
+connection; :meth:`resume` moves that origin to the first sample sent again. Memory is
+bounded: ``keep_s`` seconds of uncommitted audio, ``turns_s`` seconds of committed turns
+(oldest forgotten first).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.realtime import events as ev
+from voxline.realtime.protocol import ProtocolOutput
+
+__all__ = ["InputJournal"]
+
+Pcm = npt.NDArray[np.int16]
+
+
+class InputJournal:
+    """See the module docstring. ``padding_ms`` is the server VAD's ``prefix_padding_ms``."""
+
+    def __init__(self, *, padding_ms: int = 300, lead_in_ms: int = 500, keep_s: float = 30.0,
+                 turns_s: float = 600.0, rate: int = SAMPLE_RATE) -> None:
+        self.rate = rate
+        self.padding = padding_ms * rate // 1000
+        self.lead_in = max(lead_in_ms, padding_ms) * rate // 1000
+        self.keep = int(keep_s * rate)
+        self.turns_budget = int(turns_s * rate)
+        self._blocks: deque[tuple[int, Pcm]] = deque()  # (absolute start sample, block)
+        self._total = 0  # samples captured so far
+        self._held = 0  # samples in _blocks
+        self._origin = 0  # absolute sample at the server's 0 ms on this connection
+        self._commit_point = 0  # first sample not in a committed (or cleared) turn
+        self._speech_start: int | None = None
+        self._speech_end: int | None = None
+        self._turns: OrderedDict[str, Pcm] = OrderedDict()
+        self._turn_samples = 0
+
+    # -- input --------------------------------------------------------------------------
+
+    def captured(self, block: Pcm) -> None:
+        """One block of microphone audio meant for the server (sent now, or after a reconnect)."""
+        pcm = np.ascontiguousarray(block, dtype=np.int16).reshape(-1)
+        if not len(pcm):
+            return
+        self._blocks.append((self._total, pcm))
+        self._total += len(pcm)
+        self._held += len(pcm)
+        floor = self._total - self.keep
+        self._commit_point = max(self._commit_point, floor)
+        self._trim(floor)
+
+    def handle(self, output: ProtocolOutput) -> None:
+        """Follow the server's view of the input buffer."""
+        match output:
+            case ev.InputAudioBufferSpeechStarted():
+                self._speech_start = self._at(output.audio_start_ms)
+                self._speech_end = None
+            case ev.InputAudioBufferSpeechStopped():
+                self._speech_end = self._at(output.audio_end_ms)
+            case ev.InputAudioBufferCommitted():
+                self._commit(output.item_id)
+            case ev.InputAudioBufferCleared():
+                self._commit_point = self._total
+                self._speech_start = self._speech_end = None
+                self._trim(self._commit_point)
+            case ev.ConversationItemInputAudioTranscriptionCompleted():
+                if output.transcript:
+                    self._forget(output.item_id)
+            case ev.ConversationItemDeleted():
+                self._forget(output.item_id)
+            case _:
+                pass
+
+    # -- after a drop -------------------------------------------------------------------
+
+    def resume(self, *, push_to_talk: bool) -> Pcm:
+        """The audio to send again on a new connection, which counts its milliseconds from it."""
+        if self._speech_start is not None and self._speech_end is None:
+            start = self._speech_start - self.padding
+        elif push_to_talk:
+            start = self._commit_point
+        else:
+            start = self._total - self.lead_in
+        start = max(start, self._commit_point, self._total - self._held, 0)
+        self._origin = start  # speech under way stays marked: a connection lost again resends it again
+        return self._slice(start, self._total)
+
+    def restart(self) -> None:
+        """A new connection that is sent nothing again (a hand-over at a turn boundary)."""
+        self._origin = self._total
+        self._speech_start = self._speech_end = None
+
+    def audio_of(self, item_id: str) -> bytes | None:
+        """The PCM16 audio of a committed user turn still waiting for its transcript."""
+        turn = self._turns.get(item_id)
+        return turn.astype("<i2").tobytes() if turn is not None else None
+
+    def sizes(self) -> dict[str, int]:
+        """Samples held: uncommitted audio and committed turns."""
+        return {"held": self._held, "turns": len(self._turns), "turn_samples": self._turn_samples}
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _at(self, ms: int | None) -> int | None:
+        if ms is None:
+            return None
+        return self._origin + max(0, int(ms)) * self.rate // 1000
+
+    def _commit(self, item_id: str | None) -> None:
+        end = self._speech_end if self._speech_end is not None else self._total
+        if self._speech_start is not None:
+            start = max(self._commit_point, self._speech_start - self.padding)
+        else:
+            start = self._commit_point
+        if item_id and end > start:
+            self._remember(item_id, self._slice(start, end))
+        self._commit_point = max(self._commit_point, end)
+        self._speech_start = self._speech_end = None
+        self._trim(self._commit_point)
+
+    def _trim(self, floor: int) -> None:
+        """Forget blocks wholly before ``floor`` (nothing before the commit point is sent again)."""
+        while self._blocks and self._blocks[0][0] + len(self._blocks[0][1]) <= floor:
+            self._held -= len(self._blocks.popleft()[1])
+
+    def _remember(self, item_id: str, pcm: Pcm) -> None:
+        self._forget(item_id)
+        self._turns[item_id] = pcm
+        self._turn_samples += len(pcm)
+        while self._turn_samples > self.turns_budget and len(self._turns) > 1:
+            _old, dropped = self._turns.popitem(last=False)
+            self._turn_samples -= len(dropped)
+
+    def _forget(self, item_id: str | None) -> None:
+        if item_id is not None and (turn := self._turns.pop(item_id, None)) is not None:
+            self._turn_samples -= len(turn)
+
+    def _slice(self, start: int, end: int) -> Pcm:
+        parts = [block[max(0, start - at):max(0, end - at)] for at, block in self._blocks
+                 if at < end and at + len(block) > start]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)

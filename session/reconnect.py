@@ -1,0 +1,65 @@
+"""When to try to reconnect, and when to give up (sans-I/O).
+
+One budget covers a run of failures: at most ``attempts`` tries and ``window_s`` seconds
+from the first drop, with jittered exponential backoff between tries. A connection that
+opens and then closes at once (a server that accepts and hangs up, or fails right after the
+handshake) does not refill the budget: only one that stayed up for ``stable_s`` seconds does.
+So a broken server costs a bounded number of tries and then one fatal error.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+__all__ = ["Backoff", "ReconnectBudget", "exponential_backoff"]
+
+Backoff = Callable[[int], float]  # reconnect attempt (0, 1, ...) → seconds to wait before it
+
+
+def exponential_backoff(first_s: float = 0.2, cap_s: float = 5.0, *, jitter: float = 0.2,
+                        rng: random.Random | None = None) -> Backoff:
+    """``first_s · 2^attempt``, at most ``cap_s``, spread by ± ``jitter`` of itself."""
+    source = rng or random.Random()
+
+    def delay(attempt: int) -> float:
+        base = min(cap_s, first_s * 2.0 ** attempt)
+        return base * (1.0 + jitter * (2.0 * source.random() - 1.0))
+
+    return delay
+
+
+class ReconnectBudget:
+    """Tries and time left for the current run of failures; times are seconds on one clock."""
+
+    def __init__(self, attempts: int, window_s: float, *, stable_s: float = 30.0,
+                 backoff: Backoff | None = None) -> None:
+        self.attempts = attempts
+        self.window_s = window_s
+        self.stable_s = stable_s
+        self._backoff = backoff or exponential_backoff()
+        self._used = 0
+        self._since: float | None = None  # start of the current run of failures
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    def lost(self, now: float, connected_at: float | None) -> None:
+        """A connection ended at ``now``; it had opened at ``connected_at`` (None: never opened)."""
+        stable = connected_at is not None and now - connected_at >= self.stable_s
+        if stable or self._since is None:
+            self._used = 0
+            self._since = now
+
+    def next_delay(self, now: float) -> float | None:
+        """Seconds to wait before the next try, or None when the budget is spent."""
+        if self._since is None:
+            self._since = now
+        if self._used >= self.attempts:
+            return None
+        delay = max(0.0, self._backoff(self._used))
+        if now + delay - self._since > self.window_s:
+            return None
+        self._used += 1
+        return delay

@@ -1,0 +1,105 @@
+"""Worker threads for blocking tools, apart from the event loop's default executor.
+
+A blocking tool must never delay what a session needs threads for (a device abort on a
+barge-in runs in the loop's default executor), and a tool stuck past its timeout must not
+keep a worker other calls need. :class:`ToolThreads` runs at most ``workers`` jobs at a
+time; a job whose caller gave up (:meth:`ToolThreads.abandon`, on a timeout or a cancel)
+stops counting at once: its thread finishes the job and then ends, and a new thread takes
+its place. At most ``max_abandoned`` such threads may linger; beyond that new jobs wait,
+so a tool that hangs forever cannot grow the process without bound.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ToolThreads"]
+
+_Job = tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class ToolThreads:
+    """A bounded pool of daemon threads; thread-safe, shareable by the sessions of one registry."""
+
+    def __init__(self, workers: int = 8, *, max_abandoned: int = 32, name: str = "voxline-tool") -> None:
+        if workers < 1 or max_abandoned < 0:
+            raise ValueError("workers must be >= 1 and max_abandoned >= 0")
+        self.workers = workers
+        self.max_abandoned = max_abandoned
+        self._name = name
+        self._lock = threading.Lock()
+        self._jobs: deque[_Job] = deque()
+        self._counted = 0  # threads that count against ``workers``
+        self._idle = 0
+        self._abandoned = 0  # threads finishing a job nobody waits for
+        self._running: dict[concurrent.futures.Future[Any], threading.Thread] = {}
+        self._given_up: set[threading.Thread] = set()
+        self._wake = threading.Condition(self._lock)
+        self._serial = 0
+
+    def stats(self) -> dict[str, int]:
+        """Threads working for callers, idle, abandoned, and jobs waiting."""
+        with self._lock:
+            return {"counted": self._counted, "idle": self._idle, "abandoned": self._abandoned,
+                    "queued": len(self._jobs)}
+
+    def submit(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        """Run ``function(*args, **kwargs)`` on a worker; the future holds its result."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            self._jobs.append((future, function, args, kwargs))
+            if self._idle:
+                self._wake.notify()
+            elif self._counted < self.workers and self._abandoned <= self.max_abandoned:
+                self._start()
+        return future
+
+    def abandon(self, future: concurrent.futures.Future[Any]) -> None:
+        """The caller no longer waits for ``future``: free its worker's place (see the module docstring)."""
+        with self._lock:
+            if future.cancel():  # still queued: it will never run
+                return
+            thread = self._running.get(future)
+            if thread is None or thread in self._given_up:
+                return
+            self._given_up.add(thread)
+            self._counted -= 1
+            self._abandoned += 1
+            if self._jobs and self._abandoned <= self.max_abandoned:
+                self._start()
+
+    def _start(self) -> None:
+        self._serial += 1
+        self._counted += 1
+        threading.Thread(target=self._work, name=f"{self._name}-{self._serial}", daemon=True).start()
+
+    def _work(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._lock:
+                while not self._jobs:
+                    self._idle += 1
+                    self._wake.wait()
+                    self._idle -= 1
+                future, function, args, kwargs = self._jobs.popleft()
+                if not future.set_running_or_notify_cancel():
+                    continue
+                self._running[future] = me
+            try:
+                result = function(*args, **kwargs)
+            except BaseException as exc:  # handed to the caller through the future
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+            with self._lock:
+                del self._running[future]
+                if me in self._given_up:  # its place was given to another thread: end here
+                    self._given_up.discard(me)
+                    self._abandoned -= 1
+                    if self._jobs and self._counted < self.workers:
+                        self._start()
+                    return

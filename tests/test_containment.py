@@ -1,0 +1,127 @@
+"""No server frame, however malformed, ends a session: each is a SessionError and the session goes on.
+
+Every frame below killed a VoiceSession once. Each is sent by a fake server between valid
+frames; afterwards the session must still play a valid audio delta, and report the bad
+frame as one ``SessionError``. Work on a frame is bounded by its size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from voxline.base.clock import VirtualClock
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.protocol import RealtimeProtocol
+from voxline.realtime.transports.base import memory_pair
+from voxline.session.events import SessionError
+from voxline.session.media import ClockedOutput
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+
+SESSION = {"type": "session.created", "event_id": "e0", "session": {
+    "type": "realtime", "id": "sess_1", "object": "realtime.session", "model": "gpt-realtime",
+    "output_modalities": ["audio"], "audio": {"output": {"format": {"type": "audio/pcm", "rate": 24000}}}}}
+CREATED = {"type": "response.created", "event_id": "e1",
+           "response": {"id": "r1", "object": "realtime.response", "status": "in_progress", "output": []}}
+ADDED = {"type": "conversation.item.added", "event_id": "e2", "previous_item_id": None,
+         "item": {"id": "i1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}}
+
+
+def delta(b64: str, **changes: Any) -> dict[str, Any]:
+    frame = {"type": "response.output_audio.delta", "event_id": "e3", "response_id": "r1", "item_id": "i1",
+             "output_index": 0, "content_index": 0, "delta": b64}
+    return frame | changes
+
+
+def done(status: Any, rid: Any = "r1") -> dict[str, Any]:
+    return {"type": "response.done", "event_id": "e9",
+            "response": {"id": rid, "object": "realtime.response", "status": status, "output": []}}
+
+
+GOOD_AUDIO = "AAAA" * 40  # 120 bytes: 60 samples of silence
+
+BAD = {
+    "invalid base64": delta("!!!!"),
+    "bad padding": delta("AAA"),
+    "non-ASCII base64": delta("AAé="),
+    "odd-length PCM16": delta("AA=="),
+    "content_index 1e6": delta(GOOD_AUDIO, content_index=1_000_000),
+    "negative content_index": delta(GOOD_AUDIO, content_index=-5),
+    "response_id object": delta(GOOD_AUDIO, response_id={}),
+    "response.done in_progress": done("in_progress"),
+    "response.done unknown status": done("weird"),
+    "response.done id object": done("completed", rid={}),
+    "item type a list": {"type": "conversation.item.added", "event_id": "e5", "previous_item_id": None,
+                         "item": {"id": "i9", "type": ["message"], "role": "user", "content": []}},
+    "call_id object": {"type": "response.function_call_arguments.done", "event_id": "e", "response_id": "r1",
+                       "item_id": "f1", "output_index": 0, "call_id": {}, "name": "x", "arguments": "{}"},
+    "transcript at content_index 1e6": {"type": "response.output_audio_transcript.delta", "event_id": "e",
+                                        "response_id": "r1", "item_id": "i1", "output_index": 0,
+                                        "content_index": 1_000_000, "delta": "hi"},
+    "not JSON": "{nope",
+    "a JSON array": "[1, 2]",
+    "null type": '{"type": null}',
+    "error without an object": '{"type": "error", "error": "boom"}',
+    "deeply nested": "[" * 100_000 + "]" * 100_000,
+    "item_id object": {"type": "conversation.item.deleted", "event_id": "e", "item_id": {}},
+    "binary garbage": "\udcff\x00\x01",
+}
+
+
+async def _session_with(frames: list[Any]) -> tuple[list[Any], int]:
+    """A session fed ``frames`` (then a valid delta); its events and the samples it queued to play."""
+    clock = VirtualClock()
+    client, server = memory_pair()
+
+    async def connector() -> RealtimeConnection:
+        return RealtimeConnection(client)
+
+    settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
+    session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+    async with session:
+        for frame in [SESSION, CREATED, ADDED, *frames, delta(GOOD_AUDIO)]:
+            await server.send(frame if isinstance(frame, str) else json.dumps(frame))
+        for _ in range(200):
+            await asyncio.sleep(0)
+        assert session.connected
+        queued = session.output.playout.received_samples("i1")
+        events = session.pending_events()
+    return events, queued
+
+
+@pytest.mark.parametrize("frame", list(BAD.values()), ids=list(BAD))
+async def test_a_malformed_frame_is_reported_and_the_session_goes_on(frame: Any) -> None:
+    events, queued = await _session_with([frame])
+    errors = [e for e in events if isinstance(e, SessionError)]
+    assert errors and all(not e.fatal and e.code == "malformed_event" for e in errors), errors
+    assert all("\n" not in e.message for e in errors)
+    assert queued == 60  # the valid delta after it still plays
+
+
+async def test_all_of_them_in_a_row() -> None:
+    events, queued = await _session_with(list(BAD.values()))
+    assert len([e for e in events if isinstance(e, SessionError)]) == len(BAD)
+    assert queued == 60
+
+
+def test_work_on_a_frame_is_bounded_by_its_size() -> None:
+    """A 150-byte frame naming content part 1,000,000 must not allocate for a million parts."""
+    protocol = RealtimeProtocol()
+    protocol.receive(json.dumps(SESSION))
+    protocol.receive(json.dumps(CREATED))
+    frames = [json.dumps(delta(GOOD_AUDIO, content_index=1_000_000)),
+              json.dumps(BAD["transcript at content_index 1e6"])]
+    tracemalloc.start()
+    try:
+        for frame in frames:
+            protocol.receive(frame)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, peak
+    assert [type(e).__name__ for e in protocol.events()][-2:] == ["MalformedServerEvent"] * 2

@@ -1,0 +1,155 @@
+"""The reconnect budget (plain numbers), and sessions against servers that never hold a connection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+
+from tests.hostile import run_faulted
+from voxline.base.clock import VirtualClock
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConnectionClosed
+from voxline.realtime.transports.base import memory_pair
+from voxline.session.events import ConnectionLost, SessionError
+from voxline.session.input_journal import InputJournal
+from voxline.session.lockstep import run_lockstep
+from voxline.session.media import ClockedOutput
+from voxline.session.reconnect import ReconnectBudget
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+from voxline.realtime import events as ev
+
+
+def test_attempts_and_time_are_both_bounded() -> None:
+    budget = ReconnectBudget(3, 10.0, backoff=lambda attempt: 1.0)
+    budget.lost(0.0, None)
+    assert [budget.next_delay(t) for t in (0.0, 1.0, 2.0)] == [1.0, 1.0, 1.0]
+    assert budget.next_delay(3.0) is None
+    budget = ReconnectBudget(100, 10.0, backoff=lambda attempt: 4.0)
+    budget.lost(0.0, None)
+    assert budget.next_delay(0.0) == 4.0 and budget.next_delay(4.0) == 4.0
+    assert budget.next_delay(8.0) is None  # 12 s would be past the 10 s window
+
+
+def test_a_connection_that_closes_at_once_does_not_refill_the_budget() -> None:
+    budget = ReconnectBudget(2, 1000.0, stable_s=30.0, backoff=lambda attempt: 1.0)
+    budget.lost(0.0, connected_at=None)
+    assert budget.next_delay(0.0) == 1.0
+    budget.lost(2.0, connected_at=1.0)  # up for one second: not stable
+    assert budget.next_delay(2.0) == 1.0
+    budget.lost(4.0, connected_at=3.0)
+    assert budget.next_delay(4.0) is None
+    budget.lost(100.0, connected_at=50.0)  # a connection that held 50 s starts a fresh budget
+    assert budget.next_delay(100.0) == 1.0
+
+
+def test_a_server_that_accepts_and_closes_every_connection_gets_one_fatal_error() -> None:
+    clock = VirtualClock()
+    opened = 0
+    hangups: list[asyncio.Future[None]] = []
+
+    async def connector() -> RealtimeConnection:
+        nonlocal opened
+        opened += 1
+        client, server = memory_pair()
+        await server.send(json.dumps({"type": "session.created", "event_id": "e",
+                                      "session": {"type": "realtime", "id": "s", "object": "realtime.session"}}))
+        if opened == 1:  # the first one holds for a second, every later one hangs up at once
+            async def later() -> None:
+                await clock.sleep(1.0)
+                await server.close(1011, "goodbye")
+            hangups.append(asyncio.ensure_future(later()))
+        else:
+            await server.close(1011, "goodbye")
+        return RealtimeConnection(client)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=4, reconnect_window_s=60.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector,
+                               backoff=lambda attempt: 0.5)
+        events: list[object] = []
+        try:
+            async with session:
+                async for event in session:
+                    events.append(event)
+        except ConnectionClosed:
+            raise AssertionError("a close escaped the session") from None
+        return events
+
+    events = run_lockstep(main(), clock)
+    fatal = [e for e in events if isinstance(e, SessionError) and e.fatal]
+    assert len(fatal) == 1 and "4 tries" in fatal[0].message
+    assert opened <= 1 + 4
+    assert clock.now() < 60.0
+    assert len([e for e in events if isinstance(e, ConnectionLost)]) >= 1
+
+
+def test_aclose_returns_when_the_server_stops_reading() -> None:
+    clock = VirtualClock()
+
+    class Deaf:
+        """A transport whose close handshake never completes."""
+
+        media = None
+
+        async def send(self, text: str) -> None:
+            pass
+
+        async def recv(self) -> str:
+            await asyncio.Event().wait()
+            raise AssertionError
+
+        async def close(self, code: int = 1000, reason: str = "") -> None:
+            await asyncio.Event().wait()
+
+    async def connector() -> RealtimeConnection:
+        return RealtimeConnection(Deaf())
+
+    async def main() -> float:
+        settings = SessionSettings(api_key="k", turn_detection="none", close_timeout_s=2.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            start = clock.now()
+        return clock.now() - start
+
+    assert run_lockstep(main(), clock) <= 2.0 + 0.05
+
+
+def test_the_journal_resends_the_unfinished_turn_and_keeps_untranscribed_ones() -> None:
+    journal = InputJournal(padding_ms=300, lead_in_ms=500)
+    rate = journal.rate
+    audio = (np.arange(10 * rate) % 1000).astype(np.int16)
+    for start in range(0, 4 * rate, 480):
+        journal.captured(audio[start:start + 480])
+    journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=1000, item_id="u1"))
+    journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=2000, item_id="u1"))
+    journal.handle(ev.InputAudioBufferCommitted(item_id="u1"))
+    turn = np.frombuffer(journal.audio_of("u1") or b"", dtype="<i2")
+    assert np.array_equal(turn, audio[int(0.7 * rate):2 * rate])  # from speech start less the padding
+    journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=3000, item_id="u2"))
+    resent = journal.resume(push_to_talk=False)  # dropped while the user speaks
+    assert np.array_equal(resent, audio[int(2.7 * rate):4 * rate])
+    # the new connection counts from the first sample sent again
+    journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=1300, item_id="u3"))
+    journal.handle(ev.InputAudioBufferCommitted(item_id="u3"))
+    assert np.array_equal(np.frombuffer(journal.audio_of("u3") or b"", dtype="<i2"), resent[:int(1.3 * rate)])
+    journal.handle(ev.ConversationItemInputAudioTranscriptionCompleted(item_id="u1", content_index=0,
+                                                                        transcript="hello"))
+    assert journal.audio_of("u1") is None  # the transcript will do
+    assert journal.sizes()["held"] <= int(1.5 * rate)  # nothing before the last commit is kept
+
+
+def test_the_journal_is_bounded() -> None:
+    journal = InputJournal(keep_s=2.0, turns_s=3.0)
+    rate = journal.rate
+    block = np.ones(480, dtype=np.int16)
+    for n in range(50 * rate // 480):
+        journal.captured(block)
+    assert journal.sizes()["held"] <= 2 * rate + 480
+    for n in range(10):
+        journal.handle(ev.InputAudioBufferCommitted(item_id=f"u{n}"))
+        for _ in range(rate // 480):
+            journal.captured(block)
+    assert journal.sizes()["turn_samples"] <= 3 * rate + 480

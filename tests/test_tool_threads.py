@@ -1,0 +1,115 @@
+"""Blocking tools run on their own bounded threads; a tool past its timeout frees its place."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from voxline.session.tools import ToolRegistry, ToolThreads
+
+
+def test_at_most_workers_jobs_run_at_once() -> None:
+    pool = ToolThreads(workers=2)
+    gate = threading.Event()
+    started = threading.Semaphore(0)
+
+    def job() -> str:
+        started.release()
+        gate.wait()
+        return "done"
+
+    futures = [pool.submit(job) for _ in range(5)]
+    assert started.acquire(timeout=10) and started.acquire(timeout=10)
+    assert not started.acquire(timeout=0.05)  # a third would be a third thread
+    assert pool.stats()["queued"] == 3
+    gate.set()
+    assert [f.result(timeout=10) for f in futures] == ["done"] * 5
+
+
+def test_an_abandoned_job_gives_its_place_to_the_next() -> None:
+    pool = ToolThreads(workers=1)
+    stuck, running = threading.Event(), threading.Event()
+
+    def hang() -> None:
+        running.set()
+        stuck.wait()
+
+    hung = pool.submit(hang)
+    assert running.wait(timeout=10)
+    second = pool.submit(lambda: 42)
+    assert not second.done()
+    pool.abandon(hung)  # the caller timed out: the next job must not wait behind the stuck one
+    assert second.result(timeout=10) == 42
+    assert pool.stats()["abandoned"] == 1
+    stuck.set()
+    hung.result(timeout=10)
+    for _ in range(1000):  # the abandoned thread ends after its job
+        if pool.stats()["abandoned"] == 0:
+            break
+        threading.Event().wait(0.005)
+    assert pool.stats()["abandoned"] == 0
+
+
+def test_lingering_threads_are_bounded() -> None:
+    pool = ToolThreads(workers=1, max_abandoned=1)
+    stuck = threading.Event()
+    running = threading.Semaphore(0)
+
+    def hang() -> None:
+        running.release()
+        stuck.wait()
+
+    first = pool.submit(hang)
+    assert running.acquire(timeout=10)
+    pool.abandon(first)
+    second = pool.submit(hang)
+    assert running.acquire(timeout=10)
+    pool.abandon(second)  # two lingering threads: more than max_abandoned
+    third = pool.submit(lambda: "ran")
+    assert not third.done()  # waits rather than growing the process
+    stuck.set()
+    assert third.result(timeout=10) == "ran"
+
+
+async def test_blocking_tools_do_not_hold_the_default_executor() -> None:
+    """A barge-in's device abort runs in the loop's default executor; saturated tools must not delay it."""
+    registry = ToolRegistry(threads=ToolThreads(workers=64))
+    gate = threading.Event()
+
+    @registry.tool(timeout=None)
+    def block() -> str:
+        gate.wait()
+        return "late"
+
+    tool = registry.get("block")
+    waits = [asyncio.ensure_future(tool.invoke({}, registry.threads)) for _ in range(64)]
+    await asyncio.sleep(0)
+    try:  # more blocking calls than the default executor has threads, and it still answers at once
+        assert await asyncio.wait_for(asyncio.to_thread(lambda: "abort"), timeout=10) == "abort"
+    finally:
+        gate.set()
+    assert await asyncio.gather(*waits) == ["late"] * 64
+
+
+async def test_cancelling_a_blocking_call_abandons_it() -> None:
+    registry = ToolRegistry(threads=ToolThreads(workers=1))
+    gate = threading.Event()
+
+    @registry.tool(timeout=None)
+    def block() -> str:
+        gate.wait()
+        return "late"
+
+    @registry.tool(timeout=None)
+    def quick() -> str:
+        return "quick"
+
+    hung = asyncio.ensure_future(registry.get("block").invoke({}, registry.threads))
+    await asyncio.sleep(0.01)
+    hung.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hung
+    assert await asyncio.wait_for(registry.get("quick").invoke({}, registry.threads), timeout=10) == "quick"
+    gate.set()
