@@ -1,15 +1,17 @@
-"""WAV files in and out, through the standard library's ``wave`` module.
+"""WAV files in and out.
 
-Reading accepts integer PCM of 8, 16, 24 or 32 bits and any number of channels, and
-yields int16 mono (channels averaged; wider samples keep their top 16 bits). Float WAV
-files and WAVE_FORMAT_EXTENSIBLE headers are refused, as ``wave`` does not read them;
-convert with ``sox in.wav -b 16 -e signed-integer out.wav``. Writing is int16 mono.
-Every failure is an :class:`~voxline.base.errors.AudioError` with a one-line message.
+Reading parses the RIFF chunks itself: integer PCM of 8, 16, 24 or 32 bits, IEEE float of
+32 or 64 bits, plain or WAVE_FORMAT_EXTENSIBLE headers, any number of channels. It yields
+int16 mono (channels averaged; wider integers keep their top 16 bits, floats are scaled and
+clipped); :attr:`WavReader.conversion` says when samples were converted. Writing (through
+the standard library's ``wave``) is int16 mono. Every failure is an
+:class:`~voxline.base.errors.AudioError` with a one-line message.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import wave
 from types import TracebackType
 from typing import Self
@@ -38,9 +40,17 @@ def _reason(error: BaseException) -> str:
             return str(error)
 
 
-def _frames_to_int16(raw: bytes, width: int, channels: int) -> Samples:
-    """Interleaved little-endian PCM of ``width`` bytes to int16 of shape (frames, channels)."""
+PCM, IEEE_FLOAT, EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
+_GUID_TAIL = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"  # KSDATAFORMAT_SUBTYPE_*
+
+
+def _frames_to_int16(raw: bytes, width: int, channels: int, is_float: bool = False) -> Samples:
+    """Interleaved little-endian samples of ``width`` bytes to int16 of shape (frames, channels)."""
     data = np.frombuffer(raw, dtype=np.uint8)
+    if is_float:
+        values = data.view("<f4" if width == 4 else "<f8").astype(np.float64)
+        values = np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=-1.0)
+        return np.clip(np.rint(values * 32768.0), -32768, 32767).astype(np.int16).reshape(-1, channels)
     match width:
         case 1:
             wide = (data.astype(np.int16) - 128) << 8
@@ -62,6 +72,30 @@ def _downmix(frames: Samples) -> Samples:
     return np.rint(frames.mean(axis=1)).astype(np.int16)
 
 
+class _Format:
+    def __init__(self, tag: int, channels: int, rate: int, width: int) -> None:
+        self.tag, self.channels, self.rate, self.width = tag, channels, rate, width
+
+
+def _parse_fmt(body: bytes) -> _Format:
+    if len(body) < 16:
+        raise AudioError("its fmt chunk is too short")
+    tag, channels, rate, _byte_rate, _align, bits = struct.unpack("<HHIIHH", body[:16])
+    if tag == EXTENSIBLE:
+        if len(body) < 40 or body[26:40] != _GUID_TAIL:
+            raise AudioError("a WAVE_FORMAT_EXTENSIBLE header with an unknown sub-format")
+        tag = struct.unpack("<H", body[24:26])[0]
+    if tag not in (PCM, IEEE_FLOAT):
+        raise AudioError(f"neither integer PCM nor float (format tag {tag:#06x}); convert it to 16-bit PCM")
+    width = (bits + 7) // 8
+    if (tag == PCM and width not in (1, 2, 3, 4)) or (tag == IEEE_FLOAT and width not in (4, 8)):
+        kind = "integer" if tag == PCM else "float"
+        raise AudioError(f"unsupported {bits}-bit {kind} samples")
+    if channels < 1 or rate <= 0:
+        raise AudioError(f"unsupported WAV layout ({channels} channels, {rate} Hz)")
+    return _Format(tag, channels, rate, width)
+
+
 class WavReader:
     """An open WAV file read in blocks of int16 mono samples at the file's own rate."""
 
@@ -72,20 +106,48 @@ class WavReader:
         except OSError as error:
             raise AudioError(f"cannot read {self.path}: {_reason(error)}") from error
         try:
-            self._wave = wave.open(self._file, "rb")
-        except (wave.Error, EOFError, OSError) as error:
+            fmt, self._data_start, data_size = self._chunks()
+        except AudioError as error:
+            self._file.close()
+            raise AudioError(f"cannot read {self.path}: {error}") from None
+        except OSError as error:
             self._file.close()
             raise AudioError(f"cannot read {self.path}: {_reason(error)}") from error
-        self.rate: int = self._wave.getframerate()
-        self.channels: int = self._wave.getnchannels()
-        self.sample_width: int = self._wave.getsampwidth()
-        self.frames: int = self._wave.getnframes()
-        if self.sample_width not in (1, 2, 3, 4) or self.channels < 1 or self.rate <= 0:
-            self.close()
-            raise AudioError(
-                f"cannot read {self.path}: unsupported WAV layout "
-                f"({self.sample_width * 8}-bit, {self.channels} channels, {self.rate} Hz)"
-            )
+        self.rate: int = fmt.rate
+        self.channels: int = fmt.channels
+        self.sample_width: int = fmt.width
+        self.is_float = fmt.tag == IEEE_FLOAT
+        self.frames: int = data_size // (fmt.width * fmt.channels)
+        self._left = self.frames
+        kind = "float" if self.is_float else "integer"
+        #: what reading converts to 16-bit samples, e.g. "24-bit integer samples"; None for 8/16-bit PCM
+        self.conversion: str | None = (f"{fmt.width * 8}-bit {kind} samples"
+                                       if self.is_float or fmt.width > 2 else None)
+
+    def _chunks(self) -> tuple[_Format, int, int]:
+        """The fmt chunk, where the samples start, and how many bytes of them there are."""
+        head = self._file.read(12)
+        if len(head) < 12:
+            raise AudioError("the file is empty or truncated")
+        if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            raise AudioError("not a WAV file (no RIFF/WAVE header); convert it to 16-bit PCM WAV")
+        fmt: _Format | None = None
+        while True:
+            header = self._file.read(8)
+            if len(header) < 8:
+                raise AudioError("no data chunk (the file is truncated)" if fmt else "no fmt chunk")
+            name, size = header[:4], struct.unpack("<I", header[4:])[0]
+            if name == b"fmt ":
+                fmt = _parse_fmt(self._file.read(size))
+                self._file.seek(size % 2, os.SEEK_CUR)
+            elif name == b"data":
+                if fmt is None:
+                    raise AudioError("the data chunk comes before the fmt chunk")
+                start = self._file.tell()
+                available = os.fstat(self._file.fileno()).st_size - start
+                return fmt, start, min(size, max(available, 0))  # a header left unfinished counts what is there
+            else:
+                self._file.seek(size + size % 2, os.SEEK_CUR)
 
     @property
     def duration(self) -> float:
@@ -93,15 +155,17 @@ class WavReader:
 
     def read(self, frames: int) -> Samples:
         """Up to ``frames`` mono samples; an empty array at the end of the file."""
+        frames = max(0, min(frames, self._left))
+        frame_bytes = self.sample_width * self.channels
         try:
-            raw = self._wave.readframes(frames)
-        except (wave.Error, EOFError, OSError) as error:
+            raw = self._file.read(frames * frame_bytes)
+        except OSError as error:
             raise AudioError(f"cannot read {self.path}: {_reason(error)}") from error
-        usable = len(raw) - len(raw) % (self.sample_width * self.channels)
-        return _downmix(_frames_to_int16(raw[:usable], self.sample_width, self.channels))
+        usable = len(raw) - len(raw) % frame_bytes
+        self._left -= usable // frame_bytes
+        return _downmix(_frames_to_int16(raw[:usable], self.sample_width, self.channels, self.is_float))
 
     def close(self) -> None:
-        self._wave.close()
         self._file.close()
 
     def __enter__(self) -> Self:

@@ -30,10 +30,11 @@ from openai.types.realtime import RealtimeServerEvent
 
 import voxline.realtime.events as ev
 
+from .common import add_output_arguments, output_path
+
 __all__ = ["PATHS", "main", "measure", "run"]
 
 SIZES = {"20ms": 480, "100ms": 2400}  # samples of PCM16 mono at 24 kHz
-RESULTS = Path(__file__).parent / "results" / "decode.json"
 
 
 def _frame(samples: int) -> str:
@@ -149,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--repetitions", type=int, default=4000)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
+    args.out = output_path(args, 'decode.json')
     result = run(args.rounds, args.repetitions)
     print(_table(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)

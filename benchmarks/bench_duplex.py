@@ -43,7 +43,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.resample import StreamResampler
 from voxline.realtime.protocol import RealtimeProtocol
 
-from .common import RESULTS_DIR, environment, format_table, ratio, speechlike, time_regions, write_result
+from .common import add_output_arguments, output_path, RESULTS_DIR, environment, format_table, ratio, speechlike, time_regions, write_result
 
 __all__ = ["STAGES", "TIMED", "Stream", "check_paths", "decode_sdk", "decode_voxline", "main", "make_stream",
            "playout", "run", "table"]
@@ -293,8 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=60.0, help="audio per timed pass")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
+    args.out = output_path(args, 'duplex.json')
     result = run(args.seconds, args.rounds)
     print(table(result))
     print(f"written to {write_result(result, args.out)}")

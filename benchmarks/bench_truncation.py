@@ -44,7 +44,7 @@ from voxline.session.replay import ReplayResult, replay_fast
 from tests.heard import heard_length
 from tests.speech import make_utterance, mix_timeline
 
-from .common import RESULTS_DIR, MissingToolError, environment, format_table, require_tools, stats, write_result
+from .common import add_output_arguments, output_path, RESULTS_DIR, MissingToolError, environment, format_table, require_tools, stats, write_result
 
 __all__ = ["METHODS", "Case", "Fixtures", "default_cases", "heard_interval", "main", "make_fixtures",
            "measure_position", "reply_timing", "run", "spread_offsets", "summarize", "table"]
@@ -253,8 +253,9 @@ def table(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--positions", type=int, default=60, help="barge-in positions per non-starved output model")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
+    args.out = output_path(args, 'truncation.json')
     try:
         result = run(default_cases(args.positions))
     except MissingToolError as exc:

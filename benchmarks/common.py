@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
+import os
 import platform
 import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,9 +19,11 @@ import numpy as np
 
 __all__ = [
     "RESULTS_DIR",
+    "add_output_arguments",
     "MissingToolError",
     "environment",
     "format_table",
+    "output_path",
     "ratio",
     "require_tools",
     "speechlike",
@@ -27,7 +32,26 @@ __all__ = [
     "write_result",
 ]
 
-RESULTS_DIR = Path(__file__).parent / "results"
+RESULTS_DIR = Path(__file__).parent / "results"  # the recorded figures (tracked): written only when asked
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--out FILE`` and ``--write-results`` (record into ``benchmarks/results/``)."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write the figures (default: a folder under the system's temporary directory, "
+                             "or $VOXLINE_BENCH_OUT)")
+    parser.add_argument("--write-results", action="store_true",
+                        help="record the figures in benchmarks/results/ (tracked files) instead")
+
+
+def output_path(args: argparse.Namespace, name: str) -> Path:
+    """Where a benchmark writes ``name`` (e.g. ``decode.json``): never a tracked file unless asked."""
+    if args.out is not None:
+        return Path(args.out)
+    if args.write_results:
+        return RESULTS_DIR / name
+    folder = os.environ.get("VOXLINE_BENCH_OUT") or os.path.join(tempfile.gettempdir(), "voxline-benchmarks")
+    return Path(folder) / name
 
 
 class MissingToolError(RuntimeError):
@@ -38,7 +62,7 @@ def require_tools(*names: str) -> None:
     """Raise :class:`MissingToolError` naming every program in ``names`` missing from ``PATH``."""
     missing = [name for name in names if shutil.which(name) is None]
     if missing:
-        raise MissingToolError(f"this benchmark needs {', '.join(missing)} on PATH (see ENVIRONMENT.md)")
+        raise MissingToolError(f"this benchmark needs {', '.join(missing)} on PATH (sudo apt-get install espeak-ng sox)")
 
 
 def environment() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Run every benchmark, print every figure and save them under ``benchmarks/results/``.
+"""Run every benchmark, print every figure and save them (``--write-results``: under ``benchmarks/results/``).
 
 ``python3 -m benchmarks.run_all`` runs, in order: decode (``bench_decode``), truncation
 (``bench_truncation``), full-duplex CPU cost (``bench_duplex``) and open speakers
@@ -25,12 +25,16 @@ BENCHMARKS: dict[str, Callable[[list[str] | None], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--write-results", action="store_true",
+                        help="record the figures in benchmarks/results/ (tracked files); default: a temporary folder")
+    args = parser.parse_args(argv)
+    passed = ["--write-results"] if args.write_results else []
     status = 0
     for name, bench in BENCHMARKS.items():
         print(f"== {name} ==", flush=True)
         start = time.perf_counter()
-        code = bench([])
+        code = bench(passed)
         print(f"({name}: {time.perf_counter() - start:.1f} s)\n", flush=True)
         status = status or code
     return status

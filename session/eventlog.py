@@ -9,6 +9,7 @@ local entries and ``error`` events pass through :func:`voxline.realtime.errors.r
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -32,12 +33,20 @@ def strip_audio(event: dict[str, Any]) -> dict[str, Any]:
 
 
 class EventLog:
-    """Appends events to a JSONL file (or any text stream) with times from ``now`` (seconds)."""
+    """Appends events to a JSONL file (or any text stream) with times from ``now`` (seconds).
 
-    def __init__(self, sink: Path | IO[str], now: Callable[[], float]) -> None:
+    Lines are in time order. A local event stamped with the earlier moment it happened (``at``)
+    waits up to ``horizon_s`` so that it lands among the wire events of that moment; one later
+    than that is stamped with the last time written (its own ``at`` stays in its payload).
+    """
+
+    def __init__(self, sink: Path | IO[str], now: Callable[[], float], horizon_s: float = 1.0) -> None:
         self._own = isinstance(sink, Path)
         self._out: IO[str] = sink.open("w", encoding="utf-8") if isinstance(sink, Path) else sink
         self._now = now
+        self._horizon = horizon_s
+        self._pending: list[tuple[float, int, str, Any]] = []  # (t, seq, dir, event), a heap
+        self._last = float("-inf")
         self.count = 0
 
     def wire(self, direction: str, text: str) -> None:
@@ -64,12 +73,21 @@ class EventLog:
         self._write("local", json.loads(redact(json.dumps(payload, default=str))), at)
 
     def _write(self, direction: str, event: Any, at: float | None = None) -> None:
-        t = self._now() if at is None else at
-        line = json.dumps({"t_ms": round(t * 1000, 3), "dir": direction, "event": event})
-        self._out.write(line + "\n")
+        now = self._now()
+        t = now if at is None else min(at, now)
+        heapq.heappush(self._pending, (t, self.count, direction, event))
         self.count += 1
+        self._flush(now - self._horizon)
+
+    def _flush(self, upto: float) -> None:
+        while self._pending and self._pending[0][0] <= upto:
+            t, _seq, direction, event = heapq.heappop(self._pending)
+            self._last = max(self._last, t)
+            line = json.dumps({"t_ms": round(self._last * 1000, 3), "dir": direction, "event": event})
+            self._out.write(line + "\n")
 
     def close(self) -> None:
+        self._flush(float("inf"))
         if self._own:
             self._out.close()
         else:

@@ -12,13 +12,15 @@ session sends no audio and plays none, its tools and mirror run here while the m
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 
-__all__ = ["DEFAULT_URL", "SessionSettings"]
+from voxline.realtime.errors import ConfigurationError
+
+__all__ = ["DEFAULT_URL", "SessionSettings", "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 
@@ -82,3 +84,24 @@ class SessionSettings(BaseSettings):
         if self.call_id is not None:  # a sideband leaves the call's audio to the side that holds the media
             del session["audio"]
         return session
+
+
+S = TypeVar("S", bound=SessionSettings)
+_ENV_NAMES = {"url": "VOXLINE_URL", "api_key": "OPENAI_API_KEY"}
+
+
+def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type: ignore[assignment]
+    """``cls`` from the command-line values in ``flags`` (``None``: not given) and the environment.
+
+    A bad value is one :class:`ConfigurationError` line naming the flag (``--silence-ms``) or
+    the variable (``VOXLINE_TRANSPORT``), the value, and what is allowed; never a key's value.
+    """
+    given = {name: value for name, value in flags.items() if value is not None}
+    try:
+        return cls(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        name = "--" + field.replace("_", "-") if field in given else _ENV_NAMES.get(field, f"VOXLINE_{field.upper()}")
+        value = "" if field == "api_key" else f"={first.get('input')!r}"
+        raise ConfigurationError(f"{name}{value}: {first['msg']}") from None

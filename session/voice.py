@@ -552,6 +552,7 @@ class VoiceSession:
         now = self.output.now()
         self._budget.lost(self.clock.now(), self._connected_at)
         self._queue.put_nowait(ConnectionLost(exc.code, exc.reason, now))
+        _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
         cut_short = False
         if self.core.assistant_audible(now):  # the listener hears no more of it: the conversation keeps what they heard
             effects = self.core.interrupt(now, Trigger.CONNECTION_LOST)
@@ -565,6 +566,7 @@ class VoiceSession:
             try:
                 conn = await self._open()
             except (RealtimeError, OSError) as failure:
+                _log.warning("reconnect failed: %s", failure)
                 self._queue.put_nowait(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
                 continue
             try:
@@ -580,8 +582,10 @@ class VoiceSession:
                 owed = conn.protocol.owed_creates() if conn.protocol.closed else owed
                 continue
             self._queue.put_nowait(restored)
+            _log.info("connection restored")
             await self._flush()
             return True
+        _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used)
         self._queue.put_nowait(SessionError(
             f"the connection is lost and could not be restored ({self._budget.used} tries)", "connection_lost",
             fatal=True))

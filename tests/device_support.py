@@ -26,6 +26,7 @@ from voxline.audio.device_list import list_devices, refresh_devices
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.errors import AudioError
 from voxline.audio.playout import PlayoutBuffer
+from tests.conftest import INSTALL_HINT
 
 RATE = 24000
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -33,21 +34,34 @@ ROOT = Path(__file__).resolve().parent.parent
 Samples = npt.NDArray[np.int16]
 
 
+_started_pulse = False  # whether these tests started the PulseAudio daemon (and so must stop it)
+
+
 def unavailable(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"{reason}; the device tests must run in CI")
-    pytest.skip(reason)
+    pytest.skip(f"{reason} (device tests need: {INSTALL_HINT})")
+
+
+def stop_started_pulse() -> None:
+    """Stop the daemon :func:`require_pulse` started; one that was already running is left alone."""
+    global _started_pulse
+    if _started_pulse:
+        subprocess.run(["pulseaudio", "--kill"], capture_output=True, timeout=30)
+        _started_pulse = False
 
 
 def require_pulse() -> None:
     """Skip without PulseAudio's virtual devices, except in CI where they must exist."""
+    global _started_pulse
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/xdg-runtime-{os.getuid()}")
     for tool in ("pactl", "parec", "paplay"):
         if shutil.which(tool) is None:
             unavailable(f"{tool} is not installed")
     if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0 and shutil.which("pulseaudio"):
-        # the virtual devices are part of the test setup: start them as CI does
-        subprocess.run([str(ROOT / ".ci" / "pulse-start")], capture_output=True)
+        # the virtual devices are part of the test setup: start them as CI does, and stop them at the end
+        started = subprocess.run([str(ROOT / ".ci" / "pulse-start")], capture_output=True, text=True)
+        _started_pulse = _started_pulse or "pulseaudio started" in started.stdout
     if subprocess.run(["pactl", "info"], capture_output=True).returncode != 0:
         unavailable("PulseAudio is not running and could not be started (.ci/pulse-start)")
     sinks = subprocess.run(["pactl", "list", "short", "sinks"], capture_output=True, text=True).stdout

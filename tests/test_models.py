@@ -54,7 +54,11 @@ def test_settings_and_clis_default_to_the_current_model_and_take_another(monkeyp
     assert settings.session_config()["audio"]["input"]["transcription"] == {"model": "gpt-live-transcribe"}
     parser = argparse.ArgumentParser()
     add_replay_arguments(parser)
-    assert parser.get_default("model") == DEFAULT_REALTIME_MODEL
+    args = parser.parse_args(["in.wav", "--out", "heard.wav", "--events", "events.jsonl"])
+    from voxline.session.cli.replay import settings_for
+
+    monkeypatch.delenv("VOXLINE_MODEL", raising=False)
+    assert settings_for(args).model == DEFAULT_REALTIME_MODEL  # no --model, no VOXLINE_MODEL
 
 
 def test_talk_takes_a_model_argument(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -254,6 +254,7 @@ async def test_canary_key_never_appears_in_a_debug_session() -> None:
                 await session.send_text(f"my key is not {CANARY[:6]}, say hello")
                 seen = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
                 reprs = [repr(session), repr(session.settings), repr(srv.config), repr(session._conn)]
+            events.close()  # lines wait for their moment's wire frames; close writes the rest
     text = logs.getvalue()
     # the test looks where the key would be: websockets logged both ends of the handshake
     assert "websockets.client DEBUG > Authorization: Bearer [redacted]" in text
@@ -287,6 +288,7 @@ async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfac
             async with session:
                 seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
                 events.local(seen[-1])
+            events.close()
     errors = [e for e in seen if isinstance(e, SessionError)]
     assert any("Incorrect API key provided: [redacted]" in e.message for e in errors)
     assert "Incorrect API key provided: [redacted]" in log.getvalue()
@@ -303,7 +305,9 @@ def test_session_errors_and_logged_error_events_are_redacted() -> None:
     log = io.StringIO()
     frame = {"type": "error", "event_id": "e", "error": {"type": "invalid_request_error", "code": None,
              "message": "key sk-live-0123456789abcdef and Bearer zzzz9999 rejected", "param": None}}
-    EventLog(log, lambda: 0.0).wire("in", json.dumps(frame))
+    event_log = EventLog(log, lambda: 0.0)
+    event_log.wire("in", json.dumps(frame))
+    event_log.close()
     assert "0123456789abcdef" not in log.getvalue() and "zzzz9999" not in log.getvalue()
     assert json.loads(log.getvalue())["event"]["error"]["message"] == "key [redacted] and Bearer [redacted] rejected"
 
@@ -324,6 +328,7 @@ async def test_canary_key_never_appears_in_a_debug_webrtc_call() -> None:
                     while getattr(await conn.recv(), "type", None) != "session.updated":
                         pass
                 reprs = [repr(conn), repr(transport), repr(srv._calls), repr(srv._credentials)]
+            events.close()
     assert "session.updated" in log.getvalue() and "aiortc" in logs.getvalue()  # both were looked at
     for name in ("aiortc.rtcpeerconnection", "aiortc.rtcdtlstransport", "aioice.ice", "websockets.client"):
         assert any(isinstance(f, RedactingFilter) for f in logging.getLogger(name).filters), name

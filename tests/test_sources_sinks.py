@@ -29,14 +29,6 @@ def write_raw_wav(path: Path, frames: bytes, rate: int, channels: int, width: in
     return path
 
 
-def write_float_wav(path: Path, samples: np.ndarray, rate: int) -> Path:
-    data = samples.astype("<f4").tobytes()
-    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
-    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
-    return path
-
-
 async def collect(source: Source, clock: VirtualClock) -> list[tuple[float, AudioFrame]]:
     """Run the source to its end in lockstep with the virtual clock; note when each frame came."""
     got: list[tuple[float, AudioFrame]] = []
@@ -80,12 +72,43 @@ def test_write_then_read_round_trips(tmp_path: Path) -> None:
         assert reader.channels == 1 and reader.duration == pytest.approx(1000 / 24000)
 
 
-@pytest.mark.parametrize("kind", ["missing", "float", "garbage", "empty", "directory"])
+def write_chunked_wav(path: Path, data: bytes, rate: int, channels: int, bits: int, tag: int,
+                      extensible: bool = False, extra_chunk: bool = False) -> Path:
+    """A WAV file written byte by byte, optionally with a WAVE_FORMAT_EXTENSIBLE header (as sox writes)."""
+    align = channels * bits // 8
+    head = struct.pack("<HHIIHH", 0xFFFE if extensible else tag, channels, rate, rate * align, align, bits)
+    if extensible:
+        guid = struct.pack("<H", tag) + b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
+        head += struct.pack("<HHI", 22, bits, 0) + guid
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(head)) + head
+    if extra_chunk:
+        body += b"LIST" + struct.pack("<I", 5) + b"abcde\x00"  # odd size: padded to even
+    body += b"data" + struct.pack("<I", len(data)) + data
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+def test_read_wav_takes_extensible_headers_and_converts_wide_and_float_samples(tmp_path: Path) -> None:
+    pcm16 = np.array([100, -200, 32767], dtype="<i2").tobytes()
+    ext16 = write_chunked_wav(tmp_path / "e16.wav", pcm16, 24000, 1, 16, 1, extensible=True, extra_chunk=True)
+    with WavReader(ext16) as reader:
+        assert reader.read(10).tolist() == [100, -200, 32767] and reader.conversion is None
+    wide = b"".join(v.to_bytes(3, "little", signed=True) for v in (0x123456, -0x123456))
+    with WavReader(write_chunked_wav(tmp_path / "e24.wav", wide, 48000, 1, 24, 1, extensible=True)) as reader:
+        assert reader.read(10).tolist() == [0x1234, -0x1235] and reader.conversion == "24-bit integer samples"
+    stereo = np.array([[0.5, 0.5], [-1.0, -1.0], [2.0, 2.0]], dtype="<f4").tobytes()
+    with WavReader(write_chunked_wav(tmp_path / "f32.wav", stereo, 24000, 2, 32, 3)) as reader:
+        assert reader.read(10).tolist() == [16384, -32768, 32767] and reader.conversion == "32-bit float samples"
+    doubles = np.array([0.25, float("nan")], dtype="<f8").tobytes()
+    assert read_wav(write_chunked_wav(tmp_path / "f64.wav", doubles, 16000, 1, 64, 3, extensible=True))[0].tolist() == [8192, 0]
+
+
+@pytest.mark.parametrize("kind", ["missing", "alaw", "garbage", "empty", "directory"])
 def test_unreadable_files_raise_one_clear_line(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"{kind}.wav"
     match kind:
-        case "float":
-            write_float_wav(path, np.zeros(100), 24000)
+        case "alaw":
+            write_chunked_wav(path, b"\x00" * 100, 8000, 1, 8, 6)
         case "garbage":
             path.write_bytes(b"this is not a wav file at all")
         case "empty":
@@ -96,7 +119,7 @@ def test_unreadable_files_raise_one_clear_line(tmp_path: Path, kind: str) -> Non
         WavFileSource(path, VirtualClock())
     message = str(err.value)
     assert str(path) in message and "\n" not in message
-    if kind == "float":
+    if kind == "alaw":
         assert "PCM" in message
 
 

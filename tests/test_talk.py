@@ -44,7 +44,7 @@ BARGE_IN_WAV = ROOT / "examples" / "audio" / "barge_in.wav"
         (["--exit-after", "soon"], "argument --exit-after: expected a number of seconds, got 'soon'"),
         (["--transport", "carrier-pigeon"], "argument --transport: invalid choice: 'carrier-pigeon'"),
         (["--voice", "robot"], "argument --voice: invalid choice: 'robot'"),
-        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--bogus"], "unknown option --bogus"),
     ],
 )
 def test_argument_errors_are_one_line_and_exit_2(argv: list[str], message: str,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection
@@ -41,6 +42,8 @@ from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
 
 __all__ = ["Call"]
 
+log = logging.getLogger("voxline.server")
+
 CHANNEL_TIMEOUT_S = 15.0
 DRAIN_TIMEOUT_S = 1.0
 
@@ -54,6 +57,7 @@ class Call:
         self.call_id = call_id
         self.pc = pc
         self._config = config
+        self._engine = engine
         self.bridge = CallBridge(engine, self._send, IdFactory(None if config.seed is None else config.seed + 2))
         self._channel: RTCDataChannel | None = None
         self._channel_ready = asyncio.Event()
@@ -77,6 +81,8 @@ class Call:
 
     async def run(self) -> None:
         """Serve the call until the peer leaves (or never opens the channel); then close it."""
+        started = self._config.clock.now()
+        log.info("session %s opened (WebRTC call %s)", self._engine.session_id, self.call_id)
         try:
             try:
                 async with asyncio.timeout(CHANNEL_TIMEOUT_S):
@@ -103,6 +109,8 @@ class Call:
                 sideband.close()
             self._sidebands = []
             await self.pc.close()
+            log.info("session %s closed (WebRTC call %s) after %.1f s", self._engine.session_id, self.call_id,
+                     self._config.clock.now() - started)
 
     @property
     def ended(self) -> bool:

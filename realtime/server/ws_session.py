@@ -12,6 +12,7 @@ a voicer synthesizes the replies a response waits for, off the event loop
 from __future__ import annotations
 
 import asyncio
+import logging
 import json
 import logging
 from typing import Any
@@ -30,6 +31,7 @@ from voxline.realtime.server.voices import SpeechSupplier
 __all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
 
 _log = logging.getLogger("voxline.server")
+log = logging.getLogger("voxline.server")
 
 
 def close_reason(spec: ErrorSpec) -> str:
@@ -97,6 +99,24 @@ async def run_engine(connection: ServerConnection, engine: Engine, config: Serve
     wakeup = asyncio.Event()
     voicer = SpeechSupplier(engine, synth, config.clock, wakeup.set)
     outbox.put_all(engine.open())
+    peer = _peer(connection)
+    started = config.clock.now()
+    log.info("session %s opened (WebSocket, %s)", engine.session_id, peer)
+    try:
+        await _serve(connection, engine, config, outbox, wakeup, voicer)
+    finally:
+        code = connection.close_code if connection.close_code is not None else "none"
+        log.info("session %s closed (WebSocket, %s) after %.1f s, close code %s", engine.session_id, peer,
+                 config.clock.now() - started, code)
+
+
+def _peer(connection: ServerConnection) -> str:
+    address = connection.remote_address
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else "unknown peer"
+
+
+async def _serve(connection: ServerConnection, engine: Engine, config: ServerConfig, outbox: Outbox,
+                 wakeup: asyncio.Event, voicer: SpeechSupplier) -> None:
     async with asyncio.TaskGroup() as group:
         jobs = [
             group.create_task(outbox.run()),

@@ -19,6 +19,7 @@ from typing import Any
 from voxline.base.errors import install_log_redaction, register_secret
 
 from ..errors import ConfigurationError, ConnectionFailed
+from .failures import connect_failure
 
 __all__ = ["REDIRECTS", "HttpAnswer", "check_http_url", "post"]
 
@@ -81,11 +82,11 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
         with exc:
             return HttpAnswer(exc.code, exc.read(MAX_BODY), exc.headers.get("Location", "") if exc.headers else "")
     except urllib.error.URLError as exc:
-        reason = exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else str(exc.reason)
-        raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
+        cause = exc.reason if isinstance(exc.reason, BaseException) else exc
+        raise ConnectionFailed(connect_failure(url, cause)) from None
     except (ValueError, http.client.InvalidURL) as exc:
         raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
     except http.client.HTTPException as exc:  # a peer that does not speak HTTP
         raise ConnectionFailed(f"{url} sent no valid HTTP answer: {type(exc).__name__}") from None
     except OSError as exc:  # includes timeouts
-        raise ConnectionFailed(f"cannot connect to {url}: {exc.strerror or type(exc).__name__}") from None
+        raise ConnectionFailed(connect_failure(url, exc)) from None

@@ -19,6 +19,7 @@ voice arrives on the remote track, decoded to int16 mono 24 kHz blocks handed to
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterable, Awaitable, Callable
 
 import numpy as np
@@ -28,12 +29,14 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.base.errors import install_log_redaction
 
-from ..errors import ConnectionClosed, ConnectionFailed
+from ..errors import ConnectionClosed, ConnectionFailed, redact
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
 from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport"]
+
+log = logging.getLogger("voxline.realtime")
 
 AudioHandler = Callable[[npt.NDArray[np.int16]], None]
 """Receives each block of the assistant's voice: int16 mono 24 kHz."""
@@ -100,10 +103,14 @@ class WebRTCTransport:
                 await transport._negotiate(token, open_timeout)
         except TimeoutError:
             await transport._pc.close()
+            log.info("WebRTC call to %s did not open within %g s", redact(url), open_timeout)
             raise ConnectionFailed(f"the WebRTC call to {url} did not open within {open_timeout:g} s") from None
-        except BaseException:  # ConnectionFailed, or the caller gave up: never leave the peer connection open
+        except BaseException as exc:  # ConnectionFailed, or the caller gave up: never leave the peer connection open
             await transport._pc.close()
+            if isinstance(exc, ConnectionFailed):
+                log.info("connect failed: %s", exc)  # already redacted: a VoxlineError
             raise
+        log.info("connected to %s (WebRTC call %s)", redact(url), transport.call_id)
         transport._start(on_audio, audio_source)
         return transport
 

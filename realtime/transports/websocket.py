@@ -11,6 +11,7 @@ with the same headers, so a redirect to another scheme, host or port is refused 
 from __future__ import annotations
 
 import asyncio
+import logging
 import urllib.parse
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -19,13 +20,15 @@ from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
 from voxline.base.errors import install_log_redaction, register_secret
-
-from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+
+from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
+from .failures import connect_failure, http_status
 
 __all__ = ["WebSocketTransport", "realtime_url"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
+log = logging.getLogger("voxline.realtime")
 MAX_FRAME = 16 * 1024 * 1024  # one append may carry 15 MiB of base64
 _REDIRECTS = (300, 301, 302, 303, 307, 308)
 
@@ -108,15 +111,18 @@ class WebSocketTransport:
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
-            hint = " (the token was refused)" if status in (401, 403) else ""
+            failure = http_status(url, status)
             if status in _REDIRECTS:
-                hint = " (a redirect to another origin; not followed with the API key)"
-            raise ConnectionFailed(f"{url} refused the connection: HTTP {status}{hint}") from None
+                failure += " (a redirect to another origin; not followed with the API key)"
+            log.info("connect failed: %s", redact(failure))
+            raise ConnectionFailed(failure) from None
         except InvalidURI as exc:
             raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-            raise ConnectionFailed(f"cannot connect to {url}: {reason}") from None
+            failure = connect_failure(url, exc)
+            log.info("connect failed: %s", redact(failure))
+            raise ConnectionFailed(failure) from None
+        log.info("connected to %s (WebSocket)", redact(url))  # the token goes in a header, never in a log
         return cls(ws, url, token)
 
     async def send(self, text: str) -> None:
@@ -158,5 +164,6 @@ class WebSocketTransport:
         code = frame.code if frame is not None else 1006
         reason = self._scrub(frame.reason) if frame is not None else "no close frame"
         self.close_code, self.close_reason = code, reason
+        log.info("connection to %s closed: %s %s", redact(self.url), code, redact(reason))
         return ConnectionClosed(code, reason)
 

@@ -7,27 +7,92 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import re
 import sys
 from collections.abc import Sequence
 
 from voxline import __version__
-from voxline.base.errors import VoxlineError
+from voxline.base.errors import VoxlineError, redact
 
 from . import commands
 
 __all__ = ["build_parser", "main"]
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 class _Parser(argparse.ArgumentParser):
-    """An argparse parser whose errors are a single line."""
+    """An argparse parser whose errors are a single line, and which names unknown options first."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # an option is its whole name: no guessing at prefixes
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: object = None) -> argparse.Namespace:  # type: ignore[override]
+        unknown = unknown_options(self, list(sys.argv[1:] if args is None else args))
+        if unknown:
+            self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+        return super().parse_args(args, namespace)  # type: ignore[arg-type]
+
+
+def unknown_options(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
+    """The options in ``args`` that ``parser`` does not take (values such as ``-5`` are not options)."""
+    known = set(parser._option_string_actions)
+    found = []
+    for token in args:
+        if token == "--":
+            break
+        if token.startswith("-") and token != "-" and not re.fullmatch(r"-\d.*", token):
+            name = token.split("=", 1)[0] if token.startswith("--") else token[:2]  # -vv is -v twice
+            if name not in known:
+                found.append(name)
+    return found
+
+
+def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
+    """``-v`` / ``--log-level``, taken by every command."""
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log what voxline does to stderr (-v: info, -vv: debug)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
+                        help="log level for the voxline.* loggers (default warning; info for serve)")
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    """Log records of ``voxline.*`` to stderr, one line each, at the level the flags ask for."""
+    quiet = "info" if getattr(args, "command", None) == "serve" else "warning"  # serve logs its sessions
+    level = args.log_level or ("debug" if args.verbose >= 2 else "info" if args.verbose == 1 else quiet)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("voxline")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+def _command_index(argv: list[str]) -> int:
+    """Where the command's name is in ``argv`` (``len(argv)`` if there is none)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--log-level" else 1
+    return min(i, len(argv))
+
+
+class _RedactingFormatter(logging.Formatter):
+    """A formatter that masks anything shaped like a key or token, whatever a record carries."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="voxline", description="Realtime voice sessions with exact barge-in.")
     parser.add_argument("--version", action="version", version=f"voxline {__version__}")
+    add_logging_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     for name, (help_text, _module) in commands.COMMANDS.items():
         sub.add_parser(name, help=help_text, description=help_text, add_help=False)
@@ -39,18 +104,25 @@ def _full_parser(name: str) -> argparse.ArgumentParser:
     help_text = commands.COMMANDS[name][0]
     sub = _Parser(prog=f"voxline {name}", description=help_text)
     commands.load(name).add_arguments(sub)
+    add_logging_arguments(sub)
     return sub
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
-    first, rest = top.parse_known_args(argv[:1])
-    if first.command is None:
+    # options before the command: --help, --version, -v/--log-level (kept for the command's parser)
+    split = _command_index(argv)
+    head, command_args = argv[:split], argv[split + 1 :]
+    if split == len(argv):
+        if head:
+            top.parse_args(head)  # --help, --version, or an unknown option, named
         top.print_help()
         return 2
-    args = _full_parser(first.command).parse_args(argv[1:])
+    first = top.parse_args(argv[: split + 1])
+    args = _full_parser(first.command).parse_args([*head, *command_args])
     args.command = first.command
+    configure_logging(args)
     module = commands.load(first.command)
     # a subcommand may ask for its own event loop (replay --fast: the lockstep loop on a virtual clock)
     factory = getattr(module, "loop_factory", lambda _args: None)(args)

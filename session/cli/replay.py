@@ -16,31 +16,34 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import SecretStr
 
 from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
-from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.audio.resample import StreamResampler
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.sinks import WavSink
-from voxline.audio.wavio import read_wav
+from voxline.audio.wavio import WavReader, read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
+from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.app import serve
-from voxline.realtime.server.config import ServerConfig
+from voxline.realtime.server.config import ServerConfig, is_loopback
 from voxline.realtime.server.scenario import load_scenario, read_transcripts, with_transcripts
+from voxline.realtime.server.voices import make_synth
 
 from ..eventlog import EventLog
-from ..local_barge import BargePolicy
 from ..events import SessionError
-from ..report import make_run, write_report
+from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
-from ..settings import SessionSettings
+from ..replay.result import describe
+from ..report import make_run, write_report
+from ..settings import SessionSettings, load_settings
 from ..tools import ToolRegistry
 
 __all__ = ["add_arguments", "load_tools", "loop_factory", "run"]
@@ -53,20 +56,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="HEARD.wav",
                         help="what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
     parser.add_argument("--events", type=Path, required=True, metavar="EVENTS.jsonl", help="wire event log")
-    parser.add_argument("--url", help="Realtime API base URL (default: the built-in local server)")
-    parser.add_argument("--transport", choices=["ws", "webrtc"], default="ws",
-                        help="wire transport (default ws); over webrtc the server owns the output buffer and cuts itself")
+    parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
+                        "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
+                        "needs none")
+    parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
+                        help="wire transport (default $VOXLINE_TRANSPORT, else ws); over webrtc the server owns the "
+                             "output buffer and cuts itself")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
     parser.add_argument("--tools", metavar="MODULE:ATTR",
                         help="a ToolRegistry (e.g. mytools:registry) to run the calls the server makes")
-    parser.add_argument("--scenario", default="long", help="built-in server scenario: a name or a TOML file")
-    parser.add_argument("--voice", default="auto", help="built-in server voice: auto, espeak or tone")
-    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL,
-                        help=f"Realtime model to ask for (default {DEFAULT_REALTIME_MODEL})")
-    parser.add_argument("--vad-threshold", type=float, default=0.5, help="server VAD threshold, 0 to 1 (default 0.5)")
-    parser.add_argument("--silence-ms", type=int, default=500,
-                        help="server VAD: silence that ends a user turn, in ms (default 500)")
+    parser.add_argument("--scenario", default=None, metavar="NAME|FILE",
+                        help="built-in server scenario: default, long, tools or a TOML file (default: default)")
+    parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default="auto",
+                        help="built-in server voice (default auto: espeak-ng if installed, else tone)")
+    parser.add_argument("--model", default=None,
+                        help=f"Realtime model to ask for (default $VOXLINE_MODEL, else {DEFAULT_REALTIME_MODEL})")
+    parser.add_argument("--vad-threshold", type=float, default=None, metavar="0..1",
+                        help="server VAD threshold, 0 to 1 (default 0.5)")
+    parser.add_argument("--silence-ms", type=int, default=None, metavar="MS",
+                        help="server VAD: silence that ends a user turn, in ms, 0 or more (default 500)")
     parser.add_argument("--report", type=Path, metavar="REPORT.html",
                         help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics")
     parser.add_argument("--summary", type=Path, metavar="SUMMARY.json",
@@ -91,19 +100,54 @@ def transcripts_for(recording: Path) -> tuple[str, ...] | None:
 
 
 def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") -> SessionSettings:
-    """The session the replay runs: server VAD with the flags' values (validated by the settings).
+    """The session the replay runs: server VAD with the flags' values, else the ``VOXLINE_*``
+    variables (each validated, one line naming the flag or variable).
 
     With a sidecar transcript the session asks for input transcription: the built-in server
     answers with the sidecar's lines, a real service with what it recognises.
     """
+    settings = load_settings(SessionSettings, model=args.model, transport=args.transport,
+                             vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
+    return settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
+                                       "turn_detection": "server_vad",
+                                       "transcribe": transcripts_for(args.input) is not None})
+
+
+def _target_url(args: argparse.Namespace) -> str | None:
+    """``--url``, else ``$VOXLINE_URL``; None means the built-in server."""
+    return args.url or os.environ.get("VOXLINE_URL") or None
+
+
+def _token_for(url: str) -> str:
+    """``OPENAI_API_KEY``; a loopback server (``voxline serve``) takes any token."""
+    key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VOXLINE_API_KEY")
+    if key:
+        return key
+    if is_loopback(urlsplit(url).hostname or ""):
+        return "local"
+    raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {url}; a loopback --url needs none)")
+
+
+def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
+    """No output may be an input or another output, by name or through a link."""
+    seen: list[Path] = []
+    for path in [*inputs, *outputs]:
+        for other in seen:
+            if _same_file(path, other):
+                if other in inputs:
+                    raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
+                                             "choose another name")
+                raise ConfigurationError(f"{path} is named for two outputs; choose another name for one")
+        seen.append(path)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
     try:
-        return SessionSettings(url=url or "ws://local", api_key=token, model=args.model, turn_detection="server_vad",
-                               transport=args.transport, vad_threshold=args.vad_threshold, silence_ms=args.silence_ms,
-                               transcribe=transcripts_for(args.input) is not None)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = "--" + str(first["loc"][0]).replace("_", "-")
-        raise ConfigurationError(f"{field}: {first['msg']}") from None
+        return os.path.samefile(a, b)  # hard links
+    except OSError:
+        return False
 
 
 def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,7 +189,10 @@ def load_tools(spec: str) -> ToolRegistry:
 
 def load_input(path: Path) -> np.ndarray:
     """The recording as int16 mono at 24 kHz (other rates are resampled, channels averaged)."""
-    samples, rate = read_wav(path)
+    with WavReader(path) as reader:
+        samples, rate = reader.read(reader.frames), reader.rate
+        if reader.conversion:
+            print(f"voxline: {path}: converting {reader.conversion} to 16-bit", file=sys.stderr)
     if rate != RATE:
         print(f"voxline: resampling {path} from {rate} Hz to {RATE} Hz", file=sys.stderr)
         samples = StreamResampler(rate, RATE).process(samples, last=True)
@@ -159,77 +206,136 @@ def loop_factory(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEvent
     return (lambda: LockstepLoop(VirtualClock())) if args.fast else None
 
 
+SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: input transcripts are scripted"
+
+
 async def run(args: argparse.Namespace) -> int:
-    if args.fast and args.url:
-        raise ConfigurationError("--fast runs against the built-in server only; drop --url or --fast")
-    if args.fast and args.transport == "webrtc":
+    url = _target_url(args)
+    if args.fast and url:
+        raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
+    if url and (args.scenario is not None or args.voice != "auto"):
+        raise ConfigurationError("--scenario and --voice apply to the built-in server only (not with --url or VOXLINE_URL)")
+    transport = settings_for(args).transport  # flag and variable errors before anything starts
+    if args.fast and transport == "webrtc":
         raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
-    for path in (args.out, args.events, getattr(args, "report", None), getattr(args, "summary", None)):
-        if path is not None and not path.parent.is_dir():
+    reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None)) if p is not None]
+    check_paths([args.input], [args.out, args.events, *reports])
+    for path in (args.out, args.events, *reports):
+        if not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
-    speaker_options(args)  # flag errors before anything starts
-    for path in (getattr(args, "report", None), getattr(args, "summary", None)):
-        if path is not None and path.is_dir():
+        if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
+    speaker_options(args)  # flag errors before anything starts
     samples = load_input(args.input)
     tools = load_tools(args.tools) if args.tools else None
-    settings_for(args)  # flag errors before anything starts
+    token = _token_for(url) if url else "local"
+    scenario = load_scenario(args.scenario)
+    transcripts = transcripts_for(args.input)
+    if transcripts is not None:
+        scenario = with_transcripts(scenario, transcripts)
     if args.fast:
         loop = asyncio.get_running_loop()
         if not isinstance(loop, LockstepLoop):
             raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
-        scenario = load_scenario(args.scenario)
-        transcripts = transcripts_for(args.input)
-        if transcripts is not None:
-            scenario = with_transcripts(scenario, transcripts)
         return await _run_fast(args, samples, scenario, tools, loop.clock)
     clock = RealClock()
     start = clock.now()
+    live = LiveLines(len(samples) / RATE, clock, start)
     with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
             contextlib.closing(WavSink(args.out, RATE)) as sink:
-        result = await _realtime(args, samples, log, clock, sink, tools)
-    _print_summary(args, result)
+        result = await _realtime(args, url, token, samples, log, clock, sink, tools, live)
+    live.done()
+    _print_summary(args, result, transport, url, printed=True)
     _write_report(args, samples, result)
     return 0
 
 
 async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None,
                     clock: VirtualClock) -> int:
+    _synth, voice = make_synth(args.voice)
+    print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
+          f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
-        connector = engine_connector(scenario, clock, voice=args.voice, on_wire=log.wire)
+        connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire)
         result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
                                   tools=tools, on_event=_logger(log), **speaker_options(args))
-    _print_summary(args, result)
+    _print_summary(args, result, "ws", None, printed=False)
     _write_report(args, samples, result)
     return 0
 
 
-def _logger(log: EventLog) -> Any:
-    return lambda event: log.local(event, getattr(event, "at", None))
+def _logger(log: EventLog, also: Callable[[Any], None] | None = None) -> Any:
+    def on_event(event: Any) -> None:
+        log.local(event, getattr(event, "at", None))
+        if also is not None:
+            also(event)
+
+    return on_event
 
 
-async def _realtime(args: argparse.Namespace, samples: np.ndarray, log: EventLog, clock: Clock, sink: WavSink,
-                    tools: ToolRegistry | None) -> ReplayResult:
-    if args.url:
-        token = os.environ.get("OPENAI_API_KEY")
-        if not token:
-            raise ConfigurationError("OPENAI_API_KEY is not set (needed with --url)")
-        return await _replay_over(args, args.url, token, samples, log, clock, sink, tools)
+class LiveLines:
+    """Real-time replay: each turn and barge-in printed as it happens, and a progress line on a terminal."""
+
+    def __init__(self, total_s: float, clock: Clock, start: float) -> None:
+        self.total_s, self.clock, self.start = total_s, clock, start
+        self.tty = sys.stderr.isatty()
+        self._at = 0.0
+        self._shown = -1
+
+    def __call__(self, event: Any) -> None:
+        self._at = getattr(event, "at", self._at)
+        line = describe(event, self._at)
+        if line is not None:
+            self._clear()
+            print("  " + line[2], flush=True)
+        self.progress()
+
+    def wire(self, observer: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """``observer`` that also moves the progress line (frames flow every 20 ms, events may not)."""
+        def observe(direction: str, text: str) -> None:
+            observer(direction, text)
+            self.progress()
+
+        return observe
+
+    def progress(self) -> None:
+        second = int(self.clock.now() - self.start)
+        if self.tty and second != self._shown:
+            self._shown = second
+            print(f"\r  … {min(second, self.total_s):.0f} of {self.total_s:.0f} s of input", end="", file=sys.stderr,
+                  flush=True)
+
+    def _clear(self) -> None:
+        if self.tty:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        self._clear()
+
+
+async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: np.ndarray, log: EventLog,
+                    clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
+    mode = f"real time over {settings_for(args).transport}"
+    if url:
+        print(f"replaying {args.input} ({mode}, {url})", flush=True)
+        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
-        print(f"voxline: using the built-in local server at {server.url} (scripted replies, energy VAD; "
-              "it does not understand speech: input transcripts are scripted)", file=sys.stderr)
-        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools)
+        print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
+              f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
+        print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
+        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
-                       clock: Clock, sink: WavSink, tools: ToolRegistry | None) -> ReplayResult:
+                       clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
-                            tools=tools, on_wire=log.wire, on_event=_logger(log), **speaker_options(args))
+                            tools=tools, on_wire=live.wire(log.wire), on_event=_logger(log, live),
+                            **speaker_options(args))
 
 
 def _mode(args: argparse.Namespace) -> str:
-    return "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
+    return "lockstep, virtual clock" if args.fast else f"real time, {_target_url(args) or 'built-in server'}"
 
 
 def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult) -> None:
@@ -246,10 +352,15 @@ def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayR
     print(f"wrote {', '.join(str(p) for p in (html, summary) if p is not None)} (checks: {verdict})")
 
 
-def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
-    mode = "lockstep, virtual clock" if args.fast else f"real time over {args.transport}, {args.url or 'built-in server'}"
-    print(f"replayed {args.input} ({mode})")
-    for line in result.summary_lines():
-        print("  " + line)
+def _print_summary(args: argparse.Namespace, result: ReplayResult, transport: str, url: str | None,
+                   printed: bool) -> None:
+    """The turns and barge-ins (unless ``printed`` live already), underruns, and what was written."""
+    if not printed:
+        print(f"replayed {args.input} (lockstep, virtual clock)")
+        for line in result.summary_lines():
+            print("  " + line)
+    if not result.heard_speech:
+        print(f"voxline: no speech detected in {args.input}: the server's voice activity detection never fired "
+              "(is it silent, or very quiet?)", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
     print(f"wrote {args.out} ({result.duration_s:.2f} s) and {args.events}")

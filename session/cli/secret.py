@@ -14,15 +14,17 @@ from typing import Any
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post
+from voxline.realtime.transports.failures import http_status
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                        help="API base URL (default: $OPENAI_BASE_URL or https://api.openai.com/v1)")
-    parser.add_argument("--model", default=DEFAULT_REALTIME_MODEL,
-                        help=f"realtime model (default {DEFAULT_REALTIME_MODEL})")
+    parser.add_argument("--url", default=os.environ.get("VOXLINE_URL") or os.environ.get("OPENAI_BASE_URL")
+                        or "https://api.openai.com/v1",
+                        help="API base URL (default: $VOXLINE_URL, $OPENAI_BASE_URL or https://api.openai.com/v1)")
+    parser.add_argument("--model", default=os.environ.get("VOXLINE_MODEL") or DEFAULT_REALTIME_MODEL,
+                        help=f"the model the secret's session is for (default $VOXLINE_MODEL, else {DEFAULT_REALTIME_MODEL})")
     parser.add_argument("--ttl", type=int, default=600, help="seconds the secret stays valid (10..7200)")
 
 
@@ -41,7 +43,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     if reply.redirected:
         raise ConnectionFailed(f"{url} answered with a redirect (HTTP {reply.status}); not followed with the API key")
     if reply.status >= 400:
-        raise ConnectionFailed(f"client secret refused: HTTP {reply.status}")
+        raise ConnectionFailed(f"client secret refused: {http_status(url, reply.status)}")
     try:
         secret = json.loads(reply.body)
     except ValueError:

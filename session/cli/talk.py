@@ -37,7 +37,7 @@ from voxline.realtime.server.config import ServerConfig, is_loopback
 from ..events import SessionError
 from ..media import mic_blocks
 from ..record import SessionRecorder
-from ..settings import DEFAULT_URL, SessionSettings
+from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
@@ -65,8 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: $VOXLINE_URL, else the real service with OPENAI_API_KEY, "
                         "else the built-in local server)")
     parser.add_argument("--model", help="realtime model to ask for (default: $VOXLINE_MODEL, else gpt-realtime-2.1)")
-    parser.add_argument("--transport", choices=["ws", "webrtc"], default="ws",
-                        help="wire transport (default ws); webrtc sends the mic and plays the reply as media tracks")
+    parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
+                        help="wire transport (default $VOXLINE_TRANSPORT, else ws); webrtc sends the mic and plays the reply as media tracks")
     parser.add_argument("--input-device", metavar="N", help="microphone: index or name from 'voxline devices'")
     parser.add_argument("--output-device", metavar="N", help="speakers: index or name from 'voxline devices'")
     parser.add_argument("--push-to-talk", action="store_true",
@@ -150,7 +150,7 @@ class LevelMeter:
 
 def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     """The session settings and whether the built-in server is to be started."""
-    base = TalkSettings()
+    base = load_settings(TalkSettings, transport=args.transport)  # VOXLINE_* checked, one line naming a bad one
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
     key = base.api_key.get_secret_value() if base.api_key is not None else None
@@ -209,7 +209,7 @@ async def run(args: argparse.Namespace) -> int:
         mic.start()
         url, label, note = await _endpoint(stack, args, settings, local)
         token = settings.api_key or SecretStr("local")  # the built-in server takes any token on loopback
-        settings = settings.model_copy(update={"url": url, "api_key": token, "transport": args.transport})
+        settings = settings.model_copy(update={"url": url, "api_key": token})
         model = TalkModel(endpoint=label, mode=ptt)
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
         screen.note(note)

@@ -19,8 +19,7 @@ from ..events import (
 )
 from ..tools import ToolFinished
 
-__all__ = ["ReplayResult", "TurnSummary"]
-
+__all__ = ["ReplayResult", "TurnSummary", "describe"]
 
 
 @dataclass(frozen=True)
@@ -49,44 +48,66 @@ class ReplayResult:
     def turns(self) -> list[TurnSummary]:
         return [TurnSummary(e.response_id, e.status, e.reason, e.at) for e in self.events if isinstance(e, ResponseFinished)]
 
+    @property
+    def heard_speech(self) -> bool:
+        """Whether the server's voice activity detection found speech in the recording."""
+        return any(isinstance(e, SpeechStarted) for e in self.events)
+
     def summary_lines(self) -> list[str]:
         """One line per turn and per barge-in, in time order."""
         lines: list[tuple[float, int, str]] = []
-        for t in self.turns:
-            why = f" ({t.reason})" if t.reason else ""
-            lines.append((t.at, 3, f"{t.at:7.3f}s  response {t.response_id} {t.status}{why}"))
         at = 0.0
         for e in self.events:
             at = getattr(e, "at", at)  # tool events are placed after the last timed event
-            if isinstance(e, ToolFinished):
-                verdict = "ok" if e.ok else "failed"
-                lines.append((at, 4, f"{at:7.3f}s  tool {e.name} ({e.call_id}) {verdict} in {e.duration_s * 1000:.0f} ms: "
-                                     f"{e.output[:60]}"))
-            if isinstance(e, TranscriptDone) and e.role == "user":
-                lines.append((at, 0, f"{at:7.3f}s  user transcript: {e.text[:60]!r}"))
-            if isinstance(e, SpeechStarted):
-                lines.append((e.at, 0, f"{e.at:7.3f}s  user speech started (server VAD, buffer at {e.audio_start_ms} ms)"))
-            elif isinstance(e, PlaybackHeld):
-                lines.append((e.at, 0, f"{e.at:7.3f}s  local VAD: speech from {e.onset:.3f}s, assistant held at "
-                                       f"{e.heard_ms:.1f} ms heard of {e.item_id}"))
-            elif isinstance(e, FalseBargeIn):
-                then = "resumed from the heard point" if e.resumed else "cut at the heard point"
-                lines.append((e.at, 0, f"{e.at:7.3f}s  false barge-in: the server never confirmed the hold at "
-                                       f"{e.held_at:.3f}s; {then}"))
-            elif isinstance(e, AssistantAudioStarted):
-                latency = f", {e.reply_latency * 1000:.0f} ms after speech_stopped" if e.reply_latency is not None else ""
-                lines.append((e.at, 2, f"{e.at:7.3f}s  assistant audio {e.item_id} reaches the listener{latency}"))
-        for b in self.barge_ins:
-            if b.server_cuts:
-                cut = f"the server cuts its own buffer (WebRTC); the listener heard {b.heard_ms:.1f} ms of {b.item_id}"
-            elif b.audio_end_ms is not None:
-                cut = f"truncate {b.item_id} at {b.audio_end_ms} ms (heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms received)"
-            elif b.item_id is not None:
-                cut = f"no cut needed: {b.item_id} heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms"
-            else:
-                cut = "nothing was playing"
-            extra = f", deleted {', '.join(b.deleted)}" if b.deleted else ""
-            extra += ", sent response.cancel" if b.cancelled else ""
-            lines.append((b.at, 1, f"{b.at:7.3f}s  barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"))
+            if (described := describe(e, at)) is not None:
+                lines.append(described)
         lines.sort(key=lambda x: (x[0], x[1]))
         return [text for _t, _order, text in lines]
+
+
+def describe(e: Any, at: float) -> tuple[float, int, str] | None:
+    """The summary line of one event, with its time and its rank among lines of the same time
+    (speech, barge-in, audio, response end, tool); None for events the summary leaves out."""
+    match e:
+        case ResponseFinished(response_id=rid, status=status, reason=reason, at=t):
+            why = f" ({reason})" if reason else ""
+            return t, 3, f"{t:7.3f}s  response {rid} {status}{why}"
+        case ToolFinished():
+            verdict = "ok" if e.ok else "failed"
+            return at, 4, f"{at:7.3f}s  tool {e.name} ({e.call_id}) {verdict} in {e.duration_s * 1000:.0f} ms: {e.output[:60]}"
+        case SpeechStarted(at=t, audio_start_ms=start_ms):
+            return t, 0, f"{t:7.3f}s  user speech started (server VAD, buffer at {start_ms} ms)"
+        case AssistantAudioStarted(item_id=item, at=t, reply_latency=latency):
+            if latency is None:
+                after = ""
+            elif latency < 0:  # the first sample played in the block that delivered speech_stopped
+                after = ", in the same 20 ms block as speech_stopped"
+            else:
+                after = f", {latency * 1000:.0f} ms after speech_stopped"
+            return t, 2, f"{t:7.3f}s  assistant audio {item} reaches the listener{after}"
+        case BargeIn():
+            return e.at, 1, f"{e.at:7.3f}s  barge-in ({e.trigger}): {_cut(e)}; silent after {e.reaction_s * 1000:.1f} ms"
+        case TranscriptDone(role="user", text=text):
+            return at, 0, f"{at:7.3f}s  user transcript: {text[:60]!r}"
+        case PlaybackHeld():
+            return e.at, 0, (f"{e.at:7.3f}s  local VAD: speech from {e.onset:.3f}s, assistant held at "
+                             f"{e.heard_ms:.1f} ms heard of {e.item_id}")
+        case FalseBargeIn():
+            then = "resumed from the heard point" if e.resumed else "cut at the heard point"
+            return e.at, 0, f"{e.at:7.3f}s  false barge-in: the server never confirmed the hold at {e.held_at:.3f}s; {then}"
+        case _:
+            return None
+
+
+def _cut(b: BargeIn) -> str:
+    if b.server_cuts:
+        cut = f"the server cuts its own buffer (WebRTC); the listener heard {b.heard_ms:.1f} ms of {b.item_id}"
+    elif b.audio_end_ms is not None:
+        cut = f"truncate {b.item_id} at {b.audio_end_ms} ms (heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms received)"
+    elif b.item_id is not None:
+        cut = f"no cut needed: {b.item_id} heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms"
+    else:
+        cut = "nothing was playing"
+    extra = f", deleted {', '.join(b.deleted)}" if b.deleted else ""
+    extra += ", sent response.cancel" if b.cancelled else ""
+    return cut + extra

@@ -1,0 +1,58 @@
+"""One line saying why a connection could not be made: HTTP status, TLS, DNS, refused, timeout.
+
+Shared by the WebSocket transport and WebRTC signalling. The line names the URL and what
+happened, never the token.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+import urllib.parse
+
+__all__ = ["connect_failure", "http_status"]
+
+_STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? (\d{3})")
+
+
+def http_status(url: str, status: int) -> str:
+    """What an HTTP status answered to a Realtime connect means."""
+    if status in (401, 403):
+        return f"HTTP {status} from {url}: the token was refused"
+    if status in (404, 405, 426) or 300 <= status < 400:
+        return f"HTTP {status} from {url} — not a Realtime endpoint (check the URL; it ends in /v1)"
+    return f"HTTP {status} from {url}"
+
+
+def connect_failure(url: str, exc: BaseException) -> str:
+    """The one-line reason ``exc`` (raised while connecting to ``url``) stands for."""
+    host = urllib.parse.urlsplit(url).hostname or url
+    for cause in _chain(exc):
+        match cause:
+            case socket.gaierror():
+                return f"cannot connect to {url}: DNS cannot resolve {host} ({cause.strerror or cause})"
+            case ssl.SSLCertVerificationError():
+                return f"cannot connect to {url}: TLS certificate of {host} not accepted ({cause.verify_message or cause.reason})"
+            case ssl.SSLError():
+                hint = "; is it a plain ws:// or http:// server?" if cause.reason == "WRONG_VERSION_NUMBER" else ""
+                return f"cannot connect to {url}: TLS handshake with {host} failed ({cause.reason or cause}{hint})"
+            case ConnectionRefusedError():
+                return f"cannot connect to {url}: connection refused (nothing listens there)"
+            case TimeoutError():
+                return f"cannot connect to {url}: no answer in time (connect timed out)"
+        if (found := _STATUS_LINE.search(str(cause))) is not None:
+            return http_status(url, int(found.group(1)))  # a plain HTTP server, e.g. HTTP/1.0 404
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (str(exc) or type(exc).__name__)
+    return f"cannot connect to {url}: {reason}"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    if isinstance(exc, OSError) and isinstance(exc.args[0] if exc.args else None, BaseException):
+        seen.append(exc.args[0])  # urllib's URLError carries its reason as an argument
+    return seen

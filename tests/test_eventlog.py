@@ -1,0 +1,38 @@
+"""EVENTS.jsonl lines come out in time order, each stamped with when it happened."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from voxline.session.eventlog import EventLog
+
+
+def test_a_local_event_stamped_in_the_past_lands_among_the_wire_events_of_its_moment() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    log = EventLog(out, lambda: now[0], horizon_s=0.5)
+    for t in (1.00, 1.02, 1.04):
+        now[0] = t
+        log.wire("in", json.dumps({"type": "response.output_audio.delta", "delta": "AAAA"}))
+    log.local({"type": "AssistantAudioStarted", "at": 1.01}, at=1.01)  # noticed at 1.04, heard at 1.01
+    now[0] = 3.0
+    log.local({"type": "late"}, at=1.5)  # later than the horizon: stamped no earlier than what was written
+    log.close()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["t_ms"] for line in lines] == [1000.0, 1010.0, 1020.0, 1040.0, 1500.0]
+    assert lines[1]["event"]["type"] == "AssistantAudioStarted" and lines[1]["dir"] == "local"
+
+
+def test_a_stamp_never_runs_backwards_and_close_writes_everything_held() -> None:
+    now = [5.0]
+    out = io.StringIO()
+    log = EventLog(out, lambda: now[0], horizon_s=0.1)
+    log.wire("out", json.dumps({"type": "a"}))
+    now[0] = 6.0
+    log.wire("out", json.dumps({"type": "b"}))  # flushes "a"
+    log.local({"type": "old"}, at=4.0)  # before the last line written: stamped with that line's time
+    assert [json.loads(line)["t_ms"] for line in out.getvalue().splitlines()] == [5000.0, 5000.0]
+    log.close()  # "b" was held within the horizon; close writes it
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(line["t_ms"], line["event"]["type"]) for line in lines] == [(5000.0, "a"), (5000.0, "old"), (6000.0, "b")]
