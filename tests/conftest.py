@@ -10,6 +10,19 @@ from pathlib import Path
 import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _hypothesis_outside_the_tree() -> None:
+    """Hypothesis keeps its example database under the working directory; keep it in a temp dir."""
+    import tempfile
+    from pathlib import Path
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "voxline-hypothesis")
+
+
+_hypothesis_outside_the_tree()
 # the one line of system packages the README names (espeak-ng voice, sound-device tests)
 SYSTEM_PACKAGES = (Path(__file__).resolve().parent.parent / ".ci" / "system-packages").read_text().split()
 INSTALL_HINT = f"sudo apt-get install {' '.join(SYSTEM_PACKAGES)}"
