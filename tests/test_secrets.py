@@ -359,3 +359,11 @@ def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
             asyncio.run(post_offer(f"http://127.0.0.1:{port}/v1/realtime/calls", CANARY, "v=0\r\n", timeout=5))
     assert "HTTP 401" in str(failure.value) and "Incorrect API key provided: [redacted]" in str(failure.value)
     assert CANARY not in str(failure.value)
+
+
+def test_a_short_token_is_not_scrubbed_from_what_the_server_says() -> None:
+    """The loopback server takes any token, e.g. "local"; the word must survive in transcripts."""
+    from voxline.base.errors import scrub
+
+    assert scrub("the voxline local server", "local") == "the voxline local server"
+    assert scrub(f"bad key {CANARY}", CANARY) == "bad key [redacted]"

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
-from voxline.base.errors import install_log_redaction
+from voxline.base.errors import install_log_redaction, scrub
 
 from ..errors import ConnectionClosed, ConnectionFailed, redact
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
@@ -196,9 +196,7 @@ class WebRTCTransport:
 
     def _on_message(self, message: str | bytes) -> None:
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
-        if self._token and self._token in text:  # a server echoed our token, e.g. in an error message
-            text = text.replace(self._token, "[redacted]")
-        self._inbox.put_nowait(text)
+        self._inbox.put_nowait(scrub(text, self._token))  # a server may echo our token, e.g. in an error
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._remote is None:

@@ -19,7 +19,7 @@ from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from voxline.base.errors import install_log_redaction, register_secret
+from voxline.base.errors import install_log_redaction, register_secret, scrub
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
@@ -141,10 +141,7 @@ class WebSocketTransport:
 
     def _scrub(self, text: str) -> str:
         """The frame with our own token replaced, should a server echo it (e.g. in an error message)."""
-        token = self._token
-        if token and token in text:
-            return text.replace(token, "[redacted]")
-        return text
+        return scrub(text, self._token)
 
     async def ping(self) -> None:
         """A WebSocket ping; returns when the server's pong arrives."""

@@ -28,6 +28,7 @@ __all__ = [
     "install_log_redaction",
     "redact",
     "register_secret",
+    "scrub",
 ]
 
 # Secrets recognised by their shape, whatever the key itself looks like: the value after
@@ -71,6 +72,17 @@ def register_secret(value: str | None) -> None:
         while len(_known) > _MAX_SECRETS:
             del _known[next(iter(_known))]
         _literal = _compile(_known)
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` replaced by ``[redacted]``, e.g. a token a server echoed back.
+
+    Like :func:`register_secret`, values shorter than 8 characters are left alone: a token such
+    as ``local`` (what a loopback server takes) is a word, and words in transcripts must survive.
+    """
+    if not secret or len(secret) < _MIN_SECRET or secret not in text:
+        return text
+    return text.replace(secret, "[redacted]")
 
 
 def forget_secret(value: str) -> None:
