@@ -38,6 +38,7 @@ from voxline.base.audio_format import PCM16_24K, AudioFormat
 from voxline.base.errors import AudioError
 
 from . import events as ev
+from . import frames
 from .errors import LocalProtocolError, RemoteProtocolError
 from .lifecycle import TERMINAL_STATUSES, Action, Input, ResponseStatus, Slot, step
 from .notices import (
@@ -55,7 +56,6 @@ ProtocolOutput = ev.ServerEvent | Notice
 
 _SHORTER = re.compile(r"Audio content of ([0-9.]+)\s*ms is already shorter than ([0-9.]+)\s*ms")
 EVENT_HISTORY = 256  # client events remembered for error mapping (errors come back within a round trip)
-MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 ITEM_WINDOW = 128  # conversation items (and audio parts) whose order, kind and received audio are kept
 FINISHED_WINDOW = 32  # responses whose final status is kept
 _DROPPING = 32  # dropped responses still awaiting their response.done
@@ -67,14 +67,6 @@ _STATUS = {
     "failed": ResponseStatus.FAILED,
     "in_progress": ResponseStatus.ACTIVE,
 }
-
-
-def _b64_len(data: str) -> int:
-    """Decoded length of a base64 string without decoding it."""
-    n = len(data)
-    if n == 0:
-        return 0
-    return n * 3 // 4 - (data[-2:].count("="))
 
 
 class RealtimeProtocol:
@@ -179,12 +171,12 @@ class RealtimeProtocol:
     def _on_session(self, session: dict[str, Any]) -> None:
         """Read what the core needs from a session the server sent, whatever its shape."""
         self.session = session
-        audio = _table(session.get("audio"))
+        audio = frames.table(session.get("audio"))
         try:
-            self._output_format = AudioFormat.from_wire(_table(audio.get("output")).get("format") or PCM16_24K)
+            self._output_format = AudioFormat.from_wire(frames.table(audio.get("output")).get("format") or PCM16_24K)
         except (AudioError, TypeError, ValueError):
             self._output_format = PCM16_24K
-        td = _table(audio.get("input")).get("turn_detection")
+        td = frames.table(audio.get("input")).get("turn_detection")
         self._server_cancels = isinstance(td, dict) and bool(td) and td.get("interrupt_response", True) is not False
 
     def _bytes_per_ms(self) -> float:
@@ -213,7 +205,7 @@ class RealtimeProtocol:
         payload["event_id"] = event_id
         self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
         if remember:
-            self._sent[event_id] = _slim(payload)
+            self._sent[event_id] = frames.slim(payload)
             while len(self._sent) > EVENT_HISTORY:
                 self._sent.popitem(last=False)
         return event_id
@@ -403,35 +395,19 @@ class RealtimeProtocol:
         try:
             event = ev.parse_server_event(text)
         except RemoteProtocolError as exc:
-            self._events.append(MalformedServerEvent(exc.message, _excerpt(text)))
+            self._events.append(MalformedServerEvent(exc.message, frames.excerpt(text)))
             return
-        problem = self._check(event)
+        problem = frames.problem(event, self.output_format.bytes_per_sample)
         if problem is not None:
-            self._events.append(MalformedServerEvent(problem, _excerpt(text)))
+            self._events.append(MalformedServerEvent(problem, frames.excerpt(text)))
             return
         if isinstance(event, ev.ResponseDone) and event.response.status not in _FINAL | {None}:
             self._events.append(MalformedServerEvent(
-                f"response.done with status {_short(event.response.status)}, which is not final: treated as failed",
-                _excerpt(text)))
+                f"response.done with status {frames.short(event.response.status)}, which is not final: treated as failed",
+                frames.excerpt(text)))
             event = event.model_copy(update={"response": event.response.model_copy(update={"status": "failed"})})
         if self._handle(event):
             self._events.append(event)
-
-    def _check(self, event: ev.ServerEvent) -> str | None:
-        """Why a well-typed event still cannot be used (None if it can); cost bounded by its size."""
-        for name in ("output_index", "content_index"):
-            index = getattr(event, name, 0)
-            if isinstance(index, int) and not 0 <= index <= MAX_INDEX:
-                return f"{event.type} with {name} {index} (expected 0 to {MAX_INDEX})"
-        if isinstance(event, ev.ResponseOutputAudioDelta):
-            try:
-                size = len(event.audio)  # decoded once here; the session reads the same bytes
-            except RemoteProtocolError as exc:
-                return exc.message
-            width = self.output_format.bytes_per_sample
-            if size % width:
-                return f"audio delta of {size} bytes is not a whole number of {width}-byte samples"
-        return None
 
     def _handle(self, event: ev.ServerEvent) -> bool:
         """Update state for one server event; False means the event is dropped."""
@@ -442,7 +418,7 @@ class RealtimeProtocol:
                 key = (event.item_id, event.content_index)
                 if key not in self._received:
                     _remember(self._received, key, ITEM_WINDOW, 0)
-                self._received[key] += _b64_len(event.delta)
+                self._received[key] += frames.b64_len(event.delta)
                 return True
             case ev.ResponseCreated():
                 self._on_created(event.response)
@@ -575,31 +551,6 @@ class RealtimeProtocol:
         )
         self._events.append(TruncateAdjusted(item_id, int(command["audio_end_ms"]), available))
         return True
-
-
-def _excerpt(text: str | bytes, limit: int = 200) -> str:
-    """The start of a frame, for a report (a malformed frame may be megabytes long)."""
-    raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
-    return raw if len(raw) <= limit else raw[:limit] + "…"
-
-
-def _slim(payload: dict[str, Any]) -> dict[str, Any]:
-    """A command as remembered for error mapping: without the audio a rebuilt user turn carries."""
-    item = payload.get("item")
-    if not isinstance(item, dict) or not any(isinstance(p, dict) and "audio" in p for p in item.get("content") or ()):
-        return payload
-    content = [{k: v for k, v in p.items() if k != "audio"} if isinstance(p, dict) else p for p in item["content"]]
-    return {**payload, "item": {**item, "content": content}}
-
-
-def _table(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty one (a server may send any shape)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def _remember(table: dict[Any, Any], key: Any, limit: int, value: Any = None) -> None:

@@ -56,6 +56,7 @@ from .media import ClockedOutput, Output
 from .metrics import MetricsReport, SessionMetrics
 from .mirror import ConversationMirror
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff
+from .restore import Owed, creates_owed, handover_due
 from .settings import SessionSettings
 from .tool_bridge import ToolBridge
 from .track_audio import TrackTagger
@@ -591,7 +592,7 @@ class VoiceSession:
             fatal=True))
         return False
 
-    def _restore(self, conn: RealtimeConnection, owed: list[tuple[str | None, dict[str, Any]]],
+    def _restore(self, conn: RealtimeConnection, owed: list[Owed],
                  cut_short: bool, *, handover: bool = False) -> ConnectionRestored:
         """Recreate the conversation on ``conn``: items, tool outputs, owed responses, the unfinished turn.
 
@@ -612,10 +613,7 @@ class VoiceSession:
         for rid in followed:
             tracker.on_response_done(rid, "completed")  # the rebuilt conversation lets the model go on
         self._drain_tools(conn)
-        creates = [payload for rid, payload in owed if rid is None or rid not in followed]
-        if cut_short and not creates and not followed:
-            creates.append({"type": "response.create"})
-        creates.extend({"type": "response.create"} for _ in range(self._texts_while_away))
+        creates = creates_owed(owed, followed, cut_short=cut_short, texts_while_away=self._texts_while_away)
         self._texts_while_away = 0
         resumed = None
         if handover:
@@ -631,13 +629,12 @@ class VoiceSession:
 
     async def _maybe_hand_over(self, conn: RealtimeConnection) -> None:
         """Before ``expires_at``: warm up a successor, then switch at the first turn boundary."""
-        margin = self.settings.handover_s
-        expires = (conn.protocol.session or {}).get("expires_at")
-        if not margin or not isinstance(expires, (int, float)) or expires <= 0 or self._handing_over:
+        if self._handing_over:
             return
         opened = self._connected_at if self._connected_at is not None else 0.0
-        lifetime = max(1.0, expires - (self.clock.wall() - (self.clock.now() - opened)))
-        if self.clock.wall() < expires - min(margin, lifetime / 4):
+        wall = self.clock.wall()
+        if not handover_due((conn.protocol.session or {}).get("expires_at"), wall_now=wall,
+                            opened_wall=wall - (self.clock.now() - opened), margin_s=self.settings.handover_s):
             return
         if self._spare is None:
             self._spare = asyncio.ensure_future(self._open(adopt=False))

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from voxline.realtime.frames import b64_len as b64_decoded_length
+from voxline.realtime.frames import table as _table
+
 __all__ = ["PCM_BYTES_PER_MS", "b64_decoded_length", "output_bytes_per_ms"]
 
 PCM_BYTES_PER_MS = 48.0
 _G711 = frozenset({"audio/pcmu", "audio/pcma"})
-
-
-def b64_decoded_length(data: str) -> int:
-    """Bytes that base64 text decodes to."""
-    return len(data) * 3 // 4 - data[-2:].count("=") if data else 0
 
 
 def output_bytes_per_ms(audio: dict[str, Any] | None) -> float | None:
@@ -27,7 +25,3 @@ def output_bytes_per_ms(audio: dict[str, Any] | None) -> float | None:
         return None
     return 8.0 if kind in _G711 else PCM_BYTES_PER_MS
 
-
-def _table(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty one (a server may send any shape)."""
-    return value if isinstance(value, dict) else {}

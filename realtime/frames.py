@@ -1,0 +1,68 @@
+"""What the protocol core checks in a server frame before it trusts it, and how it reports one.
+
+A frame can be well-formed JSON of a known type and still unusable: an audio delta that is
+not base64 or not whole samples, an index far out of range. :func:`problem` says why, at a
+cost bounded by the frame's size; the protocol core then reports the frame (shortened by
+:func:`excerpt`) instead of handing it on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import events as ev
+from .errors import RemoteProtocolError
+
+__all__ = ["MAX_INDEX", "b64_len", "excerpt", "problem", "short", "slim", "table"]
+
+MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
+
+
+def problem(event: ev.ServerEvent, sample_width: int) -> str | None:
+    """Why a well-typed event still cannot be used (None if it can); ``sample_width`` in bytes."""
+    for name in ("output_index", "content_index"):
+        index = getattr(event, name, 0)
+        if isinstance(index, int) and not 0 <= index <= MAX_INDEX:
+            return f"{event.type} with {name} {index} (expected 0 to {MAX_INDEX})"
+    if isinstance(event, ev.ResponseOutputAudioDelta):
+        try:
+            size = len(event.audio)  # decoded once here; the session reads the same bytes
+        except RemoteProtocolError as exc:
+            return exc.message
+        if size % sample_width:
+            return f"audio delta of {size} bytes is not a whole number of {sample_width}-byte samples"
+    return None
+
+
+def b64_len(data: str) -> int:
+    """Decoded length of a base64 string without decoding it."""
+    n = len(data)
+    if n == 0:
+        return 0
+    return n * 3 // 4 - (data[-2:].count("="))
+
+
+def excerpt(text: str | bytes, limit: int = 200) -> str:
+    """The start of a frame, for a report (a malformed frame may be megabytes long)."""
+    raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return raw if len(raw) <= limit else raw[:limit] + "…"
+
+
+def slim(payload: dict[str, Any]) -> dict[str, Any]:
+    """A command as remembered for error mapping: without the audio a rebuilt user turn carries."""
+    item = payload.get("item")
+    if not isinstance(item, dict) or not any(isinstance(p, dict) and "audio" in p for p in item.get("content") or ()):
+        return payload
+    content = [{k: v for k, v in p.items() if k != "audio"} if isinstance(p, dict) else p for p in item["content"]]
+    return {**payload, "item": {**item, "content": content}}
+
+
+def table(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a server may send any shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def short(value: object) -> str:
+    """A value for a one-line report, at most about 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"

@@ -1,0 +1,46 @@
+"""What a new connection owes the conversation, decided on plain values (sans-I/O).
+
+:func:`creates_owed` picks the ``response.create`` payloads a restore sends, each exactly
+once; :func:`handover_due` says when a connection is close enough to its ``expires_at`` for
+the session to move to a fresh one. ``VoiceSession`` applies both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Set
+from typing import Any
+
+__all__ = ["Owed", "creates_owed", "handover_due"]
+
+Owed = tuple[str | None, dict[str, Any]]  # (response id if the server named it, the create as sent)
+PLAIN_CREATE: dict[str, Any] = {"type": "response.create"}
+
+
+def creates_owed(owed: Iterable[Owed], followed_up: Set[str], *, cut_short: bool, texts_while_away: int
+                 ) -> list[dict[str, Any]]:
+    """The creates to send after a rebuild.
+
+    * each create the lost connection owed (in flight or queued), except for a response with
+      tool calls, which the tool tracker follows up once its outputs are in (``followed_up``);
+    * one more when the drop cut a reply short for the listener and nothing else asks for one,
+      so the model goes on from what was heard;
+    * one for each message sent while the session was away.
+    """
+    creates = [dict(payload) for rid, payload in owed if rid is None or rid not in followed_up]
+    if cut_short and not creates and not followed_up:
+        creates.append(dict(PLAIN_CREATE))
+    creates.extend(dict(PLAIN_CREATE) for _ in range(texts_while_away))
+    return creates
+
+
+def handover_due(expires_at: object, *, wall_now: float, opened_wall: float, margin_s: float) -> bool:
+    """Is a connection opened at ``opened_wall`` (wall time) within its hand-over window?
+
+    The window is the last ``margin_s`` seconds before ``expires_at``, but at most the last
+    quarter of the connection's life (a 60-s test session hands over in its last 15 s).
+    ``margin_s`` 0, or no usable ``expires_at``, means never.
+    """
+    if not margin_s or not isinstance(expires_at, (int, float)) or isinstance(expires_at, bool) or expires_at <= 0:
+        return False
+    lifetime = max(1.0, float(expires_at) - opened_wall)
+    return wall_now >= float(expires_at) - min(margin_s, lifetime / 4)
