@@ -437,14 +437,12 @@ class VoiceSession:
                 continue  # the last words of a connection handed over
             self._last_rx = self.clock.now()
             try:
-                effects = self._take(out)
+                await self._apply(self._take(out))
             except Exception as exc:  # containment: no server event may end the session
                 _log.exception("failed to handle %s", getattr(out, "type", type(out).__name__))
                 kind = getattr(out, "type", type(out).__name__)
                 self._queue.put_nowait(SessionError(f"could not handle {kind}: {type(exc).__name__}: {exc}",
                                                     "event_failed"))
-                continue
-            await self._apply(effects)
 
     def _take(self, out: Any) -> Effects:
         """One protocol output through the core, the journal, the tools and the mirror."""

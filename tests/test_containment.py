@@ -125,3 +125,33 @@ def test_work_on_a_frame_is_bounded_by_its_size() -> None:
         tracemalloc.stop()
     assert peak < 64 * 1024, peak
     assert [type(e).__name__ for e in protocol.events()][-2:] == ["MalformedServerEvent"] * 2
+
+
+async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_on() -> None:
+    clock = VirtualClock()
+    client, server = memory_pair()
+
+    class BrokenOutput(ClockedOutput):
+        def discard_pending(self, cut: Any) -> None:
+            raise OSError("the sound device went away")
+
+    async def connector() -> RealtimeConnection:
+        return RealtimeConnection(client)
+
+    settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
+    output = BrokenOutput(clock, latency_s=0.1)  # audio sits in the "device": a cut revokes some
+    session = VoiceSession(settings, output=output, clock=clock, connector=connector)
+    async with session:
+        for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:  # one second of silence
+            await server.send(json.dumps(frame))
+        for _ in range(20):
+            for _ in range(20):
+                await asyncio.sleep(0)
+            clock.advance(0.02)
+        await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "e7",
+                                      "audio_start_ms": 100, "item_id": "u1"}))
+        for _ in range(100):
+            await asyncio.sleep(0)
+        assert session.connected
+        errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
+    assert [e.code for e in errors] == ["event_failed"] and "sound device went away" in errors[0].message
