@@ -61,6 +61,11 @@ class SpeechStop:
 VadEvent = SpeechStart | SpeechStop
 
 
+def _energy_at(dbfs: float, frame: int) -> float:
+    """The sum of squared samples of a ``frame``-sample frame whose RMS is ``dbfs``."""
+    return frame * (_FULL_SCALE * 10.0 ** (dbfs / 20.0)) ** 2
+
+
 class EnergyVad:
     """Streaming energy detector working in buffer time (see the module docstring)."""
 
@@ -97,6 +102,9 @@ class EnergyVad:
         self.prefix_padding = max(0, int(prefix_padding_ms)) * self.sample_rate // 1000
         self.silence_frames = max(1, -(-max(0, int(silence_duration_ms)) // self.frame_ms))
         self.onset_frames = max(1, -(-max(0, int(self.min_speech_ms)) // self.frame_ms))
+        # A frame is at or above a level L dBFS when its sum of squares reaches frame * (32768 * 10^(L/20))^2.
+        self._loud_energy = _energy_at(self.onset_dbfs, self.frame)
+        self._voiced_energy = _energy_at(self.onset_dbfs - self.hysteresis_db, self.frame)
 
     def reset(self) -> None:
         """Forget any speech in progress; the buffer-time position is kept."""
@@ -116,48 +124,82 @@ class EnergyVad:
         return self._speaking
 
     def process(self, block: np.ndarray) -> list[VadEvent]:
-        """Feed one block of int16 samples; return the events it completes, in order."""
+        """Feed one block of int16 samples; return the events it completes, in order.
+
+        The frames' energies are exact integers compared with thresholds precomputed from
+        the dBFS levels, and the detector walks the block run by run (a stretch of loud,
+        voiced or quiet frames at a time), so its Python work grows with the number of
+        level changes, not with the block's length.
+        """
         samples = np.asarray(block, dtype=np.int16).reshape(-1)
         self._fed += samples.size
         data = np.concatenate((self._pending, samples)) if self._pending.size else samples
         whole = data.size - data.size % self.frame
-        self._pending = data[whole:].copy()
+        self._pending = data[whole:].copy() if whole < data.size else _NO_SAMPLES
         if whole == 0:
             return []
-        frames = data[:whole].astype(np.float64).reshape(-1, self.frame)
-        rms = np.sqrt(np.mean(frames * frames, axis=1))
-        levels = 20.0 * np.log10(np.maximum(rms, 1e-9) / _FULL_SCALE)
-        events: list[VadEvent] = []
-        for level in levels:
-            event = self._step(float(level))
-            if event is not None:
-                events.append(event)
-        return events
+        frames = data[:whole].reshape(-1, self.frame).astype(np.int64)
+        energy = np.add.reduce(frames * frames, axis=1)
+        loud = energy >= self._loud_energy
+        voiced = loud if self._voiced_energy == self._loud_energy else energy >= self._voiced_energy
+        return self._walk(loud, voiced)
 
-    def _step(self, level: float) -> VadEvent | None:
-        start = self._position
-        self._position += self.frame
-        if not self._speaking:
-            if level >= self.onset_dbfs:
+    def _walk(self, loud: np.ndarray, voiced: np.ndarray) -> list[VadEvent]:
+        """Advance the state machine over frames whose loudness and voicing are given."""
+        n = loud.size
+        base = self._position
+        self._position = base + n * self.frame
+        frame = self.frame
+        events: list[VadEvent] = []
+        i = 0
+        while i < n:
+            if not self._speaking:
+                first_loud = _first(loud, i, True)
+                if first_loud > i:  # quiet frames end any run of loud ones
+                    self._loud_run = 0
+                if first_loud >= n:
+                    break
+                end = _first(loud, first_loud, False)
                 if self._loud_run == 0:
-                    self._loud_start = start
-                self._loud_run += 1
-                if self._loud_run >= self.onset_frames:
-                    self._speaking = True
-                    self._quiet_run = 0
-                    self._last_voiced = self._position
-                    onset = self._loud_start
-                    return SpeechStart(onset=onset, start=max(0, onset - self.prefix_padding))
-            else:
-                self._loud_run = 0
-            return None
-        if level >= self.onset_dbfs - self.hysteresis_db:
-            self._quiet_run = 0
-            self._last_voiced = self._position
-            return None
-        self._quiet_run += 1
-        if self._quiet_run >= self.silence_frames:
+                    self._loud_start = base + first_loud * frame
+                needed = self.onset_frames - self._loud_run
+                if end - first_loud < needed:
+                    self._loud_run += end - first_loud
+                    i = end
+                    continue
+                i = first_loud + needed  # the frame after the one that completes the onset
+                self._speaking = True
+                self._quiet_run = 0
+                self._last_voiced = base + i * frame
+                onset = self._loud_start
+                events.append(SpeechStart(onset=onset, start=max(0, onset - self.prefix_padding)))
+                continue
+            quiet = _first(voiced, i, False)
+            if quiet > i:
+                self._quiet_run = 0
+                self._last_voiced = base + quiet * frame
+            if quiet >= n:
+                break
+            end = _first(voiced, quiet, True)
+            needed = self.silence_frames - self._quiet_run
+            if end - quiet < needed:
+                self._quiet_run += end - quiet
+                i = end
+                continue
+            i = quiet + needed
             self._speaking = False
             self._loud_run = 0
-            return SpeechStop(end=self._position, last_voiced=self._last_voiced)
-        return None
+            events.append(SpeechStop(end=base + i * frame, last_voiced=self._last_voiced))
+        return events
+
+
+_NO_SAMPLES = np.zeros(0, dtype=np.int16)
+
+
+def _first(mask: np.ndarray, start: int, value: bool) -> int:
+    """Index of the first element of ``mask[start:]`` equal to ``value``, or ``mask.size``."""
+    rest = mask[start:] if value else ~mask[start:]
+    if rest.size == 0:
+        return mask.size
+    at = int(rest.argmax())
+    return start + at if rest[at] else mask.size

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import bench_decode, bench_duplex, bench_open_speakers, bench_truncation, run_all
+from benchmarks import bench_decode, bench_duplex, bench_open_speakers, bench_server, bench_truncation, run_all
 from benchmarks.bench_truncation import METHODS, Case
 from tests.conftest import require_tool
 
@@ -107,4 +107,15 @@ def test_run_all_covers_every_benchmark() -> None:
         "truncation": bench_truncation.main,
         "duplex": bench_duplex.main,
         "open_speakers": bench_open_speakers.main,
+        "server": bench_server.main,
     }
+
+
+def test_server_benchmark_streams_replies_and_reports_every_figure(tmp_path: Path) -> None:
+    frames = bench_server._frames(3.2)  # one turn: a second of speech, then silence long enough to reply
+    assert bench_server.serve(2, frames) > 2 * 10  # VAD turns and streamed deltas, not just appends
+    result = bench_server.run(sessions=2, seconds=1.0, rounds=1)
+    assert result["server"]["cpu_ms_per_session_second"] > 0 and result["ids"]["speedup"] > 0
+    assert result["vad"]["speedup"] > 0 and "sessions" in bench_server.table(result)
+    assert bench_server.main(["--sessions", "1", "--seconds", "0.5", "--rounds", "1", "--out", str(tmp_path / "s.json")]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["sessions"] == 1

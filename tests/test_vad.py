@@ -123,3 +123,67 @@ def test_events_do_not_depend_on_block_boundaries(sizes: list[int]) -> None:
 def test_rejects_bad_geometry() -> None:
     with pytest.raises(ValueError):
         EnergyVad(sample_rate=0)
+
+
+def reference_events(signal: np.ndarray, *, threshold: float, padding_ms: int, silence_ms: int,
+                     min_speech_ms: int = 30, hysteresis_db: float = 6.0) -> list[object]:
+    """The module docstring's rules, one 10 ms frame at a time, levels in dBFS (no streaming)."""
+    frame = RATE // 100
+    onset_db = threshold_to_dbfs(threshold)
+    onset_frames = max(1, -(-min_speech_ms // 10))
+    silence_frames = max(1, -(-silence_ms // 10))
+    padding = padding_ms * RATE // 1000
+    events: list[object] = []
+    speaking, run_, quiet, loud_start, last_voiced = False, 0, 0, 0, 0
+    for k in range(len(signal) // frame):
+        chunk = signal[k * frame : (k + 1) * frame].astype(np.float64)
+        level = 20 * np.log10(max(float(np.sqrt(np.mean(chunk * chunk))), 1e-9) / 32768.0)
+        start, end = k * frame, (k + 1) * frame
+        if not speaking:
+            if level >= onset_db:
+                loud_start = start if run_ == 0 else loud_start
+                run_ += 1
+                if run_ >= onset_frames:
+                    speaking, quiet, last_voiced = True, 0, end
+                    events.append(SpeechStart(onset=loud_start, start=max(0, loud_start - padding)))
+            else:
+                run_ = 0
+        elif level >= onset_db - hysteresis_db:
+            quiet, last_voiced = 0, end
+        else:
+            quiet += 1
+            if quiet >= silence_frames:
+                speaking, run_ = False, 0
+                events.append(SpeechStop(end=end, last_voiced=last_voiced))
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.tuples(st.sampled_from([-80.0, -50.0, -43.0, -38.0, -20.0]), st.integers(1, 40)),
+                    min_size=1, max_size=14),
+    cuts=st.lists(st.integers(1, 3000), min_size=1, max_size=8),
+    threshold=st.sampled_from([0.3, 0.5, 0.6]),
+    silence_ms=st.sampled_from([10, 50, 200, 500]),
+    min_speech_ms=st.sampled_from([10, 30, 60]),
+)
+def test_streaming_detector_matches_the_frame_by_frame_rules(
+    pieces: list[tuple[float, int]], cuts: list[int], threshold: float, silence_ms: int, min_speech_ms: int
+) -> None:
+    # Stretches of a tone at a few levels around the thresholds, each a whole number of 10 ms or not.
+    signal = np.concatenate([tone(n * 0.0075, db) if db > -80 else silence(n * 0.0075) for db, n in pieces])
+    vad = EnergyVad(threshold=threshold, prefix_padding_ms=300, silence_duration_ms=silence_ms,
+                    min_speech_ms=min_speech_ms)
+    events: list[object] = []
+    position, turn = 0, 0
+    while position < len(signal):  # blocks of varied sizes, as appends come
+        size = cuts[turn % len(cuts)]
+        events.extend(vad.process(signal[position : position + size]))
+        position, turn = position + size, turn + 1
+    assert events == reference_events(signal, threshold=threshold, padding_ms=300, silence_ms=silence_ms,
+                                      min_speech_ms=min_speech_ms)
+
+
+def test_one_long_block_gives_the_same_events_as_20_ms_blocks() -> None:
+    signal = np.concatenate([silence(0.5), tone(1.0, -20.0), silence(0.7), tone(0.05, -20.0), silence(1.0)] * 30)
+    assert run(EnergyVad(), signal, block=len(signal)) == run(EnergyVad(), signal) != []

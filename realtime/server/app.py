@@ -110,6 +110,7 @@ class Server:
             create_connection=factory,
             max_size=4 * self.config.max_frame_bytes,
             server_header="voxline-local-server",
+            reuse_port=self.config.reuse_port or None,
         )
         return self
 

@@ -56,6 +56,18 @@ def _port(text: str) -> int:
     return value
 
 
+def _workers(text: str) -> int:
+    from voxline.realtime.server.workers import MAX_WORKERS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes 1..{MAX_WORKERS}, not {text!r}") from None
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a number of processes 1..{MAX_WORKERS}, not {text!r}")
+    return value
+
+
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` options to ``parser``."""
     parser.add_argument(
@@ -91,6 +103,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help="session length limit; at it the server sends session_expired and closes (default 60)",
     )
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="server processes sharing the port with SO_REUSEPORT, for more sessions than one core serves "
+        "(default 1; ephemeral keys and WebRTC calls are per process)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -111,6 +130,11 @@ async def main_serve(args: argparse.Namespace) -> int:
     """Run the server until cancelled; return the exit status."""
     try:
         config = config_from_args(args)
+        workers = getattr(args, "workers", 1)
+        if workers > 1:
+            from voxline.realtime.server.workers import supervise
+
+            return await supervise(args, config, workers)
         async with serve(config) as server:
             print(
                 f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "

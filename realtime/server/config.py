@@ -77,6 +77,7 @@ class ServerConfig:
     session_identity: bool = True
     reject_in_band: bool = False
     seed: int | None = None
+    reuse_port: bool = False
     faults: FaultConfig = field(default_factory=FaultConfig)
     on_wire: Callable[[str, str], None] | None = field(default=None, repr=False)
     clock: Clock = field(default_factory=RealClock, repr=False)

@@ -104,22 +104,42 @@ class Engine:
 
     def receive(self, frame: str | bytes, now: float) -> Events:
         """Handle one client frame; return the events it causes right away."""
-        if isinstance(frame, (bytes, bytearray, memoryview)):
-            return [self.error(errors.binary_frame())]
-        limit = self._state.config.max_event_bytes
-        if len(frame) > limit:
-            return [self.error(errors.event_too_large(len(frame), limit))]
         try:
-            data = parse_json(frame)
+            data = self.parse(frame)
         except RequestRejected as exc:
             return [self.error(exc.spec)]
+        return self.handle(data, now)
+
+    def parse(self, frame: str | bytes) -> dict[str, Any]:
+        """The JSON object of a client frame; :class:`RequestRejected` for what :meth:`receive` refuses unread."""
+        if isinstance(frame, (bytes, bytearray, memoryview)):
+            raise RequestRejected(errors.binary_frame())
+        limit = self._state.config.max_event_bytes
+        if len(frame) > limit:
+            raise RequestRejected(errors.event_too_large(len(frame), limit))
+        data = parse_json(frame)
         if not isinstance(data, dict):
-            return [self.error(errors.not_an_object(f"{_article(json_kind(data))}"))]
+            raise RequestRejected(errors.not_an_object(f"{_article(json_kind(data))}"))
+        return data
+
+    def handle(self, data: dict[str, Any], now: float) -> Events:
+        """Handle one client event already read by :meth:`parse` (e.g. by a driver that routes on its type)."""
         client_event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
         try:
             events = self._dispatch(data, now)
         except RequestRejected as exc:
             events = [self.error(exc.spec, client_event_id)]
+        return events + self._sweep(now)
+
+    def append_audio(self, audio: bytes, now: float) -> Events:
+        """``input_audio_buffer.append`` of raw bytes in the input format, as a media track delivers them.
+
+        The same checks and events as the client event, without its JSON and base64 round trip.
+        """
+        try:
+            events = self._append_bytes(audio, now)
+        except RequestRejected as exc:
+            events = [self.error(exc.spec)]
         return events + self._sweep(now)
 
     def poll(self, now: float) -> Events:
@@ -206,7 +226,9 @@ class Engine:
         return [event(state.ids, "session.updated", session=state.session.view(self._identity()))]
 
     def _append(self, data: dict[str, Any], now: float) -> Events:
-        audio = decode_base64(data["audio"], "audio")
+        return self._append_bytes(decode_base64(data["audio"], "audio"), now)
+
+    def _append_bytes(self, audio: bytes, now: float) -> Events:
         limit = self._state.config.max_audio_bytes
         if len(audio) > limit:
             message = (

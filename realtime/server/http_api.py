@@ -140,7 +140,7 @@ class Credentials:
 
     def mint(self, seconds: int, session: dict[str, Any], now: float) -> tuple[str, int]:
         self._minted = {k: v for k, v in self._minted.items() if v[0] > now}
-        value = self.ids.new("ek", 32)
+        value = self.ids.secret("ek", 32)
         register_secret(value)
         expires_at = int(now + seconds)
         self._minted[value] = (float(expires_at), session)

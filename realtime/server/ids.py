@@ -1,11 +1,16 @@
 """Identifiers in the service's style: ``event_…``, ``item_…``, ``resp_…``, ``sess_…``.
 
 The suffix is 21 base-62 characters. A seeded factory gives reproducible ids for
-tests; an unseeded one draws from the operating system's randomness.
+tests. An unseeded one draws ordinary ids from its own pseudo-random generator,
+seeded once from the operating system's randomness: ids name things, they guard
+nothing, and a session mints one per event. What does guard something (an
+ephemeral key, a call a URL can hang up) comes from :meth:`IdFactory.secret`, which
+draws from the operating system every time.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import string
@@ -20,15 +25,18 @@ class IdFactory:
     """Makes prefixed ids; ``IdFactory(seed=1)`` repeats the same sequence every run."""
 
     def __init__(self, seed: int | None = None) -> None:
-        self._rng: random.Random | None = random.Random(seed) if seed is not None else None
+        self._seeded = seed is not None
+        self._rng = random.Random(seed if seed is not None else int.from_bytes(os.urandom(32), "big"))
 
     def new(self, prefix: str, length: int = 21) -> str:
         """A fresh id such as ``item_C9G5RJeJ2gF77mV7f2B1j``."""
-        if self._rng is None:
-            suffix = "".join(secrets.choice(_ALPHABET) for _ in range(length))
-        else:
-            suffix = "".join(self._rng.choice(_ALPHABET) for _ in range(length))
-        return f"{prefix}_{suffix}"
+        return f"{prefix}_{''.join(self._rng.choices(_ALPHABET, k=length))}"
+
+    def secret(self, prefix: str, length: int = 21) -> str:
+        """Like :meth:`new`, but unpredictable from earlier ids when unseeded (keys, capability URLs)."""
+        if self._seeded:
+            return self.new(prefix, length)
+        return f"{prefix}_{''.join(secrets.choice(_ALPHABET) for _ in range(length))}"
 
 
 def event(ids: IdFactory, type_: str, **fields: Any) -> dict[str, Any]:

@@ -20,7 +20,6 @@ Synchronous and clock-free like the engine; :mod:`voxline.realtime.server.rtc_ca
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -59,16 +58,27 @@ class CallBridge:
         self, frame: str | bytes, now: float, reply: Callable[[dict[str, Any]], None] | None = None
     ) -> None:
         """One frame from the data channel, or from a sideband socket (``reply`` gets its errors)."""
-        if _event_type(frame) == _CLEAR:
-            self._clear(now)
+        if not isinstance(frame, str):  # a binary message that spells the clear event clears too
+            if _event_type(frame) == _CLEAR:
+                self._clear(now)
+                return
+            self._route(self.engine.receive(frame, now) + self.engine.poll(now), now, reply)
             return
-        self._route(self.engine.receive(frame, now) + self.engine.poll(now), now, reply)
+        try:
+            data = self.engine.parse(frame)  # read once: routed on its type, then handled by the engine
+        except RequestRejected as exc:
+            events = [self.engine.error(exc.spec)]
+        else:
+            if data.get("type") == _CLEAR:
+                self._clear(now)
+                return
+            events = self.engine.handle(data, now)
+        self._route(events + self.engine.poll(now), now, reply)
 
     def microphone(self, samples: Samples, now: float) -> None:
         """A decoded block of the incoming track (int16 mono 24 kHz) into the input buffer."""
         payload = wire_audio.from_pcm24k(samples, self._input_format)
-        frame = json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(payload).decode("ascii")})
-        self._route(self.engine.receive(frame, now) + self.engine.poll(now), now)
+        self._route(self.engine.append_audio(payload, now) + self.engine.poll(now), now)
 
     def poll(self, now: float) -> None:
         """Engine steps due by ``now``."""
@@ -140,17 +150,16 @@ class CallBridge:
                 "content_index": 0,
                 "audio_end_ms": played * 1000 // SAMPLE_RATE,
             }
-            answer = self.engine.receive(json.dumps(truncate), now)
+            answer = self.engine.handle(truncate, now)
             # An item the client already deleted or truncated shorter is simply left alone.
             self._route([ev for ev in answer if ev["type"] != "error"], now)
 
 
-def _event_type(frame: str | bytes) -> str | None:
-    """The ``type`` of a JSON object frame, or ``None`` (the engine reports malformed frames)."""
+def _event_type(frame: bytes | bytearray | memoryview) -> str | None:
+    """The ``type`` of a binary message holding a JSON object, or ``None`` (the engine reports the rest)."""
     try:
-        data = parse_json(frame)
+        data = parse_json(bytes(frame))
     except RequestRejected:
         return None
     kind = data.get("type") if isinstance(data, dict) else None
     return kind if isinstance(kind, str) else None
-

@@ -47,7 +47,10 @@ def parse_json(text: str | bytes) -> Any:
     limit, and the depth check visits each container once, without recursion.
     """
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        if isinstance(text, str) and not text.startswith("\ufeff"):
+            data = _DECODER.decode(text)  # what json.loads does for text, without a new decoder per frame
+        else:
+            data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise RequestRejected(errors.invalid_json(_too_deep())) from None
     except ValueError as exc:  # UnicodeDecodeError included
@@ -66,6 +69,9 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:40]} is out of range")
     return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
 def _too_deep() -> str:

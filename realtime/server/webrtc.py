@@ -120,7 +120,7 @@ class RealtimeCalls:
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        call = Call(self._ids.new("rtc"), pc, engine, self._config, self._synth)
+        call = Call(self._ids.secret("rtc"), pc, engine, self._config, self._synth)
         try:
             await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(offer), "offer"))
             call.add_output_track()

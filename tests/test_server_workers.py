@@ -1,0 +1,112 @@
+"""``voxline serve --workers N``: several processes on one port, all started and stopped together."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import websockets
+
+from voxline.realtime.server import add_serve_arguments
+
+VOXLINE = Path(sys.executable).parent / "voxline"
+BANNER = re.compile(r"ws://127\.0\.0\.1:(\d+)/v1/realtime — (\d+) worker processes share the port \(pids ([\d, ]+)\)")
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two"])
+def test_workers_must_be_a_small_positive_number(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--workers", value)
+    assert "expected a number of processes 1..64" in capsys.readouterr().err
+    assert parse().workers == 1 and parse("--workers", "3").workers == 3
+
+
+def start(workers: int) -> tuple[subprocess.Popen[str], int, list[int]]:
+    process = subprocess.Popen([str(VOXLINE), "serve", "--workers", str(workers), "--port", "0", "--voice", "tone",
+                                "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    line = process.stdout.readline()  # the supervisor prints once every worker listens
+    match = BANNER.search(line)
+    if match is None:
+        process.kill()
+        raise AssertionError(f"no banner: {line!r} {process.communicate(timeout=10)}")
+    pids = [int(p) for p in match.group(3).split(",")]
+    assert int(match.group(2)) == workers == len(pids)
+    return process, int(match.group(1)), pids
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+
+
+def served_by(pid: int, port: int) -> int:
+    """Established connections to ``port`` whose socket ``pid`` holds (from /proc)."""
+    inodes = set()
+    for name in ("tcp", "tcp6"):
+        for row in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+            fields = row.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                inodes.add(fields[9])
+    held = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        held += target.startswith("socket:[") and target[8:-1] in inodes
+    return held
+
+
+async def test_connections_are_spread_over_the_workers_and_all_stop_with_the_supervisor() -> None:
+    process, port, pids = start(2)
+    try:
+        async with asyncio.timeout(60):
+            sockets = [await websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
+                                                     additional_headers={"Authorization": "Bearer sk-local"})
+                       for _ in range(24)]
+            try:
+                for ws in sockets:
+                    assert json.loads(await ws.recv())["type"] == "session.created"
+                counts = [served_by(pid, port) for pid in pids]
+                assert sum(counts) == 24 and min(counts) > 0, counts
+            finally:
+                for ws in sockets:
+                    await ws.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+        assert all(gone(pid) for pid in pids)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def test_a_worker_that_dies_ends_the_server_with_an_error() -> None:
+    process, _port, pids = start(2)
+    try:
+        os.kill(pids[0], signal.SIGKILL)
+        assert process.wait(timeout=20) != 0
+        assert process.stderr is not None and f"(pid {pids[0]}) ended" in process.stderr.read()
+        assert all(gone(pid) for pid in pids)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
