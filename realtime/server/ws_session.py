@@ -12,7 +12,6 @@ a voicer synthesizes the replies a response waits for, off the event loop
 from __future__ import annotations
 
 import asyncio
-import logging
 import json
 import logging
 from typing import Any
@@ -30,7 +29,6 @@ from voxline.realtime.server.voices import SpeechSupplier
 
 __all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
 
-_log = logging.getLogger("voxline.server")
 log = logging.getLogger("voxline.server")
 
 
@@ -149,7 +147,7 @@ async def _read(
                 outbox.put_all(engine.receive(message, now))
                 outbox.put_all(engine.poll(now))
             except Exception:  # a bug of ours must not end the client's session: say so, as the service does
-                _log.exception("the engine failed on a client frame")
+                log.exception("the engine failed on a client frame")
                 outbox.put_all([engine.error(errors.server_error())])
             voicer.check()
             wakeup.set()
