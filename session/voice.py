@@ -151,7 +151,7 @@ class VoiceSession:
             raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                    f"({exc.code} {exc.reason})".strip()) from None
         self._live = True
-        self._connected_at = self.clock.now()
+        self._connected_at = self._last_rx = self.clock.now()  # a clock need not start at 0
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._tools.runner)
         loops = [self._receive_loop(), self._tick_loop(), self._flush_loop()]

@@ -175,3 +175,34 @@ def test_send_text_while_reconnecting_is_kept_and_answered() -> None:
     after = server[[i.get("content", [{}])[0].get("text") for i in server].index("And tomorrow?") + 1:]
     assert any(i.get("role") == "assistant" or i.get("type") == "function_call" for i in after)
     assert [m.id for m in outcome.mirror] == [i["id"] for i in server]
+
+
+def test_a_quiet_first_connection_is_not_taken_for_a_silent_server() -> None:
+    """A real clock starts at the machine's uptime, not 0: the watchdog counts from the connect."""
+    clock = VirtualClock(start=8700.0)
+    client, server = memory_pair()
+    opened = 0
+
+    class Answering:
+        """The client end, able to ping (the peer is alive and answers at once)."""
+
+        media = None
+        send, recv, close = client.send, client.recv, client.close
+
+        async def ping(self) -> None:
+            return None
+
+    async def connector() -> RealtimeConnection:
+        nonlocal opened
+        opened += 1
+        return RealtimeConnection(Answering())
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=30.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await clock.sleep(5.0)  # the server says nothing at all; a ping would be answered
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    assert opened == 1 and not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
