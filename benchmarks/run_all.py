@@ -1,8 +1,8 @@
 """Run every benchmark, print every figure and save them (``--write-results``: under ``benchmarks/results/``).
 
 ``python3 -m benchmarks.run_all`` runs, in order: decode (``bench_decode``), truncation
-(``bench_truncation``), full-duplex CPU cost (``bench_duplex``) and open speakers
-(``bench_open_speakers``). The exit status is
+(``bench_truncation``), full-duplex CPU cost (``bench_duplex``), open speakers
+(``bench_open_speakers``) and concurrent real-time sessions (``bench_concurrent``). The exit status is
 the first non-zero status of a benchmark, else 0.
 """
 
@@ -12,7 +12,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from . import bench_decode, bench_duplex, bench_open_speakers, bench_truncation
+from . import bench_concurrent, bench_decode, bench_duplex, bench_open_speakers, bench_truncation
 
 __all__ = ["BENCHMARKS", "main"]
 
@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, Callable[[list[str] | None], int]] = {
     "truncation": bench_truncation.main,
     "duplex": bench_duplex.main,
     "open_speakers": bench_open_speakers.main,
+    "concurrent": bench_concurrent.main,
 }
 
 
