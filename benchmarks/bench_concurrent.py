@@ -15,7 +15,8 @@ Figures for each N:
   ``at`` of the same barge-in in the lockstep run of the same recording
   (:func:`~voxline.session.replay.replay_fast`, the exact cut instant);
 * **failed** sessions: an exception out of the session or a fatal ``SessionError``;
-  sessions whose barge-ins differ in number from the lockstep run are counted apart;
+  sessions whose barge-ins differ in number from the lockstep run are counted apart, and
+  every ``SessionError`` (fatal or not: reconnects, a server gone silent) by its code;
 * **client CPU per session-second**: ``time.process_time`` of this process over the sum of
   the sessions' durations (0.01 = 1% of one core per real-time session);
 * **server CPU per session-second**: the server process's user + system time from
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import math
 import os
 import platform
@@ -42,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,14 +119,16 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
 
 
-def _settings(url: str) -> SessionSettings:
-    return SessionSettings(url=url, api_key=SecretStr("local"), turn_detection="server_vad", transcribe=False)
+def _settings(url: str, liveness_timeout_s: float | None = None) -> SessionSettings:
+    extra = {} if liveness_timeout_s is None else {"liveness_timeout_s": liveness_timeout_s}
+    return SessionSettings(url=url, api_key=SecretStr("local"), turn_detection="server_vad", transcribe=False, **extra)
 
 
-def lockstep_reference(samples: npt.NDArray[np.int16]) -> list[float]:
+def lockstep_reference(samples: npt.NDArray[np.int16], tail_s: float = TAIL_S,
+                       liveness_timeout_s: float | None = None) -> list[float]:
     """The listener times of the barge-ins in the lockstep run of the recording."""
-    result = replay_fast(samples, scenario=load_scenario(SCENARIO), settings=_settings("ws://local"), voice=VOICE,
-                         tail_s=TAIL_S)
+    result = replay_fast(samples, scenario=load_scenario(SCENARIO), settings=_settings("ws://local", liveness_timeout_s),
+                         voice=VOICE, tail_s=tail_s)
     ats = [b.at for b in result.barge_ins]
     if not ats:
         raise RuntimeError(f"the lockstep run of {RECORDING.name} has no barge-in: nothing to compare against")
@@ -210,12 +215,14 @@ async def _probe(stop: asyncio.Event, probe: _Probe) -> None:
             probe.peak_rss = max(probe.peak_rss, _rss_bytes())
 
 
-async def _sessions(n: int, url: str, samples: npt.NDArray[np.int16]) -> tuple[list[ReplayResult | BaseException], _Probe]:
+async def _sessions(n: int, url: str, samples: npt.NDArray[np.int16], tail_s: float,
+                    liveness_timeout_s: float | None) -> tuple[list[ReplayResult | BaseException], _Probe]:
     clock = RealClock()
     stop = asyncio.Event()
     probe = _Probe([], _rss_bytes())
     prober = asyncio.create_task(_probe(stop, probe))
-    runs = [run_replay(samples, connector=None, clock=clock, settings=_settings(url), sink=NullSink(), tail_s=TAIL_S)
+    runs = [run_replay(samples, connector=None, clock=clock, settings=_settings(url, liveness_timeout_s),
+                       sink=NullSink(), tail_s=tail_s)
             for _ in range(n)]
     try:
         results = await asyncio.gather(*runs, return_exceptions=True)
@@ -226,24 +233,27 @@ async def _sessions(n: int, url: str, samples: npt.NDArray[np.int16]) -> tuple[l
     return list(results), probe
 
 
-def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[float]) -> dict[str, Any]:
+def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[float], *,
+                 tail_s: float = TAIL_S, liveness_timeout_s: float | None = None) -> dict[str, Any]:
     """``n`` sessions at once against a fresh ``voxline serve``; the figures of that run."""
     load_before = _load()
     with Server() as server:
         rss0 = _rss_bytes()
         cpu0, server0, wall0 = time.process_time(), server.cpu_s(), time.perf_counter()
-        results, probe = asyncio.run(_sessions(n, server.url, samples))
+        results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s))
         cpu1, server1, wall1 = time.process_time(), server.cpu_s(), time.perf_counter()
         server_alive = server.process.poll() is None
     failed: list[str] = []
     mismatched = 0
     lateness: list[float] = []
     session_s = 0.0
+    errors: Counter[str] = Counter()
     for result in results:
         if isinstance(result, BaseException):
             failed.append(f"{type(result).__name__}: {result}"[:200])
             continue
         session_s += result.duration_s
+        errors.update(e.code or "unnamed" for e in result.events if isinstance(e, SessionError))
         fatal = [e for e in result.events if isinstance(e, SessionError) and e.fatal]
         if fatal:
             failed.append(f"SessionError: {fatal[0]}"[:200])
@@ -257,6 +267,7 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         "failed": len(failed),
         "failures": sorted(set(failed))[:5],
         "barge_in_count_mismatch": mismatched,
+        "session_errors": dict(sorted(errors.items())),
         "loop_lag": percentiles(probe.lags),
         "probe_wakeups": len(probe.lags),
         "barge_in_lateness": percentiles(lateness),
@@ -274,15 +285,23 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
     }
 
 
-def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING) -> dict[str, Any]:
-    """Every N of ``sessions`` in turn, each against its own server; the whole result."""
+def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds: float | None = None,
+        tail_s: float = TAIL_S, liveness_timeout_s: float | None = None) -> dict[str, Any]:
+    """Every N of ``sessions`` in turn, each against its own server; the whole result.
+
+    ``seconds`` keeps only the start of the recording (the lockstep reference is taken from
+    the same samples), ``tail_s`` bounds how long a session runs after its input ended;
+    ``liveness_timeout_s`` replaces the sessions' setting of that name (0: no watchdog).
+    """
     samples, rate = read_wav(recording)
     if rate != 24_000:
         raise RuntimeError(f"{recording} is at {rate} Hz; the sessions take 24 kHz")
-    reference = lockstep_reference(samples)
+    if seconds is not None:
+        samples = samples[: int(seconds * rate)]
+    reference = lockstep_reference(samples, tail_s, liveness_timeout_s)
     runs = []
     for n in sessions:
-        runs.append(run_sessions(n, samples, reference))
+        runs.append(run_sessions(n, samples, reference, tail_s=tail_s, liveness_timeout_s=liveness_timeout_s))
         print(f"  N = {n}: {runs[-1]['wall_s']} s, {runs[-1]['failed']} failed", file=sys.stderr, flush=True)
     return {
         "benchmark": "concurrent",
@@ -293,7 +312,8 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING) -> dict[
             "scenario": SCENARIO,
             "server_voice": VOICE,
             "probe_sleep_ms": PROBE_S * 1000,
-            "tail_s": TAIL_S,
+            "tail_s": tail_s,
+            "liveness_timeout_s": _settings("ws://local", liveness_timeout_s).liveness_timeout_s,
             "lockstep_barge_in_at_s": [round(t, 4) for t in reference],
         },
         "runs": runs,
@@ -326,15 +346,28 @@ def _counts(text: str) -> tuple[int, ...]:
     return values
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, not {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--short", action="store_true", help=f"N = {', '.join(map(str, SHORT))} (for CI)")
     parser.add_argument("--sessions", type=_counts, default=None, metavar="N,N,...",
                         help=f"session counts (default {','.join(map(str, FULL))})")
+    parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",
+                        help="the sessions' liveness_timeout_s (default: the session's own; 0 turns the watchdog off)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)  # each session's warnings are counted in session_errors instead
     sessions = args.sessions or (SHORT if args.short else FULL)
-    result = run(sessions)
+    result = run(sessions, liveness_timeout_s=args.liveness_timeout)
     path = write_result(result, output_path(args, "concurrent.json"))
     m = result["machine"]
     print(f"{m['cpu_count']} cores, {m['platform']}, Python {m['python']}; "
