@@ -2,7 +2,8 @@
 
 ``python3 -m benchmarks.run_all`` runs, in order: decode (``bench_decode``), truncation
 (``bench_truncation``), full-duplex CPU cost (``bench_duplex``), open speakers
-(``bench_open_speakers``) and the local server's CPU per session (``bench_server``). The exit status is
+(``bench_open_speakers``), the local server's CPU per session (``bench_server``) and concurrent
+real-time sessions (``bench_concurrent``). The exit status is
 the first non-zero status of a benchmark, else 0.
 """
 
@@ -12,7 +13,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from . import bench_decode, bench_duplex, bench_open_speakers, bench_server, bench_truncation
+from . import bench_concurrent, bench_decode, bench_duplex, bench_open_speakers, bench_server, bench_truncation
 
 __all__ = ["BENCHMARKS", "main"]
 
@@ -22,6 +23,7 @@ BENCHMARKS: dict[str, Callable[[list[str] | None], int]] = {
     "duplex": bench_duplex.main,
     "open_speakers": bench_open_speakers.main,
     "server": bench_server.main,
+    "concurrent": bench_concurrent.main,
 }
 
 

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks import bench_decode, bench_duplex, bench_open_speakers, bench_server, bench_truncation, run_all
+from benchmarks import (
+    bench_concurrent,
+    bench_decode,
+    bench_duplex,
+    bench_open_speakers,
+    bench_server,
+    bench_truncation,
+    run_all,
+)
 from benchmarks.bench_truncation import METHODS, Case
 from tests.conftest import require_tool
 
@@ -108,6 +117,7 @@ def test_run_all_covers_every_benchmark() -> None:
         "duplex": bench_duplex.main,
         "open_speakers": bench_open_speakers.main,
         "server": bench_server.main,
+        "concurrent": bench_concurrent.main,
     }
 
 
@@ -119,3 +129,55 @@ def test_server_benchmark_streams_replies_and_reports_every_figure(tmp_path: Pat
     assert result["vad"]["speedup"] > 0 and "sessions" in bench_server.table(result)
     assert bench_server.main(["--sessions", "1", "--seconds", "0.5", "--rounds", "1", "--out", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["sessions"] == 1
+
+
+
+def _finite_figures(value: Any, where: str = "") -> list[str]:
+    """Paths of every number in ``value`` that is not finite."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _finite_figures(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _finite_figures(v, f"{where}[{i}]")]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [where]
+    return []
+
+
+CONCURRENT_FIGURES = {
+    "sessions", "failed", "failures", "barge_in_count_mismatch", "session_errors", "loop_lag", "probe_wakeups", "barge_in_lateness",
+    "barge_ins_compared", "session_seconds", "wall_s", "client_cpu_s", "server_cpu_s", "client_cpu_per_session_s",
+    "server_cpu_per_session_s", "rss_per_session_mib", "server_survived", "load_before", "load_after",
+}
+
+
+def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_path: Path) -> None:
+    # two real-time sessions on the start of the recording (the question and the barge-in), short tail
+    result = bench_concurrent.run((2,), seconds=7.0, tail_s=0.5)
+    assert set(result["machine"]) >= {"cpu_count", "platform", "python"}
+    assert result["parameters"]["lockstep_barge_in_at_s"], "the lockstep run has a barge-in to compare against"
+    (figures,) = result["runs"]
+    assert set(figures) == CONCURRENT_FIGURES
+    assert _finite_figures(result) == []
+    assert figures["sessions"] == 2 and figures["failed"] == 0 and figures["server_survived"]
+    assert figures["barge_ins_compared"] == 2 * len(result["parameters"]["lockstep_barge_in_at_s"])
+    for name in ("loop_lag", "barge_in_lateness"):
+        assert set(figures[name]) == {"p50_ms", "p99_ms", "max_ms"}
+    assert figures["probe_wakeups"] > 0 and min(figures["loop_lag"].values()) >= 0
+    assert figures["client_cpu_per_session_s"] > 0 and figures["server_cpu_per_session_s"] > 0
+    assert len(figures["load_before"]) == len(figures["load_after"]) == 3
+    json.dumps(result, allow_nan=False)
+    assert "late p99 ms" in bench_concurrent.table(result)
+
+
+def test_concurrent_percentiles_of_nothing_are_not_a_number() -> None:
+    assert all(math.isnan(v) for v in bench_concurrent.percentiles([]).values())
+    assert bench_concurrent.percentiles([0.001, 0.002, 0.003]) == {"p50_ms": 2.0, "p99_ms": 2.98, "max_ms": 3.0}
+
+
+def test_concurrent_session_counts_are_validated() -> None:
+    with pytest.raises(SystemExit):
+        bench_concurrent.main(["--sessions", "ten"])
+    with pytest.raises(SystemExit):
+        bench_concurrent.main(["--sessions", "0"])
+    with pytest.raises(SystemExit):
+        bench_concurrent.main(["--liveness-timeout", "-1"])
