@@ -155,3 +155,36 @@ async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_o
         assert session.connected
         errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
     assert [e.code for e in errors] == ["event_failed"] and "sound device went away" in errors[0].message
+
+
+def test_the_in_process_engine_answers_its_own_failure_with_a_server_error() -> None:
+    """replay --fast runs the engine in process; a bug there is an error event, as over a socket."""
+    from voxline.realtime.server.engine import Engine
+    from voxline.realtime.server.inprocess import EngineTransport
+    from voxline.realtime.server.scenario import load_scenario
+    from voxline.realtime.server.state import EngineConfig
+    from voxline.realtime.server.voices import make_synth
+    from voxline.session.lockstep import run_lockstep
+
+    clock = VirtualClock()
+    synth, _ = make_synth("tone")
+
+    class Faulty(Engine):
+        def receive(self, frame: str | bytes, now: float) -> Any:
+            if "conversation.item.retrieve" in str(frame):
+                raise RuntimeError("a bug in the engine")
+            return super().receive(frame, now)
+
+    async def main() -> list[str]:
+        engine = Faulty(EngineConfig(), load_scenario("default"), synth, wall_time=clock.wall())
+        transport = EngineTransport(engine, clock, synth)
+        await transport.send(json.dumps({"type": "conversation.item.retrieve", "item_id": "x"}))
+        kinds = []
+        for _ in range(3):
+            kinds.append(json.loads(await transport.recv()))
+        await transport.send(json.dumps({"type": "input_audio_buffer.clear"}))
+        kinds.append(json.loads(await transport.recv()))
+        return [k["type"] + ("" if k["type"] != "error" else ":" + k["error"]["type"]) for k in kinds]
+
+    kinds = run_lockstep(main(), clock)
+    assert kinds == ["session.created", "conversation.created", "error:server_error", "input_audio_buffer.cleared"]

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import deque
 from typing import Any
 
 from voxline.base.clock import Clock
 from voxline.realtime.errors import ConnectionClosed
+from voxline.realtime.server import errors
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.speech import Synth
 from voxline.realtime.server.timing import first_of
 from voxline.realtime.server.voices import supply_speech
 
 __all__ = ["EngineTransport"]
+
+_log = logging.getLogger("voxline.server")
 
 
 class EngineTransport:
@@ -63,7 +67,11 @@ class EngineTransport:
     async def send(self, text: str) -> None:
         if self.close_code is not None:
             raise ConnectionClosed(self.close_code, self.close_reason)
-        self._deliver(self._engine.receive(text, self._clock.now()))
+        try:
+            self._deliver(self._engine.receive(text, self._clock.now()))
+        except Exception:  # a bug of ours must not end the client's session: say so, as the served engine does
+            _log.exception("the engine failed on a client frame")
+            self._deliver([self._engine.error(errors.server_error())])
         await self._voice()
 
     async def recv(self) -> str:
