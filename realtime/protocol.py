@@ -95,6 +95,8 @@ class RealtimeProtocol:
         self.session: dict[str, Any] | None = None
         self._output_format = PCM16_24K
         self._server_cancels = False
+        self._server_creates = False  # the server's VAD answers a committed turn by itself
+        self._turn_unanswered = False  # a turn the server committed, whose response has not begun
         self.closed = False
 
     # ------------------------------------------------------------------ queries
@@ -178,6 +180,7 @@ class RealtimeProtocol:
             self._output_format = PCM16_24K
         td = frames.table(audio.get("input")).get("turn_detection")
         self._server_cancels = isinstance(td, dict) and bool(td) and td.get("interrupt_response", True) is not False
+        self._server_creates = isinstance(td, dict) and bool(td) and td.get("create_response", True) is not False
 
     def _bytes_per_ms(self) -> float:
         return self.output_format.bytes_per_ms
@@ -321,7 +324,8 @@ class RealtimeProtocol:
 
         First the response that held the slot, unless we were cancelling it: the create we
         sent (or, for a response the server's VAD started, a plain one), with its response id
-        when the server had named it; then every create still queued. Each comes without
+        when the server had named it; or, for a user turn the server's VAD committed but had not
+        begun to answer, a plain one; then every create still queued. Each comes without
         ``event_id``, to be sent once on the next connection.
         """
         return list(self._owed)
@@ -333,6 +337,8 @@ class RealtimeProtocol:
         if self._slot in (Slot.REQUESTED, Slot.ACTIVE):
             payload = {k: v for k, v in (self._inflight or {"type": "response.create"}).items() if k != "event_id"}
             self._owed.append((self._active_id, payload))
+        elif self._turn_unanswered:  # the server's VAD would have answered it; the new server will not
+            self._owed.append((None, {"type": "response.create"}))
         self._owed.extend((None, {k: v for k, v in c.items() if k != "event_id"}) for c in self._queue)
         self._queue.clear()
         self._apply(Input.DISCONNECT)
@@ -421,7 +427,12 @@ class RealtimeProtocol:
                 self._received[key] += frames.b64_len(event.delta)
                 return True
             case ev.ResponseCreated():
+                if event.response.conversation_id is not None or not self._oob_pending:
+                    self._turn_unanswered = False
                 self._on_created(event.response)
+                return True
+            case ev.InputAudioBufferCommitted():
+                self._turn_unanswered = self._server_creates
                 return True
             case ev.ResponseDone():
                 self._on_done(event.response)

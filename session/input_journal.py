@@ -6,7 +6,8 @@ would be lost with it. :class:`InputJournal` keeps:
 
 * the recent audio captured for the connection, on one sample timeline, so that after a
   drop the new connection gets again what the user was saying (:meth:`resume`): from the
-  server's ``speech_started`` (less the prefix padding) when speech was under way, all of
+  server's ``speech_started`` (less the prefix padding) when speech was under way or had
+  stopped without being committed, all of
   the uncommitted turn in push-to-talk, or a short lead-in otherwise (speech the server had
   not noticed yet);
 * the audio of each committed user turn (from ``speech_started`` less the padding to
@@ -95,7 +96,7 @@ class InputJournal:
 
     def resume(self, *, push_to_talk: bool) -> Pcm:
         """The audio to send again on a new connection, which counts its milliseconds from it."""
-        if self._speech_start is not None and self._speech_end is None:
+        if self._speech_start is not None:  # speech under way, or stopped but not yet committed
             start = self._speech_start - self.padding
         elif push_to_talk:
             start = self._commit_point

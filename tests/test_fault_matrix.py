@@ -139,3 +139,22 @@ def fault_table() -> list[str]:
     total = len(RESULTS)
     lines.append(f"total: {sum(RESULTS.values())} of {total} faults survived")
     return lines
+
+
+def test_a_drop_after_any_server_event_loses_nothing() -> None:
+    """A network error right after each server event of the conversation (every 15th audio or
+    transcript delta): each run must pass the same checks as the matrix."""
+    network = next(f for f in FAULTS if f.kind == "network")
+    frames = [f["type"] for _n, d, f in run_faulted(None, None).wire if d == "in"]
+    streaming = {"response.output_audio.delta", "response.output_audio_transcript.delta"}
+    points = [i for i, kind in enumerate(frames) if kind not in streaming or i % 15 == 0]
+    failed = []
+    for index in points:
+        def after(direction: str, _frame: dict[str, Any], run: Any, nth: int = index + 1) -> bool:
+            return direction == "in" and sum(n for k, n in run.seen.items() if k.startswith("in:")) == nth
+
+        try:
+            check(run_faulted(network, after), network)
+        except AssertionError as exc:
+            failed.append(f"after {frames[index]} (#{index}): {str(exc).splitlines()[0][:120]}")
+    assert len(points) > 100 and not failed, failed

@@ -168,12 +168,25 @@ class ConversationMirror:
                 self._note_response(event.item_id, event.response_id)
                 self._edit(event.item_id, lambda i: dataclasses.replace(
                     i, arguments=event.arguments, arguments_done=True, name=event.name, call_id=event.call_id))
+            case ev.InputAudioBufferCommitted():
+                self._on_committed(event.item_id, event.previous_item_id)
             case ev.SessionCreated() | ev.SessionUpdated():
                 self._bytes_per_ms = output_bytes_per_ms(event.session.audio) or self._bytes_per_ms
             case CommandFailed(command_type="conversation.item.create"):
                 self._on_refused(event.command)
             case _:
                 pass
+
+    def _on_committed(self, item_id: str, previous_item_id: str | None) -> None:
+        """The server's VAD committed a user turn: its item takes its place now, unconfirmed.
+
+        A connection lost before ``conversation.item.added`` would otherwise lose the turn; the
+        rebuild sends its audio (kept by the session's input journal).
+        """
+        if item_id and item_id not in self._order:
+            record = MirrorItem(item_id, "message", "message", role="user", status="completed",
+                                parts=(MirrorPart(type="input_audio"),), confirmed=False)
+            self._order.place(record, previous_item_id)
 
     def _on_refused(self, command: dict[str, Any] | None) -> None:
         """The server refused a create: an item of ours it never echoed is not in the conversation."""
