@@ -22,8 +22,7 @@ def test_at_most_workers_jobs_run_at_once() -> None:
 
     futures = [pool.submit(job) for _ in range(5)]
     assert started.acquire(timeout=10) and started.acquire(timeout=10)
-    assert not started.acquire(timeout=0.05)  # a third would be a third thread
-    assert pool.stats()["queued"] == 3
+    assert pool.stats() == {"counted": 2, "idle": 0, "abandoned": 0, "queued": 3}  # no third thread
     gate.set()
     assert [f.result(timeout=10) for f in futures] == ["done"] * 5
 
@@ -45,11 +44,7 @@ def test_an_abandoned_job_gives_its_place_to_the_next() -> None:
     assert pool.stats()["abandoned"] == 1
     stuck.set()
     hung.result(timeout=10)
-    for _ in range(1000):  # the abandoned thread ends after its job
-        if pool.stats()["abandoned"] == 0:
-            break
-        threading.Event().wait(0.005)
-    assert pool.stats()["abandoned"] == 0
+    assert pool.stats()["abandoned"] == 0  # the abandoned thread ended after its job
 
 
 def test_lingering_threads_are_bounded() -> None:

@@ -89,17 +89,22 @@ class ToolThreads:
                 if not future.set_running_or_notify_cancel():
                     continue
                 self._running[future] = me
+            failure: BaseException | None = None
             try:
                 result = function(*args, **kwargs)
             except BaseException as exc:  # handed to the caller through the future
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
-            with self._lock:
+                failure = exc
+            with self._lock:  # the books first, so whoever sees the result sees them settled
                 del self._running[future]
-                if me in self._given_up:  # its place was given to another thread: end here
+                leaving = me in self._given_up  # its place was given to another thread: end here
+                if leaving:
                     self._given_up.discard(me)
                     self._abandoned -= 1
                     if self._jobs and self._counted < self.workers:
                         self._start()
-                    return
+            if failure is not None:
+                future.set_exception(failure)
+            else:
+                future.set_result(result)
+            if leaving:
+                return
