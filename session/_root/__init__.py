@@ -18,9 +18,13 @@ shared primitives in :mod:`voxline.base`. Names are loaded on first use, so
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
+
+# A library's records go where the application sends them; without a handler, nowhere (not stderr).
+logging.getLogger("voxline").addHandler(logging.NullHandler())
 
 _API: dict[str, str] = {
     **dict.fromkeys(
