@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import IN_CI
 
 from tests.conftest import require_tool
 from tests.test_cli import EXAMPLE, one_line_error, voxline
@@ -52,7 +53,7 @@ def test_the_open_speaker_benchmark_reports_every_figure() -> None:
     try:
         make_canceller("speex")  # .ci/install brings Debian's libspeexdsp1
     except AecUnavailable as exc:
-        if os.environ.get("CI"):
+        if IN_CI:
             raise
         pytest.skip(str(exc))
     result = bench_open_speakers.run([60], rounds=1)

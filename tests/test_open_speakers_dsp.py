@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.conftest import IN_CI
 
 from voxline.audio.aec import AecUnavailable, SpeexCanceller, WebRtcCanceller, erle_db, make_canceller
 from voxline.audio.local_vad import LocalVad, VadUnavailable
@@ -113,7 +114,7 @@ def test_speex_removes_echo_where_libspeexdsp_is_installed() -> None:
     try:
         aec = SpeexCanceller()
     except AecUnavailable as exc:
-        if os.environ.get("CI"):
+        if IN_CI:
             raise
         pytest.skip(str(exc))
     mic, far = echo_case(60)
