@@ -107,3 +107,28 @@ async def test_real_clock_is_a_clock_and_past_deadlines_return() -> None:
     before = clock.now()
     await clock.sleep_until(before - 1.0)
     assert clock.now() >= before
+
+
+async def test_real_clock_sleepers_of_one_millisecond_share_one_timer() -> None:
+    from voxline.base.clock import _timers_of  # the loop's shared timers
+
+    clock = RealClock()
+    loop = asyncio.get_running_loop()
+    timers = _timers_of(loop)
+    before = timers.pending
+    deadline = clock.now() + 0.05
+    woke: list[float] = []
+
+    async def sleeper(t: float) -> None:
+        await clock.sleep_until(t)
+        woke.append(clock.now() - t)
+
+    tasks = [asyncio.create_task(sleeper(deadline + i * 1e-5)) for i in range(50)]  # all within one ms slot
+    late = asyncio.create_task(sleeper(deadline + 0.01))
+    cancelled = asyncio.create_task(sleeper(deadline))
+    await settle()
+    assert timers.pending - before <= 3  # 52 sleepers, one or two slots for the 51, one for the late one
+    cancelled.cancel()
+    await asyncio.gather(*tasks, late)
+    assert len(woke) == 51 and all(w >= 0 for w in woke)  # none woke before its deadline
+    assert cancelled.cancelled()

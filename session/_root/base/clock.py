@@ -4,7 +4,10 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
 :meth:`Clock.wall` gives the Unix time at ``now()`` for the few things that carry a date
 (``expires_at`` of a session or a client secret).
 
-* :class:`RealClock` follows the running event loop (``loop.time()``).
+* :class:`RealClock` follows the running event loop (``loop.time()``). Its sleepers share
+  timers: every deadline within the same millisecond of one loop waits on one loop timer
+  (:class:`_SharedTimers`), so a thousand sessions pacing 20 ms blocks cost the loop a
+  few timers per block, not a thousand.
 * :class:`VirtualClock` stands still until told to move: :meth:`VirtualClock.advance` and
   :meth:`VirtualClock.advance_to` wake every sleeper whose deadline has been reached, in
   deadline order (ties in the order they went to sleep). A lockstep driver jumps straight
@@ -16,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
+import weakref
 from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "RealClock", "VirtualClock"]
@@ -51,14 +56,70 @@ class RealClock:
         return time.time()
 
     async def sleep_until(self, t: float) -> None:
-        """Return once ``now() >= t``; always yields to the loop at least once."""
+        """Return once ``now() >= t``, at most about a millisecond later; always yields to the loop at least once."""
         loop = asyncio.get_running_loop()
-        await asyncio.sleep(max(0.0, t - loop.time()))
-        while (remaining := t - loop.time()) > 0:
-            await asyncio.sleep(remaining)
+        if t <= loop.time():
+            await asyncio.sleep(0)
+            return
+        timers = _timers_of(loop)
+        while t > loop.time():
+            await timers.wait(loop, t)
 
     async def sleep(self, dt: float) -> None:
         await self.sleep_until(self.now() + dt)
+
+
+TIMER_SLOT_S = 0.001
+"""Deadlines of :class:`RealClock` sleepers are rounded up to this grid and share a timer per slot."""
+
+
+class _SharedTimers:
+    """The sleepers of one event loop, by slot: one loop timer wakes every sleeper of a slot.
+
+    A sleeper gets a future of its own (cancelling one sleeper touches no other); a slot's
+    timer resolves every future still waiting, in the order they went to sleep.
+    """
+
+    def __init__(self) -> None:  # holds no reference to its loop: the loop keys it weakly
+        self._slots: dict[int, list[asyncio.Future[None]]] = {}
+
+    def wait(self, loop: asyncio.AbstractEventLoop, t: float) -> asyncio.Future[None]:
+        slot = math.ceil(t / TIMER_SLOT_S)
+        if slot * TIMER_SLOT_S < t:  # a rounding below t would wake early, only to sleep again
+            slot += 1
+        future = loop.create_future()
+        waiters = self._slots.get(slot)
+        if waiters is None:
+            self._slots[slot] = [future]
+            loop.call_at(slot * TIMER_SLOT_S, self._fire, slot)
+        else:
+            waiters.append(future)
+        return future
+
+    @property
+    def pending(self) -> int:
+        """Slots with a loop timer armed."""
+        return len(self._slots)
+
+    def _fire(self, slot: int) -> None:
+        for future in self._slots.pop(slot, ()):
+            if not future.done():
+                future.set_result(None)
+
+
+_timers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedTimers] = weakref.WeakKeyDictionary()
+_last: tuple[weakref.ref[asyncio.AbstractEventLoop], _SharedTimers] | None = None  # the loop asked for last
+
+
+def _timers_of(loop: asyncio.AbstractEventLoop) -> _SharedTimers:
+    global _last
+    if _last is not None and _last[0]() is loop:
+        return _last[1]
+    timers = _timers.get(loop)
+    if timers is None:
+        timers = _timers[loop] = _SharedTimers()
+    _last = (weakref.ref(loop), timers)
+    return timers
 
 
 class VirtualClock:
