@@ -47,6 +47,7 @@ from .turn_state import TurnInput, TurnState, step
 __all__ = ["Effects", "SessionCore"]
 
 FADE_MS = 5.0
+RETIRE_S = 0.2  # how often played-out audio parts are forgotten (listener seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ class SessionCore:
         self.user_speaking = False  # between the server's speech_started and speech_stopped
         self._state = TurnState.LISTENING
         self._fade_end = float("-inf")  # the last cut's fade is not speech
+        self._retire_at = float("-inf")  # bookkeeping is trimmed every RETIRE_S, not every block
         self._barge_in: BargeIn | None = None
         self._commands: list[ev.ClientEvent] = []
         self.local: LocalBarge | None = None  # local-VAD holds (:mod:`.local_barge`), when enabled
@@ -191,7 +193,9 @@ class SessionCore:
             self._step(TurnInput.DRAINED, now)
         else:
             self._step(TurnInput.UNDERRUN, now)  # nothing audible yet, but the reply is not over
-        self._retire(now)
+        if now >= self._retire_at:
+            self._retire(now)
+            self._retire_at = now + RETIRE_S
         return self._effects()
 
     def _step(self, event: TurnInput, now: float) -> None:
@@ -219,10 +223,13 @@ class SessionCore:
         return {"parts": len(self._parts)}
 
     def assistant_audible(self, now: float) -> bool:
-        """Is assistant audio playing or waiting to play, or a response still producing it?"""
+        """Is assistant audio playing or waiting to play, or a response still producing it?
+
+        The fade-out of a cut already made does not count: there is nothing left to cut.
+        """
         return (
             self.playout.queued_samples > 0
-            or self.playout.playing_at(now) is not None
+            or (self.playout.playing_at(now) is not None and now >= self._fade_end)
             or self.protocol.active_response_id is not None
             or (self.track is not None and self.track.server_playing)
         )

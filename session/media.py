@@ -14,7 +14,7 @@ An *input* is any async iterable of int16 blocks at 24 kHz (:func:`mic_blocks`,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Protocol
 
 import numpy as np
@@ -61,6 +61,8 @@ class ClockedOutput:
         self._block = block
         self._t0 = origin
         self._ahead = int(round(latency_s * SAMPLE_RATE / block)) * block
+        self.after_read: Callable[[], None] | None = None
+        """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
 
     def now(self) -> float:
         return 0.0 if self._t0 is None else self._clock.now() - self._t0
@@ -71,19 +73,28 @@ class ClockedOutput:
         return cut.revoked_samples > 0
 
     async def run(self) -> None:
-        """Play until cancelled."""
+        """Play until cancelled.
+
+        Block ``k`` is read once the clock reaches ``origin + k·block``; a wake-up that came
+        late reads every block due by then at once, so a busy loop never leaves the output
+        behind real time.
+        """
         if self._t0 is None:
             self._t0 = self._clock.now()
-        buf = np.zeros(self._block, dtype=np.int16)
+        t0, size = self._t0, self._block
+        buf = np.zeros(size, dtype=np.int16)
         k = 0
         while True:
-            t = k * self._block / SAMPLE_RATE
-            await self._clock.sleep_until(self._t0 + t)
-            heard_at = (k * self._block + self._ahead) / SAMPLE_RATE
-            self.playout.read_into(buf, heard_at)
-            if self._sink is not None:
-                self._sink.write(heard_at, buf)
-            k += 1
+            await self._clock.sleep_until(t0 + k * size / SAMPLE_RATE)
+            due = max(k, int((self._clock.now() - t0) * SAMPLE_RATE) // size)  # the last block due now
+            while k <= due:
+                heard_at = (k * size + self._ahead) / SAMPLE_RATE
+                self.playout.read_into(buf, heard_at)
+                if self._sink is not None:
+                    self._sink.write(heard_at, buf)
+                k += 1
+            if self.after_read is not None:
+                self.after_read()
 
 
 async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
@@ -104,7 +115,9 @@ async def recording_blocks(samples: npt.NDArray[np.int16], clock: Clock, origin:
     ``origin + (k + 1)·block/24000`` (sample ``n`` is captured at ``origin + n/24000``)."""
     for start in range(0, len(samples), block):
         chunk = samples[start : start + block]
-        await clock.sleep_until(origin + (start + len(chunk)) / SAMPLE_RATE)
+        end = origin + (start + len(chunk)) / SAMPLE_RATE
+        if clock.now() < end:  # a block already captured (a late wake-up) follows at once
+            await clock.sleep_until(end)
         yield chunk
 
 
