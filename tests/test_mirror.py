@@ -625,3 +625,41 @@ def test_rebuild_recreates_the_same_items_in_the_same_order_on_the_engine() -> N
 def test_a_mirror_item_is_plain_data() -> None:
     item = MirrorItem("i", "message", "message", role="user")
     assert item.text == "" and item.heard_text == "" and not item.frozen and item.listened_ms is None
+
+
+def test_audio_deltas_add_up_without_a_record_each_and_any_read_sees_them() -> None:
+    mirror = ConversationMirror()
+    head = spoken_reply("item_a", None, ["one"], finish=False)[:3]
+    mirror.apply_all(head)
+    record = mirror.get("item_a")
+    part = {"response_id": "resp_1", "output_index": 0, "item_id": "item_a", "content_index": 0}
+    mirror.apply(wire("response.output_audio.delta", **part, delta=audio_b64(20)))
+    stored = mirror._order.get("item_a")  # the record as the mirror holds it, unread
+    for _ in range(49):
+        mirror.apply(wire("response.output_audio.delta", **part, delta=audio_b64(20)))
+    assert mirror._order.get("item_a") is stored  # no delta made a new record
+    item = mirror.get("item_a")  # a read folds the running count in
+    assert item is not None and item is not record and item.audio_ms_received == pytest.approx(1000.0)
+    assert record is not None and record.audio_ms_received == 0.0  # a snapshot stays as it was
+    for _ in range(10):
+        mirror.apply(wire("response.output_audio.delta", **part, delta=audio_b64(20)))
+    assert mirror.to_json()["items"][0]["audio_ms_received"] == pytest.approx(1200.0)
+    for _ in range(5):
+        mirror.apply(wire("response.output_audio.delta", **part, delta=audio_b64(20)))
+    mirror.record_heard("item_a", 700.0)  # a cut folds first: what came before it counts, nothing after
+    mirror.apply(wire("response.output_audio.delta", **part, delta=audio_b64(20)))
+    cut = mirror.get("item_a")
+    assert cut is not None and cut.audio_ms_received == pytest.approx(1300.0) and cut.heard_ms == 700.0
+
+
+def test_audio_counted_before_another_event_is_in_the_record_that_event_makes() -> None:
+    events = spoken_reply("item_a", None, ["alpha", "beta", "gamma"], ms_per_word=100)
+    mirror = ConversationMirror()
+    marks = []
+    for event in events:
+        mirror.apply(event)
+        if event.type == "response.output_audio_transcript.delta":
+            item = mirror.get("item_a")
+            assert item is not None
+            marks.append(item.text_marks[-1][1])
+    assert marks == [pytest.approx(100.0), pytest.approx(200.0), pytest.approx(300.0)]  # audio received by each word

@@ -41,11 +41,21 @@ class ConversationMirror:
         self._pending_deletes: dict[str, None] = {}
         self._response_of: dict[str, str] = {}
         self._bytes_per_ms = PCM_BYTES_PER_MS
+        self._audio_due: dict[str, float] = {}  # ms of audio received per item, not in its record yet
+
+    def _settle_audio(self) -> None:
+        """Fold the audio counted since the last other event into the records (one replace per item)."""
+        due, self._audio_due = self._audio_due, {}
+        for item_id, ms in due.items():
+            item = self._order.get(item_id)
+            if item is not None and not item.frozen:
+                self._order.replace(dataclasses.replace(item, audio_ms_received=item.audio_ms_received + ms))
 
     # -- reading ------------------------------------------------------------------------
 
     def items(self) -> list[MirrorItem]:
         """A snapshot of the live items, in server order."""
+        self._settle_audio()
         return list(self._order)
 
     def __len__(self) -> int:
@@ -56,6 +66,7 @@ class ConversationMirror:
 
     def get(self, item_id: str) -> MirrorItem | None:
         """The live item ``item_id``, or ``None`` (deleted items are in :meth:`deleted`)."""
+        self._settle_audio()
         return self._order.get(item_id)
 
     def deleted(self) -> list[MirrorItem]:
@@ -79,6 +90,7 @@ class ConversationMirror:
 
         Deleted items are left out of a rebuild at once, before the server confirms.
         """
+        self._settle_audio()
         for item_id in barge_in.deleted:
             if item_id in self._order:
                 self._pending_deletes[item_id] = None
@@ -100,6 +112,7 @@ class ConversationMirror:
         the playout had received) raises ``audio_ms_received`` when the mirror saw less,
         e.g. over WebRTC, where audio does not come as events.
         """
+        self._settle_audio()
         item = self._order.get(item_id)
         if item is None:
             return
@@ -115,6 +128,7 @@ class ConversationMirror:
         item_id = item_id_of(event.item)
         if item_id is None or item_id in self._order:
             return
+        self._settle_audio()
         previous = event.previous_item_id
         if previous is None:  # the service appends it
             last = self._order.last_id()
@@ -124,7 +138,13 @@ class ConversationMirror:
     # -- server events ------------------------------------------------------------------
 
     def apply(self, event: ProtocolOutput) -> None:
-        """Update the mirror from one protocol output; outputs that say nothing about items are ignored."""
+        """Update the mirror from one protocol output; outputs that say nothing about items are ignored.
+
+        Audio deltas only add to a running count per item; any other event (and any read)
+        first folds those counts into the records, so no delta replaces a record.
+        """
+        if self._audio_due and not isinstance(event, ev.ResponseOutputAudioDelta):
+            self._settle_audio()
         match event:
             case ev.ConversationItemAdded() | ev.ConversationItemDone() | ev.ConversationItemCreated():
                 self._on_item(event.item, event.previous_item_id)
@@ -277,10 +297,14 @@ class ConversationMirror:
     def _on_audio(self, event: ev.ResponseOutputAudioDelta) -> None:
         """``response.output_audio.delta``: count the audio received for the item."""
         self._note_response(event.item_id, event.response_id)
+        item = self._order.get(event.item_id)
+        if item is None or item.frozen:
+            return
+        index = event.content_index
+        if index >= len(item.parts) or not item.parts[index].type:  # the part is made once, on its first delta
+            self._edit_part(event.item_id, index, "output_audio", lambda p: p)
         ms = b64_decoded_length(event.delta) / self._bytes_per_ms
-        self._edit_part(event.item_id, event.content_index, "output_audio", lambda p: p)
-        self._edit(event.item_id, lambda i: i if i.frozen else
-                   dataclasses.replace(i, audio_ms_received=i.audio_ms_received + ms))
+        self._audio_due[event.item_id] = self._audio_due.get(event.item_id, 0.0) + ms
 
     # -- rebuild ------------------------------------------------------------------------
 
@@ -300,6 +324,7 @@ class ConversationMirror:
 
         They move to :meth:`deleted`, so the live items match the new server's.
         """
+        self._settle_audio()
         for skipped in rebuild.skipped:
             self._on_deleted(skipped.item_id)
 
