@@ -41,6 +41,7 @@ from voxline.audio.voice import synthesize
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, SpeechStarted
 from voxline.session.replay import ReplayResult, replay_fast
+from voxline.session.settings import SessionSettings
 from tests.heard import heard_length
 from tests.speech import make_utterance, mix_timeline
 
@@ -107,6 +108,10 @@ def make_fixtures(cache: Path) -> Fixtures:
     return Fixtures(make_utterance(QUESTION, cache).samples, make_utterance(STOP, cache).samples, reply)
 
 
+SETTINGS = SessionSettings(api_key="local", input_chunk_ms=20)
+"""The microphone goes out block by block, so each "stop" reaches the server's VAD where it was placed."""
+
+
 def _replay(fx: Fixtures, case: Case, parts: list[tuple[float, np.ndarray]], total_s: float,
             wire: list[Frame] | None = None) -> ReplayResult:
     clock = VirtualClock()
@@ -115,6 +120,7 @@ def _replay(fx: Fixtures, case: Case, parts: list[tuple[float, np.ndarray]], tot
         mix_timeline(total_s, parts), scenario=SCENARIO, voice="espeak", speed=case.speed,
         tail_s=1.0, clock=clock, device_latency_s=case.device_latency_s,
         on_wire=lambda d, text: log.append((clock.now(), d, text)),
+        settings=SETTINGS,
     )
 
 

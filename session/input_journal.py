@@ -106,9 +106,12 @@ class InputJournal:
         self._origin = start  # speech under way stays marked: a connection lost again resends it again
         return self._slice(start, self._total)
 
-    def restart(self) -> None:
-        """A new connection that is sent nothing again (a hand-over at a turn boundary)."""
-        self._origin = self._total
+    def restart(self, *, unsent: int = 0) -> None:
+        """A new connection that is sent nothing again (a hand-over at a turn boundary).
+
+        ``unsent``: the last samples captured, not sent yet; the new connection starts with them.
+        """
+        self._origin = self._total - max(0, min(unsent, self._total))
         self._speech_start = self._speech_end = None
 
     def audio_of(self, item_id: str) -> bytes | None:

@@ -54,6 +54,12 @@ class SessionSettings(BaseSettings):
     vad_threshold: float = Field(0.5, ge=0.0, le=1.0)
     silence_ms: int = Field(500, ge=0)
     prefix_padding_ms: int = Field(300, ge=0)
+    input_chunk_ms: int = Field(40, ge=1, le=1000)
+    """Microphone audio goes out in appends of this many ms (gathered from the device's 20 ms blocks).
+
+    Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
+    a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
+    100 ms, most clients 20 to 100 ms."""
 
     def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The ``session.update`` body for these settings."""

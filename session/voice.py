@@ -51,6 +51,7 @@ from .capture import CapturePath
 from .local_barge import BargePolicy, LocalBarge
 from .core import Effects, SessionCore
 from .events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, SessionEvent
+from .input_chunks import InputChunker
 from .input_journal import InputJournal
 from .media import ClockedOutput, Output
 from .metrics import MetricsReport, SessionMetrics
@@ -66,6 +67,7 @@ __all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 
 Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
+WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 _CLOSED = object()
 _log = logging.getLogger("voxline.session")
 
@@ -113,6 +115,7 @@ class VoiceSession:
         self._on_wire = on_wire
         self.mirror = mirror if mirror is not None else ConversationMirror()
         self.journal = InputJournal(padding_ms=s.prefix_padding_ms)
+        self._chunker = InputChunker(s.input_chunk_ms * SAMPLE_RATE // 1000)
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._conn: RealtimeConnection | None = None
         self._live = False  # the current connection is open and carries the conversation
@@ -154,10 +157,12 @@ class VoiceSession:
         self._connected_at = self._last_rx = self.clock.now()  # a clock need not start at 0
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._tools.runner)
-        loops = [self._receive_loop(), self._tick_loop(), self._flush_loop()]
+        clocked = isinstance(self.output, ClockedOutput)
+        loops = [self._receive_loop(), self._tick_loop(clocked), self._flush_loop()]
         if self._input is not None:
             loops.append(self._capture_loop(self._input))
         if isinstance(self.output, ClockedOutput):
+            self.output.after_read = self._tick  # the output's pass ticks the core: one timer, not two
             loops.append(self.output.run())
         self._tasks = [group.create_task(loop) for loop in loops]
         return self
@@ -358,6 +363,7 @@ class VoiceSession:
         if not self._live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, then answered
             return
+        self._send_input(self._chunker.take())  # the end of the turn goes before its commit
         protocol = self._protocol()
         protocol.commit_audio()
         protocol.create_response()
@@ -455,12 +461,19 @@ class VoiceSession:
         self.mirror.apply(out)
         return effects
 
-    async def _tick_loop(self) -> None:
+    def _tick(self) -> None:
+        if self.core is not None:
+            self._publish(self.core.tick(self.output.now()))
+
+    async def _tick_loop(self, clocked: bool) -> None:
+        """The core's tick every block (unless the output's own pass does it), liveness every WATCH_S."""
+        watch_at = self.clock.now()
         while True:
-            await self.clock.sleep(TICK_S)
-            if self.core is not None:
-                self._publish(self.core.tick(self.output.now()))
-            if self._live and not self._closing:
+            await self.clock.sleep(WATCH_S if clocked else TICK_S)
+            if not clocked:
+                self._tick()
+            if self._live and not self._closing and self.clock.now() >= watch_at:
+                watch_at = self.clock.now() + WATCH_S
                 await self._watch()
 
     async def _watch(self) -> None:
@@ -509,20 +522,29 @@ class VoiceSession:
                 if not self._talking or self._conn is None:
                     continue
                 pcm = np.ascontiguousarray(block, dtype="<i2")
-                if self._live:
-                    self._metrics.input_sent(len(pcm), self.output.now(), self._conn)
                 media = self._conn.transport.media if self._live else None
                 if media is not None:  # WebRTC: the microphone is a media track
+                    self._metrics.input_sent(len(pcm), self.output.now(), self._conn)
                     media.push_audio(pcm)
                     continue
                 if self.track is None:
                     self.journal.captured(pcm)  # kept until the server has it for good
-                if self._live and not self._conn.closed:
-                    self._conn.protocol.append_audio(pcm.tobytes())
+                if self._live and not self._conn.closed and self._send_input(self._chunker.add(pcm)):
                     with contextlib.suppress(ConnectionClosed):
                         await self._conn.flush()
+            if self._send_input(self._chunker.take()):  # the input's last chunk
+                await self._flush()
         finally:
             self._input_finished = True
+
+    def _send_input(self, chunk: np.ndarray | None) -> bool:
+        """Append a chunk of captured audio on the live connection (:mod:`.input_chunks`); True if one went."""
+        conn = self._conn
+        if chunk is None or conn is None or not self._live or conn.closed:
+            return False
+        self._metrics.input_sent(len(chunk), self.output.now(), conn)  # captured up to now
+        conn.protocol.append_audio(chunk.tobytes())
+        return True
 
     async def _captured(self, item: np.ndarray | tuple[float, np.ndarray]) -> np.ndarray:
         """Echo-cancel a block; a local speech onset holds the assistant (:meth:`SessionCore.local_speech`).
@@ -615,8 +637,9 @@ class VoiceSession:
         self._texts_while_away = 0
         resumed = None
         if handover:
-            self.journal.restart()
+            self.journal.restart(unsent=self._chunker.held)  # those go on the new connection
         else:
+            self._chunker.clear()  # the journal's resend holds them
             resumed = self.journal.resume(push_to_talk=self.settings.turn_detection == "none")
         if resumed is not None and len(resumed):
             protocol.append_audio(resumed.astype("<i2").tobytes())

@@ -76,7 +76,7 @@ def test_interrupt_mid_reply(speech: dict[str, np.ndarray]) -> None:
     first, _ = reply_timing(speech)
     result, rec = interrupt_at(speech, first + 2.0, first + 5.0)
     ms = check_cut(result, rec, LONG_TEXT)
-    assert 1990 <= ms <= 2030
+    assert 1970 <= ms <= 2030  # placed to within the 40 ms the microphone's chunks arrive in
     assert sent(rec, "response.cancel") == []  # server VAD cancels the response itself
 
 

@@ -1,0 +1,91 @@
+"""Microphone audio goes out in chunks: plain blocks in, chunks out, and the wire carries every sample once."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from voxline.audio.wavio import read_wav
+from voxline.base.clock import VirtualClock
+from voxline.realtime.server import load_scenario
+from voxline.session.input_chunks import InputChunker
+from voxline.session.replay import replay_fast
+from voxline.session.settings import SessionSettings
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def blocks(*sizes: int) -> list[np.ndarray]:
+    start = 0
+    out = []
+    for n in sizes:
+        out.append(np.arange(start, start + n, dtype=np.int16))
+        start += n
+    return out
+
+
+def test_a_chunk_goes_once_it_is_full() -> None:
+    chunker = InputChunker(960)
+    a, b, c = blocks(480, 480, 480)
+    assert chunker.add(a) is None and chunker.held == 480
+    chunk = chunker.add(b)
+    assert chunk is not None and np.array_equal(chunk, np.concatenate([a, b])) and chunker.held == 0
+    assert chunker.add(c) is None
+    rest = chunker.take()
+    assert rest is not None and np.array_equal(rest, c) and chunker.take() is None
+
+
+def test_a_chunk_no_larger_than_a_block_sends_every_block() -> None:
+    chunker = InputChunker(480)
+    for block in blocks(480, 480):
+        assert chunker.add(block) is block
+
+
+def test_clear_drops_what_is_held() -> None:
+    chunker = InputChunker(960)
+    chunker.add(np.zeros(300, dtype=np.int16))
+    assert chunker.clear() == 300 and chunker.held == 0 and chunker.take() is None
+    with pytest.raises(ValueError):
+        InputChunker(0)
+
+
+@given(st.integers(1, 2000), st.lists(st.integers(0, 1500), max_size=40))
+def test_every_sample_goes_once_in_order(chunk: int, sizes: list[int]) -> None:
+    chunker = InputChunker(chunk)
+    sent = []
+    for block in blocks(*sizes):
+        out = chunker.add(block)
+        if out is not None:
+            assert len(out) >= chunk
+            sent.append(out)
+        assert chunker.held < chunk  # nothing waits once a chunk is full
+    rest = chunker.take()
+    if rest is not None:
+        sent.append(rest)
+    expected = np.concatenate(blocks(*sizes)) if sizes else np.zeros(0, dtype=np.int16)
+    got = np.concatenate(sent) if sent else np.zeros(0, dtype=np.int16)
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("chunk_ms", [20, 40, 100])
+def test_the_wire_carries_the_whole_input_in_chunks_of_the_setting(chunk_ms: int) -> None:
+    samples, _ = read_wav(EXAMPLES / "audio" / "barge_in.wav")
+    samples = samples[: 3 * 24_000]  # the question and its reply
+    appends: list[int] = []
+
+    def on_wire(direction: str, text: str) -> None:
+        if direction == "out" and '"input_audio_buffer.append"' in text:
+            appends.append(len(base64.b64decode(json.loads(text)["audio"])) // 2)
+
+    settings = SessionSettings(api_key="local", input_chunk_ms=chunk_ms)
+    replay_fast(samples, scenario=load_scenario("default"), settings=settings, voice="tone", tail_s=0.5,
+                on_wire=on_wire, clock=VirtualClock())
+    size = chunk_ms * 24
+    assert sum(appends) == len(samples)  # every sample once
+    assert all(n == size for n in appends[:-1]) and 0 < appends[-1] <= size
