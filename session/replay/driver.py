@@ -50,6 +50,7 @@ from .result import ReplayResult
 __all__ = ["engine_connector", "replay_fast", "run_replay"]
 
 EventHook = Callable[[SessionEvent | ToolEvent], None]
+POLL_BLOCKS = 5
 
 
 async def run_replay(
@@ -105,7 +106,9 @@ async def run_replay(
     input_end = origin + len(samples) / SAMPLE_RATE
     async with session:
         while not take():
-            await clock.sleep(BLOCK / SAMPLE_RATE)
+            # events are gathered every 5 blocks while the input plays, the end looked for every block
+            step = BLOCK / SAMPLE_RATE
+            await clock.sleep(POLL_BLOCKS * step if clock.now() + POLL_BLOCKS * step <= input_end else step)
             if session.input_finished and (session.idle or clock.now() - input_end >= tail_s):
                 break
         metrics = session.metrics()
