@@ -8,7 +8,6 @@ Several inputs, a directory or ``--manifest`` make a farm
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import sys
@@ -156,6 +155,10 @@ async def run(args: argparse.Namespace) -> int:
 
     url = target_url(args)
     _check(args, url)
+    if args.ray is not None:
+        from ..replay.farm.ray_backend import import_ray
+
+        import_ray()  # not installed: one line before anything starts
     recordings = _recordings(args)
     options = _options(args, url)
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +187,8 @@ async def _execute(args: argparse.Namespace, recordings: list[Recording], option
         from ..replay.farm.ray_backend import run_ray
 
         tasks = args.processes or math.ceil(len(recordings) / options.jobs)
-        return await asyncio.to_thread(run_ray, recordings, options, tasks, args.ray or None)
+        # on the main thread, where Ray sets its signal handlers; this loop has nothing else to run meanwhile
+        return run_ray(recordings, options, tasks, args.ray or None)
     if (args.processes or 1) > 1:
         return await run_processes(recordings, options, args.processes)
     return await run_farm(recordings, options)
