@@ -295,3 +295,17 @@ def test_heard_wav_is_streamed_to_disk_and_equals_the_timeline_in_memory(tmp_pat
     on_disk, rate = read_wav(tmp_path / "heard.wav")
     assert rate == SAMPLE_RATE and len(on_disk) == len(memory.samples) == size // 2
     assert np.array_equal(on_disk, memory.samples)
+
+
+def test_a_real_time_farm_runs_its_sessions_on_one_loop_each_with_its_own_server(tmp_path: Path) -> None:
+    for n in range(3):
+        make_recording(tmp_path / f"rt{n}.wav", n, interrupt=n != 1)
+    run = voxline("replay", *(str(tmp_path / f"rt{n}.wav") for n in range(3)), "--voice", "tone", "--jobs", "3",
+                  "--out-dir", str(tmp_path / "out"), "--junit", str(tmp_path / "junit.xml"))
+    assert run.returncode == 0, run.stderr
+    assert "real time, a built-in server per recording" in run.stderr
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [(r["name"], r["status"], r["barge_ins"]) for r in rows] == [("rt0", "pass", 1), ("rt1", "pass", 0),
+                                                                       ("rt2", "pass", 1)]
+    assert all(abs(e) <= 1 for r in rows for e in r["cut_errors_ms"])
+    assert ET.parse(tmp_path / "junit.xml").getroot().find("testsuite").get("failures") == "0"  # type: ignore[union-attr]
