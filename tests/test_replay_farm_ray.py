@@ -12,6 +12,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,24 @@ def test_without_ray_installed_the_flag_says_how_to_get_it(tmp_path: Path) -> No
                           str(tmp_path / "r1.wav"), "--fast", "--ray", "--out-dir", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=120, env=env)
     assert "pip install 'voxline[ray]'" in one_line_error(run)
+
+
+def test_a_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:  # not imported here: the module's instance reads its token at import
+        _import_ray()
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for n in range(2):
+        make_recording(tmp_path / f"r{n}.wav", n, interrupt=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VOXLINE_", "RAY_"))}
+    run = subprocess.run([str(Path(sys.executable).parent / "voxline"), "replay", str(tmp_path / "r0.wav"),
+                          str(tmp_path / "r1.wav"), "--fast", "--ray", f"127.0.0.1:{port}", "--out-dir",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=env)
+    assert f"--ray: cannot reach the Ray cluster at 127.0.0.1:{port}" in one_line_error(run)
+    assert not (tmp_path / "out").exists()  # nothing started
 
 
 def test_the_ray_extra_is_declared_and_in_the_test_install() -> None:

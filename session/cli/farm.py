@@ -156,9 +156,9 @@ async def run(args: argparse.Namespace) -> int:
     url = target_url(args)
     _check(args, url)
     if args.ray is not None:
-        from ..replay.farm.ray_backend import import_ray
+        from ..replay.farm.ray_backend import check_ray
 
-        import_ray()  # not installed: one line before anything starts
+        check_ray(args.ray or None)  # not installed, or no cluster there: one line before anything starts
     recordings = _recordings(args)
     options = _options(args, url)
     args.out_dir.mkdir(parents=True, exist_ok=True)

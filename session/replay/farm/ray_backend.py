@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
 from types import ModuleType
 
 from voxline.realtime.errors import ConfigurationError
@@ -25,7 +27,7 @@ from .plan import deal
 from .results import Outcome
 from .runner import FarmOptions, order, run_part
 
-__all__ = ["import_ray", "run_ray"]
+__all__ = ["check_ray", "import_ray", "run_ray"]
 
 INSTALL = "pip install 'voxline[ray]'"
 
@@ -37,6 +39,14 @@ def import_ray() -> ModuleType:
     except ImportError:
         raise ConfigurationError(f"--ray needs Ray, which is not installed: {INSTALL}") from None
     return ray
+
+
+def check_ray(address: str | None) -> None:
+    """Before anything starts: Ray is installed, and a cluster named by ``HOST:PORT`` answers."""
+    import_ray()
+    target = address or os.environ.get("RAY_ADDRESS")
+    if target:
+        _check_reachable(target, f"the Ray cluster at {target}")
 
 
 def run_ray(recordings: list[Recording], options: FarmOptions, tasks: int, address: str | None) -> list[Outcome]:
@@ -65,3 +75,14 @@ def _init(ray: ModuleType, address: str | None) -> None:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         ray.shutdown()
         raise ConfigurationError(f"--ray: cannot start or reach {where}: {' '.join(str(exc).split())}") from None
+
+
+def _check_reachable(address: str, where: str) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) nobody answers on is one line now, not minutes of Ray's retries."""
+    match = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)", address.strip())
+    if match is None:
+        return  # "auto" and other forms: Ray resolves them
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=5).close()
+    except OSError as exc:
+        raise ConfigurationError(f"--ray: cannot reach {where}: {exc.strerror or exc}") from None
