@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -23,17 +22,16 @@ from pydantic import SecretStr
 
 from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
-from voxline.audio.resample import StreamResampler
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.sinks import WavSink
-from voxline.audio.wavio import WavReader, read_wav
+from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.app import serve
 from voxline.realtime.server.config import ServerConfig, is_loopback
-from voxline.realtime.server.scenario import load_scenario, read_transcripts, with_transcripts
+from voxline.realtime.server.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.voices import make_synth
 
 from ..eventlog import EventLog
@@ -41,10 +39,12 @@ from ..events import SessionError
 from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
+from ..replay.inputs import load_input, load_tools, transcripts_for
 from ..replay.result import describe
 from ..report import make_run, write_report
 from ..settings import SessionSettings, load_settings
 from ..tools import ToolRegistry
+from . import farm
 
 __all__ = ["add_arguments", "load_tools", "loop_factory", "run"]
 
@@ -52,10 +52,11 @@ RATE = SAMPLE_RATE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", type=Path, metavar="INPUT.wav", help="recording to use as the microphone")
-    parser.add_argument("--out", type=Path, required=True, metavar="HEARD.wav",
-                        help="what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
-    parser.add_argument("--events", type=Path, required=True, metavar="EVENTS.jsonl", help="wire event log")
+    parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
+                        help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
+    parser.add_argument("--out", type=Path, metavar="HEARD.wav",
+                        help="one recording: what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
+    parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl", help="one recording: wire event log")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
                         "needs none")
@@ -91,12 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local VAD: how long to wait for the server to confirm before a false barge-in")
     parser.add_argument("--no-resume", action="store_true",
                         help="local VAD: after a false barge-in cut the reply instead of resuming it")
-
-
-def transcripts_for(recording: Path) -> tuple[str, ...] | None:
-    """The sidecar transcript of a recording (``talk.wav`` → ``talk.txt``): one user turn per line."""
-    sidecar = recording.with_suffix(".txt")
-    return read_transcripts(sidecar) if sidecar.is_file() else None
+    farm.add_arguments(parser)
 
 
 def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") -> SessionSettings:
@@ -110,15 +106,15 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
                              vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
     return settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
                                        "turn_detection": "server_vad",
-                                       "transcribe": transcripts_for(args.input) is not None})
+                                       "transcribe": transcripts_for(args.inputs[0]) is not None})
 
 
-def _target_url(args: argparse.Namespace) -> str | None:
+def target_url(args: argparse.Namespace) -> str | None:
     """``--url``, else ``$VOXLINE_URL``; None means the built-in server."""
     return args.url or os.environ.get("VOXLINE_URL") or None
 
 
-def _token_for(url: str) -> str:
+def token_for(url: str) -> str:
     """``OPENAI_API_KEY``; a loopback server (``voxline serve``) takes any token."""
     key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VOXLINE_API_KEY")
     if key:
@@ -170,39 +166,11 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def load_tools(spec: str) -> ToolRegistry:
-    """``MODULE:ATTR`` → the :class:`ToolRegistry` it names (the current directory is importable)."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ConfigurationError(f"--tools takes MODULE:ATTR (e.g. mytools:registry), not {spec!r}")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigurationError(f"--tools: cannot import {module_name!r}: {exc}") from None
-    registry = getattr(module, attr, None)
-    if not isinstance(registry, ToolRegistry):
-        raise ConfigurationError(f"--tools: {spec} is not a ToolRegistry (got {type(registry).__name__})")
-    return registry
-
-
-def load_input(path: Path) -> np.ndarray:
-    """The recording as int16 mono at 24 kHz (other rates are resampled, channels averaged)."""
-    with WavReader(path) as reader:
-        samples, rate = reader.read(reader.frames), reader.rate
-        if reader.conversion:
-            print(f"voxline: {path}: converting {reader.conversion} to 16-bit", file=sys.stderr)
-    if rate != RATE:
-        print(f"voxline: resampling {path} from {rate} Hz to {RATE} Hz", file=sys.stderr)
-        samples = StreamResampler(rate, RATE).process(samples, last=True)
-    if len(samples) == 0:
-        raise ConfigurationError(f"{path} holds no audio")
-    return samples
-
-
 def loop_factory(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """``--fast`` runs on the lockstep loop, whose idle moments move a virtual clock."""
+    """``--fast`` runs on the lockstep loop, whose idle moments move a virtual clock (a farm whose
+    sessions run in worker processes or Ray tasks waits for them on a plain loop)."""
+    if farm.is_farm(args) and not farm.in_this_loop(args):
+        return None
     return (lambda: LockstepLoop(VirtualClock())) if args.fast else None
 
 
@@ -210,7 +178,16 @@ SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: inpu
 
 
 async def run(args: argparse.Namespace) -> int:
-    url = _target_url(args)
+    if farm.is_farm(args):
+        return await farm.run(args)
+    farm.refuse_farm_flags(args)
+    if not args.inputs:
+        raise ConfigurationError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
+    args.input = args.inputs[0]  # one recording from here on
+    if args.out is None or args.events is None:
+        raise ConfigurationError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
+                                 "(several, a directory or --manifest run a farm into --out-dir)")
+    url = target_url(args)
     if args.fast and url:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
     if url and (args.scenario is not None or args.voice != "auto"):
@@ -228,7 +205,7 @@ async def run(args: argparse.Namespace) -> int:
     speaker_options(args)  # flag errors before anything starts
     samples = load_input(args.input)
     tools = load_tools(args.tools) if args.tools else None
-    token = _token_for(url) if url else "local"
+    token = token_for(url) if url else "local"
     scenario = load_scenario(args.scenario)
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
@@ -335,7 +312,7 @@ async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: 
 
 
 def _mode(args: argparse.Namespace) -> str:
-    return "lockstep, virtual clock" if args.fast else f"real time, {_target_url(args) or 'built-in server'}"
+    return "lockstep, virtual clock" if args.fast else f"real time, {target_url(args) or 'built-in server'}"
 
 
 def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult) -> None:

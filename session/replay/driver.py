@@ -35,7 +35,7 @@ from voxline.realtime.server.inprocess import EngineTransport
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.scenario import Scenario
 from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import make_synth, warm_up
+from voxline.realtime.server.voices import VoiceCache, make_synth, warm_up
 
 from ..events import SessionError, SessionEvent
 from ..lockstep import run_lockstep
@@ -120,10 +120,14 @@ async def run_replay(
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,
-                     on_wire: WireObserver | None = None) -> Connector:
-    """Connections to a fresh local-server engine in this process, on ``clock``."""
+                     on_wire: WireObserver | None = None, voices: VoiceCache | None = None) -> Connector:
+    """Connections to a fresh local-server engine in this process, on ``clock``.
+
+    ``voices`` is the scenario's fixed replies voiced already (:func:`warm_up`), for many
+    replays of one scenario; by default they are voiced here."""
     synth, _name = make_synth(voice)
-    voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
+    if voices is None:
+        voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
 
     async def connect() -> RealtimeConnection:
         engine = Engine(EngineConfig(pacing=Pacing(speed=speed)), scenario, voices, wall_time=clock.wall())

@@ -1,0 +1,209 @@
+"""``voxline replay`` on many recordings: the farm's flags, their checks, and the report it prints.
+
+Several inputs, a directory or ``--manifest`` make a farm
+(:mod:`voxline.session.replay.farm`); one recording keeps the single replay of
+:mod:`.replay`. Every mistake is one line before any session starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.voices import make_synth
+
+from ..replay.farm import (
+    FarmOptions,
+    Outcome,
+    Recording,
+    load_manifest,
+    parse_shard,
+    recordings_from_paths,
+    run_farm,
+    run_processes,
+    summary_line,
+    write_jsonl,
+    write_junit,
+)
+from ..replay.inputs import load_tools
+from ..settings import SessionSettings, load_settings
+
+__all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
+
+FARM_ONLY = ("manifest", "out_dir", "junit", "results", "shard", "jobs", "processes", "ray")
+SINGLE_ONLY = {"out": "--out", "events": "--events", "report": "--report", "summary": "--summary",
+               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad"}
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("replay farms (several recordings, a directory or --manifest)")
+    group.add_argument("--manifest", type=Path, metavar="FARM.toml",
+                       help="recordings with their scenario, tools, transcripts and expectations (see README)")
+    group.add_argument("--out-dir", type=Path, metavar="DIR",
+                       help="farm output: DIR/NAME/heard.wav and events.jsonl per recording, DIR/results.jsonl")
+    group.add_argument("--results", type=Path, metavar="RESULTS.jsonl",
+                       help="one JSON line per recording (default DIR/results.jsonl)")
+    group.add_argument("--junit", type=Path, metavar="JUNIT.xml", help="also write a JUnit XML report for CI")
+    group.add_argument("--farm-report", action="store_true",
+                       help="also write DIR/NAME/summary.json and report.html per recording")
+    group.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                       help="sessions at once in each process (default 8)")
+    group.add_argument("--processes", type=_positive, default=None, metavar="P",
+                       help="worker processes, each running --jobs sessions (default 1); with --ray, the number of "
+                            "Ray tasks (default: one per --jobs recordings)")
+    group.add_argument("--shard", metavar="I/N",
+                       help="run only shard I of N (0-based: 0/4 … 3/4) of the sorted recordings, e.g. "
+                            "$(JOB_COMPLETION_INDEX)/N in a Kubernetes Indexed Job")
+    group.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                       help="run the parts as Ray tasks (needs voxline[ray]); ADDRESS of a cluster, e.g. auto or "
+                            "ray://head:10001 (default: RAY_ADDRESS, else a local instance)")
+
+
+def is_farm(args: argparse.Namespace) -> bool:
+    inputs = args.inputs or []
+    return args.manifest is not None or len(inputs) > 1 or any(Path(p).is_dir() for p in inputs)
+
+
+def in_this_loop(args: argparse.Namespace) -> bool:
+    """Whether the farm's sessions run on the command's own loop (not in workers or Ray tasks)."""
+    return args.ray is None and (args.processes or 1) == 1
+
+
+def refuse_farm_flags(args: argparse.Namespace) -> None:
+    given = [f"--{name.replace('_', '-')}" for name in FARM_ONLY if getattr(args, name) not in (None, False)]
+    given += ["--farm-report"] if args.farm_report else []
+    if given:
+        raise ConfigurationError(f"{', '.join(given)} apply to a farm: give several recordings, a directory or "
+                                 "--manifest")
+
+
+def _check(args: argparse.Namespace, url: str | None) -> None:
+    given = [flag for name, flag in SINGLE_ONLY.items() if getattr(args, name, None) not in (None, False)]
+    if given:
+        raise ConfigurationError(f"{', '.join(given)} apply to one recording; a farm writes DIR/NAME/heard.wav and "
+                                 "events.jsonl under --out-dir (--farm-report for reports)")
+    if args.out_dir is None:
+        raise ConfigurationError("a farm needs --out-dir DIR for its recordings' outputs and results")
+    if args.manifest is not None and args.inputs:
+        raise ConfigurationError("give recordings or --manifest, not both")
+    if args.fast and url:
+        raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
+    if url and (args.scenario is not None or args.voice != "auto"):
+        raise ConfigurationError("--scenario and --voice apply to the built-in server only (not with --url or VOXLINE_URL)")
+    if args.out_dir.exists() and not args.out_dir.is_dir():
+        raise ConfigurationError(f"--out-dir {args.out_dir}: it is not a directory")
+    for path in (args.results, args.junit):
+        if path is not None and not path.parent.is_dir():
+            raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
+
+
+def _recordings(args: argparse.Namespace) -> list[Recording]:
+    """The farm's recordings (sorted by name), flags as defaults, the shard taken, every setting loaded once."""
+    recordings = load_manifest(args.manifest) if args.manifest is not None else recordings_from_paths(args.inputs)
+    defaults = {"scenario": args.scenario, "tools": args.tools}
+    recordings = [r.model_copy(update={k: v for k, v in defaults.items() if v is not None and getattr(r, k) is None})
+                  for r in recordings]
+    if args.shard is not None:
+        recordings = parse_shard(args.shard).take(recordings)
+    if args.tools:
+        load_tools(args.tools)  # the flag's own error first
+    for scenario in {r.scenario for r in recordings}:
+        load_scenario(scenario)  # a bad scenario is one line before anything starts
+    for r in recordings:
+        if r.tools:
+            load_tools(r.tools, f"{r.name}: tools")
+    return recordings
+
+
+def _options(args: argparse.Namespace, url: str | None) -> FarmOptions:
+    from .replay import token_for
+
+    settings = load_settings(SessionSettings, model=args.model, transport=args.transport,
+                             vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
+    if args.fast and settings.transport == "webrtc":
+        raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
+    token = token_for(url) if url else "local"
+    settings = settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
+                                           "turn_detection": "server_vad"})
+    voice = args.voice
+    if not url:
+        make_synth(voice)  # an unknown or missing voice: one line now
+    return FarmOptions(out_dir=args.out_dir.resolve(), settings=settings, fast=args.fast, jobs=args.jobs or 8,
+                       url=url, voice=voice, report=args.farm_report)
+
+
+async def run(args: argparse.Namespace) -> int:
+    from .replay import SERVER_NOTE, target_url
+
+    url = target_url(args)
+    _check(args, url)
+    if args.ray is not None:
+        from ..replay.farm.ray_backend import check_ray
+
+        check_ray(args.ray or None)  # not installed, or no cluster there: one line before anything starts
+    recordings = _recordings(args)
+    options = _options(args, url)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    where = "lockstep, virtual clock" if args.fast else f"real time, {url or 'a built-in server per recording'}"
+    shard = f", shard {args.shard}" if args.shard else ""
+    print(f"voxline: farm of {len(recordings)} recordings{shard} ({where}; {_spread(args, len(recordings))})"
+          + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)
+    started = time.perf_counter()
+    outcomes = await _execute(args, recordings, options)
+    wall = time.perf_counter() - started
+    results = args.results or args.out_dir / "results.jsonl"
+    write_jsonl(results, outcomes)
+    if args.junit is not None:
+        write_junit(args.junit, outcomes, wall)
+    for o in outcomes:
+        print(_line(o))
+    print(summary_line(outcomes, wall))
+    print(f"wrote {results}" + (f" and {args.junit}" if args.junit else "") + f"; outputs under {args.out_dir}")
+    return 0 if all(o.status == "pass" for o in outcomes) else 1
+
+
+async def _execute(args: argparse.Namespace, recordings: list[Recording], options: FarmOptions) -> list[Outcome]:
+    if not recordings:
+        return []
+    if args.ray is not None:
+        from ..replay.farm.ray_backend import run_ray
+
+        tasks = args.processes or math.ceil(len(recordings) / options.jobs)
+        # on the main thread, where Ray sets its signal handlers; this loop has nothing else to run meanwhile
+        return run_ray(recordings, options, tasks, args.ray or None)
+    if (args.processes or 1) > 1:
+        return await run_processes(recordings, options, args.processes)
+    return await run_farm(recordings, options)
+
+
+def _spread(args: argparse.Namespace, count: int) -> str:
+    jobs = args.jobs or 8
+    if args.ray is not None:
+        return f"Ray tasks of up to {jobs} sessions at once"
+    processes = args.processes or 1
+    return f"{processes} process{'es' if processes > 1 else ''} × up to {jobs} sessions at once, cpu count {os.cpu_count()}"
+
+
+def _line(o: Outcome) -> str:
+    verdict = {"pass": "PASS ", "fail": "FAIL ", "error": "ERROR"}[o.status]
+    figures = f"{o.barge_ins} barge-in{'s' if o.barge_ins != 1 else ''}, {o.duration_s:.1f} s heard, {o.wall_s:.1f} s wall"
+    why = f": {o.message()}" if o.status != "pass" else ""
+    return f"  {verdict} {o.name} ({figures}){why}"

@@ -1,0 +1,191 @@
+"""Which recordings a farm replays, and what each must show: WAV paths, a directory, or a manifest.
+
+A manifest is TOML (paths relative to the manifest's own directory)::
+
+    [defaults]                      # optional; every recording inherits these
+    scenario = "default"            # built-in name or a scenario TOML file
+    tools = "mytools:registry"      # MODULE:ATTR, a ToolRegistry
+    expect = { no_errors = true }
+
+    [[recording]]
+    path = "calls/refund.wav"       # required
+    name = "refund"                 # optional, default the file's stem; unique in the farm
+    scenario = "tools"
+    transcripts = ["I want a refund", "No, stop"]   # else a sidecar calls/refund.txt, if any
+    expect = { barge_ins = 1, max_cut_error_ms = 10, max_reply_latency_ms = 1500 }
+    # barge_ins = { min = 1, max = 3 } for a range
+
+A recording's ``expect`` overrides the defaults field by field. Every table refuses
+unknown keys, so a misspelt expectation is an error, not a check that never runs. Errors
+are one :class:`~voxline.realtime.errors.ConfigurationError` line naming the file and field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+
+from voxline.realtime.errors import ConfigurationError
+
+from ..inputs import transcripts_for
+
+__all__ = ["Expectations", "Range", "Recording", "load_manifest", "recordings_from_paths"]
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Range(_Strict):
+    """At least ``min`` and at most ``max`` (either may be left out)."""
+
+    min: Annotated[int, Field(ge=0)] | None = None
+    max: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        return self
+
+    def holds(self, value: int) -> bool:
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def __str__(self) -> str:
+        if self.max is None:
+            return f">= {self.min}"
+        return f"<= {self.max}" if self.min is None else f"{self.min}..{self.max}"
+
+
+def _count_or_range(value: Any) -> str:
+    return "range" if isinstance(value, dict | Range) else "count"
+
+
+# an exact number of barge-ins, or a range; errors name the one the value was meant as
+BargeIns = Annotated[Annotated[Annotated[int, Field(ge=0)], Tag("count")] | Annotated[Range, Tag("range")],
+                     Discriminator(_count_or_range)]
+
+
+class Expectations(_Strict):
+    """What a recording's replay must show; a field left out is not checked."""
+
+    barge_ins: BargeIns | None = None  # exact count, or a range
+    max_cut_error_ms: NonNegative | None = None  # |truncate − heard| of every barge-in
+    max_reply_latency_ms: NonNegative | None = None  # end of user speech → first reply sample heard, every turn
+    no_errors: bool = False  # no error reported at all, not even one the session recovered from
+
+    def over(self, base: Expectations) -> Expectations:
+        """These expectations, with ``base`` for the fields not set here."""
+        return base.model_copy(update={name: getattr(self, name) for name in self.model_fields_set})
+
+
+class _Defaults(_Strict):
+    scenario: str | None = None
+    tools: str | None = None
+    expect: Expectations = Expectations()
+
+
+class _Entry(_Strict):
+    path: str
+    name: Annotated[str, Field(min_length=1, pattern=r"^[^/\\\x00]+$")] | None = None
+    scenario: str | None = None
+    tools: str | None = None
+    transcripts: list[str] | None = None
+    expect: Expectations = Expectations()
+
+
+class _Manifest(_Strict):
+    defaults: _Defaults = _Defaults()
+    recording: Annotated[list[_Entry], Field(min_length=1)]
+
+
+class Recording(_Strict):
+    """One recording of a farm, resolved: an absolute path, a unique name, its own settings."""
+
+    name: str
+    path: Path
+    scenario: str | None = None  # None: the built-in default
+    tools: str | None = None  # MODULE:ATTR
+    transcripts: tuple[str, ...] | None = None
+    expect: Expectations = Expectations()
+
+
+def recordings_from_paths(paths: list[Path]) -> list[Recording]:
+    """WAV files and directories (every ``*.wav`` in it, sorted) as recordings, sidecar transcripts honoured."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.wav"))
+            if not found:
+                raise ConfigurationError(f"{path}: no *.wav recordings in this directory")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ConfigurationError(f"{path}: no such file or directory")
+    recordings = [Recording(name=f.stem, path=f.resolve(), transcripts=transcripts_for(f)) for f in files]
+    return _unique(recordings, "inputs")
+
+
+def load_manifest(path: Path) -> list[Recording]:
+    """The recordings a manifest lists (see the module docstring), validated."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read manifest {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"manifest {path} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"manifest {path} is not valid TOML: {exc}") from None
+    try:
+        manifest = _Manifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigurationError(f"manifest {path}: {_where(first['loc'])}: {first['msg']}") from None
+    base = path.parent
+    recordings = []
+    for n, entry in enumerate(manifest.recording, 1):
+        wav = (base / entry.path).resolve()
+        if not wav.is_file():
+            raise ConfigurationError(f"manifest {path}: recording {n}: path: no such file {wav}")
+        scenario = entry.scenario or manifest.defaults.scenario
+        recordings.append(Recording(
+            name=entry.name or wav.stem, path=wav, scenario=_scenario_source(scenario, base),
+            tools=entry.tools or manifest.defaults.tools,
+            transcripts=tuple(entry.transcripts) if entry.transcripts is not None else transcripts_for(wav),
+            expect=entry.expect.over(manifest.defaults.expect)))
+    return _unique(recordings, f"manifest {path}")
+
+
+def _scenario_source(scenario: str | None, base: Path) -> str | None:
+    """A scenario file relative to the manifest becomes absolute; a built-in name stays a name."""
+    if scenario is None or not scenario.endswith(".toml"):
+        return scenario
+    return str((base / scenario).resolve())
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """pydantic's ``("recording", 2, "expect", "barge_ins")`` → ``recording 3: expect.barge_ins``."""
+    parts = [str(p) for p in loc if p not in ("count", "range")]
+    if len(loc) >= 2 and loc[0] == "recording" and isinstance(loc[1], int):
+        rest = ".".join(parts[2:])
+        return f"recording {loc[1] + 1}" + (f": {rest}" if rest else "")
+    return ".".join(parts) or "manifest"
+
+
+def _unique(recordings: list[Recording], where: str) -> list[Recording]:
+    """Sorted by name; two recordings may not share one (their outputs would collide)."""
+    seen: dict[str, Path] = {}
+    for r in recordings:
+        if r.name in seen:
+            raise ConfigurationError(f"{where}: two recordings are named {r.name!r} ({seen[r.name]} and {r.path}); "
+                                     "rename one" + (" or give it a name" if where.startswith("manifest") else ""))
+        seen[r.name] = r.path
+    return sorted(recordings, key=lambda r: r.name)

@@ -1,0 +1,42 @@
+"""JUnit XML for CI systems: one ``<testsuite>``, one ``<testcase>`` per recording.
+
+A recording whose expectations failed gets a ``<failure>``, one that could not run or ended
+on a fatal session error an ``<error>``; each carries a one-line ``message`` and, as text,
+every check with its measured value. Built with :mod:`xml.etree`, so names and messages
+are escaped whatever they hold.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .results import Outcome
+
+__all__ = ["junit_xml", "write_junit"]
+
+
+def junit_xml(outcomes: list[Outcome], suite: str = "voxline replay", wall_s: float = 0.0) -> str:
+    failures = sum(o.status == "fail" for o in outcomes)
+    errors = sum(o.status == "error" for o in outcomes)
+    root = ET.Element("testsuites", name=suite, tests=str(len(outcomes)), failures=str(failures),
+                      errors=str(errors), time=f"{wall_s:.3f}")
+    testsuite = ET.SubElement(root, "testsuite", name=suite, tests=str(len(outcomes)), failures=str(failures),
+                              errors=str(errors), skipped="0", time=f"{wall_s:.3f}")
+    for o in outcomes:
+        case = ET.SubElement(testsuite, "testcase", classname="voxline.replay", name=o.name, file=o.input,
+                             time=f"{o.wall_s:.3f}")
+        if o.status != "pass":
+            kind = "failure" if o.status == "fail" else "error"
+            element = ET.SubElement(case, kind, message=o.message(), type="expectation" if kind == "failure" else "replay")
+            element.text = "\n".join(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: expected {c.expected}, measured {c.measured}"
+                                     for c in o.checks) or (o.error or "")
+        out = [f"barge-ins: {o.barge_ins}", f"cut errors ms: {o.cut_errors_ms}",
+               f"reply latencies ms: {o.reply_latencies_ms}", f"error codes: {o.error_codes}"]
+        ET.SubElement(case, "system-out").text = "\n".join(out)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: Path, outcomes: list[Outcome], wall_s: float = 0.0) -> None:
+    path.write_text(junit_xml(outcomes, wall_s=wall_s), encoding="utf-8")

@@ -1,0 +1,150 @@
+"""A farm's verdicts as plain data: what each recording measured, which expectations held.
+
+:class:`Outcome` is built from a replay's figures (:func:`measure`) and judged against a
+recording's :class:`~.manifest.Expectations` (:func:`judge`) without I/O; it travels
+between processes (and Ray tasks) as a dict (:meth:`Outcome.to_json`). The results file is
+one JSON object per line and recording (:func:`write_jsonl`)::
+
+    {"name", "input", "status": "pass"|"fail"|"error", "checks": [{"name", "expected", "measured", "ok"}],
+     "barge_ins", "cut_errors_ms", "reply_latencies_ms", "error_codes", "error", "duration_s", "wall_s",
+     "heard", "events"}
+
+``status`` is ``error`` when the replay could not run or ended on a fatal session error,
+``fail`` when it ran and an expectation did not hold.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..result import ReplayResult
+from ...events import SessionError
+from .manifest import Expectations, Range
+
+__all__ = ["Check", "Measured", "Outcome", "judge", "measure", "outcome", "summary_line", "write_jsonl"]
+
+Status = Literal["pass", "fail", "error"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # barge_ins, max_cut_error_ms, max_reply_latency_ms, no_errors
+    expected: str
+    measured: Any
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The figures of one replay that expectations are judged on."""
+
+    barge_ins: int = 0
+    cut_errors_ms: list[float] = field(default_factory=list)  # applied − heard, one per barge-in that cut
+    reply_latencies_ms: list[float] = field(default_factory=list)  # one per turn that was answered
+    error_codes: list[str] = field(default_factory=list)  # every SessionError, in order ("error" if it had no code)
+    fatal: list[str] = field(default_factory=list)  # messages of the fatal ones
+    duration_s: float = 0.0
+
+
+@dataclass
+class Outcome:
+    name: str
+    input: str
+    status: Status
+    checks: list[Check] = field(default_factory=list)
+    barge_ins: int = 0
+    cut_errors_ms: list[float] = field(default_factory=list)
+    reply_latencies_ms: list[float] = field(default_factory=list)
+    error_codes: list[str] = field(default_factory=list)
+    error: str | None = None  # why the replay errored (one line)
+    duration_s: float = 0.0  # listener time covered
+    wall_s: float = 0.0
+    heard: str | None = None
+    events: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        return cls(**{**data, "checks": [Check(**c) for c in data.get("checks", [])]})
+
+    @property
+    def failed_checks(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def message(self) -> str:
+        """One line: why it did not pass (empty when it did)."""
+        if self.status == "error":
+            return self.error or "error"
+        return "; ".join(f"{c.name}: expected {c.expected}, measured {_show(c.measured)}" for c in self.failed_checks)
+
+
+def measure(result: ReplayResult) -> Measured:
+    """The judged figures of a finished replay."""
+    errors = [e for e in result.events if isinstance(e, SessionError)]
+    metrics = result.metrics
+    barge_ins = metrics.barge_ins if metrics is not None else ()
+    turns = metrics.turns if metrics is not None else ()
+    return Measured(
+        barge_ins=len(barge_ins) if metrics is not None else len(result.barge_ins),
+        cut_errors_ms=[round(b.cut_error_ms, 3) for b in barge_ins if b.cut_error_ms is not None],
+        reply_latencies_ms=[round(t.reply_latency_ms, 3) for t in turns if t.reply_latency_ms is not None],
+        error_codes=[e.code or "error" for e in errors],
+        fatal=[e.message for e in errors if e.fatal],
+        duration_s=round(result.duration_s, 3),
+    )
+
+
+def judge(expect: Expectations, m: Measured) -> list[Check]:
+    """One :class:`Check` per expectation that is set, in a fixed order."""
+    checks: list[Check] = []
+    match expect.barge_ins:
+        case None:
+            pass
+        case Range() as r:
+            checks.append(Check("barge_ins", str(r), m.barge_ins, r.holds(m.barge_ins)))
+        case int() as exact:
+            checks.append(Check("barge_ins", str(exact), m.barge_ins, m.barge_ins == exact))
+    if expect.max_cut_error_ms is not None:
+        worst = max((abs(e) for e in m.cut_errors_ms), default=0.0)
+        checks.append(Check("max_cut_error_ms", f"<= {expect.max_cut_error_ms:g}", worst,
+                            worst <= expect.max_cut_error_ms))
+    if expect.max_reply_latency_ms is not None:
+        worst = max(m.reply_latencies_ms, default=0.0)
+        checks.append(Check("max_reply_latency_ms", f"<= {expect.max_reply_latency_ms:g}", worst,
+                            worst <= expect.max_reply_latency_ms))
+    if expect.no_errors:
+        checks.append(Check("no_errors", "none", m.error_codes, not m.error_codes))
+    return checks
+
+
+def outcome(name: str, input: str, expect: Expectations, m: Measured, **paths: Any) -> Outcome:
+    """The verdict on one replay that ran: ``error`` on a fatal session error, else pass or fail."""
+    checks = judge(expect, m)
+    status: Status = "error" if m.fatal else "pass" if all(c.ok for c in checks) else "fail"
+    return Outcome(name, input, status, checks, m.barge_ins, m.cut_errors_ms, m.reply_latencies_ms, m.error_codes,
+                   error="; ".join(m.fatal) or None, duration_s=m.duration_s, **paths)
+
+
+def write_jsonl(path: Path, outcomes: list[Outcome]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for o in outcomes:
+            out.write(json.dumps(o.to_json(), ensure_ascii=False) + "\n")
+
+
+def summary_line(outcomes: list[Outcome], wall_s: float) -> str:
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "error")}
+    return (f"farm: {len(outcomes)} recordings, {counts['pass']} passed, {counts['fail']} failed, "
+            f"{counts['error']} errors in {wall_s:.1f} s")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)

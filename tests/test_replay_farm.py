@@ -1,0 +1,311 @@
+"""Replay farms: many recordings in one command, judged, reported as JSON lines and JUnit XML.
+
+The cores (manifest, sharding, judging, JUnit) are tested on plain data; the command runs
+as a user runs it, the installed ``voxline`` on a farm of 52 generated recordings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.hostile import speech
+from voxline.audio.wavio import read_wav, write_wav
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.scenario import load_scenario
+from voxline.session.replay import replay_fast
+from voxline.session.replay.farm import (
+    Check,
+    Expectations,
+    Outcome,
+    Shard,
+    deal,
+    junit_xml,
+    load_manifest,
+    parse_shard,
+    recordings_from_paths,
+)
+from voxline.session.replay.farm.results import Measured, judge, outcome
+
+ROOT = Path(__file__).resolve().parent.parent
+VOXLINE = Path(sys.executable).parent / "voxline"
+
+
+def voxline(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_") and k != "OPENAI_API_KEY"}
+    return subprocess.run([str(VOXLINE), *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=clean)
+
+
+def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
+    assert run.returncode != 0, run.stdout
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    return lines[0]
+
+
+def make_recording(path: Path, seed: int, interrupt: bool) -> None:
+    """A question at 0.3 s; with ``interrupt``, the user talks over the reply at 3.5 s. Six seconds."""
+    rng = np.random.default_rng(seed)
+    samples = np.zeros(6 * SAMPLE_RATE, dtype=np.int16)
+    question = speech(rng, 0.8 + 0.01 * (seed % 5))
+    samples[int(0.3 * SAMPLE_RATE):][: len(question)] = question
+    if interrupt:
+        over = speech(rng, 0.6)
+        samples[int(3.5 * SAMPLE_RATE):][: len(over)] = over
+    write_wav(path, samples)
+
+
+# the manifest's pieces, on plain data
+
+def write_manifest(path: Path, body: str) -> Path:
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_a_manifest_resolves_paths_defaults_and_sidecars(tmp_path: Path) -> None:
+    make_recording(tmp_path / "b.wav", 1, True)
+    make_recording(tmp_path / "a.wav", 2, False)
+    (tmp_path / "a.txt").write_text("hello there\n")
+    manifest = write_manifest(tmp_path / "farm.toml", """
+[defaults]
+scenario = "long"
+expect = { no_errors = true, max_cut_error_ms = 5 }
+
+[[recording]]
+path = "b.wav"
+name = "bee"
+expect = { barge_ins = { min = 1, max = 2 }, max_cut_error_ms = 10 }
+
+[[recording]]
+path = "a.wav"
+scenario = "default"
+""")
+    a, bee = load_manifest(manifest)  # sorted by name
+    assert (a.name, a.scenario, a.transcripts, a.path) == ("a", "default", ("hello there",), (tmp_path / "a.wav").resolve())
+    assert a.expect == Expectations(no_errors=True, max_cut_error_ms=5)
+    assert bee.scenario == "long" and bee.transcripts is None
+    assert bee.expect.max_cut_error_ms == 10 and bee.expect.no_errors and str(bee.expect.barge_ins) == "1..2"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('[[recording]]\npath = "r.wav"\nexpect = { barge_in = 1 }\n', "recording 1: expect.barge_in: Extra inputs are not permitted"),
+        ('[[recording]]\npath = "r.wav"\n[[recording]]\npath = "r.wav"\nexpect = { max_cut_error_ms = -1 }\n',
+         "recording 2: expect.max_cut_error_ms: Input should be greater than or equal to 0"),
+        ('[[recording]]\npath = "r.wav"\nexpect = { barge_ins = { min = 3, max = 1 } }\n', "min 3 is above max 1"),
+        ('[[recording]]\npath = "missing.wav"\n', "recording 1: path: no such file"),
+        ('[[recording]]\npath = "r.wav"\n[[recording]]\npath = "r.wav"\n', "two recordings are named 'r'"),
+        ("[defaults]\n", "recording: Field required"),
+        ("[[recording]\n", "is not valid TOML"),
+    ],
+)
+def test_a_bad_manifest_is_one_line_naming_the_file_and_field(tmp_path: Path, body: str, expected: str) -> None:
+    make_recording(tmp_path / "r.wav", 1, False)
+    manifest = write_manifest(tmp_path / "farm.toml", body)
+    with pytest.raises(ConfigurationError) as caught:
+        load_manifest(manifest)
+    message = str(caught.value)
+    assert str(manifest) in message and expected in message and "\n" not in message
+
+
+def test_a_directory_is_its_sorted_wavs(tmp_path: Path) -> None:
+    for name in ("c", "a", "b"):
+        make_recording(tmp_path / f"{name}.wav", 1, False)
+    (tmp_path / "notes.txt").write_text("not a recording")
+    assert [r.name for r in recordings_from_paths([tmp_path])] == ["a", "b", "c"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigurationError, match="no \\*.wav recordings"):
+        recordings_from_paths([tmp_path / "empty"])
+
+
+def test_shards_are_zero_based_deterministic_and_cover_every_recording_once() -> None:
+    items = [f"r{n:02}" for n in range(23)]
+    shards = [parse_shard(f"{i}/4").take(items) for i in range(4)]
+    assert sorted(x for s in shards for x in s) == items
+    assert {len(s) for s in shards} == {5, 6}
+    assert shards[0][:2] == ["r00", "r04"] and parse_shard(" 3 / 4 ") == Shard(3, 4)
+    assert deal(items[:3], 8) == [["r00"], ["r01"], ["r02"]]  # never an empty part
+    for bad, why in (("4/4", "I must be 0 to 3"), ("1/0", "N must be at least 1"), ("two/4", "takes I/N")):
+        with pytest.raises(ConfigurationError, match=why):
+            parse_shard(bad)
+
+
+def test_expectations_are_judged_against_what_was_measured() -> None:
+    m = Measured(barge_ins=2, cut_errors_ms=[-0.4, 0.2], reply_latencies_ms=[530.0, 1200.0], error_codes=["x"])
+    checks = judge(Expectations.model_validate({"barge_ins": 2, "max_cut_error_ms": 0.3,
+                                                "max_reply_latency_ms": 1500, "no_errors": True}), m)
+    assert checks == [Check("barge_ins", "2", 2, True), Check("max_cut_error_ms", "<= 0.3", 0.4, False),
+                      Check("max_reply_latency_ms", "<= 1500", 1200.0, True), Check("no_errors", "none", ["x"], False)]
+    assert judge(Expectations.model_validate({"barge_ins": {"min": 3}}), m) == [Check("barge_ins", ">= 3", 2, False)]
+    assert outcome("r", "r.wav", Expectations(), m).status == "pass"  # nothing expected: a run without fatal errors
+    assert outcome("r", "r.wav", Expectations(), Measured(fatal=["boom"])).status == "error"
+
+
+def test_junit_has_a_case_per_recording_and_a_one_line_failure() -> None:
+    outcomes = [
+        Outcome("ok", "ok.wav", "pass", [Check("barge_ins", "1", 1, True)], barge_ins=1, wall_s=0.5),
+        Outcome("bad <&>", "bad.wav", "fail", [Check("barge_ins", "2", 1, False), Check("max_cut_error_ms", "<= 5", 0.1, True)]),
+        Outcome("broken", "broken.wav", "error", error="cannot read broken.wav: not a WAV file"),
+    ]
+    root = ET.fromstring(junit_xml(outcomes, wall_s=2.0))
+    (suite,) = root.findall("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert list(cases) == ["ok", "bad <&>", "broken"]
+    assert cases["ok"].find("failure") is None and cases["ok"].find("error") is None
+    (failure,) = cases["bad <&>"].findall("failure")
+    assert failure.get("message") == "barge_ins: expected 2, measured 1"
+    assert cases["broken"].find("error").get("message") == "cannot read broken.wav: not a WAV file"  # type: ignore[union-attr]
+    assert all(float(c.get("time", "x")) >= 0 for c in cases.values())
+
+
+# the command, as a user runs it
+
+def toml_value(value: object) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)  # numbers and booleans are spelt alike
+
+FARM_SIZE = 52
+
+
+@pytest.fixture(scope="module")
+def farm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """52 recordings (every third without an interruption) and a manifest with an expectation for each."""
+    base = tmp_path_factory.mktemp("farm")
+    (base / "calls").mkdir()
+    entries = []
+    for n in range(FARM_SIZE):
+        interrupt = n % 3 != 0
+        make_recording(base / "calls" / f"call{n:02}.wav", n, interrupt)
+        expect = {"barge_ins": 1 if interrupt else 0, "max_cut_error_ms": 1.0, "max_reply_latency_ms": 2000}
+        if n % 4 == 0:
+            expect = {"barge_ins": {"min": 0, "max": 1}, "no_errors": True}
+        if n == 7:
+            expect = {"barge_ins": 2}  # one barge-in happens: this one must fail
+        inline = ", ".join(f"{k} = {toml_value(v)}" for k, v in expect.items())
+        entries.append(f'[[recording]]\npath = "calls/call{n:02}.wav"\nexpect = {{ {inline} }}\n')
+    write_manifest(base / "farm.toml", "\n".join(entries))
+    return base
+
+
+def test_a_farm_of_52_recordings_in_two_processes_reports_each_and_fails_on_one(farm_dir: Path) -> None:
+    out, junit = farm_dir / "out", farm_dir / "junit.xml"
+    run = voxline("replay", "--manifest", str(farm_dir / "farm.toml"), "--fast", "--voice", "tone", "--jobs", "8",
+                  "--processes", "2", "--out-dir", str(out), "--junit", str(junit))
+    assert run.returncode == 1, run.stderr  # one expectation fails
+    assert "Traceback" not in run.stderr
+    assert f"farm: {FARM_SIZE} recordings, {FARM_SIZE - 1} passed, 1 failed, 0 errors" in run.stdout
+    assert "FAIL  call07 (1 barge-in" in run.stdout and "barge_ins: expected 2, measured 1" in run.stdout
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["name"] for r in rows] == [f"call{n:02}" for n in range(FARM_SIZE)]
+    for n, row in enumerate(rows):
+        assert row["status"] == ("fail" if n == 7 else "pass"), row
+        assert row["barge_ins"] == (0 if n % 3 == 0 else 1)
+        assert row["checks"] and all(set(c) == {"name", "expected", "measured", "ok"} for c in row["checks"])
+        assert len(row["cut_errors_ms"]) == row["barge_ins"] and all(abs(e) <= 1 for e in row["cut_errors_ms"])
+        assert row["reply_latencies_ms"] and row["error_codes"] == [] and row["wall_s"] > 0
+        assert Path(row["heard"]) == out / row["name"] / "heard.wav" and (out / row["name"] / "events.jsonl").is_file()
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("tests") == str(FARM_SIZE) and suite.get("failures") == "1"
+    failed = [c for c in suite.findall("testcase") if c.find("failure") is not None]
+    assert [c.get("name") for c in failed] == ["call07"]
+    assert failed[0].find("failure").get("message") == "barge_ins: expected 2, measured 1"  # type: ignore[union-attr]
+    # each session of the farm heard exactly what a replay of its recording alone hears, to the sample
+    for name in ("call01", "call30"):
+        samples, _rate = read_wav(farm_dir / "calls" / f"{name}.wav")
+        alone = replay_fast(samples, scenario=load_scenario(None), voice="tone")
+        assert alone.heard is not None
+        assert np.array_equal(read_wav(out / name / "heard.wav")[0], alone.heard)
+
+
+def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path: Path) -> None:
+    names = []
+    for i in range(3):
+        run = voxline("replay", str(farm_dir / "calls"), "--fast", "--voice", "tone", "--shard", f"{i}/3",
+                      "--jobs", "20", "--out-dir", str(tmp_path / f"shard{i}"))
+        assert run.returncode == 0, run.stderr  # no expectations from a directory: every run without errors passes
+        rows = [json.loads(line) for line in (tmp_path / f"shard{i}" / "results.jsonl").read_text().splitlines()]
+        assert [r["name"] for r in rows] == [f"call{n:02}" for n in range(i, FARM_SIZE, 3)]
+        names += [r["name"] for r in rows]
+    assert sorted(names) == [f"call{n:02}" for n in range(FARM_SIZE)]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--out-dir", "{tmp}/o", "--shard", "3/3"], "--shard 3/3: I must be 0 to 2"),
+        (["--out", "{tmp}/h.wav"], "--out apply to one recording"),
+        ([], "a farm needs --out-dir DIR"),
+        (["--out-dir", "{tmp}/o", "--tools", "nomodule"], "--tools takes MODULE:ATTR"),
+        (["--out-dir", "{tmp}/o", "--jobs", "0"], "argument --jobs: expected a whole number of at least 1"),
+    ],
+)
+def test_farm_mistakes_are_one_line(farm_dir: Path, tmp_path: Path, args: list[str], expected: str) -> None:
+    inputs = [str(farm_dir / "calls" / "call00.wav"), str(farm_dir / "calls" / "call01.wav")]
+    run = voxline("replay", *inputs, "--fast", *[a.format(tmp=tmp_path) for a in args])
+    assert expected in one_line_error(run)
+
+
+def test_farm_flags_on_one_recording_are_refused(farm_dir: Path, tmp_path: Path) -> None:
+    run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--jobs", "2", "--out",
+                  str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"))
+    assert "--jobs apply to a farm" in one_line_error(run)
+    run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast")
+    assert "one recording needs --out HEARD.wav and --events EVENTS.jsonl" in one_line_error(run)
+
+
+def _listener_timeline(sink: object, minutes: float) -> None:
+    """What a replay's output does to its sink: one 20 ms block after another, a cut every 7 s reaching back 0.1 s."""
+    rng = np.random.default_rng(5)
+    blocks = [(rng.standard_normal(480) * 3000).astype(np.int16) for _ in range(16)]
+    for k in range(int(minutes * 60 * 50)):
+        t = k * 480 / SAMPLE_RATE
+        sink.write(t, blocks[k % 16])  # type: ignore[attr-defined]
+        if k % 350 == 349:
+            sink.apply_cut(t - 0.1, t - 0.095)  # type: ignore[attr-defined]
+
+
+def test_heard_wav_is_streamed_to_disk_and_equals_the_timeline_in_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from voxline.audio.sinks import TimelineSink, WavSink
+
+    minutes = 20.0
+    size = int(minutes * 60 * SAMPLE_RATE) * 2  # bytes of 16-bit samples
+    tracemalloc.start()
+    try:
+        with WavSink(tmp_path / "heard.wav") as sink:
+            _listener_timeline(sink, minutes)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < size / 20, f"peak {peak / 1e6:.1f} MB for {size / 1e6:.1f} MB of audio"  # seconds, not minutes
+    memory = TimelineSink()
+    _listener_timeline(memory, minutes)
+    on_disk, rate = read_wav(tmp_path / "heard.wav")
+    assert rate == SAMPLE_RATE and len(on_disk) == len(memory.samples) == size // 2
+    assert np.array_equal(on_disk, memory.samples)
+
+
+def test_a_real_time_farm_runs_its_sessions_on_one_loop_each_with_its_own_server(tmp_path: Path) -> None:
+    for n in range(3):
+        make_recording(tmp_path / f"rt{n}.wav", n, interrupt=n != 1)
+    run = voxline("replay", *(str(tmp_path / f"rt{n}.wav") for n in range(3)), "--voice", "tone", "--jobs", "3",
+                  "--out-dir", str(tmp_path / "out"), "--junit", str(tmp_path / "junit.xml"))
+    assert run.returncode == 0, run.stderr
+    assert "real time, a built-in server per recording" in run.stderr
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [(r["name"], r["status"], r["barge_ins"]) for r in rows] == [("rt0", "pass", 1), ("rt1", "pass", 0),
+                                                                       ("rt2", "pass", 1)]
+    assert all(abs(e) <= 1 for r in rows for e in r["cut_errors_ms"])
+    assert ET.parse(tmp_path / "junit.xml").getroot().find("testsuite").get("failures") == "0"  # type: ignore[union-attr]
