@@ -1,1 +1,1 @@
-"""Benchmarks: each module prints its figures and saves them under ``benchmarks/results/``."""
+"""Benchmarks: each module prints its figures and records them as one section of ``results.json`` (see ``record``)."""

@@ -26,8 +26,8 @@ Figures for each N:
 
 The machine (cores, platform, Python, load average before and after each N) goes in the
 JSON beside them: on a shared machine the load decides much of the lag. Run:
-``python3 -m benchmarks.bench_concurrent`` (N = 10, 50, 100, 200; ``--short``: 5, 10;
-``--sessions 10,50``).
+``python3 -m benchmarks.bench_concurrent`` (N = 10, 50, 100, 200; ``--short``: 10 on the first
+7 s of the recording; ``--sessions 10,50``).
 """
 
 from __future__ import annotations
@@ -63,14 +63,17 @@ from voxline.session.replay import replay_fast, run_replay
 from voxline.session.replay.result import ReplayResult
 from voxline.session.settings import SessionSettings
 
-from .common import add_output_arguments, environment, format_table, output_path, write_result
+from .common import environment, format_table
+from .record import add_output_arguments, finish, run_section
 
-__all__ = ["FULL", "SHORT", "Server", "lockstep_reference", "machine", "main", "percentiles", "run", "run_sessions",
-           "table"]
+__all__ = ["FULL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "lockstep_reference", "machine", "main",
+           "percentiles", "run", "run_sessions", "section", "table"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 FULL = (10, 50, 100, 200)
-SHORT = (5, 10)
+SHORT = (10,)
+SHORT_SECONDS = 7.0  # --short keeps the question and the barge-in of the recording
+SHORT_TAIL_S = 0.5
 PROBE_S = 0.010
 TAIL_S = 2.0  # as examples/interruption_test.py: the replay ends at most 2 s after the input
 VOICE = "tone"  # the server's voice: no external program, same replies in lockstep and real time
@@ -320,6 +323,11 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     }
 
 
+def section(short: bool = False) -> dict[str, Any]:
+    """The ``concurrent`` figures; ``short``: N = 10 on the first 7 s of the recording, 0.5 s tail."""
+    return run(SHORT, seconds=SHORT_SECONDS, tail_s=SHORT_TAIL_S) if short else run()
+
+
 def _row(r: dict[str, Any]) -> list[str]:
     def pct(x: float) -> str:
         return f"{100 * x:.2f}%"
@@ -358,17 +366,22 @@ def _seconds(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--short", action="store_true", help=f"N = {', '.join(map(str, SHORT))} (for CI)")
+    parser.add_argument("--short", action="store_true",
+                        help=f"N = {', '.join(map(str, SHORT))} on the first {SHORT_SECONDS:g} s of the recording (for CI)")
     parser.add_argument("--sessions", type=_counts, default=None, metavar="N,N,...",
                         help=f"session counts (default {','.join(map(str, FULL))})")
     parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",
                         help="the sessions' liveness_timeout_s (default: the session's own; 0 turns the watchdog off)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
+    if args.short and args.write_results:
+        parser.error("--short figures are a check that the benchmark runs; they are not recorded in the tracked file")
     logging.basicConfig(level=logging.ERROR)  # each session's warnings are counted in session_errors instead
     sessions = args.sessions or (SHORT if args.short else FULL)
-    result = run(sessions, liveness_timeout_s=args.liveness_timeout)
-    path = write_result(result, output_path(args, "concurrent.json"))
+    shape: dict[str, Any] = {"seconds": SHORT_SECONDS, "tail_s": SHORT_TAIL_S} if args.short else {}
+    done = run_section(lambda: run(sessions, liveness_timeout_s=args.liveness_timeout, **shape), short=args.short)
+    result = done["figures"]
+    path = finish(args, "concurrent", done)
     m = result["machine"]
     print(f"{m['cpu_count']} cores, {m['platform']}, Python {m['python']}; "
           f"CPU per session-second as a share of one core")

@@ -22,7 +22,6 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, cast
 
 from openai._models import construct_type_unchecked
@@ -30,9 +29,9 @@ from openai.types.realtime import RealtimeServerEvent
 
 import voxline.realtime.events as ev
 
-from .common import add_output_arguments, output_path
+from .record import add_output_arguments, finish, run_section
 
-__all__ = ["PATHS", "main", "measure", "run"]
+__all__ = ["PATHS", "main", "measure", "run", "section", "table"]
 
 SIZES = {"20ms": 480, "100ms": 2400}  # samples of PCM16 mono at 24 kHz
 
@@ -105,7 +104,7 @@ def measure(text: str, rounds: int, repetitions: int) -> dict[str, float]:
 
 
 def run(rounds: int = 9, repetitions: int = 4000) -> dict[str, Any]:
-    """Measure every size; returns the figures written to ``results/decode.json``."""
+    """Measure every size: the figures of the ``decode`` section."""
     import openai
     import pydantic_core
 
@@ -133,7 +132,12 @@ def run(rounds: int = 9, repetitions: int = 4000) -> dict[str, Any]:
     }
 
 
-def _table(result: dict[str, Any]) -> str:
+def section(short: bool = False) -> dict[str, Any]:
+    """The ``decode`` figures; ``short``: 3 rounds of 300 events (a check that it runs, not a measurement to quote)."""
+    return run(3, 300) if short else run()
+
+
+def table(result: dict[str, Any]) -> str:
     head = f"{'delta':>6} {'floor':>8} {'sdk':>8} {'voxline':>8} {'vox+std':>8} {'sdk/vox':>8} {'vox/floor':>9}"
     lines = [f"decode response.output_audio.delta, µs/event (base64: {result['base64_backend']})", head]
     for label, row in result["sizes"].items():
@@ -152,12 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=4000)
     add_output_arguments(parser)
     args = parser.parse_args(argv)
-    args.out = output_path(args, 'decode.json')
-    result = run(args.rounds, args.repetitions)
-    print(_table(result))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"written to {args.out}")
+    if args.rounds <= 0 or args.repetitions <= 0:
+        parser.error("--rounds and --repetitions must be positive")
+    done = run_section(lambda: run(args.rounds, args.repetitions), short=False)
+    print(table(done["figures"]))
+    print(f"written to {finish(args, 'decode', done)}")
     return 0
 
 

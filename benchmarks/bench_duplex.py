@@ -26,7 +26,6 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Union, cast
 
 import numpy as np
@@ -43,13 +42,13 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.resample import StreamResampler
 from voxline.realtime.protocol import RealtimeProtocol
 
-from .common import add_output_arguments, output_path, RESULTS_DIR, environment, format_table, ratio, speechlike, time_regions, write_result
+from .common import environment, format_table, ratio, speechlike, time_regions
+from .record import add_output_arguments, finish, run_section
 
 __all__ = ["STAGES", "TIMED", "Stream", "check_paths", "decode_sdk", "decode_voxline", "main", "make_stream",
-           "playout", "run", "table"]
+           "playout", "run", "section", "table"]
 
 RATE = 24_000
-RESULTS = RESULTS_DIR / "duplex.json"
 ITEM_S = 10  # one assistant item per 10 s of reply
 _SDK_SEND_TYPE = Union[RealtimeClientEventParam, ResponseCreateEventWithReferencesParam]
 
@@ -244,7 +243,7 @@ def _ratios(m: dict[str, dict[str, float]]) -> dict[str, float]:
 
 
 def run(seconds: float = 60.0, rounds: int = 7, **stream: Any) -> dict[str, Any]:
-    """Measure; returns the figures written to ``results/duplex.json`` (seconds per audio second)."""
+    """Measure: the figures of the ``duplex`` section (seconds per audio second)."""
     s = make_stream(seconds, **stream)
     check_paths(s)
     m = measure(s, rounds)
@@ -267,6 +266,11 @@ def run(seconds: float = 60.0, rounds: int = 7, **stream: Any) -> dict[str, Any]
         "sdk_send_encode_cpu_s_per_audio_s": round(m["encode.sdk_send"]["cpu"], 7),
         "ratios_cpu": _ratios(m),
     }
+
+
+def section(short: bool = False) -> dict[str, Any]:
+    """The ``duplex`` figures; ``short``: one round over 1 s of audio."""
+    return run(1.0, 1) if short else run()
 
 
 def table(result: dict[str, Any]) -> str:
@@ -295,10 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     add_output_arguments(parser)
     args = parser.parse_args(argv)
-    args.out = output_path(args, 'duplex.json')
-    result = run(args.seconds, args.rounds)
-    print(table(result))
-    print(f"written to {write_result(result, args.out)}")
+    if not args.seconds > 0 or args.rounds <= 0:
+        parser.error("--seconds and --rounds must be positive")
+    done = run_section(lambda: run(args.seconds, args.rounds), short=False)
+    print(table(done["figures"]))
+    print(f"written to {finish(args, 'duplex', done)}")
     return 0
 
 

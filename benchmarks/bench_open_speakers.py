@@ -43,11 +43,11 @@ from voxline.session.settings import SessionSettings
 from tests.heard import heard_length
 from tests.speech import make_utterance, mix_timeline
 
-from .common import RESULTS_DIR, MissingToolError, environment, format_table, require_tools, time_regions, write_result
+from .common import MissingToolError, environment, format_table, require_tools, time_regions
+from .record import add_output_arguments, finish, run_section
 
-__all__ = ["main", "run"]
+__all__ = ["main", "run", "section", "table"]
 
-RESULTS = RESULTS_DIR / "open_speakers.json"
 SCENARIO = load_scenario("long")
 REPLY = SCENARIO.turns[0].outputs[0].text
 QUESTION_AT = 0.5
@@ -183,6 +183,11 @@ def run(delays: list[int] | None = None, rounds: int = 5) -> dict[str, Any]:
             "elapsed_s": round(time.perf_counter() - start, 1)}
 
 
+def section(short: bool = False) -> dict[str, Any]:
+    """The ``open_speakers`` figures; ``short``: the 60 ms echo only, one timing round."""
+    return run([60], 1) if short else run()
+
+
 def table(result: dict[str, Any]) -> str:
     rows = []
     for r in result["replays"]:
@@ -213,20 +218,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--delays", default="30,60,90,120", help="echo delays in ms, comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds for the CPU figures")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     try:
         delays = [int(x) for x in args.delays.split(",")]
     except ValueError:
         parser.error(f"--delays takes integers separated by commas, not {args.delays!r}")
-    try:
-        result = run(delays, args.rounds)
-    except MissingToolError as exc:
-        print(f"bench_open_speakers: {exc}")
+    if args.rounds <= 0 or not delays or min(delays) < 0:
+        parser.error("--rounds must be positive and --delays at least one delay >= 0 ms")
+    done = run_section(lambda: run(delays, args.rounds), short=False)
+    if "skipped" in done:
+        print(f"bench_open_speakers: {done['skipped']}")
         return 2
+    result = done["figures"]
     print(table(result))
     print(f"{len(result['replays'])} configurations in {result['elapsed_s']} s; written to "
-          f"{write_result(result, args.out)}")
+          f"{finish(args, 'open_speakers', done)}")
     return 0
 
 

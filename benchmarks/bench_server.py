@@ -24,7 +24,6 @@ import json
 import math
 import secrets
 import string
-import time
 from typing import Any
 
 import numpy as np
@@ -37,9 +36,10 @@ from voxline.realtime.server.scenario import parse_scenario
 from voxline.realtime.server.speech import VoiceCache
 from voxline.realtime.server.state import EngineConfig
 
-from .common import add_output_arguments, format_table, output_path, ratio, speechlike, time_regions, write_result
+from .common import format_table, ratio, speechlike, time_regions
+from .record import add_output_arguments, finish, run_section
 
-__all__ = ["main", "run", "table"]
+__all__ = ["main", "run", "section", "table"]
 
 RATE = 24000
 STEP_S = 0.02
@@ -169,6 +169,11 @@ def run(sessions: int = 20, seconds: float = 6.0, rounds: int = 3) -> dict[str, 
     }
 
 
+def section(short: bool = False) -> dict[str, Any]:
+    """The ``server`` figures; ``short``: 2 sessions of 1 s, one round."""
+    return run(2, 1.0, 1) if short else run()
+
+
 def table(result: dict[str, Any]) -> str:
     server, ids, vad = result["server"], result["ids"], result["vad"]
     rows = [
@@ -194,11 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sessions <= 0 or not (math.isfinite(args.seconds) and args.seconds > 0) or args.rounds <= 0:
         parser.error("--sessions, --seconds and --rounds must be positive")
-    args.out = output_path(args, "server.json")
-    started = time.perf_counter()
-    result = run(args.sessions, args.seconds, args.rounds)
-    print(table(result))
-    print(f"({time.perf_counter() - started:.1f} s) written to {write_result(result, args.out)}")
+    done = run_section(lambda: run(args.sessions, args.seconds, args.rounds), short=False)
+    print(table(done["figures"]))
+    print(f"({done['measured']['elapsed_s']:.1f} s) written to {finish(args, 'server', done)}")
     return 0
 
 

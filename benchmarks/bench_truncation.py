@@ -19,8 +19,13 @@ reply sample reached the listener. On the same run we compare, in ms of the repl
 
 The error of a method is its distance to the truth interval. Output models: the WAV sink
 (no output latency), devices that buffer 40 and 100 ms ahead, and the WAV sink fed by a
-server slower than real time (playout keeps running dry). Run:
-``python3 -m benchmarks.bench_truncation``.
+server slower than real time (playout keeps running dry).
+
+The device rows are *modelled*: :class:`~voxline.session.media.ClockedOutput` hands each block
+over ``device_latency_s`` before the listener hears it, and the ledger is told the same
+latency, so they show what ignoring a device buffer costs, not how a real device behaves. Real
+devices are measured by ``benchmarks/bench_device.py`` (PulseAudio's virtual speaker, the
+recording analysed on its own). Run: ``python3 -m benchmarks.bench_truncation``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import json
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +50,13 @@ from voxline.session.settings import SessionSettings
 from tests.heard import heard_length
 from tests.speech import make_utterance, mix_timeline
 
-from .common import add_output_arguments, output_path, RESULTS_DIR, MissingToolError, environment, format_table, require_tools, stats, write_result
+from .common import environment, format_table, require_tools, stats
+from .record import add_output_arguments, finish, run_section
 
 __all__ = ["METHODS", "Case", "Fixtures", "default_cases", "heard_interval", "main", "make_fixtures",
-           "measure_position", "reply_timing", "run", "spread_offsets", "summarize", "table"]
+           "measure_position", "reply_timing", "run", "section", "short_cases", "spread_offsets", "summarize", "table"]
 
 RATE = 24_000
-RESULTS = RESULTS_DIR / "truncation.json"
 SCENARIO = load_scenario("long")
 QUESTION, STOP = "what is the weather like today", "stop, wait a second"
 QUESTION_AT = 0.5
@@ -68,6 +73,11 @@ class Case:
     device_latency_s: float
     speed: float
     offsets: tuple[float, ...]  # seconds after the first reply sample was heard
+
+    @property
+    def modelled(self) -> bool:
+        """The device latency is the output model's, not a measured device's."""
+        return self.device_latency_s > 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,11 +104,16 @@ def default_cases(positions: int = 60) -> list[Case]:
     spread = spread_offsets(positions)
     return [
         Case("wav", "WAV sink", 0.0, 4.0, spread),
-        Case("device_40ms", "device, 40 ms ahead", 0.04, 4.0, spread),
-        Case("device_100ms", "device, 100 ms ahead", 0.1, 4.0, spread),
+        Case("device_40ms", "device, 40 ms ahead (modelled)", 0.04, 4.0, spread),
+        Case("device_100ms", "device, 100 ms ahead (modelled)", 0.1, 4.0, spread),
         Case("wav_starved_x0.5", "WAV sink, server 0.5x", 0.0, 0.5, _even(0.3, 0.155, 24)),
         Case("wav_starved_x0.8", "WAV sink, server 0.8x", 0.0, 0.8, _even(0.45, 0.37, 10)),
     ]
+
+
+def short_cases() -> list[Case]:
+    """Every output model of :func:`default_cases` at two or three positions (a check that it runs)."""
+    return [replace(case, offsets=case.offsets[:: max(1, len(case.offsets) // 2)][:3]) for case in default_cases(12)]
 
 
 def make_fixtures(cache: Path) -> Fixtures:
@@ -208,6 +223,7 @@ def summarize(case: Case, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "label": case.label,
         "device_latency_s": case.device_latency_s,
+        "device_latency": "modelled" if case.modelled else "none",
         "server_speed": case.speed,
         "runs": len(rows),
         "starved_runs": sum(r["starved"] for r in rows),
@@ -220,7 +236,7 @@ def summarize(case: Case, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(cases: list[Case] | None = None, fixtures: Fixtures | None = None) -> dict[str, Any]:
-    """Measure every case; returns the figures written to ``results/truncation.json``."""
+    """Measure every case: the figures of the ``truncation`` section."""
     cases = default_cases() if cases is None else cases
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="voxline-bench-") as tmp:
@@ -239,6 +255,11 @@ def run(cases: list[Case] | None = None, fixtures: Fixtures | None = None) -> di
     }
 
 
+def section(short: bool = False) -> dict[str, Any]:
+    """The ``truncation`` figures; ``short``: :func:`short_cases`."""
+    return run(short_cases() if short else default_cases())
+
+
 def table(result: dict[str, Any]) -> str:
     """The summary as text: max / median absolute error per method and output model."""
     head = ["output", "runs", "dry", "ledger max/med", "wall clock max/med", "handed max/med"]
@@ -251,7 +272,8 @@ def table(result: dict[str, Any]) -> str:
         f"truncation error at barge-in, ms of a {result['reply_ms']:.0f} ms reply (|method - heard|, max / median)",
         format_table(head, lines),
         "dry = barge-ins while the playout had run dry (underrun gap); wall clock = since the first delta, "
-        "capped at received; handed = heard + still in the device, capped at received",
+        "capped at received; handed = heard + still in the device, capped at received; "
+        "(modelled) = the output model's device latency, not a real device (bench_device measures those)",
         f"{ambiguous} runs were cut inside digital silence of the reply, where the truth is an interval",
     ])
 
@@ -261,14 +283,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--positions", type=int, default=60, help="barge-in positions per non-starved output model")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
-    args.out = output_path(args, 'truncation.json')
-    try:
-        result = run(default_cases(args.positions))
-    except MissingToolError as exc:
-        print(f"bench_truncation: {exc}")
+    if args.positions <= 0:
+        parser.error("--positions must be positive")
+    done = run_section(lambda: run(default_cases(args.positions)), short=False)
+    if "skipped" in done:
+        print(f"bench_truncation: {done['skipped']}")
         return 2
+    result = done["figures"]
     print(table(result))
-    print(f"{len(result['runs'])} replays in {result['elapsed_s']} s; written to {write_result(result, args.out)}")
+    print(f"{len(result['runs'])} replays in {result['elapsed_s']} s; written to {finish(args, 'truncation', done)}")
     return 0
 
 

@@ -1,60 +1,37 @@
-"""Helpers shared by the benchmarks: result files, error statistics, plain-text tables."""
+"""Helpers shared by the benchmarks: missing programs, error statistics, timing, plain-text tables.
+
+Where figures are written is :mod:`benchmarks.record`'s business."""
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import os
 import platform
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "RESULTS_DIR",
-    "add_output_arguments",
     "MissingToolError",
+    "Unavailable",
     "environment",
     "format_table",
-    "output_path",
     "ratio",
     "require_tools",
     "speechlike",
     "stats",
     "time_regions",
-    "write_result",
 ]
 
-RESULTS_DIR = Path(__file__).parent / "results"  # the recorded figures (tracked): written only when asked
+
+class Unavailable(RuntimeError):
+    """Something a benchmark needs is not on this machine; its section is recorded as skipped, with this reason."""
 
 
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--out FILE`` and ``--write-results`` (record into ``benchmarks/results/``)."""
-    parser.add_argument("--out", type=Path, default=None,
-                        help="where to write the figures (default: a folder under the system's temporary directory, "
-                             "or $VOXLINE_BENCH_OUT)")
-    parser.add_argument("--write-results", action="store_true",
-                        help="record the figures in benchmarks/results/ (tracked files) instead")
-
-
-def output_path(args: argparse.Namespace, name: str) -> Path:
-    """Where a benchmark writes ``name`` (e.g. ``decode.json``): never a tracked file unless asked."""
-    if args.out is not None:
-        return Path(args.out)
-    if args.write_results:
-        return RESULTS_DIR / name
-    folder = os.environ.get("VOXLINE_BENCH_OUT") or os.path.join(tempfile.gettempdir(), "voxline-benchmarks")
-    return Path(folder) / name
-
-
-class MissingToolError(RuntimeError):
+class MissingToolError(Unavailable):
     """An external program a benchmark needs (espeak-ng, sox) is not installed."""
 
 
@@ -112,13 +89,6 @@ def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         return "  ".join([first, *(str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))])
 
     return "\n".join([line(head), *(line(r) for r in rows)])
-
-
-def write_result(result: dict[str, Any], path: Path) -> Path:
-    """Write ``result`` as indented JSON, creating the folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    return path
 
 
 def ratio(a: float, b: float) -> float:

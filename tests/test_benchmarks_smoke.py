@@ -12,10 +12,12 @@ import pytest
 from benchmarks import (
     bench_concurrent,
     bench_decode,
+    bench_device,
     bench_duplex,
-    bench_open_speakers,
+    bench_encode,
     bench_server,
     bench_truncation,
+    record,
     run_all,
 )
 from benchmarks.bench_truncation import METHODS, Case
@@ -23,7 +25,7 @@ from tests.conftest import require_tool
 
 CASES = [
     Case("wav", "WAV sink", 0.0, 4.0, (0.03, 0.5, 2.0)),
-    Case("device_40ms", "device, 40 ms ahead", 0.04, 4.0, (0.3, 1.5)),
+    Case("device_40ms", "device, 40 ms ahead (modelled)", 0.04, 4.0, (0.3, 1.5)),
     Case("wav_starved_x0.5", "WAV sink, server 0.5x", 0.0, 0.5, (0.3, 0.455)),
 ]
 
@@ -111,14 +113,42 @@ def test_duplex_paths_produce_the_same_audio() -> None:
 
 
 def test_run_all_covers_every_benchmark() -> None:
-    assert run_all.BENCHMARKS == {
-        "decode": bench_decode.main,
-        "truncation": bench_truncation.main,
-        "duplex": bench_duplex.main,
-        "open_speakers": bench_open_speakers.main,
-        "server": bench_server.main,
-        "concurrent": bench_concurrent.main,
-    }
+    assert tuple(run_all.BENCHMARKS) == record.SECTIONS
+    assert run_all.BENCHMARKS["decode"] is bench_decode and run_all.BENCHMARKS["concurrent"] is bench_concurrent
+    for module in run_all.BENCHMARKS.values():
+        assert callable(module.section) and callable(module.table) and callable(module.main)
+
+
+def test_encode_paths_carry_the_same_audio_and_report_every_size(tmp_path: Path) -> None:
+    result = bench_encode.run(rounds=1, repetitions=5)
+    assert set(result["sizes"]) == {"20ms", "100ms"}
+    for row in result["sizes"].values():
+        assert set(row["us_per_frame"]) == {"stdlib", "sdk", "voxline"} and min(row["us_per_frame"].values()) > 0
+    assert "std/vox" in bench_encode.table(result)
+    out = tmp_path / "encode.json"
+    assert bench_encode.main(["--rounds", "1", "--repetitions", "5", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["sizes"]["20ms"]["samples"] == 480
+
+
+def test_a_benchmark_cli_updates_its_section_of_the_default_results_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXLINE_BENCH_OUT", str(tmp_path))
+    assert bench_decode.main(["--rounds", "1", "--repetitions", "5"]) == 0
+    assert bench_encode.main(["--rounds", "1", "--repetitions", "5"]) == 0
+    data = record.load(tmp_path / "results.json")
+    assert list(data["sections"]) == ["decode", "encode"] and record.problems(data) == []
+
+
+def test_the_device_benchmark_skips_with_the_reason_without_pulseaudio(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_device, "pulse_problem", lambda: "PulseAudio is not running")
+    section = record.run_section(lambda: bench_device.section(short=True), short=True)
+    assert section["skipped"] == "no PulseAudio virtual devices: PulseAudio is not running"
+
+
+def test_the_truncation_device_rows_are_labelled_as_modelled() -> None:
+    for case in bench_truncation.default_cases(3):
+        assert case.modelled == (case.device_latency_s > 0) and ("(modelled)" in case.label) == case.modelled
+    assert {c.name for c in bench_truncation.short_cases()} == {c.name for c in bench_truncation.default_cases()}
 
 
 def test_server_benchmark_streams_replies_and_reports_every_figure(tmp_path: Path) -> None:
@@ -130,17 +160,6 @@ def test_server_benchmark_streams_replies_and_reports_every_figure(tmp_path: Pat
     assert bench_server.main(["--sessions", "1", "--seconds", "0.5", "--rounds", "1", "--out", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["sessions"] == 1
 
-
-
-def _finite_figures(value: Any, where: str = "") -> list[str]:
-    """Paths of every number in ``value`` that is not finite."""
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _finite_figures(v, f"{where}.{k}")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in _finite_figures(v, f"{where}[{i}]")]
-    if isinstance(value, float) and not math.isfinite(value):
-        return [where]
-    return []
 
 
 CONCURRENT_FIGURES = {
@@ -157,7 +176,7 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     assert result["parameters"]["lockstep_barge_in_at_s"], "the lockstep run has a barge-in to compare against"
     (figures,) = result["runs"]
     assert set(figures) == CONCURRENT_FIGURES
-    assert _finite_figures(result) == []
+    assert record.gaps(result) == []
     assert figures["sessions"] == 2 and figures["failed"] == 0 and figures["server_survived"]
     assert figures["barge_ins_compared"] == 2 * len(result["parameters"]["lockstep_barge_in_at_s"])
     for name in ("loop_lag", "barge_in_lateness"):

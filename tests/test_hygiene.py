@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import common
+from benchmarks import record
 
 ROOT = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -50,12 +50,9 @@ def test_docs_name_no_file_that_is_not_in_the_tree() -> None:
 
 def test_benchmarks_write_outside_tracked_files_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parser = __import__("argparse").ArgumentParser()
-    common.add_output_arguments(parser)
+    record.add_output_arguments(parser)
     monkeypatch.delenv("VOXLINE_BENCH_OUT", raising=False)
-    default = common.output_path(parser.parse_args([]), "decode.json")
-    assert ROOT not in default.resolve().parents
-    assert common.output_path(parser.parse_args(["--write-results"]), "decode.json") == common.RESULTS_DIR / "decode.json"
+    assert ROOT not in record.target(parser.parse_args([]).write_results).resolve().parents
+    assert record.target(parser.parse_args(["--write-results"]).write_results) == ROOT / "benchmarks" / "results.json"
     monkeypatch.setenv("VOXLINE_BENCH_OUT", str(tmp_path))
-    assert common.output_path(parser.parse_args([]), "decode.json") == tmp_path / "decode.json"
-    given = tmp_path / "x.json"
-    assert common.output_path(parser.parse_args(["--out", str(given)]), "decode.json") == given
+    assert record.target(False) == tmp_path / "results.json"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import device_support
+from tests import device_support, virtual_devices
 
 
 class FakeSystem:
@@ -40,7 +40,7 @@ def system(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> F
     fake = FakeSystem(running=request.param)
     monkeypatch.setattr(device_support.subprocess, "run", fake.run)
     monkeypatch.setattr(device_support.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(device_support, "list_devices", lambda: [object()])
+    monkeypatch.setattr(virtual_devices, "list_devices", lambda: [object()])
     monkeypatch.setattr(device_support, "_started_pulse", False)
     return fake
 
