@@ -191,6 +191,11 @@ class RealtimeProtocol:
         out, self._events = self._events, []
         return out
 
+    @property
+    def has_data_to_send(self) -> bool:
+        """True while frames wait for :meth:`data_to_send`."""
+        return bool(self._out)
+
     def data_to_send(self) -> list[str]:
         """JSON text frames to send, in order, since the last call."""
         out, self._out = self._out, []

@@ -443,7 +443,11 @@ class VoiceSession:
                 continue  # the last words of a connection handed over
             self._last_rx = self.clock.now()
             try:
-                await self._apply(self._take(out))
+                effects = self._take(out)
+                if (isinstance(out, ev.ResponseOutputAudioDelta) and not effects.events and effects.barge_in is None
+                        and not conn.protocol.has_data_to_send):
+                    continue  # the bulk of a reply: nothing to publish or send (the next tick observes it)
+                await self._apply(effects)
             except Exception as exc:  # containment: no server event may end the session
                 _log.exception("failed to handle %s", getattr(out, "type", type(out).__name__))
                 kind = getattr(out, "type", type(out).__name__)
