@@ -417,6 +417,9 @@ class VoiceSession:
         """Act on what the core did: a barge-in reaches the mirror and the output; events reach the app."""
         barge_in = effects.barge_in
         if barge_in is not None:
+            if self.track is not None:  # WebRTC: each item's length, estimated from its transcript
+                for item_id, audio_ms in self.track.audio_estimates():
+                    self.mirror.record_audio(item_id, audio_ms)
             self.mirror.apply_barge_in(barge_in)
             cut = barge_in.cut
             if cut is not None and cut.revoked_samples:

@@ -119,6 +119,18 @@ class ConversationMirror:
         received = max(item.audio_ms_received, received_ms or 0.0)
         self._order.replace(dataclasses.replace(item, heard_ms=max(0.0, heard_ms), audio_ms_received=received))
 
+    def record_audio(self, item_id: str, audio_ms: float) -> None:
+        """``item_id`` has about ``audio_ms`` of audio in all, where it does not come as events.
+
+        Over WebRTC the audio plays on a media track and the data channel never says how long
+        an item is; the session's estimate (:meth:`voxline.session.track_audio.TrackTagger.audio_estimates`) stands in,
+        so a cut item's heard text is the share of its transcript the listener heard.
+        """
+        self._settle_audio()
+        item = self._order.get(item_id)
+        if item is not None and audio_ms > item.audio_ms_received:
+            self._order.replace(dataclasses.replace(item, audio_ms_received=audio_ms))
+
     def record_local(self, event: ev.ConversationItemCreate) -> None:
         """An item this client is creating (``conversation.item.create`` with an ``item.id``).
 
