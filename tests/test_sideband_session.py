@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,18 +22,9 @@ from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession
 from tests.oracle import WireRecorder
+from tests.session_events import until
 
 KEY = "sk-backend-key"
-
-
-async def until(session: VoiceSession, predicate: Callable[[Any], bool], seen: list[Any] | None = None) -> list[Any]:
-    seen = [] if seen is None else seen
-    async with asyncio.timeout(20):
-        async for event in session:
-            seen.append(event)
-            if predicate(event):
-                return seen
-    raise AssertionError(f"the session ended first; saw {[type(e).__name__ for e in seen]}")
 
 
 def weather(log: list[str]) -> ToolRegistry:

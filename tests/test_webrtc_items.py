@@ -21,6 +21,7 @@ from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 from tests.oracle import WireRecorder
+from tests.session_events import until
 
 KEY = "sk-webrtc-two-items"
 FIRST = "This is the first item of the reply, and it is short."
@@ -33,16 +34,6 @@ say = "{FIRST}"
 [[turns.output]]
 say = "{SECOND}"
 '''
-
-
-async def until(session: VoiceSession, predicate: Any) -> list[Any]:
-    seen: list[Any] = []
-    async with asyncio.timeout(30):
-        async for event in session:
-            seen.append(event)
-            if predicate(event):
-                return seen
-    raise AssertionError(f"the session ended first; saw {[type(e).__name__ for e in seen]}")
 
 
 async def test_a_cut_in_the_second_item_of_a_reply_names_it_and_keeps_what_was_heard(tmp_path: Path) -> None:

@@ -9,8 +9,6 @@ Every data-channel frame goes through the oracle.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
 
 from openai import AsyncOpenAI
 
@@ -19,18 +17,9 @@ from voxline.session.events import ConnectionLost, ConnectionRestored, ResponseF
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 from tests.oracle import WireRecorder
+from tests.session_events import until
 
 KEY = "sk-webrtc-session"
-
-
-async def until(session: VoiceSession, predicate: Callable[[Any], bool]) -> list[Any]:
-    seen: list[Any] = []
-    async with asyncio.timeout(20):
-        async for event in session:
-            seen.append(event)
-            if predicate(event):
-                return seen
-    raise AssertionError(f"the session ended first; saw {[type(e).__name__ for e in seen]}")
 
 
 async def test_a_server_hangup_is_a_drop_the_session_recovers_from_on_a_new_call() -> None:
