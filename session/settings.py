@@ -4,7 +4,7 @@ Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
 ``VOXLINE_API_KEY``), ``VOXLINE_MODEL`` (default ``gpt-realtime-2.1``),
 ``VOXLINE_TRANSCRIPTION_MODEL`` (default ``gpt-transcribe``, used where the user is transcribed), ``VOXLINE_VOICE``, ``VOXLINE_INSTRUCTIONS``,
 ``VOXLINE_TURN_DETECTION`` (``server_vad``, ``semantic_vad`` or ``none`` for
-push-to-talk), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``,
+push-to-talk), ``VOXLINE_INPUT_CHUNK_MS`` (microphone audio per append, default 40), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``,
 ``VOXLINE_CALL_ID`` (attach to that running WebRTC call as its sideband, with the API key: the
 session sends no audio and plays none, its tools and mirror run here while the media runs elsewhere). The key is a
 ``SecretStr``: it never shows in a repr or a log.

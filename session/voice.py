@@ -161,7 +161,8 @@ class VoiceSession:
         loops = [self._receive_loop(), self._tick_loop(clocked), self._flush_loop()]
         if self._input is not None:
             loops.append(self._capture_loop(self._input))
-        if isinstance(self.output, ClockedOutput):
+        if clocked:
+            assert isinstance(self.output, ClockedOutput)
             self.output.after_read = self._tick  # the output's pass ticks the core: one timer, not two
             loops.append(self.output.run())
         self._tasks = [group.create_task(loop) for loop in loops]
