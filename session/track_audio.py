@@ -164,8 +164,8 @@ class TrackTagger:
         if not items or self._index + 1 >= len(items):
             return None
         item = items[self._index]
-        if not item.done:
-            return None  # its transcript is still coming: its length is not known yet
+        if not item.done or not item.chars:
+            return None  # its transcript is still coming (or says nothing): its length is not known
         return max(0, self.rate.samples_for(item.chars) - item.tagged)
 
     def _next_item(self) -> None:

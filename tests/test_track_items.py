@@ -105,3 +105,12 @@ def test_the_rate_needs_enough_text_to_learn_from() -> None:
     assert rate.ms_per_char == DEFAULT_MS_PER_CHAR
     rate.learn(RATE, 40)
     assert rate.ms_per_char == pytest.approx(2000 / 50)
+
+
+def test_an_item_with_an_empty_transcript_is_not_skipped() -> None:
+    playout = PlayoutBuffer()
+    tagger = TrackTagger(playout)
+    feed(tagger, message("a", "r", 0), *transcript("a", "r", 0, ""), message("b", "r", 1),
+         {"type": "output_audio_buffer.started", "response_id": "r"})
+    play(tagger, RATE)  # no length to go by: the audio stays with the item playing
+    assert playout.received_samples("a") == RATE and playout.received_samples("b") == 0
