@@ -126,6 +126,21 @@ class BargeIn:
     heard_parts: tuple[tuple[str, int, float], ...] = field(default=(), repr=False, compare=False)
     """(item_id, content_index, heard_ms) of every audio part of the interrupted responses."""
 
+    def describe(self) -> str:
+        """One line for people: the trigger, the cut and what was sent (``replay`` and ``talk`` print it)."""
+        if self.server_cuts:
+            cut = f"the server cuts its own buffer (WebRTC); the listener heard {self.heard_ms:.1f} ms of {self.item_id}"
+        elif self.audio_end_ms is not None:
+            cut = (f"truncate {self.item_id} at {self.audio_end_ms} ms "
+                   f"(heard {self.heard_ms:.1f} of {self.received_ms:.1f} ms received)")
+        elif self.item_id is not None:
+            cut = f"no cut needed: {self.item_id} heard {self.heard_ms:.1f} of {self.received_ms:.1f} ms"
+        else:
+            cut = "nothing was playing"
+        cut += f", deleted {', '.join(self.deleted)}" if self.deleted else ""
+        cut += ", sent response.cancel" if self.cancelled else ""
+        return f"barge-in ({self.trigger}): {cut}; silent after {self.reaction_s * 1000:.1f} ms"
+
 
 @dataclass(frozen=True, slots=True)
 class HeardTranscript:

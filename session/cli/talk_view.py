@@ -52,7 +52,7 @@ from ..events import (
 from ..metrics.records import TurnRecord
 from ..tools import ToolEvent, ToolFinished, ToolStarted
 
-__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_barge_in", "describe_turn",
+__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_turn",
            "level_bar", "quiet_terminal"]
 
 Event = SessionEvent | ToolEvent
@@ -64,18 +64,6 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe_barge_in(b: BargeIn) -> str:
-    """``barge-in``: the item, how much of it the listener heard, and what was sent."""
-    if b.server_cuts:
-        cut = f"{b.item_id}: heard {b.heard_ms:.0f} ms; the server cuts its own buffer (WebRTC)"
-    elif b.audio_end_ms is not None:
-        cut = f"truncate {b.item_id} at audio_end_ms={b.audio_end_ms} (heard {b.heard_ms:.0f} of {b.received_ms:.0f} ms)"
-    elif b.item_id is not None:
-        cut = f"{b.item_id}: heard {b.heard_ms:.0f} of {b.received_ms:.0f} ms, no truncate needed"
-    else:
-        cut = "nothing was playing"
-    extra = "".join([f", deleted {', '.join(b.deleted)}" if b.deleted else "", ", response.cancel" if b.cancelled else ""])
-    return f"barge-in ({b.trigger}): {cut}{extra}; silent after {b.reaction_s * 1000:.1f} ms"
 
 
 def describe_turn(turn: TurnRecord) -> str | None:
@@ -112,7 +100,7 @@ def describe(event: Event) -> str | None:
             after = "" if latency is None else f" ({latency * 1000:.0f} ms after you stopped)"
             return f"assistant: audio playing{after}"
         case BargeIn():
-            return describe_barge_in(event)
+            return event.describe()
         case PlaybackHeld(heard_ms=ms):
             return f"you (local VAD): assistant held at {ms:.0f} ms heard, waiting for the server"
         case FalseBargeIn(resumed=resumed):
@@ -195,12 +183,12 @@ class TalkModel:
             case BargeIn(item_id=item_id) if item_id in self._by_item:
                 self._by_item[item_id].cut = f"cut: heard {event.heard_ms / 1000:.2f} s of {event.received_ms / 1000:.2f} s"
                 self.counts["barge_ins"] += 1
-                self.marks.append(f"{stamp} {describe_barge_in(event)}")
+                self.marks.append(f"{stamp} {event.describe()}")
             case HeardTranscript(item_id=item_id, text=text) if item_id in self._by_item:
                 self._by_item[item_id].heard = text
             case BargeIn():
                 self.counts["barge_ins"] += 1
-                self.marks.append(f"{stamp} {describe_barge_in(event)}")
+                self.marks.append(f"{stamp} {event.describe()}")
             case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
                     | PlaybackHeld() | FalseBargeIn():
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)

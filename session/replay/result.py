@@ -86,7 +86,7 @@ def describe(e: Any, at: float) -> tuple[float, int, str] | None:
                 after = f", {latency * 1000:.0f} ms after speech_stopped"
             return t, 2, f"{t:7.3f}s  assistant audio {item} reaches the listener{after}"
         case BargeIn():
-            return e.at, 1, f"{e.at:7.3f}s  barge-in ({e.trigger}): {_cut(e)}; silent after {e.reaction_s * 1000:.1f} ms"
+            return e.at, 1, f"{e.at:7.3f}s  {e.describe()}"
         case TranscriptDone(role="user", text=text):
             return at, 0, f"{at:7.3f}s  user transcript: {text[:60]!r}"
         case PlaybackHeld():
@@ -98,16 +98,3 @@ def describe(e: Any, at: float) -> tuple[float, int, str] | None:
         case _:
             return None
 
-
-def _cut(b: BargeIn) -> str:
-    if b.server_cuts:
-        cut = f"the server cuts its own buffer (WebRTC); the listener heard {b.heard_ms:.1f} ms of {b.item_id}"
-    elif b.audio_end_ms is not None:
-        cut = f"truncate {b.item_id} at {b.audio_end_ms} ms (heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms received)"
-    elif b.item_id is not None:
-        cut = f"no cut needed: {b.item_id} heard {b.heard_ms:.1f} of {b.received_ms:.1f} ms"
-    else:
-        cut = "nothing was playing"
-    extra = f", deleted {', '.join(b.deleted)}" if b.deleted else ""
-    extra += ", sent response.cancel" if b.cancelled else ""
-    return cut + extra
