@@ -15,7 +15,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 from voxline.realtime.transports.failures import connect_failure
 from voxline.session.replay.result import describe
 from voxline.session.events import AssistantAudioStarted
+from tests.loopback_http import loopback_http
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
@@ -125,15 +125,8 @@ class _NotFound(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def plain_http() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with loopback_http(_NotFound) as port:
+        yield port
 
 
 @pytest.mark.parametrize(("scheme", "expected"), [

@@ -13,7 +13,6 @@ import http.server
 import io
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +33,7 @@ from voxline.session.events import ResponseFinished, SessionError
 from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
+from tests.loopback_http import loopback_http
 from tests.test_voice_session import collect
 
 CANARY = "canary7Qx2-Lm9Zt4Wv8Rb3Kc6"
@@ -89,24 +89,11 @@ def _redirector(status: int, target: str) -> type[http.server.BaseHTTPRequestHan
 
 
 @contextlib.contextmanager
-def _http(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-
-
-@contextlib.contextmanager
 def redirect_to_second_host(status: int, scheme: str = "http") -> Iterator[tuple[int, list[dict[str, str]]]]:
     """Host A answers every request with ``status`` pointing at host B; B records what it gets."""
     seen: list[dict[str, str]] = []
     recorder = type("Recorder", (_Recorder,), {"seen": seen})
-    with _http(recorder) as port_b, _http(_redirector(status, f"{scheme}://127.0.0.1:{port_b}")) as port_a:
+    with loopback_http(recorder) as port_b, loopback_http(_redirector(status, f"{scheme}://127.0.0.1:{port_b}")) as port_a:
         yield port_a, seen
 
 
@@ -354,7 +341,7 @@ def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
         def log_message(self, *args: Any) -> None:
             pass
 
-    with _http(Echo) as port:
+    with loopback_http(Echo) as port:
         with pytest.raises(ConnectionFailed) as failure:
             asyncio.run(post_offer(f"http://127.0.0.1:{port}/v1/realtime/calls", CANARY, "v=0\r\n", timeout=5))
     assert "HTTP 401" in str(failure.value) and "Incorrect API key provided: [redacted]" in str(failure.value)
