@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,10 +15,15 @@ from hypothesis import strategies as st
 
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import VirtualClock
+from voxline.realtime.connection import connect
+from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server import load_scenario
 from voxline.session.input_chunks import InputChunker
+from voxline.session.media import ClockedOutput, recording_blocks
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+from tests.oracle import WireRecorder
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -89,3 +96,29 @@ def test_the_wire_carries_the_whole_input_in_chunks_of_the_setting(chunk_ms: int
     size = chunk_ms * 24
     assert sum(appends) == len(samples)  # every sample once
     assert all(n == size for n in appends[:-1]) and 0 < appends[-1] <= size
+
+
+async def test_push_to_talk_sends_the_half_filled_chunk_before_its_commit() -> None:
+    clock, rec = VirtualClock(), WireRecorder()
+    async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"))) as srv:
+        async def connector() -> Any:
+            return await connect(srv.url, "sk-test", on_wire=rec)
+
+        settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none")  # 40 ms chunks
+        mic = recording_blocks(np.full(24_000, 1000, np.int16), clock, origin=0.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock, origin=0.0), input=mic, clock=clock,
+                               connector=connector)
+        async with session:
+            await session.start_talking()
+            for k in range(1, 14):  # 13 blocks of 20 ms: six chunks sent, one block held
+                clock.advance_to(k * 480 / 24_000)
+                for _ in range(5):
+                    await asyncio.sleep(0)
+            await session.stop_talking()  # flushed on the socket before it returns
+    rec.verify()
+    sent = [json.loads(text) for direction, text in rec.frames if direction == "out"]
+    kinds = [e["type"] for e in sent]
+    commit = kinds.index("input_audio_buffer.commit")
+    before = [len(base64.b64decode(e["audio"])) // 2 for e in sent[:commit] if e["type"] == "input_audio_buffer.append"]
+    after = [len(base64.b64decode(e["audio"])) // 2 for e in sent[commit:] if e["type"] == "input_audio_buffer.append"]
+    assert sum(before) == 13 * 480 and before[-1] == 480, (before, after)  # the held block went before the commit
