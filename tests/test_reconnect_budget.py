@@ -141,6 +141,19 @@ def test_the_journal_resends_the_unfinished_turn_and_keeps_untranscribed_ones() 
     assert journal.sizes()["held"] <= int(1.5 * rate)  # nothing before the last commit is kept
 
 
+def test_after_a_hand_over_the_new_connection_counts_from_the_audio_not_yet_sent() -> None:
+    journal = InputJournal(padding_ms=0)
+    rate = journal.rate
+    audio = (np.arange(2 * rate) % 1000).astype(np.int16)
+    for start in range(0, 2 * rate, 480):
+        journal.captured(audio[start:start + 480])
+    journal.restart(unsent=480)  # the last block waits in the chunker: the new connection starts with it
+    journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=0, item_id="u1"))
+    journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=20, item_id="u1"))
+    journal.handle(ev.InputAudioBufferCommitted(item_id="u1"))
+    assert np.array_equal(np.frombuffer(journal.audio_of("u1") or b"", dtype="<i2"), audio[-480:])
+
+
 def test_the_journal_is_bounded() -> None:
     journal = InputJournal(keep_s=2.0, turns_s=3.0)
     rate = journal.rate
