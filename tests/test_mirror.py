@@ -663,3 +663,59 @@ def test_audio_counted_before_another_event_is_in_the_record_that_event_makes() 
             assert item is not None
             marks.append(item.text_marks[-1][1])
     assert marks == [pytest.approx(100.0), pytest.approx(200.0), pytest.approx(300.0)]  # audio received by each word
+
+
+@st.composite
+def reply_events(draw: st.DrawFn) -> list[Any]:
+    """Two assistant items streaming at once, deltas of random sizes interleaved with other events."""
+    part_a = {"response_id": "resp_1", "output_index": 0, "item_id": "item_a", "content_index": 0}
+    part_b = {"response_id": "resp_1", "output_index": 1, "item_id": "item_b", "content_index": 0}
+    events: list[Any] = [
+        wire("response.output_item.added", response_id="resp_1", output_index=0, item=assistant("item_a")),
+        added(assistant("item_a"), None),
+        wire("response.content_part.added", **part_a, part={"type": "audio", "transcript": ""}),
+        added(assistant("item_b"), "item_a"),  # no output_item.added: its response is learnt from its deltas
+    ]
+    steps = draw(st.lists(st.sampled_from(["audio_a", "word_a", "audio_b", "word_b", "word_a1", "other", "cut_b"]),
+                          max_size=40))
+    for step in steps:
+        match step:
+            case "audio_a" | "audio_b":
+                part = part_a if step == "audio_a" else part_b
+                ms = draw(st.integers(min_value=1, max_value=300))
+                events.append(wire("response.output_audio.delta", **part, delta=audio_b64(ms)))
+            case "word_a" | "word_b":
+                part = part_a if step == "word_a" else part_b
+                events.append(wire("response.output_audio_transcript.delta", **part, delta=draw(st.sampled_from([" one", "two", " é", ""]))))
+            case "word_a1":  # a second part of the same item: its own text
+                events.append(wire("response.output_audio_transcript.delta", **{**part_a, "content_index": 1}, delta=" x"))
+            case "other":
+                events.append(wire("rate_limits.updated", rate_limits=[]))
+            case "cut_b":
+                events.append(wire("conversation.item.truncated", item_id="item_b", content_index=0, audio_end_ms=50))
+    return events
+
+
+@settings(max_examples=150, deadline=None)
+@given(reply_events())
+def test_held_deltas_fold_into_the_records_a_read_after_every_event_would_show(events: list[Any]) -> None:
+    lazy, eager = ConversationMirror(), ConversationMirror()
+    for event in events:
+        lazy.apply(event)
+        eager.apply(event)
+        eager.items()  # a read folds everything held, so each delta lands in a record of its own
+    assert lazy.items() == eager.items()
+    assert lazy.to_json() == eager.to_json()
+
+
+def test_transcript_deltas_of_a_reply_make_no_record_each_and_a_read_sees_them() -> None:
+    events = spoken_reply("item_a", None, ["alpha", "beta", "gamma"], ms_per_word=100, finish=False)
+    mirror = ConversationMirror()
+    mirror.apply_all(events[:4])  # up to the first audio delta
+    mirror.apply(events[4])  # the first word: its mark folds the audio before it
+    stored = mirror._order.get("item_a")
+    mirror.apply_all(events[5:])
+    assert mirror._order.get("item_a") is stored  # neither words nor audio made a new record
+    item = mirror.get("item_a")
+    assert item is not None and item.text == "alpha beta gamma"
+    assert item.text_marks == ((0, 100.0), (5, 200.0), (10, 300.0)) and item.audio_ms_received == 300.0

@@ -20,6 +20,7 @@ from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput
 
 from ..events import BargeIn
+from .due import DueDeltas
 from .merge import item_id_of, merge_item, new_record
 from .order import ItemOrder
 from .rebuild import AudioLookup, Rebuild, plan_rebuild
@@ -41,21 +42,17 @@ class ConversationMirror:
         self._pending_deletes: dict[str, None] = {}
         self._response_of: dict[str, str] = {}
         self._bytes_per_ms = PCM_BYTES_PER_MS
-        self._audio_due: dict[str, float] = {}  # ms of audio received per item, not in its record yet
+        self._due = DueDeltas()  # a reply's audio and transcript deltas, not in the records yet (:mod:`.due`)
 
-    def _settle_audio(self) -> None:
-        """Fold the audio counted since the last other event into the records (one replace per item)."""
-        due, self._audio_due = self._audio_due, {}
-        for item_id, ms in due.items():
-            item = self._order.get(item_id)
-            if item is not None and not item.frozen:
-                self._order.replace(dataclasses.replace(item, audio_ms_received=item.audio_ms_received + ms))
+    def _settle(self) -> None:
+        if self._due:
+            self._due.settle(self._order)
 
     # -- reading ------------------------------------------------------------------------
 
     def items(self) -> list[MirrorItem]:
         """A snapshot of the live items, in server order."""
-        self._settle_audio()
+        self._settle()
         return list(self._order)
 
     def __len__(self) -> int:
@@ -66,7 +63,7 @@ class ConversationMirror:
 
     def get(self, item_id: str) -> MirrorItem | None:
         """The live item ``item_id``, or ``None`` (deleted items are in :meth:`deleted`)."""
-        self._settle_audio()
+        self._settle()
         return self._order.get(item_id)
 
     def deleted(self) -> list[MirrorItem]:
@@ -90,7 +87,7 @@ class ConversationMirror:
 
         Deleted items are left out of a rebuild at once, before the server confirms.
         """
-        self._settle_audio()
+        self._settle()
         for item_id in barge_in.deleted:
             if item_id in self._order:
                 self._pending_deletes[item_id] = None
@@ -112,7 +109,7 @@ class ConversationMirror:
         the playout had received) raises ``audio_ms_received`` when the mirror saw less,
         e.g. over WebRTC, where audio does not come as events.
         """
-        self._settle_audio()
+        self._settle()
         item = self._order.get(item_id)
         if item is None:
             return
@@ -126,7 +123,7 @@ class ConversationMirror:
         an item is; the session's estimate (:meth:`voxline.session.track_audio.TrackTagger.audio_estimates`) stands in,
         so a cut item's heard text is the share of its transcript the listener heard.
         """
-        self._settle_audio()
+        self._settle()
         item = self._order.get(item_id)
         if item is not None and audio_ms > item.audio_ms_received:
             self._order.replace(dataclasses.replace(item, audio_ms_received=audio_ms))
@@ -140,7 +137,7 @@ class ConversationMirror:
         item_id = item_id_of(event.item)
         if item_id is None or item_id in self._order:
             return
-        self._settle_audio()
+        self._settle()
         previous = event.previous_item_id
         if previous is None:  # the service appends it
             last = self._order.last_id()
@@ -152,11 +149,16 @@ class ConversationMirror:
     def apply(self, event: ProtocolOutput) -> None:
         """Update the mirror from one protocol output; outputs that say nothing about items are ignored.
 
-        Audio deltas only add to a running count per item; any other event (and any read)
-        first folds those counts into the records, so no delta replaces a record.
+        Audio deltas, and transcript deltas of an item's only text part, are held aside
+        (:class:`~.due.DueDeltas`); any other event (and any read) first folds them into the
+        records, so no delta of a reply's bulk replaces a record.
         """
-        if self._audio_due and not isinstance(event, ev.ResponseOutputAudioDelta):
-            self._settle_audio()
+        if isinstance(event, ev.ResponseOutputAudioTranscriptDelta):
+            item = self._order.get(event.item_id)
+            if item is not None and self._due.add_transcript(item, event.content_index, event.delta):
+                return
+        if not isinstance(event, ev.ResponseOutputAudioDelta):
+            self._settle()
         match event:
             case ev.ConversationItemAdded() | ev.ConversationItemDone() | ev.ConversationItemCreated():
                 self._on_item(event.item, event.previous_item_id)
@@ -316,7 +318,7 @@ class ConversationMirror:
         if index >= len(item.parts) or not item.parts[index].type:  # the part is made once, on its first delta
             self._edit_part(event.item_id, index, "output_audio", lambda p: p)
         ms = b64_decoded_length(event.delta) / self._bytes_per_ms
-        self._audio_due[event.item_id] = self._audio_due.get(event.item_id, 0.0) + ms
+        self._due.add_audio(event.item_id, ms)
 
     # -- rebuild ------------------------------------------------------------------------
 
@@ -336,7 +338,7 @@ class ConversationMirror:
 
         They move to :meth:`deleted`, so the live items match the new server's.
         """
-        self._settle_audio()
+        self._settle()
         for skipped in rebuild.skipped:
             self._on_deleted(skipped.item_id)
 
