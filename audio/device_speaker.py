@@ -49,6 +49,8 @@ _MAX_WARMUP_BLOCKS = 32  # a host whose clock reads 0 still gets going
 class SpeakerSink:
     """Plays a playout buffer on an output device; see the module docstring."""
 
+    discard_blocks = True  # an abort and restart of the stream takes milliseconds
+
     def __init__(
         self,
         playout: PlayoutBuffer,

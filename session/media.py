@@ -37,6 +37,8 @@ BLOCK = 480  # 20 ms
 
 class Output(Protocol):
     playout: PlayoutBuffer
+    discard_blocks: bool
+    """True when :meth:`discard_pending` may block (a device abort): the session calls it on a thread."""
 
     def now(self) -> float:
         """The listener's time, on the clock the playout's ledger uses."""
@@ -61,6 +63,7 @@ class ClockedOutput:
         self._block = block
         self._t0 = origin
         self._ahead = int(round(latency_s * SAMPLE_RATE / block)) * block
+        self.discard_blocks = False  # a sink's cut is bookkeeping: no thread needed
         self.after_read: Callable[[], None] | None = None
         """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
 

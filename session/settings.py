@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 
 from voxline.realtime.errors import ConfigurationError
@@ -60,6 +61,11 @@ class SessionSettings(BaseSettings):
     Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
+
+    @property
+    def input_chunk_samples(self) -> int:
+        """:attr:`input_chunk_ms` in samples at 24 kHz."""
+        return self.input_chunk_ms * SAMPLE_RATE // 1000
 
     def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The ``session.update`` body for these settings."""

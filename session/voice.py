@@ -115,7 +115,7 @@ class VoiceSession:
         self._on_wire = on_wire
         self.mirror = mirror if mirror is not None else ConversationMirror()
         self.journal = InputJournal(padding_ms=s.prefix_padding_ms)
-        self._chunker = InputChunker(s.input_chunk_ms * SAMPLE_RATE // 1000)
+        self._chunker = InputChunker(s.input_chunk_samples)
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._conn: RealtimeConnection | None = None
         self._live = False  # the current connection is open and carries the conversation
@@ -424,8 +424,10 @@ class VoiceSession:
             self.mirror.apply_barge_in(barge_in)
             cut = barge_in.cut
             if cut is not None and cut.revoked_samples:
-                # a device abort takes a few milliseconds: keep it off the event loop
-                await asyncio.to_thread(self.output.discard_pending, cut)
+                if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
+                    await asyncio.to_thread(self.output.discard_pending, cut)
+                else:
+                    self.output.discard_pending(cut)
         self._publish(effects)
         await self._flush()
 

@@ -86,10 +86,14 @@ async def run_replay(
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
     output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
-    mic = recording_blocks(samples, clock, origin)
+    settings = settings or SessionSettings(api_key="local")
+    # a plain recording is handed over a chunk at a time: the appends go out at the same instants
+    # as with 20 ms blocks, with half the wake-ups; echo, AEC and a local VAD keep 20 ms blocks
+    plain = echo is None and not aec and not local_vad
+    mic = recording_blocks(samples, clock, origin, block=settings.input_chunk_samples if plain else BLOCK)
     if echo is not None:
         mic = echoed_blocks(mic, echo, attach_ring(output.playout))
-    session = VoiceSession(settings or SessionSettings(api_key="local"), output=output, input=mic, tools=tools,
+    session = VoiceSession(settings, output=output, input=mic, tools=tools,
                            approve=approve, clock=clock, connector=connector, on_wire=on_wire, aec=aec,
                            local_vad=local_vad, barge_policy=barge_policy)
     events: list[SessionEvent | ToolEvent] = []
