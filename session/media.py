@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import Clock
+from voxline.base.clock import Clock, run_steps
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.reference import PlayedRing
@@ -63,6 +63,8 @@ class ClockedOutput:
         self._block = block
         self._t0 = origin
         self._ahead = int(round(latency_s * SAMPLE_RATE / block)) * block
+        self._k = 0  # the next block to read
+        self._buf = np.zeros(block, dtype=np.int16)
         self.discard_blocks = False  # a sink's cut is bookkeeping: no thread needed
         self.after_read: Callable[[], None] | None = None
         """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
@@ -78,26 +80,31 @@ class ClockedOutput:
     async def run(self) -> None:
         """Play until cancelled.
 
-        Block ``k`` is read once the clock reaches ``origin + k·block``; a wake-up that came
+        Block ``k`` is read once the clock reaches ``origin + k·block``; a pass that came
         late reads every block due by then at once, so a busy loop never leaves the output
-        behind real time.
+        behind real time. On a real clock every output of the loop is read by one task
+        (:func:`~voxline.base.clock.run_steps`).
         """
         if self._t0 is None:
             self._t0 = self._clock.now()
-        t0, size = self._t0, self._block
-        buf = np.zeros(size, dtype=np.int16)
-        k = 0
-        while True:
-            await self._clock.sleep_until(t0 + k * size / SAMPLE_RATE)
-            due = max(k, int((self._clock.now() - t0) * SAMPLE_RATE) // size)  # the last block due now
-            while k <= due:
-                heard_at = (k * size + self._ahead) / SAMPLE_RATE
-                self.playout.read_into(buf, heard_at)
-                if self._sink is not None:
-                    self._sink.write(heard_at, buf)
-                k += 1
-            if self.after_read is not None:
-                self.after_read()
+        await run_steps(self._clock, self._pass, self._t0)
+
+    def _pass(self, now: float) -> float:
+        """Read the blocks due at ``now``; the time the next one is due."""
+        assert self._t0 is not None
+        t0, size, k = self._t0, self._block, self._k
+        due = max(k, int((now - t0) * SAMPLE_RATE) // size)  # the last block due now
+        buf = self._buf
+        while k <= due:
+            heard_at = (k * size + self._ahead) / SAMPLE_RATE
+            self.playout.read_into(buf, heard_at)
+            if self._sink is not None:
+                self._sink.write(heard_at, buf)
+            k += 1
+        self._k = k
+        if self.after_read is not None:
+            self.after_read()
+        return t0 + k * size / SAMPLE_RATE
 
 
 async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:

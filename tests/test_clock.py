@@ -132,3 +132,110 @@ async def test_real_clock_sleepers_of_one_millisecond_share_one_timer() -> None:
     await asyncio.gather(*tasks, late)
     assert len(woke) == 51 and all(w >= 0 for w in woke)  # none woke before its deadline
     assert cancelled.cancelled()
+
+
+async def test_steps_on_a_real_clock_are_made_by_one_task_and_never_early() -> None:
+    from voxline.base.clock import run_steps
+
+    clock = RealClock()
+    start = clock.now() + 0.02
+    seen: dict[int, list[tuple[float, float, object]]] = {i: [] for i in range(40)}
+
+    def stepper(i: int, period: float):  # type: ignore[no-untyped-def]
+        due = [start + i * 1e-4]
+
+        def step(now: float) -> float:
+            seen[i].append((due[0], now, asyncio.current_task()))
+            due[0] += period
+            return due[0]
+
+        return step
+
+    callers = [asyncio.create_task(run_steps(clock, stepper(i, 0.01 if i % 2 else 0.015), start + i * 1e-4))
+               for i in range(40)]
+    await asyncio.sleep(0.1)
+    for caller in callers:
+        caller.cancel()
+    await asyncio.gather(*callers, return_exceptions=True)
+    assert all(len(steps) >= 4 for steps in seen.values())
+    assert all(now >= due for steps in seen.values() for due, now, _task in steps)  # never before it was due
+    runners = {task for steps in seen.values() for _due, _now, task in steps}
+    assert len(runners) == 1 and runners.isdisjoint(callers)  # one task made every step, none of the callers
+
+
+async def test_a_failing_step_ends_its_own_caller_and_the_others_go_on() -> None:
+    from voxline.base.clock import run_steps
+
+    clock = RealClock()
+    counts = {"good": 0, "bad": 0}
+
+    def good(now: float) -> float:
+        counts["good"] += 1
+        return now + 0.002
+
+    def bad(now: float) -> float:
+        counts["bad"] += 1
+        if counts["bad"] == 3:
+            raise RuntimeError("the sink went away")
+        return now + 0.002
+
+    keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
+    with pytest.raises(RuntimeError, match="the sink went away"):
+        await run_steps(clock, bad, clock.now())
+    before = counts["good"]
+    await asyncio.sleep(0.02)
+    assert counts["bad"] == 3 and counts["good"] > before  # the failed one is gone, the other still steps
+    keeps.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await keeps
+    late = counts["good"]
+    await asyncio.sleep(0.01)
+    assert counts["good"] == late  # a cancelled caller is never stepped again
+
+
+async def test_an_earlier_step_wakes_a_stepper_asleep_towards_a_later_one() -> None:
+    from voxline.base.clock import run_steps
+
+    clock = RealClock()
+    woke: list[float] = []
+    slow = asyncio.create_task(run_steps(clock, lambda now: now + 10.0, clock.now() + 10.0))  # asleep for 10 s
+    await settle()
+    due = clock.now() + 0.01
+
+    def once(now: float) -> float:
+        woke.append(now - due)
+        raise LookupError("done")  # any exception ends its caller
+
+    with pytest.raises(LookupError):
+        await asyncio.wait_for(run_steps(clock, once, due), 1.0)
+    assert len(woke) == 1 and 0 <= woke[0] < 0.5
+    slow.cancel()
+    await asyncio.gather(slow, return_exceptions=True)
+
+
+async def test_steps_on_a_virtual_clock_follow_its_deadline_order() -> None:
+    from voxline.base.clock import run_steps
+
+    clock = VirtualClock()
+    order: list[tuple[str, float]] = []
+
+    def every(name: str, period: float):  # type: ignore[no-untyped-def]
+        def step(now: float) -> float:
+            order.append((name, now))
+            return now + period
+
+        return step
+
+    a = asyncio.create_task(run_steps(clock, every("a", 0.5), 0.0))
+    b = asyncio.create_task(run_steps(clock, every("b", 0.75), 0.0))
+    for _ in range(4):
+        await settle()
+        deadline = clock.next_deadline()
+        assert deadline is not None
+        clock.advance_to(deadline)
+    await settle()
+    a.cancel()
+    b.cancel()
+    await asyncio.gather(a, b, return_exceptions=True)
+    # a tie goes to the one that went to sleep first: b slept towards 1.5 at 0.75, a only at 1.0
+    assert order == [("a", 0.0), ("b", 0.0), ("a", 0.5), ("b", 0.75), ("a", 1.0), ("b", 1.5), ("a", 1.5)]

@@ -8,6 +8,10 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
   timers: every deadline within the same millisecond of one loop waits on one loop timer
   (:class:`_SharedTimers`), so a thousand sessions pacing 20 ms blocks cost the loop a
   few timers per block, not a thousand.
+* :func:`run_steps` calls a synchronous step at the times it asks for (an output reading a
+  block every 20 ms). On a :class:`RealClock` the steps of every caller on one loop are
+  made by one task (:class:`_Stepper`): a thousand outputs cost the loop one wake-up per
+  millisecond slot, not a thousand task switches.
 * :class:`VirtualClock` stands still until told to move: :meth:`VirtualClock.advance` and
   :meth:`VirtualClock.advance_to` wake every sleeper whose deadline has been reached, in
   deadline order (ties in the order they went to sleep). A lockstep driver jumps straight
@@ -22,9 +26,10 @@ import itertools
 import math
 import time
 import weakref
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Clock", "RealClock", "VirtualClock"]
+__all__ = ["Clock", "RealClock", "Step", "VirtualClock", "run_steps"]
 
 
 @runtime_checkable
@@ -120,6 +125,95 @@ def _timers_of(loop: asyncio.AbstractEventLoop) -> _SharedTimers:
         timers = _timers[loop] = _SharedTimers()
     _last = (weakref.ref(loop), timers)
     return timers
+
+
+Step = Callable[[float], float]
+"""Called with ``now`` at its due time; returns the next due time (later than ``now``)."""
+
+
+async def run_steps(clock: Clock, step: Step, first: float) -> None:
+    """Call ``step`` at ``first`` and then at every time it returns, until cancelled.
+
+    An exception from ``step`` ends this call with it. On a :class:`RealClock` one task per
+    event loop makes the steps of every caller (:class:`_Stepper`), at the same millisecond
+    slots their own sleeps would have woken at; on any other clock this is a plain loop of
+    :meth:`Clock.sleep_until`, so a :class:`VirtualClock` orders them as it orders sleepers.
+    """
+    if isinstance(clock, RealClock):
+        loop = asyncio.get_running_loop()
+        stepper = _steppers.get(loop)
+        if stepper is None:
+            stepper = _steppers[loop] = _Stepper()
+        await stepper.join(loop, step, first)
+        return
+    due = first
+    while True:
+        await clock.sleep_until(due)
+        due = step(clock.now())
+
+
+class _Stepper:
+    """The steps of one event loop, by due time, made by one task that sleeps on the shared timers."""
+
+    def __init__(self) -> None:  # holds no reference to its loop: the loop keys it weakly
+        self._heap: list[list[Any]] = []  # [due, order, step or None once gone, the caller's future]
+        self._order = itertools.count()
+        self._runner: asyncio.Task[None] | None = None
+        self._nap: asyncio.Future[None] | None = None
+        self._nap_until = math.inf
+
+    async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float) -> None:
+        done: asyncio.Future[None] = loop.create_future()
+        entry: list[Any] = [first, next(self._order), step, done]
+        heapq.heappush(self._heap, entry)
+        if self._runner is None or self._runner.done():
+            self._runner = loop.create_task(self._run(loop))
+        elif first < self._nap_until and self._nap is not None and not self._nap.done():
+            self._nap.set_result(None)  # the runner sleeps towards a later time: wake it to take this one
+        try:
+            await done  # ends only with the step's exception, or a cancel
+        finally:
+            entry[2] = None
+
+    async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        heap, timers = self._heap, _timers_of(loop)
+        try:
+            while heap:
+                if heap[0][2] is None:
+                    heapq.heappop(heap)
+                    continue
+                due = heap[0][0]
+                if due > loop.time():
+                    self._nap, self._nap_until = timers.wait(loop, due), due
+                    try:
+                        await self._nap
+                    finally:
+                        self._nap, self._nap_until = None, math.inf
+                    continue
+                now, stepped = loop.time(), []
+                while heap and heap[0][0] <= now:
+                    entry = heapq.heappop(heap)
+                    if entry[2] is None:
+                        continue
+                    try:
+                        entry[0] = entry[2](now)
+                    except Exception as exc:  # the caller's, to raise from its join()
+                        entry[2] = None
+                        if not entry[3].done():
+                            entry[3].set_exception(exc)
+                        continue
+                    stepped.append(entry)
+                for entry in stepped:  # after the pass: a step due again at once waits for the next one
+                    heapq.heappush(heap, entry)
+        finally:
+            self._runner = None
+            for entry in heap:  # the runner was cancelled (the loop is closing): so are its callers
+                if entry[2] is not None and not entry[3].done():
+                    entry[3].cancel()
+            heap.clear()
+
+
+_steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = weakref.WeakKeyDictionary()
 
 
 class VirtualClock:
