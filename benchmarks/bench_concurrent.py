@@ -21,8 +21,9 @@ Figures for each N:
   the sessions' durations (0.01 = 1% of one core per real-time session);
 * **server CPU per session-second**: the server process's user + system time from
   ``/proc/<pid>/stat`` over the same sum;
-* **RSS per session**: the highest resident set size of this process sampled during the
-  run minus the one before it, over N.
+* **RSS per session**: the highest resident set size of the process sampled during the
+  run minus the one before it, over N; each N runs in a fresh process (``spawn``), so
+  memory an earlier run freed does not hide the sessions' own.
 
 The machine (cores, platform, Python, load average before and after each N) goes in the
 JSON beside them: on a shared machine the load decides much of the lag. Run:
@@ -36,6 +37,7 @@ import argparse
 import asyncio
 import logging
 import math
+import multiprocessing
 import os
 import platform
 import re
@@ -46,6 +48,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -303,8 +306,13 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
         samples = samples[: int(seconds * rate)]
     reference = lockstep_reference(samples, tail_s, liveness_timeout_s)
     runs = []
+    spawn = multiprocessing.get_context("spawn")
     for n in sessions:
-        runs.append(run_sessions(n, samples, reference, tail_s=tail_s, liveness_timeout_s=liveness_timeout_s))
+        # each N in a fresh process: its RSS growth and loop are the sessions' own, not what an
+        # earlier N (or another benchmark) left allocated
+        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+            runs.append(pool.submit(run_sessions, n, samples, reference, tail_s=tail_s,
+                                    liveness_timeout_s=liveness_timeout_s).result())
         print(f"  N = {n}: {runs[-1]['wall_s']} s, {runs[-1]['failed']} failed", file=sys.stderr, flush=True)
     return {
         "benchmark": "concurrent",

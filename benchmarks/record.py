@@ -227,10 +227,17 @@ def finish(args: argparse.Namespace, name: str, section: dict[str, Any]) -> Path
 
 
 def save_section(path: Path, name: str, section: dict[str, Any]) -> Path:
-    """Put ``section`` under ``name`` in the results file at ``path``, keeping the other sections."""
+    """Put ``section`` under ``name`` in the results file at ``path``, keeping the other sections.
+
+    A section that could not run here (``skipped``) does not replace figures measured before
+    (e.g. the device section on a machine without PulseAudio): those stay, with their own
+    date and commit.
+    """
     if name not in SECTIONS:
         raise ValueError(f"unknown section {name!r}; the sections are {', '.join(SECTIONS)}")
     data = load(path)
+    if "skipped" in section and "figures" in data["sections"].get(name, {}):
+        return path
     data["sections"][name] = section
     data["sections"] = {k: data["sections"][k] for k in SECTIONS if k in data["sections"]}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from . import (
     bench_setup,
     bench_truncation,
 )
-from .record import SECTIONS, TRACKED, run_section, save_section, target
+from .record import SECTIONS, TRACKED, load, run_section, save_section, target
 
 __all__ = ["BENCHMARKS", "main", "run"]
 
@@ -65,7 +65,9 @@ def run(names: list[str], path: Path, *, short: bool) -> dict[str, dict[str, Any
         section = run_section(lambda: module.section(short), short=short)
         save_section(path, name, section)
         if "skipped" in section:
-            print(f"skipped: {section['skipped']}")
+            kept = load(path)["sections"].get(name, {})
+            earlier = f" (the figures measured {kept['measured'].get('date')} stay)" if "figures" in kept else ""
+            print(f"skipped: {section['skipped']}{earlier}")
         else:
             print(module.table(section["figures"]))
         print(f"({name}: {section['measured']['elapsed_s']:.1f} s)\n", flush=True)

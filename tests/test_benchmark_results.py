@@ -127,6 +127,19 @@ def test_a_section_is_replaced_and_the_others_kept(tmp_path: Path) -> None:
         record.save_section(path, "nonsense", {})
 
 
+def test_a_skip_keeps_the_figures_measured_before_and_a_new_measurement_replaces_them(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    with record.measuring(short=True) as m:
+        pass
+    record.save_section(path, "device", {"measured": m.info, "skipped": "no PulseAudio"})
+    assert record.load(path)["sections"]["device"]["skipped"] == "no PulseAudio"  # nothing measured yet: say why
+    record.save_section(path, "device", {"measured": m.info, "figures": {"cuts": 5}})
+    record.save_section(path, "device", {"measured": m.info, "skipped": "no PulseAudio"})
+    assert record.load(path)["sections"]["device"]["figures"] == {"cuts": 5}  # a machine without one erases nothing
+    record.save_section(path, "device", {"measured": m.info, "figures": {"cuts": 6}})
+    assert record.load(path)["sections"]["device"]["figures"] == {"cuts": 6}
+
+
 def test_a_skipped_section_says_why_in_the_table(tmp_path: Path) -> None:
     with record.measuring(short=False) as m:
         pass
