@@ -239,3 +239,26 @@ async def test_steps_on_a_virtual_clock_follow_its_deadline_order() -> None:
     await asyncio.gather(a, b, return_exceptions=True)
     # a tie goes to the one that went to sleep first: b slept towards 1.5 at 0.75, a only at 1.0
     assert order == [("a", 0.0), ("b", 0.0), ("a", 0.5), ("b", 0.75), ("a", 1.0), ("b", 1.5), ("a", 1.5)]
+
+
+async def test_a_step_that_asks_for_no_time_does_not_starve_the_loop() -> None:
+    from voxline.base.clock import run_steps
+
+    clock = RealClock()
+    steps = 0
+
+    def greedy(now: float) -> float:
+        nonlocal steps
+        steps += 1
+        if steps >= 1000:  # without a yield between passes it would spin here and hang the test
+            raise LookupError("spun")
+        return now  # due again at once, every time
+
+    caller = asyncio.create_task(run_steps(clock, greedy, clock.now()))
+    others = 0
+    for _ in range(20):
+        await asyncio.sleep(0)  # the loop still gets round to this task between passes
+        others += 1
+    caller.cancel()
+    await asyncio.gather(caller, return_exceptions=True)
+    assert others == 20 and 0 < steps <= 40

@@ -205,6 +205,8 @@ class _Stepper:
                     stepped.append(entry)
                 for entry in stepped:  # after the pass: a step due again at once waits for the next one
                     heapq.heappush(heap, entry)
+                if heap and heap[0][0] <= loop.time():
+                    await asyncio.sleep(0)  # behind, or a step that asked for no time at all: let the loop run
         finally:
             self._runner = None
             for entry in heap:  # the runner was cancelled (the loop is closing): so are its callers
