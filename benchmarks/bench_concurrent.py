@@ -23,7 +23,9 @@ Figures for each N:
   ``/proc/<pid>/stat`` over the same sum;
 * **RSS per session**: the highest resident set size of the process sampled during the
   run minus the one before it, over N; each N runs in a fresh process (``spawn``), so
-  memory an earlier run freed does not hide the sessions' own.
+  memory an earlier run freed does not hide the sessions' own, after one half-second
+  session that takes what a process does once (imports, the first connection) out of both
+  the CPU and the RSS figures.
 
 The machine (cores, platform, Python, load average before and after each N) goes in the
 JSON beside them: on a shared machine the load decides much of the lag. Run:
@@ -78,6 +80,7 @@ SHORT = (10,)
 SHORT_SECONDS = 7.0  # --short keeps the question and the barge-in of the recording
 SHORT_TAIL_S = 0.5
 PROBE_S = 0.010
+WARM_UP_SAMPLES = 12_000  # half a second of the recording
 TAIL_S = 2.0  # as examples/interruption_test.py: the replay ends at most 2 s after the input
 VOICE = "tone"  # the server's voice: no external program, same replies in lockstep and real time
 SCENARIO = "default"  # what `voxline serve` answers with unless told otherwise
@@ -244,6 +247,9 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
     """``n`` sessions at once against a fresh ``voxline serve``; the figures of that run."""
     load_before = _load()
     with Server() as server:
+        # one short session first: what a process does once (lazy imports, first connection)
+        # is not a cost of the N sessions measured next
+        asyncio.run(_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s))
         rss0 = _rss_bytes()
         cpu0, server0, wall0 = time.process_time(), server.cpu_s(), time.perf_counter()
         results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s))
