@@ -262,3 +262,63 @@ async def test_a_step_that_asks_for_no_time_does_not_starve_the_loop() -> None:
     caller.cancel()
     await asyncio.gather(caller, return_exceptions=True)
     assert others == 20 and 0 < steps <= 40
+
+
+class _Halt(BaseException):
+    """Not an Exception: what a step might raise that the stepper must still hand to its caller."""
+
+
+@pytest.mark.parametrize("raised", [_Halt, asyncio.CancelledError])
+async def test_a_step_raising_a_base_exception_ends_its_own_caller_and_no_other(raised: type[BaseException]) -> None:
+    from voxline.base.clock import run_steps
+
+    clock = RealClock()
+    goods = 0
+
+    def good(now: float) -> float:
+        nonlocal goods
+        goods += 1
+        return now + 0.002
+
+    def bad(now: float) -> float:
+        raise raised()
+
+    keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
+    await settle()
+    failing = asyncio.create_task(run_steps(clock, bad, clock.now()))
+    done, _ = await asyncio.wait([failing], timeout=1.0)  # a guard against the hang, not a timing check
+    assert failing in done  # its caller is told, as a plain loop of sleeps would tell it
+    assert failing.cancelled() if raised is asyncio.CancelledError else isinstance(failing.exception(), _Halt)
+    before = goods
+    for _ in range(50):
+        await asyncio.sleep(0.001)
+        if goods > before:
+            break
+    assert not keeps.done() and goods > before  # the other caller still steps
+    keeps.cancel()
+    await asyncio.gather(keeps, return_exceptions=True)
+
+
+async def test_a_step_returning_no_time_fails_its_own_caller_and_no_other() -> None:
+    from voxline.base.clock import run_steps
+
+    clock = RealClock()
+    goods = 0
+
+    def good(now: float) -> float:
+        nonlocal goods
+        goods += 1
+        return now + 0.002
+
+    keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
+    await settle()
+    with pytest.raises(TypeError):
+        await asyncio.wait_for(run_steps(clock, lambda now: None, clock.now()), 1.0)  # type: ignore[arg-type,return-value]
+    before = goods
+    for _ in range(50):
+        await asyncio.sleep(0.001)
+        if goods > before:
+            break
+    assert not keeps.done() and goods > before
+    keeps.cancel()
+    await asyncio.gather(keeps, return_exceptions=True)

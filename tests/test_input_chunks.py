@@ -122,3 +122,29 @@ async def test_push_to_talk_sends_the_half_filled_chunk_before_its_commit() -> N
     before = [len(base64.b64decode(e["audio"])) // 2 for e in sent[:commit] if e["type"] == "input_audio_buffer.append"]
     after = [len(base64.b64decode(e["audio"])) // 2 for e in sent[commit:] if e["type"] == "input_audio_buffer.append"]
     assert sum(before) == 13 * 480 and before[-1] == 480, (before, after)  # the held block went before the commit
+
+
+@pytest.mark.parametrize("chunk_ms", [10, 30, 40, 50])
+def test_a_plain_replay_appends_as_a_microphone_of_20_ms_blocks_would(chunk_ms: int) -> None:
+    samples, _ = read_wav(EXAMPLES / "audio" / "barge_in.wav")
+    samples = samples[:24_000]
+    clock = VirtualClock()
+    appends: list[tuple[float, int]] = []
+
+    def on_wire(direction: str, text: str) -> None:
+        if direction == "out" and '"input_audio_buffer.append"' in text:
+            appends.append((round(clock.now(), 6), len(base64.b64decode(json.loads(text)["audio"])) // 2))
+
+    settings = SessionSettings(api_key="local", input_chunk_ms=chunk_ms)
+    replay_fast(samples, scenario=load_scenario("default"), settings=settings, voice="tone", tail_s=0.5,
+                on_wire=on_wire, clock=clock)
+    chunker, expected = InputChunker(chunk_ms * 24), []
+    for start in range(0, len(samples), 480):  # a device's 20 ms blocks, each handed over as it ends
+        block = samples[start : start + 480]
+        chunk = chunker.add(block)
+        if chunk is not None:
+            expected.append((round((start + len(block)) / 24_000, 6), len(chunk)))
+    rest = chunker.take()
+    if rest is not None:
+        expected.append((round(len(samples) / 24_000, 6), len(rest)))
+    assert appends == expected  # the same appends at the same instants, whatever blocks the replay used

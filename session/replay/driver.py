@@ -87,10 +87,12 @@ async def run_replay(
     origin = clock.now()
     output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
     settings = settings or SessionSettings(api_key="local")
-    # a plain recording is handed over a chunk at a time: the appends go out at the same instants
-    # as with 20 ms blocks, with half the wake-ups; echo, AEC and a local VAD keep 20 ms blocks
-    plain = echo is None and not aec and not local_vad
-    mic = recording_blocks(samples, clock, origin, block=settings.input_chunk_samples if plain else BLOCK)
+    # a plain recording is handed over a chunk at a time when a chunk is whole 20 ms blocks: the
+    # appends go out at the same instants as with 20 ms blocks, with fewer wake-ups (another chunk
+    # size would change them); echo, AEC and a local VAD keep 20 ms blocks
+    chunk = settings.input_chunk_samples
+    plain = echo is None and not aec and not local_vad and chunk % BLOCK == 0
+    mic = recording_blocks(samples, clock, origin, block=chunk if plain else BLOCK)
     if echo is not None:
         mic = echoed_blocks(mic, echo, attach_ring(output.playout))
     session = VoiceSession(settings, output=output, input=mic, tools=tools,

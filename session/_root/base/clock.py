@@ -196,8 +196,11 @@ class _Stepper:
                     if entry[2] is None:
                         continue
                     try:
-                        entry[0] = entry[2](now)
-                    except Exception as exc:  # the caller's, to raise from its join()
+                        due = float(entry[2](now))  # a due time that is no number is the caller's error
+                        if due != due:
+                            raise ValueError("a step asked for a NaN due time")
+                        entry[0] = due
+                    except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
                         entry[2] = None
                         if not entry[3].done():
                             entry[3].set_exception(exc)
