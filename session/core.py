@@ -59,6 +59,10 @@ class Effects:
     commands: tuple[ev.ClientEvent, ...] = field(default=(), repr=False)  # what the barge-in queued
 
 
+NO_EFFECTS = Effects()
+"""What a call that did nothing returns (Effects is frozen: one instance serves every such call)."""
+
+
 @dataclass
 class _Part:
     """One assistant audio part: (item_id, content_index) of a response."""
@@ -103,6 +107,8 @@ class SessionCore:
         self.local: LocalBarge | None = None  # local-VAD holds (:mod:`.local_barge`), when enabled
 
     def _effects(self) -> Effects:
+        if not self._events and self._barge_in is None and not self._commands:
+            return NO_EFFECTS  # most blocks and deltas: nothing happened
         out = Effects(tuple(self._events), self._barge_in, tuple(self._commands))
         self._events, self._barge_in, self._commands = [], None, []
         return out

@@ -298,9 +298,12 @@ class VoiceSession(Continuity):
         """The session's figures so far: per turn, per barge-in, per item, and their p50/p95."""
         return self._metrics.report(self.output.now())
 
-    def _publish(self, effects: Effects) -> None:
-        for event in (*effects.events, *self._metrics.effects(effects, self.output.now())):
-            self._queue.put_nowait(event)
+    def _publish(self, effects: Effects, now: float | None = None) -> None:
+        queue = self._queue
+        for event in effects.events:
+            queue.put_nowait(event)
+        for event in self._metrics.effects(effects, self.output.now() if now is None else now):
+            queue.put_nowait(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
         self._metrics.tool(event, self.output.now())
@@ -473,7 +476,8 @@ class VoiceSession(Continuity):
 
     def _tick(self) -> None:
         if self.core is not None:
-            self._publish(self.core.tick(self.output.now()))
+            now = self.output.now()
+            self._publish(self.core.tick(now), now)
 
     async def _tick_loop(self, clocked: bool) -> None:
         """The core's tick every block (unless the output's own pass does it), liveness every WATCH_S."""

@@ -242,7 +242,7 @@ class SessionMetrics:
         turn = self._turn
         if turn is None or turn.underruns is not None or turn.first_heard_at is None:
             return []
-        if any(status is None for status in turn.responses.values()) or self._tools_running():
+        if None in turn.responses.values() or self._tools_running():
             return []
         playout = self.playout
         if playout.queued_samples or playout.pending_tail_samples or playout.playing_at(now) is not None:
