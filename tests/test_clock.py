@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from voxline.base.clock import Clock, RealClock, VirtualClock
+from voxline.base.clock import Clock, RealClock, VirtualClock, run_steps
 
 
 async def settle() -> None:
@@ -135,8 +135,6 @@ async def test_real_clock_sleepers_of_one_millisecond_share_one_timer() -> None:
 
 
 async def test_steps_on_a_real_clock_are_made_by_one_task_and_never_early() -> None:
-    from voxline.base.clock import run_steps
-
     clock = RealClock()
     start = clock.now() + 0.02
     seen: dict[int, list[tuple[float, float, object]]] = {i: [] for i in range(40)}
@@ -164,8 +162,6 @@ async def test_steps_on_a_real_clock_are_made_by_one_task_and_never_early() -> N
 
 
 async def test_a_failing_step_ends_its_own_caller_and_the_others_go_on() -> None:
-    from voxline.base.clock import run_steps
-
     clock = RealClock()
     counts = {"good": 0, "bad": 0}
 
@@ -194,8 +190,6 @@ async def test_a_failing_step_ends_its_own_caller_and_the_others_go_on() -> None
 
 
 async def test_an_earlier_step_wakes_a_stepper_asleep_towards_a_later_one() -> None:
-    from voxline.base.clock import run_steps
-
     clock = RealClock()
     woke: list[float] = []
     slow = asyncio.create_task(run_steps(clock, lambda now: now + 10.0, clock.now() + 10.0))  # asleep for 10 s
@@ -214,8 +208,6 @@ async def test_an_earlier_step_wakes_a_stepper_asleep_towards_a_later_one() -> N
 
 
 async def test_steps_on_a_virtual_clock_follow_its_deadline_order() -> None:
-    from voxline.base.clock import run_steps
-
     clock = VirtualClock()
     order: list[tuple[str, float]] = []
 
@@ -242,8 +234,6 @@ async def test_steps_on_a_virtual_clock_follow_its_deadline_order() -> None:
 
 
 async def test_a_step_that_asks_for_no_time_does_not_starve_the_loop() -> None:
-    from voxline.base.clock import run_steps
-
     clock = RealClock()
     steps = 0
 
@@ -270,8 +260,6 @@ class _Halt(BaseException):
 
 @pytest.mark.parametrize("raised", [_Halt, asyncio.CancelledError])
 async def test_a_step_raising_a_base_exception_ends_its_own_caller_and_no_other(raised: type[BaseException]) -> None:
-    from voxline.base.clock import run_steps
-
     clock = RealClock()
     goods = 0
 
@@ -300,8 +288,6 @@ async def test_a_step_raising_a_base_exception_ends_its_own_caller_and_no_other(
 
 
 async def test_a_step_returning_no_time_fails_its_own_caller_and_no_other() -> None:
-    from voxline.base.clock import run_steps
-
     clock = RealClock()
     goods = 0
 
