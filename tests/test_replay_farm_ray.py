@@ -43,6 +43,15 @@ def _import_ray() -> ModuleType:
     return ray
 
 
+def _command(pid: int) -> str:
+    """``pid`` and its command line, for a report."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} " + " ".join(a.decode(errors="replace") for a in args if a)[:200]
+
+
 def _descendants(pid: int) -> set[int]:
     """Every live process below ``pid`` (from /proc)."""
     children: dict[int, list[int]] = {}
@@ -81,15 +90,16 @@ def local_ray() -> Iterator[ModuleType]:
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     ray = _import_ray()
+    before = _descendants(os.getpid())  # what earlier tests left running is not the instance's
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", _temp_dir=temp,
              logging_level=logging.WARNING, log_to_driver=False)
     started: set[int] = set()
     try:
         yield ray
-        started = _descendants(os.getpid())
+        started = _descendants(os.getpid()) - before
     finally:
         ray.shutdown()
-        deadline = time.monotonic() + 20  # waiting for the processes to exit, not asserting a duration
+        deadline = time.monotonic() + 60  # waiting for the processes to exit, not asserting a duration
         while _alive(started) and time.monotonic() < deadline:
             time.sleep(0.1)
         left = _alive(started)
@@ -100,7 +110,7 @@ def local_ray() -> Iterator[ModuleType]:
             else:
                 os.environ[key] = value
     assert started, "the Ray instance started no process of its own"
-    assert not left, f"Ray left processes behind: {sorted(left)}"
+    assert not left, f"Ray left processes behind: {[_command(pid) for pid in sorted(left)]}"
 
 
 def test_a_farm_runs_as_ray_tasks_and_reports_like_any_other(local_ray: ModuleType, tmp_path: Path) -> None:
