@@ -308,3 +308,28 @@ async def test_a_step_returning_no_time_fails_its_own_caller_and_no_other() -> N
     assert not keeps.done() and goods > before
     keeps.cancel()
     await asyncio.gather(keeps, return_exceptions=True)
+
+
+def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    from voxline.base import clock as clock_module
+
+    async def leave_a_sleeper_behind() -> None:
+        clock = RealClock()
+        asyncio.ensure_future(clock.sleep(60.0))  # asyncio.run cancels it; its slot's timer never fires
+        stepping = asyncio.ensure_future(run_steps(clock, lambda now: now + 60.0, clock.now() + 60.0))
+        await settle()
+        assert not stepping.done()
+
+    loops = []
+    for _ in range(3):
+        runner = asyncio.Runner()
+        loops.append(weakref.ref(runner.get_loop()))
+        runner.run(leave_a_sleeper_behind())
+        runner.close()
+    asyncio.run(RealClock().sleep(0.001))  # a new loop's first sleep is where the closed ones are let go of
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
+    assert all(not loop.is_closed() for loop in list(clock_module._timers) + list(clock_module._steppers))

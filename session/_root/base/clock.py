@@ -122,6 +122,7 @@ def _timers_of(loop: asyncio.AbstractEventLoop) -> _SharedTimers:
         return _last[1]
     timers = _timers.get(loop)
     if timers is None:
+        _forget_closed_loops()
         timers = _timers[loop] = _SharedTimers()
     _last = (weakref.ref(loop), timers)
     return timers
@@ -143,6 +144,7 @@ async def run_steps(clock: Clock, step: Step, first: float) -> None:
         loop = asyncio.get_running_loop()
         stepper = _steppers.get(loop)
         if stepper is None:
+            _forget_closed_loops()
             stepper = _steppers[loop] = _Stepper()
         await stepper.join(loop, step, first)
         return
@@ -219,6 +221,22 @@ class _Stepper:
 
 
 _steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = weakref.WeakKeyDictionary()
+
+
+def _forget_closed_loops() -> None:
+    """Drop the timers and steppers of loops that are closed.
+
+    The tables are keyed weakly, but a loop closed with a slot still armed (a sleeper cancelled
+    at shutdown) is held by that slot's futures, so its entry would never go; a new loop's first
+    use clears them.
+    """
+    global _last
+    for table in (_timers, _steppers):
+        for loop in [loop for loop in table if loop.is_closed()]:
+            del table[loop]
+    last_loop = _last[0]() if _last is not None else None
+    if last_loop is None or last_loop.is_closed():
+        _last = None
 
 
 class VirtualClock:
