@@ -43,7 +43,6 @@ import multiprocessing
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import threading

@@ -29,7 +29,7 @@ from openai.types.realtime import RealtimeServerEvent
 
 import voxline.realtime.events as ev
 
-from .record import add_output_arguments, finish, run_section
+from .record import add_output_arguments, measure_and_report
 
 __all__ = ["PATHS", "main", "measure", "run", "section", "table"]
 
@@ -158,9 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds <= 0 or args.repetitions <= 0:
         parser.error("--rounds and --repetitions must be positive")
-    done = run_section(lambda: run(args.rounds, args.repetitions), short=False)
-    print(table(done["figures"]))
-    print(f"written to {finish(args, 'decode', done)}")
+    measure_and_report(args, "decode", lambda: run(args.rounds, args.repetitions), table)
     return 0
 
 

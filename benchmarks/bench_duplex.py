@@ -43,7 +43,7 @@ from voxline.audio.resample import StreamResampler
 from voxline.realtime.protocol import RealtimeProtocol
 
 from .common import environment, format_table, ratio, speechlike, time_regions
-from .record import add_output_arguments, finish, run_section
+from .record import add_output_arguments, measure_and_report
 
 __all__ = ["STAGES", "TIMED", "Stream", "check_paths", "decode_sdk", "decode_voxline", "main", "make_stream",
            "playout", "run", "section", "table"]
@@ -301,9 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.seconds > 0 or args.rounds <= 0:
         parser.error("--seconds and --rounds must be positive")
-    done = run_section(lambda: run(args.seconds, args.rounds), short=False)
-    print(table(done["figures"]))
-    print(f"written to {finish(args, 'duplex', done)}")
+    measure_and_report(args, "duplex", lambda: run(args.seconds, args.rounds), table)
     return 0
 
 

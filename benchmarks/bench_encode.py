@@ -24,7 +24,7 @@ from typing import Any
 import voxline.realtime.events as ev
 
 from .bench_duplex import append_sdk_send, append_stdlib, voxline_appender
-from .record import add_output_arguments, finish, run_section
+from .record import add_output_arguments, measure_and_report
 
 __all__ = ["main", "measure", "run", "section"]
 
@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds <= 0 or args.repetitions <= 0:
         parser.error("--rounds and --repetitions must be positive")
-    done = run_section(lambda: run(args.rounds, args.repetitions), short=False)
-    print(table(done["figures"]))
-    print(f"written to {finish(args, 'encode', done)}")
+    measure_and_report(args, "encode", lambda: run(args.rounds, args.repetitions), table)
     return 0
 
 

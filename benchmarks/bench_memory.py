@@ -39,7 +39,7 @@ from voxline.session.voice import VoiceSession
 
 from .bench_concurrent import RECORDING, SCENARIO, VOICE, Server, _rss_bytes, _settings
 from .common import ratio
-from .record import ROOT, add_output_arguments, finish, run_section
+from .record import ROOT, add_output_arguments, measure_and_report
 
 __all__ = ["PCM_BYTES_PER_S", "held_per_audio_second", "main", "rss_per_session", "run", "section", "table"]
 
@@ -194,9 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sessions <= 0:
         parser.error("--sessions must be positive")
-    done = run_section(lambda: run(args.sessions), short=False)
-    print(table(done["figures"]))
-    print(f"written to {finish(args, 'memory', done)}")
+    measure_and_report(args, "memory", lambda: run(args.sessions), table)
     return 0
 
 

@@ -41,7 +41,7 @@ from voxline.session.voice import VoiceSession
 
 from .bench_concurrent import SCENARIO, VOICE, Server, _settings
 from .common import ratio
-from .record import add_output_arguments, finish, run_section
+from .record import add_output_arguments, measure_and_report
 
 __all__ = ["main", "run", "section", "table"]
 
@@ -199,9 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repetitions <= 0 or args.starts <= 0:
         parser.error("--repetitions and --starts must be positive")
-    done = run_section(lambda: run(args.repetitions, args.starts), short=False)
-    print(table(done["figures"]))
-    print(f"written to {finish(args, 'setup', done)}")
+    measure_and_report(args, "setup", lambda: run(args.repetitions, args.starts), table)
     return 0
 
 

@@ -10,7 +10,6 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 

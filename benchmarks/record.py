@@ -214,6 +214,15 @@ def run_section(measure: Callable[[], dict[str, Any]], *, short: bool) -> dict[s
     return {"measured": m.info, "skipped": skipped} if figures is None else {"measured": m.info, "figures": figures}
 
 
+def measure_and_report(args: argparse.Namespace, name: str, measure: Callable[[], dict[str, Any]],
+                       table: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    """A benchmark's own command line: measure (full size), print its table, save it where ``args`` say."""
+    done = run_section(measure, short=False)
+    print(table(done["figures"]))
+    print(f"written to {finish(args, name, done)}")
+    return done
+
+
 def finish(args: argparse.Namespace, name: str, section: dict[str, Any]) -> Path:
     """Where a benchmark's own command line puts its section (see :func:`add_output_arguments`)."""
     if args.out is not None:
