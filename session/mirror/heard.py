@@ -67,10 +67,18 @@ def _by_arrival(text: str, marks: Sequence[TextMark], heard_ms: float) -> str:
     return text[:cut].rstrip()
 
 
+def _spread(marks: Sequence[TextMark]) -> bool:
+    """At least two different marks; stops at the first that differs (a cut must not walk every word)."""
+    if not marks:
+        return False
+    first = marks[0][1]
+    return any(ms != first for _offset, ms in marks)
+
+
 def estimate_heard(text: str, marks: Sequence[TextMark], heard_ms: float | None, total_ms: float) -> HeardEstimate:
     """What was heard of ``text`` when the listener heard ``heard_ms`` (None: not cut) of ``total_ms``."""
     if heard_ms is None:
         return HeardEstimate(text, "all")
-    if len({ms for _offset, ms in marks}) >= 2:
+    if _spread(marks):
         return HeardEstimate(_by_arrival(text, marks, heard_ms) if heard_ms > 0 else "", "arrival")
     return HeardEstimate(estimate_heard_text(text, heard_ms, total_ms), "duration")
