@@ -32,7 +32,7 @@ completes the previous one implicitly.
 **Threads.** :meth:`read` / :meth:`read_into` run on the audio thread; everything else on
 the event loop. One ``threading.Lock`` guards the state; under it ``read`` copies at most
 ``n`` samples and appends or extends one ledger segment per item run; ``enqueue`` copies
-its input before taking the lock, ``interrupt`` builds a tail of at most ``fade`` samples.
+its input (unless it is a read-only view of ``bytes``, which nothing can change) before taking the lock, ``interrupt`` builds a tail of at most ``fade`` samples.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ class _Chunk:
     pos: int = 0  # samples already handed out
 
 
+_FREE_PER_READ = 8  # flushed chunks freed per read: a 20 ms block frees 800 ms of 100 ms deltas
+
+
 class PlayoutBuffer:
     """Tagged FIFO of assistant audio in front of an output, with its heard ledger."""
 
@@ -70,6 +73,8 @@ class PlayoutBuffer:
         self._ledger = HeardLedger(rate)
         self._queue: deque[_Chunk] = deque()
         self._queued = 0
+        self._queue_keys: dict[ItemKey, int] = {}  # chunks queued per part: a cut closes them without a walk
+        self._spent: deque[deque[_Chunk]] = deque()  # flushed by a cut, freed a few chunks per read
         self._received: dict[ItemKey, int] = {}
         self._complete: set[ItemKey] = set()
         self._closed: set[ItemKey] = set()
@@ -99,7 +104,8 @@ class PlayoutBuffer:
         array = np.asarray(samples)
         if array.dtype != np.int16 or array.ndim != 1:
             raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
-        data = array.copy()
+        # a read-only view of a bytes object (a decoded server delta) cannot change: keep it as is
+        data = array if isinstance(array.base, bytes) and not array.flags.writeable else array.copy()
         key = (item_id, content_index)
         with self._lock:
             offset = self._received.get(key, 0)
@@ -110,6 +116,7 @@ class PlayoutBuffer:
             if len(data):
                 self._queue.append(_Chunk(key, data, offset))
                 self._queued += len(data)
+                self._queue_keys[key] = self._queue_keys.get(key, 0) + 1
             if key not in self._complete:
                 self._open = key
             return True
@@ -128,6 +135,7 @@ class PlayoutBuffer:
             kept = deque(chunk for chunk in self._queue if chunk.key[0] != item_id)
             dropped = self._queued - sum(len(c.samples) - c.pos for c in kept)
             self._queue, self._queued = kept, self._queued - dropped
+            self._queue_keys = {k: n for k, n in self._queue_keys.items() if k[0] != item_id}
             self._closed_items.add(item_id)
             if self._open is not None and self._open[0] == item_id:
                 self._open = None
@@ -139,6 +147,7 @@ class PlayoutBuffer:
             dropped = self._queued
             self._queue.clear()
             self._queued = 0
+            self._queue_keys.clear()
             self._open = None
             self._starved = False
             return dropped
@@ -171,8 +180,10 @@ class PlayoutBuffer:
                 pos += take
                 self._queued -= take
                 if chunk.pos == len(chunk.samples):
-                    queue.popleft()
+                    self._pop_chunk()
             self._account(pos, n)
+            if self._spent:
+                self._free_spent()
             if pos < n:
                 out[pos:] = 0
             self._next_time = play_time + n / self.rate
@@ -302,7 +313,7 @@ class PlayoutBuffer:
             chunk.pos += take
             pos += take
             if chunk.pos == len(chunk.samples):
-                self._queue.popleft()
+                self._pop_chunk()
         self._queued -= k
         times = first + np.arange(k) / self.rate
         faded = np.rint(tail * fade_gains(times, at, end, self.rate)).astype(np.int16)
@@ -310,17 +321,40 @@ class PlayoutBuffer:
         self._tail_time = start
         return k
 
+    def _pop_chunk(self) -> None:
+        key = self._queue.popleft().key
+        left = self._queue_keys[key] - 1
+        if left:
+            self._queue_keys[key] = left
+        else:
+            del self._queue_keys[key]
+
+    def _free_spent(self) -> None:
+        """Let go of a few chunks a cut flushed: a cut itself frees none, however much was queued."""
+        spent = self._spent[0]
+        for _ in range(min(_FREE_PER_READ, len(spent))):
+            spent.pop()
+        if not spent:
+            self._spent.popleft()
+
     def _flush_and_close(self, playing: Playing | None, revoked: dict[ItemKey, int]) -> int:
-        """Empty the queue; close every item part this playout was about."""
-        closing = {chunk.key for chunk in self._queue} | set(revoked)
+        """Empty the queue; close every item part this playout was about.
+
+        The flushed chunks are freed by the reads that follow (:data:`_FREE_PER_READ` each), so
+        a barge-in's cost does not grow with the audio it discards.
+        """
+        closing = set(self._queue_keys) | set(revoked)
         if playing is not None:
             closing.add((playing.item_id, playing.content_index))
         if self._open is not None:
             closing.add(self._open)
         self._closed |= closing
         flushed = self._queued
-        self._queue.clear()
+        if self._queue:
+            self._spent.append(self._queue)
+            self._queue = deque()
         self._queued = 0
+        self._queue_keys = {}
         self._open = None
         self._starved = False
         return flushed
@@ -390,7 +424,7 @@ class PlayoutBuffer:
             if key not in self._received:
                 return []
             index = order.index(key)  # type: ignore[arg-type]
-            keep = {k[0] for k in order[index:]} | {chunk.key[0] for chunk in self._queue}
+            keep = {k[0] for k in order[index:]} | {key[0] for key in self._queue_keys}
             if self._open is not None:
                 keep.add(self._open[0])
             unheard = {k[0] for k in order[:index] if not self._ledger.wholly_heard(*k, at)}
@@ -415,6 +449,7 @@ class PlayoutBuffer:
                 "closed": len(self._closed),
                 "closed_items": len(self._closed_items),
                 "queue_chunks": len(self._queue),
+                "spent_chunks": sum(map(len, self._spent)),
             }
             return own | {f"ledger_{name}": n for name, n in self._ledger.sizes().items()}
 

@@ -191,7 +191,7 @@ def test_a_cut_item_retires_once_a_later_one_is_heard() -> None:
     playout.read(2400, 1.0)
     assert playout.retire(1.05) == ["A"]
     assert playout.sizes() == {"received": 1, "complete": 0, "closed": 0, "closed_items": 0, "queue_chunks": 0,
-                               "ledger_segments": 1, "ledger_items": 1, "ledger_settled": 0}
+                               "spent_chunks": 0, "ledger_segments": 1, "ledger_items": 1, "ledger_settled": 0}
 
 
 def test_a_dropped_response_is_forgotten_at_its_done() -> None:

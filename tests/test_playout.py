@@ -287,6 +287,55 @@ def test_enqueue_copies_its_input() -> None:
     np.testing.assert_array_equal(buf.read(10, 0.0), 7)
 
 
+def test_enqueue_keeps_a_read_only_view_of_bytes_and_copies_anything_writable() -> None:
+    buf = PlayoutBuffer()
+    wire = np.frombuffer(const(10, 5).tobytes(), dtype=np.int16)  # a decoded delta: immutable
+    buf.enqueue(wire, "A")
+    locked = const(10, 6)
+    locked.flags.writeable = False  # read-only, but its owner's memory can still change
+    buf.enqueue(locked, "A")
+    shared = [np.shares_memory(chunk.samples, src) for chunk, src in zip(buf._queue, (wire, locked), strict=True)]
+    assert shared == [True, False]
+    with pytest.raises(ValueError):
+        wire.flags.writeable = True
+    np.testing.assert_array_equal(buf.read(20, 0.0), [5] * 10 + [6] * 10)
+
+
+def test_a_cut_frees_no_queued_delta_and_the_reads_after_it_free_them_a_few_at_a_time() -> None:
+    import weakref
+
+    buf = PlayoutBuffer()
+    deltas = [np.frombuffer(const(2400, k + 1).tobytes(), dtype=np.int16) for k in range(50)]  # 5 s, 50 deltas
+    alive = [weakref.ref(d) for d in deltas]
+    for d in deltas:
+        buf.enqueue(d, "A")
+    del deltas, d
+    buf.read(BLOCK, 0.0)
+    cut = buf.interrupt(t(BLOCK), fade_ms=0.0)
+    assert cut.item_id == "A" and buf.queued_samples == 0
+    assert sum(r() is not None for r in alive) == 50  # the cut walked and freed none of them
+    assert buf.sizes()["spent_chunks"] == 50
+    reads = 0
+    while buf.sizes()["spent_chunks"]:
+        buf.read(BLOCK, t((reads + 1) * BLOCK))
+        reads += 1
+    assert sum(r() is not None for r in alive) == 0
+    assert 2 <= reads <= 10  # a few per read, not all at once, and none kept for good
+    assert buf.enqueue(const(10, 9), "A") is False  # the cut part stays closed
+
+
+def test_the_parts_a_cut_closes_are_those_still_queued_or_playing() -> None:
+    buf = PlayoutBuffer()
+    buf.enqueue(const(BLOCK, 1), "A")
+    buf.enqueue(const(BLOCK, 2), "B")
+    buf.enqueue(const(BLOCK, 3), "C")
+    buf.read(BLOCK, 0.0)
+    buf.read(BLOCK, t(BLOCK))  # A and B handed out, C queued
+    buf.interrupt(t(2 * BLOCK) - 0.001, fade_ms=0.0)  # while B plays
+    assert buf.enqueue(const(10, 9), "B") is False and buf.enqueue(const(10, 9), "C") is False
+    assert buf.enqueue(const(10, 9), "A") is True  # played to its end before the cut: not closed
+
+
 def test_reader_thread_and_feeding_thread_lose_nothing() -> None:
     buf = PlayoutBuffer()
     source = (np.arange(48000) % 1000 + 1).astype(np.int16)
