@@ -258,6 +258,14 @@ class HeardLedger:
                 return Playing(segment.key[0], segment.key[1], segment.offset + heard - 1)
         return None
 
+    def audio_end(self) -> float:
+        """Listener time right after the last item sample recorded (-inf when none is)."""
+        timeline = self._timeline
+        if not timeline:
+            return -math.inf
+        last = timeline[-1]
+        return last.t0 + last.count / self.rate
+
     def wholly_heard(self, item_id: str, content_index: int, at: float) -> bool:
         """True when every recorded sample of the part is heard at ``at`` (nothing still to play)."""
         segments = self._by_item.get((item_id, content_index), ())

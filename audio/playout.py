@@ -384,6 +384,21 @@ class PlayoutBuffer:
         with self._lock:
             return self._ledger.playing_at(at)
 
+    def audio_until(self) -> float:
+        """Listener time the item audio handed out so far ends (-inf before any)."""
+        with self._lock:
+            return self._ledger.audio_end()
+
+    @property
+    def next_time(self) -> float | None:
+        """Listener time right after the last sample handed out, silence included (None before any read)."""
+        return self._next_time
+
+    def queued_parts(self) -> list[ItemKey]:
+        """The parts with samples queued, oldest first."""
+        with self._lock:
+            return list(self._queue_keys)
+
     def received_samples(self, item_id: str, content_index: int = 0) -> int:
         with self._lock:
             return self._received.get((item_id, content_index), 0)

@@ -9,6 +9,7 @@ listener's timeline: the one the playout buffer's ledger uses.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -48,6 +49,8 @@ __all__ = ["Effects", "SessionCore"]
 
 FADE_MS = 5.0
 RETIRE_S = 0.2  # how often played-out audio parts are forgotten (listener seconds)
+QUIET_MARGIN_S = 0.04  # a steady reply's ticks resume this long before its queue runs out
+_NEVER = -math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,15 @@ class SessionCore:
         self._barge_in: BargeIn | None = None
         self._commands: list[ev.ClientEvent] = []
         self.local: LocalBarge | None = None  # local-VAD holds (:mod:`.local_barge`), when enabled
+        self.quiet_until = _NEVER
+        """Before this listener time a :meth:`tick` changes nothing, unless another call comes first.
+
+        Set by each tick that did nothing: while a reply plays steadily from the queue (every
+        part in it already heard) until shortly before the queue runs out, and in silence
+        (nothing queued, nothing handed out still to come) indefinitely; never past the next
+        retire. Every other call resets it, except the bulk of a reply: more audio of a part
+        already heard while speaking, and transcript words. A driver may skip such ticks.
+        """
 
     def _effects(self) -> Effects:
         if not self._events and self._barge_in is None and not self._commands:
@@ -116,6 +128,8 @@ class SessionCore:
     # ------------------------------------------------------------------ input
     def handle(self, output: ProtocolOutput, now: float) -> Effects:
         """Take one protocol output (server event or notice) at listener time ``now``."""
+        if not self._keeps_quiet(output):
+            self.quiet_until = _NEVER
         if self.track is not None:
             self.track.handle(output)
         if self.raw_events and not isinstance(output, (CommandFailed, MalformedServerEvent, ResponseStatusChanged,
@@ -169,6 +183,26 @@ class SessionCore:
                 pass
         return self._effects()
 
+    def _keeps_quiet(self, output: ProtocolOutput) -> bool:
+        """True for what changes nothing a tick looks at (see :attr:`quiet_until`)."""
+        match output:
+            case ev.ResponseOutputAudioDelta():
+                part = self._parts.get((output.item_id, output.content_index))
+                return part is not None and part.first_heard is not None and self._state is TurnState.SPEAKING
+            case ev.ResponseOutputAudioTranscriptDelta():
+                return True
+            case _:
+                return False
+
+    def wake(self) -> None:
+        """Something outside the core changed what a tick reports on (a tool started or ended)."""
+        self.quiet_until = _NEVER
+
+    @property
+    def retire_due(self) -> float:
+        """The listener time of the next tick that forgets played-out parts."""
+        return self._retire_at
+
     def _on_audio(self, delta: ev.ResponseOutputAudioDelta) -> None:
         key = (delta.item_id, delta.content_index)
         part = self._parts.get(key)
@@ -192,8 +226,8 @@ class SessionCore:
                 latency = None if self._speech_stopped_at is None else part.first_heard - self._speech_stopped_at
                 self._events.append(AssistantAudioStarted(part.item_id, part.first_heard, latency))
                 self._speech_stopped_at = None
-        fading = now < self._fade_end
-        if playout.playing_at(now) is not None and not fading:
+        audible = playout.playing_at(now) is not None and now >= self._fade_end
+        if audible:
             self._step(TurnInput.AUDIBLE, now)
         elif self.playout.queued_samples == 0 and not self.protocol.response_in_progress:
             self._step(TurnInput.DRAINED, now)
@@ -202,7 +236,29 @@ class SessionCore:
         if now >= self._retire_at:
             self._retire(now)
             self._retire_at = now + RETIRE_S
-        return self._effects()
+        effects = self._effects()
+        self.quiet_until = self._quiet_horizon(now, audible) if effects is NO_EFFECTS else _NEVER
+        return effects
+
+    def _quiet_horizon(self, now: float, audible: bool) -> float:
+        """Until when later ticks can change nothing, absent other calls (see :attr:`quiet_until`)."""
+        playout = self.playout
+        if (self.track is not None or self.local is not None or now < self._fade_end or playout.held
+                or playout.pending_tail_samples):
+            return _NEVER
+        queued = playout.queued_samples
+        if queued == 0:  # silence: nothing left to start, end or become audible
+            silent = self._state is not TurnState.SPEAKING and playout.audio_until() <= now
+            return self._retire_at if silent else _NEVER
+        start = playout.next_time
+        if not audible or self._state is not TurnState.SPEAKING or start is None:
+            return _NEVER
+        waiting = set(playout.queued_parts())
+        for key in self._order[-8:]:  # a part still to reach the listener is a first-heard to report
+            part = self._parts[key]
+            if part.first_heard is None and (key in waiting or playout.started_at(*key) is not None):
+                return _NEVER
+        return min(self._retire_at, start + queued / RATE - QUIET_MARGIN_S)  # the queue plays on from start
 
     def _step(self, event: TurnInput, now: float) -> None:
         """Apply one input to the turn table (:mod:`.turn_state`); report a change of state."""
@@ -243,6 +299,7 @@ class SessionCore:
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
         """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
+        self.quiet_until = _NEVER
         if self.local is not None:
             self.local.feed(LocalInput.CUT, now)
         self._barge_in = self._cut(now, trigger)
@@ -251,6 +308,7 @@ class SessionCore:
     # ------------------------------------------------------------------ local VAD
     def local_speech(self, now: float, onset: float) -> Effects:
         """Local VAD heard speech starting at ``onset``: hold the assistant until the server confirms."""
+        self.quiet_until = _NEVER
         if self.local is not None and self.assistant_audible(now) and not self.playout.held:
             self._local_step(LocalInput.LOCAL_ONSET, now, onset)
         return self._effects()

@@ -306,6 +306,8 @@ class VoiceSession(Continuity):
             queue.put_nowait(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
+        if self.core is not None:
+            self.core.wake()
         self._metrics.tool(event, self.output.now())
         self._queue.put_nowait(event)
         self._flush_needed.set()
@@ -475,9 +477,15 @@ class VoiceSession(Continuity):
         return effects
 
     def _tick(self) -> None:
-        if self.core is not None:
-            now = self.output.now()
-            self._publish(self.core.tick(now), now)
+        core = self.core
+        if core is None:
+            return
+        now = self.output.now()
+        if now < core.quiet_until and now < self._metrics.next_due:
+            return  # nothing a tick looks at can have changed (SessionCore.quiet_until)
+        if now >= core.retire_due:
+            self._metrics.observe(now)  # the heard counts of what the retire may forget, before it does
+        self._publish(core.tick(now), now)
 
     async def _tick_loop(self, clocked: bool) -> None:
         """The core's tick every block (unless the output's own pass does it), liveness every WATCH_S."""

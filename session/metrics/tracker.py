@@ -18,6 +18,7 @@ mirror's heard-text estimate. History is kept for the last ``keep`` records of e
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from itertools import islice
 from dataclasses import dataclass, field, replace
@@ -274,6 +275,15 @@ class SessionMetrics:
         turn = self._turn
         if turn is not None and turn.first_heard_at is None:
             turn.first_heard_at = event.at
+
+    @property
+    def next_due(self) -> float:
+        """The listener time a cut's silence is next due to be measured (inf when none waits)."""
+        return min((cut.record.silent_at for cut in self._unmeasured), default=math.inf)
+
+    def observe(self, now: float) -> None:
+        """Follow the heard counts of the items still playing now (before the playout may forget one)."""
+        self._observe(now)
 
     def _observe(self, now: float) -> None:
         """Heard counts of the items still playing; settle those that are over."""
