@@ -61,7 +61,7 @@ class _Chunk:
     pos: int = 0  # samples already handed out
 
 
-_FREE_PER_READ = 8  # flushed chunks freed per read: a 20 ms block frees 800 ms of 100 ms deltas
+_FREE_PER_READ = 2  # flushed chunks freed per read: 200 ms of 100 ms deltas per 20 ms block, well past the cut
 
 
 class PlayoutBuffer:

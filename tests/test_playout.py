@@ -320,7 +320,7 @@ def test_a_cut_frees_no_queued_delta_and_the_reads_after_it_free_them_a_few_at_a
         buf.read(BLOCK, t((reads + 1) * BLOCK))
         reads += 1
     assert sum(r() is not None for r in alive) == 0
-    assert 2 <= reads <= 10  # a few per read, not all at once, and none kept for good
+    assert 10 <= reads <= 30  # a few per read, not all at once, and none kept for good
     assert buf.enqueue(const(10, 9), "A") is False  # the cut part stays closed
 
 
