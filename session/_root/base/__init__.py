@@ -2,6 +2,7 @@
 
 - :mod:`voxline.base.clock` — the one :class:`~voxline.base.clock.Clock` protocol, the real
   clock and the virtual one;
+- :mod:`voxline.base.loop_share` — turns for bulk work on a busy event loop, a bounded number per pass;
 - :mod:`voxline.base.audio_format` — the one :class:`~voxline.base.audio_format.AudioFormat`
   and the pipeline's one sample rate, :data:`~voxline.base.audio_format.SAMPLE_RATE`;
 - :mod:`voxline.base.errors` — the root of the exception tree and :class:`AudioError`;

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Clock", "RealClock", "Step", "VirtualClock", "run_steps"]
+__all__ = ["Clock", "RealClock", "Step", "VirtualClock", "forget_closed_loops", "loop_table", "run_steps"]
 
 
 @runtime_checkable
@@ -112,7 +112,17 @@ class _SharedTimers:
                 future.set_result(None)
 
 
-_timers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedTimers] = weakref.WeakKeyDictionary()
+_loop_tables: list[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]] = []
+
+
+def loop_table() -> weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]:
+    """A table of one entry per event loop, keyed weakly; create entries after :func:`forget_closed_loops`."""
+    table: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+    _loop_tables.append(table)
+    return table
+
+
+_timers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _SharedTimers] = loop_table()
 _last: tuple[weakref.ref[asyncio.AbstractEventLoop], _SharedTimers] | None = None  # the loop asked for last
 
 
@@ -122,7 +132,7 @@ def _timers_of(loop: asyncio.AbstractEventLoop) -> _SharedTimers:
         return _last[1]
     timers = _timers.get(loop)
     if timers is None:
-        _forget_closed_loops()
+        forget_closed_loops()
         timers = _timers[loop] = _SharedTimers()
     _last = (weakref.ref(loop), timers)
     return timers
@@ -144,7 +154,7 @@ async def run_steps(clock: Clock, step: Step, first: float) -> None:
         loop = asyncio.get_running_loop()
         stepper = _steppers.get(loop)
         if stepper is None:
-            _forget_closed_loops()
+            forget_closed_loops()
             stepper = _steppers[loop] = _Stepper()
         await stepper.join(loop, step, first)
         return
@@ -220,18 +230,18 @@ class _Stepper:
             heap.clear()
 
 
-_steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = weakref.WeakKeyDictionary()
+_steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = loop_table()
 
 
-def _forget_closed_loops() -> None:
-    """Drop the timers and steppers of loops that are closed.
+def forget_closed_loops() -> None:
+    """Drop the entries of closed loops from every :func:`loop_table` (the timers, the steppers, …).
 
     The tables are keyed weakly, but a loop closed with a slot still armed (a sleeper cancelled
     at shutdown) is held by that slot's futures, so its entry would never go; a new loop's first
     use clears them.
     """
     global _last
-    for table in (_timers, _steppers):
+    for table in _loop_tables:
         for loop in [loop for loop in table if loop.is_closed()]:
             del table[loop]
     last_loop = _last[0]() if _last is not None else None

@@ -1,0 +1,86 @@
+"""Bulk work in small steps, at most a few steps per pass of the event loop.
+
+Work that comes faster than it is needed (the frames of replies streamed ahead of real
+time, for hundreds of sessions on one loop) must not hold up the work that is due now:
+output blocks, microphone sends, timers. asyncio runs every callback that is ready in one
+pass of its loop before it looks at its timers again, so 200 sessions that each handle
+one frame make one pass, and every timer in it, 200 frames late.
+
+A task doing bulk work awaits :meth:`LoopShare.turn` between steps. In each pass of the
+loop the first :data:`STEPS_PER_PASS` turns go on at once; the others wait, in the order
+they came, and that many of them go on in each following pass. However many tasks share
+the loop, a timer is then late by at most that many steps of bulk work (plus what is not
+bulk), and each task still gets its turn: none waits more passes than there are tasks
+ahead of it divided by the steps per pass. A loop with little bulk work never waits.
+
+One :class:`LoopShare` per event loop (:func:`loop_share`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from .clock import forget_closed_loops, loop_table
+
+__all__ = ["STEPS_PER_PASS", "LoopShare", "loop_share"]
+
+STEPS_PER_PASS = 32  # at about 40 us a frame: a millisecond or so of bulk work per pass
+
+
+class LoopShare:
+    """Turns for bulk steps on one event loop: :data:`STEPS_PER_PASS` (or ``steps``) per pass."""
+
+    def __init__(self, steps: int = STEPS_PER_PASS) -> None:  # holds no reference to its loop: the loop keys it weakly
+        if steps < 1:
+            raise ValueError("a pass must allow at least one step")
+        self._steps = steps
+        self._left = steps  # turns that go on at once in this pass
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._armed = False  # a pass boundary (_next_pass) is scheduled
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    async def turn(self) -> None:
+        """Return once this task may do its next step (at once while the pass has turns left)."""
+        loop = asyncio.get_running_loop()
+        if self._left > 0 and not self._waiting:
+            self._left -= 1
+            self._arm(loop)
+            return
+        future = loop.create_future()
+        self._waiting.append(future)
+        self._arm(loop)
+        await future  # a cancelled waiter is skipped when its turn comes
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._armed:
+            self._armed = True
+            loop.call_soon(self._next_pass, loop)  # runs in the next pass, after what is ready now
+
+    def _next_pass(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._armed = False
+        self._left = self._steps
+        waiting = self._waiting
+        while waiting and self._left > 0:
+            future = waiting.popleft()
+            if not future.done():
+                future.set_result(None)
+                self._left -= 1
+        if waiting or self._left < self._steps:
+            self._arm(loop)
+
+
+_shares = loop_table()
+
+
+def loop_share() -> LoopShare:
+    """The :class:`LoopShare` of the running event loop."""
+    loop = asyncio.get_running_loop()
+    share = _shares.get(loop)
+    if share is None:
+        forget_closed_loops()
+        share = _shares[loop] = LoopShare()
+    return share

@@ -1,0 +1,123 @@
+"""LoopShare: bulk steps per pass of the event loop are bounded, every task gets its turns, timers stay on time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from voxline.base import loop_share as share_module
+from voxline.base.loop_share import LoopShare, loop_share
+
+
+class Passes:
+    """Counts passes of the running loop: a callback that schedules itself again runs once per pass."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._stopped = False
+        asyncio.get_running_loop().call_soon(self._tick)
+
+    def _tick(self) -> None:
+        if not self._stopped:
+            self.n += 1
+            asyncio.get_running_loop().call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+
+async def _bulk(share: LoopShare, passes: Passes, name: int, steps: int, log: list[tuple[int, int]]) -> None:
+    for _ in range(steps):
+        await share.turn()
+        log.append((passes.n, name))
+
+
+def test_each_pass_lets_a_bounded_number_of_steps_go_and_none_starves() -> None:
+    async def main() -> tuple[list[tuple[int, int]], int]:
+        passes = Passes()
+        share = LoopShare(steps=4)
+        log: list[tuple[int, int]] = []
+        await asyncio.gather(*(_bulk(share, passes, name, 10, log) for name in range(20)))
+        passes.stop()
+        return log, share.waiting
+
+    log, waiting = asyncio.run(main())
+    assert len(log) == 200 and waiting == 0
+    per_pass: dict[int, int] = {}
+    for n, _name in log:
+        per_pass[n] = per_pass.get(n, 0) + 1
+    assert max(per_pass.values()) <= 8  # 4 turns at once, 4 released: never the 20 tasks at once
+    by_task: dict[int, list[int]] = {}
+    for n, name in log:
+        by_task.setdefault(name, []).append(n)
+    # first come, first served: a task waits for at most the tasks ahead of it, 4 per pass
+    assert max(b - a for steps in by_task.values() for a, b in zip(steps, steps[1:])) <= 20 // 4 + 2
+
+
+def test_a_timer_is_late_by_at_most_a_few_steps_however_many_tasks_share_the_loop() -> None:
+    async def main() -> list[int]:
+        passes = Passes()
+        share = LoopShare(steps=4)
+        log: list[tuple[int, int]] = []
+        fired: list[int] = []
+        tasks = [asyncio.create_task(_bulk(share, passes, name, 20, log)) for name in range(100)]
+        await asyncio.sleep(0)
+        for _ in range(5):
+            due = len(log)
+            await asyncio.sleep(0)  # a wake-up that is due at once
+            fired.append(len(log) - due)
+        await asyncio.gather(*tasks)
+        passes.stop()
+        return fired
+
+    steps_before_wake = asyncio.run(main())
+    assert max(steps_before_wake) <= 3 * 8  # a few passes of at most 8 steps, not the 100 tasks' steps
+
+
+def test_a_lone_task_does_a_pass_worth_of_steps_without_waiting() -> None:
+    async def main() -> int:
+        passes = Passes()
+        share = LoopShare(steps=8)
+        log: list[tuple[int, int]] = []
+        await _bulk(share, passes, 0, 80, log)
+        passes.stop()
+        return len({n for n, _ in log})
+
+    assert asyncio.run(main()) <= 80 // 8 + 2  # about ten passes for 80 steps, not 80
+
+
+def test_a_cancelled_waiter_gives_up_its_turn_and_the_others_go_on() -> None:
+    async def main() -> tuple[int, int]:
+        passes = Passes()
+        share = LoopShare(steps=1)
+        log: list[tuple[int, int]] = []
+        tasks = [asyncio.create_task(_bulk(share, passes, name, 5, log)) for name in range(4)]
+        await asyncio.sleep(0)
+        tasks[1].cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        passes.stop()
+        return sum(isinstance(r, asyncio.CancelledError) for r in results), len([1 for _n, name in log if name != 1])
+
+    cancelled, others = asyncio.run(main())
+    assert cancelled == 1 and others == 15
+
+
+def test_one_share_per_loop_and_closed_loops_let_go() -> None:
+    async def twice() -> bool:
+        return loop_share() is loop_share()
+
+    assert asyncio.run(twice())
+    first = asyncio.run(_share_of_loop())
+    second = asyncio.run(_share_of_loop())
+    assert first is not second
+    assert all(not loop.is_closed() for loop in share_module._shares)
+
+
+async def _share_of_loop() -> LoopShare:
+    return loop_share()
+
+
+def test_a_share_must_allow_a_step() -> None:
+    with pytest.raises(ValueError):
+        LoopShare(steps=0)
