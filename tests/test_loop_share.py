@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from voxline.base import loop_share as share_module
-from voxline.base.loop_share import LoopShare, loop_share
+from voxline.base.loop_share import MAX_WAIT_PASSES, LoopShare, loop_share
 
 
 class Passes:
@@ -72,7 +72,27 @@ def test_a_timer_is_late_by_at_most_a_few_steps_however_many_tasks_share_the_loo
         return fired
 
     steps_before_wake = asyncio.run(main())
-    assert max(steps_before_wake) <= 3 * 8  # a few passes of at most 8 steps, not the 100 tasks' steps
+    # a few passes of at most 4 + 100/4 steps each, not the 100 tasks' 2000 steps
+    assert max(steps_before_wake) <= 3 * (2 * 4 + 100 // MAX_WAIT_PASSES)
+
+
+def test_with_many_tasks_waiting_each_still_goes_on_every_few_passes() -> None:
+    async def main() -> list[tuple[int, int]]:
+        passes = Passes()
+        share = LoopShare(steps=2)  # far fewer turns per pass than tasks
+        log: list[tuple[int, int]] = []
+        await asyncio.gather(*(_bulk(share, passes, name, 10, log) for name in range(200)))
+        passes.stop()
+        return log
+
+    log = asyncio.run(main())
+    by_task: dict[int, list[int]] = {}
+    for n, name in log:
+        by_task.setdefault(name, []).append(n)
+    waits = sorted(b - a for steps in by_task.values() for a, b in zip(steps, steps[1:]))
+    # a quarter of those waiting go on per pass: every MAX_WAIT_PASSES passes while all keep coming back,
+    # a few more as the queue drains at the end; at 2 per pass it would be 100 passes
+    assert waits[len(waits) // 2] <= MAX_WAIT_PASSES and waits[-1] <= 20
 
 
 def test_a_lone_task_does_a_pass_worth_of_steps_without_waiting() -> None:

@@ -8,10 +8,11 @@ one frame make one pass, and every timer in it, 200 frames late.
 
 A task doing bulk work awaits :meth:`LoopShare.turn` between steps. In each pass of the
 loop the first :data:`STEPS_PER_PASS` turns go on at once; the others wait, in the order
-they came, and that many of them go on in each following pass. However many tasks share
-the loop, a timer is then late by at most that many steps of bulk work (plus what is not
-bulk), and each task still gets its turn: none waits more passes than there are tasks
-ahead of it divided by the steps per pass. A loop with little bulk work never waits.
+they came, and in each following pass that many of them go on, or a quarter of those
+waiting if that is more. A timer is then late by a few steps of bulk work per task that
+has some, not by all of their work, and the share never caps how fast bulk work gets done:
+while tasks keep coming back each waits about :data:`MAX_WAIT_PASSES` passes, however many
+share the loop. A loop with little bulk work never waits.
 
 One :class:`LoopShare` per event loop (:func:`loop_share`).
 """
@@ -23,9 +24,10 @@ from collections import deque
 
 from .clock import forget_closed_loops, loop_table
 
-__all__ = ["STEPS_PER_PASS", "LoopShare", "loop_share"]
+__all__ = ["MAX_WAIT_PASSES", "STEPS_PER_PASS", "LoopShare", "loop_share"]
 
-STEPS_PER_PASS = 32  # at about 40 us a frame: a millisecond or so of bulk work per pass
+STEPS_PER_PASS = 8  # a few hundred microseconds of bulk work per pass when few tasks have some
+MAX_WAIT_PASSES = 4  # with many waiting, a quarter of them go on per pass
 
 
 class LoopShare:
@@ -62,8 +64,8 @@ class LoopShare:
 
     def _next_pass(self, loop: asyncio.AbstractEventLoop) -> None:
         self._armed = False
-        self._left = self._steps
         waiting = self._waiting
+        self._left = max(self._steps, -(-len(waiting) // MAX_WAIT_PASSES))
         while waiting and self._left > 0:
             future = waiting.popleft()
             if not future.done():
