@@ -41,7 +41,7 @@ from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock
-from voxline.base.loop_share import loop_share
+from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.transports.webrtc import WebRTCTransport
@@ -442,7 +442,7 @@ class VoiceSession(Continuity):
         # on a real clock each server event but a barge-in's waits its turn (:mod:`voxline.base.loop_share`):
         # replies streamed ahead of real time for many sessions do not hold up the outputs and
         # microphones of the loop, nor another session's barge-in
-        share = loop_share() if isinstance(self.clock, RealClock) else None
+        share = Slices(loop_share()) if isinstance(self.clock, RealClock) else None
         while not self._closing:
             conn = self._conn
             assert conn is not None and self.core is not None
@@ -459,7 +459,7 @@ class VoiceSession(Continuity):
                 continue  # the last words of a connection handed over
             self._last_rx = self.clock.now()
             if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
-                await share.turn()  # a barge-in never waits: the cut is made where the listener is now
+                await share.next()  # a barge-in never waits: the cut is made where the listener is now
             try:
                 effects = self._take(out)
                 if (isinstance(out, ev.ResponseOutputAudioDelta) and not effects.events and effects.barge_in is None

@@ -8,11 +8,12 @@ one frame make one pass, and every timer in it, 200 frames late.
 
 A task doing bulk work awaits :meth:`LoopShare.turn` between steps. In each pass of the
 loop the first :data:`STEPS_PER_PASS` turns go on at once; the others wait, in the order
-they came, and in each following pass that many of them go on, or a quarter of those
-waiting if that is more. A timer is then late by a few steps of bulk work per task that
-has some, not by all of their work, and the share never caps how fast bulk work gets done:
-while tasks keep coming back each waits about :data:`MAX_WAIT_PASSES` passes, however many
-share the loop. A loop with little bulk work never waits.
+they came, and in each following pass that many of them go on, or a sixteenth of those
+waiting if that is more. A task's turn lasts a slice (:class:`Slices`, :data:`SLICE_S`):
+the steps it makes within it go on without asking again. A timer is then late by a few
+slices of bulk work, not by all of it, and the share never caps how fast bulk work gets
+done: while tasks keep coming back each waits at most about :data:`MAX_WAIT_PASSES`
+passes, however many share the loop. A loop with little bulk work never waits.
 
 One :class:`LoopShare` per event loop (:func:`loop_share`).
 """
@@ -20,14 +21,16 @@ One :class:`LoopShare` per event loop (:func:`loop_share`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 
 from .clock import forget_closed_loops, loop_table
 
-__all__ = ["MAX_WAIT_PASSES", "STEPS_PER_PASS", "LoopShare", "loop_share"]
+__all__ = ["MAX_WAIT_PASSES", "SLICE_S", "STEPS_PER_PASS", "LoopShare", "Slices", "loop_share"]
 
 STEPS_PER_PASS = 8  # a few hundred microseconds of bulk work per pass when few tasks have some
-MAX_WAIT_PASSES = 4  # with many waiting, a quarter of them go on per pass
+MAX_WAIT_PASSES = 16  # with many waiting, a sixteenth of them go on per pass
+SLICE_S = 0.00015  # how long one task's turn lasts: two or three frames of a reply
 
 
 class LoopShare:
@@ -73,6 +76,26 @@ class LoopShare:
                 self._left -= 1
         if waiting or self._left < self._steps:
             self._arm(loop)
+
+
+class Slices:
+    """One task's turns, each lasting :data:`SLICE_S`: steps within a slice go on without asking.
+
+    A task with a backlog then works it off several steps per turn instead of one, while a
+    pass of the loop still holds at most a slice per turn.
+    """
+
+    def __init__(self, share: LoopShare, slice_s: float = SLICE_S) -> None:
+        self._share = share
+        self._slice = slice_s
+        self._until = -1.0
+
+    async def next(self) -> None:
+        """Return once the next step may go (at once while this task's slice lasts)."""
+        if time.perf_counter() < self._until:
+            return
+        await self._share.turn()
+        self._until = time.perf_counter() + self._slice
 
 
 _shares = loop_table()
