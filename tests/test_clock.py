@@ -254,6 +254,28 @@ async def test_a_step_that_asks_for_no_time_does_not_starve_the_loop() -> None:
     assert others == 20 and 0 < steps <= 40
 
 
+class _Steady:
+    """A step due every 2 ms that counts its calls."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def __call__(self, now: float) -> float:
+        self.steps += 1
+        return now + 0.002
+
+    async def still_stepping(self, caller: asyncio.Task[None]) -> None:
+        """Assert the caller is alive and steps again (waiting up to 50 ms for it), then stop it."""
+        before = self.steps
+        for _ in range(50):
+            await asyncio.sleep(0.001)
+            if self.steps > before:
+                break
+        assert not caller.done() and self.steps > before  # the other caller still steps
+        caller.cancel()
+        await asyncio.gather(caller, return_exceptions=True)
+
+
 class _Halt(BaseException):
     """Not an Exception: what a step might raise that the stepper must still hand to its caller."""
 
@@ -261,53 +283,28 @@ class _Halt(BaseException):
 @pytest.mark.parametrize("raised", [_Halt, asyncio.CancelledError])
 async def test_a_step_raising_a_base_exception_ends_its_own_caller_and_no_other(raised: type[BaseException]) -> None:
     clock = RealClock()
-    goods = 0
-
-    def good(now: float) -> float:
-        nonlocal goods
-        goods += 1
-        return now + 0.002
 
     def bad(now: float) -> float:
         raise raised()
 
+    good = _Steady()
     keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
     await settle()
     failing = asyncio.create_task(run_steps(clock, bad, clock.now()))
     done, _ = await asyncio.wait([failing], timeout=1.0)  # a guard against the hang, not a timing check
     assert failing in done  # its caller is told, as a plain loop of sleeps would tell it
     assert failing.cancelled() if raised is asyncio.CancelledError else isinstance(failing.exception(), _Halt)
-    before = goods
-    for _ in range(50):
-        await asyncio.sleep(0.001)
-        if goods > before:
-            break
-    assert not keeps.done() and goods > before  # the other caller still steps
-    keeps.cancel()
-    await asyncio.gather(keeps, return_exceptions=True)
+    await good.still_stepping(keeps)
 
 
 async def test_a_step_returning_no_time_fails_its_own_caller_and_no_other() -> None:
     clock = RealClock()
-    goods = 0
-
-    def good(now: float) -> float:
-        nonlocal goods
-        goods += 1
-        return now + 0.002
-
+    good = _Steady()
     keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
     await settle()
     with pytest.raises(TypeError):
         await asyncio.wait_for(run_steps(clock, lambda now: None, clock.now()), 1.0)  # type: ignore[arg-type,return-value]
-    before = goods
-    for _ in range(50):
-        await asyncio.sleep(0.001)
-        if goods > before:
-            break
-    assert not keeps.done() and goods > before
-    keeps.cancel()
-    await asyncio.gather(keeps, return_exceptions=True)
+    await good.still_stepping(keeps)
 
 
 def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:
