@@ -4,7 +4,9 @@ backed up, through websockets' own send otherwise; every frame arrives once, in 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -19,17 +21,21 @@ async def _echo_count(received: list[str], ws: Any) -> None:
         received.append(message)
 
 
-async def _connected(received: list[str]) -> tuple[Any, WebSocketTransport]:
+@contextlib.asynccontextmanager
+async def _connected(received: list[str]) -> AsyncIterator[WebSocketTransport]:
+    """A transport connected to a loopback server that keeps what it receives; the server stops after."""
     server = await ws_serve(lambda ws: _echo_count(received, ws), "127.0.0.1", 0, compression=None)
-    port = server.sockets[0].getsockname()[1]
-    transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
-    return server, transport
+    try:
+        port = server.sockets[0].getsockname()[1]
+        yield await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 async def test_the_installed_websockets_takes_the_direct_path_and_frames_arrive_once_in_order() -> None:
     received: list[str] = []
-    server, transport = await _connected(received)
-    try:
+    async with _connected(received) as transport:
         assert transport._direct  # websockets as locked: the attributes the direct path reads are there
         calls: list[str] = []
         slow_send = transport._ws.send
@@ -49,9 +55,6 @@ async def test_the_installed_websockets_takes_the_direct_path_and_frames_arrive_
                 await asyncio.sleep(0.01)
         assert received == frames
         assert calls == []  # none went the slow way: the connection never backed up
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_backed_up_connection_waits_in_websockets_send_and_loses_nothing() -> None:
@@ -95,20 +98,15 @@ async def test_a_backed_up_connection_waits_in_websockets_send_and_loses_nothing
 
 async def test_a_send_after_the_close_raises_our_connection_closed() -> None:
     received: list[str] = []
-    server, transport = await _connected(received)
-    try:
+    async with _connected(received) as transport:
         await transport.close(1000, "done")
         with pytest.raises(ConnectionClosed):
             await transport.send("{}")
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_socket_that_fails_under_a_direct_write_closes_the_connection_with_1006() -> None:
     received: list[str] = []
-    server, transport = await _connected(received)
-    try:
+    async with _connected(received) as transport:
         ws = transport._ws
 
         def broken() -> None:
@@ -119,6 +117,3 @@ async def test_a_socket_that_fails_under_a_direct_write_closes_the_connection_wi
             await transport.send("{}")
         assert closed.value.code == 1006 and "Broken pipe" in closed.value.reason
         assert transport.close_code == 1006
-    finally:
-        server.close()
-        await server.wait_closed()
