@@ -455,11 +455,11 @@ class VoiceSession(Continuity):
                     self._queue.put_nowait(_CLOSED)
                     return
                 continue
-            if conn is not self._conn:
-                continue  # the last words of a connection handed over
-            self._last_rx = self.clock.now()
             if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
                 await share.next()  # a barge-in never waits: the cut is made where the listener is now
+            if conn is not self._conn:
+                continue  # the last words of a connection handed over (perhaps while this one waited)
+            self._last_rx = self.clock.now()
             try:
                 effects = self._take(out)
                 if (isinstance(out, ev.ResponseOutputAudioDelta) and not effects.events and effects.barge_in is None
