@@ -22,7 +22,9 @@ bounded: ``keep_s`` seconds of uncommitted audio, ``turns_s`` seconds of committ
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+import bisect
+from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,14 +48,16 @@ class InputJournal:
         self.lead_in = max(lead_in_ms, padding_ms) * rate // 1000
         self.keep = int(keep_s * rate)
         self.turns_budget = int(turns_s * rate)
-        self._blocks: deque[tuple[int, Pcm]] = deque()  # (absolute start sample, block)
+        # the blocks held, from index _head on: each starts where the one before ended
+        self._starts: list[int] = []  # absolute start sample of each block
+        self._pcm: list[Pcm] = []
+        self._head = 0
         self._total = 0  # samples captured so far
-        self._held = 0  # samples in _blocks
         self._origin = 0  # absolute sample at the server's 0 ms on this connection
         self._commit_point = 0  # first sample not in a committed (or cleared) turn
         self._speech_start: int | None = None
         self._speech_end: int | None = None
-        self._turns: OrderedDict[str, Pcm] = OrderedDict()
+        self._turns: OrderedDict[str, _Turn] = OrderedDict()
         self._turn_samples = 0
 
     # -- input --------------------------------------------------------------------------
@@ -63,9 +67,9 @@ class InputJournal:
         pcm = np.ascontiguousarray(block, dtype=np.int16).reshape(-1)
         if not len(pcm):
             return
-        self._blocks.append((self._total, pcm))
+        self._starts.append(self._total)
+        self._pcm.append(pcm)
         self._total += len(pcm)
-        self._held += len(pcm)
         floor = self._total - self.keep
         self._commit_point = max(self._commit_point, floor)
         self._trim(floor)
@@ -117,13 +121,19 @@ class InputJournal:
     def audio_of(self, item_id: str) -> bytes | None:
         """The PCM16 audio of a committed user turn still waiting for its transcript."""
         turn = self._turns.get(item_id)
-        return turn.astype("<i2").tobytes() if turn is not None else None
+        return _joined(turn.parts).astype("<i2").tobytes() if turn is not None else None
 
     def sizes(self) -> dict[str, int]:
-        """Samples held: uncommitted audio and committed turns."""
-        return {"held": self._held, "turns": len(self._turns), "turn_samples": self._turn_samples}
+        """Samples held, the blocks they are in (with those forgotten but not yet let go of), committed turns."""
+        return {"held": self._held, "blocks": len(self._starts), "turns": len(self._turns),
+                "turn_samples": self._turn_samples}
 
     # -- internals ----------------------------------------------------------------------
+
+    @property
+    def _held(self) -> int:
+        """Samples in the blocks held."""
+        return self._total - self._starts[self._head] if self._head < len(self._starts) else 0
 
     def _at(self, ms: int | None) -> int | None:
         if ms is None:
@@ -137,29 +147,55 @@ class InputJournal:
         else:
             start = self._commit_point
         if item_id and end > start:
-            self._remember(item_id, self._slice(start, end))
+            self._remember(item_id, _Turn(self._parts(start, end), end - start))
         self._commit_point = max(self._commit_point, end)
         self._speech_start = self._speech_end = None
         self._trim(self._commit_point)
 
     def _trim(self, floor: int) -> None:
         """Forget blocks wholly before ``floor`` (nothing before the commit point is sent again)."""
-        while self._blocks and self._blocks[0][0] + len(self._blocks[0][1]) <= floor:
-            self._held -= len(self._blocks.popleft()[1])
+        head = max(self._head, bisect.bisect_right(self._starts, floor, lo=self._head) - 1)
+        if head < len(self._starts) and self._starts[head] + len(self._pcm[head]) <= floor:
+            head += 1  # the block that starts last at or before the floor ends there too
+        self._head = head
+        if head > 64 and head * 2 > len(self._starts):  # the forgotten half goes at once
+            del self._starts[:head], self._pcm[:head]
+            self._head = 0
 
-    def _remember(self, item_id: str, pcm: Pcm) -> None:
+    def _remember(self, item_id: str, turn: _Turn) -> None:
         self._forget(item_id)
-        self._turns[item_id] = pcm
-        self._turn_samples += len(pcm)
+        self._turns[item_id] = turn
+        self._turn_samples += turn.samples
         while self._turn_samples > self.turns_budget and len(self._turns) > 1:
             _old, dropped = self._turns.popitem(last=False)
-            self._turn_samples -= len(dropped)
+            self._turn_samples -= dropped.samples
 
     def _forget(self, item_id: str | None) -> None:
         if item_id is not None and (turn := self._turns.pop(item_id, None)) is not None:
-            self._turn_samples -= len(turn)
+            self._turn_samples -= turn.samples
 
     def _slice(self, start: int, end: int) -> Pcm:
-        parts = [block[max(0, start - at):max(0, end - at)] for at, block in self._blocks
-                 if at < end and at + len(block) > start]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)
+        return _joined(self._parts(start, end))
+
+    def _parts(self, start: int, end: int) -> list[Pcm]:
+        """Views of the held blocks between two absolute samples (no copy)."""
+        starts, pcm, parts = self._starts, self._pcm, []
+        for i in range(max(self._head, bisect.bisect_right(starts, start, lo=self._head) - 1), len(starts)):
+            at = starts[i]
+            if at >= end:
+                break
+            block = pcm[i]
+            if at + len(block) > start:
+                parts.append(block[max(0, start - at):end - at])
+        return parts
+
+
+class _Turn(NamedTuple):
+    """A committed turn's audio as views of the blocks it was captured in: joined only if it is needed."""
+
+    parts: list[Pcm]
+    samples: int
+
+
+def _joined(parts: list[Pcm]) -> Pcm:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)

@@ -1,0 +1,89 @@
+"""The input journal's audio against the whole capture: blocks of any size, commits, trims and resumes.
+
+The journal holds captured blocks and hands out views of them (a committed turn, the audio
+to send again after a drop). Whatever the block sizes and however many blocks were forgotten,
+each must be exactly the samples of the whole capture between the instants the server named.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from voxline.realtime import events as ev
+from voxline.session.input_journal import InputJournal
+
+RATE = 24_000
+PADDING_MS = 20
+KEEP_S = 0.25  # short, so the journal forgets blocks (and compacts what it holds) within a test
+
+_capture = st.tuples(st.just("capture"), st.lists(st.integers(1, 1500), min_size=20, max_size=60))
+_step = st.one_of(  # mostly runs of blocks: a test forgets and compacts a hundred blocks or more
+    _capture, _capture, _capture,
+    st.tuples(st.just("start"), st.integers(0, 400)),  # ms back from the end of the capture
+    st.tuples(st.just("stop"), st.integers(0, 400)),
+    st.tuples(st.just("commit"), st.just(0)),
+    st.tuples(st.just("resume"), st.booleans()),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_step, min_size=12, max_size=60))
+def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[str, object]]) -> None:
+    journal = InputJournal(padding_ms=PADDING_MS, lead_in_ms=50, keep_s=KEEP_S, turns_s=60.0, rate=RATE)
+    padding, keep = PADDING_MS * RATE // 1000, int(KEEP_S * RATE)
+    captured: list[np.ndarray] = []
+    whole = np.zeros(0, dtype=np.int16)
+    origin = commit_point = 0  # absolute samples: the server's 0 ms, the first sample not committed
+    start: int | None = None
+    end: int | None = None
+    turns: dict[str, np.ndarray] = {}
+    for index, (kind, value) in enumerate(steps):
+        total = len(whole)
+        if kind == "capture":
+            assert isinstance(value, list)
+            for size in value:
+                block = ((np.arange(total, total + size) * 7919) % 65_521 - 32_760).astype(np.int16)
+                journal.captured(block)
+                captured.append(block)
+                total += size
+                commit_point = max(commit_point, total - keep)
+            whole = np.concatenate(captured)
+        elif kind in ("start", "stop"):
+            assert isinstance(value, int)
+            at = max(total - value * RATE // 1000, origin)
+            ms = (at - origin) * 1000 // RATE
+            if kind == "start":
+                journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=ms, item_id=f"t{index}"))
+                start, end = origin + ms * RATE // 1000, None
+            else:
+                journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=ms, item_id=f"t{index}"))
+                end = origin + ms * RATE // 1000
+        elif kind == "commit":
+            item = f"c{index}"
+            journal.handle(ev.InputAudioBufferCommitted(item_id=item))
+            stop = end if end is not None else total
+            first = max(commit_point, start - padding) if start is not None else commit_point
+            if stop > first:
+                turns[item] = whole[first:stop]
+                assert np.array_equal(np.frombuffer(journal.audio_of(item) or b"", dtype="<i2"), turns[item])
+            commit_point = max(commit_point, stop)
+            start = end = None
+        else:
+            sent = journal.resume(push_to_talk=bool(value))
+            if start is not None:
+                first = start - padding
+            elif value:
+                first = commit_point
+            else:
+                first = total - 50 * RATE // 1000
+            first = max(first, commit_point, 0)
+            assert np.array_equal(sent, whole[first:total])
+            origin = first
+        sizes = journal.sizes()
+        assert sizes["held"] <= max(len(whole) - commit_point, 0) + 1500  # at most a block more
+        held_blocks = sum(1 for at in np.cumsum([0] + [len(b) for b in captured])[:-1] if at + 1500 > commit_point)
+        assert sizes["blocks"] <= 2 * held_blocks + 65  # forgotten blocks are let go of, a half at a time
+    for item, audio in turns.items():  # the views of a turn outlive the blocks the journal forgot
+        assert np.array_equal(np.frombuffer(journal.audio_of(item) or b"", dtype="<i2"), audio)
