@@ -297,14 +297,42 @@ async def test_a_step_raising_a_base_exception_ends_its_own_caller_and_no_other(
     await good.still_stepping(keeps)
 
 
-async def test_a_step_returning_no_time_fails_its_own_caller_and_no_other() -> None:
+async def test_a_step_returning_no_number_fails_its_own_caller_and_no_other() -> None:
     clock = RealClock()
     good = _Steady()
     keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
     await settle()
-    with pytest.raises(TypeError):
-        await asyncio.wait_for(run_steps(clock, lambda now: None, clock.now()), 1.0)  # type: ignore[arg-type,return-value]
+    with pytest.raises((TypeError, ValueError)):
+        await asyncio.wait_for(run_steps(clock, lambda now: "soon", clock.now()), 1.0)  # type: ignore[arg-type,return-value]
     await good.still_stepping(keeps)
+
+
+@pytest.mark.parametrize("real", [True, False])
+async def test_a_step_returning_none_ends_its_own_caller_and_no_other(real: bool) -> None:
+    """``None`` means done: run_steps returns after exactly the steps asked for, the others go on."""
+    clock: Clock = RealClock() if real else VirtualClock()
+    calls: list[float] = []
+
+    def three(now: float) -> float | None:
+        calls.append(now)
+        return None if len(calls) == 3 else now + 0.002
+
+    if isinstance(clock, VirtualClock):
+        ending = asyncio.create_task(run_steps(clock, three, 0.0))
+        for _ in range(100):  # a guard against the hang
+            await settle()
+            if ending.done():
+                break
+            clock.advance(0.001)
+        await ending
+    else:
+        good = _Steady()
+        keeps = asyncio.create_task(run_steps(clock, good, clock.now()))
+        await settle()
+        await asyncio.wait_for(run_steps(clock, three, clock.now()), 1.0)  # a guard against the hang
+        await good.still_stepping(keeps)
+    assert len(calls) == 3
+    assert all(b - a >= 0.002 - 1e-9 for a, b in zip(calls, calls[1:]))
 
 
 def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:

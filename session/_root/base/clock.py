@@ -138,14 +138,15 @@ def _timers_of(loop: asyncio.AbstractEventLoop) -> _SharedTimers:
     return timers
 
 
-Step = Callable[[float], float]
-"""Called with ``now`` at its due time; returns the next due time (later than ``now``)."""
+Step = Callable[[float], "float | None"]
+"""Called with ``now`` at its due time; returns the next due time (later than ``now``), or
+``None`` once it has nothing more to do."""
 
 
 async def run_steps(clock: Clock, step: Step, first: float) -> None:
-    """Call ``step`` at ``first`` and then at every time it returns, until cancelled.
+    """Call ``step`` at ``first`` and then at every time it returns, until it returns ``None``.
 
-    An exception from ``step`` ends this call with it. On a :class:`RealClock` one task per
+    An exception from ``step`` ends this call with it; so does a cancel. On a :class:`RealClock` one task per
     event loop makes the steps of every caller (:class:`_Stepper`), at the same millisecond
     slots their own sleeps would have woken at; on any other clock this is a plain loop of
     :meth:`Clock.sleep_until`, so a :class:`VirtualClock` orders them as it orders sleepers.
@@ -158,8 +159,8 @@ async def run_steps(clock: Clock, step: Step, first: float) -> None:
             stepper = _steppers[loop] = _Stepper()
         await stepper.join(loop, step, first)
         return
-    due = first
-    while True:
+    due: float | None = first
+    while due is not None:
         await clock.sleep_until(due)
         due = step(clock.now())
 
@@ -183,7 +184,7 @@ class _Stepper:
         elif first < self._nap_until and self._nap is not None and not self._nap.done():
             self._nap.set_result(None)  # the runner sleeps towards a later time: wake it to take this one
         try:
-            await done  # ends only with the step's exception, or a cancel
+            await done  # ends when the step is done, with its exception, or with a cancel
         finally:
             entry[2] = None
 
@@ -208,7 +209,13 @@ class _Stepper:
                     if entry[2] is None:
                         continue
                     try:
-                        due = float(entry[2](now))  # a due time that is no number is the caller's error
+                        due = entry[2](now)
+                        if due is None:  # the step is done
+                            entry[2] = None
+                            if not entry[3].done():
+                                entry[3].set_result(None)
+                            continue
+                        due = float(due)  # a due time that is no number is the caller's error
                         if due != due:
                             raise ValueError("a step asked for a NaN due time")
                         entry[0] = due
