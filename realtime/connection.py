@@ -39,6 +39,7 @@ class RealtimeConnection:
         self.protocol = protocol or RealtimeProtocol()
         self._on_wire = on_wire
         self._pending: deque[ProtocolOutput] = deque()
+        self._unsent: list[str] = []  # frames flush_now() took from the core but could not write
         self.close_code: int | None = None
         self.close_reason = ""
 
@@ -55,9 +56,14 @@ class RealtimeConnection:
     def closed(self) -> bool:
         return self.close_code is not None
 
+    @property
+    def has_data_to_send(self) -> bool:
+        """True while frames wait for :meth:`flush`."""
+        return bool(self._unsent) or self.protocol.has_data_to_send
+
     async def flush(self) -> None:
         """Send every frame the protocol core has queued."""
-        for text in self.protocol.data_to_send():
+        for text in self._frames():
             if self._on_wire is not None:
                 self._on_wire("out", text)
             try:
@@ -65,6 +71,32 @@ class RealtimeConnection:
             except ConnectionClosed as exc:
                 self._lost(exc)
                 raise
+
+    def flush_now(self) -> bool:
+        """Send the frames the core has queued without waiting, as far as the transport can
+        (:class:`~voxline.realtime.transports.base.SendsNow`); False if some are left for :meth:`flush`."""
+        try_send = getattr(self.transport, "try_send", None)
+        if try_send is None:
+            return not self.has_data_to_send
+        frames = self._frames()
+        for index, text in enumerate(frames):
+            try:
+                sent = try_send(text)
+            except ConnectionClosed as exc:
+                self._lost(exc)
+                raise
+            if not sent:
+                self._unsent = frames[index:]
+                return False
+            if self._on_wire is not None:
+                self._on_wire("out", text)
+        return True
+
+    def _frames(self) -> list[str]:
+        frames = self.protocol.data_to_send()
+        if self._unsent:
+            frames, self._unsent = self._unsent + frames, []
+        return frames
 
     async def send(self, event: Any) -> str | None:
         """Send one client event (model or dict) through the core's rules."""

@@ -9,7 +9,7 @@ An *output* owns a :class:`~voxline.audio.playout.PlayoutBuffer` and a listener 
   it behave like a device that buffers that much audio ahead of the listener.
 
 An *input* is any async iterable of int16 blocks at 24 kHz (:func:`mic_blocks`,
-:func:`file_blocks`, :func:`recording_blocks`).
+:func:`file_blocks`, :class:`Recording`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from voxline.audio.room import RoomEcho
 from voxline.audio.sinks import Sink
 from voxline.audio.sources import Source
 
-__all__ = ["BLOCK", "ClockedOutput", "Output", "echoed_blocks", "file_blocks", "mic_blocks", "recording_blocks"]
+__all__ = ["BLOCK", "ClockedOutput", "Output", "Recording", "echoed_blocks", "file_blocks", "mic_blocks"]
 
 BLOCK = 480  # 20 ms
 
@@ -119,23 +119,57 @@ async def file_blocks(source: Source) -> AsyncIterator[np.ndarray]:
         yield frame.samples
 
 
-async def recording_blocks(samples: npt.NDArray[np.int16], clock: Clock, origin: float,
-                           block: int = BLOCK) -> AsyncIterator[np.ndarray]:
+class Recording:
     """A recording as the microphone: block ``k`` is handed over once captured, at
-    ``origin + (k + 1)·block/24000`` (sample ``n`` is captured at ``origin + n/24000``)."""
-    for start in range(0, len(samples), block):
-        chunk = samples[start : start + block]
-        end = origin + (start + len(chunk)) / SAMPLE_RATE
-        if clock.now() < end:  # a block already captured (a late wake-up) follows at once
-            await clock.sleep_until(end)
-        yield chunk
+    ``origin + (k + 1)·block/24000`` (sample ``n`` is captured at ``origin + n/24000``).
+
+    It is an async iterable of its blocks, each yielded once captured (a late wake-up yields
+    every block captured by then at once). A session on a real clock takes them instead as a
+    step of the loop's stepper (:attr:`due`, :meth:`take`, :func:`~voxline.base.clock.run_steps`):
+    a microphone then costs the loop no task wake-up per block.
+    """
+
+    def __init__(self, samples: npt.NDArray[np.int16], clock: Clock, origin: float, block: int = BLOCK) -> None:
+        if block < 1:
+            raise ValueError("a block must hold at least one sample")
+        self.clock = clock
+        self._samples = samples
+        self._origin = origin
+        self._block = block
+        self._next = 0  # the first sample not handed over
+
+    @property
+    def due(self) -> float | None:
+        """When the next block is captured; ``None`` once every block was handed over."""
+        n = len(self._samples)
+        if self._next >= n:
+            return None
+        return self._origin + min(self._next + self._block, n) / SAMPLE_RATE
+
+    def take(self, now: float) -> list[np.ndarray]:
+        """The blocks captured by ``now`` and not handed over yet, in order."""
+        blocks = []
+        while (due := self.due) is not None and due <= now:
+            blocks.append(self._next_block())
+        return blocks
+
+    def _next_block(self) -> np.ndarray:
+        block = self._samples[self._next : self._next + self._block]
+        self._next += self._block
+        return block
+
+    async def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        while (due := self.due) is not None:
+            if self.clock.now() < due:  # a block already captured (a late wake-up) follows at once
+                await self.clock.sleep_until(due)
+            yield self._next_block()
 
 
 async def echoed_blocks(blocks: AsyncIterable[np.ndarray], room: RoomEcho, ring: PlayedRing) -> AsyncIterator[np.ndarray]:
     """Open speakers, simulated: each block plus the room's echo of what the listener heard.
 
     The blocks must start at listener sample 0 and follow each other without gaps (as
-    :func:`recording_blocks` with the output's origin does); each is handed over once
+    :class:`Recording` with the output's origin does); each is handed over once
     captured, when everything the echo needs (listener samples at least the room's delay
     older) has been played into ``ring``.
     """

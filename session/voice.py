@@ -39,7 +39,6 @@ import numpy as np
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
-from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
@@ -56,6 +55,7 @@ from .input_chunks import InputChunker
 from .input_journal import InputJournal
 from .media import ClockedOutput, Output
 from .metrics import MetricsReport, SessionMetrics
+from .microphone import Microphone
 from .mirror import ConversationMirror
 from .continuity import Continuity
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff
@@ -73,7 +73,7 @@ _CLOSED = object()
 _log = logging.getLogger("voxline.session")
 
 
-class VoiceSession(Continuity):
+class VoiceSession(Continuity, Microphone):
     """See the module docstring. All methods must be called from the session's event loop."""
 
     def __init__(
@@ -463,7 +463,7 @@ class VoiceSession(Continuity):
             try:
                 effects = self._take(out)
                 if (isinstance(out, ev.ResponseOutputAudioDelta) and not effects.events and effects.barge_in is None
-                        and not conn.protocol.has_data_to_send):
+                        and not conn.has_data_to_send):
                     continue  # the bulk of a reply: nothing to publish or send (the next tick observes it)
                 await self._apply(effects)
             except Exception as exc:  # containment: no server event may end the session
@@ -543,52 +543,3 @@ class VoiceSession(Continuity):
             await self._flush_needed.wait()
             self._flush_needed.clear()
             await self._flush()
-
-    async def _capture_loop(self, blocks: AsyncIterable[np.ndarray]) -> None:
-        try:
-            async for item in blocks:
-                block = await self._captured(item) if self._capture is not None else item
-                if not self._talking or self._conn is None:
-                    continue
-                pcm = np.ascontiguousarray(block, dtype="<i2")
-                media = self._conn.transport.media if self._live else None
-                if media is not None:  # WebRTC: the microphone is a media track
-                    self._metrics.input_sent(len(pcm), self.output.now(), self._conn)
-                    media.push_audio(pcm)
-                    continue
-                if self.track is None:
-                    self.journal.captured(pcm)  # kept until the server has it for good
-                if self._live and not self._conn.closed and self._send_input(self._chunker.add(pcm)):
-                    with contextlib.suppress(ConnectionClosed):
-                        await self._conn.flush()
-            if self._send_input(self._chunker.take()):  # the input's last chunk
-                await self._flush()
-        finally:
-            self._input_finished = True
-
-    def _send_input(self, chunk: np.ndarray | None) -> bool:
-        """Append a chunk of captured audio on the live connection (:mod:`.input_chunks`); True if one went."""
-        conn = self._conn
-        if chunk is None or conn is None or not self._live or conn.closed:
-            return False
-        self._metrics.input_sent(len(chunk), self.output.now(), conn)  # captured up to now
-        conn.protocol.append_audio(chunk.tobytes())
-        return True
-
-    async def _captured(self, item: np.ndarray | tuple[float, np.ndarray]) -> np.ndarray:
-        """Echo-cancel a block; a local speech onset holds the assistant (:meth:`SessionCore.local_speech`).
-
-        A block comes alone (captured just now) or as ``(adc_time, block)`` from a device whose
-        ADC times share the output's clock (:meth:`voxline.audio.devices.MicSource.blocks`).
-        """
-        assert self._capture is not None
-        now = self.output.now()
-        if isinstance(item, tuple):
-            adc, block = item
-            end = adc + len(block) / SAMPLE_RATE
-        else:
-            block, end = item, now
-        out, onsets = self._capture.process(np.asarray(block, dtype=np.int16), end)
-        if onsets and self.core is not None:
-            await self._apply(self.core.local_speech(now, onsets[0]))
-        return out

@@ -34,7 +34,7 @@ from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
 from voxline.session.events import SessionError
 from voxline.session.lockstep import run_lockstep
-from voxline.session.media import BLOCK, ClockedOutput, recording_blocks
+from voxline.session.media import BLOCK, ClockedOutput, Recording
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolRegistry
 from voxline.session.voice import VoiceSession
@@ -319,7 +319,7 @@ def run_faulted(fault: Fault | None, trigger: Trigger | None, *, liveness_s: flo
     async def main() -> list[Any]:
         origin = clock.now()
         output = ClockedOutput(clock, TimelineSink(), origin=origin)
-        session = VoiceSession(settings, output=output, input=recording_blocks(samples, clock, origin),
+        session = VoiceSession(settings, output=output, input=Recording(samples, clock, origin),
                                tools=registry, clock=clock, connector=connector, backoff=lambda attempt: 0.25)
         run.session = session
         events: list[Any] = []

@@ -19,7 +19,7 @@ from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server import load_scenario
 from voxline.session.input_chunks import InputChunker
-from voxline.session.media import ClockedOutput, recording_blocks
+from voxline.session.media import ClockedOutput, Recording
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
@@ -105,7 +105,7 @@ async def test_push_to_talk_sends_the_half_filled_chunk_before_its_commit() -> N
             return await connect(srv.url, "sk-test", on_wire=rec)
 
         settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none")  # 40 ms chunks
-        mic = recording_blocks(np.full(24_000, 1000, np.int16), clock, origin=0.0)
+        mic = Recording(np.full(24_000, 1000, np.int16), clock, origin=0.0)
         session = VoiceSession(settings, output=ClockedOutput(clock, origin=0.0), input=mic, clock=clock,
                                connector=connector)
         async with session:

@@ -20,7 +20,7 @@ from voxline.base.clock import VirtualClock
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.lockstep import run_lockstep
-from voxline.session.media import ClockedOutput, mic_blocks, recording_blocks
+from voxline.session.media import ClockedOutput, Recording, mic_blocks
 from voxline.session.record import SessionRecorder
 from voxline.session.replay import engine_connector, replay_fast
 from voxline.session.settings import SessionSettings
@@ -42,7 +42,7 @@ def record(samples: np.ndarray, directory: Path) -> list[Path]:
         recorder.now = output.now
 
         async def device() -> AsyncIterator[tuple[float, np.ndarray]]:  # (capture time, block), as MicSource gives
-            async for block in recording_blocks(samples, clock, origin):
+            async for block in Recording(samples, clock, origin):
                 yield output.now() - len(block) / RATE, block
 
         session = VoiceSession(SessionSettings(api_key="local"), output=output, clock=clock,

@@ -100,7 +100,7 @@ def _session_with_late_mic(samples: np.ndarray, lag_s: float, timed: bool) -> in
     from voxline.base.clock import VirtualClock
     from voxline.session.capture import attach_ring
     from voxline.session.lockstep import run_lockstep
-    from voxline.session.media import ClockedOutput, echoed_blocks, recording_blocks
+    from voxline.session.media import ClockedOutput, Recording, echoed_blocks
     from voxline.session.replay import engine_connector
     from voxline.session.voice import VoiceSession
 
@@ -109,7 +109,7 @@ def _session_with_late_mic(samples: np.ndarray, lag_s: float, timed: bool) -> in
     async def main() -> int:
         origin = clock.now()
         output = ClockedOutput(clock, TimelineSink(), origin=origin)
-        mic = echoed_blocks(recording_blocks(samples, clock, origin), RoomEcho(30, -6.0), attach_ring(output.playout))
+        mic = echoed_blocks(Recording(samples, clock, origin), RoomEcho(30, -6.0), attach_ring(output.playout))
         session = VoiceSession(SessionSettings(api_key="local"), output=output, clock=clock, aec="webrtc",
                                input=_late_mic(mic, clock, origin, lag_s, timed),
                                connector=engine_connector(LONG, clock, voice="espeak"))

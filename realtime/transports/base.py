@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectionClosed
 
-__all__ = ["MediaTrack", "MemoryTransport", "Pingable", "Transport", "memory_pair"]
+__all__ = ["MediaTrack", "MemoryTransport", "Pingable", "SendsNow", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -47,6 +47,14 @@ class Pingable(Protocol):
 
     async def ping(self) -> None:
         """Return once the peer answered; raises ConnectionClosed when closed."""
+
+
+class SendsNow(Protocol):
+    """A transport that can often write a frame without waiting (a WebSocket whose buffer has room)."""
+
+    def try_send(self, text: str) -> bool:
+        """Write one text frame now if that needs no waiting; False (nothing written) if :meth:`Transport.send`
+        must; raises ConnectionClosed when closed."""
 
 
 _CLOSE = object()

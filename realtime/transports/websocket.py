@@ -128,21 +128,27 @@ class WebSocketTransport:
         log.info("connected to %s (WebSocket)", redact(url))  # the token goes in a header, never in a log
         return cls(ws, url, token)
 
-    async def send(self, text: str) -> None:
+    def try_send(self, text: str) -> bool:
+        """Write one frame now if the connection can take it without waiting; False if :meth:`send` must."""
         ws = self._ws
-        if self._direct and ws.protocol.state is State.OPEN and not ws.paused and ws.fragmented_send_waiter is None:
-            # the common case, written at once: the frame and the socket write that ws.send()
-            # would do, without its async context, which costs as much again per frame
-            ws.protocol.send_text(text.encode())
-            try:
-                ws.send_data()
-            except OSError as exc:  # the frame may be half written: the connection cannot go on
-                ws.transport.abort()
-                self.close_code, self.close_reason = 1006, f"the socket failed: {exc.strerror or exc}"
-                raise ConnectionClosed(self.close_code, self.close_reason) from None
+        if not (self._direct and ws.protocol.state is State.OPEN and not ws.paused and ws.fragmented_send_waiter is None):
+            return False
+        # the frame and the socket write that ws.send() would do, without its async context,
+        # which costs as much again per frame
+        ws.protocol.send_text(text.encode())
+        try:
+            ws.send_data()
+        except OSError as exc:  # the frame may be half written: the connection cannot go on
+            ws.transport.abort()
+            self.close_code, self.close_reason = 1006, f"the socket failed: {exc.strerror or exc}"
+            raise ConnectionClosed(self.close_code, self.close_reason) from None
+        return True
+
+    async def send(self, text: str) -> None:
+        if self.try_send(text):
             return
         try:
-            await ws.send(text)
+            await self._ws.send(text)
         except WsConnectionClosed as exc:
             raise self._closed(exc) from None
 

@@ -1,6 +1,6 @@
 """Replay a recording through a :class:`~voxline.session.VoiceSession`, the one session driver.
 
-The recording is the microphone (:func:`~voxline.session.media.recording_blocks`), a
+The recording is the microphone (:class:`~voxline.session.media.Recording`), a
 :class:`~voxline.session.media.ClockedOutput` writes what the listener heard into a sink
 (HEARD.wav, or a timeline in memory), and everything else is the session an application
 runs: the protocol core, barge-in, the tool dispatcher, the conversation mirror, reconnects.
@@ -41,7 +41,7 @@ from ..events import SessionError, SessionEvent
 from ..lockstep import run_lockstep
 from ..capture import attach_ring
 from ..local_barge import BargePolicy
-from ..media import BLOCK, ClockedOutput, echoed_blocks, recording_blocks
+from ..media import BLOCK, ClockedOutput, Recording, echoed_blocks
 from ..settings import SessionSettings
 from ..tools import Approver, ToolEvent, ToolRegistry
 from ..voice import Connector, VoiceSession
@@ -92,7 +92,7 @@ async def run_replay(
     # size would change them); echo, AEC and a local VAD keep 20 ms blocks
     chunk = settings.input_chunk_samples
     plain = echo is None and not aec and not local_vad and chunk % BLOCK == 0
-    mic = recording_blocks(samples, clock, origin, block=chunk if plain else BLOCK)
+    mic = Recording(samples, clock, origin, block=chunk if plain else BLOCK)
     if echo is not None:
         mic = echoed_blocks(mic, echo, attach_ring(output.playout))
     session = VoiceSession(settings, output=output, input=mic, tools=tools,
