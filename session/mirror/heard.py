@@ -17,6 +17,7 @@ not cut, nothing is estimated).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,12 +60,14 @@ def estimate_heard_text(text: str, heard_ms: float, total_ms: float) -> str:
 
 
 def _by_arrival(text: str, marks: Sequence[TextMark], heard_ms: float) -> str:
-    """Text up to the first delta whose mark lies beyond ``heard_ms``."""
-    cut = len(text)
-    for offset, ms in marks:
-        if ms > heard_ms:
-            cut = min(cut, max(0, offset))
+    """Text up to the first delta whose mark lies beyond ``heard_ms`` (found by bisection: marks come in order)."""
+    first = bisect.bisect_right(marks, heard_ms, key=_mark_ms)
+    cut = max(0, marks[first][0]) if first < len(marks) else len(text)
     return text[:cut].rstrip()
+
+
+def _mark_ms(mark: TextMark) -> float:
+    return mark[1]
 
 
 def _spread(marks: Sequence[TextMark]) -> bool:
@@ -76,7 +79,10 @@ def _spread(marks: Sequence[TextMark]) -> bool:
 
 
 def estimate_heard(text: str, marks: Sequence[TextMark], heard_ms: float | None, total_ms: float) -> HeardEstimate:
-    """What was heard of ``text`` when the listener heard ``heard_ms`` (None: not cut) of ``total_ms``."""
+    """What was heard of ``text`` when the listener heard ``heard_ms`` (None: not cut) of ``total_ms``.
+
+    ``marks`` are in arrival order: offsets and milliseconds both never decrease.
+    """
     if heard_ms is None:
         return HeardEstimate(text, "all")
     if _spread(marks):
