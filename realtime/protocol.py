@@ -30,6 +30,7 @@ longer be cut or answered about; the session's conversation mirror keeps the who
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections import OrderedDict, deque
 from typing import Any
@@ -206,12 +207,17 @@ class RealtimeProtocol:
         self._counter += 1
         return f"{self._prefix}_{self._counter:06d}"
 
-    def _emit(self, payload: dict[str, Any], *, remember: bool = True) -> str:
+    def _emit(self, payload: dict[str, Any], *, remember: bool = True, flat: bool = False) -> str:
+        """Queue one command. ``flat``: a payload this core built of checked scalars (a truncate, a
+        cancel), encoded as it is; any other goes through the client-event models first."""
         if self.closed:
             raise LocalProtocolError(f"cannot send {payload.get('type')}: the connection is closed")
         event_id = payload.get("event_id") or self._next_id()
         payload["event_id"] = event_id
-        self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
+        if flat:
+            self._out.append(json.dumps(payload, separators=(",", ":")))
+        else:
+            self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
         if remember:
             self._sent[event_id] = frames.slim(payload)
             while len(self._sent) > EVENT_HISTORY:
@@ -277,13 +283,16 @@ class RealtimeProtocol:
             raise LocalProtocolError("audio_end_ms must be >= 0")
         if (item_id, content_index) in self._received:
             audio_end_ms = min(audio_end_ms, int(self.received_audio_ms(item_id, content_index)))
+        if not isinstance(item_id, str) or isinstance(content_index, bool) or not isinstance(content_index, int):
+            raise LocalProtocolError("truncate needs a string item_id and an integer content_index")
         return self._emit(
             {
                 "type": "conversation.item.truncate",
                 "item_id": item_id,
                 "content_index": content_index,
                 "audio_end_ms": int(audio_end_ms),
-            }
+            },
+            flat=True,
         )
 
     def clear_output_audio(self) -> str:
@@ -370,7 +379,7 @@ class RealtimeProtocol:
                     payload: dict[str, Any] = {"type": "response.cancel"}
                     if self._active_id:
                         payload["response_id"] = self._active_id
-                    self._emit(payload)
+                    self._emit(payload, flat=True)
                 case Action.DROP_LATE:
                     if self._active_id:
                         _remember(self._dropping, self._active_id, _DROPPING)
