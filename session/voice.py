@@ -420,8 +420,13 @@ class VoiceSession(Continuity, Microphone):
             if isinstance(command, ev.ConversationItemCreate):
                 self.mirror.record_local(command)
 
-    async def _apply(self, effects: Effects) -> None:
-        """Act on what the core did: a barge-in reaches the mirror and the output; events reach the app."""
+    async def _apply(self, effects: Effects, share: Slices | None = None) -> None:
+        """Act on what the core did: a barge-in reaches the mirror and the output; events reach the app.
+
+        With ``share``, what follows a barge-in once the mirror and the output have it (the app's
+        events, the metrics, the truncate on the wire) waits its turn: when many sessions' users
+        speak at once, every waiting session's cut is made before the rest of any one of them.
+        """
         barge_in = effects.barge_in
         if barge_in is not None:
             if self.track is not None:  # WebRTC: each item's length, estimated from its transcript
@@ -434,6 +439,8 @@ class VoiceSession(Continuity, Microphone):
                     await asyncio.to_thread(self.output.discard_pending, cut)
                 else:
                     self.output.discard_pending(cut)
+            if share is not None:
+                await share.wait()
         self._publish(effects)
         await self._flush()
 
@@ -456,7 +463,7 @@ class VoiceSession(Continuity, Microphone):
                     return
                 continue
             if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
-                await share.next()  # a barge-in never waits: the cut is made where the listener is now
+                await share.next()  # a barge-in never waits for its cut: it is made where the listener is now
             if conn is not self._conn:
                 continue  # the last words of a connection handed over (perhaps while this one waited)
             self._last_rx = self.clock.now()
@@ -465,7 +472,7 @@ class VoiceSession(Continuity, Microphone):
                 if (isinstance(out, ev.ResponseOutputAudioDelta) and not effects.events and effects.barge_in is None
                         and not conn.has_data_to_send):
                     continue  # the bulk of a reply: nothing to publish or send (the next tick observes it)
-                await self._apply(effects)
+                await self._apply(effects, share)
             except Exception as exc:  # containment: no server event may end the session
                 _log.exception("failed to handle %s", getattr(out, "type", type(out).__name__))
                 kind = getattr(out, "type", type(out).__name__)

@@ -94,6 +94,11 @@ class Slices:
         """Return once the next step may go (at once while this task's slice lasts)."""
         if time.perf_counter() < self._until:
             return
+        await self.wait()
+
+    async def wait(self) -> None:
+        """Return once this task has a new turn, whatever is left of its slice: work that can come
+        after what other tasks are waiting to do."""
         await self._share.turn()
         self._until = time.perf_counter() + self._slice
 

@@ -1,0 +1,109 @@
+"""When many sessions' users speak at once, every cut comes before the rest of the barge-ins.
+
+Forty sessions on one loop play a reply; the server's ``speech_started`` reaches all of them
+in the same pass of the loop. Each cut is made at once, where its listener is; what follows
+a cut (the app's events, the metrics, the truncate on the wire) waits its turn on the loop's
+share (:mod:`voxline.base.loop_share`), so no session's cut waits behind another's follow-up
+work. Without the turns, each session would do its whole barge-in before the next one's cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from typing import Any
+
+import numpy as np
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.sinks import NullSink
+from voxline.base.clock import RealClock
+from voxline.base.loop_share import STEPS_PER_PASS
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.transports.base import MemoryTransport, memory_pair
+from voxline.session import BargeIn, SessionSettings, VoiceSession
+from voxline.session.media import ClockedOutput
+
+SESSIONS = 40
+order: list[tuple[str, int]] = []  # ("cut" | "truncate", session), in the order they happened
+received = [0]  # frames the sessions have taken in
+
+
+class _Playout(PlayoutBuffer):
+    """A playout that notes when it is cut."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def interrupt(self, *args: Any, **kwargs: Any) -> Any:
+        order.append(("cut", self.n))
+        return super().interrupt(*args, **kwargs)
+
+
+def _reply(n: int) -> list[str]:
+    item = {"id": f"item_{n}", "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
+    response = {"id": f"resp_{n}", "object": "realtime.response", "status": "in_progress", "output": []}
+    audio = base64.b64encode(np.full(2400, 1000, "<i2").tobytes()).decode()  # 100 ms each: 3 s in all
+    events = [
+        {"type": "session.created", "session": {"id": f"sess_{n}", "type": "realtime"}},
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "response_id": f"resp_{n}", "output_index": 0, "item": item},
+    ] + [
+        {"type": "response.output_audio.delta", "response_id": f"resp_{n}", "item_id": f"item_{n}", "output_index": 0,
+         "content_index": 0, "delta": audio}
+        for _ in range(30)
+    ]
+    return [json.dumps({"event_id": f"event_{n}_{k}", **e}) for k, e in enumerate(events)]
+
+
+async def _run() -> list[VoiceSession]:
+    clock = RealClock()
+    sessions: list[VoiceSession] = []
+    servers: list[MemoryTransport] = []
+    for n in range(SESSIONS):
+        client, server = memory_pair(max_queue=1000)
+        for text in _reply(n):
+            await server.send(text)
+        servers.append(server)
+
+        def on_wire(direction: str, text: str, n: int = n) -> None:
+            received[0] += direction == "in"
+            if direction == "out" and '"conversation.item.truncate"' in text:
+                order.append(("truncate", n))
+
+        async def connect(client: MemoryTransport = client, on_wire: Any = on_wire) -> RealtimeConnection:
+            return RealtimeConnection(client, on_wire=on_wire)
+
+        settings = SessionSettings(api_key="local", liveness_timeout_s=0)
+        output = ClockedOutput(clock, NullSink(), playout=_Playout(n))
+        sessions.append(VoiceSession(settings, output=output, clock=clock, connector=connect))
+    for session in sessions:
+        await session.__aenter__()
+    async with asyncio.timeout(30):  # a guard against a hang, not a timing check
+        while received[0] < SESSIONS * len(_reply(0)) or not all(
+                s.core is not None and s.core.assistant_audible(s.output.now()) for s in sessions):
+            await asyncio.sleep(0.005)
+    for n, server in enumerate(servers):  # every user speaks at once: all frames land before the loop runs
+        await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": f"event_ss_{n}",
+                                      "audio_start_ms": 0, "item_id": f"item_user_{n}"}))
+    async with asyncio.timeout(30):
+        while sum(1 for kind, _n in order if kind == "truncate") < SESSIONS:
+            await asyncio.sleep(0.005)
+    for session in sessions:
+        await session.aclose()
+    return sessions
+
+
+def test_every_cut_comes_before_all_but_a_pass_of_the_follow_ups() -> None:
+    order.clear()
+    received[0] = 0
+    sessions = asyncio.run(_run())
+    cuts = [i for i, (kind, _n) in enumerate(order) if kind == "cut"]
+    truncates = [i for i, (kind, _n) in enumerate(order) if kind == "truncate"]
+    assert len(cuts) == len(truncates) == SESSIONS  # every session cut once and told the server
+    early = sum(1 for i in truncates if i < cuts[-1])
+    assert early <= STEPS_PER_PASS  # follow-ups that went before the last cut: one pass's turns at most
+    for session in sessions:  # and nothing of a barge-in was lost by waiting
+        assert any(isinstance(event, BargeIn) for event in session.pending_events())
