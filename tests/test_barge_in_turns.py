@@ -96,7 +96,7 @@ async def _run() -> list[VoiceSession]:
     return sessions
 
 
-def test_every_cut_comes_before_all_but_a_pass_of_the_follow_ups() -> None:
+def test_every_cut_comes_before_all_but_a_few_of_the_follow_ups() -> None:
     order.clear()
     received[0] = 0
     sessions = asyncio.run(_run())
@@ -104,6 +104,8 @@ def test_every_cut_comes_before_all_but_a_pass_of_the_follow_ups() -> None:
     truncates = [i for i, (kind, _n) in enumerate(order) if kind == "truncate"]
     assert len(cuts) == len(truncates) == SESSIONS  # every session cut once and told the server
     early = sum(1 for i in truncates if i < cuts[-1])
-    assert early <= STEPS_PER_PASS  # follow-ups that went before the last cut: one pass's turns at most
+    # follow-ups that went before the last cut: a pass's turns, twice that if the share's pass
+    # boundary (a callback of its own) runs among the cuts
+    assert early <= 2 * STEPS_PER_PASS
     for session in sessions:  # and nothing of a barge-in was lost by waiting
         assert any(isinstance(event, BargeIn) for event in session.pending_events())

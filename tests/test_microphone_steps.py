@@ -84,7 +84,7 @@ async def test_a_recording_on_a_real_clock_is_sent_from_the_stepper(sends_now: b
     def on_wire(direction: str, text: str) -> None:
         if direction == "out" and '"input_audio_buffer.append"' in text:
             task = asyncio.current_task()
-            writers.append(getattr(task.get_coro(), "__qualname__", "?") if task is not None else "?")
+            writers.append(getattr(task.get_coro(), "__qualname__", "?") if task is not None else "stepper")
             appended.append(base64.b64decode(json.loads(text)["audio"]))
 
     async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"))) as srv:
@@ -106,6 +106,6 @@ async def test_a_recording_on_a_real_clock_is_sent_from_the_stepper(sends_now: b
             assert session.input_finished
     assert b"".join(appended) == samples.astype("<i2").tobytes()  # every sample once, in order
     if sends_now:
-        assert set(writers) == {"_Stepper._run"}  # written in the step: no task woke for a block
+        assert set(writers) == {"stepper"}  # written in the step, a loop callback: no task woke for a block
     else:
-        assert "_Stepper._run" not in writers  # a transport that cannot take them now: the flush task sends
+        assert "stepper" not in writers  # a transport that cannot take them now: the flush task sends

@@ -10,8 +10,8 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
   few timers per block, not a thousand.
 * :func:`run_steps` calls a synchronous step at the times it asks for (an output reading a
   block every 20 ms). On a :class:`RealClock` the steps of every caller on one loop are
-  made by one task (:class:`_Stepper`): a thousand outputs cost the loop one wake-up per
-  millisecond slot, not a thousand task switches.
+  made by one loop callback per millisecond slot (:class:`_Stepper`): a thousand outputs
+  cost the loop one wake-up per slot, not a thousand task switches.
 * :class:`VirtualClock` stands still until told to move: :meth:`VirtualClock.advance` and
   :meth:`VirtualClock.advance_to` wake every sleeper whose deadline has been reached, in
   deadline order (ties in the order they went to sleep). A lockstep driver jumps straight
@@ -89,9 +89,7 @@ class _SharedTimers:
         self._slots: dict[int, list[asyncio.Future[None]]] = {}
 
     def wait(self, loop: asyncio.AbstractEventLoop, t: float) -> asyncio.Future[None]:
-        slot = math.ceil(t / TIMER_SLOT_S)
-        if slot * TIMER_SLOT_S < t:  # a rounding below t would wake early, only to sleep again
-            slot += 1
+        slot = _slot(t)
         future = loop.create_future()
         waiters = self._slots.get(slot)
         if waiters is None:
@@ -110,6 +108,14 @@ class _SharedTimers:
         for future in self._slots.pop(slot, ()):
             if not future.done():
                 future.set_result(None)
+
+
+def _slot(t: float) -> int:
+    """The millisecond slot a deadline wakes in: the first grid time not before it."""
+    slot = math.ceil(t / TIMER_SLOT_S)
+    if slot * TIMER_SLOT_S < t:  # a rounding below t would wake early, only to sleep again
+        slot += 1
+    return slot
 
 
 _loop_tables: list[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]] = []
@@ -146,8 +152,8 @@ Step = Callable[[float], "float | None"]
 async def run_steps(clock: Clock, step: Step, first: float) -> None:
     """Call ``step`` at ``first`` and then at every time it returns, until it returns ``None``.
 
-    An exception from ``step`` ends this call with it; so does a cancel. On a :class:`RealClock` one task per
-    event loop makes the steps of every caller (:class:`_Stepper`), at the same millisecond
+    An exception from ``step`` ends this call with it; so does a cancel. On a :class:`RealClock` one callback
+    per event loop makes the steps of every caller (:class:`_Stepper`), at the same millisecond
     slots their own sleeps would have woken at; on any other clock this is a plain loop of
     :meth:`Clock.sleep_until`, so a :class:`VirtualClock` orders them as it orders sleepers.
     """
@@ -166,75 +172,77 @@ async def run_steps(clock: Clock, step: Step, first: float) -> None:
 
 
 class _Stepper:
-    """The steps of one event loop, by due time, made by one task that sleeps on the shared timers."""
+    """The steps of one event loop, by due time, made by one loop callback per millisecond slot.
+
+    No task of its own: the callback runs the steps that are due, then arms one loop timer for
+    the earliest step left, at the slot the step's own sleep would have woken in.
+    """
 
     def __init__(self) -> None:  # holds no reference to its loop: the loop keys it weakly
         self._heap: list[list[Any]] = []  # [due, order, step or None once gone, the caller's future]
         self._order = itertools.count()
-        self._runner: asyncio.Task[None] | None = None
-        self._nap: asyncio.Future[None] | None = None
-        self._nap_until = math.inf
+        self._timer: asyncio.Handle | None = None
+        self._timer_at = math.inf  # when the armed callback runs (-inf: in the next pass)
 
     async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float) -> None:
         done: asyncio.Future[None] = loop.create_future()
         entry: list[Any] = [first, next(self._order), step, done]
         heapq.heappush(self._heap, entry)
-        if self._runner is None or self._runner.done():
-            self._runner = loop.create_task(self._run(loop))
-        elif first < self._nap_until and self._nap is not None and not self._nap.done():
-            self._nap.set_result(None)  # the runner sleeps towards a later time: wake it to take this one
+        self._arm(loop)
         try:
             await done  # ends when the step is done, with its exception, or with a cancel
         finally:
             entry[2] = None
 
-    async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
-        heap, timers = self._heap, _timers_of(loop)
-        try:
-            while heap:
-                if heap[0][2] is None:
-                    heapq.heappop(heap)
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A callback for the earliest step, unless one is armed at least as early."""
+        heap = self._heap
+        while heap and heap[0][2] is None:
+            heapq.heappop(heap)
+        if not heap:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer, self._timer_at = None, math.inf
+            return
+        due = heap[0][0]
+        at = -math.inf if due <= loop.time() else _slot(due) * TIMER_SLOT_S
+        if self._timer is not None:
+            if self._timer_at <= at:
+                return
+            self._timer.cancel()
+        if at == -math.inf:  # due already: in the next pass, after what is ready now
+            timer = loop.call_soon(self._run, loop)
+        else:
+            timer = loop.call_at(at, self._run, loop)
+        self._timer, self._timer_at = timer, at
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer, self._timer_at = None, math.inf
+        heap, now, stepped = self._heap, loop.time(), []
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            if entry[2] is None:
+                continue
+            try:
+                due = entry[2](now)
+                if due is None:  # the step is done
+                    entry[2] = None
+                    if not entry[3].done():
+                        entry[3].set_result(None)
                     continue
-                due = heap[0][0]
-                if due > loop.time():
-                    self._nap, self._nap_until = timers.wait(loop, due), due
-                    try:
-                        await self._nap
-                    finally:
-                        self._nap, self._nap_until = None, math.inf
-                    continue
-                now, stepped = loop.time(), []
-                while heap and heap[0][0] <= now:
-                    entry = heapq.heappop(heap)
-                    if entry[2] is None:
-                        continue
-                    try:
-                        due = entry[2](now)
-                        if due is None:  # the step is done
-                            entry[2] = None
-                            if not entry[3].done():
-                                entry[3].set_result(None)
-                            continue
-                        due = float(due)  # a due time that is no number is the caller's error
-                        if due != due:
-                            raise ValueError("a step asked for a NaN due time")
-                        entry[0] = due
-                    except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
-                        entry[2] = None
-                        if not entry[3].done():
-                            entry[3].set_exception(exc)
-                        continue
-                    stepped.append(entry)
-                for entry in stepped:  # after the pass: a step due again at once waits for the next one
-                    heapq.heappush(heap, entry)
-                if heap and heap[0][0] <= loop.time():
-                    await asyncio.sleep(0)  # behind, or a step that asked for no time at all: let the loop run
-        finally:
-            self._runner = None
-            for entry in heap:  # the runner was cancelled (the loop is closing): so are its callers
-                if entry[2] is not None and not entry[3].done():
-                    entry[3].cancel()
-            heap.clear()
+                due = float(due)  # a due time that is no number is the caller's error
+                if due != due:
+                    raise ValueError("a step asked for a NaN due time")
+                entry[0] = due
+            except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
+                entry[2] = None
+                if not entry[3].done():
+                    entry[3].set_exception(exc)
+                continue
+            stepped.append(entry)
+        for entry in stepped:  # after the pass: a step due again at once waits for the next one
+            heapq.heappush(heap, entry)
+        self._arm(loop)
 
 
 _steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = loop_table()
