@@ -190,6 +190,21 @@ class PlayoutBuffer:
         if self._reference is not None:
             self._reference.write(play_time, out)
 
+    def skip_silence(self, n: int, play_time: float) -> bool:
+        """:meth:`read_into` of ``n`` samples when it could only give silence, without a buffer to fill.
+
+        True when nothing at all is pending (no fade tail, no queued or open audio, nothing to
+        free, no reference to feed): the read is accounted as :meth:`read_into` would. False,
+        with nothing done, otherwise: the caller reads.
+        """
+        with self._lock:
+            if (self._tail is not None or self._queue or self._open is not None or self._spent
+                    or self._reference is not None):
+                return False
+            self._samples_read += n
+            self._next_time = play_time + n / self.rate
+            return True
+
     def _emit_tail(self, tail: Samples, out: npt.NDArray[np.int16], play_time: float) -> int:
         """Hand out the pending fade tail if this block continues the timeline."""
         if abs(play_time - self._tail_time) > 0.5 / self.rate:

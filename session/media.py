@@ -65,6 +65,8 @@ class ClockedOutput:
         self._ahead = int(round(latency_s * SAMPLE_RATE / block)) * block
         self._k = 0  # the next block to read
         self._buf = np.zeros(block, dtype=np.int16)
+        self._silence = np.zeros(block, dtype=np.int16)
+        self._silence.flags.writeable = False  # handed to the sink for a block that could only be silent
         self.discard_blocks = False  # a sink's cut is bookkeeping: no thread needed
         self.after_read: Callable[[], None] | None = None
         """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
@@ -94,12 +96,16 @@ class ClockedOutput:
         assert self._t0 is not None
         t0, size, k = self._t0, self._block, self._k
         due = max(k, int((now - t0) * SAMPLE_RATE) // size)  # the last block due now
-        buf = self._buf
+        buf, playout = self._buf, self.playout
         while k <= due:
             heard_at = (k * size + self._ahead) / SAMPLE_RATE
-            self.playout.read_into(buf, heard_at)
+            if playout.skip_silence(size, heard_at):
+                block = self._silence  # nothing pending: no read to make
+            else:
+                playout.read_into(buf, heard_at)
+                block = buf
             if self._sink is not None:
-                self._sink.write(heard_at, buf)
+                self._sink.write(heard_at, block)
             k += 1
         self._k = k
         if self.after_read is not None:
