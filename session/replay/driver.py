@@ -28,7 +28,7 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho
 from voxline.audio.sinks import Sink, TimelineSink
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import Clock, VirtualClock
+from voxline.base.clock import Clock, VirtualClock, run_steps
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.inprocess import EngineTransport
@@ -110,13 +110,21 @@ async def run_replay(
         return fatal
 
     input_end = origin + len(samples) / SAMPLE_RATE
+    block_s = BLOCK / SAMPLE_RATE
+    polled = False
+
+    def poll(now: float) -> float | None:
+        """Events gathered every 5 blocks while the input plays, the end looked for every block after."""
+        nonlocal polled
+        if polled and session.input_finished and (session.idle or now - input_end >= tail_s):
+            return None
+        polled = True
+        if take():
+            return None
+        return now + (POLL_BLOCKS * block_s if now + POLL_BLOCKS * block_s <= input_end else block_s)
+
     async with session:
-        while not take():
-            # events are gathered every 5 blocks while the input plays, the end looked for every block
-            step = BLOCK / SAMPLE_RATE
-            await clock.sleep(POLL_BLOCKS * step if clock.now() + POLL_BLOCKS * step <= input_end else step)
-            if session.input_finished and (session.idle or clock.now() - input_end >= tail_s):
-                break
+        await run_steps(clock, poll, clock.now())  # on a real clock, a step of the loop's stepper: no task wakes
         metrics = session.metrics()
     take()
     playout = output.playout
