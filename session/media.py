@@ -84,7 +84,7 @@ class ClockedOutput:
 
         Block ``k`` is read once the clock reaches ``origin + k·block``; a pass that came
         late reads every block due by then at once, so a busy loop never leaves the output
-        behind real time. On a real clock every output of the loop is read by one task
+        behind real time. On a real clock every output of the loop is read by the loop's stepper
         (:func:`~voxline.base.clock.run_steps`).
         """
         if self._t0 is None:
