@@ -10,11 +10,8 @@ work. Without the turns, each session would do its whole barge-in before the nex
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from typing import Any
-
-import numpy as np
 
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import NullSink
@@ -24,6 +21,8 @@ from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.transports.base import MemoryTransport, memory_pair
 from voxline.session import BargeIn, SessionSettings, VoiceSession
 from voxline.session.media import ClockedOutput
+
+from tests.reply_frames import reply_frames
 
 SESSIONS = 40
 order: list[tuple[str, int]] = []  # ("cut" | "truncate", session), in the order they happened
@@ -42,29 +41,13 @@ class _Playout(PlayoutBuffer):
         return super().interrupt(*args, **kwargs)
 
 
-def _reply(n: int) -> list[str]:
-    item = {"id": f"item_{n}", "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
-    response = {"id": f"resp_{n}", "object": "realtime.response", "status": "in_progress", "output": []}
-    audio = base64.b64encode(np.full(2400, 1000, "<i2").tobytes()).decode()  # 100 ms each: 3 s in all
-    events = [
-        {"type": "session.created", "session": {"id": f"sess_{n}", "type": "realtime"}},
-        {"type": "response.created", "response": response},
-        {"type": "response.output_item.added", "response_id": f"resp_{n}", "output_index": 0, "item": item},
-    ] + [
-        {"type": "response.output_audio.delta", "response_id": f"resp_{n}", "item_id": f"item_{n}", "output_index": 0,
-         "content_index": 0, "delta": audio}
-        for _ in range(30)
-    ]
-    return [json.dumps({"event_id": f"event_{n}_{k}", **e}) for k, e in enumerate(events)]
-
-
 async def _run() -> list[VoiceSession]:
     clock = RealClock()
     sessions: list[VoiceSession] = []
     servers: list[MemoryTransport] = []
     for n in range(SESSIONS):
         client, server = memory_pair(max_queue=1000)
-        for text in _reply(n):
+        for text in reply_frames(n, 30, 2400, 1000):
             await server.send(text)
         servers.append(server)
 
@@ -82,7 +65,7 @@ async def _run() -> list[VoiceSession]:
     for session in sessions:
         await session.__aenter__()
     async with asyncio.timeout(30):  # a guard against a hang, not a timing check
-        while received[0] < SESSIONS * len(_reply(0)) or not all(
+        while received[0] < SESSIONS * len(reply_frames(0, 30, 2400, 1000)) or not all(
                 s.core is not None and s.core.assistant_audible(s.output.now()) for s in sessions):
             await asyncio.sleep(0.005)
     for n, server in enumerate(servers):  # every user speaks at once: all frames land before the loop runs

@@ -8,10 +8,6 @@ with them the frames spread over many passes, and every frame is still handled.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-
-import numpy as np
 
 from voxline.audio.sinks import NullSink
 from voxline.base.clock import RealClock
@@ -20,24 +16,10 @@ from voxline.realtime.transports.base import memory_pair
 from voxline.session import SessionSettings, VoiceSession
 from voxline.session.media import ClockedOutput
 
+from tests.reply_frames import reply_frames
+
 SESSIONS = 8
 DELTAS = 300
-
-
-def _frames(n: int) -> list[str]:
-    item = {"id": f"item_{n}", "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
-    response = {"id": f"resp_{n}", "object": "realtime.response", "status": "in_progress", "output": []}
-    audio = base64.b64encode(np.zeros(48, "<i2").tobytes()).decode()
-    events = [
-        {"type": "session.created", "session": {"id": f"sess_{n}", "type": "realtime"}},
-        {"type": "response.created", "response": response},
-        {"type": "response.output_item.added", "response_id": f"resp_{n}", "output_index": 0, "item": item},
-    ] + [
-        {"type": "response.output_audio.delta", "response_id": f"resp_{n}", "item_id": f"item_{n}", "output_index": 0,
-         "content_index": 0, "delta": audio}
-        for _ in range(DELTAS)
-    ]
-    return [json.dumps({"event_id": f"event_{n}_{k}", **e}) for k, e in enumerate(events)]
 
 
 async def _run() -> tuple[list[int], int]:
@@ -58,7 +40,7 @@ async def _run() -> tuple[list[int], int]:
     sessions = []
     for n in range(SESSIONS):
         client, server = memory_pair(max_queue=1000)
-        for text in _frames(n):
+        for text in reply_frames(n, DELTAS, 48):
             await server.send(text)
 
         async def connect(client=client) -> RealtimeConnection:  # type: ignore[no-untyped-def]
