@@ -39,7 +39,7 @@ class RealtimeConnection:
         self.protocol = protocol or RealtimeProtocol()
         self._on_wire = on_wire
         self._pending: deque[ProtocolOutput] = deque()
-        self._unsent: list[str] = []  # frames flush_now() took from the core but could not write
+        self._unsent: deque[str] = deque()  # frames taken from the core, sent one at a time in this order
         self.close_code: int | None = None
         self.close_reason = ""
 
@@ -62,8 +62,14 @@ class RealtimeConnection:
         return bool(self._unsent) or self.protocol.has_data_to_send
 
     async def flush(self) -> None:
-        """Send every frame the protocol core has queued."""
-        for text in self._frames():
+        """Send every frame the protocol core has queued.
+
+        Frames are taken one at a time, each as it is handed to the transport (which writes it
+        before it waits, if it waits at all): a flush waiting on a full socket and another flush,
+        or :meth:`flush_now`, never put frames on the wire out of order.
+        """
+        while (text := self._next_frame()) is not None:
+            self._unsent.popleft()
             if self._on_wire is not None:
                 self._on_wire("out", text)
             try:
@@ -78,25 +84,24 @@ class RealtimeConnection:
         try_send = getattr(self.transport, "try_send", None)
         if try_send is None:
             return not self.has_data_to_send
-        frames = self._frames()
-        for index, text in enumerate(frames):
+        while (text := self._next_frame()) is not None:
             try:
                 sent = try_send(text)
             except ConnectionClosed as exc:
                 self._lost(exc)
                 raise
             if not sent:
-                self._unsent = frames[index:]
                 return False
+            self._unsent.popleft()
             if self._on_wire is not None:
                 self._on_wire("out", text)
         return True
 
-    def _frames(self) -> list[str]:
-        frames = self.protocol.data_to_send()
-        if self._unsent:
-            frames, self._unsent = self._unsent + frames, []
-        return frames
+    def _next_frame(self) -> str | None:
+        """The next frame to send (left at the head of the queue until it is taken), or None."""
+        if not self._unsent:
+            self._unsent.extend(self.protocol.data_to_send())
+        return self._unsent[0] if self._unsent else None
 
     async def send(self, event: Any) -> str | None:
         """Send one client event (model or dict) through the core's rules."""

@@ -109,3 +109,49 @@ async def test_a_recording_on_a_real_clock_is_sent_from_the_stepper(sends_now: b
         assert set(writers) == {"stepper"}  # written in the step, a loop callback: no task woke for a block
     else:
         assert "stepper" not in writers  # a transport that cannot take them now: the flush task sends
+
+
+class _Backpressure:
+    """A socket that writes a frame at once and then, while paused, waits for room (as websockets does)."""
+
+    media = None
+
+    def __init__(self) -> None:
+        self.wire: list[int] = []
+        self.paused = False
+        self.room = asyncio.Event()
+
+    def try_send(self, text: str) -> bool:
+        if self.paused:
+            return False
+        self.wire.append(base64.b64decode(json.loads(text)["audio"])[0])
+        return True
+
+    async def send(self, text: str) -> None:
+        self.wire.append(base64.b64decode(json.loads(text)["audio"])[0])
+        if self.paused:
+            await self.room.wait()
+
+    async def recv(self) -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        pass
+
+
+async def test_a_flush_waiting_on_a_full_socket_and_a_write_now_keep_the_frames_in_order() -> None:
+    socket = _Backpressure()
+    conn = RealtimeConnection(socket)
+    for n in range(3):
+        conn.protocol.append_audio(bytes([n, 0]))
+    socket.paused = True
+    waiting = asyncio.ensure_future(conn.flush())  # writes frame 0, then waits for room
+    await asyncio.sleep(0)
+    conn.protocol.append_audio(bytes([3, 0]))
+    assert conn.flush_now() is False  # no room: nothing written now
+    socket.paused = False
+    socket.room.set()
+    assert conn.flush_now() is True  # room again, before the waiting flush resumes
+    await waiting
+    assert socket.wire == [0, 1, 2, 3]
