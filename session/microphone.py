@@ -101,6 +101,8 @@ class Microphone:
             return False
         if self.track is None:
             self.journal.captured(pcm)  # kept until the server has it for good
+        if not self._live or conn.closed:
+            return False  # away: the journal holds it, and the restore resends what is needed
         return self._send_input(self._chunker.add(pcm))
 
     def _send_input(self, chunk: np.ndarray | None) -> bool:
