@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import venv
 import zipfile
@@ -24,7 +25,7 @@ from tests.conftest import IN_CI
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = Path(os.environ.get("VOXLINE_WHEELHOUSE", Path.home() / ".cache" / "voxline" / "wheelhouse"))
 LAYERS = {"realtime": "voxline.realtime", "audio": "voxline.audio", "session": "voxline.session",
-          "session/_root": "voxline"}
+          "session/voxline": "voxline"}
 
 
 def _source_packages() -> set[str]:
@@ -33,7 +34,7 @@ def _source_packages() -> set[str]:
     for folder, name in LAYERS.items():
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / folder)
-            if folder == "session" and rel.parts[:1] == ("_root",):
+            if folder == "session" and rel.parts[:1] == ("voxline",):
                 continue  # the root package has its own entry
             found.add(".".join([name, *rel.parts]))
     return found
@@ -87,8 +88,13 @@ def test_wheel_installs_beside_pypi_realtime(wheel: Path, tmp_path: Path) -> Non
             pytest.fail(message)
         pytest.skip(message)
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
+    # voxline's dependencies come from the environment running the tests, after the new venv's
+    # own site-packages; a bare path line, so that environment's editable hook is not loaded
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(WHEELHOUSE)]
     subprocess.run([*pip, "realtime"], check=True, capture_output=True, timeout=300)
     subprocess.run([*pip, "--no-deps", str(wheel)], check=True, capture_output=True, timeout=300)
