@@ -45,7 +45,7 @@ from .local_barge import Action, LocalBarge, LocalInput
 from .track_audio import TrackTagger
 from .turn_state import TurnInput, TurnState, step
 
-__all__ = ["Effects", "SessionCore"]
+__all__ = ["NO_CORE_EFFECTS", "CoreEffects", "SessionCore"]
 
 FADE_MS = 5.0
 RETIRE_S = 0.2  # how often played-out audio parts are forgotten (listener seconds)
@@ -54,7 +54,7 @@ _NEVER = -math.inf
 
 
 @dataclass(frozen=True, slots=True)
-class Effects:
+class CoreEffects:
     """What one call into the core did: the events for the app, and a barge-in if one happened."""
 
     events: tuple[SessionEvent, ...] = ()
@@ -62,8 +62,8 @@ class Effects:
     commands: tuple[ev.ClientEvent, ...] = field(default=(), repr=False)  # what the barge-in queued
 
 
-NO_EFFECTS = Effects()
-"""What a call that did nothing returns (Effects is frozen: one instance serves every such call)."""
+NO_CORE_EFFECTS = CoreEffects()
+"""What a call that did nothing returns (CoreEffects is frozen: one instance serves every such call)."""
 
 
 @dataclass
@@ -118,15 +118,15 @@ class SessionCore:
         already heard while speaking, and transcript words. A driver may skip such ticks.
         """
 
-    def _effects(self) -> Effects:
+    def _effects(self) -> CoreEffects:
         if not self._events and self._barge_in is None and not self._commands:
-            return NO_EFFECTS  # most blocks and deltas: nothing happened
-        out = Effects(tuple(self._events), self._barge_in, tuple(self._commands))
+            return NO_CORE_EFFECTS  # most blocks and deltas: nothing happened
+        out = CoreEffects(tuple(self._events), self._barge_in, tuple(self._commands))
         self._events, self._barge_in, self._commands = [], None, []
         return out
 
     # ------------------------------------------------------------------ input
-    def handle(self, output: ProtocolOutput, now: float) -> Effects:
+    def handle(self, output: ProtocolOutput, now: float) -> CoreEffects:
         """Take one protocol output (server event or notice) at listener time ``now``."""
         if not self._keeps_quiet(output):
             self.quiet_until = _NEVER
@@ -213,7 +213,7 @@ class SessionCore:
         self.playout.enqueue(samples, delta.item_id, delta.content_index)
 
     # ------------------------------------------------------------------ time
-    def tick(self, now: float) -> Effects:
+    def tick(self, now: float) -> CoreEffects:
         """Call after each playout block: notices first samples heard and speaking/listening."""
         playout = self.playout  # its queries take the lock the audio thread's read() holds
         if self.local is not None and self.local.due(now):
@@ -237,7 +237,7 @@ class SessionCore:
             self._retire(now)
             self._retire_at = now + RETIRE_S
         effects = self._effects()
-        self.quiet_until = self._quiet_horizon(now, audible) if effects is NO_EFFECTS else _NEVER
+        self.quiet_until = self._quiet_horizon(now, audible) if effects is NO_CORE_EFFECTS else _NEVER
         return effects
 
     def _quiet_horizon(self, now: float, audible: bool) -> float:
@@ -297,7 +297,7 @@ class SessionCore:
         )
 
     # ------------------------------------------------------------------ barge-in
-    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
+    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> CoreEffects:
         """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
         self.quiet_until = _NEVER
         if self.local is not None:
@@ -306,7 +306,7 @@ class SessionCore:
         return self._effects()
 
     # ------------------------------------------------------------------ local VAD
-    def local_speech(self, now: float, onset: float) -> Effects:
+    def local_speech(self, now: float, onset: float) -> CoreEffects:
         """Local VAD heard speech starting at ``onset``: hold the assistant until the server confirms."""
         self.quiet_until = _NEVER
         if self.local is not None and self.assistant_audible(now) and not self.playout.held:

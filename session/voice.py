@@ -7,23 +7,20 @@
         async for event in session:
             ...
 
-It owns one connection at a time, the :class:`~voxline.session.core.SessionCore` (playout and
-barge-in), a :class:`~voxline.session.tool_bridge.ToolBridge` and the conversation mirror,
-and runs its loops in one ``asyncio.TaskGroup``: receive, capture, tick, and the output's
-own loop when it has one. If the connection drops (or the 60-minute cap ends it), it
-reconnects, sends the session configuration again and rebuilds the conversation from the
-mirror; the tool tracker carries over, so no tool runs twice.
+It is the one driver of a :class:`~voxline.session.machine.SessionMachine`, which decides
+everything (playout and barge-in, the mirror, the journal, tool calls, metrics); the
+driver keeps only I/O: its loops in one ``asyncio.TaskGroup`` (receive, tick, flush, capture,
+and the output's own loop when it has one), the loop's share for bulk work, the connection
+(:class:`~.link.Link`: drops, liveness, hand-overs), and the async tool runner.
 
 A kiosk can hold a WebRTC call's media with an ephemeral key while a trusted backend runs its
 tools: the backend's session sets ``call_id`` (the kiosk's :attr:`VoiceSession.call_id`) and
 attaches to the call's sideband with the API key, with no media of its own; the kiosk's
-session passes ``run_tools=False`` so it leaves the calls to the backend. Over WebRTC the
-server cuts its own output buffer on barge-in either way.
+session passes ``run_tools=False`` so it leaves the calls to the backend.
 
-It is the only driver of the session core: ``voxline talk`` runs it on sound devices,
-``voxline replay`` on a recording and a WAV output, and ``replay --fast`` the same with a
-:class:`~voxline.base.clock.VirtualClock` and the local server's engine in process
-(:mod:`voxline.session.lockstep`). Time comes from ``clock`` only.
+``voxline talk`` runs it on sound devices, ``voxline replay`` on a recording and a WAV output,
+and ``replay --fast`` the same with a :class:`~voxline.base.clock.VirtualClock` and the local
+server's engine in process (:mod:`voxline.session.lockstep`). Time comes from ``clock`` only.
 """
 
 from __future__ import annotations
@@ -31,38 +28,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import AsyncIterable, Awaitable, Callable
-from typing import Any
-
-import numpy as np
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
-from voxline.base.clock import Clock, RealClock
+from voxline.base.clock import Clock, RealClock, Step, run_steps
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.realtime.transports.webrtc import WebRTCTransport
-from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .bargein import Trigger
 from .capture import CapturePath
-from .local_barge import BargePolicy, LocalBarge
-from .core import Effects, SessionCore
+from .core import SessionCore
 from .events import BargeIn, SessionError, SessionEvent
-from .input_chunks import InputChunker
 from .input_journal import InputJournal
-from .media import ClockedOutput, Output
-from .metrics import MetricsReport, SessionMetrics
-from .microphone import Microphone
+from .link import Link
+from .local_barge import BargePolicy
+from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
+from .media import ClockedOutput, Output, Recording
+from .metrics import MetricsReport
 from .mirror import ConversationMirror
-from .continuity import Continuity
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff
 from .settings import SessionSettings
-from .tool_bridge import ToolBridge
+from .tools import Approver, ToolEvent, ToolRegistry, ToolRunner
 from .track_audio import TrackTagger
-from .tools import Approver, ToolEvent, ToolRegistry
 
 __all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 
@@ -73,7 +64,7 @@ _CLOSED = object()
 _log = logging.getLogger("voxline.session")
 
 
-class VoiceSession(Continuity, Microphone):
+class VoiceSession:
     """See the module docstring. All methods must be called from the session's event loop."""
 
     def __init__(
@@ -81,7 +72,7 @@ class VoiceSession(Continuity, Microphone):
         settings: SessionSettings | None = None,
         *,
         output: Output | None = None,
-        input: AsyncIterable[np.ndarray] | None = None,
+        input: AsyncIterable[Captured] | None = None,
         tools: ToolRegistry | None = None,
         approve: Approver | None = None,
         clock: Clock | None = None,
@@ -95,76 +86,69 @@ class VoiceSession(Continuity, Microphone):
         barge_policy: BargePolicy | None = None,
         run_tools: bool = True,
     ) -> None:
-        self.settings = settings or SessionSettings()
-        if self.settings.call_id is not None and input is not None:
+        s = settings or SessionSettings()
+        if s.call_id is not None and input is not None:
             raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
         self.clock = clock or RealClock()
         self.output: Output = output or ClockedOutput(self.clock)
+        capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
+        self.machine = SessionMachine(s, self.output.playout, registry=tools, mirror=mirror, capture=capture,
+                                      barge_policy=barge_policy, raw_events=raw_events, run_tools=run_tools)
         self._input = input
         self._input_finished = input is None
-        s = self.settings
-        self._budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
-                                       backoff=backoff or exponential_backoff())
-        self._tools = ToolBridge(tools or ToolRegistry(), approve=approve, on_event=self._on_tool_event,
-                                 clock=self.clock)
-        # WebRTC: assistant audio arrives on the media track, tagged into the output's playout
-        webrtc = self.settings.transport == "webrtc" and self.settings.call_id is None
-        self.track = TrackTagger(self.output.playout) if webrtc else None
-        self._run_tools = run_tools  # False: another session on the same call (a sideband) answers the calls
-        self._raw = raw_events
-        self._connector = connector or self._connect
         self._on_wire = on_wire
-        self.mirror = mirror if mirror is not None else ConversationMirror()
-        self.journal = InputJournal(padding_ms=s.prefix_padding_ms)
-        self._chunker = InputChunker(s.input_chunk_samples)
+        self._runner = ToolRunner(self.machine.registry, self.machine.calls, approve, on_event=self._on_tool_event,
+                                  clock=self.clock)
+        budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
+                                 backoff=backoff or exponential_backoff())
+        self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
+                          now=self.output.now, apply=self._apply, publish=self._publish_one, idle=lambda: self.idle)
         self._queue: asyncio.Queue[object] = asyncio.Queue()
-        self._conn: RealtimeConnection | None = None
-        self._live = False  # the current connection is open and carries the conversation
-        self._connected_at: float | None = None
-        self._last_rx = 0.0
-        self._texts_while_away = 0  # send_text() calls made while reconnecting: each owes a create
-        self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
-        self._ping: asyncio.Future[None] | None = None
-        self._handing_over = False
-        self.core: SessionCore | None = None
         self._stack = contextlib.AsyncExitStack()
-        self._talking = self.settings.turn_detection != "none"
-        self._closing = False
         self._flush_needed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._offered: list[str] | None = None  # tool names offered to the model (None: all)
-        self._item_prefix = "item_vx" + secrets.token_hex(4)
-        self._item_count = 0
-        # open speakers: echo cancellation and local VAD on the microphone (:mod:`.capture`)
-        self._capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
-        self._barge_policy = barge_policy if local_vad else None
-        vad = self.settings.turn_detection == "server_vad"  # speech ends audio_end_ms − silence_ms before
-        self._metrics = SessionMetrics(self.output.playout, self.mirror,
-                                       silence_ms=self.settings.silence_ms if vad else 0,
-                                       padding_ms=self.settings.prefix_padding_ms if vad else 0)
 
     def __repr__(self) -> str:
-        state = "open" if self._live else ("reconnecting" if self._conn is not None and not self._closing else "closed")
+        live, link = self.machine.live, self._link
+        state = "open" if live else ("reconnecting" if link.conn is not None and not link.closing else "closed")
         return f"<VoiceSession {self.settings.model} {state}>"
+
+    # ------------------------------------------------------------------ what the machine holds
+    @property
+    def settings(self) -> SessionSettings:
+        return self.machine.settings
+
+    @property
+    def core(self) -> SessionCore | None:
+        return self.machine.core
+
+    @property
+    def mirror(self) -> ConversationMirror:
+        return self.machine.mirror
+
+    @property
+    def journal(self) -> InputJournal:
+        return self.machine.mic.journal
+
+    @property
+    def track(self) -> TrackTagger | None:
+        return self.machine.track
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> VoiceSession:
         try:
-            self._conn = await self._open()
+            await self._link.open()
         except ConnectionClosed as exc:
             raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                    f"({exc.code} {exc.reason})".strip()) from None
-        self._live = True
-        self._connected_at = self._last_rx = self.clock.now()  # a clock need not start at 0
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
-        await self._stack.enter_async_context(self._tools.runner)
+        await self._stack.enter_async_context(self._runner)
         clocked = isinstance(self.output, ClockedOutput)
         loops = [self._receive_loop(), self._tick_loop(clocked), self._flush_loop()]
         if self._input is not None:
             loops.append(self._capture_loop(self._input))
-        if clocked:
-            assert isinstance(self.output, ClockedOutput)
-            self.output.after_read = self._tick  # the output's pass ticks the core: one timer, not two
+        if isinstance(self.output, ClockedOutput):
+            self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
             loops.append(self.output.run())
         self._tasks = [group.create_task(loop) for loop in loops]
         return self
@@ -178,74 +162,36 @@ class VoiceSession(Continuity, Microphone):
         Returns within ``settings.close_timeout_s`` (plus the loops' own teardown) even when the
         server stops reading: the close handshake is abandoned after that.
         """
-        if self._closing:
+        if self._link.closing:
             return
-        self._closing = True
-        self._live = False
         for task in self._tasks:
             task.cancel()
-        for event in self._metrics.finish(self.output.now()):
+        for event in self.machine.close(self.output.now()):
             self._queue.put_nowait(event)
-        for pending in (self._spare, self._ping):
-            if pending is not None:
-                pending.cancel()
-        if self._conn is not None:
-            await self._close_quietly(self._conn)
+        await self._link.close()
         self._queue.put_nowait(_CLOSED)
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
 
-    async def _close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
-        """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business."""
-        closing = asyncio.ensure_future(conn.close(code, reason))
-        timer = asyncio.ensure_future(self.clock.sleep(self.settings.close_timeout_s))
-        try:
-            await asyncio.wait((closing, timer), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-            if not closing.done():
-                closing.cancel()
-            with contextlib.suppress(asyncio.CancelledError, RealtimeError, OSError):
-                await closing
-            conn.protocol.connection_lost()
-
     async def _connect(self) -> RealtimeConnection:
-        key = self.settings.api_key
-        if key is None:
+        s = self.settings
+        if s.api_key is None:
             raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
+        key = s.api_key.get_secret_value()
         if self.track is not None:
-            transport = await WebRTCTransport.connect(self.settings.url, key.get_secret_value(),
-                                                      model=self.settings.model, on_audio=self.track.on_audio)
+            transport = await WebRTCTransport.connect(s.url, key, model=s.model, on_audio=self.track.on_audio)
             return RealtimeConnection(transport, on_wire=self._on_wire)
-        if self.settings.call_id is not None:  # the sideband of a call: WebSocket, API key, no model
-            return await connect(self.settings.url, key.get_secret_value(), model=None, call_id=self.settings.call_id,
-                                 on_wire=self._on_wire)
-        return await connect(self.settings.url, key.get_secret_value(), model=self.settings.model, on_wire=self._on_wire)
-
-    async def _open(self, *, adopt: bool = True) -> RealtimeConnection:
-        """A new connection with the session's configuration sent; ``adopt`` makes it the core's."""
-        conn = await self._connector()
-        if adopt:
-            self._adopt(conn)
-        conn.protocol.update_session(self.settings.session_config(self._schemas()))
-        await conn.flush()
-        return conn
-
-    def _adopt(self, conn: RealtimeConnection) -> None:
-        if self.core is None:
-            self.core = SessionCore(conn.protocol, self.output.playout, raw_events=self._raw, track=self.track)
-            if self._capture is not None and self._capture.vad is not None:
-                self.core.local = LocalBarge(self._barge_policy)
-        else:
-            conn.protocol.inherit_received_audio(self.core.protocol)
-            self.core.protocol = conn.protocol
+        if s.call_id is not None:  # the sideband of a call: WebSocket, API key, no model
+            return await connect(s.url, key, model=None, call_id=s.call_id, on_wire=self._on_wire)
+        return await connect(s.url, key, model=s.model, on_wire=self._on_wire)
 
     @property
     def call_id(self) -> str | None:
         """The id of the WebRTC call this session holds (a new one after a reconnect), or the call it attached to."""
         if self.settings.call_id is not None:
             return self.settings.call_id
-        return getattr(self._conn.transport, "call_id", None) if self._conn is not None else None
+        conn = self._link.conn
+        return getattr(conn.transport, "call_id", None) if conn is not None else None
 
     # ------------------------------------------------------------------ events
     def __aiter__(self) -> VoiceSession:
@@ -278,7 +224,7 @@ class VoiceSession(Continuity, Microphone):
     @property
     def connected(self) -> bool:
         """True while a connection carries the conversation (False while reconnecting)."""
-        return self._live
+        return self.machine.live
 
     @property
     def idle(self) -> bool:
@@ -286,58 +232,31 @@ class VoiceSession(Continuity, Microphone):
 
         Never idle while reconnecting: the new connection may still owe a response.
         """
-        core, conn = self.core, self._conn
-        if core is None or conn is None:
+        if self._link.conn is None:
             return True
-        if not self._live:
-            return self._closing
-        return (not core.assistant_audible(self.output.now()) and not conn.protocol.response_in_progress
-                and conn.protocol.queued_creates == 0 and not self._tools.runner.busy
-                and not self._tools.tracker.running() and not self._tools.tracker.runnable())
+        return self.machine.idle(self.output.now(), tools_busy=self._runner.busy)
 
     def metrics(self) -> MetricsReport:
         """The session's figures so far: per turn, per barge-in, per item, and their p50/p95."""
-        return self._metrics.report(self.output.now())
+        return self.machine.report(self.output.now())
 
-    def _publish(self, effects: Effects, now: float | None = None) -> None:
-        queue = self._queue
-        for event in effects.events:
-            queue.put_nowait(event)
-        for event in self._metrics.effects(effects, self.output.now() if now is None else now):
-            queue.put_nowait(event)
+    def _publish_one(self, event: SessionEvent) -> None:
+        self._queue.put_nowait(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
-        if self.core is not None:
-            self.core.wake()
-        self._metrics.tool(event, self.output.now())
-        self._queue.put_nowait(event)
+        for published in self.machine.tool_event(event, self.output.now()).events:
+            self._queue.put_nowait(published)
         self._flush_needed.set()
 
     # ------------------------------------------------------------------ commands
-    def _new_item_id(self) -> str:
-        self._item_count += 1
-        return f"{self._item_prefix}{self._item_count:06d}"
-
     async def send_text(self, text: str) -> None:
         """A user text message, then a response.
 
         While the session reconnects the message is kept: the new connection gets it with the
         rebuilt conversation, and its response is asked for then.
         """
-        item = {"id": self._new_item_id(), "type": "message", "role": "user",
-                "content": [{"type": "input_text", "text": text}]}
-        create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
-        assert isinstance(create, ev.ConversationItemCreate)
-        self.mirror.record_local(create)
-        if not self._live:
-            if self._closing:
-                raise ConfigurationError("the session is closed")
-            self._texts_while_away += 1
-            return
-        protocol = self._protocol()
-        protocol.send(create)
-        protocol.create_response()
-        await self._flush()
+        if self.machine.send_text(text):
+            await self._link.flush()
 
     async def interrupt(self) -> BargeIn | None:
         """Stop the assistant now and cut the conversation where the listener is.
@@ -345,36 +264,19 @@ class VoiceSession(Continuity, Microphone):
         Returns the barge-in (also delivered as an event), or None when no assistant audio
         was playing, queued or being produced.
         """
-        assert self.core is not None
-        now = self.output.now()
-        if not self.core.assistant_audible(now):
-            return None
-        effects = self.core.interrupt(now, Trigger.INTERRUPT)
+        self.machine.protocol  # raises a clear error before the session is open
+        effects = self.machine.interrupt(self.output.now(), Trigger.INTERRUPT)
         await self._apply(effects)
         return effects.barge_in
 
     async def start_talking(self) -> None:
         """Push-to-talk: start sending the microphone (clears what the server buffered)."""
-        self._talking = True
-        assert self.core is not None
-        if not self._live:
-            return
-        self._protocol().clear_audio()
-        if self.core.playout.queued_samples or self.core.protocol.response_in_progress:
-            await self.interrupt()
-        await self._flush()
+        await self._apply(self.machine.start_talking(self.output.now()))
 
     async def stop_talking(self) -> None:
         """Push-to-talk: stop sending, commit what was said, and ask for a response."""
-        self._talking = False
-        if not self._live:
-            self._texts_while_away += 1  # the turn is resent with the journal's audio, then answered
-            return
-        self._send_input(self._chunker.take())  # the end of the turn goes before its commit
-        protocol = self._protocol()
-        protocol.commit_audio()
-        protocol.create_response()
-        await self._flush()
+        if self.machine.stop_talking(self.output.now()):
+            await self._link.flush()
 
     async def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
                      voice: str | None = None) -> None:
@@ -382,67 +284,29 @@ class VoiceSession(Continuity, Microphone):
 
         Changes are kept for reconnects. The voice is fixed by the service after the first audio.
         """
-        changes: dict[str, Any] = {}
-        if instructions is not None:
-            changes["instructions"] = instructions
-        if voice is not None:
-            changes["voice"] = voice
-        self.settings = self.settings.model_copy(update=changes)
-        if tools is not None:
-            unknown = set(tools) - set(self._tools.registry.names())
-            if unknown:
-                raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
-            self._offered = list(tools)
-        if self._live:  # else the next connection is configured from the settings
-            self._protocol().update_session(self.settings.session_config(self._schemas()))
-            await self._flush()
-
-    def _schemas(self) -> list[dict[str, Any]] | None:
-        if self._offered is None:
-            return self._tools.registry.schemas() or None
-        return self._tools.registry.schemas(self._offered)
-
-    def _protocol(self) -> Any:
-        if self._conn is None:
-            raise ConfigurationError("the session is not open; use 'async with VoiceSession(...)'")
-        return self._conn.protocol
-
-    async def _flush(self) -> None:
-        conn = self._conn
-        if conn is not None and self._live and not conn.closed:
-            self._drain_tools(conn)
-            with contextlib.suppress(ConnectionClosed):
-                await conn.flush()
-
-    def _drain_tools(self, conn: RealtimeConnection) -> None:
-        """Tool outputs and follow-ups into ``conn``; outputs enter the mirror as they are sent."""
-        for command in self._tools.drain_into(conn.protocol, self._new_item_id):
-            if isinstance(command, ev.ConversationItemCreate):
-                self.mirror.record_local(command)
+        if self.machine.update(instructions=instructions, tools=tools, voice=voice):
+            await self._link.flush()
 
     async def _apply(self, effects: Effects, share: Slices | None = None) -> None:
-        """Act on what the core did: a barge-in reaches the mirror and the output; events reach the app.
+        """Do what the machine left to I/O: run calls, drop revoked audio, publish, send.
 
-        With ``share``, what follows a barge-in once the mirror and the output have it (the app's
-        events, the metrics, the truncate on the wire) waits its turn: when many sessions' users
-        speak at once, every waiting session's cut is made before the rest of any one of them.
+        With ``share``, what follows a barge-in once the output has it (the app's events and
+        the frames on the wire) waits its turn: when many sessions' users speak at once,
+        every waiting session's cut is made before the rest of any one of them.
         """
-        barge_in = effects.barge_in
-        if barge_in is not None:
-            if self.track is not None:  # WebRTC: each item's length, estimated from its transcript
-                for item_id, audio_ms in self.track.audio_estimates():
-                    self.mirror.record_audio(item_id, audio_ms)
-            self.mirror.apply_barge_in(barge_in)
-            cut = barge_in.cut
-            if cut is not None and cut.revoked_samples:
-                if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
-                    await asyncio.to_thread(self.output.discard_pending, cut)
-                else:
-                    self.output.discard_pending(cut)
-            if share is not None:
-                await share.wait()
-        self._publish(effects)
-        await self._flush()
+        if effects.calls:
+            self._runner.submit(effects.calls)
+        cut = effects.discard
+        if cut is not None:
+            if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
+                await asyncio.to_thread(self.output.discard_pending, cut)
+            else:
+                self.output.discard_pending(cut)
+        if share is not None and effects.barge_in is not None:
+            await share.wait()
+        for event in effects.events:
+            self._queue.put_nowait(event)
+        await self._link.flush()
 
     # ------------------------------------------------------------------ loops
     async def _receive_loop(self) -> None:
@@ -450,103 +314,105 @@ class VoiceSession(Continuity, Microphone):
         # replies streamed ahead of real time for many sessions do not hold up the outputs and
         # microphones of the loop, nor another session's barge-in
         share = Slices(loop_share()) if isinstance(self.clock, RealClock) else None
-        while not self._closing:
-            conn = self._conn
-            assert conn is not None and self.core is not None
+        link = self._link
+        while not link.closing:
+            conn = link.conn
+            assert conn is not None
             try:
                 out = await conn.recv()
             except ConnectionClosed as exc:
-                if conn is not self._conn or self._handing_over:
+                if conn is not link.conn or link.handing_over:
                     continue  # a connection handed over: its successor carries on
-                if self._closing or not await self._reconnect(exc):
+                if link.closing or not await link.reconnect(exc):
                     self._queue.put_nowait(_CLOSED)
                     return
                 continue
             if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
                 await share.next()  # a barge-in never waits for its cut: it is made where the listener is now
-            if conn is not self._conn:
+            if conn is not link.conn:
                 continue  # the last words of a connection handed over (perhaps while this one waited)
-            self._last_rx = self.clock.now()
+            link.last_rx = self.clock.now()
             try:
-                effects = self._take(out)
-                if (isinstance(out, ev.ResponseOutputAudioDelta) and not effects.events and effects.barge_in is None
-                        and not conn.has_data_to_send):
-                    continue  # the bulk of a reply: nothing to publish or send (the next tick observes it)
+                effects = self.machine.receive(out, self.output.now())
+                if effects is NO_EFFECTS and not conn.has_data_to_send:
+                    continue  # the bulk of a reply: nothing to publish or send
                 await self._apply(effects, share)
             except Exception as exc:  # containment: no server event may end the session
-                _log.exception("failed to handle %s", getattr(out, "type", type(out).__name__))
                 kind = getattr(out, "type", type(out).__name__)
+                _log.exception("failed to handle %s", kind)
                 self._queue.put_nowait(SessionError(f"could not handle {kind}: {type(exc).__name__}: {exc}",
                                                     "event_failed"))
 
-    def _take(self, out: Any) -> Effects:
-        """One protocol output through the core, the journal, the tools and the mirror."""
-        assert self.core is not None
-        effects = self.core.handle(out, self.output.now())
-        self._metrics.wire(out, self.output.now())
-        self.journal.handle(out)
-        if self._run_tools:
-            self._tools.handle(out)
-        self.mirror.apply(out)
-        return effects
-
     def _tick(self) -> None:
-        core = self.core
-        if core is None:
-            return
-        now = self.output.now()
-        if now < core.quiet_until and now < self._metrics.next_due:
-            return  # nothing a tick looks at can have changed (SessionCore.quiet_until)
-        if now >= core.retire_due:
-            self._metrics.observe(now)  # the heard counts of what the retire may forget, before it does
-        self._publish(core.tick(now), now)
+        effects = self.machine.tick(self.output.now())
+        for event in effects.events:
+            self._queue.put_nowait(event)
 
     async def _tick_loop(self, clocked: bool) -> None:
-        """The core's tick every block (unless the output's own pass does it), liveness every WATCH_S."""
+        """The machine's tick every block (unless the output's own pass does it), liveness every WATCH_S."""
         watch_at = self.clock.now()
         while True:
             await self.clock.sleep(WATCH_S if clocked else TICK_S)
             if not clocked:
                 self._tick()
-            if self._live and not self._closing and self.clock.now() >= watch_at:
+            if self.machine.live and not self._link.closing and self.clock.now() >= watch_at:
                 watch_at = self.clock.now() + WATCH_S
-                await self._watch()
-
-    async def _watch(self) -> None:
-        """Liveness of the server, and the hand-over before the session's time runs out."""
-        conn, now = self._conn, self.clock.now()
-        assert conn is not None
-        timeout = self.settings.liveness_timeout_s
-        silent = now - self._last_rx
-        ping = getattr(conn.transport, "ping", None)
-        if timeout and ping is not None and silent >= timeout / 2 and self._ping is None:
-            self._ping = asyncio.ensure_future(self._ping_once(conn, ping))
-        if timeout and silent >= timeout and (conn.protocol.response_in_progress or self._ping is not None):
-            _log.warning("no word from the server for %.1f s; treating it as a drop", silent)
-            self._queue.put_nowait(SessionError(f"the server sent nothing for {silent:.1f} s and did not answer a "
-                                                "ping; reconnecting", "server_silent"))
-            if self._ping is not None:
-                self._ping.cancel()
-                self._ping = None
-            await self._close_quietly(conn, 4000, "server silent")
-            return
-        await self._maybe_hand_over(conn)
-
-    async def _ping_once(self, conn: RealtimeConnection, ping: Callable[[], Awaitable[None]]) -> None:
-        """Ask a quiet server whether it is there; its answer counts as hearing from it."""
-        try:
-            await ping()
-        except (RealtimeError, OSError):
-            pass  # the receive loop sees the close
-        else:
-            if conn is self._conn:
-                self._last_rx = self.clock.now()
-        finally:
-            if self._ping is asyncio.current_task():
-                self._ping = None
+                await self._link.watch()
 
     async def _flush_loop(self) -> None:
         while True:
             await self._flush_needed.wait()
             self._flush_needed.clear()
-            await self._flush()
+            await self._link.flush()
+
+    async def _capture_loop(self, blocks: AsyncIterable[Captured]) -> None:
+        """The input to the machine: a ``Recording`` on a real clock as a step of the loop's stepper, else block by block."""
+        try:
+            if (isinstance(blocks, Recording) and self.machine.mic.capture is None
+                    and isinstance(blocks.clock, RealClock) and blocks.due is not None):
+                await run_steps(blocks.clock, self._capture_step(blocks), blocks.due)
+            else:
+                async for item in blocks:
+                    effects, waiting = self._captured(item)
+                    if effects is not NO_EFFECTS:
+                        await self._apply(effects)
+                    elif waiting and self._link.conn is not None:
+                        with contextlib.suppress(ConnectionClosed):
+                            await self._link.conn.flush()
+            if self.machine.input_ended(self.output.now()):  # the input's last chunk
+                await self._link.flush()
+        finally:
+            self._input_finished = True
+
+    def _capture_step(self, recording: Recording) -> Step:
+        """The blocks of ``recording`` captured by each step's time, sent before the step returns."""
+        def step(now: float) -> float | None:
+            sent = False
+            for block in recording.take(now):
+                sent = self._captured(block)[1] or sent
+            if sent:
+                self._flush_now()
+            return recording.due
+        return step
+
+    def _captured(self, item: Captured) -> tuple[Effects, bool]:
+        """One block through the machine; a WebRTC connection's media track takes it as it is."""
+        conn = self._link.conn
+        media = conn.transport.media if conn is not None and self.machine.live else None
+        effects, pcm, waiting = self.machine.captured(item, self.output.now(), media=media is not None)
+        if pcm is not None and media is not None:
+            media.push_audio(pcm)
+        return effects, waiting
+
+    def _flush_now(self) -> None:
+        """The frames queued on the connection, written now where the transport can; the rest by the flush task."""
+        conn = self._link.conn
+        if conn is None:
+            return
+        try:
+            if conn.flush_now():
+                return
+        except ConnectionClosed:
+            return  # the receive loop sees the close
+        self._flush_needed.set()
+

@@ -98,7 +98,7 @@ def _after_output_before_create(d: str, f: Frame, run: Run) -> bool:
 
 def _tool_running(d: str, f: Frame, run: Run) -> bool:
     s = run.session
-    return d == "out" and f["type"] == "input_audio_buffer.append" and s is not None and bool(s._tools.tracker.running())
+    return d == "out" and f["type"] == "input_audio_buffer.append" and s is not None and bool(s.machine.calls.running())
 
 
 def _user_speaking(d: str, f: Frame, run: Run) -> bool:

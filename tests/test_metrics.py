@@ -19,7 +19,7 @@ from voxline.audio.voice import synthesize
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.settings import SessionSettings
-from voxline.session.core import Effects
+from voxline.session.core import CoreEffects
 from voxline.session.events import (
     AssistantAudioStarted,
     BargeIn,
@@ -161,8 +161,8 @@ def test_aggregate_skips_missing_figures() -> None:
 PART = {"response_id": "resp_1", "output_index": 0, "item_id": "item_a", "content_index": 0}
 
 
-def effects(*events: object) -> Effects:
-    return Effects(tuple(events))  # type: ignore[arg-type]
+def effects(*events: object) -> CoreEffects:
+    return CoreEffects(tuple(events))  # type: ignore[arg-type]
 
 
 def test_a_turn_from_speech_to_the_first_heard_sample() -> None:

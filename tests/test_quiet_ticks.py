@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voxline.audio.playout import PlayoutBuffer
-from voxline.session.core import NO_EFFECTS, SessionCore
+from voxline.session.core import NO_CORE_EFFECTS, SessionCore
 from tests.test_protocol import frame, response
 
 BLOCK = 480
@@ -101,7 +101,7 @@ def test_quiet_ticks_do_nothing(plan: list[Any], barge_at: int | None, ahead: in
         full, quiet = ticks
         if quiet is None:
             skipped += 1
-            assert full is NO_EFFECTS, f"block {k}: a skipped tick would have reported {full}"
+            assert full is NO_CORE_EFFECTS, f"block {k}: a skipped tick would have reported {full}"
         else:
             assert full == quiet
     (_, _, playout_a, core_a, log_a, _), (_, _, playout_b, core_b, log_b, _) = worlds

@@ -146,7 +146,7 @@ def test_an_hour_of_barge_ins_and_tool_calls_holds_flat() -> None:
                     assert session.core is not None
                     tables = {**session.core.sizes(), **session.core.protocol.sizes(),
                               **{f"playout_{k}": v for k, v in session.output.playout.sizes().items()},
-                              **{f"calls_{k}": v for k, v in session._tools.tracker.sizes().items()},
+                              **{f"calls_{k}": v for k, v in session.machine.calls.sizes().items()},
                               **{f"journal_{k}": v for k, v in session.journal.sizes().items()}}
                     if os.environ.get("VOXLINE_SOAK_DEBUG"):
                         print(clock.now(), {k: client_bytes(v) for k, v in vars(session).items()

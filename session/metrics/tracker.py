@@ -4,7 +4,7 @@ The session calls, with the listener time ``now`` (:meth:`~voxline.session.media
 
 * :meth:`SessionMetrics.wire` with each protocol output (audio deltas: when the first
   one of a turn came, how much of each item arrived; tool calls requested);
-* :meth:`SessionMetrics.effects` with each :class:`~voxline.session.core.Effects` the core
+* :meth:`SessionMetrics.effects` with each :class:`~voxline.session.core.CoreEffects` the core
   returned (speech, responses, first samples heard, barge-ins); it answers with
   :class:`~voxline.session.events.TurnMetrics` and
   :class:`~voxline.session.events.HeardTranscript` events to publish;
@@ -27,7 +27,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.protocol import ProtocolOutput
 
-from ..core import Effects
+from ..core import CoreEffects
 from ..events import (
     AssistantAudioStarted,
     BargeIn,
@@ -165,7 +165,7 @@ class SessionMetrics:
                 self._remember_tool(replace(base, finished_at=now, ok=event.ok))
                 self._running.discard(event.call_id)
 
-    def effects(self, effects: Effects, now: float) -> list[SessionEvent]:
+    def effects(self, effects: CoreEffects, now: float) -> list[SessionEvent]:
         """One call's effects; returns the events to publish after them."""
         out: list[SessionEvent] = []
         for event in effects.events:

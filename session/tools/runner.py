@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -32,32 +31,12 @@ from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
 from .outputs import encode_output, error_output
+from .events import ToolEvent, ToolFinished, ToolStarted
 from .registry import Tool, ToolRegistry
 
 __all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolStarted:
-    """A tool function was invoked with these decoded arguments."""
-
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolFinished:
-    """A call was answered. ``ok`` is false for every error output; ``duration_s`` is 0 if it never ran."""
-
-    call_id: str
-    name: str
-    output: str
-    ok: bool
-    duration_s: float
-
-
-ToolEvent = ToolStarted | ToolFinished
 Approver = Callable[[ToolCall], Awaitable[bool]]
 
 

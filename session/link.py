@@ -1,0 +1,205 @@
+"""A session's connection over time: opening, closing, drops, liveness and hand-overs.
+
+:class:`Link` is the I/O half of continuity; what a new connection must be told is the
+:class:`~voxline.session.machine.SessionMachine`'s to decide (:meth:`~SessionMachine.restore`).
+
+* After a drop, :meth:`Link.reconnect` tells the machine (which cuts what was audible), then
+  opens a new connection within the session's :class:`~.reconnect.ReconnectBudget`, sleeping
+  its backoff on the session's clock, and has the machine restore the conversation on it.
+* :meth:`Link.watch` runs every few hundred ms: it pings a quiet server, treats a server that
+  owes an answer and stays silent as a drop, and before ``expires_at`` warms up a successor,
+  switching to it at the first turn boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from voxline.base.clock import Clock
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConnectionClosed, RealtimeError
+
+from .events import SessionError, SessionEvent
+from .machine import Effects, SessionMachine
+from .reconnect import ReconnectBudget
+from .restore import handover_due
+from .settings import SessionSettings
+
+__all__ = ["Link"]
+
+_log = logging.getLogger("voxline.session")
+Connector = Callable[[], Awaitable[RealtimeConnection]]
+
+
+class Link:
+    """The connection a session's conversation is on (see the module docstring)."""
+
+    def __init__(self, machine: SessionMachine, settings: SessionSettings, clock: Clock, connector: Connector, *,
+                 budget: ReconnectBudget, now: Callable[[], float], apply: Callable[[Effects], Awaitable[None]],
+                 publish: Callable[[SessionEvent], None], idle: Callable[[], bool]) -> None:
+        self.machine = machine
+        self.settings = settings
+        self.clock = clock
+        self._connector = connector
+        self._budget = budget
+        self._now = now  # listener time
+        self._apply = apply
+        self._publish = publish
+        self._idle = idle
+        self.conn: RealtimeConnection | None = None
+        self.closing = False
+        self.handing_over = False
+        self._connected_at: float | None = None
+        self.last_rx = 0.0
+        self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
+        self._ping: asyncio.Future[None] | None = None
+
+    async def open(self) -> RealtimeConnection:
+        """The first connection, configured and the conversation's."""
+        self.conn = conn = await self._configured()
+        self.machine.attach(conn.protocol)
+        self._connected_at = self.last_rx = self.clock.now()  # a clock need not start at 0
+        return conn
+
+    async def _configured(self) -> RealtimeConnection:
+        conn = await self._connector()
+        self.machine.configure(conn.protocol)
+        await conn.flush()
+        return conn
+
+    async def flush(self) -> None:
+        """Tool outputs into the live connection, then everything queued on it to the transport."""
+        conn = self.conn
+        if conn is not None and self.machine.live and not conn.closed:
+            self.machine.drain_tools()
+            with contextlib.suppress(ConnectionClosed):
+                await conn.flush()
+
+    async def close(self) -> None:
+        """Stop: the warming successor and a ping in flight are dropped, the connection closed."""
+        self.closing = True
+        for pending in (self._spare, self._ping):
+            if pending is not None:
+                pending.cancel()
+        if self.conn is not None:
+            await self.close_quietly(self.conn)
+
+    async def close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
+        """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business."""
+        closing = asyncio.ensure_future(conn.close(code, reason))
+        timer = asyncio.ensure_future(self.clock.sleep(self.settings.close_timeout_s))
+        try:
+            await asyncio.wait((closing, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not closing.done():
+                closing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RealtimeError, OSError):
+                await closing
+            conn.protocol.connection_lost()
+
+    # ------------------------------------------------------------------ drops
+    async def reconnect(self, exc: ConnectionClosed) -> bool:
+        """After a drop: reconnect within the budget and restore the conversation. False if given up."""
+        self._budget.lost(self.clock.now(), self._connected_at)
+        _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
+        await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))
+        while (delay := self._budget.next_delay(self.clock.now())) is not None:
+            await self.clock.sleep(delay)
+            if self.closing:
+                return False
+            try:
+                conn = await self._configured()
+            except (RealtimeError, OSError) as failure:
+                _log.warning("reconnect failed: %s", failure)
+                self._publish(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
+                continue
+            self.machine.attach(conn.protocol)
+            restored = self.machine.restore(self._now())
+            self.conn, self._connected_at, self.last_rx = conn, self.clock.now(), self.clock.now()
+            try:
+                await conn.flush()
+            except ConnectionClosed as closed:  # it closed at once: the next try still owes everything
+                self.machine.reconnect_failed(conn.protocol)
+                self._budget.lost(self.clock.now(), None)
+                self._publish(SessionError(f"reconnect failed: the new connection closed at once ({closed.code})",
+                                           "reconnect_failed"))
+                continue
+            self._publish(restored)
+            _log.info("connection restored")
+            await self.flush()
+            return True
+        _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used)
+        self._publish(SessionError(f"the connection is lost and could not be restored ({self._budget.used} tries)",
+                                   "connection_lost", fatal=True))
+        return False
+
+    # ------------------------------------------------------------------ liveness and hand-over
+    async def watch(self) -> None:
+        """Liveness of the server, and the hand-over before the session's time runs out."""
+        conn, now = self.conn, self.clock.now()
+        assert conn is not None
+        timeout = self.settings.liveness_timeout_s
+        silent = now - self.last_rx
+        ping = getattr(conn.transport, "ping", None)
+        if timeout and ping is not None and silent >= timeout / 2 and self._ping is None:
+            self._ping = asyncio.ensure_future(self._ping_once(conn, ping))
+        if timeout and silent >= timeout and (conn.protocol.response_in_progress or self._ping is not None):
+            _log.warning("no word from the server for %.1f s; treating it as a drop", silent)
+            self._publish(SessionError(f"the server sent nothing for {silent:.1f} s and did not answer a ping; "
+                                       "reconnecting", "server_silent"))
+            if self._ping is not None:
+                self._ping.cancel()
+                self._ping = None
+            await self.close_quietly(conn, 4000, "server silent")
+            return
+        await self._maybe_hand_over(conn)
+
+    async def _ping_once(self, conn: RealtimeConnection, ping: Callable[[], Awaitable[None]]) -> None:
+        """Ask a quiet server whether it is there; its answer counts as hearing from it."""
+        try:
+            await ping()
+        except (RealtimeError, OSError):
+            pass  # the receive loop sees the close
+        else:
+            if conn is self.conn:
+                self.last_rx = self.clock.now()
+        finally:
+            if self._ping is asyncio.current_task():
+                self._ping = None
+
+    async def _maybe_hand_over(self, conn: RealtimeConnection) -> None:
+        """Before ``expires_at``: warm up a successor, then switch at the first turn boundary."""
+        if self.handing_over:
+            return
+        opened = self._connected_at if self._connected_at is not None else 0.0
+        wall = self.clock.wall()
+        if not handover_due((conn.protocol.session or {}).get("expires_at"), wall_now=wall,
+                            opened_wall=wall - (self.clock.now() - opened), margin_s=self.settings.handover_s):
+            return
+        if self._spare is None:
+            self._spare = asyncio.ensure_future(self._configured())
+            return
+        core = self.machine.core
+        if not self._spare.done() or not self._idle() or core is None or core.user_speaking:
+            return
+        spare, self._spare = self._spare, None
+        try:
+            fresh = spare.result()
+        except (RealtimeError, OSError) as failure:
+            self._publish(SessionError(f"could not prepare the next connection: {failure}", "handover_failed"))
+            return
+        self.handing_over = True
+        try:
+            self.machine.attach(fresh.protocol)
+            restored = self.machine.restore(self._now(), handover=True)
+            self.conn, self._connected_at, self.last_rx = fresh, self.clock.now(), self.clock.now()
+            with contextlib.suppress(ConnectionClosed):
+                await fresh.flush()
+            await self.close_quietly(conn, 1000, "handed over")
+        finally:
+            self.handing_over = False
+        self._publish(restored)

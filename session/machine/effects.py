@@ -1,0 +1,38 @@
+"""What one call into the session machine asks of its driver.
+
+The machine has already done everything it decides: the cut is made, the mirror and the
+metrics have it, and any client events wait in the protocol core's outbox. What is left is
+I/O, and :class:`Effects` names it: the events to hand to the application, the tool calls to
+run, and the audio a barge-in revoked, for the output to keep from the listener.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from voxline.audio.ledger import Cut
+
+from ..events import BargeIn, SessionEvent
+from ..tools.calls import ToolCall
+from ..tools.events import ToolEvent
+
+__all__ = ["NO_EFFECTS", "Effects"]
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """The driver's part of one machine step (see the module docstring)."""
+
+    events: tuple[SessionEvent | ToolEvent, ...] = ()
+    barge_in: BargeIn | None = None
+    calls: tuple[ToolCall, ...] = ()  # calls whose arguments are complete: for the tool runner
+
+    @property
+    def discard(self) -> Cut | None:
+        """The cut whose revoked audio the output must drop (audio already inside a device)."""
+        cut = self.barge_in.cut if self.barge_in is not None else None
+        return cut if cut is not None and cut.revoked_samples else None
+
+
+NO_EFFECTS = Effects()
+"""What a step that leaves the driver nothing to do returns (one frozen instance for all)."""

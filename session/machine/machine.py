@@ -1,0 +1,389 @@
+"""The session machine: everything a voice session decides, with no I/O, no awaits and no clock reads.
+
+It owns the :class:`~voxline.session.core.SessionCore` (playout and barge-in), the
+conversation mirror, the input journal (through :class:`.microphone.MicrophonePath`), the
+tool-call tracker, the metrics and, over WebRTC, the track tagger. A driver hands it what
+happens, each with the listener time ``now``:
+
+* :meth:`SessionMachine.receive` — a protocol output (server event or notice);
+* :meth:`tick` — after a playout pass; :meth:`interrupt`, :meth:`local_speech`;
+* :meth:`captured` — a microphone block; :meth:`input_ended`;
+* :meth:`send_text`, :meth:`start_talking`, :meth:`stop_talking`, :meth:`update` — the app's commands;
+* :meth:`tool_event` — the tool runner started or answered a call;
+* :meth:`connection_lost`, then :meth:`attach` + :meth:`restore` on a new connection;
+* :meth:`close`.
+
+Each returns :class:`~.effects.Effects` (or says whether frames wait): the events for the
+app, the calls to run, the audio a cut revoked. Client events go into the current
+protocol core's outbox; the driver sends them. ``VoiceSession`` is the one driver.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import numpy as np
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime import events as ev
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
+
+from ..bargein import Trigger
+from ..capture import CapturePath
+from ..core import NO_CORE_EFFECTS, CoreEffects, SessionCore
+from ..events import ConnectionLost, ConnectionRestored, SessionEvent
+from ..local_barge import BargePolicy, LocalBarge
+from ..metrics import MetricsReport, SessionMetrics
+from ..mirror import ConversationMirror
+from ..restore import Owed, creates_owed
+from ..settings import SessionSettings
+from ..tools.calls import CallTracker
+from ..tools.events import ToolEvent
+from ..tools.registry import ToolRegistry
+from ..track_audio import TrackTagger
+from .effects import NO_EFFECTS, Effects
+from .microphone import Captured, MicrophonePath
+
+__all__ = ["SessionMachine"]
+
+
+class SessionMachine:
+    """One conversation's decisions over one connection at a time (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: SessionSettings,
+        playout: PlayoutBuffer,
+        *,
+        registry: ToolRegistry | None = None,
+        mirror: ConversationMirror | None = None,
+        capture: CapturePath | None = None,
+        barge_policy: BargePolicy | None = None,
+        raw_events: bool = False,
+        run_tools: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.playout = playout
+        self.registry = registry or ToolRegistry()
+        self.mirror = mirror if mirror is not None else ConversationMirror()
+        self.calls = CallTracker()
+        self.run_tools = run_tools  # False: another session on the same call (a sideband) answers the calls
+        webrtc = settings.transport == "webrtc" and settings.call_id is None
+        self.track = TrackTagger(playout) if webrtc else None  # WebRTC: assistant audio comes on the media track
+        self.mic = MicrophonePath(padding_ms=settings.prefix_padding_ms, chunk_samples=settings.input_chunk_samples,
+                                  capture=capture, push_to_talk=settings.turn_detection == "none",
+                                  journaled=self.track is None)
+        self._barge_policy = barge_policy if capture is not None and capture.vad is not None else None
+        self._local_vad = capture is not None and capture.vad is not None
+        self._raw = raw_events
+        vad = settings.turn_detection == "server_vad"  # speech ends audio_end_ms − silence_ms before
+        self.metrics = SessionMetrics(playout, self.mirror, silence_ms=settings.silence_ms if vad else 0,
+                                      padding_ms=settings.prefix_padding_ms if vad else 0)
+        self.core: SessionCore | None = None
+        self.live = False  # a connection is attached and carries the conversation
+        self.closed = False
+        self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+        self._item_prefix = "item_vx" + secrets.token_hex(4)
+        self._item_count = 0
+        self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
+        self._cut_short = False  # the drop cut a reply short for the listener
+        self._texts_while_away = 0  # turns sent while away: each owes a create
+
+    # ------------------------------------------------------------------ connections
+    @property
+    def protocol(self) -> RealtimeProtocol:
+        """The protocol core of the connection the conversation is on."""
+        if self.core is None:
+            raise ConfigurationError("the session is not open; use 'async with VoiceSession(...)'")
+        return self.core.protocol
+
+    def configure(self, protocol: RealtimeProtocol) -> None:
+        """Queue the session's configuration on a new connection's protocol core."""
+        protocol.update_session(self.settings.session_config(self._schemas()))
+
+    def attach(self, protocol: RealtimeProtocol) -> None:
+        """Make ``protocol`` the conversation's; it inherits what the previous one received."""
+        if self.core is None:
+            self.core = SessionCore(protocol, self.playout, raw_events=self._raw, track=self.track)
+            if self._local_vad:
+                self.core.local = LocalBarge(self._barge_policy)
+        else:
+            protocol.inherit_received_audio(self.core.protocol)
+            self.core.protocol = protocol
+        self.live = True
+
+    def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
+        """The connection dropped: the listener hears no more, and the conversation keeps what they heard."""
+        assert self.core is not None
+        self.live = False
+        lost = ConnectionLost(code, reason, now)
+        self._cut_short = False
+        effects = NO_EFFECTS
+        if self.core.assistant_audible(now):
+            effects = self._settle(self.core.interrupt(now, Trigger.CONNECTION_LOST), now)
+            cut = effects.barge_in
+            self._cut_short = cut is not None and cut.unplayed_ms + cut.in_device_ms > 0
+        self._owed = self.core.protocol.owed_creates()
+        return Effects((lost, *effects.events), effects.barge_in)
+
+    def reconnect_failed(self, protocol: RealtimeProtocol) -> None:
+        """A restored connection closed at once: the next try owes what that one was given."""
+        self.live = False
+        if protocol.closed:
+            self._owed = protocol.owed_creates()
+
+    def restore(self, now: float, *, handover: bool = False) -> ConnectionRestored:
+        """Recreate the conversation on the attached connection: items, tool outputs, owed responses, the turn.
+
+        Exactly one ``response.create`` for each one owed: responses with tool calls are
+        followed up by the tool tracker once their outputs are in; a response the drop left
+        unfinished, or cut short for the listener, is asked for again otherwise; and one for
+        each turn sent while away. A sideband's call kept its conversation: nothing to send.
+        """
+        protocol = self.protocol
+        if self.settings.call_id is not None:
+            return ConnectionRestored(now, 0, 0, 0.0, handover)
+        owed, cut_short = ([], False) if handover else (self._owed, self._cut_short)
+        plan = self.mirror.plan_rebuild(self.mic.journal.audio_of)
+        for command in plan.commands:
+            protocol.send(command)
+        self.mirror.adopt_rebuild(plan)
+        followed = set(self.calls.unsettled_responses())
+        for rid in followed:
+            self.calls.on_response_done(rid, "completed")  # the rebuilt conversation lets the model go on
+        self.drain_tools()
+        creates = creates_owed(owed, followed, cut_short=cut_short, texts_while_away=self._texts_while_away)
+        self._texts_while_away = 0
+        resumed = self.mic.resume(handover=handover)
+        if resumed is not None and len(resumed):
+            protocol.append_audio(resumed.astype("<i2").tobytes())
+        for payload in creates:
+            protocol.send(payload)
+        resent_ms = (len(resumed) if resumed is not None else 0) * 1000 / self.mic.journal.rate
+        return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover)
+
+    # ------------------------------------------------------------------ server events and time
+    def receive(self, output: ProtocolOutput, now: float) -> Effects:
+        """One protocol output through the core, the metrics, the journal, the tools and the mirror."""
+        core = self.core
+        assert core is not None
+        decided = core.handle(output, now)
+        self.metrics.wire(output, now)
+        self.mic.journal.handle(output)
+        calls: tuple[Any, ...] = ()
+        if self.run_tools:
+            calls = self._tools_see(output)
+        self.mirror.apply(output)
+        if decided is NO_CORE_EFFECTS and not calls:
+            return NO_EFFECTS  # the bulk of a reply: nothing for the app (the next tick observes it)
+        effects = self._settle(decided, now)
+        return Effects(effects.events, effects.barge_in, calls) if calls else effects
+
+    def _tools_see(self, output: ProtocolOutput) -> tuple[Any, ...]:
+        """Calls start on ``arguments.done`` only; ``response.done`` and deletions settle them."""
+        match output:
+            case ev.ResponseFunctionCallArgumentsDone():
+                return tuple(self.calls.on_arguments_done(output.response_id, output.item_id, output.call_id,
+                                                          output.name, output.arguments))
+            case ev.ResponseDone():
+                self.calls.on_response_done(output.response.id, output.response.status or "completed")
+            case ev.ConversationItemDeleted():
+                self.calls.on_item_deleted(output.item_id)
+            case _:
+                pass
+        return ()
+
+    def tick(self, now: float) -> Effects:
+        """After a playout pass: first samples heard, speaking/listening, cuts measured. Cheap when nothing changed."""
+        core = self.core
+        if core is None:
+            return NO_EFFECTS
+        if now < core.quiet_until and now < self.metrics.next_due:
+            return NO_EFFECTS  # nothing a tick looks at can have changed (SessionCore.quiet_until)
+        if now >= core.retire_due:
+            self.metrics.observe(now)  # the heard counts of what the retire may forget, before it does
+        return self._settle(core.tick(now), now)
+
+    def _settle(self, decided: CoreEffects, now: float) -> Effects:
+        """A barge-in reaches the mirror; the metrics see every event and add their own."""
+        barge_in = decided.barge_in
+        if barge_in is not None:
+            if self.track is not None:  # WebRTC: each item's length, estimated from its transcript
+                for item_id, audio_ms in self.track.audio_estimates():
+                    self.mirror.record_audio(item_id, audio_ms)
+            self.mirror.apply_barge_in(barge_in)
+        extra = self.metrics.effects(decided, now)
+        if not extra and barge_in is None and not decided.events:
+            return NO_EFFECTS
+        events: tuple[SessionEvent, ...] = (*decided.events, *extra) if extra else decided.events
+        return Effects(events, barge_in)
+
+    # ------------------------------------------------------------------ barge-in
+    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
+        """Stop the assistant at ``now`` and cut where the listener is; nothing when nothing is audible."""
+        core = self.core
+        if core is None or not core.assistant_audible(now):
+            return NO_EFFECTS
+        return self._settle(core.interrupt(now, trigger), now)
+
+    def local_speech(self, now: float, onset: float) -> Effects:
+        """Local VAD heard speech from ``onset``: hold the assistant until the server confirms."""
+        if self.core is None:
+            return NO_EFFECTS
+        return self._settle(self.core.local_speech(now, onset), now)
+
+    # ------------------------------------------------------------------ microphone
+    def captured(self, item: Captured, now: float, *, media: bool = False
+                 ) -> tuple[Effects, np.ndarray | None, bool]:
+        """A microphone block: (effects of local speech in it, the block for a media track, whether frames wait).
+
+        With ``media`` (WebRTC) the block is for the connection's media track, which the driver
+        feeds; otherwise it is journaled and appended in chunks. Nothing goes out while not talking.
+        """
+        pcm, onset = self.mic.clean(item, now)
+        effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
+        core = self.core
+        if not self.mic.talking or core is None:
+            return effects, None, False
+        pcm = np.ascontiguousarray(pcm, dtype="<i2")
+        if media and self.live:
+            self.metrics.input_sent(len(pcm), now, core.protocol)
+            return effects, pcm, False
+        return effects, None, self._append(self.mic.captured(pcm, live=self.live), now)
+
+    def input_ended(self, now: float) -> bool:
+        """The input is over: its last chunk goes out. True if a frame waits."""
+        return self._append(self.mic.chunker.take(), now)
+
+    def _append(self, chunk: np.ndarray | None, now: float) -> bool:
+        if chunk is None or not self.live or self.core is None or self.core.protocol.closed:
+            return False
+        protocol = self.core.protocol
+        self.metrics.input_sent(len(chunk), now, protocol)  # captured up to now
+        protocol.append_audio(chunk.tobytes())
+        return True
+
+    # ------------------------------------------------------------------ the app's commands
+    def new_item_id(self) -> str:
+        self._item_count += 1
+        return f"{self._item_prefix}{self._item_count:06d}"
+
+    def send_text(self, text: str) -> bool:
+        """A user text message and a response; kept for the next connection while away. True if frames wait."""
+        if self.closed:
+            raise ConfigurationError("the session is closed")
+        item = {"id": self.new_item_id(), "type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": text}]}
+        create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
+        assert isinstance(create, ev.ConversationItemCreate)
+        self.mirror.record_local(create)
+        if not self.live:
+            self._texts_while_away += 1
+            return False
+        self.protocol.send(create)
+        self.protocol.create_response()
+        return True
+
+    def start_talking(self, now: float) -> Effects:
+        """Push-to-talk pressed: clear what the server buffered; cut the assistant if it is on."""
+        self.mic.talking = True
+        if not self.live or self.core is None:
+            return NO_EFFECTS
+        self.protocol.clear_audio()
+        if self.playout.queued_samples or self.protocol.response_in_progress:
+            return self.interrupt(now)
+        return NO_EFFECTS
+
+    def stop_talking(self, now: float) -> bool:
+        """Push-to-talk released: the turn's last chunk, its commit and a response. True if frames wait."""
+        self.mic.talking = False
+        if not self.live:
+            self._texts_while_away += 1  # the turn is resent with the journal's audio, then answered
+            return False
+        self._append(self.mic.chunker.take(), now)  # the end of the turn goes before its commit
+        self.protocol.commit_audio()
+        self.protocol.create_response()
+        return True
+
+    def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
+               voice: str | None = None) -> bool:
+        """New instructions, voice or offered tools, kept for reconnects. True if a ``session.update`` waits."""
+        changes: dict[str, Any] = {}
+        if instructions is not None:
+            changes["instructions"] = instructions
+        if voice is not None:
+            changes["voice"] = voice
+        if tools is not None:
+            unknown = set(tools) - set(self.registry.names())
+            if unknown:
+                raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
+            self._offered = list(tools)
+        self.settings = self.settings.model_copy(update=changes)
+        if not self.live:
+            return False  # the next connection is configured from the settings
+        self.configure(self.protocol)
+        return True
+
+    def _schemas(self) -> list[dict[str, Any]] | None:
+        if self._offered is None:
+            return self.registry.schemas() or None
+        return self.registry.schemas(self._offered)
+
+    # ------------------------------------------------------------------ tools
+    def tool_event(self, event: ToolEvent, now: float) -> Effects:
+        """The runner started or answered a call; its output waits for :meth:`drain_tools`."""
+        if self.core is not None:
+            self.core.wake()
+        self.metrics.tool(event, now)
+        return Effects((event,))
+
+    def drain_tools(self) -> bool:
+        """Tool outputs and their follow-up into the live protocol core; outputs enter the mirror as sent."""
+        if not self.live or self.core is None:
+            return False
+        protocol = self.core.protocol
+        sent = False
+        for command in self.calls.commands():
+            if isinstance(command, ev.ConversationItemCreate):
+                if not command.item.id:
+                    command = command.model_copy(update={"item": command.item.model_copy(update={"id": self.new_item_id()})})
+                self.mirror.record_local(command)
+            protocol.send(command)
+            sent = True
+        return sent
+
+    # ------------------------------------------------------------------ state
+    def idle(self, now: float, *, tools_busy: bool) -> bool:
+        """Nothing playing, queued, being produced or owed on the live connection."""
+        core = self.core
+        if core is None:
+            return True
+        if not self.live:
+            return self.closed
+        protocol = core.protocol
+        return (not core.assistant_audible(now) and not protocol.response_in_progress
+                and protocol.queued_creates == 0 and not tools_busy
+                and not self.calls.running() and not self.calls.runnable())
+
+    def close(self, now: float) -> tuple[SessionEvent, ...]:
+        """The session ends: the metrics' last records, once."""
+        if self.closed:
+            return ()
+        self.closed, self.live = True, False
+        return tuple(self.metrics.finish(now))
+
+    def report(self, now: float) -> MetricsReport:
+        return self.metrics.report(now)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries per table of everything the machine keeps (to check that memory stays bounded)."""
+        out: dict[str, int] = {}
+        if self.core is not None:
+            out.update(self.core.sizes())
+            out.update(self.core.protocol.sizes())
+        out.update({f"calls_{k}": v for k, v in self.calls.sizes().items()})
+        out.update({f"journal_{k}": v for k, v in self.mic.journal.sizes().items()})
+        return out
+

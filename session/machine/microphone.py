@@ -1,0 +1,71 @@
+"""The machine's microphone side: captured blocks on their way to the server.
+
+:class:`MicrophonePath` is plain and synchronous. A block is echo-cancelled first when the
+session has a capture path (:class:`~voxline.session.capture.CapturePath`, whose local VAD
+reports speech onsets), kept in the :class:`~voxline.session.input_journal.InputJournal`
+until the server has it for good, and gathered into chunks (:mod:`voxline.session.input_chunks`);
+the machine appends each chunk to the live connection.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.base.audio_format import SAMPLE_RATE
+
+from ..capture import CapturePath
+from ..input_chunks import InputChunker
+from ..input_journal import InputJournal
+
+__all__ = ["Captured", "MicrophonePath"]
+
+Pcm = npt.NDArray[np.int16]
+Captured = np.ndarray | tuple[float, np.ndarray]
+"""A block as an input yields it: alone (captured just now) or as ``(adc_time, block)`` from a device."""
+
+
+class MicrophonePath:
+    """Capture path, journal and chunker of one session (see the module docstring)."""
+
+    def __init__(self, *, padding_ms: int, chunk_samples: int, capture: CapturePath | None,
+                 push_to_talk: bool, journaled: bool) -> None:
+        self.journal = InputJournal(padding_ms=padding_ms)
+        self.chunker = InputChunker(chunk_samples)
+        self.capture = capture
+        self.push_to_talk = push_to_talk
+        self.talking = not push_to_talk
+        self._journaled = journaled  # False over WebRTC: the track carries the audio, nothing is resent
+
+    def clean(self, item: Captured, now: float) -> tuple[Pcm, float | None]:
+        """A block echo-cancelled where the session has a capture path; the first local speech onset in it.
+
+        A device block's end is its ADC time plus its length (the ADC times share the output's
+        clock); any other block ends ``now``.
+        """
+        if isinstance(item, tuple):
+            adc, block = item
+            end = adc + len(block) / SAMPLE_RATE
+        else:
+            block, end = item, now
+        pcm = np.asarray(block, dtype=np.int16)
+        if self.capture is None:
+            return pcm, None
+        out, onsets = self.capture.process(pcm, end)
+        return out, (onsets[0] if onsets else None)
+
+    def captured(self, pcm: Pcm, *, live: bool) -> Pcm | None:
+        """Keep a block; the chunk to append now, if one is full and the connection is live."""
+        if self._journaled:
+            self.journal.captured(pcm)  # kept until the server has it for good
+        if not live:
+            return None  # away: the journal holds it, and the restore resends what is needed
+        return self.chunker.add(pcm)
+
+    def resume(self, *, handover: bool) -> Pcm | None:
+        """What a new connection must be sent of the user's unfinished turn."""
+        if handover:
+            self.journal.restart(unsent=self.chunker.held)  # those go on the new connection
+            return None
+        self.chunker.clear()  # the journal's resend holds them
+        return self.journal.resume(push_to_talk=self.push_to_talk)
