@@ -92,12 +92,13 @@ class VoiceSession:
         self.clock = clock or RealClock()
         self.output: Output = output or ClockedOutput(self.clock)
         capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
-        self.machine = SessionMachine(s, self.output.playout, registry=tools, mirror=mirror, capture=capture,
+        registry = tools or ToolRegistry()
+        self.machine = SessionMachine(s, self.output.playout, registry=registry, mirror=mirror, capture=capture,
                                       barge_policy=barge_policy, raw_events=raw_events, run_tools=run_tools)
         self._input = input
         self._input_finished = input is None
         self._on_wire = on_wire
-        self._runner = ToolRunner(self.machine.registry, self.machine.calls, approve, on_event=self._on_tool_event,
+        self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._on_tool_event,
                                   clock=self.clock)
         budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
                                  backoff=backoff or exponential_backoff())

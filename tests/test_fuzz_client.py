@@ -8,8 +8,8 @@ Two sources of input:
   and reordered; over 100,000 frames;
 * Hypothesis, for structured frames built from the event vocabulary.
 
-Every frame goes through the same synchronous pipeline a session runs (protocol core,
-session core with its playout and barge-ins, input journal, tool tracker, mirror and its
+Every frame goes through the session machine a session runs (protocol core, session
+core with its playout and barge-ins, input journal, tool tracker, metrics, mirror and its
 rebuild), and a share of them through a real ``VoiceSession``. Nothing may raise.
 """
 
@@ -32,14 +32,10 @@ from voxline.realtime.events import SERVER_EVENT_TYPES
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.transports.base import memory_pair
 from voxline.session.bargein import Trigger
-from voxline.session.core import SessionCore
 from voxline.session.events import SessionError
-from voxline.session.input_journal import InputJournal
+from voxline.session.machine import Effects, SessionMachine
 from voxline.session.media import ClockedOutput
-from voxline.session.mirror import ConversationMirror
 from voxline.session.settings import SessionSettings
-from voxline.session.tool_bridge import ToolBridge
-from voxline.session.tools import ToolCall, ToolRegistry
 from voxline.session.voice import VoiceSession
 
 import numpy as np
@@ -60,58 +56,53 @@ def recorded() -> tuple[str, ...]:
     return tuple(json.dumps(frame) for _n, direction, frame in outcome.wire if direction == "in")
 
 
-class FakeRunner:
-    """Stands in for the async tool runner: every submitted call answers at once."""
-
-    def __init__(self, bridge: ToolBridge) -> None:
-        self.tracker = bridge.tracker
-        self.busy = False
-
-    def submit(self, calls: list[ToolCall]) -> None:
-        for call in calls:
-            if self.tracker.begin(call.call_id):
-                self.tracker.on_result(call.call_id, {"ok": True})
-
-
 class Pipeline:
-    """The session's synchronous path for one connection: what the receive loop does per frame."""
+    """The session machine on one connection, driven the way ``VoiceSession`` drives it, minus the I/O.
+
+    Tool calls are answered at once in place of the async runner; a lost connection is
+    restored on a fresh protocol core, as after a drop.
+    """
 
     def __init__(self) -> None:
-        self.protocol = RealtimeProtocol()
         self.playout = PlayoutBuffer()
-        self.core = SessionCore(self.protocol, self.playout)
-        self.mirror = ConversationMirror()
-        self.journal = InputJournal()
-        self.bridge = ToolBridge(ToolRegistry())
-        self.bridge.runner = FakeRunner(self.bridge)  # type: ignore[assignment]
+        self.machine = SessionMachine(SessionSettings(api_key="k"), self.playout)
+        self.protocol = RealtimeProtocol()
+        self.machine.attach(self.protocol)
         self.now = 0.0
         self.block = np.zeros(480, dtype=np.int16)
 
     def feed(self, text: str | bytes) -> None:
         self.protocol.receive(text)
         for out in self.protocol.events():
-            effects = self.core.handle(out, self.now)
-            self.journal.handle(out)
-            self.bridge.handle(out)
-            self.mirror.apply(out)
-            if effects.barge_in is not None:
-                self.mirror.apply_barge_in(effects.barge_in)
-        self.bridge.drain_into(self.protocol)
+            self._run(self.machine.receive(out, self.now))
+        self.machine.drain_tools()
+
+    def _run(self, effects: Effects) -> None:
+        for call in effects.calls:
+            if self.machine.calls.begin(call.call_id):
+                self.machine.calls.on_result(call.call_id, {"ok": True})
 
     def advance(self, rng: random.Random) -> None:
-        """Time passes: the output plays a block, the core ticks; now and then a barge-in or a rebuild."""
+        """Time passes: the output plays a block, the machine ticks and captures; now and then a cut or a rebuild."""
         self.playout.read_into(self.block, self.now)
         self.now += 0.02
-        self.core.tick(self.now)
-        self.journal.captured(self.block)
+        self._run(self.machine.tick(self.now))
+        self.machine.captured(self.block, self.now)
         roll = rng.random()
-        if roll < 0.01 and self.core.assistant_audible(self.now):
-            effects = self.core.interrupt(self.now, Trigger.INTERRUPT)
-            if effects.barge_in is not None:
-                self.mirror.apply_barge_in(effects.barge_in)
+        if roll < 0.01:
+            self._run(self.machine.interrupt(self.now, Trigger.INTERRUPT))
         elif roll < 0.015:
-            self.mirror.plan_rebuild(self.journal.audio_of)
-            self.mirror.to_json()
+            self.machine.mirror.plan_rebuild(self.machine.mic.journal.audio_of)
+            self.machine.mirror.to_json()
+        self.protocol.data_to_send()
+
+    def reconnect(self) -> None:
+        """The connection drops and a new one takes the conversation over."""
+        self.protocol.connection_lost()
+        self.machine.connection_lost(self.now, 1006, "")
+        self.protocol = RealtimeProtocol()
+        self.machine.attach(self.protocol)
+        self.machine.restore(self.now)
         self.protocol.data_to_send()
 
 
@@ -197,8 +188,7 @@ def test_the_pipeline_survives_100000_mutated_frames() -> None:
         if fed % 3 == 0:
             pipeline.advance(rng)
         if fed % 20_000 == 0:  # a new connection now and then, as after a drop
-            pipeline.protocol.connection_lost()
-            pipeline = Pipeline()
+            pipeline.reconnect()
     assert fed >= MUTATED_FRAMES
 
 

@@ -1,7 +1,7 @@
-"""``VoiceSession`` is the only driver of the session core: replay, talk and apps share it.
+"""One machine, one driver: ``VoiceSession`` drives the session machine for replay, talk and apps.
 
-A replay that pumped ``SessionCore`` its own way would skip the tools, the conversation
-mirror and reconnect that applications run; these tests fail if one grows back.
+A replay that pumped the session core or the machine its own way would skip the tools, the
+conversation mirror and reconnect that applications run; these tests fail if one grows back.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from tests.conftest import require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
-DRIVER = ROOT / "session" / "voice.py"
-# VoiceSession's other half (drops and hand-overs): a base class that nothing else may use
-DRIVER_PARTS = {DRIVER, ROOT / "session" / "continuity.py"}
+MACHINE = ROOT / "session" / "machine" / "machine.py"
+DRIVERS = {ROOT / "session" / "voice.py", ROOT / "session" / "link.py"}  # VoiceSession and its connection
+STEPS = ("receive", "tick", "interrupt", "local_speech", "captured", "connection_lost", "restore")
 
 
 def _python_files() -> list[Path]:
@@ -27,19 +27,31 @@ def _python_files() -> list[Path]:
             for p in (ROOT / folder).rglob("*.py")]
 
 
-def test_only_voice_session_builds_or_pumps_a_session_core() -> None:
+def test_only_the_machine_builds_or_pumps_a_session_core() -> None:
     offenders = []
     for path in _python_files():
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SessionCore":
-                if path != DRIVER:
+                if path != MACHINE:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} builds a SessionCore")
-            if (isinstance(node, ast.Attribute) and node.attr in ("handle", "tick", "interrupt")
-                    and isinstance(node.value, ast.Attribute) and node.value.attr == "core" and path not in DRIVER_PARTS):
+            if (isinstance(node, ast.Attribute) and node.attr in ("handle", "tick", "interrupt", "local_speech")
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "core" and path != MACHINE):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} calls core.{node.attr}")
-            if isinstance(node, ast.Name) and node.id == "Continuity" and path not in DRIVER_PARTS:
-                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} uses VoiceSession's Continuity")
+    assert offenders == []
+
+
+def test_only_voice_session_drives_a_session_machine() -> None:
+    offenders = []
+    for path in _python_files():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SessionMachine":
+                if path not in DRIVERS:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} builds a SessionMachine")
+            if (isinstance(node, ast.Attribute) and node.attr in STEPS and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "machine" and path not in DRIVERS):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} calls machine.{node.attr}")
     assert offenders == []
 
 

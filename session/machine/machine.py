@@ -21,7 +21,8 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -41,12 +42,19 @@ from ..restore import Owed, creates_owed
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker
 from ..tools.events import ToolEvent
-from ..tools.registry import ToolRegistry
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
 from .microphone import Captured, MicrophonePath
 
-__all__ = ["SessionMachine"]
+__all__ = ["SessionMachine", "ToolSchemas"]
+
+
+class ToolSchemas(Protocol):
+    """What the machine reads of a tool registry: the tools' names and schemas to offer the model."""
+
+    def names(self) -> list[str]: ...
+
+    def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]: ...
 
 
 class SessionMachine:
@@ -57,7 +65,7 @@ class SessionMachine:
         settings: SessionSettings,
         playout: PlayoutBuffer,
         *,
-        registry: ToolRegistry | None = None,
+        registry: ToolSchemas | None = None,
         mirror: ConversationMirror | None = None,
         capture: CapturePath | None = None,
         barge_policy: BargePolicy | None = None,
@@ -66,7 +74,7 @@ class SessionMachine:
     ) -> None:
         self.settings = settings
         self.playout = playout
-        self.registry = registry or ToolRegistry()
+        self.registry = registry  # None: no tools
         self.mirror = mirror if mirror is not None else ConversationMirror()
         self.calls = CallTracker()
         self.run_tools = run_tools  # False: another session on the same call (a sideband) answers the calls
@@ -316,7 +324,7 @@ class SessionMachine:
         if voice is not None:
             changes["voice"] = voice
         if tools is not None:
-            unknown = set(tools) - set(self.registry.names())
+            unknown = set(tools) - set(self.registry.names() if self.registry is not None else ())
             if unknown:
                 raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
             self._offered = list(tools)
@@ -327,6 +335,8 @@ class SessionMachine:
         return True
 
     def _schemas(self) -> list[dict[str, Any]] | None:
+        if self.registry is None:
+            return None
         if self._offered is None:
             return self.registry.schemas() or None
         return self.registry.schemas(self._offered)

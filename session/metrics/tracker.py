@@ -41,7 +41,7 @@ from ..events import (
     TurnMetrics,
 )
 from ..mirror import ConversationMirror
-from ..tools import ToolEvent, ToolFinished, ToolStarted
+from ..tools.events import ToolEvent, ToolFinished, ToolStarted
 from .records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
 
 __all__ = ["SessionMetrics"]

@@ -1,0 +1,209 @@
+"""The session machine on plain lists, and the proof that it does no I/O.
+
+The machine is driven here exactly as ``VoiceSession`` drives it, with a protocol core fed
+frames as text and its outbox read as text: no sockets, no event loop, no clock.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.protocol import RealtimeProtocol
+from voxline.session.bargein import Trigger
+from voxline.session.events import BargeIn, ConnectionLost, ConnectionRestored, SpeechStarted
+from voxline.session.machine import NO_EFFECTS, SessionMachine
+from voxline.session.settings import SessionSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"voxline.realtime": ROOT / "realtime", "voxline.audio": ROOT / "audio",
+           "voxline.session": ROOT / "session", "voxline": ROOT / "session" / "voxline"}
+FORBIDDEN = {"asyncio", "socket", "selectors", "time", "subprocess", "websockets", "aiortc",
+             "sounddevice", "voxline.base.clock"}
+
+
+def _file_of(module: str) -> Path | None:
+    """The source of a voxline module (a package's ``__init__``), by the installed layout."""
+    for prefix in sorted(FOLDERS, key=len, reverse=True):
+        if module == prefix or module.startswith(prefix + "."):
+            base = FOLDERS[prefix].joinpath(*module[len(prefix):].lstrip(".").split(".")) if module != prefix \
+                else FOLDERS[prefix]
+            if (base / "__init__.py").exists():
+                return base / "__init__.py"
+            if base.with_suffix(".py").exists():
+                return base.with_suffix(".py")
+            return None
+    return None
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Modules ``path`` imports when it runs (``TYPE_CHECKING`` blocks left out)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names if _file_of(f"{base}.{alias.name}"))
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    visit([child])
+
+    visit(tree.body)
+    return found
+
+
+def machine_closure() -> dict[str, set[str]]:
+    """Every voxline module the session machine runs, with what each imports."""
+    seen: dict[str, set[str]] = {}
+    todo = ["voxline.session.machine"]
+    while todo:
+        module = todo.pop()
+        path = _file_of(module)
+        if module in seen or path is None:
+            continue
+        seen[module] = _imports(path, module)
+        todo.extend(m for m in seen[module] if m.startswith("voxline"))
+    return seen
+
+
+def test_nothing_under_the_session_machine_does_io_or_reads_a_clock() -> None:
+    closure = machine_closure()
+    assert {"voxline.session.machine.machine", "voxline.session.core", "voxline.session.mirror.mirror",
+            "voxline.session.input_journal", "voxline.session.tools.calls", "voxline.session.metrics.tracker",
+            "voxline.realtime.protocol", "voxline.audio.playout"} <= set(closure)
+    offenders = {module: sorted(imported & FORBIDDEN | {m for m in imported if m.split(".")[0] in FORBIDDEN})
+                 for module, imported in closure.items()}
+    assert {m: bad for m, bad in offenders.items() if bad} == {}
+
+
+def test_the_closure_check_sees_an_import_of_asyncio(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import numpy\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import socket\n"
+                      "def f():\n    import asyncio\n")
+    assert _imports(source, "voxline.session.m") == {"numpy", "typing", "asyncio"}
+
+
+# ---------------------------------------------------------------------- a conversation on plain lists
+def frame(payload: dict[str, object]) -> str:
+    return json.dumps({"event_id": "event_x", **payload})
+
+
+def reply_frames(item_id: str, samples: int) -> list[str]:
+    item = {"id": item_id, "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
+    audio = base64.b64encode(np.full(samples, 1000, "<i2").tobytes()).decode()
+    return [
+        frame({"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
+                                                        "status": "in_progress", "output": []}}),
+        frame({"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0, "item": item}),
+        frame({"type": "conversation.item.added", "previous_item_id": None, "item": item}),
+        frame({"type": "response.output_audio_transcript.delta", "response_id": "resp_1", "item_id": item_id,
+               "output_index": 0, "content_index": 0, "delta": "one two three four five six seven eight"}),
+        frame({"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": item_id,
+               "output_index": 0, "content_index": 0, "delta": audio}),
+    ]
+
+
+def machine_on_a_connection() -> tuple[SessionMachine, RealtimeProtocol, PlayoutBuffer]:
+    playout = PlayoutBuffer()
+    machine = SessionMachine(SessionSettings(api_key="k", turn_detection="none"), playout)
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    return machine, protocol, playout
+
+
+def receive(machine: SessionMachine, protocol: RealtimeProtocol, frames: list[str], now: float) -> list[object]:
+    effects = []
+    for text in frames:
+        protocol.receive(text)
+        effects += [machine.receive(out, now) for out in protocol.events()]
+    return effects
+
+
+def play(machine: SessionMachine, playout: PlayoutBuffer, until: float) -> None:
+    block = np.zeros(480, np.int16)
+    t = 0.0
+    while t < until - 1e-9:
+        playout.read_into(block, t)
+        t += 0.02
+        machine.tick(t)
+
+
+def sent(protocol: RealtimeProtocol) -> list[dict[str, object]]:
+    return [json.loads(text) for text in protocol.data_to_send()]
+
+
+def test_a_barge_in_is_one_step_cut_where_the_listener_is() -> None:
+    machine, protocol, playout = machine_on_a_connection()
+    receive(machine, protocol, reply_frames("item_a", 24_000), 0.0)  # one second of reply
+    sent(protocol)
+    play(machine, playout, 0.4)
+    effects = machine.interrupt(0.4, Trigger.INTERRUPT)
+    barge_in = effects.barge_in
+    assert isinstance(barge_in, BargeIn) and barge_in in effects.events
+    truncate = [e for e in sent(protocol) if e["type"] == "conversation.item.truncate"]
+    assert len(truncate) == 1 and truncate[0]["item_id"] == "item_a"
+    heard_ms = truncate[0]["audio_end_ms"]
+    assert isinstance(heard_ms, int) and abs(heard_ms - barge_in.heard_ms) < 1 and 380 <= heard_ms <= 420
+    mirrored = machine.mirror.get("item_a")
+    assert mirrored is not None and mirrored.heard_ms == barge_in.heard_ms
+    receive(machine, protocol, [frame({"type": "response.done", "response": {
+        "id": "resp_1", "object": "realtime.response", "status": "cancelled", "output": []}})], 0.45)
+    assert machine.interrupt(0.5, Trigger.INTERRUPT) is NO_EFFECTS  # nothing left to cut
+
+
+def test_server_speech_over_the_reply_cuts_it_in_the_step_that_receives_it() -> None:
+    machine, protocol, playout = machine_on_a_connection()
+    receive(machine, protocol, reply_frames("item_a", 24_000), 0.0)
+    play(machine, playout, 0.3)
+    (effects,) = receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started",
+                                                     "audio_start_ms": 300, "item_id": "item_u"})], 0.3)
+    assert isinstance(effects.barge_in, BargeIn)
+    assert [type(e) for e in effects.events][:1] == [SpeechStarted]
+
+
+def test_a_drop_keeps_what_was_heard_and_the_restore_asks_for_the_reply_again() -> None:
+    machine, protocol, playout = machine_on_a_connection()
+    receive(machine, protocol, reply_frames("item_a", 24_000), 0.0)
+    sent(protocol)
+    play(machine, playout, 0.5)
+    protocol.connection_lost()
+    lost = machine.connection_lost(0.5, 1006, "gone")
+    assert isinstance(lost.events[0], ConnectionLost) and lost.barge_in is not None
+    assert not machine.live and machine.send_text("still there?") is False  # kept for the next connection
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    restored = machine.restore(0.6)
+    assert isinstance(restored, ConnectionRestored)
+    out = sent(fresh)
+    created = [e["item"]["id"] for e in out if e["type"] == "conversation.item.create"]  # type: ignore[index]
+    assert "item_a" in created  # the heard part of the reply is rebuilt
+    # one create for the reply cut short, one for the text sent while away (queued behind the first)
+    assert restored.resent_creates == 2
+    assert sum(e["type"] == "response.create" for e in out) == 1 and fresh.queued_creates == 1
+
+
+def test_the_bulk_of_a_reply_asks_nothing_of_the_driver() -> None:
+    machine, protocol, _playout = machine_on_a_connection()
+    receive(machine, protocol, reply_frames("item_a", 4_800), 0.0)
+    more = frame({"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": "item_a",
+                  "output_index": 0, "content_index": 0,
+                  "delta": base64.b64encode(np.zeros(480, "<i2").tobytes()).decode()})
+    assert receive(machine, protocol, [more], 0.0) == [NO_EFFECTS]
+
