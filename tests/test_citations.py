@@ -114,6 +114,11 @@ def resolve(citing: str, target: str) -> str | None:
     return None
 
 
+def shown(section: str) -> str:
+    return ("#" + section[7:] if section.startswith("anchor:")
+            else "§" + section.removeprefix("name:"))
+
+
 def problems(citing: str, text: str) -> list[str]:
     out = []
     for cite in citations(text):
@@ -123,7 +128,7 @@ def problems(citing: str, text: str) -> list[str]:
             out.append(f"{where}, which is not in the repository")
             continue
         titles = headings((ROOT / doc).read_text(encoding="utf-8"))
-        out.extend(f"{where} {section}, which has no such section"
+        out.extend(f"{where} {shown(section)}, which has no such section"
                    for section in cite.sections if not has_section(titles, section))
     return out
 
@@ -157,11 +162,11 @@ def test_the_reader_finds_sections_in_every_spelling() -> None:
 def test_a_missing_file_or_section_is_reported() -> None:
     good = f"README{MD} §Tests, README{MD}#tests, README{MD} §Command line flags"
     assert problems("session/x.py", good) == []
-    bad = f"(notes/DES{MD} §2) README{MD} §Nowhere README{MD} §3 README{MD}#nowhere"
+    bad = f"(notes/DES{MD} §2) README{MD} §3, §Tests\n README{MD}#nowhere README{MD} §Nowhere to be found"
     assert problems("session/x.py", bad) == [
         f"session/x.py:1 cites notes/DES{MD}, which is not in the repository",
-        f"session/x.py:1 cites README{MD} name:Nowhere, which has no such section",
-        f"session/x.py:1 cites README{MD} 3, which has no such section",
-        f"session/x.py:1 cites README{MD} anchor:nowhere, which has no such section",
+        f"session/x.py:1 cites README{MD} §3, which has no such section",
+        f"session/x.py:2 cites README{MD} #nowhere, which has no such section",
+        f"session/x.py:2 cites README{MD} §Nowhere to be found, which has no such section",
     ]
     assert problems("examples/x.py", f"../README{MD} §Tests") == []
