@@ -1,5 +1,5 @@
 """voxline's media pipeline: int16 mono 24 kHz frames, clocks, sources, sinks, codecs,
-resampling, and the playout buffer with its heard ledger (DESIGN.md, audio/).
+resampling, and the playout buffer with its heard ledger (docs/design.md §4).
 
 Imports nothing else of voxline but the shared primitives of :mod:`voxline.base` (the
 clock, the audio format, the error), which it re-exports. Device input and output live in ``voxline.audio.devices``

@@ -1,7 +1,7 @@
 """The response lifecycle as data: who may speak in the default conversation, and when.
 
 The Realtime service lets one response at a time write to the default conversation
-(``conversation_already_has_active_response`` otherwise, PROTOCOL.md §6), and
+(``conversation_already_has_active_response`` otherwise, docs/protocol.md §7), and
 ``response.cancel`` with nothing active is an error (``response_cancel_not_active``).
 The client therefore tracks a single *slot*:
 

@@ -5,7 +5,7 @@ things with the command methods, then collect :meth:`events` (parsed server even
 and local :mod:`notices <realtime.notices>`, in order) and :meth:`data_to_send`
 (JSON text frames). It never awaits, never touches a socket and never reads a clock.
 
-Rules it owns (PROTOCOL.md §5–7):
+Rules it owns (docs/protocol.md §7, §8, §10):
 
 * one response at a time in the default conversation: ``response.create`` is queued
   while one is active and sent after ``response.done`` (:mod:`voxline.realtime.lifecycle`);

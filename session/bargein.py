@@ -1,6 +1,6 @@
 """Barge-in planning: from what the listener heard to the commands that cut the conversation.
 
-Pure and synchronous (DESIGN.md, Barge-in). The caller stops playout first and reads the
+Pure and synchronous (docs/design.md §5). The caller stops playout first and reads the
 heard ledger; :func:`plan_barge_in` then decides, per assistant audio item of the
 interrupted response:
 
@@ -12,7 +12,7 @@ interrupted response:
 ``response.cancel`` is needed only while a response is active and the server will not
 cancel it itself (server VAD with ``interrupt_response`` cancels on speech start).
 Over WebRTC the server owns the output buffer: cancel + ``output_audio_buffer.clear``, no
-truncate (PROTOCOL.md §5).
+truncate (docs/protocol.md §8).
 """
 
 from __future__ import annotations

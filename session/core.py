@@ -298,7 +298,7 @@ class SessionCore:
 
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> CoreEffects:
-        """Stop playout at ``now`` and cut the conversation where the listener is (DESIGN.md steps 1–5)."""
+        """Stop playout at ``now`` and cut the conversation where the listener is (docs/design.md §5)."""
         self.quiet_until = _NEVER
         if self.local is not None:
             self.local.feed(LocalInput.CUT, now)

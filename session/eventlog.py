@@ -1,4 +1,4 @@
-"""EVENTS.jsonl: one line per wire event, ``{"t_ms", "dir", "event"}`` (DESIGN.md, command line).
+"""EVENTS.jsonl: one line per wire event, ``{"t_ms", "dir", "event"}`` (README.md §Command line).
 
 ``dir`` is ``"out"`` (client → server), ``"in"`` (server → client) or ``"local"`` (what the
 session decided, e.g. a barge-in). Events are logged whole except audio payloads, which are

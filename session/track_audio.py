@@ -1,7 +1,7 @@
 """WebRTC: tag the assistant audio arriving on the remote track with the item it belongs to.
 
 Over WebRTC the audio comes as a media track, not as ``response.output_audio.delta``
-events, and the server owns the output buffer (PROTOCOL.md §5). The data channel says when
+events, and the server owns the output buffer (docs/protocol.md §2, §8). The data channel says when
 the server starts and stops playing a response (``output_audio_buffer.started`` /
 ``.stopped`` / ``.cleared``); :class:`TrackTagger` uses that to queue track audio into the
 playout, so the heard ledger, the session's state and its barge-in reports work as they do

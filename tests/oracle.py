@@ -35,7 +35,7 @@ CLIENT_TYPES = _type_names(RealtimeClientEvent)
 SERVER_TYPES = _type_names(RealtimeServerEvent)
 
 
-#: Keys the service sends that the SDK's session model does not declare (PROTOCOL.md §3:
+#: Keys the service sends that the SDK's session model does not declare (docs/protocol.md §13:
 #: ``session.created`` / ``session.updated`` carry the session's ``id``, ``object`` and ``expires_at``).
 SERVICE_ONLY_KEYS = {
     "session.created": {"session.id", "session.object", "session.expires_at"},

@@ -1,4 +1,4 @@
-"""Deterministic speech fixtures made with espeak-ng and sox (ENVIRONMENT.md).
+"""Deterministic speech fixtures made with espeak-ng and sox (docs/testing.md §3).
 
 espeak-ng is byte-identical across runs and sox runs with ``-D`` (no dither), so a
 fixture's speech onset is known to the sample. Files are cached per test session.

@@ -1,4 +1,4 @@
-"""Real sound devices through PulseAudio's virtual devices (ENVIRONMENT.md), plus the pure parts.
+"""Real sound devices through PulseAudio's virtual devices (docs/testing.md §2), plus the pure parts.
 
 The device tests run on private clones of ``vspk`` and ``vmic`` (null sinks kept clocked by
 a loopback into ``vdump``, selected with ``PULSE_SINK`` / ``PULSE_SOURCE``), so that other

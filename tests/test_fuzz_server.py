@@ -180,7 +180,7 @@ def _is_bad(frame: str | bytes) -> bool:
 
 
 def _without_references(data: dict[str, Any]) -> dict[str, Any]:
-    """``response.input`` may hold ``item_reference`` entries (PROTOCOL.md §2) that the SDK's types lack."""
+    """``response.input`` may hold ``item_reference`` entries (docs/protocol.md §4) that the SDK's types lack."""
     response = data.get("response")
     if data.get("type") != "response.create" or not isinstance(response, dict):
         return data

@@ -47,7 +47,7 @@ def test_terminal_response_statuses_are_final() -> None:
 
 
 class ModelServer:
-    """The service's response rules, reduced to what the slot is about (PROTOCOL.md §6–7)."""
+    """The service's response rules, reduced to what the slot is about (docs/protocol.md §7, §10)."""
 
     def __init__(self) -> None:
         self.active: str | None = None

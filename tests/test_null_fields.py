@@ -1,4 +1,4 @@
-"""Explicit ``null`` in optional fields is "not given" (PROTOCOL.md §9), as real clients send it.
+"""Explicit ``null`` in optional fields is "not given" (docs/protocol.md §12), as real clients send it.
 
 LiveKit Agents builds its events from the SDK's pydantic models and serialises them with
 ``model_dump(by_alias=True, exclude_unset=True, exclude_defaults=False)``, so a field it set

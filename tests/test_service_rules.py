@@ -1,6 +1,6 @@
 """What the service refuses, the local server refuses; what it sends, the local server sends.
 
-Evidence (PROTOCOL.md §9 and the README's server section): ``session.created`` carries
+Evidence (docs/protocol.md §12 and the README's server section): ``session.created`` carries
 ``silence_duration_ms`` 200 as published GA traces show (the SDK's docstring says 500);
 an unknown voice is ``invalid_value`` "Invalid value: '…'. Supported values are: …" as a
 service trace shows for voices; transcription models are the SDK's list; ``reasoning`` and

@@ -1,4 +1,4 @@
-"""The 11 GA client events (PROTOCOL.md §2), one model each, discriminated on ``type``."""
+"""The 11 GA client events (docs/protocol.md §4), one model each, discriminated on ``type``."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ class WireModel(BaseModel):
 
 
 class ErrorDetail(WireModel):
-    """The ``error`` object of the ``error`` server event (PROTOCOL.md §7)."""
+    """The ``error`` object of the ``error`` server event (docs/protocol.md §10)."""
 
     type: str
     code: str | None = None
@@ -205,7 +205,7 @@ class Response(WireModel):
 
 
 class ResponseCreateParams(WireModel):
-    """The optional ``response`` of ``response.create`` (PROTOCOL.md §2); loose by design."""
+    """The optional ``response`` of ``response.create`` (docs/protocol.md §4); loose by design."""
 
     output_modalities: list[str] | None = None
     instructions: str | None = None
@@ -222,7 +222,7 @@ class SessionConfig(WireModel):
     """A session configuration (``session.update`` / ``session.created`` / ``session.updated``).
 
     Loose on purpose: ``type`` is ``"realtime"`` or ``"transcription"``; every other key is
-    carried as given (PROTOCOL.md §4).
+    carried as given (docs/protocol.md §6).
     """
 
     type: str | None = None

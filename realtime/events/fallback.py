@@ -17,7 +17,7 @@ BETA_SERVER_EVENT_TYPES: dict[str, str | None] = {
     "response.text.done": "response.output_text.done",
     "transcription_session.updated": "session.updated",
 }
-"""Beta-only server event types and their GA successors (PROTOCOL.md §3, renames)."""
+"""Beta-only server event types and their GA successors (docs/protocol.md §5)."""
 
 
 class _RawEvent(BaseModel):

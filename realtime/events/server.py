@@ -1,4 +1,4 @@
-"""GA server events about the session, the conversation and the audio buffers (PROTOCOL.md §3).
+"""GA server events about the session, the conversation and the audio buffers (docs/protocol.md §5).
 
 Response events are in :mod:`.server_response`, MCP events in :mod:`.server_mcp`.
 """
@@ -46,7 +46,7 @@ class ServerEventBase(WireModel):
 
 
 class ErrorEvent(ServerEventBase):
-    """``error``: a command failed or the session hit a limit (PROTOCOL.md §7)."""
+    """``error``: a command failed or the session hit a limit (docs/protocol.md §10)."""
 
     type: Literal["error"] = "error"
     error: ErrorDetail

@@ -1,4 +1,4 @@
-"""GA ``response.*`` server events (PROTOCOL.md §3): lifecycle, items, parts, deltas, tool calls."""
+"""GA ``response.*`` server events (docs/protocol.md §5): lifecycle, items, parts, deltas, tool calls."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The server-side conversation: ordered items, their audio, and the truncation rules.
 
-``conversation.item.truncate`` (PROTOCOL.md §5) applies only to an assistant
+``conversation.item.truncate`` (docs/protocol.md §8) applies only to an assistant
 message's ``output_audio`` part that has audio; it keeps the audio up to
 ``audio_end_ms``, refuses a cut past the audio generated so far, and drops the
 item's transcript whole.

@@ -1,6 +1,6 @@
 """The ``error`` server event: shapes, codes and messages the local server sends.
 
-Codes and messages follow the real service where they are known (PROTOCOL.md §5-7
+Codes and messages follow the real service where they are known (docs/protocol.md §10
 and captured sessions). Codes this server names itself, because the service's
 own are not documented, are marked *local* below:
 

@@ -4,7 +4,7 @@ The WebSocket library only parses ``GET`` handshakes, so requests with another
 method are read here (head up to 16 KiB, body up to 1 MiB by ``Content-Length``)
 and answered with a JSON body, then the connection closes.
 
-``client_secrets`` mints an ephemeral key ``ek_…`` (PROTOCOL.md §1): body
+``client_secrets`` mints an ephemeral key ``ek_…`` (docs/protocol.md §3): body
 ``{"expires_after": {"anchor": "created_at", "seconds": 10..7200}, "session": {…}}``,
 both optional (default 600 s); reply ``{"value", "expires_at", "session"}``. A key
 opens any number of sessions until it expires; each starts with that session

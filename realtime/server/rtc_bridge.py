@@ -1,6 +1,6 @@
 """A WebRTC call's event routing: the engine between the ``oai-events`` channel and the media tracks.
 
-What differs from a WebSocket session (PROTOCOL.md §1 WebRTC, §5):
+What differs from a WebSocket session (docs/protocol.md §2, §8):
 
 - the microphone arrives as a media track; each decoded block is fed to the engine
   the way ``input_audio_buffer.append`` would be, so server VAD and commits work as

@@ -1,6 +1,6 @@
 """The effective session config: defaults, ``session.update`` validation and merging.
 
-Rules (PROTOCOL.md §4, §9): ``session.type`` is required on every update and must
+Rules (docs/protocol.md §6, §12): ``session.type`` is required on every update and must
 match the session's kind (``realtime``, or ``transcription`` for ``?intent=transcription``);
 ``null`` in an optional field is "not given"; unknown and beta keys are rejected; a
 rejected update is discarded whole; fields left out are unchanged; ``null`` turns
@@ -90,7 +90,7 @@ def default_server_vad() -> dict[str, Any]:
     """``server_vad`` with the defaults the service sends in ``session.created``.
 
     ``silence_duration_ms`` is 200 as in published GA ``session.created`` traces and
-    LiveKit's defaults "got from a default session" (PROTOCOL.md §9), not the 500 of the
+    LiveKit's defaults "got from a default session" (docs/protocol.md §12), not the 500 of the
     SDK's docstring.
     """
     return {

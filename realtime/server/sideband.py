@@ -2,7 +2,7 @@
 
 A trusted backend attaches to a call whose media runs elsewhere (a kiosk, a browser),
 sees the call's events and may send any client event: tool outputs, ``response.create``,
-``session.update`` (PROTOCOL.md §1, WebRTC; §9). The call pushes its events here with
+``session.update`` (docs/protocol.md §2). The call pushes its events here with
 :meth:`Sideband.push` (never blocking: a queue feeds the socket); frames read from the
 socket go to the call's handler. Errors caused by a sideband frame go back to this
 socket only. When the call ends, :meth:`Sideband.close` closes the socket with 1000.

@@ -18,7 +18,7 @@ from voxline.realtime.server.usage import RateLimits
 __all__ = ["MAX_AUDIO_BYTES", "MAX_BUFFER_BYTES", "EngineConfig", "SessionState", "Synth"]
 
 MAX_AUDIO_BYTES = 15 * 1024 * 1024
-"""Most audio one ``input_audio_buffer.append`` may carry (PROTOCOL.md §2)."""
+"""Most audio one ``input_audio_buffer.append`` may carry (docs/protocol.md §11)."""
 MAX_BUFFER_BYTES = 15 * 1024 * 1024
 """Most audio the input buffer holds before a commit: 5.5 minutes of 24 kHz PCM16, 33 of G.711.
 

@@ -1,4 +1,4 @@
-"""``POST /v1/realtime/calls``: WebRTC sessions on the local server (PROTOCOL.md §1, WebRTC).
+"""``POST /v1/realtime/calls``: WebRTC sessions on the local server (docs/protocol.md §2).
 
 The body is the client's SDP offer (``Content-Type: application/sdp``), or the
 "unified" form the SDK's ``calls.create(sdp=…, session=…)`` sends from a server: a

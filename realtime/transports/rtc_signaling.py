@@ -1,4 +1,4 @@
-"""WebRTC signaling: the SDP offer POSTed to ``/v1/realtime/calls`` (PROTOCOL.md §1, WebRTC).
+"""WebRTC signaling: the SDP offer POSTed to ``/v1/realtime/calls`` (docs/protocol.md §2).
 
 ``POST {base}/realtime/calls`` with ``Content-Type: application/sdp`` and
 ``Authorization: Bearer <key or ek_…>``; the answer is ``201`` with the SDP answer as

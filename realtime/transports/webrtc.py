@@ -8,7 +8,7 @@ and an outgoing audio track, POSTs the SDP offer to ``{base}/realtime/calls``
 Then it is a :class:`~voxline.realtime.transports.base.Transport` over the data channel:
 ``send``/``recv`` move whole JSON text frames, and the end of the channel or of the
 peer connection becomes :class:`~voxline.realtime.errors.ConnectionClosed` (code 1006: WebRTC
-has no close frame). Audio goes around the event stream (PROTOCOL.md §1): the
+has no close frame). Audio goes around the event stream (docs/protocol.md §2): the
 microphone is whatever is given to :meth:`WebRTCTransport.push_audio` (int16 mono
 24 kHz, sent in real time, silence when nothing is queued), and the assistant's
 voice arrives on the remote track, decoded to int16 mono 24 kHz blocks handed to

@@ -1,7 +1,7 @@
 """WebSocket transport (websockets): ``wss://…/v1/realtime?model=…`` with ``Authorization: Bearer``.
 
 No ``OpenAI-Beta`` header is ever sent: that selects the retired beta protocol
-(PROTOCOL.md §1). The token is held privately and never appears in a repr or an error;
+(docs/protocol.md §1). The token is held privately and never appears in a repr or an error;
 it is registered for redaction, so websockets' DEBUG log of the handshake, an error a server
 echoes with the key in it and a close reason all show ``[redacted]`` instead. The
 ``Authorization`` header goes to the configured origin only: websockets follows redirects

@@ -1,4 +1,4 @@
-"""The conversation mirror: the client's copy of the server conversation (DESIGN.md, session/).
+"""The conversation mirror: the client's copy of the server conversation (docs/design.md §6).
 
 :class:`ConversationMirror` follows the items of one conversation from the server's
 events (in server order, with text, tool calls, outputs and cut points), records what

@@ -1,4 +1,4 @@
-"""The heard-text estimate of a cut assistant item (PROTOCOL.md §5, truncation).
+"""The heard-text estimate of a cut assistant item (docs/protocol.md §8).
 
 The service keeps no transcript of a truncated item, and the transcript it streams has no
 word timings, so the mirror estimates what the listener heard. Two ways, the better one

@@ -3,7 +3,7 @@
 Used for ``conversation.item.added``/``.done``/``.retrieved`` and the items of
 ``response.output_item.done``/``response.done``. The service's copy of an item wins for
 status, names and arguments; its text wins only when it has some, so a transcript the
-service dropped (a truncated item, PROTOCOL.md §5) or has not sent yet never erases
+service dropped (a truncated item, docs/protocol.md §8) or has not sent yet never erases
 the text the mirror received. A cut item's text is not changed at all.
 """
 

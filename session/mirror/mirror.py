@@ -1,4 +1,4 @@
-"""The conversation mirror: the client's copy of the server conversation (DESIGN.md, session/).
+"""The conversation mirror: the client's copy of the server conversation (docs/design.md §6).
 
 Pure and synchronous: :meth:`ConversationMirror.apply` takes protocol outputs (typed
 server events; anything else is ignored) and keeps the items in server order with their

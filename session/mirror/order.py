@@ -1,4 +1,4 @@
-"""Items in server order, placed by ``previous_item_id`` (PROTOCOL.md §2–3).
+"""Items in server order, placed by ``previous_item_id`` (docs/protocol.md §4–5).
 
 In server events (``conversation.item.added``/``.done``, ``input_audio_buffer.committed``)
 ``previous_item_id`` names the item just before the new one, and ``null`` means it has

@@ -1,4 +1,4 @@
-"""Rebuild a conversation on a new connection, after a drop or the 60-minute cap (PROTOCOL.md §1–2, §6).
+"""Rebuild a conversation on a new connection, after a drop or the 60-minute cap (docs/protocol.md §4, §9, §11).
 
 :func:`plan_rebuild` turns the mirror's items into ``conversation.item.create`` payloads
 (GA shapes, no ``event_id``: the protocol core adds one) that recreate the conversation

@@ -44,7 +44,7 @@ class MirrorItem:
     accumulate, ``.done`` replaces) or the user's transcription once it arrives.
     ``audio_ms_received`` counts assistant audio received (or reported by a barge-in).
     ``truncated``/``cut_ms`` follow ``conversation.item.truncated`` (``audio_end_ms``); the
-    service then drops its own transcript of the item (PROTOCOL.md §5) but the mirror keeps
+    service then drops its own transcript of the item (docs/protocol.md §8) but the mirror keeps
     the text it received. ``heard_ms`` is what the listener heard, from a barge-in.
     ``arguments_done`` is set by ``response.function_call_arguments.done``. ``confirmed`` is
     False for an item this client created whose echo from the server has not arrived yet.

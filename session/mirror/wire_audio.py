@@ -1,7 +1,7 @@
 """Audio arithmetic on wire events: milliseconds in a ``response.output_audio.delta``.
 
 PCM16 at 24 kHz is 48 bytes per millisecond, G.711 (``audio/pcmu``, ``audio/pcma``) 8
-(PROTOCOL.md §4). The delta is measured from its base64 length, without decoding it.
+(docs/protocol.md §6). The delta is measured from its base64 length, without decoding it.
 """
 
 from __future__ import annotations

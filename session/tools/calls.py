@@ -1,4 +1,4 @@
-"""Sans-I/O bookkeeping of function calls for one session (PROTOCOL.md §6).
+"""Sans-I/O bookkeeping of function calls for one session (docs/protocol.md §9).
 
 Feed it ``response.function_call_arguments.done`` (:meth:`CallTracker.on_arguments_done`),
 ``response.done`` (:meth:`~CallTracker.on_response_done`), deleted items and tool

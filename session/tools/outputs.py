@@ -1,6 +1,6 @@
 """The text of a ``function_call_output`` item: results encoded once, errors as one-line JSON.
 
-The output of a call is always a string (PROTOCOL.md §2). A string result is sent as is;
+The output of a call is always a string (docs/protocol.md §9). A string result is sent as is;
 anything else is JSON-encoded exactly once, so a result is never a JSON string inside a
 JSON string. Failures go back to the model as ``{"error":"<one line>"}`` with secrets
 redacted and no traceback.

@@ -1,4 +1,4 @@
-"""Tool registration and the GA flat tool schemas (``voxline.session.tools``, PROTOCOL.md §4).
+"""Tool registration and the GA flat tool schemas (``voxline.session.tools``, docs/protocol.md §6).
 
 One :class:`ToolRegistry` can serve any number of sessions: it holds no per-session
 state, registration swaps in a new immutable mapping under a lock, and reads never lock.

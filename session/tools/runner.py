@@ -1,4 +1,4 @@
-"""The async tool executor: ordering, approval, timeouts and outputs (PROTOCOL.md §6).
+"""The async tool executor: ordering, approval, timeouts and outputs (docs/protocol.md §9).
 
 :class:`ToolRunner` runs the calls a :class:`~voxline.session.tools.calls.CallTracker` made
 runnable and reports each result back to it; the session then sends

@@ -3,8 +3,8 @@
 A tool's parameters come either from its type hints (one field per parameter; a
 parameter with a default is optional) or from a single pydantic model parameter, whose
 fields then become the tool's parameters. The JSON schema is pydantic's, made
-self-contained for the Realtime ``voxline.session.tools`` list (GA flat tool shape, PROTOCOL.md
-§4): ``$ref``s are inlined (only recursive models keep ``$defs``), generated titles and
+self-contained for the Realtime ``voxline.session.tools`` list (GA flat tool shape, docs/protocol.md
+§6): ``$ref``s are inlined (only recursive models keep ``$defs``), generated titles and
 discriminator mappings are dropped, and descriptions from the docstring fill in
 parameters that have none.
 """
