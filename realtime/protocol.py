@@ -35,8 +35,7 @@ import re
 from collections import OrderedDict, deque
 from typing import Any
 
-from voxline.base.audio_format import PCM16_24K, AudioFormat
-from voxline.base.errors import AudioError
+from voxline.base.audio_format import PCM16_24K, AudioFormat, output_format_of
 
 from . import events as ev
 from . import frames
@@ -175,10 +174,7 @@ class RealtimeProtocol:
         """Read what the core needs from a session the server sent, whatever its shape."""
         self.session = session
         audio = frames.table(session.get("audio"))
-        try:
-            self._output_format = AudioFormat.from_wire(frames.table(audio.get("output")).get("format") or PCM16_24K)
-        except (AudioError, TypeError, ValueError):
-            self._output_format = PCM16_24K
+        self._output_format = output_format_of(audio) or PCM16_24K
         td = frames.table(audio.get("input")).get("turn_detection")
         self._server_cancels = isinstance(td, dict) and bool(td) and td.get("interrupt_response", True) is not False
         self._server_creates = isinstance(td, dict) and bool(td) and td.get("create_response", True) is not False

@@ -161,13 +161,20 @@ def test_aggregate_skips_missing_figures() -> None:
 PART = {"response_id": "resp_1", "output_index": 0, "item_id": "item_a", "content_index": 0}
 
 
+RECEIVED = {("item_a", 0): 2400}  # what a protocol core would count of the deltas below (100 ms each)
+
+
+def received(item_id: str, content_index: int) -> int:
+    return RECEIVED.get((item_id, content_index), 0)
+
+
 def effects(*events: object) -> CoreEffects:
     return CoreEffects(tuple(events))  # type: ignore[arg-type]
 
 
 def test_a_turn_from_speech_to_the_first_heard_sample() -> None:
     playout = PlayoutBuffer()
-    metrics = SessionMetrics(playout, silence_ms=500, padding_ms=300)
+    metrics = SessionMetrics(playout, received=received, silence_ms=500, padding_ms=300)
     metrics.input_sent(480, 0.02, connection="c1")  # the first block: input ms 0 is listener time 0
     metrics.effects(effects(SpeechStarted(0.6, "item_u", 200)), 0.6)
     metrics.effects(effects(SpeechStopped(2.5, "item_u", 2490)), 2.5)  # the voice ended at 1.99 s
@@ -194,7 +201,7 @@ def test_a_turn_from_speech_to_the_first_heard_sample() -> None:
 
 
 def test_a_text_turn_has_no_speech_latency_and_tools_are_timed() -> None:
-    metrics = SessionMetrics(PlayoutBuffer())
+    metrics = SessionMetrics(PlayoutBuffer(), received=received)
     metrics.effects(effects(ResponseStarted("resp_1", 1.0)), 1.0)
     metrics.wire(wire("response.function_call_arguments.done", response_id="resp_1", output_index=0,
                       item_id="item_f", call_id="call_1", name="get_weather", arguments="{}"), 1.1)
@@ -209,7 +216,7 @@ def test_a_text_turn_has_no_speech_latency_and_tools_are_timed() -> None:
 
 def test_an_already_shorter_answer_moves_the_kept_ms_and_the_cut_error() -> None:
     playout = PlayoutBuffer()
-    metrics = SessionMetrics(playout)
+    metrics = SessionMetrics(playout, received=received)
     metrics.wire(wire("response.output_audio.delta", **PART, delta=audio_b64(100)), 0.0)
     playout.enqueue(np.ones(2400, np.int16), "item_a")
     playout.read_into(np.zeros(960, np.int16), 0.0)
@@ -228,7 +235,17 @@ def test_an_already_shorter_answer_moves_the_kept_ms_and_the_cut_error() -> None
 
 
 def test_history_is_bounded() -> None:
-    metrics = SessionMetrics(PlayoutBuffer(), keep=3)
+    metrics = SessionMetrics(PlayoutBuffer(), received=received, keep=3)
     for n in range(10):
         metrics.effects(effects(SpeechStopped(float(n), f"item_{n}", None)), float(n))
     assert [t.index for t in metrics.report(10.0).turns] == [6, 7, 8, 9]  # three kept, and the open one
+
+
+def test_received_audio_is_read_from_its_owner_not_counted_again() -> None:
+    """The protocol core keeps the one tally of received audio; the metrics read it."""
+    tally = {("item_a", 0): 0}
+    metrics = SessionMetrics(PlayoutBuffer(), received=lambda item, part: tally.get((item, part), 0))
+    tally[("item_a", 0)] = 7200  # what the protocol core counted: 300 ms, whatever the delta holds
+    metrics.wire(wire("response.output_audio.delta", **PART, delta=audio_b64(100)), 0.0)
+    (item,) = metrics.report(0.0).items
+    assert item.received_ms == pytest.approx(300.0)

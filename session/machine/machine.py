@@ -87,7 +87,8 @@ class SessionMachine:
         self._local_vad = capture is not None and capture.vad is not None
         self._raw = raw_events
         vad = settings.turn_detection == "server_vad"  # speech ends audio_end_ms − silence_ms before
-        self.metrics = SessionMetrics(playout, self.mirror, silence_ms=settings.silence_ms if vad else 0,
+        self.metrics = SessionMetrics(playout, self.mirror, received=self._received_samples,
+                                      silence_ms=settings.silence_ms if vad else 0,
                                       padding_ms=settings.prefix_padding_ms if vad else 0)
         self.core: SessionCore | None = None
         self.live = False  # a connection is attached and carries the conversation
@@ -106,6 +107,10 @@ class SessionMachine:
         if self.core is None:
             raise ConfigurationError("the session is not open; use 'async with VoiceSession(...)'")
         return self.core.protocol
+
+    def _received_samples(self, item_id: str, content_index: int) -> int:
+        """Assistant audio received of one part: the protocol core keeps the one tally."""
+        return self.core.protocol.received_audio_samples(item_id, content_index) if self.core is not None else 0
 
     def configure(self, protocol: RealtimeProtocol) -> None:
         """Queue the session's configuration on a new connection's protocol core."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from itertools import islice
 from dataclasses import dataclass, field, replace
 
@@ -107,9 +108,11 @@ class _Cut:
 class SessionMetrics:
     """See the module docstring. ``silence_ms``/``padding_ms``: the server VAD's settings."""
 
-    def __init__(self, playout: PlayoutBuffer, mirror: ConversationMirror | None = None, *, silence_ms: int = 0,
-                 padding_ms: int = 0, keep: int = 10_000) -> None:
+    def __init__(self, playout: PlayoutBuffer, mirror: ConversationMirror | None = None, *,
+                 received: Callable[[str, int], int], silence_ms: int = 0, padding_ms: int = 0,
+                 keep: int = 10_000) -> None:
         self.playout = playout
+        self._received = received  # samples received of (item, content index): the protocol core's tally
         self.mirror = mirror
         self.rate = playout.rate
         self.silence_s = silence_ms / 1000.0
@@ -265,7 +268,7 @@ class SessionMetrics:
             turn = self._turn if self._turn is not None else self._open_turn()
             if turn.first_delta_at is None:
                 turn.first_delta_at = now
-        item.received += len(delta.audio) // 2
+        item.received = self._received(*key)
 
     def _on_first_heard(self, event: AssistantAudioStarted) -> None:
         for item in self._live.values():

@@ -17,6 +17,7 @@ from typing import Any
 
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed
+from voxline.base.audio_format import output_format_of
 from voxline.realtime.protocol import ProtocolOutput
 
 from ..events import BargeIn
@@ -26,7 +27,7 @@ from .order import ItemOrder
 from .rebuild import AudioLookup, Rebuild, plan_rebuild
 from .records import MirrorItem, MirrorPart
 from .state import MirrorState, read_state, write_state
-from .wire_audio import PCM_BYTES_PER_MS, b64_decoded_length, output_bytes_per_ms
+from .wire_audio import PCM_BYTES_PER_MS, b64_decoded_length
 
 __all__ = ["ConversationMirror"]
 
@@ -205,7 +206,8 @@ class ConversationMirror:
             case ev.InputAudioBufferCommitted():
                 self._on_committed(event.item_id, event.previous_item_id)
             case ev.SessionCreated() | ev.SessionUpdated():
-                self._bytes_per_ms = output_bytes_per_ms(event.session.audio) or self._bytes_per_ms
+                named = output_format_of(event.session.audio)
+                self._bytes_per_ms = named.bytes_per_ms if named is not None else self._bytes_per_ms
             case CommandFailed(command_type="conversation.item.create"):
                 self._on_refused(event.command)
             case _:

@@ -20,7 +20,7 @@ from typing import Literal, assert_never
 
 from voxline.base.errors import AudioError
 
-__all__ = ["PCM16_24K", "PCMA_8K", "PCMU_8K", "SAMPLE_RATE", "AudioFormat", "Encoding"]
+__all__ = ["PCM16_24K", "PCMA_8K", "PCMU_8K", "SAMPLE_RATE", "AudioFormat", "Encoding", "output_format_of"]
 
 Encoding = Literal["pcm16", "pcmu", "pcma"]
 
@@ -127,3 +127,19 @@ class AudioFormat:
 PCM16_24K = AudioFormat("pcm16", SAMPLE_RATE)
 PCMU_8K = AudioFormat("pcmu", 8000)
 PCMA_8K = AudioFormat("pcma", 8000)
+
+
+def output_format_of(audio: object) -> AudioFormat | None:
+    """The output format a session's ``audio`` object names (``audio.output.format``).
+
+    ``None`` when it names none, or one that cannot be read: the one reading of a session's
+    output format, for the protocol core and the conversation mirror alike.
+    """
+    output = audio.get("output") if isinstance(audio, Mapping) else None
+    value = output.get("format") if isinstance(output, Mapping) else None
+    if value is None:
+        return None
+    try:
+        return AudioFormat.from_wire(value)
+    except (AudioError, TypeError, ValueError):
+        return None
