@@ -32,7 +32,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
-from voxline.base.clock import Clock, RealClock, Step, run_steps
+from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
@@ -44,10 +44,11 @@ from .capture import CapturePath
 from .core import SessionCore
 from .events import BargeIn, SessionError, SessionEvent
 from .input_journal import InputJournal
+from .input_feed import InputFeed
 from .link import Link
 from .local_barge import BargePolicy
 from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
-from .media import ClockedOutput, Output, Recording
+from .media import ClockedOutput, Output
 from .metrics import MetricsReport
 from .mirror import ConversationMirror
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff
@@ -96,7 +97,6 @@ class VoiceSession:
         self.machine = SessionMachine(s, self.output.playout, registry=registry, mirror=mirror, capture=capture,
                                       barge_policy=barge_policy, raw_events=raw_events, run_tools=run_tools)
         self._input = input
-        self._input_finished = input is None
         self._on_wire = on_wire
         self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._on_tool_event,
                                   clock=self.clock)
@@ -107,6 +107,9 @@ class VoiceSession:
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._stack = contextlib.AsyncExitStack()
         self._flush_needed = asyncio.Event()
+        self._feed = InputFeed(self.machine, self._link, now=self.output.now, apply=self._apply,
+                               wake_flush=self._flush_needed.set)
+        self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
 
     def __repr__(self) -> str:
@@ -147,7 +150,7 @@ class VoiceSession:
         clocked = isinstance(self.output, ClockedOutput)
         loops = [self._receive_loop(), self._tick_loop(clocked), self._flush_loop()]
         if self._input is not None:
-            loops.append(self._capture_loop(self._input))
+            loops.append(self._feed.run(self._input))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
             loops.append(self.output.run())
@@ -220,7 +223,7 @@ class VoiceSession:
     @property
     def input_finished(self) -> bool:
         """True once the input (if any) has ended."""
-        return self._input_finished
+        return self._feed.finished
 
     @property
     def connected(self) -> bool:
@@ -365,55 +368,3 @@ class VoiceSession:
             await self._flush_needed.wait()
             self._flush_needed.clear()
             await self._link.flush()
-
-    async def _capture_loop(self, blocks: AsyncIterable[Captured]) -> None:
-        """The input to the machine: a ``Recording`` on a real clock as a step of the loop's stepper, else block by block."""
-        try:
-            if (isinstance(blocks, Recording) and self.machine.mic.capture is None
-                    and isinstance(blocks.clock, RealClock) and blocks.due is not None):
-                await run_steps(blocks.clock, self._capture_step(blocks), blocks.due)
-            else:
-                async for item in blocks:
-                    effects, waiting = self._captured(item)
-                    if effects is not NO_EFFECTS:
-                        await self._apply(effects)
-                    elif waiting and self._link.conn is not None:
-                        with contextlib.suppress(ConnectionClosed):
-                            await self._link.conn.flush()
-            if self.machine.input_ended(self.output.now()):  # the input's last chunk
-                await self._link.flush()
-        finally:
-            self._input_finished = True
-
-    def _capture_step(self, recording: Recording) -> Step:
-        """The blocks of ``recording`` captured by each step's time, sent before the step returns."""
-        def step(now: float) -> float | None:
-            sent = False
-            for block in recording.take(now):
-                sent = self._captured(block)[1] or sent
-            if sent:
-                self._flush_now()
-            return recording.due
-        return step
-
-    def _captured(self, item: Captured) -> tuple[Effects, bool]:
-        """One block through the machine; a WebRTC connection's media track takes it as it is."""
-        conn = self._link.conn
-        media = conn.transport.media if conn is not None and self.machine.live else None
-        effects, pcm, waiting = self.machine.captured(item, self.output.now(), media=media is not None)
-        if pcm is not None and media is not None:
-            media.push_audio(pcm)
-        return effects, waiting
-
-    def _flush_now(self) -> None:
-        """The frames queued on the connection, written now where the transport can; the rest by the flush task."""
-        conn = self._link.conn
-        if conn is None:
-            return
-        try:
-            if conn.flush_now():
-                return
-        except ConnectionClosed:
-            return  # the receive loop sees the close
-        self._flush_needed.set()
-

@@ -1,0 +1,88 @@
+"""A session's input on its way to the machine: the microphone loop of ``VoiceSession``.
+
+A :class:`~voxline.session.media.Recording` on a real clock with no capture path is taken as
+a step of the loop's stepper (:func:`~voxline.base.clock.run_steps`) and its appends are
+written to the socket at once where the transport can
+(:meth:`~voxline.realtime.connection.RealtimeConnection.flush_now`): a session's microphone then
+costs the loop no task wake-up per block. Any other input is read block by block. Over WebRTC
+the machine hands each block back for the connection's media track.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterable, Awaitable, Callable
+
+from voxline.base.clock import RealClock, Step, run_steps
+from voxline.realtime.errors import ConnectionClosed
+
+from .link import Link
+from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
+from .media import Recording
+
+__all__ = ["InputFeed"]
+
+
+class InputFeed:
+    """Blocks of one input into a session's machine and onto its connection (see the module docstring)."""
+
+    def __init__(self, machine: SessionMachine, link: Link, *, now: Callable[[], float],
+                 apply: Callable[[Effects], Awaitable[None]], wake_flush: Callable[[], None]) -> None:
+        self._machine = machine
+        self._link = link
+        self._now = now  # listener time
+        self._apply = apply
+        self._wake_flush = wake_flush
+        self.finished = False
+
+    async def run(self, blocks: AsyncIterable[Captured]) -> None:
+        """The input to the machine: a ``Recording`` on a real clock as a step of the loop's stepper, else block by block."""
+        try:
+            if (isinstance(blocks, Recording) and self._machine.mic.capture is None
+                    and isinstance(blocks.clock, RealClock) and blocks.due is not None):
+                await run_steps(blocks.clock, self._capture_step(blocks), blocks.due)
+            else:
+                async for item in blocks:
+                    effects, waiting = self._captured(item)
+                    if effects is not NO_EFFECTS:
+                        await self._apply(effects)
+                    elif waiting and self._link.conn is not None:
+                        with contextlib.suppress(ConnectionClosed):
+                            await self._link.conn.flush()
+            if self._machine.input_ended(self._now()):  # the input's last chunk
+                await self._link.flush()
+        finally:
+            self.finished = True
+
+    def _capture_step(self, recording: Recording) -> Step:
+        """The blocks of ``recording`` captured by each step's time, sent before the step returns."""
+        def step(now: float) -> float | None:
+            sent = False
+            for block in recording.take(now):
+                sent = self._captured(block)[1] or sent
+            if sent:
+                self._flush_now()
+            return recording.due
+        return step
+
+    def _captured(self, item: Captured) -> tuple[Effects, bool]:
+        """One block through the machine; a WebRTC connection's media track takes it as it is."""
+        conn = self._link.conn
+        media = conn.transport.media if conn is not None and self._machine.live else None
+        effects, pcm, waiting = self._machine.captured(item, self._now(), media=media is not None)
+        if pcm is not None and media is not None:
+            media.push_audio(pcm)
+        return effects, waiting
+
+    def _flush_now(self) -> None:
+        """The frames queued on the connection, written now where the transport can; the rest by the flush task."""
+        conn = self._link.conn
+        if conn is None:
+            return
+        try:
+            if conn.flush_now():
+                return
+        except ConnectionClosed:
+            return  # the receive loop sees the close
+        self._wake_flush()
+
