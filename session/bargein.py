@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 
-__all__ = ["BargeInPlan", "HeardItem", "Transport", "Trigger", "heard_ms_for_truncate", "plan_barge_in"]
+__all__ = ["BargeInPlan", "CutPart", "OutputOwner", "Trigger", "heard_ms_for_truncate", "plan_barge_in"]
 
 
 class Trigger(enum.Enum):
@@ -34,13 +34,15 @@ class Trigger(enum.Enum):
     CONNECTION_LOST = "connection_lost"  # the connection dropped while the assistant was audible
 
 
-class Transport(enum.Enum):
-    WEBSOCKET = "websocket"
-    WEBRTC = "webrtc"
+class OutputOwner(enum.Enum):
+    """Who holds the assistant audio not yet played: the client (WebSocket) or the server (WebRTC)."""
+
+    CLIENT = "client"  # audio deltas are queued here: truncate at what was heard
+    SERVER = "server"  # the server's output buffer plays a media track: cancel and clear it
 
 
 @dataclass(frozen=True, slots=True)
-class HeardItem:
+class CutPart:
     """One assistant audio part of the interrupted response, as the ledger saw it."""
 
     item_id: str
@@ -79,12 +81,12 @@ def heard_ms_for_truncate(heard_samples: int, received_samples: int) -> int:
 
 
 def plan_barge_in(
-    items: list[HeardItem],
+    items: list[CutPart],
     *,
     response_active: bool,
     server_cancels: bool,
     trigger: Trigger,
-    transport: Transport = Transport.WEBSOCKET,
+    owner: OutputOwner = OutputOwner.CLIENT,
     server_playing: bool = False,
 ) -> BargeInPlan:
     """Decide the commands for one barge-in. ``items`` are in response order.
@@ -94,7 +96,7 @@ def plan_barge_in(
     """
     server_acts = trigger is Trigger.SERVER_VAD and server_cancels  # it cancels and clears by itself
     cancel = response_active and not server_acts
-    if transport is Transport.WEBRTC:
+    if owner is OutputOwner.SERVER:
         clear = (response_active or server_playing) and not server_acts
         return BargeInPlan((), (), cancel=cancel, clear_output_buffer=clear)
     truncate: list[tuple[str, int, int]] = []

@@ -23,7 +23,7 @@ from voxline.realtime.notices import CommandFailed, MalformedServerEvent, Respon
 from voxline.realtime.errors import LocalProtocolError
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
-from .bargein import HeardItem, Transport, Trigger, plan_barge_in
+from .bargein import CutPart, OutputOwner, Trigger, plan_barge_in
 from .events import (
     AssistantAudioStarted,
     BargeIn,
@@ -86,7 +86,7 @@ class SessionCore:
         protocol: RealtimeProtocol,
         playout: PlayoutBuffer,
         *,
-        transport: Transport = Transport.WEBSOCKET,
+        owner: OutputOwner = OutputOwner.CLIENT,
         raw_events: bool = False,
         fade_ms: float = FADE_MS,
         track: TrackTagger | None = None,
@@ -94,7 +94,7 @@ class SessionCore:
         self.protocol = protocol
         self.playout = playout
         self.track = track  # WebRTC: audio comes on a media track, tagged by the server's playback
-        self.transport = Transport.WEBRTC if track is not None else transport
+        self.owner = OutputOwner.SERVER if track is not None else owner
         self.raw_events = raw_events
         self.fade_ms = fade_ms
         self._events: list[SessionEvent] = []
@@ -348,7 +348,7 @@ class SessionCore:
         responses = self._interrupted_responses(cut.item_id, heard)
         parts = [p for key in self._order if not (p := self._parts[key]).settled and p.response_id in responses]
         received = self.protocol.received_audio_samples
-        items = [HeardItem(p.item_id, p.content_index, heard[(p.item_id, p.content_index)],
+        items = [CutPart(p.item_id, p.content_index, heard[(p.item_id, p.content_index)],
                            received(p.item_id, p.content_index), p.complete) for p in parts]
         for p in parts:
             p.settled = True
@@ -357,7 +357,7 @@ class SessionCore:
             response_active=self.protocol.active_response_id is not None or self.protocol.response_in_progress,
             server_cancels=self.protocol.server_cancels_on_speech,
             trigger=plan_as or trigger,
-            transport=self.transport,
+            owner=self.owner,
             server_playing=self.track is not None and self.track.server_playing,
         )
         for rid in responses:
@@ -382,7 +382,7 @@ class SessionCore:
             reaction_s=cut.fade_samples / RATE,
             in_device_ms=cut.revoked_samples * 1000 / RATE,
             unplayed_ms=cut.flushed_samples * 1000 / RATE,
-            server_cuts=self.transport is Transport.WEBRTC,
+            server_cuts=self.owner is OutputOwner.SERVER,
             cut=cut,
             heard_parts=tuple((i.item_id, i.content_index, i.heard_samples * 1000 / RATE) for i in items),
         )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voxline.session.bargein import HeardItem, Transport, Trigger, heard_ms_for_truncate, plan_barge_in
+from voxline.session.bargein import CutPart, OutputOwner, Trigger, heard_ms_for_truncate, plan_barge_in
 
 
-def item(i: str, heard: int, received: int, complete: bool = True) -> HeardItem:
-    return HeardItem(i, 0, heard, received, complete)
+def item(i: str, heard: int, received: int, complete: bool = True) -> CutPart:
+    return CutPart(i, 0, heard, received, complete)
 
 
 def test_partly_heard_item_is_truncated_and_unheard_later_items_deleted() -> None:
@@ -42,16 +42,16 @@ def test_fully_heard_item_still_streaming_is_cut_at_what_was_heard() -> None:
 
 def test_webrtc_lets_the_server_vad_clear_its_own_buffer() -> None:
     plan = plan_barge_in([item("a", 24_000, 72_000)], response_active=True, server_cancels=True,
-                         trigger=Trigger.SERVER_VAD, transport=Transport.WEBRTC, server_playing=True)
+                         trigger=Trigger.SERVER_VAD, owner=OutputOwner.SERVER, server_playing=True)
     assert plan.empty
     plan = plan_barge_in([], response_active=False, server_cancels=True, trigger=Trigger.INTERRUPT,
-                         transport=Transport.WEBRTC, server_playing=True)
+                         owner=OutputOwner.SERVER, server_playing=True)
     assert plan.clear_output_buffer and not plan.cancel  # done generating, still playing
 
 
 def test_webrtc_never_truncates() -> None:
     plan = plan_barge_in([item("a", 24_000, 72_000)], response_active=True, server_cancels=False,
-                         trigger=Trigger.INTERRUPT, transport=Transport.WEBRTC)
+                         trigger=Trigger.INTERRUPT, owner=OutputOwner.SERVER)
     assert plan.truncate == () and plan.delete == () and plan.cancel and plan.clear_output_buffer
 
 
