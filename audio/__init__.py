@@ -11,10 +11,12 @@ from __future__ import annotations
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import AudioError
 from voxline.base.audio_format import PCM16_24K, PCMA_8K, PCMU_8K, SAMPLE_RATE, AudioFormat, Encoding
+from voxline.audio.clocked_output import ClockedOutput, Output
 from voxline.audio.codec import decode, encode
 from voxline.audio.g711 import alaw_decode, alaw_encode, ulaw_decode, ulaw_encode
 from voxline.audio.ledger import Cut, HeardItem, HeardLedger, Playing, fade_gains, heard_count
 from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.recording import Recording
 from voxline.audio.resample import StreamResampler
 from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.audio.sources import AudioFrame, SilenceSource, Source, WavFileSource
@@ -28,15 +30,18 @@ __all__ = [
     "AudioError",
     "AudioFormat",
     "AudioFrame",
+    "ClockedOutput",
     "Clock",
     "Cut",
     "Encoding",
     "HeardItem",
     "HeardLedger",
     "NullSink",
+    "Output",
     "Playing",
     "PlayoutBuffer",
     "RealClock",
+    "Recording",
     "SilenceSource",
     "Sink",
     "Source",

@@ -3,7 +3,7 @@
 Each session is a :class:`~voxline.session.VoiceSession` replaying
 ``examples/audio/barge_in.wav`` (a question, then "stop, wait a second" spoken over the
 reply) in real time (:class:`~voxline.base.clock.RealClock`, a
-:class:`~voxline.session.media.ClockedOutput` into a :class:`~voxline.audio.sinks.NullSink`),
+:class:`~voxline.audio.clocked_output.ClockedOutput` into a :class:`~voxline.audio.sinks.NullSink`),
 all started at once on one event loop. The server is ``voxline serve --port 0`` started as a
 separate process for each N (its URL read from its first line of output) and stopped after.
 

@@ -21,7 +21,7 @@ The error of a method is its distance to the truth interval. Output models: the 
 (no output latency), devices that buffer 40 and 100 ms ahead, and the WAV sink fed by a
 server slower than real time (playout keeps running dry).
 
-The device rows are *modelled*: :class:`~voxline.session.media.ClockedOutput` hands each block
+The device rows are *modelled*: :class:`~voxline.audio.clocked_output.ClockedOutput` hands each block
 over ``device_latency_s`` before the listener hears it, and the ledger is told the same
 latency, so they show what ignoring a device buffer costs, not how a real device behaves. Real
 devices are measured by ``benchmarks/bench_device.py`` (PulseAudio's virtual speaker, the

@@ -14,7 +14,7 @@ its replies and tool calls come from the small scenario below (first ``lookup_or
 ``cancel_order`` has a side effect, so it is registered with ``needs_approval=True``: the
 session calls the approval callback, which asks ``[y/N]`` on stdin (``--yes`` approves
 without asking). A declined call never runs; the model is told it was declined. The
-assistant's audio plays to a :class:`~voxline.session.media.ClockedOutput` (the listener's
+assistant's audio plays to a :class:`~voxline.audio.clocked_output.ClockedOutput` (the listener's
 timeline at real-time pace, silent) unless ``--speakers`` is given.
 """
 
@@ -44,7 +44,7 @@ from voxline.session.events import (
     StateChanged,
     TranscriptDone,
 )
-from voxline.session.media import ClockedOutput, Output
+from voxline.audio.clocked_output import ClockedOutput, Output
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolCall, ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession

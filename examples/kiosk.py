@@ -56,7 +56,8 @@ from voxline.session.events import (
     StateChanged,
     TranscriptDone,
 )
-from voxline.session.media import ClockedOutput, Output, mic_blocks
+from voxline.audio.clocked_output import ClockedOutput, Output
+from voxline.audio.recording import mic_blocks
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 

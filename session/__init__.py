@@ -27,7 +27,7 @@ from .events import (
     TurnMetrics,
 )
 from .local_barge import BargePolicy
-from .media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from .metrics import MetricsReport
 from .settings import SessionSettings
 from .tools import ToolFinished, ToolRegistry, ToolStarted

@@ -1,6 +1,6 @@
 """A session's input on its way to the machine: the microphone loop of ``VoiceSession``.
 
-A :class:`~voxline.session.media.Recording` on a real clock with no capture path is taken as
+A :class:`~voxline.audio.recording.Recording` on a real clock with no capture path is taken as
 a step of the loop's stepper (:func:`~voxline.base.clock.run_steps`) and its appends are
 written to the socket at once where the transport can
 (:meth:`~voxline.realtime.connection.RealtimeConnection.flush_now`): a session's microphone then
@@ -18,7 +18,7 @@ from voxline.realtime.errors import ConnectionClosed
 
 from .link import Link
 from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
-from .media import Recording
+from voxline.audio.recording import Recording
 
 __all__ = ["InputFeed"]
 

@@ -48,7 +48,7 @@ from .input_feed import InputFeed
 from .link import Link
 from .local_barge import BargePolicy
 from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
-from .media import ClockedOutput, Output
+from voxline.audio.clocked_output import ClockedOutput, Output
 from .metrics import MetricsReport
 from .mirror import ConversationMirror
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff

@@ -34,7 +34,8 @@ from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
 from voxline.session.events import SessionError
 from voxline.session.lockstep import run_lockstep
-from voxline.session.media import BLOCK, ClockedOutput, Recording
+from voxline.audio.clocked_output import BLOCK, ClockedOutput
+from voxline.audio.recording import Recording
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolRegistry
 from voxline.session.voice import VoiceSession

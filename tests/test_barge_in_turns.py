@@ -20,7 +20,7 @@ from voxline.base.loop_share import STEPS_PER_PASS
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.transports.base import MemoryTransport, memory_pair
 from voxline.session import BargeIn, SessionSettings, VoiceSession
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 
 from tests.reply_frames import reply_frames
 

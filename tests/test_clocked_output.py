@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 
 from voxline.base.clock import VirtualClock
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 
 
 class Blocks:

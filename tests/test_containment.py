@@ -19,7 +19,7 @@ from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.transports.base import memory_pair
 from voxline.session.events import SessionError
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 

@@ -34,7 +34,7 @@ from voxline.realtime.transports.base import memory_pair
 from voxline.session.bargein import Trigger
 from voxline.session.events import SessionError
 from voxline.session.machine import Effects, SessionMachine
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 

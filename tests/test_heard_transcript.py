@@ -26,7 +26,7 @@ from voxline.session.events import (
     TurnMetrics,
 )
 from voxline.session.metrics import TurnRecord
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.mirror import ConversationMirror
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings

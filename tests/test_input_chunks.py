@@ -19,7 +19,8 @@ from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server import load_scenario
 from voxline.session.input_chunks import InputChunker
-from voxline.session.media import ClockedOutput, Recording
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.recording import Recording
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession

@@ -20,7 +20,8 @@ from voxline.realtime.connection import RealtimeConnection, connect
 from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session import SessionSettings, VoiceSession
-from voxline.session.media import ClockedOutput, Recording
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.recording import Recording
 
 
 class _Gate:

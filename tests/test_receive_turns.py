@@ -14,7 +14,7 @@ from voxline.base.clock import RealClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.transports.base import memory_pair
 from voxline.session import SessionSettings, VoiceSession
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 
 from tests.reply_frames import reply_frames
 

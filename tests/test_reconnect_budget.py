@@ -15,7 +15,7 @@ from voxline.realtime.transports.base import memory_pair
 from voxline.session.events import ConnectionLost, SessionError
 from voxline.session.input_journal import InputJournal
 from voxline.session.lockstep import run_lockstep
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.reconnect import ReconnectBudget
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession

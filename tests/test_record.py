@@ -20,7 +20,8 @@ from voxline.base.clock import VirtualClock
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.lockstep import run_lockstep
-from voxline.session.media import ClockedOutput, Recording, mic_blocks
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.recording import Recording, mic_blocks
 from voxline.session.record import SessionRecorder
 from voxline.session.replay import engine_connector, replay_fast
 from voxline.session.settings import SessionSettings

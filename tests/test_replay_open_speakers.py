@@ -100,7 +100,8 @@ def _session_with_late_mic(samples: np.ndarray, lag_s: float, timed: bool) -> in
     from voxline.base.clock import VirtualClock
     from voxline.session.capture import attach_ring
     from voxline.session.lockstep import run_lockstep
-    from voxline.session.media import ClockedOutput, Recording, echoed_blocks
+    from voxline.audio.clocked_output import ClockedOutput
+    from voxline.audio.recording import Recording, echoed_blocks
     from voxline.session.replay import engine_connector
     from voxline.session.voice import VoiceSession
 

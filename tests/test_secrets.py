@@ -30,7 +30,7 @@ from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.cli import main
 from voxline.session.eventlog import EventLog
 from voxline.session.events import ResponseFinished, SessionError
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 from tests.loopback_http import loopback_http

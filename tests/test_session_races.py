@@ -22,7 +22,7 @@ from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession
 from voxline.session.events import SpeechStarted
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from tests.oracle import WireRecorder
 from tests.test_voice_session import collect, sent
 

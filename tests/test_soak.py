@@ -36,7 +36,7 @@ from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import make_synth, warm_up
 from voxline.session.events import BargeIn, ConnectionLost, ConnectionRestored, SessionError
 from voxline.session.lockstep import run_lockstep
-from voxline.session.media import BLOCK, ClockedOutput
+from voxline.audio.clocked_output import BLOCK, ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry
 from voxline.session.voice import VoiceSession

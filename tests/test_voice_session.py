@@ -28,7 +28,7 @@ from voxline.session.events import (
     StateChanged,
     TranscriptDone,
 )
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession, exponential_backoff

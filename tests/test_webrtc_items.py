@@ -17,7 +17,7 @@ from voxline.base.clock import RealClock
 from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.events import BargeIn, TranscriptDone
-from voxline.session.media import ClockedOutput
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 from tests.oracle import WireRecorder

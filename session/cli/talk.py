@@ -35,7 +35,7 @@ from voxline.realtime.server.app import serve
 from voxline.realtime.server.config import ServerConfig, is_loopback
 
 from ..events import SessionError
-from ..media import mic_blocks
+from voxline.audio.recording import mic_blocks
 from ..record import SessionRecorder
 from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry

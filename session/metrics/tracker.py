@@ -1,6 +1,6 @@
 """The session metrics tracker: sans-I/O, fed by what the session already handles.
 
-The session calls, with the listener time ``now`` (:meth:`~voxline.session.media.Output.now`):
+The session calls, with the listener time ``now`` (:meth:`~voxline.audio.clocked_output.Output.now`):
 
 * :meth:`SessionMetrics.wire` with each protocol output (audio deltas: when the first
   one of a turn came, how much of each item arrived; tool calls requested);

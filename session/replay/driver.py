@@ -1,7 +1,7 @@
 """Replay a recording through a :class:`~voxline.session.VoiceSession`, the one session driver.
 
-The recording is the microphone (:class:`~voxline.session.media.Recording`), a
-:class:`~voxline.session.media.ClockedOutput` writes what the listener heard into a sink
+The recording is the microphone (:class:`~voxline.audio.recording.Recording`), a
+:class:`~voxline.audio.clocked_output.ClockedOutput` writes what the listener heard into a sink
 (HEARD.wav, or a timeline in memory), and everything else is the session an application
 runs: the protocol core, barge-in, the tool dispatcher, the conversation mirror, reconnects.
 
@@ -41,7 +41,8 @@ from ..events import SessionError, SessionEvent
 from ..lockstep import run_lockstep
 from ..capture import attach_ring
 from ..local_barge import BargePolicy
-from ..media import BLOCK, ClockedOutput, Recording, echoed_blocks
+from voxline.audio.clocked_output import BLOCK, ClockedOutput
+from voxline.audio.recording import Recording, echoed_blocks
 from ..settings import SessionSettings
 from ..tools import Approver, ToolEvent, ToolRegistry
 from ..voice import Connector, VoiceSession
@@ -74,7 +75,7 @@ async def run_replay(
     """Play ``samples`` (int16 mono 24 kHz) as the microphone of a :class:`VoiceSession`.
 
     ``echo`` mixes what the listener heard back into the microphone through that room
-    (:func:`~voxline.session.media.echoed_blocks`); ``aec``, ``local_vad`` and
+    (:func:`~voxline.audio.recording.echoed_blocks`); ``aec``, ``local_vad`` and
     ``barge_policy`` go to the session.
 
     ``connector`` opens each connection; ``None`` lets the session connect as its

@@ -1,0 +1,95 @@
+"""What a :class:`~voxline.session.VoiceSession` captures from, besides a live microphone.
+
+An *input* is any async iterable of int16 blocks at 24 kHz: :class:`Recording` (a recording
+paced as a microphone would hand it over), :func:`file_blocks` (a paced source),
+:func:`mic_blocks` (a device's ``(adc_time, block)`` pairs, times dropped), and
+:func:`echoed_blocks` (open speakers simulated: the room's echo of what was heard added).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.clock import Clock
+from voxline.audio.clocked_output import BLOCK
+from voxline.audio.reference import PlayedRing
+from voxline.audio.room import RoomEcho
+from voxline.audio.sources import Source
+
+__all__ = ["Recording", "echoed_blocks", "file_blocks", "mic_blocks"]
+
+
+async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
+    """Blocks from :class:`~voxline.audio.devices.MicSource` (``(adc_time, block)`` pairs)."""
+    async for _t, block in mic:
+        yield block
+
+
+async def file_blocks(source: Source) -> AsyncIterator[np.ndarray]:
+    """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone)."""
+    async for frame in source:
+        yield frame.samples
+
+
+class Recording:
+    """A recording as the microphone: block ``k`` is handed over once captured, at
+    ``origin + (k + 1)·block/24000`` (sample ``n`` is captured at ``origin + n/24000``).
+
+    It is an async iterable of its blocks, each yielded once captured (a late wake-up yields
+    every block captured by then at once). A session on a real clock takes them instead as a
+    step of the loop's stepper (:attr:`due`, :meth:`take`, :func:`~voxline.base.clock.run_steps`):
+    a microphone then costs the loop no task wake-up per block.
+    """
+
+    def __init__(self, samples: npt.NDArray[np.int16], clock: Clock, origin: float, block: int = BLOCK) -> None:
+        if block < 1:
+            raise ValueError("a block must hold at least one sample")
+        self.clock = clock
+        self._samples = samples
+        self._origin = origin
+        self._block = block
+        self._next = 0  # the first sample not handed over
+
+    @property
+    def due(self) -> float | None:
+        """When the next block is captured; ``None`` once every block was handed over."""
+        n = len(self._samples)
+        if self._next >= n:
+            return None
+        return self._origin + min(self._next + self._block, n) / SAMPLE_RATE
+
+    def take(self, now: float) -> list[np.ndarray]:
+        """The blocks captured by ``now`` and not handed over yet, in order."""
+        blocks = []
+        while (due := self.due) is not None and due <= now:
+            blocks.append(self._next_block())
+        return blocks
+
+    def _next_block(self) -> np.ndarray:
+        block = self._samples[self._next : self._next + self._block]
+        self._next += self._block
+        return block
+
+    async def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        while (due := self.due) is not None:
+            if self.clock.now() < due:  # a block already captured (a late wake-up) follows at once
+                await self.clock.sleep_until(due)
+            yield self._next_block()
+
+
+async def echoed_blocks(blocks: AsyncIterable[np.ndarray], room: RoomEcho, ring: PlayedRing) -> AsyncIterator[np.ndarray]:
+    """Open speakers, simulated: each block plus the room's echo of what the listener heard.
+
+    The blocks must start at listener sample 0 and follow each other without gaps (as
+    :class:`Recording` with the output's origin does); each is handed over once
+    captured, when everything the echo needs (listener samples at least the room's delay
+    older) has been played into ``ring``.
+    """
+    start = 0
+    async for block in blocks:
+        yield room.mix(np.asarray(block, dtype=np.int16), ring, start)
+        start += len(block)
