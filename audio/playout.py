@@ -453,7 +453,7 @@ class PlayoutBuffer:
             key = None if latest is None else (latest.item_id, latest.content_index)
             if key not in self._received:
                 return []
-            index = order.index(key)  # type: ignore[arg-type]
+            index = order.index(key)
             keep = {k[0] for k in order[index:]} | {key[0] for key in self._queue_keys}
             if self._open is not None:
                 keep.add(self._open[0])

@@ -230,7 +230,7 @@ class RealtimeProtocol:
             case "response.create":
                 return self.create_response(payload.get("response"), event_id=payload.get("event_id"))
             case "response.cancel":
-                return self.cancel_response()
+                return self._apply(Input.CANCEL)
             case "conversation.item.truncate":
                 return self.truncate(payload["item_id"], int(payload["audio_end_ms"]), int(payload.get("content_index", 0)))
             case "input_audio_buffer.append":
@@ -357,6 +357,7 @@ class RealtimeProtocol:
 
     # ------------------------------------------------------------------ lifecycle
     def _apply(self, inp: Input, command: dict[str, Any] | None = None) -> str | None:
+        """One lifecycle step; the ``event_id`` of the create or cancel it sent, if any."""
         self._slot, actions = step(self._slot, inp)
         sent: str | None = None
         for action in actions:
@@ -375,7 +376,7 @@ class RealtimeProtocol:
                     payload: dict[str, Any] = {"type": "response.cancel"}
                     if self._active_id:
                         payload["response_id"] = self._active_id
-                    self._emit(payload, flat=True)
+                    sent = self._emit(payload, flat=True)
                 case Action.DROP_LATE:
                     if self._active_id:
                         _remember(self._dropping, self._active_id, _DROPPING)
@@ -515,7 +516,7 @@ class RealtimeProtocol:
         item_id = getattr(item, "id", None)
         if not item_id:
             return
-        kind = getattr(item, "role", None) or getattr(item, "type", "item")
+        kind: str = getattr(item, "role", None) or getattr(item, "type", None) or "item"
         self._item_kind[item_id] = kind
         if item_id in self._items:
             return

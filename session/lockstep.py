@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Executor
+from typing import Any, TypeVar, TypeVarTuple
 
 from voxline.base.clock import VirtualClock
 
 __all__ = ["LockstepLoop", "run_lockstep"]
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class _IdleSelector(selectors.BaseSelector):
@@ -70,7 +72,7 @@ class LockstepLoop(asyncio.SelectorEventLoop):
         self.clock = clock
         self._jobs = 0  # executor jobs in flight: time waits for them
 
-    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:
+    def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
         self._jobs += 1
         future.add_done_callback(self._job_done)

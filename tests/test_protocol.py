@@ -105,6 +105,16 @@ def test_late_deltas_of_a_cancelled_response_are_dropped() -> None:
     assert p.slot is Slot.IDLE
 
 
+def test_send_of_a_cancel_returns_the_event_id_on_the_wire_or_none() -> None:
+    p = RealtimeProtocol()
+    assert p.send({"type": "response.cancel"}) is None  # nothing active: nothing sent
+    assert sent(p) == []
+    started(p)
+    event_id = p.send({"type": "response.cancel"})
+    (cancel,) = sent(p)
+    assert cancel["type"] == "response.cancel" and event_id == cancel["event_id"]
+
+
 def test_server_errors_map_back_to_the_command() -> None:
     p = RealtimeProtocol()
     event_id = p.delete_item("nope")

@@ -24,7 +24,8 @@ from voxline.audio.wavio import read_wav, write_wav
 from voxline.session.cli import main
 from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
 from voxline.session.cli.talk_view import TalkModel, describe, level_bar
-from voxline.session.events import BargeIn, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta, TranscriptDone
+from voxline.session.events import (BargeIn, CutAdjusted, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta,
+                                    TranscriptDone)
 from voxline.session.tools import ToolFinished, ToolStarted
 from tests.device_support import VirtualDevices, pulse, vdev
 
@@ -113,6 +114,14 @@ def test_tool_events_are_one_line_each() -> None:
     finished = ToolFinished("call_1", "get_weather", '{"temperature":18}', True, 0.012)
     assert describe(started) == "tool: get_weather(city='Paris') started"
     assert describe(finished) == 'tool: get_weather returned {"temperature":18} in 12 ms'
+
+
+def test_a_cut_adjusted_by_the_server_is_a_line_and_a_mark() -> None:
+    model = TalkModel(endpoint="test", mode="voice activity")
+    event = CutAdjusted("item_a", requested_ms=900, applied_ms=850)
+    model.apply(event, " 2.00s")
+    assert describe(event) == "cut adjusted: the server had 850 ms of item_a, not the 900 ms heard"
+    assert list(model.marks) == [" 2.00s cut adjusted: the server had 850 ms of item_a, not the 900 ms heard"]
 
 
 async def test_level_meter_measures_rms_in_dbfs_and_falls_back_slowly() -> None:

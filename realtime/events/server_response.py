@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from .b64 import decode_audio
 from .common import ContentPart, Item, Response, decode_arguments
@@ -109,12 +109,10 @@ class ResponseContentPartDone(_PartRef):
 class ResponseOutputAudioDelta(_PartRef):
     """``response.output_audio.delta``: ``delta`` is base64 as on the wire; ``audio`` the bytes."""
 
-    model_config = ConfigDict(ignored_types=(_DecodedAudio,))
-
     type: Literal["response.output_audio.delta"] = "response.output_audio.delta"
     delta: str = Field(repr=False)
 
-    audio = _DecodedAudio()
+    audio: ClassVar[_DecodedAudio] = _DecodedAudio()
 
 
 class ResponseOutputAudioDone(_PartRef):

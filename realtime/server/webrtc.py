@@ -153,8 +153,9 @@ class RealtimeCalls:
         """A call ended: forget it, keeping its error (if any) for :meth:`close`."""
         self._tasks = {k: t for k, t in self._tasks.items() if t is not task}
         self._calls = {k: c for k, c in self._calls.items() if k in self._tasks}
-        if not task.cancelled() and task.exception() is not None:
-            self._failures.append(task.exception())
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._failures.append(error)
 
     def _refusal(self, request: HttpRequest) -> HttpResponse | None:
         token = self._credentials.bearer(request.headers.get("authorization"))

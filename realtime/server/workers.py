@@ -122,8 +122,13 @@ async def _message(loop: asyncio.AbstractEventLoop, process: Any, receiver: Conn
 
 async def _first_exit(loop: asyncio.AbstractEventLoop, processes: list[Any]) -> Any:
     ended: asyncio.Future[Any] = loop.create_future()
+
+    def exited(process: Any) -> None:
+        if not ended.done():
+            ended.set_result(process)
+
     for process in processes:
-        loop.add_reader(process.sentinel, lambda p=process: ended.done() or ended.set_result(p))
+        loop.add_reader(process.sentinel, exited, process)
     try:
         process = await ended
     finally:

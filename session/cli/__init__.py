@@ -11,6 +11,7 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from voxline import __version__
 from voxline.base.errors import VoxlineError, redact
@@ -30,14 +31,17 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)  # an option is its whole name: no guessing at prefixes
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
-    def parse_args(self, args: Sequence[str] | None = None, namespace: object = None) -> argparse.Namespace:  # type: ignore[override]
+    # one signature for argparse's overloads: this parser is only ever given its own namespace
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
         unknown = unknown_options(self, list(sys.argv[1:] if args is None else args))
         if unknown:
             self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
-        return super().parse_args(args, namespace)  # type: ignore[arg-type]
+        return super().parse_args(args, namespace)
 
 
 def unknown_options(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:

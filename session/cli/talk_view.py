@@ -34,6 +34,7 @@ from ..events import (
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
+    CutAdjusted,
     FalseBargeIn,
     PlaybackHeld,
     HeardTranscript,
@@ -101,6 +102,8 @@ def describe(event: Event) -> str | None:
             return f"assistant: audio playing{after}"
         case BargeIn():
             return event.describe()
+        case CutAdjusted(item_id=item_id, requested_ms=requested, applied_ms=applied):
+            return f"cut adjusted: the server had {applied} ms of {item_id}, not the {requested} ms heard"
         case PlaybackHeld(heard_ms=ms):
             return f"you (local VAD): assistant held at {ms:.0f} ms heard, waiting for the server"
         case FalseBargeIn(resumed=resumed):
@@ -190,7 +193,7 @@ class TalkModel:
                 self.counts["barge_ins"] += 1
                 self.marks.append(f"{stamp} {event.describe()}")
             case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
-                    | PlaybackHeld() | FalseBargeIn():
+                    | PlaybackHeld() | FalseBargeIn() | CutAdjusted():
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)
                 self.marks.append(f"{stamp} {describe(event)}")
             case _:

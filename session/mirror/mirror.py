@@ -96,12 +96,12 @@ class ConversationMirror:
             for part_item, _index, heard_ms in barge_in.heard_parts:
                 if part_item not in barge_in.deleted:
                     self.record_heard(part_item, heard_ms)
-        item_id = barge_in.item_id
-        if item_id is None or item_id in barge_in.deleted:
+        cut_id = barge_in.item_id
+        if cut_id is None or cut_id in barge_in.deleted:
             return
         if barge_in.received_ms <= 0 and barge_in.audio_end_ms is None:
             return  # the session knew nothing about that item's audio
-        self.record_heard(item_id, barge_in.heard_ms, barge_in.received_ms)
+        self.record_heard(cut_id, barge_in.heard_ms, barge_in.received_ms)
 
     def record_heard(self, item_id: str, heard_ms: float, received_ms: float | None = None) -> None:
         """The listener heard ``heard_ms`` of ``item_id`` and will hear no more of it.
@@ -170,8 +170,8 @@ class ConversationMirror:
             case ev.ResponseOutputItemDone():
                 self._update(event.item, event.response_id)
             case ev.ResponseDone():
-                for item in event.response.output or []:
-                    self._update(item, event.response.id)
+                for output in event.response.output or []:
+                    self._update(output, event.response.id)
             case ev.ConversationItemDeleted():
                 self._on_deleted(event.item_id)
             case ev.ConversationItemTruncated():

@@ -17,11 +17,12 @@ produced or owed), or ``tail_s`` after the input ended.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import SecretStr
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
@@ -87,13 +88,13 @@ async def run_replay(
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
     output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
-    settings = settings or SessionSettings(api_key="local")
+    settings = settings or SessionSettings(api_key=SecretStr("local"))
     # a plain recording is handed over a chunk at a time when a chunk is whole 20 ms blocks: the
     # appends go out at the same instants as with 20 ms blocks, with fewer wake-ups (another chunk
     # size would change them); echo, AEC and a local VAD keep 20 ms blocks
     chunk = settings.input_chunk_samples
     plain = echo is None and not aec and not local_vad and chunk % BLOCK == 0
-    mic = Recording(samples, clock, origin, block=chunk if plain else BLOCK)
+    mic: AsyncIterable[np.ndarray] = Recording(samples, clock, origin, block=chunk if plain else BLOCK)
     if echo is not None:
         mic = echoed_blocks(mic, echo, attach_ring(output.playout))
     session = VoiceSession(settings, output=output, input=mic, tools=tools,

@@ -292,9 +292,9 @@ class CallTracker:
         tracker = cls()
         for row in parsed.responses:
             tracker._responses[row.response_id] = _Response(status=row.status, followed_up=row.followed_up)
-        for row in parsed.calls:
-            call = ToolCall(**row.model_dump(exclude={"state"}))
-            tracker._calls[call.call_id] = _Call(call, row.state)
+        for call_row in parsed.calls:
+            call = ToolCall(**call_row.model_dump(exclude={"state"}))
+            tracker._calls[call.call_id] = _Call(call, call_row.state)
             tracker._by_item[call.item_id] = call.call_id
             tracker._responses.setdefault(call.response_id, _Response()).call_ids.append(call.call_id)
         tracker._pending = [_Command(dict(r.command), r.call_id, r.response_id) for r in parsed.pending]

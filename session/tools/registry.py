@@ -160,17 +160,16 @@ class ToolRegistry:
         needs_approval: bool = False,
     ) -> Callable[[F], F]: ...
 
-    def tool(
+    def tool(  # ``func`` is positional-only in the overload; a ``/`` here trips mypy's overload check
         self,
-        func: F | None = None,
-        /,
+        func: Callable[..., Any] | None = None,
         *,
         name: str | None = None,
         description: str | None = None,
         read_only: bool = False,
         timeout: float | None = 10.0,
         needs_approval: bool = False,
-    ) -> F | Callable[[F], F]:
+    ) -> Callable[..., Any]:
         """Decorator registering a function as a tool; the function is returned unchanged.
 
         Use bare (``@registry.tool``) or with options (``@registry.tool(read_only=True)``).
