@@ -161,7 +161,7 @@ class SessionCore:
             case ev.ResponseDone():
                 r = output.response
                 reason = _reason(r.status_details)
-                usage = r.usage.model_dump() if hasattr(r.usage, "model_dump") else r.usage
+                usage = r.usage.model_dump() if r.usage is not None else None
                 self._events.append(ResponseFinished(r.id, r.status or "completed", reason, now, usage))
             case ev.ResponseOutputAudioTranscriptDelta() | ev.ResponseOutputTextDelta():
                 self._events.append(TranscriptDelta("assistant", output.item_id, output.delta))
@@ -265,7 +265,7 @@ class SessionCore:
         state = step(self._state, event)
         if state is not self._state:
             self._state = state
-            self._events.append(StateChanged(state.value, now))  # type: ignore[arg-type]
+            self._events.append(StateChanged(state.value, now))
 
     def _retire(self, now: float) -> None:
         """Forget parts that can no longer be cut: older than the last part heard, and cut or wholly heard."""

@@ -94,7 +94,7 @@ class TrackTagger:
 
     def handle(self, output: ProtocolOutput) -> None:
         match output:
-            case ev.ResponseOutputItemAdded() if getattr(output.item, "type", None) == "message":
+            case ev.ResponseOutputItemAdded() if isinstance(output.item, ev.MessageItem) and output.item.id:
                 self._add(output.response_id, output.item.id)
             case ev.ResponseOutputAudioTranscriptDelta():
                 item = self._items.get(output.item_id)

@@ -217,8 +217,7 @@ async def run(args: argparse.Namespace) -> int:
         blocks = mic.blocks() if recorder is None else recorder.mic(mic.blocks())
         wire = recorder.wire if recorder is not None else None
         if args.aec:  # the capture path aligns the reference by the microphone's ADC times
-            # VoiceSession takes (ADC time, block) pairs when it cancels echo; its input annotation names blocks only
-            session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),  # type: ignore[arg-type]
+            session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),
                                    tools=demo_tools(),
                                    aec=args.aec, local_vad="webrtc", on_wire=wire)
             screen.note(f"voxline talk: echo cancellation on ({args.aec}), local voice activity stops the assistant")

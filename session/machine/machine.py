@@ -362,7 +362,7 @@ class SessionMachine:
         sent = False
         for command in self.calls.commands():
             if isinstance(command, ev.ConversationItemCreate):
-                if not command.item.id:
+                if not isinstance(command.item, ev.UnknownItem) and not command.item.id:
                     command = command.model_copy(update={"item": command.item.model_copy(update={"id": self.new_item_id()})})
                 self.mirror.record_local(command)
             protocol.send(command)

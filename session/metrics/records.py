@@ -168,8 +168,8 @@ class MetricsReport:
                        if f.name in _INSTANTS and getattr(record, f.name) is not None}
             return dataclasses.replace(record, **changes)
 
-        return MetricsReport(self.at - offset, *(tuple(move(r) for r in group) for group in
-                             (self.turns, self.barge_ins, self.items, self.speech, self.tools)),
+        return MetricsReport(self.at - offset, tuple(map(move, self.turns)), tuple(map(move, self.barge_ins)),
+                             tuple(map(move, self.items)), tuple(map(move, self.speech)), tuple(map(move, self.tools)),
                              self.underruns, self.underrun_ms)
 
     def aggregates(self) -> dict[str, Aggregate]:

@@ -181,9 +181,9 @@ class SessionMetrics:
                     turn = self._turn if self._turn is not None else self._open_turn()
                     turn.responses[event.response_id] = None
                 case ResponseFinished() if event.response_id is not None:
-                    for turn in (self._turn, *islice(reversed(self._turns), 4)):
-                        if turn is not None and event.response_id in turn.responses:
-                            turn.responses[event.response_id] = event.status
+                    for recent in (self._turn, *islice(reversed(self._turns), 4)):
+                        if recent is not None and event.response_id in recent.responses:
+                            recent.responses[event.response_id] = event.status
                             break
                 case AssistantAudioStarted():
                     self._on_first_heard(event)
