@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from benchmarks import record, run_all, table
-from tests.conftest import IN_CI
-from tests.device_support import require_pulse
+from tests.support.ci import IN_CI
+from tests.support.devices import require_pulse
 
 ROOT = Path(__file__).resolve().parent.parent
 # what each section's figures must hold, beyond having no missing number

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.wavio import read_wav
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"

@@ -2,7 +2,7 @@
 
 Each cell plays the same conversation (a typed question answered with a tool call, two
 spoken turns with parallel calls) through a real VoiceSession and the local server's
-engine, in lockstep, with one fault injected by a hostile network (tests/hostile.py). After
+engine, in lockstep, with one fault injected by a hostile network (tests/support/hostile.py). After
 each run:
 
 * no exception escaped, no fatal error, and the session recovered (a malformed frame is
@@ -25,7 +25,7 @@ import pytest
 
 import numpy as np
 
-from tests.hostile import FAULTS, POINTS, Fault, Outcome, run_faulted, spoken_bursts
+from tests.support.hostile import FAULTS, POINTS, Fault, Outcome, run_faulted, spoken_bursts
 from voxline.session.events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, TranscriptDelta
 from voxline.session.mirror.heard import estimate_heard_text
 from voxline.session.tools import ToolFinished, ToolStarted

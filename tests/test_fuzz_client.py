@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.hostile import run_faulted
+from tests.support.hostile import run_faulted
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.oracle import check_client_event, check_server_event
+from tests.support.oracle import check_client_event, check_server_event
 from tests.test_server_engine import Harness
 
 EXAMPLES = 1_500  # each of the two sequence tests; one to three frames an example

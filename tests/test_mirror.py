@@ -25,7 +25,7 @@ from voxline.realtime.server.state import EngineConfig
 from voxline.session.events import BargeIn
 from voxline.session.mirror import ConversationMirror, HeardEstimate, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
 from voxline.session.tools.calls import CallTracker
-from tests.oracle import check_client_event, check_server_event
+from tests.support.oracle import check_client_event, check_server_event
 
 # Server events, each checked against the official SDK before it is parsed.
 

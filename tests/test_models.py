@@ -16,7 +16,7 @@ from voxline.realtime.server import serve
 from voxline.session.cli import talk
 from voxline.session.cli.replay import add_arguments as add_replay_arguments
 from voxline.session.settings import SessionSettings
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 from tests.test_server_ws import AUTH, Client, config
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"

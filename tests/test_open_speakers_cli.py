@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI
-
-from tests.conftest import require_tool
+from tests.support.ci import IN_CI, require_tool
 from tests.test_cli import EXAMPLE, one_line_error, voxline
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import voxline
-from tests.conftest import IN_CI
+from tests.support.ci import IN_CI
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = Path(os.environ.get("VOXLINE_WHEELHOUSE", Path.home() / ".cache" / "voxline" / "wheelhouse"))

@@ -19,7 +19,7 @@ from voxline.realtime.notices import (
     TruncateAdjusted,
 )
 from voxline.realtime.protocol import RealtimeProtocol
-from tests.oracle import check_client_event
+from tests.support.oracle import check_client_event
 
 _n = 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, SYSTEM_PACKAGES
+from tests.support.ci import IN_CI, SYSTEM_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 VOXLINE = Path(sys.executable).parent / "voxline"

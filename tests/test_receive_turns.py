@@ -16,7 +16,7 @@ from voxline.realtime.transports.base import memory_pair
 from voxline.session import SessionSettings, VoiceSession
 from voxline.session.media import ClockedOutput
 
-from tests.reply_frames import reply_frames
+from tests.support.reply_frames import reply_frames
 
 SESSIONS = 8
 DELTAS = 300

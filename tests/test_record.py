@@ -25,7 +25,7 @@ from voxline.session.record import SessionRecorder
 from voxline.session.replay import engine_connector, replay_fast
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
 from tests.test_cli import EXAMPLE
 
 RATE = 24000

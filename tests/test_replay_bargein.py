@@ -17,9 +17,9 @@ from voxline.audio.voice import synthesize
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, SpeechStarted
 from voxline.session.replay import ReplayResult, replay_fast
-from tests.heard import heard_length
-from tests.oracle import WireRecorder
-from tests.speech import RATE, make_utterance, mix_timeline
+from tests.support.heard import heard_length
+from tests.support.oracle import WireRecorder
+from tests.support.speech import RATE, make_utterance, mix_timeline
 
 HERE = Path(__file__).parent
 LONG = load_scenario("long")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.hostile import speech
+from tests.support.hostile import speech
 from voxline.audio.wavio import read_wav, write_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError

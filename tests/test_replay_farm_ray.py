@@ -25,7 +25,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from tests.conftest import IN_CI
+from tests.support.ci import IN_CI
 from tests.test_replay_farm import make_recording, one_line_error
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server.scenario import load_scenario

@@ -11,8 +11,8 @@ from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.replay import replay_fast, run_replay
-from tests.conftest import require_tool
-from tests.oracle import WireRecorder
+from tests.support.ci import require_tool
+from tests.support.oracle import WireRecorder
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 BLOCK_MS = 20

@@ -18,7 +18,7 @@ from voxline.realtime.server.scenario import Call, Say, builtin_names, load_scen
 from voxline.realtime.server.speech import VoiceCache
 from voxline.realtime.server.state import EngineConfig
 from voxline.realtime.server.voices import supply_speech
-from tests.oracle import check_server_event
+from tests.support.oracle import check_server_event
 
 RATE = 24000
 CHAR_MS = 20

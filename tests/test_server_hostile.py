@@ -19,7 +19,7 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.app import Server
 from voxline.realtime.server.validate import MAX_DEPTH
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
 from tests.test_cli import one_line_error, voxline
 from tests.test_server_engine import Harness
 

@@ -23,7 +23,7 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
 from voxline.realtime.server.cli import config_from_args
 from voxline.realtime.server.http_api import HttpRequest, HttpResponse
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 
 KEY = "sk-local-test"
 AUTH = {"Authorization": f"Bearer {KEY}"}

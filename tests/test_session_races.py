@@ -23,7 +23,7 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession
 from voxline.session.events import SpeechStarted
 from voxline.session.media import ClockedOutput
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 from tests.test_voice_session import collect, sent
 
 RACE = str(Path(__file__).parent / "scenarios" / "race.toml")

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.hostile import speech
+from tests.support.hostile import speech
 from voxline.audio.sinks import NullSink
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import VirtualClock

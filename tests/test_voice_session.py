@@ -32,7 +32,7 @@ from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession, exponential_backoff
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 
 
 @asynccontextmanager

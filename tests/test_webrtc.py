@@ -29,7 +29,7 @@ from voxline.realtime.transports import Transport
 from voxline.realtime.transports.rtc_audio import SampleQueue
 from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 
 RATE = 24_000
 KEY = "sk-webrtc-test"

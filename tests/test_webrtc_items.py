@@ -20,8 +20,8 @@ from voxline.session.events import BargeIn, TranscriptDone
 from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
-from tests.session_events import until
+from tests.support.oracle import WireRecorder
+from tests.support.session_events import until
 
 KEY = "sk-webrtc-two-items"
 FIRST = "This is the first item of the reply, and it is short."

@@ -16,8 +16,8 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.session.events import ConnectionLost, ConnectionRestored, ResponseFinished, TranscriptDone
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
-from tests.session_events import until
+from tests.support.oracle import WireRecorder
+from tests.support.session_events import until
 
 KEY = "sk-webrtc-session"
 

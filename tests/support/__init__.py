@@ -1,0 +1,1 @@
+"""What the tests share: helpers, fakes and fixtures that test modules import."""
