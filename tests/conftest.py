@@ -31,7 +31,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the fault matrix's table when it ran."""
     import sys
 
-    matrix = sys.modules.get("tests.test_fault_matrix")
+    matrix = sys.modules.get("tests.support.fault_matrix")
     lines = matrix.fault_table() if matrix is not None else []
     if lines:
         terminalreporter.section("reliability")

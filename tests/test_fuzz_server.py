@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from tests.support.oracle import check_client_event, check_server_event
-from tests.test_server_engine import Harness
+from tests.support.engine_harness import Harness
 
 EXAMPLES = 1_500  # each of the two sequence tests; one to three frames an example
 BUSY_EXAMPLES = 1_000

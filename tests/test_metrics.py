@@ -36,7 +36,7 @@ from voxline.session.replay import ReplayResult, replay_fast
 from voxline.session.tools import ToolFinished, ToolStarted
 from tests.support.ci import require_tool
 from tests.support.heard import heard_length
-from tests.test_mirror import audio_b64, wire
+from tests.support.server_events import audio_b64, wire
 
 RATE = 24000
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"

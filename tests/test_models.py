@@ -17,7 +17,7 @@ from voxline.session.cli import talk
 from voxline.session.cli.replay import add_arguments as add_replay_arguments
 from voxline.session.settings import SessionSettings
 from tests.support.oracle import WireRecorder
-from tests.test_server_ws import AUTH, Client, config
+from tests.support.local_server import AUTH, Client, config
 
 
 def _listed(model_class: type) -> set[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.ci import IN_CI, require_tool
-from tests.test_cli import EXAMPLE, one_line_error, voxline
+from tests.support.cli import EXAMPLE, one_line_error, voxline
 
 
 def barge_ins(log: Path) -> list[dict]:

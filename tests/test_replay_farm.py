@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.hostile import speech
-from voxline.audio.wavio import read_wav, write_wav
+from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.scenario import load_scenario
@@ -34,6 +33,8 @@ from voxline.session.replay.farm import (
     recordings_from_paths,
 )
 from voxline.session.replay.farm.results import Measured, judge, outcome
+from tests.support.cli import one_line_error
+from tests.support.farm import make_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 VOXLINE = Path(sys.executable).parent / "voxline"
@@ -42,25 +43,6 @@ VOXLINE = Path(sys.executable).parent / "voxline"
 def voxline(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_") and k != "OPENAI_API_KEY"}
     return subprocess.run([str(VOXLINE), *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=clean)
-
-
-def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
-    assert run.returncode != 0, run.stdout
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    return lines[0]
-
-
-def make_recording(path: Path, seed: int, interrupt: bool) -> None:
-    """A question at 0.3 s; with ``interrupt``, the user talks over the reply at 3.5 s. Six seconds."""
-    rng = np.random.default_rng(seed)
-    samples = np.zeros(6 * SAMPLE_RATE, dtype=np.int16)
-    question = speech(rng, 0.8 + 0.01 * (seed % 5))
-    samples[int(0.3 * SAMPLE_RATE):][: len(question)] = question
-    if interrupt:
-        over = speech(rng, 0.6)
-        samples[int(3.5 * SAMPLE_RATE):][: len(over)] = over
-    write_wav(path, samples)
 
 
 # the manifest's pieces, on plain data

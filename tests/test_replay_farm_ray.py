@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 from tests.support.ci import IN_CI
-from tests.test_replay_farm import make_recording, one_line_error
+from tests.support.cli import one_line_error
+from tests.support.farm import make_recording
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.cli import main

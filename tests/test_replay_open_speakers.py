@@ -19,7 +19,8 @@ from voxline.session.events import BargeIn, FalseBargeIn, PlaybackHeld
 from voxline.session.local_barge import BargePolicy
 from voxline.session.settings import SessionSettings
 from tests.support.heard import heard_length
-from tests.test_replay_bargein import LONG, LONG_TEXT, check_cut, replay, sent, speech  # noqa: F401 (fixture)
+from tests.support.oracle import sent
+from tests.support.replays import LONG, LONG_TEXT, check_cut, replay, speech  # noqa: F401 (fixture)
 
 STOP_AT = 5.0
 

@@ -15,7 +15,7 @@ import pytest
 from voxline.session.metrics import BargeInRecord, MetricsReport, SpeechSegment, TurnRecord
 from voxline.session.report import display, lookup, make_run, render_report
 from tests.support.ci import require_tool
-from tests.test_cli import EXAMPLE, voxline
+from tests.support.cli import EXAMPLE, voxline
 
 
 class Page(HTMLParser):

@@ -25,8 +25,8 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.cli import config_from_args
 from voxline.realtime.server.scenario import parse_scenario, read_transcripts
 from tests.support.oracle import WireRecorder
-from tests.test_cli import EXAMPLE, voxline
-from tests.test_server_engine import Harness, only, silence, speech, types
+from tests.support.cli import EXAMPLE, voxline
+from tests.support.engine_harness import Harness, only, silence, speech, types
 
 KEY = "sk-transcripts-test"
 SAYS = ["What is the weather in Paris?", "Thank you."]

@@ -34,7 +34,7 @@ from voxline.session.media import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 from tests.support.loopback_http import loopback_http
-from tests.test_voice_session import collect
+from tests.support.session_events import collect
 
 CANARY = "canary7Qx2-Lm9Zt4Wv8Rb3Kc6"
 

@@ -20,8 +20,8 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.app import Server
 from voxline.realtime.server.validate import MAX_DEPTH
 from tests.support.ci import require_tool
-from tests.test_cli import one_line_error, voxline
-from tests.test_server_engine import Harness
+from tests.support.cli import one_line_error, voxline
+from tests.support.engine_harness import Harness
 
 KEY = "sk-hostile-test-key"
 

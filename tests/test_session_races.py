@@ -23,8 +23,8 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession
 from voxline.session.events import SpeechStarted
 from voxline.session.media import ClockedOutput
-from tests.support.oracle import WireRecorder
-from tests.test_voice_session import collect, sent
+from tests.support.oracle import WireRecorder, sent
+from tests.support.session_events import collect
 
 RACE = str(Path(__file__).parent / "scenarios" / "race.toml")
 
