@@ -20,6 +20,14 @@ def _hypothesis_outside_the_tree() -> None:
 _hypothesis_outside_the_tree()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A sound-device test is a slow test: ``-m "not slow"`` leaves it out with the others."""
+    for item in items:
+        if item.get_closest_marker("device") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the PulseAudio daemon the device tests started, if they started one."""
     from tests.support import devices

@@ -23,6 +23,8 @@ from benchmarks import (
 from benchmarks.bench_truncation import METHODS, Case
 from tests.support.ci import require_tool
 
+pytestmark = pytest.mark.slow  # runs the benchmarks, some against a server process
+
 CASES = [
     Case("wav", "WAV sink", 0.0, 4.0, (0.03, 0.5, 2.0)),
     Case("device_40ms", "device, 40 ms ahead (modelled)", 0.04, 4.0, (0.3, 1.5)),

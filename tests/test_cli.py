@@ -16,6 +16,8 @@ from voxline.audio.wavio import read_wav
 from tests.support.ci import require_tool
 from tests.support.cli import EXAMPLE, one_line_error, voxline
 
+pytestmark = pytest.mark.slow  # each test runs the installed voxline command
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -26,6 +26,8 @@ from voxline.session.replay.result import describe
 from voxline.session.events import AssistantAudioStarted
 from tests.support.loopback_http import loopback_http
 
+pytestmark = pytest.mark.slow  # real-time replays through the installed voxline command
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
 VOXLINE = Path(sys.executable).parent / "voxline"

@@ -31,6 +31,8 @@ from voxline.session.tools import ToolFinished, ToolStarted
 from tests.support.fault_matrix import RESULTS
 from tests.support.hostile import FAULTS, POINTS, Fault, Outcome, run_faulted, spoken_bursts
 
+pytestmark = pytest.mark.slow  # every fault at every point of a conversation
+
 
 def voiced(samples: np.ndarray) -> int:
     return int(np.count_nonzero(np.abs(samples.astype(np.int32)) > 300))

@@ -10,6 +10,8 @@ import pytest
 from tests.support.ci import IN_CI, require_tool
 from tests.support.cli import EXAMPLE, one_line_error, voxline
 
+pytestmark = pytest.mark.slow  # each test runs the installed voxline command
+
 
 def barge_ins(log: Path) -> list[dict]:
     return [e["event"] for e in map(json.loads, log.read_text().splitlines()) if e["event"].get("type") == "BargeIn"]

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_readme_library_example_runs(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Library") :]

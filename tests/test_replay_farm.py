@@ -180,6 +180,7 @@ def farm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
+@pytest.mark.slow
 def test_a_farm_of_52_recordings_in_two_processes_reports_each_and_fails_on_one(farm_dir: Path) -> None:
     out, junit = farm_dir / "out", farm_dir / "junit.xml"
     run = voxline("replay", "--manifest", str(farm_dir / "farm.toml"), "--fast", "--voice", "tone", "--jobs", "8",
@@ -210,6 +211,7 @@ def test_a_farm_of_52_recordings_in_two_processes_reports_each_and_fails_on_one(
         assert np.array_equal(read_wav(out / name / "heard.wav")[0], alone.heard)
 
 
+@pytest.mark.slow
 def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path: Path) -> None:
     names = []
     for i in range(3):
@@ -222,6 +224,7 @@ def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path
     assert sorted(names) == [f"call{n:02}" for n in range(FARM_SIZE)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -238,6 +241,7 @@ def test_farm_mistakes_are_one_line(farm_dir: Path, tmp_path: Path, args: list[s
     assert expected in one_line_error(run)
 
 
+@pytest.mark.slow
 def test_farm_flags_on_one_recording_are_refused(farm_dir: Path, tmp_path: Path) -> None:
     run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--jobs", "2", "--out",
                   str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"))
@@ -257,6 +261,7 @@ def _listener_timeline(sink: object, minutes: float) -> None:
             sink.apply_cut(t - 0.1, t - 0.095)  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_heard_wav_is_streamed_to_disk_and_equals_the_timeline_in_memory(tmp_path: Path) -> None:
     import tracemalloc
 
@@ -279,6 +284,7 @@ def test_heard_wav_is_streamed_to_disk_and_equals_the_timeline_in_memory(tmp_pat
     assert np.array_equal(on_disk, memory.samples)
 
 
+@pytest.mark.slow
 def test_a_real_time_farm_runs_its_sessions_on_one_loop_each_with_its_own_server(tmp_path: Path) -> None:
     for n in range(3):
         make_recording(tmp_path / f"rt{n}.wav", n, interrupt=n != 1)

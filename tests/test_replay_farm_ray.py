@@ -33,6 +33,8 @@ from voxline.realtime.server.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.replay import replay_fast
 
+pytestmark = pytest.mark.slow  # starts a local Ray instance and runs the command
+
 
 def _import_ray() -> ModuleType:
     try:

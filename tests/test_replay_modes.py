@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import RealClock
 from voxline.realtime.connection import connect
@@ -18,6 +20,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge
 BLOCK_MS = 20
 
 
+@pytest.mark.slow
 async def test_fast_and_real_time_replays_cut_at_the_same_point() -> None:
     require_tool("espeak-ng")
     samples, _rate = read_wav(EXAMPLE)

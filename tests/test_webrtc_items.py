@@ -13,6 +13,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from voxline.base.clock import RealClock
 from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.realtime.server import ServerConfig, serve
@@ -36,6 +38,7 @@ say = "{SECOND}"
 '''
 
 
+@pytest.mark.slow
 async def test_a_cut_in_the_second_item_of_a_reply_names_it_and_keeps_what_was_heard(tmp_path: Path) -> None:
     scenario = tmp_path / "two.toml"
     scenario.write_text(SCENARIO, encoding="utf-8")

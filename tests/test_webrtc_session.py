@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from openai import AsyncOpenAI
 
 from voxline.realtime.server import ServerConfig, serve
@@ -22,6 +23,7 @@ from tests.support.session_events import until
 KEY = "sk-webrtc-session"
 
 
+@pytest.mark.slow
 async def test_a_server_hangup_is_a_drop_the_session_recovers_from_on_a_new_call() -> None:
     wire = WireRecorder()
     async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:
