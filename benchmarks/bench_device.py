@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tests.virtual_devices import CUT_AFTER, RATE, bursts, chirp, play_and_cut, private_devices, pulse_problem
+from tests.support.virtual_devices import CUT_AFTER, RATE, bursts, chirp, play_and_cut, private_devices, pulse_problem
 
 from .common import Unavailable, format_table, stats
 from .record import add_output_arguments, finish, run_section

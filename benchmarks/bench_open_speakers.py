@@ -9,7 +9,7 @@ direct path at -6 dB after 30–120 ms, then a decaying tail). Per delay and can
 * **double talk** — the same with a spoken "stop" over the reply at 4.0 s and, in a second
   run, at 7.0 s: the interruption must be detected; where the assistant had not cut itself
   before it (the reply the timeline analysis finds is the one cut), its cut error is ``audio_end_ms`` minus
-  the reply length found in the heard timeline (``tests/heard.py``); *onset → silence* is the
+  the reply length found in the heard timeline (``tests/support/heard.py``); *onset → silence* is the
   listener time of the last reply sample heard minus the true speech onset;
 * **local VAD** — the double-talk runs with AEC3 and the local VAD (webrtcvad) against a server
   VAD that needs a louder voice (threshold 0.8), as a stand-in for a server whose
@@ -40,8 +40,8 @@ from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, PlaybackHeld
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings
-from tests.heard import heard_length
-from tests.speech import make_utterance, mix_timeline
+from tests.support.heard import heard_length
+from tests.support.speech import make_utterance, mix_timeline
 
 from .common import MissingToolError, environment, format_table, require_tools, time_regions
 from .record import add_output_arguments, finish, run_section

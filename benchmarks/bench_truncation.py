@@ -6,7 +6,7 @@ spoken "stop" placed so that the server's VAD detects it a chosen time after the
 reply sample reached the listener. On the same run we compare, in ms of the reply:
 
 * **truth** -- the reply's audio found in the heard timeline by analysing the samples
-  (:func:`tests.heard.heard_length`). Inside a stretch of digital silence of the reply
+  (:func:`tests.support.heard.heard_length`). Inside a stretch of digital silence of the reply
   the samples cannot tell where the cut was, so the truth is an interval: from just after
   the last non-zero reply sample heard to the length ``heard_length`` reports;
 * **ledger** -- the ``audio_end_ms`` voxline sent in ``conversation.item.truncate``
@@ -47,8 +47,8 @@ from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, SpeechStarted
 from voxline.session.replay import ReplayResult, replay_fast
 from voxline.session.settings import SessionSettings
-from tests.heard import heard_length
-from tests.speech import make_utterance, mix_timeline
+from tests.support.heard import heard_length
+from tests.support.speech import make_utterance, mix_timeline
 
 from .common import environment, format_table, require_tools, stats
 from .record import add_output_arguments, finish, run_section

@@ -1,15 +1,10 @@
-"""Shared test fixtures."""
+"""Fixtures and hooks for the whole suite; the helpers tests import are in ``tests/support/``."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from typing import Any
-from pathlib import Path
 
 import pytest
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def _hypothesis_outside_the_tree() -> None:
@@ -23,31 +18,28 @@ def _hypothesis_outside_the_tree() -> None:
 
 
 _hypothesis_outside_the_tree()
-# the one line of system packages the README names (espeak-ng voice, sound-device tests)
-SYSTEM_PACKAGES = (Path(__file__).resolve().parent.parent / ".ci" / "system-packages").read_text().split()
-INSTALL_HINT = f"sudo apt-get install {' '.join(SYSTEM_PACKAGES)}"
 
 
-def require_tool(name: str) -> None:
-    """Skip when an external tool is missing, except in CI where every test must run."""
-    if shutil.which(name) is None:
-        if IN_CI:
-            pytest.fail(f"{name} is required in CI but is not installed")
-        pytest.skip(f"{name} is not installed ({INSTALL_HINT})")
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A sound-device test is a slow test: ``-m "not slow"`` leaves it out with the others."""
+    for item in items:
+        if item.get_closest_marker("device") is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the PulseAudio daemon the device tests started, if they started one."""
-    from tests import device_support
+    from tests.support import devices
 
-    device_support.stop_started_pulse()
+    devices.stop_started_pulse()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the fault matrix's table when it ran."""
     import sys
 
-    matrix = sys.modules.get("tests.test_fault_matrix")
+    matrix = sys.modules.get("tests.support.fault_matrix")
     lines = matrix.fault_table() if matrix is not None else []
     if lines:
         terminalreporter.section("reliability")

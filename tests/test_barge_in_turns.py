@@ -22,7 +22,7 @@ from voxline.realtime.transports.base import MemoryTransport, memory_pair
 from voxline.session import BargeIn, SessionSettings, VoiceSession
 from voxline.audio.clocked_output import ClockedOutput
 
-from tests.reply_frames import reply_frames
+from tests.support.reply_frames import reply_frames
 
 SESSIONS = 40
 order: list[tuple[str, int]] = []  # ("cut" | "truncate", session), in the order they happened

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from benchmarks import record, run_all, table
-from tests.conftest import IN_CI
-from tests.device_support import require_pulse
+from tests.support.ci import IN_CI
+from tests.support.devices import require_pulse
 
 ROOT = Path(__file__).resolve().parent.parent
 # what each section's figures must hold, beyond having no missing number
@@ -67,6 +67,7 @@ def check_sections(data: dict[str, Any], names: set[str]) -> None:
         assert KEYS[name] <= set(section["figures"]), name
 
 
+@pytest.mark.slow
 def test_the_short_run_fills_every_section_and_leaves_the_tree_alone(tmp_path: Path) -> None:
     before = git_state()
     data, output = run_short(tmp_path, "--skip", "device")  # the device section: test below, marked `device`
@@ -84,6 +85,7 @@ def test_the_short_run_fills_every_section_and_leaves_the_tree_alone(tmp_path: P
     assert "Concurrent real-time sessions" in rendered and "session ready" in rendered
 
 
+@pytest.mark.slow
 @pytest.mark.device
 def test_the_short_run_measures_a_real_device(tmp_path: Path) -> None:
     require_pulse()

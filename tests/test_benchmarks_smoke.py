@@ -21,7 +21,9 @@ from benchmarks import (
     run_all,
 )
 from benchmarks.bench_truncation import METHODS, Case
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
+
+pytestmark = pytest.mark.slow  # runs the benchmarks, some against a server process
 
 CASES = [
     Case("wav", "WAV sink", 0.0, 4.0, (0.03, 0.5, 2.0)),

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import numpy as np
+import pytest
 
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
@@ -141,6 +142,7 @@ def response(rid: str, status: str = "in_progress") -> dict[str, Any]:
     return {"id": rid, "object": "realtime.response", "status": status, "output": [], "conversation_id": "conv_1"}
 
 
+@pytest.mark.slow
 def test_ten_thousand_turns_hold_constant_memory() -> None:
     kiosk = Kiosk()
     warm: dict[str, int] = {}

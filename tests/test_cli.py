@@ -13,23 +13,12 @@ import numpy as np
 import pytest
 
 from voxline.audio.wavio import read_wav
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
+from tests.support.cli import EXAMPLE, one_line_error, voxline
+
+pytestmark = pytest.mark.slow  # each test runs the installed voxline command
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
-VOXLINE = Path(sys.executable).parent / "voxline"  # the installed command, as a user runs it
-
-
-def voxline(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(VOXLINE), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
-    assert run.returncode != 0
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    return lines[0]
 
 
 def test_fast_replay_writes_heard_audio_and_the_event_log(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ import pytest
 
 from voxline.audio.wavio import read_wav, write_wav
 
+pytestmark = pytest.mark.slow  # each test runs the installed voxline command
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
 VOXLINE = Path(sys.executable).parent / "voxline"

@@ -24,7 +24,9 @@ import pytest
 from voxline.realtime.transports.failures import connect_failure
 from voxline.session.replay.result import describe
 from voxline.session.events import AssistantAudioStarted
-from tests.loopback_http import loopback_http
+from tests.support.loopback_http import loopback_http
+
+pytestmark = pytest.mark.slow  # real-time replays through the installed voxline command
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"

@@ -24,8 +24,8 @@ from voxline.realtime.errors import ConnectionClosed, ConnectionFailed
 from voxline.realtime.lifecycle import ResponseStatus
 from voxline.realtime.notices import CommandFailed, ResponseStatusChanged
 from voxline.realtime.server import ServerConfig, serve
-from tests.conftest import require_tool
-from tests.oracle import WireRecorder
+from tests.support.ci import require_tool
+from tests.support.oracle import WireRecorder
 
 RATE = 24_000
 

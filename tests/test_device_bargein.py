@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.device_support import VirtualDevices, vdev
-from tests.virtual_devices import CUT_AFTER, RATE, TOLERANCE, bursts, chirp, play_and_cut
+from tests.support.devices import VirtualDevices, vdev
+from tests.support.virtual_devices import CUT_AFTER, RATE, TOLERANCE, bursts, chirp, play_and_cut
 
 __all__ = ["vdev"]  # the module-scoped fixture, used by the tests below
 

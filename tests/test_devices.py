@@ -33,7 +33,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.wavio import write_wav
 from voxline.session.cli import devices as devices_cli
 
-from tests.device_support import (
+from tests.support.devices import (
     RATE,
     ROOT,
     MonitorRecorder,

@@ -1,4 +1,4 @@
-"""Wire events: every client and server event against the official SDK (tests/oracle.py)."""
+"""Wire events: every client and server event against the official SDK (tests/support/oracle.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import voxline.realtime.events as ev
 from voxline.realtime.errors import LocalProtocolError, RemoteProtocolError
-from tests.oracle import CLIENT_TYPES, SERVER_TYPES, check_client_event, check_server_event
+from tests.support.oracle import CLIENT_TYPES, SERVER_TYPES, check_client_event, check_server_event
 
 CLIENT_SAMPLES: list[ev.ClientEvent] = [
     ev.SessionUpdate(

@@ -2,7 +2,7 @@
 
 Each cell plays the same conversation (a typed question answered with a tool call, two
 spoken turns with parallel calls) through a real VoiceSession and the local server's
-engine, in lockstep, with one fault injected by a hostile network (tests/hostile.py). After
+engine, in lockstep, with one fault injected by a hostile network (tests/support/hostile.py). After
 each run:
 
 * no exception escaped, no fatal error, and the session recovered (a malformed frame is
@@ -25,12 +25,13 @@ import pytest
 
 import numpy as np
 
-from tests.hostile import FAULTS, POINTS, Fault, Outcome, run_faulted, spoken_bursts
 from voxline.session.events import BargeIn, ConnectionLost, ConnectionRestored, SessionError, TranscriptDelta
 from voxline.session.mirror.heard import estimate_heard_text
 from voxline.session.tools import ToolFinished, ToolStarted
+from tests.support.fault_matrix import RESULTS
+from tests.support.hostile import FAULTS, POINTS, Fault, Outcome, run_faulted, spoken_bursts
 
-RESULTS: dict[tuple[str, str], bool] = {}
+pytestmark = pytest.mark.slow  # every fault at every point of a conversation
 
 
 def voiced(samples: np.ndarray) -> int:
@@ -120,25 +121,6 @@ def test_fault(fault: Fault, point: str) -> None:
         ok = True
     finally:
         RESULTS[(fault.name, point)] = ok
-
-
-def fault_table() -> list[str]:
-    """The matrix as text lines: faults down, states across, survived/tried per cell."""
-    if not RESULTS:
-        return []
-    states = list(dict.fromkeys(state for state, _t in POINTS.values()))
-    width = max(len(f.name) for f in FAULTS) + 2
-    lines = ["fault matrix (survived/tried):", "".ljust(width) + "".join(s.ljust(20) for s in states)]
-    for fault in FAULTS:
-        cells = []
-        for state in states:
-            points = [p for p, (s, _t) in POINTS.items() if s == state and (fault.name, p) in RESULTS]
-            good = sum(RESULTS[(fault.name, p)] for p in points)
-            cells.append(f"{good}/{len(points)}".ljust(20))
-        lines.append(fault.name.ljust(width) + "".join(cells))
-    total = len(RESULTS)
-    lines.append(f"total: {sum(RESULTS.values())} of {total} faults survived")
-    return lines
 
 
 def test_a_drop_after_any_server_event_loses_nothing() -> None:

@@ -21,10 +21,11 @@ import random
 from functools import cache
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.hostile import run_faulted
+from tests.support.hostile import run_faulted
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection
@@ -39,6 +40,8 @@ from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 
 import numpy as np
+
+pytestmark = pytest.mark.slow  # 100,000 frames and a real session: the full suite's, not the inner loop's
 
 MUTATED_FRAMES = 100_000
 SESSION_FRAMES = 3_000

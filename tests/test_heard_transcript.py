@@ -31,9 +31,9 @@ from voxline.session.mirror import ConversationMirror
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
-from tests.speech import make_utterance, mix_timeline
-from tests.test_voice_session import collect, sent
+from tests.support.oracle import WireRecorder, sent
+from tests.support.speech import make_utterance, mix_timeline
+from tests.support.session_events import collect
 
 LONG = load_scenario("long")
 

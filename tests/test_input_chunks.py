@@ -24,7 +24,7 @@ from voxline.audio.recording import Recording
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -12,7 +12,7 @@ from voxline.realtime.protocol import RealtimeProtocol
 from voxline.session.core import SessionCore
 from voxline.session.events import BargeIn, FalseBargeIn, PlaybackHeld
 from voxline.session.local_barge import BargePolicy, LocalBarge
-from tests.test_protocol import frame, sent
+from tests.support.protocol_frames import frame, sent
 
 B = 480
 

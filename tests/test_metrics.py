@@ -34,9 +34,9 @@ from voxline.session.events import (
 from voxline.session.metrics import MetricsReport, SessionMetrics, aggregate, percentile
 from voxline.session.replay import ReplayResult, replay_fast
 from voxline.session.tools import ToolFinished, ToolStarted
-from tests.conftest import require_tool
-from tests.heard import heard_length
-from tests.test_mirror import audio_b64, wire
+from tests.support.ci import require_tool
+from tests.support.heard import heard_length
+from tests.support.server_events import audio_b64, wire
 
 RATE = 24000
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"

@@ -25,16 +25,10 @@ from voxline.realtime.server.state import EngineConfig
 from voxline.session.events import BargeIn
 from voxline.session.mirror import ConversationMirror, HeardEstimate, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
 from voxline.session.tools.calls import CallTracker
-from tests.oracle import check_client_event, check_server_event
+from tests.support.oracle import check_client_event, check_server_event
+from tests.support.server_events import audio_b64, wire
 
 # Server events, each checked against the official SDK before it is parsed.
-
-
-def wire(event_type: str, **fields: Any) -> Any:
-    """A typed server event of ``event_type``, valid per the SDK."""
-    data = {"type": event_type, "event_id": "event_1", **fields}
-    check_server_event(data)
-    return parse_server_event(json.dumps(data))
 
 
 def user_text(item_id: str, text: str) -> dict[str, Any]:
@@ -70,10 +64,6 @@ def added(item: dict[str, Any], previous: str | None) -> Any:
 
 def done(item: dict[str, Any], previous: str | None) -> Any:
     return wire("conversation.item.done", item=item, previous_item_id=previous)
-
-
-def audio_b64(ms: int) -> str:
-    return base64.b64encode(bytes(48 * ms)).decode()
 
 
 def spoken_reply(item_id: str, previous: str | None, words: list[str], *, ms_per_word: int = 100,

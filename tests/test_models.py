@@ -16,8 +16,8 @@ from voxline.realtime.server import serve
 from voxline.session.cli import talk
 from voxline.session.cli.replay import add_arguments as add_replay_arguments
 from voxline.session.settings import SessionSettings
-from tests.oracle import WireRecorder
-from tests.test_server_ws import AUTH, Client, config
+from tests.support.oracle import WireRecorder
+from tests.support.local_server import AUTH, Client, config
 
 
 def _listed(model_class: type) -> set[str]:

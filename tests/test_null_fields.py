@@ -30,9 +30,9 @@ from openai.types.realtime.realtime_audio_input_turn_detection import SemanticVa
 from openai.types.realtime.realtime_conversation_item_user_message import Content
 
 from voxline.realtime.server import serve
-from tests.oracle import WireRecorder
-from tests.test_server_engine import Harness, error_of, only, types
-from tests.test_server_ws import AUTH, Client, config
+from tests.support.oracle import WireRecorder
+from tests.support.engine_harness import Harness, error_of, only, types
+from tests.support.local_server import AUTH, Client, config
 
 
 def wire(event: Any) -> str:

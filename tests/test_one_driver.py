@@ -13,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import require_tool
+import pytest
+
+from tests.support.ci import require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
@@ -80,6 +82,7 @@ def get_time(zone: str) -> str:
 '''
 
 
+@pytest.mark.slow
 def test_replay_runs_the_servers_tool_calls_once_each_with_one_follow_up(tmp_path: Path) -> None:
     require_tool("espeak-ng")
     (tmp_path / "mytools.py").write_text(TOOLS)

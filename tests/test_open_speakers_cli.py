@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI
+from tests.support.ci import IN_CI, require_tool
+from tests.support.cli import EXAMPLE, one_line_error, voxline
 
-from tests.conftest import require_tool
-from tests.test_cli import EXAMPLE, one_line_error, voxline
+pytestmark = pytest.mark.slow  # each test runs the installed voxline command
 
 
 def barge_ins(log: Path) -> list[dict]:

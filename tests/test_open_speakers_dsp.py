@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import IN_CI
+from tests.support.ci import IN_CI
 
 from voxline.audio.aec import AecUnavailable, SpeexCanceller, WebRtcCanceller, erle_db, make_canceller
 from voxline.audio.local_vad import LocalVad, VadUnavailable
@@ -17,7 +17,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.session.local_barge import TABLE, Action, BargePolicy, Hold, LocalBarge, LocalInput
-from tests.speech import make_utterance
+from tests.support.speech import make_utterance
 
 RATE = 24_000
 B = 480

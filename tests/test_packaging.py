@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import voxline
-from tests.conftest import IN_CI
+from tests.support.ci import IN_CI
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEELHOUSE = Path(os.environ.get("VOXLINE_WHEELHOUSE", Path.home() / ".cache" / "voxline" / "wheelhouse"))
@@ -69,6 +69,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_wheel_holds_only_voxline_with_scenarios_and_py_typed(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
@@ -81,6 +82,7 @@ def test_wheel_holds_only_voxline_with_scenarios_and_py_typed(wheel: Path) -> No
     assert "voxline/__main__.py" in names and not any("tests" in n.split("/") for n in names)
 
 
+@pytest.mark.slow
 def test_wheel_installs_beside_pypi_realtime(wheel: Path, tmp_path: Path) -> None:
     if not any(WHEELHOUSE.glob("realtime-*.whl")):
         message = f"PyPI's realtime wheel is not in {WHEELHOUSE} (.ci/install downloads it)"

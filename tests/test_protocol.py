@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
-from typing import Any
 
 import pytest
 
@@ -19,20 +17,7 @@ from voxline.realtime.notices import (
     TruncateAdjusted,
 )
 from voxline.realtime.protocol import RealtimeProtocol
-from tests.oracle import check_client_event
-
-_n = 0
-
-
-def frame(payload: dict[str, Any]) -> str:
-    global _n
-    _n += 1
-    payload.setdefault("event_id", f"event_{_n}")
-    return json.dumps(payload)
-
-
-def response(rid: str, status: str = "in_progress", **extra: Any) -> dict[str, Any]:
-    return {"id": rid, "object": "realtime.response", "status": status, "output": [], "conversation_id": "conv_1", **extra}
+from tests.support.protocol_frames import frame, response, sent
 
 
 def audio_delta(rid: str, item: str, ms: int) -> str:
@@ -52,13 +37,6 @@ def audio_delta(rid: str, item: str, ms: int) -> str:
 def assistant_item(item_id: str, prev: str | None) -> str:
     item = {"id": item_id, "object": "realtime.item", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
     return frame({"type": "conversation.item.added", "item": item, "previous_item_id": prev})
-
-
-def sent(p: RealtimeProtocol) -> list[dict[str, Any]]:
-    frames = p.data_to_send()
-    for f in frames:
-        check_client_event(f)  # every frame the core writes is valid per the official SDK
-    return [json.loads(f) for f in frames]
 
 
 def started(p: RealtimeProtocol, rid: str = "resp_1") -> None:

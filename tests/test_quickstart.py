@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, SYSTEM_PACKAGES
+from tests.support.ci import IN_CI, SYSTEM_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 VOXLINE = Path(sys.executable).parent / "voxline"
@@ -72,6 +72,7 @@ def _ids(lines: list[str]) -> list[str]:
     return [re.sub(r"\b(item|resp)_[A-Za-z0-9]+", r"\1_…", line) for line in lines]
 
 
+@pytest.mark.slow
 def test_the_main_job_needs_no_system_package(tmp_path: Path) -> None:
     assert VOXLINE.exists(), f"the voxline executable is not installed beside {sys.executable}"
     tree = tmp_path / "tree"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from voxline.audio.playout import PlayoutBuffer
 from voxline.session.core import NO_CORE_EFFECTS, SessionCore
-from tests.test_protocol import frame, response
+from tests.support.protocol_frames import frame, response
 
 BLOCK = 480
 RATE = 24_000

@@ -16,7 +16,7 @@ from voxline.realtime.transports.base import memory_pair
 from voxline.session import SessionSettings, VoiceSession
 from voxline.audio.clocked_output import ClockedOutput
 
-from tests.reply_frames import reply_frames
+from tests.support.reply_frames import reply_frames
 
 SESSIONS = 8
 DELTAS = 300

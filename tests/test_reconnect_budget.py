@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from tests.hostile import run_faulted
+from tests.support.hostile import run_faulted
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed
@@ -169,7 +169,7 @@ def test_the_journal_is_bounded() -> None:
 
 
 def test_send_text_while_reconnecting_is_kept_and_answered() -> None:
-    from tests.hostile import FAULTS, POINTS
+    from tests.support.hostile import FAULTS, POINTS
 
     asked: list[str] = []
 

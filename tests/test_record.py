@@ -26,8 +26,8 @@ from voxline.session.record import SessionRecorder
 from voxline.session.replay import engine_connector, replay_fast
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.conftest import require_tool
-from tests.test_cli import EXAMPLE
+from tests.support.ci import require_tool
+from tests.support.cli import EXAMPLE
 
 RATE = 24000
 LONG = load_scenario("long")

@@ -6,7 +6,6 @@ length of that item's audio found in the heard timeline by analysing the samples
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,36 +15,12 @@ import pytest
 from voxline.audio.voice import synthesize
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, SpeechStarted
-from voxline.session.replay import ReplayResult, replay_fast
-from tests.heard import heard_length
-from tests.oracle import WireRecorder
-from tests.speech import RATE, make_utterance, mix_timeline
+from tests.support.oracle import sent
+from tests.support.replays import LONG, LONG_TEXT, check_cut, replay, speech  # noqa: F401 (fixture)
+from tests.support.speech import RATE
 
 HERE = Path(__file__).parent
-LONG = load_scenario("long")
-LONG_TEXT = LONG.turns[0].outputs[0].text
 TWO = load_scenario(str(HERE / "scenarios" / "two_items.toml"))
-
-
-@pytest.fixture(scope="module")
-def speech(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    cache = tmp_path_factory.mktemp("speech")
-    return {
-        "question": make_utterance("what is the weather like today", cache).samples,
-        "stop": make_utterance("stop, wait a second", cache).samples,
-    }
-
-
-def replay(parts: list[tuple[float, np.ndarray]], total_s: float, scenario: Any = LONG, **kw: Any) -> tuple[ReplayResult, WireRecorder]:
-    rec = WireRecorder()
-    result = replay_fast(mix_timeline(total_s, parts), scenario=scenario, voice="espeak",
-                          on_wire=rec, tail_s=kw.pop("tail_s", 2.0), **kw)
-    rec.verify()
-    return result, rec
-
-
-def sent(rec: WireRecorder, kind: str) -> list[dict[str, Any]]:
-    return [e for d, t in rec.frames if d == "out" and (e := json.loads(t))["type"] == kind]
 
 
 def reply_timing(speech: dict[str, np.ndarray], scenario: Any = LONG) -> tuple[float, float]:
@@ -60,16 +35,6 @@ def interrupt_at(speech: dict[str, np.ndarray], when: float, total: float, scena
     """Replay the question, then 'stop' timed so the server detects it at ``when``."""
     _first, delay = reply_timing(speech, scenario)
     return replay([(0.5, speech["question"]), (when - delay, speech["stop"])], total, scenario, **kw)
-
-
-def check_cut(result: ReplayResult, rec: WireRecorder, text: str, tolerance_ms: float = 10.0) -> int:
-    (truncate,) = sent(rec, "conversation.item.truncate")
-    onset, heard = heard_length(result.heard, synthesize(text, "espeak"))
-    assert onset >= 0, "the item's audio must be in the heard timeline"
-    assert abs(truncate["audio_end_ms"] - heard * 1000 / RATE) <= tolerance_ms
-    (barge,) = result.barge_ins
-    assert barge.audio_end_ms == truncate["audio_end_ms"]
-    return truncate["audio_end_ms"]
 
 
 def test_interrupt_mid_reply(speech: dict[str, np.ndarray]) -> None:

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.hostile import speech
-from voxline.audio.wavio import read_wav, write_wav
+from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.scenario import load_scenario
@@ -34,6 +33,8 @@ from voxline.session.replay.farm import (
     recordings_from_paths,
 )
 from voxline.session.replay.farm.results import Measured, judge, outcome
+from tests.support.cli import one_line_error
+from tests.support.farm import make_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 VOXLINE = Path(sys.executable).parent / "voxline"
@@ -42,25 +43,6 @@ VOXLINE = Path(sys.executable).parent / "voxline"
 def voxline(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_") and k != "OPENAI_API_KEY"}
     return subprocess.run([str(VOXLINE), *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=clean)
-
-
-def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
-    assert run.returncode != 0, run.stdout
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
-    return lines[0]
-
-
-def make_recording(path: Path, seed: int, interrupt: bool) -> None:
-    """A question at 0.3 s; with ``interrupt``, the user talks over the reply at 3.5 s. Six seconds."""
-    rng = np.random.default_rng(seed)
-    samples = np.zeros(6 * SAMPLE_RATE, dtype=np.int16)
-    question = speech(rng, 0.8 + 0.01 * (seed % 5))
-    samples[int(0.3 * SAMPLE_RATE):][: len(question)] = question
-    if interrupt:
-        over = speech(rng, 0.6)
-        samples[int(3.5 * SAMPLE_RATE):][: len(over)] = over
-    write_wav(path, samples)
 
 
 # the manifest's pieces, on plain data
@@ -198,6 +180,7 @@ def farm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
+@pytest.mark.slow
 def test_a_farm_of_52_recordings_in_two_processes_reports_each_and_fails_on_one(farm_dir: Path) -> None:
     out, junit = farm_dir / "out", farm_dir / "junit.xml"
     run = voxline("replay", "--manifest", str(farm_dir / "farm.toml"), "--fast", "--voice", "tone", "--jobs", "8",
@@ -228,6 +211,7 @@ def test_a_farm_of_52_recordings_in_two_processes_reports_each_and_fails_on_one(
         assert np.array_equal(read_wav(out / name / "heard.wav")[0], alone.heard)
 
 
+@pytest.mark.slow
 def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path: Path) -> None:
     names = []
     for i in range(3):
@@ -240,6 +224,7 @@ def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path
     assert sorted(names) == [f"call{n:02}" for n in range(FARM_SIZE)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -256,6 +241,7 @@ def test_farm_mistakes_are_one_line(farm_dir: Path, tmp_path: Path, args: list[s
     assert expected in one_line_error(run)
 
 
+@pytest.mark.slow
 def test_farm_flags_on_one_recording_are_refused(farm_dir: Path, tmp_path: Path) -> None:
     run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--jobs", "2", "--out",
                   str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"))
@@ -275,6 +261,7 @@ def _listener_timeline(sink: object, minutes: float) -> None:
             sink.apply_cut(t - 0.1, t - 0.095)  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_heard_wav_is_streamed_to_disk_and_equals_the_timeline_in_memory(tmp_path: Path) -> None:
     import tracemalloc
 
@@ -297,6 +284,7 @@ def test_heard_wav_is_streamed_to_disk_and_equals_the_timeline_in_memory(tmp_pat
     assert np.array_equal(on_disk, memory.samples)
 
 
+@pytest.mark.slow
 def test_a_real_time_farm_runs_its_sessions_on_one_loop_each_with_its_own_server(tmp_path: Path) -> None:
     for n in range(3):
         make_recording(tmp_path / f"rt{n}.wav", n, interrupt=n != 1)

@@ -25,12 +25,15 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from tests.conftest import IN_CI
-from tests.test_replay_farm import make_recording, one_line_error
+from tests.support.ci import IN_CI
+from tests.support.cli import one_line_error
+from tests.support.farm import make_recording
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.replay import replay_fast
+
+pytestmark = pytest.mark.slow  # starts a local Ray instance and runs the command
 
 
 def _import_ray() -> ModuleType:

@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import RealClock
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.scenario import load_scenario
 from voxline.session.replay import replay_fast, run_replay
-from tests.conftest import require_tool
-from tests.oracle import WireRecorder
+from tests.support.ci import require_tool
+from tests.support.oracle import WireRecorder
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 BLOCK_MS = 20
 
 
+@pytest.mark.slow
 async def test_fast_and_real_time_replays_cut_at_the_same_point() -> None:
     require_tool("espeak-ng")
     samples, _rate = read_wav(EXAMPLE)

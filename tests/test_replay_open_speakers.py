@@ -18,8 +18,9 @@ from voxline.audio.voice import synthesize
 from voxline.session.events import BargeIn, FalseBargeIn, PlaybackHeld
 from voxline.session.local_barge import BargePolicy
 from voxline.session.settings import SessionSettings
-from tests.heard import heard_length
-from tests.test_replay_bargein import LONG, LONG_TEXT, check_cut, replay, sent, speech  # noqa: F401 (fixture)
+from tests.support.heard import heard_length
+from tests.support.oracle import sent
+from tests.support.replays import LONG, LONG_TEXT, check_cut, replay, speech  # noqa: F401 (fixture)
 
 STOP_AT = 5.0
 
@@ -125,7 +126,7 @@ def _session_with_late_mic(samples: np.ndarray, lag_s: float, timed: bool) -> in
 
 
 def test_a_late_microphone_is_aligned_by_its_capture_times(speech: dict[str, np.ndarray]) -> None:
-    from tests.speech import mix_timeline
+    from tests.support.speech import mix_timeline
 
     samples = mix_timeline(9.0, [(0.5, speech["question"])])
     # input handed over 600 ms after capture: timed by arrival, the reference is read 600 ms after the

@@ -14,8 +14,8 @@ import pytest
 
 from voxline.session.metrics import BargeInRecord, MetricsReport, SpeechSegment, TurnRecord
 from voxline.session.report import display, lookup, make_run, render_report
-from tests.conftest import require_tool
-from tests.test_cli import EXAMPLE, voxline
+from tests.support.ci import require_tool
+from tests.support.cli import EXAMPLE, voxline
 
 
 class Page(HTMLParser):
@@ -169,6 +169,7 @@ def test_a_cut_below_what_was_heard_fails_the_checks() -> None:
     assert [c["ok"] for c in run.summary["checks"]] == [False, False, True]
 
 
+@pytest.mark.slow
 def test_a_report_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "report.html"
     run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(tmp_path / "h.wav"), "--events",
@@ -178,6 +179,7 @@ def test_a_report_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
                                                f"no such directory {missing.parent}"]
 
 
+@pytest.mark.slow
 def test_a_report_onto_a_directory_is_one_line(tmp_path: Path) -> None:
     run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(tmp_path / "h.wav"), "--events",
                   str(tmp_path / "e.jsonl"), "--summary", str(tmp_path))

@@ -24,9 +24,9 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.cli import config_from_args
 from voxline.realtime.server.scenario import parse_scenario, read_transcripts
-from tests.oracle import WireRecorder
-from tests.test_cli import EXAMPLE, voxline
-from tests.test_server_engine import Harness, only, silence, speech, types
+from tests.support.oracle import WireRecorder
+from tests.support.cli import EXAMPLE, voxline
+from tests.support.engine_harness import Harness, only, silence, speech, types
 
 KEY = "sk-transcripts-test"
 SAYS = ["What is the weather in Paris?", "Thank you."]
@@ -96,6 +96,7 @@ def test_a_bad_script_is_a_one_line_configuration_error(tmp_path: Path) -> None:
         read_transcripts(tmp_path / "missing.txt")
 
 
+@pytest.mark.slow
 async def test_the_sdk_sees_scripted_transcripts_over_websocket(tmp_path: Path) -> None:
     transcripts = tmp_path / "says.txt"
     transcripts.write_text("\n".join(SAYS) + "\n", encoding="utf-8")
@@ -131,6 +132,7 @@ async def test_the_sdk_sees_scripted_transcripts_over_websocket(tmp_path: Path) 
     recorder.verify()
 
 
+@pytest.mark.slow
 def test_replay_reads_a_sidecar_transcript(tmp_path: Path) -> None:
     recording = tmp_path / "talk.wav"
     shutil.copy(EXAMPLE, recording)
@@ -146,6 +148,7 @@ def test_replay_reads_a_sidecar_transcript(tmp_path: Path) -> None:
     assert [e["transcript"] for e in completed] == ["Tell me a long story."]
 
 
+@pytest.mark.slow
 def test_serve_banner_says_transcripts_are_scripted(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "voxline", "serve", "--port", "0", "--voice", "tone"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -33,8 +33,8 @@ from voxline.session.events import ResponseFinished, SessionError
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.loopback_http import loopback_http
-from tests.test_voice_session import collect
+from tests.support.loopback_http import loopback_http
+from tests.support.session_events import collect
 
 CANARY = "canary7Qx2-Lm9Zt4Wv8Rb3Kc6"
 

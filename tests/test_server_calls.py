@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.multipart import boundary_of, parse_form
-from tests.oracle import WireRecorder, check_server_event
+from tests.support.oracle import WireRecorder, check_server_event
 
 KEY = "sk-calls-test"
 TOOL = {"type": "function", "name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}

@@ -14,7 +14,7 @@ from voxline.realtime.server.ids import IdFactory
 from voxline.realtime.server.responses import Pacing
 from voxline.realtime.server.speech import VoiceCache
 from voxline.realtime.server.state import EngineConfig
-from tests.test_server_engine import b64, fake_voice, script, silence, speech
+from tests.support.engine_harness import b64, fake_voice, script, silence, speech
 
 
 def engine(**config: Any) -> Engine:

@@ -19,9 +19,9 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.app import Server
 from voxline.realtime.server.validate import MAX_DEPTH
-from tests.conftest import require_tool
-from tests.test_cli import one_line_error, voxline
-from tests.test_server_engine import Harness
+from tests.support.ci import require_tool
+from tests.support.cli import one_line_error, voxline
+from tests.support.engine_harness import Harness
 
 KEY = "sk-hostile-test-key"
 
@@ -205,6 +205,7 @@ def test_silence_under_vad_does_not_fill_the_buffer() -> None:
 # ---------------------------------------------------------------- flags and voices
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
 def test_max_session_minutes_refuses_non_finite_and_non_positive(value: str) -> None:
     line = one_line_error(voxline("serve", "--port", "0", "--voice", "tone", f"--max-session-minutes={value}"))
@@ -217,12 +218,14 @@ def test_server_config_refuses_a_non_finite_session_cap(seconds: float) -> None:
         ServerConfig(max_session_s=seconds)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url", ["::::", "http://127.0.0.1:abc/v1", "http://[::1/v1", "ws://127.0.0.1/v1", ""])
 def test_token_with_a_bad_url_is_one_line(url: str) -> None:
     line = one_line_error(voxline("token", "--url", url, env={"OPENAI_API_KEY": "sk-test-not-a-real-key"}))
     assert "--url" in line and "sk-test-not-a-real-key" not in line
 
 
+@pytest.mark.slow
 def test_serve_with_an_unknown_espeak_variant_is_one_line() -> None:
     require_tool("espeak-ng")
     line = one_line_error(voxline("serve", "--port", "0", "--voice", "espeak:nosuchvariant"))

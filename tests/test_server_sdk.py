@@ -22,8 +22,8 @@ from openai.types.realtime import ClientSecretCreateResponse
 from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
 from voxline.audio.voice import synthesize
 from voxline.realtime.server import ServerConfig, serve
-from tests.conftest import require_tool
-from tests.oracle import WireRecorder
+from tests.support.ci import require_tool
+from tests.support.oracle import WireRecorder
 
 RATE = 24000
 

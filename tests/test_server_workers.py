@@ -17,6 +17,8 @@ import websockets
 
 from voxline.realtime.server import add_serve_arguments
 
+pytestmark = pytest.mark.slow  # starts the server's worker processes
+
 VOXLINE = Path(sys.executable).parent / "voxline"
 BANNER = re.compile(r"ws://127\.0\.0\.1:(\d+)/v1/realtime — (\d+) worker processes share the port \(pids ([\d, ]+)\)")
 

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 import websockets
-from websockets.asyncio.client import ClientConnection
 
 from voxline.base.clock import VirtualClock
 from voxline.audio.voice import synthesize
@@ -23,44 +22,8 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
 from voxline.realtime.server.cli import config_from_args
 from voxline.realtime.server.http_api import HttpRequest, HttpResponse
-from tests.oracle import WireRecorder
-
-KEY = "sk-local-test"
-AUTH = {"Authorization": f"Bearer {KEY}"}
-
-
-def config(recorder: WireRecorder | None = None, **overrides: Any) -> ServerConfig:
-    """Port 0, the tone voice, instant audio; frames go to ``recorder`` in the client's directions."""
-
-    def on_wire(direction: str, text: str) -> None:
-        if recorder is not None:
-            recorder("out" if direction == "in" else "in", text)
-
-    settings: dict[str, Any] = {"port": 0, "voice": "tone", "speed": float("inf"), "api_key": KEY, "on_wire": on_wire}
-    return ServerConfig(**{**settings, **overrides})
-
-
-class Client:
-    """A raw WebSocket client that reads server events until the one it waits for."""
-
-    def __init__(self, ws: ClientConnection, recorder: WireRecorder) -> None:
-        self.ws = ws
-        self.recorder = recorder
-
-    async def send(self, event: dict[str, Any] | str | bytes, invalid: bool = False) -> None:
-        frame = json.dumps(event) if isinstance(event, dict) else event
-        if invalid:
-            self.recorder.expect_invalid(frame if isinstance(frame, str) else f"<binary frame, {len(frame)} bytes>")
-        await self.ws.send(frame)
-
-    async def until(self, type_: str, **match: Any) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        async with asyncio.timeout(10):
-            while True:
-                event = json.loads(await self.ws.recv())
-                events.append(event)
-                if event["type"] == type_ and all(event.get(k) == v for k, v in match.items()):
-                    return events
+from tests.support.local_server import AUTH, KEY, Client, config
+from tests.support.oracle import WireRecorder
 
 
 def b64(samples: np.ndarray) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from voxline.realtime.server.session_schema import TRANSCRIPTION_MODELS, VOICES
-from tests.test_server_engine import Harness, error_of, only, types
+from tests.support.engine_harness import Harness, error_of, only, types
 
 
 def update(h: Harness, **session: Any) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.hostile import run_faulted, speech
+from tests.support.hostile import run_faulted, speech
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.session.events import AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, SessionError
 

@@ -13,7 +13,7 @@ from voxline.realtime.protocol import RealtimeProtocol
 from voxline.session.core import SessionCore
 from voxline.session.events import CutAdjusted
 from voxline.session.track_audio import TrackTagger
-from tests.test_protocol import frame, sent
+from tests.support.protocol_frames import frame, sent
 
 
 def test_a_clamped_cut_is_reported_to_the_application() -> None:

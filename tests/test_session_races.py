@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from voxline.base.clock import VirtualClock
 from voxline.audio.voice import synthesize
@@ -23,8 +24,8 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession
 from voxline.session.events import SpeechStarted
 from voxline.audio.clocked_output import ClockedOutput
-from tests.oracle import WireRecorder
-from tests.test_voice_session import collect, sent
+from tests.support.oracle import WireRecorder, sent
+from tests.support.session_events import collect
 
 RACE = str(Path(__file__).parent / "scenarios" / "race.toml")
 
@@ -76,6 +77,7 @@ async def speech_then_silence(blocks: asyncio.Queue[np.ndarray | None]) -> Async
         yield block
 
 
+@pytest.mark.slow
 async def test_a_vad_response_racing_with_tool_output_never_collides() -> None:
     rec, clock, release, runs = WireRecorder(), VirtualClock(), asyncio.Event(), []
     blocks: asyncio.Queue[np.ndarray | None] = asyncio.Queue()

@@ -21,8 +21,8 @@ from voxline.session.events import ConnectionLost, TranscriptDone
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
-from tests.session_events import until
+from tests.support.oracle import WireRecorder
+from tests.support.session_events import until
 
 KEY = "sk-backend-key"
 

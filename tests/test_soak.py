@@ -22,8 +22,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
+import pytest
 
-from tests.hostile import speech
+from tests.support.hostile import speech
 from voxline.audio.sinks import NullSink
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import VirtualClock
@@ -40,6 +41,8 @@ from voxline.audio.clocked_output import BLOCK, ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry
 from voxline.session.voice import VoiceSession
+
+pytestmark = pytest.mark.slow  # an hour of conversation, held to flat memory
 
 HOUR_S = float(__import__("os").environ.get("VOXLINE_SOAK_S", "3600"))
 CYCLE_S = 20.0

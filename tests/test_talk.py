@@ -1,7 +1,7 @@
 """``voxline talk``: argument and device errors, the plain view, and live runs on virtual devices.
 
 The live runs start ``voxline talk`` as a subprocess on private clones of the PulseAudio
-virtual devices (the ``vdev`` fixture of tests/device_support.py) and play
+virtual devices (the ``vdev`` fixture of tests/support/devices.py) and play
 ``examples/audio/barge_in.wav`` into its microphone: a question at 0.5 s, then "stop,
 wait a second" at 6.0 s, over the built-in server's reply. They wait on the program's
 output lines (with deadlines), never on sleeps.
@@ -27,7 +27,7 @@ from voxline.session.cli.talk_view import TalkModel, describe, level_bar
 from voxline.session.events import (BargeIn, CutAdjusted, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta,
                                     TranscriptDone)
 from voxline.session.tools import ToolFinished, ToolStarted
-from tests.device_support import VirtualDevices, pulse, vdev
+from tests.support.devices import VirtualDevices, pulse, vdev
 
 __all__ = ["pulse", "vdev"]  # fixtures used below
 

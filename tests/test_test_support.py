@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import device_support, virtual_devices
+from tests.support import devices, virtual_devices
 
 
 class FakeSystem:
@@ -38,24 +38,24 @@ class FakeSystem:
 @pytest.fixture
 def system(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> FakeSystem:
     fake = FakeSystem(running=request.param)
-    monkeypatch.setattr(device_support.subprocess, "run", fake.run)
-    monkeypatch.setattr(device_support.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(devices.subprocess, "run", fake.run)
+    monkeypatch.setattr(devices.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(virtual_devices, "list_devices", lambda: [object()])
-    monkeypatch.setattr(device_support, "_started_pulse", False)
+    monkeypatch.setattr(devices, "_started_pulse", False)
     return fake
 
 
 @pytest.mark.parametrize("system", [False], indirect=True)
 def test_a_daemon_the_tests_started_is_stopped_once_at_the_end(system: FakeSystem) -> None:
-    device_support.require_pulse()
-    device_support.require_pulse()  # a second device test finds it running
-    device_support.stop_started_pulse()
-    device_support.stop_started_pulse()
+    devices.require_pulse()
+    devices.require_pulse()  # a second device test finds it running
+    devices.stop_started_pulse()
+    devices.stop_started_pulse()
     assert system.commands.count(["pulseaudio", "--kill"]) == 1 and not system.running
 
 
 @pytest.mark.parametrize("system", [True], indirect=True)
 def test_a_daemon_that_was_already_running_is_left_alone(system: FakeSystem) -> None:
-    device_support.require_pulse()
-    device_support.stop_started_pulse()
+    devices.require_pulse()
+    devices.stop_started_pulse()
     assert ["pulseaudio", "--kill"] not in system.commands and system.running

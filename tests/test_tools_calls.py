@@ -15,7 +15,7 @@ from voxline.realtime.errors import ToolError
 from voxline.realtime.lifecycle import ResponseStatus
 from voxline.realtime import events as ev
 from voxline.session.tools import CallState, CallTracker, ToolCall
-from tests.oracle import check_client_event
+from tests.support.oracle import check_client_event
 
 CREATE = ev.ResponseCreate()
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from voxline.realtime.errors import ToolError
 from voxline.session.tools import Tool, ToolRegistry, encode_output
 from voxline.session.tools.docstrings import parse_docstring
-from tests.oracle import check_client_event
+from tests.support.oracle import check_client_event
 
 
 class Unit(enum.Enum):

@@ -12,7 +12,7 @@ import pytest
 
 from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
 from voxline.audio.voice import SAMPLE_RATE, VoiceUnavailableError, available_voices, synthesize
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
 
 SENTENCE = "Hello! This is a test of the voice."
 ROOT = Path(__file__).resolve().parent.parent

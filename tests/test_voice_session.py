@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,7 +32,8 @@ from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession, exponential_backoff
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder, sent
+from tests.support.session_events import collect
 
 
 @asynccontextmanager
@@ -50,27 +51,6 @@ async def voice_session(rec: WireRecorder, *, tools: ToolRegistry | None = None,
         async with session:
             yield session, clock
     rec.verify()
-
-
-async def collect(session: VoiceSession, clock: VirtualClock, until: Callable[[Any], bool],
-                  step: float = 0.02, limit_s: float = 60.0) -> list[Any]:
-    """Advance virtual time block by block, gathering events until ``until(event)``."""
-    seen: list[Any] = []
-    iterator = session.__aiter__()
-    while clock.now() < limit_s:
-        try:
-            event = await asyncio.wait_for(iterator.__anext__(), timeout=0.005)
-        except asyncio.TimeoutError:
-            clock.advance(step)
-            continue
-        seen.append(event)
-        if until(event):
-            return seen
-    raise AssertionError(f"condition not met; saw {[type(e).__name__ for e in seen]}")
-
-
-def sent(rec: WireRecorder, kind: str) -> list[dict[str, Any]]:
-    return [e for d, t in rec.frames if d == "out" and (e := json.loads(t))["type"] == kind]
 
 
 async def test_text_turn_is_heard_and_transcribed() -> None:

@@ -29,7 +29,7 @@ from voxline.realtime.transports import Transport
 from voxline.realtime.transports.rtc_audio import SampleQueue
 from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
-from tests.oracle import WireRecorder
+from tests.support.oracle import WireRecorder
 
 RATE = 24_000
 KEY = "sk-webrtc-test"
@@ -163,6 +163,7 @@ async def test_session_update_through_a_realtime_connection(tmp_path: Path) -> N
     assert recorder.types("out") == {"session.update"}
 
 
+@pytest.mark.slow
 async def test_reply_audio_arrives_on_the_remote_track(tmp_path: Path) -> None:
     expected_s = loud_seconds(synthesize(SHORT, "tone"))
     async with call(tmp_path) as (peer, client_wire):
@@ -181,6 +182,7 @@ async def test_reply_audio_arrives_on_the_remote_track(tmp_path: Path) -> None:
     assert {"response.output_audio.done", "response.output_audio_transcript.done"} <= client_wire.types("in")
 
 
+@pytest.mark.slow
 async def test_a_placeholder_reply_is_voiced_by_the_call_and_played(tmp_path: Path) -> None:
     expected_s = loud_seconds(synthesize("You said good morning.", "tone"))
     async with call(tmp_path, "You said {user_text}.") as (peer, _client_wire):
@@ -192,6 +194,7 @@ async def test_a_placeholder_reply_is_voiced_by_the_call_and_played(tmp_path: Pa
     assert loud_seconds(peer.audio) == pytest.approx(expected_s, abs=0.05)
 
 
+@pytest.mark.slow
 async def test_cancel_and_clear_stop_the_audio_mid_reply(tmp_path: Path) -> None:
     full_s = loud_seconds(synthesize(LONG, "tone"))
     async with call(tmp_path, LONG, speed=2.0) as (peer, client_wire):
@@ -215,6 +218,7 @@ async def test_cancel_and_clear_stop_the_audio_mid_reply(tmp_path: Path) -> None
     assert "output_audio_buffer.stopped" not in client_wire.types("in")
 
 
+@pytest.mark.slow
 async def test_speech_on_the_microphone_track_triggers_server_vad(tmp_path: Path) -> None:
     speech = synthesize("Hello there, what is the weather like today?", "tone")
     configured = asyncio.Event()
@@ -241,6 +245,7 @@ async def test_speech_on_the_microphone_track_triggers_server_vad(tmp_path: Path
     assert spoken_ms == pytest.approx(loud_seconds(speech) * 1000, abs=120)
 
 
+@pytest.mark.slow
 async def test_barge_in_by_voice_clears_the_output_buffer(tmp_path: Path) -> None:
     speech = synthesize("Wait, stop please.", "tone")
     full_s = loud_seconds(synthesize(LONG, "tone"))
@@ -314,6 +319,7 @@ async def test_closing_the_server_ends_the_call(tmp_path: Path) -> None:
         await transport.close()
 
 
+@pytest.mark.slow
 async def test_the_session_length_cap_sends_session_expired_then_hangs_up(tmp_path: Path) -> None:
     async with call(tmp_path, max_session_s=1.0) as (peer, _client_wire):
         events = await peer.until("error")

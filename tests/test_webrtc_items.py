@@ -13,6 +13,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from voxline.base.clock import RealClock
 from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.realtime.server import ServerConfig, serve
@@ -20,8 +22,8 @@ from voxline.session.events import BargeIn, TranscriptDone
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
-from tests.session_events import until
+from tests.support.oracle import WireRecorder
+from tests.support.session_events import until
 
 KEY = "sk-webrtc-two-items"
 FIRST = "This is the first item of the reply, and it is short."
@@ -36,6 +38,7 @@ say = "{SECOND}"
 '''
 
 
+@pytest.mark.slow
 async def test_a_cut_in_the_second_item_of_a_reply_names_it_and_keeps_what_was_heard(tmp_path: Path) -> None:
     scenario = tmp_path / "two.toml"
     scenario.write_text(SCENARIO, encoding="utf-8")

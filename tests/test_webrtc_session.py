@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from openai import AsyncOpenAI
 
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.events import ConnectionLost, ConnectionRestored, ResponseFinished, TranscriptDone
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.oracle import WireRecorder
-from tests.session_events import until
+from tests.support.oracle import WireRecorder
+from tests.support.session_events import until
 
 KEY = "sk-webrtc-session"
 
 
+@pytest.mark.slow
 async def test_a_server_hangup_is_a_drop_the_session_recovers_from_on_a_new_call() -> None:
     wire = WireRecorder()
     async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:

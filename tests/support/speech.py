@@ -1,4 +1,4 @@
-"""Deterministic speech fixtures made with espeak-ng and sox (docs/testing.md §3).
+"""Deterministic speech fixtures made with espeak-ng and sox.
 
 espeak-ng is byte-identical across runs and sox runs with ``-D`` (no dither), so a
 fixture's speech onset is known to the sample. Files are cached per test session.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.conftest import require_tool
+from tests.support.ci import require_tool
 
 __all__ = ["Utterance", "make_utterance", "mix_timeline", "read_wav", "write_wav"]
 

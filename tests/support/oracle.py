@@ -14,7 +14,7 @@ from typing import Annotated, Any, Union
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-__all__ = ["CLIENT_TYPES", "SERVER_TYPES", "WireRecorder", "check_client_event", "check_server_event"]
+__all__ = ["CLIENT_TYPES", "SERVER_TYPES", "WireRecorder", "check_client_event", "check_server_event", "sent"]
 
 
 def _members(alias: Any) -> tuple[type[BaseModel], ...]:
@@ -114,3 +114,8 @@ class WireRecorder:
                 check_client_event(text)
             else:
                 check_server_event(text)
+
+
+def sent(rec: WireRecorder, kind: str) -> list[dict[str, Any]]:
+    """The frames of type ``kind`` the client sent, as recorded by ``rec``."""
+    return [e for d, t in rec.frames if d == "out" and (e := json.loads(t))["type"] == kind]

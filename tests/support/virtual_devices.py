@@ -1,6 +1,6 @@
 """PulseAudio's virtual devices for real sound-device measurements, with no test framework attached.
 
-Shared by the device tests (through ``tests/device_support.py``, which adds the pytest fixtures
+Shared by the device tests (through ``tests/support/devices.py``, which adds the pytest fixtures
 and the skip-or-fail policy) and by ``benchmarks/bench_device.py``:
 
 * :func:`pulse_problem` says why the virtual devices cannot be used (``None`` when they can);

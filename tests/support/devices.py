@@ -1,7 +1,7 @@
 """Pytest side of the real sound-device tests: PulseAudio's virtual devices as fixtures.
 
 The machinery (private clones of ``vspk`` and ``vmic``, recordings, signals) is in
-``tests/virtual_devices.py``, shared with ``benchmarks/bench_device.py``; this module adds the
+``tests/support/virtual_devices.py``, shared with ``benchmarks/bench_device.py``; this module adds the
 policy: without PulseAudio the device tests skip, except in CI, where they must run (and
 PulseAudio is started, then stopped at the end of the run).
 """
@@ -12,13 +12,12 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests import virtual_devices
-from tests.conftest import INSTALL_HINT
-from tests.virtual_devices import (
+from tests.support import virtual_devices
+from tests.support.ci import IN_CI, INSTALL_HINT, ROOT
+from tests.support.virtual_devices import (
     RATE,
     MonitorRecorder,
     Samples,
@@ -33,9 +32,6 @@ from tests.virtual_devices import (
 
 __all__ = ["IN_CI", "RATE", "ROOT", "MonitorRecorder", "Samples", "VirtualDevices", "chirp", "find", "last_loud",
            "pulse", "require_pulse", "running_sink", "stop_started_pulse", "unavailable", "vdev", "wait_for"]
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-ROOT = Path(__file__).resolve().parent.parent
 
 _started_pulse = False  # whether these tests started the PulseAudio daemon (and so must stop it)
 
