@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.voice import synthesize
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, SpeechStarted
 from voxline.session.replay import ReplayResult, replay_fast
 from tests.heard import heard_length

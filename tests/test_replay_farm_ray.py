@@ -28,7 +28,7 @@ import pytest
 from tests.conftest import IN_CI
 from tests.test_replay_farm import make_recording, one_line_error
 from voxline.audio.wavio import read_wav
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.replay import replay_fast
 

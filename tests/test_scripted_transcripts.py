@@ -22,8 +22,8 @@ from openai import AsyncOpenAI
 from voxline.audio.voice import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.cli import config_from_args
-from voxline.realtime.server.scenario import parse_scenario, read_transcripts
+from voxline.realtime.server.engine.scenario import parse_scenario, read_transcripts
+from voxline.realtime.server.net.cli import config_from_args
 from tests.oracle import WireRecorder
 from tests.test_cli import EXAMPLE, voxline
 from tests.test_server_engine import Harness, only, silence, speech, types

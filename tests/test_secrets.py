@@ -23,8 +23,8 @@ from voxline.base.clock import VirtualClock
 from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret
 from voxline.realtime.errors import ConnectionFailed, ServerError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.http_api import Credentials, HttpRequest
-from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.engine.http_api import Credentials, HttpRequest
+from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.transports.rtc_signaling import post_offer
 from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.cli import main

@@ -21,8 +21,8 @@ from voxline.base.clock import VirtualClock
 from voxline.audio.voice import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
-from voxline.realtime.server.cli import config_from_args
-from voxline.realtime.server.http_api import HttpRequest, HttpResponse
+from voxline.realtime.server.engine.http_api import HttpRequest, HttpResponse
+from voxline.realtime.server.net.cli import config_from_args
 from tests.oracle import WireRecorder
 
 KEY = "sk-local-test"

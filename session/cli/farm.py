@@ -17,8 +17,8 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.scenario import load_scenario
-from voxline.realtime.server.voices import make_synth
+from voxline.realtime.server.engine.scenario import load_scenario
+from voxline.realtime.server.engine.voices import make_synth
 
 from ..replay.farm import (
     FarmOptions,

@@ -31,8 +31,8 @@ from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.errors import AudioError
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
-from voxline.realtime.server.app import serve
-from voxline.realtime.server.config import ServerConfig, is_loopback
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig, is_loopback
 
 from ..events import SessionError
 from ..media import mic_blocks

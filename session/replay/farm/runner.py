@@ -28,11 +28,11 @@ from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError
-from voxline.realtime.server.app import serve
-from voxline.realtime.server.config import ServerConfig
-from voxline.realtime.server.scenario import load_scenario, with_transcripts
-from voxline.realtime.server.speech import VoiceCache
-from voxline.realtime.server.voices import make_synth, warm_up
+from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig
 
 from ...eventlog import EventLog
 from ...events import SessionError
