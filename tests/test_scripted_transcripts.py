@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from openai import AsyncOpenAI
 
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.scenario import parse_scenario, read_transcripts

@@ -18,7 +18,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from voxline.base.clock import VirtualClock
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
 from voxline.realtime.server.engine.http_api import HttpRequest, HttpResponse

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from voxline.base.clock import VirtualClock
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession

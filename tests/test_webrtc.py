@@ -20,7 +20,7 @@ import pytest
 from aiortc import RTCConfiguration, RTCPeerConnection
 from openai import AsyncOpenAI
 
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve

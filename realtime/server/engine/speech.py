@@ -23,7 +23,7 @@ __all__ = ["Samples", "Synth", "VoiceCache", "fixed_texts"]
 Samples = npt.NDArray[np.int16]
 
 Synth = Callable[[str], Samples]
-"""Text → int16 samples at 24 kHz mono (``voxline.audio.voice.synthesize`` with a voice bound)."""
+"""Text → int16 samples at 24 kHz mono (``voxline.audio.synth.synthesize`` with a voice bound)."""
 
 
 def fixed_texts(scenario: Scenario) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Protocol
 
-from voxline.audio.voice import VoiceUnavailableError, espeak_available, synthesize
+from voxline.audio.synth import VoiceUnavailableError, espeak_available, synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache

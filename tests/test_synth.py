@@ -1,4 +1,4 @@
-"""audio/voice.py: espeak-ng and the synthetic ``tone`` voice."""
+"""audio/synth.py: espeak-ng and the synthetic ``tone`` voice."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
-from voxline.audio.voice import SAMPLE_RATE, VoiceUnavailableError, available_voices, synthesize
+from voxline.audio.synth import SAMPLE_RATE, VoiceUnavailableError, available_voices, synthesize
 from tests.conftest import require_tool
 
 SENTENCE = "Hello! This is a test of the voice."
@@ -80,7 +80,7 @@ def test_espeak_speaks_at_24k_deterministically() -> None:
 def test_espeak_output_is_identical_across_processes() -> None:
     require_tool("espeak-ng")
     code = (
-        "import hashlib; from audio.voice import synthesize; "
+        "import hashlib; from voxline.audio.synth import synthesize; "
         "print(hashlib.sha256(synthesize(%r).tobytes()).hexdigest())"
     )
     digests = {
