@@ -227,7 +227,7 @@ async def run(args: argparse.Namespace) -> int:
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
         with screen:
-            code = await Conversation(session, screen, meter, args, recorder).run(ready)
+            code = await TalkLoop(session, screen, meter, args, recorder).run(ready)
         screen.note(model.summary())
     if recorder is not None:
         print(f"voxline talk: recorded the session in {recorder.directory}", file=sys.stderr)
@@ -240,7 +240,7 @@ async def _finish_recording(recorder: SessionRecorder, session: Any) -> None:
     recorder.close(current.metrics() if current is not None else None, mode="live (voxline talk)")
 
 
-class Conversation:
+class TalkLoop:
     """Runs the session's event loop against a screen until time is up, Ctrl-C, or the session ends."""
 
     def __init__(self, session: VoiceSession, screen: PlainScreen | LiveScreen, meter: LevelMeter,

@@ -4,16 +4,16 @@ The call owns its ``RTCPeerConnection``. Before the SDP answer is made it hooks 
 client's microphone track and the ``oai-events`` data channel, and (after the offer
 is applied) adds the outgoing track that plays the output buffer. When the channel
 arrives, ``session.created`` is sent before any client frame is handled.
-:meth:`Call.run` waits for the channel, then runs three jobs until the peer goes
+:meth:`RtcCall.run` waits for the channel, then runs three jobs until the peer goes
 away: the microphone reader, a pacer that polls the engine when its next step is
 due (as over WebSocket), a voicer that synthesizes the replies a response waits for
 off the event loop, and the session-length timer. Client frames are handled
 as they arrive, in the channel's callback.
 
-Sideband sockets (:mod:`voxline.realtime.server.net.sideband`) may :meth:`Call.attach` at any
+Sideband sockets (:mod:`voxline.realtime.server.net.sideband`) may :meth:`RtcCall.attach` at any
 time: each gets ``session.created`` / ``conversation.created`` (at once if the call is
 open, else when it opens), then every event of the call; its frames are handled like
-the channel's. :meth:`Call.hangup` ends the call, as the peer leaving does; either way
+the channel's. :meth:`RtcCall.hangup` ends the call, as the peer leaving does; either way
 the sidebands close with 1000.
 """
 
@@ -40,7 +40,7 @@ from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
 from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
 
-__all__ = ["Call"]
+__all__ = ["RtcCall"]
 
 log = logging.getLogger("voxline.server")
 
@@ -48,7 +48,7 @@ CHANNEL_TIMEOUT_S = 15.0
 DRAIN_TIMEOUT_S = 1.0
 
 
-class Call:
+class RtcCall:
     """One call; create it, apply the offer, :meth:`add_output_track`, answer, then :meth:`run`."""
 
     def __init__(
@@ -72,7 +72,7 @@ class Call:
         pc.on("connectionstatechange", self._on_state)
 
     def __repr__(self) -> str:
-        return f"<Call {self.call_id} {self.pc.connectionState}>"
+        return f"<RtcCall {self.call_id} {self.pc.connectionState}>"
 
     def add_output_track(self) -> None:
         """The outgoing audio track, reading the output buffer in real time (if the offer has audio)."""

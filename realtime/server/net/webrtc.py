@@ -38,7 +38,7 @@ from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.net.config import ServerConfig
-from voxline.realtime.server.net.rtc_call import Call
+from voxline.realtime.server.net.rtc_call import RtcCall
 from voxline.realtime.server.net.sideband import call_not_found
 
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
@@ -67,7 +67,7 @@ class RealtimeCalls:
         self._engine_config = engine_config
         self._ids = IdFactory(None if config.seed is None else config.seed + 3)
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._calls: dict[str, Call] = {}
+        self._calls: dict[str, RtcCall] = {}
         self._failures: list[BaseException] = []
 
     @property
@@ -75,7 +75,7 @@ class RealtimeCalls:
         """Ids of the calls still running."""
         return [call_id for call_id, task in self._tasks.items() if not task.done()]
 
-    def find(self, call_id: str) -> Call | None:
+    def find(self, call_id: str) -> RtcCall | None:
         """The running call ``call_id``, if any."""
         call = self._calls.get(call_id)
         return call if call is not None and not call.ended else None
@@ -120,7 +120,7 @@ class RealtimeCalls:
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        call = Call(self._ids.secret("rtc"), pc, engine, self._config, self._synth)
+        call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth)
         try:
             await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(offer), "offer"))
             call.add_output_track()
