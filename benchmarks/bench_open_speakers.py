@@ -35,8 +35,8 @@ from voxline.audio.aec import AecUnavailable, erle_db, make_canceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho
-from voxline.audio.voice import synthesize
-from voxline.realtime.server.scenario import load_scenario
+from voxline.audio.synth import synthesize
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, PlaybackHeld
 from voxline.session.replay import replay_fast
 from voxline.session.settings import SessionSettings

@@ -1,6 +1,6 @@
 """Server CPU per session-second: N sessions' worth of append frames through the local server's engine.
 
-Each session is one :class:`~voxline.realtime.server.engine.Engine` fed the way ``voxline serve``
+Each session is one :class:`~voxline.realtime.server.engine.core.Engine` fed the way ``voxline serve``
 feeds it, on a virtual time that advances 20 ms per step: one ``input_audio_buffer.append`` of
 20 ms (a second of speech-like audio, then two of silence, so server VAD starts and stops turns
 and the scenario's reply streams at real-time pace), ``Engine.receive`` then ``Engine.poll`` on
@@ -10,7 +10,7 @@ frames are encoded once before the timed part (they are the client's cost, not t
 The figure is CPU time (this process) per session-second of audio, in ms: 10 ms per
 session-second is 1% of one core per real-time session. Two reference rows, measured in the
 same run: ``ids`` mints event ids with the ``secrets.choice``-per-character method beside
-:class:`~voxline.realtime.server.ids.IdFactory`; ``vad`` runs the energy detector's
+:class:`~voxline.realtime.server.engine.ids.IdFactory`; ``vad`` runs the energy detector's
 per-frame Python loop beside the vectorised :class:`~voxline.audio.vad.EnergyVad`.
 
 Run: ``python3 -m benchmarks.bench_server`` (``--sessions N --seconds S --rounds R``).
@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from voxline.audio.vad import EnergyVad
-from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.ids import IdFactory
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import parse_scenario
-from voxline.realtime.server.speech import VoiceCache
-from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import parse_scenario
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig
 
 from .common import format_table, ratio, speechlike, time_regions
 from .record import add_output_arguments, finish, run_section

@@ -6,7 +6,7 @@ baseline, measured in the same run and interleaved with it, is the floor of the 
 bare connection that reads the first frame (``session.created``) and does nothing else. Servers:
 
 * **engine** -- the local server's engine in this process, no socket
-  (:class:`~voxline.realtime.server.inprocess.EngineTransport`, as ``voxline replay --fast``);
+  (:class:`~voxline.realtime.server.net.inprocess.EngineTransport`, as ``voxline replay --fast``);
   the bare connection is the transport alone;
 * **server** -- the local server (:func:`voxline.realtime.server.serve`) in this process, over
   loopback WebSocket; the bare connection is ``websockets.connect`` + one ``recv``;
@@ -33,9 +33,9 @@ from websockets.asyncio.client import connect as ws_connect
 from voxline.base.clock import RealClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.server import Engine, EngineConfig, ServerConfig, load_scenario, serve
-from voxline.realtime.server.inprocess import EngineTransport
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.voices import make_synth, warm_up
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.net.inprocess import EngineTransport
 from voxline.realtime.transports.websocket import realtime_url
 from voxline.session.voice import VoiceSession
 

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from voxline.base.clock import VirtualClock
-from voxline.audio.voice import synthesize
-from voxline.realtime.server.scenario import load_scenario
+from voxline.audio.synth import synthesize
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, SpeechStarted
 from voxline.session.replay import ReplayResult, replay_fast
 from voxline.session.settings import SessionSettings

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.audio.wavio import read_wav
 from voxline.realtime.server import load_scenario
 from voxline.session.events import AssistantAudioStarted

@@ -16,7 +16,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, connect
 from voxline.realtime.notices import MalformedServerEvent

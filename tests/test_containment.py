@@ -159,11 +159,11 @@ async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_o
 
 def test_the_in_process_engine_answers_its_own_failure_with_a_server_error() -> None:
     """replay --fast runs the engine in process; a bug there is an error event, as over a socket."""
-    from voxline.realtime.server.engine import Engine
-    from voxline.realtime.server.inprocess import EngineTransport
-    from voxline.realtime.server.scenario import load_scenario
-    from voxline.realtime.server.state import EngineConfig
-    from voxline.realtime.server.voices import make_synth
+    from voxline.realtime.server.engine.core import Engine
+    from voxline.realtime.server.engine.scenario import load_scenario
+    from voxline.realtime.server.engine.state import EngineConfig
+    from voxline.realtime.server.engine.voices import make_synth
+    from voxline.realtime.server.net.inprocess import EngineTransport
     from voxline.session.lockstep import run_lockstep
 
     clock = VirtualClock()

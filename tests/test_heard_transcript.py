@@ -15,7 +15,7 @@ from rich.console import Console
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.cli.talk_view import LiveScreen, TalkModel, describe
 from voxline.session.events import (
     BargeIn,

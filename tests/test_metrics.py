@@ -15,9 +15,9 @@ import pytest
 
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.audio.wavio import read_wav
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.settings import SessionSettings
 from voxline.session.core import CoreEffects
 from voxline.session.events import (

@@ -17,11 +17,11 @@ from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.events import parse_server_event, server_event_sample
 from voxline.realtime.protocol import RealtimeProtocol
-from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.ids import IdFactory
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import parse_scenario
-from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import parse_scenario
+from voxline.realtime.server.engine.state import EngineConfig
 from voxline.session.events import BargeIn
 from voxline.session.mirror import ConversationMirror, HeardEstimate, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
 from voxline.session.tools.calls import CallTracker

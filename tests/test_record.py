@@ -17,7 +17,7 @@ import pytest
 
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import VirtualClock
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.lockstep import run_lockstep
 from voxline.audio.clocked_output import ClockedOutput

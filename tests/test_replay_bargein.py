@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxline.audio.voice import synthesize
-from voxline.realtime.server.scenario import load_scenario
+from voxline.audio.synth import synthesize
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, SpeechStarted
 from tests.support.oracle import sent
 from tests.support.replays import LONG, LONG_TEXT, check_cut, replay, speech  # noqa: F401 (fixture)

@@ -19,7 +19,7 @@ import pytest
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.replay import replay_fast
 from voxline.session.replay.farm import (
     Check,

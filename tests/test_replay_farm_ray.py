@@ -29,7 +29,7 @@ from tests.support.ci import IN_CI
 from tests.support.cli import one_line_error
 from tests.support.farm import make_recording
 from voxline.audio.wavio import read_wav
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.replay import replay_fast
 

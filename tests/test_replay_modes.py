@@ -11,7 +11,7 @@ from voxline.audio.wavio import read_wav
 from voxline.base.clock import RealClock
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.scenario import load_scenario
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.replay import replay_fast, run_replay
 from tests.support.ci import require_tool
 from tests.support.oracle import WireRecorder

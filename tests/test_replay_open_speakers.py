@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.room import RoomEcho
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.session.events import BargeIn, FalseBargeIn, PlaybackHeld
 from voxline.session.local_barge import BargePolicy
 from voxline.session.settings import SessionSettings

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from openai import AsyncOpenAI
 
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.cli import config_from_args
-from voxline.realtime.server.scenario import parse_scenario, read_transcripts
+from voxline.realtime.server.net.cli import config_from_args
+from voxline.realtime.server.engine.scenario import parse_scenario, read_transcripts
 from tests.support.oracle import WireRecorder
 from tests.support.cli import EXAMPLE, voxline
 from tests.support.engine_harness import Harness, only, silence, speech, types

@@ -23,8 +23,8 @@ from voxline.base.clock import VirtualClock
 from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret
 from voxline.realtime.errors import ConnectionFailed, ServerError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.http_api import Credentials, HttpRequest
-from voxline.realtime.server.ids import IdFactory
+from voxline.realtime.server.engine.http_api import Credentials, HttpRequest
+from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.transports.rtc_signaling import post_offer
 from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.cli import main
@@ -240,7 +240,7 @@ async def test_canary_key_never_appears_in_a_debug_session() -> None:
             async with session:
                 await session.send_text(f"my key is not {CANARY[:6]}, say hello")
                 seen = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
-                reprs = [repr(session), repr(session.settings), repr(srv.config), repr(session._conn)]
+                reprs = [repr(session), repr(session.settings), repr(srv.config), repr(session._link.conn)]
             events.close()  # lines wait for their moment's wire frames; close writes the rest
     text = logs.getvalue()
     # the test looks where the key would be: websockets logged both ends of the handshake

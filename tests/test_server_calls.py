@@ -20,7 +20,7 @@ from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from openai import AsyncOpenAI
 
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.multipart import boundary_of, parse_form
+from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from tests.support.oracle import WireRecorder, check_server_event
 
 KEY = "sk-calls-test"

@@ -12,11 +12,11 @@ import pytest
 
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import Call, Say, builtin_names, load_scenario, parse_scenario
-from voxline.realtime.server.speech import VoiceCache
-from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import supply_speech
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import Call, Say, builtin_names, load_scenario, parse_scenario
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import supply_speech
 from tests.support.engine_harness import (
     CHAR_MS,
     GuardedVoice,
@@ -851,7 +851,7 @@ async def test_the_speech_supplier_voices_off_the_event_loop() -> None:
     import threading
 
     from voxline.base.clock import VirtualClock
-    from voxline.realtime.server.voices import SpeechSupplier
+    from voxline.realtime.server.net.voicer import SpeechSupplier
 
     engine, voice = waiting_engine()
     voice.engine_busy = False

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.errors import RequestRejected
-from voxline.realtime.server.ids import IdFactory
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.speech import VoiceCache
-from voxline.realtime.server.state import EngineConfig
+from voxline.realtime.server.engine.errors import RequestRejected
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig
 from tests.support.engine_harness import b64, fake_voice, script, silence, speech
 
 

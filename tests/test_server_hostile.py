@@ -17,8 +17,8 @@ import websockets
 
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.app import Server
-from voxline.realtime.server.validate import MAX_DEPTH
+from voxline.realtime.server.net.app import Server
+from voxline.realtime.server.engine.validate import MAX_DEPTH
 from tests.support.ci import require_tool
 from tests.support.cli import one_line_error, voxline
 from tests.support.engine_harness import Harness
@@ -284,7 +284,7 @@ async def test_a_deep_frame_on_the_webrtc_data_channel_is_an_error_and_the_call_
 
 async def test_an_engine_failure_is_a_server_error_event_not_a_1011(monkeypatch: pytest.MonkeyPatch) -> None:
     """The safety net under the engine: a bug of ours answers like the service and keeps the session."""
-    from voxline.realtime.server.engine import Engine
+    from voxline.realtime.server.engine.core import Engine
 
     real = Engine.receive
 
@@ -307,7 +307,7 @@ async def test_an_engine_failure_is_a_server_error_event_not_a_1011(monkeypatch:
 
 
 async def test_an_http_handler_failure_is_a_json_500_not_a_dropped_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    from voxline.realtime.server import app
+    from voxline.realtime.server.net import app
 
     def broken(*args: Any) -> Any:
         raise RuntimeError("boom")

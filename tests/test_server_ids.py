@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from voxline.realtime.server.ids import IdFactory, event
+from voxline.realtime.server.engine.ids import IdFactory, event
 
 SUFFIX = re.compile(r"[A-Za-z0-9]+")
 

@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 from openai.types.realtime import ClientSecretCreateResponse
 
 from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.server import ServerConfig, serve
 from tests.support.ci import require_tool
 from tests.support.oracle import WireRecorder

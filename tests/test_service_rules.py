@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from voxline.realtime.server.session_schema import TRANSCRIPTION_MODELS, VOICES
+from voxline.realtime.server.engine.session_schema import TRANSCRIPTION_MODELS, VOICES
 from tests.support.engine_harness import Harness, error_of, only, types
 
 

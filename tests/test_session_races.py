@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from voxline.base.clock import VirtualClock
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session import BargeIn, SessionSettings, ToolFinished, ToolRegistry, ToolStarted, TranscriptDone, VoiceSession

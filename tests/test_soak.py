@@ -29,12 +29,12 @@ from voxline.audio.sinks import NullSink
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection
-from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.inprocess import EngineTransport
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import parse_scenario
-from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import make_synth, warm_up
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import parse_scenario
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.net.inprocess import EngineTransport
 from voxline.session.events import BargeIn, ConnectionLost, ConnectionRestored, SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.audio.clocked_output import BLOCK, ClockedOutput

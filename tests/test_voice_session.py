@@ -18,7 +18,7 @@ import pytest
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import connect
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.config import FaultConfig
+from voxline.realtime.server.net.config import FaultConfig
 from voxline.session.events import (
     AssistantAudioStarted,
     BargeIn,

@@ -20,11 +20,11 @@ import pytest
 from aiortc import RTCConfiguration, RTCPeerConnection
 from openai import AsyncOpenAI
 
-from voxline.audio.voice import synthesize
+from voxline.audio.synth import synthesize
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
+from voxline.realtime.server.engine.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
 from voxline.realtime.transports import Transport
 from voxline.realtime.transports.rtc_audio import SampleQueue
 from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer

@@ -17,13 +17,13 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.scenario import load_scenario
-from voxline.realtime.server.voices import make_synth
+from voxline.realtime.server.engine.scenario import load_scenario
+from voxline.realtime.server.engine.voices import make_synth
 
 from ..replay.farm import (
     FarmOptions,
+    FarmRecording,
     Outcome,
-    Recording,
     load_manifest,
     parse_shard,
     recordings_from_paths,
@@ -115,7 +115,7 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
 
 
-def _recordings(args: argparse.Namespace) -> list[Recording]:
+def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
     """The farm's recordings (sorted by name), flags as defaults, the shard taken, every setting loaded once."""
     recordings = load_manifest(args.manifest) if args.manifest is not None else recordings_from_paths(args.inputs)
     defaults = {"scenario": args.scenario, "tools": args.tools}
@@ -180,7 +180,7 @@ async def run(args: argparse.Namespace) -> int:
     return 0 if all(o.status == "pass" for o in outcomes) else 1
 
 
-async def _execute(args: argparse.Namespace, recordings: list[Recording], options: FarmOptions) -> list[Outcome]:
+async def _execute(args: argparse.Namespace, recordings: list[FarmRecording], options: FarmOptions) -> list[Outcome]:
     if not recordings:
         return []
     if args.ray is not None:

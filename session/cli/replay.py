@@ -29,10 +29,10 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.app import serve
-from voxline.realtime.server.config import ServerConfig, is_loopback
-from voxline.realtime.server.scenario import load_scenario, with_transcripts
-from voxline.realtime.server.voices import make_synth
+from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
+from voxline.realtime.server.engine.voices import make_synth
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig, is_loopback
 
 from ..eventlog import EventLog
 from ..events import SessionError

@@ -31,8 +31,8 @@ from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.errors import AudioError
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
-from voxline.realtime.server.app import serve
-from voxline.realtime.server.config import ServerConfig, is_loopback
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig, is_loopback
 
 from ..events import SessionError
 from voxline.audio.recording import mic_blocks
@@ -228,7 +228,7 @@ async def run(args: argparse.Namespace) -> int:
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
         with screen:
-            code = await Conversation(session, screen, meter, args, recorder).run(ready)
+            code = await TalkLoop(session, screen, meter, args, recorder).run(ready)
         screen.note(model.summary())
     if recorder is not None:
         print(f"voxline talk: recorded the session in {recorder.directory}", file=sys.stderr)
@@ -241,7 +241,7 @@ async def _finish_recording(recorder: SessionRecorder, session: Any) -> None:
     recorder.close(current.metrics() if current is not None else None, mode="live (voxline talk)")
 
 
-class Conversation:
+class TalkLoop:
     """Runs the session's event loop against a screen until time is up, Ctrl-C, or the session ends."""
 
     def __init__(self, session: VoiceSession, screen: PlainScreen | LiveScreen, meter: LevelMeter,

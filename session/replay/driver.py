@@ -8,7 +8,7 @@ runs: the protocol core, barge-in, the tool dispatcher, the conversation mirror,
 * :func:`run_replay` — over any connection (the built-in server on loopback, ``--url``),
   on any clock;
 * :func:`replay_fast` (``voxline replay --fast``) — the same coroutine with the local
-  server's engine in process (:class:`~voxline.realtime.server.inprocess.EngineTransport`)
+  server's engine in process (:class:`~voxline.realtime.server.net.inprocess.EngineTransport`)
   on a :class:`~voxline.base.clock.VirtualClock`, run by the lockstep loop.
 
 The replay ends once the input is over and the session is idle (nothing playing, queued,
@@ -31,12 +31,12 @@ from voxline.audio.sinks import Sink, TimelineSink
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, VirtualClock, run_steps
 from voxline.realtime.connection import RealtimeConnection, WireObserver
-from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.inprocess import EngineTransport
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import Scenario
-from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import VoiceCache, make_synth, warm_up
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import Scenario
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import VoiceCache, make_synth, warm_up
+from voxline.realtime.server.net.inprocess import EngineTransport
 
 from ..events import SessionError, SessionEvent
 from ..lockstep import run_lockstep

@@ -17,7 +17,7 @@ from voxline.audio.resample import StreamResampler
 from voxline.audio.wavio import WavReader
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.scenario import read_transcripts
+from voxline.realtime.server.engine.scenario import read_transcripts
 
 from ..tools import ToolRegistry
 

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 
 from voxline.realtime.server.engine import Engine
-from voxline.realtime.server.ids import IdFactory
-from voxline.realtime.server.responses import Pacing
-from voxline.realtime.server.scenario import parse_scenario
-from voxline.realtime.server.speech import VoiceCache
-from voxline.realtime.server.state import EngineConfig
-from voxline.realtime.server.voices import supply_speech
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import parse_scenario
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import supply_speech
 from tests.support.oracle import check_server_event
 
 __all__ = ["CHAR_MS", "RATE", "GuardedVoice", "Harness", "b64", "error_of", "fake_voice", "only", "script", "silence",

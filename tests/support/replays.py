@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from voxline.audio.voice import synthesize
-from voxline.realtime.server.scenario import load_scenario
+from voxline.audio.synth import synthesize
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.replay import ReplayResult, replay_fast
 from tests.support.heard import heard_length
 from tests.support.oracle import WireRecorder, sent

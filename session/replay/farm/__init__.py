@@ -7,12 +7,12 @@
 * :mod:`.results` and :mod:`.report_junit` — the verdicts as JSON lines and as JUnit XML.
 """
 
-from .manifest import Expectations, Range, Recording, load_manifest, recordings_from_paths
+from .manifest import Expectations, FarmRecording, Range, load_manifest, recordings_from_paths
 from .plan import Shard, deal, parse_shard
 from .report_junit import junit_xml, write_junit
 from .results import Check, Outcome, summary_line, write_jsonl
 from .runner import FarmOptions, run_farm, run_part, run_processes
 
-__all__ = ["Check", "Expectations", "FarmOptions", "Outcome", "Range", "Recording", "Shard", "deal", "junit_xml",
+__all__ = ["Check", "Expectations", "FarmOptions", "FarmRecording", "Outcome", "Range", "Shard", "deal", "junit_xml",
            "load_manifest", "parse_shard", "recordings_from_paths", "run_farm", "run_part", "run_processes",
            "summary_line", "write_jsonl", "write_junit"]

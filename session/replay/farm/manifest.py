@@ -32,7 +32,7 @@ from voxline.realtime.errors import ConfigurationError
 
 from ..inputs import transcripts_for
 
-__all__ = ["Expectations", "Range", "Recording", "load_manifest", "recordings_from_paths"]
+__all__ = ["Expectations", "FarmRecording", "Range", "load_manifest", "recordings_from_paths"]
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
@@ -106,7 +106,7 @@ class _Manifest(_Strict):
     recording: Annotated[list[_Entry], Field(min_length=1)]
 
 
-class Recording(_Strict):
+class FarmRecording(_Strict):
     """One recording of a farm, resolved: an absolute path, a unique name, its own settings."""
 
     name: str
@@ -117,7 +117,7 @@ class Recording(_Strict):
     expect: Expectations = Expectations()
 
 
-def recordings_from_paths(paths: list[Path]) -> list[Recording]:
+def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
     """WAV files and directories (every ``*.wav`` in it, sorted) as recordings, sidecar transcripts honoured."""
     files: list[Path] = []
     for path in paths:
@@ -130,11 +130,11 @@ def recordings_from_paths(paths: list[Path]) -> list[Recording]:
             files.append(path)
         else:
             raise ConfigurationError(f"{path}: no such file or directory")
-    recordings = [Recording(name=f.stem, path=f.resolve(), transcripts=transcripts_for(f)) for f in files]
+    recordings = [FarmRecording(name=f.stem, path=f.resolve(), transcripts=transcripts_for(f)) for f in files]
     return _unique(recordings, "inputs")
 
 
-def load_manifest(path: Path) -> list[Recording]:
+def load_manifest(path: Path) -> list[FarmRecording]:
     """The recordings a manifest lists (see the module docstring), validated."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -156,7 +156,7 @@ def load_manifest(path: Path) -> list[Recording]:
         if not wav.is_file():
             raise ConfigurationError(f"manifest {path}: recording {n}: path: no such file {wav}")
         scenario = entry.scenario or manifest.defaults.scenario
-        recordings.append(Recording(
+        recordings.append(FarmRecording(
             name=entry.name or wav.stem, path=wav, scenario=_scenario_source(scenario, base),
             tools=entry.tools or manifest.defaults.tools,
             transcripts=tuple(entry.transcripts) if entry.transcripts is not None else transcripts_for(wav),
@@ -180,7 +180,7 @@ def _where(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "manifest"
 
 
-def _unique(recordings: list[Recording], where: str) -> list[Recording]:
+def _unique(recordings: list[FarmRecording], where: str) -> list[FarmRecording]:
     """Sorted by name; two recordings may not share one (their outputs would collide)."""
     seen: dict[str, Path] = {}
     for r in recordings:

@@ -22,7 +22,7 @@ from types import ModuleType
 
 from voxline.realtime.errors import ConfigurationError
 
-from .manifest import Recording
+from .manifest import FarmRecording
 from .plan import deal
 from .results import Outcome
 from .runner import FarmOptions, order, run_part
@@ -49,7 +49,7 @@ def check_ray(address: str | None) -> None:
         _check_reachable(target, f"the Ray cluster at {target}")
 
 
-def run_ray(recordings: list[Recording], options: FarmOptions, tasks: int, address: str | None) -> list[Outcome]:
+def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, address: str | None) -> list[Outcome]:
     """``recordings`` dealt over ``tasks`` Ray tasks (one CPU each); outcomes in the recordings' order."""
     ray = import_ray()
     owned = not ray.is_initialized()

@@ -28,11 +28,11 @@ from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError
-from voxline.realtime.server.app import serve
-from voxline.realtime.server.config import ServerConfig
-from voxline.realtime.server.scenario import load_scenario, with_transcripts
-from voxline.realtime.server.speech import VoiceCache
-from voxline.realtime.server.voices import make_synth, warm_up
+from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig
 
 from ...eventlog import EventLog
 from ...events import SessionError
@@ -42,7 +42,7 @@ from ...settings import SessionSettings
 from ..driver import engine_connector, run_replay
 from ..inputs import load_input, load_tools
 from ..result import ReplayResult
-from .manifest import Recording
+from .manifest import FarmRecording
 from .plan import deal
 from .results import Outcome, measure, outcome
 
@@ -76,7 +76,7 @@ class _Voices:
         return self._cache[source]
 
 
-async def run_farm(recordings: list[Recording], options: FarmOptions) -> list[Outcome]:
+async def run_farm(recordings: list[FarmRecording], options: FarmOptions) -> list[Outcome]:
     """Replay ``recordings`` with up to ``options.jobs`` at once; outcomes in the recordings' order."""
     clock: Clock
     if options.fast:
@@ -89,7 +89,7 @@ async def run_farm(recordings: list[Recording], options: FarmOptions) -> list[Ou
     voices = _Voices(options.voice) if options.fast else None
     gate = asyncio.Semaphore(max(1, options.jobs))
 
-    async def one(recording: Recording) -> Outcome:
+    async def one(recording: FarmRecording) -> Outcome:
         async with gate:
             return await replay_recording(recording, options, clock, voices)
 
@@ -98,7 +98,7 @@ async def run_farm(recordings: list[Recording], options: FarmOptions) -> list[Ou
     return [t.result() for t in tasks]
 
 
-async def replay_recording(recording: Recording, options: FarmOptions, clock: Clock,
+async def replay_recording(recording: FarmRecording, options: FarmOptions, clock: Clock,
                            voices: _Voices | None = None) -> Outcome:
     """One replay of the farm, judged; a failure to run becomes an ``error`` outcome, never an exception."""
     folder = options.out_dir / recording.name
@@ -122,7 +122,7 @@ async def replay_recording(recording: Recording, options: FarmOptions, clock: Cl
     return done
 
 
-async def _replay(recording: Recording, options: FarmOptions, clock: Clock, voices: _Voices | None,
+async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, voices: _Voices | None,
                   samples: Any, heard: Path, events: Path) -> ReplayResult:
     tools = load_tools(recording.tools, f"{recording.name}: tools") if recording.tools else None
     scenario = load_scenario(recording.scenario)
@@ -149,7 +149,7 @@ async def _replay(recording: Recording, options: FarmOptions, clock: Clock, voic
             return await run_replay(samples, connector=None, settings=local, on_wire=log.wire, **common)
 
 
-def _write_report(recording: Recording, samples: Any, result: ReplayResult, heard: Path, folder: Path,
+def _write_report(recording: FarmRecording, samples: Any, result: ReplayResult, heard: Path, folder: Path,
                   options: FarmOptions) -> None:
     assert result.metrics is not None
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
@@ -165,14 +165,14 @@ def _one_line(exc: BaseException) -> str:
 
 def run_part(recordings: list[dict[str, Any]], options: FarmOptions) -> list[dict[str, Any]]:
     """:func:`run_farm` on a loop of its own (lockstep when fast); plain dicts in and out."""
-    parsed = [Recording.model_validate(r) for r in recordings]
+    parsed = [FarmRecording.model_validate(r) for r in recordings]
     factory = (lambda: LockstepLoop(VirtualClock())) if options.fast else None
     with asyncio.Runner(loop_factory=factory) as runner:
         outcomes = runner.run(run_farm(parsed, options))
     return [o.to_json() for o in outcomes]
 
 
-async def run_processes(recordings: list[Recording], options: FarmOptions, processes: int) -> list[Outcome]:
+async def run_processes(recordings: list[FarmRecording], options: FarmOptions, processes: int) -> list[Outcome]:
     """The recordings dealt over ``processes`` worker processes, each a :func:`run_part` with ``options.jobs``."""
     parts = deal(recordings, processes)
     loop = asyncio.get_running_loop()
@@ -184,7 +184,7 @@ async def run_processes(recordings: list[Recording], options: FarmOptions, proce
     return order(recordings, [Outcome.from_json(row) for row in rows])
 
 
-def order(recordings: list[Recording], outcomes: list[Outcome]) -> list[Outcome]:
+def order(recordings: list[FarmRecording], outcomes: list[Outcome]) -> list[Outcome]:
     """``outcomes`` in the order of ``recordings`` (by name)."""
     rank = {r.name: n for n, r in enumerate(recordings)}
     return sorted(outcomes, key=lambda o: rank.get(o.name, len(rank)))

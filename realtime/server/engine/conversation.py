@@ -1,0 +1,123 @@
+"""The server-side conversation: ordered items, their audio, and the truncation rules.
+
+``conversation.item.truncate`` (docs/protocol.md §8) applies only to an assistant
+message's ``output_audio`` part that has audio; it keeps the audio up to
+``audio_end_ms``, refuses a cut past the audio generated so far, and drops the
+item's transcript whole.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from voxline.base.audio_format import PCM16_24K, AudioFormat
+from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine.errors import RequestRejected
+
+__all__ = ["Conversation", "Entry"]
+
+
+@dataclass
+class Entry:
+    """One item: its public form, the raw audio of its parts, and the format of that audio."""
+
+    item: dict[str, Any]
+    audio: dict[int, bytearray] = field(default_factory=dict)
+    fmt: AudioFormat = PCM16_24K
+
+    def audio_ms(self, content_index: int) -> float:
+        return self.fmt.bytes_to_ms(len(self.audio.get(content_index, b"")))
+
+    def public(self, with_audio: bool = False) -> dict[str, Any]:
+        """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
+        out = copy.deepcopy(self.item)
+        if with_audio and "content" in out:
+            for index, data in self.audio.items():
+                out["content"][index]["audio"] = base64.b64encode(bytes(data)).decode("ascii")
+        return out
+
+
+class Conversation:
+    """Items in order; ``previous_item_id`` placement, delete, retrieve, truncate."""
+
+    def __init__(self) -> None:
+        self._order: list[str] = []
+        self._entries: dict[str, Entry] = {}
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._entries
+
+    def __iter__(self) -> Iterator[Entry]:
+        return (self._entries[i] for i in self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @property
+    def last_id(self) -> str | None:
+        return self._order[-1] if self._order else None
+
+    def get(self, item_id: str) -> Entry | None:
+        return self._entries.get(item_id)
+
+    def insert(self, entry: Entry, previous_item_id: str | None = None) -> str | None:
+        """Add ``entry`` after ``previous_item_id`` (``"root"`` = first, ``None`` = last).
+
+        Returns the id of the item now before it, or ``None`` at the start.
+        """
+        item_id = entry.item["id"]
+        if item_id in self._entries:
+            message = f"Error adding item: an item with id '{item_id}' already exists."
+            raise RequestRejected(errors.invalid_value("item.id", message))
+        if previous_item_id is None:
+            index = len(self._order)
+        elif previous_item_id == "root":
+            index = 0
+        elif previous_item_id in self._entries:
+            index = self._order.index(previous_item_id) + 1
+        else:
+            message = f"Error adding item: the previous item with id '{previous_item_id}' does not exist."
+            raise RequestRejected(errors.invalid_value("previous_item_id", message))
+        self._order.insert(index, item_id)
+        self._entries[item_id] = entry
+        return self._order[index - 1] if index > 0 else None
+
+    def delete(self, item_id: str) -> None:
+        if item_id not in self._entries:
+            raise RequestRejected(errors.item_not_found("deleting", item_id))
+        self._order.remove(item_id)
+        del self._entries[item_id]
+
+    def retrieve(self, item_id: str) -> dict[str, Any]:
+        entry = self._entries.get(item_id)
+        if entry is None:
+            raise RequestRejected(errors.item_not_found("retrieving", item_id))
+        return entry.public(with_audio=True)
+
+    def truncate(self, item_id: str, content_index: int, audio_end_ms: int) -> None:
+        """Cut assistant audio at ``audio_end_ms`` and drop the transcript, or raise."""
+        entry = self._entries.get(item_id)
+        if entry is None:
+            raise RequestRejected(errors.truncate_unknown_item(item_id))
+        item = entry.item
+        content = item.get("content") or []
+        is_audio = (
+            item.get("role") == "assistant"
+            and 0 <= content_index < len(content)
+            and content[content_index].get("type") == "output_audio"
+        )
+        if not is_audio or not entry.audio.get(content_index):
+            raise RequestRejected(errors.truncate_unsupported())
+        have_ms = int(entry.audio_ms(content_index))
+        if audio_end_ms > have_ms:
+            raise RequestRejected(errors.truncate_too_long(have_ms, audio_end_ms))
+        if audio_end_ms < 0:
+            raise RequestRejected(errors.below_min("audio_end_ms", 0, audio_end_ms))
+        keep = int(audio_end_ms * entry.fmt.bytes_per_ms)
+        keep -= keep % entry.fmt.bytes_per_sample
+        del entry.audio[content_index][keep:]
+        content[content_index]["transcript"] = None

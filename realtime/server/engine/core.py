@@ -1,0 +1,293 @@
+"""The local server's sans-I/O engine: client frames in, server events (dicts) out.
+
+One :class:`Engine` per connection. It reads no clock and does no I/O: every call
+takes ``now`` (seconds on the server's clock) and returns the events to send, in
+order. Responses stream on a schedule: the app asks :meth:`Engine.next_due`, waits
+until then, and calls :meth:`Engine.poll`. A frame the server refuses produces an
+``error`` event whose ``error.event_id`` echoes the client event's ``event_id``;
+the session stays usable.
+
+Speech is sans-I/O too: replies are voiced from a
+:class:`~voxline.realtime.server.engine.speech.VoiceCache` the engine only reads. A response
+whose reply is not in it waits after ``response.created``: :meth:`Engine.speech_needed`
+names the texts, the driver synthesizes them (off the event loop) and hands them in with
+:meth:`Engine.provide_speech`; until then the response adds nothing to :meth:`Engine.next_due`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from voxline.realtime.server.engine import errors, turns
+from voxline.realtime.server.engine.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
+from voxline.realtime.server.engine.conversation import Entry
+from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.engine.ids import IdFactory, event
+from voxline.realtime.server.engine.items import decode_base64, parse_item
+from voxline.realtime.server.engine.nulls import without_nulls
+from voxline.realtime.server.engine.planner import start_response
+from voxline.realtime.server.engine.scenario import Scenario
+from voxline.realtime.server.engine.session_config import SessionConfig, no_responses
+from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig, SessionState
+from voxline.realtime.server.engine.validate import check_object, json_kind, parse_json
+
+__all__ = ["Engine"]
+
+Events = list[dict[str, Any]]
+
+
+class Engine:
+    """One Realtime session on the local server (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        scenario: Scenario,
+        voices: VoiceCache | Synth,
+        *,
+        wall_time: float,
+        ids: IdFactory | None = None,
+        initial_session: dict[str, Any] | None = None,
+    ) -> None:
+        ids = ids or IdFactory()
+        if not isinstance(voices, VoiceCache):  # a bare synth voices the fixed replies now, before any frame
+            voices = VoiceCache.for_scenario(scenario, voices)
+        self._state = SessionState(
+            config=config,
+            ids=ids,
+            scenario=scenario,
+            voices=voices,
+            session_id=ids.new("sess"),
+            conversation_id=ids.new("conv"),
+            expires_at=int(wall_time + config.max_session_s),
+            session=SessionConfig(
+                str((initial_session or {}).get("model") or config.model),
+                config.instructions,
+                transcription=config.transcription,
+            ),
+        )
+        if initial_session is not None:
+            self._state.session.update(initial_session, voice_locked=False)
+        self._apply_input_config()
+        self._handlers: dict[str, Callable[[dict[str, Any], float], Events]] = {
+            "session.update": self._session_update,
+            "input_audio_buffer.append": self._append,
+            "input_audio_buffer.commit": lambda _e, _now: turns.commit(self._state),
+            "input_audio_buffer.clear": lambda _e, _now: turns.clear(self._state),
+            "conversation.item.create": self._item_create,
+            "conversation.item.retrieve": self._item_retrieve,
+            "conversation.item.delete": self._item_delete,
+            "conversation.item.truncate": self._item_truncate,
+            "response.create": self._response_create,
+            "response.cancel": self._response_cancel,
+        }
+
+    @property
+    def session_id(self) -> str:
+        return self._state.session_id
+
+    @property
+    def max_session_s(self) -> float:
+        """The session's maximum duration (``expires_at`` is this after its start)."""
+        return self._state.config.max_session_s
+
+    def open(self) -> Events:
+        """``session.created`` and ``conversation.created``, the first events of a session."""
+        state = self._state
+        conversation = {"id": state.conversation_id, "object": "realtime.conversation"}
+        return [
+            event(state.ids, "session.created", session=state.session.view(self._identity())),
+            event(state.ids, "conversation.created", conversation=conversation),
+        ]
+
+    def receive(self, frame: str | bytes, now: float) -> Events:
+        """Handle one client frame; return the events it causes right away."""
+        try:
+            data = self.parse(frame)
+        except RequestRejected as exc:
+            return [self.error(exc.spec)]
+        return self.handle(data, now)
+
+    def parse(self, frame: str | bytes) -> dict[str, Any]:
+        """The JSON object of a client frame; :class:`RequestRejected` for what :meth:`receive` refuses unread."""
+        if isinstance(frame, (bytes, bytearray, memoryview)):
+            raise RequestRejected(errors.binary_frame())
+        limit = self._state.config.max_event_bytes
+        if len(frame) > limit:
+            raise RequestRejected(errors.event_too_large(len(frame), limit))
+        data = parse_json(frame)
+        if not isinstance(data, dict):
+            raise RequestRejected(errors.not_an_object(f"{_article(json_kind(data))}"))
+        return data
+
+    def handle(self, data: dict[str, Any], now: float) -> Events:
+        """Handle one client event already read by :meth:`parse` (e.g. by a driver that routes on its type)."""
+        client_event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
+        try:
+            events = self._dispatch(data, now)
+        except RequestRejected as exc:
+            events = [self.error(exc.spec, client_event_id)]
+        return events + self._sweep(now)
+
+    def append_audio(self, audio: bytes, now: float) -> Events:
+        """``input_audio_buffer.append`` of raw bytes in the input format, as a media track delivers them.
+
+        The same checks and events as the client event, without its JSON and base64 round trip.
+        """
+        try:
+            events = self._append_bytes(audio, now)
+        except RequestRejected as exc:
+            events = [self.error(exc.spec)]
+        return events + self._sweep(now)
+
+    def poll(self, now: float) -> Events:
+        """Events due by ``now``: response steps and the idle timeout."""
+        state = self._state
+        events: Events = []
+        if state.idle_deadline is not None and now >= state.idle_deadline:
+            events.extend(turns.fire_idle(state, now))
+        for run in list(state.runs):
+            events.extend(run.advance(now))
+        return events + self._sweep(now)
+
+    def next_due(self) -> float | None:
+        """When :meth:`poll` next has something to do, or ``None`` (a response waiting for speech counts as idle)."""
+        times = [t for t in (run.next_due() for run in self._state.runs) if t is not None]
+        if self._state.idle_deadline is not None:
+            times.append(self._state.idle_deadline)
+        return min(times) if times else None
+
+    def speech_needed(self) -> list[str]:
+        """Texts that responses wait to have voiced, each once, in the order they were asked for."""
+        return list(dict.fromkeys(text for run in self._state.runs for text in run.speech_needed()))
+
+    def provide_speech(self, text: str, samples: Samples, now: float) -> None:
+        """The speech of ``text`` (int16 mono 24 kHz); the responses waiting for it stream from ``now`` on.
+
+        Speech nobody waits for any more (e.g. the response was cancelled) is ignored.
+        """
+        for run in self._state.runs:
+            run.provide_speech(text, samples, now)
+
+    def expire(self) -> Events:
+        """The ``session_expired`` error sent at the maximum session duration."""
+        return [self.error(errors.session_expired(self._state.config.max_session_minutes))]
+
+    def error(self, spec: ErrorSpec, client_event_id: str | None = None) -> dict[str, Any]:
+        """An ``error`` event with a fresh server ``event_id``."""
+        return spec.to_event(self._state.ids.new("event"), client_event_id)
+
+    # Dispatch.
+
+    def _dispatch(self, data: dict[str, Any], now: float) -> Events:
+        if "type" not in data:
+            raise RequestRejected(errors.missing_parameter("type"))
+        type_ = data["type"]
+        if not isinstance(type_, str):
+            raise RequestRejected(errors.invalid_type("type", "a string", _article(json_kind(type_))))
+        handler = self._handlers.get(type_)
+        if handler is None:
+            raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
+        data = without_nulls(data, EVENT_SCHEMAS[type_])
+        check_object(data, EVENT_SCHEMAS[type_])
+        return handler(data, now)
+
+    def _sweep(self, now: float) -> Events:
+        """Retire finished responses; lock the voice once audio was produced; arm the idle timer."""
+        state = self._state
+        for run in list(state.runs):
+            if run.produced_audio:
+                state.voice_locked = True
+            if run.done:
+                state.runs.remove(run)
+                if run.in_conversation and run.status == "completed":
+                    turns.arm_idle(state, now, run.audio_seconds)
+        return []
+
+    def _identity(self) -> dict[str, Any] | None:
+        state = self._state
+        if not state.config.session_identity:
+            return None
+        kind = "realtime.transcription_session" if state.config.transcription else "realtime.session"
+        return {"id": state.session_id, "object": kind, "expires_at": state.expires_at}
+
+    def _apply_input_config(self) -> None:
+        session = self._state.session
+        self._state.input.configure(session.input_format, session.turn_detection)
+
+    # Handlers.
+
+    def _session_update(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        state.session.update(data["session"], voice_locked=state.voice_locked)
+        self._apply_input_config()
+        return [event(state.ids, "session.updated", session=state.session.view(self._identity()))]
+
+    def _append(self, data: dict[str, Any], now: float) -> Events:
+        return self._append_bytes(decode_base64(data["audio"], "audio"), now)
+
+    def _append_bytes(self, audio: bytes, now: float) -> Events:
+        limit = self._state.config.max_audio_bytes
+        if len(audio) > limit:
+            message = (
+                f"Invalid 'audio': {len(audio)} bytes of audio is more than the maximum of {limit} bytes per event."
+            )
+            raise RequestRejected(errors.invalid_value("audio", message))
+        buffer = self._state.input
+        buffer.trim_silence()
+        cap = self._state.config.max_buffer_bytes
+        if buffer.buffered_bytes + len(audio) > cap:
+            raise RequestRejected(errors.input_buffer_full(buffer.buffered_bytes, len(audio), cap))
+        return turns.append_audio(self._state, audio, now)
+
+    def _item_create(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        new = parse_item(data["item"], "item", state.ids.new("item"))
+        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, fmt=state.input.format)
+        previous = state.conversation.insert(entry, data.get("previous_item_id"))
+        state.idle_deadline = None
+        return [
+            event(state.ids, "conversation.item.added", previous_item_id=previous, item=entry.public()),
+            event(state.ids, "conversation.item.done", previous_item_id=previous, item=entry.public()),
+        ]
+
+    def _item_retrieve(self, data: dict[str, Any], now: float) -> Events:
+        item = self._state.conversation.retrieve(data["item_id"])
+        return [event(self._state.ids, "conversation.item.retrieved", item=item)]
+
+    def _item_delete(self, data: dict[str, Any], now: float) -> Events:
+        self._state.conversation.delete(data["item_id"])
+        return [event(self._state.ids, "conversation.item.deleted", item_id=data["item_id"])]
+
+    def _item_truncate(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        item_id, index, end_ms = data["item_id"], int(data["content_index"]), int(data["audio_end_ms"])
+        state.conversation.truncate(item_id, index, end_ms)
+        events = [
+            event(state.ids, "conversation.item.truncated", item_id=item_id, content_index=index, audio_end_ms=end_ms)
+        ]
+        for run in state.runs:
+            events.extend(run.stop_item(item_id))
+        return events
+
+    def _response_create(self, data: dict[str, Any], now: float) -> Events:
+        if self._state.config.transcription:
+            raise RequestRejected(no_responses())
+        return start_response(self._state, data.get("response") or {}, now)
+
+    def _response_cancel(self, data: dict[str, Any], now: float) -> Events:
+        state = self._state
+        response_id = data.get("response_id")
+        if response_id is not None:
+            run = state.find_run(response_id)
+        else:
+            run = state.default_run() or next((r for r in reversed(state.runs) if not r.done), None)
+        if run is None:
+            raise RequestRejected(errors.cancel_not_active())
+        return run.cancel("client_cancelled")
+
+
+def _article(kind: str) -> str:
+    return {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}.get(kind, f"a {kind}")

@@ -1,0 +1,178 @@
+"""Plain HTTP on the server's port: credentials and ``POST /v1/realtime/client_secrets``.
+
+The WebSocket library only parses ``GET`` handshakes, so requests with another
+method are read here (head up to 16 KiB, body up to 1 MiB by ``Content-Length``)
+and answered with a JSON body, then the connection closes.
+
+``client_secrets`` mints an ephemeral key ``ek_…`` (docs/protocol.md §3): body
+``{"expires_after": {"anchor": "created_at", "seconds": 10..7200}, "session": {…}}``,
+both optional (default 600 s); reply ``{"value", "expires_at", "session"}``. A key
+opens any number of sessions until it expires; each starts with that session
+config.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from voxline.base.errors import register_secret
+from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.session_config import SessionConfig
+from voxline.realtime.server.engine.validate import Field, check_object, parse_json
+
+__all__ = ["Credentials", "HttpRequest", "HttpResponse", "error_body", "mint_client_secret", "parse_request"]
+
+MAX_HEAD = 16 * 1024
+MAX_BODY = 1024 * 1024
+
+_EXPIRES_AFTER = Field(
+    ("object",),
+    fields={
+        "anchor": Field(("string",), choices=("created_at",)),
+        "seconds": Field(("integer",), minimum=10, maximum=7200),
+    },
+)
+_SECRET_REQUEST = {"expires_after": _EXPIRES_AFTER, "session": Field(("object",))}
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str] = field(repr=False)  # Authorization among them
+    body: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """A response to a plain HTTP request: a JSON object, or raw bytes with their content type."""
+
+    status: int
+    body: dict[str, Any] | bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        payload = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode("utf-8")
+        reason = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
+        lines = [
+            f"HTTP/1.1 {self.status} {reason.get(self.status, 'Error')}",
+            f"Content-Type: {self.content_type}",
+            f"Content-Length: {len(payload)}",
+            *(f"{name}: {value}" for name, value in self.headers.items()),
+            "Connection: close",
+        ]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+
+
+def error_body(spec: ErrorSpec) -> dict[str, Any]:
+    """The REST error shape: ``{"error": {message, type, param, code}}``."""
+    return {"error": {"message": spec.message, "type": spec.type, "param": spec.param, "code": spec.code}}
+
+
+def parse_request(data: bytes) -> HttpRequest | None:
+    """A complete request from ``data``, ``None`` if more bytes are needed; ``ValueError`` if malformed."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        if len(data) > MAX_HEAD:
+            raise ValueError("request head too large")
+        return None
+    lines = data[:end].decode("latin-1").split("\r\n")
+    method, target, _version = lines[0].split(" ", 2)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0") or 0)
+    if length < 0 or length > MAX_BODY:
+        raise ValueError("request body too large")
+    body = data[end + 4 : end + 4 + length]
+    if len(body) < length:
+        return None
+    path, _, query = target.partition("?")
+    return HttpRequest(method.upper(), path, query, headers, body)
+
+
+@dataclass
+class Credentials:
+    """Who may connect: the server's API key (if any) and the ephemeral keys it minted."""
+
+    api_key: str | None = field(repr=False)
+    ids: IdFactory = field(repr=False)
+    _minted: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)
+
+    def __repr__(self) -> str:
+        key = "a key" if self.api_key else "no key"
+        return f"<Credentials: {key}, {len(self._minted)} ephemeral>"
+
+    def bearer(self, authorization: str | None) -> str | None:
+        if not authorization or not authorization.lower().startswith("bearer "):
+            return None
+        return authorization[7:].strip() or None
+
+    def is_api_key(self, token: str) -> bool:
+        if not _printable_ascii(token):  # a key is ASCII; anything else (e.g. non-UTF-8 bytes) is a wrong key
+            return False
+        return self.api_key is None or hmac.compare_digest(token.encode(), self.api_key.encode())
+
+    def session_for(self, token: str, now: float) -> dict[str, Any] | None:
+        """The session config a live ephemeral key carries, or ``None``."""
+        entry = self._minted.get(token)
+        if entry is None or entry[0] <= now:
+            return None
+        return entry[1]
+
+    def accepts(self, token: str | None, now: float) -> bool:
+        if token is None:
+            return False
+        if token.startswith("ek_"):
+            return self.session_for(token, now) is not None
+        return self.is_api_key(token)
+
+    def mint(self, seconds: int, session: dict[str, Any], now: float) -> tuple[str, int]:
+        self._minted = {k: v for k, v in self._minted.items() if v[0] > now}
+        value = self.ids.secret("ek", 32)
+        register_secret(value)
+        expires_at = int(now + seconds)
+        self._minted[value] = (float(expires_at), session)
+        return value, expires_at
+
+
+def _printable_ascii(token: str) -> bool:
+    """Header values arrive decoded as Latin-1 or with surrogate escapes; a token is printable ASCII."""
+    return token.isascii() and token.isprintable()
+
+
+def mint_client_secret(
+    request: HttpRequest, credentials: Credentials, default_model: str, wall_time: float
+) -> HttpResponse:
+    """``POST /v1/realtime/client_secrets``: a new ephemeral key with its session; ``wall_time`` is Unix seconds."""
+    token = credentials.bearer(request.headers.get("authorization"))
+    if token is None:
+        return HttpResponse(401, error_body(errors.auth_missing()))
+    if token.startswith("ek_") or not credentials.is_api_key(token):
+        return HttpResponse(401, error_body(errors.invalid_api_key()))
+    try:
+        body = parse_json(request.body or b"{}")
+        if not isinstance(body, dict):
+            raise RequestRejected(errors.not_an_object("a value of another type"))
+        check_object(body, _SECRET_REQUEST)
+        session_raw = body.get("session") or {"type": "realtime"}
+        config = SessionConfig(str(session_raw.get("model") or default_model))
+        config.update(session_raw, voice_locked=False)
+    except RequestRejected as exc:
+        return HttpResponse(400, error_body(exc.spec))
+    seconds = int(body.get("expires_after", {}).get("seconds", 600))
+    value, expires_at = credentials.mint(seconds, session_raw, wall_time)
+    session_id = credentials.ids.new("sess")
+    session = config.view({"id": session_id, "object": "realtime.session", "expires_at": 0})
+    return HttpResponse(200, {"value": value, "expires_at": expires_at, "session": session})

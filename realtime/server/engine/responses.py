@@ -1,0 +1,262 @@
+"""One response from ``response.created`` to ``response.done``, as a timed schedule.
+
+The run is sans-I/O: :meth:`ResponseRun.next_due` says when the next step is due
+on the server's clock and :meth:`ResponseRun.advance` returns the events of every
+step due by ``now``. A run whose replies are not voiced yet waits after
+``response.created`` (:meth:`speech_needed`, ``next_due() is None``) and schedules its
+steps from the moment :meth:`provide_speech` has voiced the last of them.
+Assistant audio is paced faster than real time, like the real service: a 100 ms
+chunk every ``0.1 / speed`` seconds (``speed = inf`` sends everything at once). :meth:`cancel` and :meth:`stop_item` take effect at once:
+the remaining steps are dropped and the open item is closed as ``incomplete``.
+
+Event order per audio item: ``response.output_item.added``,
+``conversation.item.added``, ``response.content_part.added``, then per chunk
+``response.output_audio_transcript.delta`` + ``response.output_audio.delta``, then
+``response.output_audio.done``, ``response.output_audio_transcript.done``,
+``response.content_part.done``, ``conversation.item.done``,
+``response.output_item.done``. The run ends with ``response.done`` followed by
+``rate_limits.updated`` (the order seen from the real service).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy.typing as npt
+
+from voxline.base.audio_format import AudioFormat
+from voxline.realtime.server.engine import wire_audio
+from voxline.realtime.server.engine.conversation import Conversation
+from voxline.realtime.server.engine.ids import IdFactory, event
+from voxline.realtime.server.engine.output_items import CallOutput, MessageOutput, OutputItem
+from voxline.realtime.server.engine.usage import RateLimits, audio_tokens, text_tokens, usage_object
+
+__all__ = ["Pacing", "ResponseRun", "RunSpec"]
+
+_TEXT_STEP_S = 0.05
+_ARGS_STEP_S = 0.02
+_WORDS_PER_TEXT_DELTA = 3
+_MAX_TOKENS = {"type": "incomplete", "reason": "max_output_tokens"}
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How fast responses stream: ``speed`` x real time (``inf`` = at once), chunk size, first-output latency."""
+
+    speed: float = 4.0
+    chunk_ms: int = 100
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What ``response.created`` / ``response.done`` say about a response."""
+
+    response_id: str
+    conversation_id: str | None
+    output_modalities: list[str]
+    audio_output: dict[str, Any]
+    max_output_tokens: int | str
+    metadata: dict[str, Any] | None
+    output_format: AudioFormat
+    input_tokens: tuple[int, int]
+    incomplete: bool = False
+
+
+@dataclass(slots=True)
+class _Step:
+    at: float
+    output: int | None
+    action: Callable[[], list[dict[str, Any]]]
+
+
+class ResponseRun:
+    """A response being streamed; see the module docstring."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        outputs: list[OutputItem],
+        *,
+        ids: IdFactory,
+        pacing: Pacing,
+        start: float,
+        conversation: Conversation | None,
+        rate_limits: RateLimits,
+    ) -> None:
+        self.spec = spec
+        self.outputs = outputs
+        self.status = "in_progress"
+        self._ids = ids
+        self._pacing = pacing
+        self._conversation = conversation
+        self._rate_limits = rate_limits
+        self._opened: list[OutputItem] = []
+        self._begin = start + pacing.latency_s
+        self._steps: deque[_Step] = deque() if self._unvoiced() else deque(self._schedule(self._begin))
+
+    @property
+    def response_id(self) -> str:
+        return self.spec.response_id
+
+    @property
+    def in_conversation(self) -> bool:
+        return self._conversation is not None
+
+    @property
+    def done(self) -> bool:
+        return self.status != "in_progress"
+
+    @property
+    def produced_audio(self) -> bool:
+        return any(isinstance(o, MessageOutput) and o.entry.audio.get(0) for o in self._opened)
+
+    @property
+    def audio_seconds(self) -> float:
+        """Assistant audio sent so far, in seconds of playback."""
+        return sum(o.entry.audio_ms(0) for o in self._opened if isinstance(o, MessageOutput)) / 1000.0
+
+    def speech_needed(self) -> list[str]:
+        """Texts of this response still waiting for their speech."""
+        return [] if self.done else [o.text for o in self._unvoiced()]
+
+    def provide_speech(self, text: str, samples: npt.ArrayLike, now: float) -> None:
+        """Voice every waiting reply that says ``text``; once none waits, stream from ``now`` on."""
+        waiting = [o for o in self._unvoiced() if o.text == text]
+        if self.done or not waiting:
+            return
+        audio = wire_audio.from_pcm24k(samples, self.spec.output_format)
+        for output in waiting:
+            output.voice(audio)
+        if not self._unvoiced():
+            self._steps = deque(self._schedule(max(self._begin, now)))
+
+    def item_ids(self) -> list[str]:
+        return [o.item_id for o in self._opened]
+
+    def created_event(self) -> dict[str, Any]:
+        return event(self._ids, "response.created", response=self._response([], None))
+
+    def next_due(self) -> float | None:
+        return self._steps[0].at if self._steps else None
+
+    def advance(self, now: float) -> list[dict[str, Any]]:
+        """Events of every step due at ``now`` or earlier."""
+        events: list[dict[str, Any]] = []
+        while self._steps and self._steps[0].at <= now:
+            events.extend(self._steps.popleft().action())
+        return events
+
+    def cancel(self, reason: str) -> list[dict[str, Any]]:
+        """Stop now: close the open item as ``incomplete`` and finish as ``cancelled``."""
+        if self.done:
+            return []
+        self._steps.clear()
+        events: list[dict[str, Any]] = []
+        for output in self._opened:
+            if not output.closed:
+                events.extend(output.close(self._ids, "incomplete", finished=False))
+        return events + self._finish("cancelled", {"type": "cancelled", "reason": reason})
+
+    def stop_item(self, item_id: str) -> list[dict[str, Any]]:
+        """Drop the rest of one open item (it was truncated) and close it as ``incomplete``."""
+        for index, output in enumerate(self.outputs):
+            if output.item_id == item_id and output in self._opened and not output.closed:
+                self._steps = deque(s for s in self._steps if s.output != index)
+                return output.close(self._ids, "incomplete", finished=False)
+        return []
+
+    # Scheduling.
+
+    def _unvoiced(self) -> list[MessageOutput]:
+        return [o for o in self.outputs if isinstance(o, MessageOutput) and o.awaiting_voice]
+
+    def _schedule(self, t: float) -> list[_Step]:
+        steps: list[_Step] = []
+        speed = self._pacing.speed
+        ids = self._ids
+        for index, output in enumerate(self.outputs):
+            steps.append(_Step(t, index, partial(self._open, output)))
+            if isinstance(output, CallOutput):
+                for j in range(len(output.chunks)):
+                    steps.append(_Step(t + j * _ARGS_STEP_S / speed, index, partial(output.arguments_chunk, ids)))
+                t += len(output.chunks) * _ARGS_STEP_S / speed
+            elif output.audio is not None:
+                t = self._schedule_audio(steps, index, output, t)
+            else:
+                groups = range(_WORDS_PER_TEXT_DELTA, len(output.words) + _WORDS_PER_TEXT_DELTA, _WORDS_PER_TEXT_DELTA)
+                for j, upto in enumerate(groups):
+                    steps.append(_Step(t + j * _TEXT_STEP_S / speed, index, partial(output.text_chunk, ids, upto)))
+                t += len(groups) * _TEXT_STEP_S / speed
+            steps.append(_Step(t, index, partial(output.close, ids, output.final_status)))
+        if self.spec.incomplete:
+            steps.append(_Step(t, None, partial(self._finish, "incomplete", dict(_MAX_TOKENS))))
+        else:
+            steps.append(_Step(t, None, partial(self._finish, "completed", None)))
+        return steps
+
+    def _schedule_audio(self, steps: list[_Step], index: int, output: MessageOutput, t: float) -> float:
+        assert output.audio is not None
+        fmt = self.spec.output_format
+        per_chunk = int(self._pacing.chunk_ms * fmt.bytes_per_ms)
+        per_chunk -= per_chunk % fmt.bytes_per_sample
+        total = len(output.audio)
+        speed = self._pacing.speed
+        for j, begin in enumerate(range(0, total, per_chunk)):
+            end = min(total, begin + per_chunk)
+            offset = j * self._pacing.chunk_ms / 1000.0 / speed
+            steps.append(_Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total)))
+        return t + fmt.bytes_to_ms(total) / 1000.0 / speed
+
+    # Events.
+
+    def _open(self, output: OutputItem) -> list[dict[str, Any]]:
+        previous: str | None = None
+        if self._conversation is not None:
+            previous = self._conversation.insert(output.entry)
+        self._opened.append(output)
+        return output.open(self._ids, previous)
+
+    def _finish(self, status: str, details: dict[str, Any] | None) -> list[dict[str, Any]]:
+        self.status = status
+        usage = self._usage()
+        done = event(
+            self._ids,
+            "response.done",
+            response=self._response([copy.deepcopy(o.entry.item) for o in self._opened], usage, details),
+        )
+        limits = event(self._ids, "rate_limits.updated", rate_limits=self._rate_limits.spend(usage["total_tokens"]))
+        return [done, limits]
+
+    def _usage(self) -> dict[str, Any]:
+        out_text = out_audio = 0
+        for output in self._opened:
+            if isinstance(output, CallOutput):
+                out_text += text_tokens(output.entry.item["arguments"])
+            else:
+                out_text += text_tokens(output.sent_text)
+                out_audio += audio_tokens(output.entry.audio_ms(0) / 1000.0, output=True)
+        return usage_object(*self.spec.input_tokens, out_text, out_audio)
+
+    def _response(
+        self, output: list[dict[str, Any]], usage: dict[str, Any] | None, details: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        spec = self.spec
+        return {
+            "object": "realtime.response",
+            "id": spec.response_id,
+            "status": self.status,
+            "status_details": details,
+            "output": output,
+            "conversation_id": spec.conversation_id,
+            "output_modalities": list(spec.output_modalities),
+            "max_output_tokens": spec.max_output_tokens,
+            "audio": {"output": dict(spec.audio_output)},
+            "usage": usage,
+            "metadata": spec.metadata,
+        }

@@ -1,0 +1,223 @@
+"""Scripted replies for the local server, read from TOML (stdlib ``tomllib``).
+
+A scenario is an ordered list of turns. Each response the server makes in the
+default conversation takes the next turn; at the end it starts over
+(``after_last = "cycle"``) or keeps answering with the last turn
+(``after_last = "repeat_last"``)::
+
+    name = "example"
+    description = "What this script is for."
+    after_last = "cycle"                       # or "repeat_last"
+    out_of_band = "Reply for conversation='none' responses."
+    user_says = ["What is the weather?", "Thanks."]  # scripted input transcripts, one per user audio turn
+
+    [[turns]]                                  # one spoken (or text) reply
+    say = "Hello! I heard {user_seconds} seconds of audio."
+
+    [[turns]]                                  # several outputs in one response
+    [[turns.output]]
+    say = "One moment, let me check."          # a preamble item ...
+    [[turns.output]]
+    call = "get_weather"                       # ... then a function call
+    arguments = { city = "Paris" }             # a table (JSON-encoded) or a JSON string
+    [[turns.output]]
+    call = "get_time"                          # parallel calls: several in one response
+    arguments = '{"zone": "UTC"}'
+
+    [[turns]]                                  # a turn may also say what follows the tool outputs:
+    [[turns.output]]
+    call = "lookup"
+    arguments = {}
+    [turns.after]                              # used by the response.create that follows the
+    say = "The lookup is done."                # function_call_output items, instead of the next turn
+
+``say`` texts may use ``{user_seconds}`` (length of the last user audio item),
+``{user_text}`` (text of the last user text item) and ``{turn}`` (1-based turn
+number). A message output may also be given as ``[[turns.output]] say = …``.
+
+``user_says`` scripts what the user says: the n-th user audio item the server commits is
+"transcribed" as the n-th entry (when the session asks for input transcription). The server
+does not recognise speech; past the end of the list, transcription fails as without it.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from voxline.realtime.errors import ConfigurationError
+
+__all__ = [
+    "BUILTIN_DIR",
+    "Call",
+    "Output",
+    "Say",
+    "Scenario",
+    "Turn",
+    "builtin_names",
+    "load_scenario",
+    "parse_scenario",
+    "read_transcripts",
+    "with_transcripts",
+]
+
+BUILTIN_DIR = Path(__file__).parent.parent / "scenarios"
+
+
+@dataclass(frozen=True, slots=True)
+class Say:
+    """An assistant message: spoken (audio + transcript) or text, per the output modality."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call with JSON ``arguments``."""
+
+    name: str
+    arguments: str
+
+
+Output = Say | Call
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """The outputs of one response, and optionally the reply after its tool outputs."""
+
+    outputs: tuple[Output, ...]
+    after: tuple[Output, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A named script of turns."""
+
+    name: str
+    description: str
+    turns: tuple[Turn, ...]
+    after_last: Literal["cycle", "repeat_last"] = "cycle"
+    out_of_band: tuple[Output, ...] = (Say("This is an out-of-band reply from the voxline local server."),)
+    user_says: tuple[str, ...] = ()
+
+
+def builtin_names() -> list[str]:
+    """Names of the scenarios shipped with the server (``default``, ``long``, …)."""
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
+
+
+def load_scenario(source: str | Path | None = None) -> Scenario:
+    """Load a scenario from a path, a built-in name, or the built-in ``default``."""
+    if source is None:
+        source = "default"
+    path = Path(source)
+    if not path.suffix and not path.exists():
+        path = BUILTIN_DIR / f"{source}.toml"
+        if not path.exists():
+            raise ConfigurationError(f"unknown scenario {source!r}; built-in: {', '.join(builtin_names())}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read scenario {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"scenario {path} is not valid TOML: {exc}") from None
+    return parse_scenario(data, str(path))
+
+
+def parse_scenario(data: dict[str, Any], where: str = "scenario") -> Scenario:
+    """Build a :class:`Scenario` from decoded TOML, or raise ``ConfigurationError``."""
+    _only(data, {"name", "description", "after_last", "out_of_band", "turns", "user_says"}, where)
+    turns_raw = data.get("turns")
+    if not isinstance(turns_raw, list) or not turns_raw:
+        raise ConfigurationError(f"{where}: needs at least one [[turns]] entry")
+    turns = tuple(_turn(t, f"{where}: turns[{i}]") for i, t in enumerate(turns_raw))
+    after_last = data.get("after_last", "cycle")
+    if after_last not in ("cycle", "repeat_last"):
+        raise ConfigurationError(f"{where}: after_last must be 'cycle' or 'repeat_last'")
+    scenario = Scenario(
+        name=str(data.get("name", Path(where).stem)),
+        description=str(data.get("description", "")),
+        turns=turns,
+        after_last=after_last,
+    )
+    if "out_of_band" in data:
+        oob = _outputs(data["out_of_band"], f"{where}: out_of_band")
+        scenario = Scenario(scenario.name, scenario.description, turns, after_last, oob)
+    if "user_says" in data:
+        scenario = with_transcripts(scenario, _user_says(data["user_says"], f"{where}: user_says"))
+    return scenario
+
+
+def with_transcripts(scenario: Scenario, user_says: Sequence[str]) -> Scenario:
+    """``scenario`` with these scripted input transcripts (one per user audio turn)."""
+    return replace(scenario, user_says=tuple(user_says))
+
+
+def read_transcripts(path: Path) -> tuple[str, ...]:
+    """Scripted input transcripts from a text file: one user turn per non-empty line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read transcripts {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"transcripts {path} are not UTF-8 text") from None
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _user_says(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(s, str) and s for s in raw):
+        raise ConfigurationError(f"{where}: expected a list of non-empty strings")
+    return tuple(raw)
+
+
+def _only(table: Any, keys: set[str], where: str) -> None:
+    if not isinstance(table, dict):
+        raise ConfigurationError(f"{where}: expected a table")
+    extra = sorted(set(table) - keys)
+    if extra:
+        raise ConfigurationError(f"{where}: unknown key(s) {', '.join(extra)}")
+
+
+def _turn(raw: Any, where: str) -> Turn:
+    _only(raw, {"say", "output", "after"}, where)
+    if ("say" in raw) == ("output" in raw):
+        raise ConfigurationError(f"{where}: give exactly one of 'say' or 'output'")
+    outputs = _outputs(raw.get("output", {"say": raw.get("say")}), where)
+    after = _outputs(raw["after"], f"{where}.after") if "after" in raw else None
+    if after is not None and not any(isinstance(o, Call) for o in outputs):
+        raise ConfigurationError(f"{where}: 'after' needs at least one call in the turn")
+    return Turn(outputs=outputs, after=after)
+
+
+def _outputs(raw: Any, where: str) -> tuple[Output, ...]:
+    if isinstance(raw, str):
+        return (Say(raw),)
+    entries = raw if isinstance(raw, list) else [raw]
+    if not entries:
+        raise ConfigurationError(f"{where}: no outputs")
+    return tuple(_output(e, f"{where}[{i}]") for i, e in enumerate(entries))
+
+
+def _output(raw: Any, where: str) -> Output:
+    _only(raw, {"say", "call", "arguments"}, where)
+    if "say" in raw:
+        if "call" in raw or "arguments" in raw or not isinstance(raw["say"], str):
+            raise ConfigurationError(f"{where}: 'say' must be a string, alone")
+        return Say(raw["say"])
+    if not isinstance(raw.get("call"), str) or not raw["call"]:
+        raise ConfigurationError(f"{where}: needs 'say' or 'call'")
+    args = raw.get("arguments", {})
+    if isinstance(args, str):
+        try:
+            json.loads(args)
+        except ValueError:
+            raise ConfigurationError(f"{where}: 'arguments' is not valid JSON") from None
+        return Call(raw["call"], args)
+    if not isinstance(args, dict):
+        raise ConfigurationError(f"{where}: 'arguments' must be a table or a JSON string")
+    return Call(raw["call"], json.dumps(args, separators=(",", ":"), default=str))

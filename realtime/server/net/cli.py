@@ -1,0 +1,164 @@
+"""``voxline serve``: command-line arguments and the entry point of the local server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import sys
+from pathlib import Path
+
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.engine.scenario import read_transcripts
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig
+
+__all__ = ["add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
+
+API_KEY_ENV = "VOXLINE_SERVE_API_KEY"
+
+
+def _speed(text: str) -> float:
+    if text == "instant":
+        return math.inf
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a positive number or 'instant'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("expected a positive number or 'instant'")
+    return value
+
+
+_MAX_MINUTES = 7 * 24 * 60
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= _MAX_MINUTES):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive, finite number of minutes up to {_MAX_MINUTES} (a week), not {text!r}"
+        )
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, not {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, not {text!r}")
+    return value
+
+
+def _workers(text: str) -> int:
+    from voxline.realtime.server.net.workers import MAX_WORKERS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes 1..{MAX_WORKERS}, not {text!r}") from None
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a number of processes 1..{MAX_WORKERS}, not {text!r}")
+    return value
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` options to ``parser``."""
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --api-key)"
+    )
+    parser.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--scenario", default=None, metavar="FILE", help="scenario TOML file or built-in name (default, long, tools)"
+    )
+    parser.add_argument("--voice", default="auto", help="espeak, espeak:<variant>, tone, or auto (default)")
+    parser.add_argument(
+        "--transcripts",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="what the user says, one line per user turn: streamed as scripted input transcripts "
+        "(default: the scenario's user_says list, if any)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help=f"require this key (or an ephemeral key minted here); also read from ${API_KEY_ENV}",
+    )
+    parser.add_argument(
+        "--speed",
+        type=_speed,
+        default=4.0,
+        help="assistant audio pace as a multiple of real time, or 'instant' (default 4)",
+    )
+    parser.add_argument(
+        "--max-session-minutes",
+        type=_minutes,
+        default=60.0,
+        help="session length limit; at it the server sends session_expired and closes (default 60)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="server processes sharing the port with SO_REUSEPORT, for more sessions than one core serves "
+        "(default 1; ephemeral keys and WebRTC calls are per process)",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """A :class:`ServerConfig` from parsed ``serve`` arguments (``ConfigurationError`` if invalid)."""
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
+        scenario=args.scenario,
+        transcripts=None if getattr(args, "transcripts", None) is None else read_transcripts(args.transcripts),
+        voice=args.voice,
+        speed=args.speed,
+        max_session_s=args.max_session_minutes * 60.0,
+    )
+
+
+async def main_serve(args: argparse.Namespace) -> int:
+    """Run the server until cancelled; return the exit status."""
+    try:
+        config = config_from_args(args)
+        workers = getattr(args, "workers", 1)
+        if workers > 1:
+            from voxline.realtime.server.net.workers import supervise
+
+            return await supervise(args, config, workers)
+        async with serve(config) as server:
+            print(
+                f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
+                f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); "
+                "it does not understand speech: input transcripts are scripted "
+                f"({len(server.scenario.user_says)} user turn(s) scripted, then transcription fails).",
+                flush=True,
+            )
+            await server.serve_forever()
+    except ConfigurationError as exc:
+        print(f"voxline serve: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"voxline serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_serve(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the server (for a stand-alone entry point)."""
+    parser = argparse.ArgumentParser(prog="voxline serve", description="Run the voxline local Realtime server.")
+    add_serve_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(main_serve(args))
+    except KeyboardInterrupt:
+        return 0

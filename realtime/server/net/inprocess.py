@@ -1,0 +1,110 @@
+"""The local server's engine behind the client's transport interface, in the same process.
+
+:class:`EngineTransport` is a :class:`~voxline.realtime.transports.base.Transport` whose
+peer is an :class:`~voxline.realtime.server.engine.core.Engine`: a client frame is handed to
+:meth:`Engine.receive` at once, and the events the engine schedules are delivered when
+the given clock reaches them (:meth:`Engine.next_due` / :meth:`Engine.poll`). Frames
+cross as JSON text, exactly as on a socket, so wire observers and the oracle see the
+same events. Replies the engine has no voice for yet are synthesized on a worker
+thread (:func:`~voxline.realtime.server.engine.voices.supply_speech`), never on the event
+loop. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
+``voxline replay --fast``; nothing here reads any other time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from typing import Any
+
+from voxline.base.clock import Clock
+from voxline.realtime.errors import ConnectionClosed
+from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.speech import Synth
+from voxline.realtime.server.engine.voices import supply_speech
+from voxline.realtime.server.net.timing import first_of
+
+__all__ = ["EngineTransport"]
+
+_log = logging.getLogger("voxline.server")
+
+
+class EngineTransport:
+    """One client connection to an in-process engine (see the module docstring)."""
+
+    media = None  # events only: audio travels inside them
+
+    def __init__(self, engine: Engine, clock: Clock, synth: Synth) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._synth = synth
+        self._inbox: deque[str] = deque()
+        self._wake = asyncio.Event()
+        self.close_code: int | None = None
+        self.close_reason = ""
+        self._expires = clock.now() + engine.max_session_s  # then session_expired and close 1001, as served
+        self._expired = False
+        self._deliver(engine.open())
+
+    def __repr__(self) -> str:
+        state = "open" if self.close_code is None else f"closed {self.close_code}"
+        return f"<EngineTransport {self._engine.session_id} {state}>"
+
+    def _deliver(self, events: list[dict[str, Any]]) -> None:
+        self._inbox.extend(json.dumps(event) for event in events)
+        if events:
+            self._wake.set()
+
+    async def _voice(self) -> None:
+        """Synthesize what the engine waits for, off the loop, at the instant it asked."""
+        if self._engine.speech_needed():
+            await asyncio.to_thread(supply_speech, self._engine, self._synth, self._clock.now())
+            self._wake.set()
+
+    async def send(self, text: str) -> None:
+        if self.close_code is not None:
+            raise ConnectionClosed(self.close_code, self.close_reason)
+        try:
+            self._deliver(self._engine.receive(text, self._clock.now()))
+        except Exception:  # a bug of ours must not end the client's session: say so, as the served engine does
+            _log.exception("the engine failed on a client frame")
+            self._deliver([self._engine.error(errors.server_error())])
+        await self._voice()
+
+    async def recv(self) -> str:
+        while not self._inbox:
+            if self.close_code is not None:
+                raise ConnectionClosed(self.close_code, self.close_reason)
+            if not self._expired and self._clock.now() >= self._expires:
+                self._deliver(self._engine.expire())
+                self._expired = True
+                continue
+            due = self._engine.next_due()
+            due = self._expires if due is None else min(due, self._expires)
+            if due is not None and due <= self._clock.now():
+                self._deliver(self._engine.poll(self._clock.now()))
+                await self._voice()
+                continue
+            self._wake.clear()
+            if due is None:
+                await self._wake.wait()
+            else:
+                await first_of(self._clock.sleep_until(due), self._wake.wait())
+        text = self._inbox.popleft()
+        if self._expired and not self._inbox:
+            self.close_code, self.close_reason = 1001, "session expired"
+        return text
+
+    async def ping(self) -> None:
+        """The engine runs in this process: it answers at once while the connection is open."""
+        if self.close_code is not None:
+            raise ConnectionClosed(self.close_code, self.close_reason)
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+            self._inbox.clear()
+            self._wake.set()

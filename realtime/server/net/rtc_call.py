@@ -1,0 +1,218 @@
+"""One WebRTC call on the local server: the peer connection pumping a :class:`CallBridge`.
+
+The call owns its ``RTCPeerConnection``. Before the SDP answer is made it hooks the
+client's microphone track and the ``oai-events`` data channel, and (after the offer
+is applied) adds the outgoing track that plays the output buffer. When the channel
+arrives, ``session.created`` is sent before any client frame is handled.
+:meth:`RtcCall.run` waits for the channel, then runs three jobs until the peer goes
+away: the microphone reader, a pacer that polls the engine when its next step is
+due (as over WebSocket), a voicer that synthesizes the replies a response waits for
+off the event loop, and the session-length timer. Client frames are handled
+as they arrive, in the channel's callback.
+
+Sideband sockets (:mod:`voxline.realtime.server.net.sideband`) may :meth:`RtcCall.attach` at any
+time: each gets ``session.created`` / ``conversation.created`` (at once if the call is
+open, else when it opens), then every event of the call; its frames are handled like
+the channel's. :meth:`RtcCall.hangup` ends the call, as the peer leaving does; either way
+the sidebands close with 1000.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from aiortc import RTCDataChannel, RTCPeerConnection
+from aiortc.mediastreams import MediaStreamTrack
+
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.rtc_bridge import CallBridge
+from voxline.realtime.server.engine.rtc_output import Samples
+from voxline.realtime.server.engine.speech import Synth
+from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.sideband import Sideband
+from voxline.realtime.server.net.timing import first_of
+from voxline.realtime.server.net.voicer import SpeechSupplier
+from voxline.realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
+from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
+
+__all__ = ["RtcCall"]
+
+log = logging.getLogger("voxline.server")
+
+CHANNEL_TIMEOUT_S = 15.0
+DRAIN_TIMEOUT_S = 1.0
+
+
+class RtcCall:
+    """One call; create it, apply the offer, :meth:`add_output_track`, answer, then :meth:`run`."""
+
+    def __init__(
+        self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig, synth: Synth
+    ) -> None:
+        self.call_id = call_id
+        self.pc = pc
+        self._config = config
+        self._engine = engine
+        self.bridge = CallBridge(engine, self._send, IdFactory(None if config.seed is None else config.seed + 2))
+        self._channel: RTCDataChannel | None = None
+        self._channel_ready = asyncio.Event()
+        self._mic: MediaStreamTrack | None = None
+        self._ended = asyncio.Event()
+        self._opened = False
+        self._sidebands: list[Sideband] = []
+        self._wakeup = asyncio.Event()
+        self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set)
+        pc.on("track", self._on_track)
+        pc.on("datachannel", self._on_datachannel)
+        pc.on("connectionstatechange", self._on_state)
+
+    def __repr__(self) -> str:
+        return f"<RtcCall {self.call_id} {self.pc.connectionState}>"
+
+    def add_output_track(self) -> None:
+        """The outgoing audio track, reading the output buffer in real time (if the offer has audio)."""
+        if any(t.kind == "audio" for t in self.pc.getTransceivers()):
+            self.pc.addTrack(PacedAudioTrack(self.bridge.read_output, self._config.clock))
+
+    async def run(self) -> None:
+        """Serve the call until the peer leaves (or never opens the channel); then close it."""
+        started = self._config.clock.now()
+        log.info("session %s opened (WebRTC call %s)", self._engine.session_id, self.call_id)
+        try:
+            try:
+                async with asyncio.timeout(CHANNEL_TIMEOUT_S):
+                    await first_of(self._channel_ready.wait(), self._ended.wait())
+            except TimeoutError:
+                return
+            if self._ended.is_set():
+                return
+            async with asyncio.TaskGroup() as group:
+                jobs = [
+                    group.create_task(self._pace()),
+                    group.create_task(self._voicer.run()),
+                    group.create_task(self._expire()),
+                ]
+                if self._mic is not None:
+                    jobs.append(group.create_task(pump_remote_audio(self._mic, self._on_mic)))
+                try:
+                    await self._ended.wait()
+                finally:
+                    for job in jobs:
+                        job.cancel()
+        finally:
+            for sideband in self._sidebands:
+                sideband.close()
+            self._sidebands = []
+            await self.pc.close()
+            log.info("session %s closed (WebRTC call %s) after %.1f s", self._engine.session_id, self.call_id,
+                     self._config.clock.now() - started)
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
+    def hangup(self) -> None:
+        """End the call (``POST /v1/realtime/calls/{id}/hangup``); :meth:`run` then closes everything."""
+        self._ended.set()
+
+    async def attach(self, sideband: Sideband) -> None:
+        """Serve one sideband socket until it or the call closes."""
+        if self._ended.is_set():
+            sideband.close()
+        else:
+            self._sidebands.append(sideband)
+            if self._opened:  # it missed the opening events: they are sent to it alone
+                for ev in self.bridge.engine.open():
+                    self._deliver(sideband, json.dumps(ev))
+        try:
+            await sideband.run(lambda frame: self._on_message(frame, sideband))
+        finally:
+            if sideband in self._sidebands:
+                self._sidebands.remove(sideband)
+
+    # Peer connection callbacks.
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        if track.kind == "audio" and self._mic is None:
+            self._mic = track
+
+    def _on_datachannel(self, channel: RTCDataChannel) -> None:
+        if channel.label != EVENTS_LABEL or self._channel is not None:
+            return
+        self._channel = channel
+        channel.on("message", self._on_message)
+        channel.on("close", self._ended.set)
+        self.bridge.open()  # session.created goes first, before any client frame is handled
+        self._opened = True
+        self._channel_ready.set()
+
+    def _on_state(self) -> None:
+        if self.pc.connectionState in ("failed", "closed"):
+            self._ended.set()
+
+    def _on_message(self, message: str | bytes, sideband: Sideband | None = None) -> None:
+        if self._config.on_wire is not None:
+            text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
+            self._config.on_wire("in", text)
+        reply = None if sideband is None else (lambda ev: self._deliver(sideband, json.dumps(ev)))
+        self.bridge.client_frame(message, self._config.clock.now(), reply)
+        self._voicer.check()
+        self._wakeup.set()
+
+    def _on_mic(self, block: Samples) -> None:
+        self.bridge.microphone(block, self._config.clock.now())
+        self._voicer.check()
+        self._wakeup.set()
+
+    def _send(self, ev: dict[str, Any]) -> None:
+        text = json.dumps(ev)
+        channel = self._channel
+        # Nothing is produced before the channel opens; after it closes the call is over.
+        if channel is not None and channel.readyState == "open":
+            channel.send(text)
+            if self._config.on_wire is not None:
+                self._config.on_wire("out", text)
+        for sideband in self._sidebands:
+            self._deliver(sideband, text)
+
+    def _deliver(self, sideband: Sideband, text: str) -> None:
+        sideband.push(text)
+        if self._config.on_wire is not None:
+            self._config.on_wire("out", text)
+
+    # Jobs.
+
+    async def _pace(self) -> None:
+        clock = self._config.clock
+        while True:
+            self._wakeup.clear()
+            due = self.bridge.engine.next_due()
+            if due is None:
+                await self._wakeup.wait()
+                continue
+            delay = due - clock.now()
+            if delay > 0:
+                await first_of(clock.sleep(delay), self._wakeup.wait())
+                continue
+            self.bridge.poll(clock.now())
+            self._voicer.check()
+
+    async def _expire(self) -> None:
+        await self._config.clock.sleep(self._config.max_session_s)
+        self.bridge.expire()
+        channel = self._channel
+        if channel is not None and channel.bufferedAmount > 0:
+            drained = asyncio.Event()
+            channel.bufferedAmountLowThreshold = 0
+            channel.once("bufferedamountlow", drained.set)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DRAIN_TIMEOUT_S):
+                    await drained.wait()
+        self._ended.set()
+
+

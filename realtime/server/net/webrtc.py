@@ -1,0 +1,220 @@
+"""``POST /v1/realtime/calls``: WebRTC sessions on the local server (docs/protocol.md §2).
+
+The body is the client's SDP offer (``Content-Type: application/sdp``), or the
+"unified" form the SDK's ``calls.create(sdp=…, session=…)`` sends from a server: a
+``multipart/form-data`` body with an ``sdp`` part and a ``session`` part (the session
+config, JSON, validated like ``session.update``). The caller authenticates like the
+WebSocket path (``Authorization: Bearer`` with the server's key or an ``ek_…`` it
+minted). The answer is ``201 Created`` with an ``application/sdp`` body and
+``Location: /v1/realtime/calls/{call_id}``. Each call runs the same
+:class:`~voxline.realtime.server.engine.core.Engine` as a WebSocket session, bridged by
+:mod:`voxline.realtime.server.net.rtc_call`. Peers are local: no ICE servers.
+
+:class:`RealtimeCalls` owns the running calls; :meth:`RealtimeCalls.close` ends
+them all (the server calls it when it closes). ``POST /v1/realtime/calls/{id}/hangup``
+ends one (:meth:`RealtimeCalls.action`), and a sideband socket finds its call with
+:meth:`RealtimeCalls.find`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+
+from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.multipart import boundary_of, parse_form
+from voxline.realtime.server.engine.scenario import Scenario
+from voxline.realtime.server.engine.speech import Synth, VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.rtc_call import RtcCall
+from voxline.realtime.server.net.sideband import call_not_found
+
+__all__ = ["CALLS_PATH", "RealtimeCalls"]
+
+CALLS_PATH = "/v1/realtime/calls"
+_DEFAULT_MODEL = DEFAULT_REALTIME_MODEL
+
+
+class RealtimeCalls:
+    """The calls endpoint and the calls it started."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        credentials: Credentials,
+        scenario: Scenario,
+        synth: Synth,
+        voices: VoiceCache,
+        engine_config: Callable[[str], EngineConfig],
+    ) -> None:
+        self._config = config
+        self._credentials = credentials
+        self._scenario = scenario
+        self._synth = synth
+        self._voices = voices
+        self._engine_config = engine_config
+        self._ids = IdFactory(None if config.seed is None else config.seed + 3)
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._calls: dict[str, RtcCall] = {}
+        self._failures: list[BaseException] = []
+
+    @property
+    def active(self) -> list[str]:
+        """Ids of the calls still running."""
+        return [call_id for call_id, task in self._tasks.items() if not task.done()]
+
+    def find(self, call_id: str) -> RtcCall | None:
+        """The running call ``call_id``, if any."""
+        call = self._calls.get(call_id)
+        return call if call is not None and not call.ended else None
+
+    async def action(self, request: HttpRequest) -> HttpResponse:
+        """``POST /v1/realtime/calls/{call_id}/hangup`` (the other SIP actions are not modelled)."""
+        token = self._credentials.bearer(request.headers.get("authorization"))
+        if token is None:
+            return HttpResponse(401, error_body(errors.auth_missing()))
+        if not self._credentials.accepts(token, self._config.clock.wall()):
+            return HttpResponse(401, error_body(errors.invalid_api_key()))
+        call_id, _, verb = request.path.rstrip("/")[len(CALLS_PATH) + 1 :].partition("/")
+        if verb != "hangup":
+            return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
+        call = self.find(call_id)
+        if call is None:
+            return HttpResponse(404, error_body(call_not_found(call_id)))
+        call.hangup()
+        return HttpResponse(200, {})
+
+    async def create(self, request: HttpRequest) -> HttpResponse:
+        """``POST /v1/realtime/calls``: answer the offer and start the call."""
+        problem = self._refusal(request)
+        if problem is not None:
+            return problem
+        try:
+            offer, session = _offer_and_session(request)
+        except ValueError as exc:
+            return HttpResponse(400, error_body(errors.invalid_value(None, f"Invalid request body: {exc}")))
+        token = self._credentials.bearer(request.headers.get("authorization")) or ""
+        initial = session if session is not None else self._credentials.session_for(token, self._config.clock.wall())
+        model = parse_qs(request.query).get("model", [""])[0] or (initial or {}).get("model") or _DEFAULT_MODEL
+        try:
+            engine = Engine(
+                self._engine_config(str(model)),
+                self._scenario,
+                self._voices,
+                wall_time=self._config.clock.wall(),
+                ids=IdFactory(None if self._config.seed is None else self._config.seed + 1),
+                initial_session=initial,
+            )
+        except RequestRejected as exc:
+            return HttpResponse(400, error_body(exc.spec))
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth)
+        try:
+            await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(offer), "offer"))
+            call.add_output_track()
+            await call.pc.setLocalDescription(await call.pc.createAnswer())
+        except _PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
+            await call.pc.close()
+            detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
+            return HttpResponse(400, error_body(errors.invalid_value(None, f"Invalid SDP offer: {detail}")))
+        task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
+        self._tasks[call.call_id] = task
+        self._calls[call.call_id] = call
+        task.add_done_callback(self._finished)
+        return HttpResponse(
+            201,
+            call.pc.localDescription.sdp.encode("utf-8"),
+            content_type="application/sdp",
+            headers={"Location": f"{CALLS_PATH}/{call.call_id}"},
+        )
+
+    async def close(self) -> None:
+        """End every call and wait until each peer connection is closed; re-raise a call's failure."""
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._failures:
+            raise self._failures[0]
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        """A call ended: forget it, keeping its error (if any) for :meth:`close`."""
+        self._tasks = {k: t for k, t in self._tasks.items() if t is not task}
+        self._calls = {k: c for k, c in self._calls.items() if k in self._tasks}
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            self._failures.append(error)
+
+    def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+        token = self._credentials.bearer(request.headers.get("authorization"))
+        if token is None:
+            return HttpResponse(401, error_body(errors.auth_missing()))
+        if not self._credentials.accepts(token, self._config.clock.wall()):
+            return HttpResponse(401, error_body(errors.invalid_api_key()))
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type not in ("application/sdp", "multipart/form-data"):
+            message = (
+                f"Unsupported content type {content_type or '(none)'!r}: send the SDP offer as application/sdp, "
+                "or multipart/form-data with 'sdp' and 'session' parts."
+            )
+            return HttpResponse(400, error_body(ErrorSpec(message, "unsupported_content_type")))
+        if not request.body.strip():
+            return HttpResponse(400, error_body(errors.invalid_value(None, "The SDP offer is empty.")))
+        return None
+
+
+def _offer_and_session(request: HttpRequest) -> tuple[bytes, dict[str, Any] | None]:
+    """The SDP offer and the ``session`` part of a multipart body (``None`` for a bare offer)."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "multipart/form-data":
+        return request.body, None
+    parts = parse_form(request.body, boundary_of(content_type))
+    if "sdp" not in parts:
+        raise ValueError("the multipart body has no 'sdp' part")
+    if "session" not in parts:
+        return parts["sdp"], None
+    session = json.loads(parts["session"])  # json.JSONDecodeError is a ValueError
+    if not isinstance(session, dict):
+        raise ValueError("the 'session' part is not a JSON object")
+    return parts["sdp"], session
+
+
+_RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
+_FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
+_SHAPES = {
+    "a=rtpmap:": (_RTPMAP, "a=rtpmap:<payload type> <encoding>/<clock rate>[/<channels>]"),
+    "a=fmtp:": (_FMTP, "a=fmtp:<payload type> <parameters>"),
+}
+_PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError)
+"""What aiortc's SDP parser raises on malformed lines it does not check itself."""
+
+
+def _offer_text(body: bytes) -> str:
+    """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section.
+
+    Codec lines (``a=rtpmap``, ``a=fmtp``) are checked here, so an empty or truncated one is
+    named in the error rather than left to the SDP parser.
+    """
+    text = body.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not lines[0].startswith("v=0") or not any(line.startswith("m=") for line in lines):
+        raise ValueError("expected an SDP offer (v=0 … m=…)")
+    for number, line in enumerate(lines, 1):
+        for prefix, (shape, spelled) in _SHAPES.items():
+            if line.startswith(prefix):
+                match = shape.fullmatch(line.rstrip())
+                if match is None or (prefix == "a=rtpmap:" and int(match.group(1)) > 127):
+                    raise ValueError(f"line {number} {line[:80]!r} is not {spelled!r}")
+    return text

@@ -1,0 +1,176 @@
+"""``voxline serve --workers N``: N server processes listening on one port (``SO_REUSEPORT``).
+
+The supervisor reserves the port (a bound, non-listening ``SO_REUSEPORT`` socket, so
+``--port 0`` picks one free port for all), starts N worker processes that each run
+the ordinary server on it with ``reuse_port``, waits until every one listens, prints
+one line, and then waits. The kernel spreads new connections over the workers.
+
+Each worker is a whole server with its own memory: an ephemeral key minted by one
+worker, or a WebRTC call created on one, is unknown to the others. Clients that mint
+keys or create calls need a single worker (the default).
+
+If a worker ends, the supervisor stops the others and exits with its status; when
+the supervisor is cancelled or terminated it stops every worker it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import Any
+
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.config import ServerConfig
+
+__all__ = ["MAX_WORKERS", "reserve_port", "supervise"]
+
+MAX_WORKERS = 64
+_STOP_TIMEOUT_S = 5.0
+
+
+def reserve_port(host: str, port: int) -> socket.socket:
+    """A bound (not listening) ``SO_REUSEPORT`` socket holding ``host:port`` for the workers."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host.strip("[]"), port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def supervise(args: argparse.Namespace, config: ServerConfig, workers: int) -> int:
+    """Run ``workers`` server processes on ``config``'s port until one ends or this is cancelled."""
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise ConfigurationError("--workers needs SO_REUSEPORT, which this system does not have")
+    holder = reserve_port(config.host, config.port)
+    port = int(holder.getsockname()[1])
+    context = multiprocessing.get_context("spawn")
+    started: list[tuple[Any, Connection]] = []
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGTERM)
+    main_task = asyncio.current_task()
+    with contextlib.suppress(ValueError, RuntimeError):  # only the main thread of a loop can take signals
+        loop.add_signal_handler(signal.SIGTERM, lambda: main_task.cancel() if main_task else None)
+    try:
+        for index in range(workers):
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_worker, args=(args, port, sender), name=f"voxline-serve-{index + 1}", daemon=True
+            )
+            process.start()
+            sender.close()
+            started.append((process, receiver))
+        for process, receiver in started:
+            message = await _message(loop, process, receiver)
+            if message[0] != "ready":
+                print(f"voxline serve: worker {process.name} failed: {message[1]}", file=sys.stderr)
+                return int(message[2]) if len(message) > 2 else 1
+        pids = ", ".join(str(p.pid) for p, _r in started)
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        print(
+            f"voxline local server at ws://{host}:{port}/v1/realtime — {workers} worker processes share the port "
+            f"(pids {pids}); each is a stand-in that detects speech by energy and speaks scripted replies, "
+            "and does not understand speech. Ephemeral keys and WebRTC calls are per worker.",
+            flush=True,
+        )
+        ended = await _first_exit(loop, [p for p, _r in started])
+        code = ended.exitcode if ended.exitcode is not None else 1
+        print(f"voxline serve: worker {ended.name} (pid {ended.pid}) ended with status {code}", file=sys.stderr)
+        return code if code > 0 else 1
+    finally:
+        with contextlib.suppress(ValueError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, previous)
+        _stop(started)
+        holder.close()
+
+
+async def _message(loop: asyncio.AbstractEventLoop, process: Any, receiver: Connection) -> tuple[Any, ...]:
+    """The worker's first message, or a failure if it exits without one."""
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def done() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(receiver.fileno(), done)
+    loop.add_reader(process.sentinel, done)
+    try:
+        await readable
+    finally:
+        loop.remove_reader(receiver.fileno())
+        loop.remove_reader(process.sentinel)
+    if receiver.poll():
+        with contextlib.suppress(EOFError):
+            return tuple(receiver.recv())
+    process.join(_STOP_TIMEOUT_S)
+    return ("exited", f"it exited with status {process.exitcode} before listening", process.exitcode or 1)
+
+
+async def _first_exit(loop: asyncio.AbstractEventLoop, processes: list[Any]) -> Any:
+    ended: asyncio.Future[Any] = loop.create_future()
+
+    def exited(process: Any) -> None:
+        if not ended.done():
+            ended.set_result(process)
+
+    for process in processes:
+        loop.add_reader(process.sentinel, exited, process)
+    try:
+        process = await ended
+    finally:
+        for p in processes:
+            loop.remove_reader(p.sentinel)
+    process.join(_STOP_TIMEOUT_S)
+    return process
+
+
+def _stop(started: list[tuple[Any, Connection]]) -> None:
+    for process, _receiver in started:
+        if process.is_alive():
+            process.terminate()
+    for process, receiver in started:
+        process.join(_STOP_TIMEOUT_S)
+        if process.is_alive():
+            process.kill()
+            process.join(_STOP_TIMEOUT_S)
+        receiver.close()
+
+
+def _worker(args: argparse.Namespace, port: int, ready: Connection) -> None:
+    """One worker process: the ordinary server on the shared port."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor stops its workers; Ctrl-C goes to it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if hasattr(args, "verbose"):
+        from voxline.session.cli import configure_logging
+
+        configure_logging(args)
+    from voxline.realtime.server.net.cli import config_from_args
+
+    try:
+        config = replace(config_from_args(args), port=port, reuse_port=True)
+        asyncio.run(_serve(config, ready))
+    except (ConfigurationError, OSError) as exc:
+        with contextlib.suppress(OSError):
+            ready.send(("error", str(exc), 2 if isinstance(exc, ConfigurationError) else 1))
+        sys.exit(2 if isinstance(exc, ConfigurationError) else 1)
+
+
+async def _serve(config: ServerConfig, ready: Connection) -> None:
+    async with serve(config) as server:
+        ready.send(("ready", os.getpid()))
+        ready.close()
+        await server.serve_forever()
