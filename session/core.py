@@ -100,6 +100,7 @@ class SessionCore:
         self._events: list[SessionEvent] = []
         self._parts: dict[tuple[str, int], _Part] = {}
         self._order: list[tuple[str, int]] = []
+        self._awaiting: dict[tuple[str, int], None] = {}  # parts whose first heard sample is still to report
         self._speech_stopped_at: float | None = None
         self.user_speaking = False  # between the server's speech_started and speech_stopped
         self._state = TurnState.LISTENING
@@ -138,6 +139,10 @@ class SessionCore:
         match output:
             case ev.ResponseOutputAudioDelta():
                 self._on_audio(output)
+            case ev.ResponseOutputItemAdded() if self.track is not None:
+                item = output.item  # over WebRTC the track carries its audio, tagged under content index 0
+                if isinstance(item, ev.MessageItem) and isinstance(item.id, str) and (item.id, 0) not in self._parts:
+                    self._new_part((item.id, 0), output.response_id)
             case ev.ResponseOutputAudioDone():
                 part = self._parts.get((output.item_id, output.content_index))
                 if part is not None:
@@ -207,10 +212,14 @@ class SessionCore:
         key = (delta.item_id, delta.content_index)
         part = self._parts.get(key)
         if part is None:
-            part = self._parts[key] = _Part(delta.response_id, delta.item_id, delta.content_index)
-            self._order.append(key)
+            self._new_part(key, delta.response_id)
         samples = np.frombuffer(delta.audio, dtype="<i2")
         self.playout.enqueue(samples, delta.item_id, delta.content_index)
+
+    def _new_part(self, key: tuple[str, int], response_id: str) -> None:
+        self._parts[key] = _Part(response_id, key[0], key[1])
+        self._order.append(key)
+        self._awaiting[key] = None
 
     # ------------------------------------------------------------------ time
     def tick(self, now: float) -> CoreEffects:
@@ -218,14 +227,8 @@ class SessionCore:
         playout = self.playout  # its queries take the lock the audio thread's read() holds
         if self.local is not None and self.local.due(now):
             self._local_step(LocalInput.GRACE_OVER, now)
-        for key in self._order[-8:]:
-            part = self._parts[key]
-            if part.first_heard is None and playout.heard_samples(part.item_id, part.content_index, now) > 0:
-                first = playout.started_at(part.item_id, part.content_index)
-                part.first_heard = first if first is not None else now  # when it reached the listener
-                latency = None if self._speech_stopped_at is None else part.first_heard - self._speech_stopped_at
-                self._events.append(AssistantAudioStarted(part.item_id, part.first_heard, latency))
-                self._speech_stopped_at = None
+        if self._awaiting:
+            self._report_first_heard(now)
         audible = playout.playing_at(now) is not None and now >= self._fade_end
         if audible:
             self._step(TurnInput.AUDIBLE, now)
@@ -239,6 +242,23 @@ class SessionCore:
         effects = self._effects()
         self.quiet_until = self._quiet_horizon(now, audible) if effects is NO_CORE_EFFECTS else _NEVER
         return effects
+
+    def _report_first_heard(self, now: float) -> None:
+        """``AssistantAudioStarted`` for every part whose first sample reached the listener by ``now``, once."""
+        playout = self.playout
+        for key in list(self._awaiting):
+            part = self._parts.get(key)
+            heard = playout.heard_samples(key[0], key[1], now) if part is not None else 0
+            if part is None or (heard == 0 and part.settled):
+                del self._awaiting[key]  # forgotten, or cut before any of it played: nothing to report
+                continue
+            if heard > 0:
+                del self._awaiting[key]
+                first = playout.started_at(key[0], key[1])
+                part.first_heard = first if first is not None else now  # when it reached the listener
+                latency = None if self._speech_stopped_at is None else part.first_heard - self._speech_stopped_at
+                self._events.append(AssistantAudioStarted(part.item_id, part.first_heard, latency))
+                self._speech_stopped_at = None
 
     def _quiet_horizon(self, now: float, audible: bool) -> float:
         """Until when later ticks can change nothing, absent other calls (see :attr:`quiet_until`)."""
@@ -254,9 +274,8 @@ class SessionCore:
         if not audible or self._state is not TurnState.SPEAKING or start is None:
             return _NEVER
         waiting = set(playout.queued_parts())
-        for key in self._order[-8:]:  # a part still to reach the listener is a first-heard to report
-            part = self._parts[key]
-            if part.first_heard is None and (key in waiting or playout.started_at(*key) is not None):
+        for key in self._awaiting:  # a part still to reach the listener is a first-heard to report
+            if key in waiting or playout.started_at(*key) is not None:
                 return _NEVER
         return min(self._retire_at, start + queued / RATE - QUIET_MARGIN_S)  # the queue plays on from start
 
@@ -278,11 +297,12 @@ class SessionCore:
             self._order = [key for key in self._order if key not in done]
             for key in done:
                 del self._parts[key]
+                self._awaiting.pop(key, None)
         self.playout.retire(now)
 
     def sizes(self) -> dict[str, int]:
         """Entries per table: assistant audio parts the session can still cut."""
-        return {"parts": len(self._parts)}
+        return {"parts": len(self._parts), "awaiting_first_heard": len(self._awaiting)}
 
     def assistant_audible(self, now: float) -> bool:
         """Is assistant audio playing or waiting to play, or a response still producing it?

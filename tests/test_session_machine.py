@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.session.bargein import Trigger
-from voxline.session.events import BargeIn, ConnectionLost, ConnectionRestored, SpeechStarted
+from voxline.session.events import AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, SpeechStarted
 from voxline.session.machine import NO_EFFECTS, SessionMachine
 from voxline.session.settings import SessionSettings
 
@@ -207,3 +208,47 @@ def test_the_bulk_of_a_reply_asks_nothing_of_the_driver() -> None:
                   "delta": base64.b64encode(np.zeros(480, "<i2").tobytes()).decode()})
     assert receive(machine, protocol, [more], 0.0) == [NO_EFFECTS]
 
+
+
+def test_every_part_of_a_burst_reports_its_first_heard_sample() -> None:
+    """Twelve short items queued at once: each one's start is reported when it plays, none skipped."""
+    machine, protocol, playout = machine_on_a_connection()
+    frames = []
+    for n in range(12):
+        item_id = f"item_{n:02d}"
+        item = {"id": item_id, "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
+        frames += [
+            frame({"type": "response.output_item.added", "response_id": "resp_1", "output_index": n, "item": item}),
+            frame({"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": item_id,
+                   "output_index": n, "content_index": 0,
+                   "delta": base64.b64encode(np.full(480, 1000, "<i2").tobytes()).decode()}),
+        ]
+    receive(machine, protocol, frames, 0.0)
+    started: list[str] = []
+    block = np.zeros(480, np.int16)
+    for k in range(16):
+        playout.read_into(block, k * 0.02)
+        started += [e.item_id for e in machine.tick((k + 1) * 0.02).events if isinstance(e, AssistantAudioStarted)]
+    assert started == [f"item_{n:02d}" for n in range(12)]
+
+
+def test_over_webrtc_the_tracks_audio_reports_its_start_with_the_reply_latency() -> None:
+    playout = PlayoutBuffer()
+    machine = SessionMachine(SessionSettings(api_key="k", transport="webrtc"), playout)
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    assert machine.track is not None
+    item = {"id": "item_a", "object": "realtime.item", "type": "message", "role": "assistant", "content": []}
+    receive(machine, protocol, [
+        frame({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 900, "item_id": "item_u"}),
+        frame({"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
+                                                        "status": "in_progress", "output": []}}),
+        frame({"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0, "item": item}),
+        frame({"type": "output_audio_buffer.started", "response_id": "resp_1"}),
+    ], 1.0)
+    machine.track.on_audio(np.full(960, 1000, np.int16))  # the remote track's first 40 ms
+    block = np.zeros(480, np.int16)
+    playout.read_into(block, 1.25)
+    events = machine.tick(1.27).events
+    (started,) = [e for e in events if isinstance(e, AssistantAudioStarted)]
+    assert started.item_id == "item_a" and started.reply_latency == pytest.approx(0.25)
