@@ -514,9 +514,10 @@ class RealtimeProtocol:
 
     def _on_item_added(self, item: Any, previous_item_id: str | None) -> None:
         item_id = getattr(item, "id", None)
-        if not item_id:
-            return
-        kind: str = getattr(item, "role", None) or getattr(item, "type", None) or "item"
+        if not isinstance(item_id, str) or not item_id:
+            return  # an unknown kind of item may carry anything as its id: none of ours to track
+        role, type_ = getattr(item, "role", None), getattr(item, "type", None)
+        kind = role if isinstance(role, str) and role else type_ if isinstance(type_, str) and type_ else "item"
         self._item_kind[item_id] = kind
         if item_id in self._items:
             return
