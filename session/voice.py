@@ -66,7 +66,14 @@ _log = logging.getLogger("voxline.session")
 
 
 class VoiceSession:
-    """See the module docstring. All methods must be called from the session's event loop."""
+    """See the module docstring. All methods must be called from the session's event loop.
+
+    The app's commands (:meth:`send_text`, :meth:`interrupt`, :meth:`start_talking`,
+    :meth:`stop_talking`, :meth:`update`) need an open session: before ``async with`` and after
+    :meth:`aclose` each raises one :class:`~voxline.realtime.errors.ConfigurationError` and
+    changes nothing. While a dropped connection is being replaced the session is still open:
+    commands are kept and reach the next connection.
+    """
 
     def __init__(
         self,
@@ -268,7 +275,6 @@ class VoiceSession:
         Returns the barge-in (also delivered as an event), or None when no assistant audio
         was playing, queued or being produced.
         """
-        self.machine.protocol  # raises a clear error before the session is open
         effects = self.machine.interrupt(self.output.now(), Trigger.INTERRUPT)
         await self._apply(effects)
         return effects.barge_in

@@ -17,6 +17,7 @@ import pytest
 
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import connect
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.net.config import FaultConfig
 from voxline.session.events import (
@@ -180,6 +181,36 @@ async def test_a_dropped_connection_is_restored_and_the_session_goes_on() -> Non
             assert done[-1].status == "completed"
     rec.verify()
     assert len(sent(rec, "session.update")) == 2  # the configuration went to the new connection too
+
+
+COMMANDS = {
+    "send_text": lambda s: s.send_text("hello"),
+    "interrupt": lambda s: s.interrupt(),
+    "start_talking": lambda s: s.start_talking(),
+    "stop_talking": lambda s: s.stop_talking(),
+    "update": lambda s: s.update(instructions="Be brief."),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+async def test_a_command_before_the_session_opens_is_one_clear_error(command: str) -> None:
+    session = VoiceSession(SessionSettings(api_key="sk-test"), output=ClockedOutput(VirtualClock()))
+    with pytest.raises(ConfigurationError, match="not open yet"):
+        await COMMANDS[command](session)
+    assert len(session.mirror) == 0 and session.settings.instructions != "Be brief."
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+async def test_a_command_after_the_session_closed_is_one_clear_error_and_changes_nothing(command: str) -> None:
+    rec = WireRecorder()
+    async with voice_session(rec) as (session, _clock):
+        pass
+    items = [item.id for item in session.mirror.items()]
+    instructions = session.settings.instructions
+    with pytest.raises(ConfigurationError, match="the session is closed"):
+        await COMMANDS[command](session)
+    assert [item.id for item in session.mirror.items()] == items  # nothing the server never got
+    assert session.settings.instructions == instructions
 
 
 @pytest.mark.parametrize("bad", ["nope"])

@@ -236,6 +236,7 @@ class SessionMachine:
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
         """Stop the assistant at ``now`` and cut where the listener is; nothing when nothing is audible."""
+        self.check_open()
         core = self.core
         if core is None or not core.assistant_audible(now):
             return NO_EFFECTS
@@ -283,10 +284,20 @@ class SessionMachine:
         self._item_count += 1
         return f"{self._item_prefix}{self._item_count:06d}"
 
-    def send_text(self, text: str) -> bool:
-        """A user text message and a response; kept for the next connection while away. True if frames wait."""
+    def check_open(self) -> None:
+        """Every command of the app's needs an open session: one clear error before it opens and after it closed.
+
+        While a dropped connection is being replaced the session is still open: commands are
+        kept and reach the next connection.
+        """
         if self.closed:
             raise ConfigurationError("the session is closed")
+        if self.core is None:
+            raise ConfigurationError("the session is not open yet: use 'async with VoiceSession(...)' first")
+
+    def send_text(self, text: str) -> bool:
+        """A user text message and a response; kept for the next connection while away. True if frames wait."""
+        self.check_open()
         item = {"id": self.new_item_id(), "type": "message", "role": "user",
                 "content": [{"type": "input_text", "text": text}]}
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
@@ -301,6 +312,7 @@ class SessionMachine:
 
     def start_talking(self, now: float) -> Effects:
         """Push-to-talk pressed: clear what the server buffered; cut the assistant if it is on."""
+        self.check_open()
         self.mic.talking = True
         if not self.live or self.core is None:
             return NO_EFFECTS
@@ -311,6 +323,7 @@ class SessionMachine:
 
     def stop_talking(self, now: float) -> bool:
         """Push-to-talk released: the turn's last chunk, its commit and a response. True if frames wait."""
+        self.check_open()
         self.mic.talking = False
         if not self.live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, then answered
@@ -323,6 +336,7 @@ class SessionMachine:
     def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
                voice: str | None = None) -> bool:
         """New instructions, voice or offered tools, kept for reconnects. True if a ``session.update`` waits."""
+        self.check_open()
         changes: dict[str, Any] = {}
         if instructions is not None:
             changes["instructions"] = instructions
