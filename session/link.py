@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 
 from voxline.base.clock import Clock
@@ -56,6 +57,9 @@ class Link:
         self.last_rx = 0.0
         self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
         self._ping: asyncio.Future[None] | None = None
+        # per connection: when it opened on the session's clock, and then on the server's (or the local) wall
+        self._opened: weakref.WeakKeyDictionary[RealtimeConnection, tuple[float, float, bool]] = \
+            weakref.WeakKeyDictionary()
 
     async def open(self) -> RealtimeConnection:
         """The first connection, configured and the conversation's."""
@@ -66,6 +70,9 @@ class Link:
 
     async def _configured(self) -> RealtimeConnection:
         conn = await self._connector()
+        server_time = getattr(conn.transport, "server_time", None)
+        self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))
+                                                  else (self.clock.wall(), False)))
         self.machine.configure(conn.protocol)
         await conn.flush()
         return conn
@@ -175,10 +182,13 @@ class Link:
         """Before ``expires_at``: warm up a successor, then switch at the first turn boundary."""
         if self.handing_over:
             return
-        opened = self._connected_at if self._connected_at is not None else 0.0
-        wall = self.clock.wall()
-        if not handover_due((conn.protocol.session or {}).get("expires_at"), wall_now=wall,
-                            opened_wall=wall - (self.clock.now() - opened), margin_s=self.settings.handover_s):
+        opened = self._opened.get(conn)
+        if opened is None:
+            return
+        at, opened_wall, server_clock = opened
+        if not handover_due((conn.protocol.session or {}).get("expires_at"), opened_at=opened_wall,
+                            elapsed_s=self.clock.now() - at, margin_s=self.settings.handover_s,
+                            server_clock=server_clock):
             return
         if self._spare is None:
             self._spare = asyncio.ensure_future(self._configured())

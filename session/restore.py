@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Set
 from typing import Any
 
-__all__ = ["Owed", "creates_owed", "handover_due"]
+__all__ = ["MAX_SESSION_S", "Owed", "creates_owed", "handover_due"]
 
 Owed = tuple[str | None, dict[str, Any]]  # (response id if the server named it, the create as sent)
 PLAIN_CREATE: dict[str, Any] = {"type": "response.create"}
@@ -33,14 +33,29 @@ def creates_owed(owed: Iterable[Owed], followed_up: Set[str], *, cut_short: bool
     return creates
 
 
-def handover_due(expires_at: object, *, wall_now: float, opened_wall: float, margin_s: float) -> bool:
-    """Is a connection opened at ``opened_wall`` (wall time) within its hand-over window?
+MAX_SESSION_S = 3600.0  # the service's longest session; what a connection is assumed to get when its times disagree
 
-    The window is the last ``margin_s`` seconds before ``expires_at``, but at most the last
-    quarter of the connection's life (a 60-s test session hands over in its last 15 s).
-    ``margin_s`` 0, or no usable ``expires_at``, means never.
+
+def handover_due(expires_at: object, *, opened_at: float, elapsed_s: float, margin_s: float,
+                 server_clock: bool) -> bool:
+    """Is a connection that opened at ``opened_at`` (unix s) and has lived ``elapsed_s`` in its hand-over window?
+
+    Its life is ``expires_at - opened_at``: read on the server's clock where the connection
+    told it (``server_clock``: the handshake's ``Date``, or the in-process engine's clock), so
+    a skewed local clock changes nothing. On the local wall clock instead, a life that is
+    not plausible for the service (not between half of ``MAX_SESSION_S`` and a minute more
+    than it) is taken as ``MAX_SESSION_S``: a skewed clock then causes at most one hand-over
+    per connection. The elapsed time is the connection's own, on the session's clock.
+
+    The window is the last ``margin_s`` seconds of the life, but at most its last quarter (a
+    60-s test session hands over in its last 15 s). ``margin_s`` 0, or no usable
+    ``expires_at``, means never.
     """
     if not margin_s or not isinstance(expires_at, (int, float)) or isinstance(expires_at, bool) or expires_at <= 0:
         return False
-    lifetime = max(1.0, float(expires_at) - opened_wall)
-    return wall_now >= float(expires_at) - min(margin_s, lifetime / 4)
+    lifetime = float(expires_at) - opened_at
+    if server_clock:
+        lifetime = max(1.0, lifetime)
+    elif not MAX_SESSION_S / 2 <= lifetime <= MAX_SESSION_S + 60.0:
+        lifetime = MAX_SESSION_S
+    return elapsed_s >= lifetime - min(margin_s, lifetime / 4)

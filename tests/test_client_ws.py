@@ -158,3 +158,17 @@ async def test_a_refused_token_and_a_dead_port_are_one_line_errors() -> None:
         await connect(f"ws://127.0.0.1:{port}/v1", "sk-test", open_timeout=2)
 
 
+
+
+async def test_the_handshake_tells_the_servers_clock_whatever_the_local_one_says() -> None:
+    """``expires_at`` is read on this clock, so a skewed local clock does not move the hand-over."""
+    async with serve(ServerConfig(port=0, voice="tone", api_key="sk-clock")) as srv:
+        conn = await connect(srv.url, "sk-clock")
+        try:
+            server_time = conn.transport.server_time  # type: ignore[attr-defined]
+            assert isinstance(await conn.recv(), ev.SessionCreated)
+            expires_at = (conn.protocol.session or {}).get("expires_at")
+            assert isinstance(server_time, float) and isinstance(expires_at, int)
+            assert 0 < expires_at - server_time <= 3600 + 1  # the session's life, on the server's clock
+        finally:
+            await conn.close()

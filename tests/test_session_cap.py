@@ -43,8 +43,11 @@ def test_the_session_hands_over_before_it_expires_without_a_gap() -> None:
     assert not [e for e in events if isinstance(e, (BargeIn, SessionError))], "the switch cut or failed something"
     expired = [f for _n, d, f in outcome.wire if d == "in" and f["type"] == "error"]
     assert not expired, expired  # the old session never reached its cap
-    assert len(outcome.engines) == 2
-    assert [m.id for m in outcome.mirror] == [i["id"] for i in outcome.server_items()]
+    # the successor's own life started when it was warmed up (45 s): from 90 s it may warm the next one,
+    # which carries nothing yet
+    assert 2 <= len(outcome.engines) <= 3
+    successor = [entry.item["id"] for entry in outcome.engines[1]._state.conversation]
+    assert [m.id for m in outcome.mirror] == successor
     # every spoken turn was answered, the ones after the switch as fast as the ones before it
     heard = latencies(events)
     assert len(heard) >= len(TURNS)

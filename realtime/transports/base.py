@@ -26,7 +26,12 @@ class MediaTrack(Protocol):
 
 @runtime_checkable
 class Transport(Protocol):
-    """What :class:`~voxline.realtime.connection.RealtimeConnection` needs from a transport."""
+    """What :class:`~voxline.realtime.connection.RealtimeConnection` needs from a transport.
+
+    A transport may also say ``server_time``: the server's wall clock when it connected (unix
+    seconds, e.g. from the handshake's ``Date``), so a session can read ``expires_at`` on the
+    server's clock rather than on a local one that may be skewed.
+    """
 
     @property
     def media(self) -> MediaTrack | None:

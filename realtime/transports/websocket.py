@@ -11,6 +11,7 @@ with the same headers, so a redirect to another scheme, host or port is refused 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import urllib.parse
 
@@ -83,6 +84,7 @@ class WebSocketTransport:
         self._token = token
         self.close_code: int | None = None
         self.close_reason = ""
+        self.server_time: float | None = None  # the server's clock at the handshake (its Date header), unix s
 
     def __repr__(self) -> str:
         return f"<WebSocketTransport {self.url} {'open' if self.close_code is None else 'closed'}>"
@@ -126,7 +128,9 @@ class WebSocketTransport:
             log.info("connect failed: %s", redact(failure))
             raise ConnectionFailed(failure) from None
         log.info("connected to %s (WebSocket)", redact(url))  # the token goes in a header, never in a log
-        return cls(ws, url, token)
+        transport = cls(ws, url, token)
+        transport.server_time = _date_of(ws)
+        return transport
 
     def try_send(self, text: str) -> bool:
         """Write one frame now if the connection can take it without waiting; False if :meth:`send` must."""
@@ -185,3 +189,14 @@ class WebSocketTransport:
         log.info("connection to %s closed: %s %s", redact(self.url), code, redact(reason))
         return ConnectionClosed(code, reason)
 
+
+def _date_of(ws: ClientConnection) -> float | None:
+    """The handshake response's ``Date`` (the server's wall clock, to the second), or None."""
+    response = getattr(ws, "response", None)
+    value = response.headers.get("Date") if response is not None else None
+    if not value:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None

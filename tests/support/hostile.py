@@ -133,6 +133,7 @@ class Hostile:
 
     def __init__(self, inner: EngineTransport, run: Run, fault: Fault, trigger: Trigger, *, at_once: bool) -> None:
         self.inner = inner
+        self.server_time = inner.server_time  # the engine's clock, as the transport underneath says it
         self.run = run
         self.fault = fault
         self.trigger = trigger

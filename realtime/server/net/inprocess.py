@@ -46,6 +46,7 @@ class EngineTransport:
         self.close_code: int | None = None
         self.close_reason = ""
         self._expires = clock.now() + engine.max_session_s  # then session_expired and close 1001, as served
+        self.server_time = clock.wall()  # the engine's wall clock, on which it dates expires_at
         self._expired = False
         self._deliver(engine.open())
 
