@@ -6,9 +6,12 @@
 * After a drop, :meth:`Link.reconnect` tells the machine (which cuts what was audible), then
   opens a new connection within the session's :class:`~.reconnect.ReconnectBudget`, sleeping
   its backoff on the session's clock, and has the machine restore the conversation on it.
-* :meth:`Link.watch` runs every few hundred ms: it pings a quiet server, treats a server that
-  owes an answer and stays silent as a drop, and before ``expires_at`` warms up a successor,
-  switching to it at the first turn boundary.
+* :meth:`Link.watch` runs every few hundred ms. A server that owes something (its
+  ``session.created``, or a response asked for) and sends nothing for ``liveness_timeout_s``
+  is a drop, whatever its socket answers: a pong shows the socket is there, not that the
+  server is. A quiet server that owes nothing is pinged now and then; a ping it leaves
+  unanswered is a drop too. Before ``expires_at`` it warms up a successor and switches to it
+  at the first turn boundary.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class Link:
         self.last_rx = 0.0
         self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
         self._ping: asyncio.Future[None] | None = None
+        self._ping_sent = 0.0  # when the ping in flight went, on the session's clock
+        self._pong_at = -float("inf")  # the last answer to a ping (it is not an event from the server)
         # per connection: when it opened on the session's clock, and then on the server's (or the local) wall
         self._opened: weakref.WeakKeyDictionary[RealtimeConnection, tuple[float, float, bool]] = \
             weakref.WeakKeyDictionary()
@@ -111,7 +116,9 @@ class Link:
     # ------------------------------------------------------------------ drops
     async def reconnect(self, exc: ConnectionClosed) -> bool:
         """After a drop: reconnect within the budget and restore the conversation. False if given up."""
-        self._budget.lost(self.clock.now(), self._connected_at)
+        # a connection whose session never began did not hold: it refills no budget
+        held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
+        self._budget.lost(self.clock.now(), self._connected_at if held else None)
         _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))
         while (delay := self._budget.next_delay(self.clock.now())) is not None:
@@ -150,30 +157,48 @@ class Link:
         conn, now = self.conn, self.clock.now()
         assert conn is not None
         timeout = self.settings.liveness_timeout_s
-        silent = now - self.last_rx
-        ping = getattr(conn.transport, "ping", None)
-        if timeout and ping is not None and silent >= timeout / 2 and self._ping is None:
-            self._ping = asyncio.ensure_future(self._ping_once(conn, ping))
-        if timeout and silent >= timeout and (conn.protocol.response_in_progress or self._ping is not None):
-            _log.warning("no word from the server for %.1f s; treating it as a drop", silent)
-            self._publish(SessionError(f"the server sent nothing for {silent:.1f} s and did not answer a ping; "
-                                       "reconnecting", "server_silent"))
-            if self._ping is not None:
-                self._ping.cancel()
-                self._ping = None
-            await self.close_quietly(conn, 4000, "server silent")
-            return
+        if timeout:
+            silent = now - self.last_rx  # events from the server only
+            owed = self._owed(conn)
+            if owed is not None and silent >= timeout:
+                await self._give_up(conn, f"the server owes {owed} and sent nothing for {silent:.1f} s; reconnecting")
+                return
+            ping = getattr(conn.transport, "ping", None)
+            if ping is not None and self._ping is None and now - max(self.last_rx, self._pong_at) >= timeout / 2:
+                self._ping_sent = now
+                self._ping = asyncio.ensure_future(self._ping_once(conn, ping))
+            elif self._ping is not None and now - self._ping_sent >= timeout / 2:
+                await self._give_up(conn, f"the server sent nothing for {silent:.1f} s and did not answer a ping; "
+                                          "reconnecting")
+                return
         await self._maybe_hand_over(conn)
 
+    def _owed(self, conn: RealtimeConnection) -> str | None:
+        """What the server owes this connection now, if anything."""
+        if conn.protocol.session is None and self.settings.call_id is None:
+            return "its session.created"
+        if conn.protocol.response_in_progress:
+            return "a response"
+        return None
+
+    async def _give_up(self, conn: RealtimeConnection, message: str) -> None:
+        """A silent server: report it and close the connection; the receive loop reconnects."""
+        _log.warning("%s", message)
+        self._publish(SessionError(message, "server_silent"))
+        if self._ping is not None:
+            self._ping.cancel()
+            self._ping = None
+        await self.close_quietly(conn, 4000, "server silent")
+
     async def _ping_once(self, conn: RealtimeConnection, ping: Callable[[], Awaitable[None]]) -> None:
-        """Ask a quiet server whether it is there; its answer counts as hearing from it."""
+        """Ask a quiet server whether its socket is there; the answer paces the next ping."""
         try:
             await ping()
         except (RealtimeError, OSError):
             pass  # the receive loop sees the close
         else:
             if conn is self.conn:
-                self.last_rx = self.clock.now()
+                self._pong_at = self.clock.now()
         finally:
             if self._ping is asyncio.current_task():
                 self._ping = None

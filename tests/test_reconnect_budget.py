@@ -219,3 +219,72 @@ def test_a_quiet_first_connection_is_not_taken_for_a_silent_server() -> None:
 
     events = run_lockstep(main(), clock)
     assert opened == 1 and not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
+
+
+class _Peer:
+    """A peer whose socket answers every ping at once, whatever its server does."""
+
+    def __init__(self) -> None:
+        self.client, self.server = memory_pair()
+        self.pings = 0
+        self.media = None
+
+    async def send(self, text: str) -> None:
+        await self.client.send(text)
+
+    async def recv(self) -> str:
+        return await self.client.recv()
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        await self.client.close(code, reason)
+
+    async def ping(self) -> None:
+        self.pings += 1
+
+
+def _silent_server_session(*, created: bool, reconnect_attempts: int, talk: bool, seconds: float
+                           ) -> tuple[list[object], list[_Peer]]:
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = _Peer()
+        peers.append(peer)
+        if created:
+            await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(peer)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=30.0,
+                                   reconnect_attempts=reconnect_attempts)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            if talk:
+                await clock.sleep(1.0)
+                await session.send_text("anyone there?")
+            await clock.sleep(seconds)
+            return session.pending_events()
+
+    return run_lockstep(main(), clock), peers
+
+
+def test_a_server_that_never_sends_session_created_fails_in_bounded_time_though_it_answers_pings() -> None:
+    events, peers = _silent_server_session(created=False, reconnect_attempts=1, talk=False, seconds=200.0)
+    silent = [e for e in events if isinstance(e, SessionError) and e.code == "server_silent"]
+    assert silent and "session.created" in silent[0].message
+    assert [e for e in events if isinstance(e, SessionError) and e.fatal], events
+    assert len(peers) == 2  # the first connection and the one retry the budget allows, both given up
+
+
+def test_a_server_that_never_answers_a_response_create_is_a_drop_though_it_answers_pings() -> None:
+    events, peers = _silent_server_session(created=True, reconnect_attempts=3, talk=True, seconds=45.0)
+    silent = [e for e in events if isinstance(e, SessionError) and e.code == "server_silent"]
+    assert silent and "a response" in silent[0].message, events
+    assert [e for e in events if isinstance(e, ConnectionLost)]
+    assert peers[0].pings >= 1  # its socket did answer
+
+
+def test_a_quiet_server_that_owes_nothing_is_pinged_now_and_then_and_kept() -> None:
+    events, peers = _silent_server_session(created=True, reconnect_attempts=3, talk=False, seconds=300.0)
+    assert not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
+    assert len(peers) == 1 and 1 <= peers[0].pings <= 300 / 15 + 1  # every half liveness timeout, not every watch
