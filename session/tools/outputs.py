@@ -16,7 +16,13 @@ from pydantic import ValidationError
 
 from voxline.realtime.errors import ToolError, redact
 
-__all__ = ["describe_invalid", "encode_output", "error_output", "one_line"]
+__all__ = [
+    "describe_exception",
+    "describe_invalid",
+    "encode_output",
+    "error_output",
+    "one_line",
+]
 
 _MAX_MESSAGE = 500
 
@@ -30,6 +36,18 @@ def one_line(text: str, limit: int = _MAX_MESSAGE) -> str:
 def error_output(message: str) -> str:
     """The output text for a call that failed: ``{"error":"<message>"}``."""
     return json.dumps({"error": one_line(message)}, separators=(",", ":"), ensure_ascii=False)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"Type: message"``, or the type's name alone when the message is empty or ``str()`` fails."""
+    name = type(exc).__name__
+    try:
+        detail = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the exception's own __str__ is user code too
+        return name
+    return f"{name}: {detail}" if detail else name
 
 
 def encode_output(value: object) -> str:

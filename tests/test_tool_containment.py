@@ -1,0 +1,199 @@
+"""User code is contained: whatever a tool or the approval callback raises answers its call, once.
+
+``SystemExit`` (argparse or click inside a tool), ``GeneratorExit``, a ``CancelledError`` the
+tool raised itself, any ``BaseException``, an exception whose ``str()`` fails: each becomes a
+one-line JSON error output and a ``ToolFinished`` with ``ok=False``, and the response's
+follow-up is still owed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, field_validator
+
+from voxline.base.clock import RealClock
+from voxline.realtime import events as ev
+from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
+
+
+class Custom(BaseException):
+    """A BaseException of the application's own."""
+
+
+class BadStr(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no words")
+
+
+class Query(BaseModel):
+    text: str
+
+    @field_validator("text")
+    @classmethod
+    def strict(cls, value: str) -> str:
+        raise LookupError("the validator broke")  # not a ValueError: pydantic lets it through
+
+
+class Harness:
+    """A registry, a tracker and an open runner; calls of response ``r1``."""
+
+    def __init__(self, registry: ToolRegistry, approve: Any = None) -> None:
+        self.tracker = CallTracker()
+        self.events: list[ToolEvent] = []
+        self.runner = ToolRunner(registry, self.tracker, approve, on_event=self.events.append, clock=RealClock())
+        self._n = 0
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolCall:
+        self._n += 1
+        cid = f"call_{self._n}"
+        [call] = self.tracker.on_arguments_done("r1", f"item_{cid}", cid, name, json.dumps(arguments or {}))
+        self.runner.submit([call])
+        return call
+
+    def sent(self) -> list[dict[str, Any]]:
+        return [ev.client_event_dict(c) for c in self.tracker.commands()]
+
+    def finished(self) -> list[ToolFinished]:
+        return [e for e in self.events if isinstance(e, ToolFinished)]
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry()
+
+
+@pytest.fixture
+async def harness(registry: ToolRegistry) -> AsyncIterator[Harness]:
+    h = Harness(registry)
+    async with asyncio.timeout(10):
+        async with h.runner:
+            yield h
+
+
+async def answered_once(h: Harness, call: ToolCall) -> str:
+    """Run to the end; the call's one error output (checked against its ToolFinished), follow-up included."""
+    await h.runner.join()
+    h.tracker.on_response_done("r1", "completed")
+    sent = h.sent()
+    assert [e["type"] for e in sent] == ["conversation.item.create", "response.create"], sent
+    output = sent[0]["item"]["output"]
+    assert sent[0]["item"]["call_id"] == call.call_id
+    assert [(f.call_id, f.output, f.ok) for f in h.finished()] == [(call.call_id, output, False)]
+    assert h.tracker.state(call.call_id) is CallState.ANSWERED or h.tracker.state(call.call_id) is None
+    message = json.loads(output)["error"]
+    assert "\n" not in message
+    return str(message)
+
+
+def raiser(exc: BaseException, *, is_async: bool) -> Any:
+    if is_async:
+        async def boom() -> str:
+            raise exc
+        return boom
+
+    def boom_sync() -> str:
+        raise exc
+    return boom_sync
+
+
+KINDS = {
+    "SystemExit": SystemExit(2),
+    "GeneratorExit": GeneratorExit(),
+    "Custom": Custom("mine"),
+    "CancelledError": asyncio.CancelledError(),
+}
+
+
+@pytest.mark.parametrize("is_async", [True, False], ids=["async", "sync"])
+@pytest.mark.parametrize("kind", list(KINDS))
+async def test_a_base_exception_from_a_tool_is_its_error_output(
+        harness: Harness, registry: ToolRegistry, kind: str, is_async: bool) -> None:
+    registry.register(raiser(KINDS[kind], is_async=is_async), name="boom")
+    call = harness.call("boom")
+    message = await answered_once(harness, call)
+    assert message.startswith(f"boom failed: {kind}")
+
+
+async def test_a_tool_that_cancels_itself_is_answered_and_the_runner_goes_on(
+        harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool(timeout=None)
+    async def gives_up() -> str:
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError("gave up")
+
+    @registry.tool
+    async def fine() -> str:
+        return "fine"
+
+    first = harness.call("gives_up")
+    assert await answered_once(harness, first) == "gives_up failed: CancelledError: gave up"
+    second = harness.call("fine")  # the runner's group was not cancelled by the tool's CancelledError
+    await harness.runner.join()
+    assert harness.tracker.state(second.call_id) is CallState.ANSWERED
+
+
+async def test_an_exception_whose_str_raises_is_described_by_its_type(
+        harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool
+    async def mumbles() -> str:
+        raise BadStr()
+
+    assert await answered_once(harness, harness.call("mumbles")) == "mumbles failed: BadStr"
+
+
+async def test_an_argument_validator_that_raises_answers_the_call(harness: Harness, registry: ToolRegistry) -> None:
+    ran: list[Query] = []
+
+    @registry.tool
+    def search(query: Query) -> str:
+        ran.append(query)
+        return "found"
+
+    message = await answered_once(harness, harness.call("search", {"text": "x"}))
+    assert message == "invalid arguments: LookupError: the validator broke" and ran == []
+
+
+@pytest.mark.parametrize("kind", ["SystemExit", "CancelledError", "Custom", "BadStr"])
+async def test_an_approval_callback_that_raises_answers_the_call_and_the_tool_never_runs(kind: str) -> None:
+    registry, ran = ToolRegistry(), []
+    failure = BadStr() if kind == "BadStr" else KINDS[kind]
+
+    @registry.tool(needs_approval=True)
+    def delete_all() -> str:
+        ran.append(1)
+        return "deleted"
+
+    async def approve(_call: ToolCall) -> bool:
+        raise failure
+
+    h = Harness(registry, approve)
+    async with asyncio.timeout(10):
+        async with h.runner:
+            message = await answered_once(h, h.call("delete_all"))
+    assert message.startswith(f"asking approval for delete_all failed: {kind}") and ran == []
+
+
+async def test_user_code_raising_while_the_runner_closes_leaves_the_call_unanswered(registry: ToolRegistry) -> None:
+    started = asyncio.Event()
+
+    @registry.tool(timeout=None)
+    async def stubborn() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            raise SystemExit(1)  # its cleanup exits instead of letting the cancellation through
+        return "never"
+
+    h = Harness(registry)
+    async with asyncio.timeout(10):
+        async with h.runner:
+            call = h.call("stubborn")
+            await started.wait()
+            await h.runner.aclose()
+    assert h.tracker.state(call.call_id) is CallState.RUNNING and h.finished() == [] and h.sent() == []
