@@ -3,7 +3,7 @@
 ``SystemExit`` (argparse or click inside a tool), ``GeneratorExit``, a ``CancelledError`` the
 tool raised itself, any ``BaseException``, an exception whose ``str()`` fails: each becomes a
 one-line JSON error output and a ``ToolFinished`` with ``ok=False``, and the response's
-follow-up is still owed.
+follow-up is still owed. An output bigger than one client event is refused before it is sent.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, field_validator
 from voxline.base.clock import RealClock
 from voxline.realtime import events as ev
 from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
+from voxline.session.tools.outputs import MAX_EVENT_BYTES
 
 
 class Custom(BaseException):
@@ -197,3 +198,44 @@ async def test_user_code_raising_while_the_runner_closes_leaves_the_call_unanswe
             await started.wait()
             await h.runner.aclose()
     assert h.tracker.state(call.call_id) is CallState.RUNNING and h.finished() == [] and h.sent() == []
+
+
+async def test_an_output_over_the_event_limit_is_refused_before_it_is_sent(
+        harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool
+    def dump() -> str:
+        return "x" * (MAX_EVENT_BYTES + 1)
+
+    message = await answered_once(harness, harness.call("dump"))
+    assert message == (f"the output of dump is too large to send: {MAX_EVENT_BYTES + 1} bytes, "
+                       f"and one event carries at most {MAX_EVENT_BYTES} bytes")
+
+
+async def test_a_large_output_that_fits_is_sent_as_it_is(harness: Harness, registry: ToolRegistry) -> None:
+    big = "é" * (MAX_EVENT_BYTES // 2 - 1024)  # two bytes each: just under the limit
+
+    @registry.tool
+    def dump() -> str:
+        return big
+
+    call = harness.call("dump")
+    await harness.runner.join()
+    [finished] = harness.finished()
+    assert finished.ok and finished.output is big
+    assert [e["item"]["output"] == big for e in harness.sent()] == [True]
+
+
+def test_the_tracker_refuses_what_cannot_be_sent_and_answers_once() -> None:
+    tracker = CallTracker()
+    for cid in ("c1", "c2"):
+        tracker.on_arguments_done("r1", f"i_{cid}", cid, "dump", "{}")
+    assert tracker.begin("c1") and tracker.begin("c2")
+    too_big = tracker.on_result("c1", {"rows": ["y" * 1024] * (MAX_EVENT_BYTES // 1024)})
+    not_text = tracker.on_result("c2", "half a pair: \ud800")
+    assert tracker.on_result("c1", "late") is None
+    tracker.on_response_done("r1", "completed")
+    sent = [ev.client_event_dict(c) for c in tracker.commands()]
+    assert [e["type"] for e in sent] == ["conversation.item.create"] * 2 + ["response.create"]
+    assert [e["item"]["output"] for e in sent[:2]] == [too_big, not_text]
+    assert "too large to send" in json.loads(str(too_big))["error"]
+    assert "not valid Unicode" in json.loads(str(not_text))["error"]

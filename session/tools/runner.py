@@ -4,7 +4,7 @@
 runnable and reports each result back to it; the session then sends
 ``tracker.commands()``. Every failure becomes the call's output, a one-line JSON error
 for the model: unknown tool, invalid arguments, a declined approval, an exception, a
-timeout. Nothing escapes into the session.
+timeout, an output too large to send. Nothing escapes into the session.
 
 Containment: whatever a tool, its argument validators or the approval callback raise is
 the call's error output, once, and the turn goes on: ``SystemExit`` (argparse or click in a
@@ -270,7 +270,9 @@ class ToolRunner:
             self._finish(call, output, False, 0.0)
 
     def _finish(self, call: ToolCall, output: str, ok: bool, duration: float) -> None:
-        self._tracker.on_result(call.call_id, output)
+        queued = self._tracker.on_result(call.call_id, output)
+        if queued is not None and queued != output:  # refused by the tracker: too large to send
+            output, ok = queued, False
         self._emit(ToolFinished(call_id=call.call_id, name=call.name, output=output, ok=ok, duration_s=duration))
 
     def _emit(self, event: ToolEvent) -> None:
