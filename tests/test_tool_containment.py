@@ -4,12 +4,14 @@
 tool raised itself, any ``BaseException``, an exception whose ``str()`` fails: each becomes a
 one-line JSON error output and a ``ToolFinished`` with ``ok=False``, and the response's
 follow-up is still owed. An output bigger than one client event is refused before it is sent.
+A wire observer that raises costs no frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +20,8 @@ from pydantic import BaseModel, field_validator
 
 from voxline.base.clock import RealClock
 from voxline.realtime import events as ev
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.transports.base import memory_pair
 from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
 from voxline.session.tools.outputs import MAX_EVENT_BYTES
 
@@ -239,3 +243,25 @@ def test_the_tracker_refuses_what_cannot_be_sent_and_answers_once() -> None:
     assert [e["item"]["output"] for e in sent[:2]] == [too_big, not_text]
     assert "too large to send" in json.loads(str(too_big))["error"]
     assert "not valid Unicode" in json.loads(str(not_text))["error"]
+
+
+async def test_a_wire_observer_that_raises_costs_no_frame_and_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def observer(direction: str, text: str) -> None:
+        seen.append((direction, text))
+        raise OSError("disk full")
+
+    client, server = memory_pair()
+    conn = RealtimeConnection(client, on_wire=observer)
+    with caplog.at_level(logging.ERROR, logger="voxline.realtime"):
+        async with asyncio.timeout(5):
+            await conn.send({"type": "input_audio_buffer.clear"})
+            await conn.send_raw('{"type":"input_audio_buffer.commit"}')
+            assert [json.loads(await server.recv())["type"] for _ in range(2)] == [
+                "input_audio_buffer.clear", "input_audio_buffer.commit"]
+            await server.send(json.dumps({"type": "input_audio_buffer.cleared", "event_id": "e1"}))
+            received = await conn.recv()
+    assert isinstance(received, ev.InputAudioBufferCleared)
+    assert [d for d, _t in seen] == ["out", "out", "in"] and conn.observer_failures == 3
+    assert len([r for r in caplog.records if "wire observer" in r.getMessage()]) == 1
