@@ -4,7 +4,9 @@
 tool raised itself, any ``BaseException``, an exception whose ``str()`` fails: each becomes a
 one-line JSON error output and a ``ToolFinished`` with ``ok=False``, and the response's
 follow-up is still owed. An output bigger than one client event is refused before it is sent.
-A wire observer that raises costs no frame.
+A wire observer that raises costs no frame. At the end, a real ``VoiceSession`` against the
+local server's engine in lockstep meets all of them in one turn and goes on, its mirror equal
+to the server's conversation.
 """
 
 from __future__ import annotations
@@ -18,12 +20,24 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, field_validator
 
-from voxline.base.clock import RealClock
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.sinks import TimelineSink
+from voxline.base.clock import RealClock, VirtualClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import parse_scenario
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.net.inprocess import EngineTransport
 from voxline.realtime.transports.base import memory_pair
+from voxline.session.events import ResponseFinished, SessionError, TranscriptDone
+from voxline.session.lockstep import run_lockstep
+from voxline.session.settings import SessionSettings
 from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
 from voxline.session.tools.outputs import MAX_EVENT_BYTES
+from voxline.session.voice import VoiceSession
 
 
 class Custom(BaseException):
@@ -265,3 +279,92 @@ async def test_a_wire_observer_that_raises_costs_no_frame_and_is_logged_once(cap
     assert isinstance(received, ev.InputAudioBufferCleared)
     assert [d for d, _t in seen] == ["out", "out", "in"] and conn.observer_failures == 3
     assert len([r for r in caplog.records if "wire observer" in r.getMessage()]) == 1
+
+
+# ---------------------------------------------------------------------------- end to end
+
+SCENARIO = parse_scenario({
+    "name": "containment",
+    "after_last": "repeat_last",
+    "turns": [
+        {"output": [{"call": name, "arguments": {}} for name in ("gives_up", "exits", "mumbles", "dump")],
+         "after": [{"say": "Every call was answered."}]},
+        {"say": "Anything else?"},
+    ],
+})
+
+
+def test_a_session_meets_every_failure_in_one_turn_and_goes_on() -> None:
+    clock = VirtualClock()
+    synth, _ = make_synth("tone")
+    voices = warm_up(SCENARIO, synth)
+    engines: list[Engine] = []
+    wire: list[tuple[str, dict[str, Any]]] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    async def gives_up() -> str:
+        raise asyncio.CancelledError()
+
+    @tools.tool
+    def exits() -> str:
+        raise SystemExit("usage: exits [-h]")
+
+    @tools.tool
+    async def mumbles() -> str:
+        raise BadStr()
+
+    @tools.tool
+    def dump() -> str:
+        return "z" * (MAX_EVENT_BYTES + 1)
+
+    async def connector() -> RealtimeConnection:
+        engine = Engine(EngineConfig(pacing=Pacing(speed=4.0)), SCENARIO, voices, wall_time=clock.wall())
+        engines.append(engine)
+        return RealtimeConnection(EngineTransport(engine, clock, synth),
+                                  on_wire=lambda d, t: wire.append((d, json.loads(t))))
+
+    settings = SessionSettings(api_key="local", url="ws://in-process/v1", turn_detection="none")
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        session = VoiceSession(settings, output=ClockedOutput(clock, TimelineSink(), origin=clock.now()),
+                               tools=tools, clock=clock, connector=connector)
+        events: list[Any] = []
+
+        async def until(text: str) -> None:
+            """Events until the response that says ``text`` is over."""
+            heard = False
+            async with asyncio.timeout(60):
+                async for event in session:
+                    events.append(event)
+                    heard = heard or (isinstance(event, TranscriptDone) and text in event.text)
+                    if heard and isinstance(event, ResponseFinished):
+                        return
+
+        async with session:
+            await session.send_text("Run all four tools.")
+            await until("Every call was answered.")
+            await session.send_text("Thanks.")
+            await until("Anything else?")
+            mirror = session.mirror.items()
+        return events, mirror
+
+    events, mirror = run_lockstep(main(), clock)
+    finished = {e.name: e for e in events if isinstance(e, ToolFinished)}
+    assert sorted(finished) == ["dump", "exits", "gives_up", "mumbles"]
+    assert not any(e.ok for e in finished.values())
+    assert "too large" in finished["dump"].output and "SystemExit" in finished["exits"].output
+    assert not [e for e in events if isinstance(e, SessionError)]
+    assert [e.status for e in events if isinstance(e, ResponseFinished)] == ["completed"] * 3
+    out = [f for d, f in wire if d == "out"]
+    outputs = [f["item"]["call_id"] for f in out
+               if f["type"] == "conversation.item.create" and f["item"]["type"] == "function_call_output"]
+    assert len(outputs) == len(set(outputs)) == 4
+    kinds = [f["type"] for f in out if f["type"] in ("conversation.item.create", "response.create")]
+    # the text and its response, then the four outputs and one follow-up, then the next text turn
+    assert kinds == ["conversation.item.create", "response.create"] * 1 + ["conversation.item.create"] * 4 + [
+        "response.create", "conversation.item.create", "response.create"]
+    assert not [f for d, f in wire if d == "in" and f["type"] == "error"]
+    assert len(engines) == 1
+    server = [entry.item for entry in engines[0]._state.conversation]
+    assert [m.id for m in mirror] == [i["id"] for i in server]
