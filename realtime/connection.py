@@ -6,11 +6,14 @@ say. No task runs in the background: the owner drives receiving.
 
 Every frame crossing the wire is shown to an optional observer
 ``on_wire(direction, text)`` with direction ``"out"`` (client → server) or ``"in"``;
-event logs and the test oracle are built on it.
+event logs and the test oracle are built on it. The observer is the application's code:
+whatever it raises (but ``KeyboardInterrupt``) is logged once per connection and counted in
+:attr:`RealtimeConnection.observer_failures`; the frame is sent or read all the same.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -23,6 +26,8 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL
 __all__ = ["RealtimeConnection", "WireObserver", "connect"]
 
 WireObserver = Callable[[str, str], None]
+
+_log = logging.getLogger("voxline.realtime")
 
 
 class RealtimeConnection:
@@ -42,6 +47,8 @@ class RealtimeConnection:
         self._unsent: deque[str] = deque()  # frames taken from the core, sent one at a time in this order
         self.close_code: int | None = None
         self.close_reason = ""
+        self.observer_failures = 0
+        """How many times ``on_wire`` raised (only the first is logged)."""
 
     def __repr__(self) -> str:
         return f"<RealtimeConnection {self.transport!r}>"
@@ -70,8 +77,7 @@ class RealtimeConnection:
         """
         while (text := self._next_frame()) is not None:
             self._unsent.popleft()
-            if self._on_wire is not None:
-                self._on_wire("out", text)
+            self._observe("out", text)
             try:
                 await self.transport.send(text)
             except ConnectionClosed as exc:
@@ -93,9 +99,22 @@ class RealtimeConnection:
             if not sent:
                 return False
             self._unsent.popleft()
-            if self._on_wire is not None:
-                self._on_wire("out", text)
+            self._observe("out", text)
         return True
+
+    def _observe(self, direction: str, text: str) -> None:
+        """Show a frame to ``on_wire``; its failure never costs the frame or the connection."""
+        if self._on_wire is None:
+            return
+        try:
+            self._on_wire(direction, text)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # the application's observer (an event log on a full disk, say)
+            self.observer_failures += 1
+            if self.observer_failures == 1:
+                _log.exception("the wire observer failed on an %r frame; frames are still sent and read, "
+                               "and further failures are not logged", direction)
 
     def _next_frame(self) -> str | None:
         """The next frame to send (left at the head of the queue until it is taken), or None."""
@@ -111,8 +130,7 @@ class RealtimeConnection:
 
     async def send_raw(self, text: str) -> None:
         """Send a frame untouched by the core (for tests of peers' error handling)."""
-        if self._on_wire is not None:
-            self._on_wire("out", text)
+        self._observe("out", text)
         await self.transport.send(text)
 
     async def recv(self) -> ProtocolOutput:
@@ -125,8 +143,7 @@ class RealtimeConnection:
             except ConnectionClosed as exc:
                 self._lost(exc)
                 continue
-            if self._on_wire is not None:
-                self._on_wire("in", text)
+            self._observe("in", text)
             self.protocol.receive(text)
             self._pending.extend(self.protocol.events())
             await self.flush()  # the core may have sent a queued response.create

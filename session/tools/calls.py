@@ -12,7 +12,9 @@ Rules:
   running, answered, dropped; also after an export/import) is never returned again;
 * :meth:`~CallTracker.begin` lets a call start at most once, ever;
 * exactly one ``function_call_output`` per ``call_id``, ever; a non-string result is
-  JSON-encoded exactly once;
+  JSON-encoded exactly once; an output that cannot be sent (bigger than one client event may
+  be, docs/protocol.md §11) is replaced by an error output saying so, so that the one output
+  reaches the server and the conversation a session mirrors is the server's;
 * after ``response.done`` of a response that carried calls *and* the output of its last
   call, exactly one ``response.create`` (after those outputs, in command order).
 
@@ -50,7 +52,7 @@ from pydantic import BaseModel, ValidationError
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ToolError
 
-from .outputs import encode_output, error_output
+from .outputs import encode_output, error_output, unsendable
 
 __all__ = ["RETIRED_WINDOW", "CallState", "CallTracker", "ToolCall"]
 
@@ -217,17 +219,25 @@ class CallTracker:
         record.state = CallState.RUNNING
         return True
 
-    def on_result(self, call_id: str, output: object) -> None:
-        """The call's result (any value; strings are sent verbatim). Later results are ignored."""
+    def on_result(self, call_id: str, output: object) -> str | None:
+        """The call's result (any value; strings are sent verbatim). Later results are ignored.
+
+        Returns the output queued, which is an error output if the result cannot be sent, or
+        ``None`` if the result was ignored.
+        """
         if call_id in self._retired:
-            return
+            return None
         record = self._record(call_id)
         if record.state not in (CallState.PENDING, CallState.RUNNING):
-            return
+            return None
         text = encode_output(output)
+        refusal = unsendable(call_id, record.call.name, text)
+        if refusal is not None:
+            text = error_output(refusal)
         record.state = CallState.ANSWERED
         self._queue_output(record.call, text)
         self._follow_up(record.call.response_id)
+        return text
 
     def commands(self) -> list[ev.ClientEvent]:
         """Client events to send now, in order (outputs, then the follow-up); each is handed out once."""

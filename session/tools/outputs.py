@@ -4,6 +4,12 @@ The output of a call is always a string (docs/protocol.md §9). A string result 
 anything else is JSON-encoded exactly once, so a result is never a JSON string inside a
 JSON string. Failures go back to the model as ``{"error":"<one line>"}`` with secrets
 redacted and no traceback.
+
+An output travels in one ``conversation.item.create``, and one client event is at most
+:data:`MAX_EVENT_BYTES` of JSON text (docs/protocol.md §11): the service refuses a bigger
+one, and the call would be left without an output. :func:`unsendable` says when an output
+cannot be sent (too large, or text that is not Unicode), so that the call is answered with
+an error instead.
 """
 
 from __future__ import annotations
@@ -16,9 +22,22 @@ from pydantic import ValidationError
 
 from voxline.realtime.errors import ToolError, redact
 
-__all__ = ["describe_invalid", "encode_output", "error_output", "one_line"]
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "describe_exception",
+    "describe_invalid",
+    "encode_output",
+    "error_output",
+    "one_line",
+    "unsendable",
+]
 
 _MAX_MESSAGE = 500
+
+MAX_EVENT_BYTES = 20 * 1024 * 1024
+"""The largest client event, in bytes of JSON text, that the service takes (docs/protocol.md §11)."""
+
+_ENVELOPE_SPARE = 256  # what is added to an output event on its way out: its event_id and item id
 
 
 def one_line(text: str, limit: int = _MAX_MESSAGE) -> str:
@@ -30,6 +49,35 @@ def one_line(text: str, limit: int = _MAX_MESSAGE) -> str:
 def error_output(message: str) -> str:
     """The output text for a call that failed: ``{"error":"<message>"}``."""
     return json.dumps({"error": one_line(message)}, separators=(",", ":"), ensure_ascii=False)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"Type: message"``, or the type's name alone when the message is empty or ``str()`` fails."""
+    name = type(exc).__name__
+    try:
+        detail = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the exception's own __str__ is user code too
+        return name
+    return f"{name}: {detail}" if detail else name
+
+
+def unsendable(call_id: str, name: str, output: str, limit: int = MAX_EVENT_BYTES) -> str | None:
+    """Why ``output`` cannot be sent as the output of call ``call_id``, or ``None`` if it can.
+
+    Its size is that of the ``conversation.item.create`` carrying it, in bytes of the JSON text
+    sent (quotes and escapes included), with room for the fields added on the way out.
+    """
+    item = {"type": "function_call_output", "call_id": call_id, "output": output}
+    try:
+        frame = pydantic_core.to_json({"type": "conversation.item.create", "item": item})
+    except pydantic_core.PydanticSerializationError:
+        return f"the output of {name} is not valid Unicode text (it holds an unpaired surrogate)"
+    if len(frame) + _ENVELOPE_SPARE <= limit:
+        return None
+    size = len(output.encode("utf-8"))
+    return f"the output of {name} is too large to send: {size} bytes, and one event carries at most {limit} bytes"
 
 
 def encode_output(value: object) -> str:

@@ -4,7 +4,13 @@
 runnable and reports each result back to it; the session then sends
 ``tracker.commands()``. Every failure becomes the call's output, a one-line JSON error
 for the model: unknown tool, invalid arguments, a declined approval, an exception, a
-timeout. Nothing escapes into the session.
+timeout, an output too large to send. Nothing escapes into the session.
+
+Containment: whatever a tool, its argument validators or the approval callback raise is
+the call's error output, once, and the turn goes on: ``SystemExit`` (argparse or click in a
+tool), ``GeneratorExit``, a ``CancelledError`` the tool raised itself, any other
+``BaseException``, and an exception whose ``str()`` fails (described by its type). Only
+``KeyboardInterrupt`` and the runner's own cancellation (it is closing) go through.
 
 Order: calls start in the order they were submitted, as readers and writers. A
 read-only tool may overlap other read-only tools; a tool with side effects waits for
@@ -30,9 +36,10 @@ from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
-from .outputs import encode_output, error_output
+from .outputs import describe_exception, encode_output, error_output
 from .events import ToolEvent, ToolFinished, ToolStarted
 from .registry import Tool, ToolRegistry
+from .threads import ToolThreads
 
 __all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
 
@@ -41,8 +48,37 @@ Approver = Callable[[ToolCall], Awaitable[bool]]
 
 
 def _failure(tool: Tool, exc: BaseException) -> str:
-    detail = str(exc)
-    return error_output(f"{tool.name} failed: {type(exc).__name__}{': ' + detail if detail else ''}")
+    return error_output(f"{tool.name} failed: {describe_exception(exc)}")
+
+
+def _contain(exc: BaseException) -> None:
+    """Return if ``exc``, raised by user code in the current task, is the call's to answer; raise if not.
+
+    Ctrl-C goes on as it is. When the task itself is being cancelled (the runner is closing,
+    or a timeout stops the tool), the cancellation goes on, whatever the user code raised
+    while it was stopped.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        if isinstance(exc, asyncio.CancelledError):
+            raise exc
+        raise asyncio.CancelledError() from exc
+
+
+async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) -> tuple[Any, BaseException | None]:
+    """Run the tool in its own task and hand back ``(value, None)`` or ``(None, what it raised)``.
+
+    Nothing the tool raises leaves this task: a task that ends in ``SystemExit`` stops the
+    event loop, and one that ends in a ``CancelledError`` of the tool's own is indistinguishable
+    from one the runner cancelled.
+    """
+    try:
+        return await tool.invoke(kwargs, threads), None
+    except BaseException as exc:  # the tool boundary
+        _contain(exc)
+        return None, exc
 
 
 class ToolRunner:
@@ -173,6 +209,10 @@ class ToolRunner:
         except ToolError as exc:
             self._answer(call, error_output(exc.message))
             return
+        except BaseException as exc:  # an argument validator of the application's raised
+            _contain(exc)
+            self._answer(call, error_output(f"invalid arguments: {describe_exception(exc)}"))
+            return
         refusal = await self._approval(tool, call)
         if refusal is not None:
             self._answer(call, error_output(refusal))
@@ -196,13 +236,14 @@ class ToolRunner:
                 return None  # settled meanwhile: begin() will refuse it, no prompt needed
             try:
                 granted = await self._approve(call)
-            except Exception as exc:  # the application's callback: its failure answers the call
-                return f"asking approval for {tool.name} failed: {type(exc).__name__}: {exc}"
+            except BaseException as exc:  # the application's callback: its failure answers the call
+                _contain(exc)
+                return f"asking approval for {tool.name} failed: {describe_exception(exc)}"
         return None if granted is True else f"the user declined to run {tool.name}"
 
     async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any], clock: Clock) -> tuple[str, bool]:
-        """Run the tool under its timeout on the session's clock; any exception becomes an error output."""
-        work = asyncio.ensure_future(tool.invoke(kwargs, self._registry.threads))
+        """Run the tool under its timeout on the session's clock; what it raises becomes an error output."""
+        work = asyncio.ensure_future(_guarded(tool, kwargs, self._registry.threads))
         if tool.timeout is not None:
             timer = asyncio.ensure_future(clock.sleep(tool.timeout))
             try:
@@ -215,10 +256,9 @@ class ToolRunner:
             if not work.done():
                 work.cancel()
                 return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
-        try:
-            value = await work
-        except Exception as exc:  # the tool boundary: a tool's failure is its output, never ours
-            return _failure(tool, exc), False
+        value, failure = await work
+        if failure is not None:  # the tool boundary: a tool's failure is its output, never ours
+            return _failure(tool, failure), False
         try:
             return encode_output(value), True
         except ToolError as exc:
@@ -230,7 +270,9 @@ class ToolRunner:
             self._finish(call, output, False, 0.0)
 
     def _finish(self, call: ToolCall, output: str, ok: bool, duration: float) -> None:
-        self._tracker.on_result(call.call_id, output)
+        queued = self._tracker.on_result(call.call_id, output)
+        if queued is not None and queued != output:  # refused by the tracker: too large to send
+            output, ok = queued, False
         self._emit(ToolFinished(call_id=call.call_id, name=call.name, output=output, ok=ok, duration_s=duration))
 
     def _emit(self, event: ToolEvent) -> None:

@@ -1,0 +1,370 @@
+"""User code is contained: whatever a tool or the approval callback raises answers its call, once.
+
+``SystemExit`` (argparse or click inside a tool), ``GeneratorExit``, a ``CancelledError`` the
+tool raised itself, any ``BaseException``, an exception whose ``str()`` fails: each becomes a
+one-line JSON error output and a ``ToolFinished`` with ``ok=False``, and the response's
+follow-up is still owed. An output bigger than one client event is refused before it is sent.
+A wire observer that raises costs no frame. At the end, a real ``VoiceSession`` against the
+local server's engine in lockstep meets all of them in one turn and goes on, its mirror equal
+to the server's conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, field_validator
+
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.sinks import TimelineSink
+from voxline.base.clock import RealClock, VirtualClock
+from voxline.realtime import events as ev
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.scenario import parse_scenario
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.net.inprocess import EngineTransport
+from voxline.realtime.transports.base import memory_pair
+from voxline.session.events import ResponseFinished, SessionError, TranscriptDone
+from voxline.session.lockstep import run_lockstep
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
+from voxline.session.tools.outputs import MAX_EVENT_BYTES
+from voxline.session.voice import VoiceSession
+
+
+class Custom(BaseException):
+    """A BaseException of the application's own."""
+
+
+class BadStr(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no words")
+
+
+class Query(BaseModel):
+    text: str
+
+    @field_validator("text")
+    @classmethod
+    def strict(cls, value: str) -> str:
+        raise LookupError("the validator broke")  # not a ValueError: pydantic lets it through
+
+
+class Harness:
+    """A registry, a tracker and an open runner; calls of response ``r1``."""
+
+    def __init__(self, registry: ToolRegistry, approve: Any = None) -> None:
+        self.tracker = CallTracker()
+        self.events: list[ToolEvent] = []
+        self.runner = ToolRunner(registry, self.tracker, approve, on_event=self.events.append, clock=RealClock())
+        self._n = 0
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> ToolCall:
+        self._n += 1
+        cid = f"call_{self._n}"
+        [call] = self.tracker.on_arguments_done("r1", f"item_{cid}", cid, name, json.dumps(arguments or {}))
+        self.runner.submit([call])
+        return call
+
+    def sent(self) -> list[dict[str, Any]]:
+        return [ev.client_event_dict(c) for c in self.tracker.commands()]
+
+    def finished(self) -> list[ToolFinished]:
+        return [e for e in self.events if isinstance(e, ToolFinished)]
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry()
+
+
+@pytest.fixture
+async def harness(registry: ToolRegistry) -> AsyncIterator[Harness]:
+    h = Harness(registry)
+    async with asyncio.timeout(10):
+        async with h.runner:
+            yield h
+
+
+async def answered_once(h: Harness, call: ToolCall) -> str:
+    """Run to the end; the call's one error output (checked against its ToolFinished), follow-up included."""
+    await h.runner.join()
+    h.tracker.on_response_done("r1", "completed")
+    sent = h.sent()
+    assert [e["type"] for e in sent] == ["conversation.item.create", "response.create"], sent
+    output = sent[0]["item"]["output"]
+    assert sent[0]["item"]["call_id"] == call.call_id
+    assert [(f.call_id, f.output, f.ok) for f in h.finished()] == [(call.call_id, output, False)]
+    assert h.tracker.state(call.call_id) is CallState.ANSWERED or h.tracker.state(call.call_id) is None
+    message = json.loads(output)["error"]
+    assert "\n" not in message
+    return str(message)
+
+
+def raiser(exc: BaseException, *, is_async: bool) -> Any:
+    if is_async:
+        async def boom() -> str:
+            raise exc
+        return boom
+
+    def boom_sync() -> str:
+        raise exc
+    return boom_sync
+
+
+KINDS = {
+    "SystemExit": SystemExit(2),
+    "GeneratorExit": GeneratorExit(),
+    "Custom": Custom("mine"),
+    "CancelledError": asyncio.CancelledError(),
+}
+
+
+@pytest.mark.parametrize("is_async", [True, False], ids=["async", "sync"])
+@pytest.mark.parametrize("kind", list(KINDS))
+async def test_a_base_exception_from_a_tool_is_its_error_output(
+        harness: Harness, registry: ToolRegistry, kind: str, is_async: bool) -> None:
+    registry.register(raiser(KINDS[kind], is_async=is_async), name="boom")
+    call = harness.call("boom")
+    message = await answered_once(harness, call)
+    assert message.startswith(f"boom failed: {kind}")
+
+
+async def test_a_tool_that_cancels_itself_is_answered_and_the_runner_goes_on(
+        harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool(timeout=None)
+    async def gives_up() -> str:
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError("gave up")
+
+    @registry.tool
+    async def fine() -> str:
+        return "fine"
+
+    first = harness.call("gives_up")
+    assert await answered_once(harness, first) == "gives_up failed: CancelledError: gave up"
+    second = harness.call("fine")  # the runner's group was not cancelled by the tool's CancelledError
+    await harness.runner.join()
+    assert harness.tracker.state(second.call_id) is CallState.ANSWERED
+
+
+async def test_an_exception_whose_str_raises_is_described_by_its_type(
+        harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool
+    async def mumbles() -> str:
+        raise BadStr()
+
+    assert await answered_once(harness, harness.call("mumbles")) == "mumbles failed: BadStr"
+
+
+async def test_an_argument_validator_that_raises_answers_the_call(harness: Harness, registry: ToolRegistry) -> None:
+    ran: list[Query] = []
+
+    @registry.tool
+    def search(query: Query) -> str:
+        ran.append(query)
+        return "found"
+
+    message = await answered_once(harness, harness.call("search", {"text": "x"}))
+    assert message == "invalid arguments: LookupError: the validator broke" and ran == []
+
+
+@pytest.mark.parametrize("kind", ["SystemExit", "CancelledError", "Custom", "BadStr"])
+async def test_an_approval_callback_that_raises_answers_the_call_and_the_tool_never_runs(kind: str) -> None:
+    registry, ran = ToolRegistry(), []
+    failure = BadStr() if kind == "BadStr" else KINDS[kind]
+
+    @registry.tool(needs_approval=True)
+    def delete_all() -> str:
+        ran.append(1)
+        return "deleted"
+
+    async def approve(_call: ToolCall) -> bool:
+        raise failure
+
+    h = Harness(registry, approve)
+    async with asyncio.timeout(10):
+        async with h.runner:
+            message = await answered_once(h, h.call("delete_all"))
+    assert message.startswith(f"asking approval for delete_all failed: {kind}") and ran == []
+
+
+async def test_user_code_raising_while_the_runner_closes_leaves_the_call_unanswered(registry: ToolRegistry) -> None:
+    started = asyncio.Event()
+
+    @registry.tool(timeout=None)
+    async def stubborn() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            raise SystemExit(1)  # its cleanup exits instead of letting the cancellation through
+        return "never"
+
+    h = Harness(registry)
+    async with asyncio.timeout(10):
+        async with h.runner:
+            call = h.call("stubborn")
+            await started.wait()
+            await h.runner.aclose()
+    assert h.tracker.state(call.call_id) is CallState.RUNNING and h.finished() == [] and h.sent() == []
+
+
+async def test_an_output_over_the_event_limit_is_refused_before_it_is_sent(
+        harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool
+    def dump() -> str:
+        return "x" * (MAX_EVENT_BYTES + 1)
+
+    message = await answered_once(harness, harness.call("dump"))
+    assert message == (f"the output of dump is too large to send: {MAX_EVENT_BYTES + 1} bytes, "
+                       f"and one event carries at most {MAX_EVENT_BYTES} bytes")
+
+
+async def test_a_large_output_that_fits_is_sent_as_it_is(harness: Harness, registry: ToolRegistry) -> None:
+    big = "é" * (MAX_EVENT_BYTES // 2 - 1024)  # two bytes each: just under the limit
+
+    @registry.tool
+    def dump() -> str:
+        return big
+
+    call = harness.call("dump")
+    await harness.runner.join()
+    [finished] = harness.finished()
+    assert finished.ok and finished.output is big
+    assert [e["item"]["output"] == big for e in harness.sent()] == [True]
+
+
+def test_the_tracker_refuses_what_cannot_be_sent_and_answers_once() -> None:
+    tracker = CallTracker()
+    for cid in ("c1", "c2"):
+        tracker.on_arguments_done("r1", f"i_{cid}", cid, "dump", "{}")
+    assert tracker.begin("c1") and tracker.begin("c2")
+    too_big = tracker.on_result("c1", {"rows": ["y" * 1024] * (MAX_EVENT_BYTES // 1024)})
+    not_text = tracker.on_result("c2", "half a pair: \ud800")
+    assert tracker.on_result("c1", "late") is None
+    tracker.on_response_done("r1", "completed")
+    sent = [ev.client_event_dict(c) for c in tracker.commands()]
+    assert [e["type"] for e in sent] == ["conversation.item.create"] * 2 + ["response.create"]
+    assert [e["item"]["output"] for e in sent[:2]] == [too_big, not_text]
+    assert "too large to send" in json.loads(str(too_big))["error"]
+    assert "not valid Unicode" in json.loads(str(not_text))["error"]
+
+
+async def test_a_wire_observer_that_raises_costs_no_frame_and_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def observer(direction: str, text: str) -> None:
+        seen.append((direction, text))
+        raise OSError("disk full")
+
+    client, server = memory_pair()
+    conn = RealtimeConnection(client, on_wire=observer)
+    with caplog.at_level(logging.ERROR, logger="voxline.realtime"):
+        async with asyncio.timeout(5):
+            await conn.send({"type": "input_audio_buffer.clear"})
+            await conn.send_raw('{"type":"input_audio_buffer.commit"}')
+            assert [json.loads(await server.recv())["type"] for _ in range(2)] == [
+                "input_audio_buffer.clear", "input_audio_buffer.commit"]
+            await server.send(json.dumps({"type": "input_audio_buffer.cleared", "event_id": "e1"}))
+            received = await conn.recv()
+    assert isinstance(received, ev.InputAudioBufferCleared)
+    assert [d for d, _t in seen] == ["out", "out", "in"] and conn.observer_failures == 3
+    assert len([r for r in caplog.records if "wire observer" in r.getMessage()]) == 1
+
+
+# ---------------------------------------------------------------------------- end to end
+
+SCENARIO = parse_scenario({
+    "name": "containment",
+    "after_last": "repeat_last",
+    "turns": [
+        {"output": [{"call": name, "arguments": {}} for name in ("gives_up", "exits", "mumbles", "dump")],
+         "after": [{"say": "Every call was answered."}]},
+        {"say": "Anything else?"},
+    ],
+})
+
+
+def test_a_session_meets_every_failure_in_one_turn_and_goes_on() -> None:
+    clock = VirtualClock()
+    synth, _ = make_synth("tone")
+    voices = warm_up(SCENARIO, synth)
+    engines: list[Engine] = []
+    wire: list[tuple[str, dict[str, Any]]] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    async def gives_up() -> str:
+        raise asyncio.CancelledError()
+
+    @tools.tool
+    def exits() -> str:
+        raise SystemExit("usage: exits [-h]")
+
+    @tools.tool
+    async def mumbles() -> str:
+        raise BadStr()
+
+    @tools.tool
+    def dump() -> str:
+        return "z" * (MAX_EVENT_BYTES + 1)
+
+    async def connector() -> RealtimeConnection:
+        engine = Engine(EngineConfig(pacing=Pacing(speed=4.0)), SCENARIO, voices, wall_time=clock.wall())
+        engines.append(engine)
+        return RealtimeConnection(EngineTransport(engine, clock, synth),
+                                  on_wire=lambda d, t: wire.append((d, json.loads(t))))
+
+    settings = SessionSettings(api_key="local", url="ws://in-process/v1", turn_detection="none")
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        session = VoiceSession(settings, output=ClockedOutput(clock, TimelineSink(), origin=clock.now()),
+                               tools=tools, clock=clock, connector=connector)
+        events: list[Any] = []
+
+        async def until(text: str) -> None:
+            """Events until the response that says ``text`` is over."""
+            heard = False
+            async with asyncio.timeout(60):
+                async for event in session:
+                    events.append(event)
+                    heard = heard or (isinstance(event, TranscriptDone) and text in event.text)
+                    if heard and isinstance(event, ResponseFinished):
+                        return
+
+        async with session:
+            await session.send_text("Run all four tools.")
+            await until("Every call was answered.")
+            await session.send_text("Thanks.")
+            await until("Anything else?")
+            mirror = session.mirror.items()
+        return events, mirror
+
+    events, mirror = run_lockstep(main(), clock)
+    finished = {e.name: e for e in events if isinstance(e, ToolFinished)}
+    assert sorted(finished) == ["dump", "exits", "gives_up", "mumbles"]
+    assert not any(e.ok for e in finished.values())
+    assert "too large" in finished["dump"].output and "SystemExit" in finished["exits"].output
+    assert not [e for e in events if isinstance(e, SessionError)]
+    assert [e.status for e in events if isinstance(e, ResponseFinished)] == ["completed"] * 3
+    out = [f for d, f in wire if d == "out"]
+    outputs = [f["item"]["call_id"] for f in out
+               if f["type"] == "conversation.item.create" and f["item"]["type"] == "function_call_output"]
+    assert len(outputs) == len(set(outputs)) == 4
+    kinds = [f["type"] for f in out if f["type"] in ("conversation.item.create", "response.create")]
+    # the text and its response, then the four outputs and one follow-up, then the next text turn
+    assert kinds == ["conversation.item.create", "response.create"] * 1 + ["conversation.item.create"] * 4 + [
+        "response.create", "conversation.item.create", "response.create"]
+    assert not [f for d, f in wire if d == "in" and f["type"] == "error"]
+    assert len(engines) == 1
+    server = [entry.item for entry in engines[0]._state.conversation]
+    assert [m.id for m in mirror] == [i["id"] for i in server]
