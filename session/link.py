@@ -121,15 +121,16 @@ class Link:
         self._budget.lost(self.clock.now(), self._connected_at if held else None)
         _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))
-        while (delay := self._budget.next_delay(self.clock.now())) is not None:
+        while (delay := self._next_delay()) is not None:
             await self.clock.sleep(delay)
             if self.closing:
                 return False
             try:
                 conn = await self._configured()
-            except (RealtimeError, OSError) as failure:
+            except Exception as failure:  # the app's connector may raise anything: it is one failed try
                 _log.warning("reconnect failed: %s", failure)
-                self._publish(SessionError(f"reconnect failed: {failure}", "reconnect_failed"))
+                kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
+                self._publish(SessionError(f"reconnect failed: {kind}{failure}", "reconnect_failed"))
                 continue
             self.machine.attach(conn.protocol)
             restored = self.machine.restore(self._now())
@@ -150,6 +151,15 @@ class Link:
         self._publish(SessionError(f"the connection is lost and could not be restored ({self._budget.used} tries)",
                                    "connection_lost", fatal=True))
         return False
+
+    def _next_delay(self) -> float | None:
+        """The budget's next delay; an app's backoff that failed is reported once (the default stands in)."""
+        reported = self._budget.backoff_failure
+        delay = self._budget.next_delay(self.clock.now())
+        failure = self._budget.backoff_failure
+        if failure is not None and failure != reported:
+            self._publish(SessionError(f"the reconnect backoff failed ({failure}); using the default", "backoff_failed"))
+        return delay
 
     # ------------------------------------------------------------------ liveness and hand-over
     async def watch(self) -> None:

@@ -40,6 +40,8 @@ class ReconnectBudget:
         self._backoff = backoff or exponential_backoff()
         self._used = 0
         self._since: float | None = None  # start of the current run of failures
+        self.backoff_failure: str | None = None
+        """Why the app's backoff failed, once it did (the default backoff stands in from then on)."""
 
     @property
     def used(self) -> int:
@@ -58,8 +60,22 @@ class ReconnectBudget:
             self._since = now
         if self._used >= self.attempts:
             return None
-        delay = max(0.0, self._backoff(self._used))
+        try:
+            delay = max(0.0, float(self._backoff(self._used)))
+            if delay != delay or delay == float("inf"):
+                raise ValueError(f"{delay} is no delay")
+        except Exception as exc:  # an app's backoff: its failure must not end the reconnect
+            self.backoff_failure = f"{type(exc).__name__}: {_described(exc)}"
+            self._backoff = exponential_backoff()
+            delay = self._backoff(self._used)
         if now + delay - self._since > self.window_s:
             return None
         self._used += 1
         return delay
+
+
+def _described(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return "(its message could not be read)"

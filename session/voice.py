@@ -118,6 +118,7 @@ class VoiceSession:
                                wake_flush=self._flush_needed.set)
         self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
+        self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
 
     def __repr__(self) -> str:
         live, link = self.machine.live, self._link
@@ -342,6 +343,10 @@ class VoiceSession:
             if conn is not link.conn:
                 continue  # the last words of a connection handed over (perhaps while this one waited)
             link.last_rx = self.clock.now()
+            if conn.observer_failures and self._observer_reported is not conn:
+                self._observer_reported = conn
+                self._queue.put_nowait(SessionError("the wire observer (on_wire) raised; every frame is still sent "
+                                                    "and read (the first failure is logged)", "observer_failed"))
             try:
                 effects = self.machine.receive(out, self.output.now())
                 if effects is NO_EFFECTS and not conn.has_data_to_send:

@@ -12,7 +12,7 @@ from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.base import memory_pair
-from voxline.session.events import ConnectionLost, SessionError
+from voxline.session.events import ConnectionLost, ConnectionRestored, SessionError
 from voxline.session.input_journal import InputJournal
 from voxline.session.lockstep import run_lockstep
 from voxline.audio.clocked_output import ClockedOutput
@@ -288,3 +288,63 @@ def test_a_quiet_server_that_owes_nothing_is_pinged_now_and_then_and_kept() -> N
     events, peers = _silent_server_session(created=True, reconnect_attempts=3, talk=False, seconds=300.0)
     assert not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
     assert len(peers) == 1 and 1 <= peers[0].pings <= 300 / 15 + 1  # every half liveness timeout, not every watch
+
+
+def test_an_apps_backoff_or_connector_that_raises_costs_one_try_and_one_report_not_the_session() -> None:
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+    calls = 0
+
+    def backoff(attempt: int) -> float:
+        raise RuntimeError("no delay for you")
+
+    async def connector() -> RealtimeConnection:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise ValueError("the app's connector broke")
+        peer = _Peer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(peer)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=5)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector,
+                               backoff=backoff)
+        async with session:
+            await clock.sleep(1.0)
+            await peers[0].server.close(1011, "gone")
+            await clock.sleep(30.0)
+            assert session.connected
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    codes = [e.code for e in events if isinstance(e, SessionError)]
+    assert codes.count("backoff_failed") == 1 and codes.count("reconnect_failed") == 1, events
+    assert any(isinstance(e, ConnectionRestored) for e in events) and calls == 3
+
+
+def test_a_wire_observer_that_raises_is_reported_once_and_the_session_goes_on() -> None:
+    clock = VirtualClock(start=100.0)
+    peer = _Peer()
+
+    def observer(direction: str, text: str) -> None:
+        raise RuntimeError("observer bug")
+
+    async def connector() -> RealtimeConnection:
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(peer, on_wire=observer)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none")
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await session.send_text("hello")
+            await peer.server.send(json.dumps(ev.server_event_sample("session.updated")))
+            await clock.sleep(1.0)
+            assert session.connected
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    assert [e.code for e in events if isinstance(e, SessionError)] == ["observer_failed"], events
