@@ -2,11 +2,14 @@
 resampling, and the playout buffer with its heard ledger (docs/design.md §4).
 
 Imports nothing else of voxline but the shared primitives of :mod:`voxline.base` (the
-clock, the audio format, the error), which it re-exports. Device input and output live in ``voxline.audio.devices``
-(not imported here, so that this package works without PortAudio).
+clock, the audio format, the error), which it re-exports. Device input and output live in
+``voxline.audio.devices``; :class:`MicSource`, :class:`SpeakerSink` and the device listing are
+also named here, loaded on first use (PortAudio is needed only then).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import AudioError
@@ -62,3 +65,18 @@ __all__ = [
     "ulaw_encode",
     "write_wav",
 ]
+
+if TYPE_CHECKING:
+    from voxline.audio.devices import DeviceInfo, MicSource, SpeakerSink, list_devices
+
+_DEVICES = frozenset({"DeviceInfo", "MicSource", "SpeakerSink", "list_devices"})
+__all__ += sorted(_DEVICES)
+
+
+def __getattr__(name: str) -> object:
+    """The device classes, imported when first named."""
+    if name in _DEVICES:
+        from voxline.audio import devices
+
+        return getattr(devices, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

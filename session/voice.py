@@ -29,9 +29,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable
+from typing import Any
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
+from voxline.audio.playout import PlayoutBuffer
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
@@ -95,6 +97,9 @@ class VoiceSession:
         run_tools: bool = True,
     ) -> None:
         s = settings or SessionSettings()
+        if input is not None and not hasattr(input, "__aiter__"):
+            raise TypeError(f"input takes an async iterable of int16 blocks or (adc_time, block) pairs (such as "
+                            f"MicSource().blocks() or a Recording), not {type(input).__name__}")
         if s.call_id is not None and input is not None:
             raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
         self.clock = clock or RealClock()
@@ -119,6 +124,26 @@ class VoiceSession:
         self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
+        self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
+
+    @classmethod
+    def on_devices(cls, settings: SessionSettings | None = None, *, input_device: int | str | None = None,
+                   output_device: int | str | None = None, **options: Any) -> VoiceSession:
+        """A session on a microphone and a speaker, opened, wired and closed with it::
+
+            async with VoiceSession.on_devices(settings, tools=registry) as session:
+                async for event in session: ...
+
+        Devices are chosen by index or name as ``voxline devices`` lists them (the default ones
+        when not given); ``options`` are the constructor's other keywords.
+        """
+        from voxline.audio.devices import MicSource, SpeakerSink  # PortAudio is loaded only for devices
+
+        speaker = SpeakerSink(PlayoutBuffer(), device=output_device)
+        mic = MicSource(device=input_device)
+        session = cls(settings, output=speaker, input=mic.blocks(), **options)
+        session._devices = (speaker, mic)
+        return session
 
     def __repr__(self) -> str:
         live, link = self.machine.live, self._link
@@ -153,6 +178,13 @@ class VoiceSession:
         except ConnectionClosed as exc:
             raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                    f"({exc.code} {exc.reason})".strip()) from None
+        try:
+            for device in self._devices:
+                device.start()
+        except BaseException:
+            self._close_devices()
+            await self._link.close()
+            raise
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._runner)
         clocked = isinstance(self.output, ClockedOutput)
@@ -184,6 +216,11 @@ class VoiceSession:
         self._queue.put_nowait(_CLOSED)
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
+        self._close_devices()
+
+    def _close_devices(self) -> None:
+        for device in self._devices:
+            device.close()
 
     async def _connect(self) -> RealtimeConnection:
         s = self.settings

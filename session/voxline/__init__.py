@@ -43,11 +43,16 @@ _API: dict[str, str] = {
     "RealClock": "voxline.base.clock",
     "VirtualClock": "voxline.base.clock",
     "VoxlineError": "voxline.base.errors",
+    "MicSource": "voxline.audio.devices",
+    "SpeakerSink": "voxline.audio.devices",
+    "Recording": "voxline.audio.recording",
 }
 
 __all__ = ["__version__", *sorted(_API)]
 
 if TYPE_CHECKING:
+    from voxline.audio.devices import MicSource, SpeakerSink
+    from voxline.audio.recording import Recording
     from voxline.base.clock import RealClock, VirtualClock
     from voxline.base.errors import VoxlineError
     from voxline.realtime.server import ServerConfig, serve
