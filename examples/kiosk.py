@@ -51,9 +51,11 @@ from voxline.session.events import (
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
+    HeardTranscript,
     ResponseFinished,
     SessionError,
     StateChanged,
+    TranscriptDelta,
     TranscriptDone,
 )
 from voxline.audio.clocked_output import ClockedOutput, Output
@@ -72,6 +74,10 @@ def render(view: dict[str, Any]) -> None:
 class KioskView:
     """The view model: connection, state, caption, audio devices and the last barge-in.
 
+    The caption is what the visitor heard: the reply's words as they come, and after a
+    barge-in only the part that was heard (the session's heard transcript), never the words
+    the visitor's "stop" kept from them; ``caption_cut`` says the reply was cut there.
+
     :meth:`apply` takes every session event (the kiosk's event pump calls it); the app's
     own logic waits on events through :meth:`expect`.
     """
@@ -80,7 +86,10 @@ class KioskView:
         self._render = render
         self._waiters: list[tuple[Callable[[object], bool], asyncio.Future[object]]] = []
         self.view: dict[str, Any] = {"connection": "connecting", "state": "idle", "caption": "",
-                                     "speaker": "", "microphone": "", "barge_ins": 0, "last_cut_ms": None}
+                                     "caption_cut": False, "speaker": "", "microphone": "", "barge_ins": 0,
+                                     "last_cut_ms": None}
+        self._words: dict[str, str] = {}  # assistant item → its words so far
+        self._cut: set[str] = set()  # items the visitor cut: their caption is what was heard
 
     def set(self, **changes: Any) -> None:
         if any(self.view.get(k) != v for k, v in changes.items()):
@@ -97,8 +106,14 @@ class KioskView:
         match event:
             case StateChanged(state=state):
                 self.set(state=state)
-            case TranscriptDone(role="assistant", text=text):
-                self.set(caption=text)
+            case TranscriptDelta(role="assistant", item_id=item, text=delta) if item not in self._cut:
+                self._words[item] = self._words.get(item, "") + delta
+                self.set(caption=self._words[item], caption_cut=False)
+            case TranscriptDone(role="assistant", item_id=item, text=text) if item not in self._cut:
+                self.set(caption=text, caption_cut=False)
+            case HeardTranscript(item_id=item, text=text):
+                self._cut.add(item)  # later words of it were never heard: they stay off the screen
+                self.set(caption=text, caption_cut=True)
             case BargeIn(trigger="connection_lost"):
                 pass  # the network, not the visitor, cut the reply; the session asks for it again
             case BargeIn(audio_end_ms=ms):

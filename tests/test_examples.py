@@ -7,12 +7,15 @@ kiosk falls back from a missing speaker, and the interruption test runs under py
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from voxline.session.events import HeardTranscript, TranscriptDelta, TranscriptDone
 
 pytestmark = pytest.mark.slow  # each example runs as a process, in real time
 
@@ -95,3 +98,23 @@ def test_kiosk_sideband_backend_runs_the_tools_of_the_kiosks_call() -> None:
     assert lines[4] == 'backend: ran get_weather -> {"city":"Paris","temperature":21,"unit":"celsius","conditions":"clear"}'
     assert lines[5] == "kiosk: assistant says 'I have the weather report now. Thank you for waiting.'"
     assert lines[6].startswith("kiosk: visitor taps stop after ") and lines[6].endswith("the server cut its own buffer")
+
+
+def test_the_kiosk_caption_after_a_barge_in_holds_only_what_was_heard() -> None:
+    spec = importlib.util.spec_from_file_location("kiosk_example", ROOT / "examples" / "kiosk.py")
+    assert spec is not None and spec.loader is not None
+    kiosk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kiosk)
+    views: list[dict[str, object]] = []
+    ui = kiosk.KioskView(views.append)
+    full = "Hello and welcome to the museum, the east wing is open today."
+    words = full.split(" ")
+    for word in words[:5]:
+        ui.apply(TranscriptDelta("assistant", "item_a", word + " "))
+    ui.apply(HeardTranscript("item_a", 1.0, "Hello and welcome", "Hello and welcome to the museum,", 900.0,
+                             2000.0, "arrival"))
+    for word in words[5:]:  # late words and the transcript's done: never heard, never shown
+        ui.apply(TranscriptDelta("assistant", "item_a", word + " "))
+    ui.apply(TranscriptDone("assistant", "item_a", full))
+    assert ui.view["caption"] == "Hello and welcome" and ui.view["caption_cut"] is True
+    assert all(full not in str(view["caption"]) for view in views)
