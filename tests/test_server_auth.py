@@ -283,3 +283,26 @@ async def test_a_handshake_websockets_refuses_is_answered_in_the_error_shape(dro
         status, payload, text = await exchange(server.port, request("GET", "/v1/realtime?model=m", headers))
         assert 400 <= status < 500, text
         assert_error_shape(payload, text)
+
+
+# ---------------------------------------------------------------- the keyless loopback server says it is open
+
+
+@pytest.mark.parametrize("api_key", [None, KEY], ids=["keyless", "with-key"])
+def test_serve_says_when_any_local_user_can_use_it(api_key: str | None) -> None:
+    import os
+    import subprocess
+
+    from tests.support.cli import VOXLINE
+
+    args = [str(VOXLINE), "serve", "--port", "0", "--voice", "tone", *(["--api-key", api_key] if api_key else [])]
+    env = {k: v for k, v in os.environ.items() if k != "VOXLINE_SERVE_API_KEY"}
+    server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert server.stdout is not None
+        assert "voxline local server at" in server.stdout.readline()
+    finally:
+        server.terminate()
+        _out, err = server.communicate(timeout=30)
+    said = "every user and program on this machine can use this server" in err
+    assert said == (api_key is None), err
