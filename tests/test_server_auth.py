@@ -102,15 +102,19 @@ async def test_a_repeated_authorization_is_a_400_in_the_error_shape_on_every_end
         assert KEY not in text.decode("latin-1")
 
 
-@pytest.mark.parametrize("header", ["Content-Type", "Content-Length"])
-async def test_a_repeated_body_header_is_a_400(header: str) -> None:
+@pytest.mark.parametrize("header", ["Content-Type", "Content-Length", "Host"])
+async def test_a_repeated_body_or_host_header_is_a_400(header: str) -> None:
     async with local_server(api_key=KEY) as server:
-        value = "application/json" if header == "Content-Type" else "2"
+        value = {"Content-Type": "application/json", "Content-Length": "2", "Host": "127.0.0.1"}[header]
         raw = request("POST", "/v1/realtime/client_secrets",
                       [("Authorization", f"Bearer {KEY}"), (header, value), (header, value)], b"{}")
         status, payload, text = await exchange(server.port, raw)
         assert status == 400, text
         assert assert_error_shape(payload, text)["code"] == "duplicate_header"
+        if header == "Host":
+            status, payload, text = await exchange(server.port, request(
+                "GET", "/v1/realtime?model=m", [("Authorization", f"Bearer {KEY}"), ("Host", value), *UPGRADE]))
+            assert status == 400 and assert_error_shape(payload, text)["param"] == "Host", text
 
 
 async def test_a_repeated_authorization_in_band_closes_4000_with_the_error_event() -> None:

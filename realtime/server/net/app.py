@@ -168,8 +168,9 @@ class Server:
         return _json_response(connection, status, error_body(problem))
 
     def _problem(self, request: Any) -> ErrorSpec | None:
-        if len(request.headers.get_all("Authorization")) > 1:
-            return errors.duplicate_header("Authorization")
+        for name in ("Authorization", "Host"):
+            if len(request.headers.get_all(name)) > 1:
+                return errors.duplicate_header(name)
         token = self._credentials.bearer(_authorization(request.headers))
         if token is None:
             return errors.auth_missing()
