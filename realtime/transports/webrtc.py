@@ -130,10 +130,10 @@ class WebRTCTransport:
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:
         if self._remote is not None:
-            sink = on_audio or (lambda _block: None)
-            self._tasks.append(asyncio.create_task(self._guard(pump_remote_audio(self._remote, sink), "on_audio")))
+            sink, remote = on_audio or (lambda _block: None), self._remote
+            self._tasks.append(asyncio.create_task(self._guard(lambda: pump_remote_audio(remote, sink), "on_audio")))
         if source is not None:
-            self._tasks.append(asyncio.create_task(self._guard(self._feed(source), "audio_source")))
+            self._tasks.append(asyncio.create_task(self._guard(lambda: self._feed(source), "audio_source")))
 
     # Audio.
 
@@ -155,10 +155,13 @@ class WebRTCTransport:
         async for block in source:
             self._mic.push(block)
 
-    async def _guard(self, job: Awaitable[None], what: str) -> None:
-        """Run an audio job; its failure ends the connection (seen as ConnectionClosed 1011)."""
+    async def _guard(self, job: Callable[[], Awaitable[None]], what: str) -> None:
+        """Run an audio job; its failure ends the connection (seen as ConnectionClosed 1011).
+
+        ``job`` makes the coroutine only once the task runs: a transport closed before then
+        leaves no coroutine that was never awaited."""
         try:
-            await job
+            await job()
         except Exception as exc:
             self._lost(1011, f"{what} failed: {type(exc).__name__}: {exc}")
 
