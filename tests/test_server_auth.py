@@ -156,7 +156,6 @@ ODD_OTHERS = [
 ]
 
 
-@pytest.mark.slow
 async def test_odd_header_combinations_never_get_a_5xx_on_any_endpoint() -> None:
     async with local_server(api_key=KEY) as server:
         for (name, (method, target, needed, body)), auth, others in itertools.product(
