@@ -10,6 +10,8 @@ import asyncio
 import itertools
 import json
 import math
+import os
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,6 +23,7 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.net.app import Server
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from voxline.realtime.transports.websocket import WebSocketTransport
+from tests.support.cli import VOXLINE
 
 KEY = "sk-auth-test-key-1234"
 OTHER = "sk-auth-test-other-99"
@@ -293,11 +296,6 @@ async def test_a_handshake_websockets_refuses_is_answered_in_the_error_shape(dro
 
 @pytest.mark.parametrize("api_key", [None, KEY], ids=["keyless", "with-key"])
 def test_serve_says_when_any_local_user_can_use_it(api_key: str | None) -> None:
-    import os
-    import subprocess
-
-    from tests.support.cli import VOXLINE
-
     args = [str(VOXLINE), "serve", "--port", "0", "--voice", "tone", *(["--api-key", api_key] if api_key else [])]
     env = {k: v for k, v in os.environ.items() if k != "VOXLINE_SERVE_API_KEY"}
     server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
