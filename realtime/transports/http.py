@@ -16,12 +16,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxline.base.errors import install_log_redaction, register_secret
+from voxline.base.errors import install_log_redaction, register_secret, register_url_secrets
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import connect_failure
 
-__all__ = ["REDIRECTS", "HttpAnswer", "check_http_url", "post"]
+__all__ = ["REDIRECTS", "HttpAnswer", "check_http_url", "post", "split_userinfo"]
 
 REDIRECTS = frozenset({300, 301, 302, 303, 307, 308})
 MAX_BODY = 1024 * 1024
@@ -49,6 +49,26 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 install_log_redaction()
 
 
+def split_userinfo(url: str) -> tuple[str, str]:
+    """``url`` without its userinfo, and the key that userinfo carried (``""`` if none).
+
+    ``wss://user:KEY@host/v1`` → ``("wss://host/v1", "KEY")``; a lone ``KEY@host`` gives ``KEY``.
+    A transport connects to the first and sends one ``Authorization: Bearer`` header: the
+    configured key if there is one, else this one. (Left in the URL, websockets would send a
+    second, ``Basic``, ``Authorization`` header made of it.)
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url, ""
+    if "@" not in parts.netloc:
+        return url, ""
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    register_url_secrets(url)
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), urllib.parse.unquote(password or user)
+
+
 def check_http_url(url: str, what: str = "URL") -> str:
     """``url`` if it is a usable http(s) URL, else a one-line :class:`ConfigurationError`."""
     try:
@@ -67,6 +87,8 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
     Raises :class:`ConfigurationError` for a URL that is not http(s) and
     :class:`ConnectionFailed` when no answer came (refused, unreachable, timed out).
     """
+    url, userinfo = split_userinfo(url)
+    token = token or userinfo
     check_http_url(url)
     register_secret(token)
     try:

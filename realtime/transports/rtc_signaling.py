@@ -18,7 +18,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, ConnectionFailed
-from .http import post
+from .http import post, split_userinfo
 
 __all__ = ["EVENTS_LABEL", "Answer", "calls_url", "is_loopback_url", "post_offer"]
 
@@ -37,9 +37,10 @@ def calls_url(base: str, *, model: str | None = None) -> str:
     """``{base}/realtime/calls`` over http(s); ws(s) bases are mapped like the SDK maps them back.
 
     ``base`` may be the API base (``https://api.openai.com/v1``, ``ws://127.0.0.1:8765/v1``),
-    a ``…/realtime`` URL or the calls URL itself. ``?model=`` is added when given.
+    a ``…/realtime`` URL or the calls URL itself. ``?model=`` is added when given. Userinfo
+    (``user:key@``) is dropped: the key goes in the one ``Authorization`` header.
     """
-    parts = urllib.parse.urlsplit(base)
+    parts = urllib.parse.urlsplit(split_userinfo(base)[0])
     scheme = {"http": "http", "https": "https", "ws": "http", "wss": "https"}.get(parts.scheme)
     if scheme is None or not parts.netloc:
         raise ConfigurationError(f"not an HTTP or WebSocket URL: {base!r}")

@@ -27,10 +27,11 @@ import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
-from voxline.base.errors import install_log_redaction, scrub
+from voxline.base.errors import install_log_redaction, redact_url, scrub
 
-from ..errors import ConnectionClosed, ConnectionFailed, redact
+from ..errors import ConnectionClosed, ConnectionFailed
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
+from .http import split_userinfo
 from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
@@ -77,7 +78,7 @@ class WebRTCTransport:
 
     def __repr__(self) -> str:
         state = "open" if self.close_code is None else f"closed {self.close_code}"
-        return f"<WebRTCTransport {self.url} call={self.call_id} {state}>"
+        return f"<WebRTCTransport {redact_url(self.url)} call={self.call_id} {state}>"
 
     @classmethod
     async def connect(
@@ -96,6 +97,7 @@ class WebRTCTransport:
         ``on_audio`` gets the remote track's audio. Raises ConnectionFailed.
         """
         url = calls_url(base_url, model=model)
+        token = token or split_userinfo(base_url)[1]  # the configured key wins over the URL's userinfo
         local = is_loopback_url(url)
         transport = cls(RTCPeerConnection(RTCConfiguration(iceServers=[]) if local else RTCConfiguration()), url)
         try:
@@ -103,14 +105,14 @@ class WebRTCTransport:
                 await transport._negotiate(token, open_timeout)
         except TimeoutError:
             await transport._pc.close()
-            log.info("WebRTC call to %s did not open within %g s", redact(url), open_timeout)
+            log.info("WebRTC call to %s did not open within %g s", redact_url(url), open_timeout)
             raise ConnectionFailed(f"the WebRTC call to {url} did not open within {open_timeout:g} s") from None
         except BaseException as exc:  # ConnectionFailed, or the caller gave up: never leave the peer connection open
             await transport._pc.close()
             if isinstance(exc, ConnectionFailed):
                 log.info("connect failed: %s", exc)  # already redacted: a VoxlineError
             raise
-        log.info("connected to %s (WebRTC call %s)", redact(url), transport.call_id)
+        log.info("connected to %s (WebRTC call %s)", redact_url(url), transport.call_id)
         transport._start(on_audio, audio_source)
         return transport
 
@@ -128,10 +130,10 @@ class WebRTCTransport:
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:
         if self._remote is not None:
-            sink = on_audio or (lambda _block: None)
-            self._tasks.append(asyncio.create_task(self._guard(pump_remote_audio(self._remote, sink), "on_audio")))
+            sink, remote = on_audio or (lambda _block: None), self._remote
+            self._tasks.append(asyncio.create_task(self._guard(lambda: pump_remote_audio(remote, sink), "on_audio")))
         if source is not None:
-            self._tasks.append(asyncio.create_task(self._guard(self._feed(source), "audio_source")))
+            self._tasks.append(asyncio.create_task(self._guard(lambda: self._feed(source), "audio_source")))
 
     # Audio.
 
@@ -153,10 +155,13 @@ class WebRTCTransport:
         async for block in source:
             self._mic.push(block)
 
-    async def _guard(self, job: Awaitable[None], what: str) -> None:
-        """Run an audio job; its failure ends the connection (seen as ConnectionClosed 1011)."""
+    async def _guard(self, job: Callable[[], Awaitable[None]], what: str) -> None:
+        """Run an audio job; its failure ends the connection (seen as ConnectionClosed 1011).
+
+        ``job`` makes the coroutine only once the task runs: a transport closed before then
+        leaves no coroutine that was never awaited."""
         try:
-            await job
+            await job()
         except Exception as exc:
             self._lost(1011, f"{what} failed: {type(exc).__name__}: {exc}")
 

@@ -21,11 +21,12 @@ from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from voxline.base.errors import install_log_redaction, register_secret, scrub
+from voxline.base.errors import install_log_redaction, redact_url, register_secret, scrub
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
 from .failures import connect_failure, http_status
+from .http import split_userinfo
 
 __all__ = ["WebSocketTransport", "realtime_url"]
 
@@ -54,9 +55,10 @@ def realtime_url(base: str, *, model: str | None = None, call_id: str | None = N
     """Build the connect URL the way the official SDK does.
 
     ``base`` may be the API base (``wss://api.openai.com/v1``, ``http://127.0.0.1:8765/v1``)
-    or a full ``…/realtime`` URL; http(s) becomes ws(s) and ``?model=`` is added.
+    or a full ``…/realtime`` URL; http(s) becomes ws(s) and ``?model=`` is added. Userinfo
+    (``user:key@``) is dropped: the key goes in the one ``Authorization`` header.
     """
-    parts = urllib.parse.urlsplit(base)
+    parts = urllib.parse.urlsplit(split_userinfo(base)[0])
     scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
     if scheme is None or not parts.netloc:
         raise ConfigurationError(f"not a WebSocket or HTTP URL: {base!r}")
@@ -87,7 +89,7 @@ class WebSocketTransport:
         self.server_time: float | None = None  # the server's clock at the handshake (its Date header), unix s
 
     def __repr__(self) -> str:
-        return f"<WebSocketTransport {self.url} {'open' if self.close_code is None else 'closed'}>"
+        return f"<WebSocketTransport {redact_url(self.url)} {'open' if self.close_code is None else 'closed'}>"
 
     @classmethod
     async def connect(
@@ -103,6 +105,7 @@ class WebSocketTransport:
     ) -> WebSocketTransport:
         """Open the socket; with ``call_id`` it is the sideband of that running call (no model)."""
         url = realtime_url(base_url, model=model, call_id=call_id)
+        token = token or split_userinfo(base_url)[1]  # the configured key wins over the URL's userinfo
         register_secret(token)
         headers = {"Authorization": f"Bearer {token}", **(extra_headers or {})}
         try:
@@ -127,7 +130,7 @@ class WebSocketTransport:
             failure = connect_failure(url, exc)
             log.info("connect failed: %s", redact(failure))
             raise ConnectionFailed(failure) from None
-        log.info("connected to %s (WebSocket)", redact(url))  # the token goes in a header, never in a log
+        log.info("connected to %s (WebSocket)", redact_url(url))  # the token goes in a header, never in a log
         transport = cls(ws, url, token)
         transport.server_time = _date_of(ws)
         return transport
@@ -186,7 +189,7 @@ class WebSocketTransport:
         code = frame.code if frame is not None else 1006
         reason = self._scrub(frame.reason) if frame is not None else "no close frame"
         self.close_code, self.close_reason = code, reason
-        log.info("connection to %s closed: %s %s", redact(self.url), code, redact(reason))
+        log.info("connection to %s closed: %s %s", redact_url(self.url), code, redact(reason))
         return ConnectionClosed(code, reason)
 
 

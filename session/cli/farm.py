@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from voxline.base.errors import redact_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.engine.voices import make_synth
@@ -162,7 +163,7 @@ async def run(args: argparse.Namespace) -> int:
     recordings = _recordings(args)
     options = _options(args, url)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    where = "lockstep, virtual clock" if args.fast else f"real time, {url or 'a built-in server per recording'}"
+    where = "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'a built-in server per recording'}"
     shard = f", shard {args.shard}" if args.shard else ""
     print(f"voxline: farm of {len(recordings)} recordings{shard} ({where}; {_spread(args, len(recordings))})"
           + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)

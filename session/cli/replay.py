@@ -27,9 +27,11 @@ from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
+from voxline.base.errors import redact_url, register_url_secrets
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
+from voxline.realtime.transports.http import split_userinfo
 from voxline.realtime.server.engine.voices import make_synth
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig, is_loopback
@@ -110,18 +112,25 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
 
 
 def target_url(args: argparse.Namespace) -> str | None:
-    """``--url``, else ``$VOXLINE_URL``; None means the built-in server."""
-    return args.url or os.environ.get("VOXLINE_URL") or None
+    """``--url``, else ``$VOXLINE_URL``; None means the built-in server.
+
+    The secrets the URL carries (userinfo, ``?api-key=``…) are registered for redaction; it is
+    printed and written only through :func:`redact_url`.
+    """
+    url = args.url or os.environ.get("VOXLINE_URL") or None
+    register_url_secrets(url)
+    return url
 
 
 def token_for(url: str) -> str:
-    """``OPENAI_API_KEY``; a loopback server (``voxline serve``) takes any token."""
-    key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VOXLINE_API_KEY")
+    """``OPENAI_API_KEY``, else the key in the URL's userinfo (``user:KEY@host``); a loopback
+    server (``voxline serve``) takes any token."""
+    key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VOXLINE_API_KEY") or split_userinfo(url)[1]
     if key:
         return key
     if is_loopback(urlsplit(url).hostname or ""):
         return "local"
-    raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {url}; a loopback --url needs none)")
+    raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {redact_url(url)}; a loopback --url needs none)")
 
 
 def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
@@ -294,7 +303,7 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
     mode = f"real time over {settings_for(args).transport}"
     if url:
-        print(f"replaying {args.input} ({mode}, {url})", flush=True)
+        print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
         return await _replay_over(args, url, token, samples, log, clock, sink, tools, live)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
@@ -312,7 +321,8 @@ async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: 
 
 
 def _mode(args: argparse.Namespace) -> str:
-    return "lockstep, virtual clock" if args.fast else f"real time, {target_url(args) or 'built-in server'}"
+    url = target_url(args)
+    return "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'built-in server'}"
 
 
 def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult) -> None:

@@ -9,11 +9,13 @@ import argparse
 import asyncio
 import json
 import os
+import urllib.parse
 from typing import Any
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.base.errors import redact_url, register_url_secrets
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
-from voxline.realtime.transports.http import check_http_url, post
+from voxline.realtime.transports.http import check_http_url, post, split_userinfo
 from voxline.realtime.transports.failures import http_status
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
@@ -36,10 +38,13 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     """
     if not 10 <= ttl <= 7200:
         raise ConfigurationError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
+    register_url_secrets(base_url)
     check_http_url(base_url, "--url")
     body = {"expires_after": {"anchor": "created_at", "seconds": ttl}, "session": {"type": "realtime", "model": model}}
-    url = base_url.rstrip("/") + "/realtime/client_secrets"
-    reply = post(url, api_key, json.dumps(body).encode(), "application/json", timeout=15)
+    parts = urllib.parse.urlsplit(base_url)  # check_http_url parsed it already
+    target = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/realtime/client_secrets"))
+    reply = post(target, api_key, json.dumps(body).encode(), "application/json", timeout=15)
+    url = redact_url(target)
     if reply.redirected:
         raise ConnectionFailed(f"{url} answered with a redirect (HTTP {reply.status}); not followed with the API key")
     if reply.status >= 400:
@@ -54,7 +59,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
 
 
 async def run(args: argparse.Namespace) -> int:
-    api_key = os.environ.get("OPENAI_API_KEY")
+    api_key = os.environ.get("OPENAI_API_KEY") or split_userinfo(args.url)[1]  # the configured key wins
     if not api_key:
         raise ConfigurationError("OPENAI_API_KEY is not set; a client secret is minted with an API key")
     secret = await asyncio.to_thread(mint_client_secret, args.url, api_key, model=args.model, ttl=args.ttl)

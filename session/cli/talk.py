@@ -28,7 +28,7 @@ from pydantic import SecretStr
 
 from voxline.audio.device_mic import MicSource
 from voxline.audio.device_speaker import SpeakerSink
-from voxline.base.errors import AudioError
+from voxline.base.errors import AudioError, redact_url, register_url_secrets
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
@@ -155,12 +155,13 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
     key = base.api_key.get_secret_value() if base.api_key is not None else None
     given = args.url or os.environ.get("VOXLINE_URL")
+    register_url_secrets(given)
     local = given is None and key is None
     if not local and (args.scenario or args.voice):
         raise ConfigurationError("--scenario and --voice apply to the built-in server only (no OPENAI_API_KEY, no --url)")
     url = given or DEFAULT_URL
     if not local and key is None and not is_loopback(_host(url)):
-        raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {url})")
+        raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {redact_url(url)})")
     updates: dict[str, Any] = {"url": url, "transcribe": not local}
     if base.instructions is None:
         updates["instructions"] = INSTRUCTIONS
@@ -181,7 +182,8 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
                     local: bool) -> tuple[str, str, str]:
     """The URL to connect to, its label for the display, and the line that says what it is."""
     if not local:
-        return settings.url, settings.url, (f"voxline talk: connecting to {settings.url} (model {settings.model}); "
+        shown = redact_url(settings.url)
+        return settings.url, shown, (f"voxline talk: connecting to {shown} (model {settings.model}); "
                                             "use headphones, or the assistant may hear itself")
     server = await stack.enter_async_context(serve(ServerConfig(port=0, scenario=args.scenario,
                                                                 voice=args.voice or "auto")))

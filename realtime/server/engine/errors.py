@@ -51,6 +51,7 @@ __all__ = [
     "cancel_not_active",
     "cannot_update_voice",
     "commit_empty",
+    "duplicate_header",
     "event_too_large",
     "invalid_api_key",
     "invalid_choice",
@@ -238,6 +239,12 @@ def invalid_api_key() -> ErrorSpec:
 
 def auth_missing() -> ErrorSpec:
     return ErrorSpec("Missing bearer or basic authentication in header", None)
+
+
+def duplicate_header(name: str) -> ErrorSpec:
+    """A header that must come once came twice or more (e.g. ``Authorization`` from a bearer
+    token and from ``user:key@`` in the URL): which one counts is not guessed."""
+    return ErrorSpec(f"The {name} header was sent more than once; send it once.", "duplicate_header", name)
 
 
 def missing_model() -> ErrorSpec:

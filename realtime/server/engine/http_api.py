@@ -25,7 +25,16 @@ from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.session_config import SessionConfig
 from voxline.realtime.server.engine.validate import Field, check_object, parse_json
 
-__all__ = ["Credentials", "HttpRequest", "HttpResponse", "error_body", "mint_client_secret", "parse_request"]
+__all__ = [
+    "SINGLE_HEADERS",
+    "Credentials",
+    "DuplicateHeader",
+    "HttpRequest",
+    "HttpResponse",
+    "error_body",
+    "mint_client_secret",
+    "parse_request",
+]
 
 MAX_HEAD = 16 * 1024
 MAX_BODY = 1024 * 1024
@@ -38,6 +47,17 @@ _EXPIRES_AFTER = Field(
     },
 )
 _SECRET_REQUEST = {"expires_after": _EXPIRES_AFTER, "session": Field(("object",))}
+
+SINGLE_HEADERS = ("authorization", "content-length", "content-type", "host")
+"""Headers that must come at most once (RFC 9110 §5.3): a repeat is refused, never resolved."""
+
+
+class DuplicateHeader(ValueError):
+    """A request repeats one of :data:`SINGLE_HEADERS`; ``name`` is its canonical spelling."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"duplicate {name} header")
+        self.name = name
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +80,8 @@ class HttpResponse:
 
     def encode(self) -> bytes:
         payload = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode("utf-8")
-        reason = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
+        reason = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+                  404: "Not Found"}
         lines = [
             f"HTTP/1.1 {self.status} {reason.get(self.status, 'Error')}",
             f"Content-Type: {self.content_type}",
@@ -77,7 +98,8 @@ def error_body(spec: ErrorSpec) -> dict[str, Any]:
 
 
 def parse_request(data: bytes) -> HttpRequest | None:
-    """A complete request from ``data``, ``None`` if more bytes are needed; ``ValueError`` if malformed."""
+    """A complete request from ``data``, ``None`` if more bytes are needed; ``ValueError`` if malformed
+    (:class:`DuplicateHeader` for a repeated :data:`SINGLE_HEADERS` one)."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
         if len(data) > MAX_HEAD:
@@ -88,7 +110,10 @@ def parse_request(data: bytes) -> HttpRequest | None:
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
+        key = name.strip().lower()
+        if key in headers and key in SINGLE_HEADERS:
+            raise DuplicateHeader("-".join(part.capitalize() for part in key.split("-")))
+        headers[key] = value.strip()
     length = int(headers.get("content-length", "0") or 0)
     if length < 0 or length > MAX_BODY:
         raise ValueError("request body too large")
@@ -120,9 +145,13 @@ class Credentials:
         return authorization[7:].strip() or None
 
     def is_api_key(self, token: str) -> bool:
+        """The server's own key (whatever it looks like, ``ek_…`` included); without one, any
+        token but an ``ek_…`` one, which is ephemeral or nothing."""
         if not _printable_ascii(token):  # a key is ASCII; anything else (e.g. non-UTF-8 bytes) is a wrong key
             return False
-        return self.api_key is None or hmac.compare_digest(token.encode(), self.api_key.encode())
+        if self.api_key is None:
+            return not token.startswith("ek_")
+        return hmac.compare_digest(token.encode(), self.api_key.encode())
 
     def session_for(self, token: str, now: float) -> dict[str, Any] | None:
         """The session config a live ephemeral key carries, or ``None``."""
@@ -132,11 +161,10 @@ class Credentials:
         return entry[1]
 
     def accepts(self, token: str | None, now: float) -> bool:
+        """The server's key, or a live ephemeral key minted here."""
         if token is None:
             return False
-        if token.startswith("ek_"):
-            return self.session_for(token, now) is not None
-        return self.is_api_key(token)
+        return self.is_api_key(token) or self.session_for(token, now) is not None
 
     def mint(self, seconds: int, session: dict[str, Any], now: float) -> tuple[str, int]:
         self._minted = {k: v for k, v in self._minted.items() if v[0] > now}
@@ -159,7 +187,7 @@ def mint_client_secret(
     token = credentials.bearer(request.headers.get("authorization"))
     if token is None:
         return HttpResponse(401, error_body(errors.auth_missing()))
-    if token.startswith("ek_") or not credentials.is_api_key(token):
+    if not credentials.is_api_key(token):  # an ephemeral key mints nothing
         return HttpResponse(401, error_body(errors.invalid_api_key()))
     try:
         body = parse_json(request.body or b"{}")

@@ -27,7 +27,7 @@ import json
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
@@ -107,6 +107,7 @@ class Server:
             self.config.host,
             self.config.port,
             process_request=self._admit,
+            process_response=_json_refusal,
             create_connection=factory,
             max_size=4 * self.config.max_frame_bytes,
             server_header="voxline-local-server",
@@ -150,7 +151,7 @@ class Server:
 
     def _admit(self, connection: ServerConnection, request: Any) -> Response | None:
         """``process_request``: refuse bad paths, injected rejections and (by default) bad admission."""
-        if urlsplit(request.path).path.rstrip("/") != _REALTIME_PATH:
+        if _path(request.path).rstrip("/") != _REALTIME_PATH:
             return _json_response(connection, 404, error_body(ErrorSpec(f"Unknown path {request.path}.", None)))
         if self._rejected < self.config.faults.reject_first_connections:
             self._rejected += 1
@@ -167,12 +168,15 @@ class Server:
         return _json_response(connection, status, error_body(problem))
 
     def _problem(self, request: Any) -> ErrorSpec | None:
-        token = self._credentials.bearer(request.headers.get("Authorization"))
+        for name in ("Authorization", "Host"):
+            if len(request.headers.get_all(name)) > 1:
+                return errors.duplicate_header(name)
+        token = self._credentials.bearer(_authorization(request.headers))
         if token is None:
             return errors.auth_missing()
         if not self._credentials.accepts(token, self.config.clock.wall()):
             return errors.invalid_api_key()
-        query = parse_qs(urlsplit(request.path).query)
+        query = _query(request.path)
         if "intent" in query:
             intent = query["intent"][0]
             if intent != "transcription":
@@ -182,7 +186,7 @@ class Server:
                 return ErrorSpec(message, "invalid_model", "model")
             return None
         if "call_id" in query:
-            if token.startswith("ek_"):
+            if not self._credentials.is_api_key(token):  # an ephemeral key, even the one that made the call
                 return sideband_needs_api_key()
             call_id = query["call_id"][0]
             return None if self._calls.find(call_id) is not None else call_not_found(call_id)
@@ -208,8 +212,8 @@ class Server:
                 connection, self.config, problem.to_event(self._ids.new("event"), None), code, close_reason(problem)
             )
             return
-        token = self._credentials.bearer(request.headers.get("Authorization")) or ""
-        query = parse_qs(urlsplit(request.path).query)
+        token = self._credentials.bearer(_authorization(request.headers)) or ""
+        query = _query(request.path)
         if "call_id" in query:
             await self._sideband(connection, query["call_id"][0])
             return
@@ -283,8 +287,38 @@ def serve(config: ServerConfig) -> _Serving:
     return _Serving(config)
 
 
+def _path(target: str) -> str:
+    """The path of a request target; never raises (``urlsplit`` does on ``//[`` targets)."""
+    return target.partition("?")[0].partition("#")[0]
+
+
+def _query(target: str) -> dict[str, list[str]]:
+    return parse_qs(target.partition("?")[2].partition("#")[0])
+
+
+def _authorization(headers: Headers) -> str | None:
+    """The one ``Authorization`` header (``_problem`` refuses a repeated one first)."""
+    values = headers.get_all("Authorization")
+    return values[0] if values else None
+
+
 def _is_beta(headers: Headers) -> bool:
     return any(value.strip().lower().startswith("realtime") for value in headers.get_all("OpenAI-Beta"))
+
+
+def _json_refusal(connection: ServerConnection, request: Any, response: Response) -> Response | None:
+    """``process_response``: websockets' own refusals (a handshake without ``Upgrade``, a bad
+    ``Sec-WebSocket-Key``…) are plain text; answer them in the service's JSON error shape."""
+    if response.status_code < 400 or response.headers.get_all("Content-Type") != ["text/plain; charset=utf-8"]:
+        return None
+    text = response.body.decode("utf-8", "replace").strip().splitlines()
+    kind = "server_error" if response.status_code >= 500 else "invalid_request_error"
+    spec = ErrorSpec(text[0] if text else "Request refused.", None, type=kind)
+    body = json.dumps(error_body(spec)).encode()
+    headers = Headers([(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")])
+    headers["Content-Type"] = "application/json"
+    headers["Content-Length"] = str(len(body))
+    return Response(response.status_code, response.reason_phrase, headers, body)
 
 
 def _json_response(connection: ServerConnection, status: int, body: dict[str, Any]) -> Response:

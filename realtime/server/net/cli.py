@@ -14,9 +14,14 @@ from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
 
-__all__ = ["add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
+__all__ = ["OPEN_NOTE", "add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
 
 API_KEY_ENV = "VOXLINE_SERVE_API_KEY"
+OPEN_NOTE = (
+    "voxline serve: no --api-key, so any token is accepted: every user and program on this machine "
+    f"can use this server (loopback only); give --api-key KEY (or ${API_KEY_ENV}) to require one."
+)
+"""What ``serve`` says on stderr when it runs without a key."""
 
 
 def _speed(text: str) -> float:
@@ -134,8 +139,12 @@ async def main_serve(args: argparse.Namespace) -> int:
         if workers > 1:
             from voxline.realtime.server.net.workers import supervise
 
+            if config.api_key is None:
+                print(OPEN_NOTE, file=sys.stderr, flush=True)
             return await supervise(args, config, workers)
         async with serve(config) as server:
+            if config.api_key is None:  # before the banner, which tells a caller that the server is up
+                print(OPEN_NOTE, file=sys.stderr, flush=True)
             print(
                 f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
                 f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); "

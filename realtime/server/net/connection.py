@@ -2,9 +2,11 @@
 
 websockets' server reads only ``GET`` requests, so this subclass of its
 ``ServerConnection`` (plugged in through ``serve(create_connection=…)``) looks at
-the first bytes: ``GET`` goes to websockets unchanged; any other method is read
-whole by :func:`voxline.realtime.server.engine.http_api.parse_request` and answered by the
-server's HTTP handler during the opening-handshake step, after which the
+the first bytes: a ``GET`` head is read whole and goes to websockets unchanged if
+websockets can parse it (a head it cannot parse, e.g. with ``Transfer-Encoding`` or a
+header line without a colon, it would drop unanswered: here it gets a JSON 400); any other
+method is read whole by :func:`voxline.realtime.server.engine.http_api.parse_request` and
+answered by the server's HTTP handler during the opening-handshake step, after which the
 connection closes without ever becoming a WebSocket.
 """
 
@@ -16,9 +18,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
+from websockets.http11 import Request
+from websockets.streams import StreamReader
 
 from voxline.realtime.server.engine import errors
-from voxline.realtime.server.engine.http_api import HttpRequest, HttpResponse, error_body, parse_request
+from voxline.realtime.server.engine.errors import ErrorSpec
+from voxline.realtime.server.engine.http_api import (
+    MAX_HEAD,
+    DuplicateHeader,
+    HttpRequest,
+    HttpResponse,
+    error_body,
+    parse_request,
+)
 
 __all__ = ["HttpHandler", "RoutingConnection", "routing_connection"]
 
@@ -47,34 +59,40 @@ class RoutingConnection(ServerConnection):
         if self._route is None:
             if len(self._pending) < 4:
                 return
-            if self._pending.startswith(b"GET "):
-                self._route = "ws"
-                self._http_ready.set_result(None)
-                super().data_received(bytes(self._pending))
-                self._pending.clear()
-                return
+            self._route = "get" if self._pending.startswith(b"GET ") else "http"
+        if self._route == "get":
+            self._read_get()
+        else:
+            self._read_http()
+
+    def _read_get(self) -> None:
+        """Hold a ``GET`` head until it is whole; then websockets takes it, or a JSON 400 answers it."""
+        end = self._pending.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self._pending) > MAX_HEAD:
+                self._route = "http"
+                self._answer_now(HttpResponse(400, error_body(ErrorSpec("Request head too large.", None))))
+            return
+        problem = _unparsable(bytes(self._pending[: end + 4]))
+        if problem is not None:
             self._route = "http"
-        self._read_http()
+            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {problem}.", None))))
+            return
+        self._route = "ws"
+        self._http_ready.set_result(None)
+        super().data_received(bytes(self._pending))
+        self._pending.clear()
 
     def _read_http(self) -> None:
         if self._http_ready.done():
             return
         try:
             request = parse_request(bytes(self._pending))
+        except DuplicateHeader as exc:
+            self._answer_now(HttpResponse(400, error_body(errors.duplicate_header(exc.name))))
+            return
         except ValueError:
-            self._answer_now(
-                HttpResponse(
-                    400,
-                    {
-                        "error": {
-                            "message": "Malformed HTTP request.",
-                            "type": "invalid_request_error",
-                            "param": None,
-                            "code": None,
-                        }
-                    },
-                )
-            )
+            self._answer_now(HttpResponse(400, error_body(ErrorSpec("Malformed HTTP request.", None))))
             return
         if request is not None:
             self._http_request = request
@@ -100,6 +118,21 @@ class RoutingConnection(ServerConnection):
                 response = HttpResponse(500, error_body(errors.server_error()))
             self._answer_now(response)
         await self.connection_lost_waiter
+
+
+def _unparsable(head: bytes) -> str | None:
+    """Why websockets' own parser refuses ``head`` (without the values it quotes), or ``None``."""
+    reader = StreamReader()
+    reader.feed_data(head)
+    reader.feed_eof()
+    parser = Request.parse(reader.read_line)
+    try:
+        next(parser)
+    except StopIteration:
+        return None
+    except (ValueError, NotImplementedError, EOFError) as exc:  # SecurityError is a ValueError
+        return str(exc).partition(":")[0]
+    return "incomplete request head"
 
 
 def routing_connection(handler: HttpHandler) -> type[RoutingConnection]:

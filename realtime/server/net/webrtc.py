@@ -13,7 +13,9 @@ minted). The answer is ``201 Created`` with an ``application/sdp`` body and
 :class:`RealtimeCalls` owns the running calls; :meth:`RealtimeCalls.close` ends
 them all (the server calls it when it closes). ``POST /v1/realtime/calls/{id}/hangup``
 ends one (:meth:`RealtimeCalls.action`), and a sideband socket finds its call with
-:meth:`RealtimeCalls.find`.
+:meth:`RealtimeCalls.find`. The API key may hang up any call; an ephemeral key only the call
+it started: for any other the answer is ``404 call_not_found``, as for a call that does not
+exist, so an ephemeral key cannot learn which calls run.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class RealtimeCalls:
         self._ids = IdFactory(None if config.seed is None else config.seed + 3)
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._calls: dict[str, RtcCall] = {}
+        self._owners: dict[str, str] = {}  # call id → the ephemeral key that started it
         self._failures: list[BaseException] = []
 
     @property
@@ -91,7 +94,7 @@ class RealtimeCalls:
         if verb != "hangup":
             return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
         call = self.find(call_id)
-        if call is None:
+        if call is None or not self._may_act(token, call_id):
             return HttpResponse(404, error_body(call_not_found(call_id)))
         call.hangup()
         return HttpResponse(200, {})
@@ -132,6 +135,8 @@ class RealtimeCalls:
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
         self._tasks[call.call_id] = task
         self._calls[call.call_id] = call
+        if not self._credentials.is_api_key(token):
+            self._owners[call.call_id] = token
         task.add_done_callback(self._finished)
         return HttpResponse(
             201,
@@ -153,9 +158,14 @@ class RealtimeCalls:
         """A call ended: forget it, keeping its error (if any) for :meth:`close`."""
         self._tasks = {k: t for k, t in self._tasks.items() if t is not task}
         self._calls = {k: c for k, c in self._calls.items() if k in self._tasks}
+        self._owners = {k: o for k, o in self._owners.items() if k in self._tasks}
         error = None if task.cancelled() else task.exception()
         if error is not None:
             self._failures.append(error)
+
+    def _may_act(self, token: str, call_id: str) -> bool:
+        """The API key acts on any call; an ephemeral key on the call it started only."""
+        return self._credentials.is_api_key(token) or self._owners.get(call_id) == token
 
     def _refusal(self, request: HttpRequest) -> HttpResponse | None:
         token = self._credentials.bearer(request.headers.get("authorization"))

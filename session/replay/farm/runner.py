@@ -27,7 +27,7 @@ from typing import Any
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import VoxlineError
+from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -78,6 +78,7 @@ class _Voices:
 
 async def run_farm(recordings: list[FarmRecording], options: FarmOptions) -> list[Outcome]:
     """Replay ``recordings`` with up to ``options.jobs`` at once; outcomes in the recordings' order."""
+    register_url_secrets(options.url)  # in a worker process too: its errors and logs redact them
     clock: Clock
     if options.fast:
         loop = asyncio.get_running_loop()
@@ -153,14 +154,15 @@ def _write_report(recording: FarmRecording, samples: Any, result: ReplayResult, 
                   options: FarmOptions) -> None:
     assert result.metrics is not None
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
-    mode = "lockstep, virtual clock" if options.fast else f"real time, {options.url or 'built-in server'}"
+    where = redact_url(options.url) if options.url else "built-in server"
+    mode = "lockstep, virtual clock" if options.fast else f"real time, {where}"
     run = make_run(result.metrics, samples, read_wav(heard)[0], input_name=str(recording.path), mode=mode,
                    duration_s=result.duration_s, fatal_errors=fatal)
     write_report(run, html=folder / "report.html", summary=folder / "summary.json")
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return redact(" ".join(str(exc).split())) or type(exc).__name__
 
 
 def run_part(recordings: list[dict[str, Any]], options: FarmOptions) -> list[dict[str, Any]]:

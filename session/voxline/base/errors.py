@@ -10,7 +10,9 @@
 Messages never contain keys or tokens: :class:`VoxlineError` redacts anything that looks
 like one and every key registered in use (:func:`redact`, :func:`register_secret`). This is
 the one home of redaction: log records pass through :class:`RedactingFilter`, installed on
-the loggers that may see a key by :func:`install_log_redaction`.
+the loggers that may see a key by :func:`install_log_redaction`. A URL is printed or written
+only through :func:`redact_url` (userinfo and secret-looking query values removed), and the
+secrets in a URL a user gives are registered by :func:`register_url_secrets`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import urllib.parse
 
 __all__ = [
     "LOGGERS",
@@ -27,8 +30,11 @@ __all__ = [
     "forget_secret",
     "install_log_redaction",
     "redact",
+    "redact_url",
     "register_secret",
+    "register_url_secrets",
     "scrub",
+    "url_secrets",
 ]
 
 # Secrets recognised by their shape, whatever the key itself looks like: the value after
@@ -40,7 +46,10 @@ _SHAPES = re.compile(
     \b(?:Bearer|BEARER|bearer(?=\s+[A-Za-z0-9._~+/=-]*[0-9_.~+/=-]))\s+(?!\[redacted\])[^\s"',;]+
   | \bBasic\s+[A-Za-z0-9+/]{8,}={0,2}
   | (?i:\b(?:authorization|x-api-key|api[-_]?key|access[-_]?token|client[-_]?secret|secret[-_]?key|password)
-      ["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?(?!\[redacted\]|(?:bearer|basic)\s)[^\s"',;]+)
+      ["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?(?!\[redacted\]|(?:bearer|basic)\s)[^\s"',;&]+)
+  | (?<=://)[^\s/?#@"']+(?=@)
+  | (?P<param>(?i:(?<=[?&;])[A-Za-z0-9_.~%-]*(?:key|token|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.~%-]*=)
+      (?!\[redacted\])[^\s&#"',;]+)
   | openai-insecure-api-key\.[^\s"',;]+
   | \b(?:sk|rk)-[A-Za-z0-9_\-]{4,}
   | \bek_[A-Za-z0-9_\-]{4,}
@@ -110,10 +119,66 @@ def redact(text: str) -> str:
 def _keep_name(match: re.Match[str]) -> str:
     """``Authorization: [redacted]`` rather than ``[redacted]``: the name says what was there."""
     found = match.group(0)
+    if match.group("param") is not None:
+        return found[: found.index("=") + 1] + "[redacted]"  # ``?key=[redacted]``
     name = re.match(r"(?i)(?:bearer|basic)\s+|[A-Za-z_-]+[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic)\s+)?", found)
     if name is None or found.lower().startswith(("sk-", "rk-", "ek_", "openai-insecure")):
         return "[redacted]"
     return found[: name.end()] + "[redacted]"
+
+
+_SECRET_PARAM = re.compile(r"(?i)key|token|secret|pass|pwd|auth|sig|credential")
+"""A query parameter whose name contains one of these carries a secret: ``api-key``, ``key``,
+``access_token``, ``X-Amz-Signature``, ``auth``…"""
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets ``url`` carries: the userinfo's password (or its user alone) and the values of
+    secret-looking query parameters."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return []
+    found: list[str] = []
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        user, _, password = userinfo.partition(":")
+        found += [urllib.parse.unquote(password or user), password or user]
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=False):
+        if _SECRET_PARAM.search(name):
+            found += [value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value), *value.split()[-1:]]
+    return [value for value in dict.fromkeys(found) if value]
+
+
+def register_url_secrets(url: str | None) -> None:
+    """:func:`register_secret` every secret ``url`` carries (:func:`url_secrets`), so that
+    :func:`redact` removes it wherever it turns up, even outside the URL."""
+    for value in url_secrets(url or ""):
+        register_secret(value)
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit to print or write: its userinfo is ``[redacted]``, and so is the value of each
+    secret-looking query parameter (``?api-key=``, ``?key=``, ``?token=``…); then :func:`redact`.
+
+    ``wss://user:sk-…@host/v1?api-key=K&model=m`` → ``wss://[redacted]@host/v1?api-key=[redacted]&model=m``.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return redact(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "[redacted]@" + netloc.rpartition("@")[2]
+    query = "&".join(_redact_param(pair) for pair in parts.query.split("&")) if parts.query else ""
+    return redact(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def _redact_param(pair: str) -> str:
+    name, equals, value = pair.partition("=")
+    if equals and value and _SECRET_PARAM.search(urllib.parse.unquote_plus(name)):
+        return f"{name}=[redacted]"
+    return pair
 
 
 class RedactingFilter(logging.Filter):

@@ -1,0 +1,133 @@
+"""A key in a URL never leaves the process: ``redact_url`` and ``redact`` remove userinfo and
+secret-looking query values, and every command that takes ``--url`` prints and writes it only
+that way (stdout, stderr, REPORT.html, SUMMARY.json, EVENTS.jsonl, results.jsonl, JUnit, per-
+recording reports). The key in ``user:key@`` is sent as the one bearer token."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from voxline.base.errors import forget_secret, redact, redact_url, register_url_secrets, url_secrets
+from voxline.realtime.transports.http import split_userinfo
+from tests.support.cli import EXAMPLE, VOXLINE, voxline
+
+USERINFO = "CanaryUserinfo0001"
+API_KEY = "CanaryApiKey0002"
+KEY = "CanaryKey0003"
+AUTH = "CanaryAuth0004"
+CANARIES = (USERINFO, API_KEY, KEY, AUTH)
+QUERY = f"api-key={API_KEY}&key={KEY}&authorization=Bearer%20{AUTH}"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    (f"wss://user:{USERINFO}@host:8/v1?{QUERY}&model=m",
+     "wss://[redacted]@host:8/v1?api-key=[redacted]&key=[redacted]&authorization=[redacted]&model=m"),
+    (f"ws://{USERINFO}@127.0.0.1:8765/v1", "ws://[redacted]@127.0.0.1:8765/v1"),
+    (f"https://h/v1?access_token={KEY}&X-Amz-Signature={AUTH}", "https://h/v1?access_token=[redacted]&X-Amz-Signature=[redacted]"),
+    ("ws://127.0.0.1:8765/v1?model=gpt-realtime&call_id=rtc_1", "ws://127.0.0.1:8765/v1?model=gpt-realtime&call_id=rtc_1"),
+])
+def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+    assert not any(c in redact(f"cannot connect to {url}: refused") for c in CANARIES)
+
+
+def test_url_secrets_are_registered_so_they_are_redacted_anywhere() -> None:
+    url = f"wss://user:{USERINFO}@host/v1?{QUERY}"
+    assert set(CANARIES) <= set(url_secrets(url)) | {f"Bearer {AUTH}"} and f"Bearer {AUTH}" in url_secrets(url)
+    register_url_secrets(url)
+    try:
+        assert redact(f"a server echoed {USERINFO} and {API_KEY} and {KEY}") == (
+            "a server echoed [redacted] and [redacted] and [redacted]")
+    finally:
+        for value in url_secrets(url):
+            forget_secret(value)
+
+
+@pytest.mark.parametrize(("url", "stripped", "key"), [
+    (f"ws://user:{USERINFO}@h:1/v1?m=1", "ws://h:1/v1?m=1", USERINFO),
+    (f"https://{USERINFO}@h/v1", "https://h/v1", USERINFO),
+    ("wss://user:a%40b%3Ac@h/v1", "wss://h/v1", "a@b:c"),
+    ("ws://h/v1", "ws://h/v1", ""),
+])
+def test_split_userinfo(url: str, stripped: str, key: str) -> None:
+    assert split_userinfo(url) == (stripped, key)
+
+
+# ---------------------------------------------------------------- the installed command, as a user runs it
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[int, subprocess.Popen[str]]]:
+    """``voxline serve`` whose key is the one in the URL's userinfo: it answers only if the
+    client sends that key, once."""
+    server = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone", "--speed", "instant",
+                               "--api-key", USERINFO], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()
+        found = re.search(r"127\.0\.0\.1:(\d+)/", banner)
+        assert found, banner
+        yield int(found.group(1)), server
+    finally:
+        server.terminate()
+        out, err = server.communicate(timeout=30)
+        assert not any(c in out + err for c in CANARIES)
+
+
+def assert_no_canary(tmp_path: Path, *runs: subprocess.CompletedProcess[str]) -> None:
+    for run in runs:
+        for canary in CANARIES:
+            assert canary not in run.stdout and canary not in run.stderr, (canary, run.stdout, run.stderr)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    for path in written:
+        data = path.read_bytes()
+        for canary in CANARIES:
+            assert canary.encode() not in data, (canary, path)
+
+
+NO_KEY = {"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""}
+
+
+@pytest.mark.slow
+def test_no_command_prints_or_writes_a_key_given_in_the_url(tmp_path: Path, served: tuple[int, object]) -> None:
+    port, _server = served
+    url = f"ws://user:{USERINFO}@127.0.0.1:{port}/v1?{QUERY}"
+    recordings = tmp_path / "in"
+    recordings.mkdir()
+    for name in ("a.wav", "b.wav"):
+        (recordings / name).write_bytes(EXAMPLE.read_bytes())
+    single = voxline("replay", str(EXAMPLE), "--out", str(tmp_path / "heard.wav"), "--events",
+                     str(tmp_path / "events.jsonl"), "--report", str(tmp_path / "report.html"), "--summary",
+                     str(tmp_path / "summary.json"), "--url", url, env=NO_KEY)
+    assert single.returncode == 0, single.stderr
+    assert "[redacted]@127.0.0.1" in single.stdout and "api-key=[redacted]" in single.stdout
+    assert "api-key=[redacted]" in (tmp_path / "summary.json").read_text()
+    farm = voxline("replay", str(recordings), "--out-dir", str(tmp_path / "out"), "--junit", str(tmp_path / "junit.xml"),
+                   "--results", str(tmp_path / "results.jsonl"), "--farm-report", "--url", url, env=NO_KEY)
+    assert farm.returncode == 0, farm.stderr
+    assert (tmp_path / "out" / "a" / "summary.json").is_file()
+    webrtc = voxline("replay", str(EXAMPLE), "--out", str(tmp_path / "heard-rtc.wav"), "--events",
+                     str(tmp_path / "events-rtc.jsonl"), "--transport", "webrtc", "--url", url, env=NO_KEY)
+    assert webrtc.returncode == 0, webrtc.stderr
+    http_url = url.replace("ws://", "http://")
+    token = voxline("token", "--url", http_url, env=NO_KEY)
+    assert token.returncode == 0 and '"ek_' in token.stdout, token.stderr
+    refused = [
+        voxline("replay", str(EXAMPLE), "--out", str(tmp_path / "f.wav"), "--events", str(tmp_path / "f.jsonl"),
+                "--fast", "--report", str(tmp_path / "f.html"), "--summary", str(tmp_path / "f.json"), "--url", url),
+        voxline("replay", str(recordings), "--out-dir", str(tmp_path / "fast"), "--fast", "--junit",
+                str(tmp_path / "fast.xml"), "--results", str(tmp_path / "fast.jsonl"), env={"VOXLINE_URL": url}),
+        voxline("replay", str(EXAMPLE), "--out", str(tmp_path / "x.wav"), "--events", str(tmp_path / "x.jsonl"),
+                "--url", f"wss://example.invalid/v1?{QUERY}", env=NO_KEY),
+        voxline("talk", "--no-ui", "--url", f"wss://user:{USERINFO}@example.invalid/v1?{QUERY}", env=NO_KEY),
+        voxline("token", "--url", f"http://user:{USERINFO}@127.0.0.1:1/v1?{QUERY}", env=NO_KEY),
+    ]
+    assert all(run.returncode != 0 for run in refused)
+    assert_no_canary(tmp_path, single, farm, webrtc, token, *refused)
