@@ -1,64 +1,22 @@
 """The local server's engine is sans-I/O: no module it reaches imports the event loop or the network.
 
-Like an import linter: the imports of every module in ``voxline.realtime.server.engine`` are
-read from its source (at any depth, in functions too) and followed through voxline's own
-modules; what they reach outside voxline is checked against the forbidden names.
+Like an import linter (``tests/support/imports.py``): the imports of every module in
+``voxline.realtime.server.engine`` are followed through voxline's own modules; what they reach
+outside voxline is checked against the forbidden names.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.support.imports import imports_of, reached
+
 FORBIDDEN = {"asyncio", "socket", "websockets", "aiortc"}
 ENGINE = "voxline.realtime.server.engine"
 NET = "voxline.realtime.server.net"
-
-
-def _is_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def _imports(module: str) -> set[str]:
-    """The modules ``module`` names in its import statements."""
-    spec = importlib.util.find_spec(module)
-    assert spec is not None and spec.origin is not None, module
-    path = Path(spec.origin)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join([*parts[: len(parts) - node.level + 1], *filter(None, [node.module])])
-            for alias in node.names:
-                child = f"{base}.{alias.name}"
-                found.add(child if base.startswith("voxline") and _is_module(child) else base)
-    return found
-
-
-def reached(roots: list[str]) -> dict[str, str]:
-    """Every module reached from ``roots``, with the voxline module that imports it."""
-    seen: dict[str, str] = {root: root for root in roots}
-    todo = list(roots)
-    while todo:
-        current = todo.pop()
-        for name in _imports(current):
-            if name in seen:
-                continue
-            seen[name] = current
-            if name.split(".")[0] == "voxline":
-                todo.append(name)
-    return seen
 
 
 def _engine_modules() -> list[str]:

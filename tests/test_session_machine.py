@@ -6,7 +6,6 @@ frames as text and its outbox read as text: no sockets, no event loop, no clock.
 
 from __future__ import annotations
 
-import ast
 import base64
 import json
 from pathlib import Path
@@ -20,85 +19,26 @@ from voxline.session.bargein import Trigger
 from voxline.session.events import AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, SpeechStarted
 from voxline.session.machine import NO_EFFECTS, SessionMachine
 from voxline.session.settings import SessionSettings
+from tests.support.imports import imports_in, reached
 
-ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"voxline.realtime": ROOT / "realtime", "voxline.audio": ROOT / "audio",
-           "voxline.session": ROOT / "session", "voxline": ROOT / "session" / "voxline"}
-FORBIDDEN = {"asyncio", "socket", "selectors", "time", "subprocess", "websockets", "aiortc",
-             "sounddevice", "voxline.base.clock"}
-
-
-def _file_of(module: str) -> Path | None:
-    """The source of a voxline module (a package's ``__init__``), by the installed layout."""
-    for prefix in sorted(FOLDERS, key=len, reverse=True):
-        if module == prefix or module.startswith(prefix + "."):
-            base = FOLDERS[prefix].joinpath(*module[len(prefix):].lstrip(".").split(".")) if module != prefix \
-                else FOLDERS[prefix]
-            if (base / "__init__.py").exists():
-                return base / "__init__.py"
-            if base.with_suffix(".py").exists():
-                return base.with_suffix(".py")
-            return None
-    return None
-
-
-def _imports(path: Path, module: str) -> set[str]:
-    """Modules ``path`` imports when it runs (``TYPE_CHECKING`` blocks left out)."""
-    tree = ast.parse(path.read_text(), str(path))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                visit(node.orelse)
-                continue
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")
-                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-                found.add(base)
-                found.update(f"{base}.{alias.name}" for alias in node.names if _file_of(f"{base}.{alias.name}"))
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.stmt):
-                    visit([child])
-
-    visit(tree.body)
-    return found
-
-
-def machine_closure() -> dict[str, set[str]]:
-    """Every voxline module the session machine runs, with what each imports."""
-    seen: dict[str, set[str]] = {}
-    todo = ["voxline.session.machine"]
-    while todo:
-        module = todo.pop()
-        path = _file_of(module)
-        if module in seen or path is None:
-            continue
-        seen[module] = _imports(path, module)
-        todo.extend(m for m in seen[module] if m.startswith("voxline"))
-    return seen
+FORBIDDEN = {"asyncio", "socket", "selectors", "time", "subprocess", "websockets", "aiortc", "sounddevice",
+             "voxline.base.clock"}
 
 
 def test_nothing_under_the_session_machine_does_io_or_reads_a_clock() -> None:
-    closure = machine_closure()
+    closure = reached(["voxline.session.machine"])
     assert {"voxline.session.machine.machine", "voxline.session.core", "voxline.session.mirror.mirror",
             "voxline.session.input_journal", "voxline.session.tools.calls", "voxline.session.metrics.tracker",
             "voxline.realtime.protocol", "voxline.audio.playout"} <= set(closure)
-    offenders = {module: sorted(imported & FORBIDDEN | {m for m in imported if m.split(".")[0] in FORBIDDEN})
-                 for module, imported in closure.items()}
-    assert {m: bad for m, bad in offenders.items() if bad} == {}
+    bad = {name: closure[name] for name in closure if name in FORBIDDEN or name.split(".")[0] in FORBIDDEN}
+    assert bad == {}, f"imported by: {bad}"
 
 
 def test_the_closure_check_sees_an_import_of_asyncio(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("import numpy\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import socket\n"
                       "def f():\n    import asyncio\n")
-    assert _imports(source, "voxline.session.m") == {"numpy", "typing", "asyncio"}
+    assert imports_in(source, "voxline.session.m") == {"numpy", "typing", "asyncio"}
 
 
 # ---------------------------------------------------------------------- a conversation on plain lists

@@ -36,7 +36,8 @@ from ..capture import CapturePath
 from ..core import NO_CORE_EFFECTS, CoreEffects, SessionCore
 from ..events import ConnectionLost, ConnectionRestored, SessionEvent
 from ..local_barge import BargePolicy, LocalBarge
-from ..metrics import MetricsReport, SessionMetrics
+from ..metrics.records import MetricsReport
+from ..metrics.tracker import SessionMetrics
 from ..mirror import ConversationMirror
 from ..restore import Owed, creates_owed
 from ..settings import SessionSettings
