@@ -28,8 +28,8 @@ from voxline.audio.wavio import read_wav, write_wav
 from voxline.session.cli import main
 from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
 from voxline.session.cli.talk_view import TalkModel, describe, level_bar
-from voxline.session.events import (BargeIn, CutAdjusted, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta,
-                                    TranscriptDone)
+from voxline.session.events import (BargeIn, CutAdjusted, SessionError, SpeechStarted, SpeechStopped, StateChanged,
+                                    TranscriptDelta, TranscriptDone)
 from voxline.session.tools import ToolFinished, ToolStarted
 from tests.support.ci import require_tool
 from tests.support.devices import VirtualDevices, pulse, vdev, wait_for
@@ -127,6 +127,10 @@ def test_push_to_talk_shows_its_own_state_until_the_session_answers() -> None:
         model.apply(StateChanged(state, 3.5), " 3.50s")
         seen.append(model.shown_state)
     assert seen == ["idle", "talking", "talking", "sending", "thinking", "speaking", "idle"]
+    model.push_to_talk(True, 5.0)
+    model.push_to_talk(False, 5.1)
+    model.apply(SessionError("input audio buffer is empty"), " 5.20s")  # no answer is coming
+    assert model.shown_state == "idle"
     voice = TalkModel(endpoint="test", mode="voice activity")  # no push-to-talk: the session's state as it is
     assert voice.shown_state == "listening"
 

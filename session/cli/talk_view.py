@@ -198,7 +198,8 @@ class TalkModel:
                 self.marks.append(f"{stamp} {event.describe()}")
             case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
                     | PlaybackHeld() | FalseBargeIn() | CutAdjusted():
-                self._sending = self._sending and not isinstance(event, SessionError)
+                if isinstance(event, SessionError):
+                    self._sending = False  # a sent turn the server refused: no state change is coming
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)
                 self.marks.append(f"{stamp} {describe(event)}")
             case _:
