@@ -273,15 +273,15 @@ class Terminal:
 
     PANEL = "╭─ voxline talk"
 
-    def __init__(self, command: list[str]) -> None:
-        self.server = f"voxline-test-{os.getpid()}"
+    def __init__(self, command: list[str], folder: Path) -> None:
+        self.socket = str(folder / "tmux")  # the server's socket goes with the test's tmp_path
         shell = f"cd {shlex.quote(str(ROOT))} && {shlex.join(command)}; echo exited $?; sleep 60"  # keep the pane
         self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "-s", "talk", shell)
         self.lines: list[str] = []
 
     def _tmux(self, *args: str) -> str:
         env = {k: v for k, v in _env().items() if k != "TMUX"}
-        return subprocess.run(["tmux", "-L", self.server, *args], env=env, check=True, capture_output=True,
+        return subprocess.run(["tmux", "-S", self.socket, *args], env=env, check=True, capture_output=True,
                               text=True, timeout=10).stdout
 
     def press(self, key: str) -> None:
@@ -314,14 +314,14 @@ class Terminal:
         return seen
 
     def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.server, "kill-server"], capture_output=True, timeout=10)
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)
 
 
 @pytest.mark.device
 def test_push_to_talk_keeps_the_live_panel_still_and_shows_talking_then_the_session_state(
-        vdev: VirtualDevices) -> None:
+        vdev: VirtualDevices, tmp_path: Path) -> None:
     require_tool("tmux")
-    terminal = Terminal([sys.executable, "-m", "voxline", "talk", "--push-to-talk", "--voice", "tone"])
+    terminal = Terminal([sys.executable, "-m", "voxline", "talk", "--push-to-talk", "--voice", "tone"], tmp_path)
     try:
         assert terminal.states_until("idle") == ["idle"]  # push-to-talk waits for Enter: the mic is not sent
         top = terminal.panel_top()
