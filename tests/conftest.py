@@ -7,17 +7,24 @@ from typing import Any
 import pytest
 
 
-def _hypothesis_outside_the_tree() -> None:
-    """Hypothesis keeps its example database under the working directory; keep it in a temp dir."""
-    import tempfile
+def _hypothesis_in_the_users_cache() -> None:
+    """Hypothesis keeps its example database (and a few caches) under the working directory; keep them
+    in this user's cache instead (``$XDG_CACHE_HOME``, else ``~/.cache``): out of the tree, and out of
+    the shared temp dir, where the first user to run would own a folder every later one is warned about."""
+    import os
     from pathlib import Path
 
+    from hypothesis import settings
     from hypothesis.configuration import set_hypothesis_home_dir
+    from hypothesis.database import DirectoryBasedExampleDatabase
 
-    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "voxline-hypothesis")
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "voxline" / "hypothesis"
+    set_hypothesis_home_dir(home)
+    settings.register_profile("voxline", database=DirectoryBasedExampleDatabase(home / "examples"))
+    settings.load_profile("voxline")
 
 
-_hypothesis_outside_the_tree()
+_hypothesis_in_the_users_cache()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -4,14 +4,18 @@ The live runs start ``voxline talk`` as a subprocess on private clones of the Pu
 virtual devices (the ``vdev`` fixture of tests/support/devices.py) and play
 ``examples/audio/barge_in.wav`` into its microphone: a question at 0.5 s, then "stop,
 wait a second" at 6.0 s, over the built-in server's reply. They wait on the program's
-output lines (with deadlines), never on sleeps.
+output lines (with deadlines), never on sleeps. The live panel is read off a terminal that
+tmux emulates, polled until it shows what is awaited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import shlex
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,10 +28,11 @@ from voxline.audio.wavio import read_wav, write_wav
 from voxline.session.cli import main
 from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
 from voxline.session.cli.talk_view import TalkModel, describe, level_bar
-from voxline.session.events import (BargeIn, CutAdjusted, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta,
-                                    TranscriptDone)
+from voxline.session.events import (BargeIn, CutAdjusted, SessionError, SpeechStarted, SpeechStopped, StateChanged,
+                                    TranscriptDelta, TranscriptDone)
 from voxline.session.tools import ToolFinished, ToolStarted
-from tests.support.devices import VirtualDevices, pulse, vdev
+from tests.support.ci import require_tool
+from tests.support.devices import VirtualDevices, pulse, vdev, wait_for
 
 __all__ = ["pulse", "vdev"]  # fixtures used below
 
@@ -107,6 +112,27 @@ def test_plain_lines_and_the_live_model_follow_a_barge_in() -> None:
     assert (user.role, user.text, assistant.text) == ("user", "[2.5 s of speech]", "Hello! There.")
     assert assistant.cut == "cut: heard 3.26 s of 8.99 s"
     assert model.state == "speaking" and model.counts == {"turns": 1, "barge_ins": 1, "tool_calls": 0}
+
+
+def test_push_to_talk_shows_its_own_state_until_the_session_answers() -> None:
+    model = TalkModel(endpoint="test", mode="push-to-talk", push_to_talk=True)
+    seen = [model.shown_state]
+    model.push_to_talk(True, 1.0)
+    seen.append(model.shown_state)
+    model.apply(StateChanged("listening", 1.1), " 1.10s")  # a barge-in by Enter lands here while talking
+    seen.append(model.shown_state)
+    model.push_to_talk(False, 3.0)
+    seen.append(model.shown_state)
+    for state in ("thinking", "speaking", "listening"):
+        model.apply(StateChanged(state, 3.5), " 3.50s")
+        seen.append(model.shown_state)
+    assert seen == ["idle", "talking", "talking", "sending", "thinking", "speaking", "idle"]
+    model.push_to_talk(True, 5.0)
+    model.push_to_talk(False, 5.1)
+    model.apply(SessionError("input audio buffer is empty"), " 5.20s")  # no answer is coming
+    assert model.shown_state == "idle"
+    voice = TalkModel(endpoint="test", mode="voice activity")  # no push-to-talk: the session's state as it is
+    assert voice.shown_state == "listening"
 
 
 def test_tool_events_are_one_line_each() -> None:
@@ -240,6 +266,81 @@ async def test_push_to_talk_sends_what_was_said_between_two_enters(vdev: Virtual
     assert code == 130 and "Traceback" not in err
     assert not any("speech started" in line for line in run.lines)  # no server VAD in push-to-talk
     assert run.lines[-1].startswith("session ended:")
+
+
+class Terminal:
+    """A 120 × 40 terminal in a private tmux server, running one command; read as the screen shows it."""
+
+    PANEL = "╭─ voxline talk"
+
+    def __init__(self, command: list[str], folder: Path) -> None:
+        self.socket = str(folder / "tmux")  # the server's socket goes with the test's tmp_path
+        shell = f"cd {shlex.quote(str(ROOT))} && {shlex.join(command)}; echo exited $?; sleep 60"  # keep the pane
+        self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "-s", "talk", shell)
+        self.lines: list[str] = []
+
+    def _tmux(self, *args: str) -> str:
+        env = {k: v for k, v in _env().items() if k != "TMUX"}
+        return subprocess.run(["tmux", "-S", self.socket, *args], env=env, check=True, capture_output=True,
+                              text=True, timeout=10).stdout
+
+    def press(self, key: str) -> None:
+        self._tmux("send-keys", "-t", "talk", key)
+
+    def read(self) -> list[str]:
+        self.lines = self._tmux("capture-pane", "-p", "-t", "talk").splitlines()
+        return self.lines
+
+    def panel_top(self) -> int | None:
+        return next((i for i, line in enumerate(self.read()) if line.startswith(self.PANEL)), None)
+
+    def state(self) -> str | None:
+        """The state the panel shows (``● thinking``), read from a fresh screen."""
+        top = self.panel_top()
+        found = re.search(r"● (\w+)", self.lines[top + 1]) if top is not None and top + 1 < len(self.lines) else None
+        return found[1] if found else None
+
+    def states_until(self, last: str) -> list[str]:
+        """Every state shown until ``last`` (consecutive repeats once)."""
+        seen: list[str] = []
+
+        def shows_last() -> bool:
+            state = self.state()
+            if state is not None and (not seen or seen[-1] != state):
+                seen.append(state)
+            return state == last
+
+        wait_for(shows_last, f"the panel to show {last!r} (screen: {self.lines})", timeout=20.0)
+        return seen
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.mark.device
+def test_push_to_talk_keeps_the_live_panel_still_and_shows_talking_then_the_session_state(
+        vdev: VirtualDevices, tmp_path: Path) -> None:
+    require_tool("tmux")
+    terminal = Terminal([sys.executable, "-m", "voxline", "talk", "--push-to-talk", "--voice", "tone"], tmp_path)
+    try:
+        assert terminal.states_until("idle") == ["idle"]  # push-to-talk waits for Enter: the mic is not sent
+        top = terminal.panel_top()
+        for _ in range(2):  # the second Enter of the second round cuts the reply the first one asked for
+            terminal.press("Enter")
+            assert terminal.states_until("talking")[-2:] in (["talking"], ["idle", "talking"], ["speaking", "talking"])
+            assert terminal.panel_top() == top
+            terminal.press("Enter")
+            shown = terminal.states_until("speaking")
+            assert shown == [s for s in ["talking", "sending", "thinking", "speaking"] if s in shown], shown
+            assert terminal.panel_top() == top
+        terminal.press("C-c")
+        wait_for(lambda: any(line.startswith("exited 130") for line in terminal.read()), "the program to end")
+        assert terminal.panel_top() == top
+        assert not any(re.search(r"push-to-talk: (talking|sent)", line) for line in terminal.lines)  # none per Enter
+        ended = [line for line in terminal.lines if line.startswith("session ended:")]
+        assert len(ended) == 1 and ended[0].endswith(", 1 barge-ins, 0 tool calls"), "\n".join(terminal.lines)
+    finally:
+        terminal.close()
 
 
 @pytest.mark.device

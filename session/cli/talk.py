@@ -212,7 +212,7 @@ async def run(args: argparse.Namespace) -> int:
         url, label, note = await _endpoint(stack, args, settings, local)
         token = settings.api_key or SecretStr("local")  # the built-in server takes any token on loopback
         settings = settings.model_copy(update={"url": url, "api_key": token})
-        model = TalkModel(endpoint=label, mode=ptt)
+        model = TalkModel(endpoint=label, mode=ptt, push_to_talk=args.push_to_talk)  # so from the first frame
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
         screen.note(note)
         meter = LevelMeter()
@@ -276,7 +276,6 @@ class TalkLoop:
             interactive = self.args.push_to_talk or isinstance(self.screen, LiveScreen)
             with quiet_terminal() if interactive else contextlib.nullcontext(), keys:
                 if isinstance(keys, EnterKeys):
-                    self.screen.model.talking = False
                     loops.append(self._push_to_talk(keys))
                 await self._until_stopped(loops)
         except* (RealtimeError, AudioError) as group:
@@ -315,9 +314,11 @@ class TalkLoop:
         model = self.screen.model
         while True:
             await keys.presses.get()
-            if model.talking:
-                await self.session.stop_talking()
-            else:
+            talking = not model.talking
+            model.push_to_talk(talking, self._loop.time() - self._t0)  # first: the session's answer comes after
+            if talking:
                 await self.session.start_talking()
-            model.push_to_talk(not model.talking, self._loop.time() - self._t0)
-            self.screen.note(f"{self._stamp()} push-to-talk: {'talking' if model.talking else 'sent'}")
+            else:
+                await self.session.stop_talking()
+            if isinstance(self.screen, PlainScreen):  # the live panel shows it; a line printed above would push it down
+                self.screen.note(f"{self._stamp()} push-to-talk: {'talking' if model.talking else 'sent'}")

@@ -57,7 +57,8 @@ __all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "descr
            "level_bar", "quiet_terminal"]
 
 Event = SessionEvent | ToolEvent
-_STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan"}
+_STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan",
+                "talking": "bold red", "sending": "yellow"}
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -142,12 +143,13 @@ class Turn:
 class TalkModel:
     """The conversation as the screen shows it; fed every event in order."""
 
-    def __init__(self, *, endpoint: str, mode: str, keep_turns: int = 6, keep_marks: int = 6) -> None:
+    def __init__(self, *, endpoint: str, mode: str, push_to_talk: bool = False, keep_turns: int = 6,
+                 keep_marks: int = 6) -> None:
         self.endpoint = endpoint
         self.mode = mode
         self.state = "listening"
         self.level_db = -90.0
-        self.talking: bool | None = None  # push-to-talk: sending the microphone or not
+        self.talking: bool | None = False if push_to_talk else None  # push-to-talk: sending the microphone or not
         self.turns: deque[Turn] = deque(maxlen=keep_turns)
         self.marks: deque[str] = deque(maxlen=keep_marks)
         self.counts = {"turns": 0, "barge_ins": 0, "tool_calls": 0}
@@ -155,6 +157,7 @@ class TalkModel:
         self._speech_from: dict[str, int] = {}
         self._ptt_turn: Turn | None = None
         self._ptt_from = 0.0
+        self._sending = False  # push-to-talk: a turn was sent and the session has not changed state since
 
     def _turn(self, role: str, item_id: str) -> Turn:
         turn = self._by_item.get(item_id)
@@ -167,6 +170,7 @@ class TalkModel:
         match event:
             case StateChanged(state=state):
                 self.state = state
+                self._sending = False
             case SpeechStarted(item_id=item_id, audio_start_ms=ms) if item_id is not None:
                 turn = self._turn("user", item_id)
                 turn.text, turn.placeholder = "…", True
@@ -194,6 +198,8 @@ class TalkModel:
                 self.marks.append(f"{stamp} {event.describe()}")
             case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
                     | PlaybackHeld() | FalseBargeIn() | CutAdjusted():
+                if isinstance(event, SessionError):
+                    self._sending = False  # a sent turn the server refused: no state change is coming
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)
                 self.marks.append(f"{stamp} {describe(event)}")
             case _:
@@ -202,6 +208,7 @@ class TalkModel:
     def push_to_talk(self, talking: bool, at: float) -> None:
         """Push-to-talk pressed: a user turn opens, or closes with its length (no server VAD events)."""
         self.talking = talking
+        self._sending = not talking
         if talking:
             self._ptt_from = at
             self._ptt_turn = Turn("user", f"ptt{len(self._by_item)}", "…", placeholder=True)
@@ -210,6 +217,19 @@ class TalkModel:
         elif self._ptt_turn is not None:
             self._ptt_turn.text = f"[{at - self._ptt_from:.1f} s of speech]"
             self._ptt_turn = None
+
+    @property
+    def shown_state(self) -> str:
+        """The state on screen: the session's, except that push-to-talk has its own while the user holds
+        the floor (``talking``), until the session answers a sent turn (``sending``), and between turns
+        (``idle``: the microphone is not sent, whatever the session's ``listening`` says)."""
+        if self.talking:
+            return "talking"
+        if self._sending:
+            return "sending"
+        if self.talking is not None and self.state == "listening":
+            return "idle"
+        return self.state
 
     def summary(self) -> str:
         c = self.counts
@@ -277,12 +297,12 @@ class LiveScreen:
     def render(self) -> RenderableType:
         m = self.model
         head = Table.grid(padding=(0, 2))
-        state = Text(f"● {m.state}", style=_STATE_STYLE.get(m.state, ""))
+        shown = m.shown_state
+        state = Text(f"● {shown}", style=_STATE_STYLE.get(shown, ""))
         mic = Text(f"mic {level_bar(m.level_db)} {m.level_db:5.0f} dB", style="magenta")
         cells: list[RenderableType] = [state, mic]
         if m.talking is not None:
-            cells.append(Text("TALKING — Enter to send" if m.talking else "Enter to talk",
-                              style="bold red" if m.talking else "dim"))
+            cells.append(Text("Enter to send" if m.talking else "Enter to talk", style="dim"))
         head.add_row(*cells)
         turns = Table.grid(padding=(0, 1))
         turns.add_column(style="bold", no_wrap=True)
