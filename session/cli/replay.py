@@ -42,11 +42,12 @@ from ..replay import ReplayResult, engine_connector, run_replay
 from ..replay.inputs import load_input, load_tools, transcripts_for
 from ..replay.result import describe
 from ..report import make_run, write_report
-from ..settings import SessionSettings, load_settings
+from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolRegistry
 from . import farm
+from .endpoint import add_local_argument, conflict, target_url
 
-__all__ = ["add_arguments", "load_tools", "loop_factory", "run"]
+__all__ = ["add_arguments", "load_tools", "loop_factory", "run", "target_url"]
 
 RATE = SAMPLE_RATE
 
@@ -63,6 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
                         help="wire transport (default $VOXLINE_TRANSPORT, else ws); over webrtc the server owns the "
                              "output buffer and cuts itself")
+    add_local_argument(parser)
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
     parser.add_argument("--tools", metavar="MODULE:ATTR",
@@ -109,14 +111,9 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
                                        "transcribe": transcripts_for(args.inputs[0]) is not None})
 
 
-def target_url(args: argparse.Namespace) -> str | None:
-    """``--url``, else ``$VOXLINE_URL``; None means the built-in server."""
-    return args.url or os.environ.get("VOXLINE_URL") or None
-
-
 def token_for(url: str) -> str:
-    """``OPENAI_API_KEY``; a loopback server (``voxline serve``) takes any token."""
-    key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VOXLINE_API_KEY")
+    """The API key from the environment; a loopback server (``voxline serve``) takes any token."""
+    key = api_key_from_env()
     if key:
         return key
     if is_loopback(urlsplit(url).hostname or ""):
@@ -153,7 +150,7 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
         try:
             delay, gain = parse_echo(args.echo)
         except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         options["echo"] = RoomEcho(delay, gain)
     if args.aec:
         options["aec"] = make_canceller(args.aec)  # AecUnavailable: one line, before anything starts
@@ -162,7 +159,7 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
         try:
             options["barge_policy"] = BargePolicy(grace_s=args.grace_ms / 1000, resume=not args.no_resume)
         except ValueError as exc:
-            raise ConfigurationError(f"--grace-ms: {exc}") from None
+            raise UsageError(f"--grace-ms: {exc}") from None
     return options
 
 
@@ -182,19 +179,21 @@ async def run(args: argparse.Namespace) -> int:
         return await farm.run(args)
     farm.refuse_farm_flags(args)
     if not args.inputs:
-        raise ConfigurationError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
+        raise UsageError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
     args.input = args.inputs[0]  # one recording from here on
     if args.out is None or args.events is None:
-        raise ConfigurationError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
+        raise UsageError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
                                  "(several, a directory or --manifest run a farm into --out-dir)")
     url = target_url(args)
     if args.fast and url:
-        raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
+        raise conflict(args)("--fast runs against the built-in server only; drop --url or --fast "
+                             "(--local ignores VOXLINE_URL)")
     if url and (args.scenario is not None or args.voice != "auto"):
-        raise ConfigurationError("--scenario and --voice apply to the built-in server only (not with --url or VOXLINE_URL)")
+        raise conflict(args)("--scenario and --voice apply to the built-in server only (not with --url or "
+                             "VOXLINE_URL; --local ignores VOXLINE_URL)")
     transport = settings_for(args).transport  # flag and variable errors before anything starts
     if args.fast and transport == "webrtc":
-        raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
+        raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
     reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None)) if p is not None]
     check_paths([args.input], [args.out, args.events, *reports])
     for path in (args.out, args.events, *reports):

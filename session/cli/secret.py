@@ -16,6 +16,8 @@ from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post
 from voxline.realtime.transports.failures import http_status
 
+from ..settings import api_key_from_env
+
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 
 
@@ -54,7 +56,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
 
 
 async def run(args: argparse.Namespace) -> int:
-    api_key = os.environ.get("OPENAI_API_KEY")
+    api_key = api_key_from_env()  # an empty variable is unset, as in every command
     if not api_key:
         raise ConfigurationError("OPENAI_API_KEY is not set; a client secret is minted with an API key")
     secret = await asyncio.to_thread(mint_client_secret, args.url, api_key, model=args.model, ttl=args.ttl)
