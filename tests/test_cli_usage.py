@@ -1,15 +1,19 @@
-"""One rule for keys and servers in every command, and usage errors that exit 2 and say what was meant:
-each test runs the installed ``voxline`` as a user does."""
+"""One rule for keys and servers in every command, usage errors that exit 2 and say what was meant,
+and the channels of a recording: each test runs the installed ``voxline`` as a user does."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.support.cli import EXAMPLE, VOXLINE, one_line_error
+from voxline.audio.wavio import read_wav
 
 pytestmark = pytest.mark.slow  # each test runs the installed voxline command
 
@@ -138,3 +142,76 @@ def test_a_mistyped_option_or_command_gets_the_closest_one(args: list[str], expe
 
 def test_nothing_close_suggests_nothing() -> None:
     assert "did you mean" not in one_line_error(run("replay", "--zzzzzz"))
+
+
+# --- the channels of a recording, and what HEARD.wav lines up with
+
+
+def _stereo(path: Path, left: np.ndarray, right: np.ndarray, rate: int) -> Path:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(np.column_stack([left, right]).astype("<i2").tobytes())
+    return path
+
+
+@pytest.fixture
+def speech_left(tmp_path: Path) -> Path:
+    speech, rate = read_wav(EXAMPLE)
+    return _stereo(tmp_path / "stereo.wav", speech, np.zeros_like(speech), rate)
+
+
+def test_a_stereo_input_says_how_it_was_mixed(tmp_path: Path, speech_left: Path) -> None:
+    result = run("replay", str(speech_left), "--fast", *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert f"voxline: {speech_left}: 2 channels, averaged to mono (--channel left|right|N|mix picks)" in result.stderr
+
+
+@pytest.mark.parametrize(("channel", "speech"), [("left", True), ("1", True), ("right", False), ("2", False)])
+def test_channel_picks_one_channel(tmp_path: Path, speech_left: Path, channel: str, speech: bool) -> None:
+    result = run("replay", str(speech_left), "--fast", "--channel", channel, *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    number = 1 if channel in ("left", "1") else 2
+    assert f"2 channels, using channel {number} only" in result.stderr
+    assert ("barge-in" in result.stdout) is speech and ("no speech detected" in result.stderr) is not speech
+
+
+@pytest.mark.parametrize(("channel", "expected"), [
+    ("3", "--channel 3: {path} has 2 channels"),
+    ("centre", "--channel takes left, right, a channel number from 1, or mix, not 'centre'"),
+    ("0", "--channel takes left, right, a channel number from 1, or mix, not '0'"),
+])
+def test_a_channel_the_file_lacks_is_a_usage_error(tmp_path: Path, speech_left: Path, channel: str,
+                                                   expected: str) -> None:
+    result = run("replay", str(speech_left), "--fast", "--channel", channel, *outputs(tmp_path))
+    assert result.returncode == 2 and expected.format(path=speech_left) in one_line_error(result)
+
+
+def test_heard_wav_alignment_is_stated_for_any_input_rate() -> None:
+    help_text = " ".join(run("replay", "--help").stdout.split())
+    assert ("its sample n is what was heard n/24000 s into the input (input sample n for a 24 kHz input; an input "
+            "at another rate is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)") in help_text
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "sample *n* is what the listener heard *n*/24000 s into the input" in readme
+    assert "sample *n* is what the listener heard when input sample *n* was captured" not in readme
+
+
+def test_a_resampled_input_says_where_its_samples_land(tmp_path: Path) -> None:
+    speech, _rate = read_wav(EXAMPLE)
+    low = tmp_path / "8k.wav"
+    with wave.open(str(low), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8_000)
+        out.writeframes(speech[::3].astype("<i2").tobytes())  # 24 kHz to 8 kHz, roughly
+    result = run("replay", str(low), "--fast", *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"resampling .* from 8000 Hz to 24000 Hz \(its sample m lines up with HEARD.wav sample "
+                     r"m\*24000/8000\)", result.stderr), result.stderr
+
+
+def test_a_farm_refuses_channel(tmp_path: Path, speech_left: Path) -> None:
+    result = run("replay", str(speech_left), str(EXAMPLE), "--fast", "--channel", "left", "--out-dir",
+                 str(tmp_path / "farm"))
+    assert result.returncode == 2 and "--channel apply to one recording" in one_line_error(result)

@@ -41,7 +41,8 @@ __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run
 
 FARM_ONLY = ("manifest", "out_dir", "junit", "results", "shard", "jobs", "processes", "ray")
 SINGLE_ONLY = {"out": "--out", "events": "--events", "report": "--report", "summary": "--summary",
-               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad"}
+               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad",
+               "channel": "--channel"}
 
 
 def _positive(text: str) -> int:

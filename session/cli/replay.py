@@ -56,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
-                        help="one recording: what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
+                        help="one recording: what the listener heard, PCM16 mono 24 kHz; its sample n is what was "
+                             "heard n/24000 s into the input (input sample n for a 24 kHz input; an input at another "
+                             "rate is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)")
     parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl", help="one recording: wire event log")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
@@ -65,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wire transport (default $VOXLINE_TRANSPORT, else ws); over webrtc the server owns the "
                              "output buffer and cuts itself")
     add_local_argument(parser)
+    parser.add_argument("--channel", default=None, metavar="left|right|N|mix",
+                        help="a recording with several channels: the one to use as the microphone (left, right, or "
+                             "its number from 1), or mix for their average (the default, said on stderr)")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
     parser.add_argument("--tools", metavar="MODULE:ATTR",
@@ -202,7 +207,7 @@ async def run(args: argparse.Namespace) -> int:
         if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
     speaker_options(args)  # flag errors before anything starts
-    samples = load_input(args.input)
+    samples = load_input(args.input, channel=args.channel)
     tools = load_tools(args.tools) if args.tools else None
     token = token_for(url) if url else "local"
     scenario = load_scenario(args.scenario)
