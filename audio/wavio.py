@@ -97,7 +97,8 @@ def _parse_fmt(body: bytes) -> _Format:
 
 
 class WavReader:
-    """An open WAV file read in blocks of int16 mono samples at the file's own rate."""
+    """An open WAV file read in blocks of int16 mono samples at the file's own rate: the average of its
+    channels, or the one :attr:`channel` names."""
 
     def __init__(self, path: PathLike) -> None:
         self.path = os.fspath(path)
@@ -123,6 +124,8 @@ class WavReader:
         #: what reading converts to 16-bit samples, e.g. "24-bit integer samples"; None for 8/16-bit PCM
         self.conversion: str | None = (f"{fmt.width * 8}-bit {kind} samples"
                                        if self.is_float or fmt.width > 2 else None)
+        #: the channel :meth:`read` yields (0 is the first); None: the average of all of them
+        self.channel: int | None = None
 
     def _chunks(self) -> tuple[_Format, int, int]:
         """The fmt chunk, where the samples start, and how many bytes of them there are."""
@@ -163,7 +166,8 @@ class WavReader:
             raise AudioError(f"cannot read {self.path}: {_reason(error)}") from error
         usable = len(raw) - len(raw) % frame_bytes
         self._left -= usable // frame_bytes
-        return _downmix(_frames_to_int16(raw[:usable], self.sample_width, self.channels, self.is_float))
+        columns = _frames_to_int16(raw[:usable], self.sample_width, self.channels, self.is_float)
+        return columns[:, self.channel] if self.channel is not None else _downmix(columns)
 
     def close(self) -> None:
         self._file.close()

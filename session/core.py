@@ -16,7 +16,6 @@ from typing import Any, assert_never
 import numpy as np
 
 from voxline.base.audio_format import SAMPLE_RATE as RATE
-from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted

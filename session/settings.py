@@ -7,11 +7,13 @@ Environment: ``VOXLINE_URL`` (else ``OPENAI_BASE_URL``), ``OPENAI_API_KEY`` (or
 push-to-talk), ``VOXLINE_INPUT_CHUNK_MS`` (microphone audio per append, default 40), ``VOXLINE_TRANSPORT`` (``ws`` or ``webrtc``), ``VOXLINE_INPUT_DEVICE``, ``VOXLINE_OUTPUT_DEVICE``,
 ``VOXLINE_CALL_ID`` (attach to that running WebRTC call as its sideband, with the API key: the
 session sends no audio and plays none, its tools and mirror run here while the media runs elsewhere). The key is a
-``SecretStr``: it never shows in a repr or a log.
+``SecretStr``: it never shows in a repr or a log. A variable set to the empty string counts as unset, here and in
+every command (:func:`env`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
@@ -21,13 +23,29 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MO
 
 from voxline.realtime.errors import ConfigurationError
 
-__all__ = ["DEFAULT_URL", "SessionSettings", "load_settings"]
+__all__ = ["DEFAULT_URL", "SessionSettings", "UsageError", "api_key_from_env", "env", "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 
 
+class UsageError(ConfigurationError):
+    """A command line that cannot work as given (a missing argument, flags that exclude each other, a bad
+    flag value): the command exits 2, as argparse does for its own usage errors."""
+
+
+def env(*names: str) -> str | None:
+    """The first of the environment variables ``names`` that is set to something; an empty one is unset."""
+    return next((value for name in names if (value := os.environ.get(name))), None)
+
+
+def api_key_from_env() -> str | None:
+    """``VOXLINE_API_KEY``, else ``OPENAI_API_KEY`` (the order :class:`SessionSettings` reads them in)."""
+    return env("VOXLINE_API_KEY", "OPENAI_API_KEY")
+
+
 class SessionSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="ignore", populate_by_name=True,
+                                      env_ignore_empty=True)
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
@@ -116,4 +134,5 @@ def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type
         field = str(first["loc"][0]) if first["loc"] else ""
         name = "--" + field.replace("_", "-") if field in given else _ENV_NAMES.get(field, f"VOXLINE_{field.upper()}")
         value = "" if field == "api_key" else f"={first.get('input')!r}"
-        raise ConfigurationError(f"{name}{value}: {first['msg']}") from None
+        error = UsageError if field in given else ConfigurationError  # a flag's value is a usage error
+        raise error(f"{name}{value}: {first['msg']}") from None

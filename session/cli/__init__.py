@@ -1,24 +1,29 @@
 """The ``voxline`` command line: ``serve``, ``talk``, ``replay``, ``devices``, ``token``.
 
-User mistakes end with one line on stderr and a non-zero exit, never a traceback.
+User mistakes end with one line on stderr and a non-zero exit, never a traceback: 2 for a command
+line that cannot work as given (argparse's convention), 1 for anything else. A mistyped option or
+command is answered with the closest one there is.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from voxline import __version__
 from voxline.base.errors import VoxlineError, redact
 
+from ..settings import UsageError
+
 from . import commands
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "did_you_mean", "main"]
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -40,8 +45,15 @@ class _Parser(argparse.ArgumentParser):
     ) -> argparse.Namespace:
         unknown = unknown_options(self, list(sys.argv[1:] if args is None else args))
         if unknown:
-            self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+            self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+                       + did_you_mean(unknown[0], self._option_string_actions))
         return super().parse_args(args, namespace)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean --fast?"`` for the choice closest to ``word``, or nothing if none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def unknown_options(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
@@ -123,6 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             top.parse_args(head)  # --help, --version, or an unknown option, named
         top.print_help()
         return 2
+    if argv[split] not in commands.COMMANDS:
+        top.error(f"argument COMMAND: invalid choice: {argv[split]!r} (choose from {', '.join(commands.COMMANDS)})"
+                  + did_you_mean(argv[split], commands.COMMANDS))
     first = top.parse_args(argv[: split + 1])
     args = _full_parser(first.command).parse_args([*head, *command_args])
     args.command = first.command
@@ -136,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("voxline: interrupted", file=sys.stderr)
         return 130
+    except UsageError as exc:
+        print(f"voxline {args.command}: error: {exc} (see voxline {args.command} --help)", file=sys.stderr)
+        return 2
     except VoxlineError as exc:
         print(f"voxline {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -35,13 +35,15 @@ from ..replay.farm import (
     write_junit,
 )
 from ..replay.inputs import load_tools
-from ..settings import SessionSettings, load_settings
+from ..settings import SessionSettings, UsageError, load_settings
+from .endpoint import conflict
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
 
 FARM_ONLY = ("manifest", "out_dir", "junit", "results", "shard", "jobs", "processes", "ray")
 SINGLE_ONLY = {"out": "--out", "events": "--events", "report": "--report", "summary": "--summary",
-               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad"}
+               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad",
+               "channel": "--channel"}
 
 
 def _positive(text: str) -> int:
@@ -92,23 +94,25 @@ def refuse_farm_flags(args: argparse.Namespace) -> None:
     given = [f"--{name.replace('_', '-')}" for name in FARM_ONLY if getattr(args, name) not in (None, False)]
     given += ["--farm-report"] if args.farm_report else []
     if given:
-        raise ConfigurationError(f"{', '.join(given)} apply to a farm: give several recordings, a directory or "
-                                 "--manifest")
+        raise UsageError(f"{', '.join(given)} apply to a farm: give several recordings, a directory or "
+                         "--manifest")
 
 
 def _check(args: argparse.Namespace, url: str | None) -> None:
     given = [flag for name, flag in SINGLE_ONLY.items() if getattr(args, name, None) not in (None, False)]
     if given:
-        raise ConfigurationError(f"{', '.join(given)} apply to one recording; a farm writes DIR/NAME/heard.wav and "
-                                 "events.jsonl under --out-dir (--farm-report for reports)")
+        raise UsageError(f"{', '.join(given)} apply to one recording; a farm writes DIR/NAME/heard.wav and "
+                         "events.jsonl under --out-dir (--farm-report for reports)")
     if args.out_dir is None:
-        raise ConfigurationError("a farm needs --out-dir DIR for its recordings' outputs and results")
+        raise UsageError("a farm needs --out-dir DIR for its recordings' outputs and results")
     if args.manifest is not None and args.inputs:
-        raise ConfigurationError("give recordings or --manifest, not both")
+        raise UsageError("give recordings or --manifest, not both")
     if args.fast and url:
-        raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
+        raise conflict(args)("--fast runs against the built-in server only; drop --url or --fast "
+                             "(--local ignores VOXLINE_URL)")
     if url and (args.scenario is not None or args.voice != "auto"):
-        raise ConfigurationError("--scenario and --voice apply to the built-in server only (not with --url or VOXLINE_URL)")
+        raise conflict(args)("--scenario and --voice apply to the built-in server only (not with --url or "
+                             "VOXLINE_URL; --local ignores VOXLINE_URL)")
     if args.out_dir.exists() and not args.out_dir.is_dir():
         raise ConfigurationError(f"--out-dir {args.out_dir}: it is not a directory")
     for path in (args.results, args.junit):
@@ -140,7 +144,7 @@ def _options(args: argparse.Namespace, url: str | None) -> FarmOptions:
     settings = load_settings(SessionSettings, model=args.model, transport=args.transport,
                              vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
     if args.fast and settings.transport == "webrtc":
-        raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
+        raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
     token = token_for(url) if url else "local"
     settings = settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
                                            "turn_detection": "server_vad"})

@@ -27,7 +27,7 @@ from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import redact_url, register_url_secrets
+from voxline.base.errors import redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -44,11 +44,12 @@ from ..replay import ReplayResult, engine_connector, run_replay
 from ..replay.inputs import load_input, load_tools, transcripts_for
 from ..replay.result import describe
 from ..report import make_run, write_report
-from ..settings import SessionSettings, load_settings
+from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolRegistry
 from . import farm
+from .endpoint import add_local_argument, conflict, target_url
 
-__all__ = ["add_arguments", "load_tools", "loop_factory", "run"]
+__all__ = ["add_arguments", "load_tools", "loop_factory", "run", "target_url"]
 
 RATE = SAMPLE_RATE
 
@@ -57,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
-                        help="one recording: what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
+                        help="one recording: what the listener heard, PCM16 mono 24 kHz; its sample n is what was "
+                             "heard n/24000 s into the input (input sample n for a 24 kHz input; an input at another "
+                             "rate is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)")
     parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl", help="one recording: wire event log")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
@@ -65,6 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
                         help="wire transport (default $VOXLINE_TRANSPORT, else ws); over webrtc the server owns the "
                              "output buffer and cuts itself")
+    add_local_argument(parser)
+    parser.add_argument("--channel", default=None, metavar="left|right|N|mix",
+                        help="a recording with several channels: the one to use as the microphone (left, right, or "
+                             "its number from 1), or mix for their average (the default, said on stderr)")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
     parser.add_argument("--tools", metavar="MODULE:ATTR",
@@ -111,21 +118,10 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
                                        "transcribe": transcripts_for(args.inputs[0]) is not None})
 
 
-def target_url(args: argparse.Namespace) -> str | None:
-    """``--url``, else ``$VOXLINE_URL``; None means the built-in server.
-
-    The secrets the URL carries (userinfo, ``?api-key=``…) are registered for redaction; it is
-    printed and written only through :func:`redact_url`.
-    """
-    url = args.url or os.environ.get("VOXLINE_URL") or None
-    register_url_secrets(url)
-    return url
-
-
 def token_for(url: str) -> str:
-    """``OPENAI_API_KEY``, else the key in the URL's userinfo (``user:KEY@host``); a loopback
-    server (``voxline serve``) takes any token."""
-    key = os.environ.get("OPENAI_API_KEY") or os.environ.get("VOXLINE_API_KEY") or split_userinfo(url)[1]
+    """The API key from the environment (an empty variable is unset), else the key in the URL's
+    userinfo (``user:KEY@host``); a loopback server (``voxline serve``) takes any token."""
+    key = api_key_from_env() or split_userinfo(url)[1]
     if key:
         return key
     if is_loopback(urlsplit(url).hostname or ""):
@@ -162,7 +158,7 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
         try:
             delay, gain = parse_echo(args.echo)
         except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         options["echo"] = RoomEcho(delay, gain)
     if args.aec:
         options["aec"] = make_canceller(args.aec)  # AecUnavailable: one line, before anything starts
@@ -171,7 +167,7 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
         try:
             options["barge_policy"] = BargePolicy(grace_s=args.grace_ms / 1000, resume=not args.no_resume)
         except ValueError as exc:
-            raise ConfigurationError(f"--grace-ms: {exc}") from None
+            raise UsageError(f"--grace-ms: {exc}") from None
     return options
 
 
@@ -191,19 +187,21 @@ async def run(args: argparse.Namespace) -> int:
         return await farm.run(args)
     farm.refuse_farm_flags(args)
     if not args.inputs:
-        raise ConfigurationError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
+        raise UsageError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
     args.input = args.inputs[0]  # one recording from here on
     if args.out is None or args.events is None:
-        raise ConfigurationError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
+        raise UsageError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
                                  "(several, a directory or --manifest run a farm into --out-dir)")
     url = target_url(args)
     if args.fast and url:
-        raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
+        raise conflict(args)("--fast runs against the built-in server only; drop --url or --fast "
+                             "(--local ignores VOXLINE_URL)")
     if url and (args.scenario is not None or args.voice != "auto"):
-        raise ConfigurationError("--scenario and --voice apply to the built-in server only (not with --url or VOXLINE_URL)")
+        raise conflict(args)("--scenario and --voice apply to the built-in server only (not with --url or "
+                             "VOXLINE_URL; --local ignores VOXLINE_URL)")
     transport = settings_for(args).transport  # flag and variable errors before anything starts
     if args.fast and transport == "webrtc":
-        raise ConfigurationError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
+        raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
     reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None)) if p is not None]
     check_paths([args.input], [args.out, args.events, *reports])
     for path in (args.out, args.events, *reports):
@@ -212,7 +210,7 @@ async def run(args: argparse.Namespace) -> int:
         if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
     speaker_options(args)  # flag errors before anything starts
-    samples = load_input(args.input)
+    samples = load_input(args.input, channel=args.channel)
     tools = load_tools(args.tools) if args.tools else None
     token = token_for(url) if url else "local"
     scenario = load_scenario(args.scenario)

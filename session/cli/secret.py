@@ -18,6 +18,8 @@ from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post, split_userinfo
 from voxline.realtime.transports.failures import http_status
 
+from ..settings import api_key_from_env
+
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 
 
@@ -59,7 +61,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
 
 
 async def run(args: argparse.Namespace) -> int:
-    api_key = os.environ.get("OPENAI_API_KEY") or split_userinfo(args.url)[1]  # the configured key wins
+    api_key = api_key_from_env() or split_userinfo(args.url)[1]  # the configured key wins; empty is unset
     if not api_key:
         raise ConfigurationError("OPENAI_API_KEY is not set; a client secret is minted with an API key")
     secret = await asyncio.to_thread(mint_client_secret, args.url, api_key, model=args.model, ttl=args.ttl)

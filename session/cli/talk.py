@@ -1,10 +1,11 @@
 """``voxline talk``: a live voice assistant in the terminal, microphone in, speakers out.
 
 With ``OPENAI_API_KEY`` set (and no ``--url``) it talks to the real service; without a
-key it starts the built-in local server in-process and says so (a scripted stand-in that
-detects speech by energy and does not understand it). Turns are taken by the server's
-voice activity detection, or with ``--push-to-talk`` by pressing Enter to start and
-again to send. Two demo tools are offered: ``get_time`` and ``get_weather`` (canned data).
+key (an empty one is none), or with ``--local``, it starts the built-in local server
+in-process and says so (a scripted stand-in that detects speech by energy and does not
+understand it). Turns are taken by the server's voice activity detection, or with
+``--push-to-talk`` by pressing Enter to start and again to send. Two demo tools are
+offered: ``get_time`` and ``get_weather`` (canned data).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import math
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Coroutine
@@ -28,7 +28,7 @@ from pydantic import SecretStr
 
 from voxline.audio.device_mic import MicSource
 from voxline.audio.device_speaker import SpeakerSink
-from voxline.base.errors import AudioError, redact_url, register_url_secrets
+from voxline.base.errors import AudioError, redact_url
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
@@ -40,6 +40,7 @@ from ..record import SessionRecorder
 from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
+from .endpoint import add_local_argument, target_url
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
@@ -64,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' "
                         "(default: $VOXLINE_URL, else the real service with OPENAI_API_KEY, "
                         "else the built-in local server)")
+    add_local_argument(parser)
     parser.add_argument("--model", help="realtime model to ask for (default: $VOXLINE_MODEL, else gpt-realtime-2.1)")
     parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
                         help="wire transport (default $VOXLINE_TRANSPORT, else ws); webrtc sends the mic and plays the reply as media tracks")
@@ -153,10 +155,9 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     base = load_settings(TalkSettings, transport=args.transport)  # VOXLINE_* checked, one line naming a bad one
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
-    key = base.api_key.get_secret_value() if base.api_key is not None else None
-    given = args.url or os.environ.get("VOXLINE_URL")
-    register_url_secrets(given)
-    local = given is None and key is None
+    key = base.api_key.get_secret_value() if base.api_key is not None else None  # an empty variable is unset
+    given = target_url(args)
+    local = args.local or (given is None and key is None)
     if not local and (args.scenario or args.voice):
         raise ConfigurationError("--scenario and --voice apply to the built-in server only (no OPENAI_API_KEY, no --url)")
     url = given or DEFAULT_URL
@@ -188,7 +189,8 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
     server = await stack.enter_async_context(serve(ServerConfig(port=0, scenario=args.scenario,
                                                                 voice=args.voice or "auto")))
     return server.url, "built-in local server (scripted)", (
-        f"voxline talk: no OPENAI_API_KEY, so using the built-in local server at {server.url} (scenario "
+        f"voxline talk: {'--local' if args.local else 'no OPENAI_API_KEY'}, so using the built-in local server at "
+        f"{server.url} (scenario "
         f"'{server.scenario.name}', voice '{server.voice}'): a scripted stand-in that detects speech by energy "
         "and does not understand it")
 

@@ -19,9 +19,10 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import read_transcripts
 
+from ..settings import UsageError
 from ..tools import ToolRegistry
 
-__all__ = ["load_input", "load_tools", "transcripts_for"]
+__all__ = ["load_input", "load_tools", "pick_channel", "transcripts_for"]
 
 
 def transcripts_for(recording: Path) -> tuple[str, ...] | None:
@@ -49,18 +50,39 @@ def load_tools(spec: str, what: str = "--tools") -> ToolRegistry:
     return registry
 
 
-def load_input(path: Path, quiet: bool = False) -> np.ndarray:
-    """The recording as int16 mono at 24 kHz (other rates are resampled, channels averaged).
+def load_input(path: Path, quiet: bool = False, channel: str | None = None) -> np.ndarray:
+    """The recording as int16 mono at 24 kHz (other rates are resampled).
 
-    Conversions are noted on stderr unless ``quiet``."""
+    Of several channels, ``channel`` picks one (``left``, ``right`` or its number from 1) or
+    ``mix`` averages them (the default). Conversions are noted on stderr unless ``quiet``."""
     with WavReader(path) as reader:
+        reader.channel = pick_channel(channel, reader.channels, path)
         samples, rate = reader.read(reader.frames), reader.rate
         if reader.conversion and not quiet:
             print(f"voxline: {path}: converting {reader.conversion} to 16-bit", file=sys.stderr)
+        if reader.channels > 1 and not quiet:
+            used = "averaged to mono" if reader.channel is None else f"using channel {reader.channel + 1} only"
+            print(f"voxline: {path}: {reader.channels} channels, {used} (--channel left|right|N|mix picks)",
+                  file=sys.stderr)
     if rate != SAMPLE_RATE:
         if not quiet:
-            print(f"voxline: resampling {path} from {rate} Hz to {SAMPLE_RATE} Hz", file=sys.stderr)
+            print(f"voxline: resampling {path} from {rate} Hz to {SAMPLE_RATE} Hz (its sample m lines up with "
+                  f"HEARD.wav sample m*{SAMPLE_RATE}/{rate})", file=sys.stderr)
         samples = StreamResampler(rate, SAMPLE_RATE).process(samples, last=True)
     if len(samples) == 0:
         raise ConfigurationError(f"{path} holds no audio")
     return samples
+
+
+def pick_channel(channel: str | None, channels: int, path: Path) -> int | None:
+    """``--channel`` as an index into ``channels`` (None: their average); one line if the file has no such channel."""
+    if channel is None or channel == "mix":
+        return None
+    index = {"left": 0, "right": 1}.get(channel)
+    if index is None:
+        if not channel.isdigit() or int(channel) < 1:
+            raise UsageError(f"--channel takes left, right, a channel number from 1, or mix, not {channel!r}")
+        index = int(channel) - 1
+    if index >= channels:
+        raise UsageError(f"--channel {channel}: {path} has {channels} channel{'s' if channels > 1 else ''}")
+    return index

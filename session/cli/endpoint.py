@@ -1,0 +1,66 @@
+"""Where a command that can reach the service connects: ``--url``, ``$VOXLINE_URL`` or the built-in server.
+
+One rule for every such command (``talk``, ``replay``): ``--local`` runs against the built-in
+server whatever the environment says; an empty variable is unset; a URL without a scheme is
+named as such before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from urllib.parse import urlsplit
+
+from voxline.base.errors import redact_url, register_url_secrets
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.net.config import is_loopback
+
+from ..settings import UsageError, env
+
+__all__ = ["add_local_argument", "check_url", "conflict", "target_url"]
+
+SCHEMES = ("ws", "wss", "http", "https")
+
+
+def add_local_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--local", action="store_true",
+                        help="run against the built-in local server, whatever OPENAI_API_KEY or VOXLINE_URL say")
+
+
+def check_url(url: str, what: str = "--url") -> str:
+    """``url`` if it names a scheme and a host; else one line saying what it lacks, with the URL it may mean.
+
+    The secrets the URL carries (userinfo, ``?api-key=``…) are registered for redaction first;
+    the line names the URL only redacted.
+    """
+    register_url_secrets(url)
+    parts = urlsplit(url)
+    if parts.scheme in SCHEMES and parts.hostname:
+        return url
+    error = UsageError if what.startswith("--") else ConfigurationError
+    if "://" not in url:
+        host = urlsplit(f"//{url}").hostname or ""
+        scheme = "ws" if is_loopback(host) else "wss"
+        shown = redact_url(url)
+        raise error(f"{what} {shown} is a URL without a scheme; did you mean {scheme}://{shown}?")
+    raise error(f"{what} {redact_url(url)} is not a Realtime URL: give ws://, wss://, http:// or https:// and a host")
+
+
+def target_url(args: argparse.Namespace) -> str | None:
+    """``--url``, else ``$VOXLINE_URL``; None means the built-in server (always with ``--local``).
+
+    It is printed and written only through :func:`~voxline.base.errors.redact_url`.
+    """
+    if getattr(args, "local", False):
+        if args.url:
+            raise UsageError("--local runs against the built-in server; drop --url or --local")
+        return None
+    if args.url:
+        return check_url(args.url)
+    given = env("VOXLINE_URL")
+    return check_url(given, "VOXLINE_URL") if given else None
+
+
+def conflict(args: argparse.Namespace) -> type[ConfigurationError]:
+    """The error for a flag that cannot go with the server :func:`target_url` chose: a usage error (exit 2)
+    when ``--url`` named it, a configuration error (exit 1) when the environment did."""
+    return UsageError if args.url else ConfigurationError

@@ -1,0 +1,217 @@
+"""One rule for keys and servers in every command, usage errors that exit 2 and say what was meant,
+and the channels of a recording: each test runs the installed ``voxline`` as a user does."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.support.cli import EXAMPLE, VOXLINE, one_line_error
+from voxline.audio.wavio import read_wav
+
+pytestmark = pytest.mark.slow  # each test runs the installed voxline command
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-test-usage-not-a-real-key"
+
+
+def run(*args: str, env: dict[str, str] | None = None, pythonpath: Path | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith("VOXLINE_") and k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    if pythonpath is not None:
+        clean["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([str(VOXLINE), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**clean, **(env or {})})
+
+
+def outputs(tmp_path: Path) -> list[str]:
+    return ["--out", str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl")]
+
+
+@pytest.fixture
+def no_sound_devices(tmp_path: Path) -> tuple[Path, Path]:
+    """A ``sounddevice`` that leaves a mark and fails: ``talk`` got past its settings when the mark is there."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    marker = tmp_path / "devices-opened"
+    (fake / "sounddevice.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise OSError('no PortAudio here')\n")
+    return fake, marker
+
+
+# --- keys: empty is unset, --local is the built-in server whatever the environment says
+
+
+@pytest.mark.parametrize("command", ["talk", "replay"])
+def test_an_empty_key_is_unset_in_every_command(tmp_path: Path, command: str) -> None:
+    args = [str(EXAMPLE), *outputs(tmp_path)] if command == "replay" else ["--exit-after", "5", "--no-ui"]
+    result = run(command, *args, "--url", "wss://realtime.example.invalid/v1",
+                 env={"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""}, timeout=60)
+    assert "OPENAI_API_KEY is not set" in one_line_error(result)
+
+
+def test_talk_with_an_empty_key_uses_the_built_in_server(no_sound_devices: tuple[Path, Path]) -> None:
+    fake, marker = no_sound_devices
+    result = run("talk", "--scenario", "long", "--exit-after", "5", "--no-ui", env={"OPENAI_API_KEY": ""},
+                 pythonpath=fake)
+    assert "apply to the built-in server only" not in result.stderr, result.stderr
+    assert marker.exists(), result.stderr  # settings accepted: on to the sound devices
+
+
+def test_talk_local_uses_the_built_in_server_with_a_key_exported(no_sound_devices: tuple[Path, Path]) -> None:
+    fake, marker = no_sound_devices
+    env = {"OPENAI_API_KEY": KEY}
+    refused = run("talk", "--scenario", "long", "--exit-after", "5", "--no-ui", env=env, pythonpath=fake)
+    assert "apply to the built-in server only" in one_line_error(refused) and not marker.exists()
+    local = run("talk", "--local", "--scenario", "long", "--exit-after", "5", "--no-ui", env=env, pythonpath=fake)
+    assert "apply to the built-in server only" not in local.stderr and marker.exists(), local.stderr
+    assert KEY not in local.stderr + local.stdout
+
+
+def test_replay_local_ignores_the_environment(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": KEY, "VOXLINE_URL": "wss://realtime.example.invalid/v1"}
+    result = run("replay", str(EXAMPLE), "--local", "--fast", "--scenario", "long", *outputs(tmp_path), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "scenario 'long'" in result.stderr and "barge-in" in result.stdout
+
+
+def test_local_and_a_url_exclude_each_other(tmp_path: Path) -> None:
+    result = run("replay", str(EXAMPLE), "--local", "--url", "ws://127.0.0.1:9/v1", *outputs(tmp_path))
+    assert result.returncode == 2
+    assert "--local runs against the built-in server; drop --url or --local" in one_line_error(result)
+
+
+# --- usage errors: exit 2, and say what was meant
+
+
+@pytest.mark.parametrize("command", ["replay", "talk"])
+def test_a_url_without_a_scheme_is_named_so(tmp_path: Path, command: str) -> None:
+    args = [str(EXAMPLE), *outputs(tmp_path)] if command == "replay" else []
+    result = run(command, *args, "--url", "127.0.0.1:8765", timeout=60)
+    line = one_line_error(result)
+    assert result.returncode == 2
+    assert "--url 127.0.0.1:8765 is a URL without a scheme; did you mean ws://127.0.0.1:8765?" in line
+    assert "OPENAI_API_KEY" not in line
+
+
+def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
+    result = run("replay", str(EXAMPLE), *outputs(tmp_path), env={"VOXLINE_URL": "api.openai.com/v1"})
+    assert "VOXLINE_URL api.openai.com/v1 is a URL without a scheme; did you mean wss://api.openai.com/v1?" in (
+        one_line_error(result))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["replay"], "give a recording (INPUT.wav)"),
+        (["replay", str(EXAMPLE)], "one recording needs --out HEARD.wav and --events EVENTS.jsonl"),
+        (["replay", str(EXAMPLE), "--silence-ms", "-5", "--out", "h.wav", "--events", "e.jsonl"], "--silence-ms=-5"),
+        (["replay", str(EXAMPLE), "--fast", "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],
+         "--fast runs against the built-in server only"),
+        (["replay", str(EXAMPLE), "--fast", "--transport", "carrier-pigeon"], "invalid choice"),  # argparse's own
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
+    args = [str(tmp_path / a) if a in ("h.wav", "e.jsonl") else a for a in args]
+    result = run(*args)
+    line = one_line_error(result)
+    assert result.returncode == 2 and expected in line, line
+    assert line.endswith("(see voxline replay --help)")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["replay", "--fsat"], "unknown option --fsat; did you mean --fast?"),
+        (["talk", "--push-to-tlak"], "unknown option --push-to-tlak; did you mean --push-to-talk?"),
+        (["rpelay"], "invalid choice: 'rpelay' (choose from serve, talk, replay, devices, token); "
+                     "did you mean replay?"),
+        (["--verbsoe"], "unknown option --verbsoe; did you mean --verbose?"),
+    ],
+)
+def test_a_mistyped_option_or_command_gets_the_closest_one(args: list[str], expected: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2 and expected in one_line_error(result)
+
+
+def test_nothing_close_suggests_nothing() -> None:
+    assert "did you mean" not in one_line_error(run("replay", "--zzzzzz"))
+
+
+# --- the channels of a recording, and what HEARD.wav lines up with
+
+
+def _stereo(path: Path, left: np.ndarray, right: np.ndarray, rate: int) -> Path:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(np.column_stack([left, right]).astype("<i2").tobytes())
+    return path
+
+
+@pytest.fixture
+def speech_left(tmp_path: Path) -> Path:
+    speech, rate = read_wav(EXAMPLE)
+    return _stereo(tmp_path / "stereo.wav", speech, np.zeros_like(speech), rate)
+
+
+def test_a_stereo_input_says_how_it_was_mixed(tmp_path: Path, speech_left: Path) -> None:
+    result = run("replay", str(speech_left), "--fast", *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert f"voxline: {speech_left}: 2 channels, averaged to mono (--channel left|right|N|mix picks)" in result.stderr
+
+
+@pytest.mark.parametrize(("channel", "speech"), [("left", True), ("1", True), ("right", False), ("2", False)])
+def test_channel_picks_one_channel(tmp_path: Path, speech_left: Path, channel: str, speech: bool) -> None:
+    result = run("replay", str(speech_left), "--fast", "--channel", channel, *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    number = 1 if channel in ("left", "1") else 2
+    assert f"2 channels, using channel {number} only" in result.stderr
+    assert ("barge-in" in result.stdout) is speech and ("no speech detected" in result.stderr) is not speech
+
+
+@pytest.mark.parametrize(("channel", "expected"), [
+    ("3", "--channel 3: {path} has 2 channels"),
+    ("centre", "--channel takes left, right, a channel number from 1, or mix, not 'centre'"),
+    ("0", "--channel takes left, right, a channel number from 1, or mix, not '0'"),
+])
+def test_a_channel_the_file_lacks_is_a_usage_error(tmp_path: Path, speech_left: Path, channel: str,
+                                                   expected: str) -> None:
+    result = run("replay", str(speech_left), "--fast", "--channel", channel, *outputs(tmp_path))
+    assert result.returncode == 2 and expected.format(path=speech_left) in one_line_error(result)
+
+
+def test_heard_wav_alignment_is_stated_for_any_input_rate() -> None:
+    help_text = " ".join(run("replay", "--help").stdout.split())
+    assert ("its sample n is what was heard n/24000 s into the input (input sample n for a 24 kHz input; an input "
+            "at another rate is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)") in help_text
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "sample *n* is what the listener heard *n*/24000 s into the input" in readme
+    assert "sample *n* is what the listener heard when input sample *n* was captured" not in readme
+
+
+def test_a_resampled_input_says_where_its_samples_land(tmp_path: Path) -> None:
+    speech, _rate = read_wav(EXAMPLE)
+    low = tmp_path / "8k.wav"
+    with wave.open(str(low), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8_000)
+        out.writeframes(speech[::3].astype("<i2").tobytes())  # 24 kHz to 8 kHz, roughly
+    result = run("replay", str(low), "--fast", *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"resampling .* from 8000 Hz to 24000 Hz \(its sample m lines up with HEARD.wav sample "
+                     r"m\*24000/8000\)", result.stderr), result.stderr
+
+
+def test_a_farm_refuses_channel(tmp_path: Path, speech_left: Path) -> None:
+    result = run("replay", str(speech_left), str(EXAMPLE), "--fast", "--channel", "left", "--out-dir",
+                 str(tmp_path / "farm"))
+    assert result.returncode == 2 and "--channel apply to one recording" in one_line_error(result)
