@@ -65,7 +65,6 @@ def test_a_wav_at_another_rate_is_resampled(tmp_path: Path) -> None:
     [
         (["replay", "missing.wav", "--out", "h.wav", "--events", "e.jsonl"], "cannot read missing.wav"),
         (["replay", "README.md", "--out", "h.wav", "--events", "e.jsonl"], "not a WAV file"),
-        (["replay", str(EXAMPLE), "--out", "h.wav"], "--events"),
         (["replay", str(EXAMPLE), "--fast", "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],
          "--fast runs against the built-in server only"),
         (["replay", str(EXAMPLE), "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],

@@ -55,8 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
-                        help="one recording: what the listener heard, sample-aligned with the input (PCM16 mono 24 kHz)")
-    parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl", help="one recording: wire event log")
+                        help="one recording: what the listener heard, sample-aligned with the input (PCM16 mono "
+                             "24 kHz; default INPUT.heard.wav in the current directory)")
+    parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl",
+                        help="one recording: wire event log (default INPUT.events.jsonl in the current directory)")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
                         "needs none")
@@ -107,6 +109,12 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
     return settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
                                        "turn_detection": "server_vad",
                                        "transcribe": transcripts_for(args.inputs[0]) is not None})
+
+
+def default_output(recording: Path, suffix: str) -> Path:
+    """Where one replay writes an output that was not named: ``talk.wav`` → ``talk.heard.wav`` in the
+    current directory (:func:`check_paths` still keeps it off the input)."""
+    return Path(recording.stem + suffix)
 
 
 def target_url(args: argparse.Namespace) -> str | None:
@@ -184,9 +192,8 @@ async def run(args: argparse.Namespace) -> int:
     if not args.inputs:
         raise ConfigurationError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
     args.input = args.inputs[0]  # one recording from here on
-    if args.out is None or args.events is None:
-        raise ConfigurationError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
-                                 "(several, a directory or --manifest run a farm into --out-dir)")
+    args.out = args.out or default_output(args.input, ".heard.wav")
+    args.events = args.events or default_output(args.input, ".events.jsonl")
     url = target_url(args)
     if args.fast and url:
         raise ConfigurationError("--fast runs against the built-in server only; drop --url (or VOXLINE_URL) or --fast")
