@@ -10,6 +10,7 @@ output lines (with deadlines), never on sleeps.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import signal
 import sys
@@ -23,9 +24,10 @@ import pytest
 from voxline.audio.wavio import read_wav, write_wav
 from voxline.session.cli import main
 from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
-from voxline.session.cli.talk_view import TalkModel, describe, level_bar
-from voxline.session.events import (BargeIn, CutAdjusted, SpeechStarted, SpeechStopped, StateChanged, TranscriptDelta,
-                                    TranscriptDone)
+from voxline.session.cli.talk_view import PlainScreen, TalkModel, describe, level_bar
+from voxline.session.events import (AssistantAudioStarted, BargeIn, CutAdjusted, SpeechStarted, SpeechStopped,
+                                    StateChanged, TranscriptDelta, TranscriptDone, TurnMetrics)
+from voxline.session.metrics.records import MetricsReport, SpeechSegment, TurnRecord
 from voxline.session.tools import ToolFinished, ToolStarted
 from tests.support.devices import VirtualDevices, pulse, vdev
 
@@ -96,17 +98,46 @@ def test_plain_lines_and_the_live_model_follow_a_barge_in() -> None:
     for event in events:
         model.apply(event, " 1.00s")
     assert lines == [
-        "you: speech started (audio_start_ms=1650)",
-        "you: speech stopped (audio_end_ms=4150)",
+        "you: started speaking",
+        "you: stopped speaking",
         "state: speaking",
         None,
         "assistant: Hello! There.",
-        "barge-in (server_vad): truncate item_a at 3262 ms (heard 3262.5 of 8990.0 ms received); silent after 5.0 ms",
+        "barge-in (server_vad): the reply cut where it was heard, 3.26 s of 8.99 s received; silent 5.0 ms later",
     ]
     user, assistant = model.turns
     assert (user.role, user.text, assistant.text) == ("user", "[2.5 s of speech]", "Hello! There.")
     assert assistant.cut == "cut: heard 3.26 s of 8.99 s"
     assert model.state == "speaking" and model.counts == {"turns": 1, "barge_ins": 1, "tool_calls": 0}
+    assert model.summary() == "session ended: 1 assistant turn, 1 barge-in, 0 tool calls"
+
+
+def _report(speech: tuple[SpeechSegment, ...], turns: tuple[TurnRecord, ...]) -> MetricsReport:
+    return MetricsReport(at=9.0, turns=turns, barge_ins=(), items=(), speech=speech, tools=(), underruns=0,
+                         underrun_ms=0.0)
+
+
+def test_each_latency_says_from_what_to_what_and_the_turn_line_comes_with_the_reply() -> None:
+    """The end of the voice and the server's speech_stopped are two instants, each named; the turn's
+    latency is printed when its reply starts, not once the turn is over (after the next barge-in)."""
+    speech = (SpeechSegment("item_u", 10.2, 12.69, 10.5, 12.19),)
+    turn = TurnRecord(0, 12.19, 12.72, 12.72, 12.74, 550.0, 530.0, 20.0, 530.0, ("resp_1",), ("in_progress",), 0,
+                      0.0, 0)
+    screen = PlainScreen(TalkModel(endpoint="test", mode="voice activity"), out=io.StringIO())
+    screen.attach(lambda: _report(speech, (turn,)), shift=-10.0)  # listener time 10 s is the stamps' 0 s
+    shown = [describe(e, screen.lines) for e in (SpeechStarted(10.56, "item_u", 200),
+                                                SpeechStopped(12.72, "item_u", 2690),
+                                                AssistantAudioStarted("item_a", 12.74, 0.02),
+                                                TurnMetrics(16.0, turn))]
+    assert shown == [
+        "you: started speaking (your voice began at 0.50 s; the server's speech_started came 60 ms later)",
+        "you: stopped speaking (your voice ended at 2.19 s; the server's speech_stopped came 530 ms later)",
+        "turn 1: reply heard 550 ms after your voice ended (530 ms to the first audio delta, then 20 ms in the client)",
+        None,  # shown already, with the reply
+    ]
+    # without the session's figures: the only latency there is, named from where it counts
+    assert describe(AssistantAudioStarted("item_a", 12.74, 0.058)) == (
+        "assistant: audio playing (58 ms after the server's speech_stopped)")
 
 
 def test_tool_events_are_one_line_each() -> None:
@@ -202,20 +233,23 @@ async def play_into(sink: str, wav: Path) -> asyncio.subprocess.Process:
 
 @pytest.mark.device
 async def test_talk_hears_the_user_answers_and_is_cut_by_a_barge_in(vdev: VirtualDevices) -> None:
-    async with talk("--no-ui", "--exit-after", "8", "--voice", "tone") as run:
+    async with talk("--no-ui", "-v", "--exit-after", "8", "--voice", "tone") as run:
         first = await run.wait_for_line("voxline talk:")
         await run.wait_for_line("ready: mic")
         player = await play_into(vdev.mic, BARGE_IN_WAV)
-        await run.wait_for_line("you: speech started")
-        await run.wait_for_line("assistant: audio playing")
+        await run.wait_for_line("you: started speaking")
+        reply = await run.wait_for_line("turn 1: reply heard")  # with the reply, before the barge-in
+        await run.wait_for_line("barge-in")
         code, err = await run.finish()
         await player.wait()
     assert code == 0, err
     assert "no OPENAI_API_KEY, so using the built-in local server" in first and "does not understand" in first
     text = "\n".join(run.lines)
     assert "assistant: Hello! This is the voxline local server." in text
-    barge = next(line for line in run.lines if "barge-in (server_vad): truncate" in line)
-    assert run.lines[-1].startswith("session ended: 1 assistant turns, 1 barge-ins")
+    assert "ms after your voice ended (" in reply and "[AssistantAudioStarted item_" in reply
+    barge = next(line for line in run.lines if "barge-in (server_vad): the reply cut where it was heard" in line)
+    barge = barge.split("[BargeIn ")[1]  # -v: the truncate sent, in ms
+    assert run.lines[-1].startswith("session ended: 1 assistant turn, 1 barge-in,")
     heard = barge.split("(heard ")[1].split(" of")[0]
     assert abs(int(barge.split(" at ")[1].split(" ms")[0]) - float(heard)) <= 1
     assert "Traceback" not in err
