@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -124,15 +125,16 @@ def test_each_latency_says_from_what_to_what_and_the_turn_line_comes_with_the_re
     turn = TurnRecord(0, 12.19, 12.72, 12.72, 12.74, 550.0, 530.0, 20.0, 530.0, ("resp_1",), ("in_progress",), 0,
                       0.0, 0)
     screen = PlainScreen(TalkModel(endpoint="test", mode="voice activity"), out=io.StringIO())
-    screen.attach(lambda: _report(speech, (turn,)), shift=-10.0)  # listener time 10 s is the stamps' 0 s
+    screen.attach(lambda: _report(speech, (turn,)), verbose=1)
     shown = [describe(e, screen.lines) for e in (SpeechStarted(10.56, "item_u", 200),
                                                 SpeechStopped(12.72, "item_u", 2690),
                                                 AssistantAudioStarted("item_a", 12.74, 0.02),
                                                 TurnMetrics(16.0, turn))]
     assert shown == [
-        "you: started speaking (your voice began at 0.50 s; the server's speech_started came 60 ms later)",
-        "you: stopped speaking (your voice ended at 2.19 s; the server's speech_stopped came 530 ms later)",
-        "turn 1: reply heard 550 ms after your voice ended (530 ms to the first audio delta, then 20 ms in the client)",
+        "you: started speaking [SpeechStarted item_u, audio_start_ms=200]",
+        "you: stopped speaking [SpeechStopped item_u, audio_end_ms=2690]",
+        "turn 1: reply heard 550 ms after your voice ended (530 ms to the first audio delta, then 20 ms in the "
+        "client) [AssistantAudioStarted item_a]",
         None,  # shown already, with the reply
     ]
     # without the session's figures: the only latency there is, named from where it counts
@@ -253,6 +255,29 @@ async def test_talk_hears_the_user_answers_and_is_cut_by_a_barge_in(vdev: Virtua
     heard = barge.split("(heard ")[1].split(" of")[0]
     assert abs(int(barge.split(" at ")[1].split(" ms")[0]) - float(heard)) <= 1
     assert "Traceback" not in err
+
+
+def _shape(line: str) -> str:
+    """A line with its figures masked (times, ms, the server's port)."""
+    return re.sub(r"\d+(\.\d+)?", "#", line.strip())
+
+
+@pytest.mark.device
+async def test_the_readme_shows_what_talk_no_ui_prints(vdev: VirtualDevices) -> None:
+    readme = (ROOT / "README.md").read_text()
+    sample = readme[readme.index("  $ voxline talk --exit-after"):].split("  ```", 1)[0].splitlines()
+    argv = sample[0].split()[3:]  # after "$ voxline talk"
+    async with talk(*argv) as run:
+        await run.wait_for_line("ready: mic")
+        player = await play_into(vdev.mic, BARGE_IN_WAV)
+        code, err = await run.finish(timeout=40)
+        await player.wait()
+    assert code == 0, err
+    def keep(line: str) -> bool:  # the voice is the machine's (espeak-ng or tone): not the words, nor the states
+        return "state:" not in line and not line.strip().split("s ", 1)[-1].startswith("assistant")
+
+    assert [_shape(line) for line in run.lines if keep(line)] == [_shape(line) for line in sample[1:] if keep(line)]
+    assert sum("turn " in line and "ms after your voice ended (" in line for line in run.lines) == 2
 
 
 @pytest.mark.device

@@ -169,12 +169,12 @@ class PlainScreen:
     def __init__(self, model: TalkModel, out: TextIO | None = None) -> None:
         self.model = model
         self._out = out or sys.stdout
-        self.lines = EventLines()  # the session's figures are attached once it runs (see :meth:`attach`)
+        self.lines = EventLines(voice_times=False)  # the session's figures come once it runs (:meth:`attach`)
 
-    def attach(self, metrics: Callable[[], MetricsReport | None], shift: float, verbose: int = 0) -> None:
-        """Read the session's figures; ``shift`` takes its listener time to the stamps' clock; ``verbose``
-        adds the wire-level detail (event types, item ids, buffer ms) to each line."""
-        self.lines.metrics, self.lines.shift, self.lines.verbose = metrics, shift, min(verbose, 1)
+    def attach(self, metrics: Callable[[], MetricsReport | None], verbose: int = 0) -> None:
+        """Read the session's figures; ``verbose`` adds the wire-level detail (event types, item ids,
+        buffer ms) to each line."""
+        self.lines.metrics, self.lines.verbose = metrics, min(verbose, 1)
 
     def __enter__(self) -> PlainScreen:
         return self

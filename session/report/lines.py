@@ -17,6 +17,7 @@ events that are not worth a line by default (state changes, completed responses)
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import assert_never
 
 from ..events import (
     AssistantAudioStarted,
@@ -71,20 +72,21 @@ def reply_line(turn: TurnRecord) -> str | None:
 
 class EventLines:
     """Lines for events in order. ``metrics`` gives the session's figures (None: lines without them);
-    ``shift`` moves listener times onto the clock the lines are stamped with."""
+    ``voice_times`` off leaves out where the voice began and ended (times on the listener's timeline,
+    which a replay's lines are stamped with and a live session's are not)."""
 
     def __init__(self, metrics: Callable[[], MetricsReport | None] | None = None, *, verbose: int = 0,
-                 shift: float = 0.0) -> None:
+                 voice_times: bool = True) -> None:
         self.metrics = metrics
         self.verbose = verbose
-        self.shift = shift
+        self.voice_times = voice_times  # print where the voice began and ended (off: only that it did)
         self._turns_shown: set[int] = set()
 
     def _report(self) -> MetricsReport | None:
         return self.metrics() if self.metrics is not None else None
 
     def _speech(self, item_id: str | None) -> SpeechSegment | None:
-        report = self._report()
+        report = self._report() if self.voice_times else None
         if report is None or item_id is None:
             return None
         return next((s for s in reversed(report.speech) if s.item_id == item_id), None)
@@ -143,7 +145,7 @@ class EventLines:
                 return f"tool: {name} {verdict} {short(output, 160)} in {duration * 1000:.0f} ms" + self.detail(
                     event.call_id)
             case _:
-                return None
+                assert_never(event)
 
     def _user(self, event: SpeechStarted | SpeechStopped) -> str:
         segment = self._speech(event.item_id)
@@ -151,12 +153,12 @@ class EventLines:
             text = "you: started speaking"
             if segment is not None:
                 later = (event.at - segment.speech_start) * 1000
-                text += f" (your voice began at {segment.speech_start + self.shift:.2f} s" + (
+                text += f" (your voice began at {segment.speech_start:.2f} s" + (
                     f"; the server's speech_started came {later:.0f} ms later)" if later >= 0 else ")")
             return text + self.detail(f"SpeechStarted {event.item_id}, audio_start_ms={event.audio_start_ms}")
         text = "you: stopped speaking"
         if segment is not None and segment.speech_end is not None:
-            text += (f" (your voice ended at {segment.speech_end + self.shift:.2f} s; the server's speech_stopped "
+            text += (f" (your voice ended at {segment.speech_end:.2f} s; the server's speech_stopped "
                      f"came {(event.at - segment.speech_end) * 1000:.0f} ms later)")
         return text + self.detail(f"SpeechStopped {event.item_id}, audio_end_ms={event.audio_end_ms}")
 
