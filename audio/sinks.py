@@ -23,7 +23,6 @@ import numpy.typing as npt
 from voxline.audio.ledger import fade_gains, heard_count
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.audio.wavio import PathLike, WavWriter
-from voxline.base.audio_format import SAMPLE_RATE
 
 __all__ = ["NullSink", "Sink", "TimelineSink", "WavSink", "cut_timeline"]
 

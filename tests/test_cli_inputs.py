@@ -83,7 +83,7 @@ def test_a_24_bit_extensible_wav_is_converted_with_a_note(tmp_path: Path) -> Non
     run = fast(tmp_path, source)
     assert run.returncode == 0, run.stderr
     assert f"voxline: {source}: converting 24-bit integer samples to 16-bit" in run.stderr.splitlines()
-    assert "barge-in (server_vad): truncate" in run.stdout
+    assert "barge-in (server_vad): the reply cut where it was heard" in run.stdout
 
 
 def test_a_recording_without_speech_says_so(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from voxline.realtime.transports.failures import connect_failure
-from voxline.session.replay.result import describe
+from voxline.session.replay.result import ReplayLines
 from voxline.session.events import AssistantAudioStarted
 from tests.support.loopback_http import loopback_http
 
@@ -95,7 +95,7 @@ def test_real_time_replay_on_a_loopback_server_prints_live_and_keeps_what_was_he
                 break
         _out, err = replay.communicate(timeout=60)
         assert replay.returncode == 130, err
-        assert any("user speech started" in line for line in seen), seen
+        assert any("you: started speaking" in line for line in seen), seen
     server_log = server.stderr.read() if server.stderr else ""
     assert "OPENAI_API_KEY" not in err
     with wave.open(str(heard)) as w:  # a complete WAV header, written up to the interrupt
@@ -156,10 +156,10 @@ def test_dns_and_certificate_failures_are_named() -> None:
 
 
 def test_a_reply_heard_within_the_block_of_speech_stopped_is_not_a_negative_latency() -> None:
-    line = describe(AssistantAudioStarted("item_a", 2.716, -0.004), 2.716)
-    assert line is not None and "-" not in line[2].split("reaches")[1] and "same 20 ms block" in line[2]
-    later = describe(AssistantAudioStarted("item_a", 2.74, 0.02), 2.74)
-    assert later is not None and "20 ms after speech_stopped" in later[2]
+    line = ReplayLines().line(AssistantAudioStarted("item_a", 2.716, -0.004), 2.716)
+    assert line is not None and "-" not in line.split("playing")[1] and "same 20 ms block" in line
+    later = ReplayLines().line(AssistantAudioStarted("item_a", 2.74, 0.02), 2.74)
+    assert later is not None and "20 ms after the server's speech_stopped" in later
 
 
 def test_real_time_replay_on_a_terminal_shows_a_progress_line(tmp_path: Path) -> None:
@@ -173,7 +173,7 @@ def test_real_time_replay_on_a_terminal_shows_a_progress_line(tmp_path: Path) ->
     try:
         assert replay.stdout is not None
         for line in replay.stdout:
-            if "user speech started" in line:
+            if "you: started speaking" in line:
                 break
         shown = b""
         while b"s of input" not in shown:

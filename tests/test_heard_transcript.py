@@ -121,9 +121,9 @@ def test_talk_shows_the_heard_words_and_strikes_out_the_rest() -> None:
     turn = TurnRecord(0, 1.0, 1.5, 1.5, 1.52, 520.0, 500.0, 20.0, 500.0, ("resp_1",), ("cancelled",), 0, 0.0, 1)
     for event in (TranscriptDelta("assistant", "item_a", "Hello! This is a long reply."), heard):
         model.apply(event, " 1.00s")
-    assert describe(heard) == "assistant, as heard (estimate, 1.2 of 4.0 s): Hello! This is"
-    assert describe(TurnMetrics(9.0, turn)) == ("turn 1: reply heard 520 ms after you stopped "
-                                                "(first audio 500 ms + client 20 ms)")
+    assert describe(heard) == "assistant, as heard (estimate, 1.20 of 4.00 s received): Hello! This is"
+    assert describe(TurnMetrics(9.0, turn)) == ("turn 1: reply heard 520 ms after your voice ended "
+                                                "(500 ms to the first audio delta, then 20 ms in the client)")
     (shown,) = model.turns
     assert shown.heard == "Hello! This is"
     console = Console(width=100, record=True, color_system="truecolor")

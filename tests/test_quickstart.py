@@ -8,7 +8,6 @@ are the README's, word for word, and the system packages named are the ones CI i
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess

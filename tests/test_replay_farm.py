@@ -246,8 +246,8 @@ def test_farm_flags_on_one_recording_are_refused(farm_dir: Path, tmp_path: Path)
     run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--jobs", "2", "--out",
                   str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"))
     assert "--jobs apply to a farm" in one_line_error(run)
-    run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast")
-    assert "one recording needs --out HEARD.wav and --events EVENTS.jsonl" in one_line_error(run)
+    run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--farm-report")
+    assert "--farm-report apply to a farm" in one_line_error(run)
 
 
 def _listener_timeline(sink: object, minutes: float) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.imports import imports_of, reached
+from tests.support.imports import reached
 
 FORBIDDEN = {"asyncio", "socket", "websockets", "aiortc"}
 ENGINE = "voxline.realtime.server.engine"

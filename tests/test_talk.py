@@ -11,6 +11,7 @@ tmux emulates, polled until it shows what is awaited.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import re
 import shlex
@@ -27,9 +28,10 @@ import pytest
 from voxline.audio.wavio import read_wav, write_wav
 from voxline.session.cli import main
 from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
-from voxline.session.cli.talk_view import TalkModel, describe, level_bar
-from voxline.session.events import (BargeIn, CutAdjusted, SessionError, SpeechStarted, SpeechStopped, StateChanged,
-                                    TranscriptDelta, TranscriptDone)
+from voxline.session.cli.talk_view import PlainScreen, TalkModel, describe, level_bar
+from voxline.session.events import (AssistantAudioStarted, BargeIn, CutAdjusted, SessionError, SpeechStarted,
+                                    SpeechStopped, StateChanged, TranscriptDelta, TranscriptDone, TurnMetrics)
+from voxline.session.metrics.records import MetricsReport, SpeechSegment, TurnRecord
 from voxline.session.tools import ToolFinished, ToolStarted
 from tests.support.ci import require_tool
 from tests.support.devices import VirtualDevices, pulse, vdev, wait_for
@@ -101,17 +103,47 @@ def test_plain_lines_and_the_live_model_follow_a_barge_in() -> None:
     for event in events:
         model.apply(event, " 1.00s")
     assert lines == [
-        "you: speech started (audio_start_ms=1650)",
-        "you: speech stopped (audio_end_ms=4150)",
+        "you: started speaking",
+        "you: stopped speaking",
         "state: speaking",
         None,
         "assistant: Hello! There.",
-        "barge-in (server_vad): truncate item_a at 3262 ms (heard 3262.5 of 8990.0 ms received); silent after 5.0 ms",
+        "barge-in (server_vad): the reply cut where it was heard, 3.26 s of 8.99 s received; silent 5.0 ms later",
     ]
     user, assistant = model.turns
     assert (user.role, user.text, assistant.text) == ("user", "[2.5 s of speech]", "Hello! There.")
     assert assistant.cut == "cut: heard 3.26 s of 8.99 s"
     assert model.state == "speaking" and model.counts == {"turns": 1, "barge_ins": 1, "tool_calls": 0}
+    assert model.summary() == "session ended: 1 assistant turn, 1 barge-in, 0 tool calls"
+
+
+def _report(speech: tuple[SpeechSegment, ...], turns: tuple[TurnRecord, ...]) -> MetricsReport:
+    return MetricsReport(at=9.0, turns=turns, barge_ins=(), items=(), speech=speech, tools=(), underruns=0,
+                         underrun_ms=0.0)
+
+
+def test_each_latency_says_from_what_to_what_and_the_turn_line_comes_with_the_reply() -> None:
+    """The end of the voice and the server's speech_stopped are two instants, each named; the turn's
+    latency is printed when its reply starts, not once the turn is over (after the next barge-in)."""
+    speech = (SpeechSegment("item_u", 10.2, 12.69, 10.5, 12.19),)
+    turn = TurnRecord(0, 12.19, 12.72, 12.72, 12.74, 550.0, 530.0, 20.0, 530.0, ("resp_1",), ("in_progress",), 0,
+                      0.0, 0)
+    screen = PlainScreen(TalkModel(endpoint="test", mode="voice activity"), out=io.StringIO())
+    screen.attach(lambda: _report(speech, (turn,)), verbose=1)
+    shown = [describe(e, screen.lines) for e in (SpeechStarted(10.56, "item_u", 200),
+                                                SpeechStopped(12.72, "item_u", 2690),
+                                                AssistantAudioStarted("item_a", 12.74, 0.02),
+                                                TurnMetrics(16.0, turn))]
+    assert shown == [
+        "you: started speaking [SpeechStarted item_u, audio_start_ms=200]",
+        "you: stopped speaking [SpeechStopped item_u, audio_end_ms=2690]",
+        "turn 1: reply heard 550 ms after your voice ended (530 ms to the first audio delta, then 20 ms in the "
+        "client) [AssistantAudioStarted item_a]",
+        None,  # shown already, with the reply
+    ]
+    # without the session's figures: the only latency there is, named from where it counts
+    assert describe(AssistantAudioStarted("item_a", 12.74, 0.058)) == (
+        "assistant: audio playing (58 ms after the server's speech_stopped)")
 
 
 def test_push_to_talk_shows_its_own_state_until_the_session_answers() -> None:
@@ -228,23 +260,49 @@ async def play_into(sink: str, wav: Path) -> asyncio.subprocess.Process:
 
 @pytest.mark.device
 async def test_talk_hears_the_user_answers_and_is_cut_by_a_barge_in(vdev: VirtualDevices) -> None:
-    async with talk("--no-ui", "--exit-after", "8", "--voice", "tone") as run:
+    async with talk("--no-ui", "-v", "--exit-after", "8", "--voice", "tone") as run:
         first = await run.wait_for_line("voxline talk:")
         await run.wait_for_line("ready: mic")
         player = await play_into(vdev.mic, BARGE_IN_WAV)
-        await run.wait_for_line("you: speech started")
-        await run.wait_for_line("assistant: audio playing")
+        await run.wait_for_line("you: started speaking")
+        reply = await run.wait_for_line("turn 1: reply heard")  # with the reply, before the barge-in
+        await run.wait_for_line("barge-in")
         code, err = await run.finish()
         await player.wait()
     assert code == 0, err
     assert "no OPENAI_API_KEY, so using the built-in local server" in first and "does not understand" in first
     text = "\n".join(run.lines)
     assert "assistant: Hello! This is the voxline local server." in text
-    barge = next(line for line in run.lines if "barge-in (server_vad): truncate" in line)
-    assert run.lines[-1].startswith("session ended: 1 assistant turns, 1 barge-ins")
+    assert "ms after your voice ended (" in reply and "[AssistantAudioStarted item_" in reply
+    barge = next(line for line in run.lines if "barge-in (server_vad): the reply cut where it was heard" in line)
+    barge = barge.split("[BargeIn ")[1]  # -v: the truncate sent, in ms
+    assert run.lines[-1].startswith("session ended: 1 assistant turn, 1 barge-in,")
     heard = barge.split("(heard ")[1].split(" of")[0]
     assert abs(int(barge.split(" at ")[1].split(" ms")[0]) - float(heard)) <= 1
     assert "Traceback" not in err
+
+
+def _shape(line: str) -> str:
+    """A line with its figures masked (times, ms, the server's port)."""
+    return re.sub(r"\d+(\.\d+)?", "#", line.strip())
+
+
+@pytest.mark.device
+async def test_the_readme_shows_what_talk_no_ui_prints(vdev: VirtualDevices) -> None:
+    readme = (ROOT / "README.md").read_text()
+    sample = readme[readme.index("  $ voxline talk --exit-after"):].split("  ```", 1)[0].splitlines()
+    argv = sample[0].split()[3:]  # after "$ voxline talk"
+    async with talk(*argv) as run:
+        await run.wait_for_line("ready: mic")
+        player = await play_into(vdev.mic, BARGE_IN_WAV)
+        code, err = await run.finish(timeout=40)
+        await player.wait()
+    assert code == 0, err
+    def keep(line: str) -> bool:  # the voice is the machine's (espeak-ng or tone): not the words, nor the states
+        return "state:" not in line and not line.strip().split("s ", 1)[-1].startswith("assistant")
+
+    assert [_shape(line) for line in run.lines if keep(line)] == [_shape(line) for line in sample[1:] if keep(line)]
+    assert sum("turn " in line and "ms after your voice ended (" in line for line in run.lines) == 2
 
 
 @pytest.mark.device
@@ -338,7 +396,7 @@ def test_push_to_talk_keeps_the_live_panel_still_and_shows_talking_then_the_sess
         assert terminal.panel_top() == top
         assert not any(re.search(r"push-to-talk: (talking|sent)", line) for line in terminal.lines)  # none per Enter
         ended = [line for line in terminal.lines if line.startswith("session ended:")]
-        assert len(ended) == 1 and ended[0].endswith(", 1 barge-ins, 0 tool calls"), "\n".join(terminal.lines)
+        assert len(ended) == 1 and ended[0].endswith(", 1 barge-in, 0 tool calls"), "\n".join(terminal.lines)
     finally:
         terminal.close()
 

@@ -81,8 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_farm(args: argparse.Namespace) -> bool:
+    """Several recordings, a directory, ``--manifest``, or one recording with ``--out-dir`` or ``--junit``
+    (a farm of one: its outputs under DIR/NAME/, judged, with a results file and JUnit XML)."""
     inputs = args.inputs or []
-    return args.manifest is not None or len(inputs) > 1 or any(Path(p).is_dir() for p in inputs)
+    return (args.manifest is not None or len(inputs) > 1 or any(Path(p).is_dir() for p in inputs)
+            or args.out_dir is not None or args.junit is not None)
 
 
 def in_this_loop(args: argparse.Namespace) -> bool:
@@ -169,7 +172,8 @@ async def run(args: argparse.Namespace) -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     where = "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'a built-in server per recording'}"
     shard = f", shard {args.shard}" if args.shard else ""
-    print(f"voxline: farm of {len(recordings)} recordings{shard} ({where}; {_spread(args, len(recordings))})"
+    count = f"{len(recordings)} recording{'s' if len(recordings) != 1 else ''}"
+    print(f"voxline: farm of {count}{shard} ({where}; {_spread(args, len(recordings))})"
           + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)
     started = time.perf_counter()
     outcomes = await _execute(args, recordings, options)
@@ -209,6 +213,7 @@ def _spread(args: argparse.Namespace, count: int) -> str:
 
 def _line(o: Outcome) -> str:
     verdict = {"pass": "PASS ", "fail": "FAIL ", "error": "ERROR"}[o.status]
-    figures = f"{o.barge_ins} barge-in{'s' if o.barge_ins != 1 else ''}, {o.duration_s:.1f} s heard, {o.wall_s:.1f} s wall"
+    figures = (f"{o.barge_ins} barge-in{'s' if o.barge_ins != 1 else ''}, {o.reply_heard_s:.1f} s of replies heard "
+               f"in {o.duration_s:.1f} s replayed, {o.wall_s:.1f} s wall")
     why = f": {o.message()}" if o.status != "pass" else ""
     return f"  {verdict} {o.name} ({figures}){why}"

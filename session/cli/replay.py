@@ -42,10 +42,11 @@ from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
 from ..replay.inputs import load_input, load_tools, transcripts_for
-from ..replay.result import describe
+from ..replay.result import ReplayLines
 from ..report import make_run, write_report
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolRegistry
+from ..voice import VoiceSession
 from . import farm
 from .endpoint import add_local_argument, conflict, target_url
 
@@ -58,10 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
-                        help="one recording: what the listener heard, PCM16 mono 24 kHz; its sample n is what was "
-                             "heard n/24000 s into the input (input sample n for a 24 kHz input; an input at another "
-                             "rate is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)")
-    parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl", help="one recording: wire event log")
+                        help="one recording: what the listener heard, PCM16 mono 24 kHz (default INPUT.heard.wav "
+                             "in the current directory); its sample n is what was heard n/24000 s into the input "
+                             "(input sample n for a 24 kHz input; an input at another rate is resampled, its sample m "
+                             "lines up with HEARD.wav sample m*24000/rate)")
+    parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl",
+                        help="one recording: wire event log (default INPUT.events.jsonl in the current directory)")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
                         "needs none")
@@ -116,6 +119,12 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
     return settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
                                        "turn_detection": "server_vad",
                                        "transcribe": transcripts_for(args.inputs[0]) is not None})
+
+
+def default_output(recording: Path, suffix: str) -> Path:
+    """Where one replay writes an output that was not named: ``talk.wav`` → ``talk.heard.wav`` in the
+    current directory (:func:`check_paths` still keeps it off the input)."""
+    return Path(recording.stem + suffix)
 
 
 def token_for(url: str) -> str:
@@ -189,9 +198,8 @@ async def run(args: argparse.Namespace) -> int:
     if not args.inputs:
         raise UsageError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
     args.input = args.inputs[0]  # one recording from here on
-    if args.out is None or args.events is None:
-        raise UsageError("one recording needs --out HEARD.wav and --events EVENTS.jsonl "
-                                 "(several, a directory or --manifest run a farm into --out-dir)")
+    args.out = args.out or default_output(args.input, ".heard.wav")
+    args.events = args.events or default_output(args.input, ".events.jsonl")
     url = target_url(args)
     if args.fast and url:
         raise conflict(args)("--fast runs against the built-in server only; drop --url or --fast "
@@ -224,12 +232,12 @@ async def run(args: argparse.Namespace) -> int:
         return await _run_fast(args, samples, scenario, tools, loop.clock)
     clock = RealClock()
     start = clock.now()
-    live = LiveLines(len(samples) / RATE, clock, start)
+    live = LiveLines(len(samples) / RATE, clock, start, args.verbose)
     with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
             contextlib.closing(WavSink(args.out, RATE)) as sink:
         result = await _realtime(args, url, token, samples, log, clock, sink, tools, live)
     live.done()
-    _print_summary(args, result, transport, url, printed=True)
+    _print_summary(args, result)
     _write_report(args, samples, result)
     return 0
 
@@ -239,11 +247,14 @@ async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any
     _synth, voice = make_synth(args.voice)
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
+    print(f"replaying {args.input} (lockstep, virtual clock)", flush=True)
+    live = LiveLines(len(samples) / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire)
         result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
-                                  tools=tools, on_event=_logger(log), **speaker_options(args))
-    _print_summary(args, result, "ws", None, printed=False)
+                                  tools=tools, on_event=_logger(log, live), on_session=live.attach,
+                                  **speaker_options(args))
+    _print_summary(args, result)
     _write_report(args, samples, result)
     return 0
 
@@ -258,20 +269,30 @@ def _logger(log: EventLog, also: Callable[[Any], None] | None = None) -> Any:
 
 
 class LiveLines:
-    """Real-time replay: each turn and barge-in printed as it happens, and a progress line on a terminal."""
+    """Each user turn, reply and barge-in printed as it happens, and on a terminal a progress line
+    (real time only: ``progress=False`` for a lockstep replay)."""
 
-    def __init__(self, total_s: float, clock: Clock, start: float) -> None:
+    def __init__(self, total_s: float, clock: Clock, start: float, verbose: int = 0, progress: bool = True) -> None:
         self.total_s, self.clock, self.start = total_s, clock, start
-        self.tty = sys.stderr.isatty()
+        self.tty = progress and sys.stderr.isatty()
         self._at = 0.0
         self._shown = -1
+        self._session: VoiceSession | None = None
+        self.lines = ReplayLines(lambda: self._session.metrics() if self._session is not None else None, verbose)
+
+    def attach(self, session: VoiceSession) -> None:
+        """The session whose figures the lines read (its metrics, as events come)."""
+        self._session = session
 
     def __call__(self, event: Any) -> None:
-        self._at = getattr(event, "at", self._at)
-        line = describe(event, self._at)
+        at = getattr(event, "at", None)
+        if at is None:  # a transcript or a tool: stamped with the listener time it was taken at
+            at = self._session.output.now() if self._session is not None else self._at
+        self._at = at
+        line = self.lines.line(event, at)
         if line is not None:
             self._clear()
-            print("  " + line[2], flush=True)
+            print("  " + line, flush=True)
         self.progress()
 
     def wire(self, observer: Callable[[str, str], None]) -> Callable[[str, str], None]:
@@ -315,7 +336,7 @@ async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: 
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
                             tools=tools, on_wire=live.wire(log.wire), on_event=_logger(log, live),
-                            **speaker_options(args))
+                            on_session=live.attach, **speaker_options(args))
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -337,13 +358,8 @@ def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayR
     print(f"wrote {', '.join(str(p) for p in (html, summary) if p is not None)} (checks: {verdict})")
 
 
-def _print_summary(args: argparse.Namespace, result: ReplayResult, transport: str, url: str | None,
-                   printed: bool) -> None:
-    """The turns and barge-ins (unless ``printed`` live already), underruns, and what was written."""
-    if not printed:
-        print(f"replayed {args.input} (lockstep, virtual clock)")
-        for line in result.summary_lines():
-            print("  " + line)
+def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
+    """After the lines printed as the replay went: underruns, and what was written."""
     if not result.heard_speech:
         print(f"voxline: no speech detected in {args.input}: the server's voice activity detection never fired "
               "(is it silent, or very quiet?)", file=sys.stderr)

@@ -259,6 +259,8 @@ class TalkLoop:
         self.code = 0
         self._loop = asyncio.get_running_loop()
         self._t0 = self._loop.time()
+        if isinstance(screen, PlainScreen):  # its lines read a turn's figures as its reply starts
+            screen.attach(session.metrics, verbose=args.verbose)
 
     def _stamp(self) -> str:
         return f"{self._loop.time() - self._t0:6.2f}s"

@@ -17,9 +17,9 @@ import os
 import sys
 import termios
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TextIO, assert_never
+from typing import Any, TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -30,7 +30,6 @@ from rich.text import Text
 from voxline.realtime.errors import ConfigurationError
 
 from ..events import (
-    AssistantAudioStarted,
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
@@ -38,9 +37,6 @@ from ..events import (
     FalseBargeIn,
     PlaybackHeld,
     HeardTranscript,
-    RawServerEvent,
-    ResponseFinished,
-    ResponseStarted,
     SessionError,
     SessionEvent,
     SpeechStarted,
@@ -48,85 +44,24 @@ from ..events import (
     StateChanged,
     TranscriptDelta,
     TranscriptDone,
-    TurnMetrics,
 )
-from ..metrics.records import TurnRecord
+from ..metrics.records import MetricsReport
+from ..report.lines import EventLines, count
 from ..tools import ToolEvent, ToolFinished, ToolStarted
 
-__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "describe_turn",
-           "level_bar", "quiet_terminal"]
+__all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "level_bar", "quiet_terminal"]
 
 Event = SessionEvent | ToolEvent
 _STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan",
                 "talking": "bold red", "sending": "yellow"}
 
 
-def _short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-
-
-def describe_turn(turn: TurnRecord) -> str | None:
-    """``turn N``: the reply latency as heard and its parts, or None when no reply was heard after speech."""
-    if turn.reply_latency_ms is None:
-        return None
-    parts = []
-    if turn.first_delta_ms is not None and turn.client_ms is not None:
-        parts.append(f"first audio {turn.first_delta_ms:.0f} ms + client {turn.client_ms:.0f} ms")
-    if turn.underruns:
-        parts.append(f"{turn.underruns} underruns ({turn.underrun_ms:.0f} ms)")
-    extra = f" ({'; '.join(parts)})" if parts else ""
-    return f"turn {turn.index + 1}: reply heard {turn.reply_latency_ms:.0f} ms after you stopped{extra}"
-
-
-def describe(event: Event) -> str | None:
-    """One plain line for ``event``, or ``None`` for events shown only live (deltas)."""
-    match event:
-        case StateChanged(state=state):
-            return f"state: {state}"
-        case SpeechStarted(audio_start_ms=ms):
-            return f"you: speech started (audio_start_ms={ms})"
-        case SpeechStopped(audio_end_ms=ms):
-            return f"you: speech stopped (audio_end_ms={ms})"
-        case TranscriptDelta():
-            return None
-        case TranscriptDone(role=role, text=text):
-            return f"{'you' if role == 'user' else 'assistant'}: {_short(text, 400)}"
-        case ResponseStarted() | RawServerEvent():
-            return None
-        case ResponseFinished(status=status, reason=reason, response_id=rid):
-            return None if status == "completed" else f"response {rid} {status}" + (f" ({reason})" if reason else "")
-        case AssistantAudioStarted(reply_latency=latency):
-            after = "" if latency is None else f" ({latency * 1000:.0f} ms after you stopped)"
-            return f"assistant: audio playing{after}"
-        case BargeIn():
-            return event.describe()
-        case CutAdjusted(item_id=item_id, requested_ms=requested, applied_ms=applied):
-            return f"cut adjusted: the server had {applied} ms of {item_id}, not the {requested} ms heard"
-        case PlaybackHeld(heard_ms=ms):
-            return f"you (local VAD): assistant held at {ms:.0f} ms heard, waiting for the server"
-        case FalseBargeIn(resumed=resumed):
-            return "false barge-in: " + ("resuming where you stopped listening" if resumed else "reply cut")
-        case HeardTranscript(text=text, heard_ms=heard, received_ms=received):
-            return f"assistant, as heard (estimate, {heard / 1000:.1f} of {received / 1000:.1f} s): {_short(text, 400)}"
-        case TurnMetrics(turn=turn):
-            return describe_turn(turn)
-        case ConnectionLost(code=code, reason=reason):
-            return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
-        case ConnectionRestored(replayed_items=n):
-            return f"connection restored ({n} conversation items sent again)"
-        case SessionError(message=message, fatal=fatal):
-            return f"{'fatal error' if fatal else 'error'}: {message}"
-        case ToolStarted(name=name, arguments=arguments):
-            args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-            return f"tool: {name}({args}) started"
-        case ToolFinished(name=name, output=output, ok=ok, duration_s=duration):
-            verdict = "returned" if ok else "failed"
-            return f"tool: {name} {verdict} {_short(output, 160)} in {duration * 1000:.0f} ms"
-        case _:
-            assert_never(event)
+def describe(event: Event, lines: EventLines | None = None) -> str | None:
+    """One plain line for ``event`` (the words ``replay`` uses too, and the state), or ``None`` for
+    events shown only live (deltas); ``lines`` reads the session's figures when given."""
+    if isinstance(event, StateChanged):
+        return f"state: {event.state}"
+    return (lines or EventLines()).line(event)
 
 
 @dataclass
@@ -190,12 +125,12 @@ class TalkModel:
             case BargeIn(item_id=item_id) if item_id in self._by_item:
                 self._by_item[item_id].cut = f"cut: heard {event.heard_ms / 1000:.2f} s of {event.received_ms / 1000:.2f} s"
                 self.counts["barge_ins"] += 1
-                self.marks.append(f"{stamp} {event.describe()}")
+                self.marks.append(f"{stamp} {describe(event)}")
             case HeardTranscript(item_id=item_id, text=text) if item_id in self._by_item:
                 self._by_item[item_id].heard = text
             case BargeIn():
                 self.counts["barge_ins"] += 1
-                self.marks.append(f"{stamp} {event.describe()}")
+                self.marks.append(f"{stamp} {describe(event)}")
             case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
                     | PlaybackHeld() | FalseBargeIn() | CutAdjusted():
                 if isinstance(event, SessionError):
@@ -233,7 +168,8 @@ class TalkModel:
 
     def summary(self) -> str:
         c = self.counts
-        return f"session ended: {c['turns']} assistant turns, {c['barge_ins']} barge-ins, {c['tool_calls']} tool calls"
+        return (f"session ended: {count(c['turns'], 'assistant turn')}, {count(c['barge_ins'], 'barge-in')}, "
+                f"{count(c['tool_calls'], 'tool call')}")
 
 
 def level_bar(db: float, width: int = 24, floor: float = -60.0) -> str:
@@ -248,6 +184,12 @@ class PlainScreen:
     def __init__(self, model: TalkModel, out: TextIO | None = None) -> None:
         self.model = model
         self._out = out or sys.stdout
+        self.lines = EventLines(voice_times=False)  # the session's figures come once it runs (:meth:`attach`)
+
+    def attach(self, metrics: Callable[[], MetricsReport | None], verbose: int = 0) -> None:
+        """Read the session's figures; ``verbose`` adds the wire-level detail (event types, item ids,
+        buffer ms) to each line."""
+        self.lines.metrics, self.lines.verbose = metrics, min(verbose, 1)
 
     def __enter__(self) -> PlainScreen:
         return self
@@ -260,7 +202,7 @@ class PlainScreen:
 
     def show(self, event: Event, stamp: str) -> None:
         self.model.apply(event, stamp)
-        line = describe(event)
+        line = describe(event, self.lines)
         if line is not None:
             self.note(f"{stamp} {line}")
 

@@ -72,6 +72,7 @@ async def run_replay(
     aec: EchoCanceller | str | None = None,
     local_vad: LocalVad | str | None = None,
     barge_policy: BargePolicy | None = None,
+    on_session: Callable[[VoiceSession], None] | None = None,
 ) -> ReplayResult:
     """Play ``samples`` (int16 mono 24 kHz) as the microphone of a :class:`VoiceSession`.
 
@@ -83,7 +84,8 @@ async def run_replay(
     ``settings`` say (URL, key, transport), showing every frame to ``on_wire``.
     Listener time 0 is the capture instant of input sample 0. Events are handed to
     ``on_event`` as they happen and gathered in the result. Without a ``sink`` the heard
-    timeline is kept in memory (:attr:`ReplayResult.heard`).
+    timeline is kept in memory (:attr:`ReplayResult.heard`). ``on_session`` is shown the
+    session before it starts (to read its :meth:`~VoiceSession.metrics` as events come).
     """
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
@@ -100,6 +102,8 @@ async def run_replay(
     session = VoiceSession(settings, output=output, input=mic, tools=tools,
                            approve=approve, clock=clock, connector=connector, on_wire=on_wire, aec=aec,
                            local_vad=local_vad, barge_policy=barge_policy)
+    if on_session is not None:
+        on_session(session)
     events: list[SessionEvent | ToolEvent] = []
 
     def take() -> bool:

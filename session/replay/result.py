@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..metrics import MetricsReport
-from ..events import (
-    AssistantAudioStarted,
-    BargeIn,
-    FalseBargeIn,
-    PlaybackHeld,
-    ResponseFinished,
-    SpeechStarted,
-    TranscriptDone,
-)
-from ..tools import ToolFinished
+from ..events import BargeIn, ResponseFinished, SpeechStarted, TranscriptDone
+from ..report.lines import EventLines
 
-__all__ = ["ReplayResult", "TurnSummary", "describe"]
+__all__ = ["ReplayLines", "ReplayResult", "TurnSummary"]
 
 
 @dataclass(frozen=True)
@@ -53,48 +46,31 @@ class ReplayResult:
         """Whether the server's voice activity detection found speech in the recording."""
         return any(isinstance(e, SpeechStarted) for e in self.events)
 
-    def summary_lines(self) -> list[str]:
-        """One line per turn and per barge-in, in time order."""
-        lines: list[tuple[float, int, str]] = []
+    def summary_lines(self, verbose: int = 0) -> list[str]:
+        """One line per user turn, reply, barge-in and heard transcript (with ``verbose``, their wire
+        detail and the events not worth a line by default), in the order they happened."""
+        lines = ReplayLines(lambda: self.metrics, verbose)
         at = 0.0
+        out = []
         for e in self.events:
-            at = getattr(e, "at", at)  # tool events are placed after the last timed event
-            if (described := describe(e, at)) is not None:
-                lines.append(described)
-        lines.sort(key=lambda x: (x[0], x[1]))
-        return [text for _t, _order, text in lines]
+            at = getattr(e, "at", at)  # events without a time are placed at the last timed event
+            if (line := lines.line(e, at)) is not None:
+                out.append(line)
+        return out
 
 
-def describe(e: Any, at: float) -> tuple[float, int, str] | None:
-    """The summary line of one event, with its time and its rank among lines of the same time
-    (speech, barge-in, audio, response end, tool); None for events the summary leaves out."""
-    match e:
-        case ResponseFinished(response_id=rid, status=status, reason=reason, at=t):
-            why = f" ({reason})" if reason else ""
-            return t, 3, f"{t:7.3f}s  response {rid} {status}{why}"
-        case ToolFinished():
-            verdict = "ok" if e.ok else "failed"
-            return at, 4, f"{at:7.3f}s  tool {e.name} ({e.call_id}) {verdict} in {e.duration_s * 1000:.0f} ms: {e.output[:60]}"
-        case SpeechStarted(at=t, audio_start_ms=start_ms):
-            return t, 0, f"{t:7.3f}s  user speech started (server VAD, buffer at {start_ms} ms)"
-        case AssistantAudioStarted(item_id=item, at=t, reply_latency=latency):
-            if latency is None:
-                after = ""
-            elif latency < 0:  # the first sample played in the block that delivered speech_stopped
-                after = ", in the same 20 ms block as speech_stopped"
-            else:
-                after = f", {latency * 1000:.0f} ms after speech_stopped"
-            return t, 2, f"{t:7.3f}s  assistant audio {item} reaches the listener{after}"
-        case BargeIn():
-            return e.at, 1, f"{e.at:7.3f}s  {e.describe()}"
-        case TranscriptDone(role="user", text=text):
-            return at, 0, f"{at:7.3f}s  user transcript: {text[:60]!r}"
-        case PlaybackHeld():
-            return e.at, 0, (f"{e.at:7.3f}s  local VAD: speech from {e.onset:.3f}s, assistant held at "
-                             f"{e.heard_ms:.1f} ms heard of {e.item_id}")
-        case FalseBargeIn():
-            then = "resumed from the heard point" if e.resumed else "cut at the heard point"
-            return e.at, 0, f"{e.at:7.3f}s  false barge-in: the server never confirmed the hold at {e.held_at:.3f}s; {then}"
-        case _:
-            return None
+class ReplayLines:
+    """The replay's lines: the shared words (:class:`~voxline.session.report.lines.EventLines`)
+    stamped with the listener time, seconds since the recording's first sample."""
 
+    def __init__(self, metrics: Callable[[], MetricsReport | None] | None = None, verbose: int = 0) -> None:
+        self.words = EventLines(metrics, verbose=verbose)
+
+    def line(self, e: Any, at: float) -> str | None:
+        text: str | None
+        match e:
+            case TranscriptDone(role="user", text=said):
+                text = f"user transcript: {said[:60]!r}" + self.words.detail(e.item_id)
+            case _:
+                text = self.words.line(e)
+        return None if text is None else f"{at:7.3f}s  {text}"

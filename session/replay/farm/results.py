@@ -6,8 +6,11 @@ between processes (and Ray tasks) as a dict (:meth:`Outcome.to_json`). The resul
 one JSON object per line and recording (:func:`write_jsonl`)::
 
     {"name", "input", "status": "pass"|"fail"|"error", "checks": [{"name", "expected", "measured", "ok"}],
-     "barge_ins", "cut_errors_ms", "reply_latencies_ms", "error_codes", "error", "duration_s", "wall_s",
-     "heard", "events"}
+     "barge_ins", "cut_errors_ms", "reply_latencies_ms", "error_codes", "error", "duration_s", "reply_heard_s",
+     "wall_s", "heard", "events"}
+
+``duration_s`` is the listener time the replay covered (the length of its heard WAV),
+``reply_heard_s`` the assistant audio that reached the listener in it.
 
 ``status`` is ``error`` when the replay could not run or ended on a fatal session error,
 ``fail`` when it ran and an expectation did not hold.
@@ -47,6 +50,7 @@ class Measured:
     error_codes: list[str] = field(default_factory=list)  # every SessionError, in order ("error" if it had no code)
     fatal: list[str] = field(default_factory=list)  # messages of the fatal ones
     duration_s: float = 0.0
+    reply_heard_s: float = 0.0  # assistant audio that reached the listener, every item summed
 
 
 @dataclass
@@ -61,6 +65,7 @@ class Outcome:
     error_codes: list[str] = field(default_factory=list)
     error: str | None = None  # why the replay errored (one line)
     duration_s: float = 0.0  # listener time covered
+    reply_heard_s: float = 0.0  # assistant audio that reached the listener
     wall_s: float = 0.0
     heard: str | None = None
     events: str | None = None
@@ -96,6 +101,7 @@ def measure(result: ReplayResult) -> Measured:
         error_codes=[e.code or "error" for e in errors],
         fatal=[e.message for e in errors if e.fatal],
         duration_s=round(result.duration_s, 3),
+        reply_heard_s=round(sum(i.heard_ms for i in metrics.items) / 1000, 3) if metrics is not None else 0.0,
     )
 
 
@@ -127,7 +133,8 @@ def outcome(name: str, input: str, expect: Expectations, m: Measured, **paths: A
     checks = judge(expect, m)
     status: Status = "error" if m.fatal else "pass" if all(c.ok for c in checks) else "fail"
     return Outcome(name, input, status, checks, m.barge_ins, m.cut_errors_ms, m.reply_latencies_ms, m.error_codes,
-                   error="; ".join(m.fatal) or None, duration_s=m.duration_s, **paths)
+                   error="; ".join(m.fatal) or None, duration_s=m.duration_s, reply_heard_s=m.reply_heard_s,
+                   **paths)
 
 
 def write_jsonl(path: Path, outcomes: list[Outcome]) -> None:
@@ -138,8 +145,12 @@ def write_jsonl(path: Path, outcomes: list[Outcome]) -> None:
 
 def summary_line(outcomes: list[Outcome], wall_s: float) -> str:
     counts = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "error")}
-    return (f"farm: {len(outcomes)} recordings, {counts['pass']} passed, {counts['fail']} failed, "
-            f"{counts['error']} errors in {wall_s:.1f} s")
+    return (f"farm: {_count(len(outcomes), 'recording')}, {counts['pass']} passed, {counts['fail']} failed, "
+            f"{_count(counts['error'], 'error')} in {wall_s:.1f} s")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _show(value: Any) -> str:
