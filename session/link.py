@@ -8,7 +8,7 @@
   its backoff on the session's clock, and has the machine restore the conversation on it.
 * :meth:`Link.watch` runs every few hundred ms. A server that owes something (its
   ``session.created``, or a response asked for) and sends nothing for ``liveness_timeout_s``
-  is a drop, whatever its socket answers: a pong shows the socket is there, not that the
+  (counted from when it came to owe it, at the earliest) is a drop, whatever its socket answers: a pong shows the socket is there, not that the
   server is. A quiet server that owes nothing is pinged now and then; a ping it leaves
   unanswered is a drop too. Before ``expires_at`` it warms up a successor and switches to it
   at the first turn boundary.
@@ -58,6 +58,7 @@ class Link:
         self.handing_over = False
         self._connected_at: float | None = None
         self.last_rx = 0.0
+        self._owed_since: float | None = None  # when the server came to owe what it owes now (seen by watch)
         self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
         self._ping: asyncio.Future[None] | None = None
         self._ping_sent = 0.0  # when the ping in flight went, on the session's clock
@@ -170,7 +171,13 @@ class Link:
         if timeout:
             silent = now - self.last_rx  # events from the server only
             owed = self._owed(conn)
-            if owed is not None and silent >= timeout:
+            if owed is None:
+                self._owed_since = None
+            elif self._owed_since is None:
+                self._owed_since = now
+            # silence counts from the later of its last event and the moment it came to owe: a
+            # question after a quiet minute gives the server its round trip to answer
+            if owed is not None and now - max(self.last_rx, self._owed_since or now) >= timeout:
                 await self._give_up(conn, f"the server owes {owed} and sent nothing for {silent:.1f} s; reconnecting")
                 return
             ping = getattr(conn.transport, "ping", None)
