@@ -94,11 +94,23 @@ class Link:
     async def close(self) -> None:
         """Stop: the warming successor and a ping in flight are dropped, the connection closed."""
         self.closing = True
-        for pending in (self._spare, self._ping):
-            if pending is not None:
-                pending.cancel()
+        if self._ping is not None:
+            self._ping.cancel()
+        await self._drop_spare()
         if self.conn is not None:
             await self.close_quietly(self.conn)
+
+    async def _drop_spare(self) -> None:
+        """The successor warming up (or ready) is not needed: stop it, and close it if it opened."""
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return
+        if not spare.done():
+            spare.cancel()
+            await asyncio.wait((spare,))
+        if spare.cancelled() or spare.exception() is not None:
+            return
+        await self.close_quietly(spare.result())
 
     async def close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
         """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business."""
@@ -121,6 +133,7 @@ class Link:
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         self._budget.lost(self.clock.now(), self._connected_at if held else None)
         _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
+        await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))
         while (delay := self._next_delay()) is not None:
             await self.clock.sleep(delay)
@@ -241,8 +254,9 @@ class Link:
         spare, self._spare = self._spare, None
         try:
             fresh = spare.result()
-        except (RealtimeError, OSError) as failure:
-            self._publish(SessionError(f"could not prepare the next connection: {failure}", "handover_failed"))
+        except Exception as failure:  # the app's connector may raise anything: the hand-over fails, not the session
+            kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
+            self._publish(SessionError(f"could not prepare the next connection: {kind}{failure}", "handover_failed"))
             return
         self.handing_over = True
         try:

@@ -64,3 +64,116 @@ def test_a_question_after_a_long_quiet_spell_is_not_taken_for_a_silent_server() 
     events = run_lockstep(main(), clock)
     assert len(peers) == 1, events
     assert not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
+
+
+def _expiring_peer(clock: VirtualClock, life_s: float) -> _Peer:
+    peer = _Peer()
+    peer.server_time = clock.wall()  # type: ignore[attr-defined]  # the handshake's Date: the server's clock
+    return peer
+
+
+async def _created(peer: _Peer, clock: VirtualClock, life_s: float) -> None:
+    created = ev.server_event_sample("session.created")
+    created["session"]["expires_at"] = int(clock.wall() + life_s)
+    await peer.server.send(json.dumps(created))
+
+
+def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand_over_not_the_session() -> None:
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+    calls = 0
+
+    async def connector() -> RealtimeConnection:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise ValueError("the app's connector broke")
+        peer = _expiring_peer(clock, 100.0)
+        peers.append(peer)
+        await _created(peer, clock, 100.0)
+        return RealtimeConnection(peer)
+
+    async def main() -> tuple[list[object], bool]:
+        settings = SessionSettings(api_key="k", turn_detection="none", handover_s=20.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await clock.sleep(85.0)  # the hand-over window opens at 80 s
+            return session.pending_events(), session.connected
+
+    events, connected = run_lockstep(main(), clock)
+    assert connected and calls >= 2, events
+    assert [e for e in events if isinstance(e, SessionError) and e.code == "handover_failed"], events
+
+
+def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> None:
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+    closed: list[int] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = _expiring_peer(clock, 100.0)
+        number = len(peers)
+        original = peer.close
+
+        async def close(code: int = 1000, reason: str = "") -> None:
+            closed.append(number)
+            await original(code, reason)
+
+        peer.close = close  # type: ignore[method-assign]
+        peers.append(peer)
+        await _created(peer, clock, 100.0)
+        return RealtimeConnection(peer)
+
+    async def main() -> None:
+        settings = SessionSettings(api_key="k", turn_detection="none", handover_s=20.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await session.send_text("a long story, please")
+            await clock.sleep(0.1)
+            await peers[0].server.send(json.dumps(ev.server_event_sample("response.created")))
+            for _ in range(20):  # a response that goes on past the hand-over window: no turn boundary
+                await clock.sleep(5.0)
+                await peers[0].server.send(json.dumps(ev.server_event_sample("rate_limits.updated")))
+            assert len(peers) == 2  # the successor is ready, waiting for a boundary
+
+    run_lockstep(main(), clock)
+    assert sorted(closed) == [0, 1], closed
+
+
+def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept() -> None:
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+    closed: list[int] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = _expiring_peer(clock, 100.0)
+        number = len(peers)
+        original = peer.close
+
+        async def close(code: int = 1000, reason: str = "") -> None:
+            closed.append(number)
+            await original(code, reason)
+
+        peer.close = close  # type: ignore[method-assign]
+        peers.append(peer)
+        await _created(peer, clock, 100.0)
+        return RealtimeConnection(peer)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", handover_s=20.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await session.send_text("a long story, please")
+            await clock.sleep(0.1)
+            await peers[0].server.send(json.dumps(ev.server_event_sample("response.created")))
+            for _ in range(17):  # the response goes on into the hand-over window: no turn boundary
+                await clock.sleep(5.0)
+                await peers[0].server.send(json.dumps(ev.server_event_sample("rate_limits.updated")))
+            assert len(peers) == 2  # the successor is ready, waiting for a boundary
+            await peers[0].server.close(1011, "gone")  # and the connection drops first
+            await clock.sleep(5.0)
+            assert session.connected and len(peers) == 3
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    assert 1 in closed, (closed, events)  # the successor of the lost connection was let go
