@@ -56,6 +56,8 @@ class Link:
         self.conn: RealtimeConnection | None = None
         self.closing = False
         self.handing_over = False
+        self._handed_over = asyncio.Event()  # set while no hand-over is under way
+        self._handed_over.set()
         self._connected_at: float | None = None
         self.last_rx = 0.0
         self._owed_since: float | None = None  # when the server came to owe what it owes now (seen by watch)
@@ -259,6 +261,7 @@ class Link:
             self._publish(SessionError(f"could not prepare the next connection: {kind}{failure}", "handover_failed"))
             return
         self.handing_over = True
+        self._handed_over.clear()
         try:
             self.machine.attach(fresh.protocol)
             restored = self.machine.restore(self._now(), handover=True)
@@ -268,4 +271,9 @@ class Link:
             await self.close_quietly(conn, 1000, "handed over")
         finally:
             self.handing_over = False
+            self._handed_over.set()
         self._publish(restored)
+
+    async def hand_over_finished(self) -> None:
+        """Return once no hand-over is under way (at once when none is)."""
+        await self._handed_over.wait()

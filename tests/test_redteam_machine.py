@@ -177,3 +177,34 @@ def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept(
 
     events = run_lockstep(main(), clock)
     assert 1 in closed, (closed, events)  # the successor of the lost connection was let go
+
+
+def test_a_successor_the_server_closed_while_it_waited_is_not_handed_over_to() -> None:
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = _expiring_peer(clock, 100.0)
+        peers.append(peer)
+        await _created(peer, clock, 100.0)
+        return RealtimeConnection(peer)
+
+    async def main() -> tuple[list[object], bool]:
+        settings = SessionSettings(api_key="k", turn_detection="none", handover_s=20.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await session.send_text("a long story, please")
+            await clock.sleep(0.1)
+            await peers[0].server.send(json.dumps(ev.server_event_sample("response.created")))
+            for _ in range(17):  # the response goes on into the hand-over window: no turn boundary
+                await clock.sleep(5.0)
+                await peers[0].server.send(json.dumps(ev.server_event_sample("rate_limits.updated")))
+            assert len(peers) == 2  # the successor is ready, waiting for a boundary
+            await peers[1].server.close(1011, "gone")  # its server hangs up on it
+            await clock.sleep(1.0)
+            await peers[0].server.send(json.dumps(ev.server_event_sample("response.done")))
+            await clock.sleep(10.0)
+            return session.pending_events(), session.connected
+
+    events, connected = run_lockstep(main(), clock)  # (the session's loop used to spin here for ever)
+    assert connected and len(peers) == 3, events  # the closed successor was a drop: a third connection took over
