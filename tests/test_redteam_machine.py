@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
+
 from voxline.base.clock import VirtualClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.base import memory_pair
 from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.recording import Recording
 from voxline.session.events import ConnectionLost, SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.session.settings import SessionSettings
@@ -208,3 +213,52 @@ def test_a_successor_the_server_closed_while_it_waited_is_not_handed_over_to() -
 
     events, connected = run_lockstep(main(), clock)  # (the session's loop used to spin here for ever)
     assert connected and len(peers) == 3, events  # the closed successor was a drop: a third connection took over
+
+
+class _Dying(_Peer):
+    """A peer whose connection closes as the restore is sent, right after the configuration."""
+
+    async def send(self, text: str) -> None:
+        if self.sent:
+            await self.client.close(1011, "gone")
+            raise ConnectionClosed(1011, "gone")
+        await super().send(text)
+
+
+@pytest.mark.parametrize("first_retry_dies", [False, True], ids=["restored", "first restore lost"])
+def test_a_push_to_talk_turn_released_while_away_is_committed_on_the_next_connection(first_retry_dies: bool) -> None:
+    """Released while reconnecting, the turn is resent from the journal: it must be committed
+    before its response is asked for, or the reply ignores it and the next press clears it."""
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = _Dying() if first_retry_dies and len(peers) == 1 else _Peer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(peer)
+
+    rng = np.random.default_rng(3)
+    samples = (rng.standard_normal(24_000 * 4) * 3000).astype(np.int16)
+
+    async def main() -> None:
+        settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=3)
+        session = VoiceSession(settings, output=ClockedOutput(clock, origin=100.0),
+                               input=Recording(samples, clock, 100.0), clock=clock, connector=connector,
+                               backoff=lambda attempt: 1.0)
+        async with session:
+            await clock.sleep(0.5)
+            await session.start_talking()
+            await clock.sleep(1.0)
+            await peers[0].server.close(1011, "gone")  # the connection drops while the user talks
+            await clock.sleep(0.3)
+            await session.stop_talking()  # and they let go while it is away
+            await clock.sleep(3.0)
+            assert session.connected and len(peers) == 2 + first_retry_dies
+
+    run_lockstep(main(), clock)
+    kinds = [str(f["type"]) for f in peers[-1].sent]
+    assert "input_audio_buffer.append" in kinds and "response.create" in kinds, kinds
+    assert "input_audio_buffer.commit" in kinds, kinds
+    last_append = max(i for i, k in enumerate(kinds) if k == "input_audio_buffer.append")
+    assert last_append < kinds.index("input_audio_buffer.commit") < kinds.index("response.create"), kinds
