@@ -236,8 +236,11 @@ class Link:
                 self._ping = None
 
     async def _maybe_hand_over(self, conn: RealtimeConnection) -> None:
-        """Before ``expires_at``: warm up a successor, then switch at the first turn boundary."""
-        if self.handing_over:
+        """Before ``expires_at``: warm up a successor, then switch at the first turn boundary.
+
+        Not for a sideband: its ``expires_at`` is its call's, which no new connection outlives.
+        """
+        if self.handing_over or self.settings.call_id is not None:
             return
         opened = self._opened.get(conn)
         if opened is None:

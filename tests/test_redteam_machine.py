@@ -262,3 +262,28 @@ def test_a_push_to_talk_turn_released_while_away_is_committed_on_the_next_connec
     assert "input_audio_buffer.commit" in kinds, kinds
     last_append = max(i for i, k in enumerate(kinds) if k == "input_audio_buffer.append")
     assert last_append < kinds.index("input_audio_buffer.commit") < kinds.index("response.create"), kinds
+
+
+def test_a_sideband_does_not_hand_over_since_a_new_one_would_not_outlive_the_call() -> None:
+    """A sideband's expires_at is its call's: each successor would expire with it, and the
+    hand-overs came faster and faster towards the end of the call."""
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+    expires = clock.wall() + 100.0
+
+    async def connector() -> RealtimeConnection:
+        peer = _expiring_peer(clock, 100.0)
+        peers.append(peer)
+        await _created(peer, clock, expires - clock.wall())
+        return RealtimeConnection(peer)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", handover_s=20.0, call_id="rtc_test")
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await clock.sleep(99.0)
+            assert session.connected
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    assert len(peers) == 1, events
