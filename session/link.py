@@ -135,8 +135,8 @@ class Link:
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         self._budget.lost(self.clock.now(), self._connected_at if held else None)
         _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
+        await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))  # the cut first
         await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
-        await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))
         while (delay := self._next_delay()) is not None:
             await self.clock.sleep(delay)
             if self.closing:

@@ -146,9 +146,11 @@ def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> N
 
 
 def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept() -> None:
+    """And the drop is reported (and what was audible cut) before the successor's close, however long it takes."""
     clock = VirtualClock(start=100.0)
     peers: list[_Peer] = []
     closed: list[int] = []
+    dropped_at: list[float] = []
 
     async def connector() -> RealtimeConnection:
         peer = _expiring_peer(clock, 100.0)
@@ -157,6 +159,8 @@ def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept(
 
         async def close(code: int = 1000, reason: str = "") -> None:
             closed.append(number)
+            if number == 1:
+                await clock.sleep(60.0)  # a server that never finishes the close handshake
             await original(code, reason)
 
         peer.close = close  # type: ignore[method-assign]
@@ -175,6 +179,7 @@ def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept(
                 await clock.sleep(5.0)
                 await peers[0].server.send(json.dumps(ev.server_event_sample("rate_limits.updated")))
             assert len(peers) == 2  # the successor is ready, waiting for a boundary
+            dropped_at.append(session.output.now())
             await peers[0].server.close(1011, "gone")  # and the connection drops first
             await clock.sleep(5.0)
             assert session.connected and len(peers) == 3
@@ -182,6 +187,8 @@ def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept(
 
     events = run_lockstep(main(), clock)
     assert 1 in closed, (closed, events)  # the successor of the lost connection was let go
+    lost = [e for e in events if isinstance(e, ConnectionLost)]
+    assert len(lost) == 1 and lost[0].at - dropped_at[0] < 0.1, (lost, dropped_at)
 
 
 def test_a_successor_the_server_closed_while_it_waited_is_not_handed_over_to() -> None:
