@@ -98,9 +98,10 @@ class Link:
         self.closing = True
         if self._ping is not None:
             self._ping.cancel()
-        await self._drop_spare()
+        closes = [self._drop_spare()]  # side by side: both within close_timeout_s
         if self.conn is not None:
-            await self.close_quietly(self.conn)
+            closes.append(self.close_quietly(self.conn))
+        await asyncio.gather(*closes)
 
     async def _drop_spare(self) -> None:
         """The successor warming up (or ready) is not needed: stop it, and close it if it opened."""

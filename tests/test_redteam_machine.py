@@ -111,9 +111,11 @@ def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand
 
 
 def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> None:
+    """Within close_timeout_s, though neither server finishes its close handshake."""
     clock = VirtualClock(start=100.0)
     peers: list[_Peer] = []
     closed: list[int] = []
+    took: list[float] = []
 
     async def connector() -> RealtimeConnection:
         peer = _expiring_peer(clock, 100.0)
@@ -122,6 +124,7 @@ def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> N
 
         async def close(code: int = 1000, reason: str = "") -> None:
             closed.append(number)
+            await clock.sleep(60.0)
             await original(code, reason)
 
         peer.close = close  # type: ignore[method-assign]
@@ -140,9 +143,13 @@ def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> N
                 await clock.sleep(5.0)
                 await peers[0].server.send(json.dumps(ev.server_event_sample("rate_limits.updated")))
             assert len(peers) == 2  # the successor is ready, waiting for a boundary
+            start = clock.now()
+            await session.aclose()
+            took.append(clock.now() - start)
 
     run_lockstep(main(), clock)
     assert sorted(closed) == [0, 1], closed
+    assert took[0] <= SessionSettings().close_timeout_s + 0.1, took
 
 
 def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept() -> None:
