@@ -68,6 +68,8 @@ class Link:
         # per connection: when it opened on the session's clock, and then on the server's (or the local) wall
         self._opened: weakref.WeakKeyDictionary[RealtimeConnection, tuple[float, float, bool]] = \
             weakref.WeakKeyDictionary()
+        # per connection: the machine's config_version it was configured with (an update may come after)
+        self._config: weakref.WeakKeyDictionary[RealtimeConnection, int] = weakref.WeakKeyDictionary()
 
     async def open(self) -> RealtimeConnection:
         """The first connection, configured and the conversation's."""
@@ -82,8 +84,16 @@ class Link:
         self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))
                                                   else (self.clock.wall(), False)))
         self.machine.configure(conn.protocol)
+        self._config[conn] = self.machine.config_version
         await conn.flush()
         return conn
+
+    def _take_over(self, conn: RealtimeConnection) -> None:
+        """The conversation moves onto ``conn``, reconfigured if the app updated the session since it was opened."""
+        self.machine.attach(conn.protocol)
+        if self._config.get(conn) != self.machine.config_version:
+            self.machine.configure(conn.protocol)
+            self._config[conn] = self.machine.config_version
 
     async def flush(self) -> None:
         """Tool outputs into the live connection, then everything queued on it to the transport."""
@@ -149,7 +159,7 @@ class Link:
                 kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
                 self._publish(SessionError(f"reconnect failed: {kind}{failure}", "reconnect_failed"))
                 continue
-            self.machine.attach(conn.protocol)
+            self._take_over(conn)
             restored = self.machine.restore(self._now())
             self.conn, self._connected_at, self.last_rx = conn, self.clock.now(), self.clock.now()
             try:
@@ -267,7 +277,7 @@ class Link:
         self.handing_over = True
         self._handed_over.clear()
         try:
-            self.machine.attach(fresh.protocol)
+            self._take_over(fresh)
             restored = self.machine.restore(self._now(), handover=True)
             self.conn, self._connected_at, self.last_rx = fresh, self.clock.now(), self.clock.now()
             with contextlib.suppress(ConnectionClosed):

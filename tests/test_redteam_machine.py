@@ -301,3 +301,36 @@ def test_a_sideband_does_not_hand_over_since_a_new_one_would_not_outlive_the_cal
 
     events = run_lockstep(main(), clock)
     assert len(peers) == 1, events
+
+
+def test_instructions_updated_while_a_successor_warms_up_reach_it() -> None:
+    """The successor was configured when it was warmed up: a later update must follow it over."""
+    clock = VirtualClock(start=100.0)
+    peers: list[_Peer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = _expiring_peer(clock, 100.0)
+        peers.append(peer)
+        await _created(peer, clock, 100.0)
+        return RealtimeConnection(peer)
+
+    async def main() -> None:
+        settings = SessionSettings(api_key="k", turn_detection="none", handover_s=20.0, instructions="Be brief.")
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await session.send_text("a long story, please")
+            await clock.sleep(0.1)
+            await peers[0].server.send(json.dumps(ev.server_event_sample("response.created")))
+            for _ in range(17):  # the response goes on into the hand-over window: no turn boundary
+                await clock.sleep(5.0)
+                await peers[0].server.send(json.dumps(ev.server_event_sample("rate_limits.updated")))
+            assert len(peers) == 2  # the successor is ready, waiting for a boundary
+            await session.update(instructions="Speak French.")
+            await peers[0].server.send(json.dumps(ev.server_event_sample("response.done")))
+            await clock.sleep(2.0)
+            assert session.connected and session._link.conn is not None
+            assert session._link.conn.transport is peers[1]  # handed over
+
+    run_lockstep(main(), clock)
+    updates = [f["session"] for f in peers[1].sent if f["type"] == "session.update"]
+    assert updates and updates[-1].get("instructions") == "Speak French.", updates  # type: ignore[union-attr]

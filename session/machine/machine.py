@@ -94,6 +94,7 @@ class SessionMachine:
         self.live = False  # a connection is attached and carries the conversation
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+        self.config_version = 0  # counts the app's updates: a connection configured before one is stale
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
@@ -355,6 +356,7 @@ class SessionMachine:
                 raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
             self._offered = list(tools)
         self.settings = self.settings.model_copy(update=changes)
+        self.config_version += 1
         if not self.live:
             return False  # the next connection is configured from the settings
         self.configure(self.protocol)
