@@ -108,6 +108,10 @@ class Link:
         self.closing = True
         if self._ping is not None:
             self._ping.cancel()
+        if self._spare is None:
+            if self.conn is not None:
+                await self.close_quietly(self.conn)
+            return
         closes = [self._drop_spare()]  # side by side: both within close_timeout_s
         if self.conn is not None:
             closes.append(self.close_quietly(self.conn))
