@@ -8,7 +8,7 @@
   its backoff on the session's clock, and has the machine restore the conversation on it.
 * :meth:`Link.watch` runs every few hundred ms. A server that owes something (its
   ``session.created``, or a response asked for) and sends nothing for ``liveness_timeout_s``
-  is a drop, whatever its socket answers: a pong shows the socket is there, not that the
+  (counted from when it came to owe it, at the earliest) is a drop, whatever its socket answers: a pong shows the socket is there, not that the
   server is. A quiet server that owes nothing is pinged now and then; a ping it leaves
   unanswered is a drop too. Before ``expires_at`` it warms up a successor and switches to it
   at the first turn boundary.
@@ -56,8 +56,11 @@ class Link:
         self.conn: RealtimeConnection | None = None
         self.closing = False
         self.handing_over = False
+        self._handed_over = asyncio.Event()  # set while no hand-over is under way
+        self._handed_over.set()
         self._connected_at: float | None = None
         self.last_rx = 0.0
+        self._owed_since: float | None = None  # when the server came to owe what it owes now (seen by watch)
         self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
         self._ping: asyncio.Future[None] | None = None
         self._ping_sent = 0.0  # when the ping in flight went, on the session's clock
@@ -65,6 +68,8 @@ class Link:
         # per connection: when it opened on the session's clock, and then on the server's (or the local) wall
         self._opened: weakref.WeakKeyDictionary[RealtimeConnection, tuple[float, float, bool]] = \
             weakref.WeakKeyDictionary()
+        # per connection: the machine's config_version it was configured with (an update may come after)
+        self._config: weakref.WeakKeyDictionary[RealtimeConnection, int] = weakref.WeakKeyDictionary()
 
     async def open(self) -> RealtimeConnection:
         """The first connection, configured and the conversation's."""
@@ -79,8 +84,16 @@ class Link:
         self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))
                                                   else (self.clock.wall(), False)))
         self.machine.configure(conn.protocol)
+        self._config[conn] = self.machine.config_version
         await conn.flush()
         return conn
+
+    def _take_over(self, conn: RealtimeConnection) -> None:
+        """The conversation moves onto ``conn``, reconfigured if the app updated the session since it was opened."""
+        self.machine.attach(conn.protocol)
+        if self._config.get(conn) != self.machine.config_version:
+            self.machine.configure(conn.protocol)
+            self._config[conn] = self.machine.config_version
 
     async def flush(self) -> None:
         """Tool outputs into the live connection, then everything queued on it to the transport."""
@@ -93,11 +106,28 @@ class Link:
     async def close(self) -> None:
         """Stop: the warming successor and a ping in flight are dropped, the connection closed."""
         self.closing = True
-        for pending in (self._spare, self._ping):
-            if pending is not None:
-                pending.cancel()
+        if self._ping is not None:
+            self._ping.cancel()
+        if self._spare is None:
+            if self.conn is not None:
+                await self.close_quietly(self.conn)
+            return
+        closes = [self._drop_spare()]  # side by side: both within close_timeout_s
         if self.conn is not None:
-            await self.close_quietly(self.conn)
+            closes.append(self.close_quietly(self.conn))
+        await asyncio.gather(*closes)
+
+    async def _drop_spare(self) -> None:
+        """The successor warming up (or ready) is not needed: stop it, and close it if it opened."""
+        spare, self._spare = self._spare, None
+        if spare is None:
+            return
+        if not spare.done():
+            spare.cancel()
+            await asyncio.wait((spare,))
+        if spare.cancelled() or spare.exception() is not None:
+            return
+        await self.close_quietly(spare.result())
 
     async def close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
         """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business."""
@@ -120,7 +150,8 @@ class Link:
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         self._budget.lost(self.clock.now(), self._connected_at if held else None)
         _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
-        await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))
+        await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))  # the cut first
+        await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
         while (delay := self._next_delay()) is not None:
             await self.clock.sleep(delay)
             if self.closing:
@@ -132,7 +163,7 @@ class Link:
                 kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
                 self._publish(SessionError(f"reconnect failed: {kind}{failure}", "reconnect_failed"))
                 continue
-            self.machine.attach(conn.protocol)
+            self._take_over(conn)
             restored = self.machine.restore(self._now())
             self.conn, self._connected_at, self.last_rx = conn, self.clock.now(), self.clock.now()
             try:
@@ -170,7 +201,13 @@ class Link:
         if timeout:
             silent = now - self.last_rx  # events from the server only
             owed = self._owed(conn)
-            if owed is not None and silent >= timeout:
+            if owed is None:
+                self._owed_since = None
+            elif self._owed_since is None:
+                self._owed_since = now
+            # silence counts from the later of its last event and the moment it came to owe: a
+            # question after a quiet minute gives the server its round trip to answer
+            if owed is not None and now - max(self.last_rx, self._owed_since or now) >= timeout:
                 await self._give_up(conn, f"the server owes {owed} and sent nothing for {silent:.1f} s; reconnecting")
                 return
             ping = getattr(conn.transport, "ping", None)
@@ -214,8 +251,11 @@ class Link:
                 self._ping = None
 
     async def _maybe_hand_over(self, conn: RealtimeConnection) -> None:
-        """Before ``expires_at``: warm up a successor, then switch at the first turn boundary."""
-        if self.handing_over:
+        """Before ``expires_at``: warm up a successor, then switch at the first turn boundary.
+
+        Not for a sideband: its ``expires_at`` is its call's, which no new connection outlives.
+        """
+        if self.handing_over or self.settings.call_id is not None:
             return
         opened = self._opened.get(conn)
         if opened is None:
@@ -234,12 +274,14 @@ class Link:
         spare, self._spare = self._spare, None
         try:
             fresh = spare.result()
-        except (RealtimeError, OSError) as failure:
-            self._publish(SessionError(f"could not prepare the next connection: {failure}", "handover_failed"))
+        except Exception as failure:  # the app's connector may raise anything: the hand-over fails, not the session
+            kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
+            self._publish(SessionError(f"could not prepare the next connection: {kind}{failure}", "handover_failed"))
             return
         self.handing_over = True
+        self._handed_over.clear()
         try:
-            self.machine.attach(fresh.protocol)
+            self._take_over(fresh)
             restored = self.machine.restore(self._now(), handover=True)
             self.conn, self._connected_at, self.last_rx = fresh, self.clock.now(), self.clock.now()
             with contextlib.suppress(ConnectionClosed):
@@ -247,4 +289,9 @@ class Link:
             await self.close_quietly(conn, 1000, "handed over")
         finally:
             self.handing_over = False
+            self._handed_over.set()
         self._publish(restored)
+
+    async def hand_over_finished(self) -> None:
+        """Return once no hand-over is under way (at once when none is)."""
+        await self._handed_over.wait()

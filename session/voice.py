@@ -369,8 +369,11 @@ class VoiceSession:
             try:
                 out = await conn.recv()
             except ConnectionClosed as exc:
-                if conn is not link.conn or link.handing_over:
+                if conn is not link.conn:
                     continue  # a connection handed over: its successor carries on
+                if link.handing_over:  # the successor closed while being switched to: a drop, once it is
+                    await link.hand_over_finished()
+                    continue
                 if link.closing or not await link.reconnect(exc):
                     self._queue.put_nowait(_CLOSED)
                     return

@@ -95,11 +95,13 @@ class SessionMachine:
         self.live = False  # a connection is attached and carries the conversation
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
+        self.config_version = 0  # counts the app's updates: a connection configured before one is stale
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
+        self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
 
     # ------------------------------------------------------------------ connections
     @property
@@ -173,6 +175,8 @@ class SessionMachine:
         resumed = self.mic.resume(handover=handover)
         if resumed is not None and len(resumed):
             protocol.append_audio(resumed.astype("<i2").tobytes())
+            if self._released_while_away and not self.mic.talking:
+                protocol.commit_audio()  # the turn ended while away: its answer must hear it (again if this fails)
         for payload in creates:
             protocol.send(payload)
         resent_ms = (len(resumed) if resumed is not None else 0) * 1000 / self.mic.journal.rate
@@ -184,6 +188,8 @@ class SessionMachine:
         core = self.core
         assert core is not None
         decided = core.handle(output, now)
+        if isinstance(output, ev.InputAudioBufferCommitted):
+            self._released_while_away = False  # the server has the turn
         self.metrics.wire(output, now)
         self.mic.journal.handle(output)
         calls: tuple[Any, ...] = ()
@@ -317,6 +323,7 @@ class SessionMachine:
         self.mic.talking = True
         if not self.live or self.core is None:
             return NO_EFFECTS
+        self._released_while_away = False  # what the server buffered is cleared: a new turn begins
         self.protocol.clear_audio()
         if self.playout.queued_samples or self.protocol.response_in_progress:
             return self.interrupt(now)
@@ -327,7 +334,8 @@ class SessionMachine:
         self.check_open()
         self.mic.talking = False
         if not self.live:
-            self._texts_while_away += 1  # the turn is resent with the journal's audio, then answered
+            self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
+            self._released_while_away = True
             return False
         self._append(self.mic.chunker.take(), now)  # the end of the turn goes before its commit
         self.protocol.commit_audio()
@@ -349,6 +357,7 @@ class SessionMachine:
                 raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
             self._offered = list(tools)
         self.settings = self.settings.model_copy(update=changes)
+        self.config_version += 1
         if not self.live:
             return False  # the next connection is configured from the settings
         self.configure(self.protocol)
