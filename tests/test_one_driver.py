@@ -109,4 +109,4 @@ def test_replay_runs_the_servers_tool_calls_once_each_with_one_follow_up(tmp_pat
            and e["event"]["type"] in ("conversation.item.create", "response.create")]
     assert out == ["conversation.item.create", "response.create",
                    "conversation.item.create", "conversation.item.create", "response.create"]
-    assert "tool get_weather" in run.stdout and "tool get_time" in run.stdout
+    assert "tool: get_weather(" in run.stdout and "tool: get_time(" in run.stdout
