@@ -19,6 +19,7 @@ from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.reconnect import ReconnectBudget
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
+from tests.support.peers import AnsweringPeer
 from voxline.realtime import events as ev
 
 
@@ -221,34 +222,13 @@ def test_a_quiet_first_connection_is_not_taken_for_a_silent_server() -> None:
     assert opened == 1 and not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
 
 
-class _Peer:
-    """A peer whose socket answers every ping at once, whatever its server does."""
-
-    def __init__(self) -> None:
-        self.client, self.server = memory_pair()
-        self.pings = 0
-        self.media = None
-
-    async def send(self, text: str) -> None:
-        await self.client.send(text)
-
-    async def recv(self) -> str:
-        return await self.client.recv()
-
-    async def close(self, code: int = 1000, reason: str = "") -> None:
-        await self.client.close(code, reason)
-
-    async def ping(self) -> None:
-        self.pings += 1
-
-
 def _silent_server_session(*, created: bool, reconnect_attempts: int, talk: bool, seconds: float
-                           ) -> tuple[list[object], list[_Peer]]:
+                           ) -> tuple[list[object], list[AnsweringPeer]]:
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
 
     async def connector() -> RealtimeConnection:
-        peer = _Peer()
+        peer = AnsweringPeer()
         peers.append(peer)
         if created:
             await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
@@ -292,7 +272,7 @@ def test_a_quiet_server_that_owes_nothing_is_pinged_now_and_then_and_kept() -> N
 
 def test_an_apps_backoff_or_connector_that_raises_costs_one_try_and_one_report_not_the_session() -> None:
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
     calls = 0
 
     def backoff(attempt: int) -> float:
@@ -303,7 +283,7 @@ def test_an_apps_backoff_or_connector_that_raises_costs_one_try_and_one_report_n
         calls += 1
         if calls == 2:
             raise ValueError("the app's connector broke")
-        peer = _Peer()
+        peer = AnsweringPeer()
         peers.append(peer)
         await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
         return RealtimeConnection(peer)
@@ -327,7 +307,7 @@ def test_an_apps_backoff_or_connector_that_raises_costs_one_try_and_one_report_n
 
 def test_a_wire_observer_that_raises_is_reported_once_and_the_session_goes_on() -> None:
     clock = VirtualClock(start=100.0)
-    peer = _Peer()
+    peer = AnsweringPeer()
 
     def observer(direction: str, text: str) -> None:
         raise RuntimeError("observer bug")

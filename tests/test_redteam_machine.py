@@ -11,45 +11,23 @@ from voxline.base.clock import VirtualClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed
-from voxline.realtime.transports.base import memory_pair
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.recording import Recording
 from voxline.session.events import ConnectionLost, SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-
-
-class _Peer:
-    """The client end of an in-memory socket whose pings are answered at once."""
-
-    def __init__(self) -> None:
-        self.client, self.server = memory_pair()
-        self.media = None
-        self.sent: list[dict[str, object]] = []
-
-    async def send(self, text: str) -> None:
-        self.sent.append(json.loads(text))
-        await self.client.send(text)
-
-    async def recv(self) -> str:
-        return await self.client.recv()
-
-    async def close(self, code: int = 1000, reason: str = "") -> None:
-        await self.client.close(code, reason)
-
-    async def ping(self) -> None:
-        return None
+from tests.support.peers import AnsweringPeer
 
 
 def test_a_question_after_a_long_quiet_spell_is_not_taken_for_a_silent_server() -> None:
     """The server's silence is counted from when it came to owe an answer, not from its last event:
     a user who speaks after a minute's quiet gives a live server its round trip to answer."""
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
 
     async def connector() -> RealtimeConnection:
-        peer = _Peer()
+        peer = AnsweringPeer()
         peers.append(peer)
         await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
         return RealtimeConnection(peer)
@@ -71,13 +49,13 @@ def test_a_question_after_a_long_quiet_spell_is_not_taken_for_a_silent_server() 
     assert not [e for e in events if isinstance(e, (ConnectionLost, SessionError))], events
 
 
-def _expiring_peer(clock: VirtualClock, life_s: float) -> _Peer:
-    peer = _Peer()
+def _expiring_peer(clock: VirtualClock, life_s: float) -> AnsweringPeer:
+    peer = AnsweringPeer()
     peer.server_time = clock.wall()  # type: ignore[attr-defined]  # the handshake's Date: the server's clock
     return peer
 
 
-async def _created(peer: _Peer, clock: VirtualClock, life_s: float) -> None:
+async def _created(peer: AnsweringPeer, clock: VirtualClock, life_s: float) -> None:
     created = ev.server_event_sample("session.created")
     created["session"]["expires_at"] = int(clock.wall() + life_s)
     await peer.server.send(json.dumps(created))
@@ -85,7 +63,7 @@ async def _created(peer: _Peer, clock: VirtualClock, life_s: float) -> None:
 
 def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand_over_not_the_session() -> None:
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
     calls = 0
 
     async def connector() -> RealtimeConnection:
@@ -113,7 +91,7 @@ def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand
 def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> None:
     """Within close_timeout_s, though neither server finishes its close handshake."""
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
     closed: list[int] = []
     took: list[float] = []
 
@@ -155,7 +133,7 @@ def test_a_successor_warmed_up_for_a_hand_over_is_closed_with_the_session() -> N
 def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept() -> None:
     """And the drop is reported (and what was audible cut) before the successor's close, however long it takes."""
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
     closed: list[int] = []
     dropped_at: list[float] = []
 
@@ -200,7 +178,7 @@ def test_a_successor_warmed_up_for_a_connection_that_dropped_is_closed_not_kept(
 
 def test_a_successor_the_server_closed_while_it_waited_is_not_handed_over_to() -> None:
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
 
     async def connector() -> RealtimeConnection:
         peer = _expiring_peer(clock, 100.0)
@@ -229,7 +207,7 @@ def test_a_successor_the_server_closed_while_it_waited_is_not_handed_over_to() -
     assert connected and len(peers) == 3, events  # the closed successor was a drop: a third connection took over
 
 
-class _Dying(_Peer):
+class _Dying(AnsweringPeer):
     """A peer whose connection closes as the restore is sent, right after the configuration."""
 
     async def send(self, text: str) -> None:
@@ -244,10 +222,10 @@ def test_a_push_to_talk_turn_released_while_away_is_committed_on_the_next_connec
     """Released while reconnecting, the turn is resent from the journal: it must be committed
     before its response is asked for, or the reply ignores it and the next press clears it."""
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
 
     async def connector() -> RealtimeConnection:
-        peer = _Dying() if first_retry_dies and len(peers) == 1 else _Peer()
+        peer = _Dying() if first_retry_dies and len(peers) == 1 else AnsweringPeer()
         peers.append(peer)
         await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
         return RealtimeConnection(peer)
@@ -282,7 +260,7 @@ def test_a_sideband_does_not_hand_over_since_a_new_one_would_not_outlive_the_cal
     """A sideband's expires_at is its call's: each successor would expire with it, and the
     hand-overs came faster and faster towards the end of the call."""
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
     expires = clock.wall() + 100.0
 
     async def connector() -> RealtimeConnection:
@@ -306,7 +284,7 @@ def test_a_sideband_does_not_hand_over_since_a_new_one_would_not_outlive_the_cal
 def test_instructions_updated_while_a_successor_warms_up_reach_it() -> None:
     """The successor was configured when it was warmed up: a later update must follow it over."""
     clock = VirtualClock(start=100.0)
-    peers: list[_Peer] = []
+    peers: list[AnsweringPeer] = []
 
     async def connector() -> RealtimeConnection:
         peer = _expiring_peer(clock, 100.0)
