@@ -26,8 +26,8 @@ lag (power at least ``active_dbfs``) count:
 
 So the decision needs the far end to have played for about ``window_ms + votes · hop_ms``,
 goes to "echo" within a window when an echo appears (a headset unplugged), and never goes to
-"none" while the path's gain could be above ``none_db``. Work per block is bounded: one FFT
-of 16384 points per hop.
+"none" while the path's gain could be above ``none_db``. Work per block is bounded: three FFTs
+of 8192 points per hop.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ class EchoPathMonitor:
         self._echo_gain = 10.0 ** (echo_db / 20.0)
         self._none_gain = 10.0 ** (none_db / 20.0)
         self._active = (10.0 ** (active_dbfs / 20.0) * 32768.0) ** 2
-        self._size = 1 << int(np.ceil(np.log2(2 * self._w + self._lags)))
+        # a circular correlation of that size wraps nothing: n + k < window + lags for every lag read
+        self._size = 1 << int(np.ceil(np.log2(self._w + self._lags)))
         self.reset()
 
     def reset(self) -> None:
