@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from tests.support.ci import IN_CI
-from tests.test_open_speakers_dsp import speechlike
 
 from voxline.audio.aec import AecUnavailable, GatedCanceller, WebRtcCanceller, make_canceller
 from voxline.audio.echo_path import EchoPathMonitor
@@ -25,26 +24,26 @@ B = 480
 FAR_AT = 1.0
 
 
+def _speechlike(seconds: float, f0: float, vibrato_hz: float, syllable_hz: float, peak: int, seed: int) -> np.ndarray:
+    """Deterministic harmonic noise at a syllable rate: speech-like enough for an echo path."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * RATE)) / RATE
+    pitch = f0 + 0.18 * f0 * np.sin(2 * np.pi * vibrato_hz * t)
+    voiced = sum(np.sin(2 * np.pi * k * np.cumsum(pitch) / RATE) / k for k in range(1, 10))
+    x = (voiced + 0.3 * rng.standard_normal(len(t))) * np.clip(np.sin(2 * np.pi * syllable_hz * t), 0, None) ** 0.5
+    return (x / np.max(np.abs(x)) * peak).astype(np.int16)
+
+
 def _far(seconds: float = 6.0) -> np.ndarray:
     far = np.zeros(int(seconds * RATE), np.int16)
-    voice = speechlike(seconds - FAR_AT, seed=3)
+    voice = _speechlike(seconds - FAR_AT, 140.0, 0.7, 3.5, 12000, seed=3)  # the assistant
     far[int(FAR_AT * RATE):] = voice[: len(far) - int(FAR_AT * RATE)]
     return far
 
 
-def _voice(seconds: float) -> np.ndarray:
-    """Another speaker than the far end's: its own pitch, vibrato and syllable rate."""
-    rng = np.random.default_rng(11)
-    t = np.arange(int(seconds * RATE)) / RATE
-    f0 = 215 + 25 * np.sin(2 * np.pi * 0.45 * t)
-    voiced = sum(np.sin(2 * np.pi * k * np.cumsum(f0) / RATE) / k for k in range(1, 10))
-    x = (voiced + 0.3 * rng.standard_normal(len(t))) * np.clip(np.sin(2 * np.pi * 4.3 * t), 0, None) ** 0.5
-    return (x / np.max(np.abs(x)) * 9000).astype(np.int16)
-
-
 def _user(length: int, at: float, seconds: float = 1.5) -> np.ndarray:
     near = np.zeros(length, np.int16)
-    voice = _voice(seconds)
+    voice = _speechlike(seconds, 215.0, 0.45, 4.3, 9000, seed=11)  # another speaker than the far end's
     start = int(at * RATE)
     near[start : start + len(voice)] = voice[: length - start]
     return near
