@@ -228,7 +228,6 @@ async def run(args: argparse.Namespace) -> int:
         meter = LevelMeter()
         blocks = mic.blocks() if recorder is None else recorder.mic(mic.blocks())
         wire = recorder.wire if recorder is not None else None
-        screen.note(echo_note)
         if aec is not None:  # the capture path aligns the reference by the microphone's ADC times
             session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),
                                    tools=demo_tools(), aec=aec, local_vad=vad, on_wire=wire)
@@ -236,6 +235,7 @@ async def run(args: argparse.Namespace) -> int:
             session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(blocks)), tools=demo_tools(),
                                    on_wire=wire)
         await stack.enter_async_context(session)
+        screen.note(echo_note)  # once connected, before "ready"
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
         with screen:
