@@ -130,11 +130,15 @@ def connect(client_name: str = "voxline") -> SoundServer | None:
         import pulsectl  # type: ignore[import-untyped]
     except (ImportError, OSError):  # not installed, or libpulse missing
         return None
+    pulse = None
     try:
         pulse = pulsectl.Pulse(client_name, connect=False)
         pulse.connect(autospawn=False, wait=False, timeout=1.0)
         name = str(pulse.server_info().server_name)
     except Exception:  # no server running, refused, timed out: no server devices
+        if pulse is not None:
+            with contextlib.suppress(Exception):
+                pulse.close()
         return None
     return SoundServer(pulse, name)
 
