@@ -155,6 +155,12 @@ class VoiceSession:
         session._devices = (speaker, mic)
         return session
 
+    @property
+    def devices(self) -> tuple[Any, ...]:
+        """The sound devices the session opened and closes with it: ``(speaker, microphone)`` from
+        :meth:`on_devices`, else ``()``."""
+        return self._devices
+
     def __repr__(self) -> str:
         live, link = self.machine.live, self._link
         state = "open" if live else ("reconnecting" if link.conn is not None and not link.closing else "closed")

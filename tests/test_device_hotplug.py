@@ -186,7 +186,7 @@ async def test_unplugged_mid_session_the_session_goes_on_and_takes_the_device_ba
     async with serve(ServerConfig(port=0, voice="tone")) as srv:
         settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none")
         session = VoiceSession.on_devices(settings, output_device=kiosk, input_device=f"{kiosk}.monitor")
-        speaker, mic = session._devices
+        speaker, mic = session.devices
         seen: list[SessionEvent] = []
         async with session:
             await session.send_text("tell me a long story")
