@@ -230,10 +230,11 @@ async def run(args: argparse.Namespace) -> int:
         wire = recorder.wire if recorder is not None else None
         if aec is not None:  # the capture path aligns the reference by the microphone's ADC times
             session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),
-                                   tools=demo_tools(), aec=aec, local_vad=vad, on_wire=wire)
+                                   tools=demo_tools(), aec=aec, local_vad=vad, on_wire=wire,
+                                   watch_devices=(speaker, mic))
         else:
             session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(blocks)), tools=demo_tools(),
-                                   on_wire=wire)
+                                   on_wire=wire, watch_devices=(speaker, mic))
         await stack.enter_async_context(session)
         screen.note(echo_note)  # once connected, before "ready"
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
