@@ -19,6 +19,15 @@ Backends:
 * ``speex`` — Speex's MDF canceller through ctypes over the system's ``libspeexdsp``
   (Debian ``libspeexdsp1``), at 24 kHz, with its residual-echo suppressor.
 
+**A canceller stands aside where there is nothing to cancel.** AEC3 suppresses the start of
+the user's voice while the assistant plays even when the microphone hears none of it
+(headphones): a barge-in then reaches the server 120–240 ms late. :func:`make_canceller`
+therefore wraps the backend in a :class:`GatedCanceller`, which runs it on every block (its
+filter stays adapted) but hands back the microphone itself while an
+:class:`~voxline.audio.echo_path.EchoPathMonitor` finds no echo path, and the canceller's
+output while there is one or while it is not known yet (nothing has played); a change of
+decision is cross-faded over one block.
+
 A missing backend raises :class:`AecUnavailable` with a one-line reason.
 """
 
@@ -34,8 +43,10 @@ import numpy.typing as npt
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
 
-__all__ = ["AecUnavailable", "EchoCanceller", "SpeexCanceller", "WebRtcCanceller", "erle_db", "make_canceller",
-           "BACKENDS"]
+from .echo_path import EchoPathMonitor
+
+__all__ = ["AecUnavailable", "EchoCanceller", "GatedCanceller", "SpeexCanceller", "WebRtcCanceller", "erle_db",
+           "make_canceller", "BACKENDS"]
 
 Samples = npt.NDArray[np.int16]
 FRAME = SAMPLE_RATE // 100  # 10 ms
@@ -212,15 +223,56 @@ class SpeexCanceller(_Framed):
             self._close()
 
 
-def make_canceller(name: str) -> EchoCanceller:
-    """An echo canceller by backend name (``webrtc`` or ``speex``); :class:`AecUnavailable` if it cannot load."""
+class GatedCanceller:
+    """``inner`` where the microphone hears the speaker, the microphone itself where it does not.
+
+    See the module docstring. :attr:`echo_path` is the monitor's decision (``None``: not known yet).
+    """
+
+    def __init__(self, inner: EchoCanceller, monitor: EchoPathMonitor | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.monitor = monitor if monitor is not None else EchoPathMonitor()
+        self._passing = False  # handing back the microphone itself
+        self.switches = 0
+
+    @property
+    def echo_path(self) -> bool | None:
+        return self.monitor.echo
+
+    def process(self, mic: Samples, ref: Samples) -> Samples:
+        mic = np.asarray(mic, dtype=np.int16)
+        cleaned = self.inner.process(mic, ref)  # always: its filter stays adapted for when an echo appears
+        passing = self.monitor.feed(mic, np.asarray(ref, dtype=np.int16)) is False
+        if passing == self._passing:
+            return mic.copy() if passing else cleaned
+        self._passing = passing
+        self.switches += 1
+        old, new = (cleaned, mic) if passing else (mic, cleaned)
+        ramp = (np.arange(len(mic)) + 0.5) / max(1, len(mic))
+        return np.rint(old * (1.0 - ramp) + new * ramp).astype(np.int16)
+
+    def reset(self) -> None:
+        self.inner.reset()
+        self.monitor.reset()
+        self._passing = False
+
+
+def make_canceller(name: str, *, gated: bool = True) -> EchoCanceller:
+    """An echo canceller by backend name (``webrtc`` or ``speex``); :class:`AecUnavailable` if it cannot load.
+
+    ``gated`` (the default) wraps it in a :class:`GatedCanceller`; ``gated=False`` is the bare
+    backend, which processes every block whether or not there is an echo.
+    """
+    inner: EchoCanceller
     match name:
         case "webrtc":
-            return WebRtcCanceller()
+            inner = WebRtcCanceller()
         case "speex":
-            return SpeexCanceller()
+            inner = SpeexCanceller()
         case _:
             raise AecUnavailable(f"unknown echo canceller {name!r}: choose one of {', '.join(BACKENDS)}")
+    return GatedCanceller(inner) if gated else inner
 
 
 def erle_db(echo: npt.ArrayLike, residual: npt.ArrayLike) -> float:

@@ -12,7 +12,8 @@ wheel (nothing is downloaded):
 **Residual echo is not speech.** A frame counts as voiced only if the backend says so *and*
 its level is at least ``floor_dbfs`` and no lower than the loudest reference frame of the last
 ``echo_window_ms`` minus ``echo_margin_db``: what the canceller leaves of the assistant's voice
-sits well below the playout level, a person talking over it does not. Speech begins after
+sits well below the playout level, a person talking over it does not. A block given without a
+reference (``ref=None``: the capture path found no echo path) is not gated. Speech begins after
 ``min_speech_ms`` of consecutive voiced frames; the onset is the first of them. After an
 onset, ``hangover_ms`` of unvoiced frames end the speech (the next onset can be reported).
 """
@@ -96,7 +97,9 @@ class LocalVad:
             self._origin = start
         down = self._down.resample_chunk(np.asarray(mic, dtype=np.int16))
         self._pending = np.concatenate([self._pending, down])
-        if ref is not None:
+        if ref is None:
+            self._ref_levels.clear()  # nothing to mistake for the user: no echo gate
+        else:
             r = np.asarray(ref, dtype=np.float64)
             for i in range(0, len(r), SAMPLE_RATE // 100):  # the playout level, per 10 ms
                 self._ref_levels.append(_level_dbfs(r[i : i + SAMPLE_RATE // 100]))

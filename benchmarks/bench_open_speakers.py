@@ -15,6 +15,13 @@ direct path at -6 dB after 30–120 ms, then a decaying tail). Per delay and can
   VAD that needs a louder voice (threshold 0.8), as a stand-in for a server whose
   ``speech_started`` arrives late over a network: the hold comes first.
 
+* **no echo** (headphones) — the microphone hears only the user: ``examples/audio/barge_in.wav``
+  (the ``default`` scenario, tone and espeak voices) and the double-talk timelines above, in
+  lockstep, and ``barge_in.wav`` in real time (a ``RealClock``, the engine in process), each with
+  no canceller, the bare AEC3 (before: it processes every block) and the gated AEC3 (after:
+  it stands aside without an echo path), alone and with the local VAD; *lateness* is the
+  barge-in's listener time minus that of the run with no canceller.
+
 On the DSP alone (the reply's espeak speech as the far end, with and without near speech):
 ERLE after 2 s and over everything, the near-speech level kept in double talk, CPU ms per
 audio second of each canceller and VAD (median of rounds, ratio against a plain copy of the
@@ -24,6 +31,7 @@ same blocks measured in the same run).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import tempfile
 import time
 from pathlib import Path
@@ -36,9 +44,11 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho
 from voxline.audio.synth import synthesize
+from voxline.audio.wavio import read_wav
+from voxline.base.clock import RealClock
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.events import AssistantAudioStarted, BargeIn, PlaybackHeld
-from voxline.session.replay import replay_fast
+from voxline.session.replay import engine_connector, replay_fast, run_replay
 from voxline.session.settings import SessionSettings
 from tests.support.heard import heard_length
 from tests.support.speech import make_utterance, mix_timeline
@@ -55,6 +65,11 @@ STOPS = (4.0, 7.0)
 RATE = 24_000
 B = 480
 CANCELLERS = ("none", "speex", "webrtc")
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
+EXAMPLE_STOP = 6.0  # where "stop, wait a second" begins in it
+REAL_TIME_ROUNDS = 2
+NO_ECHO = {"off": (None, None), "bare AEC3": ("bare", None), "gated AEC3": ("gated", None),
+           "bare AEC3 + local VAD": ("bare", "webrtc"), "gated AEC3 + local VAD": ("gated", "webrtc")}
 
 
 def _replay(mic: np.ndarray, delay_ms: int, aec: str, *, local_vad: bool = False, late: bool = False,
@@ -112,6 +127,58 @@ def replays(fx: dict[str, np.ndarray], delays: list[int]) -> list[dict[str, Any]
     return rows
 
 
+def _no_echo_run(samples: np.ndarray, scenario: Any, voice: str, aec: str | None, vad: str | None,
+                 real_time: bool) -> Any:
+    canceller = None if aec is None else make_canceller("webrtc", gated=aec == "gated")
+    if not real_time:
+        return replay_fast(samples, scenario=scenario, voice=voice, tail_s=1.0, aec=canceller, local_vad=vad)
+    clock = RealClock()
+    return asyncio.run(run_replay(samples, connector=engine_connector(scenario, clock, voice=voice), clock=clock,
+                                  tail_s=1.0, aec=canceller, local_vad=vad))
+
+
+def no_echo(fx: dict[str, np.ndarray], short: bool = False) -> list[dict[str, Any]]:
+    """Barge-in lateness against no canceller where the microphone hears no echo (see the module docstring)."""
+    example, _rate = read_wav(EXAMPLE)
+    default = load_scenario("default")
+    cases: list[tuple[str, str, str, np.ndarray, Any, float]] = [
+        ("barge_in.wav", "tone", "lockstep", example, default, EXAMPLE_STOP),
+        ("barge_in.wav", "espeak", "lockstep", example, default, EXAMPLE_STOP)]
+    for stop_at in STOPS[:1] if short else STOPS:
+        mic = mix_timeline(10.0, [(QUESTION_AT, fx["question"]), (stop_at, fx["stop"])])
+        cases.append((f"\"stop\" at {stop_at:g} s over the long reply", "espeak", "lockstep", mic, SCENARIO, stop_at))
+    if not short:
+        cases.append(("barge_in.wav", "espeak", "real time", example, default, EXAMPLE_STOP))
+    rows: list[dict[str, Any]] = []
+    for name, voice, clock, mic, scenario, stop_at in cases:
+        row: dict[str, Any] = {"recording": name, "voice": voice, "clock": clock, "stop_at": stop_at, "runs": {}}
+        rounds = REAL_TIME_ROUNDS if clock == "real time" else 1
+        for _round in range(rounds):  # real time: the rounds interleave the configurations
+            for label, (aec, vad) in NO_ECHO.items():
+                result = _no_echo_run(mic, scenario, voice, aec, vad, clock == "real time")
+                row["runs"].setdefault(label, []).append(_detected(result, stop_at))
+        off = row["runs"]["off"]
+        row["late_ms"] = {label: _late(runs, off) for label, runs in row["runs"].items() if label != "off"}
+        rows.append(row)
+    return rows
+
+
+def _detected(result: Any, stop_at: float) -> dict[str, Any] | None:
+    """When the listener stopped hearing the reply for the interruption at ``stop_at``: the hold or the cut."""
+    real = [b for b in result.barge_ins if stop_at <= b.at <= stop_at + 2.0]
+    if not real:
+        return None
+    held = [e.at for e in result.events if isinstance(e, PlaybackHeld) and stop_at <= e.at <= real[0].at]
+    return {"at_s": round(min([real[0].at, *held]), 4), "trigger": real[0].trigger, "held": bool(held),
+            "audio_end_ms": real[0].audio_end_ms}
+
+
+def _late(runs: list[dict[str, Any] | None], off: list[dict[str, Any] | None]) -> float | None:
+    """Median over rounds of the detection time minus that of the same round with no canceller, ms."""
+    pairs = [(r["at_s"] - o["at_s"]) * 1000 for r, o in zip(runs, off) if r is not None and o is not None]
+    return round(float(np.median(pairs)), 1) if len(pairs) == len(runs) else None
+
+
 def _echo_of(far: np.ndarray, delay_ms: int) -> np.ndarray:
     ring, room = PlayedRing(), RoomEcho(delay_ms, -6.0)
     mic = np.zeros_like(far)
@@ -122,7 +189,7 @@ def _echo_of(far: np.ndarray, delay_ms: int) -> np.ndarray:
 
 
 def _run_aec(name: str, mic: np.ndarray, far: np.ndarray) -> np.ndarray:
-    aec = make_canceller(name)
+    aec = make_canceller(name, gated=False)
     return np.concatenate([aec.process(mic[s : s + B], far[s : s + B]) for s in range(0, len(mic) - B + 1, B)])
 
 
@@ -155,7 +222,9 @@ def dsp(fx: dict[str, np.ndarray], delays: list[int], rounds: int) -> dict[str, 
 
     regions: dict[str, Any] = {"copy": lambda: blocks(copy)}
     for name in CANCELLERS[1:]:
-        regions[f"aec_{name}"] = lambda name=name: blocks(lambda m, r, s, a=make_canceller(name): a.process(m, r))
+        regions[f"aec_{name}"] = lambda name=name: blocks(lambda m, r, s, a=make_canceller(name, gated=False):
+                                                          a.process(m, r))
+    regions["aec_webrtc_gated"] = lambda: blocks(lambda m, r, s, a=make_canceller("webrtc"): a.process(m, r))
     for backend in ("webrtc", "silero"):
         regions[f"vad_{backend}"] = lambda b=backend: blocks(lambda m, r, s, v=LocalVad(b): v.process(m, r, s))
     timed = time_regions(regions, rounds)
@@ -165,7 +234,7 @@ def dsp(fx: dict[str, np.ndarray], delays: list[int], rounds: int) -> dict[str, 
     return out
 
 
-def run(delays: list[int] | None = None, rounds: int = 5) -> dict[str, Any]:
+def run(delays: list[int] | None = None, rounds: int = 5, short: bool = False) -> dict[str, Any]:
     require_tools("espeak-ng", "sox")
     delays = delays or [30, 60, 90, 120]
     start = time.perf_counter()
@@ -179,13 +248,14 @@ def run(delays: list[int] | None = None, rounds: int = 5) -> dict[str, Any]:
         raise MissingToolError(str(exc)) from None
     rows = replays(fx, delays)
     return {"method": __doc__.split("\n\n")[1].strip() if __doc__ else "", "environment": environment(),
-            "delays_ms": delays, "echo_gain_db": -6.0, "replays": rows, "dsp": dsp(fx, delays, rounds),
+            "delays_ms": delays, "echo_gain_db": -6.0, "replays": rows, "no_echo": no_echo(fx, short),
+            "dsp": dsp(fx, delays, rounds),
             "elapsed_s": round(time.perf_counter() - start, 1)}
 
 
 def section(short: bool = False) -> dict[str, Any]:
     """The ``open_speakers`` figures; ``short``: the 60 ms echo only, one timing round."""
-    return run([60], 1) if short else run()
+    return run([60], 1, short=True) if short else run()
 
 
 def table(result: dict[str, Any]) -> str:
@@ -204,7 +274,11 @@ def table(result: dict[str, Any]) -> str:
     head = ["echo delay", "canceller", "self-int.", "stops caught", "self in DT", "trigger", "cut err ms",
             "onset→silence ms"]
     d = result["dsp"]
+    late = [[f"{r['recording']}, {r['voice']}, {r['clock']}",
+             *("-" if r["late_ms"][k] is None else f"{r['late_ms'][k]:+.0f}" for k in list(NO_ECHO)[1:])]
+            for r in result["no_echo"]]
     lines = [format_table(head, rows), "",
+             format_table(["no echo: barge-in later than off, ms", *list(NO_ECHO)[1:]], late), "",
              format_table(["canceller@delay", "ERLE after 2 s dB", "ERLE all dB", "near kept dB"],
                           [[k, f"{v['after_2s_db']}", f"{v['all_db']}", f"{d['near_kept_db'][k]}"]
                            for k, v in d["erle"].items()]), "",

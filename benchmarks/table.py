@@ -144,10 +144,28 @@ def _open_speakers(f: Figures) -> list[str]:
                  if found else "—")
         lines.append(_row(name, " / ".join(str(r["self_interruptions"]) for r in rows),
                           f"{sum(d['detected'] for d in talk)} of {len(talk)}", cut, onset))
+    lines += _no_echo(f)
     cpu = f["dsp"]["cpu_ms_per_audio_s"]
     lines += ["", "CPU ms per audio second: " + ", ".join(f"{k} {v}" for k, v in cpu.items() if k != "copy")
               + f" (a plain copy of the same blocks: {cpu['copy']})."]
     return lines
+
+
+def _no_echo(f: Figures) -> list[str]:
+    rows = f.get("no_echo")
+    if not rows:
+        return []
+    labels = [k for k in rows[0]["late_ms"]]
+
+    def ms(v: float | None) -> str:
+        return "—" if v is None else f"{v:+.0f}"
+
+    return ["", "**No echo** (headphones: the microphone hears only the user): the interruption detected later "
+            "than with no canceller, ms (bare AEC3: before, it processes every block; gated: after, it stands "
+            "aside without an echo path):", "",
+            *_head("recording", *labels),
+            *(_row(f"{r['recording']}, {r['voice']} voice, {r['clock']}", *(ms(r["late_ms"][k]) for k in labels))
+              for r in rows)]
 
 
 def _concurrent(f: Figures) -> list[str]:

@@ -4,7 +4,10 @@
 listener time at which the block's last sample was captured, reads the reference (what
 reached the listener over the same samples) from the playout's
 :class:`~voxline.audio.reference.PlayedRing`, runs the echo canceller and the local VAD,
-and returns the block to send and the onsets (listener seconds) of local speech.
+and returns the block to send and the onsets (listener seconds) of local speech. A canceller
+named by its backend is gated (:class:`~voxline.audio.aec.GatedCanceller`): where the
+microphone does not hear the speaker it hands the microphone on untouched, and the local VAD
+then has no residual echo to refuse.
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from voxline.audio.aec import EchoCanceller, make_canceller
+from voxline.audio.aec import EchoCanceller, GatedCanceller, make_canceller
 from voxline.audio.local_vad import LocalVad
+from voxline.base.errors import AudioError
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.reference import PlayedRing
 from voxline.base.audio_format import SAMPLE_RATE
 
-__all__ = ["CapturePath", "attach_ring"]
+__all__ = ["CapturePath", "attach_ring", "default_capture"]
 
 Samples = npt.NDArray[np.int16]
 
@@ -30,6 +34,19 @@ def attach_ring(playout: PlayoutBuffer) -> PlayedRing:
         ring = PlayedRing()
         playout.attach_reference(ring)
     return ring
+
+
+def default_capture() -> tuple[EchoCanceller, LocalVad] | str:
+    """What a session on sound devices runs by default: the gated AEC3 and the local VAD.
+
+    Both come with ``voxline[aec]``; without it, the one-line reason (the session then sends
+    the microphone as it is). The gate makes this safe where there is no echo: the microphone
+    passes untouched, so a barge-in is never later than without a canceller.
+    """
+    try:
+        return make_canceller("webrtc"), LocalVad("webrtc")
+    except AudioError as exc:
+        return str(exc)
 
 
 class CapturePath:
@@ -51,5 +68,8 @@ class CapturePath:
         self._next = start + n
         ref = self.ring.read(start, n)
         out = self.aec.process(block, ref) if self.aec is not None else block
-        onsets = self.vad.process(out, ref, start) if self.vad is not None else []
+        if self.vad is None:
+            return out, []
+        no_echo = isinstance(self.aec, GatedCanceller) and self.aec.echo_path is False
+        onsets = self.vad.process(out, None if no_echo else ref, start)  # no echo path: nothing to gate
         return out, [i / SAMPLE_RATE for i in onsets]

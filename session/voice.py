@@ -48,7 +48,7 @@ from voxline.realtime.errors import ConfigurationError, ConnectionClosed, Connec
 from voxline.realtime.transports.webrtc import WebRTCTransport
 
 from .bargein import Trigger
-from .capture import CapturePath
+from .capture import CapturePath, default_capture
 from .core import SessionCore
 from .device_loop import device_watch_loop
 from .events import BargeIn, SessionError, SessionEvent
@@ -145,9 +145,19 @@ class VoiceSession:
 
         Devices are chosen by index or name as ``voxline devices`` lists them (the sound
         server's sinks and sources included; the default ones when not given), and watched
-        while the session runs; ``options`` are the constructor's other keywords.
+        while the session runs; ``options`` are the constructor's other keywords. Echo
+        cancellation and the local VAD are on by default when ``voxline[aec]`` is installed
+        (:func:`~voxline.session.capture.default_capture`: the canceller stands aside while the
+        microphone does not hear the speaker); ``aec=None, local_vad=None`` turns them off.
         """
         from voxline.audio.devices import MicSource, SpeakerSink  # PortAudio is loaded only for devices
+
+        if "aec" not in options and "local_vad" not in options:
+            chosen = default_capture()
+            if isinstance(chosen, str):
+                _log.info("on_devices: no echo cancellation: %s", chosen)
+            else:
+                options["aec"], options["local_vad"] = chosen
 
         speaker = SpeakerSink(PlayoutBuffer(), device=output_device)
         mic = MicSource(device=input_device)

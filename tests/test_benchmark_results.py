@@ -29,7 +29,7 @@ KEYS = {
     "truncation": {"cases", "runs", "reply_ms"},
     "device": {"cases"},
     "duplex": {"cpu_s_per_audio_s", "ratios_cpu"},
-    "open_speakers": {"replays", "dsp"},
+    "open_speakers": {"replays", "dsp", "no_echo"},
     "server": {"server", "ids", "vad"},
     "setup": {"servers", "serve_start"},
     "memory": {"rss_per_ready_session", "held_per_audio_second"},

@@ -56,12 +56,20 @@ def test_the_open_speaker_benchmark_reports_every_figure() -> None:
         if IN_CI:
             raise
         pytest.skip(str(exc))
-    result = bench_open_speakers.run([60], rounds=1)
+    result = bench_open_speakers.run([60], rounds=1, short=True)
     kinds = {(r["aec"], r["local_vad"], r["late_server"]) for r in result["replays"]}
     assert kinds == {("none", False, False), ("speex", False, False), ("webrtc", False, False),
                      ("webrtc", False, True), ("webrtc", True, True)}
     for row in result["replays"]:
         assert len(row["double_talk"]) == 2 and row["self_interruptions"] >= 0
-    assert set(result["dsp"]["cpu_ms_per_audio_s"]) == {"copy", "aec_speex", "aec_webrtc", "vad_webrtc", "vad_silero"}
+    assert set(result["dsp"]["cpu_ms_per_audio_s"]) == {"copy", "aec_speex", "aec_webrtc", "aec_webrtc_gated",
+                                                        "vad_webrtc", "vad_silero"}
+    no_echo = result["no_echo"]
+    assert [(r["recording"], r["voice"], r["clock"]) for r in no_echo] == [
+        ("barge_in.wav", "tone", "lockstep"), ("barge_in.wav", "espeak", "lockstep"),
+        ("\"stop\" at 4 s over the long reply", "espeak", "lockstep")]
+    for row in no_echo:  # before: the bare canceller is late; after: the gated one is not
+        assert row["late_ms"]["bare AEC3"] >= 120 and abs(row["late_ms"]["gated AEC3"]) <= 20
+    assert "no echo: barge-in later than off" in bench_open_speakers.table(result)
     assert set(result["dsp"]["erle"]) == {"speex@60ms", "webrtc@60ms"}
     assert "self-int." in bench_open_speakers.table(result)

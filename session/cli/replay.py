@@ -97,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open speakers: mix what the listener heard back into the input through a room "
                              "(delay plus a decaying tail), e.g. 60,-6")
     parser.add_argument("--aec", nargs="?", const="webrtc", choices=["webrtc", "speex"], default=None,
-                        help="cancel the echo on the input (default webrtc, needs voxline[aec])")
+                        help="cancel the echo on the input (default webrtc, needs voxline[aec]); it stands aside "
+                             "while the input does not hear what was played")
     parser.add_argument("--local-vad", nargs="?", const="webrtc", choices=["webrtc", "silero"], default=None,
                         help="hold the assistant on local speech until the server confirms it")
     parser.add_argument("--grace-ms", type=int, default=1000,

@@ -26,7 +26,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 from pydantic import SecretStr
 
+from voxline.audio.aec import EchoCanceller, make_canceller
 from voxline.audio.device_mic import MicSource
+from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.errors import AudioError, redact_url
 from voxline.audio.playout import PlayoutBuffer
@@ -34,6 +36,7 @@ from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig, is_loopback
 
+from ..capture import default_capture
 from ..events import SessionError
 from voxline.audio.recording import mic_blocks
 from ..record import SessionRecorder
@@ -76,9 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", help="built-in server only: scenario name (default, long, tools) or TOML file")
     parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default=None,
                         help="built-in server only: its voice (default auto: espeak-ng if installed)")
-    parser.add_argument("--aec", nargs="?", const="webrtc", choices=["webrtc", "speex"], default=None,
-                        help="open speakers: cancel the assistant's echo on the microphone (default webrtc, "
-                             "needs voxline[aec]) and stop it by local voice activity before the server answers")
+    echo = parser.add_mutually_exclusive_group()
+    echo.add_argument("--aec", nargs="?", const="webrtc", choices=["webrtc", "speex"], default=None,
+                      help="cancel the assistant's echo on the microphone with this canceller (default: webrtc "
+                           "whenever voxline[aec] is installed; it stands aside where the microphone does not hear "
+                           "the speaker) and stop the assistant by local voice activity before the server answers")
+    echo.add_argument("--no-aec", action="store_true",
+                      help="no echo cancellation and no local voice activity: the microphone goes to the server as it is")
     parser.add_argument("--exit-after", type=_seconds, metavar="SECONDS", help="end the session after this long")
     parser.add_argument("--record", type=Path, metavar="DIR",
                         help="keep the session in DIR: MIC.wav, HEARD.wav, EVENTS.jsonl, REPORT.html and SUMMARY.json "
@@ -197,6 +204,7 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
 
 async def run(args: argparse.Namespace) -> int:
     settings, local = _settings(args)
+    aec, vad, echo_note = echo_options(args)  # an --aec that cannot load: one line, before anything opens
     ptt = "push-to-talk: Enter starts and sends" if args.push_to_talk else "voice activity"
     recorder = SessionRecorder(args.record) if args.record is not None else None
     session: VoiceSession | None = None
@@ -220,15 +228,15 @@ async def run(args: argparse.Namespace) -> int:
         meter = LevelMeter()
         blocks = mic.blocks() if recorder is None else recorder.mic(mic.blocks())
         wire = recorder.wire if recorder is not None else None
-        if args.aec:  # the capture path aligns the reference by the microphone's ADC times
+        if aec is not None:  # the capture path aligns the reference by the microphone's ADC times
             session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),
-                                   tools=demo_tools(),
-                                   aec=args.aec, local_vad="webrtc", on_wire=wire, watch_devices=(speaker, mic))
-            screen.note(f"voxline talk: echo cancellation on ({args.aec}), local voice activity stops the assistant")
+                                   tools=demo_tools(), aec=aec, local_vad=vad, on_wire=wire,
+                                   watch_devices=(speaker, mic))
         else:
             session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(blocks)), tools=demo_tools(),
                                    on_wire=wire, watch_devices=(speaker, mic))
         await stack.enter_async_context(session)
+        screen.note(echo_note)  # once connected, before "ready"
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
         with screen:
@@ -237,6 +245,26 @@ async def run(args: argparse.Namespace) -> int:
     if recorder is not None:
         print(f"voxline talk: recorded the session in {recorder.directory}", file=sys.stderr)
     return code
+
+
+def echo_options(args: argparse.Namespace) -> tuple[EchoCanceller | None, LocalVad | None, str]:
+    """The canceller and local VAD ``talk`` runs with, and the line that says so.
+
+    ``--aec NAME`` must load (one line naming the extra otherwise); without ``--aec`` or
+    ``--no-aec`` the gated AEC3 runs when the extra is installed, and the session goes without
+    it, saying why, when it is not.
+    """
+    if args.no_aec:
+        return None, None, "voxline talk: echo cancellation off (--no-aec)"
+    if args.aec:
+        aec, vad = make_canceller(args.aec), LocalVad("webrtc")
+    else:
+        chosen = default_capture()
+        if isinstance(chosen, str):
+            return None, None, f"voxline talk: echo cancellation off: {chosen}"
+        aec, vad = chosen
+    return aec, vad, (f"voxline talk: echo cancellation on ({aec.name}; the microphone passes untouched while it "
+                      "does not hear the speaker), local voice activity holds the assistant (--no-aec: off)")
 
 
 async def _finish_recording(recorder: SessionRecorder, session: Any) -> None:
