@@ -88,6 +88,13 @@ async def test_the_browser_kiosk_runs_the_tool_once_and_captions_only_what_was_h
                 minted = await page.evaluate("fetch('/session', {method: 'POST'}).then(r => r.json())")
                 assert minted["value"].startswith("ek_") and KEY not in str(minted)  # the page never holds the key
 
+                # live: while the report plays, its caption is a growing part of a transcript already whole
+                live = await page.wait_for(
+                    "kiosk.snapshot().captions.find(c => !c.cut && c.full_text.endsWith('dry and mild.')"
+                    " && c.shown.startsWith('In Paris') && c.shown.length < c.full_text.length - 20)",
+                    timeout=45,
+                )
+                assert live["full_text"].startswith(live["shown"])
                 # the interrupted report, then the short reply to the interruption, played out in full
                 await page.wait_for("kiosk.snapshot().captions.some(c => c.cut)", timeout=45)
                 await page.wait_for("kiosk.snapshot().responses.filter(r => r.complete).length >= 2", timeout=30)

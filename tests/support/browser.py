@@ -16,6 +16,7 @@ import base64
 import contextlib
 import itertools
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -349,11 +350,14 @@ async def launch(
     extra_flags: Sequence[str] = (),
     executable: str | None = None,
     timeout: float = 30.0,
+    sound_server: bool = False,
 ) -> AsyncIterator[Browser]:
     """A headless Chromium for the block's length; killed and its profile removed after, whatever happens.
 
     ``fake_audio``: a WAV the browser uses as its microphone (granted without a prompt), looped unless
-    ``loop_audio`` is false. ``extra_flags`` go after the base flags.
+    ``loop_audio`` is false. ``extra_flags`` go after the base flags. Unless ``sound_server`` is true,
+    Chromium cannot reach the machine's PulseAudio (shared with the device tests): it plays into a
+    null output of its own, at the same pace.
     """
     chromium = executable or require_chromium()
     profile = Path(tempfile.mkdtemp(prefix="voxline-chromium-"))
@@ -365,8 +369,12 @@ async def launch(
         command = chromium_command(
             chromium, profile, fake_audio=fake_audio, loop_audio=loop_audio, window_size=window_size, extra_flags=extra_flags
         )
+        env = dict(os.environ)
+        if not sound_server:
+            env["PULSE_SERVER"] = f"unix:{profile / 'no-sound-server'}"
         process = await asyncio.create_subprocess_exec(
             *command,
+            env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
