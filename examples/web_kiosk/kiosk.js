@@ -80,6 +80,7 @@ const kiosk = (() => {
     const spoken = r.items.map((id) => items.get(id)).filter((it) => it.text.length > 0);
     const chars = spoken.reduce((sum, it) => sum + it.text.length, 0);
     if (r.complete && !r.cut && item.serverCutMs === null) return { text: item.text, ms: null, itemMs: null };
+    if (r.audioMs === 0) return { text: item.text, ms: null, itemMs: 0 }; // a text reply: nothing to hear, all to read
     if (r.audioMs === null || chars === 0) return { text: "", ms: 0, itemMs: null };
     let offset = 0;
     for (const it of spoken) {

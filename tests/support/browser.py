@@ -47,12 +47,14 @@ __all__ = [
 ]
 
 # What keeps a headless Chromium quiet, local and self-contained: no sandbox (CI runs as root), no GPU,
+# no shared-memory files (a container's /dev/shm is small),
 # nothing fetched in the background (QUIC probes, component updates, sync, first-run pages), and media
 # playing without a user gesture.
 BASE_FLAGS: tuple[str, ...] = (
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
+    "--disable-dev-shm-usage",  # containers often give /dev/shm only 64 MB
     "--disable-quic",
     "--no-first-run",
     "--no-default-browser-check",
