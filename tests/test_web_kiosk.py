@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import re
 from collections.abc import AsyncIterator
@@ -138,3 +139,60 @@ async def test_the_browser_kiosk_runs_the_tool_once_and_captions_only_what_was_h
     complete = [c for c in snapshot["captions"] if not c["cut"]]
     assert [c["shown"] for c in complete] == ["One moment, let me look that up.", "Of course, go ahead."]
     assert (tmp_path / "web_kiosk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+REPORT = "In Paris it is twenty one degrees and clear right now."
+
+
+def _reply_events(response_id: str, item_id: str, text: str, audio_tokens: int) -> list[dict[str, Any]]:
+    """A spoken reply as the data channel carries it: the item, its transcript in pieces, its end."""
+    words = text.split(" ")
+    deltas = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+    return [
+        {"type": "response.output_item.added", "response_id": response_id,
+         "item": {"id": item_id, "type": "message"}},
+        *({"type": "response.output_audio_transcript.delta", "response_id": response_id, "item_id": item_id,
+           "delta": d} for d in deltas),
+        {"type": "response.done", "response": {"id": response_id, "status": "completed",
+                                               "usage": {"output_token_details": {"audio_tokens": audio_tokens}}}},
+    ]
+
+
+@pytest.mark.slow
+async def test_captions_follow_playback_and_stop_at_the_cut() -> None:
+    """The caption logic on its own: server events fed to the page, no call."""
+    example = _load_backend()
+    async with example.running(example.Backend("http://127.0.0.1:9/v1", "sk-unused", "m")) as page_url:
+        async with launch() as browser:
+            page = await browser.new_page(page_url)
+
+            async def feed(*events: dict[str, Any]) -> dict[str, Any]:
+                for event in events:
+                    await page.evaluate(f"kiosk.receive({json.dumps(event)})")
+                snapshot: dict[str, Any] = await page.evaluate("kiosk.snapshot()")
+                return {c["item_id"]: c for c in snapshot["captions"]}
+
+            # written ahead of the speech: nothing is shown before the audio plays
+            captions = await feed(*_reply_events("resp_1", "item_1", REPORT, audio_tokens=80))  # 4 s of audio
+            assert captions["item_1"]["shown"] == "…" and captions["item_1"]["full_text"] == REPORT
+            # playing: a growing part; cut by the visitor 1.1 s in, the server's cut caps the page's clock
+            await feed({"type": "output_audio_buffer.started", "response_id": "resp_1"})
+            await page.wait_for("kiosk.snapshot().captions[0].played_ms > 1500", timeout=10)
+            captions = await feed(
+                {"type": "output_audio_buffer.cleared", "response_id": "resp_1"},
+                {"type": "conversation.item.truncated", "item_id": "item_1", "content_index": 0, "audio_end_ms": 1100},
+            )
+            # 1100 / 4000 of 55 characters = 15.1: "In Paris it is " ends at 15, a word end
+            assert captions["item_1"]["shown"] == "In Paris it is" and captions["item_1"]["cut"]
+            assert await page.evaluate("document.querySelector('li.assistant.cut').textContent") == "In Paris it is"
+
+            # played to its end: all of it
+            await feed(*_reply_events("resp_2", "item_2", "Of course, go ahead.", audio_tokens=30))
+            captions = await feed({"type": "output_audio_buffer.started", "response_id": "resp_2"},
+                                  {"type": "output_audio_buffer.stopped", "response_id": "resp_2"})
+            assert captions["item_2"]["shown"] == "Of course, go ahead." and not captions["item_2"]["cut"]
+
+            # a reply with no audio at all (text only) is there to read at once
+            captions = await feed(*_reply_events("resp_3", "item_3", "Here is the text.", audio_tokens=0))
+            assert captions["item_3"]["shown"] == "Here is the text."
+            assert page.exceptions == []

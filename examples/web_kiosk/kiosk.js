@@ -300,7 +300,8 @@ const kiosk = (() => {
     };
   }
 
-  return { start, stop, hangup: () => end("Goodbye."), snapshot };
+  // receive: one server event, as the data channel delivers it (also how the captions are tested)
+  return { start, stop, hangup: () => end("Goodbye."), snapshot, receive: onEvent };
 })();
 
 window.kiosk = kiosk;
