@@ -30,7 +30,9 @@ def run(*argv: str, stdin: str = "", timeout: float = 60.0) -> subprocess.Comple
                           timeout=timeout)
 
 
-@pytest.mark.parametrize("name", ["assistant.py", "kiosk.py", "kiosk_sideband.py", "interruption_test.py"])
+@pytest.mark.parametrize(
+    "name", ["assistant.py", "kiosk.py", "kiosk_sideband.py", "interruption_test.py", "web_kiosk/backend.py"]
+)
 def test_every_example_says_how_to_run_it(name: str) -> None:
     source = (EXAMPLES / name).read_text()
     docstring = source.split('"""')[1]

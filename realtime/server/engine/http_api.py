@@ -80,7 +80,7 @@ class HttpResponse:
 
     def encode(self) -> bytes:
         payload = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode("utf-8")
-        reason = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+        reason = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
                   404: "Not Found"}
         lines = [
             f"HTTP/1.1 {self.status} {reason.get(self.status, 'Error')}",

@@ -8,6 +8,8 @@
   session (:mod:`voxline.realtime.server.net.webrtc`); ``POST /v1/realtime/calls/{id}/hangup`` ends it.
 - ``GET /v1/realtime?call_id=…`` (WebSocket, the API key): a sideband socket on a running
   call (:mod:`voxline.realtime.server.net.sideband`).
+- ``OPTIONS`` on any path (a browser's preflight): ``204``; every HTTP answer allows any origin
+  and exposes ``Location`` (:mod:`voxline.realtime.server.engine.cors`), so a page can post its offer.
 - ``GET /v1/realtime?intent=transcription`` (no ``model``): a transcription session, whose
   input transcripts come from the scenario's script (the server does not recognise speech).
 
@@ -39,6 +41,7 @@ from voxline.base.errors import install_log_redaction
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.cors import is_preflight, preflight, with_cors
 from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
 from voxline.realtime.server.engine.ids import IdFactory
@@ -139,6 +142,12 @@ class Server:
         self._routes[(method.upper(), path.rstrip("/"))] = handler
 
     async def _http(self, request: HttpRequest) -> HttpResponse:
+        """Every answer readable from a browser page on another origin, as the service's are."""
+        if is_preflight(request):
+            return preflight(request)
+        return with_cors(await self._dispatch(request))
+
+    async def _dispatch(self, request: HttpRequest) -> HttpResponse:
         handler = self._routes.get((request.method, request.path.rstrip("/")))
         if handler is None and request.method == "POST" and request.path.startswith(CALLS_PATH + "/"):
             handler = self._calls.action

@@ -1,0 +1,233 @@
+"""The browser kiosk's backend: serves the page, mints its ephemeral key, runs the tools on the call's sideband.
+
+Run it from the repository root (with voxline installed, or with ``PYTHONPATH=.``)::
+
+    python3 examples/web_kiosk/backend.py            # starts the built-in local server too
+    python3 examples/web_kiosk/backend.py --url http://127.0.0.1:8765/v1 --api-key sk-…
+
+then open the address it prints in a browser and press *Start*.
+
+The split, as a deployment would have it (the same as ``examples/kiosk_sideband.py``, with a
+browser in place of the Python kiosk):
+
+* ``POST /session``: the backend, which holds the API key, mints a short-lived ephemeral key
+  (``POST /v1/realtime/client_secrets``) and hands only that to the page, with the API's address;
+* the page opens the WebRTC call itself (``POST /v1/realtime/calls`` with the ephemeral key;
+  microphone and speaker are media tracks, events on the ``oai-events`` data channel) and reads
+  the call's id from the answer's ``Location`` header;
+* ``POST /calls/{call_id}``: the page names its call, and the backend attaches to it over the
+  sideband (``/v1/realtime?call_id=…`` with the API key) with a voxline session that holds the
+  tools and no media. Tool calls run here, once, and their outputs go back over the sideband;
+* ``GET /status``: the calls attached and ended, and the tools run (for an operator, and the tests).
+
+A real deployment would check that the page asking to attach is the one that opened the call
+(a kiosk login, or a key minted per kiosk); this example trusts loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.server
+import json
+import os
+import re
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from voxline.realtime.server import ServerConfig, serve
+from voxline.session.cli.secret import mint_client_secret
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import ToolFinished, ToolRegistry
+from voxline.session.voice import VoiceSession
+
+HERE = Path(__file__).resolve().parent
+LOCAL_KEY = "sk-local-web-kiosk"
+INSTRUCTIONS = "You help visitors at a kiosk. Use get_weather for the weather."
+_FILES = {"/": "index.html", "/index.html": "index.html", "/kiosk.js": "kiosk.js", "/kiosk.css": "kiosk.css"}
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css"}
+_CALL_PATH = re.compile(r"/calls/([A-Za-z0-9_-]{1,128})")
+
+
+def kiosk_tools() -> ToolRegistry:
+    """The tools only the backend can run (canned data here)."""
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True)
+    def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+        """Demo weather for a city: canned data, not a real forecast.
+
+        Args:
+            city: the city name.
+            unit: celsius or fahrenheit.
+        """
+        return {"city": city, "temperature": 21, "unit": unit, "conditions": "clear"}
+
+    return tools
+
+
+class Backend:
+    """The API's address and key, the sideband sessions attached, and the tools they ran."""
+
+    def __init__(self, api_url: str, api_key: str, model: str) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._api_key = SecretStr(api_key)
+        self.model = model
+        self.calls: list[str] = []
+        self.ended: list[str] = []
+        self.tool_runs: list[dict[str, Any]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # never the key
+        return f"<Backend {self.api_url} calls={len(self.calls)}>"
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.api_url.removeprefix("http")
+
+    def mint(self) -> dict[str, Any]:
+        """An ephemeral key for the page, and where to use it; the API key stays here."""
+        secret = mint_client_secret(self.api_url, self._api_key.get_secret_value(), model=self.model, ttl=600)
+        return {"value": secret["value"], "expires_at": secret.get("expires_at"), "url": self.api_url, "model": self.model}
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {"calls": list(self.calls), "ended": list(self.ended), "tool_runs": list(self.tool_runs)}
+
+    async def attach(self, call_id: str) -> None:
+        """Attach to ``call_id`` over the sideband; return once attached, then serve the call in the background."""
+        attached: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._serve_call(call_id, attached), name=f"sideband {call_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        await attached
+
+    async def _serve_call(self, call_id: str, attached: asyncio.Future[None]) -> None:
+        settings = SessionSettings(url=self.ws_url, api_key=self._api_key, call_id=call_id, reconnect_attempts=0,
+                                   instructions=INSTRUCTIONS)
+        try:
+            async with VoiceSession(settings, tools=kiosk_tools()) as session:
+                with self._lock:
+                    self.calls.append(call_id)
+                attached.set_result(None)
+                async for event in session:
+                    if isinstance(event, ToolFinished):
+                        with self._lock:
+                            self.tool_runs.append({"call": call_id, "name": event.name, "output": event.output,
+                                                   "ok": event.ok})
+                        print(f"backend: {event.name} ran for call {call_id} -> {event.output}", flush=True)
+            with self._lock:  # the call ended: the server closed its sideband
+                self.ended.append(call_id)
+        except Exception as exc:  # the page learns it from its request; the backend goes on serving
+            if not attached.done():
+                attached.set_exception(exc)
+            else:
+                print(f"backend: the sideband of {call_id} ended: {exc}", file=sys.stderr, flush=True)
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def handler_for(backend: Backend, run: Callable[[Any], Any]) -> type[http.server.BaseHTTPRequestHandler]:
+    """The HTTP handler class; ``run`` runs a coroutine on the backend's event loop and returns its result."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.partition("?")[0]
+            if path == "/status":
+                self._json(200, backend.status())
+            elif path in _FILES:
+                file = HERE / _FILES[path]
+                self._send(200, file.read_bytes(), _TYPES[file.suffix])
+            else:
+                self._json(404, {"error": f"no such page {path}"})
+
+        def do_POST(self) -> None:
+            path = self.path.partition("?")[0]
+            try:
+                if path == "/session":
+                    self._json(200, backend.mint())
+                elif (match := _CALL_PATH.fullmatch(path)) is not None:
+                    run(backend.attach(match.group(1)))
+                    self._json(200, {"attached": match.group(1)})
+                else:
+                    self._json(404, {"error": f"no such endpoint {path}"})
+            except Exception as exc:  # one line for the page; the API key is never in it
+                self._json(502, {"error": f"{type(exc).__name__}: {exc}"})
+
+        def _json(self, status: int, body: dict[str, Any]) -> None:
+            self._send(status, json.dumps(body).encode(), "application/json")
+
+        def _send(self, status: int, payload: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextlib.asynccontextmanager
+async def running(backend: Backend, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """Serve the page and the endpoints on a thread until the block ends; yields the page's address."""
+    loop = asyncio.get_running_loop()
+
+    def run(coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(30)
+
+    server = http.server.ThreadingHTTPServer((host, port), handler_for(backend, run))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}/"
+    finally:
+        await asyncio.to_thread(server.shutdown)
+        server.server_close()
+        await backend.aclose()
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="Realtime API base URL, e.g. http://127.0.0.1:8765/v1 "
+                                      "(default: start the built-in local server)")
+    parser.add_argument("--api-key", help="the API key (default $OPENAI_API_KEY; the built-in server's own key without --url)")
+    parser.add_argument("--model", default="gpt-realtime-2.1", help="realtime model (default gpt-realtime-2.1)")
+    parser.add_argument("--port", type=int, default=8080, help="the page's port (default 8080; 0 picks a free one)")
+    parser.add_argument("--voice", default="tone", help="built-in server voice: tone (default), espeak or auto")
+    args = parser.parse_args()
+    async with contextlib.AsyncExitStack() as stack:
+        if args.url:
+            key = args.api_key or os.environ.get("OPENAI_API_KEY")
+            if not key:
+                print("web_kiosk: no API key (--api-key or OPENAI_API_KEY)", file=sys.stderr)
+                return 2
+            url = args.url
+        else:
+            key = LOCAL_KEY
+            config = ServerConfig(port=0, voice=args.voice, api_key=key, scenario=str(HERE / "scenario.toml"), speed=4.0)
+            server = await stack.enter_async_context(serve(config))
+            url = server.http_url
+            print(f"backend: the built-in local server at {url} (scripted replies, not a language model)", flush=True)
+        page = await stack.enter_async_context(running(Backend(url, key, args.model), port=args.port))
+        print(f"backend: the kiosk page is at {page}", flush=True)
+        await asyncio.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(asyncio.run(main()))
