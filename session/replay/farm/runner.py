@@ -1,8 +1,9 @@
 """Running a farm: many replays at once on one event loop, and that loop in many processes.
 
-* :func:`run_farm` — up to ``jobs`` replays at a time on the running loop: in lockstep on
-  one shared :class:`~voxline.base.clock.VirtualClock` (``fast``; every session keeps its
-  own origin, so its cut points are those of a replay alone) or in real time, each
+* :func:`run_farm` — up to ``jobs`` replays at a time on the running loop: in lockstep,
+  each on a :class:`~voxline.base.clock.VirtualClock` of its own that the loop moves with the
+  others (``fast``; its cut points are those of a replay alone, and a blocking tool holds up
+  its own recording only) or in real time, each
   against its own built-in server on loopback or all against ``url``;
 * :func:`run_part` — the same in a fresh loop of its own, from synchronous code: the body
   of a worker process (:func:`run_processes`) and of a Ray task (:mod:`.ray_backend`).
@@ -79,20 +80,22 @@ class _Voices:
 async def run_farm(recordings: list[FarmRecording], options: FarmOptions) -> list[Outcome]:
     """Replay ``recordings`` with up to ``options.jobs`` at once; outcomes in the recordings' order."""
     register_url_secrets(options.url)  # in a worker process too: its errors and logs redact them
-    clock: Clock
+    lockstep: LockstepLoop | None = None
     if options.fast:
         loop = asyncio.get_running_loop()
         if not isinstance(loop, LockstepLoop):
             raise VoxlineError("a fast farm needs the lockstep event loop (see run_part)")
-        clock = loop.clock
-    else:
-        clock = RealClock()
+        lockstep = loop
     voices = _Voices(options.voice) if options.fast else None
     gate = asyncio.Semaphore(max(1, options.jobs))
 
     async def one(recording: FarmRecording) -> Outcome:
         async with gate:
-            return await replay_recording(recording, options, clock, voices)
+            if lockstep is None:
+                return await replay_recording(recording, options, RealClock(), voices)
+            # a virtual clock of its own: a tool stuck in one recording holds up that recording only
+            with lockstep.own_clock() as clock:
+                return await replay_recording(recording, options, clock, voices)
 
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(one(r)) for r in recordings]
