@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import resource
+import secrets
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -23,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from voxline.audio.wavio import read_wav
+from tests.support.ci import IN_CI
 from tests.support.cli import VOXLINE
 from tests.support.farm import make_recording
 
@@ -75,7 +79,7 @@ def long_recording(path: Path, seconds: int) -> None:
     write_wav(path, samples)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signalled_replay_writes_what_it_heard_its_log_report_and_summary(tmp_path: Path, sig: signal.Signals) -> None:
     long_recording(tmp_path / "call.wav", 30)
     run = start("replay", "call.wav", "--voice", "tone", "--out", "heard.wav", "--events", "events.jsonl",
@@ -146,7 +150,8 @@ def _read_until(run: subprocess.Popen[str], marker: str) -> list[str]:
         lines.append(line)
         if marker in line:
             return lines
-    raise AssertionError(f"the command ended before printing {marker!r}: {''.join(lines)}")
+    err = run.stderr.read() if run.stderr is not None else ""
+    raise AssertionError(f"the command ended before printing {marker!r}: {''.join(lines)}{err}")
 
 
 def _check_interrupted_results(tmp_path: Path, sig: signal.Signals) -> None:
@@ -232,3 +237,37 @@ def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1] == "voxline replay: error: file/out: Not a directory"
+
+
+def _descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            if not _gone(child):
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def test_sigterm_ends_a_ray_farm_its_tasks_and_its_local_ray(tmp_path: Path) -> None:
+    if not IN_CI:
+        pytest.importorskip("ray")
+    inputs = _farm(tmp_path)
+    ray_dir = Path(tempfile.mkdtemp(prefix="vxray-"))  # short: Ray's socket paths live under it
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VOXLINE_", "RAY_")) and k != "OPENAI_API_KEY"}
+    env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_TMPDIR": str(ray_dir),
+                "HOME": str(tmp_path)})  # Ray's files in a temporary folder, nothing under the real home
+    run = subprocess.Popen([str(VOXLINE), "replay", *inputs, "--voice", "tone", "--ray", "--processes", "3",
+                            "--jobs", "1", "--out-dir", "out", "--junit", "reports/junit.xml"], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _read_until(run, "a_short")  # its task ended; the other two are replaying
+    started = _descendants(run.pid)
+    assert started
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 143, err
+    try:
+        wait_for(lambda: all(_gone(pid) for pid in started), "Ray's processes end with the command", 60)
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
+    _check_interrupted_results(tmp_path, signal.SIGTERM)
