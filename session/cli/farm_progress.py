@@ -43,7 +43,7 @@ class FarmProgress:
                 TextColumn("  [bold]{task.completed}/{task.total} done[/]"),
                 BarColumn(bar_width=24),
                 TextColumn("[green]{task.fields[passed]} passed[/] · [red]{task.fields[failed]} failed[/] · "
-                           "{task.fields[errors]} errors · {task.fields[eta]}"),
+                           "{task.fields[errors]} errors · {task.fields[eta]} · elapsed"),
                 TimeElapsedColumn(),
                 console=Console(file=self.out), transient=True, refresh_per_second=4)
             self._task = self._progress.add_task("farm", total=total, passed=0, failed=0, errors=0, eta="ETA …")
@@ -71,7 +71,7 @@ class FarmProgress:
         eta = self.eta_s()
         self._progress.update(self._task, completed=self.done, passed=self.counts["pass"],
                               failed=self.counts["fail"], errors=self.counts["error"],
-                              eta="ETA …" if eta is None else f"ETA {eta:.0f} s")
+                              eta="ETA …" if eta is None else f"ETA {eta:.0f} s", refresh=True)
 
     def close(self) -> None:
         if self._progress is not None:

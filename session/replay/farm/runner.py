@@ -10,7 +10,7 @@
   Recordings and outcomes cross as plain dicts.
 
 Each recording writes ``OUT_DIR/NAME/heard.wav`` (streamed as it is produced:
-:class:`~voxline.audio.sinks.WavSink` keeps two seconds in memory) and
+:class:`~voxline.audio.sinks.WavSink` holds back at most two seconds) and
 ``OUT_DIR/NAME/events.jsonl``, with ``summary.json`` and ``report.html`` when asked.
 """
 
@@ -191,6 +191,8 @@ def _write_report(recording: FarmRecording, samples: Any, result: ReplayResult, 
                   options: FarmOptions) -> None:
     assert result.metrics is not None
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
+    if result.interrupted:
+        fatal.append(f"interrupted after {result.duration_s:.2f} s")
     where = redact_url(options.url) if options.url else "built-in server"
     mode = "lockstep, virtual clock" if options.fast else f"real time, {where}"
     run = make_run(result.metrics, samples, read_wav(heard)[0], input_name=str(recording.path), mode=mode,
