@@ -24,6 +24,7 @@ from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.sinks import WavSink
+from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
@@ -48,7 +49,7 @@ from ..settings import SessionSettings, UsageError, api_key_from_env, load_setti
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from . import farm
-from .stereo import add_stereo_argument, write_stereo
+from .stereo import add_stereo_argument
 from .stopping import Stop
 from .endpoint import add_local_argument, conflict, target_url
 

@@ -10,11 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
-from voxline.audio.stereo import write_stereo as _write
-
-__all__ = ["add_stereo_argument", "write_stereo"]
+__all__ = ["add_stereo_argument"]
 
 
 def add_stereo_argument(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +18,3 @@ def add_stereo_argument(parser: argparse.ArgumentParser) -> None:
                         help="one recording: also write a 16-bit stereo WAV, left the input (mono, 24 kHz) and right "
                              "what the listener heard, sample-aligned: the input of full-duplex scorers (a farm: "
                              "--farm-stereo)")
-
-
-def write_stereo(path: Path, samples: np.ndarray, heard: Path) -> None:
-    _write(path, samples, heard)

@@ -49,7 +49,7 @@ from .layout import folder_of
 from .manifest import FarmRecording
 from .results import Outcome, measure, outcome
 
-__all__ = ["FarmOptions", "OutcomeHook", "complete", "interrupted", "order", "replay_recording", "run_farm",
+__all__ = ["FarmOptions", "OutcomeHook", "complete", "interrupted_outcome", "order", "replay_recording", "run_farm",
            "run_part"]
 
 OutcomeHook = Callable[[Outcome], None]
@@ -103,7 +103,7 @@ async def run_farm(recordings: list[FarmRecording], options: FarmOptions, stop: 
     async def one(recording: FarmRecording) -> Outcome:
         async with gate:
             if stop is not None and stop.is_set():
-                done = interrupted(recording, "interrupted before it started")
+                done = interrupted_outcome(recording, "interrupted before it started")
             elif lockstep is None:
                 done = await replay_recording(recording, options, RealClock(), voices, stop)
             else:
@@ -149,7 +149,7 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     return done
 
 
-def interrupted(recording: FarmRecording, why: str) -> Outcome:
+def interrupted_outcome(recording: FarmRecording, why: str) -> Outcome:
     """The ``error`` verdict of a recording that a stop signal kept from finishing."""
     return Outcome(recording.name, str(recording.path), "error", error=why)
 
@@ -157,7 +157,7 @@ def interrupted(recording: FarmRecording, why: str) -> Outcome:
 def complete(recordings: list[FarmRecording], outcomes: list[Outcome], why: str) -> list[Outcome]:
     """``outcomes`` plus an ``error`` one (``why``) for every recording that has none, in the recordings' order."""
     have = {o.name for o in outcomes}
-    return order(recordings, [*outcomes, *(interrupted(r, why) for r in recordings if r.name not in have)])
+    return order(recordings, [*outcomes, *(interrupted_outcome(r, why) for r in recordings if r.name not in have)])
 
 
 async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, voices: _Voices | None,
