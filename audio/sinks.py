@@ -95,15 +95,21 @@ class WavSink:
     The last ``keep_s`` seconds stay in memory so that writes may arrive slightly out of
     order and cuts may reach back; anything older is on disk and final. A write or cut
     that reaches further back is clipped; the clipped samples are counted in
-    :attr:`late_samples`.
+    :attr:`late_samples`. At most ``window_s`` seconds are ever held back (written out
+    half a second at a time past ``keep_s``), and the file is a valid WAV from the moment it
+    is opened, its header counting what is on disk: a process killed outright (SIGKILL)
+    leaves a WAV that lacks at most the last ``window_s`` seconds.
     """
 
-    def __init__(self, path: PathLike, rate: int = SAMPLE_RATE, keep_s: float = 2.0) -> None:
+    def __init__(self, path: PathLike, rate: int = SAMPLE_RATE, keep_s: float = 1.5, window_s: float = 2.0) -> None:
+        if not 0 < keep_s < window_s:
+            raise ValueError("need 0 < keep_s < window_s")
         self.rate = rate
         self.late_samples = 0
         self._writer = WavWriter(path, rate)
         self._keep = max(1, round(keep_s * rate))
-        self._buf: Samples = np.zeros(4 * self._keep, dtype=np.int16)
+        self._window = max(self._keep + 1, round(window_s * rate))
+        self._buf: Samples = np.zeros(2 * self._window, dtype=np.int16)
         self._base = 0  # file index of _buf[0]; everything before it is on disk
         self._high = 0  # one past the highest file index written so far
 
@@ -136,12 +142,15 @@ class WavSink:
         """Keep what is heard at ``at``, fade what is heard by ``end``, silence the rest."""
         self.late_samples += cut_timeline(self._buf, self._base, self._high, at, end, self.rate)
 
+    @property
+    def held_samples(self) -> int:
+        """Samples of the timeline in memory, not yet on disk (never more than ``window_s``)."""
+        return self._high - self._base
+
     def _make_room(self, end: int) -> None:
-        """Flush samples older than the kept window to disk; grow so that index ``end`` fits."""
-        if end - self._base <= len(self._buf):
-            return
+        """Past the window, flush all but the last ``keep_s`` to disk; grow so that index ``end`` fits."""
         flush_to = min(self._high, end - self._keep)
-        if flush_to > self._base:
+        if end - self._base > self._window and flush_to > self._base:
             self._writer.write(self._buf[: flush_to - self._base])
             kept = self._high - flush_to
             self._buf[:kept] = self._buf[flush_to - self._base : self._high - self._base]
@@ -153,11 +162,13 @@ class WavSink:
             self._buf = grown
 
     def close(self) -> None:
-        """Write out the rest and complete the file."""
-        if self._high > self._base:
-            self._writer.write(self._buf[: self._high - self._base])
-            self._base = self._high
-        self._writer.close()
+        """Write out the rest and complete the file (closed even if writing the rest fails)."""
+        try:
+            if self._high > self._base:
+                self._writer.write(self._buf[: self._high - self._base])
+                self._base = self._high
+        finally:
+            self._writer.close()
 
     def __enter__(self) -> Self:
         return self

@@ -180,7 +180,8 @@ class WavReader:
 
 
 class WavWriter:
-    """A 16-bit mono WAV file written incrementally; the header is completed on close."""
+    """A 16-bit mono WAV file written incrementally. The header is written at once and counts what
+    each :meth:`write` put on disk (the file stays valid if the process dies); close completes it."""
 
     def __init__(self, path: PathLike, rate: int = SAMPLE_RATE) -> None:
         self.path = os.fspath(path)
@@ -195,6 +196,8 @@ class WavWriter:
             self._wave.setnchannels(1)
             self._wave.setsampwidth(2)
             self._wave.setframerate(rate)
+            self._wave.writeframes(b"")  # the header now: a valid, empty WAV even if nothing more comes
+            self._file.flush()
         except (wave.Error, OSError) as error:
             self._file.close()
             raise AudioError(f"cannot write {self.path}: {_reason(error)}") from error
@@ -210,11 +213,15 @@ class WavWriter:
         self.frames_written += len(array)
 
     def close(self) -> None:
-        try:
-            self._wave.close()
-            self._file.close()
-        except OSError as error:
-            raise AudioError(f"cannot write {self.path}: {_reason(error)}") from error
+        """Complete the header and close the file (closed even when that fails: a full disk)."""
+        failure: OSError | None = None
+        for step in (self._wave.close, self._file.close):
+            try:
+                step()
+            except OSError as error:
+                failure = failure or error
+        if failure is not None:
+            raise AudioError(f"cannot write {self.path}: {_reason(failure)}") from failure
 
     def __enter__(self) -> Self:
         return self

@@ -38,6 +38,8 @@ class EventLog:
     Lines are in time order. A local event stamped with the earlier moment it happened (``at``)
     waits up to ``horizon_s`` so that it lands among the wire events of that moment; one later
     than that is stamped with the last time written (its own ``at`` stays in its payload).
+    Lines are handed to the system whole as they leave that horizon, so a process killed
+    outright leaves whole lines, lacking at most the last ``horizon_s`` of events.
     """
 
     def __init__(self, sink: Path | IO[str], now: Callable[[], float], horizon_s: float = 1.0) -> None:
@@ -80,11 +82,14 @@ class EventLog:
         self._flush(now - self._horizon)
 
     def _flush(self, upto: float) -> None:
+        lines = []
         while self._pending and self._pending[0][0] <= upto:
             t, _seq, direction, event = heapq.heappop(self._pending)
             self._last = max(self._last, t)
-            line = json.dumps({"t_ms": round(self._last * 1000, 3), "dir": direction, "event": event})
-            self._out.write(line + "\n")
+            lines.append(json.dumps({"t_ms": round(self._last * 1000, 3), "dir": direction, "event": event}) + "\n")
+        if lines:  # whole lines in one write, handed to the system at once: a killed process leaves no half line
+            self._out.write("".join(lines))
+            self._out.flush()
 
     def close(self) -> None:
         self._flush(float("inf"))

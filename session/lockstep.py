@@ -4,10 +4,18 @@
 applications run, on a virtual clock, as fast as the CPU allows. The loop knows exactly
 when every task is waiting: that is when it would block in its selector. At that moment
 :class:`LockstepLoop` moves the clock to its next deadline, which wakes the sleepers in
-deadline order, instead of blocking. Work handed to threads (tools, ``asyncio.to_thread``)
-is waited for in real time first, so a blocking tool finishes before virtual time moves
-on. Sockets still work (they are polled before time moves), but a peer that runs in real
-time does not belong here: use the real clock for that.
+deadline order, instead of blocking. Work handed to threads (``asyncio.to_thread``, the
+local server's speech) is waited for in real time first, so it finishes before virtual time
+moves on. A blocking *tool* is the exception (:func:`follows_real_time`): the session's
+time stands still while it works for up to :data:`GRACE_S` of real time (a quick tool
+changes nothing, and runs are the same every time), then follows real time, so a tool that
+is stuck reaches its timeout on the session's clock as it would in real time, at the same
+virtual instant. Sockets still work (they are polled before time moves), but a peer that
+runs in real time does not belong here: use the real clock for that.
+
+Several sessions may share one loop, each on a clock of its own (:meth:`LockstepLoop.own_clock`,
+a replay farm): every idle moment moves each clock to its next deadline, and a thread working
+for one session holds up that session's clock only.
 
 ::
 
@@ -18,14 +26,60 @@ time does not belong here: use the real clock for that.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import selectors
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Executor
+from contextvars import ContextVar
 from typing import Any, TypeVar, TypeVarTuple
 
 from voxline.base.clock import VirtualClock
 
-__all__ = ["LockstepLoop", "run_lockstep"]
+__all__ = ["GRACE_S", "LockstepLoop", "follows_real_time", "run_lockstep"]
+
+GRACE_S = 0.25
+"""Real seconds a blocking tool may work while its session's time stands still; past them the
+session's time follows real time (a tool's timeout should be longer than this)."""
+
+_CLOCK: ContextVar[VirtualClock | None] = ContextVar("voxline_lockstep_clock", default=None)
+_REAL_TIME: ContextVar[bool] = ContextVar("voxline_lockstep_real_time", default=False)
+
+
+@contextlib.contextmanager
+def follows_real_time() -> Iterator[None]:
+    """Executor jobs started in this block are paced work (a blocking tool): past :data:`GRACE_S`,
+    the session's clock follows real time while they run instead of waiting for them."""
+    token = _REAL_TIME.set(True)
+    try:
+        yield
+    finally:
+        _REAL_TIME.reset(token)
+
+
+class _Jobs:
+    """The thread jobs one clock waits on: held ones stop it, paced ones let it follow real time."""
+
+    __slots__ = ("held", "paced", "real_start", "virtual_start")
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.held = self.paced = 0
+        self.real_start, self.virtual_start = time.monotonic(), clock.now()
+
+    def horizon(self, real_now: float) -> float | None:
+        """How far the clock may move now (None: anywhere)."""
+        if self.held:
+            return self.virtual_start
+        if not self.paced:
+            return None
+        elapsed = real_now - self.real_start
+        return self.virtual_start + elapsed if elapsed >= GRACE_S else self.virtual_start
+
+    def real_wait(self, deadline: float, real_now: float) -> float | None:
+        """Real seconds until ``deadline`` falls within the horizon (None: only a job's end will do)."""
+        if self.held:
+            return None
+        return max(GRACE_S, deadline - self.virtual_start) - (real_now - self.real_start)
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -59,6 +113,9 @@ class _IdleSelector(selectors.BaseSelector):
         ready = self._inner.select(0)
         if ready or (self.loop is not None and self.loop.advance_when_idle()):
             return ready
+        wait = self.loop.real_wait if self.loop is not None else None
+        if wait is not None:
+            timeout = wait if timeout is None else min(timeout, wait)
         return self._inner.select(timeout)
 
 
@@ -70,26 +127,66 @@ class LockstepLoop(asyncio.SelectorEventLoop):
         super().__init__(selector)
         selector.loop = self
         self.clock = clock
-        self._jobs = 0  # executor jobs in flight: time waits for them
+        self._clocks: list[VirtualClock] = [clock]
+        self._jobs: dict[VirtualClock, _Jobs] = {}  # executor jobs in flight, by the clock that waits for them
+        self.real_wait: float | None = None  # how long the selector may block before a paced clock may move
+
+    @contextlib.contextmanager
+    def own_clock(self) -> Iterator[VirtualClock]:
+        """A clock of its own, at 0, for the tasks created in this block (and their thread jobs):
+        moved by this loop alongside the others, held up only by its own jobs."""
+        clock = VirtualClock()
+        self._clocks.append(clock)
+        token = _CLOCK.set(clock)
+        try:
+            yield clock
+        finally:
+            _CLOCK.reset(token)
+            self._clocks.remove(clock)
 
     def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
-        self._jobs += 1
-        future.add_done_callback(self._job_done)
+        clock, paced = _CLOCK.get() or self.clock, _REAL_TIME.get()
+        jobs = self._jobs.get(clock)
+        if jobs is None:
+            jobs = self._jobs[clock] = _Jobs(clock)
+        if paced:
+            jobs.paced += 1
+        else:
+            jobs.held += 1
+        future.add_done_callback(lambda _f: self._job_done(clock, paced))
         return future
 
-    def _job_done(self, _future: asyncio.Future[Any]) -> None:
-        self._jobs -= 1
+    def _job_done(self, clock: VirtualClock, paced: bool) -> None:
+        jobs = self._jobs[clock]
+        if paced:
+            jobs.paced -= 1
+        else:
+            jobs.held -= 1
+        if not jobs.held and not jobs.paced:
+            del self._jobs[clock]
 
     def advance_when_idle(self) -> bool:
-        """Move the clock to its next deadline unless threads are still working; True if moved."""
-        if self._jobs:
-            return False
-        deadline = self.clock.next_deadline()
-        if deadline is None:
-            return False
-        self.clock.advance_to(deadline)
-        return True
+        """Move every clock to its next deadline unless its threads keep it; True if any moved.
+
+        :attr:`real_wait` is then how long the selector may block before a clock following a
+        paced job may move (None: until something happens)."""
+        moved, wait, real_now = False, None, time.monotonic()
+        for clock in self._clocks:
+            deadline = clock.next_deadline()
+            if deadline is None:
+                continue
+            jobs = self._jobs.get(clock)
+            horizon = jobs.horizon(real_now) if jobs is not None else None
+            if jobs is not None and horizon is not None and deadline > horizon:
+                need = jobs.real_wait(deadline, real_now)
+                if need is not None:
+                    wait = need if wait is None else min(wait, need)
+                continue
+            clock.advance_to(deadline)
+            moved = True
+        self.real_wait = None if wait is None else max(0.0, wait)
+        return moved
 
 
 def run_lockstep(main: Coroutine[Any, Any, T], clock: VirtualClock) -> T:

@@ -199,7 +199,7 @@ def test_wav_sink_places_samples_on_the_listener_timeline(tmp_path: Path) -> Non
 
 
 def test_wav_sink_flushes_old_audio_and_counts_late_writes(tmp_path: Path) -> None:
-    sink = WavSink(tmp_path / "long.wav", keep_s=0.01)  # keeps 240 samples in memory
+    sink = WavSink(tmp_path / "long.wav", keep_s=0.01, window_s=0.02)  # keeps 240 to 480 samples in memory
     blocks = [np.full(480, k + 1, dtype=np.int16) for k in range(50)]
     for k, block in enumerate(blocks):
         sink.write(k * 480 / R, block)
@@ -208,6 +208,23 @@ def test_wav_sink_flushes_old_audio_and_counts_late_writes(tmp_path: Path) -> No
     out, _ = read_wav(tmp_path / "long.wav")
     assert out.tolist() == np.concatenate(blocks).tolist()
     assert sink.late_samples == 480 and sink.samples_written == 24000
+
+
+def test_a_wav_sink_holds_at_most_its_window_and_its_file_is_valid_at_every_moment(tmp_path: Path) -> None:
+    """What a process killed outright (SIGKILL) leaves: a valid WAV lacking at most the last two seconds."""
+    path = tmp_path / "heard.wav"
+    sink = WavSink(path)  # the defaults a replay uses
+    assert read_wav(path)[0].size == 0  # valid and empty before the first sample
+    rng = np.random.default_rng(3)
+    timeline = (rng.standard_normal(30 * R) * 3000).astype(np.int16)
+    for k in range(0, len(timeline), 480):
+        sink.write(k / R, timeline[k : k + 480])
+        assert sink.held_samples <= 2 * R
+        if k % (7 * 480) == 0:
+            on_disk, _ = read_wav(path)  # what a reader sees now is a prefix of the timeline
+            assert len(on_disk) >= k + 480 - 2 * R and np.array_equal(on_disk, timeline[: len(on_disk)])
+    sink.close()
+    assert np.array_equal(read_wav(path)[0], timeline)
 
 
 def test_apply_cut_fades_and_silences_what_was_already_written(tmp_path: Path) -> None:

@@ -34,16 +34,20 @@ from ..replay.farm import (
     write_jsonl,
     write_junit,
 )
+from ..replay.farm.layout import assign_folders, check_outputs
+from ..replay.farm.runner import OutcomeHook
 from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import conflict
+from .farm_progress import FarmProgress
+from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
 
 FARM_ONLY = ("manifest", "out_dir", "junit", "results", "shard", "jobs", "processes", "ray")
 SINGLE_ONLY = {"out": "--out", "events": "--events", "report": "--report", "summary": "--summary",
                "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad",
-               "channel": "--channel"}
+               "channel": "--channel", "stereo_out": "--stereo-out"}
 
 
 def _positive(text: str) -> int:
@@ -61,12 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--manifest", type=Path, metavar="FARM.toml",
                        help="recordings with their scenario, tools, transcripts and expectations (see README)")
     group.add_argument("--out-dir", type=Path, metavar="DIR",
-                       help="farm output: DIR/NAME/heard.wav and events.jsonl per recording, DIR/results.jsonl")
+                       help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "
+                            "unique), DIR/results.jsonl")
     group.add_argument("--results", type=Path, metavar="RESULTS.jsonl",
                        help="one JSON line per recording (default DIR/results.jsonl)")
     group.add_argument("--junit", type=Path, metavar="JUNIT.xml", help="also write a JUnit XML report for CI")
     group.add_argument("--farm-report", action="store_true",
                        help="also write DIR/NAME/summary.json and report.html per recording")
+    group.add_argument("--farm-stereo", action="store_true",
+                       help="also write DIR/NAME/stereo.wav per recording: left the input, right what the listener "
+                            "heard, sample-aligned (the input of full-duplex scorers)")
     group.add_argument("--jobs", type=_positive, default=None, metavar="N",
                        help="sessions at once in each process (default 8)")
     group.add_argument("--processes", type=_positive, default=None, metavar="P",
@@ -96,6 +104,7 @@ def in_this_loop(args: argparse.Namespace) -> bool:
 def refuse_farm_flags(args: argparse.Namespace) -> None:
     given = [f"--{name.replace('_', '-')}" for name in FARM_ONLY if getattr(args, name) not in (None, False)]
     given += ["--farm-report"] if args.farm_report else []
+    given += ["--farm-stereo"] if args.farm_stereo else []
     if given:
         raise UsageError(f"{', '.join(given)} apply to a farm: give several recordings, a directory or "
                          "--manifest")
@@ -119,8 +128,8 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
     if args.out_dir.exists() and not args.out_dir.is_dir():
         raise ConfigurationError(f"--out-dir {args.out_dir}: it is not a directory")
     for path in (args.results, args.junit):
-        if path is not None and not path.parent.is_dir():
-            raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
+        if path is not None and path.is_dir():
+            raise ConfigurationError(f"cannot write {path}: it is a directory")
 
 
 def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
@@ -155,7 +164,7 @@ def _options(args: argparse.Namespace, url: str | None) -> FarmOptions:
     if not url:
         make_synth(voice)  # an unknown or missing voice: one line now
     return FarmOptions(out_dir=args.out_dir.resolve(), settings=settings, fast=args.fast, jobs=args.jobs or 8,
-                       url=url, voice=voice, report=args.farm_report)
+                       url=url, voice=voice, report=args.farm_report, stereo=args.farm_stereo)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -167,29 +176,61 @@ async def run(args: argparse.Namespace) -> int:
         from ..replay.farm.ray_backend import check_ray
 
         check_ray(args.ray or None)  # not installed, or no cluster there: one line before anything starts
-    recordings = _recordings(args)
+    results = args.results or args.out_dir / "results.jsonl"
+    recordings = _place(args, _recordings(args), results)
     options = _options(args, url)
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    for path in (results, args.junit):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
     where = "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'a built-in server per recording'}"
     shard = f", shard {args.shard}" if args.shard else ""
     count = f"{len(recordings)} recording{'s' if len(recordings) != 1 else ''}"
     print(f"voxline: farm of {count}{shard} ({where}; {_spread(args, len(recordings))})"
           + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)
     started = time.perf_counter()
-    outcomes = await _execute(args, recordings, options)
-    wall = time.perf_counter() - started
-    results = args.results or args.out_dir / "results.jsonl"
-    write_jsonl(results, outcomes)
-    if args.junit is not None:
-        write_junit(args.junit, outcomes, wall)
-    for o in outcomes:
-        print(_line(o))
+    with Stop() as stop:
+        progress = FarmProgress(len(recordings))
+        try:
+            outcomes = await _execute(args, recordings, options, stop, progress.finished)
+            for o in outcomes:
+                if o.name not in progress.shown:  # never reported: a worker stopped or died before it ran
+                    progress.finished(o)
+        finally:
+            progress.close()
+        wall = time.perf_counter() - started
+        write_jsonl(results, outcomes)
+        if args.junit is not None:
+            write_junit(args.junit, outcomes, wall)
     print(summary_line(outcomes, wall))
+    if stop.stopped:
+        ran = sum(o.status != "error" or not (o.error or "").startswith("interrupted") for o in outcomes)
+        print(f"voxline: interrupted by {stop.name}: {ran} of {len(outcomes)} recordings finished; the rest are "
+              "errors (interrupted)", file=sys.stderr)
     print(f"wrote {results}" + (f" and {args.junit}" if args.junit else "") + f"; outputs under {args.out_dir}")
+    if stop.stopped:
+        return stop.exit_code
     return 0 if all(o.status == "pass" for o in outcomes) else 1
 
 
-async def _execute(args: argparse.Namespace, recordings: list[FarmRecording], options: FarmOptions) -> list[Outcome]:
+def _place(args: argparse.Namespace, recordings: list[FarmRecording], results: Path) -> list[FarmRecording]:
+    """Each recording's safe, unique folder under --out-dir (never the name of a file the farm writes there),
+    and no output over an input, the manifest or another output."""
+    out_dir = args.out_dir
+    files = [results, *([args.junit] if args.junit is not None else [])]
+    taken = [p.name for p in files if os.path.realpath(p.parent) == os.path.realpath(out_dir)]
+    if out_dir.is_dir():
+        taken += [p.name for p in out_dir.iterdir() if not p.is_dir()]
+    placed = assign_folders(recordings, taken)
+    inputs = [*([args.manifest] if args.manifest is not None else []),
+              *(r.path.with_suffix(".txt") for r in placed if r.path.with_suffix(".txt").is_file()),
+              *(Path(r.scenario) for r in placed if r.scenario and r.scenario.endswith(".toml"))]
+    check_outputs(placed, out_dir, files, inputs)
+    return placed
+
+
+async def _execute(args: argparse.Namespace, recordings: list[FarmRecording], options: FarmOptions, stop: Stop,
+                   on_outcome: OutcomeHook) -> list[Outcome]:
     if not recordings:
         return []
     if args.ray is not None:
@@ -197,10 +238,10 @@ async def _execute(args: argparse.Namespace, recordings: list[FarmRecording], op
 
         tasks = args.processes or math.ceil(len(recordings) / options.jobs)
         # on the main thread, where Ray sets its signal handlers; this loop has nothing else to run meanwhile
-        return run_ray(recordings, options, tasks, args.ray or None)
+        return run_ray(recordings, options, tasks, args.ray or None, lambda: stop.stopped, on_outcome)
     if (args.processes or 1) > 1:
-        return await run_processes(recordings, options, args.processes)
-    return await run_farm(recordings, options)
+        return await run_processes(recordings, options, args.processes, stop.event, on_outcome)
+    return await run_farm(recordings, options, stop.event, on_outcome)
 
 
 def _spread(args: argparse.Namespace, count: int) -> str:
@@ -209,11 +250,3 @@ def _spread(args: argparse.Namespace, count: int) -> str:
         return f"Ray tasks of up to {jobs} sessions at once"
     processes = args.processes or 1
     return f"{processes} process{'es' if processes > 1 else ''} × up to {jobs} sessions at once, cpu count {os.cpu_count()}"
-
-
-def _line(o: Outcome) -> str:
-    verdict = {"pass": "PASS ", "fail": "FAIL ", "error": "ERROR"}[o.status]
-    figures = (f"{o.barge_ins} barge-in{'s' if o.barge_ins != 1 else ''}, {o.reply_heard_s:.1f} s of replies heard "
-               f"in {o.duration_s:.1f} s replayed, {o.wall_s:.1f} s wall")
-    why = f": {o.message()}" if o.status != "pass" else ""
-    return f"  {verdict} {o.name} ({figures}){why}"

@@ -24,6 +24,7 @@ from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.sinks import WavSink
+from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
@@ -48,6 +49,8 @@ from ..settings import SessionSettings, UsageError, api_key_from_env, load_setti
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from . import farm
+from .stereo import add_stereo_argument
+from .stopping import Stop
 from .endpoint import add_local_argument, conflict, target_url
 
 __all__ = ["add_arguments", "load_tools", "loop_factory", "run", "target_url"]
@@ -105,6 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local VAD: how long to wait for the server to confirm before a false barge-in")
     parser.add_argument("--no-resume", action="store_true",
                         help="local VAD: after a false barge-in cut the reply instead of resuming it")
+    add_stereo_argument(parser)
     farm.add_arguments(parser)
 
 
@@ -211,7 +215,8 @@ async def run(args: argparse.Namespace) -> int:
     transport = settings_for(args).transport  # flag and variable errors before anything starts
     if args.fast and transport == "webrtc":
         raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
-    reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None)) if p is not None]
+    reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None),
+                           getattr(args, "stereo_out", None)) if p is not None]
     check_paths([args.input], [args.out, args.events, *reports])
     for path in (args.out, args.events, *reports):
         if not path.parent.is_dir():
@@ -226,25 +231,28 @@ async def run(args: argparse.Namespace) -> int:
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
-    if args.fast:
-        loop = asyncio.get_running_loop()
-        if not isinstance(loop, LockstepLoop):
-            raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
-        return await _run_fast(args, samples, scenario, tools, loop.clock)
-    clock = RealClock()
-    start = clock.now()
-    live = LiveLines(len(samples) / RATE, clock, start, args.verbose)
-    with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
-            contextlib.closing(WavSink(args.out, RATE)) as sink:
-        result = await _realtime(args, url, token, samples, log, clock, sink, tools, live)
-    live.done()
-    _print_summary(args, result)
-    _write_report(args, samples, result)
-    return 0
+    with Stop() as stop:
+        if args.fast:
+            loop = asyncio.get_running_loop()
+            if not isinstance(loop, LockstepLoop):
+                raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
+            result = await _run_fast(args, samples, scenario, tools, loop.clock, stop)
+        else:
+            clock = RealClock()
+            start = clock.now()
+            live = LiveLines(len(samples) / RATE, clock, start, args.verbose)
+            with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
+                    contextlib.closing(WavSink(args.out, RATE)) as sink:
+                result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop)
+            live.done()
+        _print_summary(args, result)
+        _write_report(args, samples, result, stop)
+        _write_stereo(args, samples)
+    return stop.exit_code
 
 
 async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None,
-                    clock: VirtualClock) -> int:
+                    clock: VirtualClock, stop: Stop) -> ReplayResult:
     _synth, voice = make_synth(args.voice)
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
@@ -252,12 +260,9 @@ async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any
     live = LiveLines(len(samples) / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire)
-        result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
-                                  tools=tools, on_event=_logger(log, live), on_session=live.attach,
-                                  **speaker_options(args))
-    _print_summary(args, result)
-    _write_report(args, samples, result)
-    return 0
+        return await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
+                                tools=tools, on_event=_logger(log, live), on_session=live.attach, stop=stop.event,
+                                **speaker_options(args))
 
 
 def _logger(log: EventLog, also: Callable[[Any], None] | None = None) -> Any:
@@ -320,24 +325,26 @@ class LiveLines:
 
 
 async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: np.ndarray, log: EventLog,
-                    clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
+                    clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
+                    stop: Stop) -> ReplayResult:
     mode = f"real time over {settings_for(args).transport}"
     if url:
         print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
-        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live)
+        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
               f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
         print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
-        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live)
+        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
-                       clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
+                       clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
+                       stop: Stop) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
                             tools=tools, on_wire=live.wire(log.wire), on_event=_logger(log, live),
-                            on_session=live.attach, **speaker_options(args))
+                            on_session=live.attach, stop=stop.event, **speaker_options(args))
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -345,13 +352,16 @@ def _mode(args: argparse.Namespace) -> str:
     return "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'built-in server'}"
 
 
-def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult) -> None:
-    """``--report`` / ``--summary``: the session's figures, with the input and HEARD.wav as written."""
+def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult, stop: Stop) -> None:
+    """``--report`` / ``--summary``: the session's figures, with the input and HEARD.wav as written (an
+    interrupted replay's too: its figures cover what ran, and the interruption fails its checks)."""
     html, summary = getattr(args, "report", None), getattr(args, "summary", None)
     if (html is None and summary is None) or result.metrics is None:
         return
     heard, _rate = read_wav(args.out)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
+    if result.interrupted:
+        fatal.append(f"interrupted by {stop.name or 'a signal'} after {result.duration_s:.2f} s")
     run = make_run(result.metrics, samples, heard, input_name=str(args.input), mode=_mode(args),
                    duration_s=result.duration_s, fatal_errors=fatal)
     write_report(run, html=html, summary=summary)
@@ -365,4 +375,12 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
         print(f"voxline: no speech detected in {args.input}: the server's voice activity detection never fired "
               "(is it silent, or very quiet?)", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
-    print(f"wrote {args.out} ({result.duration_s:.2f} s) and {args.events}")
+    cut = " (interrupted: what was heard until then)" if result.interrupted else ""
+    print(f"wrote {args.out} ({result.duration_s:.2f} s){cut} and {args.events}", flush=True)
+
+
+def _write_stereo(args: argparse.Namespace, samples: np.ndarray) -> None:
+    """``--stereo-out``: the input and HEARD.wav side by side, sample-aligned (:mod:`.stereo`)."""
+    if getattr(args, "stereo_out", None) is not None:
+        write_stereo(args.stereo_out, samples, args.out)
+        print(f"wrote {args.stereo_out} (left: the input, right: what the listener heard)", flush=True)

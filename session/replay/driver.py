@@ -17,6 +17,7 @@ produced or owed), or ``tail_s`` after the input ended.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
@@ -73,6 +74,7 @@ async def run_replay(
     local_vad: LocalVad | str | None = None,
     barge_policy: BargePolicy | None = None,
     on_session: Callable[[VoiceSession], None] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> ReplayResult:
     """Play ``samples`` (int16 mono 24 kHz) as the microphone of a :class:`VoiceSession`.
 
@@ -86,6 +88,8 @@ async def run_replay(
     ``on_event`` as they happen and gathered in the result. Without a ``sink`` the heard
     timeline is kept in memory (:attr:`ReplayResult.heard`). ``on_session`` is shown the
     session before it starts (to read its :meth:`~VoiceSession.metrics` as events come).
+    Once ``stop`` is set (a signal), the replay ends at its next step as if its input had
+    ended there, closes the session and returns what it has, marked ``interrupted``.
     """
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
@@ -117,11 +121,14 @@ async def run_replay(
 
     input_end = origin + len(samples) / SAMPLE_RATE
     block_s = BLOCK / SAMPLE_RATE
-    polled = False
+    polled = interrupted = False
 
     def poll(now: float) -> float | None:
         """Events gathered every 5 blocks while the input plays, the end looked for every block after."""
-        nonlocal polled
+        nonlocal polled, interrupted
+        if stop is not None and stop.is_set():
+            interrupted = True
+            return None
         if polled and session.input_finished and (session.idle or now - input_end >= tail_s):
             return None
         polled = True
@@ -136,7 +143,7 @@ async def run_replay(
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
     return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,
-                        duration_s=clock.now() - origin, metrics=metrics)
+                        duration_s=clock.now() - origin, metrics=metrics, interrupted=interrupted)
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,

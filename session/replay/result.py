@@ -32,6 +32,7 @@ class ReplayResult:
     underrun_samples: int = 0
     duration_s: float = 0.0  # listener time covered
     metrics: MetricsReport | None = None  # the session's figures when the replay ended
+    interrupted: bool = False  # stopped by a signal before its end: the figures cover what ran
 
     @property
     def barge_ins(self) -> list[BargeIn]:

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from voxline.realtime.errors import ToolError
 
+from ..lockstep import follows_real_time
 from .docstrings import parse_docstring
 from .outputs import describe_invalid
 from .schema import ArgumentSpec, build_arguments
@@ -113,8 +114,10 @@ class Tool:
         if self.is_async:
             return await self.function(**kwargs)
         pool = _OneJob(threads or _shared_threads())
-        # through the loop's run_in_executor, so a lockstep loop waits for the job before moving time
-        work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
+        # through the loop's run_in_executor, marked as a tool's: a lockstep loop lets the session's
+        # time follow real time while it works, so its timeout fires as it would in real time
+        with follows_real_time():
+            work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
         try:
             return await work
         except asyncio.CancelledError:

@@ -2,7 +2,9 @@
 
 * :mod:`.manifest` — which recordings (WAV paths, a directory, a TOML manifest) and what each must show;
 * :mod:`.plan` — shards for machines (``--shard I/N``, 0-based) and parts for worker processes;
-* :mod:`.runner` — many sessions on one event loop (``--jobs``), that loop in many processes (``--processes``);
+* :mod:`.runner` — many sessions on one event loop (``--jobs``);
+* :mod:`.processes` — that loop in many worker processes (``--processes``) that end with the command;
+* :mod:`.layout` — each recording's folder under ``--out-dir``, safe and unique, and no output over an input;
 * :mod:`.ray_backend` — the same parts as Ray tasks (``--ray``, the optional ``voxline[ray]``);
 * :mod:`.results` and :mod:`.report_junit` — the verdicts as JSON lines and as JUnit XML.
 """
@@ -11,7 +13,8 @@ from .manifest import Expectations, FarmRecording, Range, load_manifest, recordi
 from .plan import Shard, deal, parse_shard
 from .report_junit import junit_xml, write_junit
 from .results import Check, Outcome, summary_line, write_jsonl
-from .runner import FarmOptions, run_farm, run_part, run_processes
+from .processes import run_processes
+from .runner import FarmOptions, run_farm, run_part
 
 __all__ = ["Check", "Expectations", "FarmOptions", "FarmRecording", "Outcome", "Range", "Shard", "deal", "junit_xml",
            "load_manifest", "parse_shard", "recordings_from_paths", "run_farm", "run_part", "run_processes",

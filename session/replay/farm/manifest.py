@@ -115,6 +115,7 @@ class FarmRecording(_Strict):
     tools: str | None = None  # MODULE:ATTR
     transcripts: tuple[str, ...] | None = None
     expect: Expectations = Expectations()
+    folder: str | None = None  # its outputs' folder under --out-dir, made safe and unique (layout.assign_folders)
 
 
 def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:

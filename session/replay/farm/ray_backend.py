@@ -17,7 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import socket
+from collections.abc import Callable
 from types import ModuleType
 
 from voxline.realtime.errors import ConfigurationError
@@ -25,7 +27,7 @@ from voxline.realtime.errors import ConfigurationError
 from .manifest import FarmRecording
 from .plan import deal
 from .results import Outcome
-from .runner import FarmOptions, order, run_part
+from .runner import FarmOptions, OutcomeHook, complete, run_part
 
 __all__ = ["check_ray", "import_ray", "run_ray"]
 
@@ -49,21 +51,39 @@ def check_ray(address: str | None) -> None:
         _check_reachable(target, f"the Ray cluster at {target}")
 
 
-def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, address: str | None) -> list[Outcome]:
-    """``recordings`` dealt over ``tasks`` Ray tasks (one CPU each); outcomes in the recordings' order."""
+def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, address: str | None,
+            stopped: Callable[[], bool] = lambda: False, on_outcome: OutcomeHook | None = None) -> list[Outcome]:
+    """``recordings`` dealt over ``tasks`` Ray tasks (one CPU each); outcomes in the recordings' order.
+
+    Each task's verdicts reach ``on_outcome`` as that task ends. Once ``stopped()`` says so (the
+    command got a stop signal), the tasks still running are cancelled with their worker
+    processes (so none writes into ``--out-dir`` after the command) and their recordings are
+    ``error`` outcomes, interrupted."""
     ray = import_ray()
     owned = not ray.is_initialized()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     if owned:
         _init(ray, address)
+        for sig, handler in handlers.items():  # Ray's init puts in a SIGTERM handler that exits: the command's back
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    got: list[Outcome] = []
     try:
         part_task = ray.remote(num_cpus=1, max_retries=0)(run_part)
-        refs = [part_task.remote([r.model_dump(mode="json") for r in part], options)
-                for part in deal(recordings, tasks)]
-        rows = [row for part in ray.get(refs) for row in part]
+        pending = [part_task.remote([r.model_dump(mode="json") for r in part], options)
+                   for part in deal(recordings, tasks)]
+        while pending and not stopped():
+            ready, pending = ray.wait(pending, num_returns=1, timeout=0.2)
+            for ref in ready:
+                for row in ray.get(ref):
+                    got.append(Outcome.from_json(row))
+                    if on_outcome is not None:
+                        on_outcome(got[-1])
+        for ref in pending:
+            ray.cancel(ref, force=True)  # ends the task's worker process
     finally:
         if owned:
             ray.shutdown()
-    return order(recordings, [Outcome.from_json(row) for row in rows])
+    return complete(recordings, got, "interrupted before it finished")
 
 
 def _init(ray: ModuleType, address: str | None) -> None:

@@ -1,15 +1,16 @@
 """Running a farm: many replays at once on one event loop, and that loop in many processes.
 
-* :func:`run_farm` — up to ``jobs`` replays at a time on the running loop: in lockstep on
-  one shared :class:`~voxline.base.clock.VirtualClock` (``fast``; every session keeps its
-  own origin, so its cut points are those of a replay alone) or in real time, each
+* :func:`run_farm` — up to ``jobs`` replays at a time on the running loop: in lockstep,
+  each on a :class:`~voxline.base.clock.VirtualClock` of its own that the loop moves with the
+  others (``fast``; its cut points are those of a replay alone, and a blocking tool holds up
+  its own recording only) or in real time, each
   against its own built-in server on loopback or all against ``url``;
 * :func:`run_part` — the same in a fresh loop of its own, from synchronous code: the body
-  of a worker process (:func:`run_processes`) and of a Ray task (:mod:`.ray_backend`).
+  of a worker process (:mod:`.processes`) and of a Ray task (:mod:`.ray_backend`).
   Recordings and outcomes cross as plain dicts.
 
 Each recording writes ``OUT_DIR/NAME/heard.wav`` (streamed as it is produced:
-:class:`~voxline.audio.sinks.WavSink` keeps two seconds in memory) and
+:class:`~voxline.audio.sinks.WavSink` holds back at most two seconds) and
 ``OUT_DIR/NAME/events.jsonl``, with ``summary.json`` and ``report.html`` when asked.
 """
 
@@ -17,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,16 @@ from ...settings import SessionSettings
 from ..driver import engine_connector, run_replay
 from ..inputs import load_input, load_tools
 from ..result import ReplayResult
+from voxline.audio.stereo import write_stereo
+
+from .layout import folder_of
 from .manifest import FarmRecording
-from .plan import deal
 from .results import Outcome, measure, outcome
 
-__all__ = ["FarmOptions", "replay_recording", "run_farm", "run_part", "run_processes"]
+__all__ = ["FarmOptions", "OutcomeHook", "complete", "interrupted_outcome", "order", "replay_recording", "run_farm",
+           "run_part"]
+
+OutcomeHook = Callable[[Outcome], None]
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class FarmOptions:
     url: str | None = None  # None: the built-in server
     voice: str = "auto"
     report: bool = False  # summary.json and report.html per recording
+    stereo: bool = False  # stereo.wav per recording: the input and what was heard, side by side
     tail_s: float = 120.0
 
 
@@ -76,23 +83,36 @@ class _Voices:
         return self._cache[source]
 
 
-async def run_farm(recordings: list[FarmRecording], options: FarmOptions) -> list[Outcome]:
-    """Replay ``recordings`` with up to ``options.jobs`` at once; outcomes in the recordings' order."""
+async def run_farm(recordings: list[FarmRecording], options: FarmOptions, stop: asyncio.Event | None = None,
+                   on_outcome: OutcomeHook | None = None) -> list[Outcome]:
+    """Replay ``recordings`` with up to ``options.jobs`` at once; outcomes in the recordings' order.
+
+    Each outcome is also handed to ``on_outcome`` as its recording finishes. Once ``stop`` is set
+    (a signal), running replays end where they are and the rest do not start: all of them are
+    ``error`` outcomes saying so, and what ran is on disk."""
     register_url_secrets(options.url)  # in a worker process too: its errors and logs redact them
-    clock: Clock
+    lockstep: LockstepLoop | None = None
     if options.fast:
         loop = asyncio.get_running_loop()
         if not isinstance(loop, LockstepLoop):
             raise VoxlineError("a fast farm needs the lockstep event loop (see run_part)")
-        clock = loop.clock
-    else:
-        clock = RealClock()
+        lockstep = loop
     voices = _Voices(options.voice) if options.fast else None
     gate = asyncio.Semaphore(max(1, options.jobs))
 
     async def one(recording: FarmRecording) -> Outcome:
         async with gate:
-            return await replay_recording(recording, options, clock, voices)
+            if stop is not None and stop.is_set():
+                done = interrupted_outcome(recording, "interrupted before it started")
+            elif lockstep is None:
+                done = await replay_recording(recording, options, RealClock(), voices, stop)
+            else:
+                # a virtual clock of its own: a tool stuck in one recording holds up that recording only
+                with lockstep.own_clock() as clock:
+                    done = await replay_recording(recording, options, clock, voices, stop)
+        if on_outcome is not None:
+            on_outcome(done)
+        return done
 
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(one(r)) for r in recordings]
@@ -100,17 +120,19 @@ async def run_farm(recordings: list[FarmRecording], options: FarmOptions) -> lis
 
 
 async def replay_recording(recording: FarmRecording, options: FarmOptions, clock: Clock,
-                           voices: _Voices | None = None) -> Outcome:
+                           voices: _Voices | None = None, stop: asyncio.Event | None = None) -> Outcome:
     """One replay of the farm, judged; a failure to run becomes an ``error`` outcome, never an exception."""
-    folder = options.out_dir / recording.name
+    folder = options.out_dir / folder_of(recording)
     heard, events = folder / "heard.wav", folder / "events.jsonl"
     started = time.perf_counter()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         samples = load_input(recording.path, quiet=True)
-        result = await _replay(recording, options, clock, voices, samples, heard, events)
+        result = await _replay(recording, options, clock, voices, samples, heard, events, stop)
         if options.report and result.metrics is not None:
             _write_report(recording, samples, result, heard, folder, options)
+        if options.stereo:
+            write_stereo(folder / "stereo.wav", samples, heard)
     except (VoxlineError, OSError) as exc:
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
@@ -120,11 +142,26 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     done = outcome(recording.name, str(recording.path), recording.expect, measure(result), heard=str(heard),
                    events=str(events))
     done.wall_s = time.perf_counter() - started
+    if result.interrupted:
+        done.status = "error"
+        done.error = (f"interrupted after {result.duration_s:.1f} s of listener time (what ran is in "
+                      f"{folder.name}/heard.wav and events.jsonl)")
     return done
 
 
+def interrupted_outcome(recording: FarmRecording, why: str) -> Outcome:
+    """The ``error`` verdict of a recording that a stop signal kept from finishing."""
+    return Outcome(recording.name, str(recording.path), "error", error=why)
+
+
+def complete(recordings: list[FarmRecording], outcomes: list[Outcome], why: str) -> list[Outcome]:
+    """``outcomes`` plus an ``error`` one (``why``) for every recording that has none, in the recordings' order."""
+    have = {o.name for o in outcomes}
+    return order(recordings, [*outcomes, *(interrupted_outcome(r, why) for r in recordings if r.name not in have)])
+
+
 async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, voices: _Voices | None,
-                  samples: Any, heard: Path, events: Path) -> ReplayResult:
+                  samples: Any, heard: Path, events: Path, stop: asyncio.Event | None) -> ReplayResult:
     tools = load_tools(recording.tools, f"{recording.name}: tools") if recording.tools else None
     scenario = load_scenario(recording.scenario)
     if recording.transcripts is not None:
@@ -137,7 +174,7 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
             log.local(event, getattr(event, "at", None))
 
         common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,
-                                  "tail_s": options.tail_s}
+                                  "tail_s": options.tail_s, "stop": stop}
         if voices is not None:
             connector = engine_connector(scenario, clock, voice=voices.voice, on_wire=log.wire,
                                          voices=voices.get(recording.scenario, scenario))
@@ -154,6 +191,8 @@ def _write_report(recording: FarmRecording, samples: Any, result: ReplayResult, 
                   options: FarmOptions) -> None:
     assert result.metrics is not None
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
+    if result.interrupted:
+        fatal.append(f"interrupted after {result.duration_s:.2f} s")
     where = redact_url(options.url) if options.url else "built-in server"
     mode = "lockstep, virtual clock" if options.fast else f"real time, {where}"
     run = make_run(result.metrics, samples, read_wav(heard)[0], input_name=str(recording.path), mode=mode,
@@ -165,25 +204,27 @@ def _one_line(exc: BaseException) -> str:
     return redact(" ".join(str(exc).split())) or type(exc).__name__
 
 
-def run_part(recordings: list[dict[str, Any]], options: FarmOptions) -> list[dict[str, Any]]:
-    """:func:`run_farm` on a loop of its own (lockstep when fast); plain dicts in and out."""
+def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
+             on_outcome: Callable[[dict[str, Any]], None] | None = None, stoppable: bool = False) -> list[dict[str, Any]]:
+    """:func:`run_farm` on a loop of its own (lockstep when fast); plain dicts in and out.
+
+    ``on_outcome`` is shown each verdict as it comes; with ``stoppable``, SIGTERM, SIGINT and
+    SIGHUP stop the part as they stop a farm (the body of a worker process)."""
     parsed = [FarmRecording.model_validate(r) for r in recordings]
     factory = (lambda: LockstepLoop(VirtualClock())) if options.fast else None
+
+    async def main() -> list[Outcome]:
+        stop = asyncio.Event()
+        if stoppable:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                loop.add_signal_handler(sig, stop.set)
+        hook = None if on_outcome is None else (lambda o: on_outcome(o.to_json()))
+        return await run_farm(parsed, options, stop, hook)
+
     with asyncio.Runner(loop_factory=factory) as runner:
-        outcomes = runner.run(run_farm(parsed, options))
+        outcomes = runner.run(main())
     return [o.to_json() for o in outcomes]
-
-
-async def run_processes(recordings: list[FarmRecording], options: FarmOptions, processes: int) -> list[Outcome]:
-    """The recordings dealt over ``processes`` worker processes, each a :func:`run_part` with ``options.jobs``."""
-    parts = deal(recordings, processes)
-    loop = asyncio.get_running_loop()
-    context = multiprocessing.get_context("spawn")  # no fork of a process with a running loop and threads
-    with ProcessPoolExecutor(max_workers=len(parts), mp_context=context) as pool:
-        futures = [loop.run_in_executor(pool, run_part, [r.model_dump(mode="json") for r in part], options)
-                   for part in parts]
-        rows = [row for part in await asyncio.gather(*futures) for row in part]
-    return order(recordings, [Outcome.from_json(row) for row in rows])
 
 
 def order(recordings: list[FarmRecording], outcomes: list[Outcome]) -> list[Outcome]:

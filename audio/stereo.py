@@ -1,0 +1,49 @@
+"""Two-channel recordings of a conversation: the user on one channel, what the listener heard on the other.
+
+Full-duplex scorers (turn-taking, interruption and overlap metrics) take one file with both
+sides of a call, aligned sample for sample. A replay has both: its input (int16 mono 24 kHz,
+as the session captured it) and HEARD.wav, whose sample ``n`` is what the listener heard
+while input sample ``n`` was captured. :func:`write_stereo` interleaves them, left the
+input and right the heard audio, the shorter padded with silence, reading HEARD.wav a block
+at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import wave
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.errors import AudioError
+from voxline.audio.wavio import PathLike, WavReader
+
+__all__ = ["write_stereo"]
+
+BLOCK = SAMPLE_RATE  # one second a write
+
+
+def write_stereo(path: PathLike, left: npt.NDArray[np.int16], right: PathLike, rate: int = SAMPLE_RATE) -> int:
+    """Write ``left`` and the mono WAV ``right`` as one 16-bit stereo WAV; returns its frames."""
+    with WavReader(right) as heard:
+        if heard.rate != rate:
+            raise AudioError(f"cannot pair {os.fspath(right)} ({heard.rate} Hz) with audio at {rate} Hz")
+        frames = max(len(left), heard.frames)
+        try:
+            with open(path, "wb") as file, wave.open(file, "wb") as out:
+                out.setnchannels(2)
+                out.setsampwidth(2)
+                out.setframerate(rate)
+                for start in range(0, frames, BLOCK):
+                    n = min(BLOCK, frames - start)
+                    block = np.zeros((n, 2), dtype="<i2")
+                    mine = left[start : start + n]
+                    block[: len(mine), 0] = mine
+                    theirs = heard.read(n)
+                    block[: len(theirs), 1] = theirs
+                    out.writeframes(block.tobytes())
+        except OSError as error:
+            raise AudioError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error
+    return frames

@@ -1,0 +1,156 @@
+"""A farm's outputs cannot escape --out-dir, overwrite an input or collide, and the README's farm,
+CI-matrix and Kubernetes command lines work verbatim on a fresh tree.
+
+The naming rules are tested on plain data; the command runs as a user runs it, the installed
+``voxline``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from voxline.realtime.errors import ConfigurationError
+from voxline.session.replay.farm import FarmRecording
+from voxline.session.replay.farm.layout import assign_folders, check_outputs, safe_folder
+from tests.support.ci import ROOT
+from tests.support.cli import VOXLINE, one_line_error
+from tests.support.farm import make_recording
+
+
+def rec(name: str, path: str = "/calls/x.wav") -> FarmRecording:
+    return FarmRecording(name=name, path=Path(path))
+
+
+@pytest.mark.parametrize(("name", "folder"), [
+    ("..", "_.."), (".", "_."), ("...", "_..."), (".hidden", "_.hidden"), ("a b/c\\d", "a_b_c_d"),
+    ("réunion", "réunion"), ("x" * 300, "x" * 100), ("", "_"), ("nul\x00", "nul_"),
+])
+def test_a_name_becomes_one_path_component_that_stays_put(name: str, folder: str) -> None:
+    assert safe_folder(name) == folder
+    assert (Path("/out") / safe_folder(name)).resolve().parent == Path("/out")
+
+
+def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:
+    placed = assign_folders([rec("a b"), rec("a_b"), rec("A_B"), rec("results.jsonl"), rec("..")],
+                            taken=["results.jsonl", "junit.xml"])
+    assert [r.folder for r in placed] == ["a_b", "a_b-2", "A_B-3", "results.jsonl-2", "_.."]
+
+
+def test_no_output_may_be_an_input_or_another_output(tmp_path: Path) -> None:
+    recordings = assign_folders([rec("a", str(tmp_path / "a.wav"))])
+    manifest = tmp_path / "farm.toml"
+    with pytest.raises(ConfigurationError, match="is the input"):
+        check_outputs(recordings, tmp_path / "out", [manifest], [manifest])
+    with pytest.raises(ConfigurationError, match="is the input"):
+        check_outputs(recordings, tmp_path / "out", [tmp_path / "a.wav"], [])
+    with pytest.raises(ConfigurationError, match="written twice"):
+        check_outputs(recordings, tmp_path / "out", [tmp_path / "r.xml", tmp_path / "x" / ".." / "r.xml"], [])
+    with pytest.raises(ConfigurationError, match="written twice"):  # results inside a recording's folder
+        check_outputs(recordings, tmp_path / "out", [tmp_path / "out" / "a" / "heard.wav"], [])
+    check_outputs(recordings, tmp_path / "out", [tmp_path / "out" / "results.jsonl"], [manifest])
+
+
+def voxline(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(VOXLINE), *args], cwd=cwd, capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.slow
+def test_recordings_named_dots_or_like_an_output_stay_inside_the_out_dir(tmp_path: Path) -> None:
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    make_recording(calls / "...wav", 1, False)  # its stem is ".."
+    make_recording(calls / "results.jsonl.wav", 2, False)  # its stem is the results file's name
+    run = voxline("replay", "calls", "--fast", "--voice", "tone", "--out-dir", "work/out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = [json.loads(line) for line in (tmp_path / "work" / "out" / "results.jsonl").read_text().splitlines()]
+    assert {r["name"]: Path(r["heard"]).parent.name for r in rows} == {"..": "_..", "results.jsonl": "results.jsonl-2"}
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["out"]  # nothing written beside it
+    for r in rows:
+        assert Path(r["heard"]).resolve().is_relative_to((tmp_path / "work" / "out").resolve())
+
+
+@pytest.mark.slow
+def test_a_manifest_name_of_dots_stays_inside_and_outputs_never_overwrite_inputs(tmp_path: Path) -> None:
+    make_recording(tmp_path / "a.wav", 1, False)
+    (tmp_path / "farm.toml").write_text('[[recording]]\npath = "a.wav"\nname = ".."\n')
+    run = voxline("replay", "--manifest", "farm.toml", "--fast", "--voice", "tone", "--out-dir", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out" / "_.." / "heard.wav").is_file() and not (tmp_path / "heard.wav").exists()
+    before = (tmp_path / "farm.toml").read_bytes(), (tmp_path / "a.wav").read_bytes()
+    for flag, target in (("--results", "farm.toml"), ("--junit", "farm.toml"), ("--junit", "a.wav"),
+                         ("--results", "./a.wav")):
+        run = voxline("replay", "--manifest", "farm.toml", "--fast", "--out-dir", "out", flag, target, cwd=tmp_path)
+        assert "inputs are never overwritten" in one_line_error(run)
+    run = voxline("replay", "--manifest", "farm.toml", "--fast", "--out-dir", "out", "--results", "r.xml", "--junit",
+                  "r.xml", cwd=tmp_path)
+    assert "would be written twice" in one_line_error(run)
+    assert ((tmp_path / "farm.toml").read_bytes(), (tmp_path / "a.wav").read_bytes()) == before
+
+
+def _readme_block(after: str, lang: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(after)
+    match = re.compile(rf"```{lang}\n(.*?)```", re.S).search(text, start)
+    assert match is not None, f"no {lang} block after {after!r}"
+    return match.group(1)
+
+
+def _fresh_tree(root: Path, cwd: Path | None = None) -> None:
+    """What the README's commands expect: calls/*.wav, and farm.toml as the README shows it, with its tools
+    importable from the working directory ``cwd`` (default ``root``)."""
+    (root / "calls").mkdir(parents=True)
+    make_recording(root / "calls" / "refund.wav", 1, True)
+    make_recording(root / "calls" / "chatty.wav", 2, True)
+    (root / "farm.toml").write_text(_readme_block("A\nmanifest lists recordings", "toml"), encoding="utf-8")
+    (cwd or root).mkdir(parents=True, exist_ok=True)
+    (cwd or root).joinpath("mytools.py").write_text("from voxline import ToolRegistry\nregistry = ToolRegistry()\n",
+                                                    encoding="utf-8")
+
+
+def _run_line(line: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(line)
+    assert argv[0] == "voxline"
+    import os
+
+    return subprocess.run([str(VOXLINE), *argv[1:], "--voice", "tone"], cwd=cwd, capture_output=True, text=True,
+                          timeout=180, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.slow
+def test_the_readme_farm_ci_matrix_and_kubernetes_lines_work_verbatim_on_a_fresh_tree(tmp_path: Path) -> None:
+    farm = _readme_block("## Replay farms", "bash").splitlines()[0].split("  #")[0].strip()
+    assert farm == "voxline replay calls/ --fast --out-dir out/ --junit out/junit.xml"
+    tree = tmp_path / "farm"
+    _fresh_tree(tree)
+    run = _run_line(farm, tree)
+    assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr  # verdicts decide, not paths
+    assert "farm: 2 recordings" in run.stdout and (tree / "out" / "junit.xml").is_file() and (tree / "out" / "results.jsonl").is_file()
+
+    matrix = _readme_block("A CI matrix", "yaml")
+    line = re.search(r"- run: (voxline .*)", matrix)
+    assert line is not None
+    tree = tmp_path / "matrix"
+    _fresh_tree(tree)
+    for shard in (0, 3):  # as the CI system expands ${{ matrix.shard }}
+        run = _run_line(line.group(1).replace("${{ matrix.shard }}", str(shard)), tree)
+        assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr
+        assert "farm: " in run.stdout and (tree / "out" / f"junit-{shard}.xml").is_file(), run.stderr
+
+    job = _readme_block("Kubernetes Indexed Job", "yaml")
+    args = re.search(r"args: (\[.*?\])", job, re.S)
+    assert args is not None
+    argv = json.loads(args.group(1))
+    tree = tmp_path / "pod"
+    _fresh_tree(tree / "data", cwd=tree)  # the pod's /data and /results, rooted in this test's tree
+    for index in (0, 7):  # as Kubernetes expands $(JOB_COMPLETION_INDEX)
+        pod = [a.replace("$(JOB_COMPLETION_INDEX)", str(index)) for a in argv]
+        pod = [str(tree) + a if a.startswith(("/data/", "/results/")) else a for a in pod]
+        run = _run_line(shlex.join(pod), tree)
+        assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr
+        assert "farm: " in run.stdout and (tree / "results" / str(index) / "junit.xml").is_file(), run.stderr

@@ -1,0 +1,146 @@
+"""Blocking tools in lockstep: their timeouts fire on the session's clock as in real time, and a
+stuck tool holds up its own recording only.
+
+A tool that hangs is released when the test ends (a thread cannot be stopped); its timeout is
+read on the virtual clock, never measured with wall time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from voxline.audio.wavio import read_wav
+from voxline.base.clock import VirtualClock
+from voxline.realtime.server.engine.scenario import load_scenario
+from voxline.session.lockstep import GRACE_S, LockstepLoop, follows_real_time, run_lockstep
+from voxline.session.replay import replay_fast
+from voxline.session.replay.farm import FarmOptions, FarmRecording, run_part
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import ToolFinished, ToolRegistry
+from tests.support.farm import make_recording
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    release = threading.Event()
+    yield release
+    release.set()  # the stuck thread ends with the test
+
+
+def test_a_paced_job_lets_its_clock_follow_real_time_and_a_held_job_does_not(gate: threading.Event) -> None:
+    clock = VirtualClock()
+
+    async def main() -> tuple[bool, float]:
+        loop = asyncio.get_running_loop()
+        with follows_real_time():
+            stuck = loop.run_in_executor(None, gate.wait, 30)
+        await clock.sleep(GRACE_S + 0.2)  # fires only if virtual time moves while the job works
+        at = clock.now()
+        gate.set()
+        return await stuck, at
+
+    released, at = run_lockstep(main(), clock)
+    assert released and at == pytest.approx(GRACE_S + 0.2)
+
+
+def test_a_job_holds_up_its_own_clock_only(gate: threading.Event) -> None:
+    async def main() -> tuple[bool, float, float]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, LockstepLoop)
+
+        async def stuck() -> tuple[bool, float]:
+            with loop.own_clock() as mine:
+                with follows_real_time():
+                    job = loop.run_in_executor(None, gate.wait, 60)
+                released = await job
+                return released, mine.now()
+
+        async def busy() -> float:
+            with loop.own_clock() as other:
+                for _ in range(100):  # 100 s of its own time while the other's tool is stuck
+                    await other.sleep(1.0)
+                gate.set()
+                return other.now()
+
+        (released, stuck_at), other_at = await asyncio.gather(stuck(), busy())
+        return released, stuck_at, other_at
+
+    released, stuck_at, other_at = run_lockstep(main(), VirtualClock())
+    assert released  # let go by the other session, not given up on after a minute
+    assert other_at == 100.0 and stuck_at < 100.0
+
+
+def _registry(gate: threading.Event, timeout: float, stuck_s: float = 30.0) -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True, timeout=timeout)
+    def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+        """Weather that never comes: the service it asks is stuck."""
+        gate.wait(stuck_s)
+        return {"city": city, "temperature": 21, "unit": unit}
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str) -> str:
+        """The time in a zone."""
+        return "12:00"
+
+    return tools
+
+
+def test_a_stuck_blocking_tool_times_out_on_the_virtual_clock(tmp_path: Path, gate: threading.Event) -> None:
+    make_recording(tmp_path / "ask.wav", 1, False)
+    samples, _rate = read_wav(tmp_path / "ask.wav")
+    result = replay_fast(samples, scenario=load_scenario("tools"), voice="tone", tools=_registry(gate, 0.5),
+                         tail_s=5.0)
+    finished = [e for e in result.events if isinstance(e, ToolFinished) and e.name == "get_weather"]
+    assert finished, result.events
+    first = finished[0]
+    assert not first.ok and "timed out after 0.5 s" in first.output
+    assert first.duration_s == pytest.approx(0.5, abs=0.021)  # the timeout's own instant on the session's clock
+
+
+@pytest.mark.slow
+def test_a_stuck_tool_holds_up_only_its_own_recording_in_a_fast_farm(tmp_path: Path, gate: threading.Event) -> None:
+    global STUCK_TOOLS
+    STUCK_TOOLS = _registry(gate, 150.0, stuck_s=120.0)
+    for n in range(3):
+        make_recording(tmp_path / f"r{n}.wav", n, n != 1)
+    recordings = [FarmRecording(name=f"r{n}", path=tmp_path / f"r{n}.wav", scenario="tools" if n == 0 else None,
+                                tools=f"{__name__}:STUCK_TOOLS" if n == 0 else None).model_dump(mode="json")
+                  for n in range(3)]
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, jobs=3, voice="tone")
+    seen: list[bool] = []
+
+    def watch() -> None:  # r1 and r2 end while r0's tool is still stuck; then it is let go
+        for _ in range(1200):
+            if all(_finished(tmp_path / "out" / name / "heard.wav") for name in ("r1", "r2")):
+                seen.append(not gate.is_set())
+                break
+            if gate.wait(0.05):
+                break
+        gate.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    rows = run_part(recordings, options)
+    watcher.join(5)
+    assert seen == [True]  # both were whole on disk before the stuck tool was let go
+    assert [r["name"] for r in rows] == ["r0", "r1", "r2"]
+    assert all(r["status"] == "pass" for r in rows), rows
+
+
+def _finished(path: Path) -> bool:
+    """A heard.wav that covers the whole six-second recording."""
+    try:
+        return path.stat().st_size >= 44 + 6 * 24000 * 2
+    except OSError:
+        return False
+
+
+STUCK_TOOLS: ToolRegistry | None = None  # the stuck recording's registry, named MODULE:ATTR in its manifest entry
