@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
 from pydantic import SecretStr
 
 from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho, parse_echo
+from voxline.audio.recording import SampleFeed
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
@@ -41,7 +41,7 @@ from ..events import SessionError
 from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
-from ..replay.inputs import load_input, load_tools, transcripts_for
+from ..replay.inputs import load_input, load_tools, open_input, transcripts_for
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
@@ -218,7 +218,11 @@ async def run(args: argparse.Namespace) -> int:
         if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
     speaker_options(args)  # flag errors before anything starts
-    samples = load_input(args.input, channel=args.channel)
+    with open_input(args.input, channel=args.channel) as feed:  # streamed: memory flat in the recording's length
+        return await _run(args, url, feed)
+
+
+async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -> int:
     tools = load_tools(args.tools) if args.tools else None
     token = token_for(url) if url else "local"
     scenario = load_scenario(args.scenario)
@@ -232,30 +236,30 @@ async def run(args: argparse.Namespace) -> int:
         return await _run_fast(args, samples, scenario, tools, loop.clock)
     clock = RealClock()
     start = clock.now()
-    live = LiveLines(len(samples) / RATE, clock, start, args.verbose)
+    live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
     with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
             contextlib.closing(WavSink(args.out, RATE)) as sink:
         result = await _realtime(args, url, token, samples, log, clock, sink, tools, live)
     live.done()
     _print_summary(args, result)
-    _write_report(args, samples, result)
+    _write_report(args, result)
     return 0
 
 
-async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None,
+async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,
                     clock: VirtualClock) -> int:
     _synth, voice = make_synth(args.voice)
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
     print(f"replaying {args.input} (lockstep, virtual clock)", flush=True)
-    live = LiveLines(len(samples) / RATE, clock, clock.now(), args.verbose, progress=False)
+    live = LiveLines(samples.frames / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire)
         result = await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
                                   tools=tools, on_event=_logger(log, live), on_session=live.attach,
                                   **speaker_options(args))
     _print_summary(args, result)
-    _write_report(args, samples, result)
+    _write_report(args, result)
     return 0
 
 
@@ -318,7 +322,7 @@ class LiveLines:
         self._clear()
 
 
-async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: np.ndarray, log: EventLog,
+async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
     mode = f"real time over {settings_for(args).transport}"
     if url:
@@ -332,7 +336,7 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
         return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live)
 
 
-async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
+async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
                             tools=tools, on_wire=live.wire(log.wire), on_event=_logger(log, live),
@@ -344,11 +348,12 @@ def _mode(args: argparse.Namespace) -> str:
     return "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'built-in server'}"
 
 
-def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult) -> None:
+def _write_report(args: argparse.Namespace, result: ReplayResult) -> None:
     """``--report`` / ``--summary``: the session's figures, with the input and HEARD.wav as written."""
     html, summary = getattr(args, "report", None), getattr(args, "summary", None)
     if (html is None and summary is None) or result.metrics is None:
         return
+    samples = load_input(args.input, quiet=True, channel=args.channel)
     heard, _rate = read_wav(args.out)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     run = make_run(result.metrics, samples, heard, input_name=str(args.input), mode=_mode(args),

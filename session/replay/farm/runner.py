@@ -40,7 +40,7 @@ from ...lockstep import LockstepLoop
 from ...report import make_run, write_report
 from ...settings import SessionSettings
 from ..driver import engine_connector, run_replay
-from ..inputs import load_input, load_tools
+from ..inputs import load_input, load_tools, open_input
 from ..result import ReplayResult
 from .manifest import FarmRecording
 from .plan import deal
@@ -107,10 +107,10 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     started = time.perf_counter()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        samples = load_input(recording.path, quiet=True)
-        result = await _replay(recording, options, clock, voices, samples, heard, events)
+        with open_input(recording.path, quiet=True) as feed:  # streamed as it plays
+            result = await _replay(recording, options, clock, voices, feed, heard, events)
         if options.report and result.metrics is not None:
-            _write_report(recording, samples, result, heard, folder, options)
+            _write_report(recording, result, heard, folder, options)
     except (VoxlineError, OSError) as exc:
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
@@ -150,9 +150,10 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
             return await run_replay(samples, connector=None, settings=local, on_wire=log.wire, **common)
 
 
-def _write_report(recording: FarmRecording, samples: Any, result: ReplayResult, heard: Path, folder: Path,
+def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, folder: Path,
                   options: FarmOptions) -> None:
     assert result.metrics is not None
+    samples = load_input(recording.path, quiet=True)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     where = redact_url(options.url) if options.url else "built-in server"
     mode = "lockstep, virtual clock" if options.fast else f"real time, {where}"
