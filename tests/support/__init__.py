@@ -13,5 +13,6 @@ Test modules import from here and nowhere else in ``tests`` (never another test 
 * ``hostile``, ``fault_matrix``: faults injected into a conversation, and the table of survivors;
 * ``farm``: recordings for replay farms;
 * ``loopback_http``: a plain HTTP server on loopback;
+* ``browser``: headless Chromium over the DevTools protocol (pages, JS, console, screenshots, fake microphone);
 * ``virtual_devices``, ``devices``: PulseAudio's virtual sound devices, and their fixtures.
 """
