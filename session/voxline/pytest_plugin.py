@@ -7,7 +7,7 @@
   with the failed expectations as its message; a recording that cannot run (a file cut short, a
   bad scenario) is an error of that item. ``-k``, ``-x`` and ``--junitxml`` work on them as on
   any test. Each recording's ``heard.wav`` and ``events.jsonl`` go under ``--voxline-out-dir``
-  (default: a folder of pytest's temporary directory), in a folder named like the item.
+  (default: a folder of pytest's temporary directory), in a folder named after the manifest's node id.
 * **The** ``voxline_replay`` **fixture** runs a lockstep replay inside a test:
   ``voxline_replay("calls/refund.wav", scenario="tools").check(barge_ins=1)`` (see
   :func:`voxline.session.replay.check.replay_in_lockstep`).
@@ -89,7 +89,8 @@ class RecordingItem(pytest.Item):
     def runtest(self) -> None:
         from voxline.session.replay.farm import Outcome, run_part
 
-        options = _farm_options(self.config, _out_dir(self.config) / _safe(self.parent.name if self.parent else "farm"))
+        manifest = self.parent.nodeid if self.parent is not None else "farm"  # unique, unlike the file's name
+        options = _farm_options(self.config, _out_dir(self.config) / _safe(manifest))
         (row,) = run_part([self.recording.model_dump(mode="json")], options)
         outcome = Outcome.from_json(row)
         self.user_properties.extend([("status", outcome.status), ("barge_ins", outcome.barge_ins),
