@@ -1,7 +1,8 @@
 """What a :class:`~voxline.session.VoiceSession` captures from, besides a live microphone.
 
 An *input* is any async iterable of int16 blocks at 24 kHz: :class:`Recording` (a recording
-paced as a microphone would hand it over), :func:`file_blocks` (a paced source),
+paced as a microphone would hand it over, read from an array or streamed from a file through
+a :class:`SampleFeed`: :class:`ArrayFeed`, :class:`WavFeed`), :func:`file_blocks` (a paced source),
 :func:`mic_blocks` (a device's ``(adc_time, block)`` pairs, times dropped), and
 :func:`echoed_blocks` (open speakers simulated: the room's echo of what was heard added).
 """
@@ -9,6 +10,7 @@ paced as a microphone would hand it over), :func:`file_blocks` (a paced source),
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+from typing import Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -18,9 +20,111 @@ from voxline.base.clock import Clock
 from voxline.audio.clocked_output import BLOCK
 from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho
+from voxline.audio.resample import StreamResampler
 from voxline.audio.sources import Source
+from voxline.audio.wavio import PathLike, WavReader
 
-__all__ = ["Recording", "echoed_blocks", "file_blocks", "mic_blocks"]
+__all__ = ["ArrayFeed", "Recording", "SampleFeed", "WavFeed", "as_feed", "echoed_blocks", "file_blocks", "mic_blocks"]
+
+Samples = npt.NDArray[np.int16]
+READ_BYTES = 1 << 18  # a file is read 256 KiB at a time, whatever its header says
+
+
+class SampleFeed(Protocol):
+    """A recording read front to back: int16 mono samples at 24 kHz, :attr:`frames` of them in all."""
+
+    @property
+    def frames(self) -> int:
+        """How many samples the whole recording holds."""
+        ...
+
+    def read(self, n: int) -> Samples:
+        """The next ``n`` samples (fewer only at the end; empty after it)."""
+        ...
+
+
+class ArrayFeed:
+    """A recording held in memory as one array."""
+
+    def __init__(self, samples: Samples) -> None:
+        self.samples = samples
+        self._next = 0
+
+    @property
+    def frames(self) -> int:
+        return len(self.samples)
+
+    def read(self, n: int) -> Samples:
+        block = self.samples[self._next : self._next + n]
+        self._next += len(block)
+        return block
+
+
+def as_feed(samples: Samples | SampleFeed) -> SampleFeed:
+    """An array as an :class:`ArrayFeed`; a feed as it is."""
+    return ArrayFeed(samples) if isinstance(samples, np.ndarray) else samples
+
+
+class WavFeed:
+    """A WAV file streamed as 24 kHz mono (resampled as it is read): memory does not grow with its length.
+
+    :attr:`frames` is ``round(frames_in * 24000 / rate)``, the length the whole file resampled has;
+    :attr:`reader` is open for its notes (channels, conversion) until :meth:`close`.
+    """
+
+    def __init__(self, path: PathLike, channel: int | None = None) -> None:
+        self.reader = WavReader(path)
+        self.reader.channel = channel
+        rate = self.reader.rate
+        self.frames = round(self.reader.frames * SAMPLE_RATE / rate)
+        self._resampler: StreamResampler | None = StreamResampler(rate, SAMPLE_RATE)
+        self._chunk = max(1, READ_BYTES // (self.reader.sample_width * self.reader.channels))
+        self._held = np.zeros(0, dtype=np.int16)  # resampled, not handed over yet, from _at on
+        self._at = 0
+        self._given = 0
+
+    def read(self, n: int) -> Samples:
+        """The next ``n`` samples, a copy of their own: whoever keeps a block keeps only it."""
+        n = max(0, min(n, self.frames - self._given))
+        parts = [self._held[self._at :]]
+        held = len(parts[0])
+        while held < n:
+            out = self._more()
+            if out is None:
+                break
+            parts.append(out)
+            held += len(out)
+        if len(parts) > 1:
+            self._held, self._at = np.concatenate(parts), 0
+        block = self._held[self._at : self._at + n].copy()
+        self._at += len(block)
+        if len(block) < n:  # the filter's last output came up short of the rounded length
+            block = np.concatenate([block, np.zeros(n - len(block), dtype=np.int16)])
+        self._given += n
+        return block
+
+    def _more(self) -> Samples | None:
+        """The next chunk of the file, resampled; ``None`` once the file and the filter are spent."""
+        if self._resampler is None:
+            return None
+        raw = self.reader.read(self._chunk)
+        if len(raw):
+            return self._resampler.process(raw)
+        tail, self._resampler = self._resampler.flush(), None
+        return tail
+
+    def read_all(self) -> Samples:
+        """What is left of the recording, as one array."""
+        return self.read(self.frames - self._given)
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
@@ -45,11 +149,12 @@ class Recording:
     a microphone then costs the loop no task wake-up per block.
     """
 
-    def __init__(self, samples: npt.NDArray[np.int16], clock: Clock, origin: float, block: int = BLOCK) -> None:
+    def __init__(self, samples: Samples | SampleFeed, clock: Clock, origin: float, block: int = BLOCK) -> None:
         if block < 1:
             raise ValueError("a block must hold at least one sample")
         self.clock = clock
-        self._samples = samples
+        self._feed = as_feed(samples)
+        self._frames = self._feed.frames
         self._origin = origin
         self._block = block
         self._next = 0  # the first sample not handed over
@@ -57,7 +162,7 @@ class Recording:
     @property
     def due(self) -> float | None:
         """When the next block is captured; ``None`` once every block was handed over."""
-        n = len(self._samples)
+        n = self._frames
         if self._next >= n:
             return None
         return self._origin + min(self._next + self._block, n) / SAMPLE_RATE
@@ -70,7 +175,7 @@ class Recording:
         return blocks
 
     def _next_block(self) -> np.ndarray:
-        block = self._samples[self._next : self._next + self._block]
+        block = self._feed.read(self._block)
         self._next += self._block
         return block
 

@@ -6,6 +6,12 @@ int16 mono (channels averaged; wider integers keep their top 16 bits, floats are
 clipped); :attr:`WavReader.conversion` says when samples were converted. Writing (through
 the standard library's ``wave``) is int16 mono. Every failure is an
 :class:`~voxline.base.errors.AudioError` with a one-line message.
+
+A header is not taken on trust: a rate outside 4 kHz–768 kHz, more than 64 channels or a fmt
+chunk larger than a few kilobytes is refused, and so is a data chunk shorter than its header
+says (a file cut short), unless the size is the streaming placeholder ``0xFFFFFFFF`` (a
+recorder that never came back to write it): then what is there is read. Nothing is allocated
+from a header's figures: reading is in blocks of what the file holds.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ def _reason(error: BaseException) -> str:
 
 
 PCM, IEEE_FLOAT, EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
+MIN_RATE, MAX_RATE = 4_000, 768_000  # a header outside these is a damaged or hostile file, not audio
+MAX_CHANNELS = 64
+MAX_FMT_BYTES = 4096  # WAVE_FORMAT_EXTENSIBLE needs 40
+UNKNOWN_SIZE = 0xFFFFFFFF  # what a streaming writer leaves in a header it never finished
 _GUID_TAIL = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"  # KSDATAFORMAT_SUBTYPE_*
 
 
@@ -91,8 +101,10 @@ def _parse_fmt(body: bytes) -> _Format:
     if (tag == PCM and width not in (1, 2, 3, 4)) or (tag == IEEE_FLOAT and width not in (4, 8)):
         kind = "integer" if tag == PCM else "float"
         raise AudioError(f"unsupported {bits}-bit {kind} samples")
-    if channels < 1 or rate <= 0:
-        raise AudioError(f"unsupported WAV layout ({channels} channels, {rate} Hz)")
+    if channels < 1 or channels > MAX_CHANNELS:
+        raise AudioError(f"its header says {channels} channels (1 to {MAX_CHANNELS} are read)")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise AudioError(f"its header says {rate} Hz, not an audio sample rate ({MIN_RATE} to {MAX_RATE} Hz are read)")
     return _Format(tag, channels, rate, width)
 
 
@@ -141,14 +153,22 @@ class WavReader:
                 raise AudioError("no data chunk (the file is truncated)" if fmt else "no fmt chunk")
             name, size = header[:4], struct.unpack("<I", header[4:])[0]
             if name == b"fmt ":
+                if size > MAX_FMT_BYTES:
+                    raise AudioError(f"its fmt chunk claims {size} bytes (a WAV header needs at most 40)")
                 fmt = _parse_fmt(self._file.read(size))
                 self._file.seek(size % 2, os.SEEK_CUR)
             elif name == b"data":
                 if fmt is None:
                     raise AudioError("the data chunk comes before the fmt chunk")
                 start = self._file.tell()
-                available = os.fstat(self._file.fileno()).st_size - start
-                return fmt, start, min(size, max(available, 0))  # a header left unfinished counts what is there
+                available = max(os.fstat(self._file.fileno()).st_size - start, 0)
+                if size == UNKNOWN_SIZE:
+                    return fmt, start, available  # a header left unfinished counts what is there
+                if size > available:
+                    per_s = fmt.rate * fmt.width * fmt.channels
+                    raise AudioError(f"the file is cut short: its header says {size / per_s:.2f} s of audio, "
+                                     f"the file holds {available / per_s:.2f} s")
+                return fmt, start, size
             else:
                 self._file.seek(size + size % 2, os.SEEK_CUR)
 

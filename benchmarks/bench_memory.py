@@ -12,6 +12,10 @@
   :class:`~voxline.session.replay.result.ReplayResult` keeps, each fitted as a line against the
   session's duration. The slope is what a session holds per second of audio; the baseline is the
   audio itself, 24 kHz 16-bit mono PCM (48 000 bytes per second).
+* **peak RSS by recording length** -- ``voxline replay --fast`` (the installed command, a
+  fresh process each) of recordings made by repeating ``barge_in.wav`` to 1, 10 and 60 minutes:
+  the peak resident set (the child's ``rusage``) of each, its growth over the shortest one's (the
+  baseline, measured in the same run), and the throughput, audio seconds per CPU second.
 
 Run: ``python3 -m benchmarks.bench_memory`` (``--sessions N``).
 """
@@ -25,23 +29,26 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from websockets.asyncio.client import connect as ws_connect
 
-from voxline.audio.wavio import read_wav
+from voxline.audio.wavio import read_wav, write_wav
 from voxline.realtime.server import load_scenario
 from voxline.realtime.transports.websocket import realtime_url
 from voxline.session.replay import replay_fast
 from voxline.session.voice import VoiceSession
 
 from .bench_concurrent import RECORDING, SCENARIO, VOICE, Server, _rss_bytes, _settings
-from .common import ratio
+from .common import peak_rss_run, ratio
 from .record import ROOT, add_output_arguments, measure_and_report
 
-__all__ = ["PCM_BYTES_PER_S", "held_per_audio_second", "main", "rss_per_session", "run", "section", "table"]
+__all__ = ["PCM_BYTES_PER_S", "held_per_audio_second", "main", "peak_rss_by_length", "rss_per_session", "run",
+           "section", "table"]
 
 PCM_BYTES_PER_S = 24_000 * 2
 
@@ -162,23 +169,67 @@ def held_per_audio_second(repeats: tuple[int, ...]) -> dict[str, Any]:
     }
 
 
-def run(sessions: int = 50, repeats: tuple[int, ...] = (1, 2, 4)) -> dict[str, Any]:
-    """Measure both: the figures of the ``memory`` section."""
+# ------------------------------------------------------------------ peak RSS by recording length
+def _replay_rusage(recording: Path, folder: Path) -> tuple[int, float]:
+    """``voxline replay --fast`` of ``recording`` in a fresh process: its peak RSS (bytes) and CPU seconds."""
+    voxline = Path(sys.executable).parent / "voxline"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_")}
+    done, peak_kib, cpu = peak_rss_run([str(voxline), "replay", str(recording), "--fast", "--voice", VOICE, "--out",
+                                        str(folder / "heard.wav"), "--events", str(folder / "events.jsonl")],
+                                       cwd=folder, env=env, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"the replay of {recording.name} failed: {done.stderr.strip()[-300:]}")
+    return peak_kib * 1024, cpu
+
+
+def peak_rss_by_length(minutes: tuple[float, ...]) -> dict[str, Any]:
+    samples, rate = read_wav(RECORDING)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="voxline-bench-memory-") as tmp:
+        folder = Path(tmp)
+        for m in minutes:
+            n = round(m * 60 * rate)
+            recording = folder / f"{m:g}min.wav"
+            write_wav(recording, np.tile(samples, -(-n // len(samples)))[:n], rate)
+            peak, cpu = _replay_rusage(recording, folder)
+            recording.unlink()
+            rows.append({"minutes": m, "peak_rss_mib": round(peak / 2**20, 1), "cpu_s": round(cpu, 2),
+                         "audio_s_per_cpu_s": round(m * 60 / cpu, 1)})
+    first, last = rows[0], rows[-1]
+    growth = last["peak_rss_mib"] - first["peak_rss_mib"]
+    return {
+        "recording": RECORDING.name,
+        "runs": rows,
+        "growth_mib": round(growth, 1),  # the longest recording's peak over the shortest one's
+        "growth_mib_per_audio_hour": round(growth * 60 / (last["minutes"] - first["minutes"]), 1),
+        "pcm_mib_of_longest": round(last["minutes"] * 60 * PCM_BYTES_PER_S / 2**20, 1),
+    }
+
+
+def run(sessions: int = 50, repeats: tuple[int, ...] = (1, 2, 4),
+        minutes: tuple[float, ...] = (1, 10, 60)) -> dict[str, Any]:
+    """Measure all three: the figures of the ``memory`` section."""
     return {
         "benchmark": "memory",
         "rss_per_ready_session": rss_per_session(sessions),
         "held_per_audio_second": held_per_audio_second(repeats),
+        "peak_rss_by_length": peak_rss_by_length(minutes),
     }
 
 
 def section(short: bool = False) -> dict[str, Any]:
-    """The ``memory`` figures; ``short``: 10 sessions, the recording once and twice."""
-    return run(10, (1, 2)) if short else run()
+    """The ``memory`` figures; ``short``: 10 sessions, the recording once and twice, half a minute and one."""
+    return run(10, (1, 2), (0.5, 1)) if short else run()
 
 
 def table(result: dict[str, Any]) -> str:
     r, h = result["rss_per_ready_session"], result["held_per_audio_second"]
-    return "\n".join([
+    by_length = result.get("peak_rss_by_length")
+    lengths = [] if by_length is None else [
+        "replay --fast peak RSS by recording length: " + ", ".join(
+            f"{x['minutes']:g} min {x['peak_rss_mib']} MiB ({x['audio_s_per_cpu_s']} audio-s per CPU-s)"
+            for x in by_length["runs"]) + f"; growth {by_length['growth_mib']} MiB"]
+    return "\n".join([*lengths,
         f"RSS per ready session ({r['sessions']} at once): voxline {r['voxline_kib_per_session']} KiB, bare WebSocket "
         f"{r['bare_kib_per_connection']} KiB ({r['voxline_over_bare']}x)",
         f"held per audio-second: peak {h['peak_bytes_per_audio_s']} B, kept in the result {h['kept_bytes_per_audio_s']} B "

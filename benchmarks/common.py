@@ -5,11 +5,17 @@ Where figures are written is :mod:`benchmarks.record`'s business."""
 from __future__ import annotations
 
 import gc
+import json
+import os
 import platform
 import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +24,7 @@ __all__ = [
     "Unavailable",
     "environment",
     "format_table",
+    "peak_rss_run",
     "ratio",
     "require_tools",
     "speechlike",
@@ -114,3 +121,28 @@ def time_regions(regions: dict[str, Callable[[], object]], rounds: int) -> dict[
     return {
         name: (statistics.median(c for c, _w in v), statistics.median(w for _c, w in v)) for name, v in samples.items()
     }
+
+
+# The command runs under a small Python process that reports its child's rusage: a process forked
+# from a large one (a test runner, a benchmark that opened hundreds of sessions) carries that
+# parent's resident high-water mark into its own ru_maxrss across exec.
+_RUSAGE = """
+import json, resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(sys.argv[1], "w") as out:
+    json.dump([usage.ru_maxrss, usage.ru_utime + usage.ru_stime], out)
+sys.exit(code)
+"""
+
+
+def peak_rss_run(args: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None,
+                 timeout: float = 600) -> tuple[subprocess.CompletedProcess[str], int, float]:
+    """Run ``args``: the finished process, the peak resident set it reached (KiB) and its CPU seconds."""
+    with tempfile.TemporaryDirectory(prefix="voxline-rusage-") as tmp:
+        report = Path(tmp) / "rusage.json"
+        done = subprocess.run([sys.executable, "-c", _RUSAGE, str(report), *args], cwd=cwd,
+                              env=env if env is not None else dict(os.environ), capture_output=True, text=True,
+                              timeout=timeout)
+        peak_kib, cpu_s = json.loads(report.read_text())
+    return done, int(peak_kib), float(cpu_s)

@@ -118,6 +118,14 @@ def _costs(sections: dict[str, Any]) -> list[str]:
                          f"{h['peak_bytes_per_audio_s']} / {h['kept_bytes_per_audio_s']}",
                          f"the PCM itself {h['pcm_bytes_per_audio_s']}",
                          f"{_x(h['peak_over_pcm'], _SLOWER)} / {h['kept_over_pcm']:.2f}"))
+        if (g := m.get("peak_rss_by_length")) is not None:
+            first, last = g["runs"][0], g["runs"][-1]
+            rows.append(_row(f"`replay --fast` peak RSS, {last['minutes']:g}-minute recording, MiB",
+                             f"{last['peak_rss_mib']:.1f}", f"{first['minutes']:g}-minute {first['peak_rss_mib']:.1f}",
+                             f"+{g['growth_mib']:.1f} MiB ({g['growth_mib_per_audio_hour']:.1f} per audio-hour)"))
+            rows.append(_row("`replay --fast` throughput, audio seconds per CPU second",
+                             " / ".join(f"{r['audio_s_per_cpu_s']:.0f}" for r in g["runs"]),
+                             "recordings of " + " / ".join(f"{r['minutes']:g}" for r in g["runs"]) + " min", "—"))
     if not rows:
         return []
     return ["**Costs**, each against a baseline measured in the same run:", "",

@@ -5,10 +5,12 @@ Run it from the repository root::
     python3 -m pytest examples/interruption_test.py -q
 
 ``examples/audio/barge_in.wav`` is the microphone: a question at 0.5 s, then "stop, wait a
-second" at 6.0 s, spoken over the assistant's reply. ``replay_fast`` plays it through a ``VoiceSession`` against the
-built-in local server on a virtual clock (faster than real time, same cut points) and returns
-what the listener heard, sample-aligned with the recording, plus the session events. Every
-wire frame passes through ``on_wire``, so the test sees exactly what was sent.
+second" at 6.0 s, spoken over the assistant's reply. The ``voxline_replay`` fixture, from the
+pytest plugin installed with voxline, plays it through a ``VoiceSession`` against the built-in
+local server on a virtual clock (faster than real time, same cut points) and returns what the
+listener heard, sample-aligned with the recording, the session events, and every wire frame
+sent, so the test sees exactly what went out. ``check`` takes the expectations a farm
+manifest takes and fails with the ones that do not hold.
 
 The promise under test: the conversation is cut where the listener was. The one
 ``conversation.item.truncate`` sent must carry the ``audio_end_ms`` the ``BargeIn`` event
@@ -18,7 +20,6 @@ and silence after it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,9 @@ import numpy as np
 import pytest
 
 from voxline.audio.synth import synthesize
-from voxline.audio.wavio import read_wav
 from voxline.realtime.server import load_scenario
 from voxline.session.events import AssistantAudioStarted
-from voxline.session.replay import ReplayResult, replay_fast
+from voxline.session.replay.check import ReplayRun
 
 RECORDING = Path(__file__).parent / "audio" / "barge_in.wav"
 RATE = 24_000
@@ -37,33 +37,25 @@ DEFAULT = load_scenario("default")  # the built-in server's replies: a greeting,
 
 
 @pytest.fixture(scope="module")
-def replay() -> tuple[ReplayResult, list[dict[str, Any]]]:
-    samples, rate = read_wav(RECORDING)
-    assert rate == RATE
-    sent: list[dict[str, Any]] = []
-
-    def on_wire(direction: str, text: str) -> None:
-        if direction == "out":
-            sent.append(json.loads(text))
-
-    result = replay_fast(samples, scenario=DEFAULT, voice="tone",
-                          on_wire=on_wire, tail_s=2.0)
-    return result, sent
+def replay(voxline_replay: Any) -> ReplayRun:
+    return voxline_replay(RECORDING, scenario=DEFAULT, voice="tone", tail_s=2.0)
 
 
-def test_exactly_one_truncate_at_what_the_listener_heard(replay: tuple[ReplayResult, list[dict[str, Any]]]) -> None:
-    result, sent = replay
-    truncates = [event for event in sent if event["type"] == "conversation.item.truncate"]
+def test_one_barge_in_cut_where_the_listener_was(replay: ReplayRun) -> None:
+    replay.check(barge_ins=1, max_cut_error_ms=1, no_errors=True)
+
+
+def test_exactly_one_truncate_at_what_the_listener_heard(replay: ReplayRun) -> None:
+    truncates = replay.sent_of("conversation.item.truncate")
     assert len(truncates) == 1
-    (barge_in,) = result.barge_ins
+    (barge_in,) = replay.result.barge_ins
     assert truncates[0]["item_id"] == barge_in.item_id
     assert truncates[0]["audio_end_ms"] == barge_in.audio_end_ms
     assert abs(barge_in.heard_ms - truncates[0]["audio_end_ms"]) < 1.0
 
 
-def test_the_heard_audio_is_the_reply_up_to_the_cut_then_silence(
-        replay: tuple[ReplayResult, list[dict[str, Any]]]) -> None:
-    result, _sent = replay
+def test_the_heard_audio_is_the_reply_up_to_the_cut_then_silence(replay: ReplayRun) -> None:
+    result = replay.result
     (barge_in,) = result.barge_ins
     started = next(e for e in result.events if isinstance(e, AssistantAudioStarted) and e.item_id == barge_in.item_id)
     start, cut = round(started.at * RATE), round((barge_in.at + barge_in.reaction_s) * RATE)

@@ -32,7 +32,7 @@ KEYS = {
     "open_speakers": {"replays", "dsp", "no_echo"},
     "server": {"server", "ids", "vad"},
     "setup": {"servers", "serve_start"},
-    "memory": {"rss_per_ready_session", "held_per_audio_second"},
+    "memory": {"rss_per_ready_session", "held_per_audio_second", "peak_rss_by_length"},
     "concurrent": {"runs", "parameters", "machine"},
 }
 NEEDS_TOOLS = {"truncation", "open_speakers"}  # espeak-ng, sox, libspeexdsp: must be there in CI

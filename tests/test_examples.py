@@ -87,7 +87,7 @@ def test_kiosk_recovers_from_a_drop_and_a_missing_speaker() -> None:
 def test_interruption_test_passes_under_pytest() -> None:
     result = run("-m", "pytest", "examples/interruption_test.py", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 passed" in result.stdout
+    assert "3 passed" in result.stdout
 
 
 def test_kiosk_sideband_backend_runs_the_tools_of_the_kiosks_call() -> None:

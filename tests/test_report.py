@@ -113,7 +113,7 @@ def test_the_plot_marks_every_barge_in_at_the_cuts_time(replayed: dict[str, Any]
         (line,) = [c for c in mark["children"] if c["tag"] == "line"]
         expected = x0 + (cut["silent_at"] - t0) * width / span
         assert float(line["x1"]) == pytest.approx(expected, abs=0.01) and line["x1"] == line["x2"]
-        label = next(c["text"] for c in mark["children"] if c["tag"] == "text")
+        label = " ".join(c["text"] for c in mark["children"] if c["tag"] == "text")  # its number, then its figures
         assert f"cut {cut['applied_ms']} ms" in label
         assert f"heard {cut['heard_ms']:.0f} / received {cut['received_ms']:.0f} ms" in label
     items = [e for e in page.elements if e["tag"] == "g" and e.get("class") == "item"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import struct
 import wave
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.audio.sources import AudioFrame, SilenceSource, Source, WavFileSource
 from voxline.audio.wavio import WavReader, read_wav, write_wav
+from tests.support.wav_bytes import write_chunked_wav
 
 R = 24000
 
@@ -70,22 +70,6 @@ def test_write_then_read_round_trips(tmp_path: Path) -> None:
     assert rate == 24000 and back.tolist() == samples.tolist()
     with WavReader(tmp_path / "a.wav") as reader:
         assert reader.channels == 1 and reader.duration == pytest.approx(1000 / 24000)
-
-
-def write_chunked_wav(path: Path, data: bytes, rate: int, channels: int, bits: int, tag: int,
-                      extensible: bool = False, extra_chunk: bool = False) -> Path:
-    """A WAV file written byte by byte, optionally with a WAVE_FORMAT_EXTENSIBLE header (as sox writes)."""
-    align = channels * bits // 8
-    head = struct.pack("<HHIIHH", 0xFFFE if extensible else tag, channels, rate, rate * align, align, bits)
-    if extensible:
-        guid = struct.pack("<H", tag) + b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
-        head += struct.pack("<HHI", 22, bits, 0) + guid
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(head)) + head
-    if extra_chunk:
-        body += b"LIST" + struct.pack("<I", 5) + b"abcde\x00"  # odd size: padded to even
-    body += b"data" + struct.pack("<I", len(data)) + data
-    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
-    return path
 
 
 def test_read_wav_takes_extensible_headers_and_converts_wide_and_float_samples(tmp_path: Path) -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
 from pydantic import SecretStr
 
 from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho, parse_echo
+from voxline.audio.recording import SampleFeed
 from voxline.audio.sinks import WavSink
 from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import read_wav
@@ -42,7 +42,7 @@ from ..events import SessionError
 from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
-from ..replay.inputs import load_input, load_tools, transcripts_for
+from ..replay.inputs import load_input, load_tools, open_input, transcripts_for
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
@@ -224,7 +224,11 @@ async def run(args: argparse.Namespace) -> int:
         if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
     speaker_options(args)  # flag errors before anything starts
-    samples = load_input(args.input, channel=args.channel)
+    with open_input(args.input, channel=args.channel) as feed:  # streamed: memory flat in the recording's length
+        return await _run(args, url, feed)
+
+
+async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -> int:
     tools = load_tools(args.tools) if args.tools else None
     token = token_for(url) if url else "local"
     scenario = load_scenario(args.scenario)
@@ -240,24 +244,24 @@ async def run(args: argparse.Namespace) -> int:
         else:
             clock = RealClock()
             start = clock.now()
-            live = LiveLines(len(samples) / RATE, clock, start, args.verbose)
+            live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
             with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
                     contextlib.closing(WavSink(args.out, RATE)) as sink:
                 result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop)
             live.done()
         _print_summary(args, result)
-        _write_report(args, samples, result, stop)
-        _write_stereo(args, samples)
+        _write_report(args, result, stop)
+        _write_stereo(args)
     return stop.exit_code
 
 
-async def _run_fast(args: argparse.Namespace, samples: np.ndarray, scenario: Any, tools: ToolRegistry | None,
+async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,
                     clock: VirtualClock, stop: Stop) -> ReplayResult:
     _synth, voice = make_synth(args.voice)
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
     print(f"replaying {args.input} (lockstep, virtual clock)", flush=True)
-    live = LiveLines(len(samples) / RATE, clock, clock.now(), args.verbose, progress=False)
+    live = LiveLines(samples.frames / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire)
         return await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
@@ -324,7 +328,7 @@ class LiveLines:
         self._clear()
 
 
-async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: np.ndarray, log: EventLog,
+async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
                     stop: Stop) -> ReplayResult:
     mode = f"real time over {settings_for(args).transport}"
@@ -339,7 +343,7 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
         return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop)
 
 
-async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: np.ndarray, log: EventLog,
+async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
                        stop: Stop) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
@@ -352,12 +356,13 @@ def _mode(args: argparse.Namespace) -> str:
     return "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'built-in server'}"
 
 
-def _write_report(args: argparse.Namespace, samples: np.ndarray, result: ReplayResult, stop: Stop) -> None:
+def _write_report(args: argparse.Namespace, result: ReplayResult, stop: Stop) -> None:
     """``--report`` / ``--summary``: the session's figures, with the input and HEARD.wav as written (an
     interrupted replay's too: its figures cover what ran, and the interruption fails its checks)."""
     html, summary = getattr(args, "report", None), getattr(args, "summary", None)
     if (html is None and summary is None) or result.metrics is None:
         return
+    samples = load_input(args.input, quiet=True, channel=args.channel)
     heard, _rate = read_wav(args.out)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     if result.interrupted:
@@ -379,8 +384,9 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
     print(f"wrote {args.out} ({result.duration_s:.2f} s){cut} and {args.events}", flush=True)
 
 
-def _write_stereo(args: argparse.Namespace, samples: np.ndarray) -> None:
+def _write_stereo(args: argparse.Namespace) -> None:
     """``--stereo-out``: the input and HEARD.wav side by side, sample-aligned (:mod:`.stereo`)."""
     if getattr(args, "stereo_out", None) is not None:
+        samples = load_input(args.input, quiet=True, channel=args.channel)
         write_stereo(args.stereo_out, samples, args.out)
         print(f"wrote {args.stereo_out} (left: the input, right: what the listener heard)", flush=True)

@@ -44,7 +44,7 @@ from ..lockstep import run_lockstep
 from ..capture import attach_ring
 from ..local_barge import BargePolicy
 from voxline.audio.clocked_output import BLOCK, ClockedOutput
-from voxline.audio.recording import Recording, echoed_blocks
+from voxline.audio.recording import Recording, SampleFeed, as_feed, echoed_blocks
 from ..settings import SessionSettings
 from ..tools import Approver, ToolEvent, ToolRegistry
 from ..voice import Connector, VoiceSession
@@ -57,7 +57,7 @@ POLL_BLOCKS = 5
 
 
 async def run_replay(
-    samples: npt.NDArray[np.int16],
+    samples: npt.NDArray[np.int16] | SampleFeed,
     *,
     connector: Connector | None,
     clock: Clock,
@@ -76,7 +76,8 @@ async def run_replay(
     on_session: Callable[[VoiceSession], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> ReplayResult:
-    """Play ``samples`` (int16 mono 24 kHz) as the microphone of a :class:`VoiceSession`.
+    """Play ``samples`` (int16 mono 24 kHz, an array or a :class:`SampleFeed` streamed as it plays) as the
+    microphone of a :class:`VoiceSession`.
 
     ``echo`` mixes what the listener heard back into the microphone through that room
     (:func:`~voxline.audio.recording.echoed_blocks`); ``aec``, ``local_vad`` and
@@ -100,7 +101,8 @@ async def run_replay(
     # size would change them); echo, AEC and a local VAD keep 20 ms blocks
     chunk = settings.input_chunk_samples
     plain = echo is None and not aec and not local_vad and chunk % BLOCK == 0
-    mic: AsyncIterable[np.ndarray] = Recording(samples, clock, origin, block=chunk if plain else BLOCK)
+    feed = as_feed(samples)
+    mic: AsyncIterable[np.ndarray] = Recording(feed, clock, origin, block=chunk if plain else BLOCK)
     if echo is not None:
         mic = echoed_blocks(mic, echo, attach_ring(output.playout))
     session = VoiceSession(settings, output=output, input=mic, tools=tools,
@@ -119,7 +121,7 @@ async def run_replay(
             fatal = fatal or (isinstance(event, SessionError) and event.fatal)
         return fatal
 
-    input_end = origin + len(samples) / SAMPLE_RATE
+    input_end = origin + feed.frames / SAMPLE_RATE
     block_s = BLOCK / SAMPLE_RATE
     polled = interrupted = False
 
@@ -157,14 +159,16 @@ def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", s
         voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
 
     async def connect() -> RealtimeConnection:
-        engine = Engine(EngineConfig(pacing=Pacing(speed=speed)), scenario, voices, wall_time=clock.wall())
+        # a replay never retrieves items: the engine keeps their audio's length, not its bytes
+        config = EngineConfig(pacing=Pacing(speed=speed), keep_item_audio=False)
+        engine = Engine(config, scenario, voices, wall_time=clock.wall())
         return RealtimeConnection(EngineTransport(engine, clock, synth), on_wire=on_wire)
 
     return connect
 
 
 def replay_fast(
-    samples: npt.NDArray[np.int16],
+    samples: npt.NDArray[np.int16] | SampleFeed,
     *,
     scenario: Scenario,
     settings: SessionSettings | None = None,

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from voxline.audio.resample import StreamResampler
-from voxline.audio.wavio import WavReader
+from voxline.audio.recording import WavFeed
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import read_transcripts
@@ -22,7 +21,7 @@ from voxline.realtime.server.engine.scenario import read_transcripts
 from ..settings import UsageError
 from ..tools import ToolRegistry
 
-__all__ = ["load_input", "load_tools", "pick_channel", "transcripts_for"]
+__all__ = ["load_input", "load_tools", "open_input", "pick_channel", "transcripts_for"]
 
 
 def transcripts_for(recording: Path) -> tuple[str, ...] | None:
@@ -50,28 +49,39 @@ def load_tools(spec: str, what: str = "--tools") -> ToolRegistry:
     return registry
 
 
-def load_input(path: Path, quiet: bool = False, channel: str | None = None) -> np.ndarray:
-    """The recording as int16 mono at 24 kHz (other rates are resampled).
+def open_input(path: Path, quiet: bool = False, channel: str | None = None) -> WavFeed:
+    """The recording, checked and ready to stream as int16 mono at 24 kHz (other rates are resampled as read).
 
     Of several channels, ``channel`` picks one (``left``, ``right`` or its number from 1) or
-    ``mix`` averages them (the default). Conversions are noted on stderr unless ``quiet``."""
-    with WavReader(path) as reader:
+    ``mix`` averages them (the default). Conversions are noted on stderr unless ``quiet``. A
+    header that lies (a file cut short, an absurd rate) is one line naming the file."""
+    feed = WavFeed(path)
+    reader = feed.reader
+    try:
         reader.channel = pick_channel(channel, reader.channels, path)
-        samples, rate = reader.read(reader.frames), reader.rate
-        if reader.conversion and not quiet:
-            print(f"voxline: {path}: converting {reader.conversion} to 16-bit", file=sys.stderr)
-        if reader.channels > 1 and not quiet:
-            used = "averaged to mono" if reader.channel is None else f"using channel {reader.channel + 1} only"
-            print(f"voxline: {path}: {reader.channels} channels, {used} (--channel left|right|N|mix picks)",
-                  file=sys.stderr)
-    if rate != SAMPLE_RATE:
-        if not quiet:
-            print(f"voxline: resampling {path} from {rate} Hz to {SAMPLE_RATE} Hz (its sample m lines up with "
-                  f"HEARD.wav sample m*{SAMPLE_RATE}/{rate})", file=sys.stderr)
-        samples = StreamResampler(rate, SAMPLE_RATE).process(samples, last=True)
-    if len(samples) == 0:
-        raise ConfigurationError(f"{path} holds no audio")
-    return samples
+        if feed.frames == 0:
+            raise ConfigurationError(f"{path} holds no audio")
+    except BaseException:
+        feed.close()
+        raise
+    if quiet:
+        return feed
+    if reader.conversion:
+        print(f"voxline: {path}: converting {reader.conversion} to 16-bit", file=sys.stderr)
+    if reader.channels > 1:
+        used = "averaged to mono" if reader.channel is None else f"using channel {reader.channel + 1} only"
+        print(f"voxline: {path}: {reader.channels} channels, {used} (--channel left|right|N|mix picks)",
+              file=sys.stderr)
+    if reader.rate != SAMPLE_RATE:
+        print(f"voxline: resampling {path} from {reader.rate} Hz to {SAMPLE_RATE} Hz (its sample m lines up with "
+              f"HEARD.wav sample m*{SAMPLE_RATE}/{reader.rate})", file=sys.stderr)
+    return feed
+
+
+def load_input(path: Path, quiet: bool = False, channel: str | None = None) -> np.ndarray:
+    """The whole recording as int16 mono at 24 kHz, in memory (:func:`open_input`, read to its end)."""
+    with open_input(path, quiet, channel) as feed:
+        return feed.read_all()
 
 
 def pick_channel(channel: str | None, channels: int, path: Path) -> int | None:

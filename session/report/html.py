@@ -5,6 +5,10 @@ every cut reply, and tables of the turns, barge-ins, aggregates and checks. Seve
 (a replay farm) share one page, with an overview of pass/fail per recording first. Every
 figure cell carries ``data-figure="<path in the summary>"`` and shows :func:`display` of
 the summary's value, so the page can be checked against SUMMARY.json.
+
+It reads at any width: the plot scales down to the window and, below the width its labels need,
+scrolls sideways in its own box, as every table does; the page itself never does. Barge-ins
+are numbered in the table as on the plot.
 """
 
 from __future__ import annotations
@@ -55,14 +59,16 @@ _AGG_NAMES = {"reply_latency_ms": "reply latency as heard", "first_delta_ms": "s
               "onset_to_silence_ms": "user onset → silence", "cut_error_ms": "cut error (kept − heard)"}
 
 
-def _table(summary: dict[str, Any], key: str, columns: list[tuple[str, str]], run: int, caption: str) -> str:
+def _table(summary: dict[str, Any], key: str, columns: list[tuple[str, str]], run: int, caption: str,
+           numbered: bool = False) -> str:
     rows = summary[key]
     if not rows:
         return f"<h3>{escape(caption)}</h3><p class='none'>none</p>"
-    head = "".join(f"<th>{escape(title)}</th>" for _field, title in columns)
-    body = "".join("<tr>" + "".join(_cell(summary, f"{key}.{n}.{name}", run) for name, _t in columns) + "</tr>"
+    head = ("<th>#</th>" if numbered else "") + "".join(f"<th>{escape(title)}</th>" for _field, title in columns)
+    body = "".join("<tr>" + (f"<td class='n'>{n + 1}</td>" if numbered else "")
+                   + "".join(_cell(summary, f"{key}.{n}.{name}", run) for name, _t in columns) + "</tr>"
                    for n in range(len(rows)))
-    return f"<h3>{escape(caption)}</h3><table class='{key}'><tr>{head}</tr>{body}</table>"
+    return f"<h3>{escape(caption)}</h3><div class='table-wrap'><table class='{key}'><tr>{head}</tr>{body}</table></div>"
 
 
 def _aggregates(summary: dict[str, Any], run: int) -> str:
@@ -74,7 +80,7 @@ def _aggregates(summary: dict[str, Any], run: int) -> str:
         rows.append(f"<tr><th>{escape(title)}</th>{cells}</tr>")
     under = (f"<p>underruns: {_span(summary, 'underruns.events', run)} "
              f"({_span(summary, 'underruns.ms', run)} ms of silence in assistant audio)</p>")
-    return f"<h3>Aggregates</h3><table class='aggregates'>{head}{''.join(rows)}</table>{under}"
+    return f"<h3>Aggregates</h3><div class='table-wrap'><table class='aggregates'>{head}{''.join(rows)}</table></div>{under}"
 
 
 def _span(summary: dict[str, Any], path: str, run: int) -> str:
@@ -115,7 +121,7 @@ def _run(run: Run, n: int) -> str:
             "latency as heard. Red: a barge-in, at the instant the listener heard silence.</p>"
             + _transcripts(s)
             + _table(s, "turns", _TURN_COLUMNS, n, "Turns")
-            + _table(s, "barge_ins", _CUT_COLUMNS, n, "Barge-ins")
+            + _table(s, "barge_ins", _CUT_COLUMNS, n, "Barge-ins", numbered=True)
             + _aggregates(s, n) + _checks(s) + "</section>")
 
 
@@ -124,23 +130,27 @@ def _overview(runs: Sequence[Run]) -> str:
                    f"<td class='{'ok' if r.summary['pass'] else 'fail'}'>{'pass' if r.summary['pass'] else 'fail'}</td>"
                    f"<td>{len(r.summary['barge_ins'])}</td><td>{len(r.summary['turns'])}</td></tr>"
                    for n, r in enumerate(runs))
-    return ("<h2>Recordings</h2><table class='overview'><tr><th>recording</th><th>verdict</th><th>barge-ins</th>"
-            f"<th>turns</th></tr>{rows}</table>")
+    return ("<h2>Recordings</h2><div class='table-wrap'><table class='overview'><tr><th>recording</th><th>verdict</th>"
+            f"<th>barge-ins</th><th>turns</th></tr>{rows}</table></div>")
 
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222;max-width:1248px}
 h1{font-size:20px;margin:0 0 8px}h2{font-size:17px;margin:18px 0 4px}h3{font-size:15px;margin:14px 0 4px}
+h1,h2,p,li{overflow-wrap:anywhere}
+.table-wrap{max-width:100%;overflow-x:auto}
 .meta,.legend{color:#555;margin:2px 0 6px}.legend{font-size:12px}
 .badge{font-size:12px;padding:1px 8px;border-radius:9px;color:#fff;vertical-align:middle}
 .badge.pass,td.ok{background:#2c8a4b;color:#fff}.badge.fail,td.fail{background:#d62728;color:#fff}
-table{border-collapse:collapse;font-size:12.5px;margin:4px 0}
-th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}th{background:#f3f4f6;font-weight:600}
+table{border-collapse:collapse;font-size:12px;margin:4px 0}
+th,td{border:1px solid #ddd;padding:3px 4px;text-align:right}th{background:#f3f4f6;font-weight:600;font-size:12px}
+table.barge_ins td[data-figure$='.item_id']{max-width:8em;overflow-wrap:anywhere}
 td:first-child,th:first-child{text-align:left}
 .heard-text{margin:4px 0}.heard-text .unheard{color:#999;text-decoration:line-through}
 .method{color:#777;font-size:12px}
 .checks{margin:4px 0;padding-left:18px}.checks .ok{color:#2c8a4b}.checks .fail{color:#d62728}
-.plot svg{display:block;max-width:100%;height:auto}
+.plot{max-width:100%;overflow-x:auto}.plot svg{display:block;width:100%;min-width:860px;height:auto}
+@media (max-width:960px){body{margin:8px}}@media (max-width:700px){.plot svg{min-width:760px}}
 """
 
 

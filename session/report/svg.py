@@ -5,7 +5,13 @@ sample ``n`` sits at ``n / 24000``): the microphone waveform with the user's spe
 shaded; the user's speech as the server's VAD reported it, with each reply's latency as
 heard; each assistant item (solid: heard, outlined: received but never heard); the heard
 waveform; tool calls. Every barge-in is a red line at the instant the listener heard
-silence, labelled with its ``audio_end_ms`` and heard/received figures.
+silence, numbered as in the barge-ins table and labelled, room permitting, with its
+``audio_end_ms`` and heard/received figures.
+
+However dense the session, no label covers another or a barge-in line, and none leaves the
+plot or the bar it labels (:mod:`.layout`): a label takes the first free place among its
+candidates (a shorter text, another row, the other side) or is left out, its figures still in
+the element's tooltip and the tables.
 
 Elements carry ``data-*`` attributes (times in seconds) so tests and tools can read the
 plot back; ``x = data-x0 + (t - data-t0) * data-width / data-span``.
@@ -22,22 +28,24 @@ import numpy.typing as npt
 from voxline.base.audio_format import SAMPLE_RATE
 
 from ..metrics import MetricsReport
+from .layout import Box, Label, Placer
 
 __all__ = ["HEIGHT", "LEFT", "PLOT_WIDTH", "WIDTH", "timeline_svg"]
 
 WIDTH = 1240
 LEFT = 120
 PLOT_WIDTH = WIDTH - LEFT - 20
-HEIGHT = 400
+HEIGHT = 428
 _LANES = {  # name → (top, height)
-    "mic": (30, 84),
-    "speech": (124, 34),
-    "items": (168, 52),
-    "heard": (230, 84),
-    "tools": (324, 30),
+    "mic": (58, 84),
+    "speech": (152, 34),
+    "items": (196, 52),
+    "heard": (258, 84),
+    "tools": (352, 30),
 }
-_AXIS_Y = 364
-_CUT_LABEL_Y = 18
+_AXIS_Y = 392
+_CUT_LABEL_ROWS = (14, 30, 46)  # baselines of the rows the barge-in labels take, above the lanes
+_CUT_TOP = 52  # where the barge-in lines start
 
 
 class _Scale:
@@ -74,7 +82,7 @@ def _envelope(samples: npt.NDArray[np.int16] | None, scale: _Scale, lane: str, c
     return f'<path class="{css}" d="{"".join(parts)}"/>'
 
 
-def _speech(report: MetricsReport, scale: _Scale) -> list[str]:
+def _speech(report: MetricsReport, scale: _Scale, placer: Placer) -> list[str]:
     out = []
     mic_top, mic_h = _LANES["mic"]
     top, height = _LANES["speech"]
@@ -95,14 +103,16 @@ def _speech(report: MetricsReport, scale: _Scale) -> list[str]:
         x1, x2 = scale.x(turn.speech_end_at), scale.x(turn.first_heard_at)
         y = top + height / 2
         data = _attrs(data_turn=turn.index, data_start=turn.speech_end_at, data_end=turn.first_heard_at)
+        text, base = f"{turn.reply_latency_ms:.0f} ms", top + height - 2
+        label = placer.place([Label(text, (x1 + x2) / 2, base, "middle", 11), Label(text, x2 + 3, base, "start", 11),
+                              Label(text, x1 - 3, base, "end", 11)])
         out.append(f'<g class="latency" {data}>'
-                   f'<line x1="{x1}" x2="{x2}" y1="{y}" y2="{y}"/>'
-                   f'<text x="{(x1 + x2) / 2}" y="{top + height - 1}" text-anchor="middle">'
-                   f'{turn.reply_latency_ms:.0f} ms</text></g>')
+                   f'<line x1="{x1}" x2="{x2}" y1="{y}" y2="{y}"/>' + _text(label)
+                   + f'<title>reply latency as heard, turn {turn.index + 1}: {text}</title></g>')
     return out
 
 
-def _items(report: MetricsReport, scale: _Scale) -> list[str]:
+def _items(report: MetricsReport, scale: _Scale, placer: Placer) -> list[str]:
     out = []
     top, height = _LANES["items"]
     for n, item in enumerate(report.items):
@@ -112,39 +122,74 @@ def _items(report: MetricsReport, scale: _Scale) -> list[str]:
         heard_end, received_end = start + item.heard_ms / 1000, start + item.received_ms / 1000
         x1, x2, x3 = scale.x(start), scale.x(heard_end), scale.x(received_end)
         y = top + (5 if n % 2 == 0 else 27)
-        label = f"heard {item.heard_ms / 1000:.2f} of {item.received_ms / 1000:.2f} s"
+        text = f"heard {item.heard_ms / 1000:.2f} of {item.received_ms / 1000:.2f} s"
+        short = f"{item.heard_ms / 1000:.2f} s"
+        base = y + 14
+        label = placer.place([Label(text, x1 + 4, base, size=11, bold=True, within=(x1, x2 - 2)),
+                              Label(short, x1 + 4, base, size=11, bold=True, within=(x1, x2 - 2)),
+                              Label(text, x3 + 4, base, size=11, bold=True)])
+        outside = label is not None and label.within is None
         data = _attrs(data_item=item.item_id, data_start=start, data_heard_ms=item.heard_ms,
                       data_received_ms=item.received_ms)
         out.append(f'<g class="item" {data}>'
                    f'<rect class="unheard" x="{x1}" y="{y}" width="{max(x3 - x1, 0.5)}" height="20"/>'
                    f'<rect class="heard" x="{x1}" y="{y}" width="{max(x2 - x1, 0.5)}" height="20"/>'
-                   f'<text x="{x1 + 4}" y="{y + 14}">{escape(label)}</text>'
+                   + _text(label, "outside" if outside else None) +
                    f'<title>assistant item {escape(item.item_id)}: heard {item.heard_ms:.1f} ms of '
                    f'{item.received_ms:.1f} ms received</title></g>')
     return out
 
 
-def _barge_ins(report: MetricsReport, scale: _Scale) -> list[str]:
-    out = []
-    top = _CUT_LABEL_Y + 4
+def _cut_lines(report: MetricsReport, scale: _Scale, placer: Placer) -> None:
+    """Every barge-in line, blocked before any label is placed."""
     bottom = _LANES["tools"][0] + _LANES["tools"][1]
-    for n, b in enumerate(report.barge_ins):
+    for b in report.barge_ins:
         x = scale.x(b.silent_at)
+        placer.block(Box(x - 1, _CUT_TOP, x + 1, bottom))
+
+
+def _barge_ins(report: MetricsReport, scale: _Scale, placer: Placer) -> list[str]:
+    """Each line with its number (placed for every barge-in first), then its figures where they fit."""
+    bottom = _LANES["tools"][0] + _LANES["tools"][1]
+    xs = [scale.x(b.silent_at) for b in report.barge_ins]
+    numbers = [placer.place([Label(f"{n + 1}", x + dx, y, anchor, 12, True) for y in _CUT_LABEL_ROWS
+                             for anchor, dx in (("start", 4), ("end", -4))]) for n, x in enumerate(xs)]
+    out = []
+    for n, (b, x, number) in enumerate(zip(report.barge_ins, xs, numbers, strict=True)):
         end_ms = "—" if b.applied_ms is None else f"{b.applied_ms}"
-        label = f"cut {end_ms} ms · heard {b.heard_ms:.0f} / received {b.received_ms:.0f} ms"
-        anchor = "end" if x > LEFT + PLOT_WIDTH * 0.6 else "start"
-        dx = -4 if anchor == "end" else 4
+        figures = f"cut {end_ms} ms · heard {b.heard_ms:.0f} / received {b.received_ms:.0f} ms"
+        detail = None
+        if number is not None:  # beside its number, else on another row with the number again
+            box, candidates = number.box, []
+            for text in (figures, f"cut {end_ms} ms"):
+                beside = [Label(f"· {text}", box.x2 + 4, number.y, "start", 12, True),
+                          Label(f"{text} ·", box.x1 - 4, number.y, "end", 12, True)]
+                candidates += beside if number.anchor == "start" else beside[::-1]
+                candidates += [Label(f"{n + 1}: {text}", x + dx, y, anchor, 12, True) for y in _CUT_LABEL_ROWS
+                               if y != number.y for anchor, dx in (("start", 4), ("end", -4))]
+            detail = placer.place(candidates)
+            if detail is not None and detail.text.startswith(f"{n + 1}: "):
+                number = None  # the figures on another row carry the number
         data = _attrs(data_index=n, data_at=b.silent_at, data_trigger_at=b.at, data_audio_end_ms=b.applied_ms,
                       data_heard_ms=b.heard_ms, data_received_ms=b.received_ms)
         out.append(f'<g class="barge-in" {data}>'
-                   f'<line class="cut" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"/>'
-                   f'<text class="cut-label" x="{x + dx}" y="{_CUT_LABEL_Y}" text-anchor="{anchor}">'
-                   f'{escape(label)}</text>'
-                   f'<title>barge-in ({escape(b.trigger)}) at {b.at:.3f} s, silent at {b.silent_at:.3f} s</title></g>')
+                   f'<line class="cut" x1="{x}" x2="{x}" y1="{_CUT_TOP}" y2="{bottom}"/>'
+                   + _text(number, "cut-label") + _text(detail, "cut-label") +
+                   f'<title>barge-in {n + 1} ({escape(b.trigger)}) at {b.at:.3f} s, silent at {b.silent_at:.3f} s: '
+                   f'{escape(figures)}</title></g>')
     return out
 
 
-def _tools(report: MetricsReport, scale: _Scale) -> list[str]:
+def _text(label: Label | None, css: str | None = None) -> str:
+    """A placed label as a ``<text>``; nothing for a label left out."""
+    if label is None:
+        return ""
+    kind = f' class="{css}"' if css else ""
+    return (f'<text{kind} x="{round(label.x, 2)}" y="{label.y}" text-anchor="{label.anchor}">'
+            f"{escape(label.text)}</text>")
+
+
+def _tools(report: MetricsReport, scale: _Scale, placer: Placer) -> list[str]:
     out = []
     top, height = _LANES["tools"]
     last_x, row = -1e9, 0
@@ -156,10 +201,13 @@ def _tools(report: MetricsReport, scale: _Scale) -> list[str]:
         last_x = x0
         y = top + 8 + row * 14
         verdict = "" if tool.ok is None else (" ok" if tool.ok else " failed")
+        text = f"{tool.name}{verdict}"
+        label = placer.place([Label(text, x0 + 7, y + 4, size=11), Label(text, x0 + 7, top + 8 + (1 - row) * 14 + 4,
+                                                                         size=11)])
         out.append(f'<g class="tool" {_attrs(data_call=tool.call_id, data_at=tool.requested_at)}>'
                    f'<path d="M{x0} {y - 4}l4 4-4 4-4-4z"/>'
                    f'<rect x="{x1}" y="{y - 2}" width="{max(x2 - x1, 1)}" height="4"/>'
-                   f'<text x="{x0 + 7}" y="{y + 4}">{escape(tool.name)}{verdict}</text></g>')
+                   + _text(label) + f'<title>tool {escape(text)} at {tool.requested_at:.3f} s</title></g>')
     return out
 
 
@@ -187,7 +235,7 @@ _STYLE = """
 .timeline .latency text{fill:#b36b00;font-size:11px}
 .timeline .item .heard{fill:#2c8a4b}
 .timeline .item .unheard{fill:none;stroke:#2c8a4b;stroke-dasharray:3 2}
-.timeline .item text{fill:#fff;font-size:11px;font-weight:600}
+.timeline .item text{fill:#fff;font-size:11px;font-weight:600}.timeline .item text.outside{fill:#1d5c32}
 .timeline .cut{stroke:#d62728;stroke-width:2}
 .timeline .cut-label{fill:#d62728;font-weight:600}
 .timeline .tool path{fill:#7b3fa0}.timeline .tool rect{fill:#7b3fa0;opacity:.5}.timeline .tool text{font-size:11px}
@@ -208,13 +256,16 @@ def timeline_svg(report: MetricsReport, mic: npt.NDArray[np.int16] | None, heard
         body.append(f'<rect class="lane" x="{LEFT}" y="{top}" width="{PLOT_WIDTH}" height="{height}"/>'
                     f'<text class="lane-label" x="{LEFT - 8}" y="{top + height / 2 + 4}" text-anchor="end">'
                     f"{labels[lane]}</text>")
-    body += _speech(report, scale)
+    placer = Placer(LEFT, LEFT + PLOT_WIDTH)
+    _cut_lines(report, scale, placer)
+    cuts = _barge_ins(report, scale, placer)  # their labels first: they sit in a band of their own
+    body += _speech(report, scale, placer)
     body.append(_envelope(mic, scale, "mic", "mic"))
-    body += _items(report, scale)
+    body += _items(report, scale, placer)
     body.append(_envelope(heard, scale, "heard", "heard-wave"))
-    body += _tools(report, scale)
+    body += _tools(report, scale, placer)
     body += _axis(scale)
-    body += _barge_ins(report, scale)
+    body += cuts
     head = _attrs(data_t0=0, data_span=scale.span, data_x0=LEFT, data_width=PLOT_WIDTH)
     return (f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
             f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="session timeline" {head}>'

@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.common import peak_rss_run
 from tests.support.ci import ROOT
 
-__all__ = ["EXAMPLE", "VOXLINE", "one_line_error", "voxline"]
+__all__ = ["EXAMPLE", "VOXLINE", "measured_run", "one_line_error", "voxline"]
 
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
 VOXLINE = Path(sys.executable).parent / "voxline"  # the installed command, as a user runs it
@@ -26,3 +27,11 @@ def one_line_error(run: subprocess.CompletedProcess[str]) -> str:
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
     return lines[0]
+
+
+def measured_run(*args: str, cwd: Path, env: dict[str, str] | None = None,
+                 timeout: float = 300) -> tuple[subprocess.CompletedProcess[str], int, float]:
+    """``voxline ARGS`` without ``VOXLINE_*`` or a key from this environment, with the peak resident set
+    it reached (KiB) and the CPU seconds it used."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_") and k != "OPENAI_API_KEY"}
+    return peak_rss_run([str(VOXLINE), *args], cwd=cwd, env={**clean, **(env or {})}, timeout=timeout)

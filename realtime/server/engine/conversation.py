@@ -4,6 +4,11 @@
 message's ``output_audio`` part that has audio; it keeps the audio up to
 ``audio_end_ms``, refuses a cut past the audio generated so far, and drops the
 item's transcript whole.
+
+Truncation and token counts need only how much audio a part has; only a retrieve returns its
+bytes. A conversation that does not keep audio (``keep_audio=False``, the in-process engine
+of a replay, which no client retrieves from) holds the lengths alone, so its memory does not
+grow with the length of the call.
 """
 
 from __future__ import annotations
@@ -23,14 +28,30 @@ __all__ = ["Conversation", "Entry"]
 
 @dataclass
 class Entry:
-    """One item: its public form, the raw audio of its parts, and the format of that audio."""
+    """One item: its public form, the raw audio of its parts (while kept), and the format of that audio."""
 
     item: dict[str, Any]
     audio: dict[int, bytearray] = field(default_factory=dict)
     fmt: AudioFormat = PCM16_24K
+    #: bytes of audio each part holds, kept or not
+    sizes: dict[int, int] = field(init=False)
+    keep_audio: bool = field(default=True, init=False)
+
+    def __post_init__(self) -> None:
+        self.sizes = {index: len(data) for index, data in self.audio.items()}
+
+    def add_audio(self, content_index: int, chunk: bytes) -> None:
+        self.sizes[content_index] = self.sizes.get(content_index, 0) + len(chunk)
+        if self.keep_audio:
+            self.audio.setdefault(content_index, bytearray()).extend(chunk)
+
+    def let_go_of_audio(self) -> None:
+        """Keep only how much audio each part holds from now on."""
+        self.keep_audio = False
+        self.audio.clear()
 
     def audio_ms(self, content_index: int) -> float:
-        return self.fmt.bytes_to_ms(len(self.audio.get(content_index, b"")))
+        return self.fmt.bytes_to_ms(self.sizes.get(content_index, 0))
 
     def public(self, with_audio: bool = False) -> dict[str, Any]:
         """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
@@ -44,7 +65,8 @@ class Entry:
 class Conversation:
     """Items in order; ``previous_item_id`` placement, delete, retrieve, truncate."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_audio: bool = True) -> None:
+        self.keep_audio = keep_audio
         self._order: list[str] = []
         self._entries: dict[str, Entry] = {}
 
@@ -84,6 +106,8 @@ class Conversation:
             raise RequestRejected(errors.invalid_value("previous_item_id", message))
         self._order.insert(index, item_id)
         self._entries[item_id] = entry
+        if not self.keep_audio:
+            entry.let_go_of_audio()
         return self._order[index - 1] if index > 0 else None
 
     def delete(self, item_id: str) -> None:
@@ -110,7 +134,7 @@ class Conversation:
             and 0 <= content_index < len(content)
             and content[content_index].get("type") == "output_audio"
         )
-        if not is_audio or not entry.audio.get(content_index):
+        if not is_audio or not entry.sizes.get(content_index):
             raise RequestRejected(errors.truncate_unsupported())
         have_ms = int(entry.audio_ms(content_index))
         if audio_end_ms > have_ms:
@@ -119,5 +143,7 @@ class Conversation:
             raise RequestRejected(errors.below_min("audio_end_ms", 0, audio_end_ms))
         keep = int(audio_end_ms * entry.fmt.bytes_per_ms)
         keep -= keep % entry.fmt.bytes_per_sample
-        del entry.audio[content_index][keep:]
+        entry.sizes[content_index] = keep
+        if content_index in entry.audio:
+            del entry.audio[content_index][keep:]
         content[content_index]["transcript"] = None

@@ -21,7 +21,7 @@ from typing import Any
 
 from voxline.realtime.server.engine import errors, turns
 from voxline.realtime.server.engine.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
-from voxline.realtime.server.engine.conversation import Entry
+from voxline.realtime.server.engine.conversation import Conversation, Entry
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.ids import IdFactory, event
 from voxline.realtime.server.engine.items import decode_base64, parse_item
@@ -61,6 +61,7 @@ class Engine:
             voices=voices,
             session_id=ids.new("sess"),
             conversation_id=ids.new("conv"),
+            conversation=Conversation(keep_audio=config.keep_item_audio),
             expires_at=int(wall_time + config.max_session_s),
             session=SessionConfig(
                 str((initial_session or {}).get("model") or config.model),

@@ -91,7 +91,7 @@ class MessageOutput:
             self.sent_words = max(self.sent_words, target)
             events.append(event(ids, "response.output_audio_transcript.delta", **self._ids(), delta=delta))
         chunk = self.audio[start:end]
-        self.entry.audio.setdefault(0, bytearray()).extend(chunk)
+        self.entry.add_audio(0, chunk)
         events.append(
             event(ids, "response.output_audio.delta", **self._ids(), delta=base64.b64encode(chunk).decode("ascii"))
         )

@@ -114,7 +114,7 @@ class ResponseRun:
 
     @property
     def produced_audio(self) -> bool:
-        return any(isinstance(o, MessageOutput) and o.entry.audio.get(0) for o in self._opened)
+        return any(isinstance(o, MessageOutput) and o.entry.sizes.get(0) for o in self._opened)
 
     @property
     def audio_seconds(self) -> float:

@@ -124,8 +124,12 @@ def load_scenario(source: str | Path | None = None) -> Scenario:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"cannot read scenario {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"scenario {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"scenario {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # the standard parser recurses once per level of nesting
+        raise ConfigurationError(f"scenario {path} nests arrays or tables too deeply to read") from None
     return parse_scenario(data, str(path))
 
 

@@ -39,6 +39,9 @@ class EngineConfig:
     max_buffer_bytes: int = MAX_BUFFER_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS
     transcription: bool = False  # a ?intent=transcription session: input transcripts only, no responses
+    # False: items keep how much audio they hold, not its bytes (a retrieve returns them without audio); the
+    # in-process engine of a replay, whose memory must not grow with the recording's length
+    keep_item_audio: bool = True
 
     @property
     def max_session_minutes(self) -> int:

@@ -57,7 +57,7 @@ def input_usage(instructions: str, tools: list[dict[str, Any]], items: Iterable[
             for key in ("text", "transcript"):
                 if isinstance(part.get(key), str):
                     text += text_tokens(part[key])
-            if index in entry.audio:
+            if index in entry.sizes:
                 audio += audio_tokens(entry.audio_ms(index) / 1000.0, output=item.get("role") == "assistant")
     return text, audio
 

@@ -145,6 +145,8 @@ def load_manifest(path: Path) -> list[FarmRecording]:
         raise ConfigurationError(f"manifest {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"manifest {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # the standard parser recurses once per level of nesting
+        raise ConfigurationError(f"manifest {path} nests arrays or tables too deeply to read") from None
     try:
         manifest = _Manifest.model_validate(data)
     except ValidationError as exc:

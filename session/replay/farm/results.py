@@ -27,7 +27,7 @@ from ..result import ReplayResult
 from ...events import SessionError
 from .manifest import Expectations, Range
 
-__all__ = ["Check", "Measured", "Outcome", "judge", "measure", "outcome", "summary_line", "write_jsonl"]
+__all__ = ["Check", "Measured", "Outcome", "describe", "judge", "measure", "outcome", "summary_line", "write_jsonl"]
 
 Status = Literal["pass", "fail", "error"]
 
@@ -85,7 +85,12 @@ class Outcome:
         """One line: why it did not pass (empty when it did)."""
         if self.status == "error":
             return self.error or "error"
-        return "; ".join(f"{c.name}: expected {c.expected}, measured {_show(c.measured)}" for c in self.failed_checks)
+        return "; ".join(map(describe, self.failed_checks))
+
+
+def describe(check: Check) -> str:
+    """``barge_ins: expected 2, measured 1``."""
+    return f"{check.name}: expected {check.expected}, measured {_show(check.measured)}"
 
 
 def measure(result: ReplayResult) -> Measured:

@@ -41,7 +41,7 @@ from ...lockstep import LockstepLoop
 from ...report import make_run, write_report
 from ...settings import SessionSettings
 from ..driver import engine_connector, run_replay
-from ..inputs import load_input, load_tools
+from ..inputs import load_input, load_tools, open_input
 from ..result import ReplayResult
 from voxline.audio.stereo import write_stereo
 
@@ -127,12 +127,12 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     started = time.perf_counter()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        samples = load_input(recording.path, quiet=True)
-        result = await _replay(recording, options, clock, voices, samples, heard, events, stop)
+        with open_input(recording.path, quiet=True) as feed:  # streamed as it plays
+            result = await _replay(recording, options, clock, voices, feed, heard, events, stop)
         if options.report and result.metrics is not None:
-            _write_report(recording, samples, result, heard, folder, options)
+            _write_report(recording, result, heard, folder, options)
         if options.stereo:
-            write_stereo(folder / "stereo.wav", samples, heard)
+            write_stereo(folder / "stereo.wav", load_input(recording.path, quiet=True), heard)
     except (VoxlineError, OSError) as exc:
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
@@ -187,9 +187,10 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
             return await run_replay(samples, connector=None, settings=local, on_wire=log.wire, **common)
 
 
-def _write_report(recording: FarmRecording, samples: Any, result: ReplayResult, heard: Path, folder: Path,
+def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, folder: Path,
                   options: FarmOptions) -> None:
     assert result.metrics is not None
+    samples = load_input(recording.path, quiet=True)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     if result.interrupted:
         fatal.append(f"interrupted after {result.duration_s:.2f} s")
