@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.engine.conversation import Conversation
+from voxline.realtime.server.engine.hearing import HearingState
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.input_audio import InputAudio
 from voxline.realtime.server.engine.responses import Pacing, ResponseRun
@@ -39,6 +40,7 @@ class EngineConfig:
     max_buffer_bytes: int = MAX_BUFFER_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS
     transcription: bool = False  # a ?intent=transcription session: input transcripts only, no responses
+    hearing: bool = False  # the driver recognises user audio (Engine.take_hearing / provide_hearing)
 
     @property
     def max_session_minutes(self) -> int:
@@ -68,6 +70,7 @@ class SessionState:
     user_turns: int = 0  # user audio items committed so far (picks the scripted transcript)
     pending_after: object | None = None
     idle_deadline: float | None = None
+    hearing: HearingState = field(default_factory=HearingState)
 
     def default_run(self) -> ResponseRun | None:
         """The response writing to the default conversation, if one is active."""
