@@ -22,10 +22,10 @@ from tests.support.real_clients import run_driver
 RATE = 24000
 
 
-def user_speech(tmp_path: Path, text: str) -> Path:
+def user_speech(tmp_path: Path, text: str, name: str = "user.wav") -> Path:
     require_tool("espeak-ng")
     speech = synthesize(text, "espeak")
-    path = tmp_path / "user.wav"
+    path = tmp_path / name
     write_wav(path, np.concatenate([np.zeros(RATE // 4, np.int16), speech]))
     return path
 
@@ -41,4 +41,36 @@ async def test_openai_agents_runs_the_tool_and_speaks_the_answer(tmp_path: Path)
     assert result["tools"] == ["get_weather"]
     assert result["assistant"][-1] == "I have the weather report now. Thank you for waiting."
     assert "Traceback" not in run.log and "ERROR" not in run.log, run.log
+    recorder.verify()
+
+
+@pytest.mark.slow
+async def test_livekit_holds_a_conversation_with_no_error_logged(tmp_path: Path) -> None:
+    first = user_speech(tmp_path, "What is the weather in Paris?", "first.wav")
+    second = user_speech(tmp_path, "Please cancel my order.", "second.wav")
+    recorder = WireRecorder()
+    async with serve(config(recorder, scenario="listen", voice="tone", speed=8.0, api_key=None)) as server:
+        run = await run_driver("livekit", server.url, "--audio", str(first), "--audio", str(second))
+    result = run.result
+    assert "failed to transcribe" not in run.log and "ERROR" not in run.log, run.log
+    assert result["errors"] == [], result
+    assert len(result["user"]) == 2 and "weather" in result["user"][0].lower(), result
+    assert "cancel my order" in result["user"][1].lower(), result
+    assert result["assistant"][-1] == "Your order is cancelled.", result
+    assert result["audio_frames"] > 0
+    recorder.verify()
+
+
+@pytest.mark.slow
+async def test_pipecat_hears_the_question_runs_the_tool_and_speaks_the_answer(tmp_path: Path) -> None:
+    audio = user_speech(tmp_path, "What is the weather in Paris?")
+    recorder = WireRecorder()
+    async with serve(config(recorder, scenario="listen", voice="tone", speed=8.0, api_key=None)) as server:
+        run = await run_driver("pipecat", server.url, "--audio", str(audio))
+    result = run.result
+    assert result["errors"] == [] and "| ERROR" not in run.log, run.log
+    assert result["tools"] == ["get_weather"], result
+    assert len(result["user"]) == 1 and "weather" in result["user"][0].lower(), result
+    assert result["assistant"][-2:] == ["Let me check the weather.", "Here is the weather report. Anything else?"]
+    assert result["audio_frames"] > 0
     recorder.verify()
