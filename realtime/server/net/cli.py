@@ -80,7 +80,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
     parser.add_argument(
-        "--scenario", default=None, metavar="FILE", help="scenario TOML file or built-in name (default, long, tools)"
+        "--scenario", default=None, metavar="FILE", help="scenario TOML file or built-in name (default, long, tools, listen)"
     )
     parser.add_argument("--voice", default="auto", help="espeak, espeak:<variant>, tone, or auto (default)")
     parser.add_argument(
