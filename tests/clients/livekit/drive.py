@@ -12,26 +12,22 @@ it played and how many transcriptions failed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import sys
-import wave
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 from livekit import rtc
 from livekit.plugins.openai.realtime import RealtimeModel
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from driver_args import parse, read_pcm  # noqa: E402  (beside this folder)
+
 FRAME = 240  # 10 ms at 24 kHz
 
-
-def read_pcm(path: str) -> bytes:
-    with wave.open(path, "rb") as w:
-        if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (24000, 1, 2):
-            raise SystemExit(f"{path}: expected 24 kHz mono 16-bit PCM")
-        return w.readframes(w.getnframes())
 
 
 async def speak(session: Any, pcm: bytes) -> None:
@@ -86,10 +82,6 @@ async def main(url: str, audio: list[str], timeout: float) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--url", required=True, help="the server's base URL, e.g. ws://127.0.0.1:8000/v1")
-    parser.add_argument("--audio", action="append", required=True, help="one user turn: a 24 kHz mono 16-bit WAV")
-    parser.add_argument("--timeout", type=float, default=45.0)
-    args = parser.parse_args()
+    args = parse(__doc__, turns=True)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     json.dump(asyncio.run(main(args.url, args.audio, args.timeout)), sys.stdout)

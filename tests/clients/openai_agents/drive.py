@@ -10,15 +10,17 @@ assistant transcripts and the user transcripts (from the history).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
-import wave
+from pathlib import Path
 from typing import Any
 
 from agents import function_tool
 from agents.realtime import RealtimeAgent, RealtimeRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from driver_args import parse, read_pcm  # noqa: E402  (beside this folder)
 
 CHUNK = 4800  # 100 ms at 24 kHz
 
@@ -28,12 +30,6 @@ def get_weather(city: str, unit: str = "celsius") -> str:
     """The weather in a city."""
     return f"It is 21 degrees {unit} and sunny in {city}."
 
-
-def read_pcm(path: str) -> bytes:
-    with wave.open(path, "rb") as w:
-        if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (24000, 1, 2):
-            raise SystemExit(f"{path}: expected 24 kHz mono 16-bit PCM")
-        return w.readframes(w.getnframes())
 
 
 async def speak(session: Any, pcm: bytes) -> None:
@@ -80,9 +76,5 @@ async def main(url: str, audio: str, timeout: float) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--url", required=True, help="the server's base URL, e.g. ws://127.0.0.1:8000/v1")
-    parser.add_argument("--audio", required=True, help="what the user says: a 24 kHz mono 16-bit WAV")
-    parser.add_argument("--timeout", type=float, default=30.0)
-    args = parser.parse_args()
+    args = parse(__doc__, turns=False)
     json.dump(asyncio.run(main(args.url, args.audio, args.timeout)), sys.stdout)

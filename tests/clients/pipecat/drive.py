@@ -11,11 +11,10 @@ text per response, the error frames, and how many audio frames the service produ
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
-import wave
+from pathlib import Path
 from typing import Any
 
 from loguru import logger
@@ -39,6 +38,9 @@ from pipecat.processors.aggregators.llm_response_universal import LLMContextAggr
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.services.openai.realtime import events
 from pipecat.services.openai.realtime.llm import OpenAIRealtimeLLMService
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from driver_args import parse, read_pcm  # noqa: E402  (beside this folder)
 
 FRAME = 480  # 20 ms at 24 kHz
 
@@ -76,12 +78,6 @@ class Recorder(FrameProcessor):
             self.replies.append("")
         await self.push_frame(frame, direction)
 
-
-def read_pcm(path: str) -> bytes:
-    with wave.open(path, "rb") as w:
-        if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (24000, 1, 2):
-            raise SystemExit(f"{path}: expected 24 kHz mono 16-bit PCM")
-        return w.readframes(w.getnframes())
 
 
 async def main(url: str, audio: list[str], timeout: float) -> dict[str, Any]:
@@ -123,11 +119,7 @@ async def main(url: str, audio: list[str], timeout: float) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--url", required=True, help="the server's base URL, e.g. ws://127.0.0.1:8000/v1")
-    parser.add_argument("--audio", action="append", required=True, help="one user turn: a 24 kHz mono 16-bit WAV")
-    parser.add_argument("--timeout", type=float, default=45.0)
-    args = parser.parse_args()
+    args = parse(__doc__, turns=True)
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
     json.dump(asyncio.run(main(args.url, args.audio, args.timeout)), sys.stdout)
