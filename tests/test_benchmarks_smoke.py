@@ -202,3 +202,24 @@ def test_concurrent_session_counts_are_validated() -> None:
         bench_concurrent.main(["--sessions", "0"])
     with pytest.raises(SystemExit):
         bench_concurrent.main(["--liveness-timeout", "-1"])
+
+
+def test_the_hearing_benchmark_measures_every_system_in_every_condition() -> None:
+    require_tool("espeak-ng")
+    from benchmarks import bench_hearing
+
+    result = bench_hearing.section(short=True)
+    assert set(result["systems"]) == {"whisper", "whisper+phrases", "pocketsphinx", "pocketsphinx+grammar"}
+    for figures in result["systems"].values():
+        assert set(figures["conditions"]) == {"clean", "phone"}
+        for f in figures["conditions"].values():
+            assert 0 <= f["branch_right"] <= 1 and f["wer"] >= 0 and f["cpu_s_per_utterance"] > 0
+    assert "| whisper+phrases | phone |" in bench_hearing.table(result)
+
+
+def test_word_errors_count_substitutions_insertions_and_deletions() -> None:
+    from benchmarks.bench_hearing import word_errors
+
+    assert word_errors("what is the weather", "What is the weather?") == (0, 4)
+    assert word_errors("what is the weather", "what the whether in") == (3, 4)
+    assert word_errors("stop", "") == (1, 1)

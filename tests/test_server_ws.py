@@ -37,7 +37,8 @@ def spoken_turn() -> np.ndarray:
 
 async def test_every_emitted_event_type_is_sent_and_validates() -> None:
     recorder = WireRecorder()
-    async with serve(config(recorder, scenario="tools")) as server:
+    # without a recogniser, an unscripted turn's transcription fails: .failed is among the types
+    async with serve(config(recorder, scenario="tools", hearing="off")) as server:
         async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime", additional_headers=AUTH) as ws:
             c = Client(ws, recorder)
             await c.until("conversation.created")
@@ -397,8 +398,9 @@ async def test_main_serve_reports_configuration_errors_in_one_line(capsys: pytes
     assert err.count("\n") == 1 and "requires an API key" in err
 
 
-async def test_main_serve_prints_one_honest_line_then_serves(capsys: pytest.CaptureFixture[str]) -> None:
-    task = asyncio.create_task(main_serve(parse("--port", "0", "--voice", "tone")))
+async def banner_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """What ``voxline serve ARGV`` prints once it is up (the server is stopped again)."""
+    task = asyncio.create_task(main_serve(parse("--port", "0", "--voice", "tone", *argv)))
     try:
         async with asyncio.timeout(10):
             while not (out := capsys.readouterr().out):
@@ -407,6 +409,16 @@ async def test_main_serve_prints_one_honest_line_then_serves(capsys: pytest.Capt
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+    return out
+
+
+async def test_main_serve_prints_one_honest_line_then_serves(capsys: pytest.CaptureFixture[str]) -> None:
+    out = await banner_of(capsys)
     assert out.count("\n") == 1
     assert "voxline local server at ws://127.0.0.1:" in out and "detects speech by energy" in out
-    assert "scripted replies" in out and "does not understand speech" in out
+    assert "scripted replies" in out and "machine-made by an offline recogniser" in out and "approximate" in out
+
+
+async def test_main_serve_without_hearing_says_it_does_not_understand_speech(capsys: pytest.CaptureFixture[str]) -> None:
+    out = await banner_of(capsys, "--hearing", "off")
+    assert "does not understand speech" in out and "then transcription fails" in out

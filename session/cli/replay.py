@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tools", metavar="MODULE:ATTR",
                         help="a ToolRegistry (e.g. mytools:registry) to run the calls the server makes")
     parser.add_argument("--scenario", default=None, metavar="NAME|FILE",
-                        help="built-in server scenario: default, long, tools or a TOML file (default: default)")
+                        help="built-in server scenario: default, long, tools, listen or a TOML file (default: default)")
     parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default="auto",
                         help="built-in server voice (default auto: espeak-ng if installed, else tone)")
     parser.add_argument("--model", default=None,

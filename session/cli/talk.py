@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-device", metavar="N", help="speakers: index or name from 'voxline devices'")
     parser.add_argument("--push-to-talk", action="store_true",
                         help="press Enter to start talking and Enter again to send (default: voice activity)")
-    parser.add_argument("--scenario", help="built-in server only: scenario name (default, long, tools) or TOML file")
+    parser.add_argument("--scenario", help="built-in server only: scenario name (default, long, tools, listen) or TOML file")
     parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default=None,
                         help="built-in server only: its voice (default auto: espeak-ng if installed)")
     echo = parser.add_mutually_exclusive_group()

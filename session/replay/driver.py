@@ -37,6 +37,7 @@ from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import VoiceCache, make_synth, warm_up
+from voxline.realtime.server.hearing.ears import load_ears
 from voxline.realtime.server.net.inprocess import EngineTransport
 
 from ..events import SessionError, SessionEvent
@@ -149,20 +150,24 @@ async def run_replay(
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,
-                     on_wire: WireObserver | None = None, voices: VoiceCache | None = None) -> Connector:
+                     on_wire: WireObserver | None = None, voices: VoiceCache | None = None,
+                     hearing: str = "auto") -> Connector:
     """Connections to a fresh local-server engine in this process, on ``clock``.
 
     ``voices`` is the scenario's fixed replies voiced already (:func:`warm_up`), for many
-    replays of one scenario; by default they are voiced here."""
+    replays of one scenario; by default they are voiced here. ``hearing`` is the server's
+    (``auto``: a scenario that listens hears with ``voxline[asr]`` when it is installed)."""
     synth, _name = make_synth(voice)
     if voices is None:
         voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
 
+    ears = load_ears(hearing)
+
     async def connect() -> RealtimeConnection:
         # a replay never retrieves items: the engine keeps their audio's length, not its bytes
-        config = EngineConfig(pacing=Pacing(speed=speed), keep_item_audio=False)
+        config = EngineConfig(pacing=Pacing(speed=speed), keep_item_audio=False, hearing=ears is not None)
         engine = Engine(config, scenario, voices, wall_time=clock.wall())
-        return RealtimeConnection(EngineTransport(engine, clock, synth), on_wire=on_wire)
+        return RealtimeConnection(EngineTransport(engine, clock, synth, ears), on_wire=on_wire)
 
     return connect
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from voxline.realtime.server.engine import errors, turns
+from voxline.realtime.server.engine import errors, listening, turns
 from voxline.realtime.server.engine.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
 from voxline.realtime.server.engine.conversation import Conversation, Entry
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.engine.hearing import HearingJob
 from voxline.realtime.server.engine.ids import IdFactory, event
 from voxline.realtime.server.engine.items import decode_base64, parse_item
 from voxline.realtime.server.engine.nulls import without_nulls
-from voxline.realtime.server.engine.planner import start_response
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.session_config import SessionConfig, no_responses
 from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache
@@ -69,6 +69,7 @@ class Engine:
                 transcription=config.transcription,
             ),
         )
+        self._state.hearing.enabled = config.hearing
         if initial_session is not None:
             self._state.session.update(initial_session, voice_locked=False)
         self._apply_input_config()
@@ -171,6 +172,15 @@ class Engine:
         """
         for run in self._state.runs:
             run.provide_speech(text, samples, now)
+
+    def take_hearing(self) -> list[HearingJob]:
+        """User audio items to recognise, each handed out once (see :mod:`.engine.listening`)."""
+        return listening.take(self._state)
+
+    def provide_hearing(self, item_id: str, text: str | None, now: float) -> Events:
+        """What the recogniser heard in ``item_id`` (``None``: it failed): transcript events, and a
+        response that waited for the words. An item nobody waits for any more adds nothing."""
+        return listening.heard(self._state, item_id, text, now) + self._sweep(now)
 
     def expire(self) -> Events:
         """The ``session_expired`` error sent at the maximum session duration."""
@@ -276,7 +286,7 @@ class Engine:
     def _response_create(self, data: dict[str, Any], now: float) -> Events:
         if self._state.config.transcription:
             raise RequestRejected(no_responses())
-        return start_response(self._state, data.get("response") or {}, now)
+        return listening.respond(self._state, data.get("response") or {}, now)
 
     def _response_cancel(self, data: dict[str, Any], now: float) -> Events:
         state = self._state
@@ -286,6 +296,7 @@ class Engine:
         else:
             run = state.default_run() or next((r for r in reversed(state.runs) if not r.done), None)
         if run is None:
+            listening.cancel_deferred(state)  # never sent as created: nothing to report
             raise RequestRejected(errors.cancel_not_active())
         return run.cancel("client_cancelled")
 

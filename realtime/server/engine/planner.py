@@ -23,12 +23,13 @@ from voxline.realtime.server.engine.conversation import Entry
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.output_items import CallOutput, MessageOutput, OutputItem
 from voxline.realtime.server.engine.responses import ResponseRun, RunSpec
-from voxline.realtime.server.engine.scenario import Call, Output, Say
+from voxline.realtime.server.engine.scenario import Call, Output, Say, Turn
 from voxline.realtime.server.engine.session_config import check_reasoning
 from voxline.realtime.server.engine.state import SessionState
+from voxline.realtime.server.hearing.phrases import first_heard
 from voxline.realtime.server.engine.usage import audio_tokens, input_usage, speech_seconds, text_tokens
 
-__all__ = ["next_outputs", "render", "start_response"]
+__all__ = ["last_words", "next_outputs", "peek_turn", "render", "start_response"]
 
 _PLACEHOLDER = re.compile(r"\{(user_seconds|user_text|turn)\}")
 _ARGUMENT_DELTAS = 4
@@ -95,15 +96,39 @@ def next_outputs(state: SessionState) -> tuple[Output, ...]:
     if isinstance(pending, tuple) and last is not None and last.item.get("type") == "function_call_output":
         state.pending_after = None
         return pending
+    turn = peek_turn(state)
+    state.turn_index += 1
+    outputs, after = turn.outputs, turn.after
+    if turn.branches:
+        chosen = first_heard([branch.heard for branch in turn.branches], last_words(state))
+        if chosen is not None:
+            outputs, after = turn.branches[chosen].outputs, turn.branches[chosen].after
+    if after is not None:  # a reply in between (e.g. started by VAD) keeps an earlier turn's follow-up
+        state.pending_after = after
+    return outputs
+
+
+def peek_turn(state: SessionState) -> Turn:
+    """The turn the next default-conversation response takes (unless an ``after`` reply is due)."""
     turns = state.scenario.turns
     index = state.turn_index
     if index >= len(turns):
         index = index % len(turns) if state.scenario.after_last == "cycle" else len(turns) - 1
-    state.turn_index += 1
-    turn = turns[index]
-    if turn.after is not None:  # a reply in between (e.g. started by VAD) keeps an earlier turn's follow-up
-        state.pending_after = turn.after
-    return turn.outputs
+    return turns[index]
+
+
+def last_words(state: SessionState) -> str:
+    """What the user said last: the newest user item's transcript or text (``""`` if none)."""
+    for entry in reversed(list(state.conversation)):
+        if entry.item.get("role") != "user":
+            continue
+        for part in reversed(entry.item.get("content") or []):
+            if part.get("type") == "input_audio":
+                return str(part.get("transcript") or "")
+            if part.get("type") == "input_text":
+                return str(part.get("text", ""))
+        return ""
+    return ""
 
 
 def render(text: str, state: SessionState) -> str:

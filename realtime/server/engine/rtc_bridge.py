@@ -84,6 +84,10 @@ class CallBridge:
         """Engine steps due by ``now``."""
         self._route(self.engine.poll(now), now)
 
+    def deliver(self, events: Events, now: float) -> None:
+        """Events the engine produced outside a frame or a poll (e.g. what its recogniser heard)."""
+        self._route(events, now)
+
     def expire(self) -> None:
         """``session_expired`` at the maximum session duration."""
         self._route(self.engine.expire(), None)

@@ -31,13 +31,25 @@ default conversation takes the next turn; at the end it starts over
     [turns.after]                              # used by the response.create that follows the
     say = "The lookup is done."                # function_call_output items, instead of the next turn
 
+    [[turns]]                                  # a turn that listens: the first branch whose
+    say = "Sorry, I did not catch that."       # phrases were heard in the user's last words,
+    [[turns.when]]                             # else the turn's own say/output
+    heard = ["weather", "forecast"]            # words or phrases, any of them
+    output = [{ call = "get_weather", arguments = { city = "Paris" } }]
+    after = "It is sunny in Paris."
+    [[turns.when]]
+    heard = ["cancel my order"]
+    say = "Your order is cancelled."
+
 ``say`` texts may use ``{user_seconds}`` (length of the last user audio item),
 ``{user_text}`` (text of the last user text item) and ``{turn}`` (1-based turn
 number). A message output may also be given as ``[[turns.output]] say = …``.
 
 ``user_says`` scripts what the user says: the n-th user audio item the server commits is
-"transcribed" as the n-th entry (when the session asks for input transcription). The server
-does not recognise speech; past the end of the list, transcription fails as without it.
+"transcribed" as the n-th entry (when the session asks for input transcription). Past the end of
+the list, the server's recogniser hears the audio (``voxline[asr]``), or transcription fails.
+A listening turn compares its branches' ``heard`` phrases with the user's last words: the
+transcript of the last user audio item (scripted or recognised) or the last ``input_text``.
 """
 
 from __future__ import annotations
@@ -50,9 +62,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.hearing.phrases import words
 
 __all__ = [
     "BUILTIN_DIR",
+    "Branch",
     "Call",
     "Output",
     "Say",
@@ -87,11 +101,25 @@ Output = Say | Call
 
 
 @dataclass(frozen=True, slots=True)
+class Branch:
+    """What a listening turn does when one of ``heard`` was in the user's last words."""
+
+    heard: tuple[str, ...]
+    outputs: tuple[Output, ...]
+    after: tuple[Output, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
-    """The outputs of one response, and optionally the reply after its tool outputs."""
+    """The outputs of one response, and optionally the reply after its tool outputs.
+
+    A turn with ``branches`` listens: the first branch whose phrases were heard replaces
+    ``outputs`` / ``after``, which stay the answer when none was.
+    """
 
     outputs: tuple[Output, ...]
     after: tuple[Output, ...] | None = None
+    branches: tuple[Branch, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +132,16 @@ class Scenario:
     after_last: Literal["cycle", "repeat_last"] = "cycle"
     out_of_band: tuple[Output, ...] = (Say("This is an out-of-band reply from the voxline local server."),)
     user_says: tuple[str, ...] = ()
+
+    @property
+    def listens(self) -> bool:
+        """Whether any turn chooses its reply by what was heard."""
+        return any(turn.branches for turn in self.turns)
+
+    @property
+    def phrases(self) -> tuple[str, ...]:
+        """Every phrase the scenario listens for, once each, in order (to steer the recogniser)."""
+        return tuple(dict.fromkeys(p for turn in self.turns for branch in turn.branches for p in branch.heard))
 
 
 def builtin_names() -> list[str]:
@@ -188,14 +226,34 @@ def _only(table: Any, keys: set[str], where: str) -> None:
 
 
 def _turn(raw: Any, where: str) -> Turn:
-    _only(raw, {"say", "output", "after"}, where)
+    _only(raw, {"say", "output", "after", "when"}, where)
+    outputs, after = _reply(raw, where)
+    when = raw.get("when", [])
+    if not isinstance(when, list) or ("when" in raw and not when):
+        raise ConfigurationError(f"{where}: 'when' must be a non-empty list of [[turns.when]] tables")
+    branches = tuple(_branch(b, f"{where}.when[{i}]") for i, b in enumerate(when))
+    return Turn(outputs=outputs, after=after, branches=branches)
+
+
+def _branch(raw: Any, where: str) -> Branch:
+    _only(raw, {"heard", "say", "output", "after"}, where)
+    heard = raw.get("heard")
+    if isinstance(heard, str):
+        heard = [heard]
+    if not isinstance(heard, list) or not heard or not all(isinstance(h, str) and words(h) for h in heard):
+        raise ConfigurationError(f"{where}: 'heard' must be a phrase or a list of phrases, each with a word")
+    outputs, after = _reply(raw, where)
+    return Branch(tuple(heard), outputs, after)
+
+
+def _reply(raw: dict[str, Any], where: str) -> tuple[tuple[Output, ...], tuple[Output, ...] | None]:
     if ("say" in raw) == ("output" in raw):
         raise ConfigurationError(f"{where}: give exactly one of 'say' or 'output'")
     outputs = _outputs(raw.get("output", {"say": raw.get("say")}), where)
     after = _outputs(raw["after"], f"{where}.after") if "after" in raw else None
     if after is not None and not any(isinstance(o, Call) for o in outputs):
         raise ConfigurationError(f"{where}: 'after' needs at least one call in the turn")
-    return Turn(outputs=outputs, after=after)
+    return outputs, after
 
 
 def _outputs(raw: Any, where: str) -> tuple[Output, ...]:

@@ -28,7 +28,9 @@ Synth = Callable[[str], Samples]
 
 def fixed_texts(scenario: Scenario) -> list[str]:
     """Every reply of ``scenario`` that can be voiced ahead of time (no placeholders), sorted."""
-    outputs = [o for turn in scenario.turns for o in (*turn.outputs, *(turn.after or ()))]
+    replies = [(turn.outputs, turn.after) for turn in scenario.turns]
+    replies += [(branch.outputs, branch.after) for turn in scenario.turns for branch in turn.branches]
+    outputs = [o for reply, after in replies for o in (*reply, *(after or ()))]
     outputs.extend(scenario.out_of_band)
     return sorted({o.text for o in outputs if isinstance(o, Say) and "{" not in o.text})
 

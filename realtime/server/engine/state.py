@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.engine.conversation import Conversation
+from voxline.realtime.server.engine.hearing import HearingState
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.input_audio import InputAudio
 from voxline.realtime.server.engine.responses import Pacing, ResponseRun
@@ -42,6 +43,7 @@ class EngineConfig:
     # False: items keep how much audio they hold, not its bytes (a retrieve returns them without audio); the
     # in-process engine of a replay, whose memory must not grow with the recording's length
     keep_item_audio: bool = True
+    hearing: bool = False  # the driver recognises user audio (Engine.take_hearing / provide_hearing)
 
     @property
     def max_session_minutes(self) -> int:
@@ -71,6 +73,7 @@ class SessionState:
     user_turns: int = 0  # user audio items committed so far (picks the scripted transcript)
     pending_after: object | None = None
     idle_deadline: float | None = None
+    hearing: HearingState = field(default_factory=HearingState)
 
     def default_run(self) -> ResponseRun | None:
         """The response writing to the default conversation, if one is active."""

@@ -10,23 +10,20 @@
 - ``idle_timeout_ms`` fires ``input_audio_buffer.timeout_triggered`` that long after
   ``response.done`` plus the response's audio playback time, commits the buffer
   and starts a response.
-- With input transcription configured, each committed item is "transcribed" from the
-  scenario's ``user_says`` script (the n-th committed audio item gets the n-th line):
-  ``conversation.item.input_audio_transcription.delta`` word by word, then ``.completed``,
-  and the item's transcript is set. Past the script (or without one) it gets
-  ``.failed``: this server does not recognise speech.
+- Each committed item is transcribed from the scenario's ``user_says`` script or heard by the
+  driver's recogniser, and a response that depends on its words may wait for them
+  (:mod:`voxline.realtime.server.engine.listening`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine import errors, listening
 from voxline.realtime.server.engine.conversation import Entry
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.ids import event
 from voxline.realtime.server.engine.input_audio import SpeechStart, SpeechStop
-from voxline.realtime.server.engine.planner import start_response
 from voxline.realtime.server.engine.state import SessionState
 
 __all__ = ["append_audio", "arm_idle", "clear", "commit", "fire_idle"]
@@ -58,8 +55,10 @@ def _speech_started(state: SessionState, start: SpeechStart) -> list[dict[str, A
     ]
     detection = state.session.turn_detection or {}
     run = state.default_run()
-    if detection.get("interrupt_response", True) and run is not None:
-        events.extend(run.cancel("turn_detected"))
+    if detection.get("interrupt_response", True):
+        listening.cancel_deferred(state)
+        if run is not None:
+            events.extend(run.cancel("turn_detected"))
     return events
 
 
@@ -72,8 +71,8 @@ def _speech_stopped(state: SessionState, stop: SpeechStop, now: float) -> list[d
     events.extend(_commit_audio(state, state.input.take_segment(state.speech_start, stop.end), item_id))
     detection = state.session.turn_detection or {}
     responds = detection.get("create_response", True) and not state.config.transcription
-    if responds and state.default_run() is None:
-        events.extend(start_response(state, {}, now))
+    if responds and state.default_run() is None and state.hearing.deferred is None:
+        events.extend(listening.respond(state, {}, now))
     return events
 
 
@@ -117,8 +116,8 @@ def fire_idle(state: SessionState, now: float) -> list[dict[str, Any]]:
         )
     ]
     events.extend(_commit_audio(state, state.input.take_all(), item_id))
-    if state.default_run() is None and not state.config.transcription:
-        events.extend(start_response(state, {}, now))
+    if state.default_run() is None and state.hearing.deferred is None and not state.config.transcription:
+        events.extend(listening.respond(state, {}, now))
     return events
 
 
@@ -138,38 +137,5 @@ def _commit_audio(state: SessionState, audio: bytes, item_id: str) -> list[dict[
         event(state.ids, "conversation.item.added", previous_item_id=previous, item=entry.public()),
         event(state.ids, "conversation.item.done", previous_item_id=previous, item=entry.public()),
     ]
-    turn, state.user_turns = state.user_turns, state.user_turns + 1
-    script = state.scenario.user_says
-    if state.session.transcription is not None and turn < len(script):
-        entry.item["content"][0]["transcript"] = script[turn]
-        events.extend(_scripted_transcript(state, item_id, script[turn], entry.audio_ms(0) / 1000.0))
-    elif state.session.transcription is not None:
-        failure = {
-            "type": "invalid_request_error",
-            "code": "transcription_unavailable",
-            "message": "The voxline local server does not transcribe speech, and no transcript is scripted here.",
-            "param": None,
-        }
-        events.append(
-            event(
-                state.ids,
-                "conversation.item.input_audio_transcription.failed",
-                item_id=item_id,
-                content_index=0,
-                error=failure,
-            )
-        )
-    return events
-
-
-def _scripted_transcript(state: SessionState, item_id: str, text: str, seconds: float) -> list[dict[str, Any]]:
-    """The script's line for this item, streamed word by word, then ``.completed``."""
-    words = text.split(" ")
-    deltas = [word + (" " if i < len(words) - 1 else "") for i, word in enumerate(words)]
-    prefix = "conversation.item.input_audio_transcription"
-    events = [event(state.ids, f"{prefix}.delta", item_id=item_id, content_index=0, delta=d) for d in deltas if d]
-    usage = {"type": "duration", "seconds": round(seconds, 3)}
-    events.append(
-        event(state.ids, f"{prefix}.completed", item_id=item_id, content_index=0, transcript=text, usage=usage)
-    )
+    events.extend(listening.after_commit(state, entry, item_id, audio))  # the bytes, kept or not by the item
     return events

@@ -11,7 +11,8 @@
 - ``OPTIONS`` on any path (a browser's preflight): ``204``; every HTTP answer allows any origin
   and exposes ``Location`` (:mod:`voxline.realtime.server.engine.cors`), so a page can post its offer.
 - ``GET /v1/realtime?intent=transcription`` (no ``model``): a transcription session, whose
-  input transcripts come from the scenario's script (the server does not recognise speech).
+  input transcripts come from the scenario's script or the server's recogniser
+  (:mod:`voxline.realtime.server.hearing`, with ``voxline[asr]``).
 
 Admission, as the brief for ``voxline serve`` asks: a missing bearer token → HTTP
 401 ``Missing bearer or basic authentication in header``; a wrong one → 401
@@ -50,6 +51,7 @@ from voxline.realtime.server.engine.scenario import Scenario, load_scenario, wit
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.hearing.ears import Ears, load_ears
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.connection import HttpHandler, routing_connection
 from voxline.realtime.server.net.sideband import Sideband, call_not_found, sideband_needs_api_key
@@ -69,9 +71,11 @@ class Server:
     """A running local server; an async context manager that closes it on exit."""
 
     def __init__(
-        self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str, voices: VoiceCache | None = None
+        self, config: ServerConfig, scenario: Scenario, synth: Synth, voice: str, voices: VoiceCache | None = None,
+        ears: Ears | None = None,
     ) -> None:
         self.config = config
+        self.ears = ears
         self.scenario = scenario
         self.voice = voice
         self._synth = synth
@@ -81,7 +85,7 @@ class Server:
         self._rejected = 0
         self._ws: Any = None
         self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
-        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config)
+        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config, ears)
         self._routes[("POST", CALLS_PATH)] = self._calls.create
 
     @property
@@ -235,7 +239,7 @@ class Server:
             ids=IdFactory(None if self.config.seed is None else self.config.seed + 1),
             initial_session=self._credentials.session_for(token, self.config.clock.wall()),
         )
-        await run_engine(connection, engine, self.config, self._synth)
+        await run_engine(connection, engine, self.config, self._synth, self.ears)
 
     async def _sideband(self, connection: ServerConnection, call_id: str) -> None:
         call = self._calls.find(call_id)
@@ -256,6 +260,7 @@ class Server:
             max_session_s=config.max_session_s,
             session_identity=config.session_identity,
             max_event_bytes=config.max_frame_bytes,
+            hearing=self.ears is not None,
         )
 
 
@@ -273,7 +278,8 @@ class _Serving:
             scenario = with_transcripts(scenario, config.transcripts)
         synth, voice = make_synth(config.voice)
         voices = await asyncio.to_thread(warm_up, scenario, synth)
-        self._server = await Server(config, scenario, synth, voice, voices).start()
+        ears = load_ears(config.hearing)
+        self._server = await Server(config, scenario, synth, voice, voices, ears).start()
         return self._server
 
     def __await__(self) -> Generator[Any, None, Server]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import read_transcripts
-from voxline.realtime.server.net.app import serve
+from voxline.realtime.server.net.app import Server, serve
 from voxline.realtime.server.net.config import ServerConfig
 
 __all__ = ["OPEN_NOTE", "add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
@@ -80,7 +80,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
     parser.add_argument(
-        "--scenario", default=None, metavar="FILE", help="scenario TOML file or built-in name (default, long, tools)"
+        "--scenario", default=None, metavar="FILE", help="scenario TOML file or built-in name (default, long, tools, listen)"
     )
     parser.add_argument("--voice", default="auto", help="espeak, espeak:<variant>, tone, or auto (default)")
     parser.add_argument(
@@ -90,6 +90,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="what the user says, one line per user turn: streamed as scripted input transcripts "
         "(default: the scenario's user_says list, if any)",
+    )
+    parser.add_argument(
+        "--hearing",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="recognise what the user says when no transcript is scripted: on (needs voxline[asr]), off, "
+        "or auto (default: on when voxline[asr] is installed); machine-made transcripts are approximate",
     )
     parser.add_argument(
         "--api-key",
@@ -126,6 +133,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         scenario=args.scenario,
         transcripts=None if getattr(args, "transcripts", None) is None else read_transcripts(args.transcripts),
         voice=args.voice,
+        hearing=getattr(args, "hearing", "auto"),
         speed=args.speed,
         max_session_s=args.max_session_minutes * 60.0,
     )
@@ -145,13 +153,7 @@ async def main_serve(args: argparse.Namespace) -> int:
         async with serve(config) as server:
             if config.api_key is None:  # before the banner, which tells a caller that the server is up
                 print(OPEN_NOTE, file=sys.stderr, flush=True)
-            print(
-                f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
-                f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); "
-                "it does not understand speech: input transcripts are scripted "
-                f"({len(server.scenario.user_says)} user turn(s) scripted, then transcription fails).",
-                flush=True,
-            )
+            print(banner(server), flush=True)
             await server.serve_forever()
     except ConfigurationError as exc:
         print(f"voxline serve: {exc}", file=sys.stderr)
@@ -160,6 +162,19 @@ async def main_serve(args: argparse.Namespace) -> int:
         print(f"voxline serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def banner(server: Server) -> str:
+    """The line that says the server is up, and what it is: what it hears, and how well."""
+    scripted = len(server.scenario.user_says)
+    if server.ears is None:
+        hears = ("it does not understand speech: input transcripts are scripted "
+                 f"({scripted} user turn(s) scripted, then transcription fails; voxline[asr] adds a recogniser)")
+    else:
+        hears = (f"input transcripts are scripted for {scripted} user turn(s), then machine-made by an offline "
+                 f"recogniser ({server.ears.name}): approximate, not the service's")
+    return (f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
+            f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); {hears}.")
 
 
 def run_serve(argv: list[str] | None = None) -> int:

@@ -53,7 +53,9 @@ class ServerConfig:
     ``"espeak"``, ``"espeak:<variant>"`` or ``"tone"``. ``scenario`` is a TOML path
     or a built-in name (``default``, ``long``, ``tools``). ``transcripts`` scripts what the
     user says, one entry per user audio turn, in place of the scenario's ``user_says``
-    (the server streams them as input transcripts; it does not recognise speech). ``on_wire`` observes every
+    (the server streams them as input transcripts). ``hearing`` is ``"auto"`` (recognise unscripted
+    user speech when ``voxline[asr]`` is installed), ``"on"`` (require it) or ``"off"``; what it
+    hears is machine-made and approximate. ``on_wire`` observes every
     frame as ``("in" | "out", text)`` from the server's point of view.
     ``reject_in_band`` answers bad credentials or a missing ``model`` the way the
     real service does (handshake accepted, ``error`` event, close 3000/4000)
@@ -68,6 +70,7 @@ class ServerConfig:
     api_key: str | None = field(default=None, repr=False)
     scenario: str | Path | None = None
     transcripts: tuple[str, ...] | None = None
+    hearing: str = "auto"
     voice: str = "auto"
     speed: float = 4.0
     chunk_ms: int = 100
@@ -87,6 +90,8 @@ class ServerConfig:
             raise ConfigurationError(f"binding to {self.host} (not loopback) requires an API key (--api-key)")
         if not (self.speed > 0 or math.isinf(self.speed)):
             raise ConfigurationError("speed must be positive (or inf for instant)")
+        if self.hearing not in ("auto", "on", "off"):
+            raise ConfigurationError(f"unknown hearing mode {self.hearing!r}; use auto, on or off")
         if not 0 <= self.port <= 65535:
             raise ConfigurationError(f"invalid port {self.port}")
         if self.chunk_ms <= 0 or self.max_frame_bytes <= 0:

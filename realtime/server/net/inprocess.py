@@ -25,6 +25,7 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.engine.voices import supply_speech
+from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.timing import first_of
 
 __all__ = ["EngineTransport"]
@@ -37,8 +38,9 @@ class EngineTransport:
 
     media = None  # events only: audio travels inside them
 
-    def __init__(self, engine: Engine, clock: Clock, synth: Synth) -> None:
+    def __init__(self, engine: Engine, clock: Clock, synth: Synth, ears: Ears | None = None) -> None:
         self._engine = engine
+        self._ears = ears
         self._clock = clock
         self._synth = synth
         self._inbox: deque[str] = deque()
@@ -64,6 +66,17 @@ class EngineTransport:
         if self._engine.speech_needed():
             await asyncio.to_thread(supply_speech, self._engine, self._synth, self._clock.now())
             self._wake.set()
+        if self._ears is not None:  # heard at the instant it was committed: no virtual time passes
+            for job in self._engine.take_hearing():
+                now = self._clock.now()
+                text: str | None
+                try:
+                    text = await asyncio.to_thread(self._ears.hear, job.audio, job.format, job.phrases)
+                except Exception:  # the item's .failed event, never the session's end
+                    _log.exception("recognition failed on %s", job.item_id)
+                    text = None
+                self._deliver(self._engine.provide_hearing(job.item_id, text, now))
+                await self._voice()
 
     async def send(self, text: str) -> None:
         if self.close_code is not None:

@@ -36,6 +36,8 @@ from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.sideband import Sideband
 from voxline.realtime.server.net.timing import first_of
+from voxline.realtime.server.hearing.ears import Ears
+from voxline.realtime.server.net.hearer import HearingSupplier
 from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
 from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
@@ -52,7 +54,8 @@ class RtcCall:
     """One call; create it, apply the offer, :meth:`add_output_track`, answer, then :meth:`run`."""
 
     def __init__(
-        self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig, synth: Synth
+        self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig, synth: Synth,
+        ears: Ears | None = None,
     ) -> None:
         self.call_id = call_id
         self.pc = pc
@@ -67,6 +70,7 @@ class RtcCall:
         self._sidebands: list[Sideband] = []
         self._wakeup = asyncio.Event()
         self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set)
+        self._hearer = HearingSupplier(engine, ears, config.clock, self._heard)
         pc.on("track", self._on_track)
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
@@ -95,6 +99,7 @@ class RtcCall:
                 jobs = [
                     group.create_task(self._pace()),
                     group.create_task(self._voicer.run()),
+                    group.create_task(self._hearer.run()),
                     group.create_task(self._expire()),
                 ]
                 if self._mic is not None:
@@ -162,10 +167,17 @@ class RtcCall:
         reply = None if sideband is None else (lambda ev: self._deliver(sideband, json.dumps(ev)))
         self.bridge.client_frame(message, self._config.clock.now(), reply)
         self._voicer.check()
+        self._hearer.check()
         self._wakeup.set()
 
     def _on_mic(self, block: Samples) -> None:
         self.bridge.microphone(block, self._config.clock.now())
+        self._voicer.check()
+        self._hearer.check()
+        self._wakeup.set()
+
+    def _heard(self, events: list[dict[str, Any]]) -> None:
+        self.bridge.deliver(events, self._config.clock.now())
         self._voicer.check()
         self._wakeup.set()
 
@@ -201,6 +213,7 @@ class RtcCall:
                 continue
             self.bridge.poll(clock.now())
             self._voicer.check()
+            self._hearer.check()
 
     async def _expire(self) -> None:
         await self._config.clock.sleep(self._config.max_session_s)

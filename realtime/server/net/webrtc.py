@@ -40,6 +40,7 @@ from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.rtc_call import RtcCall
 from voxline.realtime.server.net.sideband import call_not_found
 
@@ -60,7 +61,9 @@ class RealtimeCalls:
         synth: Synth,
         voices: VoiceCache,
         engine_config: Callable[[str], EngineConfig],
+        ears: Ears | None = None,
     ) -> None:
+        self._ears = ears
         self._config = config
         self._credentials = credentials
         self._scenario = scenario
@@ -123,7 +126,7 @@ class RealtimeCalls:
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth)
+        call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth, self._ears)
         try:
             await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(offer), "offer"))
             call.add_output_track()

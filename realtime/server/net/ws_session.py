@@ -4,7 +4,8 @@ Four jobs run in one ``TaskGroup`` next to the reader: a single writer sends
 server events in the order the engine produced them; a pacer sleeps until the
 engine's next due step (woken early when a client frame changes the schedule);
 a voicer synthesizes the replies a response waits for, off the event loop
-(:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); an expiry timer sends
+(:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); a hearer recognises user speech,
+off the loop too (:class:`~voxline.realtime.server.net.hearer.HearingSupplier`); an expiry timer sends
 ``session_expired`` and closes with 1001. Faults from
 :class:`~voxline.realtime.server.net.config.FaultConfig` are applied by the writer.
 """
@@ -25,6 +26,8 @@ from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
+from voxline.realtime.server.hearing.ears import Ears
+from voxline.realtime.server.net.hearer import HearingSupplier
 from voxline.realtime.server.net.voicer import SpeechSupplier
 
 __all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
@@ -91,17 +94,27 @@ async def send_error_and_close(
         return
 
 
-async def run_engine(connection: ServerConnection, engine: Engine, config: ServerConfig, synth: Synth) -> None:
-    """Drive ``engine`` over ``connection`` until either side ends the session; ``synth`` voices replies."""
+async def run_engine(
+    connection: ServerConnection, engine: Engine, config: ServerConfig, synth: Synth, ears: Ears | None = None
+) -> None:
+    """Drive ``engine`` over ``connection`` until either side ends the session; ``synth`` voices
+    replies, ``ears`` (if any) hears user speech."""
     outbox = Outbox(connection, config)
     wakeup = asyncio.Event()
+
+    def heard(events: list[dict[str, Any]]) -> None:
+        outbox.put_all(events)
+        voicer.check()
+        wakeup.set()
+
     voicer = SpeechSupplier(engine, synth, config.clock, wakeup.set)
+    hearer = HearingSupplier(engine, ears, config.clock, heard)
     outbox.put_all(engine.open())
     peer = _peer(connection)
     started = config.clock.now()
     log.info("session %s opened (WebSocket, %s)", engine.session_id, peer)
     try:
-        await _serve(connection, engine, config, outbox, wakeup, voicer)
+        await _serve(connection, engine, config, outbox, wakeup, voicer, hearer)
     finally:
         code = connection.close_code if connection.close_code is not None else "none"
         log.info("session %s closed (WebSocket, %s) after %.1f s, close code %s", engine.session_id, peer,
@@ -114,16 +127,17 @@ def _peer(connection: ServerConnection) -> str:
 
 
 async def _serve(connection: ServerConnection, engine: Engine, config: ServerConfig, outbox: Outbox,
-                 wakeup: asyncio.Event, voicer: SpeechSupplier) -> None:
+                 wakeup: asyncio.Event, voicer: SpeechSupplier, hearer: HearingSupplier) -> None:
     async with asyncio.TaskGroup() as group:
         jobs = [
             group.create_task(outbox.run()),
-            group.create_task(_pace(engine, outbox, config, wakeup, voicer)),
+            group.create_task(_pace(engine, outbox, config, wakeup, voicer, hearer)),
             group.create_task(voicer.run()),
+            group.create_task(hearer.run()),
             group.create_task(_expire(connection, engine, outbox, config)),
         ]
         try:
-            await _read(connection, engine, outbox, config, wakeup, voicer)
+            await _read(connection, engine, outbox, config, wakeup, voicer, hearer)
         finally:
             for job in jobs:
                 job.cancel()
@@ -136,6 +150,7 @@ async def _read(
     config: ServerConfig,
     wakeup: asyncio.Event,
     voicer: SpeechSupplier,
+    hearer: HearingSupplier,
 ) -> None:
     clock = config.clock
     try:
@@ -150,13 +165,15 @@ async def _read(
                 log.exception("the engine failed on a client frame")
                 outbox.put_all([engine.error(errors.server_error())])
             voicer.check()
+            hearer.check()
             wakeup.set()
     except ConnectionClosed:
         return
 
 
 async def _pace(
-    engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event, voicer: SpeechSupplier
+    engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event, voicer: SpeechSupplier,
+    hearer: HearingSupplier,
 ) -> None:
     clock = config.clock
     while True:
@@ -171,6 +188,7 @@ async def _pace(
             continue
         outbox.put_all(engine.poll(clock.now()))
         voicer.check()
+        hearer.check()
 
 
 async def _expire(connection: ServerConnection, engine: Engine, outbox: Outbox, config: ServerConfig) -> None:

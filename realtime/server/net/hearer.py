@@ -1,0 +1,55 @@
+"""The drivers' ears on an event loop: user audio an engine waits to hear, recognised off the loop.
+
+Like :mod:`voxline.realtime.server.net.voicer` for speech. Recognition takes the better part of
+a second of CPU, so it runs in a worker thread while the session goes on: audio keeps arriving,
+VAD keeps deciding, and a barge-in cancels the assistant at once. What was heard goes back to
+the engine at the clock's ``now()``; the events that causes go to ``deliver``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from voxline.base.clock import Clock
+from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.hearing.ears import Ears
+
+__all__ = ["HearingSupplier"]
+
+_log = logging.getLogger("voxline.server")
+
+
+class HearingSupplier:
+    """Call :meth:`check` after every ``receive`` / ``poll``; :meth:`run` is a job of the session."""
+
+    def __init__(self, engine: Engine, ears: Ears | None, clock: Clock,
+                 deliver: Callable[[list[dict[str, Any]]], None]) -> None:
+        self._engine = engine
+        self._ears = ears
+        self._clock = clock
+        self._deliver = deliver
+        self._wanted = asyncio.Event()
+
+    def check(self) -> None:
+        """Wake :meth:`run` (cheap: the engine is asked when it runs)."""
+        if self._ears is not None:
+            self._wanted.set()
+
+    async def run(self) -> None:
+        if self._ears is None:
+            return
+        ears = self._ears
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            for job in self._engine.take_hearing():
+                text: str | None
+                try:
+                    text = await asyncio.to_thread(ears.hear, job.audio, job.format, job.phrases)
+                except Exception:  # a recogniser's failure is the item's .failed event, never the session's end
+                    _log.exception("recognition failed on %s", job.item_id)
+                    text = None
+                self._deliver(self._engine.provide_hearing(job.item_id, text, self._clock.now()))
