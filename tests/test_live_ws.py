@@ -10,6 +10,7 @@ import base64
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,8 @@ class Wire:
 
 @asynccontextmanager
 async def live_server(**overrides: Any) -> AsyncIterator[Any]:
-    async with serve(config(scenario="default", transcripts=("Hello.", "And again."), **overrides)) as server:
+    settings = {"scenario": "default", "transcripts": ("Hello.", "And again."), **overrides}
+    async with serve(config(**settings)) as server:
         yield server
 
 
@@ -189,3 +191,64 @@ async def _post(server: Any, path: str, body: dict[str, Any] | None = None) -> i
     status = int((await reader.readline()).split()[1])
     writer.close()
     return status
+
+
+async def test_a_stored_closed_session_forks_and_the_conversation_goes_on(tmp_path: Path) -> None:
+    script = tmp_path / "two.toml"
+    script.write_text('[[turns]]\nsay = "The first answer."\n\n[[turns]]\nsay = "The second answer."\n')
+    async with live_server(scenario=str(script)) as server:
+        client = AsyncOpenAI(api_key=KEY, base_url=server.http_url, websocket_base_url=server.url)
+        async with client.live.connect() as conn:
+            await conn.session.start(session={"model": "gpt-live-1", "store": True, "instructions": "Be brief."})
+            first = await conn.recv()
+            session_id = first.session.id  # type: ignore[union-attr]
+            with pytest.raises(websockets.InvalidStatus) as running:
+                await websockets.connect(f"{server.url}/live/sessions/{session_id}/fork", additional_headers=AUTH)
+            assert running.value.response.status_code == 400
+            for chunk in appends(np.concatenate([speech(0.5), silence(3.0)])):
+                await conn.session.input_audio.append(audio=chunk)
+            await conn.session.close()
+            before = [e async for e in conn]
+        said_before = "".join(e.delta for e in before if e.type == "session.output_transcript.delta")
+        assert said_before == server.scenario.turns[0].outputs[0].text
+        async with client.live.forks.connect(session_id=session_id) as fork:
+            await fork.session.start(session={}, event_id="fork-start")
+            started = await fork.recv()
+            assert started.type == "session.started" and started.client_event_id == "fork-start"
+            resource = started.session  # type: ignore[union-attr]
+            assert resource.id != session_id and resource.model == "gpt-live-1" and resource.instructions == "Be brief."
+            history = [(item.role, item.content[0].text) for item in resource.input or []]
+            assert history == [("user", "Hello."), ("assistant", said_before)]
+            for chunk in appends(np.concatenate([speech(0.5), silence(3.0)])):
+                await fork.session.input_audio.append(audio=chunk)
+            await fork.session.close()
+            after = [e async for e in fork]
+        assert "".join(e.delta for e in after if e.type == "session.input_transcript.delta") == "And again."
+        said_after = "".join(e.delta for e in after if e.type == "session.output_transcript.delta")
+        assert said_after == "The second answer."  # the script's next turn: the conversation went on
+        for event in (*before, *after):
+            check_live_server_event(event.to_dict(), "primary")
+
+
+async def test_what_cannot_be_forked_is_refused() -> None:
+    async with live_server() as server:
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+            seen: list[dict[str, Any]] = []
+            session_id = (await read_until(ws, "session.started", seen))["session"]["id"]
+            await ws.send(json.dumps({"type": "session.close"}))
+            await read_until(ws, "session.closed", seen)
+        with pytest.raises(websockets.InvalidStatus) as unstored:  # store was not asked for
+            await websockets.connect(f"{server.url}/live/sessions/{session_id}/fork", additional_headers=AUTH)
+        assert unstored.value.response.status_code == 404
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1", "store": True}}))
+            stored_id = (await read_until(ws, "session.started", seen))["session"]["id"]
+            await ws.send(json.dumps({"type": "session.close"}))
+            await read_until(ws, "session.closed", seen)
+        async with websockets.connect(f"{server.url}/live/sessions/{stored_id}/fork", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1.1"}}))
+            error = await read_until(ws, "error", seen)
+            assert error["error"]["code"] == "unknown_parameter" and error["error"]["param"] == "session.model"
+            await ws.send(json.dumps({"type": "session.start", "session": {"store": False}}))
+            assert (await read_until(ws, "session.started", seen))["session"]["store"] is False

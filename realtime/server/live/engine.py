@@ -90,6 +90,7 @@ class LiveEngine:
         ids: IdFactory | None = None,
         history: tuple[tuple[str, str], ...] = (),
         turn_index: int = 0,
+        user_turns: int = 0,
         fork_of: LiveSettings | None = None,
     ) -> None:
         self.config = config
@@ -115,7 +116,7 @@ class LiveEngine:
         self._reflect: SteadyResampler | None = None
         self._vad: EnergyVad | None = None
         self._speech_start: int | None = None  # timeline position of the caller's current speech
-        self._user_turns = 0
+        self.user_turns = user_turns  # the caller's turns so far (picks the scripted transcript)
         self._current: Utterance | None = None
         self._pending: _Pending | None = None
         self._fixture: Utterance | None = None
@@ -361,13 +362,13 @@ class LiveEngine:
         self._speech_start = None
         out: list[Out] = []
         scripted = self._scenario.user_says
-        if self._user_turns < len(scripted):
-            text = scripted[self._user_turns]
+        if self.user_turns < len(scripted):
+            text = scripted[self.user_turns]
             self.history.append(("user", text))
             for word in place_words(text, start, max(1, last_voiced - start)):
                 out.append(Out("all", self._event("session.input_transcript.delta", None, delta=word.text,
                                                    start_ms=ms(word.start), end_ms=ms(word.end))))
-        self._user_turns += 1
+        self.user_turns += 1
         self._last_user_s = (last_voiced - start) / MODEL_RATE
         if self._fixture is None:
             self._queue(self._next_turn(), at=detected + MODEL_RATE * self.config.reply_latency_ms // 1000)

@@ -106,6 +106,7 @@ class StoredSession:
     settings: LiveSettings
     history: tuple[tuple[str, str], ...]
     turn_index: int
+    user_turns: int
 
     def fork_base(self) -> LiveSettings:
         """The stored settings with the conversation so far as startup history."""
@@ -135,7 +136,7 @@ class LiveHub:
         self._running.pop(engine.session_id, None)
         if engine.settings is not None and engine.settings.store and engine.closed is not None:
             self._stored[engine.session_id] = StoredSession(
-                engine.session_id, engine.settings, tuple(engine.history), engine.turn_index
+                engine.session_id, engine.settings, tuple(engine.history), engine.turn_index, engine.user_turns
             )
             while len(self._stored) > MAX_STORED:
                 self._stored.popitem(last=False)

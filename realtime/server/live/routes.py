@@ -23,13 +23,15 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 
 from voxline.realtime.server.engine import errors
-from voxline.realtime.server.engine.errors import ErrorSpec
+from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.live.engine import LiveEngine
 from voxline.realtime.server.live.hub import LiveHub, StoredSession
+from voxline.realtime.server.live.rtc import LiveCall, read_offer
+from voxline.realtime.server.live.settings import fork_settings, start_settings
 from voxline.realtime.server.live.ws import attach_sideband, run_live_socket
 from voxline.realtime.server.net.config import ServerConfig
 
@@ -106,7 +108,8 @@ class LiveRoutes:
             "ids": IdFactory(None if seed is None else seed + 6 + len(self.hub.running_ids())),
         }
         if stored is not None:
-            common.update(history=stored.history, turn_index=stored.turn_index, fork_of=stored.fork_base())
+            common.update(history=stored.history, turn_index=stored.turn_index, user_turns=stored.user_turns,
+                          fork_of=stored.fork_base())
         return LiveEngine(self.config.live, self._scenario, self._voices, **common)
 
     def _fork_problem(self, session_id: str) -> tuple[int, ErrorSpec] | None:
@@ -126,6 +129,13 @@ class LiveRoutes:
         if not self._credentials.accepts(token, self.config.clock.wall()):
             return HttpResponse(401, error_body(errors.invalid_api_key()))
         session_id, verb = _split(request.path)
+        if request.method == "POST" and not session_id:
+            return await self._webrtc(request, None)
+        if request.method == "POST" and verb == "fork":
+            refusal = self._fork_problem(session_id)
+            if refusal is not None:
+                return HttpResponse(refusal[0], error_body(refusal[1]))
+            return await self._webrtc(request, self.hub.stored(session_id))
         if request.method == "POST" and verb == "hangup":
             running = self.hub.find(session_id)
             if running is None:
@@ -133,6 +143,25 @@ class LiveRoutes:
             running.route(running.engine.close("close_requested"))
             return HttpResponse(200, {})
         return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path[:120]}.", None)))
+
+    async def _webrtc(self, request: HttpRequest, stored: StoredSession | None) -> HttpResponse:
+        """A WebRTC session (or fork): answer the offer, then serve the call in a task of its own."""
+        try:
+            session, offer = read_offer(request.body)
+            engine = self.new_engine(stored)
+            if stored is None:
+                settings = start_settings(session, "webrtc")
+            else:
+                settings = fork_settings(stored.fork_base(), {} if session is None else session, "webrtc")
+            call = LiveCall(engine, settings, self.hub, self.config, self._synth)
+            answer = await call.answer(offer)
+        except RequestRejected as exc:
+            return HttpResponse(400, error_body(exc.spec))
+        task = asyncio.create_task(call.run(), name=f"voxline Live call {engine.session_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        body = {"session": {"id": engine.session_id}, "transport": {"type": "webrtc", "sdp": answer}}
+        return HttpResponse(200, body)
 
     async def close(self) -> None:
         tasks = list(self._tasks)
