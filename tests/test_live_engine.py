@@ -267,3 +267,31 @@ def test_usage_is_reported_as_the_timeline_runs() -> None:
     h.start()
     h.feed(silence(2.0), chunk_ms=100)
     assert [e["usage"]["seconds"] for e in h.of("session.usage.updated")] == [1.0, 2.0]
+
+
+def test_with_responses_delegation_scripted_calls_come_from_the_backend_and_its_answer_is_spoken() -> None:
+    scenario = script({"output": [{"say": "One moment."}, {"call": "get_weather", "arguments": {"city": "Paris"}},
+                                  {"call": "get_time", "arguments": {}}],
+                       "after": {"say": "Sunny, and noon."}})
+    h = LiveHarness(scenario=scenario)
+    h.start(delegation={"type": "responses", "responses": {"model": "gpt-5.4-mini", "tools": []}})
+    h.feed(np.concatenate([speech(0.5), silence(2.5)]))
+    [created] = h.of("session.delegation.created")
+    assert created["delegation"]["target"] == "responses" and created["delegation"]["response_id"].startswith("resp_")
+    nested = [e["event"] for e in h.of("response.event")]
+    assert [n["type"] for n in nested] == ["response.created", "response.output_item.added", "response.output_item.done",
+                                           "response.output_item.added", "response.output_item.done", "response.completed"]
+    calls = [n["item"] for n in nested if n["type"] == "response.output_item.done"]
+    assert [(c["name"], c["arguments"]) for c in calls] == [("get_weather", '{"city":"Paris"}'), ("get_time", "{}")]
+    assert h.said() == "One moment."
+    unknown = {"type": "function_call_output", "call_id": "call_nope", "output": "x"}
+    assert h.send({"type": "response.item.create", "item": unknown})[0]["error"]["param"] == "item.call_id"
+    h.send({"type": "response.item.create", "item": {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "sunny"}})
+    [early] = h.send({"type": "response.create", "event_id": "go"})
+    assert early["error"]["code"] == "function_call_outputs_required" and early["client_event_id"] == "go"
+    h.send({"type": "response.item.create", "item": {"type": "function_call_output", "call_id": calls[1]["call_id"], "output": "noon"}})
+    continued = h.send({"type": "response.create", "event_id": "go"})
+    answer = [e["event"]["item"] for e in continued if e["event"]["type"] == "response.output_item.done"]
+    assert answer[0]["content"][0]["text"] == "Sunny, and noon."
+    h.feed(silence(1.5))
+    assert h.said() == "One moment.Sunny, and noon."

@@ -56,9 +56,9 @@ class LiveWire:
         return sent
 
 
-async def converse(name: str, tmp_path: Path, *args: str) -> tuple[dict[str, object], list[str], str]:
+async def converse(name: str, tmp_path: Path, *args: str, scenario: str = "default") -> tuple[dict[str, object], list[str], str]:
     wire = LiveWire()
-    settings = config(scenario="default", transcripts=(QUESTION,), api_key=None, on_wire=wire)
+    settings = config(scenario=scenario, transcripts=(QUESTION,), api_key=None, on_wire=wire)
     async with serve(settings) as server:
         run = await run_driver(name, server.url, "--audio", str(user_speech(tmp_path)), *args, timeout=90.0)
     assert "Traceback" not in run.log, run.log
@@ -86,3 +86,11 @@ async def test_pydantic_ai_live_hears_the_question_and_speaks_the_reply(tmp_path
     assert result["user"] == [QUESTION]
     assert result["assistant"] == [reply]
     assert "session.closed" in sent
+
+
+async def test_pydantic_ai_live_runs_the_tool_the_backend_asks_for(tmp_path: Path) -> None:
+    result, sent, _ = await converse("pydantic_ai_live", tmp_path, "--tool", scenario="tools")
+    assert result["tools"] == ["get_weather"]  # once: a function_call from the Responses backend, answered once
+    assert [text.strip() for text in result["assistant"]] == [  # type: ignore[union-attr]
+        "Let me check the weather for you.", "I have the weather report now. Thank you for waiting."]
+    assert "session.delegation.created" in sent and "response.event" in sent

@@ -45,6 +45,7 @@ from voxline.realtime.server.engine.scenario import Call, Output, Say, Scenario
 from voxline.realtime.server.engine.speech import Samples, VoiceCache
 from voxline.realtime.server.engine.validate import check_object, json_kind, parse_json
 from voxline.realtime.server.live import errors as live_errors
+from voxline.realtime.server.live.backend import ResponsesBackend
 from voxline.realtime.server.live.audio import MODEL_RATE, Pcm, SteadyResampler, TrackEncoder
 from voxline.realtime.server.live.schema import CLIENT_TYPES, EVENT_SCHEMAS, SIDEBAND_TYPES
 from voxline.realtime.server.live.settings import LiveConfig, LiveSettings, Transport, fork_settings, start_settings
@@ -124,6 +125,8 @@ class LiveEngine:
         self._said: list[str] = []  # words of the current utterance sent so far
         self._awaiting: dict[str, deque[Output]] = {}  # client delegations → what follows their answer
         self._usage_at = 0
+        self._wall_time = wall_time
+        self._backend: ResponsesBackend | None = None  # with Responses delegation
         self._last_user_s = 0.0
         self._after: tuple[Output, ...] = ()  # what the current turn says once its delegations are answered
         self._handlers: dict[str, Callable[[dict[str, Any], Source], list[Out]]] = {
@@ -153,6 +156,9 @@ class LiveEngine:
     def start(self, settings: LiveSettings, client_event_id: str | None = None) -> list[Out]:
         """Begin the session with resolved settings: ``session.started``."""
         self.settings = settings
+        if settings.delegation_type == "responses":
+            model = str((settings.delegation.get("responses") or {}).get("model") or "voxline-local-backend")
+            self._backend = ResponsesBackend(self._ids, model, self._wall_time)
         fmt = settings.format if settings.transport == "websocket" else None
         self._in_rate = fmt.rate if fmt is not None else MODEL_RATE
         self._encoder = TrackEncoder(fmt) if fmt is not None else None
@@ -309,9 +315,19 @@ class LiveEngine:
 
     def _responses_only(self, data: dict[str, Any], source: Source) -> list[Out]:
         assert self.settings is not None
-        if self.settings.delegation_type != "responses":
+        backend = self._backend
+        if backend is None:
             raise RequestRejected(live_errors.delegation_mismatch(data["type"], "responses", self.settings.delegation_type))
-        return []
+        if data["type"] == "response.item.create":
+            backend.item_create(data["item"])
+            return []
+        pending = backend.pending
+        events, then = backend.respond(self._event, _event_id(data))
+        if pending:
+            self._queue(then)
+        elif self._current is None and self._pending is None:
+            self._queue(self._next_turn())  # a response asked for with nothing delegated: the next reply
+        return [Out("all", event) for event in events]
 
     def _fixture_play(self, data: dict[str, Any], source: Source) -> list[Out]:
         if self._fixture is not None:
@@ -450,6 +466,15 @@ class LiveEngine:
                     return  # waits for provide_speech; starts in a later frame
                 self._current = Utterance(head.text, samples, max(pending.at, a))
                 self._said = []
+            elif isinstance(head, Call) and self._backend is not None:
+                calls: list[Call] = []
+                while pending.outputs and isinstance(call := pending.outputs[0], Call):
+                    calls.append(call)
+                    pending.outputs.popleft()
+                then = deque([*pending.outputs, *self._after])
+                out.extend(Out("all", e) for e in self._backend.delegate(calls, then, ms(max(pending.at, a)), self._event))
+                self._pending = pending = None
+                continue
             elif isinstance(head, Call):
                 out.extend(self._delegate(head, pending))
             pending.outputs.popleft()

@@ -39,10 +39,10 @@ async def main(url: str, audio: str, pace: float, timeout: float, want_tool: boo
     tools: list[str] = []
 
     @agent.tool_plain
-    def get_weather(city: str) -> str:
+    def get_weather(city: str, unit: str = "celsius") -> str:
         """The weather in a city."""
         tools.append("get_weather")
-        return f"It is sunny in {city}."
+        return f"It is 21 degrees {unit} and sunny in {city}."
 
     model = OpenAILiveModel("gpt-live-1", provider=OpenAIProvider(base_url=url, api_key="sk-client"))
     kinds: list[str] = []
