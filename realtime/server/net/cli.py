@@ -152,6 +152,8 @@ async def main_serve(args: argparse.Namespace) -> int:
                 f"({len(server.scenario.user_says)} user turn(s) scripted, then transcription fails).",
                 flush=True,
             )
+            print(f"GPT-Live sessions at {server.url}/live/sessions — the same stand-in, which stops speaking "
+                  "when it hears the caller.", flush=True)
             await server.serve_forever()
     except ConfigurationError as exc:
         print(f"voxline serve: {exc}", file=sys.stderr)
