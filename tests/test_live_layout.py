@@ -6,7 +6,7 @@ from tests.support.imports import reached
 
 FORBIDDEN = {"asyncio", "socket", "websockets", "aiortc"}
 LIVE = "voxline.realtime.server.live"
-SANS_IO = ["engine", "track", "backend", "settings", "schema", "audio", "errors"]
+SANS_IO = ["engine", "speaker", "track", "backend", "settings", "schema", "audio", "errors"]
 NETWORK = ["ws", "rtc", "hub", "routes"]
 
 

@@ -49,7 +49,8 @@ from voxline.realtime.server.live.backend import ResponsesBackend
 from voxline.realtime.server.live.audio import MODEL_RATE, Pcm, SteadyResampler, TrackEncoder
 from voxline.realtime.server.live.schema import CLIENT_TYPES, EVENT_SCHEMAS, SIDEBAND_TYPES
 from voxline.realtime.server.live.settings import LiveConfig, LiveSettings, Transport, fork_settings, start_settings
-from voxline.realtime.server.live.track import Utterance, Word, ms, place_words
+from voxline.realtime.server.live.speaker import Speaker
+from voxline.realtime.server.live.track import ms, place_words
 
 __all__ = ["Audience", "CloseReason", "LiveEngine", "Out", "Source"]
 
@@ -68,14 +69,6 @@ class Out:
 
     to: Audience
     event: dict[str, Any]
-
-
-@dataclass(slots=True)
-class _Pending:
-    """Outputs waiting their turn on the track, and the earliest timeline position for the first."""
-
-    outputs: deque[Output]
-    at: int
 
 
 class LiveEngine:
@@ -112,17 +105,12 @@ class LiveEngine:
         self._in_samples = 0
         self._tail = b""
         self._position = 0  # timeline, 24 kHz samples
-        self._rendered = 0
         self._encoder: TrackEncoder | None = None
         self._reflect: SteadyResampler | None = None
         self._vad: EnergyVad | None = None
         self._speech_start: int | None = None  # timeline position of the caller's current speech
         self.user_turns = user_turns  # the caller's turns so far (picks the scripted transcript)
-        self._current: Utterance | None = None
-        self._pending: _Pending | None = None
-        self._fixture: Utterance | None = None
-        self._fixture_event: str | None = None
-        self._said: list[str] = []  # words of the current utterance sent so far
+        self._speaker = Speaker(self._frame, voices, self.history)
         self._awaiting: dict[str, deque[Output]] = {}  # client delegations → what follows their answer
         self._usage_at = 0
         self._wall_time = wall_time
@@ -212,9 +200,9 @@ class LiveEngine:
             self.closed = self.closed or reason
             return []
         self.closed = reason
-        if self._current is not None:
-            self._current.cut(self._rendered)
-            self._finish_utterance()
+        if self._speaker.current is not None:
+            self._speaker.current.cut(self._speaker.rendered)
+            self._speaker.finish()
         event = self._event("session.closed", client_event_id, reason=reason, session=self._resource(),
                             usage=self._usage())
         return [Out("all", event)]
@@ -226,11 +214,7 @@ class LiveEngine:
     # Speech supply (the same contract as the Realtime engine's).
 
     def speech_needed(self) -> list[str]:
-        pending = self._pending
-        if pending is None or not pending.outputs:
-            return []
-        head = pending.outputs[0]
-        return [head.text] if isinstance(head, Say) and head.text not in self._voices else []
+        return self._speaker.speech_needed()
 
     def provide_speech(self, text: str, samples: Samples, now: float = 0.0) -> None:
         self._voices.put(text, samples)
@@ -292,7 +276,7 @@ class LiveEngine:
 
     def _context(self, data: dict[str, Any], source: Source) -> list[Out]:
         kind = data["type"]
-        if self._fixture is not None and kind == "session.instructions.append":
+        if self._speaker.fixture is not None and kind == "session.instructions.append":
             raise RequestRejected(live_errors.fixture_active())
         content, delegation_id = data["content"], data["delegation_id"]
         if len(content) > _MAX_CONTEXT_CHARS:
@@ -308,9 +292,9 @@ class LiveEngine:
             return out + self.close("content")
         if kind == "session.commentary.append":
             if delegation_id is not None:
-                self._queue(self._awaiting.pop(delegation_id))
-            elif self._current is None and self._pending is None:
-                self._queue(self._next_turn())
+                self._speaker.queue(self._awaiting.pop(delegation_id))
+            elif not self._speaker.busy:
+                self._speaker.queue(self._next_turn())
         return out
 
     def _responses_only(self, data: dict[str, Any], source: Source) -> list[Out]:
@@ -324,23 +308,20 @@ class LiveEngine:
         pending = backend.pending
         events, then = backend.respond(self._event, _event_id(data))
         if pending:
-            self._queue(then)
-        elif self._current is None and self._pending is None:
-            self._queue(self._next_turn())  # a response asked for with nothing delegated: the next reply
+            self._speaker.queue(then)
+        elif not self._speaker.busy:
+            self._speaker.queue(self._next_turn())  # a response asked for with nothing delegated: the next reply
         return [Out("all", event) for event in events]
 
     def _fixture_play(self, data: dict[str, Any], source: Source) -> list[Out]:
-        if self._fixture is not None:
+        if self._speaker.fixture is not None:
             raise RequestRejected(live_errors.fixture_active())
         audio = decode_base64(data["audio"], "audio")
         if len(audio) % 2 or len(audio) > _MAX_FIXTURE_S * MODEL_RATE * 2:
             message = f"Invalid 'audio': a fixture is whole PCM16 samples at 24 kHz, at most {_MAX_FIXTURE_S} s."
             raise RequestRejected(errors.invalid_value("audio", message))
-        self._interrupt(self._rendered)
-        samples = np.frombuffer(audio, dtype="<i2").astype(np.int16)
-        self._fixture = Utterance("", samples, self._rendered, words=[])
-        self._fixture_event = _event_id(data)
-        return [Out("all", self._event("session.output_audio.fixture.playing", self._fixture_event))]
+        self._speaker.play_fixture(np.frombuffer(audio, dtype="<i2").astype(np.int16), _event_id(data))
+        return [Out("all", self._event("session.output_audio.fixture.playing", _event_id(data)))]
 
     # Hearing and speaking.
 
@@ -349,15 +330,16 @@ class LiveEngine:
         out: list[Out] = []
         if self.observers and samples.size:
             reflected = self._reflect.process(samples)
-            out.append(Out("observers", {"type": "session.input_audio.append", "audio": _b64(reflected)}))
-        heard = samples if not (self.muted or self._fixture is not None) else np.zeros_like(samples)
+            out.append(Out("observers", {"type": "session.input_audio.append", "audio": _b64(reflected.astype("<i2").tobytes())}))
+        heard = samples if not (self.muted or self._speaker.fixture is not None) else np.zeros_like(samples)
         self._in_samples += int(samples.size)
         for event in self._vad.process(heard):
             match event:
                 case SpeechStart():
                     out.extend(self._render_until(self._timeline(event.onset)))
                     self._speech_start = self._timeline(event.onset)
-                    self._interrupt(max(self._rendered, self._timeline(event.onset + self._vad.onset_frames * self._vad.frame)))
+                    detected = self._timeline(event.onset + self._vad.onset_frames * self._vad.frame)
+                    self._speaker.interrupt(max(self._speaker.rendered, detected))
                 case SpeechStop():
                     out.extend(self._render_until(self._timeline(event.end)))
                     out.extend(self._turn_ended(self._timeline(event.last_voiced), self._timeline(event.end)))
@@ -366,12 +348,6 @@ class LiveEngine:
 
     def _timeline(self, input_sample: int) -> int:
         return input_sample * MODEL_RATE // self._in_rate
-
-    def _interrupt(self, at: int) -> None:
-        """The caller spoke (or a fixture starts): stop speaking at ``at``, drop what was still to say."""
-        if self._current is not None:
-            self._current.cut(at)
-        self._pending = None
 
     def _turn_ended(self, last_voiced: int, detected: int) -> list[Out]:
         start = self._speech_start if self._speech_start is not None else last_voiced
@@ -386,8 +362,8 @@ class LiveEngine:
                                                    start_ms=ms(word.start), end_ms=ms(word.end))))
         self.user_turns += 1
         self._last_user_s = (last_voiced - start) / MODEL_RATE
-        if self._fixture is None:
-            self._queue(self._next_turn(), at=detected + MODEL_RATE * self.config.reply_latency_ms // 1000)
+        if self._speaker.fixture is None:
+            self._speaker.queue(self._next_turn(), at=detected + MODEL_RATE * self.config.reply_latency_ms // 1000)
         return out
 
     def _next_turn(self) -> deque[Output]:
@@ -406,104 +382,34 @@ class LiveEngine:
         text = output.text.replace("{user_seconds}", seconds).replace("{turn}", str(turn)).replace("{user_text}", "")
         return Say(re.sub(r"\s+", " ", text).strip())
 
-    def _queue(self, outputs: deque[Output], at: int | None = None) -> None:
-        if not outputs:
-            return
-        start = max(at if at is not None else self._rendered, self._rendered)
-        if self._pending is not None:
-            self._pending.outputs.extend(outputs)
-        else:
-            self._pending = _Pending(outputs, start)
-
     def _render_until(self, position: int) -> list[Out]:
         """Render every whole frame of the track that ends by ``position``."""
         self._position = max(self._position, position)
         out: list[Out] = []
-        while self._rendered + self._frame <= self._position and self.closed is None:
-            out.extend(self._render_frame(self._rendered))
+        speaker = self._speaker
+        while speaker.rendered + self._frame <= self._position and self.closed is None:
+            a = speaker.rendered
+            frame, events = speaker.render(self._event, self._delegate)
+            delta = self._encoder.encode(frame) if self._encoder is not None else frame.astype("<i2").tobytes()
+            out.append(Out("primary", {"type": "session.output_audio.delta", "delta": _b64(delta)}))
+            if self.observers:
+                out.append(Out("observers", {"type": "session.output_audio.delta", "delta": _b64(frame.astype("<i2").tobytes()),
+                                             "start_ms": ms(a), "end_ms": ms(speaker.rendered)}))
+            out.extend(Out("all", event) for event in events)
+            if speaker.rendered - self._usage_at >= MODEL_RATE * self.config.usage_every_s:
+                self._usage_at = speaker.rendered
+                out.append(Out("all", self._event("session.usage.updated", None, usage=self._usage())))
         return out
 
-    def _render_frame(self, a: int) -> list[Out]:
-        b = a + self._frame
-        out: list[Out] = []
-        self._start_pending(a, b, out)
-        frame = np.zeros(self._frame, dtype=np.int16)
-        for source in (self._current, self._fixture):
-            if source is not None:
-                source.render_into(frame, a)
-        if self._encoder is not None:
-            out.append(Out("primary", {"type": "session.output_audio.delta", "delta": _b64_bytes(self._encoder.encode(frame))}))
-        else:
-            out.append(Out("primary", {"type": "session.output_audio.delta", "delta": _b64(frame)}))
-        if self.observers:
-            out.append(Out("observers", {"type": "session.output_audio.delta", "delta": _b64(frame),
-                                         "start_ms": ms(a), "end_ms": ms(b)}))
-        self._rendered = b
-        current = self._current
-        if current is not None:
-            out.extend(self._transcript(current.words_done_by(b)))
-            if current.finished_by(b):
-                natural = current.cut_at is None
-                self._finish_utterance()
-                if natural and self._pending is not None:
-                    self._pending.at = max(self._pending.at, current.end)
-        if self._fixture is not None and b >= self._fixture.end:
-            self._fixture = None
-            out.append(Out("all", self._event("session.output_audio.fixture.played", self._fixture_event)))
-        if b - self._usage_at >= MODEL_RATE * self.config.usage_every_s:
-            self._usage_at = b
-            out.append(Out("all", self._event("session.usage.updated", None, usage=self._usage())))
-        return out
-
-    def _start_pending(self, a: int, b: int, out: list[Out]) -> None:
-        """Take outputs off the queue while the track is free: speech starts, delegations are made."""
-        pending = self._pending
-        while self._current is None and self._fixture is None and pending is not None and pending.at < b:
-            head = pending.outputs[0]
-            if isinstance(head, Say):
-                samples = self._voices.get(head.text)
-                if samples is None:
-                    return  # waits for provide_speech; starts in a later frame
-                self._current = Utterance(head.text, samples, max(pending.at, a))
-                self._said = []
-            elif isinstance(head, Call) and self._backend is not None:
-                calls: list[Call] = []
-                while pending.outputs and isinstance(call := pending.outputs[0], Call):
-                    calls.append(call)
-                    pending.outputs.popleft()
-                then = deque([*pending.outputs, *self._after])
-                out.extend(Out("all", e) for e in self._backend.delegate(calls, then, ms(max(pending.at, a)), self._event))
-                self._pending = pending = None
-                continue
-            elif isinstance(head, Call):
-                out.extend(self._delegate(head, pending))
-            pending.outputs.popleft()
-            if not pending.outputs:
-                self._pending = pending = None
-
-    def _delegate(self, call: Call, pending: _Pending) -> list[Out]:
-        """A scripted call: the stand-in hands the work to the app; what follows waits for its answer."""
+    def _delegate(self, calls: list[Call], then: deque[Output], at_ms: int) -> list[dict[str, Any]]:
+        """Scripted calls handed over: to the Responses backend, or to the app (answered by a commentary)."""
+        then.extend(self._after)
+        if self._backend is not None:
+            return self._backend.delegate(calls, then, at_ms, self._event)
         delegation_id = self._ids.new("deleg")
-        rest: deque[Output] = deque(list(pending.outputs)[1:])
-        pending.outputs = deque([call])  # the caller pops the call itself
-        self._awaiting[delegation_id] = deque([*rest, *self._after])
+        self._awaiting[delegation_id] = then
         delegation = {"id": delegation_id, "target": "client", "type": "delegation"}
-        return [Out("all", self._event("session.delegation.created", None, delegation=delegation,
-                                       offset_ms=ms(pending.at)))]
-
-    def _transcript(self, words: list[Word]) -> list[Out]:
-        out = []
-        for word in words:
-            self._said.append(word.text)
-            out.append(Out("all", self._event("session.output_transcript.delta", None, delta=word.text,
-                                               start_ms=ms(word.start), end_ms=ms(word.end))))
-        return out
-
-    def _finish_utterance(self) -> None:
-        if self._current is not None and self._said:
-            self.history.append(("assistant", "".join(self._said).strip()))
-        self._current = None
-        self._said = []
+        return [self._event("session.delegation.created", None, delegation=delegation, offset_ms=at_ms)]
 
     # Rendering events.
 
@@ -526,11 +432,7 @@ def _event_id(data: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _b64(samples: Pcm) -> str:
-    return base64.b64encode(samples.astype("<i2").tobytes()).decode("ascii")
-
-
-def _b64_bytes(data: bytes) -> str:
+def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
