@@ -295,3 +295,17 @@ def test_with_responses_delegation_scripted_calls_come_from_the_backend_and_its_
     assert answer[0]["content"][0]["text"] == "Sunny, and noon."
     h.feed(silence(1.5))
     assert h.said() == "One moment.Sunny, and noon."
+
+
+@pytest.mark.parametrize(("delegation", "param"), [
+    ({"type": "responses", "responses": {"tools": []}}, "session.delegation.responses.model"),
+    ({"type": "responses", "responses": {"model": "m", "tools": [{"type": "web_search"}]}},
+     "session.delegation.responses.tools[0].type"),
+    ({"type": "responses", "responses": {"model": "m", "tools": [{"type": "function"}]}},
+     "session.delegation.responses.tools[0].name"),
+    ({"type": "decisions", "decisions": {}}, "session.delegation.type"),
+])
+def test_a_delegation_the_stand_in_cannot_honour_is_refused_at_start(delegation, param) -> None:
+    h = LiveHarness()
+    [error] = h.start(delegation=delegation)
+    assert error["type"] == "error" and error["error"]["param"] == param

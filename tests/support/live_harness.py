@@ -59,8 +59,8 @@ class LiveHarness:
                 new.append(out.event)
         return new
 
-    def send(self, event: dict[str, Any] | str, source: str = "primary") -> list[dict[str, Any]]:
-        frame = event if isinstance(event, str) else json.dumps(event)
+    def send(self, event: dict[str, Any] | str | bytes, source: str = "primary") -> list[dict[str, Any]]:
+        frame = event if isinstance(event, (str, bytes)) else json.dumps(event)
         return self.take(self.engine.receive(frame, source))  # type: ignore[arg-type]
 
     def start(self, **session: Any) -> list[dict[str, Any]]:

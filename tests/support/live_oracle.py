@@ -57,6 +57,8 @@ def _extras(value: Any, path: str = "") -> list[str]:
 
 def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side: str) -> BaseModel:
     raw = json.loads(event) if isinstance(event, (str, bytes)) else event
+    if not isinstance(raw, dict):
+        raise AssertionError(f"{side} Live event is not a JSON object: {raw!r}"[:300])
     try:
         model = adapter.validate_python(raw)
     except ValidationError as exc:

@@ -14,7 +14,7 @@ code                                when
 ``unsupported_model`` (*local*)     a model that is not a Live model
 ``invalid_value``                   an audio format, voice, history item or payload out of bounds
 ``delegation_type_mismatch`` (*local*)  an update or command that needs another delegation type
-``not_supported_locally`` (*local*)  Decisions commands: the stand-in has no Decisions backend
+``not_supported_locally`` (*local*)  Decisions (delegation or commands): the stand-in has no Decisions backend
 ``fixture_active`` (*local*)        a second fixture, or an append while one plays
 ==================================  =====================================================
 """
@@ -71,9 +71,9 @@ def delegation_mismatch(what: str, needed: str, current: str) -> ErrorSpec:
                      "delegation_type_mismatch", "session.delegation.type" if what == "session.update" else "type")
 
 
-def not_supported_locally(type_: str) -> ErrorSpec:
-    return ErrorSpec(f"'{type_}' is not supported by the voxline local server (it has no Decisions backend).",
-                     "not_supported_locally", "type")
+def not_supported_locally(what: str, param: str = "type") -> ErrorSpec:
+    return ErrorSpec(f"'{what}' is not supported by the voxline local server (it has no Decisions backend).",
+                     "not_supported_locally", param)
 
 
 def fixture_active() -> ErrorSpec:

@@ -47,12 +47,32 @@ _CLIENT = Field(("object",), fields={
         "allowed_client_events": _SELECTORS, "allowed_server_events": _SELECTORS,
     }),
 })
+_TOOL = Field(("object",), variants=("type", {
+    "function": {"type": _STR, "name": Field(("string",), required=True), "description": Field(("string", "null")),
+                 "parameters": Field(("object", "null")), "strict": Field(("boolean", "null"))},
+}))
+_BACKEND: Schema = {
+    "model": Field(("string",), required=True),
+    "instructions": Field(("string", "null")),
+    "max_output_tokens": Field(("integer", "null"), minimum=16),
+    "parallel_tool_calls": Field(("boolean", "null")),
+    "reasoning": Field(("object", "null"), fields={
+        "effort": Field(("string", "null"), choices=("none", "minimal", "low", "medium", "high", "xhigh")),
+        "summary": Field(("string", "null"), choices=("concise", "detailed", "auto"))}),
+    "service_tier": Field(("string", "null"), choices=("auto", "default", "fast_tier_temp_pilot", "flex", "priority",
+                                                        "ultrafast")),
+    "text": Field(("object", "null"), fields={"verbosity": Field(("string", "null"), choices=("low", "medium", "high"))}),
+    "tool_choice": Field(("string", "object"), choices=("auto", "none", "required")),
+    "tools": Field(("array", "null"), items=_TOOL),
+}
+"""The Responses backend's settings (``delegation.responses``). Only function tools: the stand-in's
+backend runs no hosted tool (web search, MCP…), so a session asking for one is refused."""
 _DELEGATION = Field(
     ("object", "null"),
     variants=("type", {
         "client": {"type": _STR, "acknowledgement_delay_ms": _DELAY},
         "responses": {"type": _STR, "acknowledgement_delay_ms": _DELAY,
-                      "responses": Field(("object",), required=True)},
+                      "responses": Field(("object",), required=True, fields=_BACKEND)},
         "decisions": {"type": _STR, "acknowledgement_delay_ms": _DELAY,
                       "decisions": Field(("object",), required=True)},
     }),
@@ -61,7 +81,8 @@ _UPDATE_DELEGATION = Field(
     ("object", "null"),
     variants=("type", {
         "client": {"type": _STR, "acknowledgement_delay_ms": _DELAY},
-        "responses": {"type": _STR, "acknowledgement_delay_ms": _DELAY, "responses": Field(("object",))},
+        "responses": {"type": _STR, "acknowledgement_delay_ms": _DELAY,
+                      "responses": Field(("object",), fields={**_BACKEND, "model": Field(("string",))})},
         "decisions": {"type": _STR, "acknowledgement_delay_ms": _DELAY, "decisions": Field(("object",))},
     }),
 )
@@ -104,7 +125,8 @@ FORK_START: Schema = {
     "audio": Field(("object",), fields={"format": _FORMAT}),
     "client": _CLIENT,
     "delegation": Field(("object",), fields={"type": Field(("string",), required=True, choices=("responses",)),
-                                              "acknowledgement_delay_ms": _DELAY, "responses": Field(("object",))}),
+                                              "acknowledgement_delay_ms": _DELAY,
+                                              "responses": Field(("object",), fields={**_BACKEND, "model": Field(("string",))})}),
     "store": Field(("boolean",)),
 }
 """``session`` of ``session.start`` on a fork: overrides only, the model is inherited."""

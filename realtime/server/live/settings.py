@@ -210,5 +210,7 @@ def _history(items: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
 
 
 def _delegation(value: dict[str, Any]) -> dict[str, Any]:
-    default_delay = 400 if value["type"] == "decisions" else 0
+    if value["type"] == "decisions":
+        raise RequestRejected(live_errors.not_supported_locally("decisions", "session.delegation.type"))
+    default_delay = 0
     return {"acknowledgement_delay_ms": default_delay, **value}
