@@ -134,3 +134,22 @@ async def test_a_bad_offer_or_session_is_a_400_in_the_services_shape() -> None:
             assert bad_session.value.body["code"] == "unknown_parameter"  # type: ignore[index]
         finally:
             await caller.close()
+
+
+async def test_a_stored_session_forks_over_webrtc() -> None:
+    async with live() as (server, client):
+        async with client.live.connect() as conn:
+            await conn.session.start(session={"model": "gpt-live-1", "store": True, "instructions": "Be brief."})
+            stored_id = (await conn.recv()).session.id  # type: ignore[union-attr]
+            await conn.session.close()
+            assert [e.type async for e in conn][-1] == "session.closed"
+        caller = Caller(silence(0.1))
+        try:
+            forked = await client.live.sessions.fork(stored_id, session={"store": False},
+                                                     transport={"type": "webrtc", "sdp": await caller.offer()})
+            assert forked.session.id != stored_id
+            await caller.answer(forked.transport.sdp)
+            started = await caller.until("session.started", [])
+            assert started["session"]["instructions"] == "Be brief." and started["session"]["store"] is False
+        finally:
+            await caller.close()

@@ -252,3 +252,25 @@ async def test_what_cannot_be_forked_is_refused() -> None:
             assert error["error"]["code"] == "unknown_parameter" and error["error"]["param"] == "session.model"
             await ws.send(json.dumps({"type": "session.start", "session": {"store": False}}))
             assert (await read_until(ws, "session.started", seen))["session"]["store"] is False
+
+
+async def test_a_stored_session_lost_with_its_connection_can_be_forked() -> None:
+    async with live_server() as server:
+        ws = await websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH)
+        await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1", "store": True}}))
+        seen: list[dict[str, Any]] = []
+        session_id = (await read_until(ws, "session.started", seen))["session"]["id"]
+        ws.transport.abort()  # the network goes: no close frame, no session.close
+        url = f"{server.url}/live/sessions/{session_id}/fork"
+        async with asyncio.timeout(10):
+            while True:  # 400 while the server has not yet noticed that the session is gone
+                try:
+                    fork = await websockets.connect(url, additional_headers=AUTH)
+                    break
+                except websockets.InvalidStatus as refused:
+                    assert refused.response.status_code == 400
+                    await asyncio.sleep(0.01)
+        async with fork:
+            await fork.send(json.dumps({"type": "session.start", "session": {}}))
+            started = await read_until(fork, "session.started", seen)
+            assert started["session"]["id"] != session_id and started["session"]["store"] is True
