@@ -126,6 +126,9 @@ async def attach_sideband(connection: ServerConnection, session: LiveSession, co
     session.attach(sideband)
     if engine.started:
         session.tell(sideband, [engine.snapshot()])
+    if session.finished:  # it closed while this socket was being admitted
+        session.detach(sideband)
+        sideband.close()
 
     def on_frame(message: str | bytes) -> None:
         if config.on_wire is not None:

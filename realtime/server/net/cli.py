@@ -149,11 +149,10 @@ async def main_serve(args: argparse.Namespace) -> int:
                 f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
                 f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); "
                 "it does not understand speech: input transcripts are scripted "
-                f"({len(server.scenario.user_says)} user turn(s) scripted, then transcription fails).",
+                f"({len(server.scenario.user_says)} user turn(s) scripted, then transcription fails). "
+                f"GPT-Live sessions at {server.url}/live/sessions.",
                 flush=True,
             )
-            print(f"GPT-Live sessions at {server.url}/live/sessions — the same stand-in, which stops speaking "
-                  "when it hears the caller.", flush=True)
             await server.serve_forever()
     except ConfigurationError as exc:
         print(f"voxline serve: {exc}", file=sys.stderr)
