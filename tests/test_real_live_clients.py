@@ -94,3 +94,11 @@ async def test_pydantic_ai_live_runs_the_tool_the_backend_asks_for(tmp_path: Pat
     assert [text.strip() for text in result["assistant"]] == [  # type: ignore[union-attr]
         "Let me check the weather for you.", "I have the weather report now. Thank you for waiting."]
     assert "session.delegation.created" in sent and "response.event" in sent
+
+
+async def test_livekit_gpt_live_runs_the_tool_through_responses_delegation(tmp_path: Path) -> None:
+    result, sent, _ = await converse("livekit_live", tmp_path, "--tool", scenario="tools")
+    assert result["errors"] == []
+    assert result["tools"] == ["get_weather"]
+    assert result["assistant"] == "Let me check the weather for you.I have the weather report now. Thank you for waiting."
+    assert sent.count("session.delegation.created") == 1

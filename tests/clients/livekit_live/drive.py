@@ -1,8 +1,10 @@
 """Drive LiveKit Agents' ``GPTLiveModel`` (GPT-Live over WebSocket) against a server at ``--url``.
 
 Runs in the client's own virtual environment, so it imports nothing from voxline. The session is
-configured through the framework's hook (``_update_session``: instructions, no chat context, no
-tools), the way an ``AgentSession`` configures it, with client delegation. The WAV at ``--audio``
+configured through the framework's hook (``_update_session``: instructions, no chat context, and
+with ``--tool`` a ``get_weather`` tool under Responses delegation, else none under client
+delegation), the way an ``AgentSession`` configures it; a function call is run and its output
+handed back through the framework's hook (``_append_items``), as the framework does. The WAV at ``--audio``
 (24 kHz mono 16-bit) is pushed as 100 ms microphone frames, then silence as a quiet microphone
 would, at ``--pace`` times real time, until the assistant's transcript has stopped growing for a
 second of audio. It prints one JSON object: the assistant's transcript, the user's final
@@ -19,7 +21,7 @@ import wave
 from typing import Any
 
 from livekit import rtc
-from livekit.agents import llm
+from livekit.agents import function_tool, llm
 from livekit.plugins.openai.realtime.gpt_live_model import GPTLiveModel
 
 RATE = 24000
@@ -37,12 +39,32 @@ def frame_of(pcm: bytes) -> rtc.AudioFrame:
     return rtc.AudioFrame(data=pcm, sample_rate=RATE, num_channels=1, samples_per_channel=len(pcm) // 2)
 
 
-async def main(url: str, audio: str, pace: float, timeout: float) -> dict[str, Any]:
-    model = GPTLiveModel(api_key="sk-client", base_url=url, delegation="client")
+@function_tool
+async def get_weather(city: str, unit: str = "celsius") -> str:
+    """The weather in a city."""
+    return f"It is 21 degrees {unit} and sunny in {city}."
+
+
+async def main(url: str, audio: str, pace: float, timeout: float, want_tool: bool) -> dict[str, Any]:
+    model = GPTLiveModel(api_key="sk-client", base_url=url, delegation="responses" if want_tool else "client",
+                         responses_options={"model": "gpt-5.4-mini"})
     session = model.session()
     said: list[str] = []
     heard: list[str] = []
     errors: list[str] = []
+    tools: list[str] = []
+
+    def run_tool(call: llm.FunctionCall) -> None:
+        """What the framework does with a call: run the tool, hand its output back as a chat item."""
+        async def answer() -> None:
+            args = json.loads(call.arguments)
+            output = await get_weather(**args)
+            tools.append(call.name)
+            await session._append_items([llm.FunctionCallOutput(call_id=call.call_id, name=call.name,
+                                                                output=output, is_error=False)])
+        asyncio.ensure_future(answer())
+
+    session.on("function_call", run_tool)
     session.on("transcript_delta", lambda ev: said.append(ev.text))
     session.on("input_audio_transcription_completed", lambda ev: heard.append(ev.transcript) if ev.is_final else None)
     session.on("error", lambda ev: errors.append(str(ev.error)))
@@ -53,7 +75,8 @@ async def main(url: str, audio: str, pace: float, timeout: float) -> dict[str, A
             output["bytes"] += len(frame.frame.data.tobytes())
 
     listener = asyncio.create_task(listen())
-    await session._update_session(instructions="You are a test assistant.", chat_ctx=llm.ChatContext.empty())
+    await session._update_session(instructions="You are a test assistant.", chat_ctx=llm.ChatContext.empty(),
+                                  tools=[get_weather] if want_tool else [])
     pcm = read_pcm(audio)
     async with asyncio.timeout(timeout):
         for i in range(0, len(pcm), CHUNK * 2):
@@ -61,7 +84,7 @@ async def main(url: str, audio: str, pace: float, timeout: float) -> dict[str, A
             await asyncio.sleep(0.1 / pace)
         quiet = 0
         last = ""
-        while quiet < 10 or not said:  # a microphone keeps streaming: the model's timeline runs on it
+        while quiet < 10 or not said or (want_tool and not tools):  # a microphone keeps streaming: the model's timeline runs on it
             session.push_audio(frame_of(bytes(CHUNK * 2)))
             await asyncio.sleep(0.1 / pace)
             quiet = quiet + 1 if "".join(said) == last else 0
@@ -70,7 +93,8 @@ async def main(url: str, audio: str, pace: float, timeout: float) -> dict[str, A
     await session.aclose()
     listener.cancel()
     await model.aclose()
-    return {"assistant": "".join(said), "user": heard, "audio_s": output["bytes"] / 2 / RATE, "errors": errors}
+    return {"assistant": "".join(said), "user": heard, "audio_s": output["bytes"] / 2 / RATE, "errors": errors,
+            "tools": tools}
 
 
 if __name__ == "__main__":
@@ -79,8 +103,9 @@ if __name__ == "__main__":
     parser.add_argument("--audio", required=True)
     parser.add_argument("--pace", type=float, default=4.0)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--tool", action="store_true", help="Responses delegation with a get_weather tool")
     args = parser.parse_args()
     args.url = "http" + args.url.removeprefix("ws") if args.url.startswith("ws") else args.url
-    result = asyncio.run(main(args.url, args.audio, args.pace, args.timeout))
+    result = asyncio.run(main(args.url, args.audio, args.pace, args.timeout, args.tool))
     json.dump(result, sys.stdout)
     print()
