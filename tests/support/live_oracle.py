@@ -10,22 +10,15 @@ must also validate as a Responses stream event. Client events validate against
 from __future__ import annotations
 
 import json
-import typing
-from typing import Annotated, Any, Union
+from typing import Any
 
 from openai.types.live import ClientEvent, ConnectClientEvent, ConnectServerEvent, ForkClientEvent, ServerEvent
 from openai.types.responses import ResponseStreamEvent
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-__all__ = ["LIVE_SERVER_TYPES", "check_live_client_event", "check_live_server_event"]
+from tests.support.oracle import _discriminated, _extras  # one walk over the SDK's models for both APIs
 
-
-def _members(alias: Any) -> tuple[type[BaseModel], ...]:
-    return typing.get_args(typing.get_args(alias)[0])
-
-
-def _discriminated(alias: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(Annotated[Union[_members(alias)], Field(discriminator="type")])  # type: ignore[misc]
+__all__ = ["check_live_client_event", "check_live_server_event"]
 
 
 _ADAPTERS = {
@@ -38,21 +31,6 @@ _CLIENT_ADAPTERS = {
     "fork": _discriminated(ForkClientEvent),
 }
 _RESPONSES = TypeAdapter(ResponseStreamEvent)
-
-LIVE_SERVER_TYPES = frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(ConnectServerEvent))
-
-
-def _extras(value: Any, path: str = "") -> list[str]:
-    found: list[str] = []
-    if isinstance(value, BaseModel):
-        for key in value.model_extra or {}:
-            found.append(f"{path}.{key}" if path else key)
-        for name in type(value).model_fields:
-            found.extend(_extras(getattr(value, name), f"{path}.{name}" if path else name))
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            found.extend(_extras(v, f"{path}[{i}]"))
-    return found
 
 
 def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side: str) -> BaseModel:
