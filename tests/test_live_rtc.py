@@ -153,3 +153,21 @@ async def test_a_stored_session_forks_over_webrtc() -> None:
             assert started["session"]["instructions"] == "Be brief." and started["session"]["store"] is False
         finally:
             await caller.close()
+
+
+async def test_a_caller_who_hangs_up_ends_the_session_with_remote_hangup() -> None:
+    async with live() as (_, client):
+        caller = Caller(silence(0.1))
+        created = await client.live.create(session={"model": "gpt-live-1"},
+                                           transport={"type": "webrtc", "sdp": await caller.offer()})
+        await caller.answer(created.transport.sdp)
+        await caller.until("session.started", [])
+        async with client.live.sideband.connect(session_id=created.session.id) as side:
+            assert json.loads(await side.recv_bytes())["type"] == "session.started"
+            await caller.close()  # the peer connection goes away cleanly
+            observed: list[dict[str, Any]] = []
+            async with asyncio.timeout(15):
+                async for event in side:
+                    observed.append(event.to_dict())
+                    check_live_server_event(observed[-1], "sideband")
+        assert observed[-1]["type"] == "session.closed" and observed[-1]["reason"] == "remote_hangup"

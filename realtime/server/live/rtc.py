@@ -132,9 +132,11 @@ class LiveCall:
             if self.engine.closed is None:
                 self.session.route(self.engine.close(self._end_reason))
             self.session.close_observers()
-            await self._drain()
-            await self.pc.close()
             self._hub.ended(self.session)
+            await self._drain()
+            # shielded: a peer that hung up has aiortc closing the connection too, and cancelling a
+            # close that waits on that one would leave aiortc's own close failing
+            await asyncio.shield(self.pc.close())
             log.info("Live session %s ended (%s, WebRTC)", self.engine.session_id, self.engine.closed)
 
     # Peer connection callbacks.
