@@ -171,3 +171,25 @@ async def test_a_caller_who_hangs_up_ends_the_session_with_remote_hangup() -> No
                     observed.append(event.to_dict())
                     check_live_server_event(observed[-1], "sideband")
         assert observed[-1]["type"] == "session.closed" and observed[-1]["reason"] == "remote_hangup"
+
+
+async def test_the_data_channel_is_held_to_the_sessions_permissions() -> None:
+    async with live() as (_, client):
+        caller = Caller(silence(0.1))
+        try:
+            permissions = {"allowed_client_events": ["session.input_audio.mute", "session.thinking.append"],
+                           "allowed_server_events": [{"type": "session.started"}, {"type": "session.input_audio.muted"}]}
+            created = await client.live.create(session={"model": "gpt-live-1", "client": {"data_channel": permissions}},
+                                               transport={"type": "webrtc", "sdp": await caller.offer()})
+            await caller.answer(created.transport.sdp)
+            seen: list[dict[str, Any]] = []
+            await caller.until("session.started", seen)
+            caller.channel.send(json.dumps({"type": "session.commentary.append", "delegation_id": None, "content": "x"}))
+            refused = await caller.until("error", seen)
+            assert refused["error"]["code"] == "event_not_allowed"
+            caller.channel.send(json.dumps({"type": "session.thinking.append", "delegation_id": None, "content": "y"}))
+            caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
+            await caller.until("session.input_audio.muted", seen)  # in order: thinking.appended would come first
+            assert [e["type"] for e in seen] == ["session.started", "error", "session.input_audio.muted"]
+        finally:
+            await caller.close()
