@@ -174,7 +174,8 @@ def banner(server: Server) -> str:
         hears = (f"input transcripts are scripted for {scripted} user turn(s), then machine-made by an offline "
                  f"recogniser ({server.ears.name}): approximate, not the service's")
     return (f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
-            f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); {hears}.")
+            f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); {hears}. "
+            f"GPT-Live sessions at {server.url}/live/sessions.")
 
 
 def run_serve(argv: list[str] | None = None) -> int:
