@@ -23,6 +23,10 @@ __all__ = [
     "PlaybackHeld",
     "ConnectionRestored",
     "HeardTranscript",
+    "LiveContinuity",
+    "LiveDelegationRequested",
+    "LiveDelivered",
+    "LiveSessionEnded",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",
@@ -256,6 +260,56 @@ class RawServerEvent:
     event: Any = field(repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class LiveDelivered:
+    """GPT-Live: what the session told the model the listener got of a reply cut short.
+
+    Live has no truncate: the model's context keeps words nobody heard, so the session appends
+    ``content`` (``session.instructions.append``) naming the timeline instant ``at_ms`` where the
+    listener stopped hearing utterance ``item_id`` and the words they heard
+    (docs/protocol.md §GPT-Live).
+    """
+
+    item_id: str
+    at: float
+    at_ms: float | None
+    heard_text: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSessionEnded:
+    """GPT-Live: the server closed the session (``session.closed``) with one of its reasons."""
+
+    reason: str
+    session_id: str | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LiveContinuity:
+    """GPT-Live after a drop: what the next connection recovered and what it could not.
+
+    ``how`` is ``fork`` (a stored session forked: its conversation goes on) or ``new`` (a fresh
+    session seeded with the text of what was heard); ``lost`` names what did not survive.
+    """
+
+    how: Literal["fork", "new"]
+    from_session: str | None
+    lost: tuple[str, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LiveDelegationRequested:
+    """GPT-Live: the model handed work to the application (client delegation); answer it with
+    :meth:`~voxline.session.live.controls.LiveControls.answer_delegation`."""
+
+    delegation_id: str
+    offset_ms: int
+    at: float
+
+
 SessionEvent = (
     StateChanged
     | SpeechStarted
@@ -275,4 +329,8 @@ SessionEvent = (
     | ConnectionRestored
     | SessionError
     | RawServerEvent
+    | LiveDelivered
+    | LiveSessionEnded
+    | LiveContinuity
+    | LiveDelegationRequested
 )

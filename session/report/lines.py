@@ -20,6 +20,10 @@ from collections.abc import Callable
 from typing import assert_never
 
 from ..events import (
+    LiveContinuity,
+    LiveDelegationRequested,
+    LiveDelivered,
+    LiveSessionEnded,
     AssistantAudioStarted,
     BargeIn,
     ConnectionLost,
@@ -144,6 +148,17 @@ class EventLines:
                 verdict = "returned" if ok else "failed"
                 return f"tool: {name} {verdict} {short(output, 160)} in {duration * 1000:.0f} ms" + self.detail(
                     event.call_id)
+            case LiveDelivered(item_id=item, at_ms=at_ms, heard_text=text):
+                where = f"{at_ms / 1000:.2f} s on the session timeline" if at_ms is not None else "an unknown instant"
+                return f"told the model: the listener stopped at {where} and heard \"{short(text, 300)}\"" + \
+                    self.detail(item)
+            case LiveSessionEnded(reason=reason):
+                return f"Live session closed ({reason})"
+            case LiveContinuity(how=how, lost=lost):
+                got = "forked the stored session" if how == "fork" else "started a new session from what was heard"
+                return f"continuity: {got}; lost: {', '.join(lost) or 'nothing'}"
+            case LiveDelegationRequested(delegation_id=did):
+                return f"the model delegated work to the app [{did}]"
             case _:
                 assert_never(event)
 
