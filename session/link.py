@@ -27,7 +27,8 @@ from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed, RealtimeError
 
 from .events import SessionError, SessionEvent
-from .machine import Effects, SessionMachine
+from .machine import Effects
+from .machines import Machine
 from .reconnect import ReconnectBudget
 from .restore import handover_due
 from .settings import SessionSettings
@@ -41,7 +42,7 @@ Connector = Callable[[], Awaitable[RealtimeConnection]]
 class Link:
     """The connection a session's conversation is on (see the module docstring)."""
 
-    def __init__(self, machine: SessionMachine, settings: SessionSettings, clock: Clock, connector: Connector, *,
+    def __init__(self, machine: Machine, settings: SessionSettings, clock: Clock, connector: Connector, *,
                  budget: ReconnectBudget, now: Callable[[], float], apply: Callable[[Effects], Awaitable[None]],
                  publish: Callable[[SessionEvent], None], idle: Callable[[], bool]) -> None:
         self.machine = machine

@@ -384,7 +384,8 @@ LiveClientEvent = Union[
 
 
 def _type_of(model: type[WireModel]) -> str:
-    return typing.get_args(model.model_fields["type"].annotation)[0]  # type: ignore[no-any-return]
+    name: str = typing.get_args(model.model_fields["type"].annotation)[0]
+    return name
 
 
 LIVE_SERVER_EVENT_TYPES = frozenset(_type_of(m) for m in _SERVER_MODELS)

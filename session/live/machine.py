@@ -162,7 +162,8 @@ class LiveMachine:
         return out[-128:]
 
     # ------------------------------------------------------------------ server events
-    def receive(self, output: LiveOutput, now: float) -> Effects:
+    def receive(self, output: LiveOutput | object, now: float) -> Effects:
+        """One output of the Live core (the driver hands it whatever its connection's core produced)."""
         events: list[SessionEvent] = []
         calls: tuple[ToolCall, ...] = ()
         barge: BargeIn | None = None
@@ -228,8 +229,8 @@ class LiveMachine:
         inner = output.event
         kind = inner.get("type")
         key = output.delegation_id or "live"
-        response = inner.get("response") if isinstance(inner.get("response"), dict) else {}
-        if kind == "response.created" and isinstance(response.get("id"), str):
+        response = inner.get("response")
+        if kind == "response.created" and isinstance(response, dict) and isinstance(response.get("id"), str):
             self._responses[key] = response["id"]
             return ()
         rid = self._responses.get(key, key)
@@ -237,7 +238,7 @@ class LiveMachine:
             item = inner.get("item")
             if (isinstance(item, dict) and item.get("type") == "function_call" and item.get("status") == "completed"
                     and isinstance(item.get("call_id"), str) and isinstance(item.get("name"), str)):
-                arguments = item.get("arguments") if isinstance(item.get("arguments"), str) else "{}"
+                arguments = item["arguments"] if isinstance(item.get("arguments"), str) else "{}"
                 return tuple(self.calls.on_arguments_done(rid, str(item.get("id") or item["call_id"]),
                                                           item["call_id"], item["name"], arguments))
         elif kind in ("response.completed", "response.incomplete", "response.failed", "response.cancelled"):
