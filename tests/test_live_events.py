@@ -10,7 +10,7 @@ import pytest
 import voxline.realtime.live.events as lv
 from voxline.realtime.errors import RemoteProtocolError
 from tests.support.live_oracle import (
-    LIVE_CLIENT_TYPES, LIVE_SERVER_TYPES, LIVE_SIDEBAND_SERVER_TYPES, check_live_client, check_live_server,
+    LIVE_CLIENT_TYPES, LIVE_PRIMARY_SERVER_TYPES, LIVE_SERVER_TYPES, check_live_client_event, check_live_server_event,
 )
 
 AUDIO = base64.b64encode(b"\x00\x01" * 240).decode()
@@ -37,7 +37,8 @@ SERVER_SAMPLES: list[dict[str, object]] = [
      "delegation": {"id": "del_1", "target": "client", "type": "delegation"}},
     {"type": "session.usage.updated", "event_id": "e14", "usage": USAGE, "context_window": {"usage_ratio": 0.1}},
     {"type": "response.event", "event_id": "e15", "delegation_id": "del_1",
-     "event": {"type": "response.created", "response": {"id": "resp_1"}}},
+     "event": {"type": "response.output_text.delta", "content_index": 0, "delta": "ok", "item_id": "msg_1",
+               "logprobs": [], "output_index": 0, "sequence_number": 3}},
     {"type": "decision.event", "event_id": "e16", "delegation_id": None,
      "event": {"type": "decision.completed", "decision": {"model": "m", "answers": [], "usage": {
          "input_tokens": 1, "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0}, "output_tokens": 1,
@@ -81,26 +82,26 @@ CLIENT_SAMPLES: list[lv.LiveClientEvent] = [
 def test_the_vocabulary_is_the_sdks_and_kept_apart_from_realtimes() -> None:
     import voxline.realtime.events as rt
 
-    assert lv.LIVE_SERVER_EVENT_TYPES == LIVE_SERVER_TYPES and len(LIVE_SERVER_TYPES) == 28
+    assert lv.LIVE_SERVER_EVENT_TYPES == LIVE_PRIMARY_SERVER_TYPES and len(LIVE_PRIMARY_SERVER_TYPES) == 28
     assert lv.LIVE_CLIENT_EVENT_TYPES == LIVE_CLIENT_TYPES and len(LIVE_CLIENT_TYPES) == 15
-    assert lv.LIVE_SIDEBAND_EVENT_TYPES == LIVE_SIDEBAND_SERVER_TYPES
+    assert lv.LIVE_SIDEBAND_EVENT_TYPES == LIVE_SERVER_TYPES  # a sideband's union
     assert not any(name.startswith("Live") for name in rt.__all__)  # no Live name leaks into Realtime's vocabulary
 
 
 def test_every_server_type_parses_and_round_trips_to_what_openai_accepts() -> None:
     seen = set()
     for sample in SERVER_SAMPLES:
-        check_live_server(sample)  # the sample itself is the service's shape
+        check_live_server_event(sample)  # the sample itself is the service's shape
         event = lv.parse_live_server(json.dumps(sample))
         assert not isinstance(event, lv.LiveUnknownEvent), sample["type"]
         assert event.model_dump(mode="json") == sample
         seen.add(sample["type"])
-    assert seen == LIVE_SERVER_TYPES
+    assert seen == LIVE_PRIMARY_SERVER_TYPES
 
 
 @pytest.mark.parametrize("event", CLIENT_SAMPLES, ids=lambda e: e.type)
 def test_every_client_event_is_valid_per_openai_with_no_unknown_keys(event: lv.LiveClientEvent) -> None:
-    check_live_client(lv.dump_live(event))
+    check_live_client_event(lv.dump_live(event))
 
 
 def test_client_samples_cover_the_vocabulary() -> None:
@@ -110,8 +111,8 @@ def test_client_samples_cover_the_vocabulary() -> None:
 def test_sideband_types_parse_as_well() -> None:
     paused = lv.parse_live_server('{"type":"session.paused","event_id":"e1"}')
     assert isinstance(paused, lv.LiveSessionPaused)
-    check_live_server(paused.model_dump(mode="json"), sideband=True)
-    check_live_client(lv.dump_live(lv.LiveDtmfSend(event="5")), sideband=True)
+    check_live_server_event(paused.model_dump(mode="json"), "sideband")
+    check_live_client_event(lv.dump_live(lv.LiveDtmfSend(event="5")), "sideband")
 
 
 def test_an_unknown_type_passes_through_raw_and_unknown_keys_are_kept() -> None:

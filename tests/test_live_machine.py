@@ -16,7 +16,7 @@ from voxline.session.events import BargeIn, HeardTranscript, LiveDelivered, Stat
 from voxline.session.live.machine import LiveMachine
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolRegistry
-from tests.support.live_oracle import check_live_client
+from tests.support.live_oracle import check_live_client_event
 
 RATE = 24_000
 BLOCK = 480  # 20 ms
@@ -35,7 +35,7 @@ def audio_delta(samples: np.ndarray) -> str:
 def sent(protocol: LiveProtocol) -> list[dict[str, object]]:
     out = [json.loads(t) for t in protocol.data_to_send()]
     for e in out:
-        check_live_client(e)  # every frame the client sends is the SDK's, with no unknown keys
+        check_live_client_event(e)  # every frame the client sends is the SDK's, with no unknown keys
     return out
 
 

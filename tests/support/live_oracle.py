@@ -1,8 +1,10 @@
-"""The official ``openai`` package as the oracle for every GPT-Live wire event.
+"""The official ``openai`` package as the oracle for Live events (``openai.types.live``).
 
-A Live frame in either direction must validate against ``openai.types.live``'s unions
-(``ClientEvent`` / ``ServerEvent``, or the sideband's ``ConnectClientEvent`` /
-``ConnectServerEvent``) and carry no key the official models do not know.
+A server event must validate against the union its connection receives — ``ServerEvent`` on a
+primary connection, ``ConnectServerEvent`` on a sideband — with a real discriminator on
+``type``, and carry no key the official models do not declare. A nested ``response.event``
+must also validate as a Responses stream event. Client events validate against
+``ClientEvent`` (or ``ConnectClientEvent`` / ``ForkClientEvent``).
 """
 
 from __future__ import annotations
@@ -11,33 +13,47 @@ import json
 import typing
 from typing import Annotated, Any, Union
 
-from openai.types.live import ClientEvent, ConnectClientEvent, ConnectServerEvent, ServerEvent
+from openai.types.live import ClientEvent, ConnectClientEvent, ConnectServerEvent, ForkClientEvent, ServerEvent
+from openai.types.responses import ResponseStreamEvent
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from tests.support.oracle import _extras
-
-__all__ = ["LIVE_CLIENT_TYPES", "LIVE_SERVER_TYPES", "LIVE_SIDEBAND_SERVER_TYPES", "check_live_client",
-           "check_live_server"]
+__all__ = ["LIVE_CLIENT_TYPES", "LIVE_PRIMARY_SERVER_TYPES", "LIVE_SERVER_TYPES", "check_live_client_event",
+           "check_live_server_event"]
 
 
 def _members(alias: Any) -> tuple[type[BaseModel], ...]:
     return typing.get_args(typing.get_args(alias)[0])
 
 
-def _adapter(alias: Any) -> TypeAdapter[Any]:
+def _discriminated(alias: Any) -> TypeAdapter[Any]:
     return TypeAdapter(Annotated[Union[_members(alias)], Field(discriminator="type")])  # type: ignore[misc]
 
 
-def _names(alias: Any) -> frozenset[str]:
-    return frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(alias))
+_ADAPTERS = {
+    "primary": _discriminated(ServerEvent),
+    "sideband": _discriminated(ConnectServerEvent),
+}
+_CLIENT_ADAPTERS = {
+    "primary": _discriminated(ClientEvent),
+    "sideband": _discriminated(ConnectClientEvent),
+    "fork": _discriminated(ForkClientEvent),
+}
+_RESPONSES = TypeAdapter(ResponseStreamEvent)
+
+LIVE_SERVER_TYPES = frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(ConnectServerEvent))
 
 
-LIVE_CLIENT_TYPES = _names(ClientEvent)
-LIVE_SERVER_TYPES = _names(ServerEvent)
-LIVE_SIDEBAND_SERVER_TYPES = _names(ConnectServerEvent)
-LIVE_SIDEBAND_CLIENT_TYPES = _names(ConnectClientEvent)
-_CLIENT, _SERVER = _adapter(ClientEvent), _adapter(ServerEvent)
-_SB_CLIENT, _SB_SERVER = _adapter(ConnectClientEvent), _adapter(ConnectServerEvent)
+def _extras(value: Any, path: str = "") -> list[str]:
+    found: list[str] = []
+    if isinstance(value, BaseModel):
+        for key in value.model_extra or {}:
+            found.append(f"{path}.{key}" if path else key)
+        for name in type(value).model_fields:
+            found.extend(_extras(getattr(value, name), f"{path}.{name}" if path else name))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found.extend(_extras(v, f"{path}[{i}]"))
+    return found
 
 
 def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side: str) -> BaseModel:
@@ -45,16 +61,37 @@ def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side:
     try:
         model = adapter.validate_python(raw)
     except ValidationError as exc:
-        raise AssertionError(f"Live {side} event {raw.get('type')!r} is not valid per openai: {exc}\n{raw}") from None
+        raise AssertionError(f"{side} Live event {raw.get('type')!r} is not valid per openai: {exc}\n{raw}") from None
     extra = _extras(model)
     if extra:
-        raise AssertionError(f"Live {side} event {raw.get('type')!r} has keys openai does not know: {extra}\n{raw}")
+        raise AssertionError(f"{side} Live event {raw.get('type')!r} has keys openai does not know: {extra}\n{raw}")
+    if raw.get("type") == "response.event":
+        _check_nested(raw["event"])
     return model
 
 
-def check_live_client(event: str | bytes | dict[str, Any], *, sideband: bool = False) -> BaseModel:
-    return _check(_SB_CLIENT if sideband else _CLIENT, event, "client")
+def _check_nested(nested: dict[str, Any]) -> None:
+    try:
+        model = _RESPONSES.validate_python(nested)
+    except ValidationError as exc:
+        raise AssertionError(f"nested Responses event {nested.get('type')!r} is not valid per openai: {exc}") from None
+    extra = _extras(model)
+    if extra:
+        raise AssertionError(f"nested Responses event {nested.get('type')!r} has unknown keys: {extra}")
 
 
-def check_live_server(event: str | bytes | dict[str, Any], *, sideband: bool = False) -> BaseModel:
-    return _check(_SB_SERVER if sideband else _SERVER, event, "server")
+def check_live_server_event(event: str | bytes | dict[str, Any], audience: str = "primary") -> BaseModel:
+    """Validate one Live server event as received by a ``primary`` connection or a ``sideband``."""
+    return _check(_ADAPTERS[audience], event, f"{audience} server")
+
+
+def check_live_client_event(event: str | bytes | dict[str, Any], sender: str = "primary") -> BaseModel:
+    """Validate one Live client event sent by a ``primary`` connection, a ``sideband`` or a ``fork``."""
+    return _check(_CLIENT_ADAPTERS[sender], event, f"{sender} client")
+
+
+LIVE_PRIMARY_SERVER_TYPES = frozenset(typing.get_args(m.model_fields["type"].annotation)[0]
+                                      for m in _members(ServerEvent))
+"""The 28 server event types of a primary connection (a sideband adds ``session.paused`` / ``resumed``)."""
+LIVE_CLIENT_TYPES = frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(ClientEvent))
+"""The 15 client event types of a primary connection."""

@@ -19,7 +19,7 @@ import numpy as np
 from voxline.base.clock import VirtualClock
 from voxline.realtime.transports.base import MemoryTransport, memory_pair
 
-from .live_oracle import check_live_client, check_live_server
+from .live_oracle import check_live_client_event, check_live_server_event
 
 __all__ = ["LivePeer"]
 
@@ -45,7 +45,7 @@ class LivePeer:
         if event["type"] != "session.output_audio.delta" and "event_id" not in event:
             self._n += 1
             event["event_id"] = f"evt_{self._n}"
-        check_live_server(event)
+        check_live_server_event(event)
         await self.server.send(json.dumps(event))
 
     def timeline_ms(self) -> int:
@@ -58,7 +58,7 @@ class LivePeer:
             while True:
                 text = await self.server.recv()
                 event = json.loads(text)
-                check_live_client(event)
+                check_live_client_event(event)
                 self.sent.append(event)
                 if event["type"] == "session.start":
                     self.started_at = self.clock.now()

@@ -47,6 +47,7 @@ from voxline.realtime.server.engine.scenario import Scenario, load_scenario, wit
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import make_synth, warm_up
+from voxline.realtime.server.live.routes import LiveRoutes
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.connection import HttpHandler, routing_connection
 from voxline.realtime.server.net.sideband import Sideband, call_not_found, sideband_needs_api_key
@@ -80,6 +81,7 @@ class Server:
         self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
         self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config)
         self._routes[("POST", CALLS_PATH)] = self._calls.create
+        self._live = LiveRoutes(config, self._credentials, scenario, synth, self._voices)
 
     @property
     def port(self) -> int:
@@ -120,6 +122,7 @@ class Server:
             self._ws.close()
             await self._ws.wait_closed()
         await self._calls.close()
+        await self._live.close()
 
     async def serve_forever(self) -> None:
         await self._ws.serve_forever()
@@ -142,6 +145,8 @@ class Server:
         handler = self._routes.get((request.method, request.path.rstrip("/")))
         if handler is None and request.method == "POST" and request.path.startswith(CALLS_PATH + "/"):
             handler = self._calls.action
+        if handler is None and self._live.handles(request.path):
+            handler = self._live.http
         if handler is None:
             return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
         return await handler(request)
@@ -151,6 +156,11 @@ class Server:
 
     def _admit(self, connection: ServerConnection, request: Any) -> Response | None:
         """``process_request``: refuse bad paths, injected rejections and (by default) bad admission."""
+        if self._live.handles(_path(request.path)):
+            if len(request.headers.get_all("Authorization")) > 1:
+                return _json_response(connection, 400, error_body(errors.duplicate_header("Authorization")))
+            refusal = self._live.problem(_path(request.path), _authorization(request.headers))
+            return None if refusal is None else _json_response(connection, refusal[0], error_body(refusal[1]))
         if _path(request.path).rstrip("/") != _REALTIME_PATH:
             return _json_response(connection, 404, error_body(ErrorSpec(f"Unknown path {request.path}.", None)))
         if self._rejected < self.config.faults.reject_first_connections:
@@ -199,6 +209,9 @@ class Server:
     async def _session(self, connection: ServerConnection) -> None:
         request = connection.request
         assert request is not None
+        if self._live.handles(_path(request.path)):
+            await self._live.session(connection)
+            return
         if _is_beta(request.headers):
             spec = errors.beta_disabled()
             await send_error_and_close(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.live.settings import LiveConfig
 
 __all__ = ["FaultConfig", "ServerConfig", "is_loopback"]
 
@@ -60,7 +61,7 @@ class ServerConfig:
     instead of with HTTP 401/400. ``session_identity`` (on by default) adds ``id``, ``object`` and
     ``expires_at`` to ``session.created`` / ``session.updated`` (the service sends
     them; the SDK's session model does not declare them). A host that is not
-    loopback requires ``api_key``.
+    loopback requires ``api_key``. ``live`` holds the knobs of Live sessions (``/v1/live/sessions``).
     """
 
     host: str = "127.0.0.1"
@@ -79,6 +80,7 @@ class ServerConfig:
     seed: int | None = None
     reuse_port: bool = False
     faults: FaultConfig = field(default_factory=FaultConfig)
+    live: LiveConfig = field(default_factory=LiveConfig)
     on_wire: Callable[[str, str], None] | None = field(default=None, repr=False)
     clock: Clock = field(default_factory=RealClock, repr=False)
 

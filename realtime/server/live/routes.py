@@ -1,0 +1,148 @@
+"""The Live endpoints of the local server, under ``/v1/live/sessions``.
+
+========================================  ==================================================
+``GET /v1/live/sessions`` (WebSocket)     a session; the first frame is ``session.start``
+``GET …/{id}/attach`` (WebSocket)         a sideband on a running session (API key only)
+``GET …/{id}/fork`` (WebSocket)           a new session continuing a stored, closed one
+``POST /v1/live/sessions``                a WebRTC session: ``{"session", "transport"}``
+``POST …/{id}/fork``                      a WebRTC fork of a stored, closed session
+``POST …/{id}/hangup``                    end a running session (``close_requested``)
+========================================  ==================================================
+
+Every request authenticates with ``Authorization: Bearer`` (the server's key, or an ephemeral
+key it minted); refusals are HTTP errors in the service's JSON shape, before any WebSocket
+opens. The server hooks these in with :meth:`LiveRoutes.handles`, :meth:`LiveRoutes.problem`,
+:meth:`LiveRoutes.session` and :meth:`LiveRoutes.http`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+
+from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine.errors import ErrorSpec
+from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body
+from voxline.realtime.server.engine.ids import IdFactory
+from voxline.realtime.server.engine.scenario import Scenario
+from voxline.realtime.server.engine.speech import Synth, VoiceCache
+from voxline.realtime.server.live.engine import LiveEngine
+from voxline.realtime.server.live.hub import LiveHub, StoredSession
+from voxline.realtime.server.live.ws import attach_sideband, run_live_socket
+from voxline.realtime.server.net.config import ServerConfig
+
+__all__ = ["LIVE_PATH", "LiveRoutes"]
+
+LIVE_PATH = "/v1/live/sessions"
+
+
+def session_not_found(session_id: str) -> ErrorSpec:
+    return ErrorSpec(f"Live session '{session_id[:80]}' not found.", "session_not_found", "session_id")
+
+
+def not_forkable(session_id: str, why: str) -> ErrorSpec:
+    return ErrorSpec(f"Live session '{session_id[:80]}' cannot be forked: {why}.", "session_not_forkable", "session_id")
+
+
+class LiveRoutes:
+    """The Live side of the server: its endpoints, its running and stored sessions."""
+
+    def __init__(
+        self, config: ServerConfig, credentials: Credentials, scenario: Scenario, synth: Synth, voices: VoiceCache
+    ) -> None:
+        self.config = config
+        self.hub = LiveHub()
+        self._credentials = credentials
+        self._scenario = scenario
+        self._synth = synth
+        self._voices = voices
+        self._ids = IdFactory(None if config.seed is None else config.seed + 5)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    def handles(path: str) -> bool:
+        path = path.rstrip("/")
+        return path == LIVE_PATH or path.startswith(LIVE_PATH + "/")
+
+    # WebSocket.
+
+    def problem(self, path: str, authorization: str | None) -> tuple[int, ErrorSpec] | None:
+        """Why a WebSocket handshake on ``path`` is refused (HTTP status and error), or ``None``."""
+        token = self._credentials.bearer(authorization)
+        if token is None:
+            return 401, errors.auth_missing()
+        if not self._credentials.accepts(token, self.config.clock.wall()):
+            return 401, errors.invalid_api_key()
+        session_id, verb = _split(path)
+        if not session_id and not verb:
+            return None
+        if verb == "attach":
+            if not self._credentials.is_api_key(token):
+                return 401, ErrorSpec("A sideband needs the API key, not an ephemeral key.", "invalid_api_key")
+            return None if self.hub.find(session_id) is not None else (404, session_not_found(session_id))
+        if verb == "fork":
+            return self._fork_problem(session_id)
+        return 404, ErrorSpec(f"Unknown path {path[:120]}.", None)
+
+    async def session(self, connection: ServerConnection) -> None:
+        """Serve an admitted WebSocket on a Live path."""
+        request = connection.request
+        assert request is not None
+        session_id, verb = _split(request.path.partition("?")[0])
+        if verb == "attach":
+            running = self.hub.find(session_id)
+            if running is not None:
+                await attach_sideband(connection, running, self.config)
+            return
+        stored = self.hub.stored(session_id) if verb == "fork" else None
+        await run_live_socket(connection, self.new_engine(stored), self.hub, self.config, self._synth)
+
+    def new_engine(self, stored: StoredSession | None = None) -> LiveEngine:
+        seed = self.config.seed
+        common: dict[str, Any] = {
+            "wall_time": self.config.clock.wall(),
+            "ids": IdFactory(None if seed is None else seed + 6 + len(self.hub.running_ids())),
+        }
+        if stored is not None:
+            common.update(history=stored.history, turn_index=stored.turn_index, fork_of=stored.fork_base())
+        return LiveEngine(self.config.live, self._scenario, self._voices, **common)
+
+    def _fork_problem(self, session_id: str) -> tuple[int, ErrorSpec] | None:
+        if self.hub.find(session_id) is not None:
+            return 400, not_forkable(session_id, "it is still running; fork it once it has closed")
+        if self.hub.stored(session_id) is None:
+            return 404, session_not_found(session_id)
+        return None
+
+    # HTTP.
+
+    async def http(self, request: HttpRequest) -> HttpResponse:
+        """``POST`` requests under ``/v1/live/sessions``."""
+        token = self._credentials.bearer(request.headers.get("authorization"))
+        if token is None:
+            return HttpResponse(401, error_body(errors.auth_missing()))
+        if not self._credentials.accepts(token, self.config.clock.wall()):
+            return HttpResponse(401, error_body(errors.invalid_api_key()))
+        session_id, verb = _split(request.path)
+        if request.method == "POST" and verb == "hangup":
+            running = self.hub.find(session_id)
+            if running is None:
+                return HttpResponse(404, error_body(session_not_found(session_id)))
+            running.route(running.engine.close("close_requested"))
+            return HttpResponse(200, {})
+        return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path[:120]}.", None)))
+
+    async def close(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _split(path: str) -> tuple[str, str]:
+    """``/v1/live/sessions/{id}/{verb}`` → ``(id, verb)``; ``("", "")`` for the collection itself."""
+    rest = path.rstrip("/")[len(LIVE_PATH):].lstrip("/")
+    session_id, _, verb = rest.partition("/")
+    return session_id, verb if session_id else ""

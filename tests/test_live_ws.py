@@ -1,0 +1,191 @@
+"""Live over WebSocket on loopback: the official SDK's ``client.live.connect()`` and raw sockets.
+
+Every frame the server sends is validated against ``openai.types.live`` for its audience.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+import websockets
+from openai import AsyncOpenAI
+from websockets.asyncio.client import ClientConnection
+
+from voxline.realtime.server import serve
+from voxline.realtime.server.live.settings import LiveConfig
+from tests.support.engine_harness import silence, speech
+from tests.support.live_oracle import check_live_server_event
+from tests.support.local_server import AUTH, KEY, config
+
+RATE = 24000
+
+
+class Wire:
+    """The server's frames as it sent them, by the audience they went to (primary or sideband)."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def __call__(self, direction: str, text: str) -> None:
+        if direction == "out" and text.startswith("{"):  # the server's own view: "out" is what it sent
+            event = json.loads(text)
+            if event.get("type") != "session.input_audio.append":
+                self.sent.append(event)
+
+
+@asynccontextmanager
+async def live_server(**overrides: Any) -> AsyncIterator[Any]:
+    async with serve(config(scenario="default", transcripts=("Hello.", "And again."), **overrides)) as server:
+        yield server
+
+
+def appends(samples: np.ndarray, chunk_ms: int = 40) -> list[str]:
+    step = RATE * chunk_ms // 1000
+    return [base64.b64encode(np.asarray(samples[i : i + step], "<i2").tobytes()).decode()
+            for i in range(0, len(samples), step)]
+
+
+async def read_until(ws: ClientConnection, kind: str, seen: list[dict[str, Any]], audience: str = "primary") -> dict[str, Any]:
+    async with asyncio.timeout(15):
+        while True:
+            event = json.loads(await ws.recv())
+            check_live_server_event(event, audience)
+            seen.append(event)
+            if event["type"] == kind:
+                return event
+
+
+async def test_a_conversation_through_the_official_sdk() -> None:
+    async with live_server() as server:
+        client = AsyncOpenAI(api_key=KEY, base_url=server.http_url, websocket_base_url=server.url)
+        events: list[Any] = []
+        async with client.live.connect() as conn:
+            await conn.session.start(session={"model": "gpt-live-1", "audio": {"output": {"voice": "marin"}}},
+                                     event_id="start-1")
+            started = await conn.recv()
+            assert started.type == "session.started" and started.client_event_id == "start-1"
+            for chunk in appends(np.concatenate([silence(0.3), speech(0.8), silence(6.0)])):
+                await conn.session.input_audio.append(audio=chunk)
+            await conn.session.close(event_id="bye")
+            async with asyncio.timeout(15):
+                async for event in conn:
+                    events.append(event)
+        kinds = [e.type for e in events]
+        assert kinds[-1] == "session.closed" and events[-1].reason == "close_requested"
+        assert "".join(e.delta for e in events if e.type == "session.input_transcript.delta") == "Hello."
+        said = "".join(e.delta for e in events if e.type == "session.output_transcript.delta")
+        assert said.startswith("Hello! This is the voxline local server.")
+        audio = b"".join(base64.b64decode(e.delta) for e in events if e.type == "session.output_audio.delta")
+        assert len(audio) == 2 * RATE * 71 // 10  # 7.1 s of caller audio → 7.1 s of track, whole frames
+        assert events[-1].usage.seconds == 7.0
+
+
+async def test_raw_socket_errors_barge_in_and_close() -> None:
+    wire = Wire()
+    async with live_server(on_wire=wire) as server:
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            seen: list[dict[str, Any]] = []
+            await ws.send(json.dumps({"type": "session.input_audio.append", "audio": "", "event_id": "early"}))
+            error = await read_until(ws, "error", seen)
+            assert error["error"]["code"] == "session_not_started" and error["client_event_id"] == "early"
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+            await read_until(ws, "session.started", seen)
+            for chunk in appends(np.concatenate([speech(0.5), silence(1.5)])):
+                await ws.send(json.dumps({"type": "session.input_audio.append", "audio": chunk}))
+            await read_until(ws, "session.output_transcript.delta", seen)
+            for chunk in appends(np.concatenate([speech(0.5), silence(0.2)])):  # talk over it
+                await ws.send(json.dumps({"type": "session.input_audio.append", "audio": chunk}))
+            await ws.send(json.dumps({"type": "session.close"}))
+            closed = await read_until(ws, "session.closed", seen)
+            assert closed["reason"] == "close_requested"
+            with pytest.raises(websockets.ConnectionClosedOK):
+                await ws.recv()
+            assert ws.close_code == 1000
+        said = "".join(e["delta"] for e in seen if e["type"] == "session.output_transcript.delta")
+        full = server.scenario.turns[0].outputs[0].text
+        assert said and full.startswith(said) and said != full  # cut by the caller's speech
+    for event in wire.sent:
+        check_live_server_event(event, "primary")
+
+
+async def test_refusals_are_http_errors_in_the_services_shape() -> None:
+    async with live_server() as server:
+        with pytest.raises(websockets.InvalidStatus) as no_key:
+            await websockets.connect(f"{server.url}/live/sessions")
+        assert no_key.value.response.status_code == 401
+        with pytest.raises(websockets.InvalidStatus) as wrong:
+            await websockets.connect(f"{server.url}/live/sessions", additional_headers={"Authorization": "Bearer nope"})
+        assert wrong.value.response.status_code == 401
+        assert json.loads(wrong.value.response.body)["error"]["code"] == "invalid_api_key"
+        with pytest.raises(websockets.InvalidStatus) as missing:
+            await websockets.connect(f"{server.url}/live/sessions/sess_nope/attach", additional_headers=AUTH)
+        assert missing.value.response.status_code == 404
+        assert json.loads(missing.value.response.body)["error"]["code"] == "session_not_found"
+        with pytest.raises(websockets.InvalidStatus) as unknown:
+            await websockets.connect(f"{server.url}/live/sessions/sess_x/other", additional_headers=AUTH)
+        assert unknown.value.response.status_code == 404
+
+
+@pytest.mark.parametrize(("ending", "reason"), [("close_frame", "remote_hangup"), ("drop", "connection_lost"),
+                                                ("hangup", "close_requested")])
+async def test_a_sideband_sees_the_session_and_how_it_ended(ending: str, reason: str) -> None:
+    async with live_server() as server:
+        ws = await websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH)
+        await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+        seen: list[dict[str, Any]] = []
+        session_id = (await read_until(ws, "session.started", seen))["session"]["id"]
+        async with websockets.connect(f"{server.url}/live/sessions/{session_id}/attach", additional_headers=AUTH) as side:
+            observed: list[dict[str, Any]] = []
+            snapshot = await read_until(side, "session.started", observed, "sideband")
+            assert snapshot["session"]["id"] == session_id
+            for chunk in appends(silence(0.2), chunk_ms=20):
+                await ws.send(json.dumps({"type": "session.input_audio.append", "audio": chunk}))
+            out = await read_until(side, "session.output_audio.delta", observed, "sideband")
+            assert (out["start_ms"], out["end_ms"]) == (0, 100)
+            assert any(e["type"] == "session.input_audio.append" for e in observed)
+            await side.send(json.dumps({"type": "session.input_audio.mute", "event_id": "mute"}))
+            muted = await read_until(side, "session.input_audio.muted", observed, "sideband")
+            assert muted["client_event_id"] == "mute"
+            if ending == "close_frame":
+                await ws.close()
+            elif ending == "drop":
+                ws.transport.abort()
+            else:
+                async with asyncio.timeout(5):
+                    status = await _post(server, f"/v1/live/sessions/{session_id}/hangup")
+                assert status == 200
+            closed = await read_until(side, "session.closed", observed, "sideband")
+            assert closed["reason"] == reason
+            with pytest.raises(websockets.ConnectionClosedOK):
+                await side.recv()
+        await ws.close()
+
+
+async def test_expiry_closes_with_expired() -> None:
+    async with live_server(live=LiveConfig(max_session_s=0.3)) as server:
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+            seen: list[dict[str, Any]] = []
+            started = await read_until(ws, "session.started", seen)
+            closed = await read_until(ws, "session.closed", seen)
+            assert closed["reason"] == "expired" and closed["session"]["expires_at"] == started["session"]["expires_at"]
+            with pytest.raises(websockets.ConnectionClosedOK):
+                await ws.recv()
+
+
+async def _post(server: Any, path: str, body: dict[str, Any] | None = None) -> int:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    data = json.dumps(body or {}).encode()
+    writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    writer.close()
+    return status
