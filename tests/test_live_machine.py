@@ -79,21 +79,26 @@ def start(rig: Rig) -> list[dict[str, object]]:
     return first
 
 
-def reply(rig: Rig, at: float, start_ms: int, seconds: float = 2.2, lead: float = 0.3) -> np.ndarray:
-    """One utterance streamed as the service does, ``lead`` s ahead of real time: audio (a tone, never zero)
-    in 100 ms deltas, and a word per 200 ms of transcript as its audio goes out."""
-    n = int(seconds * RATE)
-    tone = (3000 * np.sin(np.arange(n) * 2 * np.pi * 220 / RATE)).astype(np.int16)
-    tone[tone == 0] = 1
+def track(rig: Rig, speech: list[tuple[float, float]], total_s: float, lead: float = 0.3) -> None:
+    """The server's output track as the service streams it: 100 ms frames, silence included, each sent ``lead`` s
+    before its time on the timeline; ``speech`` is (start s, seconds) of each utterance, a tone that is never zero,
+    with a transcript word per 200 ms sent as soon as its audio is (``WORDS``, from the start again each time)."""
+    n = int(total_s * RATE)
+    signal = np.zeros(n, np.int16)
     due = []
+    for start, seconds in speech:
+        a, b = int(start * RATE), int((start + seconds) * RATE)
+        tone = (3000 * np.sin(np.arange(b - a) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+        tone[tone == 0] = 1
+        signal[a:b] = tone
+        for i, word in enumerate(WORDS[: int(seconds / 0.2)]):
+            ms = int(start * 1000) + 200 * i
+            due.append((max(0.0, ms / 1000 - lead), frame(
+                type="session.output_transcript.delta", event_id=f"o{ms}", delta=(" " if i else "") + word,
+                start_ms=ms, end_ms=ms + 200)))
     for i in range(0, n, 2400):
-        due.append((max(at, at + i / RATE - lead), audio_delta(tone[i:i + 2400])))
-    for i, word in enumerate(WORDS):
-        due.append((max(at, at + 0.2 * i - lead), frame(
-            type="session.output_transcript.delta", event_id=f"o{i}", delta=(" " if i else "") + word,
-            start_ms=start_ms + 200 * i, end_ms=start_ms + 200 * (i + 1))))
+        due.append((max(0.0, i / RATE - lead), audio_delta(signal[i:i + 2400])))
     rig.due = sorted(rig.due + due, key=lambda d: d[0])
-    return tone
 
 
 def test_the_first_frame_is_session_start_and_commands_wait_for_session_started() -> None:
@@ -110,8 +115,7 @@ def test_the_first_frame_is_session_start_and_commands_wait_for_session_started(
 def test_a_cut_silences_at_once_and_tells_the_model_what_was_heard(cut_at: float, trigger: str) -> None:
     rig = Rig()
     start(rig)
-    rig.t = 0.5
-    reply(rig, 0.5, start_ms=3000)
+    track(rig, [(0.5, 2.2)], 4.0)
     rig.play(cut_at)
     if trigger == "user_speech":
         events = rig.feed(frame(type="session.input_transcript.delta", event_id="u1", delta="wait",
@@ -130,13 +134,13 @@ def test_a_cut_silences_at_once_and_tells_the_model_what_was_heard(cut_at: float
     told = [e for e in sent(rig.protocol) if e["type"] == "session.instructions.append"]
     assert len(told) == 1
     at_ms = float(re.search(r"at (\d+) ms on the session timeline", str(told[0]["content"])).group(1))
-    truth_ms = 3000 + heard_samples * 1000 / RATE
+    truth_ms = 500 + heard_samples * 1000 / RATE  # the utterance starts 500 ms into the track
     assert abs(at_ms - truth_ms) <= 20
-    heard_words = [w for i, w in enumerate(WORDS) if 3000 + 200 * (i + 1) <= truth_ms]
+    heard_words = [w for i, w in enumerate(WORDS) if 500 + 200 * (i + 1) <= truth_ms]
     delivered = next(e for e in events if isinstance(e, LiveDelivered))
     assert delivered.content == told[0]["content"]
     said = delivered.heard_text.split()
-    assert said[:len(heard_words)] == heard_words and len(said) - len(heard_words) <= 1  # at most the word under way
+    assert said == heard_words  # whole words the listener heard to their end
     assert f'heard only: "{delivered.heard_text.strip()}"' in told[0]["content"]
     heard_event = next(e for e in events if isinstance(e, HeardTranscript))
     assert heard_event.text == delivered.heard_text and heard_event.item_id == barge.item_id
@@ -145,9 +149,8 @@ def test_a_cut_silences_at_once_and_tells_the_model_what_was_heard(cut_at: float
 def test_a_reply_heard_to_its_end_is_reported_whole_and_nothing_is_appended() -> None:
     rig = Rig()
     start(rig)
-    rig.t = 0.2
-    reply(rig, 0.2, start_ms=1000, seconds=2.2)
-    events = rig.play(4.0)
+    track(rig, [(0.2, 2.2)], 4.0)
+    events = rig.play(4.0) + rig.events
     heard = [e for e in events if isinstance(e, HeardTranscript)]
     assert len(heard) == 1 and heard[0].text == heard[0].full_text == " ".join(WORDS) and not heard[0].estimate
     assert [e.state for e in events if isinstance(e, StateChanged)] == ["speaking", "listening"]
@@ -157,17 +160,16 @@ def test_a_reply_heard_to_its_end_is_reported_whole_and_nothing_is_appended() ->
 def test_a_pause_opens_a_new_utterance_and_a_cut_one_stays_silent_only_to_its_end() -> None:
     rig = Rig()
     start(rig)
-    rig.t = 0.1
-    reply(rig, 0.1, start_ms=500, seconds=1.0)
+    track(rig, [(0.1, 1.0), (2.0, 0.6)], 3.0, lead=0.2)
     rig.play(0.4)
     first = rig.machine.interrupt(rig.t).barge_in
     assert first is not None
-    rig.play(2.0)
-    assert rig.playout.queued_samples == 0  # the rest of the cut utterance arrived and was dropped
-    rig.t = 2.6
-    events = rig.feed(audio_delta(np.full(2400, 700, np.int16)), 2.6)  # after a pause: the model's next utterance
-    assert events == [] and rig.playout.queued_samples == 2400
-    assert rig.machine.timeline.current is not None and rig.machine.timeline.current.uid != first.item_id
+    rig.play(1.7)
+    assert not any(k[0].startswith("live_utt") for k in rig.playout.queued_parts())  # the rest of the cut one: dropped
+    assert not rig.heard[int(0.41 * RATE):int(1.75 * RATE)].any()  # the next one arrives 0.2 s early
+    rig.play(2.1)
+    second = rig.machine.timeline.current
+    assert second is not None and second.uid != first.item_id and rig.heard[int(1.85 * RATE):].any()
 
 
 def test_tools_of_the_delegated_backend_run_once_per_call_and_continue_once() -> None:

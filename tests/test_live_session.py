@@ -37,27 +37,29 @@ async def test_a_live_session_cuts_where_the_listener_is_and_says_so() -> None:
     async with VoiceSession(settings, output=ClockedOutput(clock, sink), clock=clock, connector=connector) as session:
         await collect(session, clock, lambda e: isinstance(e, StateChanged) and e.state == "listening")
         assert [e["type"] for e in peer.sent][:1] == ["session.start"]
-        streaming = asyncio.ensure_future(peer.reply(WORDS, 4.0))
+        while clock.now() < 1.0:  # a second of the track's silence first: the reply lies 1 s into the timeline
+            await asyncio.sleep(0)
+            clock.advance(0.02)
+        peer.reply(WORDS, 4.0)
         await collect(session, clock, lambda e: isinstance(e, AssistantAudioStarted))
-        while clock.now() < 2.3:
+        while clock.now() < 3.3:
             await asyncio.sleep(0)
             clock.advance(0.02)
         user_ms = peer.timeline_ms()
         await peer.emit(type="session.input_transcript.delta", delta="wait", start_ms=user_ms, end_ms=user_ms + 200)
         seen = await collect(session, clock, lambda e: isinstance(e, LiveDelivered))
         barge = next(e for e in seen if isinstance(e, BargeIn))
-        while not streaming.done():  # the model streams the rest of its utterance; the client drops it
+        for _ in range(150):  # the model streams the rest of its utterance; the client drops it
             await asyncio.sleep(0)
             clock.advance(0.02)
-        for _ in range(20):
-            await asyncio.sleep(0)
-            clock.advance(0.02)
+    peer.stop()
     serving.cancel()
     played = sink.samples
     heard = int(np.count_nonzero(played))  # what reached the listener (the tone is never zero)
     told = [e for e in peer.sent if e["type"] == "session.instructions.append"]
     assert len(told) == 1
     at_ms = float(re.search(r"at (\d+) ms on the session timeline", told[0]["content"]).group(1))
+    assert peer.reply_starts[0] >= 900  # the reply lies a second into the timeline
     truth_ms = peer.reply_starts[0] + heard * 1000 / 24_000
     assert abs(truth_ms - at_ms) <= 20  # what it told is what was heard, within one 20 ms block
     assert heard * 1000 / 24_000 > 500 and barge.heard_ms < 3500  # a cut mid-reply, not at an end

@@ -28,6 +28,7 @@ What differs is the protocol (docs/protocol.md §GPT-Live):
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,9 @@ from ..tools.events import ToolEvent
 from .metrics import LiveMetrics
 from .timeline import Heard, LiveTimeline
 
-__all__ = ["LOST_ON_DROP", "LiveMachine", "delivered_note"]
+__all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
+
+GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
 
 NOTE_CHARS = 1200  # each side of a delivered note; an append takes at most 500 tokens
 LOST_ON_DROP = ("audio-level context", "delegations in flight")
@@ -103,6 +106,8 @@ class LiveMachine:
         self._session_id: str | None = None
         self.fork_from: str | None = None  # the stored session the next connection forks (set on a drop)
         self._continuity: LiveContinuity | None = None
+        self._history: list[dict[str, Any]] = []
+        self._connections = 1
 
     # ------------------------------------------------------------------ connections
     @property
@@ -119,11 +124,15 @@ class LiveMachine:
         if protocol.fork_of is not None:
             protocol.start({"audio": {"format": {"type": "audio/pcm", "rate": 24000}}})
             return
-        history = self._heard_history() if self._continuity is not None else None
+        history = self._history if self._continuity is not None else None
         protocol.start(self.settings.live_session_config(self._schemas(), history=history))
 
     def attach(self, protocol: Any) -> None:
         assert isinstance(protocol, LiveProtocol)
+        if self._protocol is not None:  # a new session: a new track and timeline (ids stay unique)
+            self._connections += 1
+            self.timeline = LiveTimeline(self.playout.rate, prefix=f"live{self._connections}_utt")
+            self.metrics.first_input_at = None
         self._protocol = protocol
         self.live = True
 
@@ -135,7 +144,7 @@ class LiveMachine:
         self.fork_from = self._session_id if stored else None
         self._continuity = LiveContinuity("fork" if stored else "new", self._session_id,
                                           LOST_ON_DROP if stored else LOST_WITHOUT_STORE, now)
-        self.timeline.current = None
+        self._history = self._heard_history()
         return Effects((ConnectionLost(code, reason, now), *effects.events), effects.barge_in)
 
     def reconnect_failed(self, protocol: Any) -> None:
@@ -145,7 +154,6 @@ class LiveMachine:
         """The new session: tell a fork what the listener heard last; report what came back."""
         if self._last_note is not None and self.fork_from is not None:
             self.protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
-        self.metrics.origin = None  # a new session, a new timeline
         return ConnectionRestored(now, 0, 0, 0.0, handover)
 
     def take_continuity(self) -> LiveContinuity | None:
@@ -171,11 +179,12 @@ class LiveMachine:
             case lv.LiveOutputAudioDelta():
                 return self._audio(output, now)
             case lv.LiveOutputTranscriptDelta():
-                utt = self.timeline.transcript(output.start_ms, output.end_ms, output.delta, now)
-                if utt is not None and not utt.cut:
-                    events.append(TranscriptDelta("assistant", utt.uid, output.delta))
+                utt = self.timeline.transcript(output.start_ms, output.end_ms, output.delta)
+                if utt is None or not utt.cut:
+                    events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta))
             case lv.LiveInputTranscriptDelta():
                 self.metrics.user_words(output.start_ms, output.end_ms)
+                self.timeline.forget_before(output.start_ms - 600_000)  # keep the last ten minutes
                 events.append(TranscriptDelta("user", f"live_user{output.start_ms}", output.delta))
                 if self._audible(now):  # the user talks over the assistant: the model stops itself, we stop now
                     events.append(SpeechStarted(now, None, output.start_ms))
@@ -184,7 +193,6 @@ class LiveMachine:
                     barge = cut.barge_in
             case lv.LiveSessionStarted():
                 self._session_id = output.session.id
-                self.metrics.started(now)
                 events.append(StateChanged("listening", now))
                 continuity = self.take_continuity()
                 if continuity is not None:
@@ -215,9 +223,11 @@ class LiveMachine:
 
     def _audio(self, delta: lv.LiveOutputAudioDelta, now: float) -> Effects:
         pcm = np.frombuffer(base64.b64decode(delta.delta), dtype="<i2")
-        fresh = self.timeline.current is None or now - self.timeline.current.last_rx >= self.timeline.gap_s
-        utt = self.timeline.audio(len(pcm), now, delta.start_ms)
-        if fresh:
+        utt, opened = self.timeline.audio(pcm, now, delta.start_ms)
+        if utt is None:  # the track's silence between utterances, played too: the track keeps its own time
+            self.playout.enqueue(pcm.astype(np.int16), GAP, 0)
+            return NO_EFFECTS
+        if opened:
             self.metrics.utterance(utt.uid, now)
         if utt.cut:
             return NO_EFFECTS  # the listener stopped hearing this utterance: the rest of it stays silent
@@ -249,26 +259,30 @@ class LiveMachine:
 
     # ------------------------------------------------------------------ time and cuts
     def _audible(self, now: float) -> bool:
-        return self.playout.queued_samples > 0 or self.playout.playing_at(now) is not None
+        """An utterance is playing or queued (the track's silence between them is not the assistant speaking)."""
+        playing = self.playout.playing_at(now)
+        if playing is not None and playing.item_id != GAP:
+            return True
+        return any(key[0] != GAP for key in self.playout.queued_parts())
 
     def tick(self, now: float) -> Effects:
         events: list[SessionEvent] = []
         playing = self.playout.playing_at(now)
+        if playing is not None and playing.item_id == GAP:
+            playing = None
         if playing is not None and playing.item_id not in self._reported:
             self._reported.add(playing.item_id)
             started = self.playout.started_at(playing.item_id, 0) or now
             latency = self.metrics.first_heard(playing.item_id, started)
             events.append(AssistantAudioStarted(playing.item_id, started, latency))
-        speaking = playing is not None or self.playout.queued_samples > 0
+        speaking = playing is not None or self._audible(now)
         if speaking != self._speaking:
             self._speaking = speaking
             events.append(StateChanged("speaking" if speaking else "listening", now))
-        current = self.timeline.current
         for uid, utt in list(self.timeline.utterances.items()):
-            if uid in self._finished or utt.cut:
+            if uid in self._finished or utt.cut or not utt.closed:
                 continue
-            over = utt is not current or now - utt.last_rx >= self.timeline.gap_s
-            if over and self.playout.heard_samples(uid, 0, now) >= utt.received > 0:
+            if self.playout.heard_samples(uid, 0, now) >= utt.received > 0:
                 self._finished.add(uid)
                 heard = self.timeline.heard(uid, utt.received)
                 events.append(HeardTranscript(uid, now, heard.text, heard.full_text, heard.heard_ms,
@@ -277,10 +291,14 @@ class LiveMachine:
 
     def _cut(self, now: float, trigger: Trigger) -> Effects:
         """Silence at ``now``; the heard part reported and, while connected, told to the model."""
+        queued = [key[0] for key in self.playout.queued_parts() if key[0] in self.timeline.utterances]
         cut = self.playout.interrupt(now)
-        if cut.item_id is None or cut.item_id not in self.timeline.utterances:
+        uid = cut.item_id if cut.item_id in self.timeline.utterances else (queued[0] if queued else None)
+        if uid is None:
             return NO_EFFECTS
-        utt = self.timeline.utterances[cut.item_id]
+        utt = self.timeline.utterances[uid]
+        if uid != cut.item_id:  # cut in the track's silence before the utterance began to play: none of it heard
+            cut = dataclasses.replace(cut, item_id=uid, heard_samples=0, received_samples=utt.received, playing=False)
         utt.cut = True
         self._finished.add(utt.uid)
         heard = self.timeline.heard(utt.uid, cut.heard_samples)
@@ -318,15 +336,17 @@ class LiveMachine:
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media:
             return effects, pcm, False
-        return effects, None, self._append(self.mic.captured(pcm, live=True))
+        return effects, None, self._append(self.mic.captured(pcm, live=True), now)
 
     def input_ended(self, now: float) -> bool:
-        return self._append(self.mic.chunker.take())
+        return self._append(self.mic.chunker.take(), now)
 
-    def _append(self, chunk: np.ndarray | None) -> bool:
+    def _append(self, chunk: np.ndarray | None, now: float) -> bool:
         protocol = self._protocol
         if chunk is None or not self.live or protocol is None or protocol.closed or not protocol.started:
             return False
+        if self.metrics.first_input_at is None:  # the timeline's input side starts with the first sample sent
+            self.metrics.first_input_at = now - len(chunk) / self.timeline.rate
         protocol.append_audio(chunk.astype("<i2").tobytes())
         return True
 
@@ -352,7 +372,7 @@ class LiveMachine:
     def stop_talking(self, now: float) -> bool:
         """Push-to-talk released: the last chunk, then mute (the model decides when to answer)."""
         self.check_open()
-        self._append(self.mic.chunker.take())
+        self._append(self.mic.chunker.take(), now)
         self.mic.talking = False
         self.protocol.send(lv.LiveMute())
         return True

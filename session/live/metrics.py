@@ -3,9 +3,10 @@
 The same records as a Realtime session's (:mod:`voxline.session.metrics.records`), so the
 replay's summary, farms and the report read them unchanged. One *turn* per assistant
 utterance: the user's speech ended where the last input transcript delta before it ended
-(its ``end_ms`` on the session timeline, placed on the listener's clock by the session's
-origin, :attr:`LiveMetrics.origin`), and the reply's latency as heard runs from there to its
-first sample heard. One record per cut: trigger → silence (the fade's end).
+(its ``end_ms`` on the session timeline, which the caller's audio runs along: placed on the
+listener's clock from when the first input sample was captured, :attr:`LiveMetrics.first_input_at`),
+and the reply's latency as heard runs from there to its first sample heard. One record per
+cut: trigger → silence (the fade's end).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class _Utt:
 @dataclass(slots=True)
 class LiveMetrics:
     playout: PlayoutBuffer
-    origin: float | None = None  # listener time of the session timeline's 0 (session.started)
+    first_input_at: float | None = None  # listener time the first input sample sent was captured (timeline 0)
     _utts: dict[str, _Utt] = field(default_factory=dict)
     _order: list[str] = field(default_factory=list)
     _barge: list[BargeInRecord] = field(default_factory=list)
@@ -43,10 +44,6 @@ class LiveMetrics:
     _tools: dict[str, ToolRecord] = field(default_factory=dict)
     _user_end_ms: int | None = None  # the end of the latest user words on the timeline
     _user_start_ms: int | None = None
-
-    def started(self, now: float) -> None:
-        if self.origin is None:
-            self.origin = now
 
     def user_words(self, start_ms: int, end_ms: int) -> None:
         if self._user_start_ms is None or (self._user_end_ms is not None and start_ms - self._user_end_ms > 500):
@@ -56,13 +53,15 @@ class LiveMetrics:
         self._user_end_ms = end_ms
 
     def _close_speech(self) -> None:
-        if self.origin is None or self._user_start_ms is None or self._user_end_ms is None:
+        if self.first_input_at is None or self._user_start_ms is None or self._user_end_ms is None:
             return
-        start, end = self.origin + self._user_start_ms / 1000, self.origin + self._user_end_ms / 1000
+        origin = self.first_input_at
+        start, end = origin + self._user_start_ms / 1000, origin + self._user_end_ms / 1000
         self._speech.append(SpeechSegment(None, start, end, start, end, "live_transcript"))
 
     def utterance(self, uid: str, now: float) -> None:
-        end = None if self.origin is None or self._user_end_ms is None else self.origin + self._user_end_ms / 1000
+        end = None if self.first_input_at is None or self._user_end_ms is None \
+            else self.first_input_at + self._user_end_ms / 1000
         if self._user_start_ms is not None:
             self._close_speech()
             self._user_start_ms = None

@@ -1,9 +1,9 @@
 """A scripted GPT-Live peer for driver tests: the server end of an in-memory socket, on a virtual clock.
 
-It answers ``session.start`` with ``session.started``, then streams one utterance per
-``reply`` in real time on the test's clock (100 ms audio deltas, a transcript word per
-200 ms, ``start_ms`` on the session timeline, which it starts at ``session.start``), and
-records every frame the client sent. It knows the protocol only as the ``openai`` package's
+It answers ``session.start`` with ``session.started``, then streams its output track in real
+time on the test's clock, as the service does: a 100 ms audio delta every 100 ms, silent
+unless :meth:`LivePeer.reply` gave it words to say, with their transcript deltas on the
+session timeline (sample ``k`` of the track at ``k / 24`` ms). It records every frame the client sent. It knows the protocol only as the ``openai`` package's
 types do; every frame it sends passes the oracle.
 """
 
@@ -37,6 +37,8 @@ class LivePeer:
         self.reply_starts: list[int] = []  # start_ms of each utterance on the session timeline
         self._n = 0
         self._tasks: list[asyncio.Task[None]] = []
+        self._speech: tuple[np.ndarray, list[tuple[int, int, str]], int] | None = None
+        self.position = 0  # samples of output track sent
 
     def transport(self) -> MemoryTransport:
         return self.client
@@ -65,28 +67,47 @@ class LivePeer:
                     session = {"id": self.session_id, "model": event["session"]["model"], "status": "active",
                                "expires_at": 2_000_000_000}
                     await self.emit(type="session.started", session=session)
+                    self._tasks.append(asyncio.ensure_future(self._track()))
                 elif event["type"] == "session.input_audio.append":
                     self.appended_samples += len(base64.b64decode(event["audio"])) // 2
         except Exception:
+            for task in self._tasks:
+                task.cancel()
             return
 
-    async def reply(self, words: list[str], seconds: float) -> int:
-        """Stream one utterance in real time; returns its ``start_ms`` on the session timeline."""
-        start_ms = self.timeline_ms()
-        self.reply_starts.append(start_ms)
+    def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    async def _track(self) -> None:
+        """The output track, silence included: one 100 ms frame per 100 ms of the clock, from the session's start."""
+        position = 0
+        while True:
+            frame = np.zeros(2400, "<i2")
+            if self._speech is not None:
+                tone, words, start = self._speech
+                a = position - start
+                part = tone[max(0, a):a + 2400]
+                frame[: len(part)] = part
+                while words and words[0][0] < position + 2400:
+                    w_start, w_end, text = words.pop(0)
+                    await self.emit(type="session.output_transcript.delta", delta=text,
+                                    start_ms=w_start * 1000 // RATE, end_ms=w_end * 1000 // RATE)
+                if a + 2400 >= len(tone):
+                    self._speech = None
+            await self.emit(type="session.output_audio.delta", delta=base64.b64encode(frame.tobytes()).decode())
+            position += 2400
+            self.position = position
+            await self.clock.sleep(0.1)
+
+    def reply(self, words: list[str], seconds: float) -> int:
+        """Say ``words`` over ``seconds`` from the next frame on; returns the ``start_ms`` on the session timeline."""
+        start = self.position
         n = int(seconds * RATE)
         tone = (3000 * np.sin(np.arange(n) * 2 * np.pi * 220 / RATE)).astype("<i2")
         tone[tone == 0] = 1
-        per_word = seconds / len(words)
-        word = 0
-        for i in range(0, n, 2400):
-            t_ms = start_ms + i * 1000 // RATE
-            while word < len(words) and start_ms + word * per_word * 1000 <= t_ms:
-                await self.emit(type="session.output_transcript.delta", delta=(" " if word else "") + words[word],
-                                start_ms=int(start_ms + word * per_word * 1000),
-                                end_ms=int(start_ms + (word + 1) * per_word * 1000))
-                word += 1
-            await self.emit(type="session.output_audio.delta",
-                            delta=base64.b64encode(tone[i:i + 2400].tobytes()).decode())
-            await self.clock.sleep(0.1)
-        return start_ms
+        per = n // len(words)
+        placed = [(start + i * per, start + (i + 1) * per, (" " if i else "") + w) for i, w in enumerate(words)]
+        self._speech = (tone, placed, start)
+        self.reply_starts.append(start * 1000 // RATE)
+        return start * 1000 // RATE
