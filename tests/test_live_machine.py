@@ -12,7 +12,7 @@ import pytest
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.session.bargein import Trigger
-from voxline.session.events import BargeIn, HeardTranscript, LiveDelivered, StateChanged, TranscriptDelta
+from voxline.session.events import SpeechStarted, BargeIn, HeardTranscript, LiveDelivered, StateChanged, TranscriptDelta
 from voxline.session.live.machine import LiveMachine
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolRegistry
@@ -233,4 +233,4 @@ def test_transcript_deltas_are_session_events() -> None:
     start(rig)
     events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="hello", start_ms=0,
                             end_ms=400), 0.5)
-    assert events == [TranscriptDelta("user", "live_user0", "hello")]
+    assert events == [SpeechStarted(0.5, "live_user0", 0), TranscriptDelta("user", "live_user0", "hello")]

@@ -71,9 +71,10 @@ def delivered_note(heard: Heard) -> str:
     where = f"{heard.at_ms:.0f} ms on the session timeline" if heard.at_ms is not None else "an unknown point"
     said = heard.text.strip()[-NOTE_CHARS:]
     rest = heard.rest.strip()[:NOTE_CHARS]
+    missed = f"They did not hear: \"{rest}\". " if rest else ""
     return (f"Playback note: the listener stopped hearing your last reply at {where}, "
-            f"{heard.heard_ms:.0f} ms into it. They heard only: \"{said}\". "
-            f"They did not hear: \"{rest}\". Do not assume they heard more; say again what matters.")
+            f"{heard.heard_ms:.0f} ms into it. They heard only: \"{said}\". {missed}"
+            "Do not assume they heard more; say again what matters.")
 
 
 class LiveMachine:
@@ -108,6 +109,7 @@ class LiveMachine:
         self._continuity: LiveContinuity | None = None
         self._history: list[dict[str, Any]] = []
         self._connections = 1
+        self._user_item = "live_user"
 
     # ------------------------------------------------------------------ connections
     @property
@@ -183,11 +185,13 @@ class LiveMachine:
                 if utt is None or not utt.cut:
                     events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta))
             case lv.LiveInputTranscriptDelta():
-                self.metrics.user_words(output.start_ms, output.end_ms)
+                fresh = self.metrics.user_words(output.start_ms, output.end_ms)
                 self.timeline.forget_before(output.start_ms - 600_000)  # keep the last ten minutes
-                events.append(TranscriptDelta("user", f"live_user{output.start_ms}", output.delta))
+                if fresh:
+                    self._user_item = f"live_user{output.start_ms}"
+                    events.append(SpeechStarted(now, self._user_item, output.start_ms))
+                events.append(TranscriptDelta("user", self._user_item, output.delta))
                 if self._audible(now):  # the user talks over the assistant: the model stops itself, we stop now
-                    events.append(SpeechStarted(now, None, output.start_ms))
                     cut = self._cut(now, Trigger.SERVER_VAD)
                     events.extend(cut.events)  # type: ignore[arg-type]
                     barge = cut.barge_in

@@ -45,12 +45,15 @@ class LiveMetrics:
     _user_end_ms: int | None = None  # the end of the latest user words on the timeline
     _user_start_ms: int | None = None
 
-    def user_words(self, start_ms: int, end_ms: int) -> None:
-        if self._user_start_ms is None or (self._user_end_ms is not None and start_ms - self._user_end_ms > 500):
+    def user_words(self, start_ms: int, end_ms: int) -> bool:
+        """The user's words on the timeline; True when they begin a new stretch of speech."""
+        fresh = self._user_start_ms is None or (self._user_end_ms is not None and start_ms - self._user_end_ms > 500)
+        if fresh:
             if self._user_start_ms is not None and self._user_end_ms is not None:
                 self._close_speech()
             self._user_start_ms = start_ms
         self._user_end_ms = end_ms
+        return fresh
 
     def _close_speech(self) -> None:
         if self.first_input_at is None or self._user_start_ms is None or self._user_end_ms is None:

@@ -36,6 +36,9 @@ from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import VoiceCache, make_synth, warm_up
+from voxline.realtime.live.connection import live_connection
+from voxline.realtime.server.live.engine import LiveEngine
+from voxline.realtime.server.live.settings import LiveConfig
 from voxline.realtime.server.net.inprocess import EngineTransport
 
 from ..events import SessionError, SessionEvent
@@ -44,6 +47,7 @@ from ..capture import attach_ring
 from ..local_barge import BargePolicy
 from voxline.audio.clocked_output import BLOCK, ClockedOutput
 from voxline.audio.recording import Recording, echoed_blocks
+from ..live.inprocess import LiveEngineTransport
 from ..settings import SessionSettings
 from ..tools import Approver, ToolEvent, ToolRegistry
 from ..voice import Connector, VoiceSession
@@ -140,14 +144,24 @@ async def run_replay(
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,
-                     on_wire: WireObserver | None = None, voices: VoiceCache | None = None) -> Connector:
+                     on_wire: WireObserver | None = None, voices: VoiceCache | None = None,
+                     api: str = "realtime") -> Connector:
     """Connections to a fresh local-server engine in this process, on ``clock``.
 
     ``voices`` is the scenario's fixed replies voiced already (:func:`warm_up`), for many
-    replays of one scenario; by default they are voiced here."""
+    replays of one scenario; by default they are voiced here. ``api="live"``: the server's
+    GPT-Live engine instead, whose timeline runs on the caller's audio."""
     synth, _name = make_synth(voice)
     if voices is None:
         voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
+    if api == "live":
+        cache = voices
+
+        async def connect_live() -> RealtimeConnection:
+            engine = LiveEngine(LiveConfig(), scenario, cache, wall_time=clock.wall())
+            return live_connection(LiveEngineTransport(engine, clock, synth), on_wire=on_wire)
+
+        return connect_live
 
     async def connect() -> RealtimeConnection:
         engine = Engine(EngineConfig(pacing=Pacing(speed=speed)), scenario, voices, wall_time=clock.wall())
@@ -176,6 +190,7 @@ def replay_fast(
     buffers ahead (see :class:`ClockedOutput`). ``options`` go to :func:`run_replay`.
     """
     clock = clock or VirtualClock()
-    connector = engine_connector(scenario, clock, voice=voice, speed=speed, on_wire=on_wire)
+    connector = engine_connector(scenario, clock, voice=voice, speed=speed, on_wire=on_wire,
+                                 api=settings.api if settings is not None else "realtime")
     return run_lockstep(run_replay(samples, connector=connector, clock=clock, settings=settings, tail_s=tail_s,
                                    latency_s=device_latency_s, **options), clock)
