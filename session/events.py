@@ -267,7 +267,7 @@ class LiveDelivered:
     Live has no truncate: the model's context keeps words nobody heard, so the session appends
     ``content`` (``session.instructions.append``) naming the timeline instant ``at_ms`` where the
     listener stopped hearing utterance ``item_id`` and the words they heard
-    (docs/protocol.md §GPT-Live).
+    (docs/protocol.md §14).
     """
 
     item_id: str

@@ -74,7 +74,7 @@ class SessionSettings(BaseSettings):
     silence_ms: int = Field(500, ge=0)
     prefix_padding_ms: int = Field(300, ge=0)
     api: Literal["realtime", "live"] = "realtime"
-    """The interface: Realtime (``/v1/realtime``) or GPT-Live (``/v1/live/sessions``, docs/protocol.md §GPT-Live)."""
+    """The interface: Realtime (``/v1/realtime``) or GPT-Live (``/v1/live/sessions``, docs/protocol.md §14)."""
     live_model: str = DEFAULT_LIVE_MODEL
     live_store: bool = False
     """GPT-Live: store the session, so that after a drop the next connection forks it (its conversation goes on)."""

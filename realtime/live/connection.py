@@ -1,6 +1,6 @@
 """Opening GPT-Live connections: the primary WebSocket, a fork of a stored session, a sideband, WebRTC.
 
-The URLs are the service's (docs/protocol.md §GPT-Live): ``/v1/live/sessions`` (no query
+The URLs are the service's (docs/protocol.md §14): ``/v1/live/sessions`` (no query
 string: the model goes in ``session.start``), ``/v1/live/sessions/{id}/fork`` and
 ``/v1/live/sessions/{id}/attach`` over WebSocket, and ``POST /v1/live/sessions`` with a JSON body
 ``{"session": …, "transport": {"type": "webrtc", "sdp": …}}`` whose answer carries the session id

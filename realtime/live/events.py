@@ -1,7 +1,7 @@
 """GPT-Live wire events: a vocabulary of its own, apart from Realtime's (``voxline.realtime.events``).
 
 The Live interface (``/v1/live/sessions``) is a second protocol beside Realtime
-(docs/protocol.md §GPT-Live): no items, no responses for speech, no truncate. Its server
+(docs/protocol.md §14): no items, no responses for speech, no truncate. Its server
 events carry ``start_ms`` / ``end_ms`` on the session's timeline; output audio on the
 primary WebSocket carries none. Every model keeps keys it does not declare, and a server
 event of a type not listed here is kept whole as :class:`LiveUnknownEvent`, never an error.

@@ -1,7 +1,7 @@
 """The sans-I/O GPT-Live protocol core: frames in, typed events out, client events queued.
 
 One object per connection, like :class:`~voxline.realtime.protocol.RealtimeProtocol` but for
-the Live interface (docs/protocol.md §GPT-Live):
+the Live interface (docs/protocol.md §14):
 
 * on a primary WebSocket the first frame is ``session.start`` (:meth:`start`); every other
   command waits until ``session.started`` arrives (the service asks clients to wait), then goes

@@ -6,7 +6,7 @@ same steps with the listener time ``now`` and returns the same
 :class:`~voxline.session.machine.effects.Effects`; client events wait in the
 :class:`~voxline.realtime.live.protocol.LiveProtocol`'s outbox.
 
-What differs is the protocol (docs/protocol.md §GPT-Live):
+What differs is the protocol (docs/protocol.md §14):
 
 * assistant audio has no items: :class:`~.timeline.LiveTimeline` groups it into utterances,
   each tagged in the playout as ``(utterance id, 0)`` and placed on the session timeline;

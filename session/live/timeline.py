@@ -1,6 +1,6 @@
 """Assistant audio on the GPT-Live session timeline: utterances, where they lie, and what of them was heard.
 
-Plain arithmetic, no I/O (docs/protocol.md §GPT-Live).
+Plain arithmetic, no I/O (docs/protocol.md §14).
 
 The Live interface has no items: the model talks until it decides to stop. Its output is one
 continuous track, silence included, played in delivery order; on the primary WebSocket the

@@ -1,0 +1,76 @@
+"""What a GPT-Live session recovers after a drop, against the local server's Live endpoints.
+
+Nothing resumes on Live: a stored session is forked (``/v1/live/sessions/{id}/fork``, its
+conversation goes on); without ``store`` a new session starts. Either way the session says so
+with a typed :class:`~voxline.session.events.LiveContinuity` naming what was lost.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.base.clock import RealClock
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.server import serve
+from voxline.session import SessionSettings, VoiceSession
+from voxline.session.events import ConnectionRestored, LiveContinuity, StateChanged
+from voxline.session.live.connect import open_live
+from voxline.session.live.machine import LiveMachine
+from tests.support.live_oracle import check_live_client_event, check_live_server_event
+from tests.support.local_server import KEY, config
+from tests.support.session_events import until
+
+
+@pytest.mark.parametrize("store", [True, False])
+async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_was_lost(store: bool) -> None:
+    frames: list[tuple[int, str, dict[str, Any]]] = []
+    conns: list[RealtimeConnection] = []
+    async with serve(config(scenario="default")) as server:
+        settings = SessionSettings(api="live", url=server.url, api_key=KEY, live_store=store,
+                                   reconnect_attempts=8, instructions="Be brief.")
+        holder: list[VoiceSession] = []
+
+        async def connector() -> RealtimeConnection:
+            n = len(conns)
+
+            def wire(direction: str, text: str) -> None:
+                event = json.loads(text)
+                if event.get("type") not in ("session.input_audio.append", "session.output_audio.delta"):
+                    frames.append((n, direction, event))
+
+            machine = holder[0].machine
+            assert isinstance(machine, LiveMachine)
+            conn = await open_live(holder[0].settings, machine, on_wire=wire)
+            conns.append(conn)
+            return conn
+
+        clock = RealClock()
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector,
+                               backoff=lambda attempt: 0.05)
+        holder.append(session)
+        async with session:
+            await until(session, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            first_id = session.live.session_id
+            assert first_id
+            await conns[0].transport.close(4000, "dropped")  # not a hang-up: the server sees a lost connection
+            seen = await until(session, lambda e: isinstance(e, LiveContinuity), timeout_s=20)
+        restored = [e for e in seen if isinstance(e, ConnectionRestored)]
+        continuity = next(e for e in seen if isinstance(e, LiveContinuity))
+    assert restored and continuity.from_session == first_id
+    last = len(conns) - 1
+    start = next(e for n, d, e in frames if n == last and d == "out")
+    if store:
+        assert continuity.how == "fork" and "delegations in flight" in continuity.lost
+        assert start == {"type": "session.start", "session": {"audio": {"format": {"type": "audio/pcm", "rate": 24000}}}}
+        check_live_client_event(start, "fork")
+    else:
+        assert continuity.how == "new" and any("conversation" in what for what in continuity.lost)
+        assert start["session"]["model"] == "gpt-live-1"
+        check_live_client_event(start)
+    for n, direction, event in frames:
+        (check_live_client_event(event, "fork" if store and n > 0 else "primary") if direction == "out"
+         else check_live_server_event(event))
