@@ -129,10 +129,14 @@ class BargeIn:
     cut: Cut | None = field(default=None, repr=False, compare=False)  # the playout's side of it
     heard_parts: tuple[tuple[str, int, float], ...] = field(default=(), repr=False, compare=False)
     """(item_id, content_index, heard_ms) of every audio part of the interrupted responses."""
+    live: bool = False  # GPT-Live: no truncate; ``audio_end_ms`` (into the utterance) is what the model was told
 
     def describe(self) -> str:
         """One line for people: the trigger, the cut and what was sent (``replay`` and ``talk`` print it)."""
-        if self.server_cuts:
+        if self.live:
+            cut = (f"told the model the listener heard {self.audio_end_ms} ms of {self.item_id} "
+                   f"({self.received_ms:.1f} ms received)")
+        elif self.server_cuts:
             cut = f"the server cuts its own buffer (WebRTC); the listener heard {self.heard_ms:.1f} ms of {self.item_id}"
         elif self.audio_end_ms is not None:
             cut = (f"truncate {self.item_id} at {self.audio_end_ms} ms "

@@ -146,7 +146,10 @@ class Link:
 
     # ------------------------------------------------------------------ drops
     async def reconnect(self, exc: ConnectionClosed) -> bool:
-        """After a drop: reconnect within the budget and restore the conversation. False if given up."""
+        """After a drop: reconnect within the budget and restore the conversation. False if given up
+        (or if the session was ended on purpose: a GPT-Live session closed at the app's request or for content)."""
+        if self.machine.ended:
+            return False
         # a connection whose session never began did not hold: it refills no budget
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         self._budget.lost(self.clock.now(), self._connected_at if held else None)

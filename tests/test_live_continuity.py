@@ -7,6 +7,7 @@ with a typed :class:`~voxline.session.events.LiveContinuity` naming what was los
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,7 +18,7 @@ from voxline.base.clock import RealClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.server import serve
 from voxline.session import SessionSettings, VoiceSession
-from voxline.session.events import ConnectionRestored, LiveContinuity, StateChanged
+from voxline.session.events import ConnectionRestored, LiveContinuity, LiveSessionEnded, StateChanged
 from voxline.session.live.connect import open_live
 from voxline.session.live.machine import LiveMachine
 from tests.support.live_oracle import check_live_client_event, check_live_server_event
@@ -74,3 +75,20 @@ async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_w
     for n, direction, event in frames:
         (check_live_client_event(event, "fork" if store and n > 0 else "primary") if direction == "out"
          else check_live_server_event(event))
+
+
+async def test_a_session_closed_at_the_apps_request_is_over_not_reconnected() -> None:
+    async with serve(config(scenario="default")) as server:
+        settings = SessionSettings(api="live", url=server.url, api_key=KEY, reconnect_attempts=3)
+        clock = RealClock()
+        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock) as session:
+            await until(session, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            await session.live.close_session()
+            seen = await until(session, lambda e: isinstance(e, LiveSessionEnded), timeout_s=15)
+            rest = []
+            async with asyncio.timeout(10):
+                async for event in session:  # the iterator ends: no reconnect, no new session
+                    rest.append(event)
+    ended = next(e for e in seen if isinstance(e, LiveSessionEnded))
+    assert ended.reason == "close_requested"
+    assert not any(isinstance(e, (ConnectionRestored, LiveContinuity)) for e in rest)

@@ -113,6 +113,11 @@ class LiveMachine:
 
     # ------------------------------------------------------------------ connections
     @property
+    def ended(self) -> bool:
+        """The server closed the session for good: at the app's request or for its content (no reconnect)."""
+        return self._protocol is not None and self._protocol.close_reason in ("close_requested", "content")
+
+    @property
     def protocol(self) -> LiveProtocol:
         if self._protocol is None:
             raise ConfigurationError("the session is not open; use 'async with VoiceSession(...)'")
@@ -308,8 +313,9 @@ class LiveMachine:
         heard = self.timeline.heard(utt.uid, cut.heard_samples)
         received_ms = utt.received * 1000 / self.timeline.rate
         self.metrics.cut(trigger.value, now, cut, utt.received, heard.text, heard.full_text)
-        barge = BargeIn(trigger.value, now, utt.uid, cut.heard_ms, received_ms, None, (), False, cut.end - now,
-                        cut.revoked_samples * 1000 / cut.rate, cut.flushed_samples * 1000 / cut.rate, cut=cut)
+        barge = BargeIn(trigger.value, now, utt.uid, cut.heard_ms, received_ms, round(cut.heard_ms), (), False,
+                        cut.end - now, cut.revoked_samples * 1000 / cut.rate, cut.flushed_samples * 1000 / cut.rate,
+                        cut=cut, live=True)
         events: list[SessionEvent] = [barge, HeardTranscript(utt.uid, now, heard.text, heard.full_text, heard.heard_ms,
                                                              received_ms, "live_timeline")]
         note = delivered_note(heard)
@@ -326,10 +332,11 @@ class LiveMachine:
         return self._cut(now, trigger)
 
     def local_speech(self, now: float, onset: float) -> Effects:
-        """A local-VAD onset: Live's model stops by itself when it hears the user; the listener, now."""
+        """A local-VAD onset: the user speaks. Live's model stops by itself when it hears them; the listener, now."""
         if not self._audible(now):
-            return NO_EFFECTS
-        return self._cut(now, Trigger.LOCAL_VAD)
+            return NO_EFFECTS  # the user's turns are the server's to report (its input transcript)
+        cut = self._cut(now, Trigger.LOCAL_VAD)
+        return Effects((SpeechStarted(onset, None, None), *cut.events), cut.barge_in)
 
     # ------------------------------------------------------------------ microphone
     def captured(self, item: Captured, now: float, *, media: bool = False) -> tuple[Effects, np.ndarray | None, bool]:

@@ -206,7 +206,9 @@ class EventLines:
 
     def _barge_in(self, event: BargeIn) -> str:
         heard, received = event.heard_ms / 1000, event.received_ms / 1000
-        if event.server_cuts:
+        if event.live:
+            cut = f"the reply silenced where it was heard, {heard:.2f} s of {received:.2f} s received"
+        elif event.server_cuts:
             cut = f"the server cuts its own buffer (WebRTC); the listener heard {heard:.2f} s of the reply"
         elif event.audio_end_ms is not None:
             cut = f"the reply cut where it was heard, {heard:.2f} s of {received:.2f} s received"
