@@ -234,3 +234,20 @@ def test_transcript_deltas_are_session_events() -> None:
     events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="hello", start_ms=0,
                             end_ms=400), 0.5)
     assert events == [SpeechStarted(0.5, "live_user0", 0), TranscriptDelta("user", "live_user0", "hello")]
+
+
+def test_over_webrtc_the_media_track_is_the_same_track() -> None:
+    rig = Rig()
+    rig.protocol.started = True  # the POST started it: no session.start
+    silence = np.zeros(2400, np.int16)
+    voice = np.full(2400, 1500, np.int16)
+    for block in (silence, silence, voice, voice, silence):
+        rig.machine.track_audio(block)
+    utt = rig.machine.timeline.current
+    assert utt is not None and utt.origin == 4800  # 200 ms into the track: its place on the timeline
+    assert rig.playout.received_samples(utt.uid, 0) == 3 * 2400  # the utterance and the silence after it so far
+    rig.play(0.4)
+    events = list(rig.machine.interrupt(rig.t).events)
+    delivered = next(e for e in events if isinstance(e, LiveDelivered))
+    assert delivered.at_ms is not None and abs(delivered.at_ms - (200 + rig.machine.timeline.heard(
+        utt.uid, rig.playout.heard_samples(utt.uid, 0, float("inf"))).heard_ms)) < 1

@@ -22,8 +22,8 @@ from .machine import LiveMachine
 __all__ = ["open_live"]
 
 
-async def open_live(settings: SessionSettings, machine: LiveMachine, *, on_wire: WireObserver | None = None,
-                    on_audio: Any = None) -> RealtimeConnection:
+async def open_live(settings: SessionSettings, machine: LiveMachine, *,
+                    on_wire: WireObserver | None = None) -> RealtimeConnection:
     if settings.api_key is None:
         raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
     key = settings.api_key.get_secret_value()
@@ -35,10 +35,14 @@ async def open_live(settings: SessionSettings, machine: LiveMachine, *, on_wire:
         fork = machine.fork_from
         url = live_http_url(settings.url, session_id=fork, action="fork") if fork else live_http_url(settings.url)
         session = {} if fork else settings.live_session_config(machine.registry.schemas() if machine.registry else None)
-        session.pop("audio", None)  # WebRTC negotiates its media format
+        audio = session.get("audio") or {}
+        audio.pop("format", None)  # WebRTC negotiates its media format
+        if not audio:
+            session.pop("audio", None)
         offer = functools.partial(_offer, session=session)
-        transport = await WebRTCTransport.connect(settings.url, key, url=url, offer=offer, on_audio=on_audio)
-        return live_connection(transport, started=False, on_wire=on_wire)
+        transport = await WebRTCTransport.connect(settings.url, key, url=url, offer=offer,
+                                                  on_audio=machine.track_audio)  # the track is the output
+        return live_connection(transport, started=True, on_wire=on_wire)  # the POST started the session
     return await connect_live(settings.url, key, fork_of=machine.fork_from, on_wire=on_wire)
 
 

@@ -110,6 +110,7 @@ class LiveMachine:
         self._history: list[dict[str, Any]] = []
         self._connections = 1
         self._user_item = "live_user"
+        self._now = 0.0  # the latest listener time a step was given (for the media track's blocks)
 
     # ------------------------------------------------------------------ connections
     @property
@@ -231,8 +232,18 @@ class LiveMachine:
         return Effects(tuple(events), barge, calls)
 
     def _audio(self, delta: lv.LiveOutputAudioDelta, now: float) -> Effects:
-        pcm = np.frombuffer(base64.b64decode(delta.delta), dtype="<i2")
-        utt, opened = self.timeline.audio(pcm, now, delta.start_ms)
+        return self._track(np.frombuffer(base64.b64decode(delta.delta), dtype="<i2"), now, delta.start_ms)
+
+    def track_audio(self, block: np.ndarray) -> None:
+        """WebRTC: a block of the remote media track (int16 24 kHz), the same track the deltas carry on a WebSocket.
+
+        Called from the transport's pump with no listener time: the utterance's arrival is stamped with
+        the last instant the driver gave the machine (it only feeds the metrics)."""
+        self._track(np.asarray(block, dtype=np.int16), self._now, None)
+
+    def _track(self, pcm: np.ndarray, now: float, start_ms: int | None) -> Effects:
+        self._now = max(self._now, now)
+        utt, opened = self.timeline.audio(pcm, now, start_ms)
         if utt is None:  # the track's silence between utterances, played too: the track keeps its own time
             self.playout.enqueue(pcm.astype(np.int16), GAP, 0)
             return NO_EFFECTS
@@ -275,6 +286,7 @@ class LiveMachine:
         return any(key[0] != GAP for key in self.playout.queued_parts())
 
     def tick(self, now: float) -> Effects:
+        self._now = max(self._now, now)
         events: list[SessionEvent] = []
         playing = self.playout.playing_at(now)
         if playing is not None and playing.item_id == GAP:
