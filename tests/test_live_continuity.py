@@ -11,6 +11,7 @@ import asyncio
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from voxline.audio.clocked_output import ClockedOutput
@@ -92,3 +93,33 @@ async def test_a_session_closed_at_the_apps_request_is_over_not_reconnected() ->
     ended = next(e for e in seen if isinstance(e, LiveSessionEnded))
     assert ended.reason == "close_requested"
     assert not any(isinstance(e, (ConnectionRestored, LiveContinuity)) for e in rest)
+
+
+async def test_a_sideband_attaches_to_a_running_session_and_sees_its_events() -> None:
+    from voxline.audio.recording import Recording
+    from voxline.session.events import TranscriptDelta
+
+    frames: list[dict[str, Any]] = []
+    async with serve(config(scenario="default", transcripts=("Hello.",))) as server:
+        clock = RealClock()
+        t = np.arange(24_000) / 24_000
+        speech = np.concatenate([np.zeros(12_000, np.int16), (6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16),
+                                 np.zeros(24_000 * 8, np.int16)])
+        primary = VoiceSession(SessionSettings(api="live", url=server.url, api_key=KEY), output=ClockedOutput(clock),
+                               input=Recording(speech, clock, clock.now()), clock=clock)
+        async with primary:
+            await until(primary, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            session_id = primary.live.session_id
+            side = SessionSettings(api="live", url=server.url, api_key=KEY, call_id=session_id)
+            sideband = VoiceSession(side, output=ClockedOutput(clock), clock=clock, run_tools=False,
+                                    on_wire=lambda d, text: frames.append(json.loads(text)))
+            async with sideband:
+                seen = await until(sideband, lambda e: isinstance(e, TranscriptDelta) and e.role == "assistant",
+                                   timeout_s=20)
+                assert sideband.live.session_id == session_id
+    assert not any(f["type"] == "session.start" for f in frames)  # a sideband attaches; it starts nothing
+    assert any(isinstance(e, TranscriptDelta) and e.role == "user" for e in seen)
+    assert any(f["type"] == "session.output_audio.delta" and "start_ms" in f for f in frames)  # reflected, timed
+    for f in frames:
+        if f["type"] != "session.input_audio.append":
+            check_live_server_event(f, "sideband")

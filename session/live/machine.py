@@ -232,6 +232,8 @@ class LiveMachine:
         return Effects(tuple(events), barge, calls)
 
     def _audio(self, delta: lv.LiveOutputAudioDelta, now: float) -> Effects:
+        if self.settings.call_id is not None:
+            return NO_EFFECTS  # a sideband's reflection: it has no listener of its own
         return self._track(np.frombuffer(base64.b64decode(delta.delta), dtype="<i2"), now, delta.start_ms)
 
     def track_audio(self, block: np.ndarray) -> None:
