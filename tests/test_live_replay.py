@@ -12,6 +12,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 from pydantic import SecretStr
 
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -59,7 +60,32 @@ def test_a_live_replay_in_lockstep_tells_the_model_what_was_heard() -> None:
     truth_ms = first_word["start_ms"] + (last + 1 - r0) * 1000 / RATE
     print(f"told {at_ms:.0f} ms, heard {truth_ms:.1f} ms")
     assert abs(truth_ms - at_ms) <= 20, (truth_ms, at_ms)  # what it told is what was heard, within one 20 ms block
+    # the session's figures, as a Realtime session's: the cut's reaction, the turns as heard
+    assert result.metrics is not None
+    (record,) = result.metrics.barge_ins
+    assert record.trigger == "local_vad" and record.reaction_ms == pytest.approx(5.0, abs=0.5)
+    assert record.heard_text == delivered[0].heard_text and record.text_method == "live_timeline"
+    assert [t.statuses for t in result.metrics.turns][:1] == [("cut",)]
     for direction, event in frames:
         if event.get("type") in ("session.input_audio.append", "session.output_audio.delta"):
             continue
         check_live_client_event(event) if direction == "out" else check_live_server_event(event)
+
+
+@pytest.mark.slow
+def test_a_farm_takes_the_live_api_and_a_bad_api_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from tests.support.cli import EXAMPLE, one_line_error, voxline
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(EXAMPLE, folder / "a.wav")
+    run = voxline("replay", str(folder), "--fast", "--api", "live", "--voice", "tone", "--out-dir", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in (tmp_path / "out" / "a" / "events.jsonl").read_text().splitlines()]
+    sent = [e["event"]["type"] for e in events if e.get("dir") == "out"]
+    assert sent[0] == "session.start" and "session.input_audio.append" in sent
+    assert any(e["event"]["type"] == "session.output_transcript.delta" for e in events if e.get("dir") == "in")
+    bad = voxline("replay", str(folder / "a.wav"), "--fast", "--api", "beta")
+    assert bad.returncode == 2 and "--api" in one_line_error(bad)
