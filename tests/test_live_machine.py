@@ -251,3 +251,34 @@ def test_over_webrtc_the_media_track_is_the_same_track() -> None:
     delivered = next(e for e in events if isinstance(e, LiveDelivered))
     assert delivered.at_ms is not None and abs(delivered.at_ms - (200 + rig.machine.timeline.heard(
         utt.uid, rig.playout.heard_samples(utt.uid, 0, float("inf"))).heard_ms)) < 1
+
+
+def test_the_apps_live_commands_are_the_sdks_events() -> None:
+    from voxline.realtime.errors import ConfigurationError
+
+    rig = Rig()
+    start(rig)
+    rig.machine.play_fixture(np.full(2400, 100, np.int16))
+    rig.machine.append("Silent progress.", kind="thinking")
+    rig.machine.append("The order shipped.", kind="commentary", delegation_id="del_1")
+    rig.machine.mute()
+    rig.machine.unmute()
+    rig.machine.close_session()
+    out = sent(rig.protocol)
+    assert [e["type"] for e in out] == ["session.output_audio.fixture.play", "session.thinking.append",
+                                        "session.commentary.append", "session.input_audio.mute",
+                                        "session.input_audio.unmute", "session.close"]
+    assert base64.b64decode(out[0]["audio"]) == np.full(2400, 100, "<i2").tobytes()
+    assert out[1]["delegation_id"] is None and out[2]["delegation_id"] == "del_1"
+    with pytest.raises(ConfigurationError, match="kind"):
+        rig.machine.append("x", kind="shout")
+
+
+def test_a_delegation_to_the_app_is_an_event_for_it() -> None:
+    from voxline.session.events import LiveDelegationRequested
+
+    rig = Rig()
+    start(rig)
+    events = rig.feed(frame(type="session.delegation.created", event_id="d", offset_ms=1200,
+                            delegation={"id": "del_9", "target": "client", "type": "delegation"}), 1.0)
+    assert events == [LiveDelegationRequested("del_9", 1200, 1.0)]

@@ -19,7 +19,7 @@ import numpy as np
 from voxline.base.clock import VirtualClock
 from voxline.realtime.transports.base import MemoryTransport, memory_pair
 
-from .live_oracle import check_live_client_event, check_live_server_event
+from tests.support.live_oracle import check_live_client_event, check_live_server_event
 
 __all__ = ["LivePeer"]
 
