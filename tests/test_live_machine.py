@@ -282,3 +282,24 @@ def test_a_delegation_to_the_app_is_an_event_for_it() -> None:
     events = rig.feed(frame(type="session.delegation.created", event_id="d", offset_ms=1200,
                             delegation={"id": "del_9", "target": "client", "type": "delegation"}), 1.0)
     assert events == [LiveDelegationRequested("del_9", 1200, 1.0)]
+
+
+def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return city
+
+    @registry.tool
+    def time_in(city: str) -> str:
+        """The time in a city."""
+        return city
+
+    rig = Rig(registry)
+    start(rig)
+    assert rig.machine.update(tools=["time_in"])
+    (update,) = sent(rig.protocol)
+    assert update["type"] == "session.update"
+    assert [t["name"] for t in update["session"]["delegation"]["responses"]["tools"]] == ["time_in"]
