@@ -17,7 +17,7 @@ What differs is the protocol (docs/protocol.md §14):
   service asks apps to describe content already delivered;
 * tools: with a registry, the Live model delegates to a Responses model whose function calls
   arrive as ``response.event``; each runs once through the same tool runner and tracker as
-  Realtime's (:class:`~voxline.session.tools.calls.CallTracker`), answered by
+  Realtime's (:class:`~voxline.session.tools.calls.CallTracker`, bridged by :mod:`.delegated`), answered by
   ``response.item.create`` and one ``response.create``. Without one, client delegations reach
   the app as :class:`~voxline.session.events.LiveDelegationRequested`;
 * after a drop nothing resumes: a stored session is forked (its conversation goes on), else a
@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from voxline.audio.playout import PlayoutBuffer
-from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveCommandFailed, LiveOutput, LiveProtocol
@@ -54,6 +53,7 @@ from ..mirror import ConversationMirror
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker, ToolCall
 from ..tools.events import ToolEvent
+from .delegated import DelegatedCalls
 from .metrics import LiveMetrics
 from .timeline import Heard, LiveTimeline
 
@@ -86,6 +86,7 @@ class LiveMachine:
         self.playout = playout
         self.registry = registry
         self.calls = CallTracker()
+        self.delegated = DelegatedCalls(self.calls)
         self.run_tools = run_tools
         self.mirror = ConversationMirror()  # Live keeps no items: the mirror stays empty
         self.track = None
@@ -102,7 +103,6 @@ class LiveMachine:
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
         self._finished: set[str] = set()  # utterances whose heard transcript was reported
         self._speaking = False
-        self._responses: dict[str, str] = {}  # delegation → its Responses response id
         self._last_note: str | None = None  # the latest delivered note, for a fork
         self._session_id: str | None = None
         self.fork_from: str | None = None  # the stored session the next connection forks (set on a drop)
@@ -214,7 +214,7 @@ class LiveMachine:
                     events.append(LiveDelegationRequested(output.delegation.id, output.offset_ms, now))
             case lv.LiveResponseEvent():
                 if self.run_tools:
-                    calls = self._tools_see(output)
+                    calls = self.delegated.see(output)
             case LiveCommandFailed():
                 events.append(SessionError(f"{output.command_type or 'a command'} failed: {output.message}",
                                            output.code))
@@ -255,29 +255,6 @@ class LiveMachine:
             return NO_EFFECTS  # the listener stopped hearing this utterance: the rest of it stays silent
         self.playout.enqueue(pcm.astype(np.int16), utt.uid, 0)
         return NO_EFFECTS
-
-    def _tools_see(self, output: lv.LiveResponseEvent) -> tuple[ToolCall, ...]:
-        """Function calls of the delegated Responses model: one run per ``call_id``, ever."""
-        inner = output.event
-        kind = inner.get("type")
-        key = output.delegation_id or "live"
-        response = inner.get("response")
-        if kind == "response.created" and isinstance(response, dict) and isinstance(response.get("id"), str):
-            self._responses[key] = response["id"]
-            return ()
-        rid = self._responses.get(key, key)
-        if kind == "response.output_item.done":
-            item = inner.get("item")
-            if (isinstance(item, dict) and item.get("type") == "function_call" and item.get("status") == "completed"
-                    and isinstance(item.get("call_id"), str) and isinstance(item.get("name"), str)):
-                arguments = item["arguments"] if isinstance(item.get("arguments"), str) else "{}"
-                return tuple(self.calls.on_arguments_done(rid, str(item.get("id") or item["call_id"]),
-                                                          item["call_id"], item["name"], arguments))
-        elif kind in ("response.completed", "response.incomplete", "response.failed", "response.cancelled"):
-            status = {"response.completed": "completed", "response.incomplete": "incomplete",
-                      "response.failed": "failed", "response.cancelled": "cancelled"}[kind]
-            self.calls.on_response_done(rid, status)
-        return ()
 
     # ------------------------------------------------------------------ time and cuts
     def _audible(self, now: float) -> bool:
@@ -458,18 +435,10 @@ class LiveMachine:
         """Tool outputs as ``response.item.create``, then the one ``response.create`` that continues."""
         if not self.live or self._protocol is None:
             return False
-        sent = False
-        for command in self.calls.commands():
-            match command:
-                case ev.ConversationItemCreate(item=ev.FunctionCallOutputItem() as item):
-                    self._protocol.send(lv.LiveResponseItemCreate(
-                        item={"type": "function_call_output", "call_id": item.call_id, "output": item.output}))
-                case ev.ResponseCreate():
-                    self._protocol.send(lv.LiveResponseCreate())
-                case _:
-                    continue
-            sent = True
-        return sent
+        commands = self.delegated.commands()
+        for command in commands:
+            self._protocol.send(command)
+        return bool(commands)
 
     # ------------------------------------------------------------------ state
     def idle(self, now: float, *, tools_busy: bool) -> bool:
