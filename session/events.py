@@ -25,6 +25,10 @@ __all__ = [
     "PlaybackHeld",
     "ConnectionRestored",
     "HeardTranscript",
+    "LiveContinuity",
+    "LiveDelegationRequested",
+    "LiveDelivered",
+    "LiveSessionEnded",
     "RawServerEvent",
     "ResponseFinished",
     "ResponseStarted",
@@ -127,10 +131,14 @@ class BargeIn:
     cut: Cut | None = field(default=None, repr=False, compare=False)  # the playout's side of it
     heard_parts: tuple[tuple[str, int, float], ...] = field(default=(), repr=False, compare=False)
     """(item_id, content_index, heard_ms) of every audio part of the interrupted responses."""
+    live: bool = False  # GPT-Live: no truncate; ``audio_end_ms`` (into the utterance) is what the model was told
 
     def describe(self) -> str:
         """One line for people: the trigger, the cut and what was sent (``replay`` and ``talk`` print it)."""
-        if self.server_cuts:
+        if self.live:
+            cut = (f"told the model the listener heard {self.audio_end_ms} ms of {self.item_id} "
+                   f"({self.received_ms:.1f} ms received)")
+        elif self.server_cuts:
             cut = f"the server cuts its own buffer (WebRTC); the listener heard {self.heard_ms:.1f} ms of {self.item_id}"
         elif self.audio_end_ms is not None:
             cut = (f"truncate {self.item_id} at {self.audio_end_ms} ms "
@@ -279,6 +287,56 @@ class RawServerEvent:
     event: Any = field(repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class LiveDelivered:
+    """GPT-Live: what the session told the model the listener got of a reply cut short.
+
+    Live has no truncate: the model's context keeps words nobody heard, so the session appends
+    ``content`` (``session.instructions.append``) naming the timeline instant ``at_ms`` where the
+    listener stopped hearing utterance ``item_id`` and the words they heard
+    (docs/protocol.md §14).
+    """
+
+    item_id: str
+    at: float
+    at_ms: float | None
+    heard_text: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSessionEnded:
+    """GPT-Live: the server closed the session (``session.closed``) with one of its reasons."""
+
+    reason: str
+    session_id: str | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LiveContinuity:
+    """GPT-Live after a drop: what the next connection recovered and what it could not.
+
+    ``how`` is ``fork`` (a stored session forked: its conversation goes on) or ``new`` (a fresh
+    session seeded with the text of what was heard); ``lost`` names what did not survive.
+    """
+
+    how: Literal["fork", "new"]
+    from_session: str | None
+    lost: tuple[str, ...]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class LiveDelegationRequested:
+    """GPT-Live: the model handed work to the application (client delegation); answer it with
+    :meth:`~voxline.session.live.controls.LiveControls.answer_delegation`."""
+
+    delegation_id: str
+    offset_ms: int
+    at: float
+
+
 SessionEvent = (
     StateChanged
     | SpeechStarted
@@ -300,4 +358,8 @@ SessionEvent = (
     | DeviceReturned
     | SessionError
     | RawServerEvent
+    | LiveDelivered
+    | LiveSessionEnded
+    | LiveContinuity
+    | LiveDelegationRequested
 )

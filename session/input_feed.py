@@ -17,7 +17,8 @@ from voxline.base.clock import RealClock, Step, run_steps
 from voxline.realtime.errors import ConnectionClosed
 
 from .link import Link
-from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
+from .machine import NO_EFFECTS, Captured, Effects
+from .machines import Machine
 from voxline.audio.recording import Recording
 
 __all__ = ["InputFeed"]
@@ -26,7 +27,7 @@ __all__ = ["InputFeed"]
 class InputFeed:
     """Blocks of one input into a session's machine and onto its connection (see the module docstring)."""
 
-    def __init__(self, machine: SessionMachine, link: Link, *, now: Callable[[], float],
+    def __init__(self, machine: Machine, link: Link, *, now: Callable[[], float],
                  apply: Callable[[Effects], Awaitable[None]], wake_flush: Callable[[], None]) -> None:
         self._machine = machine
         self._link = link

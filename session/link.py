@@ -27,7 +27,8 @@ from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed, RealtimeError
 
 from .events import SessionError, SessionEvent
-from .machine import Effects, SessionMachine
+from .machine import Effects
+from .machines import Machine
 from .reconnect import ReconnectBudget
 from .restore import handover_due
 from .settings import SessionSettings
@@ -41,7 +42,7 @@ Connector = Callable[[], Awaitable[RealtimeConnection]]
 class Link:
     """The connection a session's conversation is on (see the module docstring)."""
 
-    def __init__(self, machine: SessionMachine, settings: SessionSettings, clock: Clock, connector: Connector, *,
+    def __init__(self, machine: Machine, settings: SessionSettings, clock: Clock, connector: Connector, *,
                  budget: ReconnectBudget, now: Callable[[], float], apply: Callable[[Effects], Awaitable[None]],
                  publish: Callable[[SessionEvent], None], idle: Callable[[], bool]) -> None:
         self.machine = machine
@@ -145,7 +146,10 @@ class Link:
 
     # ------------------------------------------------------------------ drops
     async def reconnect(self, exc: ConnectionClosed) -> bool:
-        """After a drop: reconnect within the budget and restore the conversation. False if given up."""
+        """After a drop: reconnect within the budget and restore the conversation. False if given up
+        (or if the session was ended on purpose: a GPT-Live session closed at the app's request or for content)."""
+        if self.machine.ended:
+            return False
         # a connection whose session never began did not hold: it refills no budget
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         self._budget.lost(self.clock.now(), self._connected_at if held else None)

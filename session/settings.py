@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
+from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 
 from voxline.realtime.errors import ConfigurationError
 
@@ -73,6 +73,13 @@ class SessionSettings(BaseSettings):
     vad_threshold: float = Field(0.5, ge=0.0, le=1.0)
     silence_ms: int = Field(500, ge=0)
     prefix_padding_ms: int = Field(300, ge=0)
+    api: Literal["realtime", "live"] = "realtime"
+    """The interface: Realtime (``/v1/realtime``) or GPT-Live (``/v1/live/sessions``, docs/protocol.md §14)."""
+    live_model: str = DEFAULT_LIVE_MODEL
+    live_store: bool = False
+    """GPT-Live: store the session, so that after a drop the next connection forks it (its conversation goes on)."""
+    live_backend_model: str = "gpt-5.4-mini"
+    """GPT-Live with tools: the Responses model the Live model delegates to; its function calls run here."""
     input_chunk_ms: int = Field(40, ge=1, le=1000)
     """Microphone audio goes out in appends of this many ms (gathered from the device's 20 ms blocks).
 
@@ -84,6 +91,31 @@ class SessionSettings(BaseSettings):
     def input_chunk_samples(self) -> int:
         """:attr:`input_chunk_ms` in samples at 24 kHz."""
         return self.input_chunk_ms * SAMPLE_RATE // 1000
+
+    def live_session_config(self, tools: list[dict[str, Any]] | None = None, *,
+                            history: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The ``session.start`` body of a GPT-Live session on a WebSocket (PCM16 24 kHz both ways).
+
+        With tools, the Live model delegates to a Responses model whose function calls this
+        client runs; without, delegated work comes to the application (client delegation).
+        ``history`` is text-only conversation to begin with (a new session after a drop).
+        """
+        session: dict[str, Any] = {"model": self.live_model,
+                                   "audio": {"format": {"type": "audio/pcm", "rate": 24000}}}
+        if self.voice:
+            session["audio"]["output"] = {"voice": self.voice}
+        if self.instructions is not None:
+            session["instructions"] = self.instructions
+        if tools:
+            session["delegation"] = {"type": "responses",
+                                     "responses": {"model": self.live_backend_model, "tools": tools}}
+        else:
+            session["delegation"] = {"type": "client"}
+        if self.live_store:
+            session["store"] = True
+        if history:
+            session["input"] = history
+        return session
 
     def session_config(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The ``session.update`` body for these settings."""

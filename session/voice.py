@@ -56,7 +56,11 @@ from .input_journal import InputJournal
 from .input_feed import InputFeed
 from .link import Link
 from .local_barge import BargePolicy
-from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
+from .live.connect import open_live
+from .live.controls import LiveControls
+from .live.machine import LiveMachine
+from .machine import NO_EFFECTS, Captured, Effects
+from .machines import Machine, driven_settings, make_machine
 from voxline.audio.clocked_output import ClockedOutput, Output
 from .metrics import MetricsReport
 from .mirror import ConversationMirror
@@ -104,7 +108,7 @@ class VoiceSession:
         run_tools: bool = True,
         watch_devices: Iterable[Watched] = (),
     ) -> None:
-        s = settings or SessionSettings()
+        s = driven_settings(settings or SessionSettings())
         if input is not None and not hasattr(input, "__aiter__"):
             raise TypeError(f"input takes an async iterable of int16 blocks or (adc_time, block) pairs (such as "
                             f"MicSource().blocks() or a Recording), not {type(input).__name__}")
@@ -114,8 +118,8 @@ class VoiceSession:
         self.output: Output = output or ClockedOutput(self.clock)
         capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None
         registry = tools or ToolRegistry()
-        self.machine = SessionMachine(s, self.output.playout, registry=registry, mirror=mirror, capture=capture,
-                                      barge_policy=barge_policy, raw_events=raw_events, run_tools=run_tools)
+        self.machine: Machine = make_machine(s, self.output.playout, registry=registry, mirror=mirror, capture=capture,
+                                             barge_policy=barge_policy, raw_events=raw_events, run_tools=run_tools)
         self._input = input
         self._on_wire = on_wire
         self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._on_tool_event,
@@ -252,6 +256,8 @@ class VoiceSession:
 
     async def _connect(self) -> RealtimeConnection:
         s = self.settings
+        if isinstance(self.machine, LiveMachine):  # GPT-Live: a new session, a fork, a sideband or WebRTC
+            return await open_live(s, self.machine, on_wire=self._on_wire)
         if s.api_key is None:
             raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
         key = s.api_key.get_secret_value()
@@ -261,6 +267,11 @@ class VoiceSession:
         if s.call_id is not None:  # the sideband of a call: WebSocket, API key, no model
             return await connect(s.url, key, model=None, call_id=s.call_id, on_wire=self._on_wire)
         return await connect(s.url, key, model=s.model, on_wire=self._on_wire)
+
+    @property
+    def live(self) -> LiveControls:
+        """GPT-Live's own commands (mute, context appends, fixtures, delegation answers); an error on Realtime."""
+        return LiveControls(self.machine, self._link)
 
     @property
     def call_id(self) -> str | None:

@@ -32,7 +32,7 @@ from voxline.base.errors import install_log_redaction, redact_url, scrub
 from ..errors import ConnectionClosed, ConnectionFailed
 from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
-from .rtc_signaling import EVENTS_LABEL, calls_url, is_loopback_url, post_offer
+from .rtc_signaling import EVENTS_LABEL, Answer, calls_url, is_loopback_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport"]
@@ -40,6 +40,7 @@ __all__ = ["AudioHandler", "WebRTCTransport"]
 log = logging.getLogger("voxline.realtime")
 
 AudioHandler = Callable[[npt.NDArray[np.int16]], None]
+Offerer = Callable[[str, str, str, float], Awaitable[Answer]]  # (url, token, offer SDP, timeout) → the answer
 """Receives each block of the assistant's voice: int16 mono 24 kHz."""
 
 _HIGH_WATER = 1024 * 1024  # bytes waiting in the data channel before send() waits
@@ -47,6 +48,10 @@ _LOW_WATER = 256 * 1024
 _REMOTE_CLOSED = (1006, "the WebRTC peer connection ended")
 
 install_log_redaction()  # now that aiortc's module loggers exist
+
+
+async def _post_offer(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
+    return await post_offer(url, token, offer_sdp, timeout=timeout)
 
 
 class WebRTCTransport:
@@ -66,6 +71,7 @@ class WebRTCTransport:
         self._opened = asyncio.Event()
         self._drained = asyncio.Event()
         self._token = ""
+        self._offer: Offerer = _post_offer
         pc.addTrack(self._mic_track)
         self._channel = pc.createDataChannel(EVENTS_LABEL)
         self._channel.bufferedAmountLowThreshold = _LOW_WATER
@@ -90,16 +96,22 @@ class WebRTCTransport:
         audio_source: AsyncIterable[npt.NDArray[np.int16]] | None = None,
         on_audio: AudioHandler | None = None,
         open_timeout: float = 10.0,
+        url: str | None = None,
+        offer: Offerer | None = None,
     ) -> WebRTCTransport:
         """Open a call: offer, answer, data channel open; then audio flows both ways.
 
         ``audio_source`` (optional) is read in the background into :meth:`push_audio`;
-        ``on_audio`` gets the remote track's audio. Raises ConnectionFailed.
+        ``on_audio`` gets the remote track's audio. Raises ConnectionFailed. ``url`` and ``offer``
+        (``offer(url, token, sdp, timeout)`` → :class:`Answer`) sign a call up elsewhere than
+        ``/v1/realtime/calls``, as GPT-Live's ``POST /v1/live/sessions`` does.
         """
-        url = calls_url(base_url, model=model)
+        url = url or calls_url(base_url, model=model)
         token = token or split_userinfo(base_url)[1]  # the configured key wins over the URL's userinfo
         local = is_loopback_url(url)
         transport = cls(RTCPeerConnection(RTCConfiguration(iceServers=[]) if local else RTCConfiguration()), url)
+        if offer is not None:
+            transport._offer = offer
         try:
             async with asyncio.timeout(open_timeout):
                 await transport._negotiate(token, open_timeout)
@@ -120,7 +132,7 @@ class WebRTCTransport:
         pc = self._pc
         self._token = token
         await pc.setLocalDescription(await pc.createOffer())
-        answer = await post_offer(self.url, token, pc.localDescription.sdp, timeout=timeout)
+        answer = await self._offer(self.url, token, pc.localDescription.sdp, timeout)
         self.call_id = answer.call_id
         try:
             await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))

@@ -102,9 +102,14 @@ class WebSocketTransport:
         open_timeout: float = 10.0,
         max_queue: int = 64,
         extra_headers: dict[str, str] | None = None,
+        url: str | None = None,
     ) -> WebSocketTransport:
-        """Open the socket; with ``call_id`` it is the sideband of that running call (no model)."""
-        url = realtime_url(base_url, model=model, call_id=call_id)
+        """Open the socket; with ``call_id`` it is the sideband of that running call (no model).
+
+        ``url``: connect to exactly this ``ws(s)://`` URL instead (another interface's path, such as
+        GPT-Live's ``/v1/live/sessions``); ``base_url`` then only lends its userinfo key.
+        """
+        url = url or realtime_url(base_url, model=model, call_id=call_id)
         token = token or split_userinfo(base_url)[1]  # the configured key wins over the URL's userinfo
         register_secret(token)
         headers = {"Authorization": f"Bearer {token}", **(extra_headers or {})}

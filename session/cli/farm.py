@@ -153,7 +153,7 @@ def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
 def _options(args: argparse.Namespace, url: str | None) -> FarmOptions:
     from .replay import token_for
 
-    settings = load_settings(SessionSettings, model=args.model, transport=args.transport,
+    settings = load_settings(SessionSettings, model=args.model, transport=args.transport, api=args.api,
                              vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
     if args.fast and settings.transport == "webrtc":
         raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")

@@ -78,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--channel", default=None, metavar="left|right|N|mix",
                         help="a recording with several channels: the one to use as the microphone (left, right, or "
                              "its number from 1), or mix for their average (the default, said on stderr)")
+    parser.add_argument("--api", choices=["realtime", "live"], default=None,
+                        help="the interface: realtime (/v1/realtime) or live (GPT-Live, /v1/live/sessions); "
+                             "default $VOXLINE_API, else realtime")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
     parser.add_argument("--tools", metavar="MODULE:ATTR",
@@ -119,7 +122,7 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
     With a sidecar transcript the session asks for input transcription: the built-in server
     answers with the sidecar's lines, a real service with what it recognises.
     """
-    settings = load_settings(SessionSettings, model=args.model, transport=args.transport,
+    settings = load_settings(SessionSettings, model=args.model, transport=args.transport, api=args.api,
                              vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
     return settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
                                        "turn_detection": "server_vad",
@@ -260,10 +263,11 @@ async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any
     _synth, voice = make_synth(args.voice)
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
-    print(f"replaying {args.input} (lockstep, virtual clock)", flush=True)
+    api = settings_for(args).api
+    print(f"replaying {args.input} (lockstep, virtual clock{', GPT-Live' if api == 'live' else ''})", flush=True)
     live = LiveLines(samples.frames / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
-        connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire)
+        connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire, api=api)
         return await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
                                 tools=tools, on_event=_logger(log, live), on_session=live.attach, stop=stop.event,
                                 **speaker_options(args))
@@ -331,7 +335,7 @@ class LiveLines:
 async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
                     stop: Stop) -> ReplayResult:
-    mode = f"real time over {settings_for(args).transport}"
+    mode = f"real time over {settings_for(args).transport}" + (", GPT-Live" if settings_for(args).api == "live" else "")
     if url:
         print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
         return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop)

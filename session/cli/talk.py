@@ -70,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "else the built-in local server)")
     add_local_argument(parser)
     parser.add_argument("--model", help="realtime model to ask for (default: $VOXLINE_MODEL, else gpt-realtime-2.1)")
+    parser.add_argument("--api", choices=["realtime", "live"], default=None,
+                        help="the interface: realtime or live (GPT-Live, /v1/live/sessions); default $VOXLINE_API, "
+                             "else realtime")
     parser.add_argument("--transport", choices=["ws", "webrtc"], default=None,
                         help="wire transport (default $VOXLINE_TRANSPORT, else ws); webrtc sends the mic and plays the reply as media tracks")
     parser.add_argument("--input-device", metavar="N", help="microphone: index or name from 'voxline devices'")
@@ -159,7 +162,7 @@ class LevelMeter:
 
 def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     """The session settings and whether the built-in server is to be started."""
-    base = load_settings(TalkSettings, transport=args.transport)  # VOXLINE_* checked, one line naming a bad one
+    base = load_settings(TalkSettings, transport=args.transport, api=args.api)  # VOXLINE_* checked, one line naming a bad one
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
     key = base.api_key.get_secret_value() if base.api_key is not None else None  # an empty variable is unset

@@ -61,6 +61,8 @@ class ToolSchemas(Protocol):
 class SessionMachine:
     """One conversation's decisions over one connection at a time (see the module docstring)."""
 
+    ended = False  # a Realtime session is never over while open: a closed connection is a drop
+
     def __init__(
         self,
         settings: SessionSettings,

@@ -38,6 +38,9 @@ from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import VoiceCache, make_synth, warm_up
 from voxline.realtime.server.hearing.ears import load_ears
+from voxline.realtime.live.connection import live_connection
+from voxline.realtime.server.live.engine import LiveEngine
+from voxline.realtime.server.live.settings import LiveConfig
 from voxline.realtime.server.net.inprocess import EngineTransport
 
 from ..events import SessionError, SessionEvent
@@ -46,6 +49,7 @@ from ..capture import attach_ring
 from ..local_barge import BargePolicy
 from voxline.audio.clocked_output import BLOCK, ClockedOutput
 from voxline.audio.recording import Recording, SampleFeed, as_feed, echoed_blocks
+from ..live.inprocess import LiveEngineTransport
 from ..settings import SessionSettings
 from ..tools import Approver, ToolEvent, ToolRegistry
 from ..voice import Connector, VoiceSession
@@ -151,15 +155,24 @@ async def run_replay(
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,
                      on_wire: WireObserver | None = None, voices: VoiceCache | None = None,
-                     hearing: str = "auto") -> Connector:
+                     hearing: str = "auto", api: str = "realtime") -> Connector:
     """Connections to a fresh local-server engine in this process, on ``clock``.
 
     ``voices`` is the scenario's fixed replies voiced already (:func:`warm_up`), for many
     replays of one scenario; by default they are voiced here. ``hearing`` is the server's
-    (``auto``: a scenario that listens hears with ``voxline[asr]`` when it is installed)."""
+    (``auto``: a scenario that listens hears with ``voxline[asr]`` when it is installed).
+    ``api="live"``: the server's GPT-Live engine instead, whose timeline runs on the caller's audio."""
     synth, _name = make_synth(voice)
     if voices is None:
         voices = warm_up(scenario, synth)  # the scenario's fixed replies, voiced once
+    if api == "live":
+        cache = voices
+
+        async def connect_live() -> RealtimeConnection:
+            engine = LiveEngine(LiveConfig(), scenario, cache, wall_time=clock.wall())
+            return live_connection(LiveEngineTransport(engine, clock, synth), on_wire=on_wire)
+
+        return connect_live
 
     ears = load_ears(hearing)
 
@@ -192,6 +205,7 @@ def replay_fast(
     buffers ahead (see :class:`ClockedOutput`). ``options`` go to :func:`run_replay`.
     """
     clock = clock or VirtualClock()
-    connector = engine_connector(scenario, clock, voice=voice, speed=speed, on_wire=on_wire)
+    connector = engine_connector(scenario, clock, voice=voice, speed=speed, on_wire=on_wire,
+                                 api=settings.api if settings is not None else "realtime")
     return run_lockstep(run_replay(samples, connector=connector, clock=clock, settings=settings, tail_s=tail_s,
                                    latency_s=device_latency_s, **options), clock)

@@ -20,6 +20,10 @@ from collections.abc import Callable
 from typing import assert_never
 
 from ..events import (
+    LiveContinuity,
+    LiveDelegationRequested,
+    LiveDelivered,
+    LiveSessionEnded,
     AssistantAudioStarted,
     BargeIn,
     ConnectionLost,
@@ -151,6 +155,17 @@ class EventLines:
                 verdict = "returned" if ok else "failed"
                 return f"tool: {name} {verdict} {short(output, 160)} in {duration * 1000:.0f} ms" + self.detail(
                     event.call_id)
+            case LiveDelivered(item_id=item, at_ms=at_ms, heard_text=text):
+                where = f"{at_ms / 1000:.2f} s on the session timeline" if at_ms is not None else "an unknown instant"
+                return f"told the model: the listener stopped at {where} and heard \"{short(text, 300)}\"" + \
+                    self.detail(item)
+            case LiveSessionEnded(reason=reason):
+                return f"Live session closed ({reason})"
+            case LiveContinuity(how=how, lost=lost):
+                got = "forked the stored session" if how == "fork" else "started a new session from what was heard"
+                return f"continuity: {got}; lost: {', '.join(lost) or 'nothing'}"
+            case LiveDelegationRequested(delegation_id=did):
+                return f"the model delegated work to the app [{did}]"
             case _:
                 assert_never(event)
 
@@ -198,7 +213,9 @@ class EventLines:
 
     def _barge_in(self, event: BargeIn) -> str:
         heard, received = event.heard_ms / 1000, event.received_ms / 1000
-        if event.server_cuts:
+        if event.live:
+            cut = f"the reply silenced where it was heard, {heard:.2f} s of {received:.2f} s received"
+        elif event.server_cuts:
             cut = f"the server cuts its own buffer (WebRTC); the listener heard {heard:.2f} s of the reply"
         elif event.audio_end_ms is not None:
             cut = f"the reply cut where it was heard, {heard:.2f} s of {received:.2f} s received"

@@ -16,9 +16,10 @@ from openai.types.live import ClientEvent, ConnectClientEvent, ConnectServerEven
 from openai.types.responses import ResponseStreamEvent
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from tests.support.oracle import _discriminated, _extras  # one walk over the SDK's models for both APIs
+from tests.support.oracle import _discriminated, _extras, _type_names  # one walk over the SDK's models for both APIs
 
-__all__ = ["check_live_client_event", "check_live_server_event"]
+__all__ = ["LIVE_CLIENT_TYPES", "LIVE_PRIMARY_SERVER_TYPES", "LIVE_SERVER_TYPES", "check_live_client_event",
+           "check_live_server_event"]
 
 
 _ADAPTERS = {
@@ -67,3 +68,11 @@ def check_live_server_event(event: str | bytes | dict[str, Any], audience: str =
 def check_live_client_event(event: str | bytes | dict[str, Any], sender: str = "primary") -> BaseModel:
     """Validate one Live client event sent by a ``primary`` connection, a ``sideband`` or a ``fork``."""
     return _check(_CLIENT_ADAPTERS[sender], event, f"{sender} client")
+
+
+LIVE_SERVER_TYPES = _type_names(ConnectServerEvent)
+"""Every server event type a Live connection can receive (a sideband's union is the widest)."""
+LIVE_PRIMARY_SERVER_TYPES = _type_names(ServerEvent)
+"""The 28 server event types of a primary connection (a sideband adds ``session.paused`` / ``resumed``)."""
+LIVE_CLIENT_TYPES = _type_names(ClientEvent)
+"""The 15 client event types of a primary connection."""

@@ -177,7 +177,7 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
                                   "tail_s": options.tail_s, "stop": stop}
         if voices is not None:
             connector = engine_connector(scenario, clock, voice=voices.voice, on_wire=log.wire,
-                                         voices=voices.get(recording.scenario, scenario))
+                                         voices=voices.get(recording.scenario, scenario), api=settings.api)
             return await run_replay(samples, connector=connector, settings=settings, **common)
         if options.url is not None:
             return await run_replay(samples, connector=None, settings=settings, on_wire=log.wire, **common)

@@ -9,7 +9,8 @@ lists; every entry point takes another name (``--model``, ``VOXLINE_MODEL``,
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_REALTIME_MODEL", "DEFAULT_TRANSCRIPTION_MODEL"]
+__all__ = ["DEFAULT_LIVE_MODEL", "DEFAULT_REALTIME_MODEL", "DEFAULT_TRANSCRIPTION_MODEL"]
 
 DEFAULT_REALTIME_MODEL = "gpt-realtime-2.1"
 DEFAULT_TRANSCRIPTION_MODEL = "gpt-transcribe"
+DEFAULT_LIVE_MODEL = "gpt-live-1"  # the GPT-Live interface (/v1/live/sessions)

@@ -1,0 +1,168 @@
+"""The sans-I/O GPT-Live protocol core: frames in, typed events out, client events queued.
+
+One object per connection, like :class:`~voxline.realtime.protocol.RealtimeProtocol` but for
+the Live interface (docs/protocol.md §14):
+
+* on a primary WebSocket the first frame is ``session.start`` (:meth:`start`); every other
+  command waits until ``session.started`` arrives (the service asks clients to wait), then goes
+  out in order; over WebRTC the session was started by the ``POST`` and nothing waits;
+* every command carries an ``event_id``, so an ``error`` maps back to it (:class:`LiveCommandFailed`);
+* a frame that cannot be decoded is a :class:`~voxline.realtime.notices.MalformedServerEvent`, never fatal;
+* ``session.closed`` records its reason; received output audio is counted in samples.
+
+It never awaits, never reads a clock and never touches a socket.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import json
+import secrets
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RemoteProtocolError
+from ..notices import MalformedServerEvent
+from . import events as lv
+
+__all__ = ["LiveCommandFailed", "LiveOutput", "LiveProtocol"]
+
+EVENT_HISTORY = 128  # commands remembered for mapping an error back to its command
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCommandFailed:
+    """An ``error`` mapped back (by ``event_id``) to the command that caused it."""
+
+    command_type: str | None
+    event_id: str | None
+    code: str
+    message: str
+    command: dict[str, Any] | None = field(default=None, repr=False)
+
+
+LiveOutput = lv.LiveServerEvent | lv.LiveUnknownEvent | MalformedServerEvent | LiveCommandFailed
+
+
+class LiveProtocol:
+    """See the module docstring. ``started``: False until ``session.started`` (True at once over WebRTC)."""
+
+    def __init__(self, *, started: bool = False, rate: int = 24_000) -> None:
+        self.rate = rate  # output audio, PCM16 mono
+        self.started = started
+        self.session: dict[str, Any] | None = None  # the resolved session, from session.started / updated
+        self.close_reason: str | None = None  # from session.closed
+        self.closed = False  # the connection is gone (closed by us, the server, or lost)
+        self.fork_of: str | None = None  # the stored session this connection forks (its start carries overrides only)
+        self.received_samples = 0
+        self.response_in_progress = False  # no responses for speech: the driver's liveness owes nothing
+        self.queued_creates = 0
+        self._out: deque[str] = deque()
+        self._held: deque[dict[str, Any]] = deque()  # commands waiting for session.started
+        self._events: deque[LiveOutput] = deque()
+        self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._prefix = "evt_vxl" + secrets.token_hex(3)
+        self._ids = itertools.count(1)
+
+    # ------------------------------------------------------------------ commands
+    def _next_id(self) -> str:
+        return f"{self._prefix}{next(self._ids):06d}"
+
+    def start(self, session: dict[str, Any]) -> str:
+        """Queue ``session.start`` first on the wire (a primary or fork WebSocket)."""
+        payload = lv.LiveStart(session=session).model_dump(mode="json")
+        return self._queue(payload)
+
+    def send(self, event: lv.LiveClientEvent | dict[str, Any]) -> str:
+        """Queue one command (held until the session started); returns its ``event_id``."""
+        payload = event if isinstance(event, dict) else event.model_dump(mode="json")
+        payload = dict(payload)
+        if payload.get("type") != "session.input_audio.append":  # appends have no acknowledgement: no id
+            payload.setdefault("event_id", self._next_id())
+        if not self.started:
+            self._held.append(payload)
+            return str(payload.get("event_id") or "")
+        return self._queue(payload)
+
+    def append_audio(self, pcm: bytes) -> None:
+        """Input audio (PCM16 in the session's format); dropped before the session started, as the service would."""
+        if not self.started or self.closed:
+            return
+        self._queue({"type": "session.input_audio.append", "audio": base64.b64encode(pcm).decode("ascii")})
+
+    def _queue(self, payload: dict[str, Any]) -> str:
+        event_id = payload.get("event_id")
+        if isinstance(event_id, str):
+            self._sent[event_id] = {k: v for k, v in payload.items() if k != "audio"}
+            while len(self._sent) > EVENT_HISTORY:
+                self._sent.popitem(last=False)
+        self._out.append(json.dumps(payload, separators=(",", ":")))
+        return event_id if isinstance(event_id, str) else ""
+
+    @property
+    def has_data_to_send(self) -> bool:
+        return bool(self._out)
+
+    def data_to_send(self) -> list[str]:
+        out = list(self._out)
+        self._out.clear()
+        return out
+
+    # ------------------------------------------------------------------ server frames
+    def receive(self, text: str | bytes) -> None:
+        try:
+            event = lv.parse_live_server(text)
+        except RemoteProtocolError as exc:
+            raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
+            self._events.append(MalformedServerEvent(str(exc), raw[:2000]))
+            return
+        match event:
+            case lv.LiveOutputAudioDelta():
+                try:
+                    audio = base64.b64decode(event.delta, validate=True)
+                except (binascii.Error, ValueError):
+                    self._events.append(MalformedServerEvent("session.output_audio.delta: audio is not base64", ""))
+                    return
+                if len(audio) % 2:
+                    self._events.append(MalformedServerEvent("session.output_audio.delta: not whole samples", ""))
+                    return
+                self.received_samples += len(audio) // 2
+            case lv.LiveSessionStarted() | lv.LiveSessionUpdated():
+                self.session = event.session.model_dump(mode="json")
+                if isinstance(event, lv.LiveSessionStarted):
+                    self.started = True
+                    while self._held:
+                        self._queue(self._held.popleft())
+            case lv.LiveSessionClosed():
+                self.close_reason = event.reason
+                self.session = event.session.model_dump(mode="json")
+            case lv.LiveError():
+                cause = event.error.client_event_id or event.client_event_id
+                command = self._sent.get(cause) if cause else None
+                self._events.append(event)
+                self._events.append(LiveCommandFailed(command.get("type") if command else None, cause,
+                                                      event.error.code, event.error.message, command))
+                return
+            case _:
+                pass
+        self._events.append(event)
+
+    def events(self) -> list[LiveOutput]:
+        out = list(self._events)
+        self._events.clear()
+        return out
+
+    def connection_lost(self) -> None:
+        self.closed = True
+        self._held.clear()
+
+    # ------------------------------------------------------------------ what a driver asks of any core
+    def owed_creates(self) -> list[Any]:
+        """Nothing: Live has no responses for speech to ask for again."""
+        return []
+
+    def sizes(self) -> dict[str, int]:
+        return {"live_sent": len(self._sent), "live_held": len(self._held)}

@@ -1,0 +1,465 @@
+"""The GPT-Live session machine: what a Live session decides, with no I/O, no awaits, no clock reads.
+
+Beside the Realtime :class:`~voxline.session.machine.SessionMachine`, under the same driver
+(:class:`~voxline.session.voice.VoiceSession` picks one by ``settings.api``). It takes the
+same steps with the listener time ``now`` and returns the same
+:class:`~voxline.session.machine.effects.Effects`; client events wait in the
+:class:`~voxline.realtime.live.protocol.LiveProtocol`'s outbox.
+
+What differs is the protocol (docs/protocol.md §14):
+
+* assistant audio has no items: :class:`~.timeline.LiveTimeline` groups it into utterances,
+  each tagged in the playout as ``(utterance id, 0)`` and placed on the session timeline;
+* there is no truncate. A cut (the user's words arriving while the assistant is audible, a local-VAD
+  onset, the app's :meth:`interrupt`, a drop) silences the playout at once, drops the rest of
+  that utterance as it keeps arriving, and appends to the model's context what the listener
+  heard (``session.instructions.append``: the timeline instant and the words), since the
+  service asks apps to describe content already delivered;
+* tools: with a registry, the Live model delegates to a Responses model whose function calls
+  arrive as ``response.event``; each runs once through the same tool runner and tracker as
+  Realtime's (:class:`~voxline.session.tools.calls.CallTracker`, bridged by :mod:`.delegated`), answered by
+  ``response.item.create`` and one ``response.create``. Without one, client delegations reach
+  the app as :class:`~voxline.session.events.LiveDelegationRequested`;
+* after a drop nothing resumes: a stored session is forked (its conversation goes on), else a
+  new session starts with the text of what was heard; :class:`~voxline.session.events.LiveContinuity`
+  says which, and what was lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.live import events as lv
+from voxline.realtime.live.protocol import LiveCommandFailed, LiveOutput, LiveProtocol
+from voxline.realtime.notices import MalformedServerEvent
+
+from ..bargein import Trigger
+from ..capture import CapturePath
+from ..events import (
+    AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, HeardTranscript, LiveContinuity,
+    LiveDelegationRequested, LiveDelivered, LiveSessionEnded, RawServerEvent, SessionError, SessionEvent,
+    SpeechStarted, StateChanged, TranscriptDelta,
+)
+from ..machine.effects import NO_EFFECTS, Effects
+from ..machine.microphone import Captured, MicrophonePath
+from ..metrics.records import MetricsReport
+from ..mirror import ConversationMirror
+from ..settings import SessionSettings
+from ..tools.calls import CallTracker, ToolCall
+from ..tools.events import ToolEvent
+from .delegated import DelegatedCalls
+from .metrics import LiveMetrics
+from .timeline import Heard, LiveTimeline
+
+__all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
+
+GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
+
+NOTE_CHARS = 1200  # each side of a delivered note; an append takes at most 500 tokens
+LOST_ON_DROP = ("audio-level context", "delegations in flight")
+LOST_WITHOUT_STORE = ("the model's own conversation (only the heard text is given back)", *LOST_ON_DROP)
+
+
+def delivered_note(heard: Heard) -> str:
+    """What the model is told of an utterance the listener did not hear to its end."""
+    where = f"{heard.at_ms:.0f} ms on the session timeline" if heard.at_ms is not None else "an unknown point"
+    said = heard.text.strip()[-NOTE_CHARS:]
+    rest = heard.rest.strip()[:NOTE_CHARS]
+    missed = f"They did not hear: \"{rest}\". " if rest else ""
+    return (f"Playback note: the listener stopped hearing your last reply at {where}, "
+            f"{heard.heard_ms:.0f} ms into it. They heard only: \"{said}\". {missed}"
+            "Do not assume they heard more; say again what matters.")
+
+
+class LiveMachine:
+    """One Live conversation over one connection at a time (see the module docstring)."""
+
+    def __init__(self, settings: SessionSettings, playout: PlayoutBuffer, *, registry: Any | None = None,
+                 capture: CapturePath | None = None, raw_events: bool = False, run_tools: bool = True) -> None:
+        self.settings = settings
+        self.playout = playout
+        self.registry = registry
+        self.calls = CallTracker()
+        self.delegated = DelegatedCalls(self.calls)
+        self.run_tools = run_tools
+        self.mirror = ConversationMirror()  # Live keeps no items: the mirror stays empty
+        self.track = None
+        self.core = None  # no Realtime core under Live
+        self.mic = MicrophonePath(padding_ms=0, chunk_samples=settings.input_chunk_samples, capture=capture,
+                                  push_to_talk=settings.turn_detection == "none", journaled=False)
+        self.timeline = LiveTimeline(playout.rate)
+        self.metrics = LiveMetrics(playout)
+        self._raw = raw_events
+        self.live = False
+        self.closed = False
+        self.config_version = 0
+        self._protocol: LiveProtocol | None = None
+        self._reported: set[str] = set()  # utterances whose first heard sample was reported
+        self._finished: set[str] = set()  # utterances whose heard transcript was reported
+        self._speaking = False
+        self._last_note: str | None = None  # the latest delivered note, for a fork
+        self._session_id: str | None = None
+        self.fork_from: str | None = None  # the stored session the next connection forks (set on a drop)
+        self._continuity: LiveContinuity | None = None
+        self._history: list[dict[str, Any]] = []
+        self._connections = 1
+        self._user_item = "live_user"
+        self._now = 0.0  # the latest listener time a step was given (for the media track's blocks)
+
+    # ------------------------------------------------------------------ connections
+    @property
+    def ended(self) -> bool:
+        """The server closed the session for good: at the app's request or for its content (no reconnect)."""
+        return self._protocol is not None and self._protocol.close_reason in ("close_requested", "content")
+
+    @property
+    def protocol(self) -> LiveProtocol:
+        if self._protocol is None:
+            raise ConfigurationError("the session is not open; use 'async with VoiceSession(...)'")
+        return self._protocol
+
+    def configure(self, protocol: Any) -> None:
+        """``session.start`` first on a WebSocket: the whole configuration, or a fork's overrides."""
+        assert isinstance(protocol, LiveProtocol)
+        if protocol.started:
+            return  # WebRTC: the POST started it
+        if protocol.fork_of is not None:
+            protocol.start({"audio": {"format": {"type": "audio/pcm", "rate": 24000}}})
+            return
+        history = self._history if self._continuity is not None else None
+        protocol.start(self.settings.live_session_config(self._schemas(), history=history))
+
+    def attach(self, protocol: Any) -> None:
+        assert isinstance(protocol, LiveProtocol)
+        if self._protocol is not None:  # a new session: a new track and timeline (ids stay unique)
+            self._connections += 1
+            self.timeline = LiveTimeline(self.playout.rate, prefix=f"live{self._connections}_utt")
+            self.metrics.first_input_at = None
+        self._protocol = protocol
+        self.live = True
+
+    def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
+        """The connection dropped: the listener hears no more; what can come back is decided here."""
+        self.live = False
+        effects = self._cut(now, Trigger.CONNECTION_LOST) if self._audible(now) else NO_EFFECTS
+        stored = self.settings.live_store and self._session_id is not None
+        self.fork_from = self._session_id if stored else None
+        self._continuity = LiveContinuity("fork" if stored else "new", self._session_id,
+                                          LOST_ON_DROP if stored else LOST_WITHOUT_STORE, now)
+        self._history = self._heard_history()
+        return Effects((ConnectionLost(code, reason, now), *effects.events), effects.barge_in)
+
+    def reconnect_failed(self, protocol: Any) -> None:
+        self.live = False
+
+    def restore(self, now: float, *, handover: bool = False) -> ConnectionRestored:
+        """The new session: tell a fork what the listener heard last; report what came back."""
+        if self._last_note is not None and self.fork_from is not None:
+            self.protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
+        return ConnectionRestored(now, 0, 0, 0.0, handover)
+
+    def take_continuity(self) -> LiveContinuity | None:
+        out, self._continuity = self._continuity, None
+        return out
+
+    def _heard_history(self) -> list[dict[str, Any]]:
+        """The conversation as heard, as text-only history for a new session (at most 128 messages)."""
+        out: list[dict[str, Any]] = []
+        for uid, utt in self.timeline.utterances.items():
+            heard = self.timeline.heard(uid, self.playout.heard_samples(uid, 0, float("inf"))).text.strip()
+            if heard:
+                out.append({"role": "assistant", "content": [{"type": "output_text", "text": heard}]})
+        return out[-128:]
+
+    # ------------------------------------------------------------------ server events
+    def receive(self, output: LiveOutput | object, now: float) -> Effects:
+        """One output of the Live core (the driver hands it whatever its connection's core produced)."""
+        events: list[SessionEvent] = []
+        calls: tuple[ToolCall, ...] = ()
+        barge: BargeIn | None = None
+        match output:
+            case lv.LiveOutputAudioDelta():
+                return self._audio(output, now)
+            case lv.LiveOutputTranscriptDelta():
+                utt = self.timeline.transcript(output.start_ms, output.end_ms, output.delta)
+                if utt is None or not utt.cut:
+                    events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta))
+            case lv.LiveInputTranscriptDelta():
+                fresh = self.metrics.user_words(output.start_ms, output.end_ms)
+                self.timeline.forget_before(output.start_ms - 600_000)  # keep the last ten minutes
+                if fresh:
+                    self._user_item = f"live_user{output.start_ms}"
+                    events.append(SpeechStarted(now, self._user_item, output.start_ms))
+                events.append(TranscriptDelta("user", self._user_item, output.delta))
+                if self._audible(now):  # the user talks over the assistant: the model stops itself, we stop now
+                    cut = self._cut(now, Trigger.SERVER_VAD)
+                    events.extend(cut.events)  # type: ignore[arg-type]
+                    barge = cut.barge_in
+            case lv.LiveSessionStarted():
+                self._session_id = output.session.id
+                events.append(StateChanged("listening", now))
+                continuity = self.take_continuity()
+                if continuity is not None:
+                    events.append(continuity)
+            case lv.LiveSessionClosed():
+                events.append(LiveSessionEnded(output.reason, output.session.id, now))
+            case lv.LiveDelegationCreated():
+                if output.delegation.target == "client":
+                    events.append(LiveDelegationRequested(output.delegation.id, output.offset_ms, now))
+            case lv.LiveResponseEvent():
+                if self.run_tools:
+                    calls = self.delegated.see(output)
+            case LiveCommandFailed():
+                events.append(SessionError(f"{output.command_type or 'a command'} failed: {output.message}",
+                                           output.code))
+            case MalformedServerEvent():
+                events.append(SessionError(f"malformed server event: {output.reason}", "malformed_event"))
+            case lv.LiveError():
+                if output.error.client_event_id is None and output.client_event_id is None:
+                    events.append(SessionError(output.error.message, output.error.code))
+            case _:
+                pass
+        if self._raw:
+            events.append(RawServerEvent(output))
+        if not events and not calls and barge is None:
+            return NO_EFFECTS
+        return Effects(tuple(events), barge, calls)
+
+    def _audio(self, delta: lv.LiveOutputAudioDelta, now: float) -> Effects:
+        if self.settings.call_id is not None:
+            return NO_EFFECTS  # a sideband's reflection: it has no listener of its own
+        return self._track(np.frombuffer(base64.b64decode(delta.delta), dtype="<i2"), now, delta.start_ms)
+
+    def track_audio(self, block: np.ndarray) -> None:
+        """WebRTC: a block of the remote media track (int16 24 kHz), the same track the deltas carry on a WebSocket.
+
+        Called from the transport's pump with no listener time: the utterance's arrival is stamped with
+        the last instant the driver gave the machine (it only feeds the metrics)."""
+        self._track(np.asarray(block, dtype=np.int16), self._now, None)
+
+    def _track(self, pcm: np.ndarray, now: float, start_ms: int | None) -> Effects:
+        self._now = max(self._now, now)
+        utt, opened = self.timeline.audio(pcm, now, start_ms)
+        if utt is None:  # the track's silence between utterances, played too: the track keeps its own time
+            self.playout.enqueue(pcm.astype(np.int16), GAP, 0)
+            return NO_EFFECTS
+        if opened:
+            self.metrics.utterance(utt.uid, now)
+        if utt.cut:
+            return NO_EFFECTS  # the listener stopped hearing this utterance: the rest of it stays silent
+        self.playout.enqueue(pcm.astype(np.int16), utt.uid, 0)
+        return NO_EFFECTS
+
+    # ------------------------------------------------------------------ time and cuts
+    def _audible(self, now: float) -> bool:
+        """An utterance is playing or queued (the track's silence between them is not the assistant speaking)."""
+        playing = self.playout.playing_at(now)
+        if playing is not None and playing.item_id != GAP:
+            return True
+        return any(key[0] != GAP for key in self.playout.queued_parts())
+
+    def tick(self, now: float) -> Effects:
+        self._now = max(self._now, now)
+        events: list[SessionEvent] = []
+        playing = self.playout.playing_at(now)
+        if playing is not None and playing.item_id == GAP:
+            playing = None
+        if playing is not None and playing.item_id not in self._reported:
+            self._reported.add(playing.item_id)
+            started = self.playout.started_at(playing.item_id, 0) or now
+            latency = self.metrics.first_heard(playing.item_id, started)
+            events.append(AssistantAudioStarted(playing.item_id, started, latency))
+        speaking = playing is not None or self._audible(now)
+        if speaking != self._speaking:
+            self._speaking = speaking
+            events.append(StateChanged("speaking" if speaking else "listening", now))
+        for uid, utt in list(self.timeline.utterances.items()):
+            if uid in self._finished or utt.cut or not utt.closed:
+                continue
+            if self.playout.heard_samples(uid, 0, now) >= utt.received > 0:
+                self._finished.add(uid)
+                heard = self.timeline.heard(uid, utt.received)
+                events.append(HeardTranscript(uid, now, heard.text, heard.full_text, heard.heard_ms,
+                                              utt.received * 1000 / self.timeline.rate, "live_timeline", False))
+        return Effects(tuple(events)) if events else NO_EFFECTS
+
+    def _cut(self, now: float, trigger: Trigger) -> Effects:
+        """Silence at ``now``; the heard part reported and, while connected, told to the model."""
+        queued = [key[0] for key in self.playout.queued_parts() if key[0] in self.timeline.utterances]
+        cut = self.playout.interrupt(now)
+        uid = cut.item_id if cut.item_id in self.timeline.utterances else (queued[0] if queued else None)
+        if uid is None:
+            return NO_EFFECTS
+        utt = self.timeline.utterances[uid]
+        if uid != cut.item_id:  # cut in the track's silence before the utterance began to play: none of it heard
+            cut = dataclasses.replace(cut, item_id=uid, heard_samples=0, received_samples=utt.received, playing=False)
+        utt.cut = True
+        self._finished.add(utt.uid)
+        heard = self.timeline.heard(utt.uid, cut.heard_samples)
+        received_ms = utt.received * 1000 / self.timeline.rate
+        self.metrics.cut(trigger.value, now, cut, utt.received, heard.text, heard.full_text)
+        barge = BargeIn(trigger.value, now, utt.uid, cut.heard_ms, received_ms, round(cut.heard_ms), (), False,
+                        cut.end - now, cut.revoked_samples * 1000 / cut.rate, cut.flushed_samples * 1000 / cut.rate,
+                        cut=cut, live=True)
+        events: list[SessionEvent] = [barge, HeardTranscript(utt.uid, now, heard.text, heard.full_text, heard.heard_ms,
+                                                             received_ms, "live_timeline")]
+        note = delivered_note(heard)
+        self._last_note = note
+        if self.live and self._protocol is not None and not self._protocol.closed:
+            self._protocol.send(lv.LiveInstructionsAppend(content=note))
+        events.append(LiveDelivered(utt.uid, now, heard.at_ms, heard.text, note))
+        return Effects(tuple(events), barge)
+
+    def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
+        self.check_open()
+        if not self._audible(now):
+            return NO_EFFECTS
+        return self._cut(now, trigger)
+
+    def local_speech(self, now: float, onset: float) -> Effects:
+        """A local-VAD onset: the user speaks. Live's model stops by itself when it hears them; the listener, now."""
+        if not self._audible(now):
+            return NO_EFFECTS  # the user's turns are the server's to report (its input transcript)
+        cut = self._cut(now, Trigger.LOCAL_VAD)
+        return Effects((SpeechStarted(onset, None, None), *cut.events), cut.barge_in)
+
+    # ------------------------------------------------------------------ microphone
+    def captured(self, item: Captured, now: float, *, media: bool = False) -> tuple[Effects, np.ndarray | None, bool]:
+        pcm, onset = self.mic.clean(item, now)
+        effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
+        if self._protocol is None or not self.live:
+            return effects, None, False
+        pcm = np.ascontiguousarray(pcm, dtype="<i2")
+        if media:
+            return effects, pcm, False
+        return effects, None, self._append(self.mic.captured(pcm, live=True), now)
+
+    def input_ended(self, now: float) -> bool:
+        return self._append(self.mic.chunker.take(), now)
+
+    def _append(self, chunk: np.ndarray | None, now: float) -> bool:
+        protocol = self._protocol
+        if chunk is None or not self.live or protocol is None or protocol.closed or not protocol.started:
+            return False
+        if self.metrics.first_input_at is None:  # the timeline's input side starts with the first sample sent
+            self.metrics.first_input_at = now - len(chunk) / self.timeline.rate
+        protocol.append_audio(chunk.astype("<i2").tobytes())
+        return True
+
+    # ------------------------------------------------------------------ the app's commands
+    def check_open(self) -> None:
+        if self.closed:
+            raise ConfigurationError("the session is closed")
+        if self._protocol is None:
+            raise ConfigurationError("the session is not open yet: use 'async with VoiceSession(...)' first")
+
+    def send_text(self, text: str) -> bool:
+        self.check_open()
+        raise ConfigurationError("a GPT-Live session takes no user text messages; append context with "
+                                 "session.live.append(...) instead")
+
+    def start_talking(self, now: float) -> Effects:
+        """Push-to-talk over Live: unmute the model's input (and stop the assistant if it is on)."""
+        self.check_open()
+        self.mic.talking = True
+        self.protocol.send(lv.LiveUnmute())
+        return self.interrupt(now) if self._audible(now) else NO_EFFECTS
+
+    def stop_talking(self, now: float) -> bool:
+        """Push-to-talk released: the last chunk, then mute (the model decides when to answer)."""
+        self.check_open()
+        self._append(self.mic.chunker.take(), now)
+        self.mic.talking = False
+        self.protocol.send(lv.LiveMute())
+        return True
+
+    def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
+               voice: str | None = None) -> bool:
+        """Only the delegated tools can change: a Live session's instructions and voice are fixed at its start."""
+        self.check_open()
+        if instructions is not None or voice is not None:
+            raise ConfigurationError("a GPT-Live session's instructions and voice are fixed when it starts")
+        if tools is None or self.registry is None:
+            return False
+        unknown = set(tools) - set(self.registry.names())
+        if unknown:
+            raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
+        schemas = self.registry.schemas(tools)
+        self.protocol.send(lv.LiveUpdate(session={"delegation": {"type": "responses", "responses": {"tools": schemas}}}))
+        return True
+
+    def mute(self) -> None:
+        self.check_open()
+        self.protocol.send(lv.LiveMute())
+
+    def unmute(self) -> None:
+        self.check_open()
+        self.protocol.send(lv.LiveUnmute())
+
+    def append(self, content: str, *, kind: str = "instructions", delegation_id: str | None = None) -> str:
+        """Append context: ``instructions`` (kept), ``thinking`` (silent) or ``commentary`` (for the model to say)."""
+        self.check_open()
+        model = {"instructions": lv.LiveInstructionsAppend, "thinking": lv.LiveThinkingAppend,
+                 "commentary": lv.LiveCommentaryAppend}.get(kind)
+        if model is None:
+            raise ConfigurationError(f"kind must be instructions, thinking or commentary, not {kind!r}")
+        return self.protocol.send(model(content=content, delegation_id=delegation_id))
+
+    def play_fixture(self, pcm: np.ndarray) -> str:
+        """One whole audio fixture (PCM16 24 kHz) through the session's output."""
+        self.check_open()
+        data = np.ascontiguousarray(pcm, dtype="<i2").tobytes()
+        return self.protocol.send(lv.LiveFixturePlay(audio=base64.b64encode(data).decode("ascii")))
+
+    def close_session(self) -> str:
+        self.check_open()
+        return self.protocol.send(lv.LiveClose())
+
+    def _schemas(self) -> list[dict[str, Any]] | None:
+        if self.registry is None:
+            return None
+        return self.registry.schemas() or None
+
+    # ------------------------------------------------------------------ tools
+    def tool_event(self, event: ToolEvent, now: float) -> Effects:
+        self.metrics.tool(event, now)
+        return Effects((event,))
+
+    def drain_tools(self) -> bool:
+        """Tool outputs as ``response.item.create``, then the one ``response.create`` that continues."""
+        if not self.live or self._protocol is None:
+            return False
+        commands = self.delegated.commands()
+        for command in commands:
+            self._protocol.send(command)
+        return bool(commands)
+
+    # ------------------------------------------------------------------ state
+    def idle(self, now: float, *, tools_busy: bool) -> bool:
+        if self._protocol is None:
+            return True
+        if not self.live:
+            return self.closed
+        return (not self._audible(now) and not tools_busy and not self.calls.running() and not self.calls.runnable())
+
+    def close(self, now: float) -> tuple[SessionEvent, ...]:
+        if self.closed:
+            return ()
+        self.closed, self.live = True, False
+        return ()
+
+    def report(self, now: float) -> MetricsReport:
+        return self.metrics.report(now)
+
+    def sizes(self) -> dict[str, int]:
+        out = dict(self.timeline.sizes())
+        if self._protocol is not None:
+            out.update(self._protocol.sizes())
+        out.update({f"calls_{k}": v for k, v in self.calls.sizes().items()})
+        return out

@@ -1,0 +1,123 @@
+"""Figures of a GPT-Live session, sans-I/O: reply latency as heard and barge-in reaction.
+
+The same records as a Realtime session's (:mod:`voxline.session.metrics.records`), so the
+replay's summary, farms and the report read them unchanged. One *turn* per assistant
+utterance: the user's speech ended where the last input transcript delta before it ended
+(its ``end_ms`` on the session timeline, which the caller's audio runs along: placed on the
+listener's clock from when the first input sample was captured, :attr:`LiveMetrics.first_input_at`),
+and the reply's latency as heard runs from there to its first sample heard. One record per
+cut: trigger → silence (the fade's end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from voxline.audio.ledger import Cut
+from voxline.audio.playout import PlayoutBuffer
+
+from ..metrics.records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
+from ..tools.events import ToolEvent, ToolFinished, ToolStarted
+
+__all__ = ["LiveMetrics"]
+
+
+@dataclass(slots=True)
+class _Utt:
+    uid: str
+    first_delta_at: float
+    speech_end_at: float | None
+    first_heard_at: float | None = None
+    cut: bool = False
+    barge_ins: int = 0
+
+
+@dataclass(slots=True)
+class LiveMetrics:
+    playout: PlayoutBuffer
+    first_input_at: float | None = None  # listener time the first input sample sent was captured (timeline 0)
+    _utts: dict[str, _Utt] = field(default_factory=dict)
+    _order: list[str] = field(default_factory=list)
+    _barge: list[BargeInRecord] = field(default_factory=list)
+    _speech: list[SpeechSegment] = field(default_factory=list)
+    _tools: dict[str, ToolRecord] = field(default_factory=dict)
+    _user_end_ms: int | None = None  # the end of the latest user words on the timeline
+    _user_start_ms: int | None = None
+
+    def user_words(self, start_ms: int, end_ms: int) -> bool:
+        """The user's words on the timeline; True when they begin a new stretch of speech."""
+        fresh = self._user_start_ms is None or (self._user_end_ms is not None and start_ms - self._user_end_ms > 500)
+        if fresh:
+            if self._user_start_ms is not None and self._user_end_ms is not None:
+                self._close_speech()
+            self._user_start_ms = start_ms
+        self._user_end_ms = end_ms
+        return fresh
+
+    def _close_speech(self) -> None:
+        if self.first_input_at is None or self._user_start_ms is None or self._user_end_ms is None:
+            return
+        origin = self.first_input_at
+        start, end = origin + self._user_start_ms / 1000, origin + self._user_end_ms / 1000
+        self._speech.append(SpeechSegment(None, start, end, start, end, "live_transcript"))
+
+    def utterance(self, uid: str, now: float) -> None:
+        end = None if self.first_input_at is None or self._user_end_ms is None \
+            else self.first_input_at + self._user_end_ms / 1000
+        if self._user_start_ms is not None:
+            self._close_speech()
+            self._user_start_ms = None
+        self._utts[uid] = _Utt(uid, now, end)
+        self._order.append(uid)
+
+    def first_heard(self, uid: str, at: float) -> float | None:
+        """The reply latency as heard (s), when the user's speech end is known."""
+        u = self._utts.get(uid)
+        if u is None or u.first_heard_at is not None:
+            return None
+        u.first_heard_at = at
+        return at - u.speech_end_at if u.speech_end_at is not None else None
+
+    def cut(self, trigger: str, at: float, cut: Cut, received: int, heard_text: str, full_text: str) -> BargeInRecord:
+        rate = cut.rate
+        record = BargeInRecord(
+            trigger=trigger, at=at, silent_at=cut.end, item_id=cut.item_id, heard_ms=cut.heard_ms,
+            received_ms=received * 1000 / rate, audio_end_ms=None, applied_ms=None,
+            reaction_ms=(cut.end - at) * 1000, onset_at=None, onset_to_silence_ms=None, cut_error_ms=None,
+            in_device_ms=cut.revoked_samples * 1000 / rate, unplayed_ms=cut.flushed_samples * 1000 / rate,
+            heard_text=heard_text, full_text=full_text, text_method="live_timeline")
+        self._barge.append(record)
+        if cut.item_id in self._utts:
+            self._utts[cut.item_id].cut = True
+            self._utts[cut.item_id].barge_ins += 1
+        return record
+
+    def tool(self, event: ToolEvent, now: float) -> None:
+        match event:
+            case ToolStarted():
+                self._tools[event.call_id] = ToolRecord(event.call_id, event.name, now, now)
+            case ToolFinished():
+                rec = self._tools.get(event.call_id)
+                if rec is not None:
+                    self._tools[event.call_id] = dataclasses.replace(rec, finished_at=now, ok=event.ok)
+            case _:
+                pass
+
+    def report(self, now: float) -> MetricsReport:
+        rate = self.playout.rate
+        turns, items = [], []
+        for index, uid in enumerate(self._order):
+            u = self._utts[uid]
+            heard = self.playout.heard_samples(uid, 0, now) * 1000 / rate
+            received = self.playout.received_samples(uid, 0) * 1000 / rate
+            latency = (u.first_heard_at - u.speech_end_at) * 1000 \
+                if u.first_heard_at is not None and u.speech_end_at is not None else None
+            turns.append(TurnRecord(index, u.speech_end_at, None, u.first_delta_at, u.first_heard_at, latency,
+                                    None if u.speech_end_at is None else (u.first_delta_at - u.speech_end_at) * 1000,
+                                    None if u.first_heard_at is None else (u.first_heard_at - u.first_delta_at) * 1000,
+                                    None, (uid,), ("cut" if u.cut else "completed",), 0, 0.0, u.barge_ins))
+            items.append(ItemRecord(uid, 0, None, u.first_delta_at, u.first_heard_at, heard, received, cut=u.cut))
+        return MetricsReport(now, tuple(turns), tuple(self._barge), tuple(items), tuple(self._speech),
+                             tuple(self._tools.values()), self.playout.underrun_events,
+                             self.playout.underrun_samples * 1000 / rate)

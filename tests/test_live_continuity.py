@@ -1,0 +1,125 @@
+"""What a GPT-Live session recovers after a drop, against the local server's Live endpoints.
+
+Nothing resumes on Live: a stored session is forked (``/v1/live/sessions/{id}/fork``, its
+conversation goes on); without ``store`` a new session starts. Either way the session says so
+with a typed :class:`~voxline.session.events.LiveContinuity` naming what was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.base.clock import RealClock
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.server import serve
+from voxline.session import SessionSettings, VoiceSession
+from voxline.session.events import ConnectionRestored, LiveContinuity, LiveSessionEnded, StateChanged
+from voxline.session.live.connect import open_live
+from voxline.session.live.machine import LiveMachine
+from tests.support.live_oracle import check_live_client_event, check_live_server_event
+from tests.support.local_server import KEY, config
+from tests.support.session_events import until
+
+
+@pytest.mark.parametrize("store", [True, False])
+async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_was_lost(store: bool) -> None:
+    frames: list[tuple[int, str, dict[str, Any]]] = []
+    conns: list[RealtimeConnection] = []
+    async with serve(config(scenario="default")) as server:
+        settings = SessionSettings(api="live", url=server.url, api_key=KEY, live_store=store,
+                                   reconnect_attempts=8, instructions="Be brief.")
+        holder: list[VoiceSession] = []
+
+        async def connector() -> RealtimeConnection:
+            n = len(conns)
+
+            def wire(direction: str, text: str) -> None:
+                event = json.loads(text)
+                if event.get("type") not in ("session.input_audio.append", "session.output_audio.delta"):
+                    frames.append((n, direction, event))
+
+            machine = holder[0].machine
+            assert isinstance(machine, LiveMachine)
+            conn = await open_live(holder[0].settings, machine, on_wire=wire)
+            conns.append(conn)
+            return conn
+
+        clock = RealClock()
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector,
+                               backoff=lambda attempt: 0.05)
+        holder.append(session)
+        async with session:
+            await until(session, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            first_id = session.live.session_id
+            assert first_id
+            await conns[0].transport.close(4000, "dropped")  # not a hang-up: the server sees a lost connection
+            seen = await until(session, lambda e: isinstance(e, LiveContinuity), timeout_s=20)
+        restored = [e for e in seen if isinstance(e, ConnectionRestored)]
+        continuity = next(e for e in seen if isinstance(e, LiveContinuity))
+    assert restored and continuity.from_session == first_id
+    last = len(conns) - 1
+    start = next(e for n, d, e in frames if n == last and d == "out")
+    if store:
+        assert continuity.how == "fork" and "delegations in flight" in continuity.lost
+        assert start == {"type": "session.start", "session": {"audio": {"format": {"type": "audio/pcm", "rate": 24000}}}}
+        check_live_client_event(start, "fork")
+    else:
+        assert continuity.how == "new" and any("conversation" in what for what in continuity.lost)
+        assert start["session"]["model"] == "gpt-live-1"
+        check_live_client_event(start)
+    for n, direction, event in frames:
+        (check_live_client_event(event, "fork" if store and n > 0 else "primary") if direction == "out"
+         else check_live_server_event(event))
+
+
+async def test_a_session_closed_at_the_apps_request_is_over_not_reconnected() -> None:
+    async with serve(config(scenario="default")) as server:
+        settings = SessionSettings(api="live", url=server.url, api_key=KEY, reconnect_attempts=3)
+        clock = RealClock()
+        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock) as session:
+            await until(session, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            await session.live.close_session()
+            seen = await until(session, lambda e: isinstance(e, LiveSessionEnded), timeout_s=15)
+            rest = []
+            async with asyncio.timeout(10):
+                async for event in session:  # the iterator ends: no reconnect, no new session
+                    rest.append(event)
+    ended = next(e for e in seen if isinstance(e, LiveSessionEnded))
+    assert ended.reason == "close_requested"
+    assert not any(isinstance(e, (ConnectionRestored, LiveContinuity)) for e in rest)
+
+
+async def test_a_sideband_attaches_to_a_running_session_and_sees_its_events() -> None:
+    from voxline.audio.recording import Recording
+    from voxline.session.events import TranscriptDelta
+
+    frames: list[dict[str, Any]] = []
+    async with serve(config(scenario="default", transcripts=("Hello.",))) as server:
+        clock = RealClock()
+        t = np.arange(24_000) / 24_000
+        speech = np.concatenate([np.zeros(12_000, np.int16), (6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16),
+                                 np.zeros(24_000 * 8, np.int16)])
+        primary = VoiceSession(SessionSettings(api="live", url=server.url, api_key=KEY), output=ClockedOutput(clock),
+                               input=Recording(speech, clock, clock.now()), clock=clock)
+        async with primary:
+            await until(primary, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            session_id = primary.live.session_id
+            side = SessionSettings(api="live", url=server.url, api_key=KEY, call_id=session_id)
+            sideband = VoiceSession(side, output=ClockedOutput(clock), clock=clock, run_tools=False,
+                                    on_wire=lambda d, text: frames.append(json.loads(text)))
+            async with sideband:
+                seen = await until(sideband, lambda e: isinstance(e, TranscriptDelta) and e.role == "assistant",
+                                   timeout_s=20)
+                assert sideband.live.session_id == session_id
+    assert not any(f["type"] == "session.start" for f in frames)  # a sideband attaches; it starts nothing
+    assert any(isinstance(e, TranscriptDelta) and e.role == "user" for e in seen)
+    assert any(f["type"] == "session.output_audio.delta" and "start_ms" in f for f in frames)  # reflected, timed
+    for f in frames:
+        if f["type"] != "session.input_audio.append":
+            check_live_server_event(f, "sideband")

@@ -1,0 +1,305 @@
+"""The GPT-Live machine, sans-I/O: frames as plain lists, the playout read block by block as a listener would."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.live.protocol import LiveProtocol
+from voxline.session.bargein import Trigger
+from voxline.session.events import SpeechStarted, BargeIn, HeardTranscript, LiveDelivered, StateChanged, TranscriptDelta
+from voxline.session.live.machine import LiveMachine
+from voxline.session.settings import SessionSettings
+from voxline.session.tools import ToolRegistry
+from tests.support.live_oracle import check_live_client_event
+
+RATE = 24_000
+BLOCK = 480  # 20 ms
+SESSION = {"id": "sess_1", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}
+WORDS = ["Paris", "is", "sunny", "today", "with", "a", "light", "breeze", "from", "the", "west"]
+
+
+def frame(**event: object) -> str:
+    return json.dumps(event)
+
+
+def audio_delta(samples: np.ndarray) -> str:
+    return frame(type="session.output_audio.delta", delta=base64.b64encode(samples.astype("<i2").tobytes()).decode())
+
+
+def sent(protocol: LiveProtocol) -> list[dict[str, object]]:
+    out = [json.loads(t) for t in protocol.data_to_send()]
+    for e in out:
+        check_live_client_event(e)  # every frame the client sends is the SDK's, with no unknown keys
+    return out
+
+
+class Rig:
+    """A machine on a plain protocol core; ``play`` reads the playout like an output device."""
+
+    def __init__(self, registry: ToolRegistry | None = None, **settings: object) -> None:
+        self.playout = PlayoutBuffer()
+        self.machine = LiveMachine(SessionSettings(api="live", **settings), self.playout, registry=registry)
+        self.protocol = LiveProtocol()
+        self.machine.configure(self.protocol)
+        self.machine.attach(self.protocol)
+        self.heard = np.zeros(0, dtype=np.int16)
+        self.t = 0.0
+        self.due: list[tuple[float, str]] = []  # frames the server streams, by arrival time
+        self.events: list[object] = []
+
+    def feed(self, text: str, now: float) -> list[object]:
+        self.protocol.receive(text)
+        out: list[object] = []
+        for output in self.protocol.events():
+            effects = self.machine.receive(output, now)
+            out.extend(effects.events)
+        return out
+
+    def play(self, until: float) -> list[object]:
+        events: list[object] = []
+        while self.t + BLOCK / RATE <= until + 1e-9:
+            while self.due and self.due[0][0] <= self.t + 1e-9:
+                self.events.extend(self.feed(self.due.pop(0)[1], self.t))
+            block = self.playout.read(BLOCK, self.t)
+            self.heard = np.concatenate([self.heard, block])
+            self.t += BLOCK / RATE
+            events.extend(self.machine.tick(self.t).events)
+        return events
+
+
+def start(rig: Rig) -> list[dict[str, object]]:
+    first = sent(rig.protocol)
+    rig.feed(frame(type="session.started", event_id="e0", session=SESSION), 0.0)
+    return first
+
+
+def track(rig: Rig, speech: list[tuple[float, float]], total_s: float, lead: float = 0.3) -> None:
+    """The server's output track as the service streams it: 100 ms frames, silence included, each sent ``lead`` s
+    before its time on the timeline; ``speech`` is (start s, seconds) of each utterance, a tone that is never zero,
+    with a transcript word per 200 ms sent as soon as its audio is (``WORDS``, from the start again each time)."""
+    n = int(total_s * RATE)
+    signal = np.zeros(n, np.int16)
+    due = []
+    for start, seconds in speech:
+        a, b = int(start * RATE), int((start + seconds) * RATE)
+        tone = (3000 * np.sin(np.arange(b - a) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+        tone[tone == 0] = 1
+        signal[a:b] = tone
+        for i, word in enumerate(WORDS[: int(seconds / 0.2)]):
+            ms = int(start * 1000) + 200 * i
+            due.append((max(0.0, ms / 1000 - lead), frame(
+                type="session.output_transcript.delta", event_id=f"o{ms}", delta=(" " if i else "") + word,
+                start_ms=ms, end_ms=ms + 200)))
+    for i in range(0, n, 2400):
+        due.append((max(0.0, i / RATE - lead), audio_delta(signal[i:i + 2400])))
+    rig.due = sorted(rig.due + due, key=lambda d: d[0])
+
+
+def test_the_first_frame_is_session_start_and_commands_wait_for_session_started() -> None:
+    rig = Rig(instructions="Be brief.")
+    rig.machine.mute()
+    first = start(rig)
+    assert [e["type"] for e in first] == ["session.start"]
+    assert first[0]["session"]["model"] == "gpt-live-1" and first[0]["session"]["delegation"] == {"type": "client"}
+    assert [e["type"] for e in sent(rig.protocol)] == ["session.input_audio.mute"]  # released by session.started
+
+
+@pytest.mark.parametrize("cut_at", [0.61, 1.0, 1.337, 1.9])
+@pytest.mark.parametrize("trigger", ["user_speech", "interrupt", "local_vad"])
+def test_a_cut_silences_at_once_and_tells_the_model_what_was_heard(cut_at: float, trigger: str) -> None:
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.5, 2.2)], 4.0)
+    rig.play(cut_at)
+    if trigger == "user_speech":
+        events = rig.feed(frame(type="session.input_transcript.delta", event_id="u1", delta="wait",
+                                start_ms=5000, end_ms=5200), rig.t)
+    elif trigger == "interrupt":
+        events = list(rig.machine.interrupt(rig.t, Trigger.INTERRUPT).events)
+    else:
+        events = list(rig.machine.local_speech(rig.t, rig.t - 0.05).events)
+    barge = next(e for e in events if isinstance(e, BargeIn))
+    rig.play(rig.t + 0.4)  # the model keeps streaming the utterance: the client drops it
+    # the listener hears silence at once: nothing after the fade
+    heard_samples = int(np.count_nonzero(rig.heard))
+    assert not rig.heard[int(barge.at * RATE) + int(0.006 * RATE):].any()
+    assert rig.playout.queued_samples == 0
+    # what the session told the model is what the listener heard, to within one 20 ms block
+    told = [e for e in sent(rig.protocol) if e["type"] == "session.instructions.append"]
+    assert len(told) == 1
+    at_ms = float(re.search(r"at (\d+) ms on the session timeline", str(told[0]["content"])).group(1))
+    truth_ms = 500 + heard_samples * 1000 / RATE  # the utterance starts 500 ms into the track
+    assert abs(at_ms - truth_ms) <= 20
+    heard_words = [w for i, w in enumerate(WORDS) if 500 + 200 * (i + 1) <= truth_ms]
+    delivered = next(e for e in events if isinstance(e, LiveDelivered))
+    assert delivered.content == told[0]["content"]
+    said = delivered.heard_text.split()
+    assert said == heard_words  # whole words the listener heard to their end
+    assert f'heard only: "{delivered.heard_text.strip()}"' in told[0]["content"]
+    heard_event = next(e for e in events if isinstance(e, HeardTranscript))
+    assert heard_event.text == delivered.heard_text and heard_event.item_id == barge.item_id
+
+
+def test_a_reply_heard_to_its_end_is_reported_whole_and_nothing_is_appended() -> None:
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.2, 2.2)], 4.0)
+    events = rig.play(4.0) + rig.events
+    heard = [e for e in events if isinstance(e, HeardTranscript)]
+    assert len(heard) == 1 and heard[0].text == heard[0].full_text == " ".join(WORDS) and not heard[0].estimate
+    assert [e.state for e in events if isinstance(e, StateChanged)] == ["speaking", "listening"]
+    assert sent(rig.protocol) == []
+
+
+def test_a_pause_opens_a_new_utterance_and_a_cut_one_stays_silent_only_to_its_end() -> None:
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.1, 1.0), (2.0, 0.6)], 3.0, lead=0.2)
+    rig.play(0.4)
+    first = rig.machine.interrupt(rig.t).barge_in
+    assert first is not None
+    rig.play(1.7)
+    assert not any(k[0].startswith("live_utt") for k in rig.playout.queued_parts())  # the rest of the cut one: dropped
+    assert not rig.heard[int(0.41 * RATE):int(1.75 * RATE)].any()  # the next one arrives 0.2 s early
+    rig.play(2.1)
+    second = rig.machine.timeline.current
+    assert second is not None and second.uid != first.item_id and rig.heard[int(1.85 * RATE):].any()
+
+
+def test_tools_of_the_delegated_backend_run_once_per_call_and_continue_once() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    rig = Rig(registry)
+    first = start(rig)
+    delegation = first[0]["session"]["delegation"]
+    assert delegation["type"] == "responses" and delegation["responses"]["tools"][0]["name"] == "weather"
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather",
+            "arguments": '{"city": "Paris"}', "status": "completed"}
+
+    def envelope(event: dict[str, object], i: int) -> str:
+        return frame(type="response.event", event_id=f"r{i}", delegation_id="del_1", event=event)
+
+    rig.feed(envelope({"type": "response.created", "response": {"id": "resp_1"}}, 0), 0.1)
+    calls = []
+    for i in range(2):  # the same call announced twice runs once
+        rig.protocol.receive(envelope({"type": "response.output_item.done", "item": item}, i + 1))
+        for output in rig.protocol.events():
+            calls.extend(rig.machine.receive(output, 0.1).calls)
+    assert [c.call_id for c in calls] == ["call_1"]
+    rig.feed(envelope({"type": "response.completed", "response": {"id": "resp_1"}}, 5), 0.2)
+    assert rig.machine.calls.begin("call_1")
+    rig.machine.calls.on_result("call_1", "sunny in Paris")
+    rig.machine.drain_tools()
+    out = sent(rig.protocol)
+    assert [e["type"] for e in out] == ["response.item.create", "response.create"]
+    assert out[0]["item"] == {"type": "function_call_output", "call_id": "call_1", "output": "sunny in Paris"}
+    rig.machine.drain_tools()
+    assert sent(rig.protocol) == []
+
+
+def test_user_text_and_fixed_settings_are_one_line_errors() -> None:
+    from voxline.realtime.errors import ConfigurationError
+
+    rig = Rig()
+    start(rig)
+    with pytest.raises(ConfigurationError, match="no user text"):
+        rig.machine.send_text("hi")
+    with pytest.raises(ConfigurationError, match="fixed"):
+        rig.machine.update(instructions="x")
+
+
+def test_a_malformed_frame_is_a_session_error_not_an_exception() -> None:
+    rig = Rig()
+    start(rig)
+    from voxline.session.events import SessionError
+
+    events = rig.feed("{not json", 0.1) + rig.feed(frame(type="session.output_audio.delta", delta="@@@"), 0.1)
+    assert [type(e) for e in events] == [SessionError, SessionError]
+
+
+def test_transcript_deltas_are_session_events() -> None:
+    rig = Rig()
+    start(rig)
+    events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="hello", start_ms=0,
+                            end_ms=400), 0.5)
+    assert events == [SpeechStarted(0.5, "live_user0", 0), TranscriptDelta("user", "live_user0", "hello")]
+
+
+def test_over_webrtc_the_media_track_is_the_same_track() -> None:
+    rig = Rig()
+    rig.protocol.started = True  # the POST started it: no session.start
+    silence = np.zeros(2400, np.int16)
+    voice = np.full(2400, 1500, np.int16)
+    for block in (silence, silence, voice, voice, silence):
+        rig.machine.track_audio(block)
+    utt = rig.machine.timeline.current
+    assert utt is not None and utt.origin == 4800  # 200 ms into the track: its place on the timeline
+    assert rig.playout.received_samples(utt.uid, 0) == 3 * 2400  # the utterance and the silence after it so far
+    rig.play(0.4)
+    events = list(rig.machine.interrupt(rig.t).events)
+    delivered = next(e for e in events if isinstance(e, LiveDelivered))
+    assert delivered.at_ms is not None and abs(delivered.at_ms - (200 + rig.machine.timeline.heard(
+        utt.uid, rig.playout.heard_samples(utt.uid, 0, float("inf"))).heard_ms)) < 1
+
+
+def test_the_apps_live_commands_are_the_sdks_events() -> None:
+    from voxline.realtime.errors import ConfigurationError
+
+    rig = Rig()
+    start(rig)
+    rig.machine.play_fixture(np.full(2400, 100, np.int16))
+    rig.machine.append("Silent progress.", kind="thinking")
+    rig.machine.append("The order shipped.", kind="commentary", delegation_id="del_1")
+    rig.machine.mute()
+    rig.machine.unmute()
+    rig.machine.close_session()
+    out = sent(rig.protocol)
+    assert [e["type"] for e in out] == ["session.output_audio.fixture.play", "session.thinking.append",
+                                        "session.commentary.append", "session.input_audio.mute",
+                                        "session.input_audio.unmute", "session.close"]
+    assert base64.b64decode(out[0]["audio"]) == np.full(2400, 100, "<i2").tobytes()
+    assert out[1]["delegation_id"] is None and out[2]["delegation_id"] == "del_1"
+    with pytest.raises(ConfigurationError, match="kind"):
+        rig.machine.append("x", kind="shout")
+
+
+def test_a_delegation_to_the_app_is_an_event_for_it() -> None:
+    from voxline.session.events import LiveDelegationRequested
+
+    rig = Rig()
+    start(rig)
+    events = rig.feed(frame(type="session.delegation.created", event_id="d", offset_ms=1200,
+                            delegation={"id": "del_9", "target": "client", "type": "delegation"}), 1.0)
+    assert events == [LiveDelegationRequested("del_9", 1200, 1.0)]
+
+
+def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return city
+
+    @registry.tool
+    def time_in(city: str) -> str:
+        """The time in a city."""
+        return city
+
+    rig = Rig(registry)
+    start(rig)
+    assert rig.machine.update(tools=["time_in"])
+    (update,) = sent(rig.protocol)
+    assert update["type"] == "session.update"
+    assert [t["name"] for t in update["session"]["delegation"]["responses"]["tools"]] == ["time_in"]

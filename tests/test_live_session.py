@@ -1,0 +1,69 @@
+"""A GPT-Live session through the one driver (``VoiceSession`` with ``api="live"``), against a scripted peer.
+
+The listener's timeline is a ``ClockedOutput`` on a ``VirtualClock``; the peer streams an utterance
+in real time; the user's words arrive mid-reply. The session must silence the output at once and
+tell the model, by ``session.instructions.append``, the timeline instant the listener reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import numpy as np
+
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.sinks import TimelineSink
+from voxline.base.clock import VirtualClock
+from voxline.realtime.live.connection import live_connection
+from voxline.session import SessionSettings, VoiceSession
+from voxline.session.events import AssistantAudioStarted, BargeIn, LiveDelivered, StateChanged
+from tests.support.live_peer import LivePeer
+from tests.support.session_events import collect
+
+WORDS = "The museum opens at nine and the guided tour starts from the main hall at ten sharp".split()
+
+
+async def test_a_live_session_cuts_where_the_listener_is_and_says_so() -> None:
+    clock = VirtualClock()
+    peer = LivePeer(clock)
+    sink = TimelineSink()
+
+    async def connector():  # type: ignore[no-untyped-def]
+        return live_connection(peer.transport())
+
+    settings = SessionSettings(api="live", api_key="sk-test", instructions="Be brief.")
+    serving = asyncio.ensure_future(peer.serve())
+    async with VoiceSession(settings, output=ClockedOutput(clock, sink), clock=clock, connector=connector) as session:
+        await collect(session, clock, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+        assert [e["type"] for e in peer.sent][:1] == ["session.start"]
+        while clock.now() < 1.0:  # a second of the track's silence first: the reply lies 1 s into the timeline
+            await asyncio.sleep(0)
+            clock.advance(0.02)
+        peer.reply(WORDS, 4.0)
+        await collect(session, clock, lambda e: isinstance(e, AssistantAudioStarted))
+        while clock.now() < 3.3:
+            await asyncio.sleep(0)
+            clock.advance(0.02)
+        user_ms = peer.timeline_ms()
+        await peer.emit(type="session.input_transcript.delta", delta="wait", start_ms=user_ms, end_ms=user_ms + 200)
+        seen = await collect(session, clock, lambda e: isinstance(e, LiveDelivered))
+        barge = next(e for e in seen if isinstance(e, BargeIn))
+        for _ in range(150):  # the model streams the rest of its utterance; the client drops it
+            await asyncio.sleep(0)
+            clock.advance(0.02)
+    peer.stop()
+    serving.cancel()
+    played = sink.samples
+    heard = int(np.count_nonzero(played))  # what reached the listener (the tone is never zero)
+    told = [e for e in peer.sent if e["type"] == "session.instructions.append"]
+    assert len(told) == 1
+    at_ms = float(re.search(r"at (\d+) ms on the session timeline", told[0]["content"]).group(1))
+    assert peer.reply_starts[0] >= 900  # the reply lies a second into the timeline
+    truth_ms = peer.reply_starts[0] + heard * 1000 / 24_000
+    assert abs(truth_ms - at_ms) <= 20  # what it told is what was heard, within one 20 ms block
+    assert heard * 1000 / 24_000 > 500 and barge.heard_ms < 3500  # a cut mid-reply, not at an end
+    assert not played[int(barge.at * 24_000) + 200:].any()  # silence at once, though the model streamed on
+    heard_words = [w for i, w in enumerate(WORDS) if peer.reply_starts[0] + (i + 1) * 4000 / len(WORDS) <= truth_ms]
+    said = next(e for e in seen if isinstance(e, LiveDelivered)).heard_text.split()
+    assert said[:len(heard_words)] == heard_words and len(said) - len(heard_words) <= 1
