@@ -193,6 +193,7 @@ class VoiceSession:
             loops.append(self._feed.run(self._input))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
+            self.output.tick_gate = self.machine.tick_gate  # and only once a tick could change something
             loops.append(self.output.run())
         self._tasks = [group.create_task(loop) for loop in loops]
         return self
