@@ -9,6 +9,7 @@ paced as a microphone would hand it over), :func:`file_blocks` (a paced source),
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,7 @@ from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho
 from voxline.audio.sources import Source
 
-__all__ = ["Recording", "echoed_blocks", "file_blocks", "mic_blocks"]
+__all__ = ["Recording", "SteppedInput", "echoed_blocks", "file_blocks", "mic_blocks"]
 
 
 async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
@@ -29,8 +30,55 @@ async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncItera
         yield block
 
 
-async def file_blocks(source: Source) -> AsyncIterator[np.ndarray]:
-    """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone)."""
+@runtime_checkable
+class SteppedInput(Protocol):
+    """An input a session can read as a step of its loop's stepper (:func:`~voxline.base.clock.run_steps`),
+    with no task wake-up per block: :attr:`due` on :attr:`clock` (None once over), :meth:`take`
+    what is due by then. :class:`Recording` and :func:`file_blocks` are such inputs."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def due(self) -> float | None: ...
+
+    def take(self, now: float) -> list[np.ndarray]: ...
+
+
+class _SourceBlocks:
+    """A paced source's blocks (their samples): an async iterable, or a stepped input."""
+
+    def __init__(self, source: Source, stepped: SteppedInput) -> None:
+        self._source = source
+        self._stepped = stepped  # the same source, read by a stepper
+
+    @property
+    def clock(self) -> Clock:
+        return self._stepped.clock
+
+    @property
+    def due(self) -> float | None:
+        return self._stepped.due
+
+    def take(self, now: float) -> list[np.ndarray]:
+        return self._stepped.take(now)
+
+    async def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        async for frame in self._source:
+            yield frame.samples
+
+
+def file_blocks(source: Source) -> AsyncIterable[np.ndarray]:
+    """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone).
+
+    The sources of :mod:`voxline.audio.sources` are also read by a session's stepper, with no
+    task wake-up per block (:class:`SteppedInput`); any other source block by block."""
+    if isinstance(source, SteppedInput):
+        return _SourceBlocks(source, source)
+    return _frames(source)
+
+
+async def _frames(source: Source) -> AsyncIterator[np.ndarray]:
     async for frame in source:
         yield frame.samples
 
