@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import math
 import multiprocessing
@@ -87,6 +88,7 @@ from voxline.session.settings import SessionSettings
 
 from .common import environment, format_table
 from .concurrent_floor import run_floor
+from .concurrent_levers import LEVERS, hooks
 from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
@@ -162,10 +164,12 @@ class Workload:
     scenario: str = SCENARIO
     voice: str = VOICE
     wav: bool = True
+    levers_off: tuple[str, ...] = ()  # client levers undone (:mod:`benchmarks.concurrent_levers`)
+    server_python: str | None = None  # the interpreter running ``voxline serve`` (another checkout's)
 
     def resolved(self) -> Workload:
         """The same with ``auto`` replaced by the voice it picks here (espeak or tone)."""
-        return Workload(self.scenario, make_synth(self.voice)[1], self.wav)
+        return dataclasses.replace(self, voice=make_synth(self.voice)[1])
 
     def first_reply(self) -> npt.NDArray[np.int16]:
         """The samples of the scenario's first spoken reply (the one the barge-in cuts), as the server voices it."""
@@ -189,7 +193,7 @@ class Server:
     """``voxline serve --port 0`` in a separate process; :attr:`url` once it listens."""
 
     def __init__(self, *, timeout_s: float = 30.0, workload: Workload = Workload()) -> None:
-        command = [sys.executable, "-m", "voxline", "serve", "--port", "0", "--voice", workload.voice,
+        command = [workload.server_python or sys.executable, "-m", "voxline", "serve", "--port", "0", "--voice", workload.voice,
                    "--scenario", workload.scenario]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -267,15 +271,17 @@ async def _probe(stop: asyncio.Event, probe: _Probe) -> None:
 
 
 async def _sessions(n: int, url: str, samples: npt.NDArray[np.int16], tail_s: float,
-                    liveness_timeout_s: float | None, wav_dir: Path | None = None
+                    liveness_timeout_s: float | None, wav_dir: Path | None = None, levers_off: Sequence[str] = ()
                     ) -> tuple[list[ReplayResult | BaseException], _Probe]:
     clock = RealClock()
     stop = asyncio.Event()
     probe = _Probe([], _rss_bytes())
     prober = asyncio.create_task(_probe(stop, probe))
     sinks: list[Sink] = [NullSink() if wav_dir is None else WavSink(wav_dir / f"heard-{k:04d}.wav") for k in range(n)]
-    runs = [run_replay(samples, connector=None, clock=clock, settings=_settings(url, liveness_timeout_s),
-                       sink=sink, tail_s=tail_s)
+    settings = _settings(url, liveness_timeout_s)
+    connector, on_session = hooks(levers_off, settings)
+    runs = [run_replay(samples, connector=connector, clock=clock, settings=settings, sink=sink, tail_s=tail_s,
+                       on_session=on_session)
             for sink in sinks]
     try:
         results = await asyncio.gather(*runs, return_exceptions=True)
@@ -322,7 +328,8 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         asyncio.run(_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s))
         rss0 = _rss_bytes()
         cpu0, server0, wall0 = time.process_time(), server.cpu_s(), time.perf_counter()
-        results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s, wav_dir))
+        results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s, wav_dir,
+                                               workload.levers_off))
         cpu1, server1, wall1 = time.process_time(), server.cpu_s(), time.perf_counter()
         server_alive = server.process.poll() is None
         cuts = _check_cuts(results, wav_dir, reply)
@@ -470,6 +477,8 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
             "scenario": workload.scenario,
             "server_voice": workload.voice,
             "heard_wavs": workload.wav,
+            "levers_off": list(workload.levers_off),
+            "server_python": workload.server_python,
             "probe_sleep_ms": PROBE_S * 1000,
             "tail_s": tail_s,
             "repeat": repeat,
@@ -553,6 +562,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", default=SCENARIO, help=f"the server's scenario (default {SCENARIO})")
     parser.add_argument("--voice", default=VOICE, help="the server's voice: espeak, tone or auto (default: auto)")
     parser.add_argument("--no-wav", action="store_true", help="sessions write no heard WAV (and cuts go unchecked)")
+    parser.add_argument("--levers-off", default="", metavar="NAME,...",
+                        help=f"client levers to undo, to measure what each saves ({', '.join(LEVERS)})")
+    parser.add_argument("--server-python", default=None, metavar="PATH",
+                        help="run voxline serve with this interpreter (another checkout's, to measure its server)")
     parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",
                         help="the sessions' liveness_timeout_s (default: the session's own; 0 turns the watchdog off)")
     add_output_arguments(parser)
@@ -565,7 +578,10 @@ def main(argv: list[str] | None = None) -> int:
     sessions = args.sessions or (SHORT if args.short else FULL)
     repeat = args.repeat or (1 if args.short else REPEAT)
     floor_at = args.floor if args.floor is not None else (() if args.short else FLOOR_AT)
-    workload = Workload(args.scenario, args.voice, not args.no_wav)
+    off = tuple(name for name in args.levers_off.split(",") if name)
+    if set(off) - set(LEVERS):
+        parser.error(f"--levers-off takes some of {', '.join(LEVERS)}, not {args.levers_off!r}")
+    workload = Workload(args.scenario, args.voice, not args.no_wav, off, args.server_python)
     shape: dict[str, Any] = {"seconds": SHORT_SECONDS, "tail_s": SHORT_TAIL_S} if args.short else {}
     done = run_section(lambda: run(sessions, liveness_timeout_s=args.liveness_timeout, workload=workload,
                                    repeat=repeat, floor_at=floor_at, **shape), short=args.short)
