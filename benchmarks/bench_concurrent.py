@@ -301,7 +301,7 @@ def _check_cuts(results: Sequence[ReplayResult | BaseException], wav_dir: Path |
                 reply: npt.NDArray[np.int16] | None) -> dict[str, Any]:
     """Every cut against its session's heard WAV (see :mod:`benchmarks.heard_check`)."""
     if wav_dir is None or reply is None:
-        return {"checked": 0, "not_heard_audio": 0, "max_error_samples": None}
+        return {"checked": 0, "not_heard_audio": 0, "max_error_samples": 0}
     checked = wrong = 0
     worst = 0
     for k, result in enumerate(results):
@@ -315,7 +315,7 @@ def _check_cuts(results: Sequence[ReplayResult | BaseException], wav_dir: Path |
         checked += 1
         wrong += not check.same_audio
         worst = max(worst, check.error_samples)
-    return {"checked": checked, "not_heard_audio": wrong, "max_error_samples": worst if checked else None}
+    return {"checked": checked, "not_heard_audio": wrong, "max_error_samples": worst}
 
 
 def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[float], *,
@@ -411,7 +411,7 @@ def meets_goal(r: dict[str, Any]) -> list[str]:
         misses.append(f"spread {r['lateness_spread_ms']} ms")
     if r["sessions_underran"]:
         misses.append(f"{r['sessions_underran']} sessions underran")
-    if r["cuts"]["not_heard_audio"] or (r["cuts"]["max_error_samples"] or 0) > 1:
+    if r["cuts"]["not_heard_audio"] or r["cuts"]["max_error_samples"] > 1:
         misses.append("a cut off what was heard")
     if not r["cores_share"] <= GOAL["cores_share"]:
         misses.append(f"{100 * r['cores_share']:.0f}% of the cores")
@@ -419,17 +419,18 @@ def meets_goal(r: dict[str, Any]) -> list[str]:
 
 
 def knee(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The largest N all of whose runs meet the goal, and the first N (if any) where one does not, with why."""
+    """The largest N all of whose runs (and those of every smaller N) meet the goal (0: none does), and
+    the first N where one does not, with why (``degrades_at`` and ``why`` only when there is one)."""
     by_n: dict[int, list[dict[str, Any]]] = {}
     for r in runs:
         by_n.setdefault(r["sessions"], []).append(r)
-    holds: int | None = None
+    holds = 0
     for n in sorted(by_n):
         misses = sorted({m for r in by_n[n] for m in meets_goal(r)})
         if misses:
             return {"largest_n_meeting_goal": holds, "degrades_at": n, "why": misses}
         holds = n
-    return {"largest_n_meeting_goal": holds, "degrades_at": None, "why": []}
+    return {"largest_n_meeting_goal": holds}
 
 
 def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds: float | None = None,
@@ -481,7 +482,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
             "server_voice": workload.voice,
             "heard_wavs": workload.wav,
             "levers_off": list(workload.levers_off),
-            "server_python": workload.server_python,
+            "server_python": workload.server_python or "",
             "probe_sleep_ms": PROBE_S * 1000,
             "tail_s": tail_s,
             "repeat": repeat,
@@ -522,9 +523,8 @@ def table(result: dict[str, Any]) -> str:
                      f"session; voxline {f['voxline_ratio']}x that")
     k = result.get("knee")
     if k is not None:
-        where = (f"; degrades at N = {k['degrades_at']} ({', '.join(k['why'])})" if k["degrades_at"] is not None
-                 else "")
-        lines.append(f"knee: N = {k['largest_n_meeting_goal']}{where}")
+        where = f"; degrades at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k else ""
+        lines.append(f"knee: N = {k['largest_n_meeting_goal'] or 'none'}{where}")
     return "\n".join(lines)
 
 
