@@ -8,7 +8,7 @@ paced as a microphone would hand it over), :func:`file_blocks` (a paced source),
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -24,10 +24,40 @@ from voxline.audio.sources import Source
 __all__ = ["Recording", "SteppedInput", "echoed_blocks", "file_blocks", "mic_blocks"]
 
 
-async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
-    """Blocks from :class:`~voxline.audio.devices.MicSource` (``(adc_time, block)`` pairs)."""
+def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterable[np.ndarray]:
+    """Blocks from :class:`~voxline.audio.devices.MicSource` (``(adc_time, block)`` pairs), times dropped.
+
+    A microphone's :meth:`~voxline.audio.devices.MicSource.blocks` stays a :class:`SteppedInput`."""
+    if isinstance(mic, SteppedInput):
+        return _Untimed(mic, mic)
+    return _untimed(mic)
+
+
+async def _untimed(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
     async for _t, block in mic:
         yield block
+
+
+class _Untimed:
+    """A stepped device input's blocks without their times."""
+
+    def __init__(self, pairs: AsyncIterable[tuple[float, np.ndarray]], stepped: SteppedInput) -> None:
+        self._pairs = pairs
+        self._stepped = stepped
+
+    @property
+    def clock(self) -> Clock:
+        return self._stepped.clock
+
+    @property
+    def due(self) -> float | None:
+        return self._stepped.due
+
+    def take(self, now: float) -> list[np.ndarray]:
+        return [item[1] if isinstance(item, tuple) else item for item in self._stepped.take(now)]
+
+    def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        return _untimed(self._pairs).__aiter__()
 
 
 @runtime_checkable
@@ -42,7 +72,8 @@ class SteppedInput(Protocol):
     @property
     def due(self) -> float | None: ...
 
-    def take(self, now: float) -> list[np.ndarray]: ...
+    def take(self, now: float) -> Sequence[np.ndarray | tuple[float, np.ndarray]]:
+        """What is due by ``now``, in order: blocks, or ``(adc_time, block)`` pairs from a device."""
 
 
 class _SourceBlocks:
@@ -60,7 +91,7 @@ class _SourceBlocks:
     def due(self) -> float | None:
         return self._stepped.due
 
-    def take(self, now: float) -> list[np.ndarray]:
+    def take(self, now: float) -> Sequence[np.ndarray | tuple[float, np.ndarray]]:
         return self._stepped.take(now)
 
     async def __aiter__(self) -> AsyncIterator[np.ndarray]:
