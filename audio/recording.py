@@ -38,28 +38,6 @@ async def _untimed(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterato
         yield block
 
 
-class _Untimed:
-    """A stepped device input's blocks without their times."""
-
-    def __init__(self, pairs: AsyncIterable[tuple[float, np.ndarray]], stepped: SteppedInput) -> None:
-        self._pairs = pairs
-        self._stepped = stepped
-
-    @property
-    def clock(self) -> Clock:
-        return self._stepped.clock
-
-    @property
-    def due(self) -> float | None:
-        return self._stepped.due
-
-    def take(self, now: float) -> list[np.ndarray]:
-        return [item[1] if isinstance(item, tuple) else item for item in self._stepped.take(now)]
-
-    def __aiter__(self) -> AsyncIterator[np.ndarray]:
-        return _untimed(self._pairs).__aiter__()
-
-
 @runtime_checkable
 class SteppedInput(Protocol):
     """An input a session can read as a step of its loop's stepper (:func:`~voxline.base.clock.run_steps`),
@@ -76,12 +54,11 @@ class SteppedInput(Protocol):
         """What is due by ``now``, in order: blocks, or ``(adc_time, block)`` pairs from a device."""
 
 
-class _SourceBlocks:
-    """A paced source's blocks (their samples): an async iterable, or a stepped input."""
+class _Delegated:
+    """A stepped input's clock and due time, passed through."""
 
-    def __init__(self, source: Source, stepped: SteppedInput) -> None:
-        self._source = source
-        self._stepped = stepped  # the same source, read by a stepper
+    def __init__(self, stepped: SteppedInput) -> None:
+        self._stepped = stepped
 
     @property
     def clock(self) -> Clock:
@@ -91,12 +68,34 @@ class _SourceBlocks:
     def due(self) -> float | None:
         return self._stepped.due
 
+
+class _SourceBlocks(_Delegated):
+    """A paced source's blocks (their samples): an async iterable, or a stepped input."""
+
+    def __init__(self, source: Source, stepped: SteppedInput) -> None:
+        super().__init__(stepped)  # the same source, read by a stepper
+        self._source = source
+
     def take(self, now: float) -> Sequence[np.ndarray | tuple[float, np.ndarray]]:
         return self._stepped.take(now)
 
     async def __aiter__(self) -> AsyncIterator[np.ndarray]:
         async for frame in self._source:
             yield frame.samples
+
+
+class _Untimed(_Delegated):
+    """A stepped device input's blocks without their times."""
+
+    def __init__(self, pairs: AsyncIterable[tuple[float, np.ndarray]], stepped: SteppedInput) -> None:
+        super().__init__(stepped)
+        self._pairs = pairs
+
+    def take(self, now: float) -> list[np.ndarray]:
+        return [item[1] if isinstance(item, tuple) else item for item in self._stepped.take(now)]
+
+    def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        return _untimed(self._pairs).__aiter__()
 
 
 def file_blocks(source: Source) -> AsyncIterable[np.ndarray]:

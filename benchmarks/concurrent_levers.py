@@ -20,12 +20,12 @@ from voxline.session import VoiceSession
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import Connector
 
-__all__ = ["LEVERS", "hooks"]
+__all__ = ["LEVERS", "AlwaysOpenGate", "hooks"]
 
 LEVERS = ("tick_gate", "try_recv")
 
 
-class _AlwaysOpen(TickGate):
+class AlwaysOpenGate(TickGate):
     """A gate that never lets a tick be skipped."""
 
     @property  # type: ignore[override]
@@ -51,6 +51,6 @@ def hooks(off: Sequence[str], settings: SessionSettings
         return conn
 
     def ungated(session: VoiceSession) -> None:
-        session.machine.tick_gate = _AlwaysOpen()
+        session.machine.tick_gate = AlwaysOpenGate()
 
     return (through_websockets if "try_recv" in off else None), (ungated if "tick_gate" in off else None)

@@ -3,12 +3,12 @@ session reports the same events at the same listener times as when it ticks afte
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.concurrent_levers import AlwaysOpenGate
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.tick_gate import TickGate
 from voxline.audio.wavio import read_wav
@@ -37,18 +37,6 @@ def test_the_output_calls_after_read_only_from_the_gates_time_on() -> None:
     assert calls and min(calls) >= 0.5 - 1e-9 and len(calls) == sum(1 for k in range(10, 50) if k * 0.02 >= 0.5 - 1e-9)
 
 
-class _AlwaysOpen(TickGate):
-    """A gate that never lets a tick be skipped: the session ticks after every pass, as without one."""
-
-    @property  # type: ignore[override]
-    def until(self) -> float:
-        return -math.inf
-
-    @until.setter
-    def until(self, value: float) -> None:
-        pass
-
-
 def _replay(gated: bool) -> tuple[list[Any], int, int]:
     samples, _ = read_wav(RECORDING)
     ticks = [0]
@@ -56,7 +44,7 @@ def _replay(gated: bool) -> tuple[list[Any], int, int]:
 
     def counted(session: VoiceSession) -> None:
         if not gated:
-            session.machine.tick_gate = _AlwaysOpen()
+            session.machine.tick_gate = AlwaysOpenGate()
         tick = session.machine.tick
 
         def counting(now: float) -> Any:
