@@ -221,3 +221,13 @@ def test_concurrent_session_counts_are_validated() -> None:
         bench_concurrent.main(["--sessions", "0"])
     with pytest.raises(SystemExit):
         bench_concurrent.main(["--liveness-timeout", "-1"])
+
+
+def test_the_lever_benchmark_measures_each_lever_old_and_new() -> None:
+    from benchmarks import bench_levers
+
+    result = bench_levers.run(rounds=1)
+    assert set(result["levers"]) == {"tick", "receive", "encode", "outbox"}
+    for lever in result["levers"].values():
+        assert lever["former_us"] > 0 and lever["new_us"] > 0 and lever["new_over_former"] > 0
+    json.dumps(result, allow_nan=False)
