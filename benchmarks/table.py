@@ -167,7 +167,7 @@ def _concurrent(f: Figures) -> list[str]:
             return "—" if x is None else f"{100 * x:.2f}%"
 
         def ms(d: dict[str, Any]) -> str:
-            return "—" if d["p50_ms"] is None else f"{d['p50_ms']:.1f} / {d['p99_ms']:.1f}"
+            return "—" if d.get("p50_ms") is None else f"{d['p50_ms']:.1f} / {d['p99_ms']:.1f}"
 
         spread = r.get("lateness_spread_ms")
         cores = r.get("cores_share")
@@ -175,6 +175,13 @@ def _concurrent(f: Figures) -> list[str]:
                           r.get("sessions_underran", "—"), pct(r["client_cpu_per_session_s"]),
                           pct(r["server_cpu_per_session_s"]), "—" if cores is None else f"{100 * cores:.0f}%",
                           f"{r['rss_per_session_mib']:.2f}", f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}"))
+    cores = f["machine"].get("cpu_count") or 1
+    busiest = max(r["load_before"][0] for r in f["runs"])
+    if busiest > cores / 2:  # other work held the machine: lag, lateness and underruns are its too
+        lines += ["", f"**Measured under load**: the machine's 1-minute load average reached {busiest:.2f} on "
+                      f"{cores} cores before a run (other work was running); lag, lateness and underruns above are "
+                      f"those of a machine already busy, not of the sessions alone. "
+                      f"`python3 -m benchmarks.bench_concurrent --write-results` measures them again."]
     for floor in f.get("floor", []):
         lines += ["", f"Bare receivers (`websockets` + `json` + `pybase64`, no playout) at N = {floor['sessions']} in the "
                       f"same run: {100 * floor['client_cpu_per_session_s']:.2f}% of a core per session; voxline's "
