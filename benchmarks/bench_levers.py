@@ -6,9 +6,9 @@ that does not depend on timing, in rounds that alternate the former path and the
 a second of each other, so both see the same load; the figure is the median CPU per unit of
 each, and their ratio.
 
-* ``tick``: a session's output reading a long reply from its queue, 500 passes of 20 ms on a
-  virtual clock, ticking the session after every pass (former) or only past the core's quiet
-  horizon (the tick gate); CPU µs per pass;
+* ``tick``: a lockstep replay of ``barge_in.wav`` over the ``long`` scenario, its output ticking
+  the session after every pass (former) or only past the core's quiet horizon (the tick gate);
+  CPU µs per output pass, its tick included;
 * ``receive``: a loopback WebSocket streaming a reply's frames in pairs (transcript + audio
   delta, as the server writes them) into a ``RealtimeConnection``; every frame through
   websockets' ``recv()`` (former) or frames already read taken as they are (``try_recv``);
@@ -34,13 +34,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import SecretStr
+import numpy as np
+import numpy.typing as npt
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import serve as ws_serve
 
-from voxline.base.clock import VirtualClock
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.wavio import read_wav
 from voxline.realtime.connection import RealtimeConnection
-from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server.engine import Engine
 from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -50,15 +51,15 @@ from voxline.realtime.server.engine.voices import make_synth
 from voxline.realtime.server.net.config import FaultConfig, ServerConfig
 from voxline.realtime.server.net.ws_session import Outbox
 from voxline.realtime.transports.websocket import WebSocketTransport
-from voxline.session.settings import SessionSettings
+from voxline.session.replay import replay_fast
 from voxline.session.voice import VoiceSession
 
+from .bench_concurrent import RECORDING
 from .concurrent_levers import AlwaysOpenGate
 from .record import add_output_arguments, finish, run_section
 
 __all__ = ["main", "run"]
 
-PASSES = 500
 _VOICES: dict[str, VoiceCache] = {}
 
 
@@ -75,27 +76,28 @@ def _reply_events(voices: VoiceCache) -> list[dict[str, Any]]:
     return engine.receive(json.dumps({"type": "response.create"}), 0.0) + engine.poll(0.0)
 
 
-def _tick_round(gated: bool, frames: list[str]) -> float:
-    """CPU seconds per output pass of a session playing a long reply from its queue."""
-    clock = VirtualClock()
-    session = VoiceSession(SessionSettings(api_key=SecretStr("local")), clock=clock)
-    if not gated:
-        session.machine.tick_gate = AlwaysOpenGate()
-    protocol = RealtimeProtocol()
-    session.machine.attach(protocol)
-    for text in frames:
-        protocol.receive(text)
-        for out in protocol.events():
-            session.machine.receive(out, 0.0)
-    output = session.output
-    output.after_read = session._tick  # type: ignore[attr-defined]
-    output.tick_gate = session.machine.tick_gate  # type: ignore[attr-defined]
-    output._t0 = 0.0  # type: ignore[attr-defined]
-    start = time.process_time()
-    for k in range(PASSES):
-        clock.advance_to(k * 0.02)
-        output._pass(k * 0.02)  # type: ignore[attr-defined]
-    return (time.process_time() - start) / PASSES
+def _tick_round(gated: bool, samples: npt.NDArray[np.int16]) -> float:
+    """CPU seconds per output pass (its tick included) of a lockstep replay over a long reply."""
+    spent = [0.0, 0]
+
+    def timed(session: VoiceSession) -> None:
+        if not gated:
+            session.machine.tick_gate = AlwaysOpenGate()
+        output = session.output
+        assert isinstance(output, ClockedOutput)
+        step = output._pass
+
+        def timed_pass(now: float) -> float:
+            start = time.process_time()
+            due = step(now)
+            spent[0] += time.process_time() - start
+            spent[1] += 1
+            return due
+
+        output._pass = timed_pass  # type: ignore[method-assign]
+
+    replay_fast(samples, scenario=load_scenario("long"), voice="tone", tail_s=2.0, on_session=timed)
+    return spent[0] / max(1, int(spent[1]))
 
 
 async def _receive_round(try_recv: bool, frames: list[str]) -> float:
@@ -185,10 +187,11 @@ def _alternate(rounds: int, former: Callable[[], float], new: Callable[[], float
 
 def run(rounds: int = 7) -> dict[str, Any]:
     voices = _voices()
+    samples, _rate = read_wav(RECORDING)
     events = _reply_events(voices)
     frames = [json.dumps(e) for e in events]
     result = {
-        "tick": _alternate(rounds, lambda: _tick_round(False, frames), lambda: _tick_round(True, frames), "per pass"),
+        "tick": _alternate(rounds, lambda: _tick_round(False, samples), lambda: _tick_round(True, samples), "per pass"),
         "receive": _alternate(rounds, lambda: asyncio.run(_receive_round(False, frames * 3)),
                               lambda: asyncio.run(_receive_round(True, frames * 3)), "per frame"),
         "encode": _alternate(rounds, lambda: _encode_round(False, voices), lambda: _encode_round(True, voices),
