@@ -135,17 +135,14 @@ class RealtimeConnection:
 
     async def recv(self) -> ProtocolOutput:
         """The next server event or notice; raises ConnectionClosed once everything was read."""
-        try_recv = getattr(self.transport, "try_recv", None)  # ReceivesNow: a frame already read, at once
         while not self._pending:
             if self.closed:
                 raise ConnectionClosed(self.close_code, self.close_reason)
-            text = try_recv() if try_recv is not None else None
-            if text is None:
-                try:
-                    text = await self.transport.recv()
-                except ConnectionClosed as exc:
-                    self._lost(exc)
-                    continue
+            try:
+                text = await self.transport.recv()  # a frame already read comes back without waiting (ReceivesNow)
+            except ConnectionClosed as exc:
+                self._lost(exc)
+                continue
             self._observe("in", text)
             self.protocol.receive(text)
             self._pending.extend(self.protocol.events())
