@@ -6,16 +6,24 @@ naming what is available, e.g. ``no output device 7; available: 0 pulse, 1 defau
 
 PortAudio enumerates devices once, when it is initialised; :func:`refresh_devices`
 re-enumerates (only while no stream is open), e.g. after a sound server was started.
+
+**The sound server's devices.** On a desktop PortAudio sees PulseAudio or PipeWire as one
+ALSA device (``pulse``); the sinks and sources the desktop shows are listed after PortAudio's
+own devices, numbered on from them, with ``route`` naming them on the server
+(:mod:`voxline.audio.sound_server`). A stream on one opens PortAudio's ``pulse`` device routed
+to it. Their numbers follow the server's current list; their names stay.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, assert_never
 
+from voxline.audio import sound_server
 from voxline.base.errors import AudioError
 
 __all__ = [
@@ -30,6 +38,7 @@ __all__ = [
     "open_error",
     "open_stream",
     "pick_rate",
+    "portaudio_index",
     "refresh_devices",
     "resolve_device",
 ]
@@ -39,6 +48,7 @@ Latency = str | float  # "low", "high" or seconds
 
 _NO_PORTAUDIO = "the PortAudio library is not installed; install libportaudio2 (e.g. apt-get install libportaudio2)"
 NO_DEVICES = "no sound devices found; is a sound server (PulseAudio or PipeWire) running?"
+_SERVER_PORTS = ("pulse", "default")  # PortAudio's (ALSA's) devices that reach the sound server, by preference
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +63,16 @@ class DeviceInfo:
     default_samplerate: float
     is_default_in: bool = False
     is_default_out: bool = False
+    route: str | None = None  # the sound server's name for a sink or source; None: a PortAudio device
 
     def channels(self, kind: Kind) -> int:
         return self.max_input_channels if kind == "input" else self.max_output_channels
 
     @property
     def label(self) -> str:
-        """``"<index> <name>"``, as in error messages and the device table."""
+        """``"<index> <name>"`` (with the server's name for its devices), as in messages and the table."""
+        if self.route is not None and self.route != self.name:
+            return f"{self.index} {self.name} ({self.route})"
         return f"{self.index} {self.name}"
 
 
@@ -87,7 +100,36 @@ def _default_index(sd: ModuleType, kind: Kind) -> int | None:
 
 
 def list_devices() -> list[DeviceInfo]:
-    """Every device PortAudio knows, in index order (empty without any sound server or card)."""
+    """Every device PortAudio knows, in index order, then the sound server's sinks and sources
+    (empty without any sound server or card)."""
+    devices = _portaudio_devices()
+    server = sound_server.connect()
+    if server is None:
+        return devices
+    with server:
+        found = server.devices()
+        hostapi = server.label
+    if not any(d.name in _SERVER_PORTS for d in devices):
+        return devices  # PortAudio cannot reach the server: its devices could not be opened
+    first = len(devices)
+    for offset, d in enumerate(found):
+        devices.append(
+            DeviceInfo(
+                index=first + offset,
+                name=d.description,
+                hostapi=hostapi,
+                max_input_channels=d.channels if d.kind == "input" else 0,
+                max_output_channels=d.channels if d.kind == "output" else 0,
+                default_samplerate=float(d.rate),
+                is_default_in=d.is_default and d.kind == "input",
+                is_default_out=d.is_default and d.kind == "output",
+                route=d.name,
+            )
+        )
+    return devices
+
+
+def _portaudio_devices() -> list[DeviceInfo]:
     sd = load_sounddevice()
     default_in, default_out = _default_index(sd, "input"), _default_index(sd, "output")
     hostapis: Any = sd.query_hostapis()
@@ -146,17 +188,19 @@ def describe_all(devices: list[DeviceInfo]) -> str:
 
 
 def _by_name(devices: list[DeviceInfo], name: str, kind: Kind) -> DeviceInfo:
+    """The server's own name first (unique by construction), then the shown name, then a part of either."""
     usable = [d for d in devices if d.channels(kind) > 0]
     wanted = name.strip().casefold()
-    exact = [d for d in usable if d.name.casefold() == wanted]
-    if exact:
-        return exact[0]
-    partial = [d for d in usable if wanted in d.name.casefold()]
-    if len(partial) == 1:
-        return partial[0]
-    if partial:
-        names = ", ".join(d.label for d in partial)
-        raise AudioError(f"{kind} device name {name!r} is ambiguous: {names}")
+    for matches in (
+        [d for d in usable if d.route is not None and d.route.casefold() == wanted],
+        [d for d in usable if d.name.casefold() == wanted],
+        [d for d in usable if wanted in d.name.casefold() or (d.route is not None and wanted in d.route.casefold())],
+    ):
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(d.label for d in matches)
+            raise AudioError(f"{kind} device name {name!r} is ambiguous: {names}")
     raise AudioError(f"no {kind} device named {name!r}; available: {describe(devices, kind)}")
 
 
@@ -176,25 +220,40 @@ def open_stream(
     rate: int,
     latency: Latency,
     callback: Callable[..., None],
+    tag: str = "",
 ) -> Any:
     """An int16 mono PortAudio stream of ``block`` samples at ``rate`` (scaled to the device rate).
 
-    Not started. A device that refuses the settings is one line naming the devices there are.
+    Not started. A sound server's device is reached through PortAudio's ``pulse`` device, the
+    stream tagged ``tag`` there (:func:`voxline.audio.sound_server.routed_env`). A device that refuses the settings is one line naming the devices there are.
     """
     sd = load_sounddevice()
     stream_class = sd.InputStream if kind == "input" else sd.OutputStream
+    routed = contextlib.nullcontext() if info.route is None else sound_server.routed_env(kind, info.route, tag)
     try:
-        return stream_class(
-            samplerate=device_rate,
-            blocksize=block * device_rate // rate,
-            device=info.index,
-            channels=1,
-            dtype="int16",
-            latency=latency,
-            callback=callback,
-        )
+        with routed:
+            return stream_class(
+                samplerate=device_rate,
+                blocksize=block * device_rate // rate,
+                device=portaudio_index(info),
+                channels=1,
+                dtype="int16",
+                latency=latency,
+                callback=callback,
+            )
     except (sd.PortAudioError, ValueError) as exc:
         raise open_error(info, kind, exc) from None
+
+
+def portaudio_index(info: DeviceInfo) -> int:
+    """The PortAudio device that plays or records ``info``: itself, or the one reaching its server."""
+    if info.route is None:
+        return info.index
+    ports = {d.name: d.index for d in _portaudio_devices()}
+    for name in _SERVER_PORTS:
+        if name in ports:
+            return ports[name]
+    raise AudioError(f"cannot reach sound server device {info.label}: PortAudio has no pulse or default device")
 
 
 def pick_rate(info: DeviceInfo, kind: Kind, rate: int, forced: int | None) -> int:
@@ -204,7 +263,7 @@ def pick_rate(info: DeviceInfo, kind: Kind, rate: int, forced: int | None) -> in
     sd = load_sounddevice()
     check = sd.check_output_settings if kind == "output" else sd.check_input_settings
     try:
-        check(device=info.index, channels=1, dtype="int16", samplerate=rate)
+        check(device=portaudio_index(info), channels=1, dtype="int16", samplerate=rate)
     except sd.PortAudioError:
         return int(info.default_samplerate)
     return rate

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-from time import monotonic
+import uuid
 from collections import deque
+from time import monotonic
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,8 @@ _STEP_MARGIN_S = 0.002  # a step comes this long after a block is expected, to f
 class MicSource:
     """Captures an input device; iterate :meth:`blocks` for ``(adc_time, samples)``."""
 
+    kind: Literal["input"] = "input"  # what a device watch (voxline.audio.device_watch) calls its streams
+
     def __init__(
         self,
         device: int | str | None = None,
@@ -60,6 +63,7 @@ class MicSource:
         self.latency = latency
         self.device = resolve_device(device, "input")
         self._sd = load_sounddevice()
+        self.tag = uuid.uuid4().hex[:12]  # finds this stream on the sound server (voxline.audio.device_watch)
         self.device_rate = pick_rate(self.device, "input", rate, device_rate)
         self._resampler = CaptureResampler(self.device_rate, rate) if self.device_rate != rate else None
         self.max_blocks = max_blocks
@@ -86,7 +90,7 @@ class MicSource:
         sd = self._sd
         if self._stream is None:
             self._stream = open_stream(self.device, "input", device_rate=self.device_rate, block=self.block,
-                                       rate=self.rate, latency=self.latency, callback=self._callback)
+                                       rate=self.rate, latency=self.latency, callback=self._callback, tag=self.tag)
             self._stream_latency = float(self._stream.latency)
         if self._stream.active:
             return

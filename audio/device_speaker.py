@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import uuid
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
 from voxline.audio.device_resample import PlayoutReader
@@ -48,6 +49,8 @@ _MAX_WARMUP_BLOCKS = 32  # a host whose clock reads 0 still gets going
 
 class SpeakerSink:
     """Plays a playout buffer on an output device; see the module docstring."""
+
+    kind: Literal["output"] = "output"  # what a device watch (voxline.audio.device_watch) calls its streams
 
     discard_blocks = True  # an abort and restart of the stream takes milliseconds
 
@@ -69,6 +72,7 @@ class SpeakerSink:
         self.latency = latency
         self.device = resolve_device(device, "output")
         self._sd = load_sounddevice()
+        self.tag = uuid.uuid4().hex[:12]  # finds this stream on the sound server (voxline.audio.device_watch)
         self.device_rate = pick_rate(self.device, "output", rate, device_rate)
         self._reader = PlayoutReader(playout, self.device_rate) if self.device_rate != rate else None
         self._timeline = DacTimeline(self.device_rate)
@@ -98,7 +102,7 @@ class SpeakerSink:
 
     def _open(self) -> Any:
         stream = open_stream(self.device, "output", device_rate=self.device_rate, block=self.block,
-                             rate=self.rate, latency=self.latency, callback=self._callback)
+                             rate=self.rate, latency=self.latency, callback=self._callback, tag=self.tag)
         self._stream_latency = float(stream.latency)
         return stream
 

@@ -19,6 +19,8 @@ __all__ = [
     "BargeIn",
     "ConnectionLost",
     "CutAdjusted",
+    "DeviceLost",
+    "DeviceReturned",
     "FalseBargeIn",
     "PlaybackHeld",
     "ConnectionRestored",
@@ -250,6 +252,27 @@ class FalseBargeIn:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceLost:
+    """A sound device the session plays or records on went away (unplugged, or its sink or
+    source removed). The session goes on: the sound server moved the stream to ``fallback``
+    (its default device), or ``fallback`` is None where it could not be read."""
+
+    kind: Literal["input", "output"]
+    device: str
+    fallback: str | None
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceReturned:
+    """The lost device is back and the session's stream has been moved onto it again."""
+
+    kind: Literal["input", "output"]
+    device: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
 class RawServerEvent:
     """A wire event, passed through when the application asked for raw events."""
 
@@ -273,6 +296,8 @@ SessionEvent = (
     | FalseBargeIn
     | ConnectionLost
     | ConnectionRestored
+    | DeviceLost
+    | DeviceReturned
     | SessionError
     | RawServerEvent
 )

@@ -18,6 +18,11 @@ tools: the backend's session sets ``call_id`` (the kiosk's :attr:`VoiceSession.c
 attaches to the call's sideband with the API key, with no media of its own; the kiosk's
 session passes ``run_tools=False`` so it leaves the calls to the backend.
 
+Sound devices: :meth:`VoiceSession.on_devices` opens, wires and closes a microphone and a
+speaker with the session. A device chosen on the sound server (PulseAudio, PipeWire) is
+watched (``watch_devices``): unplugged, it gives a ``DeviceLost`` event and the session goes
+on with the server's fallback; plugged in again, ``DeviceReturned`` and the stream is back on it.
+
 ``voxline talk`` runs it on sound devices, ``voxline replay`` on a recording and a WAV output,
 and ``replay --fast`` the same with a :class:`~voxline.base.clock.VirtualClock` and the local
 server's engine in process (:mod:`voxline.session.lockstep`). Time comes from ``clock`` only.
@@ -28,10 +33,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from typing import Any
 
 from voxline.audio.aec import EchoCanceller
+from voxline.audio.device_watch import Watched
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.clock import Clock, RealClock
@@ -44,6 +50,7 @@ from voxline.realtime.transports.webrtc import WebRTCTransport
 from .bargein import Trigger
 from .capture import CapturePath
 from .core import SessionCore
+from .device_loop import device_watch_loop
 from .events import BargeIn, SessionError, SessionEvent
 from .input_journal import InputJournal
 from .input_feed import InputFeed
@@ -95,6 +102,7 @@ class VoiceSession:
         local_vad: LocalVad | str | None = None,
         barge_policy: BargePolicy | None = None,
         run_tools: bool = True,
+        watch_devices: Iterable[Watched] = (),
     ) -> None:
         s = settings or SessionSettings()
         if input is not None and not hasattr(input, "__aiter__"):
@@ -125,6 +133,7 @@ class VoiceSession:
         self._tasks: list[asyncio.Task[None]] = []
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
         self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
+        self._watched: tuple[Watched, ...] = tuple(watch_devices)  # reported when unplugged and back
 
     @classmethod
     def on_devices(cls, settings: SessionSettings | None = None, *, input_device: int | str | None = None,
@@ -134,16 +143,23 @@ class VoiceSession:
             async with VoiceSession.on_devices(settings, tools=registry) as session:
                 async for event in session: ...
 
-        Devices are chosen by index or name as ``voxline devices`` lists them (the default ones
-        when not given); ``options`` are the constructor's other keywords.
+        Devices are chosen by index or name as ``voxline devices`` lists them (the sound
+        server's sinks and sources included; the default ones when not given), and watched
+        while the session runs; ``options`` are the constructor's other keywords.
         """
         from voxline.audio.devices import MicSource, SpeakerSink  # PortAudio is loaded only for devices
 
         speaker = SpeakerSink(PlayoutBuffer(), device=output_device)
         mic = MicSource(device=input_device)
-        session = cls(settings, output=speaker, input=mic.blocks(), **options)
+        session = cls(settings, output=speaker, input=mic.blocks(), watch_devices=(speaker, mic), **options)
         session._devices = (speaker, mic)
         return session
+
+    @property
+    def devices(self) -> tuple[Any, ...]:
+        """The sound devices the session opened and closes with it: ``(speaker, microphone)`` from
+        :meth:`on_devices`, else ``()``."""
+        return self._devices
 
     def __repr__(self) -> str:
         live, link = self.machine.live, self._link
@@ -191,6 +207,8 @@ class VoiceSession:
         loops = [self._receive_loop(), self._tick_loop(clocked), self._flush_loop()]
         if self._input is not None:
             loops.append(self._feed.run(self._input))
+        if self._watched:
+            loops.append(device_watch_loop(self._watched, self.clock, self._queue.put_nowait))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
             self.output.tick_gate = self.machine.tick_gate  # and only once a tick could change something

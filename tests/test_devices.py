@@ -123,7 +123,7 @@ def test_device_table_lists_defaults() -> None:
         DeviceInfo(1, "default", "ALSA", 32, 32, 44100.0, is_default_in=True, is_default_out=True),
     ]
     lines = devices_cli.format_table(rows).splitlines()
-    assert lines[0].split() == ["#", "name", "host", "api", "in", "out", "rate", "default"]
+    assert lines[0].split() == ["#", "name", "server", "name", "host", "api", "in", "out", "rate", "default"]
     assert lines[1].split() == ["0", "pulse", "ALSA", "32", "32", "44100"]
     assert lines[2].split() == ["1", "default", "ALSA", "32", "32", "44100", "input,", "output"]
 
@@ -174,7 +174,10 @@ def test_list_devices_shows_pulse_with_defaults(pulse: None) -> None:
     names = [d.name for d in devices]
     assert "pulse" in names and "default" in names
     assert [d.index for d in devices] == list(range(len(devices)))
-    assert sum(d.is_default_out for d in devices) == 1 and sum(d.is_default_in for d in devices) == 1
+    ported = [d for d in devices if d.route is None]  # PortAudio's; the sound server's are marked on their own
+    assert sum(d.is_default_out for d in ported) == 1 and sum(d.is_default_in for d in ported) == 1
+    served = [d for d in devices if d.route is not None]
+    assert sum(d.is_default_out for d in served) <= 1 and sum(d.is_default_in for d in served) <= 1
     pulse_dev = devices[names.index("pulse")]
     assert pulse_dev.max_output_channels > 0 and pulse_dev.max_input_channels > 0
     assert pulse_dev.default_samplerate > 0
@@ -194,7 +197,7 @@ def test_resolve_by_index_name_digits_and_default(pulse: None) -> None:
 
 @pytest.mark.device
 def test_bad_index_is_one_line_naming_the_devices(pulse: None) -> None:
-    available = ", ".join(f"{d.index} {d.name}" for d in list_devices() if d.max_output_channels > 0)
+    available = ", ".join(d.label for d in list_devices() if d.max_output_channels > 0)
     with pytest.raises(AudioError) as caught:
         resolve_device(77, "output")
     assert str(caught.value) == f"no output device 77; available: {available}"
@@ -215,7 +218,7 @@ def test_a_device_that_cannot_open_is_one_line_naming_the_devices(pulse: None) -
     with pytest.raises(AudioError) as caught:
         sink.start()
     message = str(caught.value)
-    available = ", ".join(f"{d.index} {d.name}" for d in list_devices() if d.max_output_channels > 0)
+    available = ", ".join(d.label for d in list_devices() if d.max_output_channels > 0)
     assert message.startswith(f"cannot open output device {sink.device.index} default: ")
     assert "Invalid sample rate" in message and message.endswith(f"; available: {available}")
     assert "\n" not in message

@@ -58,7 +58,7 @@ async def test_on_devices_opens_wires_and_closes_the_microphone_and_the_speaker(
     async with serve(ServerConfig(port=0, voice="tone")) as srv:
         settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none")
         session = VoiceSession.on_devices(settings)  # the default devices: the module's private sink and source
-        speaker, mic = session.output, session._devices[1]
+        speaker, mic = session.output, session.devices[1]
         async with session:
             await session.send_text("hello")
             for _ in range(400):  # the reply plays on the speaker; the microphone is read meanwhile

@@ -1,6 +1,8 @@
-"""``voxline devices``: the sound devices PortAudio sees, with the defaults marked.
+"""``voxline devices``: the sound devices PortAudio sees, then the sound server's sinks and
+sources (PulseAudio or PipeWire: what the desktop's sound settings show), defaults marked.
 
-Indices and names printed here are what ``--input-device`` / ``--output-device`` accept.
+Indices, names and server names printed here are what ``--input-device`` / ``--output-device``
+accept.
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def format_table(devices: list[DeviceInfo]) -> str:
-    """An aligned text table: index, name, host API, channels, default rate, defaults."""
-    rows = [["#", "name", "host api", "in", "out", "rate", "default"]]
+    """An aligned text table: index, name, server name, host API, channels, default rate, defaults."""
+    rows = [["#", "name", "server name", "host api", "in", "out", "rate", "default"]]
     for d in devices:
         marks = [m for m, on in (("input", d.is_default_in), ("output", d.is_default_out)) if on]
         rows.append(
             [
                 str(d.index),
                 d.name,
+                d.route or "",
                 d.hostapi,
                 str(d.max_input_channels),
                 str(d.max_output_channels),
@@ -36,7 +39,7 @@ def format_table(devices: list[DeviceInfo]) -> str:
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = {0, 3, 4, 5}
+    right = {0, 4, 5, 6}
     lines = [
         "  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
         for row in rows

@@ -223,11 +223,11 @@ async def run(args: argparse.Namespace) -> int:
         if args.aec:  # the capture path aligns the reference by the microphone's ADC times
             session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),
                                    tools=demo_tools(),
-                                   aec=args.aec, local_vad="webrtc", on_wire=wire)
+                                   aec=args.aec, local_vad="webrtc", on_wire=wire, watch_devices=(speaker, mic))
             screen.note(f"voxline talk: echo cancellation on ({args.aec}), local voice activity stops the assistant")
         else:
             session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(blocks)), tools=demo_tools(),
-                                   on_wire=wire)
+                                   on_wire=wire, watch_devices=(speaker, mic))
         await stack.enter_async_context(session)
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")

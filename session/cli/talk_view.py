@@ -33,6 +33,8 @@ from ..events import (
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
+    DeviceLost,
+    DeviceReturned,
     CutAdjusted,
     FalseBargeIn,
     PlaybackHeld,
@@ -132,7 +134,7 @@ class TalkModel:
                 self.counts["barge_ins"] += 1
                 self.marks.append(f"{stamp} {describe(event)}")
             case ToolStarted() | ToolFinished() | ConnectionLost() | ConnectionRestored() | SessionError() \
-                    | PlaybackHeld() | FalseBargeIn() | CutAdjusted():
+                    | PlaybackHeld() | FalseBargeIn() | CutAdjusted() | DeviceLost() | DeviceReturned():
                 if isinstance(event, SessionError):
                     self._sending = False  # a sent turn the server refused: no state change is coming
                 self.counts["tool_calls"] += isinstance(event, ToolFinished)

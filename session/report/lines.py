@@ -25,6 +25,8 @@ from ..events import (
     ConnectionLost,
     ConnectionRestored,
     CutAdjusted,
+    DeviceLost,
+    DeviceReturned,
     FalseBargeIn,
     HeardTranscript,
     PlaybackHeld,
@@ -135,6 +137,11 @@ class EventLines:
                 return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
             case ConnectionRestored(replayed_items=n):
                 return f"connection restored ({count(n, 'conversation item')} sent again)"
+            case DeviceLost(kind=kind, device=device, fallback=fallback):
+                where = f"now on {fallback}" if fallback else "on the sound server's fallback"
+                return f"{'microphone' if kind == 'input' else 'speaker'} {device} lost; {where}"
+            case DeviceReturned(kind=kind, device=device):
+                return f"{'microphone' if kind == 'input' else 'speaker'} {device} is back"
             case SessionError(message=message, fatal=fatal):
                 return f"{'fatal error' if fatal else 'error'}: {message}"
             case ToolStarted(name=name, arguments=arguments):

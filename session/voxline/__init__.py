@@ -30,7 +30,8 @@ _API: dict[str, str] = {
     **dict.fromkeys(
         [
             "AssistantAudioStarted", "BargeIn", "BargePolicy", "ClockedOutput", "ConnectionLost",
-            "ConnectionRestored", "CutAdjusted", "FalseBargeIn", "HeardTranscript", "MetricsReport",
+            "ConnectionRestored", "CutAdjusted", "DeviceLost", "DeviceReturned", "FalseBargeIn",
+            "HeardTranscript", "MetricsReport",
             "PlaybackHeld", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
             "SessionEvent", "SessionSettings", "SpeechStarted", "SpeechStopped", "StateChanged",
             "ToolFinished", "ToolRegistry", "ToolStarted", "TranscriptDelta", "TranscriptDone",
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
     from voxline.realtime.server import ServerConfig, serve
     from voxline.session import (
         AssistantAudioStarted, BargeIn, BargePolicy, ClockedOutput, ConnectionLost, ConnectionRestored,
-        CutAdjusted, FalseBargeIn, HeardTranscript, MetricsReport, PlaybackHeld, RawServerEvent,
+        CutAdjusted, DeviceLost, DeviceReturned, FalseBargeIn, HeardTranscript, MetricsReport, PlaybackHeld,
+        RawServerEvent,
         ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
         SpeechStarted, SpeechStopped, StateChanged, ToolFinished, ToolRegistry, ToolStarted,
         TranscriptDelta, TranscriptDone, TurnMetrics, VoiceSession,

@@ -1,0 +1,114 @@
+"""Sound-server devices that come and go: a device unplugged mid-session, and plugged in again.
+
+When a sink or source disappears, the sound server moves the streams on it to its fallback
+(PulseAudio's default device; PipeWire's session manager does the same), so the session goes on
+there. It does not move them back when the device returns. :class:`DeviceWatch` notices both
+and moves the stream back, and reports each change as a :class:`DeviceChange`.
+
+The decision is a table (:data:`TRANSITIONS`) over what was seen, tested on its own; the
+watch's :meth:`~DeviceWatch.poll` asks the server and blocks for round trips, so it runs in a
+thread (the session polls it every half second).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal, Protocol
+
+from voxline.audio.device_list import DeviceInfo
+from voxline.audio.sound_server import SoundServer, connect
+
+__all__ = ["Action", "DeviceChange", "DeviceWatch", "TRANSITIONS", "Watched"]
+
+Kind = Literal["input", "output"]
+
+
+class Action(Enum):
+    NONE = "none"
+    REPORT_LOST = "report_lost"
+    MOVE_BACK = "move_back"
+
+
+# (lost before, device present now) -> (lost after, action)
+TRANSITIONS: dict[tuple[bool, bool], tuple[bool, Action]] = {
+    (False, True): (False, Action.NONE),
+    (False, False): (True, Action.REPORT_LOST),
+    (True, False): (True, Action.NONE),
+    (True, True): (False, Action.MOVE_BACK),  # stays lost if the move fails, and is tried again
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceChange:
+    """A chosen device went away (``lost``) or came back and has the stream again."""
+
+    kind: Kind
+    device: str  # the chosen device, as the device table labels it
+    lost: bool
+    now_on: str | None  # the server device the stream is on now (the fallback while lost); None: unknown
+
+
+class Watched(Protocol):
+    """What the watch needs of a speaker or microphone: its kind, its device and its stream's tag."""
+
+    @property
+    def kind(self) -> Kind: ...
+
+    @property
+    def device(self) -> DeviceInfo: ...
+
+    @property
+    def tag(self) -> str: ...
+
+
+@dataclass
+class _Entry:
+    kind: Kind
+    info: DeviceInfo
+    tag: str
+    lost: bool = False
+
+
+class DeviceWatch:
+    """Watches the sound-server devices of some opened streams; see the module docstring."""
+
+    def __init__(self, server: SoundServer, entries: list[_Entry]) -> None:
+        self._server = server
+        self._entries = entries
+
+    @classmethod
+    def of(cls, devices: Iterable[Watched]) -> DeviceWatch | None:
+        """A watch over the devices chosen on the sound server; None when there are none."""
+        entries = [_Entry(d.kind, d.device, d.tag) for d in devices if d.device.route is not None]
+        if not entries:
+            return None
+        server = connect("voxline-watch")
+        if server is None:
+            return None
+        return cls(server, entries)
+
+    def poll(self) -> list[DeviceChange]:
+        """Ask the server what is there now; move streams back; the changes since the last poll."""
+        present = {(d.kind, d.name) for d in self._server.devices()}
+        changes: list[DeviceChange] = []
+        for entry in self._entries:
+            route = entry.info.route
+            assert route is not None
+            lost, action = TRANSITIONS[(entry.lost, (entry.kind, route) in present)]
+            match action:
+                case Action.NONE:
+                    pass
+                case Action.REPORT_LOST:
+                    now_on = self._server.stream_device(entry.kind, entry.tag)
+                    changes.append(DeviceChange(entry.kind, entry.info.label, True, now_on))
+                case Action.MOVE_BACK:
+                    if not self._server.move_stream(entry.kind, entry.tag, route):
+                        continue  # the stream is not there (yet): try again at the next poll
+                    changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
+            entry.lost = lost
+        return changes
+
+    def close(self) -> None:
+        self._server.close()
