@@ -23,6 +23,7 @@ from voxline.base.clock import Clock, run_steps
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import Sink
+from voxline.audio.tick_gate import TickGate
 
 __all__ = ["BLOCK", "ClockedOutput", "Output"]
 
@@ -64,6 +65,8 @@ class ClockedOutput:
         self.discard_blocks = False  # a sink's cut is bookkeeping: no thread needed
         self.after_read: Callable[[], None] | None = None
         """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
+        self.tick_gate: TickGate | None = None
+        """With a gate, :attr:`after_read` is called only after passes at or past its ``until``."""
 
     def now(self) -> float:
         return 0.0 if self._t0 is None else self._clock.now() - self._t0
@@ -102,6 +105,9 @@ class ClockedOutput:
                 self._sink.write(heard_at, block)
             k += 1
         self._k = k
-        if self.after_read is not None:
-            self.after_read()
+        after = self.after_read
+        if after is not None:
+            gate = self.tick_gate
+            if gate is None or now - t0 >= gate.until:
+                after()
         return t0 + k * size / SAMPLE_RATE

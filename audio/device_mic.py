@@ -2,8 +2,12 @@
 
 The callback copies each block and hands it to the event loop with
 ``loop.call_soon_threadsafe``; on the loop it goes into a bounded queue that drops its
-oldest block when full (counted in :attr:`MicSource.dropped_blocks`). The callback never
-blocks and never raises (errors are counted, the block is dropped).
+oldest block when full (counted in :attr:`MicSource.dropped_blocks`). A session reading the
+blocks by steps of its loop's stepper (:class:`MicBlocks` as a
+:class:`~voxline.audio.recording.SteppedInput`) has the callback append them to a bounded
+deque instead, which each step empties: no loop wake-up and no task wake-up per block, the
+step due a block period after the last block arrived. The callback never blocks and never
+raises (errors are counted, the block is dropped).
 
 Each block carries its capture time: PortAudio's ``inputBufferAdcTime`` on the stream
 clock (``currentTime − latency`` where a host reports 0), comparable with the speaker's
@@ -15,7 +19,10 @@ lengths vary by a few samples around ``block``).
 from __future__ import annotations
 
 import asyncio
+import math
 import uuid
+from collections import deque
+from time import monotonic
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -26,12 +33,14 @@ import numpy.typing as npt
 from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
 from voxline.audio.device_resample import CaptureResampler
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.clock import RealClock
 from voxline.base.errors import AudioError
 
-__all__ = ["MicSource"]
+__all__ = ["MicBlocks", "MicSource"]
 
 Samples = npt.NDArray[np.int16]
 _END = None
+_STEP_MARGIN_S = 0.002  # a step comes this long after a block is expected, to find it there
 
 
 class MicSource:
@@ -68,6 +77,8 @@ class MicSource:
         self.last_callback_error: str | None = None
         self.input_overflows = 0
         self.blocks_captured = 0
+        self._direct: deque[tuple[float, Samples] | None] | None = None  # filled by the callback once stepped
+        self._arrived = -math.inf  # monotonic time of the last block the callback appended
 
     # -- lifecycle (event loop) --------------------------------------------------------
 
@@ -110,8 +121,11 @@ class MicSource:
     ) -> None:
         self.close()
 
-    async def blocks(self) -> AsyncIterator[tuple[float, Samples]]:
-        """``(adc_time, int16 block)`` in capture order, until :meth:`close`."""
+    def blocks(self) -> MicBlocks:
+        """``(adc_time, int16 block)`` in capture order, until :meth:`close`: iterate it, or step it."""
+        return MicBlocks(self)
+
+    async def _queued(self) -> AsyncIterator[tuple[float, Samples]]:
         while True:
             item = await self._queue.get()
             if item is _END:
@@ -129,6 +143,10 @@ class MicSource:
 
     def _deliver(self, item: tuple[float, Samples] | None) -> None:
         """Queue a block (dropping the oldest beyond ``max_blocks``) or the end marker."""
+        direct = self._direct
+        if direct is not None:  # stepped: a block handed over before the switch, or the end
+            direct.append(item)
+            return
         if item is not _END and self._queue.qsize() >= self.max_blocks:
             self._queue.get_nowait()
             self.dropped_blocks += 1
@@ -150,8 +168,75 @@ class MicSource:
                     return
             loop = self._loop
             if loop is not None and not self._closed:
-                loop.call_soon_threadsafe(self._deliver, (adc, block))
+                direct = self._direct
+                if direct is not None:  # a stepper empties it: nothing to wake
+                    if len(direct) >= self.max_blocks:
+                        self.dropped_blocks += 1  # the deque drops its oldest
+                    direct.append((adc, block))
+                    self._arrived = monotonic()
+                else:
+                    loop.call_soon_threadsafe(self._deliver, (adc, block))
                 self.blocks_captured += 1
         except Exception as exc:  # the callback guard: count, drop the block, never raise into PortAudio
             self.callback_errors += 1
             self.last_callback_error = f"{type(exc).__name__}: {exc}"
+
+
+class MicBlocks:
+    """A microphone's ``(adc_time, block)`` pairs: an async iterable, or an input a stepper reads.
+
+    Iterated, blocks come through the loop's queue, a wake-up each. Stepped
+    (:class:`~voxline.audio.recording.SteppedInput`: :attr:`due`, :meth:`take`), the callback
+    appends them to a deque that each step empties; the first :attr:`due` switches to it (blocks
+    already queued come first; a block handed over in the switch after a later one is dropped,
+    counted in :attr:`MicSource.dropped_blocks`). Use one way or the other, not both.
+    """
+
+    def __init__(self, mic: MicSource) -> None:
+        self._mic = mic
+        self.clock = RealClock()  # the loop's: the callback stamps arrivals with time.monotonic()
+        self._last_adc = -math.inf
+        self._ended = False
+
+    def __aiter__(self) -> AsyncIterator[tuple[float, Samples]]:
+        return self._mic._queued()
+
+    def _switch(self) -> deque[tuple[float, Samples] | None]:
+        mic = self._mic
+        direct = mic._direct
+        if direct is None:
+            direct = deque(maxlen=mic.max_blocks + 1)
+            while not mic._queue.empty():  # delivered before the switch: in order, first
+                direct.append(mic._queue.get_nowait())
+            mic._direct = direct
+        return direct
+
+    @property
+    def due(self) -> float | None:
+        """Now if blocks wait; else a block period after the last one arrived (a quarter period while none comes)."""
+        direct = self._switch()
+        if self._ended and not direct:
+            return None
+        now = self.clock.now()
+        if direct:
+            return now
+        mic = self._mic
+        period = mic.block / mic.rate
+        expected = mic._arrived + period + _STEP_MARGIN_S
+        return expected if expected > now else now + period / 4
+
+    def take(self, now: float) -> list[tuple[float, Samples]]:
+        """The blocks captured so far, in capture order."""
+        direct = self._switch()
+        out: list[tuple[float, Samples]] = []
+        while direct:
+            item = direct.popleft()
+            if item is _END:
+                self._ended = True
+                continue
+            if item[0] <= self._last_adc:
+                self._mic.dropped_blocks += 1  # overtaken in the switch
+                continue
+            self._last_adc = item[0]
+            out.append(item)
+        return out

@@ -9,8 +9,8 @@ a :class:`SampleFeed`: :class:`ArrayFeed`, :class:`WavFeed`), :func:`file_blocks
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
-from typing import Protocol, Self
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +24,8 @@ from voxline.audio.resample import StreamResampler
 from voxline.audio.sources import Source
 from voxline.audio.wavio import PathLike, WavReader
 
-__all__ = ["ArrayFeed", "Recording", "SampleFeed", "WavFeed", "as_feed", "echoed_blocks", "file_blocks", "mic_blocks"]
+__all__ = ["ArrayFeed", "Recording", "SampleFeed", "SteppedInput", "WavFeed", "as_feed", "echoed_blocks", "file_blocks",
+           "mic_blocks"]
 
 Samples = npt.NDArray[np.int16]
 READ_BYTES = 1 << 18  # a file is read 256 KiB at a time, whatever its header says
@@ -127,14 +128,91 @@ class WavFeed:
         self.close()
 
 
-async def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
-    """Blocks from :class:`~voxline.audio.devices.MicSource` (``(adc_time, block)`` pairs)."""
+def mic_blocks(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterable[np.ndarray]:
+    """Blocks from :class:`~voxline.audio.devices.MicSource` (``(adc_time, block)`` pairs), times dropped.
+
+    A microphone's :meth:`~voxline.audio.devices.MicSource.blocks` stays a :class:`SteppedInput`."""
+    if isinstance(mic, SteppedInput):
+        return _Untimed(mic, mic)
+    return _untimed(mic)
+
+
+async def _untimed(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[np.ndarray]:
     async for _t, block in mic:
         yield block
 
 
-async def file_blocks(source: Source) -> AsyncIterator[np.ndarray]:
-    """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone)."""
+@runtime_checkable
+class SteppedInput(Protocol):
+    """An input a session can read as a step of its loop's stepper (:func:`~voxline.base.clock.run_steps`),
+    with no task wake-up per block: :attr:`due` on :attr:`clock` (None once over), :meth:`take`
+    what is due by then. :class:`Recording` and :func:`file_blocks` are such inputs."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def due(self) -> float | None: ...
+
+    def take(self, now: float) -> Sequence[np.ndarray | tuple[float, np.ndarray]]:
+        """What is due by ``now``, in order: blocks, or ``(adc_time, block)`` pairs from a device."""
+
+
+class _Delegated:
+    """A stepped input's clock and due time, passed through."""
+
+    def __init__(self, stepped: SteppedInput) -> None:
+        self._stepped = stepped
+
+    @property
+    def clock(self) -> Clock:
+        return self._stepped.clock
+
+    @property
+    def due(self) -> float | None:
+        return self._stepped.due
+
+
+class _SourceBlocks(_Delegated):
+    """A paced source's blocks (their samples): an async iterable, or a stepped input."""
+
+    def __init__(self, source: Source, stepped: SteppedInput) -> None:
+        super().__init__(stepped)  # the same source, read by a stepper
+        self._source = source
+
+    def take(self, now: float) -> Sequence[np.ndarray | tuple[float, np.ndarray]]:
+        return self._stepped.take(now)
+
+    async def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        async for frame in self._source:
+            yield frame.samples
+
+
+class _Untimed(_Delegated):
+    """A stepped device input's blocks without their times."""
+
+    def __init__(self, pairs: AsyncIterable[tuple[float, np.ndarray]], stepped: SteppedInput) -> None:
+        super().__init__(stepped)
+        self._pairs = pairs
+
+    def take(self, now: float) -> list[np.ndarray]:
+        return [item[1] if isinstance(item, tuple) else item for item in self._stepped.take(now)]
+
+    def __aiter__(self) -> AsyncIterator[np.ndarray]:
+        return _untimed(self._pairs).__aiter__()
+
+
+def file_blocks(source: Source) -> AsyncIterable[np.ndarray]:
+    """Blocks from a paced :class:`~voxline.audio.sources.Source` (e.g. a WAV file as the microphone).
+
+    The sources of :mod:`voxline.audio.sources` are also read by a session's stepper, with no
+    task wake-up per block (:class:`SteppedInput`); any other source block by block."""
+    if isinstance(source, SteppedInput):
+        return _SourceBlocks(source, source)
+    return _frames(source)
+
+
+async def _frames(source: Source) -> AsyncIterator[np.ndarray]:
     async for frame in source:
         yield frame.samples
 

@@ -60,7 +60,12 @@ class Source(Protocol):
 
 
 class _PacedSource:
-    """Common pacing: block ``k`` is handed out at ``started_at + k·block/SAMPLE_RATE``."""
+    """Common pacing: block ``k`` is handed out at ``started_at + k·block/SAMPLE_RATE``.
+
+    Read either as an async iterator or, with no task of its own, by a stepper
+    (:func:`~voxline.base.clock.run_steps`): :attr:`due` says when the next block is, and
+    :meth:`take` hands out every block due by then (their samples), at the same instants.
+    """
 
     def __init__(self, clock: Clock, block: int) -> None:
         if block <= 0:
@@ -73,6 +78,33 @@ class _PacedSource:
 
     def __aiter__(self) -> Self:
         return self
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def due(self) -> float | None:
+        """When the next block is handed out (now, before the first); None once the source is over."""
+        if self._closed:
+            return None
+        if self.started_at is None:
+            return self._clock.now()
+        return self.started_at + self._index / SAMPLE_RATE
+
+    def take(self, now: float) -> list[Samples]:
+        """The samples of every block due by ``now``, in order; the source is closed at its end."""
+        if self.started_at is None and not self._closed:
+            self.started_at = now
+        out: list[Samples] = []
+        while (due := self.due) is not None and due <= now:
+            samples = self._next_block()
+            if samples is None or len(samples) == 0:
+                self.close()
+                break
+            out.append(samples)
+            self._index += len(samples)
+        return out
 
     async def __anext__(self) -> AudioFrame:
         samples = None if self._closed else self._next_block()

@@ -1,11 +1,14 @@
 """N real-time voice sessions in one process against ``voxline serve`` in another.
 
-Each session is a :class:`~voxline.session.VoiceSession` replaying
-``examples/audio/barge_in.wav`` (a question, then "stop, wait a second" spoken over the
+The workload is the hard case: each session is a :class:`~voxline.session.VoiceSession`
+replaying ``examples/audio/barge_in.wav`` (a question, then "stop, wait a second" spoken over the
 reply) in real time (:class:`~voxline.base.clock.RealClock`, a
-:class:`~voxline.audio.clocked_output.ClockedOutput` into a :class:`~voxline.audio.sinks.NullSink`),
-all started at once on one event loop. The server is ``voxline serve --port 0`` started as a
-separate process for each N (its URL read from its first line of output) and stopped after.
+:class:`~voxline.audio.clocked_output.ClockedOutput` writing the session's heard WAV), against the
+``long`` scenario (replies of many seconds, streamed at 4x real time as the service does) in the
+espeak voice where espeak-ng is installed (else the tone voice), all started at once on one event
+loop. The server is ``voxline serve --port 0`` started as a separate process for each N (its URL
+read from its first line of output) and stopped after. ``--scenario default --voice tone
+--no-wav`` is the light case (short replies, nothing written).
 
 Figures for each N:
 
@@ -14,6 +17,10 @@ Figures for each N:
 * **barge-in lateness** p50/p99/max: the real-time ``BargeIn.at`` (listener time) minus the
   ``at`` of the same barge-in in the lockstep run of the same recording
   (:func:`~voxline.session.replay.replay_fast`, the exact cut instant);
+* **underruns**: sessions whose playout ran dry while a reply was still coming, and how often;
+* **cuts checked** against each session's heard WAV (:mod:`benchmarks.heard_check`): the audio
+  heard up to each cut is the reply's, in order, gaps aside, and ends where the barge-in says the
+  listener was (the worst error in samples; 0 is exact);
 * **failed** sessions: an exception out of the session or a fatal ``SessionError``;
   sessions whose barge-ins differ in number from the lockstep run are counted apart, and
   every ``SessionError`` (fatal or not: reconnects, a server gone silent) by its code;
@@ -27,16 +34,25 @@ Figures for each N:
   session that takes what a process does once (imports, the first connection) out of both
   the CPU and the RSS figures.
 
+* **floor**: at the N of ``--floor`` (50 by default), N bare receivers (:mod:`benchmarks.concurrent_floor`:
+  ``websockets`` + ``json`` + ``pybase64``, no playout) against a fresh server of the same kind in
+  the same run; voxline's client CPU per session is reported as a ratio to theirs;
+* **goal** of each N: loop lag p99 <= 20 ms, lateness spread (p99 - p50) <= 40 ms, no underrun,
+  no failure, no cut off what was heard, client plus server below 60% of the machine's cores;
+  the **knee** is the largest N whose every run meets it, and the first N that does not says
+  where degradation begins and why.
+
 The machine (cores, platform, Python, load average before and after each N) goes in the
 JSON beside them: on a shared machine the load decides much of the lag. Run:
-``python3 -m benchmarks.bench_concurrent`` (N = 10, 50, 100, 200; ``--short``: 10 on the first
-7 s of the recording; ``--sessions 10,50``).
+``python3 -m benchmarks.bench_concurrent`` (N = 50, 100, 150, 200, 250, 300, three runs each;
+``--short``: 10 on the first 7 s of the recording; ``--sessions 10,50 --repeat 1``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import math
 import multiprocessing
@@ -45,6 +61,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -58,31 +75,38 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import SecretStr
 
-from voxline.audio.sinks import NullSink
+from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import RealClock
 from voxline.realtime.server import load_scenario
+from voxline.realtime.server.engine.scenario import Say
+from voxline.realtime.server.engine.voices import make_synth
 from voxline.session.events import SessionError
 from voxline.session.replay import replay_fast, run_replay
 from voxline.session.replay.result import ReplayResult
 from voxline.session.settings import SessionSettings
 
 from .common import environment, format_table
+from .concurrent_floor import run_floor
+from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
-__all__ = ["FULL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "lockstep_reference", "machine", "main",
-           "percentiles", "run", "run_sessions", "section", "table"]
+__all__ = ["FULL", "GOAL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "Workload", "knee", "lockstep_reference",
+           "machine", "main", "meets_goal", "percentiles", "run", "run_sessions", "section", "table"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
-FULL = (10, 50, 100, 200)
+FULL = (50, 100, 150, 200, 250, 300)
+REPEAT = 3  # runs of each N: a knee holds only if every run meets the goal
+FLOOR_AT = (50,)
 SHORT = (10,)
 SHORT_SECONDS = 7.0  # --short keeps the question and the barge-in of the recording
 SHORT_TAIL_S = 0.5
 PROBE_S = 0.010
 WARM_UP_SAMPLES = 12_000  # half a second of the recording
 TAIL_S = 2.0  # as examples/interruption_test.py: the replay ends at most 2 s after the input
-VOICE = "tone"  # the server's voice: no external program, same replies in lockstep and real time
-SCENARIO = "default"  # what `voxline serve` answers with unless told otherwise
+VOICE = "auto"  # the server's voice: espeak where installed, else the tone (same replies in lockstep and real time)
+SCENARIO = "long"  # replies of many seconds: the reply streams ahead of real time while the user talks over it
+GOAL = {"lag_p99_ms": 20.0, "spread_ms": 40.0, "cores_share": 0.60}
 _URL = re.compile(r"at (ws://\S+?)/realtime\b")
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -132,11 +156,32 @@ def _settings(url: str, liveness_timeout_s: float | None = None) -> SessionSetti
     return SessionSettings(url=url, api_key=SecretStr("local"), turn_detection="server_vad", transcribe=False, **extra)
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What the server answers with and in which voice, and whether each session writes its heard WAV."""
+
+    scenario: str = SCENARIO
+    voice: str = VOICE
+    wav: bool = True
+    levers_off: tuple[str, ...] = ()  # client levers undone (:mod:`benchmarks.concurrent_levers`)
+    server_python: str | None = None  # the interpreter running ``voxline serve`` (another checkout's)
+
+    def resolved(self) -> Workload:
+        """The same with ``auto`` replaced by the voice it picks here (espeak or tone)."""
+        return dataclasses.replace(self, voice=make_synth(self.voice)[1])
+
+    def first_reply(self) -> npt.NDArray[np.int16]:
+        """The samples of the scenario's first spoken reply (the one the barge-in cuts), as the server voices it."""
+        scenario = load_scenario(self.scenario)
+        say = next(o for o in scenario.turns[0].outputs if isinstance(o, Say))
+        return np.asarray(make_synth(self.voice)[0](say.text), dtype=np.int16)
+
+
 def lockstep_reference(samples: npt.NDArray[np.int16], tail_s: float = TAIL_S,
-                       liveness_timeout_s: float | None = None) -> list[float]:
+                       liveness_timeout_s: float | None = None, workload: Workload = Workload()) -> list[float]:
     """The listener times of the barge-ins in the lockstep run of the recording."""
-    result = replay_fast(samples, scenario=load_scenario(SCENARIO), settings=_settings("ws://local", liveness_timeout_s),
-                         voice=VOICE, tail_s=tail_s)
+    result = replay_fast(samples, scenario=load_scenario(workload.scenario),
+                         settings=_settings("ws://local", liveness_timeout_s), voice=workload.voice, tail_s=tail_s)
     ats = [b.at for b in result.barge_ins]
     if not ats:
         raise RuntimeError(f"the lockstep run of {RECORDING.name} has no barge-in: nothing to compare against")
@@ -146,8 +191,9 @@ def lockstep_reference(samples: npt.NDArray[np.int16], tail_s: float = TAIL_S,
 class Server:
     """``voxline serve --port 0`` in a separate process; :attr:`url` once it listens."""
 
-    def __init__(self, *, timeout_s: float = 30.0) -> None:
-        command = [sys.executable, "-m", "voxline", "serve", "--port", "0", "--voice", VOICE, "--scenario", SCENARIO]
+    def __init__(self, *, timeout_s: float = 30.0, workload: Workload = Workload()) -> None:
+        command = [workload.server_python or sys.executable, "-m", "voxline", "serve", "--port", "0", "--voice", workload.voice,
+                   "--scenario", workload.scenario]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.url = self._read_url(timeout_s)
@@ -224,46 +270,85 @@ async def _probe(stop: asyncio.Event, probe: _Probe) -> None:
 
 
 async def _sessions(n: int, url: str, samples: npt.NDArray[np.int16], tail_s: float,
-                    liveness_timeout_s: float | None) -> tuple[list[ReplayResult | BaseException], _Probe]:
+                    liveness_timeout_s: float | None, wav_dir: Path | None = None, levers_off: Sequence[str] = ()
+                    ) -> tuple[list[ReplayResult | BaseException], _Probe]:
     clock = RealClock()
     stop = asyncio.Event()
     probe = _Probe([], _rss_bytes())
     prober = asyncio.create_task(_probe(stop, probe))
-    runs = [run_replay(samples, connector=None, clock=clock, settings=_settings(url, liveness_timeout_s),
-                       sink=NullSink(), tail_s=tail_s)
-            for _ in range(n)]
+    sinks: list[Sink] = [NullSink() if wav_dir is None else WavSink(wav_dir / f"heard-{k:04d}.wav") for k in range(n)]
+    settings = _settings(url, liveness_timeout_s)
+    connector, on_session = None, None
+    if levers_off:  # imported only then: it names the levers, which an older checkout measured alone lacks
+        from .concurrent_levers import hooks
+
+        connector, on_session = hooks(levers_off, settings)
+    runs = [run_replay(samples, connector=connector, clock=clock, settings=settings, sink=sink, tail_s=tail_s,
+                       on_session=on_session)
+            for sink in sinks]
     try:
         results = await asyncio.gather(*runs, return_exceptions=True)
     finally:
         stop.set()
         await prober
+        for sink in sinks:
+            sink.close()
     probe.peak_rss = max(probe.peak_rss, _rss_bytes())
     return list(results), probe
 
 
+def _check_cuts(results: Sequence[ReplayResult | BaseException], wav_dir: Path | None,
+                reply: npt.NDArray[np.int16] | None) -> dict[str, Any]:
+    """Every cut against its session's heard WAV (see :mod:`benchmarks.heard_check`)."""
+    if wav_dir is None or reply is None:
+        return {"checked": 0, "not_heard_audio": 0, "max_error_samples": 0}
+    checked = wrong = 0
+    worst = 0
+    for k, result in enumerate(results):
+        if isinstance(result, BaseException) or not result.barge_ins:
+            continue
+        heard, _rate = read_wav(wav_dir / f"heard-{k:04d}.wav")
+        barge = result.barge_ins[0]  # the first cuts the first reply; later ones cut replies the WAV interleaves
+        if barge.item_id is None:
+            continue
+        check = check_cut(heard, reply, barge)
+        checked += 1
+        wrong += not check.same_audio
+        worst = max(worst, check.error_samples)
+    return {"checked": checked, "not_heard_audio": wrong, "max_error_samples": worst}
+
+
 def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[float], *,
-                 tail_s: float = TAIL_S, liveness_timeout_s: float | None = None) -> dict[str, Any]:
+                 tail_s: float = TAIL_S, liveness_timeout_s: float | None = None,
+                 workload: Workload = Workload()) -> dict[str, Any]:
     """``n`` sessions at once against a fresh ``voxline serve``; the figures of that run."""
     load_before = _load()
-    with Server() as server:
+    reply = workload.first_reply() if workload.wav else None
+    with tempfile.TemporaryDirectory(prefix="voxline-concurrent-") as tmp, Server(workload=workload) as server:
+        wav_dir = Path(tmp) if workload.wav else None
         # one short session first: what a process does once (lazy imports, first connection)
         # is not a cost of the N sessions measured next
         asyncio.run(_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s))
         rss0 = _rss_bytes()
         cpu0, server0, wall0 = time.process_time(), server.cpu_s(), time.perf_counter()
-        results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s))
+        results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s, wav_dir,
+                                               workload.levers_off))
         cpu1, server1, wall1 = time.process_time(), server.cpu_s(), time.perf_counter()
         server_alive = server.process.poll() is None
+        cuts = _check_cuts(results, wav_dir, reply)
     failed: list[str] = []
     mismatched = 0
     lateness: list[float] = []
     session_s = 0.0
+    underran = underruns = 0
     errors: Counter[str] = Counter()
     for result in results:
         if isinstance(result, BaseException):
             failed.append(f"{type(result).__name__}: {result}"[:200])
             continue
         session_s += result.duration_s
+        underran += result.underrun_events > 0
+        underruns += result.underrun_events
         errors.update(e.code or "unnamed" for e in result.events if isinstance(e, SessionError))
         fatal = [e for e in result.events if isinstance(e, SessionError) and e.fatal]
         if fatal:
@@ -273,6 +358,10 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         if len(ats) != len(reference):
             mismatched += 1
         lateness.extend(at - ref for at, ref in zip(ats, reference, strict=False))
+    # no barge-in to compare (every session missed it): no lateness figures rather than null ones
+    late = percentiles(lateness) if lateness else {}
+    spread = {"lateness_spread_ms": round(late["p99_ms"] - late["p50_ms"], 2)} if lateness else {}
+    wall = wall1 - wall0
     return {
         "sessions": n,
         "failed": len(failed),
@@ -281,14 +370,19 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         "session_errors": dict(sorted(errors.items())),
         "loop_lag": percentiles(probe.lags),
         "probe_wakeups": len(probe.lags),
-        "barge_in_lateness": percentiles(lateness),
+        "barge_in_lateness": late,
+        **spread,
         "barge_ins_compared": len(lateness),
+        "sessions_underran": underran,
+        "underruns": underruns,
+        "cuts": cuts,
         "session_seconds": round(session_s, 2),
-        "wall_s": round(wall1 - wall0, 2),
+        "wall_s": round(wall, 2),
         "client_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_s": round(server1 - server0, 3),
         "client_cpu_per_session_s": round((cpu1 - cpu0) / session_s, 5) if session_s > 0 else math.nan,
         "server_cpu_per_session_s": round((server1 - server0) / session_s, 5) if session_s > 0 else math.nan,
+        "cores_share": round((cpu1 - cpu0 + server1 - server0) / wall / (os.cpu_count() or 1), 3) if wall > 0 else math.nan,
         "rss_per_session_mib": round((probe.peak_rss - rss0) / n / 2**20, 3),
         "server_survived": server_alive,
         "load_before": load_before,
@@ -296,65 +390,150 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
     }
 
 
+def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workload: Workload = Workload()) -> dict[str, Any]:
+    """``n`` bare receivers against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_floor`)."""
+    load_before = _load()
+    with Server(workload=workload) as server:
+        server0 = server.cpu_s()
+        figures = run_floor(n, server.url, samples, run_s)
+        server1 = server.cpu_s()
+    figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
+                                           if figures["session_seconds"] > 0 else math.nan)
+    return {**figures, "load_before": load_before, "load_after": _load()}
+
+
+def meets_goal(r: dict[str, Any]) -> list[str]:
+    """What keeps run ``r`` from the goal (empty when it meets it)."""
+    misses = []
+    if r["failed"] or r["barge_in_count_mismatch"] or not r["server_survived"]:
+        misses.append("failures")
+    if not (r["loop_lag"]["p99_ms"] or math.nan) <= GOAL["lag_p99_ms"]:
+        misses.append(f"lag p99 {r['loop_lag']['p99_ms']} ms")
+    if "lateness_spread_ms" not in r:
+        misses.append("no barge-in")
+    elif not r["lateness_spread_ms"] <= GOAL["spread_ms"]:
+        misses.append(f"spread {r['lateness_spread_ms']} ms")
+    if r["sessions_underran"]:
+        misses.append(f"{r['sessions_underran']} sessions underran")
+    if r["cuts"]["not_heard_audio"] or r["cuts"]["max_error_samples"] > 1:
+        misses.append("a cut off what was heard")
+    if not (r["cores_share"] or math.nan) <= GOAL["cores_share"]:
+        misses.append(f"{100 * r['cores_share']:.0f}% of the cores")
+    return misses
+
+
+def knee(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The largest N all of whose runs (and those of every smaller N) meet the goal (0: none does), and
+    the first N where one does not, with why (``degrades_at`` and ``why`` only when there is one)."""
+    by_n: dict[int, list[dict[str, Any]]] = {}
+    for r in runs:
+        by_n.setdefault(r["sessions"], []).append(r)
+    holds = 0
+    for n in sorted(by_n):
+        misses = sorted({m for r in by_n[n] for m in meets_goal(r)})
+        if misses:
+            return {"largest_n_meeting_goal": holds, "degrades_at": n, "why": misses}
+        holds = n
+    return {"largest_n_meeting_goal": holds}
+
+
 def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds: float | None = None,
-        tail_s: float = TAIL_S, liveness_timeout_s: float | None = None) -> dict[str, Any]:
-    """Every N of ``sessions`` in turn, each against its own server; the whole result.
+        tail_s: float = TAIL_S, liveness_timeout_s: float | None = None, workload: Workload = Workload(),
+        repeat: int = 1, floor_at: Sequence[int] = ()) -> dict[str, Any]:
+    """Every N of ``sessions`` in turn (``repeat`` rounds), each against its own server; the whole result.
 
     ``seconds`` keeps only the start of the recording (the lockstep reference is taken from
     the same samples), ``tail_s`` bounds how long a session runs after its input ended;
     ``liveness_timeout_s`` replaces the sessions' setting of that name (0: no watchdog).
+    ``floor_at``: the N at which bare receivers are measured too.
     """
+    workload = workload.resolved()
     samples, rate = read_wav(recording)
     if rate != 24_000:
         raise RuntimeError(f"{recording} is at {rate} Hz; the sessions take 24 kHz")
     if seconds is not None:
         samples = samples[: int(seconds * rate)]
-    reference = lockstep_reference(samples, tail_s, liveness_timeout_s)
-    runs = []
+    reference = lockstep_reference(samples, tail_s, liveness_timeout_s, workload)
+    runs: list[dict[str, Any]] = []
+    floors: list[dict[str, Any]] = []
     spawn = multiprocessing.get_context("spawn")
-    for n in sessions:
-        # each N in a fresh process: its RSS growth and loop are the sessions' own, not what an
-        # earlier N (or another benchmark) left allocated
-        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-            runs.append(pool.submit(run_sessions, n, samples, reference, tail_s=tail_s,
-                                    liveness_timeout_s=liveness_timeout_s).result())
-        print(f"  N = {n}: {runs[-1]['wall_s']} s, {runs[-1]['failed']} failed", file=sys.stderr, flush=True)
+    for round_ in range(repeat):
+        for n in sessions:
+            # each N in a fresh process: its RSS growth and loop are the sessions' own, not what an
+            # earlier N (or another benchmark) left allocated
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                runs.append(pool.submit(run_sessions, n, samples, reference, tail_s=tail_s,
+                                        liveness_timeout_s=liveness_timeout_s, workload=workload).result())
+            r = runs[-1]
+            print(f"  N = {n} (run {round_ + 1}): {r['wall_s']} s, {r['failed']} failed, lag p99 "
+                  f"{r['loop_lag']['p99_ms']} ms, client {100 * r['client_cpu_per_session_s']:.2f}%", file=sys.stderr,
+                  flush=True)
+            if n in floor_at:
+                with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                    floor = pool.submit(floor_sessions, n, samples, r["session_seconds"] / max(1, n - r["failed"]),
+                                        workload).result()
+                floor["voxline_ratio"] = round(r["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
+                floors.append(floor)
+                print(f"  floor N = {n}: client {100 * floor['client_cpu_per_session_s']:.2f}%, voxline "
+                      f"{floor['voxline_ratio']}x", file=sys.stderr, flush=True)
     return {
         "benchmark": "concurrent",
         "machine": machine(),
         "parameters": {
             "recording": recording.name,
             "recording_s": round(len(samples) / rate, 3),
-            "scenario": SCENARIO,
-            "server_voice": VOICE,
+            "scenario": workload.scenario,
+            "server_voice": workload.voice,
+            "heard_wavs": workload.wav,
+            "levers_off": list(workload.levers_off),
+            "server_python": workload.server_python or "",
             "probe_sleep_ms": PROBE_S * 1000,
             "tail_s": tail_s,
+            "repeat": repeat,
+            "goal": GOAL,
             "liveness_timeout_s": _settings("ws://local", liveness_timeout_s).liveness_timeout_s,
             "lockstep_barge_in_at_s": [round(t, 4) for t in reference],
         },
         "runs": runs,
+        "floor": floors,
+        "knee": knee(runs),
     }
 
 
 def section(short: bool = False) -> dict[str, Any]:
     """The ``concurrent`` figures; ``short``: N = 10 on the first 7 s of the recording, 0.5 s tail."""
-    return run(SHORT, seconds=SHORT_SECONDS, tail_s=SHORT_TAIL_S) if short else run()
+    if short:
+        return run(SHORT, seconds=SHORT_SECONDS, tail_s=SHORT_TAIL_S)
+    return run(FULL, repeat=REPEAT, floor_at=FLOOR_AT)
 
 
 def _row(r: dict[str, Any]) -> list[str]:
-    def pct(x: float) -> str:
-        return f"{100 * x:.2f}%"
+    def pct(x: float | None) -> str:
+        return "—" if x is None or x != x else f"{100 * x:.2f}%"
 
-    return [str(r["sessions"]), str(r["failed"]), f"{r['loop_lag']['p50_ms']:.1f}", f"{r['loop_lag']['p99_ms']:.1f}",
-            f"{r['barge_in_lateness']['p50_ms']:.1f}", f"{r['barge_in_lateness']['p99_ms']:.1f}",
-            pct(r["client_cpu_per_session_s"]), pct(r["server_cpu_per_session_s"]), f"{r['rss_per_session_mib']:.2f}",
-            f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}"]
+    def ms(x: float | None) -> str:
+        return "—" if x is None or x != x else f"{x:.1f}"
+
+    lag, late = r["loop_lag"], r["barge_in_lateness"]
+    return [str(r["sessions"]), str(r["failed"]), ms(lag["p50_ms"]), ms(lag["p99_ms"]), ms(late.get("p50_ms")),
+            ms(late.get("p99_ms")), ms(r.get("lateness_spread_ms")), f"{r['sessions_underran']}",
+            pct(r["client_cpu_per_session_s"]), pct(r["server_cpu_per_session_s"]), pct(r["cores_share"]),
+            f"{r['rss_per_session_mib']:.2f}", f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}",
+            "yes" if not meets_goal(r) else "no"]
 
 
 def table(result: dict[str, Any]) -> str:
-    head = ["N", "failed", "lag p50 ms", "lag p99 ms", "late p50 ms", "late p99 ms", "client CPU/s", "server CPU/s",
-            "RSS MiB/sess", "load 1 min"]
-    return format_table(head, [_row(r) for r in result["runs"]])
+    head = ["N", "failed", "lag p50 ms", "lag p99 ms", "late p50 ms", "late p99 ms", "spread ms", "underran",
+            "client CPU/s", "server CPU/s", "cores", "RSS MiB/sess", "load 1 min", "goal"]
+    lines = [format_table(head, [_row(r) for r in result["runs"]])]
+    for f in result.get("floor", []):
+        lines.append(f"bare receivers at N = {f['sessions']}: client {100 * f['client_cpu_per_session_s']:.2f}% per "
+                     f"session; voxline {f['voxline_ratio']}x that")
+    k = result.get("knee")
+    if k is not None:
+        where = f"; degrades at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k else ""
+        lines.append(f"knee: N = {k['largest_n_meeting_goal'] or 'none'}{where}")
+    return "\n".join(lines)
 
 
 def _counts(text: str) -> tuple[int, ...]:
@@ -365,6 +544,10 @@ def _counts(text: str) -> tuple[int, ...]:
     if not values or any(v < 1 or v > 2000 for v in values):
         raise argparse.ArgumentTypeError(f"session counts must be 1..2000, not {text!r}")
     return values
+
+
+def _floor_counts(text: str) -> tuple[int, ...]:
+    return () if text in ("", "none") else _counts(text)
 
 
 def _seconds(text: str) -> float:
@@ -383,16 +566,36 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"N = {', '.join(map(str, SHORT))} on the first {SHORT_SECONDS:g} s of the recording (for CI)")
     parser.add_argument("--sessions", type=_counts, default=None, metavar="N,N,...",
                         help=f"session counts (default {','.join(map(str, FULL))})")
+    parser.add_argument("--repeat", type=int, default=None, metavar="R",
+                        help=f"runs of every N, in rounds (default {REPEAT}; 1 with --short)")
+    parser.add_argument("--floor", type=_floor_counts, default=None, metavar="N,N,...|none",
+                        help=f"the N at which bare receivers are measured too (default {','.join(map(str, FLOOR_AT))})")
+    parser.add_argument("--scenario", default=SCENARIO, help=f"the server's scenario (default {SCENARIO})")
+    parser.add_argument("--voice", default=VOICE, help="the server's voice: espeak, tone or auto (default: auto)")
+    parser.add_argument("--no-wav", action="store_true", help="sessions write no heard WAV (and cuts go unchecked)")
+    parser.add_argument("--levers-off", default="", metavar="NAME,...",
+                        help="client levers to undo, to measure what each saves (tick_gate, try_recv)")
+    parser.add_argument("--server-python", default=None, metavar="PATH",
+                        help="run voxline serve with this interpreter (another checkout's, to measure its server)")
     parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",
                         help="the sessions' liveness_timeout_s (default: the session's own; 0 turns the watchdog off)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     if args.short and args.write_results:
         parser.error("--short figures are a check that the benchmark runs; they are not recorded in the tracked file")
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat takes a count of at least 1")
     logging.basicConfig(level=logging.ERROR)  # each session's warnings are counted in session_errors instead
     sessions = args.sessions or (SHORT if args.short else FULL)
+    repeat = args.repeat or (1 if args.short else REPEAT)
+    floor_at = args.floor if args.floor is not None else (() if args.short else FLOOR_AT)
+    off = tuple(name for name in args.levers_off.split(",") if name)
+    if set(off) - {"tick_gate", "try_recv"}:
+        parser.error(f"--levers-off takes some of tick_gate, try_recv, not {args.levers_off!r}")
+    workload = Workload(args.scenario, args.voice, not args.no_wav, off, args.server_python)
     shape: dict[str, Any] = {"seconds": SHORT_SECONDS, "tail_s": SHORT_TAIL_S} if args.short else {}
-    done = run_section(lambda: run(sessions, liveness_timeout_s=args.liveness_timeout, **shape), short=args.short)
+    done = run_section(lambda: run(sessions, liveness_timeout_s=args.liveness_timeout, workload=workload,
+                                   repeat=repeat, floor_at=floor_at, **shape), short=args.short)
     result = done["figures"]
     path = finish(args, "concurrent", done)
     m = result["machine"]

@@ -178,11 +178,14 @@ def _no_echo(f: Figures) -> list[str]:
 
 def _concurrent(f: Figures) -> list[str]:
     p = f["parameters"]
+    hard = "scenario" in p and p["scenario"] != "default"
+    workload = (f"the `{p['scenario']}` scenario in the {p['server_voice']} voice at 4x real time"
+                + (", every session writing its heard WAV" if p.get("heard_wavs") else "")) if hard else "short replies"
     lines = [f"**Concurrent real-time sessions** in one process against `voxline serve` in another (each replays "
-             f"{p['recording']}, {p['recording_s']:.1f} s, in real time; lateness against the lockstep run of the same "
-             "recording; CPU per session-second as a share of one core):", "",
-             *_head("N", "failed", "loop lag p50 / p99 ms", "barge-in late p50 / p99 ms", "client CPU", "server CPU",
-                    "RSS MiB per session", "load 1 min before → after")]
+             f"{p['recording']}, {p['recording_s']:.1f} s, in real time, barging in over {workload}; lateness "
+             "against the lockstep run of the same recording; CPU per session-second as a share of one core):", "",
+             *_head("N", "failed", "loop lag p50 / p99 ms", "barge-in late p50 / p99 ms", "spread ms", "underran",
+                    "client CPU", "server CPU", "cores busy", "RSS MiB per session", "load 1 min before → after")]
     for r in f["runs"]:
         lag, late = r["loop_lag"], r["barge_in_lateness"]
 
@@ -190,11 +193,33 @@ def _concurrent(f: Figures) -> list[str]:
             return "—" if x is None else f"{100 * x:.2f}%"
 
         def ms(d: dict[str, Any]) -> str:
-            return "—" if d["p50_ms"] is None else f"{d['p50_ms']:.1f} / {d['p99_ms']:.1f}"
+            return "—" if d.get("p50_ms") is None else f"{d['p50_ms']:.1f} / {d['p99_ms']:.1f}"
 
-        lines.append(_row(r["sessions"], r["failed"], ms(lag), ms(late), pct(r["client_cpu_per_session_s"]),
-                          pct(r["server_cpu_per_session_s"]), f"{r['rss_per_session_mib']:.2f}",
-                          f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}"))
+        spread = r.get("lateness_spread_ms")
+        cores = r.get("cores_share")
+        lines.append(_row(r["sessions"], r["failed"], ms(lag), ms(late), "—" if spread is None else f"{spread:.1f}",
+                          r.get("sessions_underran", "—"), pct(r["client_cpu_per_session_s"]),
+                          pct(r["server_cpu_per_session_s"]), "—" if cores is None else f"{100 * cores:.0f}%",
+                          f"{r['rss_per_session_mib']:.2f}", f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}"))
+    cores = f["machine"].get("cpu_count") or 1
+    busiest = max(r["load_before"][0] for r in f["runs"])
+    if busiest > cores / 2:  # other work held the machine: lag, lateness and underruns are its too
+        lines += ["", f"**Measured under load**: the machine's 1-minute load average reached {busiest:.2f} on "
+                      f"{cores} cores before a run (other work was running); lag, lateness and underruns above are "
+                      f"those of a machine already busy, not of the sessions alone. "
+                      f"`python3 -m benchmarks.bench_concurrent --write-results` measures them again."]
+    for floor in f.get("floor", []):
+        lines += ["", f"Bare receivers (`websockets` + `json` + `pybase64`, no playout) at N = {floor['sessions']} in the "
+                      f"same run: {100 * floor['client_cpu_per_session_s']:.2f}% of a core per session; voxline's "
+                      f"client {floor['voxline_ratio']}x that."]
+    if (k := f.get("knee")) is not None:
+        goal = p["goal"]
+        where = (f"; degradation begins at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k
+                 else "")
+        lines += ["", f"Goal: loop lag p99 <= {goal['lag_p99_ms']:g} ms, lateness spread <= {goal['spread_ms']:g} ms, no "
+                      f"underrun, no failure, every cut what was heard, client + server <= "
+                      f"{100 * goal['cores_share']:.0f}% of the cores. Largest N meeting it in every run: "
+                      f"{k['largest_n_meeting_goal'] or 'none'}{where}."]
     return lines
 
 

@@ -139,7 +139,7 @@ class RealtimeConnection:
             if self.closed:
                 raise ConnectionClosed(self.close_code, self.close_reason)
             try:
-                text = await self.transport.recv()
+                text = await self.transport.recv()  # a frame already read comes back without waiting (ReceivesNow)
             except ConnectionClosed as exc:
                 self._lost(exc)
                 continue

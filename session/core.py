@@ -16,6 +16,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from voxline.base.audio_format import SAMPLE_RATE as RATE
+from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
@@ -89,7 +90,9 @@ class SessionCore:
         raw_events: bool = False,
         fade_ms: float = FADE_MS,
         track: TrackTagger | None = None,
+        gate: TickGate | None = None,
     ) -> None:
+        self.gate = gate if gate is not None else TickGate()  # holds quiet_until, for an output to read
         self.protocol = protocol
         self.playout = playout
         self.track = track  # WebRTC: audio comes on a media track, tagged by the server's playback
@@ -109,14 +112,24 @@ class SessionCore:
         self._commands: list[ev.ClientEvent] = []
         self.local: LocalBarge | None = None  # local-VAD holds (:mod:`.local_barge`), when enabled
         self.quiet_until = _NEVER
+
+    @property
+    def quiet_until(self) -> float:
         """Before this listener time a :meth:`tick` changes nothing, unless another call comes first.
 
         Set by each tick that did nothing: while a reply plays steadily from the queue (every
         part in it already heard) until shortly before the queue runs out, and in silence
         (nothing queued, nothing handed out still to come) indefinitely; never past the next
         retire. Every other call resets it, except the bulk of a reply: more audio of a part
-        already heard while speaking, and transcript words. A driver may skip such ticks.
+        already heard while speaking, and transcript words. A driver may skip such ticks: it is
+        kept in :attr:`gate`, which a :class:`~voxline.audio.clocked_output.ClockedOutput` reads
+        after each pass to skip them without a call.
         """
+        return self.gate.until
+
+    @quiet_until.setter
+    def quiet_until(self, value: float) -> None:
+        self.gate.until = value
 
     def _effects(self) -> CoreEffects:
         if not self._events and self._barge_in is None and not self._commands:

@@ -1,10 +1,12 @@
 """A session's input on its way to the machine: the microphone loop of ``VoiceSession``.
 
-A :class:`~voxline.audio.recording.Recording` on a real clock with no capture path is taken as
-a step of the loop's stepper (:func:`~voxline.base.clock.run_steps`) and its appends are
-written to the socket at once where the transport can
-(:meth:`~voxline.realtime.connection.RealtimeConnection.flush_now`): a session's microphone then
-costs the loop no task wake-up per block. Any other input is read block by block. Over WebRTC
+A paced input on a real clock with no capture path (a
+:class:`~voxline.audio.recording.SteppedInput`: a :class:`~voxline.audio.recording.Recording`,
+a file's or a microphone's blocks) is taken as a step of the loop's stepper
+(:func:`~voxline.base.clock.run_steps`) and its appends are written to the socket at once where
+the transport can (:meth:`~voxline.realtime.connection.RealtimeConnection.flush_now`): a
+session's microphone then costs the loop no task wake-up per block. Any other input is read
+block by block. Over WebRTC
 the machine hands each block back for the connection's media track.
 """
 
@@ -19,7 +21,7 @@ from voxline.realtime.errors import ConnectionClosed
 from .link import Link
 from .machine import NO_EFFECTS, Captured, Effects
 from .machines import Machine
-from voxline.audio.recording import Recording
+from voxline.audio.recording import SteppedInput
 
 __all__ = ["InputFeed"]
 
@@ -37,11 +39,11 @@ class InputFeed:
         self.finished = False
 
     async def run(self, blocks: AsyncIterable[Captured]) -> None:
-        """The input to the machine: a ``Recording`` on a real clock as a step of the loop's stepper, else block by block."""
+        """The input to the machine: a paced input on a real clock as a step of the loop's stepper, else block by block."""
         try:
-            if (isinstance(blocks, Recording) and self._machine.mic.capture is None
-                    and isinstance(blocks.clock, RealClock) and blocks.due is not None):
-                await run_steps(blocks.clock, self._capture_step(blocks), blocks.due)
+            if (isinstance(blocks, SteppedInput) and self._machine.mic.capture is None
+                    and isinstance(blocks.clock, RealClock) and (first := blocks.due) is not None):
+                await run_steps(blocks.clock, self._capture_step(blocks), first)
             else:
                 async for item in blocks:
                     effects, waiting = self._captured(item)
@@ -55,15 +57,15 @@ class InputFeed:
         finally:
             self.finished = True
 
-    def _capture_step(self, recording: Recording) -> Step:
-        """The blocks of ``recording`` captured by each step's time, sent before the step returns."""
+    def _capture_step(self, blocks: SteppedInput) -> Step:
+        """The blocks of ``blocks`` captured by each step's time, sent before the step returns."""
         def step(now: float) -> float | None:
             sent = False
-            for block in recording.take(now):
+            for block in blocks.take(now):
                 sent = self._captured(block)[1] or sent
             if sent:
                 self._flush_now()
-            return recording.due
+            return blocks.due
         return step
 
     def _captured(self, item: Captured) -> tuple[Effects, bool]:

@@ -59,7 +59,7 @@ from .local_barge import BargePolicy
 from .live.connect import open_live
 from .live.controls import LiveControls
 from .live.machine import LiveMachine
-from .machine import NO_EFFECTS, Captured, Effects
+from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
 from .machines import Machine, driven_settings, make_machine
 from voxline.audio.clocked_output import ClockedOutput, Output
 from .metrics import MetricsReport
@@ -225,6 +225,8 @@ class VoiceSession:
             loops.append(device_watch_loop(self._watched, self.clock, self._queue.put_nowait))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
+            if isinstance(self.machine, SessionMachine):  # and only once a tick could change something
+                self.output.tick_gate = self.machine.tick_gate  # (a Live machine keeps no quiet horizon: every pass)
             loops.append(self.output.run())
         self._tasks = [group.create_task(loop) for loop in loops]
         return self

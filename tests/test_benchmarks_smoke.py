@@ -166,14 +166,15 @@ def test_server_benchmark_streams_replies_and_reports_every_figure(tmp_path: Pat
 
 CONCURRENT_FIGURES = {
     "sessions", "failed", "failures", "barge_in_count_mismatch", "session_errors", "loop_lag", "probe_wakeups", "barge_in_lateness",
-    "barge_ins_compared", "session_seconds", "wall_s", "client_cpu_s", "server_cpu_s", "client_cpu_per_session_s",
-    "server_cpu_per_session_s", "rss_per_session_mib", "server_survived", "load_before", "load_after",
+    "lateness_spread_ms", "barge_ins_compared", "sessions_underran", "underruns", "cuts", "session_seconds", "wall_s",
+    "client_cpu_s", "server_cpu_s", "client_cpu_per_session_s", "server_cpu_per_session_s", "cores_share",
+    "rss_per_session_mib", "server_survived", "load_before", "load_after",
 }
 
 
 def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_path: Path) -> None:
     # two real-time sessions on the start of the recording (the question and the barge-in), short tail
-    result = bench_concurrent.run((2,), seconds=7.0, tail_s=0.5)
+    result = bench_concurrent.run((2,), seconds=7.0, tail_s=0.5, floor_at=(2,))
     assert set(result["machine"]) >= {"cpu_count", "platform", "python"}
     assert result["parameters"]["lockstep_barge_in_at_s"], "the lockstep run has a barge-in to compare against"
     (figures,) = result["runs"]
@@ -188,6 +189,24 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     assert len(figures["load_before"]) == len(figures["load_after"]) == 3
     json.dumps(result, allow_nan=False)
     assert "late p99 ms" in bench_concurrent.table(result)
+    assert result["parameters"]["scenario"] == "long" and figures["cuts"]["checked"] == 2  # the hard case, WAVs checked
+    assert figures["cuts"]["not_heard_audio"] == 0 and figures["cuts"]["max_error_samples"] <= 1
+    (floor,) = result["floor"]
+    assert floor["sessions"] == 2 and floor["failed"] == 0 and floor["frames_received"] > 0 and floor["voxline_ratio"] > 0
+    assert set(result["knee"]) in ({"largest_n_meeting_goal"}, {"largest_n_meeting_goal", "degrades_at", "why"})
+
+
+def test_the_knee_is_the_largest_n_whose_every_run_meets_the_goal() -> None:
+    def run(n: int, lag: float, underran: int = 0) -> dict[str, Any]:
+        return {"sessions": n, "failed": 0, "barge_in_count_mismatch": 0, "server_survived": True,
+                "loop_lag": {"p99_ms": lag}, "lateness_spread_ms": 10.0, "sessions_underran": underran,
+                "cuts": {"not_heard_audio": 0, "max_error_samples": 0}, "cores_share": 0.3}
+
+    runs = [run(50, 3.0), run(50, 4.0), run(100, 5.0), run(100, 25.0), run(150, 5.0)]
+    assert bench_concurrent.knee(runs) == {"largest_n_meeting_goal": 50, "degrades_at": 100, "why": ["lag p99 25.0 ms"]}
+    assert bench_concurrent.knee([run(50, 3.0), run(100, 3.0, underran=2)])["why"] == ["2 sessions underran"]
+    assert bench_concurrent.knee([run(50, 3.0)]) == {"largest_n_meeting_goal": 50}
+    assert bench_concurrent.knee([run(50, 30.0)])["largest_n_meeting_goal"] == 0
 
 
 def test_concurrent_percentiles_of_nothing_are_not_a_number() -> None:
@@ -223,3 +242,13 @@ def test_word_errors_count_substitutions_insertions_and_deletions() -> None:
     assert word_errors("what is the weather", "What is the weather?") == (0, 4)
     assert word_errors("what is the weather", "what the whether in") == (3, 4)
     assert word_errors("stop", "") == (1, 1)
+
+
+def test_the_lever_benchmark_measures_each_lever_old_and_new() -> None:
+    from benchmarks import bench_levers
+
+    result = bench_levers.run(rounds=1)
+    assert set(result["levers"]) == {"tick", "receive", "encode", "outbox"}
+    for lever in result["levers"].values():
+        assert lever["former_us"] > 0 and lever["new_us"] > 0 and lever["new_over_former"] > 0
+    json.dumps(result, allow_nan=False)

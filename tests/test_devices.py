@@ -398,3 +398,34 @@ async def test_mic_queue_drops_oldest_when_nobody_reads(vdev: VirtualDevices) ->
     assert len(got) == 5  # the newest five
     times = [t for t, _ in got]
     assert times == sorted(times)
+
+
+@pytest.mark.device
+async def test_a_stepped_mic_hands_its_blocks_to_the_stepper_without_loop_wake_ups(vdev: VirtualDevices) -> None:
+    from voxline.audio.recording import SteppedInput, mic_blocks
+    from voxline.base.clock import run_steps
+
+    mic = MicSource()
+    mic.start()
+    blocks = mic.blocks()
+    assert isinstance(blocks, SteppedInput) and isinstance(mic_blocks(blocks), SteppedInput)
+    got: list[tuple[float, Samples]] = []
+    steps = [0]
+    stop_at = blocks.clock.now() + 0.6
+
+    def step(now: float) -> float | None:
+        steps[0] += 1
+        got.extend(blocks.take(now))
+        if now >= stop_at:
+            mic.close()
+        return blocks.due
+
+    try:
+        await asyncio.wait_for(run_steps(blocks.clock, step, blocks.due or 0.0), 5)  # ends once closed and empty
+    finally:
+        mic.close()
+    assert mic._direct is not None and mic._queue.empty()  # after the switch nothing went through the loop's queue
+    assert len(got) >= 20 and mic.callback_errors == 0
+    times = np.array([t for t, _ in got])
+    assert np.all(np.diff(times) > 0)  # capture order
+    assert steps[0] <= 2 * len(got) + 10  # about a step per block, not a poll loop

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectionClosed
 
-__all__ = ["MediaTrack", "MemoryTransport", "Pingable", "SendsNow", "Transport", "memory_pair"]
+__all__ = ["MediaTrack", "MemoryTransport", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -60,6 +60,13 @@ class SendsNow(Protocol):
     def try_send(self, text: str) -> bool:
         """Write one text frame now if that needs no waiting; False (nothing written) if :meth:`Transport.send`
         must; raises ConnectionClosed when closed."""
+
+
+class ReceivesNow(Protocol):
+    """A transport that can often hand over a frame already read, without waiting (a WebSocket's frames of one read)."""
+
+    def try_recv(self) -> str | None:
+        """The next text frame if it is whole already, else None (then :meth:`Transport.recv` waits for it)."""
 
 
 _CLOSE = object()

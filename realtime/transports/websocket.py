@@ -16,6 +16,7 @@ import logging
 import urllib.parse
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.frames import Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
@@ -82,6 +83,12 @@ class WebSocketTransport:
         self._ws = ws
         # websockets' asyncio connection as of 13: what send() checks and does, for the common case
         self._direct = all(hasattr(ws, name) for name in ("paused", "fragmented_send_waiter", "send_data"))
+        # and what recv() takes a message from: the frames its reads left queued
+        messages = getattr(ws, "recv_messages", None)
+        self._frames = getattr(getattr(messages, "frames", None), "queue", None)
+        self._messages = messages if self._frames is not None and hasattr(messages, "maybe_resume") else None
+        self.waits = 0
+        """How many frames :meth:`recv` had to wait for (the others were taken as read)."""
         self.url = url
         self._token = token
         self.close_code: int | None = None
@@ -164,7 +171,28 @@ class WebSocketTransport:
         except WsConnectionClosed as exc:
             raise self._closed(exc) from None
 
+    def try_recv(self) -> str | None:
+        """The next message if a read left it whole in websockets' queue, else None.
+
+        What ``ws.recv()`` would return for it, without its coroutines and, for the frames of
+        one read after the first, without a future each.
+        """
+        messages, frames = self._messages, self._frames
+        if messages is None or not frames or messages.get_in_progress:
+            return None
+        frame = frames[0]
+        if not frame.fin or frame.opcode not in (Opcode.TEXT, Opcode.BINARY):
+            return None  # a fragmented message: recv() reassembles it
+        frames.popleft()
+        messages.maybe_resume()
+        data = bytes(frame.data)
+        text = data.decode() if frame.opcode is Opcode.TEXT else data.decode("utf-8", "replace")
+        return self._scrub(text)
+
     async def recv(self) -> str:
+        if (text := self.try_recv()) is not None:
+            return text
+        self.waits += 1
         try:
             frame = await self._ws.recv()
         except WsConnectionClosed as exc:

@@ -16,7 +16,7 @@ import contextlib
 import math
 import signal
 import sys
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterable, AsyncIterator, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -142,7 +142,7 @@ class LevelMeter:
         self.db = FLOOR_DB
         self.fall_db = fall_db
 
-    async def wrap_timed(self, blocks: AsyncIterator[tuple[float, np.ndarray]]) -> AsyncIterator[tuple[float, np.ndarray]]:
+    async def wrap_timed(self, blocks: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[tuple[float, np.ndarray]]:
         """Like :meth:`wrap`, keeping each block's ADC time (the echo canceller aligns by it)."""
         async for adc, block in blocks:
             self._measure(block)
@@ -152,7 +152,7 @@ class LevelMeter:
         rms = math.sqrt(float(np.mean(np.square(block, dtype=np.float64)))) if len(block) else 0.0
         self.db = max(20 * math.log10(max(rms, 1.0) / 32768), self.db - self.fall_db)
 
-    async def wrap(self, blocks: AsyncIterator[np.ndarray]) -> AsyncIterator[np.ndarray]:
+    async def wrap(self, blocks: AsyncIterable[np.ndarray]) -> AsyncIterator[np.ndarray]:
         async for block in blocks:
             rms = math.sqrt(float(np.mean(np.square(block, dtype=np.float64)))) if len(block) else 0.0
             level = 20 * math.log10(max(rms, 1.0) / 32768)

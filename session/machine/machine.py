@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
@@ -94,6 +95,8 @@ class SessionMachine:
                                       silence_ms=settings.silence_ms if vad else 0,
                                       padding_ms=settings.prefix_padding_ms if vad else 0)
         self.core: SessionCore | None = None
+        self.tick_gate = TickGate()
+        """The core's quiet horizon (:attr:`SessionCore.quiet_until`) for an output to read: a tick before it does nothing."""
         self.live = False  # a connection is attached and carries the conversation
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
@@ -124,7 +127,8 @@ class SessionMachine:
     def attach(self, protocol: RealtimeProtocol) -> None:
         """Make ``protocol`` the conversation's; it inherits what the previous one received."""
         if self.core is None:
-            self.core = SessionCore(protocol, self.playout, raw_events=self._raw, track=self.track)
+            self.core = SessionCore(protocol, self.playout, raw_events=self._raw, track=self.track,
+                                    gate=self.tick_gate)
             if self._local_vad:
                 self.core.local = LocalBarge(self._barge_policy)
         else:
@@ -226,7 +230,10 @@ class SessionMachine:
             return NO_EFFECTS  # nothing a tick looks at can have changed (SessionCore.quiet_until)
         if now >= core.retire_due:
             self.metrics.observe(now)  # the heard counts of what the retire may forget, before it does
-        return self._settle(core.tick(now), now)
+        effects = self._settle(core.tick(now), now)
+        gate = self.tick_gate  # the core's quiet horizon, no later than the next cut the metrics measure
+        gate.until = min(gate.until, self.metrics.next_due)
+        return effects
 
     def _settle(self, decided: CoreEffects, now: float) -> Effects:
         """A barge-in reaches the mirror; the metrics see every event and add their own."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from voxline.realtime.server.engine.conversation import Entry
 from voxline.realtime.server.engine.ids import IdFactory, event
+from voxline.realtime.server.engine.speech import WireAudio
 
 __all__ = ["CallOutput", "MessageOutput", "OutputItem", "split_words"]
 
@@ -41,6 +42,7 @@ class MessageOutput:
     sent_words: int = 0
     closed: bool = False
     final_status: str = "completed"
+    encoded: WireAudio | None = None  # ``audio`` as the server's voice cache holds it, chunks encoded once
 
     def __post_init__(self) -> None:
         self.words = split_words(self.text)
@@ -56,6 +58,7 @@ class MessageOutput:
     def voice(self, audio: bytes) -> None:
         """The reply's speech, encoded in the output format, has arrived."""
         self.audio = audio
+        self.encoded = None
         self.awaiting_voice = False
 
     @property
@@ -92,9 +95,9 @@ class MessageOutput:
             events.append(event(ids, "response.output_audio_transcript.delta", **self._ids(), delta=delta))
         chunk = self.audio[start:end]
         self.entry.add_audio(0, chunk)
-        events.append(
-            event(ids, "response.output_audio.delta", **self._ids(), delta=base64.b64encode(chunk).decode("ascii"))
-        )
+        encoded = self.encoded
+        delta = encoded.b64(start, end) if encoded is not None else base64.b64encode(chunk).decode("ascii")
+        events.append(event(ids, "response.output_audio.delta", **self._ids(), delta=delta))
         return events
 
     def text_chunk(self, ids: IdFactory, upto: int) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import re
 from typing import Any, assert_never
 
 from voxline.base.audio_format import AudioFormat
-from voxline.realtime.server.engine import errors, wire_audio
+from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.budget import fit_budget
 from voxline.realtime.server.engine.conversation import Entry
 from voxline.realtime.server.engine.errors import RequestRejected
@@ -160,8 +160,7 @@ def _build(
     match output:
         case Say(text=text):
             spoken = "audio" in modalities
-            samples = state.voices.get(text) if spoken else None
-            audio = None if samples is None else wire_audio.from_pcm24k(samples, fmt)
+            wire = state.voices.wire(text, fmt) if spoken else None
             item = {
                 "id": item_id,
                 "type": "message",
@@ -173,11 +172,12 @@ def _build(
             return MessageOutput(
                 Entry(item, fmt=fmt),
                 text,
-                audio,
+                None if wire is None else wire.data,
                 index,
                 response_id,
                 in_conversation,
-                awaiting_voice=spoken and audio is None,
+                awaiting_voice=spoken and wire is None,
+                encoded=wire,
             )
         case Call(name=name, arguments=arguments):
             call_id = state.ids.new("call", 16)

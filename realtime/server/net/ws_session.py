@@ -1,8 +1,11 @@
 """One WebSocket session: the engine driven by the connection and the clock.
 
-Four jobs run in one ``TaskGroup`` next to the reader: a single writer sends
-server events in the order the engine produced them; a pacer sleeps until the
-engine's next due step (woken early when a client frame changes the schedule);
+Four jobs run in one ``TaskGroup`` next to the reader: the outbox sends server events in
+the order the engine produced them (written at once, in one socket write per batch, while the
+socket takes them; else by its writer task); a pacer sleeps until the engine's next due step
+(woken early when a client frame changes the schedule), and holds back while the socket does
+not take what was written, so the engine's schedule never runs far ahead of what the client
+reads (a reply a barge-in cancels is not queued in full ahead of the ``speech_started``);
 a voicer synthesizes the replies a response waits for, off the event loop
 (:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); a hearer recognises user speech,
 off the loop too (:class:`~voxline.realtime.server.net.hearer.HearingSupplier`); an expiry timer sends
@@ -15,10 +18,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import deque
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
+
+from voxline.base.clock import RealClock
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
@@ -41,27 +48,77 @@ def close_reason(spec: ErrorSpec) -> str:
 
 
 class Outbox:
-    """Server events in generation order, sent by one writer task."""
+    """Server events in generation order: written at once while the socket takes them, else by one writer task.
+
+    Events handed over while nothing waits and the socket is not paused are encoded and
+    written in one socket write, before :meth:`put_all` returns; with faults configured every
+    event goes through the writer, which applies them.
+    """
 
     def __init__(self, connection: ServerConnection, config: ServerConfig) -> None:
         self._connection = connection
         self._config = config
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._queue: deque[dict[str, Any]] = deque()
+        self._ready = asyncio.Event()  # the writer has events to send
+        self._empty = asyncio.Event()  # nothing waits for the writer
+        self._empty.set()
+        faults = config.faults
+        self._direct = (faults.send_delay_s <= 0 and faults.drop_after_events is None
+                        and faults.close_after_events is None and hasattr(connection, "paused"))
         self.sent = 0
+        self.writes = 0  # socket writes made by put_all (a batch of events each)
 
     def put_all(self, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        if not self._queue and self._direct and self._write_now(events):
+            return
+        self._queue.extend(events)
+        self._ready.set()
+        self._empty.clear()
+
+    def _write_now(self, events: list[dict[str, Any]]) -> bool:
+        """Encode and write ``events`` in one socket write; False (nothing written) if the socket cannot take them now."""
+        connection = self._connection
+        protocol = connection.protocol
+        if protocol.state is not State.OPEN or connection.paused:
+            return False
+        on_wire = self._config.on_wire
         for ev in events:
-            self._queue.put_nowait(ev)
+            text = json.dumps(ev)
+            protocol.send_text(text.encode())
+            if on_wire is not None:
+                on_wire("out", text)
+        data = protocol.data_to_send()
+        self.sent += len(events)
+        self.writes += 1
+        if all(data):
+            connection.transport.write(b"".join(data))
+        else:  # the end of the stream is among them: websockets' own writer half-closes
+            connection.send_data()
+        return True
 
     async def flush(self) -> None:
-        await self._queue.join()
+        """Return once every event handed over was written."""
+        await self._empty.wait()
+
+    async def room(self) -> None:
+        """Return once nothing waits to be written and the socket takes more (at once, mostly)."""
+        await self._empty.wait()
+        if self._direct and self._connection.paused:
+            await self._connection.drain()
 
     async def run(self) -> None:
         """Send until the connection closes or a fault ends it."""
         faults = self._config.faults
         try:
             while True:
-                ev = await self._queue.get()
+                if not self._queue:
+                    self._empty.set()
+                    self._ready.clear()
+                    await self._ready.wait()
+                    continue
+                ev = self._queue.popleft()
                 if faults.send_delay_s > 0:
                     await self._config.clock.sleep(faults.send_delay_s)
                 text = json.dumps(ev)
@@ -69,7 +126,6 @@ class Outbox:
                 if self._config.on_wire is not None:
                     self._config.on_wire("out", text)
                 self.sent += 1
-                self._queue.task_done()
                 if faults.drop_after_events is not None and self.sent >= faults.drop_after_events:
                     self._connection.transport.abort()
                     return
@@ -176,6 +232,8 @@ async def _pace(
     hearer: HearingSupplier,
 ) -> None:
     clock = config.clock
+    loop = asyncio.get_running_loop()
+    real = isinstance(clock, RealClock)  # its time is the loop's: one timer sets the wake-up
     while True:
         wakeup.clear()
         due = engine.next_due()
@@ -184,8 +242,16 @@ async def _pace(
             continue
         delay = due - clock.now()
         if delay > 0:
-            await first_of(clock.sleep(delay), wakeup.wait())
+            if real:
+                timer = loop.call_later(delay, wakeup.set)
+                try:
+                    await wakeup.wait()
+                finally:
+                    timer.cancel()
+            else:
+                await first_of(clock.sleep(delay), wakeup.wait())
             continue
+        await outbox.room()  # what was written is on its way before the schedule goes on
         outbox.put_all(engine.poll(clock.now()))
         voicer.check()
         hearer.check()

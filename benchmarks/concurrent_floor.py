@@ -1,0 +1,80 @@
+"""The bare-receiver floor of the concurrent benchmark: what N sessions cost a client that does nothing.
+
+Each floor session opens a WebSocket with ``websockets`` alone, streams the same recording as
+``input_audio_buffer.append`` frames in real time (40 ms chunks, ``pybase64``), and decodes every
+frame it receives (``json.loads``, the audio deltas with ``pybase64``), with no playout, no
+barge-in handling, no conversation state. It is the least any client of the service must spend;
+:mod:`benchmarks.bench_concurrent` reports voxline's CPU per session as a ratio to it, measured
+in the same run against a fresh server of the same kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pybase64
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+__all__ = ["CHUNK_S", "run_floor"]
+
+CHUNK_S = 0.040
+_RATE = 24_000
+
+
+async def _one(url: str, samples: npt.NDArray[np.int16], run_s: float, counts: list[int]) -> None:
+    async with connect(f"{url}/realtime?model=gpt-realtime", additional_headers={"Authorization": "Bearer local"},
+                       max_size=16 * 1024 * 1024, compression=None) as ws:
+        # the server's defaults are the sessions' settings (server VAD, no transcription): no session.update
+        async def receive() -> None:
+            try:
+                async for text in ws:
+                    event = json.loads(text)
+                    if event.get("type") == "response.output_audio.delta":
+                        counts[0] += len(pybase64.b64decode(event["delta"])) // 2
+                    counts[1] += 1
+            except ConnectionClosed:
+                return
+
+        reader = asyncio.create_task(receive())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        step = int(CHUNK_S * _RATE)
+        data = samples.astype("<i2").tobytes()
+        for k, begin in enumerate(range(0, len(samples), step)):
+            await asyncio.sleep(max(0.0, start + (k + 1) * CHUNK_S - loop.time()))
+            chunk = pybase64.b64encode(data[2 * begin: 2 * (begin + step)]).decode("ascii")
+            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+        await asyncio.sleep(max(0.0, start + run_s - loop.time()))
+        reader.cancel()
+
+
+async def _all(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float) -> tuple[list[BaseException | None], list[int]]:
+    counts = [0, 0]  # audio samples decoded, frames received
+    results = await asyncio.gather(*(_one(url, samples, run_s, counts) for _ in range(n)), return_exceptions=True)
+    return [r if isinstance(r, BaseException) else None for r in results], counts
+
+
+def run_floor(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float) -> dict[str, Any]:
+    """``n`` bare receivers at once for ``run_s`` seconds each; their CPU per session-second."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    failures, counts = asyncio.run(_all(n, url, samples, run_s))
+    cpu1, wall1 = time.process_time(), time.perf_counter()
+    failed = [f"{type(e).__name__}: {e}"[:200] for e in failures if e is not None]
+    session_s = run_s * (n - len(failed))
+    return {
+        "sessions": n,
+        "failed": len(failed),
+        "failures": sorted(set(failed))[:3],
+        "frames_received": counts[1],
+        "audio_s_decoded": round(counts[0] / _RATE, 1),
+        "session_seconds": round(session_s, 2),
+        "wall_s": round(wall1 - wall0, 2),
+        "client_cpu_s": round(cpu1 - cpu0, 3),
+        "client_cpu_per_session_s": round((cpu1 - cpu0) / session_s, 5) if session_s > 0 else float("nan"),
+    }

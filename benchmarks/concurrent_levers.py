@@ -1,0 +1,56 @@
+"""The client's levers, one at a time: hooks that put a session back on the former path.
+
+``python3 -m benchmarks.bench_concurrent --levers-off tick_gate`` (or ``try_recv``) runs the same
+workload with that lever undone, so alternating runs measure what each one saves; the server's
+levers are measured by running the server of another checkout (``--server-python``).
+
+* ``tick_gate``: the output ticks the session after every pass (a gate that never closes);
+* ``try_recv``: every frame is received through websockets' ``recv()`` (a coroutine chain and,
+  when its queue is empty, a future each).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from voxline.audio.tick_gate import TickGate
+from voxline.realtime.connection import RealtimeConnection, connect
+from voxline.session import VoiceSession
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import Connector
+
+__all__ = ["LEVERS", "AlwaysOpenGate", "hooks"]
+
+LEVERS = ("tick_gate", "try_recv")
+
+
+class AlwaysOpenGate(TickGate):
+    """A gate that never lets a tick be skipped."""
+
+    @property  # type: ignore[override]
+    def until(self) -> float:
+        return -math.inf
+
+    @until.setter
+    def until(self, value: float) -> None:
+        pass
+
+
+def hooks(off: Sequence[str], settings: SessionSettings
+          ) -> tuple[Connector | None, Callable[[VoiceSession], None] | None]:
+    """The connector and the ``on_session`` hook of a session with the levers in ``off`` undone."""
+    unknown = set(off) - set(LEVERS)
+    if unknown:
+        raise ValueError(f"unknown levers {sorted(unknown)}; known: {', '.join(LEVERS)}")
+
+    async def through_websockets() -> RealtimeConnection:
+        assert settings.api_key is not None
+        conn = await connect(settings.url, settings.api_key.get_secret_value(), model=settings.model)
+        conn.transport._messages = None  # type: ignore[attr-defined]  # every frame through websockets' recv()
+        return conn
+
+    def ungated(session: VoiceSession) -> None:
+        session.machine.tick_gate = AlwaysOpenGate()
+
+    return (through_websockets if "try_recv" in off else None), (ungated if "tick_gate" in off else None)

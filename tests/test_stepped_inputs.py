@@ -1,0 +1,77 @@
+"""Paced inputs read by the loop's stepper: a file's blocks at the instants its async iteration
+hands them out, and a session on a real clock that takes them with no task wake-up per block."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.recording import SteppedInput, file_blocks
+from voxline.audio.sources import SilenceSource, WavFileSource
+from voxline.audio.wavio import write_wav
+from voxline.base.clock import RealClock, VirtualClock
+from voxline.realtime.server import ServerConfig, serve
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+
+
+async def _iterated(source: SilenceSource, clock: VirtualClock) -> list[tuple[float, int]]:
+    out = []
+    async for frame in source:
+        out.append((clock.now(), len(frame.samples)))
+    return out
+
+
+def test_a_source_taken_by_steps_hands_out_the_blocks_its_iteration_would_at_the_same_instants() -> None:
+    clock = VirtualClock(10.0)
+    stepped = SilenceSource(clock, block=480, duration=0.21)
+    assert isinstance(file_blocks(stepped), SteppedInput)
+    got: list[tuple[float, int]] = []
+    due = stepped.due
+    while due is not None:
+        clock.advance_to(due)
+        got += [(clock.now(), len(b)) for b in stepped.take(clock.now())]
+        due = stepped.due
+    expected = [(10.0 + k * 0.02, 480) for k in range(10)] + [(10.2, 240)]
+    assert [(round(t, 9), n) for t, n in got] == [(round(t, 9), n) for t, n in expected]
+    late = SilenceSource(VirtualClock(), block=480, duration=0.1)
+    late.take(0.0)
+    assert sum(len(b) for b in late.take(1.0)) == 2400 - 480 and late.due is None  # a late step takes all that is due
+
+
+class _CountedWav(WavFileSource):
+    """A WAV source that counts the blocks handed out by async iteration (a task wake-up each)."""
+
+    iterated = 0
+
+    async def __anext__(self):  # type: ignore[no-untyped-def]
+        frame = await super().__anext__()
+        _CountedWav.iterated += 1
+        return frame
+
+
+async def test_a_session_on_a_real_clock_takes_a_files_blocks_by_steps(tmp_path: Path) -> None:
+    path = tmp_path / "in.wav"
+    samples = (np.arange(24_000) % 200 - 100).astype(np.int16)  # one second
+    write_wav(path, samples, 24_000)
+    clock = RealClock()
+    appended: list[bytes] = []
+
+    def on_wire(direction: str, text: str) -> None:
+        if direction == "out" and '"input_audio_buffer.append"' in text:
+            appended.append(base64.b64decode(json.loads(text)["audio"]))
+
+    async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"))) as srv:
+        settings = SessionSettings(url=srv.url, api_key="sk-test", transcribe=False)
+        source = _CountedWav(path, clock)
+        session = VoiceSession(settings, output=ClockedOutput(clock), input=file_blocks(source), clock=clock,
+                               on_wire=on_wire)
+        async with session:
+            while not session.input_finished:
+                await clock.sleep(0.05)
+    assert _CountedWav.iterated == 0  # every block was taken by a step, none by a task's wake-up
+    assert np.array_equal(np.frombuffer(b"".join(appended), dtype="<i2"), samples)

@@ -1,0 +1,61 @@
+"""The WebSocket transport's receive: the frames one read brought are handed over without waiting
+each (no future, no websockets coroutine per frame); fragmented messages still go through websockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from websockets.asyncio.server import serve as ws_serve
+from websockets.frames import Frame, Opcode
+
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.transports.websocket import WebSocketTransport
+
+FRAMES = [json.dumps({"type": "response.output_audio_transcript.delta", "event_id": f"event_{i}", "response_id": "r",
+                      "item_id": "i", "output_index": 0, "content_index": 0, "delta": f"w{i} "}) for i in range(60)]
+
+
+async def _burst(ws: Any) -> None:
+    """Every frame written before the client reads once: they arrive in one read."""
+    await ws.recv()  # the client is ready
+    for text in FRAMES:
+        ws.protocol.send_text(text.encode())
+    ws.protocol.send_frame(Frame(Opcode.TEXT, b'{"type": "rate_limits.', fin=False))  # one message in two frames
+    ws.protocol.send_frame(Frame(Opcode.CONT, b'updated", "event_id": "event_x", "rate_limits": []}'))
+    ws.send_data()
+    await ws.wait_closed()
+
+
+async def test_a_burst_of_frames_is_received_with_one_wait_in_order() -> None:
+    server = await ws_serve(_burst, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        await transport.send("ready")
+        got = [await transport.recv() for _ in range(len(FRAMES) + 1)]
+        assert got[:-1] == FRAMES  # in order, each once
+        assert json.loads(got[-1])["type"] == "rate_limits.updated"  # the fragmented one, reassembled
+        # the first frame of the burst is waited for; the rest were already read (a slow
+        # loopback may split the burst over a few reads, never over one read per frame)
+        assert transport.waits <= 4, transport.waits
+        await transport.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_the_connection_takes_frames_already_read_without_a_wait_each() -> None:
+    server = await ws_serve(_burst, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        conn = RealtimeConnection(transport)
+        await transport.send("ready")
+        deltas = [await conn.recv() for _ in range(len(FRAMES))]
+        assert [d.delta for d in deltas] == [f"w{i} " for i in range(len(FRAMES))]  # type: ignore[union-attr]
+        assert transport.waits <= 4, transport.waits
+        await conn.close()
+    finally:
+        server.close()
+        await server.wait_closed()
