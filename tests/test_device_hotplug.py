@@ -143,8 +143,8 @@ def test_the_sound_servers_sinks_and_sources_are_listed_with_the_names_the_deskt
     assert monitor.max_input_channels == 1 and "Kiosk_Headset" in monitor.name
     assert sink.index > max(d.index for d in devices if d.route is None)  # numbered on after PortAudio's own
     for spec in (kiosk, "kiosk_headset", str(sink.index), sink.index):  # server name, shown name, index
-        assert resolve_device(spec, "output") == sink
-    assert resolve_device(f"{kiosk}.monitor", "input") == monitor
+        assert resolve_device(spec, "output").route == kiosk  # (its rate may change as the server runs it)
+    assert resolve_device(f"{kiosk}.monitor", "input").route == f"{kiosk}.monitor"
 
 
 def test_a_shown_name_several_devices_share_is_one_line_naming_them() -> None:
