@@ -213,8 +213,13 @@ class MicBlocks:
 
     @property
     def due(self) -> float | None:
-        """Now if blocks wait; else a block period after the last one arrived (a quarter period while none comes)."""
-        direct = self._switch()
+        """Now if blocks wait; else a block period after the last one arrived (a quarter period while none comes).
+
+        Reading it changes nothing (an ``isinstance`` check against a protocol reads it on Python 3.11):
+        before the first :meth:`take` it is now, and that take switches the blocks to the deque."""
+        direct = self._mic._direct
+        if direct is None:
+            return self.clock.now()
         if self._ended and not direct:
             return None
         now = self.clock.now()

@@ -75,3 +75,26 @@ async def test_a_session_on_a_real_clock_takes_a_files_blocks_by_steps(tmp_path:
                 await clock.sleep(0.05)
     assert _CountedWav.iterated == 0  # every block was taken by a step, none by a task's wake-up
     assert np.array_equal(np.frombuffer(b"".join(appended), dtype="<i2"), samples)
+
+
+class _QuietMic:
+    """What :class:`~voxline.audio.device_mic.MicBlocks` reads of a microphone, with no device behind it."""
+
+    def __init__(self) -> None:
+        import asyncio
+        import math
+
+        self._direct = None
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self.block, self.rate, self.max_blocks, self._arrived = 480, 24000, 100, -math.inf
+
+
+def test_asking_whether_a_microphones_blocks_are_stepped_leaves_them_iterable() -> None:
+    from voxline.audio.device_mic import MicBlocks
+
+    mic = _QuietMic()
+    blocks = MicBlocks(mic)  # type: ignore[arg-type]
+    assert isinstance(blocks, SteppedInput)  # on Python 3.11 this reads every property of the protocol
+    assert mic._direct is None  # so reading `due` must not switch the blocks away from the iteration's queue
+    blocks.take(blocks.clock.now())
+    assert mic._direct is not None  # the first take does
