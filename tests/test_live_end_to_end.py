@@ -8,7 +8,6 @@ on the server's sockets goes through the ``openai.types.live`` oracle.
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from voxline.session.events import AssistantAudioStarted, HeardTranscript
 from voxline.session.replay.driver import run_replay
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
-from tests.support.live_oracle import check_live_client_event, check_live_server_event
+from tests.support.live_oracle import LiveWire
 from tests.support.local_server import config
 
 pytestmark = pytest.mark.slow  # real time, a few seconds each
@@ -40,24 +39,6 @@ def _recording(tail_s: float) -> np.ndarray:
     return np.concatenate([gap, _speech(1.0), np.zeros(int(tail_s * RATE), np.int16)])
 
 
-class Wire:
-    def __init__(self) -> None:
-        self.frames: list[tuple[str, str]] = []
-
-    def __call__(self, direction: str, text: str) -> None:
-        self.frames.append((direction, text))
-
-    def verify(self) -> list[str]:
-        sent = []
-        for direction, text in self.frames:
-            if direction == "in":
-                check_live_client_event(text)
-            else:
-                check_live_server_event(text)
-                sent.append(json.loads(text)["type"])
-        return sent
-
-
 async def test_a_live_sessions_tool_runs_once_through_the_registry_and_its_answer_is_heard() -> None:
     registry = ToolRegistry()
     calls: list[dict[str, str]] = []
@@ -68,7 +49,7 @@ async def test_a_live_sessions_tool_runs_once_through_the_registry_and_its_answe
         calls.append({"city": city, "unit": unit})
         return {"city": city, "sky": "clear", "temperature": 21, "unit": unit}
 
-    wire = Wire()
+    wire = LiveWire()
     async with serve(config(scenario="tools", transcripts=(QUESTION,), api_key=None, on_wire=wire,
                             speed=4.0)) as server:
         settings = SessionSettings(api="live", url=server.url, api_key=SecretStr("local"), turn_detection="none")
@@ -86,7 +67,7 @@ async def test_a_live_sessions_tool_runs_once_through_the_registry_and_its_answe
 
 
 async def test_a_live_session_over_webrtc_plays_the_calls_media_track() -> None:
-    wire = Wire()
+    wire = LiveWire()
     async with serve(config(transcripts=(QUESTION,), api_key=None, on_wire=wire, speed=4.0)) as server:
         settings = SessionSettings(api="live", transport="webrtc", url=server.url, api_key=SecretStr("local"),
                                    turn_detection="none")

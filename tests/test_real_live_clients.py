@@ -8,7 +8,6 @@ so every frame both ways goes through the ``openai.types.live`` oracle.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from voxline.audio.synth import synthesize
 from voxline.audio.wavio import write_wav
 from voxline.realtime.server import serve
 from tests.support.ci import require_tool
-from tests.support.live_oracle import check_live_client_event, check_live_server_event
+from tests.support.live_oracle import LiveWire
 from tests.support.local_server import config
 from tests.support.real_clients import run_driver
 
@@ -33,27 +32,6 @@ def user_speech(tmp_path: Path) -> Path:
     path = tmp_path / "user.wav"
     write_wav(path, np.concatenate([np.zeros(RATE // 4, np.int16), synthesize(QUESTION, "espeak")]))
     return path
-
-
-class LiveWire:
-    """Every text frame on the server's Live sockets, validated by direction when :meth:`verify` runs."""
-
-    def __init__(self) -> None:
-        self.frames: list[tuple[str, str]] = []
-
-    def __call__(self, direction: str, text: str) -> None:
-        self.frames.append((direction, text))
-
-    def verify(self) -> list[str]:
-        """Check every frame; return the types the server sent."""
-        sent: list[str] = []
-        for direction, text in self.frames:
-            if direction == "in":
-                check_live_client_event(text)
-            else:
-                check_live_server_event(text)
-                sent.append(json.loads(text)["type"])
-        return sent
 
 
 async def converse(name: str, tmp_path: Path, *args: str, scenario: str = "default") -> tuple[dict[str, object], list[str], str]:

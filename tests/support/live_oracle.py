@@ -18,7 +18,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tests.support.oracle import _discriminated, _extras, _type_names  # one walk over the SDK's models for both APIs
 
-__all__ = ["LIVE_CLIENT_TYPES", "LIVE_PRIMARY_SERVER_TYPES", "LIVE_SERVER_TYPES", "check_live_client_event",
+__all__ = ["LIVE_CLIENT_TYPES", "LIVE_PRIMARY_SERVER_TYPES", "LIVE_SERVER_TYPES", "LiveWire", "check_live_client_event",
            "check_live_server_event"]
 
 
@@ -76,3 +76,25 @@ LIVE_PRIMARY_SERVER_TYPES = _type_names(ServerEvent)
 """The 28 server event types of a primary connection (a sideband adds ``session.paused`` / ``resumed``)."""
 LIVE_CLIENT_TYPES = _type_names(ClientEvent)
 """The 15 client event types of a primary connection."""
+
+
+class LiveWire:
+    """Every text frame on the server's Live sockets (its ``on_wire``), validated by direction when
+    :meth:`verify` runs."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, str]] = []
+
+    def __call__(self, direction: str, text: str) -> None:
+        self.frames.append((direction, text))
+
+    def verify(self) -> list[str]:
+        """Check every frame; return the types the server sent."""
+        sent: list[str] = []
+        for direction, text in self.frames:
+            if direction == "in":
+                check_live_client_event(text)
+            else:
+                check_live_server_event(text)
+                sent.append(json.loads(text)["type"])
+        return sent
