@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections import deque
 from typing import Any
 
@@ -157,7 +158,7 @@ async def run_engine(
     """Drive ``engine`` over ``connection`` until either side ends the session; ``synth`` voices
     replies, ``ears`` (if any) hears user speech."""
     outbox = Outbox(connection, config)
-    wakeup = asyncio.Event()
+    wakeup = asyncio.Event()  # the pacer looks at the schedule again
 
     def heard(events: list[dict[str, Any]]) -> None:
         outbox.put_all(events)
@@ -183,18 +184,28 @@ def _peer(connection: ServerConnection) -> str:
     return f"{address[0]}:{address[1]}" if isinstance(address, tuple) and len(address) >= 2 else "unknown peer"
 
 
+class _Armed:
+    """When the pacer wakes by itself next: ``inf`` while it waits to be woken, ``-inf`` while it runs."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at = -math.inf
+
+
 async def _serve(connection: ServerConnection, engine: Engine, config: ServerConfig, outbox: Outbox,
                  wakeup: asyncio.Event, voicer: SpeechSupplier, hearer: HearingSupplier) -> None:
+    armed = _Armed()
     async with asyncio.TaskGroup() as group:
         jobs = [
             group.create_task(outbox.run()),
-            group.create_task(_pace(engine, outbox, config, wakeup, voicer, hearer)),
+            group.create_task(_pace(engine, outbox, config, wakeup, voicer, hearer, armed)),
             group.create_task(voicer.run()),
             group.create_task(hearer.run()),
             group.create_task(_expire(connection, engine, outbox, config)),
         ]
         try:
-            await _read(connection, engine, outbox, config, wakeup, voicer, hearer)
+            await _read(connection, engine, outbox, config, wakeup, voicer, hearer, armed)
         finally:
             for job in jobs:
                 job.cancel()
@@ -208,7 +219,10 @@ async def _read(
     wakeup: asyncio.Event,
     voicer: SpeechSupplier,
     hearer: HearingSupplier,
+    armed: _Armed,
 ) -> None:
+    """Client frames into the engine. The pacer is woken only when a frame brought the schedule
+    forward: most frames are audio appends that change nothing it waits for."""
     clock = config.clock
     try:
         async for message in connection:
@@ -223,7 +237,9 @@ async def _read(
                 outbox.put_all([engine.error(errors.server_error())])
             voicer.check()
             hearer.check()
-            wakeup.set()
+            due = engine.next_due()
+            if due is not None and due < armed.at:
+                wakeup.set()
     except ConnectionClosed:
         return
 
@@ -231,6 +247,7 @@ async def _read(
 async def _pace(
     engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event, voicer: SpeechSupplier,
     hearer: HearingSupplier,
+    armed: _Armed,
 ) -> None:
     clock = config.clock
     loop = asyncio.get_running_loop()
@@ -239,18 +256,24 @@ async def _pace(
         wakeup.clear()
         due = engine.next_due()
         if due is None:
+            armed.at = math.inf
             await wakeup.wait()
+            armed.at = -math.inf
             continue
         delay = due - clock.now()
         if delay > 0:
-            if real:
-                timer = loop.call_later(delay, wakeup.set)
-                try:
-                    await wakeup.wait()
-                finally:
-                    timer.cancel()
-            else:
-                await first_of(clock.sleep(delay), wakeup.wait())
+            armed.at = due
+            try:
+                if real:
+                    timer = loop.call_later(delay, wakeup.set)
+                    try:
+                        await wakeup.wait()
+                    finally:
+                        timer.cancel()
+                else:
+                    await first_of(clock.sleep(delay), wakeup.wait())
+            finally:
+                armed.at = -math.inf
             continue
         await outbox.room()  # what was written is on its way before the schedule goes on
         outbox.put_all(engine.poll(clock.now()))
