@@ -16,6 +16,8 @@ each, and their ratio.
 * ``encode``: the local server's engine streaming a cached reply, its wire form and chunks'
   base64 made for each response (former) or once for all (``VoiceCache.wire``); CPU µs per
   response;
+* ``json``: the local server's events of a long reply as JSON text, ``json.dumps`` of each (former)
+  or with the cached base64 of the audio deltas spliced in (``encode_event``); CPU µs per event;
 * ``outbox``: the server's events onto a loopback WebSocket, through the writer task (former,
   forced by a fault that never fires) or written at once in one socket write per batch; CPU µs
   per event of the whole process.
@@ -48,6 +50,7 @@ from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import make_synth
+from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import FaultConfig, ServerConfig
 from voxline.realtime.server.net.ws_session import Outbox
 from voxline.realtime.transports.websocket import WebSocketTransport
@@ -139,6 +142,16 @@ def _encode_round(shared: bool, voices: VoiceCache, responses: int = 20) -> floa
     return (time.process_time() - start) / responses
 
 
+def _json_round(spliced: bool, events: list[dict[str, Any]], repeat: int = 5) -> float:
+    """CPU seconds per server event encoded as JSON text."""
+    encode = encode_event if spliced else json.dumps
+    start = time.process_time()
+    for _ in range(repeat):
+        for event in events:
+            encode(event)
+    return (time.process_time() - start) / (repeat * len(events))
+
+
 async def _outbox_round(direct: bool, events: list[dict[str, Any]]) -> float:
     """CPU seconds per event written by the server's outbox over loopback."""
     done = asyncio.Event()
@@ -196,6 +209,7 @@ def run(rounds: int = 7) -> dict[str, Any]:
                               lambda: asyncio.run(_receive_round(True, frames * 3)), "per frame"),
         "encode": _alternate(rounds, lambda: _encode_round(False, voices), lambda: _encode_round(True, voices),
                              "per response"),
+        "json": _alternate(rounds, lambda: _json_round(False, events), lambda: _json_round(True, events), "per event"),
         "outbox": _alternate(rounds, lambda: asyncio.run(_outbox_round(False, events * 3)),
                              lambda: asyncio.run(_outbox_round(True, events * 3)), "per event"),
     }
