@@ -37,6 +37,10 @@ Figures for each N:
 * **floor**: at the N of ``--floor`` (50 by default), N bare receivers (:mod:`benchmarks.concurrent_floor`:
   ``websockets`` + ``json`` + ``pybase64``, no playout) against a fresh server of the same kind in
   the same run; voxline's client CPU per session is reported as a ratio to theirs;
+* **peer**: at the same N, the nearest peer: N openai-agents realtime sessions (no playout), in
+  that client's own environment (:mod:`benchmarks.concurrent_peer`), against a fresh server of
+  the same kind, as a ratio to the floor and voxline's as a ratio to theirs (left out, saying
+  how to build it, when ``.ci/install-clients openai_agents`` has not run);
 * **goal** of each N: loop lag p99 <= 20 ms, lateness spread (p99 - p50) <= 40 ms, no underrun,
   no failure, no cut off what was heard, client plus server below 60% of the machine's cores;
   the **knee** is the largest N whose every run meets it, and the first N that does not says
@@ -88,6 +92,7 @@ from voxline.session.settings import SessionSettings
 
 from .common import environment, format_table
 from .concurrent_floor import run_floor
+from .concurrent_peer import peer_python, run_peer
 from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
@@ -390,6 +395,18 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
     }
 
 
+def peer_sessions(python: Path, n: int, recording: Path, run_s: float, workload: Workload = Workload()) -> dict[str, Any]:
+    """``n`` openai-agents sessions against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_peer`)."""
+    load_before = _load()
+    with Server(workload=workload) as server:
+        server0 = server.cpu_s()
+        figures = run_peer(python, n, server.url, recording, run_s)
+        server1 = server.cpu_s()
+    figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
+                                           if figures["session_seconds"] > 0 else math.nan)
+    return {**figures, "load_before": load_before, "load_after": _load()}
+
+
 def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workload: Workload = Workload()) -> dict[str, Any]:
     """``n`` bare receivers against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_floor`)."""
     load_before = _load()
@@ -445,7 +462,8 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     ``seconds`` keeps only the start of the recording (the lockstep reference is taken from
     the same samples), ``tail_s`` bounds how long a session runs after its input ended;
     ``liveness_timeout_s`` replaces the sessions' setting of that name (0: no watchdog).
-    ``floor_at``: the N at which bare receivers are measured too.
+    ``floor_at``: the N at which bare receivers are measured too, and openai-agents' sessions
+    when its environment was built and the whole recording is played.
     """
     workload = workload.resolved()
     samples, rate = read_wav(recording)
@@ -456,6 +474,8 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     reference = lockstep_reference(samples, tail_s, liveness_timeout_s, workload)
     runs: list[dict[str, Any]] = []
     floors: list[dict[str, Any]] = []
+    peers: list[dict[str, Any]] = []
+    peer = peer_python() if floor_at and seconds is None else None
     spawn = multiprocessing.get_context("spawn")
     for round_ in range(repeat):
         for n in sessions:
@@ -476,6 +496,15 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                 floors.append(floor)
                 print(f"  floor N = {n}: client {100 * floor['client_cpu_per_session_s']:.2f}%, voxline "
                       f"{floor['voxline_ratio']}x", file=sys.stderr, flush=True)
+                if peer is not None:
+                    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                        theirs = pool.submit(peer_sessions, peer, n, recording,
+                                             r["session_seconds"] / max(1, n - r["failed"]), workload).result()
+                    theirs["voxline_ratio"] = round(r["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)
+                    theirs["floor_ratio"] = round(theirs["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
+                    peers.append(theirs)
+                    print(f"  openai-agents N = {n}: client {100 * theirs['client_cpu_per_session_s']:.2f}%, voxline "
+                          f"{theirs['voxline_ratio']}x that", file=sys.stderr, flush=True)
     return {
         "benchmark": "concurrent",
         "machine": machine(),
@@ -496,6 +525,9 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
         },
         "runs": runs,
         "floor": floors,
+        "peers": peers,
+        "peer_missing": "" if peer is not None or not floor_at or seconds is not None else
+        "openai-agents not measured: build its environment with .ci/install-clients openai_agents",
         "knee": knee(runs),
     }
 
@@ -529,6 +561,12 @@ def table(result: dict[str, Any]) -> str:
     for f in result.get("floor", []):
         lines.append(f"bare receivers at N = {f['sessions']}: client {100 * f['client_cpu_per_session_s']:.2f}% per "
                      f"session; voxline {f['voxline_ratio']}x that")
+    for p in result.get("peers", []):
+        lines.append(f"openai-agents at N = {p['sessions']} (no playout, {p['failed']} failed): client "
+                     f"{100 * p['client_cpu_per_session_s']:.2f}% per session ({p['floor_ratio']}x the bare receivers); "
+                     f"voxline {p['voxline_ratio']}x that")
+    if result.get("peer_missing"):
+        lines.append(result["peer_missing"])
     k = result.get("knee")
     if k is not None:
         where = f"; degrades at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k else ""

@@ -212,6 +212,12 @@ def _concurrent(f: Figures) -> list[str]:
         lines += ["", f"Bare receivers (`websockets` + `json` + `pybase64`, no playout) at N = {floor['sessions']} in the "
                       f"same run: {100 * floor['client_cpu_per_session_s']:.2f}% of a core per session; voxline's "
                       f"client {floor['voxline_ratio']}x that."]
+    for peer in f.get("peers", []):
+        lines += ["", f"openai-agents' realtime sessions (no playout) at N = {peer['sessions']} in the same run, "
+                      f"{peer['failed']} failed: {100 * peer['client_cpu_per_session_s']:.2f}% of a core per session "
+                      f"({peer['floor_ratio']}x the bare receivers); voxline's client {peer['voxline_ratio']}x that."]
+    if f.get("peer_missing"):
+        lines += ["", f"{f['peer_missing']}."]
     if (k := f.get("knee")) is not None:
         goal = p["goal"]
         where = (f"; degradation begins at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k

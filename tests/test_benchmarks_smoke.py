@@ -252,3 +252,16 @@ def test_the_lever_benchmark_measures_each_lever_old_and_new() -> None:
     for lever in result["levers"].values():
         assert lever["former_us"] > 0 and lever["new_us"] > 0 and lever["new_over_former"] > 0
     json.dumps(result, allow_nan=False)
+
+
+@pytest.mark.slow
+def test_the_nearest_peer_runs_its_own_sessions_against_the_same_server() -> None:
+    from benchmarks import concurrent_peer
+    from tests.support.real_clients import client_python
+
+    python = client_python(concurrent_peer.PEER)  # built by .ci/install-clients; required in CI
+    peer = bench_concurrent.peer_sessions(python, 2, bench_concurrent.RECORDING, 3.0)
+    assert peer["client"] == "openai-agents" and peer["sessions"] == 2 and peer["failed"] == 0, peer
+    assert peer["events_read"] > 0 and peer["session_seconds"] == 6.0
+    assert peer["client_cpu_per_session_s"] > 0 and peer["server_cpu_per_session_s"] > 0
+    json.dumps(peer, allow_nan=False)
