@@ -5,7 +5,10 @@ the answer is ``{"session": {"id"}, "transport": {"type": "webrtc", "sdp": answe
 has started by then (the POST carries its configuration): ``session.started`` is the first event
 on the data channel once the peer opens it. The caller's microphone track drives the timeline
 (24 kHz after decoding, :meth:`LiveEngine.append_pcm`); the output track plays the engine's
-output frames in real time (:class:`~voxline.realtime.transports.rtc_audio.PacedAudioTrack`);
+output frames in real time and nothing else
+(:class:`~voxline.realtime.transports.rtc_audio.QueuedAudioTrack`): no filler while the engine
+has not rendered the next frame, so sample ``k`` of the track (its RTP clock from the first
+packet) lies at ``k / 24`` ms on the session timeline, as on a WebSocket;
 every other event goes to the data channel, filtered by the session's ``client.data_channel``
 permissions, and to the sidebands. The peer closing its connection is ``remote_hangup``; a
 connection that fails is ``connection_lost``.
@@ -35,7 +38,7 @@ from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.realtime.server.net.webrtc import _PARSER_FAILURES, _offer_text
-from voxline.realtime.transports.rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
+from voxline.realtime.transports.rtc_audio import QueuedAudioTrack, SampleQueue, pump_remote_audio
 
 __all__ = ["LiveCall", "read_offer"]
 
@@ -76,6 +79,7 @@ class LiveCall:
         self._hub = hub
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self._output = SampleQueue()
+        self._track = QueuedAudioTrack(self._output, config.clock)
         self._channel: RTCDataChannel | None = None
         self._waiting: list[dict[str, Any]] = []  # events made before the channel opened
         self._mic: MediaStreamTrack | None = None
@@ -97,7 +101,7 @@ class LiveCall:
         try:
             await self.pc.setRemoteDescription(RTCSessionDescription(offer, "offer"))
             if any(t.kind == "audio" for t in self.pc.getTransceivers()):
-                self.pc.addTrack(PacedAudioTrack(self._output.take, self._config.clock))
+                self.pc.addTrack(self._track)
             await self.pc.setLocalDescription(await self.pc.createAnswer())
         except _PARSER_FAILURES as exc:
             await self.pc.close()
@@ -200,6 +204,7 @@ class LiveCall:
         for event in events:
             if event["type"] == "session.output_audio.delta":
                 self._output.push(np.frombuffer(base64.b64decode(event["delta"]), dtype="<i2").astype(np.int16))
+                self._track.wake()
                 continue
             if self._allowed_out is not None and event["type"] not in self._allowed_out and event["type"] != "error":
                 continue
