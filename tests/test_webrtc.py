@@ -25,6 +25,7 @@ from voxline.audio.synth import synthesize
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.net.rtc_offer import close_peer
 from voxline.realtime.server.engine.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
 from voxline.realtime.transports import Transport
 from voxline.base.clock import VirtualClock
@@ -392,6 +393,22 @@ def test_sample_queue_hands_out_whole_frames() -> None:
     assert list(second[:20]) == list(range(481, 501)) and second[20:].max() == 0 and queue.queued == 0
     with pytest.raises(TypeError):
         queue.push(np.zeros(4, dtype=np.float32))
+
+
+async def test_a_servers_close_of_a_peer_that_hung_up_survives_being_cancelled() -> None:
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    pc.addTransceiver("audio")
+    pc.createDataChannel("oai-events")
+    await pc.setLocalDescription(await pc.createOffer())
+    own = asyncio.ensure_future(pc.close())  # what aiortc starts by itself once the caller's DTLS has closed
+    await asyncio.sleep(0)
+    ours = asyncio.create_task(close_peer(pc))  # the call's close, waiting on aiortc's
+    await asyncio.sleep(0)
+    ours.cancel()  # the server shutting down
+    await own  # an unshielded close would have cancelled this close's future: InvalidStateError here
+    assert pc.connectionState == "closed"
+    with pytest.raises(asyncio.CancelledError):
+        await ours
 
 
 def test_a_decoded_track_follows_the_senders_rtp_clock_across_lost_packets() -> None:
