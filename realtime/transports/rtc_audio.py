@@ -136,23 +136,18 @@ class PacedAudioTrack(MediaStreamTrack):
         return frame
 
 
-class QueuedAudioTrack(MediaStreamTrack):
+class QueuedAudioTrack(PacedAudioTrack):
     """An outgoing audio track of what was queued, and nothing else (see the module docstring).
 
-    Frame *k* is released at ``start + k * 20 ms`` on ``clock`` or, if its samples are queued
-    later, as soon as they are (:meth:`wake` after a push); ``start`` is when the first frame
-    was whole. ``recv`` runs on the event loop.
+    Paced as :class:`PacedAudioTrack` from the first whole frame, except that a frame whose
+    samples are not all queued yet waits for them (:meth:`wake` after a push) and then goes at
+    once. ``recv`` runs on the event loop.
     """
 
-    kind = "audio"
-
     def __init__(self, queue: SampleQueue, clock: Clock | None = None) -> None:
-        super().__init__()
+        super().__init__(queue.take, clock)
         self._queue = queue
-        self._clock = clock or RealClock()
         self._more = asyncio.Event()
-        self._start: float | None = None
-        self._sent = 0
 
     def wake(self) -> None:
         """Samples were queued."""
@@ -166,19 +161,7 @@ class QueuedAudioTrack(MediaStreamTrack):
         while self.readyState == "live" and self._queue.queued < FRAME_SAMPLES:
             self._more.clear()
             await self._more.wait()
-        if self.readyState != "live":
-            raise MediaStreamError
-        if self._start is None:
-            self._start = self._clock.now()
-        else:
-            delay = self._start + self._sent / SAMPLE_RATE - self._clock.now()
-            if delay > 0:
-                await self._clock.sleep(delay)
-        if self.readyState != "live":
-            raise MediaStreamError
-        frame = audio_frame(self._queue.take(FRAME_SAMPLES), self._sent)
-        self._sent += FRAME_SAMPLES
-        return frame
+        return await super().recv()
 
 
 class RemoteAudioDecoder:
