@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..errors import RemoteProtocolError
 
-__all__ = ["BASE64_BACKEND", "decode_audio", "decode_audio_stdlib"]
+__all__ = ["BASE64_BACKEND", "decode_audio", "decode_audio_stdlib", "decode_strict"]
 
 
 def decode_audio_stdlib(text: str) -> bytes:
@@ -35,14 +35,19 @@ BASE64_BACKEND, _decode = _select()
 """Which decoder :func:`decode_audio` uses: ``"pybase64"`` or ``"binascii"``."""
 
 
-def decode_audio(text: str) -> bytes:
-    """Decode base64 audio strictly; :class:`RemoteProtocolError` (one line, no payload) if invalid."""
+def decode_strict(text: str) -> bytes:
+    """Decode base64 strictly (``b64decode(validate=True)``'s inputs and bytes); ``ValueError`` if invalid."""
     try:
         return _decode(text)
     except ValueError:  # binascii.Error is a ValueError; so is a non-ASCII str
         pass
-    try:  # the fast decoder is stricter on odd padding: the standard library has the last word
-        return decode_audio_stdlib(text)
+    return decode_audio_stdlib(text)  # the fast decoder is stricter on odd padding: the standard library has the last word
+
+
+def decode_audio(text: str) -> bytes:
+    """Decode base64 audio strictly; :class:`RemoteProtocolError` (one line, no payload) if invalid."""
+    try:
+        return decode_strict(text)
     except ValueError as exc:
         reason = str(exc).split("\n", 1)[0]
         raise RemoteProtocolError(f"audio delta is not valid base64 ({len(text)} chars): {reason}") from None

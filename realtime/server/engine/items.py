@@ -8,12 +8,11 @@ created by a client.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from voxline.realtime.events.b64 import decode_strict
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.nulls import value_without_nulls, without_nulls
@@ -68,8 +67,8 @@ class NewItem:
 def decode_base64(text: str, path: str) -> bytes:
     """Strict base64 decoding; an ``invalid_value`` error names ``path``."""
     try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
+        return decode_strict(text)
+    except ValueError:  # binascii.Error is one
         message = f"Invalid '{path}'. Expected base64-encoded audio bytes."
         raise RequestRejected(errors.invalid_value(path, message)) from None
 

@@ -18,6 +18,7 @@ from typing import Any
 from voxline.realtime.server.engine.conversation import Entry
 from voxline.realtime.server.engine.ids import IdFactory, event
 from voxline.realtime.server.engine.speech import WireAudio
+from voxline.realtime.server.engine.wire_json import Base64Text
 
 __all__ = ["CallOutput", "MessageOutput", "OutputItem", "split_words"]
 
@@ -96,7 +97,7 @@ class MessageOutput:
         chunk = self.audio[start:end]
         self.entry.add_audio(0, chunk)
         encoded = self.encoded
-        delta = encoded.b64(start, end) if encoded is not None else base64.b64encode(chunk).decode("ascii")
+        delta = encoded.b64(start, end) if encoded is not None else Base64Text(base64.b64encode(chunk).decode("ascii"))
         events.append(event(ids, "response.output_audio.delta", **self._ids(), delta=delta))
         return events
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from voxline.base.audio_format import AudioFormat
 from voxline.realtime.server.engine import wire_audio
 from voxline.realtime.server.engine.scenario import Say, Scenario
+from voxline.realtime.server.engine.wire_json import Base64Text
 
 __all__ = ["Samples", "Synth", "VoiceCache", "WireAudio", "fixed_texts"]
 
@@ -58,7 +59,7 @@ class WireAudio:
         key = (start, end)
         text = self._b64.get(key)
         if text is None:
-            text = self._b64[key] = base64.b64encode(self.data[start:end]).decode("ascii")
+            text = self._b64[key] = Base64Text(base64.b64encode(self.data[start:end]).decode("ascii"))
         return text
 
 

@@ -14,7 +14,6 @@ loop. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import deque
 from typing import Any
@@ -24,6 +23,7 @@ from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.speech import Synth
+from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.engine.voices import supply_speech
 from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.timing import first_of
@@ -57,7 +57,7 @@ class EngineTransport:
         return f"<EngineTransport {self._engine.session_id} {state}>"
 
     def _deliver(self, events: list[dict[str, Any]]) -> None:
-        self._inbox.extend(json.dumps(event) for event in events)
+        self._inbox.extend(encode_event(event) for event in events)
         if events:
             self._wake.set()
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from typing import Any
 
@@ -34,6 +33,7 @@ from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.rtc_bridge import CallBridge
 from voxline.realtime.server.engine.rtc_output import Samples
 from voxline.realtime.server.engine.speech import Synth
+from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.rtc_offer import close_peer
 from voxline.realtime.server.net.sideband import Sideband
@@ -131,7 +131,7 @@ class RtcCall:
             self._sidebands.append(sideband)
             if self._opened:  # it missed the opening events: they are sent to it alone
                 for ev in self.bridge.engine.open():
-                    self._deliver(sideband, json.dumps(ev))
+                    self._deliver(sideband, encode_event(ev))
         try:
             await sideband.run(lambda frame: self._on_message(frame, sideband))
         finally:
@@ -162,7 +162,7 @@ class RtcCall:
         if self._config.on_wire is not None:
             text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
             self._config.on_wire("in", text)
-        reply = None if sideband is None else (lambda ev: self._deliver(sideband, json.dumps(ev)))
+        reply = None if sideband is None else (lambda ev: self._deliver(sideband, encode_event(ev)))
         self.bridge.client_frame(message, self._config.clock.now(), reply)
         self._voicer.check()
         self._hearer.check()
@@ -180,7 +180,7 @@ class RtcCall:
         self._wakeup.set()
 
     def _send(self, ev: dict[str, Any]) -> None:
-        text = json.dumps(ev)
+        text = encode_event(ev)
         channel = self._channel
         # Nothing is produced before the channel opens; after it closes the call is over.
         if channel is not None and channel.readyState == "open":

@@ -31,6 +31,7 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.engine.speech import Synth
+from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
@@ -85,7 +86,7 @@ class Outbox:
             return False
         on_wire = self._config.on_wire
         for ev in events:
-            text = json.dumps(ev)
+            text = encode_event(ev)
             protocol.send_text(text.encode())
             if on_wire is not None:
                 on_wire("out", text)
@@ -121,7 +122,7 @@ class Outbox:
                 ev = self._queue.popleft()
                 if faults.send_delay_s > 0:
                     await self._config.clock.sleep(faults.send_delay_s)
-                text = json.dumps(ev)
+                text = encode_event(ev)
                 await self._connection.send(text)
                 if self._config.on_wire is not None:
                     self._config.on_wire("out", text)
