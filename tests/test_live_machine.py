@@ -253,6 +253,31 @@ def test_over_webrtc_the_media_track_is_the_same_track() -> None:
         utt.uid, rig.playout.heard_samples(utt.uid, 0, float("inf"))).heard_ms)) < 1
 
 
+def test_over_webrtc_the_tracks_rtp_clock_places_it_on_the_timeline_across_lost_packets() -> None:
+    from voxline.realtime.transports.rtc_audio import RemoteAudioDecoder, audio_frame
+
+    rig = Rig()
+    rig.protocol.started = True
+    track = np.concatenate([np.zeros(RATE, np.int16), np.full(2 * RATE, 1500, np.int16)])  # the reply at 1000 ms
+    frames = [audio_frame(track[i:i + BLOCK], i) for i in range(0, track.size, BLOCK)]
+    del frames[30:40]  # 200 ms of packets lost before the reply
+    decoder = RemoteAudioDecoder()
+    for f in frames:
+        rig.machine.track_audio(decoder.decode(f))
+    words = [(1000, 1400, "Paris"), (1400, 1800, " is"), (1800, 2200, " sunny"), (2200, 3000, " today.")]
+    for start_ms, end_ms, text in words:
+        rig.feed(frame(type="session.output_transcript.delta", event_id=f"w{start_ms}", delta=text,
+                       start_ms=start_ms, end_ms=end_ms), 0.0)
+    utt = rig.machine.timeline.utterances["live_utt00001"]
+    assert utt.origin == RATE  # where the server said it starts, not 200 ms earlier
+    rig.play(2.25)  # the lost packets' time is played as silence: the reply reaches the listener at 1000 ms
+    events = rig.machine.interrupt(rig.t).events
+    barge = next(e for e in events if isinstance(e, BargeIn))
+    delivered = next(e for e in events if isinstance(e, LiveDelivered))
+    assert barge.heard_ms == pytest.approx(rig.t * 1000 - 1000, abs=1)
+    assert delivered.at_ms == pytest.approx(1000 + barge.heard_ms) and delivered.heard_text.strip() == "Paris is sunny"
+
+
 def test_the_apps_live_commands_are_the_sdks_events() -> None:
     from voxline.realtime.errors import ConfigurationError
 

@@ -18,15 +18,18 @@ from typing import Any
 import numpy as np
 import pytest
 from aiortc import RTCConfiguration, RTCPeerConnection
+from aiortc.mediastreams import MediaStreamError
 from openai import AsyncOpenAI
 
 from voxline.audio.synth import synthesize
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.net.rtc_offer import close_peer
 from voxline.realtime.server.engine.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
 from voxline.realtime.transports import Transport
-from voxline.realtime.transports.rtc_audio import SampleQueue
+from voxline.base.clock import VirtualClock
+from voxline.realtime.transports.rtc_audio import QueuedAudioTrack, RemoteAudioDecoder, SampleQueue, audio_frame
 from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
@@ -390,6 +393,64 @@ def test_sample_queue_hands_out_whole_frames() -> None:
     assert list(second[:20]) == list(range(481, 501)) and second[20:].max() == 0 and queue.queued == 0
     with pytest.raises(TypeError):
         queue.push(np.zeros(4, dtype=np.float32))
+
+
+async def test_a_servers_close_of_a_peer_that_hung_up_survives_being_cancelled() -> None:
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    pc.addTransceiver("audio")
+    pc.createDataChannel("oai-events")
+    await pc.setLocalDescription(await pc.createOffer())
+    own = asyncio.ensure_future(pc.close())  # what aiortc starts by itself once the caller's DTLS has closed
+    await asyncio.sleep(0)
+    ours = asyncio.create_task(close_peer(pc))  # the call's close, waiting on aiortc's
+    await asyncio.sleep(0)
+    ours.cancel()  # the server shutting down
+    await own  # an unshielded close would have cancelled this close's future: InvalidStateError here
+    assert pc.connectionState == "closed"
+    with pytest.raises(asyncio.CancelledError):
+        await ours
+
+
+def test_a_decoded_track_follows_the_senders_rtp_clock_across_lost_packets() -> None:
+    decoder = RemoteAudioDecoder()
+    frames = [audio_frame(np.full(480, k + 1, np.int16), 480 * k) for k in range(6)]
+    del frames[2:4]  # two packets lost (or dropped by the jitter buffer)
+    out = np.concatenate([decoder.decode(f) for f in frames])
+    assert out.size == 6 * 480  # a count of samples is the position on the sender's track
+    assert list(out[::480]) == [1, 2, 0, 0, 5, 6]  # the lost frames' time is silence; what follows is in its place
+
+
+def test_a_decoded_track_takes_a_long_jump_of_its_clock_as_a_new_start() -> None:
+    decoder = RemoteAudioDecoder()
+    out = [decoder.decode(audio_frame(np.ones(480, np.int16), pts)) for pts in (0, 480, 480 + 3600 * RATE)]
+    assert [b.size for b in out] == [480, 480, 480]  # an hour of silence is not made up
+
+
+async def test_a_queued_track_sends_what_was_queued_and_no_filler() -> None:
+    clock = VirtualClock()
+    queue = SampleQueue()
+    track = QueuedAudioTrack(queue, clock)
+    first = asyncio.ensure_future(track.recv())
+    clock.advance(0.2)  # nothing queued yet: a paced track would have sent ten frames of silence by now
+    await asyncio.sleep(0)
+    assert not first.done()
+    queue.push(np.arange(1, 2401, dtype=np.int16))  # one 100 ms frame of a Live engine's track
+    track.wake()
+    frames = [await first]
+    for _ in range(4):
+        step = asyncio.ensure_future(track.recv())
+        while not step.done():
+            clock.advance(0.005)
+            await asyncio.sleep(0)
+        frames.append(step.result())
+    assert [f.pts for f in frames] == [0, 480, 960, 1440, 1920]  # the RTP clock counts the queued samples
+    assert [int(f.to_ndarray()[0][0]) for f in frames] == [1, 481, 961, 1441, 1921]
+    assert clock.now() == pytest.approx(0.2 + 0.08, abs=0.006)  # paced at 20 ms a frame from the first
+    waiting = asyncio.ensure_future(track.recv())
+    await asyncio.sleep(0)
+    track.stop()  # a track waiting for its next frame ends when stopped
+    with pytest.raises(MediaStreamError):
+        await waiting
 
 
 @pytest.mark.parametrize(

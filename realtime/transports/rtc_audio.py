@@ -4,14 +4,22 @@
   (silence when empty), the feed of an outgoing track.
 - :class:`PacedAudioTrack`: an outgoing ``MediaStreamTrack`` producing 20 ms
   ``av.AudioFrame`` s (s16 stereo at 24 kHz, both channels equal) paced by sample
-  count on a clock; aiortc's Opus encoder resamples them to 48 kHz. Sending two equal
-  channels avoids the -3 dB a mono→stereo upmix would add.
+  count on a clock, silence when nothing is queued; aiortc's Opus encoder resamples
+  them to 48 kHz. Sending two equal channels avoids the -3 dB a mono→stereo upmix would add.
+- :class:`QueuedAudioTrack`: the same frames, but only what was queued, each sample once and
+  no filler: frame *k* carries queued samples ``[480k, 480k + 480)``, so the RTP clock of the
+  track is the sender's count of queued samples (a GPT-Live output track is its session's
+  timeline).
 - :class:`RemoteAudioDecoder`: a received frame (Opus decodes to s16 stereo 48 kHz,
-  960 samples) → channel 0 → int16 mono 24 kHz, with a streaming soxr resampler.
+  960 samples) → channel 0 → int16 mono 24 kHz, with a streaming soxr resampler. Blocks
+  follow the sender's RTP clock: a frame whose timestamp lies past the end of the previous
+  one (packets lost, or dropped by the jitter buffer) comes after the silence they would
+  have filled, so a count of the samples handed out is the position on the sender's track.
 """
 
 from __future__ import annotations
 
+import asyncio
 import fractions
 from collections import deque
 from collections.abc import Callable
@@ -27,13 +35,17 @@ from voxline.base.clock import Clock, RealClock
 
 __all__ = [
     "FRAME_SAMPLES",
+    "MAX_GAP_S",
     "PacedAudioTrack",
+    "QueuedAudioTrack",
     "RemoteAudioDecoder",
     "SampleQueue",
+    "audio_frame",
     "pump_remote_audio",
 ]
 
 FRAME_SAMPLES = 480  # 20 ms, the WebRTC audio packet time
+MAX_GAP_S = 5.0  # a longer jump of the RTP clock is a new start, not lost packets to fill with silence
 
 Samples = npt.NDArray[np.int16]
 
@@ -124,12 +136,41 @@ class PacedAudioTrack(MediaStreamTrack):
         return frame
 
 
+class QueuedAudioTrack(PacedAudioTrack):
+    """An outgoing audio track of what was queued, and nothing else (see the module docstring).
+
+    Paced as :class:`PacedAudioTrack` from the first whole frame, except that a frame whose
+    samples are not all queued yet waits for them (:meth:`wake` after a push) and then goes at
+    once. ``recv`` runs on the event loop.
+    """
+
+    def __init__(self, queue: SampleQueue, clock: Clock | None = None) -> None:
+        super().__init__(queue.take, clock)
+        self._queue = queue
+        self._more = asyncio.Event()
+
+    def wake(self) -> None:
+        """Samples were queued."""
+        self._more.set()
+
+    def stop(self) -> None:
+        super().stop()
+        self._more.set()  # a recv waiting for samples ends
+
+    async def recv(self) -> av.AudioFrame:
+        while self.readyState == "live" and self._queue.queued < FRAME_SAMPLES:
+            self._more.clear()
+            await self._more.wait()
+        return await super().recv()
+
+
 class RemoteAudioDecoder:
-    """Received frames (s16 or s16p, any layout and rate) → channel 0 as int16 mono 24 kHz."""
+    """Received frames (s16 or s16p, any layout and rate) → channel 0 as int16 mono 24 kHz, on the RTP clock."""
 
     def __init__(self) -> None:
         self._rate: int | None = None
         self._stream: soxr.ResampleStream | None = None
+        self._next_pts: int | None = None  # where the next frame starts if nothing was lost (frame's time base)
 
     def decode(self, frame: av.AudioFrame) -> Samples:
         data = frame.to_ndarray()
@@ -138,6 +179,7 @@ class RemoteAudioDecoder:
             raise ValueError(f"unexpected audio sample format {frame.format.name}")
         first = data[0] if frame.format.is_planar else data.reshape(-1)[::channels]
         mono = np.ascontiguousarray(first, dtype=np.int16)
+        mono = self._after_gap(frame, mono)
         if frame.sample_rate != self._rate:
             self._rate = frame.sample_rate
             same = self._rate == SAMPLE_RATE
@@ -146,6 +188,20 @@ class RemoteAudioDecoder:
             return mono
         out: Samples = self._stream.resample_chunk(mono)
         return out
+
+    def _after_gap(self, frame: av.AudioFrame, mono: Samples) -> Samples:
+        """``mono`` after the silence of the frames lost since the previous one (their RTP time)."""
+        pts, rate = frame.pts, frame.sample_rate
+        if pts is None or not rate:
+            return mono
+        base = frame.time_base or fractions.Fraction(1, rate)
+        expected, self._next_pts = self._next_pts, pts + int(mono.size / (base * rate))
+        if expected is None or pts <= expected:
+            return mono
+        missing = int((pts - expected) * base * rate)
+        if missing > MAX_GAP_S * rate:
+            return mono
+        return np.concatenate([np.zeros(missing, dtype=np.int16), mono])
 
 
 async def pump_remote_audio(track: MediaStreamTrack, sink: Callable[[Samples], None]) -> None:

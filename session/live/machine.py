@@ -239,6 +239,8 @@ class LiveMachine:
     def track_audio(self, block: np.ndarray) -> None:
         """WebRTC: a block of the remote media track (int16 24 kHz), the same track the deltas carry on a WebSocket.
 
+        The transport's decoder keeps the blocks on the sender's RTP clock from its first packet (lost packets'
+        time comes as silence), so a count of samples is the position on the session timeline.
         Called from the transport's pump with no listener time: the utterance's arrival is stamped with
         the last instant the driver gave the machine (it only feeds the metrics)."""
         self._track(np.asarray(block, dtype=np.int16), self._now, None)

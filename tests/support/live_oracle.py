@@ -14,50 +14,35 @@ from typing import Any
 
 from openai.types.live import ClientEvent, ConnectClientEvent, ConnectServerEvent, ForkClientEvent, ServerEvent
 from openai.types.responses import ResponseStreamEvent
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter
 
-from tests.support.oracle import _discriminated, _extras, _type_names  # one walk over the SDK's models for both APIs
+from tests.support.sdk_models import discriminated, type_names, validated
 
 __all__ = ["LIVE_CLIENT_TYPES", "LIVE_PRIMARY_SERVER_TYPES", "LIVE_SERVER_TYPES", "LiveWire", "check_live_client_event",
            "check_live_server_event"]
 
 
 _ADAPTERS = {
-    "primary": _discriminated(ServerEvent),
-    "sideband": _discriminated(ConnectServerEvent),
+    "primary": discriminated(ServerEvent),
+    "sideband": discriminated(ConnectServerEvent),
 }
 _CLIENT_ADAPTERS = {
-    "primary": _discriminated(ClientEvent),
-    "sideband": _discriminated(ConnectClientEvent),
-    "fork": _discriminated(ForkClientEvent),
+    "primary": discriminated(ClientEvent),
+    "sideband": discriminated(ConnectClientEvent),
+    "fork": discriminated(ForkClientEvent),
 }
 _RESPONSES = TypeAdapter(ResponseStreamEvent)
 
 
 def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side: str) -> BaseModel:
-    raw = json.loads(event) if isinstance(event, (str, bytes)) else event
-    if not isinstance(raw, dict):
-        raise AssertionError(f"{side} Live event is not a JSON object: {raw!r}"[:300])
-    try:
-        model = adapter.validate_python(raw)
-    except ValidationError as exc:
-        raise AssertionError(f"{side} Live event {raw.get('type')!r} is not valid per openai: {exc}\n{raw}") from None
-    extra = _extras(model)
-    if extra:
-        raise AssertionError(f"{side} Live event {raw.get('type')!r} has keys openai does not know: {extra}\n{raw}")
+    raw, model = validated(adapter, event, f"{side} Live")
     if raw.get("type") == "response.event":
         _check_nested(raw["event"])
     return model
 
 
 def _check_nested(nested: dict[str, Any]) -> None:
-    try:
-        model = _RESPONSES.validate_python(nested)
-    except ValidationError as exc:
-        raise AssertionError(f"nested Responses event {nested.get('type')!r} is not valid per openai: {exc}") from None
-    extra = _extras(model)
-    if extra:
-        raise AssertionError(f"nested Responses event {nested.get('type')!r} has unknown keys: {extra}")
+    validated(_RESPONSES, nested, "nested Responses")
 
 
 def check_live_server_event(event: str | bytes | dict[str, Any], audience: str = "primary") -> BaseModel:
@@ -70,11 +55,11 @@ def check_live_client_event(event: str | bytes | dict[str, Any], sender: str = "
     return _check(_CLIENT_ADAPTERS[sender], event, f"{sender} client")
 
 
-LIVE_SERVER_TYPES = _type_names(ConnectServerEvent)
+LIVE_SERVER_TYPES = type_names(ConnectServerEvent)
 """Every server event type a Live connection can receive (a sideband's union is the widest)."""
-LIVE_PRIMARY_SERVER_TYPES = _type_names(ServerEvent)
+LIVE_PRIMARY_SERVER_TYPES = type_names(ServerEvent)
 """The 28 server event types of a primary connection (a sideband adds ``session.paused`` / ``resumed``)."""
-LIVE_CLIENT_TYPES = _type_names(ClientEvent)
+LIVE_CLIENT_TYPES = type_names(ClientEvent)
 """The 15 client event types of a primary connection."""
 
 

@@ -8,31 +8,20 @@ real discriminator on ``type``, and carry no key the official models do not know
 from __future__ import annotations
 
 import json
-import typing
-from typing import Annotated, Any, Union
+from typing import Any
 
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter
+
+from tests.support.sdk_models import discriminated, type_names, validated
 
 __all__ = ["CLIENT_TYPES", "SERVER_TYPES", "WireRecorder", "check_client_event", "check_server_event", "sent"]
 
 
-def _members(alias: Any) -> tuple[type[BaseModel], ...]:
-    return typing.get_args(typing.get_args(alias)[0])
-
-
-def _discriminated(alias: Any) -> TypeAdapter[Any]:
-    return TypeAdapter(Annotated[Union[_members(alias)], Field(discriminator="type")])  # type: ignore[misc]
-
-
-def _type_names(alias: Any) -> frozenset[str]:
-    return frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(alias))
-
-
-_CLIENT = _discriminated(RealtimeClientEvent)
-_SERVER = _discriminated(RealtimeServerEvent)
-CLIENT_TYPES = _type_names(RealtimeClientEvent)
-SERVER_TYPES = _type_names(RealtimeServerEvent)
+_CLIENT = discriminated(RealtimeClientEvent)
+_SERVER = discriminated(RealtimeServerEvent)
+CLIENT_TYPES = type_names(RealtimeClientEvent)
+SERVER_TYPES = type_names(RealtimeServerEvent)
 
 
 #: Keys the service sends that the SDK's session model does not declare (docs/protocol.md §13:
@@ -43,30 +32,10 @@ SERVICE_ONLY_KEYS = {
 }
 
 
-def _extras(value: Any, path: str = "") -> list[str]:
-    """Paths of keys that the official models did not declare."""
-    found: list[str] = []
-    if isinstance(value, BaseModel):
-        for key in value.model_extra or {}:
-            found.append(f"{path}.{key}" if path else key)
-        for name in type(value).model_fields:
-            found.extend(_extras(getattr(value, name), f"{path}.{name}" if path else name))
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            found.extend(_extras(v, f"{path}[{i}]"))
-    return found
-
-
 def _check(adapter: TypeAdapter[Any], event: str | bytes | dict[str, Any], side: str) -> BaseModel:
     raw = json.loads(event) if isinstance(event, (str, bytes)) else event
-    try:
-        model = adapter.validate_python(raw)
-    except ValidationError as exc:
-        raise AssertionError(f"{side} event {raw.get('type')!r} is not valid per openai: {exc}\n{raw}") from None
-    extra = [key for key in _extras(model) if key not in SERVICE_ONLY_KEYS.get(raw.get("type"), ())]
-    if extra:
-        raise AssertionError(f"{side} event {raw.get('type')!r} has keys openai does not know: {extra}\n{raw}")
-    return model
+    type_ = raw.get("type") if isinstance(raw, dict) else None
+    return validated(adapter, raw, side, SERVICE_ONLY_KEYS.get(type_, ()))[1]
 
 
 def check_client_event(event: str | bytes | dict[str, Any]) -> BaseModel:

@@ -5,7 +5,10 @@ the answer is ``{"session": {"id"}, "transport": {"type": "webrtc", "sdp": answe
 has started by then (the POST carries its configuration): ``session.started`` is the first event
 on the data channel once the peer opens it. The caller's microphone track drives the timeline
 (24 kHz after decoding, :meth:`LiveEngine.append_pcm`); the output track plays the engine's
-output frames in real time (:class:`~voxline.realtime.transports.rtc_audio.PacedAudioTrack`);
+output frames in real time and nothing else
+(:class:`~voxline.realtime.transports.rtc_audio.QueuedAudioTrack`): no filler while the engine
+has not rendered the next frame, so sample ``k`` of the track (its RTP clock from the first
+packet) lies at ``k / 24`` ms on the session timeline, as on a WebSocket;
 every other event goes to the data channel, filtered by the session's ``client.data_channel``
 permissions, and to the sidebands. The peer closing its connection is ``remote_hangup``; a
 connection that fails is ``connection_lost``.
@@ -21,7 +24,7 @@ import logging
 from typing import Any
 
 import numpy as np
-from aiortc import RTCConfiguration, RTCDataChannel, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCConfiguration, RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
@@ -34,8 +37,8 @@ from voxline.realtime.server.live.settings import LiveSettings
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.voicer import SpeechSupplier
-from voxline.realtime.server.net.webrtc import _PARSER_FAILURES, _offer_text
-from voxline.realtime.transports.rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
+from voxline.realtime.server.net.rtc_offer import answer_offer, close_peer, offer_text
+from voxline.realtime.transports.rtc_audio import QueuedAudioTrack, SampleQueue, pump_remote_audio
 
 __all__ = ["LiveCall", "read_offer"]
 
@@ -61,7 +64,7 @@ def read_offer(body: bytes) -> tuple[Any, str]:
     if not isinstance(sdp, str) or not sdp.strip():
         raise RequestRejected(errors.missing_parameter("transport.sdp"))
     try:
-        offer = _offer_text(sdp.encode("utf-8"))
+        offer = offer_text(sdp.encode("utf-8"))
     except ValueError as exc:
         raise RequestRejected(errors.invalid_value("transport.sdp", f"Invalid SDP offer: {exc}")) from None
     return data.get("session"), offer
@@ -76,6 +79,7 @@ class LiveCall:
         self._hub = hub
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self._output = SampleQueue()
+        self._track = QueuedAudioTrack(self._output, config.clock)
         self._channel: RTCDataChannel | None = None
         self._waiting: list[dict[str, Any]] = []  # events made before the channel opened
         self._mic: MediaStreamTrack | None = None
@@ -94,18 +98,10 @@ class LiveCall:
 
     async def answer(self, offer: str) -> str:
         """Apply the offer, add the output track, and return the SDP answer."""
-        try:
-            await self.pc.setRemoteDescription(RTCSessionDescription(offer, "offer"))
-            if any(t.kind == "audio" for t in self.pc.getTransceivers()):
-                self.pc.addTrack(PacedAudioTrack(self._output.take, self._config.clock))
-            await self.pc.setLocalDescription(await self.pc.createAnswer())
-        except _PARSER_FAILURES as exc:
-            await self.pc.close()
-            detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
-            raise RequestRejected(errors.invalid_value("transport.sdp", f"Invalid SDP offer: {detail}")) from None
+        answer = await answer_offer(self.pc, offer, self._track, "transport.sdp")
         self._hub.add(self.session)
         self.session.route(self._started)
-        return str(self.pc.localDescription.sdp)
+        return answer
 
     def hangup(self) -> None:
         self.session.route(self.engine.close("close_requested"))
@@ -134,9 +130,7 @@ class LiveCall:
             self.session.close_observers()
             self._hub.ended(self.session)
             await self._drain()
-            # shielded: a peer that hung up has aiortc closing the connection too, and cancelling a
-            # close that waits on that one would leave aiortc's own close failing
-            await asyncio.shield(self.pc.close())
+            await close_peer(self.pc)  # a peer that hung up has aiortc closing the connection too
             log.info("Live session %s ended (%s, WebRTC)", self.engine.session_id, self.engine.closed)
 
     # Peer connection callbacks.
@@ -200,6 +194,7 @@ class LiveCall:
         for event in events:
             if event["type"] == "session.output_audio.delta":
                 self._output.push(np.frombuffer(base64.b64decode(event["delta"]), dtype="<i2").astype(np.int16))
+                self._track.wake()
                 continue
             if self._allowed_out is not None and event["type"] not in self._allowed_out and event["type"] != "error":
                 continue

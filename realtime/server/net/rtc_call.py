@@ -1,8 +1,9 @@
 """One WebRTC call on the local server: the peer connection pumping a :class:`CallBridge`.
 
 The call owns its ``RTCPeerConnection``. Before the SDP answer is made it hooks the
-client's microphone track and the ``oai-events`` data channel, and (after the offer
-is applied) adds the outgoing track that plays the output buffer. When the channel
+client's microphone track and the ``oai-events`` data channel; the answer
+(:func:`~voxline.realtime.server.net.rtc_offer.answer_offer`) adds its outgoing track,
+which plays the output buffer. When the channel
 arrives, ``session.created`` is sent before any client frame is handled.
 :meth:`RtcCall.run` waits for the channel, then runs three jobs until the peer goes
 away: the microphone reader, a pacer that polls the engine when its next step is
@@ -34,6 +35,7 @@ from voxline.realtime.server.engine.rtc_output import Samples
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.rtc_offer import close_peer
 from voxline.realtime.server.net.sideband import Sideband
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
@@ -51,7 +53,7 @@ DRAIN_TIMEOUT_S = 1.0
 
 
 class RtcCall:
-    """One call; create it, apply the offer, :meth:`add_output_track`, answer, then :meth:`run`."""
+    """One call; create it, answer the offer with its :attr:`output_track`, then :meth:`run`."""
 
     def __init__(
         self, call_id: str, pc: RTCPeerConnection, engine: Engine, config: ServerConfig, synth: Synth,
@@ -71,17 +73,13 @@ class RtcCall:
         self._wakeup = asyncio.Event()
         self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set)
         self._hearer = HearingSupplier(engine, ears, config.clock, self._heard)
+        self.output_track = PacedAudioTrack(self.bridge.read_output, config.clock)  # the output buffer, in real time
         pc.on("track", self._on_track)
         pc.on("datachannel", self._on_datachannel)
         pc.on("connectionstatechange", self._on_state)
 
     def __repr__(self) -> str:
         return f"<RtcCall {self.call_id} {self.pc.connectionState}>"
-
-    def add_output_track(self) -> None:
-        """The outgoing audio track, reading the output buffer in real time (if the offer has audio)."""
-        if any(t.kind == "audio" for t in self.pc.getTransceivers()):
-            self.pc.addTrack(PacedAudioTrack(self.bridge.read_output, self._config.clock))
 
     async def run(self) -> None:
         """Serve the call until the peer leaves (or never opens the channel); then close it."""
@@ -113,7 +111,7 @@ class RtcCall:
             for sideband in self._sidebands:
                 sideband.close()
             self._sidebands = []
-            await self.pc.close()
+            await close_peer(self.pc)
             log.info("session %s closed (WebRTC call %s) after %.1f s", self._engine.session_id, self.call_id,
                      self._config.clock.now() - started)
 

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCConfiguration, RTCPeerConnection
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.engine import errors
@@ -42,6 +41,7 @@ from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.rtc_call import RtcCall
+from voxline.realtime.server.net.rtc_offer import answer_offer
 from voxline.realtime.server.net.sideband import call_not_found
 
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
@@ -128,13 +128,9 @@ class RealtimeCalls:
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth, self._ears)
         try:
-            await call.pc.setRemoteDescription(RTCSessionDescription(_offer_text(offer), "offer"))
-            call.add_output_track()
-            await call.pc.setLocalDescription(await call.pc.createAnswer())
-        except _PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
-            await call.pc.close()
-            detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
-            return HttpResponse(400, error_body(errors.invalid_value(None, f"Invalid SDP offer: {detail}")))
+            answer = await answer_offer(pc, offer, call.output_track, None)
+        except RequestRejected as exc:
+            return HttpResponse(400, error_body(exc.spec))
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
         self._tasks[call.call_id] = task
         self._calls[call.call_id] = call
@@ -143,7 +139,7 @@ class RealtimeCalls:
         task.add_done_callback(self._finished)
         return HttpResponse(
             201,
-            call.pc.localDescription.sdp.encode("utf-8"),
+            answer.encode("utf-8"),
             content_type="application/sdp",
             headers={"Location": f"{CALLS_PATH}/{call.call_id}"},
         )
@@ -202,32 +198,3 @@ def _offer_and_session(request: HttpRequest) -> tuple[bytes, dict[str, Any] | No
     if not isinstance(session, dict):
         raise ValueError("the 'session' part is not a JSON object")
     return parts["sdp"], session
-
-
-_RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
-_FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
-_SHAPES = {
-    "a=rtpmap:": (_RTPMAP, "a=rtpmap:<payload type> <encoding>/<clock rate>[/<channels>]"),
-    "a=fmtp:": (_FMTP, "a=fmtp:<payload type> <parameters>"),
-}
-_PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError)
-"""What aiortc's SDP parser raises on malformed lines it does not check itself."""
-
-
-def _offer_text(body: bytes) -> str:
-    """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section.
-
-    Codec lines (``a=rtpmap``, ``a=fmtp``) are checked here, so an empty or truncated one is
-    named in the error rather than left to the SDP parser.
-    """
-    text = body.decode("utf-8")  # UnicodeDecodeError is a ValueError
-    lines = text.replace("\r\n", "\n").split("\n")
-    if not lines[0].startswith("v=0") or not any(line.startswith("m=") for line in lines):
-        raise ValueError("expected an SDP offer (v=0 … m=…)")
-    for number, line in enumerate(lines, 1):
-        for prefix, (shape, spelled) in _SHAPES.items():
-            if line.startswith(prefix):
-                match = shape.fullmatch(line.rstrip())
-                if match is None or (prefix == "a=rtpmap:" and int(match.group(1)) > 127):
-                    raise ValueError(f"line {number} {line[:80]!r} is not {spelled!r}")
-    return text

@@ -1,0 +1,76 @@
+"""A WebRTC peer on the local server: the caller's SDP offer checked, answered, and the peer closed.
+
+Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
+:mod:`voxline.realtime.server.net.webrtc`) and Live sessions (``POST /v1/live/sessions``,
+:mod:`voxline.realtime.server.live.rtc`).
+
+- :func:`offer_text`: the offer as text, or ``ValueError`` naming what is wrong with it (codec
+  lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser).
+- :func:`answer_offer`: apply the offer, add the output track if it has audio, answer; a malformed
+  offer closes the peer and is a :class:`RequestRejected` (``invalid_value``).
+- :func:`close_peer`: close the peer connection, shielded. When the caller hangs up, aiortc starts
+  closing the connection itself, and a second ``close()`` waits on that close's own future; the
+  server cancelling the waiting call (shutting down) would cancel that future and leave aiortc's
+  close failing (``InvalidStateError``), so the close runs on whatever happens to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamTrack
+
+from voxline.realtime.server.engine import errors
+from voxline.realtime.server.engine.errors import RequestRejected
+
+__all__ = ["PARSER_FAILURES", "answer_offer", "close_peer", "offer_text"]
+
+PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError)
+"""What aiortc's SDP parser raises on malformed lines it does not check itself."""
+
+_RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
+_FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
+_SHAPES = {
+    "a=rtpmap:": (_RTPMAP, "a=rtpmap:<payload type> <encoding>/<clock rate>[/<channels>]"),
+    "a=fmtp:": (_FMTP, "a=fmtp:<payload type> <parameters>"),
+}
+
+
+def offer_text(body: bytes) -> str:
+    """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section."""
+    text = body.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not lines[0].startswith("v=0") or not any(line.startswith("m=") for line in lines):
+        raise ValueError("expected an SDP offer (v=0 … m=…)")
+    for number, line in enumerate(lines, 1):
+        for prefix, (shape, spelled) in _SHAPES.items():
+            if line.startswith(prefix):
+                match = shape.fullmatch(line.rstrip())
+                if match is None or (prefix == "a=rtpmap:" and int(match.group(1)) > 127):
+                    raise ValueError(f"line {number} {line[:80]!r} is not {spelled!r}")
+    return text
+
+
+async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaStreamTrack, param: str | None) -> str:
+    """Apply ``offer``, add ``output`` if the offer has audio, and return the SDP answer.
+
+    A malformed offer closes ``pc`` and raises :class:`RequestRejected` naming ``param``.
+    """
+    try:
+        text = offer_text(offer) if isinstance(offer, bytes) else offer
+        await pc.setRemoteDescription(RTCSessionDescription(text, "offer"))
+        if any(t.kind == "audio" for t in pc.getTransceivers()):
+            pc.addTrack(output)
+        await pc.setLocalDescription(await pc.createAnswer())
+    except PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
+        await close_peer(pc)
+        detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
+        raise RequestRejected(errors.invalid_value(param, f"Invalid SDP offer: {detail}")) from None
+    return str(pc.localDescription.sdp)
+
+
+async def close_peer(pc: RTCPeerConnection) -> None:
+    """Close ``pc``; cancelling the caller does not cancel the close (see the module docstring)."""
+    await asyncio.shield(pc.close())
