@@ -1,0 +1,144 @@
+"""Double talk: is someone talking over the echo? Decided per band against the loudest echo possible.
+
+:class:`EchoBound` is a plain synchronous DSP object. It is fed the *raw* microphone (before
+any canceller) and the reference (what reached the listener over the same listener samples)
+and says, every 10 ms, whether the microphone holds sound that the played reference cannot
+explain. It needs no adaptive filter, so it answers from the first frames of a reply and of a
+voice, before any canceller has converged or let the voice through.
+
+How, per 10 ms frame (a Hann window over the last 20 ms, ``bands`` bands spaced evenly on a
+log scale from ``low_hz`` to ``high_hz``):
+
+* the **echo bound** of a band is the loudest reference power in that band over the last
+  ``reach_ms`` (the echo can arrive at any delay within it), held after that with a decay of
+  60 dB per ``rt60_ms`` (the room's reverberant tail), times the band's **coupling**;
+* a band **stands out** when the microphone's power in it is at least ``margin_db`` above its
+  bound and above ``band_floor_dbfs``; a frame is **near** when at least ``min_bands`` bands
+  stand out and the power of those bands is at least ``floor_dbfs``;
+* the coupling of a band (the echo's level against the reference's, ``coupling_db`` to start
+  with, 0 dB: the microphone hears no louder than what was played) is learned on frames that
+  are not near while the reference plays: it rises at once to the largest mic-to-bound ratio
+  seen and falls back by ``release_db_per_s``. So an echo louder than assumed is learned
+  within a frame or two instead of being taken for a voice, and a frame with a voice over
+  the echo is never learned from. A run of near frames longer than ``relearn_ms`` while the
+  reference plays is learned from anyway: the coupling was wrong, not the user that long.
+
+With no reference playing the bound is the floor: every sound is near (whether it is
+*speech* is the VAD's question, see :class:`~voxline.audio.local_vad.LocalVad`). Work per
+frame is bounded: two FFTs of 480 points and a few arrays of ``bands`` values.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import numpy.typing as npt
+
+from voxline.base.audio_format import SAMPLE_RATE
+
+__all__ = ["EchoBound"]
+
+Samples = npt.NDArray[np.int16]
+HOP = SAMPLE_RATE // 100  # 10 ms
+WINDOW = 2 * HOP
+
+
+class EchoBound:
+    """Near sound over the echo, per 10 ms frame (see the module docstring)."""
+
+    def __init__(self, *, reach_ms: int = 300, rt60_ms: float = 300.0, margin_db: float = 5.0, bands: int = 24,
+                 low_hz: float = 200.0, high_hz: float = 10_000.0, min_bands: int = 2,
+                 band_floor_dbfs: float = -75.0, floor_dbfs: float = -50.0, coupling_db: float = 0.0,
+                 release_db_per_s: float = 3.0, relearn_ms: int = 1500,
+                 early_ms: float = 20.0, late_ms: float = 50.0) -> None:
+        if not (reach_ms >= 10 and rt60_ms > 0 and bands >= 1 and 0 < low_hz < high_hz <= SAMPLE_RATE / 2
+                and 1 <= min_bands <= bands):
+            raise ValueError("EchoBound needs reach_ms >= 10, rt60_ms > 0, 0 < low_hz < high_hz <= 12 kHz and "
+                             "1 <= min_bands <= bands")
+        edges = np.geomspace(low_hz, high_hz, bands + 1) * WINDOW / SAMPLE_RATE
+        bins = np.arange(WINDOW // 2 + 1)
+        self._band_of = np.full(len(bins), -1)
+        for k in range(bands):
+            self._band_of[(bins >= edges[k]) & (bins < max(edges[k + 1], edges[k] + 1))] = k
+        self._used = self._band_of >= 0
+        self._bands = bands
+        self._window = np.hanning(WINDOW + 1)[:WINDOW]
+        scale = float(np.sum(self._window**2)) * 32768.0**2 * WINDOW / 2  # a full-scale sine: 0 dBFS
+        self._scale = 1.0 / scale
+        self._reach = max(1, reach_ms // 10)
+        self._decay = 10.0 ** (-6.0 * 10.0 / rt60_ms)  # power, per 10 ms frame
+        self._margin = 10.0 ** (margin_db / 10.0)
+        self._band_floor = 10.0 ** (band_floor_dbfs / 10.0)
+        self._floor = 10.0 ** (floor_dbfs / 10.0)
+        self._min_bands = min_bands
+        self._coupling0 = 10.0 ** (coupling_db / 10.0)
+        self._release = 10.0 ** (-release_db_per_s / 100.0 / 10.0)
+        self._relearn = max(1, relearn_ms // 10)
+        self._early, self._late = early_ms, late_ms
+        self.delay_ms: float | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the reference, the coupling and any partial frame."""
+        self._mic = np.zeros(WINDOW, dtype=np.float64)
+        self._ref = np.zeros(WINDOW, dtype=np.float64)
+        self._rest_mic = np.zeros(0, dtype=np.float64)
+        self._rest_ref = np.zeros(0, dtype=np.float64)
+        self._history: deque[npt.NDArray[np.float64]] = deque(maxlen=self._reach)
+        self._held = np.zeros(self._bands)
+        self._coupling = np.full(self._bands, self._coupling0)
+        self._run = 0
+        self.frames = 0
+        self.near_frames = 0
+
+    @property
+    def coupling_db(self) -> npt.NDArray[np.float64]:
+        """The learned coupling of each band, dB."""
+        return np.asarray(10.0 * np.log10(self._coupling), dtype=np.float64)
+
+    def process(self, mic: Samples, ref: Samples) -> list[bool]:
+        """One block of raw microphone and its reference (same length) → near? for each 10 ms frame completed."""
+        if len(mic) != len(ref):
+            raise ValueError(f"mic and ref must be blocks of one length, got {len(mic)} and {len(ref)}")
+        m = np.concatenate([self._rest_mic, np.asarray(mic, dtype=np.float64)])
+        r = np.concatenate([self._rest_ref, np.asarray(ref, dtype=np.float64)])
+        whole = len(m) // HOP * HOP
+        self._rest_mic, self._rest_ref = m[whole:], r[whole:]
+        out = []
+        for i in range(0, whole, HOP):
+            self._mic = np.concatenate([self._mic[HOP:], m[i : i + HOP]])
+            self._ref = np.concatenate([self._ref[HOP:], r[i : i + HOP]])
+            out.append(self._frame())
+        return out
+
+    def _powers(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        spectrum = np.fft.rfft(x * self._window)
+        power = (spectrum.real**2 + spectrum.imag**2) * self._scale
+        return np.bincount(self._band_of[self._used], weights=power[self._used],
+                           minlength=self._bands).astype(np.float64)
+
+    def _frame(self) -> bool:
+        self.frames += 1
+        mic, ref = self._powers(self._mic), self._powers(self._ref)
+        self._history.append(ref)
+        recent = list(self._history)[::-1]  # recent[j]: the reference j frames ago
+        if self.delay_ms is not None:
+            lo = max(0, int((self.delay_ms - self._early) // 10))
+            recent = recent[lo : max(lo + 1, int(-(-(self.delay_ms + self._late) // 10)) + 1)] or recent[-1:]
+        direct = np.max(np.stack(recent), axis=0)
+        self._held = np.maximum(direct, self._held * self._decay)
+        bound = self._held * self._coupling
+        out = (mic >= bound * self._margin) & (mic >= self._band_floor)
+        near = int(np.count_nonzero(out)) >= self._min_bands and float(np.sum(mic[out])) >= self._floor
+        playing = bool(np.any(self._held >= self._band_floor))
+        self._run = self._run + 1 if near and playing else 0
+        if playing and (not near or self._run >= self._relearn):
+            self._learn(mic)
+        self.near_frames += near
+        return near
+
+    def _learn(self, mic: npt.NDArray[np.float64]) -> None:
+        active = self._held >= self._band_floor
+        ratio = np.where(active, mic / np.maximum(self._held, 1e-30), 0.0)
+        self._coupling = np.where(active, np.maximum(self._coupling * self._release, ratio), self._coupling)
