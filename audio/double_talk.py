@@ -9,28 +9,30 @@ voice, before any canceller has converged or let the voice through.
 How, per 10 ms frame (a Hann window over the last 20 ms, ``bands`` bands spaced evenly on a
 log scale from ``low_hz`` to ``high_hz``):
 
-* the **echo bound** of a band is the loudest reference power in that band over the last
-  ``reach_ms`` (the echo can arrive at any delay within it), held after that with a decay of
-  60 dB per ``rt60_ms`` (the room's reverberant tail), times the band's **coupling**;
+* the **echo bound** of a band is the loudest reference power in that band over the frames
+  the echo can come from, held after that with a decay of 60 dB per ``rt60_ms`` (the room's
+  reverberant tail), times the band's **coupling**. Those frames are the last ``reach_ms``
+  while the echo path's delay is not known, and from ``early_ms`` before to ``late_ms``
+  after it once :attr:`EchoBound.delay_ms` is set (the session sets the echo-path monitor's
+  last lag that found the path: a far tighter bound, so a voice stands out sooner);
 * a band **stands out** when the microphone's power in it is at least ``margin_db`` above its
   bound and above ``band_floor_dbfs``; a frame is **near** when at least ``min_bands`` bands
   stand out and the power of those bands is at least ``floor_dbfs``;
-* the coupling of a band (the echo's level against the reference's, ``coupling_db`` to start
-  with, 0 dB: the microphone hears no louder than what was played) is learned on frames that
-  are not near while the reference plays: it rises at once to the largest mic-to-bound ratio
-  seen and falls back by ``release_db_per_s``. So an echo louder than assumed is learned
-  within a frame or two instead of being taken for a voice, and a frame with a voice over
-  the echo is never learned from. A run of near frames longer than ``relearn_ms`` while the
-  reference plays is learned from anyway: the coupling was wrong, not the user that long.
+* the coupling of a band (the echo's level against the reference's; ``coupling_db`` to start
+  with, 0 dB: the microphone hears the echo no louder than what was played) is learned on
+  frames that are not near while the reference plays: it rises at once to the largest
+  mic-to-bound ratio seen and falls back by ``release_db_per_s``. An echo louder than assumed
+  in a band or two is learned from the next frame; a frame with a voice over the echo is never
+  learned from. A run of near frames longer than ``relearn_ms`` while the reference plays is
+  learned from anyway: then the coupling was wrong everywhere, not the user talking that long.
 
 With no reference playing the bound is the floor: every sound is near (whether it is
 *speech* is the VAD's question, see :class:`~voxline.audio.local_vad.LocalVad`). Work per
-frame is bounded: two FFTs of 480 points and a few arrays of ``bands`` values.
+frame is bounded: two FFTs of 480 points and a few arrays of ``bands`` values (the reference's
+band powers are kept for 600 ms).
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +44,7 @@ __all__ = ["EchoBound"]
 Samples = npt.NDArray[np.int16]
 HOP = SAMPLE_RATE // 100  # 10 ms
 WINDOW = 2 * HOP
+_LONGEST_MS = 600  # the longest echo delay looked at once told (the echo-path monitor measures up to 500 ms)
 
 
 class EchoBound:
@@ -58,15 +61,15 @@ class EchoBound:
                              "1 <= min_bands <= bands")
         edges = np.geomspace(low_hz, high_hz, bands + 1) * WINDOW / SAMPLE_RATE
         bins = np.arange(WINDOW // 2 + 1)
-        self._band_of = np.full(len(bins), -1)
+        window = np.hanning(WINDOW + 1)[:WINDOW]
+        scale = float(np.sum(window**2)) * 32768.0**2 * WINDOW / 2  # a full-scale sine: 0 dBFS
+        self._bank = np.zeros((len(bins), bands))  # bin power → band power, in dBFS terms
         for k in range(bands):
-            self._band_of[(bins >= edges[k]) & (bins < max(edges[k + 1], edges[k] + 1))] = k
-        self._used = self._band_of >= 0
+            self._bank[(bins >= edges[k]) & (bins < max(edges[k + 1], edges[k] + 1)), k] = 1.0 / scale
         self._bands = bands
-        self._window = np.hanning(WINDOW + 1)[:WINDOW]
-        scale = float(np.sum(self._window**2)) * 32768.0**2 * WINDOW / 2  # a full-scale sine: 0 dBFS
-        self._scale = 1.0 / scale
+        self._window = window
         self._reach = max(1, reach_ms // 10)
+        self._size = max(self._reach, _LONGEST_MS // 10)  # frames of reference kept: any measured delay
         self._decay = 10.0 ** (-6.0 * 10.0 / rt60_ms)  # power, per 10 ms frame
         self._margin = 10.0 ** (margin_db / 10.0)
         self._band_floor = 10.0 ** (band_floor_dbfs / 10.0)
@@ -85,7 +88,8 @@ class EchoBound:
         self._ref = np.zeros(WINDOW, dtype=np.float64)
         self._rest_mic = np.zeros(0, dtype=np.float64)
         self._rest_ref = np.zeros(0, dtype=np.float64)
-        self._history: deque[npt.NDArray[np.float64]] = deque(maxlen=self._reach)
+        self._history = np.zeros((self._size, self._bands))  # reference band powers, a ring by frame
+        self._at = 0  # the ring's row of the newest frame
         self._held = np.zeros(self._bands)
         self._coupling = np.full(self._bands, self._coupling0)
         self._run = 0
@@ -101,32 +105,32 @@ class EchoBound:
         """One block of raw microphone and its reference (same length) → near? for each 10 ms frame completed."""
         if len(mic) != len(ref):
             raise ValueError(f"mic and ref must be blocks of one length, got {len(mic)} and {len(ref)}")
-        m = np.concatenate([self._rest_mic, np.asarray(mic, dtype=np.float64)])
-        r = np.concatenate([self._rest_ref, np.asarray(ref, dtype=np.float64)])
-        whole = len(m) // HOP * HOP
-        self._rest_mic, self._rest_ref = m[whole:], r[whole:]
-        out = []
-        for i in range(0, whole, HOP):
-            self._mic = np.concatenate([self._mic[HOP:], m[i : i + HOP]])
-            self._ref = np.concatenate([self._ref[HOP:], r[i : i + HOP]])
-            out.append(self._frame())
+        # both signals, the last WINDOW samples before each frame's end: [mic | ref] rows
+        x = np.stack([np.concatenate([self._mic, self._rest_mic, np.asarray(mic, dtype=np.float64)]),
+                      np.concatenate([self._ref, self._rest_ref, np.asarray(ref, dtype=np.float64)])])
+        frames = (x.shape[1] - WINDOW) // HOP
+        ends = WINDOW + HOP * (1 + np.arange(frames))
+        out: list[bool] = []
+        if frames:
+            windows = np.stack([x[:, e - WINDOW : e] for e in ends], axis=1) * self._window  # (2, frames, WINDOW)
+            spectra = np.fft.rfft(windows, axis=-1)
+            powers = (spectra.real**2 + spectra.imag**2) @ self._bank  # (2, frames, bands)
+            out = [self._frame(powers[0, i], powers[1, i]) for i in range(frames)]
+        used = HOP * frames  # samples before the oldest one the next window needs
+        self._mic, self._ref = x[0, used : used + WINDOW], x[1, used : used + WINDOW]
+        self._rest_mic, self._rest_ref = x[0, used + WINDOW :], x[1, used + WINDOW :]
         return out
 
-    def _powers(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        spectrum = np.fft.rfft(x * self._window)
-        power = (spectrum.real**2 + spectrum.imag**2) * self._scale
-        return np.bincount(self._band_of[self._used], weights=power[self._used],
-                           minlength=self._bands).astype(np.float64)
-
-    def _frame(self) -> bool:
+    def _frame(self, mic: npt.NDArray[np.float64], ref: npt.NDArray[np.float64]) -> bool:
         self.frames += 1
-        mic, ref = self._powers(self._mic), self._powers(self._ref)
-        self._history.append(ref)
-        recent = list(self._history)[::-1]  # recent[j]: the reference j frames ago
-        if self.delay_ms is not None:
-            lo = max(0, int((self.delay_ms - self._early) // 10))
-            recent = recent[lo : max(lo + 1, int(-(-(self.delay_ms + self._late) // 10)) + 1)] or recent[-1:]
-        direct = np.max(np.stack(recent), axis=0)
+        self._at = (self._at + 1) % self._size
+        self._history[self._at] = ref
+        if self.delay_ms is None:  # any delay within reach
+            lo, hi = 0, self._reach - 1
+        else:  # the frames that held the reference the echo now heard left the speaker in
+            lo = min(self._size - 1, max(0, int((self.delay_ms - self._early) // 10)))
+            hi = min(self._size - 1, max(lo, int(-(-(self.delay_ms + self._late) // 10))))
+        direct = self._history[(self._at - np.arange(lo, hi + 1)) % self._size].max(axis=0)
         self._held = np.maximum(direct, self._held * self._decay)
         bound = self._held * self._coupling
         out = (mic >= bound * self._margin) & (mic >= self._band_floor)

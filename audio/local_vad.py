@@ -122,7 +122,8 @@ class LocalVad:
             np.asarray(mic if raw is None else raw, dtype=np.int16))])
         if self.double_talk is not None:
             if raw is None or ref is None:
-                self.double_talk.reset()  # its frames would no longer line up with the listener's samples
+                if self.double_talk.frames:  # its frames would no longer line up with the listener's samples
+                    self.double_talk.reset()
                 self._near.clear()
             else:
                 flags = self.double_talk.process(np.asarray(raw, dtype=np.int16), np.asarray(ref, dtype=np.int16))
