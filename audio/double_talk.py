@@ -26,8 +26,10 @@ log scale from ``low_hz`` to ``high_hz``):
   learned from. A run of near frames longer than ``relearn_ms`` while the reference plays is
   learned from anyway: then the coupling was wrong everywhere, not the user talking that long.
 
-With no reference playing the bound is the floor: every sound is near (whether it is
-*speech* is the VAD's question, see :class:`~voxline.audio.local_vad.LocalVad`). Work per
+Whether near sound is *speech* is the VAD's question (see
+:class:`~voxline.audio.local_vad.LocalVad`). While nothing plays and the room's tail has died
+away, no frame is near and nothing is computed: there is no echo to tell a voice from, and
+the canceller then hands the voice on as it is. Work per
 frame is bounded: two FFTs of 480 points and a few arrays of ``bands`` values (the reference's
 band powers are kept for 600 ms).
 """
@@ -84,14 +86,14 @@ class EchoBound:
 
     def reset(self) -> None:
         """Forget the reference, the coupling and any partial frame."""
-        self._mic = np.zeros(WINDOW, dtype=np.float64)
-        self._ref = np.zeros(WINDOW, dtype=np.float64)
-        self._rest_mic = np.zeros(0, dtype=np.float64)
-        self._rest_ref = np.zeros(0, dtype=np.float64)
+        self._buf = np.zeros((2, WINDOW))  # microphone and reference: the last window, then a partial frame
         self._history = np.zeros((self._size, self._bands))  # reference band powers, a ring by frame
         self._at = 0  # the ring's row of the newest frame
         self._held = np.zeros(self._bands)
         self._coupling = np.full(self._bands, self._coupling0)
+        self._threshold = self._coupling * self._margin  # a band stands out above its bound times this
+        self._lag_span: tuple[int, int] | None = None
+        self._lag_rows = np.zeros(0, dtype=np.intp)
         self._run = 0
         self.frames = 0
         self.near_frames = 0
@@ -105,44 +107,56 @@ class EchoBound:
         """One block of raw microphone and its reference (same length) → near? for each 10 ms frame completed."""
         if len(mic) != len(ref):
             raise ValueError(f"mic and ref must be blocks of one length, got {len(mic)} and {len(ref)}")
-        # both signals, the last WINDOW samples before each frame's end: [mic | ref] rows
-        x = np.stack([np.concatenate([self._mic, self._rest_mic, np.asarray(mic, dtype=np.float64)]),
-                      np.concatenate([self._ref, self._rest_ref, np.asarray(ref, dtype=np.float64)])])
+        # [mic | ref] rows: the last frame's window (and any partial frame), then the block
+        kept = self._buf.shape[1]
+        x = np.empty((2, kept + len(mic)))
+        x[:, :kept] = self._buf
+        x[0, kept:], x[1, kept:] = mic, ref
         frames = (x.shape[1] - WINDOW) // HOP
-        ends = WINDOW + HOP * (1 + np.arange(frames))
         out: list[bool] = []
-        if frames:
-            windows = np.stack([x[:, e - WINDOW : e] for e in ends], axis=1) * self._window  # (2, frames, WINDOW)
+        if frames and not np.any(x[1]) and float(self._held.max()) * self._decay < self._band_floor:
+            for _ in range(frames):  # nothing plays nor rings on: no echo to tell a voice from, no FFT
+                self._at = (self._at + 1) % self._size
+                self._history[self._at] = 0.0
+                self._held *= self._decay
+                self._run = 0
+            self.frames += frames
+            out = [False] * frames
+        elif frames:  # frame i's window ends HOP · (i + 1) samples after the kept window's start
+            ends = range(WINDOW + HOP, WINDOW + HOP * frames + 1, HOP)
+            windows = np.stack([x[:, e - WINDOW : e] for e in ends], axis=1) * self._window
             spectra = np.fft.rfft(windows, axis=-1)
             powers = (spectra.real**2 + spectra.imag**2) @ self._bank  # (2, frames, bands)
             out = [self._frame(powers[0, i], powers[1, i]) for i in range(frames)]
-        used = HOP * frames  # samples before the oldest one the next window needs
-        self._mic, self._ref = x[0, used : used + WINDOW], x[1, used : used + WINDOW]
-        self._rest_mic, self._rest_ref = x[0, used + WINDOW :], x[1, used + WINDOW :]
+        self._buf = x[:, HOP * frames :].copy()
         return out
 
-    def _frame(self, mic: npt.NDArray[np.float64], ref: npt.NDArray[np.float64]) -> bool:
-        self.frames += 1
-        self._at = (self._at + 1) % self._size
-        self._history[self._at] = ref
+    def _lags(self) -> npt.NDArray[np.intp]:
+        """How many frames ago the reference the echo now heard could have been played."""
         if self.delay_ms is None:  # any delay within reach
             lo, hi = 0, self._reach - 1
         else:  # the frames that held the reference the echo now heard left the speaker in
             lo = min(self._size - 1, max(0, int((self.delay_ms - self._early) // 10)))
             hi = min(self._size - 1, max(lo, int(-(-(self.delay_ms + self._late) // 10))))
-        direct = self._history[(self._at - np.arange(lo, hi + 1)) % self._size].max(axis=0)
-        self._held = np.maximum(direct, self._held * self._decay)
-        bound = self._held * self._coupling
-        out = (mic >= bound * self._margin) & (mic >= self._band_floor)
+        if self._lag_span != (lo, hi):
+            self._lag_span, self._lag_rows = (lo, hi), np.arange(lo, hi + 1)
+        return self._lag_rows
+
+    def _frame(self, mic: npt.NDArray[np.float64], ref: npt.NDArray[np.float64]) -> bool:
+        self.frames += 1
+        self._at = (self._at + 1) % self._size
+        self._history[self._at] = ref
+        direct = self._history[(self._at - self._lags()) % self._size].max(axis=0)
+        held = self._held = np.maximum(direct, self._held * self._decay)
+        out = (mic >= held * self._threshold) & (mic >= self._band_floor)
         near = int(np.count_nonzero(out)) >= self._min_bands and float(np.sum(mic[out])) >= self._floor
-        playing = bool(np.any(self._held >= self._band_floor))
+        active = held >= self._band_floor
+        playing = bool(active.any())
         self._run = self._run + 1 if near and playing else 0
         if playing and (not near or self._run >= self._relearn):
-            self._learn(mic)
+            # learn: at once up to the ratio seen, slowly down, in the bands the reference reaches
+            ratio = mic / np.maximum(held, 1e-30)
+            self._coupling[active] = np.maximum(self._coupling[active] * self._release, ratio[active])
+            self._threshold = self._coupling * self._margin
         self.near_frames += near
         return near
-
-    def _learn(self, mic: npt.NDArray[np.float64]) -> None:
-        active = self._held >= self._band_floor
-        ratio = np.where(active, mic / np.maximum(self._held, 1e-30), 0.0)
-        self._coupling = np.where(active, np.maximum(self._coupling * self._release, ratio), self._coupling)
