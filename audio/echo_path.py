@@ -82,6 +82,7 @@ class EchoPathMonitor:
         self.echo: bool | None = None
         self.gain_db: float | None = None  # the path's gain at the best lag of the last window that counted
         self.delay_ms: float | None = None  # and that lag
+        self.path_delay_ms: float | None = None  # that lag in the last window that found the echo path
         self.windows = 0  # windows that counted
 
     def feed(self, mic: Samples, ref: Samples) -> bool | None:
@@ -139,6 +140,7 @@ class EchoPathMonitor:
         self.delay_ms = (self._max_delay - best) * 1000.0 / _RATE
         if rho[best] >= self._rho_echo and gain[best] >= self._echo_gain:
             self.echo, self._votes = True, 0
+            self.path_delay_ms = self.delay_ms  # a window of double talk finds some lag, not this one
         elif float(gain.max()) < self._none_gain:
             self._votes += 1
             if self._votes >= self._votes_needed:

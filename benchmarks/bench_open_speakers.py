@@ -11,9 +11,10 @@ direct path at -6 dB after 30–120 ms, then a decaying tail). Per delay and can
   before it (the reply the timeline analysis finds is the one cut), its cut error is ``audio_end_ms`` minus
   the reply length found in the heard timeline (``tests/support/heard.py``); *onset → silence* is the
   listener time of the last reply sample heard minus the true speech onset;
-* **local VAD** — the double-talk runs with AEC3 and the local VAD (webrtcvad) against a server
-  VAD that needs a louder voice (threshold 0.8), as a stand-in for a server whose
-  ``speech_started`` arrives late over a network: the hold comes first.
+* **local VAD** — the double-talk runs with AEC3 and the local VAD (webrtcvad on the canceller's
+  output, and its double-talk side on the raw microphone) against a server VAD that needs a
+  louder voice (threshold 0.8), as a stand-in for a server whose ``speech_started`` arrives
+  late over a network: the hold comes first.
 
 * **no echo** (headphones) — the microphone hears only the user: ``examples/audio/barge_in.wav``
   (the ``default`` scenario, tone and espeak voices) and the double-talk timelines above, in
@@ -40,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from voxline.audio.aec import AecUnavailable, erle_db, make_canceller
+from voxline.audio.double_talk import EchoBound
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho
@@ -225,8 +227,12 @@ def dsp(fx: dict[str, np.ndarray], delays: list[int], rounds: int) -> dict[str, 
         regions[f"aec_{name}"] = lambda name=name: blocks(lambda m, r, s, a=make_canceller(name, gated=False):
                                                           a.process(m, r))
     regions["aec_webrtc_gated"] = lambda: blocks(lambda m, r, s, a=make_canceller("webrtc"): a.process(m, r))
-    for backend in ("webrtc", "silero"):
-        regions[f"vad_{backend}"] = lambda b=backend: blocks(lambda m, r, s, v=LocalVad(b): v.process(m, r, s))
+    for backend in ("webrtc", "silero"):  # on the canceller's output alone
+        regions[f"vad_{backend}"] = lambda b=backend: blocks(lambda m, r, s, v=LocalVad(b, double_talk=False):
+                                                             v.process(m, r, s))
+    # and with the double-talk side on the raw microphone (the session's default)
+    regions["vad_webrtc_double_talk"] = lambda: blocks(lambda m, r, s, v=LocalVad("webrtc"): v.process(m, r, s, raw=m))
+    regions["double_talk"] = lambda: blocks(lambda m, r, s, d=EchoBound(): d.process(m, r))
     timed = time_regions(regions, rounds)
     base = timed["copy"][0]
     out["cpu_ms_per_audio_s"] = {k: round(cpu / 1e6 / seconds, 2) for k, (cpu, _w) in timed.items()}

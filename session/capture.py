@@ -71,5 +71,8 @@ class CapturePath:
         if self.vad is None:
             return out, []
         no_echo = isinstance(self.aec, GatedCanceller) and self.aec.echo_path is False
-        onsets = self.vad.process(out, None if no_echo else ref, start)  # no echo path: nothing to gate
+        if self.vad.double_talk is not None and isinstance(self.aec, GatedCanceller):
+            self.vad.double_talk.delay_ms = self.aec.monitor.path_delay_ms if self.aec.echo_path else None
+        # no echo path: nothing to gate, nor to tell a voice from
+        onsets = self.vad.process(out, None if no_echo else ref, start, raw=block)
         return out, [i / SAMPLE_RATE for i in onsets]

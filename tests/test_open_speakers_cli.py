@@ -63,7 +63,8 @@ def test_the_open_speaker_benchmark_reports_every_figure() -> None:
     for row in result["replays"]:
         assert len(row["double_talk"]) == 2 and row["self_interruptions"] >= 0
     assert set(result["dsp"]["cpu_ms_per_audio_s"]) == {"copy", "aec_speex", "aec_webrtc", "aec_webrtc_gated",
-                                                        "vad_webrtc", "vad_silero"}
+                                                        "vad_webrtc", "vad_silero", "vad_webrtc_double_talk",
+                                                        "double_talk"}
     no_echo = result["no_echo"]
     assert [(r["recording"], r["voice"], r["clock"]) for r in no_echo] == [
         ("barge_in.wav", "tone", "lockstep"), ("barge_in.wav", "espeak", "lockstep"),
