@@ -27,12 +27,34 @@ def _hypothesis_in_the_users_cache() -> None:
 _hypothesis_in_the_users_cache()
 
 
+# The full run spreads the tests over pytest-xdist workers (``-n 3 --dist loadgroup``); the tests of one
+# ``xdist_group`` run on one worker, one after the other. _PULSE holds every test that plays or records
+# through the shared PulseAudio daemon or changes its sinks (loads, unloads, starts it).
+_PULSE = "pulse"
+_PULSE_FIXTURES = {"pulse", "vdev"}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A sound-device test is a slow test: ``-m "not slow"`` leaves it out with the others."""
+    """A sound-device test is a slow test (``-m "not slow"`` leaves it out with the others), and every test
+    on the sound devices is in the _PULSE group (before xdist reads the groups, hence ``tryfirst``)."""
     for item in items:
-        if item.get_closest_marker("device") is not None:
+        device = item.get_closest_marker("device") is not None
+        if device:
             item.add_marker(pytest.mark.slow)
+        uses_pulse = device or bool(_PULSE_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if uses_pulse and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_PULSE))
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_beside_others(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """On xdist workers, a test marked ``alone`` runs while no other test does (tests/support/parallel.py)."""
+    from tests.support.parallel import turn
+
+    alone = request.node.get_closest_marker("alone") is not None
+    with turn(alone, tmp_path_factory.getbasetemp().parent):
+        yield
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

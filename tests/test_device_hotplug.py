@@ -28,6 +28,9 @@ from voxline.session.voice import VoiceSession
 from tests.support.cli import voxline
 from tests.support.devices import require_pulse
 
+# loads and unloads sinks of the shared PulseAudio daemon: never beside another test on it
+pytestmark = pytest.mark.xdist_group("pulse")
+
 # ---------------------------------------------------------------------------- the table, on its own
 
 

@@ -33,7 +33,8 @@ from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.cli import main
 from voxline.session.replay import replay_fast
 
-pytestmark = pytest.mark.slow  # starts a local Ray instance and runs the command
+# starts a local Ray instance and runs the command; one Ray instance of the suite's at a time
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 def _import_ray() -> ModuleType:

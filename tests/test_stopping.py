@@ -253,6 +253,7 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.xdist_group("ray")  # one Ray instance of the suite's at a time
 def test_sigterm_ends_a_ray_farm_its_tasks_and_its_local_ray(tmp_path: Path) -> None:
     if not IN_CI:
         pytest.importorskip("ray")
