@@ -492,10 +492,6 @@ class PlayoutBuffer:
     def queued_samples(self) -> int:
         return self._queued
 
-    def running_low(self, samples: int) -> bool:
-        """An item is still arriving and less than ``samples`` of audio is queued: its next frames are needed soon."""
-        return self._open is not None and self._queued < samples and not self._held
-
     @property
     def pending_tail_samples(self) -> int:
         tail = self._tail

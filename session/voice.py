@@ -74,7 +74,6 @@ __all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
-URGENT_SAMPLES = 3600  # 150 ms: a streaming reply with less queued handles its frames without waiting its turn
 _CLOSED = object()
 _log = logging.getLogger("voxline.session")
 
@@ -420,11 +419,8 @@ class VoiceSession:
                     self._queue.put_nowait(_CLOSED)
                     return
                 continue
-            if (share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted)
-                    and not self.output.playout.running_low(URGENT_SAMPLES)):
-                # a barge-in never waits for its cut (it is made where the listener is now), nor a
-                # reply whose queued audio runs low (its listener would hear a gap)
-                await share.next()
+            if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
+                await share.next()  # a barge-in never waits for its cut: it is made where the listener is now
             if conn is not link.conn:
                 continue  # the last words of a connection handed over (perhaps while this one waited)
             link.last_rx = self.clock.now()

@@ -357,19 +357,3 @@ def test_reader_thread_and_feeding_thread_lose_nothing() -> None:
     out = np.concatenate(played)
     np.testing.assert_array_equal(out[out != 0], source)
     assert buf.heard_samples("A", 0, 1e9) == 48000
-
-
-def test_running_low_while_an_item_streams_with_little_queued() -> None:
-    playout = PlayoutBuffer()
-    assert not playout.running_low(3600)  # nothing streaming: nothing is needed
-    playout.enqueue(np.ones(2400, np.int16), "item_a")
-    assert playout.running_low(3600) and not playout.running_low(2400)
-    playout.enqueue(np.ones(2400, np.int16), "item_a")
-    assert not playout.running_low(3600)
-    playout.read_into(np.empty(2400, np.int16), 0.0)
-    assert playout.running_low(3600)  # played down to 100 ms
-    playout.hold()
-    assert not playout.running_low(3600)  # held: nothing plays, so nothing runs out
-    playout.release()
-    playout.mark_complete("item_a")
-    assert not playout.running_low(3600)  # all of it arrived: no frame is awaited
