@@ -422,3 +422,28 @@ async def test_main_serve_prints_one_honest_line_then_serves(capsys: pytest.Capt
 async def test_main_serve_without_hearing_says_it_does_not_understand_speech(capsys: pytest.CaptureFixture[str]) -> None:
     out = await banner_of(capsys, "--hearing", "off")
     assert "does not understand speech" in out and "then transcription fails" in out
+
+
+async def test_each_streaming_step_takes_its_turn_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # many sessions' replies must not hold up the reading of client audio: the pacer's steps are bulk work
+    from voxline.base.loop_share import LoopShare
+    from voxline.realtime.server.net import ws_session
+
+    class CountingShare(LoopShare):
+        turns = 0
+
+        async def turn(self) -> None:
+            CountingShare.turns += 1
+            await super().turn()
+
+    share = CountingShare()
+    monkeypatch.setattr(ws_session, "loop_share", lambda: share)
+    async with serve(config(speed=50.0, scenario="long", hearing="off")) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "response.create"}))
+            deltas = 0
+            async with asyncio.timeout(30):  # a guard against a hang, not a timing check
+                while (event := json.loads(await ws.recv()))["type"] != "response.done":
+                    deltas += event["type"] == "response.output_audio.delta"
+    assert deltas > 20
+    assert CountingShare.turns >= deltas // 4  # a step streams a few chunks at most; each asked for its turn

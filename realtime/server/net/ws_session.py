@@ -3,8 +3,9 @@
 Four jobs run in one ``TaskGroup`` next to the reader: the outbox sends server events in
 the order the engine produced them (written at once, in one socket write per batch, while the
 socket takes them; else by its writer task); a pacer sleeps until the engine's next due step
-(woken early when a client frame changes the schedule), and holds back while the socket does
-not take what was written, so the engine's schedule never runs far ahead of what the client
+(woken early when a client frame brings the schedule forward; on a real clock each of its steps
+takes a turn on the loop's share, so streaming never holds up the reading of client audio), and
+holds back while the socket does not take what was written, so the engine's schedule never runs far ahead of what the client
 reads (a reply a barge-in cancels is not queued in full ahead of the ``speech_started``);
 a voicer synthesizes the replies a response waits for, off the event loop
 (:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); a hearer recognises user speech,
@@ -27,6 +28,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from voxline.base.clock import RealClock
+from voxline.base.loop_share import Slices, loop_share
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
@@ -221,8 +223,9 @@ async def _read(
     hearer: HearingSupplier,
     armed: _Armed,
 ) -> None:
-    """Client frames into the engine. The pacer is woken only when a frame brought the schedule
-    forward: most frames are audio appends that change nothing it waits for."""
+    """Client frames into the engine; what falls due is streamed by the pacer. The pacer is woken
+    only when a frame brought the schedule forward: most frames are audio appends that change
+    nothing it waits for."""
     clock = config.clock
     try:
         async for message in connection:
@@ -231,7 +234,6 @@ async def _read(
             now = clock.now()
             try:
                 outbox.put_all(engine.receive(message, now))
-                outbox.put_all(engine.poll(now))
             except Exception:  # a bug of ours must not end the client's session: say so, as the service does
                 log.exception("the engine failed on a client frame")
                 outbox.put_all([engine.error(errors.server_error())])
@@ -252,6 +254,9 @@ async def _pace(
     clock = config.clock
     loop = asyncio.get_running_loop()
     real = isinstance(clock, RealClock)  # its time is the loop's: one timer sets the wake-up
+    # streaming is bulk work: on a real clock each step takes its turn on the loop, so that many
+    # sessions' replies never hold up the reading of a client's audio (its VAD, a barge-in)
+    share = Slices(loop_share()) if real else None
     while True:
         wakeup.clear()
         due = engine.next_due()
@@ -276,6 +281,8 @@ async def _pace(
                 armed.at = -math.inf
             continue
         await outbox.room()  # what was written is on its way before the schedule goes on
+        if share is not None:
+            await share.next()
         outbox.put_all(engine.poll(clock.now()))
         voicer.check()
         hearer.check()
