@@ -202,12 +202,17 @@ def _concurrent(f: Figures) -> list[str]:
                           pct(r["server_cpu_per_session_s"]), "—" if cores is None else f"{100 * cores:.0f}%",
                           f"{r['rss_per_session_mib']:.2f}", f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}"))
     cores = f["machine"].get("cpu_count") or 1
-    busiest = max(r["load_before"][0] for r in f["runs"])
-    if busiest > cores / 2:  # other work held the machine: lag, lateness and underruns are its too
-        lines += ["", f"**Measured under load**: the machine's 1-minute load average reached {busiest:.2f} on "
-                      f"{cores} cores before a run (other work was running); lag, lateness and underruns above are "
-                      f"those of a machine already busy, not of the sessions alone. "
+    # a run's load average before it holds the benchmark's own previous run (a minute's average
+    # of a client and a server that kept most of the cores busy): other work shows before the first
+    first = f["runs"][0]["load_before"][0] if f["runs"] else 0.0
+    if first > cores / 2:  # other work held the machine: lag, lateness and underruns are its too
+        lines += ["", f"**Measured under load**: the machine's 1-minute load average was {first:.2f} on "
+                      f"{cores} cores before the first run (other work was running); lag, lateness and underruns "
+                      f"above are those of a machine already busy, not of the sessions alone. "
                       f"`python3 -m benchmarks.bench_concurrent --write-results` measures them again."]
+    elif len(f["runs"]) > 1:
+        lines += ["", f"The load average before the first run was {first:.2f} on {cores} cores; before later runs it "
+                      "holds the benchmark's own previous run."]
     for floor in f.get("floor", []):
         lines += ["", f"Bare receivers (`websockets` + `json` + `pybase64`, no playout) at N = {floor['sessions']} in the "
                       f"same run: {100 * floor['client_cpu_per_session_s']:.2f}% of a core per session; voxline's "
