@@ -27,7 +27,7 @@ def _hypothesis_in_the_users_cache() -> None:
 _hypothesis_in_the_users_cache()
 
 
-# The full run spreads the tests over pytest-xdist workers (``-n 3 --dist loadgroup``); the tests of one
+# The full run spreads the tests over pytest-xdist workers (``-n 2 --dist loadgroup``); the tests of one
 # ``xdist_group`` run on one worker, one after the other. _PULSE holds every test that plays or records
 # through the shared PulseAudio daemon or changes its sinks (loads, unloads, starts it).
 _PULSE = "pulse"

@@ -32,7 +32,7 @@ def test_the_readme_runs_every_test_as_ci_does_and_an_inner_loop_without_the_slo
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block is not None
     full, inner = block.group(1).strip().splitlines()
-    assert full == "uv run pytest -q -n 3 --dist loadgroup"  # every test, spread over three workers
+    assert full == "uv run pytest -q -n 2 --dist loadgroup"  # every test, spread over two workers
     assert (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1] == full  # what CI runs
     assert inner == 'uv run pytest -q -m "not slow"'
     pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
