@@ -40,6 +40,7 @@ from voxline.audio.aec import EchoCanceller
 from voxline.audio.device_watch import Watched
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
+from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
@@ -203,6 +204,7 @@ class VoiceSession:
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> VoiceSession:
+        collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         try:
             await self._link.open()
         except ConnectionClosed as exc:

@@ -37,6 +37,7 @@ from websockets.asyncio.server import serve as ws_serve
 from websockets.datastructures import Headers
 from websockets.http11 import Response
 
+from voxline.base import collector
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.base.errors import install_log_redaction
 from voxline.realtime.errors import ConfigurationError
@@ -292,6 +293,7 @@ class _Serving:
         synth, voice = make_synth(config.voice)
         voices = await asyncio.to_thread(warm_up, scenario, synth)
         ears = load_ears(config.hearing)
+        collector.settle()  # the voices and scenario live as long as the server: no collector pause walks them
         self._server = await Server(config, scenario, synth, voice, voices, ears).start()
         return self._server
 
