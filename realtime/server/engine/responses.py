@@ -21,8 +21,7 @@ Event order per audio item: ``response.output_item.added``,
 from __future__ import annotations
 
 import copy
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -34,6 +33,7 @@ from voxline.realtime.server.engine import wire_audio
 from voxline.realtime.server.engine.conversation import Conversation
 from voxline.realtime.server.engine.ids import IdFactory, event
 from voxline.realtime.server.engine.output_items import CallOutput, MessageOutput, OutputItem
+from voxline.realtime.server.engine.schedule import Schedule, Step
 from voxline.realtime.server.engine.usage import RateLimits, audio_tokens, text_tokens, usage_object
 
 __all__ = ["Pacing", "ResponseRun", "RunSpec"]
@@ -68,13 +68,6 @@ class RunSpec:
     incomplete: bool = False
 
 
-@dataclass(slots=True)
-class _Step:
-    at: float
-    output: int | None
-    action: Callable[[], list[dict[str, Any]]]
-
-
 class ResponseRun:
     """A response being streamed; see the module docstring."""
 
@@ -98,7 +91,7 @@ class ResponseRun:
         self._rate_limits = rate_limits
         self._opened: list[OutputItem] = []
         self._begin = start + pacing.latency_s
-        self._steps: deque[_Step] = deque() if self._unvoiced() else deque(self._schedule(self._begin))
+        self._steps = Schedule() if self._unvoiced() else Schedule(self._schedule(self._begin))
 
     @property
     def response_id(self) -> str:
@@ -134,7 +127,7 @@ class ResponseRun:
         for output in waiting:
             output.voice(audio)
         if not self._unvoiced():
-            self._steps = deque(self._schedule(max(self._begin, now)))
+            self._steps = Schedule(self._schedule(max(self._begin, now)))
 
     def item_ids(self) -> list[str]:
         return [o.item_id for o in self._opened]
@@ -143,13 +136,13 @@ class ResponseRun:
         return event(self._ids, "response.created", response=self._response([], None))
 
     def next_due(self) -> float | None:
-        return self._steps[0].at if self._steps else None
+        return self._steps.next_due
 
     def advance(self, now: float) -> list[dict[str, Any]]:
         """Events of every step due at ``now`` or earlier."""
         events: list[dict[str, Any]] = []
-        while self._steps and self._steps[0].at <= now:
-            events.extend(self._steps.popleft().action())
+        while (step := self._steps.take_due(now)) is not None:
+            events.extend(step.action())
         return events
 
     def cancel(self, reason: str) -> list[dict[str, Any]]:
@@ -167,7 +160,7 @@ class ResponseRun:
         """Drop the rest of one open item (it was truncated) and close it as ``incomplete``."""
         for index, output in enumerate(self.outputs):
             if output.item_id == item_id and output in self._opened and not output.closed:
-                self._steps = deque(s for s in self._steps if s.output != index)
+                self._steps.drop_output(index)
                 return output.close(self._ids, "incomplete", finished=False)
         return []
 
@@ -176,31 +169,31 @@ class ResponseRun:
     def _unvoiced(self) -> list[MessageOutput]:
         return [o for o in self.outputs if isinstance(o, MessageOutput) and o.awaiting_voice]
 
-    def _schedule(self, t: float) -> list[_Step]:
-        steps: list[_Step] = []
+    def _schedule(self, t: float) -> Iterator[Step]:
+        """The steps of the whole response from ``t`` on, in order, each made when the schedule reaches it."""
         speed = self._pacing.speed
         ids = self._ids
         for index, output in enumerate(self.outputs):
-            steps.append(_Step(t, index, partial(self._open, output)))
+            yield Step(t, index, partial(self._open, output))
             if isinstance(output, CallOutput):
                 for j in range(len(output.chunks)):
-                    steps.append(_Step(t + j * _ARGS_STEP_S / speed, index, partial(output.arguments_chunk, ids)))
+                    yield Step(t + j * _ARGS_STEP_S / speed, index, partial(output.arguments_chunk, ids))
                 t += len(output.chunks) * _ARGS_STEP_S / speed
             elif output.audio is not None:
-                t = self._schedule_audio(steps, index, output, t)
+                yield from self._schedule_audio(index, output, t)
+                t += self.spec.output_format.bytes_to_ms(len(output.audio)) / 1000.0 / speed
             else:
                 groups = range(_WORDS_PER_TEXT_DELTA, len(output.words) + _WORDS_PER_TEXT_DELTA, _WORDS_PER_TEXT_DELTA)
                 for j, upto in enumerate(groups):
-                    steps.append(_Step(t + j * _TEXT_STEP_S / speed, index, partial(output.text_chunk, ids, upto)))
+                    yield Step(t + j * _TEXT_STEP_S / speed, index, partial(output.text_chunk, ids, upto))
                 t += len(groups) * _TEXT_STEP_S / speed
-            steps.append(_Step(t, index, partial(output.close, ids, output.final_status)))
+            yield Step(t, index, partial(output.close, ids, output.final_status))
         if self.spec.incomplete:
-            steps.append(_Step(t, None, partial(self._finish, "incomplete", dict(_MAX_TOKENS))))
+            yield Step(t, None, partial(self._finish, "incomplete", dict(_MAX_TOKENS)))
         else:
-            steps.append(_Step(t, None, partial(self._finish, "completed", None)))
-        return steps
+            yield Step(t, None, partial(self._finish, "completed", None))
 
-    def _schedule_audio(self, steps: list[_Step], index: int, output: MessageOutput, t: float) -> float:
+    def _schedule_audio(self, index: int, output: MessageOutput, t: float) -> Iterator[Step]:
         assert output.audio is not None
         fmt = self.spec.output_format
         per_chunk = int(self._pacing.chunk_ms * fmt.bytes_per_ms)
@@ -210,8 +203,7 @@ class ResponseRun:
         for j, begin in enumerate(range(0, total, per_chunk)):
             end = min(total, begin + per_chunk)
             offset = j * self._pacing.chunk_ms / 1000.0 / speed
-            steps.append(_Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total)))
-        return t + fmt.bytes_to_ms(total) / 1000.0 / speed
+            yield Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total))
 
     # Events.
 
