@@ -36,6 +36,12 @@ def _mm(e: dict[str, Any]) -> str:
     return f"{e['max_ms']:.1f} / {e['median_ms']:.1f}"
 
 
+def _span(lo: float, hi: float) -> str:
+    """``lo–hi`` rounded to whole numbers, or the one number when they round alike."""
+    a, b = f"{lo:.0f}", f"{hi:.0f}"
+    return a if a == b else f"{a}–{b}"
+
+
 def _x(value: float | None, how: str = "baseline ÷ voxline") -> str:
     return "—" if value is None else f"{how} {value:.2f}"
 
@@ -65,7 +71,7 @@ def _device(f: Figures) -> list[str]:
     for c in f["cases"].values():
         lo, hi = c["in_device_ms"]
         e = c["error_ms"]
-        lines.append(_row(c["label"], c["cuts"], f"{lo:.0f}–{hi:.0f} ms", _mm(e["ledger"]), _mm(e["wall_clock"]),
+        lines.append(_row(c["label"], c["cuts"], f"{_span(lo, hi)} ms", _mm(e["ledger"]), _mm(e["wall_clock"]),
                           _mm(e["handed_to_device"])))
     return lines
 
@@ -148,7 +154,7 @@ def _open_speakers(f: Figures) -> list[str]:
         talk = [d for r in rows for d in r["double_talk"]]
         found = [d for d in talk if d["measured"]]
         cut = f"{max(d['cut_error_ms'] for d in found):.1f}" if found else "—"
-        onset = (f"{min(d['onset_to_silence_ms'] for d in found):.0f}–{max(d['onset_to_silence_ms'] for d in found):.0f}"
+        onset = (_span(min(d['onset_to_silence_ms'] for d in found), max(d['onset_to_silence_ms'] for d in found))
                  if found else "—")
         lines.append(_row(name, " / ".join(str(r["self_interruptions"]) for r in rows),
                           f"{sum(d['detected'] for d in talk)} of {len(talk)}", cut, onset))
