@@ -37,6 +37,9 @@ Figures for each N:
 * **floor**: at the N of ``--floor`` (50 by default), N bare receivers (:mod:`benchmarks.concurrent_floor`:
   ``websockets`` + ``json`` + ``pybase64``, no playout) against a fresh server of the same kind in
   the same run; voxline's client CPU per session is reported as a ratio to theirs;
+* **lean floor**: at the same N, the same bare work on a leaner client (one ``asyncio.Protocol``
+  per session driving websockets' sans-I/O protocol, each frame decoded in the read callback):
+  what a Python asyncio client spends here beyond nothing but the wire, as a ratio to the floor;
 * **peer**: at the same N, the nearest peer: N openai-agents realtime sessions (no playout), in
   that client's own environment (:mod:`benchmarks.concurrent_peer`), against a fresh server of
   the same kind, as a ratio to the floor and voxline's as a ratio to theirs (left out, saying
@@ -407,12 +410,13 @@ def peer_sessions(python: Path, n: int, recording: Path, run_s: float, workload:
     return {**figures, "load_before": load_before, "load_after": _load()}
 
 
-def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workload: Workload = Workload()) -> dict[str, Any]:
-    """``n`` bare receivers against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_floor`)."""
+def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workload: Workload = Workload(),
+                   lean: bool = False) -> dict[str, Any]:
+    """``n`` bare receivers (lean ones with ``lean``) against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_floor`)."""
     load_before = _load()
     with Server(workload=workload) as server:
         server0 = server.cpu_s()
-        figures = run_floor(n, server.url, samples, run_s)
+        figures = run_floor(n, server.url, samples, run_s, lean=lean)
         server1 = server.cpu_s()
     figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
                                            if figures["session_seconds"] > 0 else math.nan)
@@ -474,6 +478,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     reference = lockstep_reference(samples, tail_s, liveness_timeout_s, workload)
     runs: list[dict[str, Any]] = []
     floors: list[dict[str, Any]] = []
+    lean_floors: list[dict[str, Any]] = []
     peers: list[dict[str, Any]] = []
     peer = peer_python() if floor_at and seconds is None else None
     spawn = multiprocessing.get_context("spawn")
@@ -496,6 +501,14 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                 floors.append(floor)
                 print(f"  floor N = {n}: client {100 * floor['client_cpu_per_session_s']:.2f}%, voxline "
                       f"{floor['voxline_ratio']}x", file=sys.stderr, flush=True)
+                with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                    lean = pool.submit(floor_sessions, n, samples, r["session_seconds"] / max(1, n - r["failed"]),
+                                       workload, True).result()
+                lean["voxline_ratio"] = round(r["client_cpu_per_session_s"] / lean["client_cpu_per_session_s"], 2)
+                lean["floor_ratio"] = round(lean["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
+                lean_floors.append(lean)
+                print(f"  lean floor N = {n}: client {100 * lean['client_cpu_per_session_s']:.2f}%, voxline "
+                      f"{lean['voxline_ratio']}x", file=sys.stderr, flush=True)
                 if peer is not None:
                     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                         theirs = pool.submit(peer_sessions, peer, n, recording,
@@ -525,6 +538,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
         },
         "runs": runs,
         "floor": floors,
+        "lean_floor": lean_floors,
         "peers": peers,
         "peer_missing": "" if peer is not None or not floor_at or seconds is not None else
         "openai-agents not measured: build its environment with .ci/install-clients openai_agents",
@@ -561,6 +575,9 @@ def table(result: dict[str, Any]) -> str:
     for f in result.get("floor", []):
         lines.append(f"bare receivers at N = {f['sessions']}: client {100 * f['client_cpu_per_session_s']:.2f}% per "
                      f"session; voxline {f['voxline_ratio']}x that")
+    for f in result.get("lean_floor", []):
+        lines.append(f"lean bare receivers at N = {f['sessions']}: client {100 * f['client_cpu_per_session_s']:.2f}% per "
+                     f"session ({f['floor_ratio']}x the bare receivers); voxline {f['voxline_ratio']}x that")
     for p in result.get("peers", []):
         lines.append(f"openai-agents at N = {p['sessions']} (no playout, {p['failed']} failed): client "
                      f"{100 * p['client_cpu_per_session_s']:.2f}% per session ({p['floor_ratio']}x the bare receivers); "

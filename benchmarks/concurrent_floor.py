@@ -6,6 +6,11 @@ frame it receives (``json.loads``, the audio deltas with ``pybase64``), with no 
 barge-in handling, no conversation state. It is the least any client of the service must spend;
 :mod:`benchmarks.bench_concurrent` reports voxline's CPU per session as a ratio to it, measured
 in the same run against a fresh server of the same kind.
+
+The *lean* floor (``lean=True``) does the same work with less machinery around it: one
+:class:`asyncio.Protocol` per session drives websockets' sans-I/O protocol and decodes each frame
+inside the socket's read callback (no reader task, no future per message, no async send). It is
+what a Python asyncio client spends on this workload when it spends nothing beyond the wire.
 """
 
 from __future__ import annotations
@@ -19,7 +24,11 @@ import numpy as np
 import numpy.typing as npt
 import pybase64
 from websockets.asyncio.client import connect
+from websockets.client import ClientProtocol
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Opcode
+from websockets.http11 import Response
+from websockets.uri import parse_uri
 
 __all__ = ["CHUNK_S", "run_floor"]
 
@@ -54,20 +63,87 @@ async def _one(url: str, samples: npt.NDArray[np.int16], run_s: float, counts: l
         reader.cancel()
 
 
-async def _all(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float) -> tuple[list[BaseException | None], list[int]]:
+class _Lean(asyncio.Protocol):
+    """One lean floor session's socket: websockets' sans-I/O protocol, every frame decoded as it is read."""
+
+    def __init__(self, url: str, counts: list[int]) -> None:
+        self.protocol = ClientProtocol(parse_uri(url), max_size=16 * 1024 * 1024)
+        self.counts = counts
+        self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        request = self.protocol.connect()
+        request.headers["Authorization"] = "Bearer local"
+        self.protocol.send_request(request)
+        self._write()
+
+    def _write(self) -> None:
+        assert self.transport is not None
+        for data in self.protocol.data_to_send():
+            if data:
+                self.transport.write(data)
+
+    def data_received(self, data: bytes) -> None:
+        self.protocol.receive_data(data)
+        for event in self.protocol.events_received():
+            if isinstance(event, Response):
+                if not self.opened.done():
+                    self.opened.set_result(None)
+            elif event.opcode is Opcode.TEXT:
+                message = json.loads(event.data)
+                if message.get("type") == "response.output_audio.delta":
+                    self.counts[0] += len(pybase64.b64decode(message["delta"])) // 2
+                self.counts[1] += 1
+        self._write()  # a pong, a close reply
+
+    def send(self, text: str) -> None:
+        self.protocol.send_text(text.encode())
+        self._write()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.opened.done():
+            self.opened.set_exception(exc or ConnectionError("the server closed the connection"))
+
+
+async def _one_lean(url: str, samples: npt.NDArray[np.int16], run_s: float, counts: list[int]) -> None:
+    ws_url = f"{url}/realtime?model=gpt-realtime".replace("http://", "ws://", 1)
+    where = parse_uri(ws_url)
+    loop = asyncio.get_running_loop()
+    transport, session = await loop.create_connection(lambda: _Lean(ws_url, counts), where.host, where.port)
+    try:
+        await session.opened
+        start = loop.time()
+        step = int(CHUNK_S * _RATE)
+        data = samples.astype("<i2").tobytes()
+        for k, begin in enumerate(range(0, len(samples), step)):
+            await asyncio.sleep(max(0.0, start + (k + 1) * CHUNK_S - loop.time()))
+            chunk = pybase64.b64encode(data[2 * begin: 2 * (begin + step)]).decode("ascii")
+            session.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+        await asyncio.sleep(max(0.0, start + run_s - loop.time()))
+    finally:
+        transport.abort()
+
+
+async def _all(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float,
+               lean: bool) -> tuple[list[BaseException | None], list[int]]:
     counts = [0, 0]  # audio samples decoded, frames received
-    results = await asyncio.gather(*(_one(url, samples, run_s, counts) for _ in range(n)), return_exceptions=True)
+    one = _one_lean if lean else _one
+    results = await asyncio.gather(*(one(url, samples, run_s, counts) for _ in range(n)), return_exceptions=True)
     return [r if isinstance(r, BaseException) else None for r in results], counts
 
 
-def run_floor(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float) -> dict[str, Any]:
-    """``n`` bare receivers at once for ``run_s`` seconds each; their CPU per session-second."""
+def run_floor(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float, *, lean: bool = False) -> dict[str, Any]:
+    """``n`` bare receivers (lean ones with ``lean``) at once for ``run_s`` seconds each; their CPU per session-second."""
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    failures, counts = asyncio.run(_all(n, url, samples, run_s))
+    failures, counts = asyncio.run(_all(n, url, samples, run_s, lean))
     cpu1, wall1 = time.process_time(), time.perf_counter()
     failed = [f"{type(e).__name__}: {e}"[:200] for e in failures if e is not None]
     session_s = run_s * (n - len(failed))
     return {
+        "client": "asyncio.Protocol + websockets' sans-I/O protocol" if lean else "websockets' asyncio client",
         "sessions": n,
         "failed": len(failed),
         "failures": sorted(set(failed))[:3],

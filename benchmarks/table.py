@@ -223,6 +223,11 @@ def _concurrent(f: Figures) -> list[str]:
         lines += ["", f"Bare receivers (`websockets` + `json` + `pybase64`, no playout) at N = {floor['sessions']} in the "
                       f"same run: {100 * floor['client_cpu_per_session_s']:.2f}% of a core per session; voxline's "
                       f"client {floor['voxline_ratio']}x that."]
+    for lean in f.get("lean_floor", []):
+        lines += ["", f"Lean bare receivers (the same work, each session one `asyncio.Protocol` driving websockets' "
+                      f"sans-I/O protocol) at N = {lean['sessions']} in the same run: "
+                      f"{100 * lean['client_cpu_per_session_s']:.2f}% of a core per session ({lean['floor_ratio']}x the "
+                      f"bare receivers); voxline's client {lean['voxline_ratio']}x that."]
     for peer in f.get("peers", []):
         lines += ["", f"openai-agents' realtime sessions (no playout) at N = {peer['sessions']} in the same run, "
                       f"{peer['failed']} failed: {100 * peer['client_cpu_per_session_s']:.2f}% of a core per session "

@@ -193,6 +193,9 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     assert figures["cuts"]["not_heard_audio"] == 0 and figures["cuts"]["max_error_samples"] <= 1
     (floor,) = result["floor"]
     assert floor["sessions"] == 2 and floor["failed"] == 0 and floor["frames_received"] > 0 and floor["voxline_ratio"] > 0
+    (lean,) = result["lean_floor"]  # the same frames through the leaner client
+    assert lean["sessions"] == 2 and lean["failed"] == 0 and lean["frames_received"] > 0 and lean["audio_s_decoded"] > 0
+    assert lean["floor_ratio"] > 0 and "lean bare receivers" in bench_concurrent.table(result)
     assert set(result["knee"]) in ({"largest_n_meeting_goal"}, {"largest_n_meeting_goal", "degrades_at", "why"})
 
 
