@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,15 @@ __all__ = ["CHUNK_S", "run_floor"]
 
 CHUNK_S = 0.040
 _RATE = 24_000
+
+
+def _appends(samples: npt.NDArray[np.int16]) -> Iterator[tuple[float, str]]:
+    """The recording as ``input_audio_buffer.append`` frames, each with when it is due (s from the start)."""
+    step = int(CHUNK_S * _RATE)
+    data = samples.astype("<i2").tobytes()
+    for k, begin in enumerate(range(0, len(samples), step)):
+        chunk = pybase64.b64encode(data[2 * begin: 2 * (begin + step)]).decode("ascii")
+        yield (k + 1) * CHUNK_S, json.dumps({"type": "input_audio_buffer.append", "audio": chunk})
 
 
 async def _one(url: str, samples: npt.NDArray[np.int16], run_s: float, counts: list[int]) -> None:
@@ -53,12 +63,9 @@ async def _one(url: str, samples: npt.NDArray[np.int16], run_s: float, counts: l
         reader = asyncio.create_task(receive())
         loop = asyncio.get_running_loop()
         start = loop.time()
-        step = int(CHUNK_S * _RATE)
-        data = samples.astype("<i2").tobytes()
-        for k, begin in enumerate(range(0, len(samples), step)):
-            await asyncio.sleep(max(0.0, start + (k + 1) * CHUNK_S - loop.time()))
-            chunk = pybase64.b64encode(data[2 * begin: 2 * (begin + step)]).decode("ascii")
-            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+        for due, frame in _appends(samples):
+            await asyncio.sleep(max(0.0, start + due - loop.time()))
+            await ws.send(frame)
         await asyncio.sleep(max(0.0, start + run_s - loop.time()))
         reader.cancel()
 
@@ -116,12 +123,9 @@ async def _one_lean(url: str, samples: npt.NDArray[np.int16], run_s: float, coun
     try:
         await session.opened
         start = loop.time()
-        step = int(CHUNK_S * _RATE)
-        data = samples.astype("<i2").tobytes()
-        for k, begin in enumerate(range(0, len(samples), step)):
-            await asyncio.sleep(max(0.0, start + (k + 1) * CHUNK_S - loop.time()))
-            chunk = pybase64.b64encode(data[2 * begin: 2 * (begin + step)]).decode("ascii")
-            session.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+        for due, frame in _appends(samples):
+            await asyncio.sleep(max(0.0, start + due - loop.time()))
+            session.send(frame)
         await asyncio.sleep(max(0.0, start + run_s - loop.time()))
     finally:
         transport.abort()
