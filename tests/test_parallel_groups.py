@@ -9,11 +9,14 @@ tests/conftest.py) on three workers; each inner test writes down the worker it r
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -100,20 +103,43 @@ def _enter_in_a_thread(alone: bool, folder: Path) -> tuple[threading.Event, thre
     return inside, leave
 
 
+def _free(path: Path, how: int) -> bool:
+    """Whether another worker could take ``path``'s lock this way now (asked without waiting)."""
+    with open(path, "a") as probe:
+        try:
+            fcntl.flock(probe, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return True
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Wait for a state the threads reach (a guard against a hang, not a timing check)."""
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "the threads never got there"
+        time.sleep(0.005)
+
+
 def test_an_alone_test_waits_for_the_running_ones_and_no_new_one_starts_beside_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # each turn opens the files anew, so two threads exclude each other as two workers would
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    gate, lock = tmp_path / "alone.gate", tmp_path / "alone.lock"
     first, end_first = _enter_in_a_thread(False, tmp_path)
     second, end_second = _enter_in_a_thread(False, tmp_path)
     assert first.wait(10) and second.wait(10)  # ordinary tests run side by side
+    assert _free(gate, fcntl.LOCK_EX) and not _free(lock, fcntl.LOCK_EX)  # nobody waits; an alone one could not go in
     alone, end_alone = _enter_in_a_thread(True, tmp_path)
+    _until(lambda: not _free(gate, fcntl.LOCK_EX))  # the alone test waits, holding the gate
     end_first.set()
-    assert not alone.wait(0.3)  # one test still runs
+    assert not alone.is_set()  # the second test still holds the lock shared
     late, end_late = _enter_in_a_thread(False, tmp_path)
     end_second.set()
     assert alone.wait(10)
-    assert not late.wait(0.3)  # started while the alone test waited: it waits for it to end
+    assert not _free(lock, fcntl.LOCK_SH) and not _free(gate, fcntl.LOCK_EX)  # nothing may start beside it
+    assert not late.is_set()
     end_alone.set()
     assert late.wait(10)
     end_late.set()
