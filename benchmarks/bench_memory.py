@@ -218,7 +218,8 @@ def run(sessions: int = 100, repeats: tuple[int, ...] = (1, 2, 4),
 
 
 def section(short: bool = False) -> dict[str, Any]:
-    """The ``memory`` figures; ``short``: 100 sessions (fewer can fit in memory the allocator already holds), the recording once and twice, half a minute and one."""
+    """The ``memory`` figures; ``short``: 100 sessions (fewer can fit in memory the allocator already
+    holds), the recording once and twice, half a minute and one."""
     return run(100, (1, 2), (0.5, 1)) if short else run()
 
 

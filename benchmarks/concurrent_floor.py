@@ -140,7 +140,8 @@ async def _all(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float,
 
 
 def run_floor(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float, *, lean: bool = False) -> dict[str, Any]:
-    """``n`` bare receivers (lean ones with ``lean``) at once for ``run_s`` seconds each; their CPU per session-second."""
+    """``n`` bare receivers (lean ones with ``lean``) at once for ``run_s`` seconds each; their CPU per
+    session-second."""
     cpu0, wall0 = time.process_time(), time.perf_counter()
     failures, counts = asyncio.run(_all(n, url, samples, run_s, lean))
     cpu1, wall1 = time.process_time(), time.perf_counter()

@@ -18,7 +18,8 @@ __all__ = ["Schedule", "Step"]
 
 @dataclass(slots=True)
 class Step:
-    """At ``at`` on the server's clock, ``action`` makes the events of one step of output ``output`` (None: the response's own)."""
+    """At ``at`` on the server's clock, ``action`` makes the events of one step of output ``output``
+    (None: a step of the response's own)."""
 
     at: float
     output: int | None
@@ -37,7 +38,7 @@ class Schedule:
 
     def _next(self) -> Step | None:
         for step in self._steps:
-            if step.output is None or step.output not in self._dropped:
+            if step.output not in self._dropped:  # a response's own steps (output None) are never dropped
                 return step
         return None
 

@@ -6,7 +6,8 @@ socket takes them; else by its writer task); a pacer sleeps until the engine's n
 (woken early when a client frame brings the schedule forward; on a real clock each of its steps
 takes a turn on the loop's share, so streaming never holds up the reading of client audio), and
 holds back while the socket does not take what was written, so the engine's schedule never runs
-far ahead of what the client reads (a reply a barge-in cancels is not queued in full ahead of the ``speech_started``);
+far ahead of what the client reads (a reply a barge-in cancels is not queued in full ahead of the
+``speech_started``);
 a voicer synthesizes the replies a response waits for, off the event loop
 (:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); a hearer recognises user speech,
 off the loop too (:class:`~voxline.realtime.server.net.hearer.HearingSupplier`); an expiry timer sends

@@ -24,7 +24,7 @@ import atexit
 import gc
 import logging
 
-__all__ = ["leave_alone", "settle", "settled"]
+__all__ = ["leave_alone", "settle"]
 
 log = logging.getLogger("voxline.collector")
 
@@ -52,7 +52,3 @@ def leave_alone() -> None:
     """Never :func:`settle` in this process: the application manages the collector itself."""
     _state["done"] = True
 
-
-def settled() -> bool:
-    """True once :func:`settle` ran (or :func:`leave_alone` took its place) in this process."""
-    return _state["done"]
