@@ -3,14 +3,15 @@
 An *input* is any async iterable of int16 blocks at 24 kHz: :class:`Recording` (a recording
 paced as a microphone would hand it over, read from an array or streamed from a file through
 a :class:`SampleFeed`: :class:`ArrayFeed`, :class:`WavFeed`), :func:`file_blocks` (a paced source),
-:func:`mic_blocks` (a device's ``(adc_time, block)`` pairs, times dropped), and
+:func:`mic_blocks` (a device's ``(adc_time, block)`` pairs, times dropped), :func:`watched` (an
+input whose blocks something looks at on the way: a level meter, a recorder), and
 :func:`echoed_blocks` (open speakers simulated: the room's echo of what was heard added).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
-from typing import Protocol, Self, runtime_checkable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from typing import Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +26,7 @@ from voxline.audio.sources import Source
 from voxline.audio.wavio import PathLike, WavReader
 
 __all__ = ["ArrayFeed", "Recording", "SampleFeed", "SteppedInput", "WavFeed", "as_feed", "echoed_blocks", "file_blocks",
-           "mic_blocks"]
+           "mic_blocks", "watched"]
 
 Samples = npt.NDArray[np.int16]
 READ_BYTES = 1 << 18  # a file is read 256 KiB at a time, whatever its header says
@@ -200,6 +201,45 @@ class _Untimed(_Delegated):
 
     def __aiter__(self) -> AsyncIterator[np.ndarray]:
         return _untimed(self._pairs).__aiter__()
+
+
+Item = TypeVar("Item", np.ndarray, tuple[float, np.ndarray])
+
+
+def watched(blocks: AsyncIterable[Item], look: Callable[[Item], None]) -> AsyncIterable[Item]:
+    """``blocks`` unchanged, with ``look`` called on each one as it is handed over, in order.
+
+    A :class:`SteppedInput` stays one (``look`` runs in :meth:`~SteppedInput.take`), so a meter
+    or a recorder on a microphone costs no task wake-up per block; anything ``look`` raises
+    comes out where the block would have gone.
+    """
+    if isinstance(blocks, SteppedInput):
+        return cast(AsyncIterable[Item], _Watched(blocks, blocks, look))
+    return _watch(blocks, look)
+
+
+async def _watch(blocks: AsyncIterable[Item], look: Callable[[Item], None]) -> AsyncIterator[Item]:
+    async for item in blocks:
+        look(item)
+        yield item
+
+
+class _Watched(_Delegated, Generic[Item]):
+    """A stepped input whose blocks ``look`` sees as they are taken."""
+
+    def __init__(self, blocks: AsyncIterable[Item], stepped: SteppedInput, look: Callable[[Item], None]) -> None:
+        super().__init__(stepped)
+        self._blocks: AsyncIterable[Item] = blocks
+        self._look: Callable[[Item], None] = look
+
+    def take(self, now: float) -> Sequence[Item]:
+        items = cast(Sequence[Item], self._stepped.take(now))  # the items of the input this was made for
+        for item in items:
+            self._look(item)
+        return items
+
+    def __aiter__(self) -> AsyncIterator[Item]:
+        return _watch(self._blocks, self._look).__aiter__()
 
 
 def file_blocks(source: Source) -> AsyncIterable[np.ndarray]:

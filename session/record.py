@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.recording import watched
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
@@ -87,18 +88,21 @@ class SessionRecorder:
             self.t0 = at
         return self.t0
 
-    async def mic(self, blocks: AsyncIterable[tuple[float, npt.NDArray[np.int16]]]
-                  ) -> AsyncIterator[tuple[float, npt.NDArray[np.int16]]]:
-        """Pass ``(adc_time, block)`` pairs through, writing them to MIC.wav one after the other."""
-        async for adc, block in blocks:
-            t0 = self._origin(adc)
-            self._last_now = adc + len(block) / SAMPLE_RATE
-            if self._mic_samples == 0:  # the first block lands where it was captured; the rest follow it
-                self._mic_samples = max(0, round((adc - t0) * SAMPLE_RATE))
-            self._mic.write(self._mic_samples / SAMPLE_RATE, np.asarray(block, dtype=np.int16))
-            self._mic_samples += len(block)
-            self.drain()
-            yield adc, block
+    def mic(self, blocks: AsyncIterable[tuple[float, npt.NDArray[np.int16]]]
+            ) -> AsyncIterable[tuple[float, npt.NDArray[np.int16]]]:
+        """``(adc_time, block)`` pairs unchanged, each written to MIC.wav as it is handed over (a
+        microphone's stepped blocks stay stepped: :func:`~voxline.audio.recording.watched`)."""
+        return watched(blocks, self._record_mic)
+
+    def _record_mic(self, item: tuple[float, npt.NDArray[np.int16]]) -> None:
+        adc, block = item
+        t0 = self._origin(adc)
+        self._last_now = adc + len(block) / SAMPLE_RATE
+        if self._mic_samples == 0:  # the first block lands where it was captured; the rest follow it
+            self._mic_samples = max(0, round((adc - t0) * SAMPLE_RATE))
+        self._mic.write(self._mic_samples / SAMPLE_RATE, np.asarray(block, dtype=np.int16))
+        self._mic_samples += len(block)
+        self.drain()
 
     def wire(self, direction: str, text: str) -> None:
         """A :data:`~voxline.realtime.connection.WireObserver` for the session."""

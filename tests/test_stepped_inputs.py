@@ -98,3 +98,72 @@ def test_asking_whether_a_microphones_blocks_are_stepped_leaves_them_iterable() 
     assert mic._direct is None  # so reading `due` must not switch the blocks away from the iteration's queue
     blocks.take(blocks.clock.now())
     assert mic._direct is not None  # the first take does
+
+
+class _PairedFile:
+    """A file's blocks as ``(capture_time, block)`` pairs, the way a microphone hands them over:
+    stepped, or iterated (counted: a task wake-up each)."""
+
+    def __init__(self, source: WavFileSource) -> None:
+        self._source = source
+        self.iterated = 0
+
+    @property
+    def clock(self) -> RealClock:
+        return self._source.clock  # type: ignore[return-value]
+
+    @property
+    def due(self) -> float | None:
+        return self._source.due
+
+    def take(self, now: float) -> list[tuple[float, np.ndarray]]:
+        return [(now, block) for block in self._source.take(now)]
+
+    async def __aiter__(self):  # type: ignore[no-untyped-def]
+        async for frame in self._source:
+            self.iterated += 1
+            yield self.clock.now(), frame.samples
+
+
+async def test_a_metered_and_recorded_microphone_stays_on_the_stepper(tmp_path: Path) -> None:
+    """``voxline talk`` meters (and with ``--record`` records) the microphone on the way in; both
+    look at every block as it is taken, and the session still takes the blocks by steps."""
+    from voxline.audio.recording import mic_blocks
+    from voxline.session.cli.talk import FLOOR_DB, LevelMeter
+    from voxline.session.record import SessionRecorder
+    from voxline.audio.wavio import read_wav
+
+    path = tmp_path / "in.wav"
+    samples = (np.arange(24_000) % 200 - 100).astype(np.int16)
+    write_wav(path, samples, 24_000)
+    clock = RealClock()
+    device = _PairedFile(WavFileSource(path, clock))
+    meter, recorder = LevelMeter(), SessionRecorder(tmp_path / "rec")
+    levels: list[float] = []
+    watched_input = meter.watch(recorder.mic(device))  # type: ignore[arg-type]
+    assert isinstance(watched_input, SteppedInput) and isinstance(mic_blocks(watched_input), SteppedInput)
+    async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"))) as srv:
+        settings = SessionSettings(url=srv.url, api_key="sk-test", transcribe=False)
+        session = VoiceSession(settings, output=ClockedOutput(clock), input=mic_blocks(watched_input), clock=clock)
+        async with session:
+            while not session.input_finished:
+                levels.append(meter.db)
+                await clock.sleep(0.05)
+    recorder.close(None)
+    assert device.iterated == 0  # every block taken by a step
+    assert round(meter.db) == -55 and max(levels) > FLOOR_DB + 30  # the RMS of ±100 steps (-55 dBFS), while it ran
+    mic, _rate = read_wav(tmp_path / "rec" / SessionRecorder.MIC)
+    assert np.array_equal(mic, samples)  # every block recorded, in order
+
+
+async def test_a_watched_iterable_sees_each_block_in_order() -> None:
+    from voxline.audio.recording import watched
+
+    async def blocks():  # type: ignore[no-untyped-def]
+        for k in range(3):
+            yield np.full(4, k, dtype=np.int16)
+
+    seen: list[int] = []
+    out = watched(blocks(), lambda b: seen.append(int(b[0])))
+    assert not isinstance(out, SteppedInput)
+    assert [int(b[0]) async for b in out] == [0, 1, 2] and seen == [0, 1, 2]

@@ -190,7 +190,7 @@ async def test_level_meter_measures_rms_in_dbfs_and_falls_back_slowly() -> None:
         yield np.full(480, 1024, dtype=np.int16)  # -30.1 dBFS: above where the meter has fallen to
 
     meter, seen = LevelMeter(fall_db=20.0), []
-    async for block in meter.wrap(blocks()):
+    async for block in meter.watch(blocks()):
         seen.append((len(block), round(meter.db, 2)))
     assert seen == [(480, -90.31), (480, -6.02), (480, -26.02), (480, -30.1)]
     assert level_bar(-6.02, width=10) == "█████████·" and level_bar(-90, width=4) == "····"

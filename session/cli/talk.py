@@ -16,7 +16,7 @@ import contextlib
 import math
 import signal
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Coroutine
+from collections.abc import AsyncIterable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -38,7 +38,7 @@ from voxline.realtime.server.net.config import ServerConfig, is_loopback
 
 from ..capture import default_capture
 from ..events import SessionError
-from voxline.audio.recording import mic_blocks
+from voxline.audio.recording import Item, mic_blocks, watched
 from ..record import SessionRecorder
 from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry
@@ -142,22 +142,15 @@ class LevelMeter:
         self.db = FLOOR_DB
         self.fall_db = fall_db
 
-    async def wrap_timed(self, blocks: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterator[tuple[float, np.ndarray]]:
-        """Like :meth:`wrap`, keeping each block's ADC time (the echo canceller aligns by it)."""
-        async for adc, block in blocks:
-            self._measure(block)
-            yield adc, block
+    def watch(self, blocks: AsyncIterable[Item]) -> AsyncIterable[Item]:
+        """``blocks`` (bare, or ``(adc_time, block)`` pairs) unchanged, each one measured as it goes by;
+        a microphone's stepped blocks stay stepped (:func:`~voxline.audio.recording.watched`)."""
+        return watched(blocks, self.measure)
 
-    def _measure(self, block: np.ndarray) -> None:
+    def measure(self, item: np.ndarray | tuple[float, np.ndarray]) -> None:
+        block = item[1] if isinstance(item, tuple) else item
         rms = math.sqrt(float(np.mean(np.square(block, dtype=np.float64)))) if len(block) else 0.0
         self.db = max(20 * math.log10(max(rms, 1.0) / 32768), self.db - self.fall_db)
-
-    async def wrap(self, blocks: AsyncIterable[np.ndarray]) -> AsyncIterator[np.ndarray]:
-        async for block in blocks:
-            rms = math.sqrt(float(np.mean(np.square(block, dtype=np.float64)))) if len(block) else 0.0
-            level = 20 * math.log10(max(rms, 1.0) / 32768)
-            self.db = max(level, self.db - self.fall_db)
-            yield block
 
 
 def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
@@ -229,14 +222,15 @@ async def run(args: argparse.Namespace) -> int:
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
         screen.note(note)
         meter = LevelMeter()
-        blocks = mic.blocks() if recorder is None else recorder.mic(mic.blocks())
+        # metered (and recorded) on the way, the microphone's blocks stay on the loop's stepper
+        blocks = meter.watch(mic.blocks() if recorder is None else recorder.mic(mic.blocks()))
         wire = recorder.wire if recorder is not None else None
         if aec is not None:  # the capture path aligns the reference by the microphone's ADC times
-            session = VoiceSession(settings, output=speaker, input=meter.wrap_timed(blocks),
+            session = VoiceSession(settings, output=speaker, input=blocks,
                                    tools=demo_tools(), aec=aec, local_vad=vad, on_wire=wire,
                                    watch_devices=(speaker, mic))
         else:
-            session = VoiceSession(settings, output=speaker, input=meter.wrap(mic_blocks(blocks)), tools=demo_tools(),
+            session = VoiceSession(settings, output=speaker, input=mic_blocks(blocks), tools=demo_tools(),
                                    on_wire=wire, watch_devices=(speaker, mic))
         await stack.enter_async_context(session)
         screen.note(echo_note)  # once connected, before "ready"
