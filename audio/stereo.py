@@ -4,8 +4,8 @@ Full-duplex scorers (turn-taking, interruption and overlap metrics) take one fil
 sides of a call, aligned sample for sample. A replay has both: its input (int16 mono 24 kHz,
 as the session captured it) and HEARD.wav, whose sample ``n`` is what the listener heard
 while input sample ``n`` was captured. :func:`write_stereo` interleaves them, left the
-input and right the heard audio, the shorter padded with silence, reading HEARD.wav a block
-at a time.
+input and right the heard audio, the shorter padded with silence, reading both a block at a
+time when the input is given as a feed (an hour's recording never sits in memory whole).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
+from voxline.audio.recording import SampleFeed, as_feed
 from voxline.audio.wavio import PathLike, WavReader
 
 __all__ = ["write_stereo"]
@@ -25,12 +26,15 @@ __all__ = ["write_stereo"]
 BLOCK = SAMPLE_RATE  # one second a write
 
 
-def write_stereo(path: PathLike, left: npt.NDArray[np.int16], right: PathLike, rate: int = SAMPLE_RATE) -> int:
-    """Write ``left`` and the mono WAV ``right`` as one 16-bit stereo WAV; returns its frames."""
+def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right: PathLike,
+                 rate: int = SAMPLE_RATE) -> int:
+    """Write ``left`` (samples, or a feed read to its end) and the mono WAV ``right`` as one 16-bit
+    stereo WAV; returns its frames."""
+    mine_feed = as_feed(left)
     with WavReader(right) as heard:
         if heard.rate != rate:
             raise AudioError(f"cannot pair {os.fspath(right)} ({heard.rate} Hz) with audio at {rate} Hz")
-        frames = max(len(left), heard.frames)
+        frames = max(mine_feed.frames, heard.frames)
         try:
             with open(path, "wb") as file, wave.open(file, "wb") as out:
                 out.setnchannels(2)
@@ -39,7 +43,7 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16], right: PathLike, r
                 for start in range(0, frames, BLOCK):
                     n = min(BLOCK, frames - start)
                     block = np.zeros((n, 2), dtype="<i2")
-                    mine = left[start : start + n]
+                    mine = mine_feed.read(n)
                     block[: len(mine), 0] = mine
                     theirs = heard.read(n)
                     block[: len(theirs), 1] = theirs

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from voxline.audio.stereo import write_stereo
+from voxline.audio.recording import WavFeed
 from voxline.audio.wavio import read_wav, write_wav
+from voxline.session.replay.inputs import load_input, open_input
 from tests.support.cli import VOXLINE
 from tests.support.farm import make_recording
 
@@ -38,6 +40,32 @@ def test_write_stereo_pads_the_shorter_side_with_silence(tmp_path: Path) -> None
     left, right = read_stereo(tmp_path / "both.wav")
     assert np.array_equal(right, heard)
     assert (left[: R + 7] == 5).all() and not left[R + 7 :].any()
+
+
+class _Counted:
+    """A feed that remembers the largest read asked of it."""
+
+    def __init__(self, feed: WavFeed) -> None:
+        self._feed, self.frames, self.largest = feed, feed.frames, 0
+
+    def read(self, n: int) -> np.ndarray:
+        self.largest = max(self.largest, n)
+        return self._feed.read(n)
+
+
+def test_write_stereo_streams_an_input_feed_to_the_same_file_as_its_samples(tmp_path: Path) -> None:
+    """An input given as a feed (``--stereo-out`` opens the recording as one) is read a second at a time,
+    resampled as it is read, and comes out as the same file as the whole recording in memory."""
+    rng = np.random.default_rng(3)
+    write_wav(tmp_path / "in16k.wav", rng.integers(-8000, 8000, 16_000 * 5 + 123).astype(np.int16), 16_000)
+    write_wav(tmp_path / "heard.wav", rng.integers(-8000, 8000, 2 * R).astype(np.int16))
+    whole = load_input(tmp_path / "in16k.wav", quiet=True)
+    write_stereo(tmp_path / "whole.wav", whole, tmp_path / "heard.wav")
+    with open_input(tmp_path / "in16k.wav", quiet=True) as feed:
+        counted = _Counted(feed)
+        assert write_stereo(tmp_path / "fed.wav", counted, tmp_path / "heard.wav") == len(whole)
+    assert counted.largest == R  # a second at a time, never the whole recording
+    assert (tmp_path / "fed.wav").read_bytes() == (tmp_path / "whole.wav").read_bytes()
 
 
 @pytest.mark.slow

@@ -391,6 +391,6 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
 def _write_stereo(args: argparse.Namespace) -> None:
     """``--stereo-out``: the input and HEARD.wav side by side, sample-aligned (:mod:`.stereo`)."""
     if getattr(args, "stereo_out", None) is not None:
-        samples = load_input(args.input, quiet=True, channel=args.channel)
-        write_stereo(args.stereo_out, samples, args.out)
+        with open_input(args.input, quiet=True, channel=args.channel) as feed:  # streamed, a second at a time
+            write_stereo(args.stereo_out, feed, args.out)
         print(f"wrote {args.stereo_out} (left: the input, right: what the listener heard)", flush=True)

@@ -132,7 +132,8 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
         if options.report and result.metrics is not None:
             _write_report(recording, result, heard, folder, options)
         if options.stereo:
-            write_stereo(folder / "stereo.wav", load_input(recording.path, quiet=True), heard)
+            with open_input(recording.path, quiet=True) as feed:  # streamed, a second at a time
+                write_stereo(folder / "stereo.wav", feed, heard)
     except (VoxlineError, OSError) as exc:
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
