@@ -28,9 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.audio.playout import PlayoutBuffer
-from voxline.audio.recording import watched
+from voxline.audio.recording import WavFeed, watched
 from voxline.audio.sinks import WavSink
-from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime.errors import ConfigurationError
 
@@ -138,10 +137,9 @@ class SessionRecorder:
         paths = [self.directory / name for name in (self.MIC, self.HEARD, self.EVENTS)]
         if metrics is None:
             return paths
-        mic = read_wav(self.directory / self.MIC)[0]
-        heard = read_wav(self.directory / self.HEARD)[0]
         t0 = self.t0 if self.t0 is not None else 0.0
-        run = make_run(metrics.shifted(t0), mic, heard, input_name=str(self.directory / self.MIC), mode=mode,
-                       duration_s=max(len(mic), len(heard)) / SAMPLE_RATE, fatal_errors=self._fatal)
+        with WavFeed(self.directory / self.MIC) as mic, WavFeed(self.directory / self.HEARD) as heard:  # streamed
+            run = make_run(metrics.shifted(t0), mic, heard, input_name=str(self.directory / self.MIC), mode=mode,
+                           duration_s=max(mic.frames, heard.frames) / SAMPLE_RATE, fatal_errors=self._fatal)
         write_report(run, html=self.directory / self.REPORT, summary=self.directory / self.SUMMARY)
         return [*paths, self.directory / self.REPORT, self.directory / self.SUMMARY]

@@ -185,3 +185,20 @@ def test_a_report_onto_a_directory_is_one_line(tmp_path: Path) -> None:
                   str(tmp_path / "e.jsonl"), "--summary", str(tmp_path))
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == [f"voxline replay: error: cannot write {tmp_path}: it is a directory"]
+
+
+def test_a_waveform_given_as_a_feed_plots_exactly_as_its_samples_do(tmp_path: Path) -> None:
+    """The report streams long recordings into the plot; the envelope must not change for it."""
+    from voxline.audio.recording import ArrayFeed, WavFeed
+    from voxline.audio.wavio import write_wav
+    from voxline.session.report import timeline_svg
+
+    rng = np.random.default_rng(5)
+    report = MetricsReport(9.0, (), (), (), (), (), 0, 0.0)
+    for n in (1, 7, 24_000 * 3 + 11, 24_000 * 95 + 3):  # a part column, one column, many, several reads' worth
+        mic = rng.integers(-32768, 32767, n, endpoint=True).astype(np.int16)
+        heard = (rng.normal(0, 3000, n // 2 + 1)).astype(np.int16)
+        write_wav(tmp_path / "heard.wav", heard)
+        whole = timeline_svg(report, mic, heard)
+        with WavFeed(tmp_path / "heard.wav") as feed:
+            assert timeline_svg(report, ArrayFeed(mic), feed) == whole, n

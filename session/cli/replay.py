@@ -22,10 +22,9 @@ from pydantic import SecretStr
 from voxline.audio.aec import make_canceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho, parse_echo
-from voxline.audio.recording import SampleFeed
+from voxline.audio.recording import SampleFeed, WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.audio.stereo import write_stereo
-from voxline.audio.wavio import read_wav
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import redact_url
@@ -42,7 +41,7 @@ from ..events import SessionError
 from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
-from ..replay.inputs import load_input, load_tools, open_input, transcripts_for
+from ..replay.inputs import load_tools, open_input, transcripts_for
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
@@ -366,13 +365,13 @@ def _write_report(args: argparse.Namespace, result: ReplayResult, stop: Stop) ->
     html, summary = getattr(args, "report", None), getattr(args, "summary", None)
     if (html is None and summary is None) or result.metrics is None:
         return
-    samples = load_input(args.input, quiet=True, channel=args.channel)
-    heard, _rate = read_wav(args.out)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     if result.interrupted:
         fatal.append(f"interrupted by {stop.name or 'a signal'} after {result.duration_s:.2f} s")
-    run = make_run(result.metrics, samples, heard, input_name=str(args.input), mode=_mode(args),
-                   duration_s=result.duration_s, fatal_errors=fatal)
+    # both waveforms streamed into the plot: a long call's audio never sits in memory whole
+    with open_input(args.input, quiet=True, channel=args.channel) as samples, WavFeed(args.out) as heard:
+        run = make_run(result.metrics, samples, heard, input_name=str(args.input), mode=_mode(args),
+                       duration_s=result.duration_s, fatal_errors=fatal)
     write_report(run, html=html, summary=summary)
     verdict = "pass" if run.summary["pass"] else "FAIL"
     print(f"wrote {', '.join(str(p) for p in (html, summary) if p is not None)} (checks: {verdict})")

@@ -12,23 +12,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from voxline.realtime.errors import ConfigurationError
 
 from ..metrics import MetricsReport
 from .html import Run, display, render_report
 from .summary import build_summary, fmt, lookup
-from .svg import timeline_svg
+from .svg import Audio, timeline_svg
 
 __all__ = ["Run", "build_summary", "display", "fmt", "lookup", "make_run", "render_report", "timeline_svg",
            "write_report"]
 
 
-def make_run(report: MetricsReport, mic: npt.NDArray[np.int16] | None, heard: npt.NDArray[np.int16] | None,
-             **summary: Any) -> Run:
-    """A :class:`Run` for the page: the summary (``summary`` goes to :func:`build_summary`) and its plot."""
+def make_run(report: MetricsReport, mic: Audio | None, heard: Audio | None, **summary: Any) -> Run:
+    """A :class:`Run` for the page: the summary (``summary`` goes to :func:`build_summary`) and its plot
+    (the waveforms as samples, or as feeds read once: :func:`timeline_svg`)."""
     return Run(build_summary(report, **summary), timeline_svg(report, mic, heard))
 
 

@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voxline.audio.recording import SampleFeed, as_feed
 from voxline.base.audio_format import SAMPLE_RATE
 
 from ..metrics import MetricsReport
 from .layout import Box, Label, Placer
 
-__all__ = ["HEIGHT", "LEFT", "PLOT_WIDTH", "WIDTH", "timeline_svg"]
+__all__ = ["HEIGHT", "LEFT", "PLOT_WIDTH", "WIDTH", "Audio", "timeline_svg"]
 
 WIDTH = 1240
 LEFT = 120
@@ -46,6 +47,10 @@ _LANES = {  # name → (top, height)
 _AXIS_Y = 392
 _CUT_LABEL_ROWS = (14, 30, 46)  # baselines of the rows the barge-in labels take, above the lanes
 _CUT_TOP = 52  # where the barge-in lines start
+_READ_SAMPLES = 1 << 20  # a waveform given as a feed is read about this many samples at a time
+
+#: a waveform: samples in memory, or a feed read front to back once (a WAV file streamed)
+Audio = npt.NDArray[np.int16] | SampleFeed
 
 
 class _Scale:
@@ -60,24 +65,55 @@ def _attrs(**values: Any) -> str:
     return " ".join(f'{k.replace("_", "-")}="{escape(str(v), quote=True)}"' for k, v in values.items() if v is not None)
 
 
-def _envelope(samples: npt.NDArray[np.int16] | None, scale: _Scale, lane: str, css: str) -> str:
+def _frames(samples: Audio) -> int:
+    return len(samples) if isinstance(samples, np.ndarray) else samples.frames
+
+
+def _column_extremes(samples: Audio, columns: int, per: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The lowest and highest sample of each run of ``per`` samples, ``columns`` runs from the start.
+
+    A feed is read about :data:`_READ_SAMPLES` at a time (an hour's recording never sits in
+    memory whole); samples a feed lacks at its end count as silence."""
+    feed = as_feed(samples)
+    low = np.zeros(columns, dtype=np.int64)
+    high = np.zeros(columns, dtype=np.int64)
+    step = max(1, _READ_SAMPLES // per)
+    for first in range(0, columns, step):
+        k = min(step, columns - first)
+        block = feed.read(k * per)
+        whole = len(block) // per
+        if whole:
+            runs = block[: whole * per].reshape(whole, per)
+            low[first : first + whole] = runs.min(axis=1)
+            high[first : first + whole] = runs.max(axis=1)
+        if whole < k:
+            if len(block) > whole * per:  # a part run at a short feed's end: silence makes up the rest
+                rest = block[whole * per :]
+                low[first + whole] = min(0, int(rest.min()))
+                high[first + whole] = max(0, int(rest.max()))
+            break
+    return low, high
+
+
+def _envelope(samples: Audio | None, scale: _Scale, lane: str, css: str) -> str:
     """Min/max of the samples under each pixel column, as one path; normalised to the lane's peak."""
     top, height = _LANES[lane]
     mid = top + height / 2
-    if samples is None or len(samples) == 0:
+    n = 0 if samples is None else _frames(samples)
+    if samples is None or n == 0:
         return f'<line class="{css}" x1="{LEFT}" x2="{LEFT + PLOT_WIDTH}" y1="{mid}" y2="{mid}"/>'
-    columns = max(1, int(round(min(len(samples) / SAMPLE_RATE, scale.span) * PLOT_WIDTH / scale.span)))
-    usable = samples[: len(samples) // columns * columns].astype(np.float64)
-    if len(usable) == 0:
-        usable, columns = samples.astype(np.float64), 1
-    blocks = usable.reshape(columns, -1)
-    peak = max(float(np.max(np.abs(blocks))), 1.0)
-    low, high = blocks.min(axis=1) / peak, blocks.max(axis=1) / peak
-    step = len(blocks[0]) / SAMPLE_RATE
+    columns = max(1, int(round(min(n / SAMPLE_RATE, scale.span) * PLOT_WIDTH / scale.span)))
+    per = n // columns
+    if per == 0:
+        columns, per = 1, n
+    low, high = _column_extremes(samples, columns, per)
+    peak = float(max(-int(low.min()), int(high.max()), 1))
+    lows, highs = low / peak, high / peak
+    step = per / SAMPLE_RATE
     parts = []
     for i in range(columns):
         x = scale.x(i * step)
-        y1, y2 = mid - high[i] * height / 2, mid - low[i] * height / 2
+        y1, y2 = mid - highs[i] * height / 2, mid - lows[i] * height / 2
         parts.append(f"M{x} {y1:.1f}V{max(y2, y1 + 0.5):.1f}")
     return f'<path class="{css}" d="{"".join(parts)}"/>'
 
@@ -245,10 +281,10 @@ _STYLE = """
 """
 
 
-def timeline_svg(report: MetricsReport, mic: npt.NDArray[np.int16] | None, heard: npt.NDArray[np.int16] | None,
-                 span_s: float | None = None) -> str:
-    """The plot as one ``<svg>`` element (its own ``<style>``, no external references)."""
-    lengths = [len(a) / SAMPLE_RATE for a in (mic, heard) if a is not None]
+def timeline_svg(report: MetricsReport, mic: Audio | None, heard: Audio | None, span_s: float | None = None) -> str:
+    """The plot as one ``<svg>`` element (its own ``<style>``, no external references); a waveform given
+    as a feed is read once, front to back."""
+    lengths = [_frames(a) / SAMPLE_RATE for a in (mic, heard) if a is not None]
     scale = _Scale(span_s if span_s is not None else max([report.at, *lengths]))
     labels = {"mic": "microphone", "speech": "user speech", "items": "assistant", "heard": "heard", "tools": "tools"}
     body = [f"<style>{_STYLE}</style>"]

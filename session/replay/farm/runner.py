@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
-from voxline.audio.wavio import read_wav
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -41,7 +41,7 @@ from ...lockstep import LockstepLoop
 from ...report import make_run, write_report
 from ...settings import SessionSettings
 from ..driver import engine_connector, run_replay
-from ..inputs import load_input, load_tools, open_input
+from ..inputs import load_tools, open_input
 from ..result import ReplayResult
 from voxline.audio.stereo import write_stereo
 
@@ -191,14 +191,14 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
 def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, folder: Path,
                   options: FarmOptions) -> None:
     assert result.metrics is not None
-    samples = load_input(recording.path, quiet=True)
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     if result.interrupted:
         fatal.append(f"interrupted after {result.duration_s:.2f} s")
     where = redact_url(options.url) if options.url else "built-in server"
     mode = "lockstep, virtual clock" if options.fast else f"real time, {where}"
-    run = make_run(result.metrics, samples, read_wav(heard)[0], input_name=str(recording.path), mode=mode,
-                   duration_s=result.duration_s, fatal_errors=fatal)
+    with open_input(recording.path, quiet=True) as samples, WavFeed(heard) as heard_feed:  # streamed into the plot
+        run = make_run(result.metrics, samples, heard_feed, input_name=str(recording.path), mode=mode,
+                       duration_s=result.duration_s, fatal_errors=fatal)
     write_report(run, html=folder / "report.html", summary=folder / "summary.json")
 
 
