@@ -20,7 +20,7 @@ from openai.types.realtime import ConversationItem, RealtimeResponse, RealtimeRe
 from openai.types.realtime import RealtimeSessionCreateRequest
 
 from tests.support.engine_harness import Harness
-from tests.support.field_drift import Case, _members, cases, echoed
+from tests.support.field_drift import Case, alternatives, cases, echoed
 from tests.support.oracle import check_server_event
 
 MCP = "MCP tools and items are not modelled by the local server (README: what is not modelled)"
@@ -58,7 +58,7 @@ def session_cases() -> Iterator[Case]:
 
 
 def item_cases() -> Iterator[Case]:
-    for member in _members(ConversationItem):
+    for member in alternatives(ConversationItem):
         yield from cases(member, f"item[{member.__name__}].")
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-__all__ = ["Case", "cases", "echoed"]
+__all__ = ["Case", "alternatives", "cases", "echoed"]
 
 # Values the server must take as valid where any string of the type's would not do.
 _STRINGS = {
@@ -56,11 +56,11 @@ def _strip(tp: Any) -> Any:
     return tp
 
 
-def _members(tp: Any) -> list[Any]:
+def alternatives(tp: Any) -> list[Any]:
     """The non-null alternatives of a (possibly optional, possibly nested) union, or ``[tp]``."""
     tp = _strip(tp)
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return [m for a in typing.get_args(tp) if a is not type(None) for m in _members(a)]
+        return [m for a in typing.get_args(tp) if a is not type(None) for m in alternatives(a)]
     return [tp]
 
 
@@ -71,7 +71,7 @@ def _is_model(tp: Any) -> bool:
 def _kind(model: type[BaseModel]) -> str:
     field = model.model_fields.get("type") or model.model_fields.get("role")
     if field is not None:
-        options = [o for m in _members(field.annotation) if typing.get_origin(m) is Literal for o in typing.get_args(m)]
+        options = [o for m in alternatives(field.annotation) if typing.get_origin(m) is Literal for o in typing.get_args(m)]
         if len(options) == 1:
             return str(options[0])
     return model.__name__
@@ -79,7 +79,7 @@ def _kind(model: type[BaseModel]) -> str:
 
 def _scalar(tp: Any, name: str, path: str = "") -> Any:
     """A valid value of a leaf type (``...`` when there is none to make)."""
-    members = _members(tp)
+    members = alternatives(tp)
     literals = [o for m in members if typing.get_origin(m) is Literal for o in typing.get_args(m)]
     for key, value in _PATHS.items():
         if path.endswith(key):
@@ -107,7 +107,7 @@ def _scalar(tp: Any, name: str, path: str = "") -> Any:
 
 def _accepts(tp: Any, value: Any) -> bool:
     """Whether a leaf of type ``tp`` would take ``value`` (by JSON type, literals by value)."""
-    for member in _members(tp):
+    for member in alternatives(tp):
         origin = typing.get_origin(member)
         if origin is Literal:
             if value in typing.get_args(member) and type(value) is not bool:
@@ -149,20 +149,20 @@ def cases(model: type[BaseModel], prefix: str = "", _seen: tuple[type, ...] = ()
     """One :class:`Case` per field of ``model`` at any depth (a union of objects: each member)."""
     base = minimal(model)
     for name, field in model.model_fields.items():
-        members = _members(field.annotation)
+        members = alternatives(field.annotation)
         if name == "type" and len(members) == 1:
             continue  # the discriminator: set in every case already
         listed = [m for m in members if typing.get_origin(m) in (list, typing.List)]
         objects = [(m, "") for m in members if _is_model(m)]
-        objects += [(sub, "[]") for m in listed for sub in _members(typing.get_args(m)[0]) if _is_model(sub)]
+        objects += [(sub, "[]") for m in listed for sub in alternatives(typing.get_args(m)[0]) if _is_model(sub)]
         scalars = [m for m in members if not _is_model(m)]
-        scalars = [m for m in scalars if not (m in listed and all(_is_model(x) for x in _members(typing.get_args(m)[0])))]
+        scalars = [m for m in scalars if not (m in listed and all(_is_model(x) for x in alternatives(typing.get_args(m)[0])))]
         if scalars and not (name in base and field.is_required()):
             value = _scalar(typing.Union[tuple(scalars)] if len(scalars) > 1 else scalars[0], name, prefix + name)
             if value is not ...:
                 request = {**base, name: value}
                 if name in _PART_TYPES and "type" in base:  # a content part of the kind that has this field
-                    options = [o for m in _members(model.model_fields["type"].annotation) for o in typing.get_args(m)]
+                    options = [o for m in alternatives(model.model_fields["type"].annotation) for o in typing.get_args(m)]
                     request["type"] = next((t for t in _PART_TYPES[name] if t in options), base["type"])
                 yield Case(prefix + name, request, value, _wrong(field.annotation))
         several = len(objects) > 1 or bool(scalars and objects)

@@ -19,18 +19,18 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 __all__ = ["discriminated", "type_names", "undeclared_keys", "validated"]
 
 
-def _members(alias: Any) -> tuple[type[BaseModel], ...]:
+def _union_models(alias: Any) -> tuple[type[BaseModel], ...]:
     return typing.get_args(typing.get_args(alias)[0])
 
 
 def discriminated(alias: Any) -> TypeAdapter[Any]:
     """An adapter over the members of the SDK union ``alias``, discriminated on ``type``."""
-    return TypeAdapter(Annotated[Union[_members(alias)], Field(discriminator="type")])  # type: ignore[misc]
+    return TypeAdapter(Annotated[Union[_union_models(alias)], Field(discriminator="type")])  # type: ignore[misc]
 
 
 def type_names(alias: Any) -> frozenset[str]:
     """The ``type`` of every member of the SDK union ``alias``."""
-    return frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _members(alias))
+    return frozenset(typing.get_args(m.model_fields["type"].annotation)[0] for m in _union_models(alias))
 
 
 def undeclared_keys(value: Any, path: str = "") -> list[str]:
