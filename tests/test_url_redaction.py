@@ -11,11 +11,15 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from voxline.audio.wavio import write_wav
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import forget_secret, redact, redact_url, register_url_secrets, url_secrets
 from voxline.realtime.transports.http import split_userinfo
 from tests.support.cli import EXAMPLE, VOXLINE, voxline
+from tests.support.hostile import speech
 
 USERINFO = "CanaryUserinfo0001"
 API_KEY = "CanaryApiKey0002"
@@ -63,11 +67,13 @@ def test_split_userinfo(url: str, stripped: str, key: str) -> None:
 
 
 @pytest.fixture
-def served() -> Iterator[tuple[int, subprocess.Popen[str]]]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, subprocess.Popen[str]]]:
     """``voxline serve`` whose key is the one in the URL's userinfo: it answers only if the
-    client sends that key, once."""
+    client sends that key, once. Its one reply is short, so that a real-time replay ends soon after its input."""
+    scenario = tmp_path_factory.mktemp("scenario") / "short.toml"
+    scenario.write_text('name = "short"\nafter_last = "repeat_last"\n\n[[turns]]\nsay = "Yes."\n')
     server = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone", "--speed", "instant",
-                               "--api-key", USERINFO], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               "--scenario", str(scenario), "--api-key", USERINFO], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
     try:
         assert server.stdout is not None
@@ -95,15 +101,25 @@ def assert_no_canary(tmp_path: Path, *runs: subprocess.CompletedProcess[str]) ->
 NO_KEY = {"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""}
 
 
+def short_call(path: Path) -> Path:
+    """Two and a half seconds: a question at 0.3 s, then silence while the reply starts."""
+    samples = np.zeros(int(2.5 * SAMPLE_RATE), dtype=np.int16)
+    question = speech(np.random.default_rng(7), 0.8)
+    samples[int(0.3 * SAMPLE_RATE):][: len(question)] = question
+    write_wav(path, samples)
+    return path
+
+
 @pytest.mark.slow
 def test_no_command_prints_or_writes_a_key_given_in_the_url(tmp_path: Path, served: tuple[int, object]) -> None:
     port, _server = served
     url = f"ws://user:{USERINFO}@127.0.0.1:{port}/v1?{QUERY}"
     recordings = tmp_path / "in"
     recordings.mkdir()
+    call = short_call(tmp_path / "call.wav")  # a question and the reply it starts: every real-time replay is short
     for name in ("a.wav", "b.wav"):
-        (recordings / name).write_bytes(EXAMPLE.read_bytes())
-    single = voxline("replay", str(EXAMPLE), "--out", str(tmp_path / "heard.wav"), "--events",
+        (recordings / name).write_bytes(call.read_bytes())
+    single = voxline("replay", str(call), "--out", str(tmp_path / "heard.wav"), "--events",
                      str(tmp_path / "events.jsonl"), "--report", str(tmp_path / "report.html"), "--summary",
                      str(tmp_path / "summary.json"), "--url", url, env=NO_KEY)
     assert single.returncode == 0, single.stderr
@@ -113,7 +129,7 @@ def test_no_command_prints_or_writes_a_key_given_in_the_url(tmp_path: Path, serv
                    "--results", str(tmp_path / "results.jsonl"), "--farm-report", "--url", url, env=NO_KEY)
     assert farm.returncode == 0, farm.stderr
     assert (tmp_path / "out" / "a" / "summary.json").is_file()
-    webrtc = voxline("replay", str(EXAMPLE), "--out", str(tmp_path / "heard-rtc.wav"), "--events",
+    webrtc = voxline("replay", str(call), "--out", str(tmp_path / "heard-rtc.wav"), "--events",
                      str(tmp_path / "events-rtc.jsonl"), "--transport", "webrtc", "--url", url, env=NO_KEY)
     assert webrtc.returncode == 0, webrtc.stderr
     http_url = url.replace("ws://", "http://")
