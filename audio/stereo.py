@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
+from voxline.base.files import replaced
 from voxline.audio.recording import SampleFeed, as_feed
 from voxline.audio.wavio import PathLike, WavReader
 
@@ -36,10 +37,11 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
             raise AudioError(f"cannot pair {os.fspath(right)} ({heard.rate} Hz) with audio at {rate} Hz")
         frames = max(mine_feed.frames, heard.frames)
         try:
-            with open(path, "wb") as file, wave.open(file, "wb") as out:
+            with replaced(path) as file, wave.open(file, "wb") as out:  # whole, or not at all
                 out.setnchannels(2)
                 out.setsampwidth(2)
                 out.setframerate(rate)
+                out.setnframes(frames)  # the header is right from the start: no seek back (a pipe takes it)
                 for start in range(0, frames, BLOCK):
                     n = min(BLOCK, frames - start)
                     block = np.zeros((n, 2), dtype="<i2")

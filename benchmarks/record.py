@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from voxline.base.files import replaced
+
 __all__ = ["ROOT", "SCHEMA", "SECTIONS", "TRACKED", "Measurement", "add_output_arguments", "default_path", "finish",
            "gaps", "git_commit", "load", "machine", "measuring", "problems", "run_section", "save_section", "target",
            "write_standalone"]
@@ -251,9 +253,8 @@ def save_section(path: Path, name: str, section: dict[str, Any]) -> Path:
     data["sections"] = {k: data["sections"][k] for k in SECTIONS if k in data["sections"]}
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_json_ready(data), indent=1, allow_nan=False) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    with replaced(path) as file:
+        file.write(text.encode("utf-8"))
     return path
 
 

@@ -225,6 +225,9 @@ async def run(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
         if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
+    if reports and args.out.exists() and not args.out.is_file():  # e.g. /dev/null: nothing to read back after the run
+        raise ConfigurationError(f"--report, --summary and --stereo-out read --out back, and {args.out} is not a "
+                                 "regular file")
     speaker_options(args)  # flag errors before anything starts
     with open_input(args.input, channel=args.channel) as feed:  # streamed: memory flat in the recording's length
         return await _run(args, url, feed)

@@ -10,12 +10,12 @@ derived and dropped when the state is read back.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from voxline.base.files import replaced
 from voxline.realtime.errors import ConfigurationError
 
 from .records import MirrorItem
@@ -65,10 +65,9 @@ def _without_derived(item: object) -> object:
 
 
 def write_state(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as UTF-8 JSON to ``path``, through a temporary file and an atomic rename."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(temporary, path)
+    """Write ``data`` as UTF-8 JSON to ``path``, whole (:func:`~voxline.base.files.replaced`)."""
+    with replaced(path) as file:
+        file.write(json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
 
 
 def read_state(path: Path) -> dict[str, Any]:

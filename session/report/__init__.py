@@ -8,10 +8,10 @@ JSON, :mod:`.svg` the timeline plot, :mod:`.html` the page (several runs for a r
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from voxline.base.files import replaced
 from voxline.realtime.errors import ConfigurationError
 
 from ..metrics import MetricsReport
@@ -30,13 +30,10 @@ def make_run(report: MetricsReport, mic: Audio | None, heard: Audio | None, **su
 
 
 def _write(path: Path, text: str) -> None:
-    """Write through a temporary file and a rename; a failure is one :class:`ConfigurationError` line."""
-    if path.is_dir():
-        raise ConfigurationError(f"cannot write {path}: it is a directory")
-    temporary = path.with_name(path.name + ".tmp")
+    """Write whole (:func:`~voxline.base.files.replaced`); a failure is one :class:`ConfigurationError` line."""
     try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
+        with replaced(path) as file:
+            file.write(text.encode("utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
 

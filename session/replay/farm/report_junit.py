@@ -11,6 +11,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from voxline.base.files import replaced
+
 from .results import Outcome
 
 __all__ = ["junit_xml", "write_junit"]
@@ -39,4 +41,6 @@ def junit_xml(outcomes: list[Outcome], suite: str = "voxline replay", wall_s: fl
 
 
 def write_junit(path: Path, outcomes: list[Outcome], wall_s: float = 0.0) -> None:
-    path.write_text(junit_xml(outcomes, wall_s=wall_s), encoding="utf-8")
+    """The JUnit file, whole (:func:`~voxline.base.files.replaced`): a CI job killed while writing it keeps the last one."""
+    with replaced(path) as file:
+        file.write(junit_xml(outcomes, wall_s=wall_s).encode("utf-8"))

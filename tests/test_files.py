@@ -1,0 +1,110 @@
+"""Files written whole (``voxline.base.files.replaced``): reports, summaries, the stereo export,
+the JUnit file and the mirror's state never leave half a file, and never replace a device or a pipe."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxline.audio.stereo import write_stereo
+from voxline.audio.wavio import write_wav
+from voxline.base.errors import AudioError
+from voxline.base.files import replaced
+from tests.support.cli import EXAMPLE, VOXLINE
+
+
+def test_the_new_content_replaces_the_old_only_once_written(tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    target.write_text("old")
+    with replaced(target) as file:
+        file.write(b"new")
+        assert target.read_text() == "old"  # a reader meanwhile finds the old file, whole
+    assert target.read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path: Path) -> None:
+    target = tmp_path / "summary.json"
+    target.write_text("old")
+    with pytest.raises(OSError, match="No space left"):
+        with replaced(target) as file:
+            file.write(b"half of it")
+            raise OSError(28, "No space left on device")
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+    with pytest.raises(KeyboardInterrupt):
+        with replaced(tmp_path / "new.json") as file:
+            raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError):
+        with replaced(tmp_path):
+            pass
+
+
+def _drain(fifo: Path, into: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            into.append(f.read())
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader
+
+
+def test_a_pipe_is_written_in_place_and_stays_a_pipe(tmp_path: Path) -> None:
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _drain(fifo, got)
+    with replaced(fifo) as file:
+        file.write(b"streamed")
+    reader.join(10)
+    assert got == [b"streamed"] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_the_stereo_export_goes_to_a_pipe_whole_and_to_a_file_only_whole(tmp_path: Path) -> None:
+    write_wav(tmp_path / "heard.wav", np.arange(2400, dtype=np.int16))
+    fifo = tmp_path / "both.wav"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _drain(fifo, got)
+    assert write_stereo(fifo, np.ones(4800, dtype=np.int16), tmp_path / "heard.wav") == 4800
+    reader.join(10)
+    assert len(got[0]) == 44 + 4 * 4800 and stat.S_ISFIFO(fifo.stat().st_mode)  # a header that needs no seek back
+
+    class Broken:
+        frames = 4800
+
+        def read(self, n: int) -> np.ndarray:
+            raise OSError(5, "Input/output error")
+
+    target = tmp_path / "stereo.wav"
+    with pytest.raises(AudioError, match="Input/output error"):
+        write_stereo(target, Broken(), tmp_path / "heard.wav")
+    assert not target.exists() and not (tmp_path / "stereo.wav.tmp").exists()
+
+
+def test_replay_writes_its_summary_into_a_pipe_and_refuses_an_out_it_cannot_read_back(tmp_path: Path) -> None:
+    fifo = tmp_path / "summary.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = _drain(fifo, got)
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out",
+                          str(tmp_path / "heard.wav"), "--events", str(tmp_path / "events.jsonl"), "--summary", str(fifo)],
+                         capture_output=True, text=True, timeout=120)
+    reader.join(10)
+    assert run.returncode == 0, run.stderr
+    assert got and b'"pass"' in got[0] and stat.S_ISFIFO(fifo.stat().st_mode)
+    refused = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out", os.devnull,
+                              "--events", str(tmp_path / "e.jsonl"), "--report", str(tmp_path / "r.html")],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and refused.stderr.strip().splitlines() == [
+        f"voxline replay: error: --report, --summary and --stereo-out read --out back, and {os.devnull} is not a "
+        "regular file"]
+    assert not (tmp_path / "e.jsonl").exists()  # refused before anything ran
