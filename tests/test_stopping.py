@@ -101,6 +101,24 @@ def test_a_signalled_replay_writes_what_it_heard_its_log_report_and_summary(tmp_
     assert "<svg" in (tmp_path / "report.html").read_text()
 
 
+def test_a_replay_stopped_before_any_speech_does_not_call_the_recording_silent(tmp_path: Path) -> None:
+    import numpy as np
+
+    from tests.support.hostile import speech
+    from voxline.audio.wavio import write_wav
+
+    samples = np.zeros(20 * R, dtype=np.int16)
+    burst = speech(np.random.default_rng(3), 0.7)
+    samples[15 * R:][: len(burst)] = burst  # the user speaks only at 15 s
+    write_wav(tmp_path / "late.wav", samples)
+    run = start("replay", "late.wav", "--voice", "tone", "--out", "heard.wav", "--events", "events.jsonl", cwd=tmp_path)
+    wait_for(lambda: last_event_ms(tmp_path / "events.jsonl") >= 500, "0.5 s of events")
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 128 + signal.SIGTERM, err
+    assert "(interrupted: what was heard until then)" in out and "no speech detected" not in err
+
+
 def test_sigkill_loses_at_most_the_two_second_window(tmp_path: Path) -> None:
     long_recording(tmp_path / "call.wav", 30)
     run = start("replay", "call.wav", "--voice", "tone", "--out", "heard.wav", "--events", "events.jsonl",

@@ -382,7 +382,7 @@ def _write_report(args: argparse.Namespace, result: ReplayResult, stop: Stop) ->
 
 def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
     """After the lines printed as the replay went: underruns, and what was written."""
-    if not result.heard_speech:
+    if not result.heard_speech and not result.interrupted:  # stopped early, it may not have reached any
         print(f"voxline: no speech detected in {args.input}: the server's voice activity detection never fired "
               "(is it silent, or very quiet?)", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
