@@ -46,7 +46,8 @@ def test_a_passing_run_leaves_nothing_in_the_temp_dir_and_keeps_hypothesis_in_th
         folder.mkdir()
     (tests / "test_inner.py").write_text(INNER)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_")) and k != "XDG_CACHE_HOME"}
-    env.update(HOME=str(home), TMPDIR=str(temp), PYTHONPATH=str(ROOT))
+    # no bytecode cache beside the inner test module: Python's own, whatever the caller's environment says
+    env.update(HOME=str(home), TMPDIR=str(temp), PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tests),
          "-p", "tests.conftest", "-p", "no:cacheprovider", "-p", "no:randomly", str(tests)],
