@@ -71,7 +71,14 @@ async def test_a_cut_in_the_second_item_of_a_reply_names_it_and_keeps_what_was_h
             assert first is not None and cut is not None
     wire.verify()
     assert first.listened_ms is None and first.heard_text == FIRST  # played in full
-    assert cut.cut_ms is not None and abs(barge.heard_ms - cut.cut_ms) <= 250  # our estimate vs the server's truth
+    # Over WebRTC the server cuts at what it sent on the track: what the listener heard, plus what was
+    # still on its way or queued here unplayed (a loop stalled on a busy machine lets a backlog build
+    # up, and the track then plays behind the server by that much). The cut keeps what was heard and
+    # goes no further than what had arrived; jitter and the data channel's delay in either direction
+    # are within the tolerance.
+    assert cut.cut_ms is not None
+    received_ms = barge.heard_ms + barge.in_device_ms + barge.unplayed_ms
+    assert barge.heard_ms - 250 <= cut.cut_ms <= received_ms + 250, (barge, cut.cut_ms)
     heard = cut.heard_text
     assert heard and SECOND.startswith(heard) and len(heard) < len(SECOND)
     share = cut.cut_ms / cut.audio_ms_received  # the item's length as the session estimated it
