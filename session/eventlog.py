@@ -2,8 +2,10 @@
 
 ``dir`` is ``"out"`` (client → server), ``"in"`` (server → client) or ``"local"`` (what the
 session decided, e.g. a barge-in). Events are logged whole except audio payloads, which are
-replaced by a note of their byte length. Nothing secret crosses the wire as an event, and
-local entries and ``error`` events pass through :func:`voxline.realtime.errors.redact`.
+replaced by a note of their byte length. Every string in an entry, whichever way it went,
+passes through :func:`voxline.realtime.errors.redact` (a server may echo a key it was sent, in an
+error or anywhere else, and a conversation restored after a drop sends that text back), one
+string at a time, so that a redaction never breaks the line's JSON.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import IO, Any
 
 from voxline.realtime.errors import redact
 
-__all__ = ["EventLog", "strip_audio"]
+__all__ = ["EventLog", "redacted", "strip_audio"]
 
 _AUDIO_FIELDS = {"input_audio_buffer.append": "audio", "response.output_audio.delta": "delta"}
 
@@ -30,6 +32,17 @@ def strip_audio(event: dict[str, Any]) -> dict[str, Any]:
         size = len(data) * 3 // 4 - data[-2:].count("=") if data else 0
         event = {**event, field: f"<{size} bytes of audio>"}
     return event
+
+
+def redacted(value: Any) -> Any:
+    """``value`` (parsed JSON) with every string in it, keys included, through :func:`redact`."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    return value
 
 
 class EventLog:
@@ -59,9 +72,7 @@ class EventLog:
             event = {"unparsed": text[:200]}
         if isinstance(event, dict):
             event = strip_audio(event)
-            if event.get("type") == "error":  # a server may echo what it was sent, keys included
-                event = json.loads(redact(json.dumps(event)))
-        self._write(direction, event)
+        self._write(direction, redacted(event))
 
     def local(self, event: Any, at: float | None = None) -> None:
         """A session decision (a dataclass or dict), logged with ``dir: "local"``.
@@ -72,7 +83,7 @@ class EventLog:
             payload = {"type": type(event).__name__, **dataclasses.asdict(event)}
         else:
             payload = dict(event)
-        self._write("local", json.loads(redact(json.dumps(payload, default=str))), at)
+        self._write("local", redacted(json.loads(json.dumps(payload, default=str))), at)
 
     def _write(self, direction: str, event: Any, at: float | None = None) -> None:
         now = self._now()

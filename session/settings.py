@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.errors import redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 
 from voxline.realtime.errors import ConfigurationError
@@ -146,6 +147,11 @@ class SessionSettings(BaseSettings):
         if self.call_id is not None:  # a sideband leaves the call's audio to the side that holds the media
             del session["audio"]
         return session
+
+    def __repr_args__(self) -> Any:
+        """The fields as pydantic shows them, with the URL's secrets (userinfo, ``?api-key=``…) redacted."""
+        for name, value in super().__repr_args__():
+            yield name, (redact_url(value) if name == "url" and isinstance(value, str) else value)
 
 
 S = TypeVar("S", bound=SessionSettings)

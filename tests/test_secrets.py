@@ -354,3 +354,116 @@ def test_a_short_token_is_not_scrubbed_from_what_the_server_says() -> None:
 
     assert scrub("the voxline local server", "local") == "the voxline local server"
     assert scrub(f"bad key {CANARY}", CANARY) == "bad key [redacted]"
+
+
+# ---------------------------------------------------------------- seams: URLs, settings, odd keys, the log
+
+
+def test_settings_show_no_secret_a_url_carries() -> None:
+    url = f"ws://user:{CANARY}@127.0.0.1:1/v1?api-key={CANARY}x&model=m#key={CANARY}y"
+    settings = SessionSettings(url=url, api_key="placeholder-key")
+    for shown in (repr(settings), str(settings)):
+        assert CANARY not in shown and "url='ws://[redacted]@127.0.0.1:1/v1?api-key=[redacted]&model=m#[redacted]'" in shown
+    assert settings.url == url  # the value itself is untouched
+
+
+@pytest.mark.parametrize("url", [f"{CANARY}@127.0.0.1:1/v1", f"u:{CANARY}@127.0.0.1:1/v1",
+                                 f"ws://127.0.0.1:1/v1#key={CANARY}", f"ws://127.0.0.1:1/v1?key={CANARY}"])
+def test_a_url_without_a_scheme_or_with_a_fragment_is_redacted_and_its_key_registered(url: str) -> None:
+    from voxline.base.errors import redact_url, register_url_secrets
+
+    assert CANARY not in redact_url(url)
+    register_url_secrets(url)
+    assert CANARY not in redact(f"the server said {CANARY}")
+
+
+def test_keys_in_use_stay_redacted_however_many_ephemeral_keys_come_after() -> None:
+    register_secret(CANARY)
+    for k in range(200):  # minted ephemeral keys: their prefix gives them away, they take no place
+        register_secret(f"ek_{k:08d}abcdefgh")
+    others = [f"other-key-{k:04d}-abcdefgh" for k in range(63)]
+    for other in others:  # keys of another shape, fewer than the kept number after the canary...
+        register_secret(other)
+    register_secret(CANARY)  # ...and the canary registered again, as each connect does
+    for other in [f"more-keys-{k:04d}-abcdefgh" for k in range(63)]:
+        register_secret(other)
+    try:
+        assert redact(f"key {CANARY}") == "key [redacted]"
+    finally:
+        for value in others:
+            forget_secret(value)
+        for k in range(63):
+            forget_secret(f"more-keys-{k:04d}-abcdefgh")
+
+
+def test_a_key_with_spaces_around_is_sent_and_redacted_trimmed_and_a_line_break_refused() -> None:
+    from voxline.realtime.errors import ConfigurationError
+    from voxline.realtime.transports.http import bearer_token
+
+    assert bearer_token(f"  {CANARY} \n", "ws://h/v1") == CANARY
+    assert redact(f"Incorrect API key provided: {CANARY}.") == "Incorrect API key provided: [redacted]."
+    with pytest.raises(ConfigurationError) as refused:
+        bearer_token(f"{CANARY}\r\nX-Evil: injected", "ws://h/v1")
+    assert CANARY not in str(refused.value) and "control character" in str(refused.value)
+
+
+async def test_a_refused_handshake_keeps_no_library_exception_that_holds_the_echoed_key() -> None:
+    class Echo(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = f"Incorrect API key provided: {self.headers['Authorization']}".encode()
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with loopback_http(Echo) as port:
+        with pytest.raises(ConnectionFailed) as failed:
+            await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", CANARY, open_timeout=5)
+    assert failed.value.__context__ is None and failed.value.__cause__ is None
+    assert CANARY not in str(failed.value)
+
+
+async def test_a_key_in_the_urls_query_is_redacted_in_a_library_session() -> None:
+    """No CLI in between: the session's own connection registers what its URL carries."""
+    async def hostile(ws: Any) -> None:
+        await ws.send(json.dumps({"type": "session.created", "event_id": "event_1", "session": {"type": "realtime"}}))
+        await ws.recv()
+        await ws.send(json.dumps({"type": "error", "event_id": "event_2", "error": {
+            "type": "invalid_request_error", "code": "invalid_api_key", "param": None,
+            "message": f"Invalid api-key {CANARY}", "event_id": None}}))
+        await ws.close(3000, f"bad key {CANARY}")
+
+    clock = VirtualClock()
+    with debug_logs() as logs:
+        async with ws_serve(hostile, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            settings = SessionSettings(url=f"ws://127.0.0.1:{port}/v1?api-key={CANARY}", api_key="placeholder-key",
+                                       turn_detection="none", reconnect_attempts=0)
+            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock)
+            async with session:
+                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+    assert any("Invalid api-key [redacted]" in e.message for e in seen if isinstance(e, SessionError))
+    assert CANARY not in logs.getvalue() and CANARY not in " ".join(map(repr, seen))
+
+
+def test_the_event_log_redacts_every_event_either_way_and_stays_json() -> None:
+    register_secret(CANARY)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in CANARY)  # an echo that is not the key's text on the wire
+    log = io.StringIO()
+    event_log = EventLog(log, lambda: 0.0)
+    event_log.wire("in", '{"type": "session.created", "event_id": "e1", "session": {"instructions": "%s"}}' % escaped)
+    event_log.wire("out", json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "user",
+                                      "content": [{"type": "input_text", "text": f"my key is {CANARY}"}]}}))
+    event_log.wire("in", json.dumps({"type": "response.done", "event_id": "e2", "response": {
+        "client_secret": {"value": "ek_0123456789abcdef"}, "note": "Authorization: Bearer abc123def456"}}))
+    event_log.close()
+    lines = [json.loads(line) for line in log.getvalue().splitlines()]  # every line still JSON
+    assert CANARY not in log.getvalue() and "ek_0123456789abcdef" not in log.getvalue()
+    assert lines[0]["event"]["session"]["instructions"] == "[redacted]"
+    assert lines[1]["event"]["item"]["content"][0]["text"] == "my key is [redacted]"
+    assert lines[2]["event"]["response"]["client_secret"] == {"value": "[redacted]"}

@@ -21,7 +21,7 @@ from voxline.base.errors import install_log_redaction, register_secret, register
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import connect_failure
 
-__all__ = ["REDIRECTS", "HttpAnswer", "check_http_url", "post", "split_userinfo"]
+__all__ = ["REDIRECTS", "HttpAnswer", "bearer_token", "check_http_url", "post", "split_userinfo"]
 
 REDIRECTS = frozenset({300, 301, 302, 303, 307, 308})
 MAX_BODY = 1024 * 1024
@@ -69,6 +69,22 @@ def split_userinfo(url: str) -> tuple[str, str]:
     return urllib.parse.urlunsplit(parts._replace(netloc=host)), urllib.parse.unquote(password or user)
 
 
+def bearer_token(token: str, url: str) -> str:
+    """``token`` as it goes in ``Authorization: Bearer``, registered for redaction with ``url``'s secrets.
+
+    Whitespace around it is dropped (HTTP drops it too, so the trimmed key is what a server
+    sees and may echo back); a control character inside (a pasted line break) is refused in one
+    line that does not show the key, since it would end the header and start another.
+    """
+    register_url_secrets(url)
+    stripped = token.strip()
+    register_secret(token)
+    register_secret(stripped)
+    if any(ord(c) < 32 or ord(c) == 127 for c in stripped):
+        raise ConfigurationError("the API key holds a control character (a line break pasted with it?); set it again")
+    return stripped
+
+
 def check_http_url(url: str, what: str = "URL") -> str:
     """``url`` if it is a usable http(s) URL, else a one-line :class:`ConfigurationError`."""
     try:
@@ -88,16 +104,13 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
     :class:`ConnectionFailed` when no answer came (refused, unreachable, timed out).
     """
     url, userinfo = split_userinfo(url)
-    token = token or userinfo
+    token = bearer_token(token or userinfo, url)
     check_http_url(url)
-    register_secret(token)
+    failure: ConfigurationError | ConnectionFailed
     try:
         request = urllib.request.Request(
             url, data=body, method="POST", headers={"Content-Type": content_type, "Authorization": f"Bearer {token}"}
         )
-    except ValueError as exc:
-        raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
-    try:
         with _OPENER.open(request, timeout=timeout) as response:
             return HttpAnswer(response.status, response.read(MAX_BODY), response.headers.get("Location", ""))
     except urllib.error.HTTPError as exc:
@@ -105,10 +118,13 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
             return HttpAnswer(exc.code, exc.read(MAX_BODY), exc.headers.get("Location", "") if exc.headers else "")
     except urllib.error.URLError as exc:
         cause = exc.reason if isinstance(exc.reason, BaseException) else exc
-        raise ConnectionFailed(connect_failure(url, cause)) from None
+        failure = ConnectionFailed(connect_failure(url, cause))
     except (ValueError, http.client.InvalidURL) as exc:
-        raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
+        failure = ConfigurationError(f"invalid URL {url!r}: {exc}")
     except http.client.HTTPException as exc:  # a peer that does not speak HTTP
-        raise ConnectionFailed(f"{url} sent no valid HTTP answer: {type(exc).__name__}") from None
+        failure = ConnectionFailed(f"{url} sent no valid HTTP answer: {type(exc).__name__}")
     except OSError as exc:  # includes timeouts
-        raise ConnectionFailed(connect_failure(url, exc)) from None
+        failure = ConnectionFailed(connect_failure(url, exc))
+    # raised outside the handler, so the library's exception (which may hold the request, its
+    # headers, or a body that echoes the key) is not kept as this one's __context__ either
+    raise failure

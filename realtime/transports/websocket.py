@@ -22,12 +22,12 @@ from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from voxline.base.errors import install_log_redaction, redact_url, register_secret, scrub
+from voxline.base.errors import install_log_redaction, redact_url, register_url_secrets, scrub
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
 from .failures import connect_failure, http_status
-from .http import split_userinfo
+from .http import bearer_token, split_userinfo
 
 __all__ = ["WebSocketTransport", "realtime_url"]
 
@@ -116,10 +116,11 @@ class WebSocketTransport:
         ``url``: connect to exactly this ``ws(s)://`` URL instead (another interface's path, such as
         GPT-Live's ``/v1/live/sessions``); ``base_url`` then only lends its userinfo key.
         """
+        register_url_secrets(base_url)
         url = url or realtime_url(base_url, model=model, call_id=call_id)
-        token = token or split_userinfo(base_url)[1]  # the configured key wins over the URL's userinfo
-        register_secret(token)
+        token = bearer_token(token or split_userinfo(base_url)[1], url)  # the configured key wins over the URL's
         headers = {"Authorization": f"Bearer {token}", **(extra_headers or {})}
+        error: ConfigurationError | ConnectionFailed | None = None
         try:
             ws = await _SameOriginConnect(
                 url,
@@ -135,13 +136,15 @@ class WebSocketTransport:
             if status in _REDIRECTS:
                 failure += " (a redirect to another origin; not followed with the API key)"
             log.info("connect failed: %s", redact(failure))
-            raise ConnectionFailed(failure) from None
+            error = ConnectionFailed(failure)
         except InvalidURI as exc:
-            raise ConfigurationError(f"invalid URL {url!r}: {exc}") from None
+            error = ConfigurationError(f"invalid URL {url!r}: {exc}")
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
             failure = connect_failure(url, exc)
             log.info("connect failed: %s", redact(failure))
-            raise ConnectionFailed(failure) from None
+            error = ConnectionFailed(failure)
+        if error is not None:  # raised outside the handler: the library's exception (its response, headers,
+            raise error        # a body that may echo the key) is not kept as this one's __context__
         log.info("connected to %s (WebSocket)", redact_url(url))  # the token goes in a header, never in a log
         transport = cls(ws, url, token)
         transport.server_time = _date_of(ws)

@@ -33,10 +33,14 @@ def check_url(url: str, what: str = "--url") -> str:
     the line names the URL only redacted.
     """
     register_url_secrets(url)
-    parts = urlsplit(url)
+    error = UsageError if what.startswith("--") else ConfigurationError
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is no number, or out of range, raises here
+    except ValueError as exc:  # an unclosed [IPv6 address, port 99999
+        raise error(f"{what} {redact_url(url)} is not a valid URL: {exc}") from None
     if parts.scheme in SCHEMES and parts.hostname:
         return url
-    error = UsageError if what.startswith("--") else ConfigurationError
     if "://" not in url:
         host = urlsplit(f"//{url}").hostname or ""
         scheme = "ws" if is_loopback(host) else "wss"

@@ -55,6 +55,8 @@ _SHAPES = re.compile(
   | \bek_[A-Za-z0-9_\-]{4,}
     """
 )
+_BY_SHAPE = re.compile(r"(?:sk|rk)-[A-Za-z0-9_\-]{4,}|ek_[A-Za-z0-9_\-]{4,}")
+"""Keys :data:`_SHAPES` redacts whole by their prefix, wherever they are."""
 _MIN_SECRET = 8
 """Shorter values are not registered: redacting every ``k`` or ``local`` would garble messages."""
 _MAX_SECRETS = 64
@@ -68,14 +70,17 @@ def register_secret(value: str | None) -> None:
     """Remember a key or token in use, so :func:`redact` removes it verbatim, whatever its prefix.
 
     Transports register the token they send; the local server registers its key and the
-    ephemeral keys it mints. Values shorter than 8 characters are ignored; the 64 most recent
-    values are kept.
+    ephemeral keys it mints. Values shorter than 8 characters are ignored, and so are keys whose
+    shape gives them away anyway (``sk-…``, ``ek_…``); of the rest, the 64 most recently registered
+    (or registered again: a transport does at each connect) are kept.
     """
     global _literal
-    if not value or len(value) < _MIN_SECRET:
-        return
+    if not value or len(value) < _MIN_SECRET or _BY_SHAPE.fullmatch(value):
+        return  # a key the shapes catch anyway takes no place among the remembered ones
     with _lock:
-        if value in _known:
+        if value in _known:  # used again: the last to be forgotten
+            del _known[value]
+            _known[value] = None
             return
         _known[value] = None
         while len(_known) > _MAX_SECRETS:
@@ -134,12 +139,17 @@ _SECRET_PARAM = re.compile(r"(?i)key|token|secret|pass|pwd|auth|sig|credential")
 
 def url_secrets(url: str) -> list[str]:
     """The secrets ``url`` carries: the userinfo's password (or its user alone) and the values of
-    secret-looking query parameters."""
+    secret-looking query parameters (a URL with no scheme is read as if it had one)."""
+    if "://" not in url and "@" in url.split("/", 1)[0]:
+        url = "//" + url
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
         return []
     found: list[str] = []
+    for name, value in urllib.parse.parse_qsl(parts.fragment, keep_blank_values=False):  # never sent, but printed
+        if _SECRET_PARAM.search(name):
+            found += [value, urllib.parse.quote(value, safe="")]
     if "@" in parts.netloc:
         userinfo = parts.netloc.rpartition("@")[0]
         user, _, password = userinfo.partition(":")
@@ -162,7 +172,11 @@ def redact_url(url: str) -> str:
     secret-looking query parameter (``?api-key=``, ``?key=``, ``?token=``…); then :func:`redact`.
 
     ``wss://user:sk-…@host/v1?api-key=K&model=m`` → ``wss://[redacted]@host/v1?api-key=[redacted]&model=m``.
+    A fragment (``#…``, which no request carries) is ``[redacted]`` whole. A URL with no scheme
+    (``KEY@host/v1``) is read as if it had one, so its userinfo is found all the same.
     """
+    if "://" not in url and "@" in url.split("/", 1)[0]:  # KEY@host:port/… parses as a path: give it a scheme
+        return redact_url("//" + url)[2:]
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
@@ -171,7 +185,8 @@ def redact_url(url: str) -> str:
     if "@" in netloc:
         netloc = "[redacted]@" + netloc.rpartition("@")[2]
     query = "&".join(_redact_param(pair) for pair in parts.query.split("&")) if parts.query else ""
-    return redact(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+    fragment = "[redacted]" if parts.fragment else ""  # never sent; whatever it holds is the user's
+    return redact(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment)))
 
 
 def _redact_param(pair: str) -> str:
