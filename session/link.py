@@ -23,6 +23,8 @@ import weakref
 from collections.abc import Awaitable, Callable
 
 from voxline.base.clock import Clock
+from voxline.base.contain import contain
+from voxline.base.errors import message_of
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed, RealtimeError
 
@@ -162,10 +164,11 @@ class Link:
                 return False
             try:
                 conn = await self._configured()
-            except Exception as failure:  # the app's connector may raise anything: it is one failed try
-                _log.warning("reconnect failed: %s", failure)
-                kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
-                self._publish(SessionError(f"reconnect failed: {kind}{failure}", "reconnect_failed"))
+            except BaseException as failure:  # the app's connector may raise anything: it is one failed try
+                contain(failure)
+                text = _failure_text(failure)
+                _log.warning("reconnect failed: %s", text)
+                self._publish(SessionError(f"reconnect failed: {text}", "reconnect_failed"))
                 continue
             self._take_over(conn)
             restored = self.machine.restore(self._now())
@@ -278,9 +281,10 @@ class Link:
         spare, self._spare = self._spare, None
         try:
             fresh = spare.result()
-        except Exception as failure:  # the app's connector may raise anything: the hand-over fails, not the session
-            kind = "" if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: "
-            self._publish(SessionError(f"could not prepare the next connection: {kind}{failure}", "handover_failed"))
+        except BaseException as failure:  # the app's connector may raise anything: the hand-over fails, not the session
+            contain(failure)
+            self._publish(SessionError(f"could not prepare the next connection: {_failure_text(failure)}",
+                                       "handover_failed"))
             return
         self.handing_over = True
         self._handed_over.clear()
@@ -299,3 +303,9 @@ class Link:
     async def hand_over_finished(self) -> None:
         """Return once no hand-over is under way (at once when none is)."""
         await self._handed_over.wait()
+
+
+def _failure_text(failure: BaseException) -> str:
+    """What a failed connect says: our errors and the system's as they are, anything else with its type."""
+    text = message_of(failure)
+    return text if isinstance(failure, (RealtimeError, OSError)) else f"{type(failure).__name__}: {text}"

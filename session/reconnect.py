@@ -12,6 +12,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from voxline.base.contain import contain
+from voxline.base.errors import message_of
+
 __all__ = ["Backoff", "ReconnectBudget", "exponential_backoff"]
 
 Backoff = Callable[[int], float]  # reconnect attempt (0, 1, ...) → seconds to wait before it
@@ -64,18 +67,12 @@ class ReconnectBudget:
             delay = max(0.0, float(self._backoff(self._used)))
             if delay != delay or delay == float("inf"):
                 raise ValueError(f"{delay} is no delay")
-        except Exception as exc:  # an app's backoff: its failure must not end the reconnect
-            self.backoff_failure = f"{type(exc).__name__}: {_described(exc)}"
+        except BaseException as exc:  # an app's backoff: its failure must not end the reconnect
+            contain(exc)
+            self.backoff_failure = f"{type(exc).__name__}: {message_of(exc)}"
             self._backoff = exponential_backoff()
             delay = self._backoff(self._used)
         if now + delay - self._since > self.window_s:
             return None
         self._used += 1
         return delay
-
-
-def _described(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:
-        return "(its message could not be read)"

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import numpy as np
+import pytest
 
 from tests.support.hostile import run_faulted
 from voxline.base.clock import VirtualClock
@@ -270,19 +271,31 @@ def test_a_quiet_server_that_owes_nothing_is_pinged_now_and_then_and_kept() -> N
     assert len(peers) == 1 and 1 <= peers[0].pings <= 300 / 15 + 1  # every half liveness timeout, not every watch
 
 
-def test_an_apps_backoff_or_connector_that_raises_costs_one_try_and_one_report_not_the_session() -> None:
+class _Unreadable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no words")
+
+
+class _AppStop(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("raised", [ValueError("the app's connector broke"), _Unreadable(), SystemExit(1),
+                                    _AppStop("custom")], ids=["ValueError", "unreadable", "SystemExit", "BaseException"])
+def test_an_apps_backoff_or_connector_that_raises_costs_one_try_and_one_report_not_the_session(
+        raised: BaseException) -> None:
     clock = VirtualClock(start=100.0)
     peers: list[AnsweringPeer] = []
     calls = 0
 
     def backoff(attempt: int) -> float:
-        raise RuntimeError("no delay for you")
+        raise type(raised)(*raised.args)
 
     async def connector() -> RealtimeConnection:
         nonlocal calls
         calls += 1
         if calls == 2:
-            raise ValueError("the app's connector broke")
+            raise raised
         peer = AnsweringPeer()
         peers.append(peer)
         await peer.server.send(json.dumps(ev.server_event_sample("session.created")))

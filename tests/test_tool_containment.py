@@ -368,3 +368,119 @@ def test_a_session_meets_every_failure_in_one_turn_and_goes_on() -> None:
     assert len(engines) == 1
     server = [entry.item for entry in engines[0]._state.conversation]
     assert [m.id for m in mirror] == [i["id"] for i in server]
+
+
+# ---------------------------------------------------------------- what a tool returns, and how it is written
+
+
+async def test_a_sync_tool_that_raises_stopiteration_is_answered_at_once(registry: ToolRegistry,
+                                                                          harness: Harness) -> None:
+    @registry.tool(timeout=None)  # no timeout to stand in: an unsettled wait would hang the fixture's 10 s bound
+    def next_item() -> str:
+        return str(next(iter([])))
+
+    message = await answered_once(harness, harness.call("next_item"))
+    assert message == "next_item failed: RuntimeError: StopIteration raised on the tool's thread"
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_keyboardinterrupt_from_a_tools_thread_or_from_a_str_is_the_tools_failure(
+        registry: ToolRegistry, harness: Harness, is_async: bool) -> None:
+    class Sly(Exception):
+        def __str__(self) -> str:
+            raise KeyboardInterrupt
+
+    if is_async:
+        registry.tool(raiser(Sly(), is_async=True), name="sly")
+    else:
+        @registry.tool(name="sly")
+        def ctrl_c() -> str:
+            raise KeyboardInterrupt  # a worker thread: Ctrl-C never lands there
+
+    message = await answered_once(harness, harness.call("sly"))
+    assert message in ("sly failed: Sly", "sly failed: RuntimeError: KeyboardInterrupt raised on the tool's thread")
+
+
+def test_generator_tools_are_refused_when_registered(registry: ToolRegistry) -> None:
+    from voxline.realtime.errors import ToolError
+
+    def rows() -> Any:
+        yield {"row": 1}
+
+    async def arows() -> Any:
+        yield {"row": 1}
+
+    class Rows:
+        def __call__(self) -> Any:
+            yield 1
+
+    for func, name in ((rows, "rows"), (arows, "arows"), (Rows(), "rows_object")):
+        with pytest.raises(ToolError, match="is a generator function: return the result whole"):
+            registry.tool(func, name=name)
+    assert registry.get("rows") is None
+
+
+async def test_async_tools_behind_decorators_are_awaited(registry: ToolRegistry, harness: Harness) -> None:
+    import functools
+
+    def logged(func: Any) -> Any:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, **kwargs)
+        return wrapper
+
+    @registry.tool
+    @logged
+    async def weather(city: str) -> str:
+        """The weather."""
+        return f"sunny in {city}"
+
+    async def inner(city: str) -> str:
+        return f"cloudy in {city}"
+
+    def hidden(city: str) -> Any:  # a plain function that hands back a coroutine, with no __wrapped__
+        return inner(city)
+
+    registry.tool(hidden, name="hidden")
+    harness.call("weather", {"city": "Oslo"})
+    harness.call("hidden", {"city": "Oslo"})
+    await harness.runner.join()
+    assert sorted((f.output, f.ok) for f in harness.finished()) == [("cloudy in Oslo", True), ("sunny in Oslo", True)]
+
+
+async def test_results_are_plain_json_text(registry: ToolRegistry, harness: Harness) -> None:
+    class Tracked(str):
+        def __ne__(self, other: object) -> bool:
+            raise TypeError("cannot compare a tracked string")
+
+        __eq__ = __ne__  # type: ignore[assignment]
+
+    @registry.tool
+    def greet() -> str:
+        return Tracked("hello")
+
+    @registry.tool
+    def readings() -> dict[str, float]:
+        return {"t": float("nan"), "u": float("inf"), "v": 1.5}
+
+    harness.call("greet")
+    harness.call("readings")
+    await harness.runner.join()
+    outputs = {f.name: (f.output, f.ok) for f in harness.finished()}
+    assert outputs["greet"] == ("hello", True) and type(outputs["greet"][0]) is str
+    assert outputs["readings"] == ('{"t":null,"u":null,"v":1.5}', True)
+    json.loads(outputs["readings"][0])  # JSON, not Python's NaN
+
+
+def test_nan_in_a_calls_arguments_is_not_json(registry: ToolRegistry) -> None:
+    from voxline.realtime.errors import ToolError
+
+    @registry.tool
+    def scale(x: float) -> float:
+        return x
+
+    tool = registry["scale"]
+    for text in ('{"x": NaN}', '{"x": Infinity}', '{"x": -Infinity}'):
+        with pytest.raises(ToolError, match="is no JSON value"):
+            tool.parse(text)
+    assert tool.parse('{"x": 2.5}')[1] == {"x": 2.5}

@@ -6,6 +6,7 @@ import enum
 import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
@@ -415,3 +416,25 @@ def test_concurrent_registration_from_threads() -> None:
     for t in threads:
         t.join()
     assert sorted(registry.names()) == sorted(f"tool_{i}" for i in range(200))
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("def f(:\n", "--tools: importing 'broken_tools_mod' failed: SyntaxError: invalid syntax (broken_tools_mod.py, line 1)"),
+    ("raise ValueError('boom')\n", "--tools: importing 'broken_tools_mod' failed: ValueError: boom"),
+    ("x = 1\n", "--tools: module 'broken_tools_mod' has no attribute 'tools'"),
+])
+def test_a_tools_module_that_cannot_be_loaded_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          source: str, expected: str) -> None:
+    import sys
+
+    from voxline.realtime.errors import ConfigurationError
+    from voxline.session.replay.inputs import load_tools
+
+    (tmp_path / "broken_tools_mod.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "broken_tools_mod", raising=False)
+    with pytest.raises(ConfigurationError) as refused:
+        load_tools("broken_tools_mod:tools")
+    assert str(refused.value) == expected
+    sys.modules.pop("broken_tools_mod", None)

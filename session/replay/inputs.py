@@ -15,6 +15,7 @@ import numpy as np
 
 from voxline.audio.recording import WavFeed
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.errors import VoxlineError, message_of
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import read_transcripts
 
@@ -41,9 +42,15 @@ def load_tools(spec: str, what: str = "--tools") -> ToolRegistry:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
+    except VoxlineError:  # a tool the module registers is refused (ToolError): its own line says which and why
+        raise
     except ImportError as exc:
         raise ConfigurationError(f"{what}: cannot import {module_name!r}: {exc}") from None
-    registry = getattr(module, attr, None)
+    except Exception as exc:  # the module's own code failed as it ran: a syntax error (its message says where), an exception
+        raise ConfigurationError(f"{what}: importing {module_name!r} failed: {type(exc).__name__}: {message_of(exc)}") from None
+    if not hasattr(module, attr):
+        raise ConfigurationError(f"{what}: module {module_name!r} has no attribute {attr!r}")
+    registry = getattr(module, attr)
     if not isinstance(registry, ToolRegistry):
         raise ConfigurationError(f"{what}: {spec} is not a ToolRegistry (got {type(registry).__name__})")
     return registry

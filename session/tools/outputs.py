@@ -20,6 +20,7 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
+from voxline.base.errors import message_of
 from voxline.realtime.errors import ToolError, redact
 
 __all__ = [
@@ -54,12 +55,7 @@ def error_output(message: str) -> str:
 def describe_exception(exc: BaseException) -> str:
     """``"Type: message"``, or the type's name alone when the message is empty or ``str()`` fails."""
     name = type(exc).__name__
-    try:
-        detail = str(exc)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # the exception's own __str__ is user code too
-        return name
+    detail = message_of(exc, "")  # the exception's own __str__ is user code too, whatever it raises
     return f"{name}: {detail}" if detail else name
 
 
@@ -84,12 +80,13 @@ def encode_output(value: object) -> str:
     """A tool's result as output text: strings verbatim, everything else JSON-encoded once.
 
     Pydantic models, dataclasses, enums, dates and the like are encoded the way pydantic
-    serialises them; anything it cannot encode raises :class:`ToolError`.
+    serialises them, a NaN or an infinity as ``null`` (as JSON.stringify does); anything it
+    cannot encode raises :class:`ToolError`.
     """
     if isinstance(value, str):
-        return value
+        return str.__str__(value)  # a plain copy: a subclass's comparisons or hooks are user code
     try:
-        return pydantic_core.to_json(value).decode("utf-8")
+        return pydantic_core.to_json(value, inf_nan_mode="null").decode("utf-8")  # JSON has no NaN
     except pydantic_core.PydanticSerializationError as exc:
         raise ToolError(f"result of type {type(value).__name__} is not JSON-serialisable ({exc})") from None
 

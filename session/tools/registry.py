@@ -94,7 +94,7 @@ class Tool:
         the function. Raises :class:`ToolError` ``"invalid arguments: …"`` otherwise.
         """
         try:
-            decoded = json.loads(arguments) if arguments.strip() else {}
+            decoded = json.loads(arguments, parse_constant=_not_json) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise ToolError(f"invalid arguments: not valid JSON ({exc.msg} at position {exc.pos})") from None
         if not isinstance(decoded, dict):
@@ -119,17 +119,38 @@ class Tool:
         with follows_real_time():
             work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
         try:
-            return await work
+            result = await work
         except asyncio.CancelledError:
             pool.abandon()
             raise
+        if inspect.isawaitable(result):  # a sync wrapper around a coroutine function, which __wrapped__ did not show
+            return await result
+        return result
 
 
 def _is_async(func: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(func):
-        return True
-    call = getattr(func, "__call__", None)  # a callable object with an async __call__
-    return inspect.iscoroutinefunction(call)
+    """A coroutine function, also under a decorator that kept ``__wrapped__``, or an object with an async ``__call__``."""
+    return any(inspect.iscoroutinefunction(f) for f in _callables(func))
+
+
+def _callables(func: Callable[..., Any]) -> list[Any]:
+    """``func``, what it wraps (``functools.wraps``) and a callable object's ``__call__``."""
+    try:
+        inner = inspect.unwrap(func)
+    except ValueError:  # a cycle of __wrapped__
+        inner = func
+    return [f for f in (func, inner, getattr(func, "__call__", None), getattr(inner, "__call__", None)) if f is not None]
+
+
+def _check_not_generator(name: str, func: Callable[..., Any]) -> None:
+    """A generator's body would run on the event loop, item by item, past any timeout: refused."""
+    if any(inspect.isgeneratorfunction(f) or inspect.isasyncgenfunction(f) for f in _callables(func)):
+        raise ToolError(f"tool {name!r} is a generator function: return the result whole (a list of the items, say)")
+
+
+def _not_json(constant: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity``, which Python's reader takes and JSON does not have."""
+    raise ToolError(f"invalid arguments: not valid JSON ({constant} is no JSON value)")
 
 
 def _check_timeout(name: str, timeout: float | None) -> float | None:
@@ -200,6 +221,7 @@ class ToolRegistry:
         tool_name = name if name is not None else getattr(func, "__name__", "")
         if not isinstance(tool_name, str) or not _NAME.match(tool_name):
             raise ToolError(f"tool name {tool_name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
+        _check_not_generator(tool_name, func)
         doc = parse_docstring(inspect.getdoc(func))
         spec = build_arguments(func, tool_name, doc.params)
         tool = Tool(

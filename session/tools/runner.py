@@ -9,8 +9,10 @@ timeout, an output too large to send. Nothing escapes into the session.
 Containment: whatever a tool, its argument validators or the approval callback raise is
 the call's error output, once, and the turn goes on: ``SystemExit`` (argparse or click in a
 tool), ``GeneratorExit``, a ``CancelledError`` the tool raised itself, any other
-``BaseException``, and an exception whose ``str()`` fails (described by its type). Only
-``KeyboardInterrupt`` and the runner's own cancellation (it is closing) go through.
+``BaseException``, a ``StopIteration`` or ``KeyboardInterrupt`` a sync tool raised on its worker
+thread (Ctrl-C only ever reaches the main thread), and an exception whose ``str()`` fails or
+raises anything at all (described by its type). Only a ``KeyboardInterrupt`` on the event loop
+and the runner's own cancellation (it is closing) go through.
 
 Order: calls start in the order they were submitted, as readers and writers. A
 read-only tool may overlap other read-only tools; a tool with side effects waits for
@@ -33,6 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from voxline.base.clock import Clock, RealClock
+from voxline.base.contain import contain
 from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
@@ -51,22 +54,6 @@ def _failure(tool: Tool, exc: BaseException) -> str:
     return error_output(f"{tool.name} failed: {describe_exception(exc)}")
 
 
-def _contain(exc: BaseException) -> None:
-    """Return if ``exc``, raised by user code in the current task, is the call's to answer; raise if not.
-
-    Ctrl-C goes on as it is. When the task itself is being cancelled (the runner is closing,
-    or a timeout stops the tool), the cancellation goes on, whatever the user code raised
-    while it was stopped.
-    """
-    if isinstance(exc, KeyboardInterrupt):
-        raise exc
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        if isinstance(exc, asyncio.CancelledError):
-            raise exc
-        raise asyncio.CancelledError() from exc
-
-
 async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) -> tuple[Any, BaseException | None]:
     """Run the tool in its own task and hand back ``(value, None)`` or ``(None, what it raised)``.
 
@@ -77,7 +64,7 @@ async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) 
     try:
         return await tool.invoke(kwargs, threads), None
     except BaseException as exc:  # the tool boundary
-        _contain(exc)
+        contain(exc)
         return None, exc
 
 
@@ -210,7 +197,7 @@ class ToolRunner:
             self._answer(call, error_output(exc.message))
             return
         except BaseException as exc:  # an argument validator of the application's raised
-            _contain(exc)
+            contain(exc)
             self._answer(call, error_output(f"invalid arguments: {describe_exception(exc)}"))
             return
         refusal = await self._approval(tool, call)
@@ -237,7 +224,7 @@ class ToolRunner:
             try:
                 granted = await self._approve(call)
             except BaseException as exc:  # the application's callback: its failure answers the call
-                _contain(exc)
+                contain(exc)
                 return f"asking approval for {tool.name} failed: {describe_exception(exc)}"
         return None if granted is True else f"the user declined to run {tool.name}"
 

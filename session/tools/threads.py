@@ -92,6 +92,12 @@ class ToolThreads:
             failure: BaseException | None = None
             try:
                 result = function(*args, **kwargs)
+            except (StopIteration, KeyboardInterrupt) as exc:
+                # neither may cross into an asyncio future as itself: a StopIteration is refused there
+                # and leaves the future unsettled, and a KeyboardInterrupt would stop the event loop,
+                # though Ctrl-C only ever reaches the main thread: this one is the function's own
+                failure = RuntimeError(f"{type(exc).__name__} raised on the tool's thread")
+                failure.__cause__ = exc
             except BaseException as exc:  # handed to the caller through the future
                 failure = exc
             with self._lock:  # the books first, so whoever sees the result sees them settled

@@ -29,6 +29,7 @@ __all__ = [
     "VoxlineError",
     "forget_secret",
     "install_log_redaction",
+    "message_of",
     "redact",
     "redact_url",
     "register_secret",
@@ -247,6 +248,14 @@ def install_log_redaction(*names: str) -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+def message_of(exc: BaseException, fallback: str = "(its message could not be read)") -> str:
+    """``str(exc)``, or ``fallback`` when the exception's own ``__str__`` (user code) raises anything."""
+    try:
+        return str(exc)
+    except BaseException:
+        return fallback
 
 
 class VoxlineError(Exception):
