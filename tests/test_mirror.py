@@ -325,6 +325,20 @@ def test_items_deleted_by_a_barge_in_are_skipped_before_and_after_the_server_con
     assert mirror.plan_rebuild().item_ids == ("item_u", "item_a") and mirror.plan_rebuild().skipped == ()
 
 
+def test_an_item_deleted_before_its_generation_ended_stays_deleted() -> None:
+    """A reply cut before anything was heard is deleted at once; the end of its generation (its
+    ``conversation.item.done``, which the local server sends after the deletion) brings nothing back."""
+    events = [added(user_text("item_u", "Go."), None),
+              *spoken_reply("item_a", "item_u", WORDS[:4], finish=False),
+              wire("conversation.item.deleted", item_id="item_a"),
+              done(assistant("item_a"), "item_u"),
+              added(user_text("item_v", "Thanks."), "item_u")]
+    mirror = mirror_of(events)
+    assert ids(mirror) == ["item_u", "item_v"] and [i.id for i in mirror.deleted()] == ["item_a"]
+    again = mirror_of([*events, added(user_text("item_a", "The same id, created anew."), "item_v")])
+    assert ids(again) == ["item_u", "item_v", "item_a"]  # an id created again after its deletion is a new item
+
+
 def test_a_barge_in_that_knows_nothing_of_the_item_changes_nothing() -> None:
     mirror = mirror_of(spoken_reply("item_a", None, WORDS[:3]))
     mirror.apply_barge_in(barge_in("item_a", heard_ms=0.0, received_ms=0.0, audio_end_ms=None))
@@ -482,6 +496,8 @@ operations = st.lists(
 
 def model_step(order: list[str], cuts: dict[str, int], gone: set[str], op: tuple[str, str, Any]) -> None:
     kind, item_id, arg = op
+    if kind == "done" and item_id in gone and item_id not in order:
+        return  # the end of a deleted item's generation: it stays deleted (added anew, it is back)
     if kind in ("added", "done") and item_id not in order:
         index = 0 if arg in (None, "root") else (order.index(arg) + 1 if arg in order else len(order))
         order.insert(index, item_id)

@@ -161,6 +161,8 @@ class ConversationMirror:
         if not isinstance(event, ev.ResponseOutputAudioDelta):
             self._settle()
         match event:
+            case ev.ConversationItemDone() if self._gone(item_id_of(event.item)):
+                pass  # the generation of an item deleted meanwhile (a reply cut before it was heard) ended: still gone
             case ev.ConversationItemAdded() | ev.ConversationItemDone() | ev.ConversationItemCreated():
                 self._on_item(event.item, event.previous_item_id)
             case ev.ConversationItemRetrieved():
@@ -265,6 +267,10 @@ class ConversationMirror:
                 del self._response_of[next(iter(self._response_of))]
         elif item.response_id is None:
             self._order.replace(dataclasses.replace(item, response_id=response_id))
+
+    def _gone(self, item_id: str | None) -> bool:
+        """Deleted by the server and not created again since."""
+        return item_id is not None and item_id in self._deleted and item_id not in self._order
 
     def _on_deleted(self, item_id: str) -> None:
         item = self._order.remove(item_id)
