@@ -45,8 +45,9 @@ def api_key_from_env() -> str | None:
 
 
 class SessionSettings(BaseSettings):
+    # hide_input_in_errors: a value of the wrong type (a key passed as a list, say) is not echoed back
     model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="ignore", populate_by_name=True,
-                                      env_ignore_empty=True)
+                                      env_ignore_empty=True, hide_input_in_errors=True)
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))

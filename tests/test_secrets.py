@@ -467,3 +467,11 @@ def test_the_event_log_redacts_every_event_either_way_and_stays_json() -> None:
     assert lines[0]["event"]["session"]["instructions"] == "[redacted]"
     assert lines[1]["event"]["item"]["content"][0]["text"] == "my key is [redacted]"
     assert lines[2]["event"]["response"]["client_secret"] == {"value": "[redacted]"}
+
+
+def test_settings_refused_for_a_wrong_type_do_not_echo_the_value() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as refused:
+        SessionSettings(api_key=[CANARY])  # type: ignore[arg-type]
+    assert CANARY not in str(refused.value) and "api_key" in str(refused.value)
