@@ -233,7 +233,9 @@ class WavWriter:
         self.frames_written += len(array)
 
     def close(self) -> None:
-        """Complete the header and close the file (closed even when that fails: a full disk)."""
+        """Complete the header and close the file (closed even when that fails: a full disk); idempotent."""
+        if self._file.closed:
+            return
         failure: OSError | None = None
         for step in (self._wave.close, self._file.close):
             try:
@@ -248,6 +250,15 @@ class WavWriter:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+    def __del__(self) -> None:
+        # dropped unclosed (an error before its owner could close it): the header is completed here,
+        # before the file object goes, or the wave module's own finalizer flushes a closed file
+        if getattr(self, "_wave", None) is not None:
+            try:
+                self.close()
+            except Exception:  # nothing can be reported from a finalizer; the file holds what was written
+                pass
 
 
 def read_wav(path: PathLike) -> tuple[Samples, int]:

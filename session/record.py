@@ -31,6 +31,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import WavFeed, watched
 from voxline.audio.sinks import WavSink
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.errors import VoxlineError
 from voxline.realtime.errors import ConfigurationError
 
 from .eventlog import EventLog
@@ -65,6 +66,7 @@ class SessionRecorder:
             raise ConfigurationError(f"--record: {directory} is not a directory")
         if not directory.parent.is_dir():
             raise ConfigurationError(f"--record: no such directory {directory.parent}")
+        self._made_directory = not directory.exists()
         directory.mkdir(exist_ok=True)
         self.directory = directory
         self.playout = TappedPlayout()
@@ -124,6 +126,22 @@ class SessionRecorder:
         while queue:
             play_time, block = queue.popleft()
             self._heard.write(play_time - self._origin(play_time), block)
+
+    def abandon(self) -> None:
+        """Nothing was recorded (the session never started): close the files and remove them, and the
+        folder if this recorder made it, so that a failed start leaves no empty recording behind."""
+        if self._closed:
+            return
+        self._closed = True
+        for closing in (self._mic, self._heard, self._log):
+            with contextlib.suppress(OSError, VoxlineError):
+                closing.close()
+        for name in (self.MIC, self.HEARD, self.EVENTS):
+            with contextlib.suppress(OSError):
+                (self.directory / name).unlink()
+        if self._made_directory:
+            with contextlib.suppress(OSError):
+                self.directory.rmdir()
 
     def close(self, metrics: MetricsReport | None, mode: str = "live") -> list[Path]:
         """Finish the files; with ``metrics``, write the report. Returns the paths written."""

@@ -255,3 +255,23 @@ async def test_heard_file_matches_the_ledger_after_a_barge_in(tmp_path: Path) ->
     assert int((out == 1000).sum()) == buf.heard_samples("A", 0, 1e9) == 2000
     assert int(((out != 0) & (out != 1000)).sum()) == cut.heard_samples == buf.heard_samples("B", 0, 1e9)
     assert cut.heard_samples == 2400 + round(0.0073 * R) + 1 + 120 - 2000
+
+
+def test_a_wav_writer_dropped_unclosed_completes_its_file_quietly(tmp_path: Path) -> None:
+    import gc
+    import sys
+
+    from voxline.audio.wavio import WavWriter
+
+    raised: list[object] = []
+    previous, sys.unraisablehook = sys.unraisablehook, raised.append
+    try:
+        writer = WavWriter(tmp_path / "dropped.wav")
+        writer.write(np.arange(480, dtype=np.int16))
+        del writer  # an error before its owner closed it
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert raised == []  # the wave module's finalizer did not flush a closed file
+    samples, rate = read_wav(tmp_path / "dropped.wav")
+    assert rate == 24_000 and np.array_equal(samples, np.arange(480, dtype=np.int16))

@@ -437,6 +437,17 @@ async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None) -> None:
     assert err.count("\n") == 1 and err.startswith("voxline talk: error: cannot connect to ws://127.0.0.1:9/v1")
 
 
+@pytest.mark.device
+@pytest.mark.parametrize("failing", [("--input-device", "99"), ("--url", "ws://127.0.0.1:9/v1")], ids=["device", "server"])
+async def test_a_recording_talk_that_never_started_leaves_no_folder(pulse: None, tmp_path: Path,
+                                                                     failing: tuple[str, str]) -> None:
+    folder = tmp_path / "rec"
+    async with talk("--no-ui", *failing, "--record", str(folder)) as run:
+        code, err = await run.finish()
+    assert code == 1 and err.count("\n") == 1 and "Exception ignored" not in err, err  # one line, no finalizer noise
+    assert not folder.exists() and list(tmp_path.iterdir()) == []
+
+
 def test_a_webrtc_barge_in_says_the_server_cuts() -> None:
     from voxline.session.events import BargeIn
 

@@ -204,7 +204,10 @@ async def run(args: argparse.Namespace) -> int:
     ptt = "push-to-talk: Enter starts and sends" if args.push_to_talk else "voice activity"
     recorder = SessionRecorder(args.record) if args.record is not None else None
     session: VoiceSession | None = None
+    started = False
     async with contextlib.AsyncExitStack() as stack:
+        if recorder is not None:  # first in, so last out: after the session and the devices closed
+            stack.push_async_callback(_finish_recording, recorder, lambda: session if started else None)
         speaker = SpeakerSink(recorder.playout if recorder is not None else PlayoutBuffer(),
                               device=settings.output_device)
         mic = MicSource(device=settings.input_device)
@@ -212,7 +215,6 @@ async def run(args: argparse.Namespace) -> int:
         stack.callback(mic.close)
         if recorder is not None:
             recorder.now = speaker.now
-            stack.push_async_callback(_finish_recording, recorder, lambda: session)
         speaker.start()
         mic.start()
         url, label, note = await _endpoint(stack, args, settings, local)
@@ -233,6 +235,7 @@ async def run(args: argparse.Namespace) -> int:
             session = VoiceSession(settings, output=speaker, input=mic_blocks(blocks), tools=demo_tools(),
                                    on_wire=wire, watch_devices=(speaker, mic))
         await stack.enter_async_context(session)
+        started = True
         screen.note(echo_note)  # once connected, before "ready"
         ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
                  f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
@@ -265,9 +268,13 @@ def echo_options(args: argparse.Namespace) -> tuple[EchoCanceller | None, LocalV
 
 
 async def _finish_recording(recorder: SessionRecorder, session: Any) -> None:
-    """After the session closed: complete the files and write the report (when the session ran)."""
+    """After the session closed: complete the files and write the report; a session that never
+    started (no devices, no server) leaves no empty recording behind."""
     current = session()
-    recorder.close(current.metrics() if current is not None else None, mode="live (voxline talk)")
+    if current is None:
+        recorder.abandon()
+        return
+    recorder.close(current.metrics(), mode="live (voxline talk)")
 
 
 class TalkLoop:
