@@ -484,3 +484,28 @@ def test_nan_in_a_calls_arguments_is_not_json(registry: ToolRegistry) -> None:
         with pytest.raises(ToolError, match="is no JSON value"):
             tool.parse(text)
     assert tool.parse('{"x": 2.5}')[1] == {"x": 2.5}
+
+
+async def test_closing_does_not_wait_for_a_tool_that_ignores_its_cancel(registry: ToolRegistry) -> None:
+    stop = asyncio.Event()
+    cancels: list[int] = []
+
+    @registry.tool(timeout=None)
+    async def stubborn() -> str:
+        while not stop.is_set():
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                cancels.append(1)  # swallowed: the tool goes on
+        return "done at last"
+
+    h = Harness(registry)
+    async with asyncio.timeout(10):
+        await h.runner.__aenter__()
+        h.call("stubborn")
+        while not any(type(e).__name__ == "ToolStarted" for e in h.events):
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(h.runner.aclose(), 2)  # returns though the tool runs on
+    assert cancels == [1]  # it was told
+    stop.set()  # let it end, so the test's loop can close
+    await asyncio.sleep(0.05)

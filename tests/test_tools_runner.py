@@ -313,8 +313,17 @@ class Approvals:
         return self.answer
 
 
+class PlainApprovals(Approvals):
+    """A plain function for an approver: its answer is taken as it is."""
+
+    def __call__(self, call: ToolCall) -> bool:  # type: ignore[override]
+        self.asked.append(call.name)
+        return self.answer
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["async", "plain"])
 @pytest.mark.parametrize("granted", [True, False])
-async def test_approval(registry: ToolRegistry, granted: bool) -> None:
+async def test_approval(registry: ToolRegistry, granted: bool, plain: bool) -> None:
     ran: list[str] = []
 
     @registry.tool(needs_approval=True)
@@ -322,7 +331,7 @@ async def test_approval(registry: ToolRegistry, granted: bool) -> None:
         ran.append(door)
         return "unlocked"
 
-    approvals = Approvals(granted)
+    approvals = (PlainApprovals if plain else Approvals)(granted)
     h = Harness(registry, approvals)
     async with h.runner:
         [call] = h.call("unlock_door", {"door": "front"})

@@ -30,6 +30,7 @@ on a timeout its call is answered at once while the thread finishes on its own.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -47,7 +48,8 @@ from .threads import ToolThreads
 __all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
 
 
-Approver = Callable[[ToolCall], Awaitable[bool]]
+Approver = Callable[[ToolCall], Awaitable[bool] | bool]
+"""Asked before a tool with ``needs_approval`` runs: ``True`` runs it; async or a plain function."""
 
 
 def _failure(tool: Tool, exc: BaseException) -> str:
@@ -222,7 +224,8 @@ class ToolRunner:
             if self._tracker.state(call.call_id) is not CallState.PENDING:
                 return None  # settled meanwhile: begin() will refuse it, no prompt needed
             try:
-                granted = await self._approve(call)
+                answer = self._approve(call)
+                granted = await answer if inspect.isawaitable(answer) else answer  # async, or a plain function
             except BaseException as exc:  # the application's callback: its failure answers the call
                 contain(exc)
                 return f"asking approval for {tool.name} failed: {describe_exception(exc)}"
@@ -243,7 +246,13 @@ class ToolRunner:
             if not work.done():
                 work.cancel()
                 return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
-        value, failure = await work
+        else:
+            try:  # not `await work`: cancelled, that would wait for a tool that ignores the cancel, forever
+                await asyncio.wait((work,))
+            except BaseException:  # the runner is cancelled (closing): the tool is told, and left behind
+                work.cancel()
+                raise
+        value, failure = work.result()
         if failure is not None:  # the tool boundary: a tool's failure is its output, never ours
             return _failure(tool, failure), False
         try:
