@@ -55,6 +55,7 @@ from .device_loop import device_watch_loop
 from .events import BargeIn, SessionError, SessionEvent
 from .input_journal import InputJournal
 from .input_feed import InputFeed
+from .loop_guard import guarded
 from .link import Link
 from .local_barge import BargePolicy
 from .live.connect import open_live
@@ -138,6 +139,7 @@ class VoiceSession:
         self._tasks: list[asyncio.Task[None]] = []
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
         self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
         self._watched: tuple[Watched, ...] = tuple(watch_devices)  # reported when unplugged and back
 
     @classmethod
@@ -204,6 +206,10 @@ class VoiceSession:
 
     # ------------------------------------------------------------------ lifecycle
     async def __aenter__(self) -> VoiceSession:
+        if self._loop is not None or self._link.closing:  # before anything connects: nothing to leak
+            raise ConfigurationError("this session is already open" if not self._link.closing else
+                                     "a closed session cannot be opened again: make a new VoiceSession")
+        self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         try:
             await self._link.open()
@@ -220,18 +226,28 @@ class VoiceSession:
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._runner)
         clocked = isinstance(self.output, ClockedOutput)
-        loops = [self._receive_loop(), self._tick_loop(clocked), self._flush_loop()]
-        if self._input is not None:
-            loops.append(self._feed.run(self._input))
+        report = self._publish_one
+        # every loop guarded: one that raised would otherwise cancel the task that opened the session
+        loops = [guarded(self._receive_loop, "receive loop", report),
+                 guarded(lambda: self._tick_loop(clocked), "tick loop", report),
+                 guarded(self._flush_loop, "flush loop", report)]
+        if (blocks := self._input) is not None:  # a broken input ends the input, not the session
+            loops.append(guarded(lambda: self._feed.run(blocks), "input", report, fatal=False))
         if self._watched:
-            loops.append(device_watch_loop(self._watched, self.clock, self._queue.put_nowait))
+            loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put_nowait),
+                                 "device watch", report, fatal=False))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
             if isinstance(self.machine, SessionMachine):  # and only once a tick could change something
                 self.output.tick_gate = self.machine.tick_gate  # (a Live machine keeps no quiet horizon: every pass)
-            loops.append(self.output.run())
+            loops.append(guarded(self.output.run, "output", report))
         self._tasks = [group.create_task(loop) for loop in loops]
         return self
+
+    def _own_loop(self) -> None:
+        """Refuse a command from another event loop than the one the session was opened on."""
+        if self._loop is not None and asyncio.get_running_loop() is not self._loop:
+            raise ConfigurationError("this session belongs to another event loop: use it where it was opened")
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
@@ -244,6 +260,7 @@ class VoiceSession:
         """
         if self._link.closing:
             return
+        self._own_loop()
         for task in self._tasks:
             task.cancel()
         for event in self.machine.close(self.output.now()):
@@ -291,6 +308,7 @@ class VoiceSession:
 
     async def __anext__(self) -> SessionEvent | ToolEvent:
         """The next event; cancelling a wait loses nothing (events stay queued)."""
+        self._own_loop()
         item = await self._queue.get()
         if item is _CLOSED:
             self._queue.put_nowait(_CLOSED)
@@ -347,6 +365,7 @@ class VoiceSession:
         While the session reconnects the message is kept: the new connection gets it with the
         rebuilt conversation, and its response is asked for then.
         """
+        self._own_loop()
         if self.machine.send_text(text):
             await self._link.flush()
 
@@ -356,16 +375,19 @@ class VoiceSession:
         Returns the barge-in (also delivered as an event), or None when no assistant audio
         was playing, queued or being produced.
         """
+        self._own_loop()
         effects = self.machine.interrupt(self.output.now(), Trigger.INTERRUPT)
         await self._apply(effects)
         return effects.barge_in
 
     async def start_talking(self) -> None:
         """Push-to-talk: start sending the microphone (clears what the server buffered)."""
+        self._own_loop()
         await self._apply(self.machine.start_talking(self.output.now()))
 
     async def stop_talking(self) -> None:
         """Push-to-talk: stop sending, commit what was said, and ask for a response."""
+        self._own_loop()
         if self.machine.stop_talking(self.output.now()):
             await self._link.flush()
 
@@ -375,6 +397,7 @@ class VoiceSession:
 
         Changes are kept for reconnects. The voice is fixed by the service after the first audio.
         """
+        self._own_loop()
         if self.machine.update(instructions=instructions, tools=tools, voice=voice):
             await self._link.flush()
 

@@ -48,7 +48,9 @@ class MicrophonePath:
             end = adc + len(block) / SAMPLE_RATE
         else:
             block, end = item, now
-        pcm = np.asarray(block, dtype=np.int16)
+        pcm = np.asarray(block)
+        if pcm.dtype != np.int16 or pcm.ndim != 1:  # a float block cast to int16 would be silence, and said nothing
+            raise TypeError(f"an input block is a 1-D int16 array (24 kHz mono), not {pcm.dtype} of shape {pcm.shape}")
         if self.capture is None:
             return pcm, None
         out, onsets = self.capture.process(pcm, end)

@@ -1,0 +1,128 @@
+"""An embedding application's mistakes: each is one clear error, raised early or reported as a
+typed event, and none cancels the application's own task or leaks a connection."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voxline.audio.clocked_output import ClockedOutput
+from voxline.base.clock import VirtualClock
+from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server import load_scenario
+from voxline.session.events import SessionError
+from voxline.session.lockstep import run_lockstep
+from voxline.session.replay import engine_connector
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+
+SETTINGS = SessionSettings(api_key="local", url="ws://in-process/v1", turn_detection="none")
+
+
+def _session(clock: VirtualClock, opened: list[RealtimeConnection] | None = None, **options: Any) -> VoiceSession:
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+
+    async def counted() -> RealtimeConnection:
+        conn = await connect()
+        if opened is not None:
+            opened.append(conn)
+        return conn
+
+    return VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=counted, **options)
+
+
+def _blocks(clock: VirtualClock, good: int, bad: Any) -> AsyncIterator[Any]:
+    async def blocks() -> AsyncIterator[Any]:
+        for _ in range(good):
+            await clock.sleep(0.02)
+            yield np.zeros(480, dtype=np.int16)
+        if isinstance(bad, BaseException):
+            raise bad
+        yield bad
+    return blocks()
+
+
+@pytest.mark.parametrize("bad", [RuntimeError("mic unplugged"), np.zeros(480, dtype=np.float32),
+                                 np.zeros((480, 2), dtype=np.int16), None, (0.0,)],
+                         ids=["raises", "float", "2-D", "None", "bad pair"])
+def test_a_broken_input_is_one_error_event_and_the_session_goes_on(bad: Any) -> None:
+    clock = VirtualClock()
+
+    async def main() -> tuple[list[Any], bool]:
+        async with _session(clock, input=_blocks(clock, 3, bad)) as session:
+            await clock.sleep(0.5)  # the application's own task is not cancelled by the input's failure
+            await session.send_text("still here?")
+            await clock.sleep(3.0)
+            return session.pending_events(), session.connected
+
+    events, connected = run_lockstep(main(), clock)
+    errors = [e for e in events if isinstance(e, SessionError)]
+    assert [(e.code, e.fatal) for e in errors] == [("input_failed", False)], errors
+    assert errors[0].message.startswith("the input failed: ") and "\n" not in errors[0].message
+    assert connected and any(type(e).__name__ == "ResponseFinished" for e in events)
+
+
+def test_a_float_block_names_what_an_input_block_is() -> None:
+    clock = VirtualClock()
+
+    async def main() -> list[Any]:
+        async with _session(clock, input=_blocks(clock, 1, np.zeros(480, dtype=np.float32))) as session:
+            await clock.sleep(0.2)
+            return session.pending_events()
+
+    [error] = [e for e in run_lockstep(main(), clock) if isinstance(e, SessionError)]
+    assert error.message == ("the input failed: TypeError: an input block is a 1-D int16 array (24 kHz mono), "
+                             "not float32 of shape (480,)")
+
+
+def test_a_session_opens_once_and_never_again_after_closing_and_leaks_nothing() -> None:
+    clock = VirtualClock()
+    opened: list[RealtimeConnection] = []
+
+    async def main() -> list[str]:
+        refused = []
+        session = _session(clock, opened)
+        async with session:
+            with pytest.raises(ConfigurationError) as again:
+                await session.__aenter__()
+            refused.append(str(again.value))
+        with pytest.raises(ConfigurationError) as closed:
+            async with session:
+                pass
+        refused.append(str(closed.value))
+        early = _session(clock, opened)
+        await early.aclose()  # closed before it ever opened
+        with pytest.raises(ConfigurationError):
+            async with early:
+                pass
+        return refused
+
+    refused = run_lockstep(main(), clock)
+    assert refused == ["this session is already open",
+                       "a closed session cannot be opened again: make a new VoiceSession"]
+    assert len(opened) == 1 and opened[0].closed  # one connection in all, and it was closed
+
+
+def test_a_session_refuses_commands_from_another_event_loop() -> None:
+    clock = VirtualClock()
+    session = _session(clock)
+    other_errors: list[str] = []
+
+    async def elsewhere() -> None:
+        for command in (session.send_text("hi"), session.interrupt(), session.update(instructions="x")):
+            try:
+                await command
+            except ConfigurationError as exc:
+                other_errors.append(str(exc))
+
+    async def main() -> None:
+        async with session:
+            await asyncio.to_thread(asyncio.run, elsewhere())
+
+    run_lockstep(main(), clock)
+    assert other_errors == ["this session belongs to another event loop: use it where it was opened"] * 3
