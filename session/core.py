@@ -21,6 +21,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed, MalformedServerEvent, ResponseStatusChanged, TruncateAdjusted
 from voxline.realtime.errors import LocalProtocolError
+from voxline.realtime.lifecycle import Slot
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
 from .bargein import CutPart, OutputOwner, Trigger, plan_barge_in
@@ -319,12 +320,13 @@ class SessionCore:
     def assistant_audible(self, now: float) -> bool:
         """Is assistant audio playing or waiting to play, or a response still producing it?
 
-        The fade-out of a cut already made does not count: there is nothing left to cut.
+        The fade-out of a cut already made does not count: there is nothing left to cut; nor does
+        a response we are cancelling (its late audio is dropped as it comes).
         """
         return (
             self.playout.queued_samples > 0
             or (self.playout.playing_at(now) is not None and now >= self._fade_end)
-            or self.protocol.active_response_id is not None
+            or (self.protocol.active_response_id is not None and self.protocol.slot is not Slot.CANCELLING)
             or (self.track is not None and self.track.server_playing)
         )
 

@@ -126,3 +126,42 @@ def test_a_session_refuses_commands_from_another_event_loop() -> None:
 
     run_lockstep(main(), clock)
     assert other_errors == ["this session belongs to another event loop: use it where it was opened"] * 3
+
+
+def test_interrupting_again_after_the_cut_is_nothing_to_cut() -> None:
+    clock = VirtualClock()
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with _session(clock) as session:
+            await session.send_text("talk to me")
+            while not any(type(e).__name__ == "AssistantAudioStarted" for e in session.pending_events()):
+                await clock.sleep(0.05)
+            await clock.sleep(0.5)
+            results = [await session.interrupt() for _ in range(3)]  # before the server's response.done
+            await clock.sleep(1.0)
+            return results, [e for e in session.pending_events() if type(e).__name__ == "BargeIn"]
+
+    results, barge_ins = run_lockstep(main(), clock)
+    assert results[0] is not None and results[1:] == [None, None]
+    assert len(barge_ins) == 1
+
+
+def test_an_update_refused_changes_nothing_and_later_updates_go_through() -> None:
+    clock = VirtualClock()
+
+    async def main() -> list[str]:
+        refused = []
+        async with _session(clock) as session:
+            for bad in ({"instructions": 5}, {"voice": ["alloy"]}, {"tools": "abc"}):
+                with pytest.raises(ConfigurationError) as exc:
+                    await session.update(**bad)
+                refused.append(str(exc.value))
+            await session.update(instructions="Be brief.")
+            await clock.sleep(0.2)
+            assert session.settings.instructions == "Be brief." and session.settings.voice == SETTINGS.voice
+            errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
+            assert errors == [], errors
+        return refused
+
+    assert run_lockstep(main(), clock) == ["instructions takes a string, not int", "voice takes a string, not list",
+                                           "tools takes a list of the registry's tool names"]

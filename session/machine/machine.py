@@ -356,21 +356,29 @@ class SessionMachine:
         """New instructions, voice or offered tools, kept for reconnects. True if a ``session.update`` waits."""
         self.check_open()
         changes: dict[str, Any] = {}
-        if instructions is not None:
-            changes["instructions"] = instructions
-        if voice is not None:
-            changes["voice"] = voice
+        for name, value in (("instructions", instructions), ("voice", voice)):
+            if value is not None:
+                if not isinstance(value, str):
+                    raise ConfigurationError(f"{name} takes a string, not {type(value).__name__}")
+                changes[name] = value
+        offered = self._offered
         if tools is not None:
+            if isinstance(tools, str) or not all(isinstance(name, str) for name in tools):
+                raise ConfigurationError("tools takes a list of the registry's tool names")
             unknown = set(tools) - set(self.registry.names() if self.registry is not None else ())
             if unknown:
                 raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
-            self._offered = list(tools)
-        self.settings = self.settings.model_copy(update=changes)
+            offered = list(tools)
+        before = self.settings, self._offered
+        self.settings, self._offered = self.settings.model_copy(update=changes), offered
+        if self.live:
+            try:
+                self.configure(self.protocol)  # the frame is checked here: refused, the update changes nothing
+            except BaseException:
+                self.settings, self._offered = before
+                raise
         self.config_version += 1
-        if not self.live:
-            return False  # the next connection is configured from the settings
-        self.configure(self.protocol)
-        return True
+        return self.live  # not live: the next connection is configured from the settings
 
     def _schemas(self) -> list[dict[str, Any]] | None:
         if self.registry is None:
