@@ -67,6 +67,7 @@ from voxline.audio.clocked_output import ClockedOutput, Output
 from .metrics import MetricsReport
 from .mirror import ConversationMirror
 from .reconnect import Backoff, ReconnectBudget, exponential_backoff
+from .session_args import check_session_arguments
 from .settings import SessionSettings
 from .tools import Approver, ToolEvent, ToolRegistry, ToolRunner
 from .track_audio import TrackTagger
@@ -110,6 +111,9 @@ class VoiceSession:
         run_tools: bool = True,
         watch_devices: Iterable[Watched] = (),
     ) -> None:
+        check_session_arguments(settings=settings, output=output, tools=tools, clock=clock, mirror=mirror,
+                                barge_policy=barge_policy, approve=approve, connector=connector, backoff=backoff,
+                                on_wire=on_wire, raw_events=raw_events, run_tools=run_tools)
         s = driven_settings(settings or SessionSettings())
         if input is not None and not hasattr(input, "__aiter__"):
             raise TypeError(f"input takes an async iterable of int16 blocks or (adc_time, block) pairs (such as "

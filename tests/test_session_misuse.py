@@ -165,3 +165,20 @@ def test_an_update_refused_changes_nothing_and_later_updates_go_through() -> Non
 
     assert run_lockstep(main(), clock) == ["instructions takes a string, not int", "voice takes a string, not list",
                                            "tools takes a list of the registry's tool names"]
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"settings": {"url": "ws://x"}}, "settings takes a SessionSettings, not dict"),
+    ({"output": "speaker"}, "output takes an output (ClockedOutput, SpeakerSink, or an object with playout, now() "
+                            "and discard_pending()), not str"),
+    ({"clock": "real"}, "clock takes a Clock (RealClock, VirtualClock), not str"),
+    ({"tools": {"a": 1}}, "tools takes a ToolRegistry, not dict"),
+    ({"approve": "yes"}, "approve takes a function of the call (async or not) that returns True to run it, not str"),
+    ({"on_wire": "x"}, "on_wire takes a function of (direction, text), not str"),
+    ({"barge_policy": "x"}, "barge_policy takes a BargePolicy, not str"),
+])
+def test_a_wrong_argument_is_refused_by_the_constructor(given: dict[str, Any], message: str) -> None:
+    settings = given.pop("settings", SETTINGS)
+    with pytest.raises(TypeError) as refused:
+        VoiceSession(settings, **given)
+    assert str(refused.value) == f"VoiceSession: {message}"

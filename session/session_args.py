@@ -1,0 +1,49 @@
+"""What :class:`~voxline.session.voice.VoiceSession` takes, checked before anything opens.
+
+A wrong argument is one ``TypeError`` naming it and what it takes, raised by the constructor:
+not an ``AttributeError`` from deep inside once the session is connecting (which also left
+the connection open).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from voxline.audio.playout import PlayoutBuffer
+
+from .local_barge import BargePolicy
+from .mirror import ConversationMirror
+from .settings import SessionSettings
+from .tools import ToolRegistry
+
+__all__ = ["check_session_arguments"]
+
+
+def _callable_attrs(value: Any, *names: str) -> bool:
+    return all(callable(getattr(value, name, None)) for name in names)
+
+
+def check_session_arguments(**given: Any) -> None:
+    """Raise ``TypeError`` for the first argument of ``given`` that is not what its name takes (None always is)."""
+    checks: dict[str, tuple[Any, str]] = {
+        "settings": (lambda v: isinstance(v, SessionSettings), "a SessionSettings"),
+        "output": (lambda v: isinstance(getattr(v, "playout", None), PlayoutBuffer)
+                   and _callable_attrs(v, "now", "discard_pending"),
+                   "an output (ClockedOutput, SpeakerSink, or an object with playout, now() and discard_pending())"),
+        "tools": (lambda v: isinstance(v, ToolRegistry), "a ToolRegistry"),
+        "clock": (lambda v: _callable_attrs(v, "now", "sleep_until"), "a Clock (RealClock, VirtualClock)"),
+        "mirror": (lambda v: isinstance(v, ConversationMirror), "a ConversationMirror"),
+        "barge_policy": (lambda v: isinstance(v, BargePolicy), "a BargePolicy"),
+        "approve": (callable, "a function of the call (async or not) that returns True to run it"),
+        "connector": (callable, "an async function that returns a RealtimeConnection"),
+        "backoff": (callable, "a function of the attempt number that returns seconds to wait"),
+        "on_wire": (callable, "a function of (direction, text)"),
+        "raw_events": (lambda v: isinstance(v, bool), "True or False"),
+        "run_tools": (lambda v: isinstance(v, bool), "True or False"),
+    }
+    for name, value in given.items():
+        if value is None or name not in checks:
+            continue
+        accepts, what = checks[name]
+        if not accepts(value):
+            raise TypeError(f"VoiceSession: {name} takes {what}, not {type(value).__name__}")
