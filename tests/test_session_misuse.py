@@ -182,3 +182,20 @@ def test_a_wrong_argument_is_refused_by_the_constructor(given: dict[str, Any], m
     with pytest.raises(TypeError) as refused:
         VoiceSession(settings, **given)
     assert str(refused.value) == f"VoiceSession: {message}"
+
+
+def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() -> None:
+    clock = VirtualClock()
+
+    async def main() -> list[Any]:
+        async with _session(clock) as session:  # turn_detection none: push-to-talk
+            await session.stop_talking()
+            await session.stop_talking()
+            with pytest.raises(ConfigurationError, match="send_text takes a string, not NoneType"):
+                await session.send_text(None)  # type: ignore[arg-type]
+            await clock.sleep(1.0)
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    assert not [e for e in events if isinstance(e, SessionError)], events  # no empty commit refused
+    assert not [e for e in events if type(e).__name__ == "ResponseStarted"]  # and no reply to nothing

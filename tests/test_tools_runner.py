@@ -484,3 +484,22 @@ async def test_restored_tracker_runs_only_what_never_started(registry: ToolRegis
     assert [getattr(getattr(c, "item", None), "call_id", None) for c in commands] == ["c1", "c2", None]
     assert commands[-1] == ev.ResponseCreate()
 
+
+async def test_an_approval_callback_that_answers_neither_true_nor_false_says_so(registry: ToolRegistry) -> None:
+    ran: list[str] = []
+
+    @registry.tool(needs_approval=True)
+    def unlock_door(door: str) -> str:
+        ran.append(door)
+        return "unlocked"
+
+    def approve(call: ToolCall) -> str:
+        return "yes"
+
+    h = Harness(registry, approve)
+    async with h.runner:
+        [call] = h.call("unlock_door", {"door": "front"})
+        await h.runner.join()
+    assert ran == [] and h.outputs() == {call.call_id: '{"error":"asking approval for unlock_door failed: the callback '
+                                                       'returned str, not True or False"}'}
+

@@ -314,6 +314,8 @@ class SessionMachine:
     def send_text(self, text: str) -> bool:
         """A user text message and a response; kept for the next connection while away. True if frames wait."""
         self.check_open()
+        if not isinstance(text, str):
+            raise ConfigurationError(f"send_text takes a string, not {type(text).__name__}")
         item = {"id": self.new_item_id(), "type": "message", "role": "user",
                 "content": [{"type": "input_text", "text": text}]}
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
@@ -339,8 +341,12 @@ class SessionMachine:
         return NO_EFFECTS
 
     def stop_talking(self, now: float) -> bool:
-        """Push-to-talk released: the turn's last chunk, its commit and a response. True if frames wait."""
+        """Push-to-talk released: the turn's last chunk, its commit and a response. True if frames wait.
+
+        Released without having been pressed (or twice): there is no turn, and nothing is sent."""
         self.check_open()
+        if not self.mic.talking:
+            return False
         self.mic.talking = False
         if not self.live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered

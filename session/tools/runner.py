@@ -229,7 +229,12 @@ class ToolRunner:
             except BaseException as exc:  # the application's callback: its failure answers the call
                 contain(exc)
                 return f"asking approval for {tool.name} failed: {describe_exception(exc)}"
-        return None if granted is True else f"the user declined to run {tool.name}"
+        if granted is True:
+            return None
+        if granted is False:
+            return f"the user declined to run {tool.name}"
+        return (f"asking approval for {tool.name} failed: the callback returned {type(granted).__name__}, "
+                "not True or False")
 
     async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any], clock: Clock) -> tuple[str, bool]:
         """Run the tool under its timeout on the session's clock; what it raises becomes an error output."""
