@@ -32,6 +32,7 @@ async def guarded(loop: Callable[[], Awaitable[None]], what: str, report: Callab
         await loop()
     except BaseException as exc:
         contain(exc)
-        _log.error("%s failed: %s: %s", what, type(exc).__name__, message_of(exc), exc_info=exc)
+        # the event says it; the traceback is for whoever debugs (a command's output stays one line)
+        _log.debug("%s failed: %s: %s", what, type(exc).__name__, message_of(exc), exc_info=exc)
         code = what.replace(" ", "_") + "_failed"
         report(SessionError(f"the {what} failed: {type(exc).__name__}: {message_of(exc)}", code, fatal=fatal))
