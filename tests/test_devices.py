@@ -372,7 +372,10 @@ async def test_mic_receives_what_is_played_into_the_mic_sink(vdev: VirtualDevice
     assert mic.callback_errors == 0 and mic.dropped_blocks == 0
     assert all(len(block) == 480 and block.dtype == np.int16 for _, block in got)
     times = np.array([t for t, _ in got])
-    assert np.all(np.abs(np.diff(times) - 0.02) < 0.005)  # ADC stamps advance block by block
+    # ADC stamps advance block by block and follow the samples: one callback's stamp may come a few ms
+    # early or late on a busy machine (seen: 14.4 ms, then 25.6 ms), but none drifts from the count
+    assert np.all(np.diff(times) > 0)
+    assert np.all(np.abs((times - times[0]) - 0.02 * np.arange(len(times))) < 0.010)
     loud = [block for _, block in got if np.sqrt(np.mean(block.astype(np.float64) ** 2)) > 2000]
     assert len(loud) >= 40  # about a second of non-silent blocks
     captured = np.concatenate([block for _, block in got])
