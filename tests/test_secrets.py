@@ -323,11 +323,12 @@ async def test_canary_key_never_appears_in_a_debug_webrtc_call() -> None:
         assert CANARY not in content, where
 
 
-def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
+def _refusing_with_the_key() -> type[http.server.BaseHTTPRequestHandler]:
+    """An HTTP peer that answers every GET or POST with 401 and a JSON error echoing the key it was sent."""
     class Echo(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self) -> None:  # noqa: N802
+        def _refuse(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             token = self.headers.get("Authorization", "").removeprefix("Bearer ")
             body = json.dumps({"error": {"message": f"Incorrect API key provided: {token}", "code": "invalid_api_key",
@@ -338,13 +339,22 @@ def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
             self.end_headers()
             self.wfile.write(body)
 
+        do_GET = do_POST = _refuse
+
         def log_message(self, *args: Any) -> None:
             pass
+
+    return Echo
+
+
+def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
+    Echo = _refusing_with_the_key()
 
     with loopback_http(Echo) as port:
         with pytest.raises(ConnectionFailed) as failure:
             asyncio.run(post_offer(f"http://127.0.0.1:{port}/v1/realtime/calls", CANARY, "v=0\r\n", timeout=5))
     assert "HTTP 401" in str(failure.value) and "Incorrect API key provided: [redacted]" in str(failure.value)
+    assert failure.value.__context__ is None  # raised outside the handler: no library exception kept
     assert CANARY not in str(failure.value)
 
 
@@ -408,18 +418,7 @@ def test_a_key_with_spaces_around_is_sent_and_redacted_trimmed_and_a_line_break_
 
 
 async def test_a_refused_handshake_keeps_no_library_exception_that_holds_the_echoed_key() -> None:
-    class Echo(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            body = f"Incorrect API key provided: {self.headers['Authorization']}".encode()
-            self.send_response(401)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
+    Echo = _refusing_with_the_key()
 
     with loopback_http(Echo) as port:
         with pytest.raises(ConnectionFailed) as failed:
