@@ -25,6 +25,9 @@ from voxline.audio.clocked_output import ClockedOutput
 from tests.support.reply_frames import reply_frames
 
 SESSIONS = 40
+# ten seconds of reply each, in deltas of a second: the cuts come while every reply still plays,
+# however long a loaded machine takes to take in the frames (the cut is made where the listener is)
+REPLY = (10, 24000, 1000)
 order: list[tuple[str, int]] = []  # ("cut" | "truncate", session), in the order they happened
 received = [0]  # frames the sessions have taken in
 
@@ -47,7 +50,7 @@ async def _run() -> list[VoiceSession]:
     servers: list[MemoryTransport] = []
     for n in range(SESSIONS):
         client, server = memory_pair(max_queue=1000)
-        for text in reply_frames(n, 30, 2400, 1000):
+        for text in reply_frames(n, *REPLY):
             await server.send(text)
         servers.append(server)
 
@@ -65,7 +68,7 @@ async def _run() -> list[VoiceSession]:
     for session in sessions:
         await session.__aenter__()
     async with asyncio.timeout(30):  # a guard against a hang, not a timing check
-        while received[0] < SESSIONS * len(reply_frames(0, 30, 2400, 1000)) or not all(
+        while received[0] < SESSIONS * len(reply_frames(0, *REPLY)) or not all(
                 s.core is not None and s.core.assistant_audible(s.output.now()) for s in sessions):
             await asyncio.sleep(0.005)
     for n, server in enumerate(servers):  # every user speaks at once: all frames land before the loop runs
