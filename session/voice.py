@@ -44,23 +44,22 @@ from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
-from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
+from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
-from voxline.realtime.transports.webrtc import WebRTCTransport
 
 from .bargein import Trigger
 from .capture import CapturePath, default_capture
 from .core import SessionCore
 from .device_loop import device_watch_loop
+from .dial import dial
+from .event_queue import EventQueue
 from .events import BargeIn, SessionError, SessionEvent
 from .input_journal import InputJournal
 from .input_feed import InputFeed
 from .loop_guard import guarded
 from .link import Link
 from .local_barge import BargePolicy
-from .live.connect import open_live
 from .live.controls import LiveControls
-from .live.machine import LiveMachine
 from .machine import NO_EFFECTS, Captured, Effects, SessionMachine
 from .machines import Machine, driven_settings, make_machine
 from voxline.audio.clocked_output import ClockedOutput, Output
@@ -77,7 +76,6 @@ __all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
-_CLOSED = object()
 _log = logging.getLogger("voxline.session")
 
 
@@ -134,7 +132,7 @@ class VoiceSession:
                                  backoff=backoff or exponential_backoff())
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
                           now=self.output.now, apply=self._apply, publish=self._publish_one, idle=lambda: self.idle)
-        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._queue: EventQueue[SessionEvent | ToolEvent] = EventQueue()
         self._stack = contextlib.AsyncExitStack()
         self._flush_needed = asyncio.Event()
         self._feed = InputFeed(self.machine, self._link, now=self.output.now, apply=self._apply,
@@ -238,7 +236,7 @@ class VoiceSession:
         if (blocks := self._input) is not None:  # a broken input ends the input, not the session
             loops.append(guarded(lambda: self._feed.run(blocks), "input", report, fatal=False))
         if self._watched:
-            loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put_nowait),
+            loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put),
                                  "device watch", report, fatal=False))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two
@@ -267,10 +265,9 @@ class VoiceSession:
         self._own_loop()
         for task in self._tasks:
             task.cancel()
-        for event in self.machine.close(self.output.now()):
-            self._queue.put_nowait(event)
+        self._queue.put_all(self.machine.close(self.output.now()))
         await self._link.close()
-        self._queue.put_nowait(_CLOSED)
+        self._queue.end()
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
         self._close_devices()
@@ -280,18 +277,7 @@ class VoiceSession:
             device.close()
 
     async def _connect(self) -> RealtimeConnection:
-        s = self.settings
-        if isinstance(self.machine, LiveMachine):  # GPT-Live: a new session, a fork, a sideband or WebRTC
-            return await open_live(s, self.machine, on_wire=self._on_wire)
-        if s.api_key is None:
-            raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
-        key = s.api_key.get_secret_value()
-        if self.track is not None:
-            transport = await WebRTCTransport.connect(s.url, key, model=s.model, on_audio=self.track.on_audio)
-            return RealtimeConnection(transport, on_wire=self._on_wire)
-        if s.call_id is not None:  # the sideband of a call: WebSocket, API key, no model
-            return await connect(s.url, key, model=None, call_id=s.call_id, on_wire=self._on_wire)
-        return await connect(s.url, key, model=s.model, on_wire=self._on_wire)
+        return await dial(self.settings, self.machine, self._on_wire)
 
     @property
     def live(self) -> LiveControls:
@@ -313,22 +299,11 @@ class VoiceSession:
     async def __anext__(self) -> SessionEvent | ToolEvent:
         """The next event; cancelling a wait loses nothing (events stay queued)."""
         self._own_loop()
-        item = await self._queue.get()
-        if item is _CLOSED:
-            self._queue.put_nowait(_CLOSED)
-            raise StopAsyncIteration
-        return item  # type: ignore[return-value]
+        return await self._queue.get()
 
     def pending_events(self) -> list[SessionEvent | ToolEvent]:
         """The events queued so far, without waiting (the iterator then starts after them)."""
-        out: list[SessionEvent | ToolEvent] = []
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is _CLOSED:
-                self._queue.put_nowait(_CLOSED)
-                break
-            out.append(item)  # type: ignore[arg-type]
-        return out
+        return self._queue.drain()
 
     @property
     def input_finished(self) -> bool:
@@ -355,11 +330,10 @@ class VoiceSession:
         return self.machine.report(self.output.now())
 
     def _publish_one(self, event: SessionEvent) -> None:
-        self._queue.put_nowait(event)
+        self._queue.put(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
-        for published in self.machine.tool_event(event, self.output.now()).events:
-            self._queue.put_nowait(published)
+        self._queue.put_all(self.machine.tool_event(event, self.output.now()).events)
         self._flush_needed.set()
 
     # ------------------------------------------------------------------ commands
@@ -422,8 +396,7 @@ class VoiceSession:
                 self.output.discard_pending(cut)
         if share is not None and effects.barge_in is not None:
             await share.wait()
-        for event in effects.events:
-            self._queue.put_nowait(event)
+        self._queue.put_all(effects.events)
         await self._link.flush()
 
     # ------------------------------------------------------------------ loops
@@ -445,7 +418,7 @@ class VoiceSession:
                     await link.hand_over_finished()
                     continue
                 if link.closing or not await link.reconnect(exc):
-                    self._queue.put_nowait(_CLOSED)
+                    self._queue.end()
                     return
                 continue
             if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
@@ -455,7 +428,7 @@ class VoiceSession:
             link.last_rx = self.clock.now()
             if conn.observer_failures and self._observer_reported is not conn:
                 self._observer_reported = conn
-                self._queue.put_nowait(SessionError("the wire observer (on_wire) raised; every frame is still sent "
+                self._queue.put(SessionError("the wire observer (on_wire) raised; every frame is still sent "
                                                     "and read (the first failure is logged)", "observer_failed"))
             try:
                 effects = self.machine.receive(out, self.output.now())
@@ -465,13 +438,11 @@ class VoiceSession:
             except Exception as exc:  # containment: no server event may end the session
                 kind = getattr(out, "type", type(out).__name__)
                 _log.exception("failed to handle %s", kind)
-                self._queue.put_nowait(SessionError(f"could not handle {kind}: {type(exc).__name__}: {exc}",
+                self._queue.put(SessionError(f"could not handle {kind}: {type(exc).__name__}: {exc}",
                                                     "event_failed"))
 
     def _tick(self) -> None:
-        effects = self.machine.tick(self.output.now())
-        for event in effects.events:
-            self._queue.put_nowait(event)
+        self._queue.put_all(self.machine.tick(self.output.now()).events)
 
     async def _tick_loop(self, clocked: bool) -> None:
         """The machine's tick every block (unless the output's own pass does it), liveness every WATCH_S."""
