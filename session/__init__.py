@@ -31,7 +31,7 @@ from .events import (
 from .local_barge import BargePolicy
 from voxline.audio.clocked_output import ClockedOutput
 from .metrics import MetricsReport
-from .settings import SessionSettings
+from .settings import SessionSettings, SettingsError
 from .tools import ToolFinished, ToolRegistry, ToolStarted
 from .voice import VoiceSession
 
@@ -55,6 +55,7 @@ __all__ = [
     "SessionError",
     "SessionEvent",
     "SessionSettings",
+    "SettingsError",
     "SpeechStarted",
     "SpeechStopped",
     "StateChanged",

@@ -13,8 +13,9 @@ every command (:func:`env`).
 
 from __future__ import annotations
 
+import difflib
 import os
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,7 +25,7 @@ from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFA
 
 from voxline.realtime.errors import ConfigurationError
 
-__all__ = ["DEFAULT_URL", "SessionSettings", "UsageError", "api_key_from_env", "env", "load_settings"]
+__all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 
@@ -32,6 +33,23 @@ DEFAULT_URL = "wss://api.openai.com/v1"
 class UsageError(ConfigurationError):
     """A command line that cannot work as given (a missing argument, flags that exclude each other, a bad
     flag value): the command exits 2, as argparse does for its own usage errors."""
+
+
+class SettingsError(ConfigurationError):
+    """A setting that cannot be used, as one line: the setting (:attr:`field`), the value unless it
+    is the key, and what is allowed; a name that is no setting gets the nearest one suggested."""
+
+    def __init__(self, cls: type[BaseSettings], exc: ValidationError) -> None:
+        first = exc.errors()[0]
+        self.field = str(first["loc"][0]) if first["loc"] else ""
+        self.problem = first["msg"]
+        self.value = None if self.field == "api_key" else first.get("input")
+        if first["type"] == "extra_forbidden":
+            near = difflib.get_close_matches(self.field, cls.model_fields, n=1)
+            self.problem = "not a setting" + (f" (did you mean {near[0]!r}?)" if near else "")
+            self.value = None
+        shown = "" if self.value is None else f"={self.value!r}"
+        super().__init__(f"{cls.__name__}({self.field}{shown}): {self.problem}")
 
 
 def env(*names: str) -> str | None:
@@ -46,8 +64,18 @@ def api_key_from_env() -> str | None:
 
 class SessionSettings(BaseSettings):
     # hide_input_in_errors: a value of the wrong type (a key passed as a list, say) is not echoed back
-    model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="ignore", populate_by_name=True,
+    # extra="forbid": a misspelt keyword is an error, not a default silently kept (environment
+    # variables are read only for the fields, so an unknown VOXLINE_* variable is still ignored)
+    model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="forbid", populate_by_name=True,
                                       env_ignore_empty=True, hide_input_in_errors=True)
+
+    if not TYPE_CHECKING:  # type checkers keep the fields' own signature
+        def __init__(self, **values: Any) -> None:
+            """As pydantic's, but a bad value is one :class:`SettingsError` line."""
+            try:
+                super().__init__(**values)
+            except ValidationError as exc:
+                raise SettingsError(type(self), exc) from None
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
@@ -168,10 +196,9 @@ def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type
     given = {name: value for name, value in flags.items() if value is not None}
     try:
         return cls(**given)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else ""
+    except SettingsError as exc:
+        field = exc.field
         name = "--" + field.replace("_", "-") if field in given else _ENV_NAMES.get(field, f"VOXLINE_{field.upper()}")
-        value = "" if field == "api_key" else f"={first.get('input')!r}"
+        value = "" if exc.value is None else f"={exc.value!r}"
         error = UsageError if field in given else ConfigurationError  # a flag's value is a usage error
-        raise error(f"{name}{value}: {first['msg']}") from None
+        raise error(f"{name}{value}: {exc.problem}") from None

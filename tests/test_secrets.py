@@ -469,8 +469,9 @@ def test_the_event_log_redacts_every_event_either_way_and_stays_json() -> None:
 
 
 def test_settings_refused_for_a_wrong_type_do_not_echo_the_value() -> None:
-    from pydantic import ValidationError
+    from voxline.session import SettingsError
 
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(SettingsError) as refused:
         SessionSettings(api_key=[CANARY])  # type: ignore[arg-type]
     assert CANARY not in str(refused.value) and "api_key" in str(refused.value)
+    assert refused.value.value is None and CANARY not in repr(refused.value.args)

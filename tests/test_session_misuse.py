@@ -18,7 +18,7 @@ from voxline.realtime.server import load_scenario
 from voxline.session.events import SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.session.replay import engine_connector
-from voxline.session.settings import SessionSettings
+from voxline.session.settings import SessionSettings, SettingsError
 from voxline.session.voice import VoiceSession
 
 SETTINGS = SessionSettings(api_key="local", url="ws://in-process/v1", turn_detection="none")
@@ -199,3 +199,22 @@ def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() 
     events = run_lockstep(main(), clock)
     assert not [e for e in events if isinstance(e, SessionError)], events  # no empty commit refused
     assert not [e for e in events if type(e).__name__ == "ResponseStarted"]  # and no reply to nothing
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"modle": "gpt-realtime"}, "SessionSettings(modle): not a setting (did you mean 'model'?)"),
+    ({"silence_ms": -1}, "SessionSettings(silence_ms=-1): Input should be greater than or equal to 0"),
+    ({"transport": "tcp"}, "SessionSettings(transport='tcp'): Input should be 'ws' or 'webrtc'"),
+    ({"liveness_timeout_s": float("nan")}, "SessionSettings(liveness_timeout_s=nan): Input should be a finite number"),
+])
+def test_settings_refuse_a_misspelt_name_or_a_bad_value_in_one_line(given: dict[str, Any], message: str) -> None:
+    with pytest.raises(SettingsError) as refused:
+        SessionSettings(**given)
+    assert str(refused.value) == message
+    assert isinstance(refused.value, ConfigurationError)  # the project's own tree, not pydantic's
+
+
+def test_an_unknown_voxline_variable_in_the_environment_is_not_a_setting_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXLINE_NOT_A_SETTING", "1")  # other tools share the prefix (VOXLINE_BENCH_OUT…)
+    monkeypatch.setenv("VOXLINE_SILENCE_MS", "700")
+    assert SessionSettings().silence_ms == 700
