@@ -132,10 +132,7 @@ class SessionRecorder:
         folder if this recorder made it, so that a failed start leaves no empty recording behind."""
         if self._closed:
             return
-        self._closed = True
-        for closing in (self._mic, self._heard, self._log):
-            with contextlib.suppress(OSError, VoxlineError):
-                closing.close()
+        self._close_files()
         for name in (self.MIC, self.HEARD, self.EVENTS):
             with contextlib.suppress(OSError):
                 (self.directory / name).unlink()
@@ -143,15 +140,21 @@ class SessionRecorder:
             with contextlib.suppress(OSError):
                 self.directory.rmdir()
 
+    def _close_files(self) -> None:
+        """Close the three files, each whatever the others do; the recorder is closed from now on."""
+        self._closed = True
+        for closing in (self._mic, self._heard, self._log):
+            with contextlib.suppress(OSError, VoxlineError):
+                closing.close()
+
     def close(self, metrics: MetricsReport | None, mode: str = "live") -> list[Path]:
         """Finish the files; with ``metrics``, write the report. Returns the paths written."""
         if self._closed:
             return []
-        self._closed = True
-        self.drain()
-        for closing in (self._mic, self._heard, self._log):
-            with contextlib.suppress(OSError):
-                closing.close()
+        try:
+            self.drain()
+        finally:  # a failed drain still leaves the files closed, each a valid WAV or JSON lines
+            self._close_files()
         paths = [self.directory / name for name in (self.MIC, self.HEARD, self.EVENTS)]
         if metrics is None:
             return paths
