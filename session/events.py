@@ -219,7 +219,22 @@ class SessionError:
     """A problem reported to the application; the session keeps running unless ``fatal``.
 
     The message is redacted (:func:`voxline.base.errors.redact`): a server that echoes a key in
-    an error does not put it in front of the application or its logs.
+    an error does not put it in front of the application or its logs. ``code`` says what failed:
+
+    - the server's own ``error`` event: its ``code`` (``invalid_value``…), or None if it gave none;
+    - ``malformed_event``: a server frame that is not a valid event, ignored;
+      ``event_failed``: handling a server event raised, and the event was dropped;
+      ``observer_failed``: the app's ``on_wire`` raised (every frame is still sent and read);
+    - ``cut_refused``: a barge-in's truncate the protocol would not send (the item is not the
+      assistant's): the audio is stopped, the server's conversation is not cut;
+    - ``server_silent``: no answer within ``liveness_timeout_s``, counted as a drop;
+      ``reconnect_failed``: one reconnect try failed (more follow within the budget);
+      ``backoff_failed``: the app's backoff raised, the default is used;
+      ``handover_failed``: the next connection could not be prepared before ``expires_at``;
+      ``connection_lost`` (**fatal**): the reconnect budget is spent;
+    - a loop of the session that raised: ``input_failed`` and ``device_watch_failed`` (the
+      session goes on without them), ``receive_loop_failed``, ``tick_loop_failed``,
+      ``flush_loop_failed`` and ``output_failed`` (**fatal**: close the session).
     """
 
     message: str
