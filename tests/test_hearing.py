@@ -98,7 +98,7 @@ def test_hearing_off_never_loads_and_on_without_the_extra_is_one_line(monkeypatc
     assert load_ears("auto") is None
     with pytest.raises(ConfigurationError, match=r"needs voxline\[asr\] \(ctranslate2 is not installed\)"):
         load_ears("on")
-    with pytest.raises(ConfigurationError, match="unknown hearing mode"):
+    with pytest.raises(ConfigurationError, match="hearing takes auto, on or off"):
         ServerConfig(hearing="maybe")
 
 

@@ -9,10 +9,10 @@ fixed at start; only delegation settings and triggers change afterwards.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from voxline.base.arguments import as_error, real, text, whole
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
@@ -55,12 +55,16 @@ class LiveConfig:
     vad_silence_ms: int = 500
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.max_session_s) and self.max_session_s > 0):
-            raise ConfigurationError(f"the Live session limit must be a positive number of seconds, not {self.max_session_s}")
-        if not 10 <= self.frame_ms <= 1000 or self.frame_ms % 10:
-            raise ConfigurationError(f"the Live frame must be 10..1000 ms in steps of 10, not {self.frame_ms}")
-        if self.reply_latency_ms < 0 or self.vad_silence_ms < 0 or not self.usage_every_s > 0:
-            raise ConfigurationError("Live latencies must not be negative, and the usage interval must be positive")
+        with as_error(ConfigurationError, "LiveConfig"):
+            real(self.max_session_s, "max_session_s (the Live session limit, in seconds)", low=0, above=True)
+            if whole(self.frame_ms, "frame_ms", low=10, high=1000) % 10:
+                raise ValueError(f"frame_ms takes 10..1000 ms in steps of 10, not {self.frame_ms}")
+            whole(self.reply_latency_ms, "reply_latency_ms", low=0)
+            whole(self.vad_silence_ms, "vad_silence_ms", low=0)
+            real(self.usage_every_s, "usage_every_s", low=0, above=True)
+            real(self.vad_threshold, "vad_threshold", low=0, high=1)
+            if self.close_on_text is not None:
+                text(self.close_on_text, "close_on_text")
 
 
 @dataclass(frozen=True, slots=True)

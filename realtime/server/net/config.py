@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from voxline.base.arguments import as_error, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.live.settings import LiveConfig
@@ -43,6 +43,18 @@ class FaultConfig:
     close_code: int = 1011
     reject_first_connections: int = 0
     send_delay_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        with as_error(ConfigurationError, "FaultConfig"):
+            for name in ("drop_after_events", "close_after_events"):
+                if (count := getattr(self, name)) is not None:
+                    whole(count, name, low=0)
+            # a code a close frame may carry: 1000-1003, 1007-1014, or an application's 3000-4999
+            code = whole(self.close_code, "close_code", low=1000, high=4999)
+            if code in (1004, 1005, 1006, 1015) or 1016 <= code < 3000:
+                raise ValueError(f"close_code takes a code a close frame may carry, not {code}")
+            whole(self.reject_first_connections, "reject_first_connections", low=0)
+            real(self.send_delay_s, "send_delay_s", low=0)
 
 
 @dataclass(frozen=True)
@@ -88,16 +100,44 @@ class ServerConfig:
     clock: Clock = field(default_factory=RealClock, repr=False)
 
     def __post_init__(self) -> None:
+        with as_error(ConfigurationError, "ServerConfig"):
+            self._check()
         if not is_loopback(self.host) and not self.api_key:
             raise ConfigurationError(f"binding to {self.host} (not loopback) requires an API key (--api-key)")
-        if not (self.speed > 0 or math.isinf(self.speed)):
-            raise ConfigurationError("speed must be positive (or inf for instant)")
-        if self.hearing not in ("auto", "on", "off"):
-            raise ConfigurationError(f"unknown hearing mode {self.hearing!r}; use auto, on or off")
-        if not 0 <= self.port <= 65535:
-            raise ConfigurationError(f"invalid port {self.port}")
-        if self.chunk_ms <= 0 or self.max_frame_bytes <= 0:
-            raise ConfigurationError("chunk_ms and max_frame_bytes must be positive")
-        if not (math.isfinite(self.max_session_s) and self.max_session_s > 0):
-            limit = self.max_session_s
-            raise ConfigurationError(f"the session length limit must be a positive number of seconds, not {limit}")
+
+    def _check(self) -> None:
+        """Every field of the right kind and in range (see :mod:`voxline.base.arguments`)."""
+        if text(self.host, "host").startswith("["):
+            raise ValueError(f"host takes an address without brackets ({self.host.strip('[]')!r}), not {self.host!r}")
+        whole(self.port, "port", low=0, high=65535)
+        if self.api_key is not None:
+            text(self.api_key, "api_key")
+        if self.scenario is not None and not isinstance(self.scenario, Path):
+            text(self.scenario, "scenario")
+        if self.transcripts is not None:
+            if isinstance(self.transcripts, str) or not isinstance(self.transcripts, (list, tuple)):
+                raise TypeError(f"transcripts takes a list of strings, one per user turn, not "
+                                f"{type(self.transcripts).__name__}")
+            for said in self.transcripts:
+                text(said, "each of transcripts", empty=True)
+            object.__setattr__(self, "transcripts", tuple(self.transcripts))
+        if text(self.hearing, "hearing") not in ("auto", "on", "off"):
+            raise ValueError(f"hearing takes auto, on or off, not {self.hearing!r}")
+        text(self.voice, "voice")
+        real(self.speed, "speed", low=0, above=True, finite=False)
+        whole(self.chunk_ms, "chunk_ms", low=1)
+        real(self.response_latency_s, "response_latency_s", low=0)
+        real(self.max_session_s, "max_session_s (the session length limit, in seconds)", low=0, above=True)
+        whole(self.max_frame_bytes, "max_frame_bytes", low=1)
+        for name in ("session_identity", "reject_in_band", "reuse_port"):
+            flag(getattr(self, name), name)
+        if self.seed is not None:
+            whole(self.seed, "seed")
+        if not isinstance(self.faults, FaultConfig):
+            raise TypeError(f"faults takes a FaultConfig, not {type(self.faults).__name__}")
+        if not isinstance(self.live, LiveConfig):
+            raise TypeError(f"live takes a LiveConfig, not {type(self.live).__name__}")
+        if self.on_wire is not None and not callable(self.on_wire):
+            raise TypeError(f"on_wire takes a function of (direction, text), not {type(self.on_wire).__name__}")
+        if not all(callable(getattr(self.clock, name, None)) for name in ("now", "wall", "sleep_until")):
+            raise TypeError(f"clock takes a Clock (RealClock, VirtualClock), not {type(self.clock).__name__}")

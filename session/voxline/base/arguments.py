@@ -1,0 +1,76 @@
+"""Checks for the arguments of constructors: one line naming the argument and what it takes.
+
+Each check returns the value it accepted and raises :class:`TypeError` for a value of the
+wrong kind (``True`` is not a number here, nor ``"8765"`` a port) or :class:`ValueError` for
+one out of range; NaN is never in range, and infinity only where ``finite=False`` says so.
+A configuration object that reports its own error type catches both (:func:`as_error`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["as_error", "flag", "real", "text", "whole"]
+
+
+def real(value: Any, what: str, *, low: float = -math.inf, high: float = math.inf, above: bool = False,
+         finite: bool = True) -> float:
+    """A number (int or float, not bool) in ``[low, high]`` (``(low, high]`` with ``above``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} takes a number, not {type(value).__name__}")
+    if math.isnan(value) or (finite and math.isinf(value)):
+        raise ValueError(f"{what} takes a finite number, not {value}")
+    if value < low or (above and value == low) or value > high:
+        raise ValueError(f"{what} takes a number {_range(low, high, above)}, not {value}")
+    return value
+
+
+def whole(value: Any, what: str, *, low: int | None = None, high: int | None = None) -> int:
+    """An int (not bool, not a float with nothing after the point) in ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} takes a whole number, not {type(value).__name__}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = -math.inf if low is None else low
+        hi = math.inf if high is None else high
+        raise ValueError(f"{what} takes a whole number {_range(lo, hi, False)}, not {value}")
+    return value
+
+
+def text(value: Any, what: str, *, empty: bool = False) -> str:
+    """A string, not empty unless ``empty``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} takes a string, not {type(value).__name__}")
+    if not value and not empty:
+        raise ValueError(f"{what} takes a non-empty string")
+    return value
+
+
+def flag(value: Any, what: str) -> bool:
+    """``True`` or ``False`` (not a truthy ``"no"``)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} takes True or False, not {type(value).__name__}")
+    return value
+
+
+@contextmanager
+def as_error(error: type[Exception], owner: str) -> Iterator[None]:
+    """Inside, a check's :class:`TypeError` or :class:`ValueError` becomes one ``error`` line
+    starting with ``owner`` (``ServerConfig: port takes…``)."""
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        raise error(f"{owner}: {exc}") from None
+
+
+def _range(low: float, high: float, above: bool) -> str:
+    """``≥ 0``, ``> 0 and ≤ 1``…"""
+    bounds = ([f"{'>' if above else '≥'} {_n(low)}"] if not math.isinf(low) else []) + \
+        ([f"≤ {_n(high)}"] if not math.isinf(high) else [])
+    return " and ".join(bounds)
+
+
+def _n(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
