@@ -37,6 +37,7 @@ its input (unless it is a read-only view of ``bytes``, which nothing can change)
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ import numpy.typing as npt
 
 from voxline.audio.reference import PlayedRing
 from voxline.audio.ledger import Cut, HeardItem, HeardLedger, ItemKey, Playing, fade_gains, heard_count
+from voxline.base.arguments import real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 
 __all__ = ["PlayoutBuffer"]
@@ -68,7 +70,7 @@ class PlayoutBuffer:
     """Tagged FIFO of assistant audio in front of an output, with its heard ledger."""
 
     def __init__(self, rate: int = SAMPLE_RATE) -> None:
-        self.rate = rate
+        self.rate = whole(rate, "rate", low=1)
         self._lock = threading.Lock()
         self._ledger = HeardLedger(rate)
         self._queue: deque[_Chunk] = deque()
@@ -167,6 +169,8 @@ class PlayoutBuffer:
         1-D int16 ``out`` and a finite ``play_time``.
         """
         n = len(out)
+        if not math.isfinite(play_time):  # before anything is counted: the ledger keeps only real times
+            raise ValueError(f"play_time takes a finite time, not {play_time}")
         with self._lock:
             tail = self._tail
             pos = 0 if tail is None else self._emit_tail(tail, out, play_time)
@@ -197,6 +201,8 @@ class PlayoutBuffer:
         free, no reference to feed): the read is accounted as :meth:`read_into` would. False,
         with nothing done, otherwise: the caller reads.
         """
+        if not math.isfinite(play_time):
+            return False  # :meth:`read_into` refuses it
         with self._lock:
             if (self._tail is not None or self._queue or self._open is not None or self._spent
                     or self._reference is not None):
@@ -270,7 +276,8 @@ class PlayoutBuffer:
         when the barge-in is handled). Afterwards ``heard_samples(..., at=math.inf)`` of
         every interrupted item equals its count at ``cut.end`` and never grows again.
         """
-        fade = max(0.0, fade_ms) / 1000
+        real(at, "at")
+        fade = real(fade_ms, "fade_ms", low=0) / 1000
         end = at + fade
         with self._lock:
             ledger = self._ledger

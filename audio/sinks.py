@@ -14,6 +14,7 @@ timeline too).
 
 from __future__ import annotations
 
+import math
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
@@ -21,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.audio.ledger import fade_gains, heard_count
+from voxline.base.arguments import real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.audio.wavio import PathLike, WavWriter
 
@@ -102,9 +104,11 @@ class WavSink:
     """
 
     def __init__(self, path: PathLike, rate: int = SAMPLE_RATE, keep_s: float = 1.5, window_s: float = 2.0) -> None:
+        real(keep_s, "keep_s")
+        real(window_s, "window_s")
         if not 0 < keep_s < window_s:
             raise ValueError("need 0 < keep_s < window_s")
-        self.rate = rate
+        self.rate = whole(rate, "rate", low=1)
         self.late_samples = 0
         self._writer = WavWriter(path, rate)
         self._keep = max(1, round(keep_s * rate))
@@ -126,6 +130,8 @@ class WavSink:
         array = np.asarray(samples)
         if array.dtype != np.int16 or array.ndim != 1:
             raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
+        if not math.isfinite(t):
+            raise ValueError(f"t takes a finite time, not {t}")
         start = round(t * self.rate)
         if start < self._base:
             skip = min(self._base - start, len(array))
@@ -134,7 +140,7 @@ class WavSink:
         if not len(array):
             return
         end = start + len(array)
-        self._make_room(end)
+        self._make_room(start, end)
         self._buf[start - self._base : end - self._base] = array
         self._high = max(self._high, end)
 
@@ -147,15 +153,24 @@ class WavSink:
         """Samples of the timeline in memory, not yet on disk (never more than ``window_s``)."""
         return self._high - self._base
 
-    def _make_room(self, end: int) -> None:
-        """Past the window, flush all but the last ``keep_s`` to disk; grow so that index ``end`` fits."""
-        flush_to = min(self._high, end - self._keep)
-        if end - self._base > self._window and flush_to > self._base:
-            self._writer.write(self._buf[: flush_to - self._base])
-            kept = self._high - flush_to
-            self._buf[:kept] = self._buf[flush_to - self._base : self._high - self._base]
+    def _make_room(self, start: int, end: int) -> None:
+        """Past the window, flush all but the last ``keep_s`` to disk; grow so that index ``end`` fits.
+
+        A write far ahead of what is held (a stalled output resuming, a caller's jump) puts the
+        gap on disk as silence, a window at a time: memory stays bounded by the window."""
+        if end - self._base > self._window:
+            # everything before it is final from now on; never any of this write (it may be long)
+            flush_to = min(end - self._keep, max(self._high, start))
+            held = min(self._high, flush_to)
+            if held > self._base:
+                self._writer.write(self._buf[: held - self._base])
+            for gap in range(held, flush_to, self._window):  # the silence between what was held and the write
+                self._writer.write(np.zeros(min(self._window, flush_to - gap), dtype=np.int16))
+            kept = max(0, self._high - flush_to)
+            self._buf[:kept] = self._buf[flush_to - self._base: flush_to - self._base + kept]
             self._buf[kept:] = 0
             self._base = flush_to
+            self._high = max(self._high, flush_to)
         if end - self._base > len(self._buf):
             grown = np.zeros(2 * (end - self._base), dtype=np.int16)
             grown[: len(self._buf)] = self._buf

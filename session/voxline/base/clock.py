@@ -29,6 +29,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from .arguments import real
+
 __all__ = ["Clock", "RealClock", "Step", "VirtualClock", "forget_closed_loops", "loop_table", "run_steps"]
 
 
@@ -268,7 +270,8 @@ class VirtualClock:
     """Time that advances only through :meth:`advance` / :meth:`advance_to`."""
 
     def __init__(self, start: float = 0.0, *, wall_start: float = 1_767_225_600.0) -> None:
-        self._now = start
+        self._now = real(start, "start")
+        real(wall_start, "wall_start")
         self._wall_offset = wall_start - start  # a fixed date (2026-01-01) keeps runs reproducible
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
@@ -281,6 +284,8 @@ class VirtualClock:
 
     async def sleep_until(self, t: float) -> None:
         """Wait until the clock is advanced to ``t`` or beyond; a past ``t`` yields once."""
+        if t != t:  # NaN: no advance ever reaches it, and it would unsort the sleepers
+            raise ValueError("sleep_until takes a time, not nan")
         if t <= self._now:
             await asyncio.sleep(0)
             return
@@ -302,13 +307,13 @@ class VirtualClock:
         return sum(1 for _, _, future in self._sleepers if not future.done())
 
     def advance(self, dt: float) -> None:
-        if dt < 0:
+        if real(dt, "advance") < 0:
             raise ValueError(f"a clock cannot go backwards (advance by {dt})")
         self.advance_to(self._now + dt)
 
     def advance_to(self, t: float) -> None:
         """Move to ``t`` and wake, in deadline order, every sleeper whose deadline is ``<= t``."""
-        if t < self._now:
+        if real(t, "advance_to") < self._now:
             raise ValueError(f"a clock cannot go backwards ({t} < {self._now})")
         self._now = t
         while self._sleepers and self._sleepers[0][0] <= t:
