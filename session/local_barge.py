@@ -19,6 +19,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from voxline.base.arguments import flag, real
+
 __all__ = ["Action", "BargePolicy", "Hold", "LocalBarge", "LocalInput", "TABLE"]
 
 
@@ -65,7 +67,8 @@ class BargePolicy:
     resume: bool = True
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.grace_s <= 10.0:
+        flag(self.resume, "resume")
+        if not 0.0 < real(self.grace_s, "grace_s") <= 10.0:
             raise ValueError(f"grace_s must be in (0, 10] seconds, not {self.grace_s}")
 
 

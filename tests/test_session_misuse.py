@@ -218,3 +218,16 @@ def test_an_unknown_voxline_variable_in_the_environment_is_not_a_setting_error(m
     monkeypatch.setenv("VOXLINE_NOT_A_SETTING", "1")  # other tools share the prefix (VOXLINE_BENCH_OUT…)
     monkeypatch.setenv("VOXLINE_SILENCE_MS", "700")
     assert SessionSettings().silence_ms == 700
+
+
+@pytest.mark.parametrize(("given", "error", "message"), [
+    ({"resume": "no"}, TypeError, "resume takes True or False, not str"),
+    ({"grace_s": "1"}, TypeError, "grace_s takes a number, not str"),
+    ({"grace_s": float("nan")}, ValueError, "grace_s takes a finite number, not nan"),
+])
+def test_a_barge_policy_takes_a_flag_and_a_number(given: dict[str, Any], error: type[Exception], message: str) -> None:
+    from voxline.session import BargePolicy
+
+    with pytest.raises(error) as refused:
+        BargePolicy(**given)
+    assert str(refused.value) == message

@@ -438,3 +438,50 @@ def test_a_tools_module_that_cannot_be_loaded_is_one_line(tmp_path: Path, monkey
         load_tools("broken_tools_mod:tools")
     assert str(refused.value) == expected
     sys.modules.pop("broken_tools_mod", None)
+
+
+class _NotATool:
+    pass
+
+
+class _Callable:
+    def __call__(self, x: int) -> int:
+        return x
+
+
+@pytest.mark.parametrize(("func", "options", "message"), [
+    (5, {}, "a tool is a function (or a method, or a functools.partial), not int"),
+    ("get_weather", {}, "a tool is a function (or a method, or a functools.partial), not str"),
+    (_NotATool, {}, "a tool is a function (or a method, or a functools.partial), not the class _NotATool"),
+    (_Callable(), {}, "a _Callable has no __name__: give the tool one with name="),
+    (len, {"read_only": "no"}, "read_only takes True or False, not str"),
+    (len, {"needs_approval": 1}, "needs_approval takes True or False, not int"),
+    (len, {"description": 5}, "description takes a string, not int"),
+])
+def test_what_is_no_tool_is_named_for_what_it_is(func: Any, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolError) as refused:
+        ToolRegistry().register(func, **options)
+    assert str(refused.value) == message
+
+
+def test_a_partial_is_described_by_the_function_it_wraps() -> None:
+    import functools
+
+    def weather(city: str, days: int = 1) -> str:
+        """The forecast for a city.
+
+        Args:
+            city: the city's name.
+        """
+        return f"{city}: {days}"
+
+    tool = ToolRegistry().register(functools.partial(weather, days=3), name="forecast")
+    assert tool.description == "The forecast for a city."
+    assert tool.parameters["properties"]["city"] == {"type": "string", "description": "the city's name."}
+    assert tool.parameters["required"] == ["city"]
+    assert tool.function(**tool.parse('{"city": "Oslo"}')[1]) == "Oslo: 3"
+
+
+def test_a_registry_takes_only_its_own_kind_of_threads() -> None:
+    with pytest.raises(TypeError, match="threads takes a ToolThreads, not int"):
+        ToolRegistry(threads=5)  # type: ignore[arg-type]

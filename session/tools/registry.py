@@ -27,7 +27,7 @@ from voxline.realtime.errors import ToolError
 from ..lockstep import follows_real_time
 from .docstrings import parse_docstring
 from .outputs import describe_invalid
-from .schema import ArgumentSpec, build_arguments
+from .schema import ArgumentSpec, build_arguments, described
 from .threads import ToolThreads
 
 __all__ = ["Tool", "ToolRegistry"]
@@ -167,6 +167,8 @@ class ToolRegistry:
     def __init__(self, *, threads: ToolThreads | None = None) -> None:
         self._tools: Mapping[str, Tool] = MappingProxyType({})
         self._lock = threading.Lock()
+        if threads is not None and not isinstance(threads, ToolThreads):
+            raise TypeError(f"threads takes a ToolThreads, not {type(threads).__name__}")
         self.threads = threads or ToolThreads()
         """Worker threads for the blocking tools of every session using this registry."""
 
@@ -218,11 +220,21 @@ class ToolRegistry:
         needs_approval: bool = False,
     ) -> Tool:
         """Register ``func`` and return its :class:`Tool`; :class:`ToolError` if it cannot be."""
-        tool_name = name if name is not None else getattr(func, "__name__", "")
+        if inspect.isclass(func) or not callable(func):
+            raise ToolError(f"a tool is a function (or a method, or a functools.partial), not "
+                            f"{'the class ' + func.__name__ if inspect.isclass(func) else type(func).__name__}")
+        tool_name = name if name is not None else getattr(func, "__name__", None)
+        if tool_name is None:
+            raise ToolError(f"a {type(func).__name__} has no __name__: give the tool one with name=")
+        for option, value in (("read_only", read_only), ("needs_approval", needs_approval)):
+            if not isinstance(value, bool):
+                raise ToolError(f"{option} takes True or False, not {type(value).__name__}")
+        if description is not None and not isinstance(description, str):
+            raise ToolError(f"description takes a string, not {type(description).__name__}")
         if not isinstance(tool_name, str) or not _NAME.match(tool_name):
             raise ToolError(f"tool name {tool_name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
         _check_not_generator(tool_name, func)
-        doc = parse_docstring(inspect.getdoc(func))
+        doc = parse_docstring(inspect.getdoc(described(func)))
         spec = build_arguments(func, tool_name, doc.params)
         tool = Tool(
             name=tool_name,

@@ -11,6 +11,7 @@ parameters that have none.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -56,7 +57,16 @@ def _is_model(hint: Any) -> bool:
     return isinstance(hint, type) and issubclass(hint, BaseModel)
 
 
+def described(func: Callable[..., Any]) -> Callable[..., Any]:
+    """What documents ``func``: itself, or for a :func:`functools.partial` the function it wraps
+    (its hints and docstring; the partial's signature still says which parameters are left)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return func
+
+
 def _hints(func: Callable[..., Any], tool: str) -> dict[str, Any]:
+    func = described(func)
     target = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
     try:
         return typing.get_type_hints(target, include_extras=True)
