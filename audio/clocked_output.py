@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from voxline.base.arguments import real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, run_steps
 from voxline.audio.ledger import Cut
@@ -52,6 +53,16 @@ class ClockedOutput:
 
     def __init__(self, clock: Clock, sink: Sink | None = None, *, block: int = BLOCK, origin: float | None = None,
                  latency_s: float = 0.0, playout: PlayoutBuffer | None = None) -> None:
+        if not all(callable(getattr(clock, name, None)) for name in ("now", "sleep_until")):
+            raise TypeError(f"clock takes a Clock (RealClock, VirtualClock), not {type(clock).__name__}")
+        if sink is not None and not all(callable(getattr(sink, name, None)) for name in ("write", "apply_cut")):
+            raise TypeError(f"sink takes a Sink (WavSink, NullSink), not {type(sink).__name__}")
+        if playout is not None and not isinstance(playout, PlayoutBuffer):
+            raise TypeError(f"playout takes a PlayoutBuffer, not {type(playout).__name__}")
+        whole(block, "block (samples per block)", low=1)
+        real(latency_s, "latency_s", low=0)
+        if origin is not None:
+            real(origin, "origin")
         self.playout = playout if playout is not None else PlayoutBuffer()
         self._clock = clock
         self._sink = sink

@@ -16,6 +16,7 @@ from typing import Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from voxline.base.arguments import real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock
 from voxline.audio.clocked_output import BLOCK
@@ -63,8 +64,16 @@ class ArrayFeed:
 
 
 def as_feed(samples: Samples | SampleFeed) -> SampleFeed:
-    """An array as an :class:`ArrayFeed`; a feed as it is."""
-    return ArrayFeed(samples) if isinstance(samples, np.ndarray) else samples
+    """An array as an :class:`ArrayFeed`; a feed as it is; anything else one :class:`TypeError` line."""
+    if isinstance(samples, np.ndarray):
+        if samples.dtype != np.int16 or samples.ndim != 1:
+            raise TypeError(f"a recording takes int16 mono samples (a 1-D int16 array), not a {samples.dtype} "
+                            f"array of shape {samples.shape}")
+        return ArrayFeed(samples)
+    if not (hasattr(samples, "frames") and callable(getattr(samples, "read", None))):
+        raise TypeError(f"a recording takes a 1-D int16 array or a sample feed such as WavFeed(path), "
+                        f"not {type(samples).__name__}")
+    return samples
 
 
 class WavFeed:
@@ -75,7 +84,13 @@ class WavFeed:
     """
 
     def __init__(self, path: PathLike, channel: int | None = None) -> None:
+        if channel is not None:
+            whole(channel, "channel", low=0)
         self.reader = WavReader(path)
+        if channel is not None and channel >= self.reader.channels:
+            channels = self.reader.channels
+            self.reader.close()
+            raise ValueError(f"channel takes 0..{channels - 1} for this {channels}-channel file, not {channel}")
         self.reader.channel = channel
         rate = self.reader.rate
         self.frames = round(self.reader.frames * SAMPLE_RATE / rate)
@@ -268,8 +283,10 @@ class Recording:
     """
 
     def __init__(self, samples: Samples | SampleFeed, clock: Clock, origin: float, block: int = BLOCK) -> None:
-        if block < 1:
-            raise ValueError("a block must hold at least one sample")
+        whole(block, "block (samples per block)", low=1)
+        real(origin, "origin")
+        if not callable(getattr(clock, "now", None)):
+            raise TypeError(f"clock takes a Clock (RealClock, VirtualClock), not {type(clock).__name__}")
         self.clock = clock
         self._feed = as_feed(samples)
         self._frames = self._feed.frames

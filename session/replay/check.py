@@ -96,8 +96,14 @@ def replay_in_lockstep(
     a :class:`ToolRegistry` or ``MODULE:ATTR``. ``voice`` is the server's (``tone`` needs nothing
     installed). Further ``options`` go to :func:`~.driver.run_replay` (``echo``, ``aec``, ...).
     """
+    if settings is not None and not isinstance(settings, SessionSettings):
+        raise TypeError(f"settings takes a SessionSettings, not {type(settings).__name__}")
+    if scenario is not None and not isinstance(scenario, (str, Path, Scenario)):
+        raise TypeError(f"scenario takes a built-in name, a TOML path or a Scenario, not {type(scenario).__name__}")
     if isinstance(recording, np.ndarray):
         samples = recording
+    elif not isinstance(recording, (str, Path)):
+        raise TypeError(f"recording takes a WAV path or an int16 array, not {type(recording).__name__}")
     else:
         path = Path(recording)
         samples = load_input(path, quiet=True)

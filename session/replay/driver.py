@@ -29,6 +29,7 @@ from voxline.audio.aec import EchoCanceller
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho
 from voxline.audio.sinks import Sink, TimelineSink
+from voxline.base.arguments import real, text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, VirtualClock, run_steps
 from voxline.realtime.connection import RealtimeConnection, WireObserver
@@ -97,6 +98,10 @@ async def run_replay(
     Once ``stop`` is set (a signal), the replay ends at its next step as if its input had
     ended there, closes the session and returns what it has, marked ``interrupted``.
     """
+    real(tail_s, "tail_s", low=0)
+    real(latency_s, "latency_s", low=0)
+    if settings is not None and not isinstance(settings, SessionSettings):
+        raise TypeError(f"settings takes a SessionSettings, not {type(settings).__name__}")
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
     output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
@@ -204,6 +209,13 @@ def replay_fast(
     event log stamp frames with virtual time; ``device_latency_s`` models an output that
     buffers ahead (see :class:`ClockedOutput`). ``options`` go to :func:`run_replay`.
     """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario takes a Scenario (load_scenario(name); replay_in_lockstep takes names), "
+                        f"not {type(scenario).__name__}")
+    text(voice, "voice")
+    real(speed, "speed", low=0, above=True, finite=False)
+    real(tail_s, "tail_s", low=0)
+    real(device_latency_s, "device_latency_s", low=0)
     clock = clock or VirtualClock()
     connector = engine_connector(scenario, clock, voice=voice, speed=speed, on_wire=on_wire,
                                  api=settings.api if settings is not None else "realtime")
