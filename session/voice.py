@@ -297,8 +297,13 @@ class VoiceSession:
         return self
 
     async def __anext__(self) -> SessionEvent | ToolEvent:
-        """The next event; cancelling a wait loses nothing (events stay queued)."""
+        """The next event; cancelling a wait loses nothing (events stay queued).
+
+        Before the session is opened there is nothing to wait for: one ConfigurationError, not a wait
+        that never ends. After it closed, the events still queued, then the end."""
         self._own_loop()
+        if self._loop is None and not self._link.closing:
+            raise ConfigurationError("the session is not open yet: use 'async with VoiceSession(...)' first")
         return await self._queue.get()
 
     def pending_events(self) -> list[SessionEvent | ToolEvent]:

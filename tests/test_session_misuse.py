@@ -96,7 +96,11 @@ def test_a_session_opens_once_and_never_again_after_closing_and_leaks_nothing() 
                 pass
         refused.append(str(closed.value))
         early = _session(clock, opened)
+        with pytest.raises(ConfigurationError) as unopened:  # no wait that never ends
+            await anext(aiter(early))
+        refused.append(str(unopened.value))
         await early.aclose()  # closed before it ever opened
+        assert [event async for event in early] == []  # closed: the end, not an error
         with pytest.raises(ConfigurationError):
             async with early:
                 pass
@@ -104,7 +108,8 @@ def test_a_session_opens_once_and_never_again_after_closing_and_leaks_nothing() 
 
     refused = run_lockstep(main(), clock)
     assert refused == ["this session is already open",
-                       "a closed session cannot be opened again: make a new VoiceSession"]
+                       "a closed session cannot be opened again: make a new VoiceSession",
+                       "the session is not open yet: use 'async with VoiceSession(...)' first"]
     assert len(opened) == 1 and opened[0].closed  # one connection in all, and it was closed
 
 
