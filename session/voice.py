@@ -378,7 +378,9 @@ class VoiceSession:
                      voice: str | None = None) -> None:
         """``session.update`` with new instructions, voice, or the names of the registry's tools to offer.
 
-        Changes are kept for reconnects. The voice is fixed by the service after the first audio.
+        Changes are kept for reconnects. The voice is fixed by the service after the first audio:
+        an update the server refuses is a :class:`SessionError` and is undone whole, so later
+        updates and reconnects do not send it again.
         """
         self._own_loop()
         if self.machine.update(instructions=instructions, tools=tools, voice=voice):

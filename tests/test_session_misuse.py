@@ -4,6 +4,7 @@ typed event, and none cancels the application's own task or leaks a connection."
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -236,3 +237,28 @@ def test_a_barge_policy_takes_a_flag_and_a_number(given: dict[str, Any], error: 
     with pytest.raises(error) as refused:
         BargePolicy(**given)
     assert str(refused.value) == message
+
+
+def test_an_update_the_server_refuses_is_undone_so_later_updates_and_reconnects_do_not_resend_it() -> None:
+    clock = VirtualClock()
+    sent: list[dict[str, Any]] = []
+
+    async def main() -> tuple[list[SessionError], str | None, str | None]:
+        connect = engine_connector(load_scenario("default"), clock, voice="tone",
+                                   on_wire=lambda d, t: sent.append(json.loads(t)) if d == "out" else None)
+        async with VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=connect) as session:
+            await session.send_text("Hello")  # the assistant speaks: its voice is fixed from now on
+            await clock.sleep(1.0)
+            await session.update(voice="ash", instructions="Be brief.")  # refused whole by the service
+            await clock.sleep(0.2)
+            voice, instructions = session.settings.voice, session.settings.instructions
+            await session.update(instructions="Be kind.")  # goes through: the refused voice is not in it
+            await clock.sleep(0.2)
+            errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
+        return errors, voice, instructions
+
+    errors, voice, instructions = run_lockstep(main(), clock)
+    assert [e.code for e in errors] == ["cannot_update_voice"]  # the refusal, once; the later update is accepted
+    assert voice == SETTINGS.voice and instructions == SETTINGS.instructions  # the refused update undone whole
+    updates = [e["session"] for e in sent if e.get("type") == "session.update"]
+    assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]

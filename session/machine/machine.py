@@ -21,7 +21,9 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 from __future__ import annotations
 
 import secrets
+from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -30,6 +32,7 @@ from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
 from ..bargein import Trigger
@@ -57,6 +60,20 @@ class ToolSchemas(Protocol):
     def names(self) -> list[str]: ...
 
     def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _SentUpdate:
+    """An app's ``update()`` on the wire: what it changed, and what was there before, to undo if refused."""
+
+    event_id: str
+    changed: dict[str, Any]
+    before: dict[str, Any]
+    offered: list[str] | None
+    offered_before: list[str] | None
+
+
+_UPDATES_KEPT = 16  # a refusal answers within a round trip: the last few updates are enough to look it up in
 
 
 class SessionMachine:
@@ -101,6 +118,7 @@ class SessionMachine:
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
         self.config_version = 0  # counts the app's updates: a connection configured before one is stale
+        self._sent_updates: deque[_SentUpdate] = deque(maxlen=_UPDATES_KEPT)
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
@@ -120,9 +138,9 @@ class SessionMachine:
         """Assistant audio received of one part: the protocol core keeps the one tally."""
         return self.core.protocol.received_audio_samples(item_id, content_index) if self.core is not None else 0
 
-    def configure(self, protocol: RealtimeProtocol) -> None:
-        """Queue the session's configuration on a new connection's protocol core."""
-        protocol.update_session(self.settings.session_config(self._schemas()))
+    def configure(self, protocol: RealtimeProtocol) -> str:
+        """Queue the session's configuration on a new connection's protocol core; the event's id."""
+        return protocol.update_session(self.settings.session_config(self._schemas()))
 
     def attach(self, protocol: RealtimeProtocol) -> None:
         """Make ``protocol`` the conversation's; it inherits what the previous one received."""
@@ -196,6 +214,8 @@ class SessionMachine:
         decided = core.handle(output, now)
         if isinstance(output, ev.InputAudioBufferCommitted):
             self._released_while_away = False  # the server has the turn
+        elif isinstance(output, CommandFailed) and output.command_type == "session.update":
+            self._undo_update(output.event_id)
         self.metrics.wire(output, now)
         self.mic.journal.handle(output)
         calls: tuple[Any, ...] = ()
@@ -379,12 +399,28 @@ class SessionMachine:
         self.settings, self._offered = self.settings.model_copy(update=changes), offered
         if self.live:
             try:
-                self.configure(self.protocol)  # the frame is checked here: refused, the update changes nothing
+                event_id = self.configure(self.protocol)  # the frame is checked here: refused, the update changes nothing
             except BaseException:
                 self.settings, self._offered = before
                 raise
+            self._sent_updates.append(_SentUpdate(event_id, changes, {name: getattr(before[0], name) for name in changes},
+                                                  offered, before[1]))
         self.config_version += 1
         return self.live  # not live: the next connection is configured from the settings
+
+    def _undo_update(self, event_id: str | None) -> None:
+        """The server refused one of the app's updates (a voice after the first audio, say): the service
+        applies none of it, so neither do the settings, or every later update and reconnect would send
+        the refused value again. What a later update changed since stays."""
+        sent = next((u for u in self._sent_updates if u.event_id == event_id), None)
+        if sent is None:
+            return
+        self._sent_updates.remove(sent)
+        undo = {name: sent.before[name] for name, value in sent.changed.items() if getattr(self.settings, name) == value}
+        if undo:
+            self.settings = self.settings.model_copy(update=undo)
+        if self._offered is sent.offered:
+            self._offered = sent.offered_before
 
     def _schemas(self) -> list[dict[str, Any]] | None:
         if self.registry is None:
