@@ -18,7 +18,7 @@ import pytest
 from voxline.base.clock import RealClock
 from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.realtime.server import ServerConfig, serve
-from voxline.session.events import BargeIn, TranscriptDone
+from voxline.session.events import BargeIn, HeardTranscript, TranscriptDone
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
@@ -69,6 +69,12 @@ async def test_a_cut_in_the_second_item_of_a_reply_names_it_and_keeps_what_was_h
                     await asyncio.sleep(0.02)
             first, cut = session.mirror.get(first_item), session.mirror.get(second_item)
             assert first is not None and cut is not None
+            said = [e for e in session.pending_events() if isinstance(e, HeardTranscript)]
+    # what the app was told at the barge-in: the share of the transcript heard, from the session's estimate
+    # of the item's length (no audio comes as events over WebRTC), not the whole transcript
+    assert [e.item_id for e in said] == [second_item], said
+    assert said[0].estimate and said[0].method == "duration" and said[0].received_ms > said[0].heard_ms
+    assert said[0].text and SECOND.startswith(said[0].text) and len(said[0].text) < len(SECOND)
     wire.verify()
     assert first.listened_ms is None and first.heard_text == FIRST  # played in full
     # Over WebRTC the server cuts at what it sent on the track: what the listener heard, plus what was

@@ -342,7 +342,9 @@ class SessionMetrics:
             self._turn.barge_ins += 1
         if heard is None or text is None or event.item_id is None:
             return []
-        return [HeardTranscript(event.item_id, event.at, heard.text, text.text, event.heard_ms, event.received_ms,
+        # over WebRTC no audio comes as events: what the item holds is the session's estimate, in the mirror
+        received = event.received_ms if event.received_ms > 0 else text.audio_ms_received
+        return [HeardTranscript(event.item_id, event.at, heard.text, text.text, event.heard_ms, received,
                                 heard.method, heard.estimate)]
 
     def _onset(self, event: BargeIn) -> float | None:

@@ -99,7 +99,10 @@ class ConversationMirror:
         cut_id = barge_in.item_id
         if cut_id is None or cut_id in barge_in.deleted:
             return
-        if barge_in.received_ms <= 0 and barge_in.audio_end_ms is None:
+        # over WebRTC (the server cuts its own buffer) the item's length is the session's estimate
+        known = self._order.get(cut_id) if barge_in.server_cuts else None
+        estimated = known is not None and known.audio_ms_received > 0
+        if barge_in.received_ms <= 0 and barge_in.audio_end_ms is None and not estimated:
             return  # the session knew nothing about that item's audio
         self.record_heard(cut_id, barge_in.heard_ms, barge_in.received_ms)
 
