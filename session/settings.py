@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
@@ -36,20 +37,34 @@ class UsageError(ConfigurationError):
 
 
 class SettingsError(ConfigurationError):
-    """A setting that cannot be used, as one line: the setting (:attr:`field`), the value unless it
-    is the key, and what is allowed; a name that is no setting gets the nearest one suggested."""
+    """A setting that cannot be used, as one line: the setting (:attr:`field`), or the environment
+    variable it came from (:attr:`variable`), the value unless it is the key, and what is allowed; a
+    name that is no setting gets the nearest one suggested."""
 
-    def __init__(self, cls: type[BaseSettings], exc: ValidationError) -> None:
+    def __init__(self, cls: type[BaseSettings], exc: ValidationError, given: Iterable[str] = ()) -> None:
         first = exc.errors()[0]
         self.field = str(first["loc"][0]) if first["loc"] else ""
         self.problem = first["msg"]
         self.value = None if self.field == "api_key" else first.get("input")
+        self.variable: str | None = None
         if first["type"] == "extra_forbidden":
             near = difflib.get_close_matches(self.field, cls.model_fields, n=1)
             self.problem = "not a setting" + (f" (did you mean {near[0]!r}?)" if near else "")
             self.value = None
+        elif self.field not in given:  # not an argument: the environment gave it
+            self.variable = _variable(self.field)
         shown = "" if self.value is None else f"={self.value!r}"
-        super().__init__(f"{cls.__name__}({self.field}{shown}): {self.problem}")
+        where = self.variable if self.variable is not None else f"{cls.__name__}({self.field}"
+        super().__init__(f"{where}{shown}{')' if self.variable is None else ''}: {self.problem}")
+
+
+def _variable(field: str) -> str:
+    """The environment variable a field's value came from (the first set of its names)."""
+    names = _ENV_ALIASES.get(field, (f"VOXLINE_{field.upper()}",))
+    return next((name for name in names if os.environ.get(name)), names[-1])
+
+
+_ENV_ALIASES = {"url": ("VOXLINE_URL", "OPENAI_BASE_URL"), "api_key": ("VOXLINE_API_KEY", "OPENAI_API_KEY")}
 
 
 def env(*names: str) -> str | None:
@@ -75,7 +90,7 @@ class SessionSettings(BaseSettings):
             try:
                 super().__init__(**values)
             except ValidationError as exc:
-                raise SettingsError(type(self), exc) from None
+                raise SettingsError(type(self), exc, values) from None
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
@@ -184,7 +199,6 @@ class SessionSettings(BaseSettings):
 
 
 S = TypeVar("S", bound=SessionSettings)
-_ENV_NAMES = {"url": "VOXLINE_URL", "api_key": "OPENAI_API_KEY"}
 
 
 def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type: ignore[assignment]
@@ -197,8 +211,7 @@ def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type
     try:
         return cls(**given)
     except SettingsError as exc:
-        field = exc.field
-        name = "--" + field.replace("_", "-") if field in given else _ENV_NAMES.get(field, f"VOXLINE_{field.upper()}")
-        value = "" if exc.value is None else f"={exc.value!r}"
-        error = UsageError if field in given else ConfigurationError  # a flag's value is a usage error
-        raise error(f"{name}{value}: {exc.problem}") from None
+        if exc.variable is not None:  # the environment's
+            raise ConfigurationError(str(exc)) from None
+        value = "" if exc.value is None else f"={exc.value!r}"  # a flag's value is a usage error
+        raise UsageError(f"--{exc.field.replace('_', '-')}{value}: {exc.problem}") from None

@@ -262,3 +262,14 @@ def test_an_update_the_server_refuses_is_undone_so_later_updates_and_reconnects_
     assert voice == SETTINGS.voice and instructions == SETTINGS.instructions  # the refused update undone whole
     updates = [e["session"] for e in sent if e.get("type") == "session.update"]
     assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]
+
+
+def test_a_bad_value_from_the_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXLINE_TRANSPORT", "tcp")
+    with pytest.raises(SettingsError) as refused:
+        SessionSettings()
+    assert str(refused.value) == "VOXLINE_TRANSPORT='tcp': Input should be 'ws' or 'webrtc'"
+    assert refused.value.variable == "VOXLINE_TRANSPORT"
+    with pytest.raises(SettingsError) as given:  # given as an argument: the argument is named
+        SessionSettings(transport="udp")  # type: ignore[arg-type]
+    assert str(given.value) == "SessionSettings(transport='udp'): Input should be 'ws' or 'webrtc'"
