@@ -76,7 +76,7 @@ def test_a_wav_at_another_rate_is_resampled(tmp_path: Path) -> None:
         (["serve", "--host", "0.0.0.0"], "requires an API key"),
         (["serve", "--port", "http"], "expected a port number 0..65535, not 'http'"),
         (["nonsense"], "invalid choice"),
-        (["token"], "OPENAI_API_KEY is not set"),
+        (["token"], "nor OPENAI_API_KEY is set"),
     ],
 )
 def test_user_mistakes_are_one_line(tmp_path: Path, args: list[str], expected: str) -> None:

@@ -114,14 +114,19 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE), "--fast", "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],
          "--fast runs against the built-in server only"),
         (["replay", str(EXAMPLE), "--fast", "--transport", "carrier-pigeon"], "invalid choice"),  # argparse's own
+        (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--shard", "9/4"], "--shard 9/4: I must be 0 to 3"),
+        (["replay", str(EXAMPLE), "--fast", "--junit", "j.xml"], "--junit makes a farm, which needs --out-dir DIR"),
+        (["token", "--url", "ws://127.0.0.1:9/v1"], "--url must be an http:// or https:// URL"),
+        (["serve", "--voice", "robot"], "voxline serve: error: unknown voice 'robot'"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
-    args = [str(tmp_path / a) if a in ("h.wav", "e.jsonl") else a for a in args]
-    result = run(*args)
+    args = [str(tmp_path / a) if a in ("h.wav", "e.jsonl", "o", "j.xml") else a for a in args]
+    result = run(*args, env={"OPENAI_API_KEY": "sk-usage-test"} if args[0] == "token" else None)
     line = one_line_error(result)
     assert result.returncode == 2 and expected in line, line
-    assert line.endswith("(see voxline replay --help)")
+    if args[0] != "serve":  # the server's own errors say what to change without pointing at --help
+        assert line.endswith(f"(see voxline {args[0]} --help)")
 
 
 @pytest.mark.parametrize(
@@ -214,3 +219,16 @@ def test_a_farm_refuses_channel(tmp_path: Path, speech_left: Path) -> None:
     result = run("replay", str(speech_left), str(EXAMPLE), "--fast", "--channel", "left", "--out-dir",
                  str(tmp_path / "farm"))
     assert result.returncode == 2 and "--channel apply to one recording" in one_line_error(result)
+
+
+def test_a_reader_that_goes_away_ends_the_command_without_a_word(tmp_path: Path) -> None:
+    """``voxline … | head``: once the reader has closed the pipe, no 'Broken pipe' error and no traceback."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command prints its first line
+    try:
+        result = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", *outputs(tmp_path)],
+                                cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert "Broken pipe" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 1

@@ -87,6 +87,7 @@ scenario = "default"
         ('[[recording]]\npath = "missing.wav"\n', "recording 1: path: no such file"),
         ('[[recording]]\npath = "r.wav"\n[[recording]]\npath = "r.wav"\n', "two recordings are named 'r'"),
         ("[defaults]\n", "recording: Field required"),
+        ('[[recordings]]\npath = "r.wav"\n', "recordings: not a table of a manifest (did you mean [[recording]]?)"),
         ("[[recording]\n", "is not valid TOML"),
     ],
 )

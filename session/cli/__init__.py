@@ -12,6 +12,7 @@ import asyncio
 import difflib
 import logging
 import re
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
@@ -156,6 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except VoxlineError as exc:
         print(f"voxline {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader went away (`voxline devices --json | head`): nothing to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed
         return 1
     except OSError as exc:  # files the user named: unwritable output, a directory, a full disk
         where = f"{exc.filename}: " if exc.filename else ""

@@ -116,7 +116,8 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
         raise UsageError(f"{', '.join(given)} apply to one recording; a farm writes DIR/NAME/heard.wav and "
                          "events.jsonl under --out-dir (--farm-report for reports)")
     if args.out_dir is None:
-        raise UsageError("a farm needs --out-dir DIR for its recordings' outputs and results")
+        why = "--junit makes a farm, which" if args.junit is not None and len(args.inputs) == 1 else "a farm"
+        raise UsageError(f"{why} needs --out-dir DIR for its recordings' outputs and results")
     if args.manifest is not None and args.inputs:
         raise UsageError("give recordings or --manifest, not both")
     if args.fast and url:

@@ -18,7 +18,7 @@ from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post, split_userinfo
 from voxline.realtime.transports.failures import http_status
 
-from ..settings import api_key_from_env
+from ..settings import UsageError, api_key_from_env
 
 __all__ = ["add_arguments", "mint_client_secret", "run"]
 
@@ -39,9 +39,12 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     host named by ``base_url`` and nowhere else.
     """
     if not 10 <= ttl <= 7200:
-        raise ConfigurationError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
+        raise UsageError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
     register_url_secrets(base_url)
-    check_http_url(base_url, "--url")
+    try:
+        check_http_url(base_url, "--url")
+    except ConfigurationError as exc:  # a flag's value: a usage error (exit 2)
+        raise UsageError(str(exc)) from None
     body = {"expires_after": {"anchor": "created_at", "seconds": ttl}, "session": {"type": "realtime", "model": model}}
     parts = urllib.parse.urlsplit(base_url)  # check_http_url parsed it already
     target = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/realtime/client_secrets"))
@@ -63,7 +66,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
 async def run(args: argparse.Namespace) -> int:
     api_key = api_key_from_env() or split_userinfo(args.url)[1]  # the configured key wins; empty is unset
     if not api_key:
-        raise ConfigurationError("OPENAI_API_KEY is not set; a client secret is minted with an API key")
+        raise ConfigurationError("neither VOXLINE_API_KEY nor OPENAI_API_KEY is set; a client secret is minted with an API key")
     secret = await asyncio.to_thread(mint_client_secret, args.url, api_key, model=args.model, ttl=args.ttl)
     print(json.dumps({"value": secret.get("value"), "expires_at": secret.get("expires_at")}))
     return 0

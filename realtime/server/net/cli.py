@@ -156,10 +156,10 @@ async def main_serve(args: argparse.Namespace) -> int:
             print(banner(server), flush=True)
             await server.serve_forever()
     except ConfigurationError as exc:
-        print(f"voxline serve: {exc}", file=sys.stderr)
+        print(f"voxline serve: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"voxline serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"voxline serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
 

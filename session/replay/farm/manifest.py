@@ -150,7 +150,13 @@ def load_manifest(path: Path) -> list[FarmRecording]:
     try:
         manifest = _Manifest.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        first = errors[0]
+        # a misspelt table (``[[recordings]]``) shows first as the one it stands for missing: name it
+        extra = [e for e in errors if e["type"] == "extra_forbidden" and len(e["loc"]) == 1]
+        if first["type"] == "missing" and first["loc"] == ("recording",) and extra:
+            raise ConfigurationError(f"manifest {path}: {extra[0]['loc'][0]}: not a table of a manifest "
+                                     "(did you mean [[recording]]?)") from None
         raise ConfigurationError(f"manifest {path}: {_where(first['loc'])}: {first['msg']}") from None
     base = path.parent
     recordings = []

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from voxline.realtime.errors import ConfigurationError
+from ...settings import UsageError
 
 __all__ = ["Shard", "deal", "parse_shard"]
 
@@ -39,13 +39,13 @@ class Shard:
 
 
 def parse_shard(text: str) -> Shard:
-    """``"I/N"`` (0-based ``I``) → :class:`Shard`; anything else is one ConfigurationError line."""
+    """``"I/N"`` (0-based ``I``) → :class:`Shard`; anything else is one :class:`UsageError` line (exit 2)."""
     match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
     if match is None:
-        raise ConfigurationError(f"--shard takes I/N with 0 <= I < N (0-based, e.g. 0/4), not {text!r}")
+        raise UsageError(f"--shard takes I/N with 0 <= I < N (0-based, e.g. 0/4), not {text!r}")
     index, count = int(match[1]), int(match[2])
     if count < 1 or index >= count:
-        raise ConfigurationError(f"--shard {text}: I must be 0 to {max(count - 1, 0)} for N = {count} (shards are "
+        raise UsageError(f"--shard {text}: I must be 0 to {max(count - 1, 0)} for N = {count} (shards are "
                                  "0-based)" if count >= 1 else f"--shard {text}: N must be at least 1")
     return Shard(index, count)
 
