@@ -31,7 +31,8 @@ _API: dict[str, str] = {
         [
             "AssistantAudioStarted", "BargeIn", "BargePolicy", "ClockedOutput", "ConnectionLost",
             "ConnectionRestored", "CutAdjusted", "DeviceLost", "DeviceReturned", "FalseBargeIn",
-            "HeardTranscript", "MetricsReport",
+            "HeardTranscript", "LiveContinuity", "LiveDelegationRequested", "LiveDelivered", "LiveSessionEnded",
+            "MetricsReport", "SettingsError",
             "PlaybackHeld", "RawServerEvent", "ResponseFinished", "ResponseStarted", "SessionError",
             "SessionEvent", "SessionSettings", "SpeechStarted", "SpeechStopped", "StateChanged",
             "ToolFinished", "ToolRegistry", "ToolStarted", "TranscriptDelta", "TranscriptDone",
@@ -44,6 +45,7 @@ _API: dict[str, str] = {
     "RealClock": "voxline.base.clock",
     "VirtualClock": "voxline.base.clock",
     "VoxlineError": "voxline.base.errors",
+    "ConfigurationError": "voxline.realtime.errors",
     "MicSource": "voxline.audio.devices",
     "SpeakerSink": "voxline.audio.devices",
     "Recording": "voxline.audio.recording",
@@ -56,10 +58,12 @@ if TYPE_CHECKING:
     from voxline.audio.recording import Recording
     from voxline.base.clock import RealClock, VirtualClock
     from voxline.base.errors import VoxlineError
+    from voxline.realtime.errors import ConfigurationError
     from voxline.realtime.server import ServerConfig, serve
     from voxline.session import (
         AssistantAudioStarted, BargeIn, BargePolicy, ClockedOutput, ConnectionLost, ConnectionRestored,
-        CutAdjusted, DeviceLost, DeviceReturned, FalseBargeIn, HeardTranscript, MetricsReport, PlaybackHeld,
+        CutAdjusted, DeviceLost, DeviceReturned, FalseBargeIn, HeardTranscript, LiveContinuity,
+        LiveDelegationRequested, LiveDelivered, LiveSessionEnded, MetricsReport, PlaybackHeld, SettingsError,
         RawServerEvent,
         ResponseFinished, ResponseStarted, SessionError, SessionEvent, SessionSettings,
         SpeechStarted, SpeechStopped, StateChanged, ToolFinished, ToolRegistry, ToolStarted,
