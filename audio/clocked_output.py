@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from voxline.base.arguments import real, whole
+from voxline.base.arguments import clock_like, having, real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, run_steps
 from voxline.audio.ledger import Cut
@@ -53,10 +53,9 @@ class ClockedOutput:
 
     def __init__(self, clock: Clock, sink: Sink | None = None, *, block: int = BLOCK, origin: float | None = None,
                  latency_s: float = 0.0, playout: PlayoutBuffer | None = None) -> None:
-        if not all(callable(getattr(clock, name, None)) for name in ("now", "sleep_until")):
-            raise TypeError(f"clock takes a Clock (RealClock, VirtualClock), not {type(clock).__name__}")
-        if sink is not None and not all(callable(getattr(sink, name, None)) for name in ("write", "apply_cut")):
-            raise TypeError(f"sink takes a Sink (WavSink, NullSink), not {type(sink).__name__}")
+        clock_like(clock)
+        if sink is not None:
+            having(sink, "sink", "a Sink (WavSink, NullSink)", "write", "apply_cut")
         if playout is not None and not isinstance(playout, PlayoutBuffer):
             raise TypeError(f"playout takes a PlayoutBuffer, not {type(playout).__name__}")
         whole(block, "block (samples per block)", low=1)

@@ -16,7 +16,7 @@ from typing import Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from voxline.base.arguments import real, whole
+from voxline.base.arguments import clock_like, real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock
 from voxline.audio.clocked_output import BLOCK
@@ -285,8 +285,7 @@ class Recording:
     def __init__(self, samples: Samples | SampleFeed, clock: Clock, origin: float, block: int = BLOCK) -> None:
         whole(block, "block (samples per block)", low=1)
         real(origin, "origin")
-        if not callable(getattr(clock, "now", None)):
-            raise TypeError(f"clock takes a Clock (RealClock, VirtualClock), not {type(clock).__name__}")
+        clock_like(clock)
         self.clock = clock
         self._feed = as_feed(samples)
         self._frames = self._feed.frames

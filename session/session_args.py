@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from voxline.audio.playout import PlayoutBuffer
+from voxline.base.arguments import CLOCK_METHODS, has_methods
 
 from .local_barge import BargePolicy
 from .mirror import ConversationMirror
@@ -19,19 +20,15 @@ from .tools import ToolRegistry
 __all__ = ["check_session_arguments"]
 
 
-def _callable_attrs(value: Any, *names: str) -> bool:
-    return all(callable(getattr(value, name, None)) for name in names)
-
-
 def check_session_arguments(**given: Any) -> None:
     """Raise ``TypeError`` for the first argument of ``given`` that is not what its name takes (None always is)."""
     checks: dict[str, tuple[Any, str]] = {
         "settings": (lambda v: isinstance(v, SessionSettings), "a SessionSettings"),
         "output": (lambda v: isinstance(getattr(v, "playout", None), PlayoutBuffer)
-                   and _callable_attrs(v, "now", "discard_pending"),
+                   and has_methods(v, "now", "discard_pending"),
                    "an output (ClockedOutput, SpeakerSink, or an object with playout, now() and discard_pending())"),
         "tools": (lambda v: isinstance(v, ToolRegistry), "a ToolRegistry"),
-        "clock": (lambda v: _callable_attrs(v, "now", "sleep_until"), "a Clock (RealClock, VirtualClock)"),
+        "clock": (lambda v: has_methods(v, *CLOCK_METHODS), "a Clock (RealClock, VirtualClock)"),
         "mirror": (lambda v: isinstance(v, ConversationMirror), "a ConversationMirror"),
         "barge_policy": (lambda v: isinstance(v, BargePolicy), "a BargePolicy"),
         "approve": (callable, "a function of the call (async or not) that returns True to run it"),

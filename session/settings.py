@@ -54,8 +54,8 @@ class SettingsError(ConfigurationError):
         elif self.field not in given:  # not an argument: the environment gave it
             self.variable = _variable(self.field)
         shown = "" if self.value is None else f"={self.value!r}"
-        where = self.variable if self.variable is not None else f"{cls.__name__}({self.field}"
-        super().__init__(f"{where}{shown}{')' if self.variable is None else ''}: {self.problem}")
+        where = f"{self.variable}{shown}" if self.variable is not None else f"{cls.__name__}({self.field}{shown})"
+        super().__init__(f"{where}: {self.problem}")
 
 
 def _variable(field: str) -> str:

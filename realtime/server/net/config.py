@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from voxline.base.arguments import as_error, flag, real, text, whole
+from voxline.base.arguments import as_error, clock_like, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.live.settings import LiveConfig
@@ -139,5 +139,4 @@ class ServerConfig:
             raise TypeError(f"live takes a LiveConfig, not {type(self.live).__name__}")
         if self.on_wire is not None and not callable(self.on_wire):
             raise TypeError(f"on_wire takes a function of (direction, text), not {type(self.on_wire).__name__}")
-        if not all(callable(getattr(self.clock, name, None)) for name in ("now", "wall", "sleep_until")):
-            raise TypeError(f"clock takes a Clock (RealClock, VirtualClock), not {type(self.clock).__name__}")
+        clock_like(self.clock)

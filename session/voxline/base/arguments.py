@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["as_error", "flag", "real", "text", "whole"]
+__all__ = ["CLOCK_METHODS", "as_error", "clock_like", "flag", "has_methods", "having", "real", "text", "whole"]
+
+CLOCK_METHODS = ("now", "wall", "sleep_until")
+"""What a clock is checked for by its shape (:class:`voxline.base.clock.Clock`, which imports this module)."""
 
 
 def real(value: Any, what: str, *, low: float = -math.inf, high: float = math.inf, above: bool = False,
@@ -53,6 +56,23 @@ def flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{what} takes True or False, not {type(value).__name__}")
     return value
+
+
+def has_methods(value: Any, *names: str) -> bool:
+    """True when ``value`` has a callable attribute of each of ``names`` (a protocol checked by its shape)."""
+    return all(callable(getattr(value, name, None)) for name in names)
+
+
+def having(value: Any, what: str, takes: str, *names: str) -> Any:
+    """``value`` if it has the methods ``names``; else ``TypeError``: ``{what} takes {takes}, not …``."""
+    if not has_methods(value, *names):
+        raise TypeError(f"{what} takes {takes}, not {type(value).__name__}")
+    return value
+
+
+def clock_like(value: Any, what: str = "clock") -> Any:
+    """``value`` if it is a clock by its shape (:data:`CLOCK_METHODS`)."""
+    return having(value, what, "a Clock (RealClock, VirtualClock)", *CLOCK_METHODS)
 
 
 @contextmanager
