@@ -273,3 +273,32 @@ def test_a_bad_value_from_the_environment_names_the_variable(monkeypatch: pytest
     with pytest.raises(SettingsError) as given:  # given as an argument: the argument is named
         SessionSettings(transport="udp")  # type: ignore[arg-type]
     assert str(given.value) == "SessionSettings(transport='udp'): Input should be 'ws' or 'webrtc'"
+
+
+def test_after_a_refused_update_and_a_drop_the_new_connection_is_configured_without_it() -> None:
+    clock = VirtualClock()
+    sent: list[dict[str, Any]] = []
+    opened: list[RealtimeConnection] = []
+    connect = engine_connector(load_scenario("default"), clock, voice="tone",
+                               on_wire=lambda d, t: sent.append(json.loads(t)) if d == "out" else None)
+
+    async def counted() -> RealtimeConnection:
+        opened.append(conn := await connect())
+        return conn
+
+    async def main() -> tuple[list[str | None], int]:
+        async with VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=counted) as session:
+            await session.send_text("Hello")
+            await clock.sleep(1.0)
+            await session.update(voice="ash", instructions="Be brief.")  # refused: the assistant has spoken
+            await clock.sleep(0.2)
+            first = len(sent)
+            await opened[0].transport.close(1006, "connection reset")  # the network drops
+            await clock.sleep(5.0)
+            assert len(opened) == 2 and session.connected
+            return [e.code for e in session.pending_events() if isinstance(e, SessionError)], first
+
+    codes, first = run_lockstep(main(), clock)
+    assert codes == ["cannot_update_voice"]  # the new connection's configuration was accepted
+    again = [e["session"] for e in sent[first:] if e.get("type") == "session.update"]
+    assert again and all("voice" not in s["audio"]["output"] and "instructions" not in s for s in again)
