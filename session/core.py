@@ -182,19 +182,19 @@ class SessionCore:
                 usage = r.usage.model_dump() if r.usage is not None else None
                 self._events.append(ResponseFinished(r.id, r.status or "completed", reason, now, usage))
             case ev.ResponseOutputAudioTranscriptDelta() | ev.ResponseOutputTextDelta():
-                self._events.append(TranscriptDelta("assistant", output.item_id, output.delta))
+                self._events.append(TranscriptDelta("assistant", output.item_id, output.delta, now))
             case ev.ResponseOutputAudioTranscriptDone():
-                self._events.append(TranscriptDone("assistant", output.item_id, output.transcript))
+                self._events.append(TranscriptDone("assistant", output.item_id, output.transcript, now))
             case ev.ResponseOutputTextDone():
-                self._events.append(TranscriptDone("assistant", output.item_id, output.text))
+                self._events.append(TranscriptDone("assistant", output.item_id, output.text, now))
             case ev.ConversationItemInputAudioTranscriptionDelta():
-                self._events.append(TranscriptDelta("user", output.item_id, output.delta or ""))
+                self._events.append(TranscriptDelta("user", output.item_id, output.delta or "", now))
             case ev.ConversationItemInputAudioTranscriptionCompleted():
-                self._events.append(TranscriptDone("user", output.item_id, output.transcript))
+                self._events.append(TranscriptDone("user", output.item_id, output.transcript, now))
             case CommandFailed() if not output.handled:
                 self._events.append(SessionError(f"{output.command_type or 'server'}: {output.message}", output.code))
             case TruncateAdjusted():
-                self._events.append(CutAdjusted(output.item_id, output.requested_ms, output.applied_ms))
+                self._events.append(CutAdjusted(output.item_id, output.requested_ms, output.applied_ms, now))
             case MalformedServerEvent():
                 self._events.append(SessionError(f"ignored a malformed server event: {output.reason}", "malformed_event"))
             case _:

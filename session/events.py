@@ -73,6 +73,8 @@ class TranscriptDelta:
     role: Role
     item_id: str
     text: str
+    at: float | None = None
+    """The listener time it arrived (s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,8 @@ class TranscriptDone:
     role: Role
     item_id: str
     text: str
+    at: float | None = None
+    """The listener time it arrived (s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +196,8 @@ class CutAdjusted:
     item_id: str
     requested_ms: int
     applied_ms: int
+    at: float | None = None
+    """The listener time the server's answer arrived (s)."""
 
 
 @dataclass(frozen=True, slots=True)

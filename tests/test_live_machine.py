@@ -233,7 +233,7 @@ def test_transcript_deltas_are_session_events() -> None:
     start(rig)
     events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="hello", start_ms=0,
                             end_ms=400), 0.5)
-    assert events == [SpeechStarted(0.5, "live_user0", 0), TranscriptDelta("user", "live_user0", "hello")]
+    assert events == [SpeechStarted(0.5, "live_user0", 0), TranscriptDelta("user", "live_user0", "hello", 0.5)]
 
 
 def test_over_webrtc_the_media_track_is_the_same_track() -> None:

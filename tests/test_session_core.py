@@ -25,7 +25,7 @@ def test_a_clamped_cut_is_reported_to_the_application() -> None:
                                                 "message": "Audio content of 850ms is already shorter than 900ms",
                                                 "param": "audio_end_ms", "event_id": event_id}}))
     events = [e for out in p.events() for e in core.handle(out, 0.0).events]
-    assert CutAdjusted("item_x", 900, 850) in events
+    assert CutAdjusted("item_x", 900, 850, 0.0) in events
 
 
 def test_track_audio_is_tagged_by_the_servers_playback_state() -> None:

@@ -302,7 +302,7 @@ class LiveLines:
 
     def __call__(self, event: Any) -> None:
         at = getattr(event, "at", None)
-        if at is None:  # a transcript or a tool: stamped with the listener time it was taken at
+        if at is None:  # a transcript: stamped with the listener time it was taken at
             at = self._session.output.now() if self._session is not None else self._at
         self._at = at
         line = self.lines.line(event, at)

@@ -189,14 +189,14 @@ class LiveMachine:
             case lv.LiveOutputTranscriptDelta():
                 utt = self.timeline.transcript(output.start_ms, output.end_ms, output.delta)
                 if utt is None or not utt.cut:
-                    events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta))
+                    events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta, now))
             case lv.LiveInputTranscriptDelta():
                 fresh = self.metrics.user_words(output.start_ms, output.end_ms)
                 self.timeline.forget_before(output.start_ms - 600_000)  # keep the last ten minutes
                 if fresh:
                     self._user_item = f"live_user{output.start_ms}"
                     events.append(SpeechStarted(now, self._user_item, output.start_ms))
-                events.append(TranscriptDelta("user", self._user_item, output.delta))
+                events.append(TranscriptDelta("user", self._user_item, output.delta, now))
                 if self._audible(now):  # the user talks over the assistant: the model stops itself, we stop now
                     cut = self._cut(now, Trigger.SERVER_VAD)
                     events.extend(cut.events)  # type: ignore[arg-type]
@@ -431,7 +431,7 @@ class LiveMachine:
     # ------------------------------------------------------------------ tools
     def tool_event(self, event: ToolEvent, now: float) -> Effects:
         self.metrics.tool(event, now)
-        return Effects((event,))
+        return Effects((dataclasses.replace(event, at=now),))  # lines and logs place it when it happened
 
     def drain_tools(self) -> bool:
         """Tool outputs as ``response.item.create``, then the one ``response.create`` that continues."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import secrets
 from collections import deque
 from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -435,7 +436,7 @@ class SessionMachine:
         if self.core is not None:
             self.core.wake()
         self.metrics.tool(event, now)
-        return Effects((event,))
+        return Effects((dataclasses.replace(event, at=now),))  # lines and logs place it when it happened
 
     def drain_tools(self) -> bool:
         """Tool outputs and their follow-up into the live protocol core; outputs enter the mirror as sent."""

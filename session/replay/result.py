@@ -54,7 +54,8 @@ class ReplayResult:
         at = 0.0
         out = []
         for e in self.events:
-            at = getattr(e, "at", at)  # events without a time are placed at the last timed event
+            stamped = getattr(e, "at", None)
+            at = at if stamped is None else stamped  # events without a time are placed at the last timed event
             if (line := lines.line(e, at)) is not None:
                 out.append(line)
         return out

@@ -19,6 +19,8 @@ class ToolStarted:
     call_id: str
     name: str
     arguments: dict[str, Any]
+    at: float | None = None
+    """The listener time the session took it (s): set by the session, None as the runner makes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,8 @@ class ToolFinished:
     output: str
     ok: bool
     duration_s: float
+    at: float | None = None
+    """The listener time the call was answered (s): set by the session, None as the runner makes it."""
 
 
 ToolEvent = ToolStarted | ToolFinished
