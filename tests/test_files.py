@@ -108,3 +108,31 @@ def test_replay_writes_its_summary_into_a_pipe_and_refuses_an_out_it_cannot_read
         f"voxline replay: error: --report, --summary and --stereo-out read --out back, and {os.devnull} is not a "
         "regular file"]
     assert not (tmp_path / "e.jsonl").exists()  # refused before anything ran
+
+
+def test_a_link_to_a_file_stays_a_link_and_the_file_it_names_is_replaced(tmp_path: Path) -> None:
+    real = tmp_path / "reports" / "summary.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    with replaced(link) as file:
+        file.write(b"new")
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text() == "new" and sorted(p.name for p in real.parent.iterdir()) == ["summary.json"]
+
+
+def test_a_link_through_proc_is_written_into_and_never_replaced(tmp_path: Path) -> None:
+    # /dev/stdout links to /proc/self/fd/1; with the shell's output sent to a file, that link leads to a
+    # regular file, and a rename over /dev/stdout would have put a file where the machine's link was.
+    # The same shape, made here: a link to the /proc entry of a descriptor open on a regular file.
+    redirected = tmp_path / "redirected.txt"
+    with open(redirected, "wb") as stream:
+        link = tmp_path / "stdout"
+        link.symlink_to(f"/proc/self/fd/{stream.fileno()}")
+        assert link.is_file()  # what made it look like a file to replace
+        with replaced(link) as file:
+            file.write(b"streamed")
+        assert link.is_symlink() and os.readlink(link) == f"/proc/self/fd/{stream.fileno()}"
+    assert redirected.read_bytes() == b"streamed"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["redirected.txt", "stdout"]

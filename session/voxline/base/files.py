@@ -3,8 +3,10 @@
 :func:`replaced` writes through a temporary file beside the target and renames it over the
 target once everything is written; a failure (a full disk, an exception of the writer) removes
 the temporary file and leaves the target as it was. A target that exists and is no regular
-file (``/dev/stdout``, a named pipe, a terminal) is written in place instead: renaming over it
-would replace a device with a file.
+file (a named pipe, a terminal), or that is or leads through ``/dev`` or ``/proc``
+(``/dev/stdout``, which links to the shell's redirection, a file or not), is written in place
+instead: renaming over it would put a file where a device or a link was. A symbolic link to a
+regular file stays a link: the file it names is the one replaced.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "it is a directory", str(target))
-    if target.exists() and not target.is_file():  # a device or a pipe: written in place, never replaced
+    if _a_stream(target) or (target.exists() and not target.is_file()):  # written in place, never replaced
         with open(target, "wb") as stream:
             yield stream
         return
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))  # the link stays; the file it names is replaced
     temporary = target.with_name(target.name + ".tmp")
     try:
         with open(temporary, "wb") as file:
@@ -38,3 +42,15 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
+
+
+def _a_stream(path: Path) -> bool:
+    """True if ``path``, or a symbolic link it goes through, lies in ``/dev`` or ``/proc``."""
+    here = Path(os.path.abspath(path))
+    for _hop in range(40):  # the kernel's own limit on links followed
+        if len(here.parts) > 1 and here.parts[1] in ("dev", "proc"):
+            return True
+        if not here.is_symlink():
+            return False
+        here = Path(os.path.abspath(here.parent / os.readlink(here)))
+    return True  # a loop of links: nothing to rename over
