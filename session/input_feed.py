@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterable, Awaitable, Callable
 
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import RealClock, Step, run_steps
 from voxline.realtime.errors import ConnectionClosed
 
 from .link import Link
 from .machine import NO_EFFECTS, Captured, Effects
+from .machine.microphone import block_end
 from .machines import Machine
 from voxline.audio.recording import SteppedInput
 
@@ -61,20 +63,26 @@ class InputFeed:
         """The blocks of ``blocks`` captured by each step's time, sent before the step returns."""
         def step(now: float) -> float | None:
             sent = False
-            for block in blocks.take(now):
-                sent = self._captured(block)[1] or sent
+            whole = blocks.due  # when the first block handed over now was whole: a late step hands over several
+            for k, block in enumerate(blocks.take(now)):
+                if k and whole is not None:
+                    whole += len(block[1] if isinstance(block, tuple) else block) / SAMPLE_RATE
+                late = 0.0 if whole is None else max(0.0, now - whole)
+                sent = self._captured(block, late)[1] or sent
             if sent:
                 self._flush_now()
             return blocks.due
         return step
 
-    def _captured(self, item: Captured) -> tuple[Effects, bool]:
-        """One block through the machine; a WebRTC connection's media track takes it as it is."""
+    def _captured(self, item: Captured, late: float = 0.0) -> tuple[Effects, bool]:
+        """One block, whole ``late`` seconds ago, through the machine; a WebRTC connection's media track
+        takes it as it is."""
         conn = self._link.conn
         media = conn.transport.media if conn is not None and self._machine.live else None
-        effects, pcm, waiting = self._machine.captured(item, self._now(), media=media is not None)
+        now = self._now()
+        effects, pcm, waiting = self._machine.captured(item, now - late, media=media is not None)
         if pcm is not None and media is not None:
-            media.push_audio(pcm)
+            media.push_audio(pcm, age_s=max(0.0, now - block_end(item, now - late)))
         return effects, waiting
 
     def _flush_now(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import wave
@@ -120,3 +121,7 @@ def test_real_time_replay_over_webrtc(tmp_path: Path) -> None:
     assert "conversation.item.truncate" not in kinds  # over WebRTC the client never truncates
     heard, _ = read_wav(out)
     assert np.abs(heard[24_000 * 3 : 24_000 * 5]).max() > 1000  # the reply reached the listener
+    # the user's voice is placed where the recording has it (0.50 s and 6.00 s, as over a WebSocket): the
+    # microphone track sends nothing before the first block, and late blocks count from when they were captured
+    began = [float(x) for x in re.findall(r"your voice began at (\d+\.\d+) s", run.stdout)]
+    assert began == pytest.approx([0.50, 6.00], abs=0.015), run.stdout

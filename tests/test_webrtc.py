@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import av
 import numpy as np
 import pytest
 from aiortc import RTCConfiguration, RTCPeerConnection
@@ -29,7 +30,13 @@ from voxline.realtime.server.net.rtc_offer import close_peer
 from voxline.realtime.server.engine.rtc_output import Cleared, OutputAudioBuffer, Started, Stopped
 from voxline.realtime.transports import Transport
 from voxline.base.clock import VirtualClock
-from voxline.realtime.transports.rtc_audio import QueuedAudioTrack, RemoteAudioDecoder, SampleQueue, audio_frame
+from voxline.realtime.transports.rtc_audio import (
+    MicrophoneTrack,
+    QueuedAudioTrack,
+    RemoteAudioDecoder,
+    SampleQueue,
+    audio_frame,
+)
 from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
@@ -451,6 +458,42 @@ async def test_a_queued_track_sends_what_was_queued_and_no_filler() -> None:
     track.stop()  # a track waiting for its next frame ends when stopped
     with pytest.raises(MediaStreamError):
         await waiting
+
+
+async def test_a_microphone_track_sends_nothing_before_its_first_block_then_a_frame_behind_the_blocks() -> None:
+    clock = VirtualClock()
+    queue = SampleQueue()
+    track = MicrophoneTrack(queue, clock)
+    first = asyncio.ensure_future(track.recv())
+    clock.advance(0.3)  # the call connecting: silence sent now would count on the server's input timeline
+    await asyncio.sleep(0)
+    assert not first.done()
+    queue.push(np.arange(1, 961, dtype=np.int16))  # a 40 ms block, whole 10 ms ago (the session went live late)
+    track.pushed(960, age_s=0.01)
+    frames: list[av.AudioFrame] = []
+    times: list[float] = []
+    pushed: list[float] = []
+
+    async def next_frame(step: asyncio.Future[av.AudioFrame] | None = None) -> None:
+        step = step or asyncio.ensure_future(track.recv())
+        await asyncio.sleep(0)
+        while not step.done():
+            clock.advance(0.005)
+            await asyncio.sleep(0)
+            if clock.now() >= 0.33 - 1e-9 and not pushed:  # the next block, pushed as it is whole
+                pushed.append(clock.now())
+                queue.push(np.arange(961, 1921, dtype=np.int16))
+                track.pushed(960)
+        frames.append(step.result())
+        times.append(clock.now())
+
+    await next_frame(first)
+    for _ in range(3):
+        await next_frame()
+    assert [f.pts for f in frames] == [0, 480, 960, 1440]
+    assert [int(f.to_ndarray()[0][0]) for f in frames] == [1, 481, 961, 1441]  # no silence anywhere
+    # from one frame after the first block was whole (0.29 + 0.02): each block is queued before its frames
+    assert times == pytest.approx([0.31, 0.33, 0.35, 0.37], abs=0.006)
 
 
 @pytest.mark.parametrize(

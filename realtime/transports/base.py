@@ -20,8 +20,8 @@ __all__ = ["MediaTrack", "MemoryTransport", "Pingable", "ReceivesNow", "SendsNow
 class MediaTrack(Protocol):
     """An outgoing audio track: the microphone as media, not as events."""
 
-    def push_audio(self, block: Any) -> None:
-        """Queue one block of int16 mono 24 kHz samples; never blocks."""
+    def push_audio(self, block: Any, *, age_s: float = 0.0) -> None:
+        """Queue one block of int16 mono 24 kHz samples, whose last sample was captured ``age_s`` ago; never blocks."""
 
 
 @runtime_checkable

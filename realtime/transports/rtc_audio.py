@@ -6,6 +6,11 @@
   ``av.AudioFrame`` s (s16 stereo at 24 kHz, both channels equal) paced by sample
   count on a clock, silence when nothing is queued; aiortc's Opus encoder resamples
   them to 48 kHz. Sending two equal channels avoids the -3 dB a mono→stereo upmix would add.
+- :class:`MicrophoneTrack`: a client's microphone: nothing until the first samples are
+  queued, then paced as :class:`PacedAudioTrack` a frame behind the blocks pushed, so the
+  peer's sample 0 is the first sample pushed (as a WebSocket server's is the first appended
+  one) and a microphone's blocks, pushed as they are captured, are never raced by the frames
+  that carry them.
 - :class:`QueuedAudioTrack`: the same frames, but only what was queued, each sample once and
   no filler: frame *k* carries queued samples ``[480k, 480k + 480)``, so the RTP clock of the
   track is the sender's count of queued samples (a GPT-Live output track is its session's
@@ -36,6 +41,7 @@ from voxline.base.clock import Clock, RealClock
 __all__ = [
     "FRAME_SAMPLES",
     "MAX_GAP_S",
+    "MicrophoneTrack",
     "PacedAudioTrack",
     "QueuedAudioTrack",
     "RemoteAudioDecoder",
@@ -134,6 +140,40 @@ class PacedAudioTrack(MediaStreamTrack):
         frame = audio_frame(self._pull(FRAME_SAMPLES), self._sent)
         self._sent += FRAME_SAMPLES
         return frame
+
+
+class MicrophoneTrack(PacedAudioTrack):
+    """A client's microphone track (see the module docstring); :meth:`pushed` after each push.
+
+    Silence sent before the first samples (while the call connects and the session starts)
+    would count on the peer's input timeline: a server would place the user's speech that
+    much later than it was said, and every turn's latency would read that much shorter.
+    The frames are paced from one frame after the first block pushed was whole: a microphone's
+    blocks, pushed as they are captured (each as long as the first), are queued a frame before
+    the frames that carry them are due, and blocks pushed late (the call was still connecting)
+    go out at once.
+    """
+
+    def __init__(self, queue: SampleQueue, clock: Clock | None = None) -> None:
+        super().__init__(queue.take, clock)
+        self._queue = queue
+        self._pushed = asyncio.Event()
+
+    def pushed(self, samples: int, age_s: float = 0.0) -> None:
+        """``samples`` were queued, the last of them captured ``age_s`` ago."""
+        if self._start is None and samples > 0:
+            self._start = self._clock.now() - age_s + FRAME_SAMPLES / SAMPLE_RATE
+        self._pushed.set()
+
+    def stop(self) -> None:
+        super().stop()
+        self._pushed.set()  # a recv waiting for the first samples ends
+
+    async def recv(self) -> av.AudioFrame:
+        while self.readyState == "live" and self._start is None:
+            self._pushed.clear()
+            await self._pushed.wait()
+        return await super().recv()
 
 
 class QueuedAudioTrack(PacedAudioTrack):

@@ -10,7 +10,8 @@ Then it is a :class:`~voxline.realtime.transports.base.Transport` over the data 
 peer connection becomes :class:`~voxline.realtime.errors.ConnectionClosed` (code 1006: WebRTC
 has no close frame). Audio goes around the event stream (docs/protocol.md §2): the
 microphone is whatever is given to :meth:`WebRTCTransport.push_audio` (int16 mono
-24 kHz, sent in real time, silence when nothing is queued), and the assistant's
+24 kHz, sent in real time from the first block pushed, one frame behind it, with silence
+when the queue runs dry), and the assistant's
 voice arrives on the remote track, decoded to int16 mono 24 kHz blocks handed to
 ``on_audio``. There is no ``input_audio_buffer.append`` and no
 ``response.output_audio.delta``: the server owns the output buffer.
@@ -30,7 +31,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from voxline.base.errors import install_log_redaction, redact_url, scrub
 
 from ..errors import ConnectionClosed, ConnectionFailed
-from .rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
+from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
 from .rtc_signaling import EVENTS_LABEL, Answer, calls_url, is_loopback_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
@@ -64,7 +65,7 @@ class WebRTCTransport:
         self.close_code: int | None = None
         self.close_reason = ""
         self._mic = SampleQueue()
-        self._mic_track = PacedAudioTrack(self._mic.take)
+        self._mic_track = MicrophoneTrack(self._mic)
         self._remote: MediaStreamTrack | None = None
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
@@ -154,9 +155,12 @@ class WebRTCTransport:
         """The microphone goes out on this connection's audio track (:meth:`push_audio`)."""
         return self
 
-    def push_audio(self, block: npt.ArrayLike) -> None:
-        """Queue microphone audio (1-D int16, 24 kHz mono); the track sends it in real time."""
+    def push_audio(self, block: npt.ArrayLike, *, age_s: float = 0.0) -> None:
+        """Queue microphone audio (1-D int16, 24 kHz mono) whose last sample was captured ``age_s``
+        ago; the track sends it in real time, each frame one frame after it was captured."""
+        queued = self._mic.queued
         self._mic.push(block)
+        self._mic_track.pushed(self._mic.queued - queued, age_s)
 
     @property
     def queued_audio_samples(self) -> int:
@@ -165,7 +169,7 @@ class WebRTCTransport:
 
     async def _feed(self, source: AsyncIterable[npt.NDArray[np.int16]]) -> None:
         async for block in source:
-            self._mic.push(block)
+            self.push_audio(block)
 
     async def _guard(self, job: Callable[[], Awaitable[None]], what: str) -> None:
         """Run an audio job; its failure ends the connection (seen as ConnectionClosed 1011).

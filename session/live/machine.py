@@ -333,14 +333,16 @@ class LiveMachine:
 
     # ------------------------------------------------------------------ microphone
     def captured(self, item: Captured, now: float, *, media: bool = False) -> tuple[Effects, np.ndarray | None, bool]:
-        pcm, onset = self.mic.clean(item, now)
+        pcm, onset, end = self.mic.clean(item, now)
         effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
         if self._protocol is None or not self.live:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media:
+            if self.metrics.first_input_at is None:  # the track's first sample is the timeline's input 0
+                self.metrics.first_input_at = end - len(pcm) / self.timeline.rate
             return effects, pcm, False
-        return effects, None, self._append(self.mic.captured(pcm, live=True), now)
+        return effects, None, self._append(self.mic.captured(pcm, live=True), end)
 
     def input_ended(self, now: float) -> bool:
         return self._append(self.mic.chunker.take(), now)

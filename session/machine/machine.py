@@ -293,16 +293,16 @@ class SessionMachine:
         With ``media`` (WebRTC) the block is for the connection's media track, which the driver
         feeds; otherwise it is journaled and appended in chunks. Nothing goes out while not talking.
         """
-        pcm, onset = self.mic.clean(item, now)
+        pcm, onset, end = self.mic.clean(item, now)
         effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
         core = self.core
         if not self.mic.talking or core is None:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media and self.live:
-            self.metrics.input_sent(len(pcm), now, core.protocol)
+            self.metrics.input_sent(len(pcm), end, core.protocol)
             return effects, pcm, False
-        return effects, None, self._append(self.mic.captured(pcm, live=self.live), now)
+        return effects, None, self._append(self.mic.captured(pcm, live=self.live), end)
 
     def input_ended(self, now: float) -> bool:
         """The input is over: its last chunk goes out. True if a frame waits."""
@@ -312,7 +312,7 @@ class SessionMachine:
         if chunk is None or not self.live or self.core is None or self.core.protocol.closed:
             return False
         protocol = self.core.protocol
-        self.metrics.input_sent(len(chunk), now, protocol)  # captured up to now
+        self.metrics.input_sent(len(chunk), now, protocol)  # its last sample captured at now
         protocol.append_audio(chunk.tobytes())
         return True
 

@@ -18,11 +18,20 @@ from ..capture import CapturePath
 from ..input_chunks import InputChunker
 from ..input_journal import InputJournal
 
-__all__ = ["Captured", "MicrophonePath"]
+__all__ = ["Captured", "MicrophonePath", "block_end"]
 
 Pcm = npt.NDArray[np.int16]
 Captured = np.ndarray | tuple[float, np.ndarray]
 """A block as an input yields it: alone (captured just now) or as ``(adc_time, block)`` from a device."""
+
+
+def block_end(item: Captured, now: float) -> float:
+    """When a block's last sample was captured: a device block's ADC time plus its length (the ADC
+    times share the output's clock); any other block's ``now``."""
+    if isinstance(item, tuple):
+        adc, block = item
+        return float(adc + len(block) / SAMPLE_RATE)
+    return now
 
 
 class MicrophonePath:
@@ -37,24 +46,17 @@ class MicrophonePath:
         self.talking = not push_to_talk
         self._journaled = journaled  # False over WebRTC: the track carries the audio, nothing is resent
 
-    def clean(self, item: Captured, now: float) -> tuple[Pcm, float | None]:
-        """A block echo-cancelled where the session has a capture path; the first local speech onset in it.
-
-        A device block's end is its ADC time plus its length (the ADC times share the output's
-        clock); any other block ends ``now``.
-        """
-        if isinstance(item, tuple):
-            adc, block = item
-            end = adc + len(block) / SAMPLE_RATE
-        else:
-            block, end = item, now
-        pcm = np.asarray(block)
+    def clean(self, item: Captured, now: float) -> tuple[Pcm, float | None, float]:
+        """A block echo-cancelled where the session has a capture path; the first local speech onset
+        in it; the listener time its last sample was captured (:func:`block_end`)."""
+        end = block_end(item, now)
+        pcm = np.asarray(item[1] if isinstance(item, tuple) else item)
         if pcm.dtype != np.int16 or pcm.ndim != 1:  # a float block cast to int16 would be silence, and said nothing
             raise TypeError(f"an input block is a 1-D int16 array (24 kHz mono), not {pcm.dtype} of shape {pcm.shape}")
         if self.capture is None:
-            return pcm, None
+            return pcm, None, end
         out, onsets = self.capture.process(pcm, end)
-        return out, (onsets[0] if onsets else None)
+        return out, (onsets[0] if onsets else None), end
 
     def captured(self, pcm: Pcm, *, live: bool) -> Pcm | None:
         """Keep a block; the chunk to append now, if one is full and the connection is live."""
