@@ -18,8 +18,9 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
@@ -44,7 +45,7 @@ class SettingsError(ConfigurationError):
     def __init__(self, cls: type[BaseSettings], exc: ValidationError, given: Iterable[str] = ()) -> None:
         first = exc.errors()[0]
         self.field = str(first["loc"][0]) if first["loc"] else ""
-        self.problem = first["msg"]
+        self.problem = first["msg"].removeprefix("Value error, ")  # a validator's own words, as it wrote them
         self.value = None if self.field == "api_key" else first.get("input")
         self.variable: str | None = None
         if first["type"] == "extra_forbidden":
@@ -115,7 +116,7 @@ class SessionSettings(BaseSettings):
     """``aclose()`` waits at most this long for the server to acknowledge the close."""
     handover_s: float = Field(120.0, ge=0, allow_inf_nan=False)
     """Move to a fresh connection at a turn boundary this long before the session's ``expires_at`` (0: never)."""
-    vad_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    vad_threshold: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     silence_ms: int = Field(500, ge=0)
     prefix_padding_ms: int = Field(300, ge=0)
     api: Literal["realtime", "live"] = "realtime"
@@ -131,6 +132,14 @@ class SessionSettings(BaseSettings):
     Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _unicode(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every text setting is text a JSON peer takes (no lone surrogate)."""
+        if isinstance(value, str):
+            unicode_text(value, info.field_name or "the value")
+        return value
 
     @property
     def input_chunk_samples(self) -> int:

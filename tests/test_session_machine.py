@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.session.bargein import Trigger
 from voxline.session.events import AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, SpeechStarted
@@ -192,3 +193,22 @@ def test_over_webrtc_the_tracks_audio_reports_its_start_with_the_reply_latency()
     events = machine.tick(1.27).events
     (started,) = [e for e in events if isinstance(e, AssistantAudioStarted)]
     assert started.item_id == "item_a" and started.reply_latency == pytest.approx(0.25)
+
+
+def test_text_that_cannot_be_sent_is_refused_and_never_kept_for_a_reconnect() -> None:
+    machine, protocol, _playout = machine_on_a_connection()
+    sent(protocol)
+    half_an_emoji = json.loads('"caf\\ud83d"')  # what a browser's broken JSON may hand an app
+    with pytest.raises(ConfigurationError, match=r"^send_text: the text cannot be sent: character 3 is a lone surrogate"):
+        machine.send_text(half_an_emoji)
+    with pytest.raises(ConfigurationError, match=r"^send_text: the text is \d+ bytes, and one event carries at most"):
+        machine.send_text("x" * (21 * 1024 * 1024))
+    with pytest.raises(ConfigurationError, match=r"^update: instructions cannot be sent"):
+        machine.update(instructions=half_an_emoji)
+    assert sent(protocol) == [] and machine.settings.instructions is None
+    protocol.connection_lost()
+    machine.connection_lost(0.1, 1006, "gone")
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    machine.restore(0.2)  # before, the kept text made this raise, and the session ended
+    assert not any(e["type"] == "conversation.item.create" for e in sent(fresh))

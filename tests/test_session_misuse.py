@@ -212,6 +212,9 @@ def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() 
     ({"silence_ms": -1}, "SessionSettings(silence_ms=-1): Input should be greater than or equal to 0"),
     ({"transport": "tcp"}, "SessionSettings(transport='tcp'): Input should be 'ws' or 'webrtc'"),
     ({"liveness_timeout_s": float("nan")}, "SessionSettings(liveness_timeout_s=nan): Input should be a finite number"),
+    ({"vad_threshold": float("nan")}, "SessionSettings(vad_threshold=nan): Input should be a finite number"),
+    ({"instructions": "caf\ud83d"}, "SessionSettings(instructions='caf\\ud83d'): instructions cannot be sent: "
+                                       "character 3 is a lone surrogate ('\\ud83d'), half of a character"),
 ])
 def test_settings_refuse_a_misspelt_name_or_a_bad_value_in_one_line(given: dict[str, Any], message: str) -> None:
     with pytest.raises(SettingsError) as refused:

@@ -31,6 +31,7 @@ import numpy as np
 
 from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
+from voxline.base.arguments import as_error, unicode_text
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.notices import CommandFailed
@@ -48,6 +49,7 @@ from ..restore import Owed, creates_owed
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker
 from ..tools.events import ToolEvent
+from ..tools.outputs import MAX_EVENT_BYTES
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
 from .microphone import Captured, MicrophonePath
@@ -74,6 +76,7 @@ class _SentUpdate:
     offered_before: list[str] | None
 
 
+_ENVELOPE_BYTES = 1024  # a text message's event around its text: type, ids, role, content part
 _UPDATES_KEPT = 16  # a refusal answers within a round trip: the last few updates are enough to look it up in
 
 
@@ -337,6 +340,11 @@ class SessionMachine:
         self.check_open()
         if not isinstance(text, str):
             raise ConfigurationError(f"send_text takes a string, not {type(text).__name__}")
+        with as_error(ConfigurationError, "send_text"):
+            unicode_text(text, "the text")  # refused here, or the mirror would send it again on every reconnect
+        if (size := len(text.encode("utf-8"))) > MAX_EVENT_BYTES - _ENVELOPE_BYTES:
+            raise ConfigurationError(f"send_text: the text is {size} bytes, and one event carries at most "
+                                     f"{MAX_EVENT_BYTES} bytes")
         item = {"id": self.new_item_id(), "type": "message", "role": "user",
                 "content": [{"type": "input_text", "text": text}]}
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
@@ -387,7 +395,8 @@ class SessionMachine:
             if value is not None:
                 if not isinstance(value, str):
                     raise ConfigurationError(f"{name} takes a string, not {type(value).__name__}")
-                changes[name] = value
+                with as_error(ConfigurationError, "update"):
+                    changes[name] = unicode_text(value, name)
         offered = self._offered
         if tools is not None:
             if isinstance(tools, str) or not all(isinstance(name, str) for name in tools):

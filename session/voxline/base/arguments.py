@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["CLOCK_METHODS", "as_error", "clock_like", "flag", "has_methods", "having", "real", "text", "whole"]
+__all__ = [
+    "CLOCK_METHODS", "as_error", "clock_like", "flag", "has_methods", "having", "real", "text", "unicode_text", "whole",
+]
 
 CLOCK_METHODS = ("now", "wall", "sleep_until")
 """What a clock is checked for by its shape (:class:`voxline.base.clock.Clock`, which imports this module)."""
@@ -48,6 +50,17 @@ def text(value: Any, what: str, *, empty: bool = False) -> str:
         raise TypeError(f"{what} takes a string, not {type(value).__name__}")
     if not value and not empty:
         raise ValueError(f"{what} takes a non-empty string")
+    return value
+
+
+def unicode_text(value: str, what: str) -> str:
+    """``value`` if it is text that UTF-8 and JSON can carry: no lone surrogate (``"\\ud83d"`` alone), such as
+    text decoded from broken JSON or a browser's half of an emoji may hold."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} cannot be sent: character {exc.start} is a lone surrogate "
+                         f"({value[exc.start]!r}), half of a character") from None
     return value
 
 
