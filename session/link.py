@@ -82,13 +82,18 @@ class Link:
         return conn
 
     async def _configured(self) -> RealtimeConnection:
+        """A new connection, sent the session's configuration; closed again if that fails."""
         conn = await self._connector()
-        server_time = getattr(conn.transport, "server_time", None)
-        self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))
-                                                  else (self.clock.wall(), False)))
-        self.machine.configure(conn.protocol)
-        self._config[conn] = self.machine.config_version
-        await conn.flush()
+        try:
+            server_time = getattr(conn.transport, "server_time", None)
+            self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))
+                                                      else (self.clock.wall(), False)))
+            self.machine.configure(conn.protocol)
+            self._config[conn] = self.machine.config_version
+            await conn.flush()
+        except BaseException:
+            await self.close_quietly(conn)  # never left open behind a failed open or reconnect
+            raise
         return conn
 
     def _take_over(self, conn: RealtimeConnection) -> None:

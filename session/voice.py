@@ -215,9 +215,12 @@ class VoiceSession:
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         try:
             await self._link.open()
-        except ConnectionClosed as exc:
-            raise ConnectionFailed(f"the server closed the connection while it was being set up "
-                                   f"({exc.code} {exc.reason})".strip()) from None
+        except BaseException as exc:
+            self._loop = None  # nothing opened: the session may be opened again
+            if isinstance(exc, ConnectionClosed):
+                raise ConnectionFailed(f"the server closed the connection while it was being set up "
+                                       f"({exc.code} {exc.reason})".strip()) from None
+            raise
         try:
             for device in self._devices:
                 device.start()

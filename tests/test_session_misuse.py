@@ -14,7 +14,7 @@ import pytest
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from voxline.realtime.server import load_scenario
 from voxline.session.events import SessionError
 from voxline.session.lockstep import run_lockstep
@@ -305,3 +305,31 @@ def test_after_a_refused_update_and_a_drop_the_new_connection_is_configured_with
     assert codes == ["cannot_update_voice"]  # the new connection's configuration was accepted
     again = [e["session"] for e in sent[first:] if e.get("type") == "session.update"]
     assert again and all("voice" not in s["audio"]["output"] and "instructions" not in s for s in again)
+
+
+def test_a_connection_that_fails_while_configured_is_closed_and_the_session_may_open_again() -> None:
+    clock = VirtualClock()
+    opened: list[RealtimeConnection] = []
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+
+    async def breaks_once() -> RealtimeConnection:
+        conn = await connect()
+        opened.append(conn)
+        if len(opened) == 1:
+            async def flush() -> None:
+                raise ConnectionClosed(1006, "gone while being configured")
+            conn.flush = flush  # type: ignore[method-assign]
+        return conn
+
+    async def main() -> str:
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=breaks_once)
+        with pytest.raises(ConnectionFailed) as failed:
+            async with session:
+                pass
+        async with session:  # a session that never opened opens on a second try
+            assert session.connected
+        return str(failed.value)
+
+    message = run_lockstep(main(), clock)
+    assert message == "the server closed the connection while it was being set up (1006 gone while being configured)"
+    assert len(opened) == 2 and all(conn.closed for conn in opened)  # the failed one was closed, not left open

@@ -420,6 +420,24 @@ def test_generator_tools_are_refused_when_registered(registry: ToolRegistry) -> 
     assert registry.get("rows") is None
 
 
+@pytest.mark.parametrize("lazy", ["generator", "map"])
+async def test_a_tool_that_returns_an_iterator_is_answered_without_running_it_on_the_loop(
+        registry: ToolRegistry, harness: Harness, lazy: str) -> None:
+    made: list[int] = []
+
+    def item(k: int) -> int:
+        made.append(k)  # would run on the event loop, item by item, past the tool's timeout
+        return k
+
+    @registry.tool(timeout=None)
+    def rows() -> Any:
+        return (item(k) for k in range(3)) if lazy == "generator" else map(item, range(3))
+
+    message = await answered_once(harness, harness.call("rows"))
+    assert message.startswith("rows failed: result of type ") and "is an iterator" in message
+    assert made == []
+
+
 async def test_async_tools_behind_decorators_are_awaited(registry: ToolRegistry, harness: Harness) -> None:
     import functools
 

@@ -15,6 +15,7 @@ an error instead.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pydantic_core
@@ -85,6 +86,9 @@ def encode_output(value: object) -> str:
     """
     if isinstance(value, str):
         return str.__str__(value)  # a plain copy: a subclass's comparisons or hooks are user code
+    if isinstance(value, (Iterator, AsyncIterator)):  # a generator, map(), an open file: never run here, on the loop
+        raise ToolError(f"result of type {type(value).__name__} is an iterator, whose items would be made on the "
+                        "event loop, past the tool's timeout: return them whole (a list, say)")
     try:
         return pydantic_core.to_json(value, inf_nan_mode="null").decode("utf-8")  # JSON has no NaN
     except pydantic_core.PydanticSerializationError as exc:
