@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from typing import Any
 
@@ -211,12 +212,14 @@ class VoiceSession:
         if self._loop is not None or self._link.closing:  # before anything connects: nothing to leak
             raise ConfigurationError("this session is already open" if not self._link.closing else
                                      "a closed session cannot be opened again: make a new VoiceSession")
+        _claim(self.output)
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         try:
             await self._link.open()
         except BaseException as exc:
             self._loop = None  # nothing opened: the session may be opened again
+            _release(self.output)
             if isinstance(exc, ConnectionClosed):
                 raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                        f"({exc.code} {exc.reason})".strip()) from None
@@ -227,6 +230,7 @@ class VoiceSession:
         except BaseException:
             self._close_devices()
             await self._link.close()
+            _release(self.output)
             raise
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._runner)
@@ -274,6 +278,7 @@ class VoiceSession:
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
         self._close_devices()
+        _release(self.output)
 
     def _close_devices(self) -> None:
         for device in self._devices:
@@ -470,3 +475,22 @@ class VoiceSession:
             await self._flush_needed.wait()
             self._flush_needed.clear()
             await self._link.flush()
+
+
+_outputs_in_use: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The outputs of the open sessions: one output, one listener's timeline, one session at a time."""
+
+
+def _claim(output: Any) -> None:
+    try:
+        if output in _outputs_in_use:
+            raise ConfigurationError("this output belongs to a session that is open: give each session its own "
+                                     "(one output is one listener's timeline)")
+        _outputs_in_use.add(output)
+    except TypeError:  # an output that cannot be weakly referenced goes unchecked
+        pass
+
+
+def _release(output: Any) -> None:
+    with contextlib.suppress(TypeError):
+        _outputs_in_use.discard(output)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -93,6 +94,25 @@ def test_nesting_at_the_limit_is_accepted() -> None:
     tool = {"type": "function", "name": "deep", "description": "", "parameters": schema}
     [updated] = Harness().send({"type": "session.update", "session": {"type": "realtime", "tools": [tool]}})
     assert updated["type"] == "session.updated"
+
+
+async def test_a_client_gone_during_the_opening_handshake_is_a_debug_line_without_a_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    upgrade = (b"GET /v1/realtime?model=x HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+               b"Authorization: Bearer x\r\n\r\n")
+    caplog.set_level(logging.DEBUG)
+    async with local_server() as server:
+        for payload in (b"GET /v1/realtime HTTP/1.1\r\nHost: x\r\n", upgrade):
+            _reader, writer = await asyncio.open_connection(server.host, server.port)
+            writer.write(payload)
+            await writer.drain()
+            writer.transport.abort()  # reset before the server's answer
+        async with asyncio.timeout(10):
+            while not any(r.getMessage().startswith("opening handshake failed: ") for r in caplog.records):
+                await asyncio.sleep(0.01)
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == [] and not any(r.exc_info for r in caplog.records)
 
 
 async def test_websocket_keeps_the_connection_after_deep_frames() -> None:

@@ -333,3 +333,23 @@ def test_a_connection_that_fails_while_configured_is_closed_and_the_session_may_
     message = run_lockstep(main(), clock)
     assert message == "the server closed the connection while it was being set up (1006 gone while being configured)"
     assert len(opened) == 2 and all(conn.closed for conn in opened)  # the failed one was closed, not left open
+
+
+def test_two_open_sessions_cannot_share_one_output() -> None:
+    clock = VirtualClock()
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+    shared = ClockedOutput(clock)
+
+    async def main() -> str:
+        first = VoiceSession(SETTINGS, output=shared, clock=clock, connector=connect)
+        second = VoiceSession(SETTINGS, output=shared, clock=clock, connector=connect)
+        async with first:
+            with pytest.raises(ConfigurationError) as refused:
+                async with second:
+                    pass
+        async with second:  # one after the other, it is the next session's
+            assert second.connected
+        return str(refused.value)
+
+    assert run_lockstep(main(), clock) == ("this output belongs to a session that is open: give each session its own "
+                                           "(one output is one listener's timeline)")

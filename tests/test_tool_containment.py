@@ -527,3 +527,34 @@ async def test_closing_does_not_wait_for_a_tool_that_ignores_its_cancel(registry
     assert cancels == [1]  # it was told
     stop.set()  # let it end, so the test's loop can close
     await asyncio.sleep(0.05)
+
+
+async def test_closing_does_not_wait_for_an_approval_that_ignores_its_cancel(registry: ToolRegistry) -> None:
+    stop = asyncio.Event()
+    asked: list[str] = []
+    cancels: list[int] = []
+
+    async def approve(call: ToolCall) -> bool:
+        asked.append(call.name)
+        while not stop.is_set():  # the user never answers, and the prompt swallows its cancel
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                cancels.append(1)
+        return True
+
+    @registry.tool(needs_approval=True)
+    def delete_everything() -> str:
+        """Needs the user's yes."""
+        return "deleted"
+
+    h = Harness(registry, approve)
+    async with asyncio.timeout(10):
+        await h.runner.__aenter__()
+        h.call("delete_everything")
+        while not asked:
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(h.runner.aclose(), 2)  # returns though the prompt goes on
+    assert cancels == [1] and h.finished() == []  # it was told; the tool never ran
+    stop.set()
+    await asyncio.sleep(0.05)

@@ -225,7 +225,7 @@ class ToolRunner:
                 return None  # settled meanwhile: begin() will refuse it, no prompt needed
             try:
                 answer = self._approve(call)
-                granted = await answer if inspect.isawaitable(answer) else answer  # async, or a plain function
+                granted = await _settled(answer) if inspect.isawaitable(answer) else answer  # async, or a plain function
             except BaseException as exc:  # the application's callback: its failure answers the call
                 contain(exc)
                 return f"asking approval for {tool.name} failed: {describe_exception(exc)}"
@@ -285,3 +285,25 @@ class ToolRunner:
         if clock is None:
             raise ToolError("the tool runner is not open")
         return clock
+
+
+async def _settled(awaitable: Any) -> Any:
+    """What ``awaitable`` gives or raises, awaited in a task of its own (as :func:`_guarded` runs a tool);
+    cancelled meanwhile (the runner closes), it is told and left behind, never waited for: an approval
+    callback that ignores its cancel does not hold the session's close."""
+    async def outcome() -> tuple[Any, BaseException | None]:
+        try:
+            return await awaitable, None
+        except BaseException as exc:  # raised again in the caller's task, where it is contained
+            return None, exc
+
+    work = asyncio.ensure_future(outcome())
+    try:
+        await asyncio.wait((work,))
+    except BaseException:
+        work.cancel()
+        raise
+    value, failure = work.result()
+    if failure is not None:
+        raise failure
+    return value

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import sys
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
@@ -122,6 +124,7 @@ class Server:
             max_size=4 * self.config.max_frame_bytes,
             server_header="voxline-local-server",
             reuse_port=self.config.reuse_port or None,
+            logger=_WebSocketLog(logging.getLogger("websockets.server"), {}),
         )
         return self
 
@@ -308,6 +311,18 @@ class _Serving:
     ) -> None:
         if self._server is not None:
             await self._server.close()
+
+
+class _WebSocketLog(logging.LoggerAdapter):
+    """websockets' own log, but a client gone during the opening handshake (a reset, a half request, a
+    session cancelled while it opened) is one debug line, not an error with a traceback."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        if msg == "opening handshake failed":
+            failure = sys.exc_info()[1]
+            self.logger.debug("opening handshake failed: %s", f"{type(failure).__name__}: {failure}" if failure else "?")
+            return
+        super().log(level, msg, *args, **kwargs)
 
 
 def serve(config: ServerConfig) -> _Serving:
