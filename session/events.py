@@ -241,6 +241,9 @@ class SessionError:
     - a loop of the session that raised: ``input_failed`` and ``device_watch_failed`` (the
       session goes on without them), ``receive_loop_failed``, ``tick_loop_failed``,
       ``flush_loop_failed`` and ``output_failed`` (**fatal**: close the session).
+
+    After a fatal error the session's commands raise :class:`~voxline.realtime.errors.ConfigurationError`
+    naming it, ``connected`` is False and its ``repr`` says ``failed``.
     """
 
     message: str

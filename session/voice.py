@@ -140,6 +140,7 @@ class VoiceSession:
                                wake_flush=self._flush_needed.set)
         self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
+        self._failed: SessionError | None = None  # the first fatal error: the session can do no more
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
         self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
@@ -184,6 +185,8 @@ class VoiceSession:
     def __repr__(self) -> str:
         live, link = self.machine.live, self._link
         state = "open" if live else ("reconnecting" if link.conn is not None and not link.closing else "closed")
+        if self._failed is not None and not link.closing:
+            state = "failed"
         return f"<VoiceSession {self.settings.model} {state}>"
 
     # ------------------------------------------------------------------ what the machine holds
@@ -258,6 +261,12 @@ class VoiceSession:
         if self._loop is not None and asyncio.get_running_loop() is not self._loop:
             raise ConfigurationError("this session belongs to another event loop: use it where it was opened")
 
+    def _usable(self) -> None:
+        """Refuse a command from another event loop, or to a session that failed (a fatal error)."""
+        self._own_loop()
+        if self._failed is not None and not self._link.closing:
+            raise ConfigurationError(f"the session failed ({self._failed.message}): close it and open a new one")
+
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
@@ -325,8 +334,8 @@ class VoiceSession:
 
     @property
     def connected(self) -> bool:
-        """True while a connection carries the conversation (False while reconnecting)."""
-        return self.machine.live
+        """True while a connection carries the conversation (False while reconnecting, and once the session failed)."""
+        return self.machine.live and self._failed is None
 
     @property
     def idle(self) -> bool:
@@ -343,6 +352,8 @@ class VoiceSession:
         return self.machine.report(self.output.now())
 
     def _publish_one(self, event: SessionEvent) -> None:
+        if isinstance(event, SessionError) and event.fatal and self._failed is None:
+            self._failed = event  # the session can do no more: its commands say so from now on
         self._queue.put(event)
 
     def _on_tool_event(self, event: ToolEvent) -> None:
@@ -356,7 +367,7 @@ class VoiceSession:
         While the session reconnects the message is kept: the new connection gets it with the
         rebuilt conversation, and its response is asked for then.
         """
-        self._own_loop()
+        self._usable()
         if self.machine.send_text(text):
             await self._link.flush()
 
@@ -366,19 +377,19 @@ class VoiceSession:
         Returns the barge-in (also delivered as an event), or None when no assistant audio
         was playing, queued or being produced.
         """
-        self._own_loop()
+        self._usable()
         effects = self.machine.interrupt(self.output.now(), Trigger.INTERRUPT)
         await self._apply(effects)
         return effects.barge_in
 
     async def start_talking(self) -> None:
         """Push-to-talk: start sending the microphone (clears what the server buffered)."""
-        self._own_loop()
+        self._usable()
         await self._apply(self.machine.start_talking(self.output.now()))
 
     async def stop_talking(self) -> None:
         """Push-to-talk: stop sending, commit what was said, and ask for a response."""
-        self._own_loop()
+        self._usable()
         if self.machine.stop_talking(self.output.now()):
             await self._link.flush()
 
@@ -390,7 +401,7 @@ class VoiceSession:
         an update the server refuses is a :class:`SessionError` and is undone whole, so later
         updates and reconnects do not send it again.
         """
-        self._own_loop()
+        self._usable()
         if self.machine.update(instructions=instructions, tools=tools, voice=voice):
             await self._link.flush()
 

@@ -353,3 +353,30 @@ def test_two_open_sessions_cannot_share_one_output() -> None:
 
     assert run_lockstep(main(), clock) == ("this output belongs to a session that is open: give each session its own "
                                            "(one output is one listener's timeline)")
+
+
+def test_after_a_fatal_error_the_session_says_it_failed_and_refuses_commands() -> None:
+    from voxline.audio.sinks import NullSink
+
+    clock = VirtualClock()
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+
+    class FullDisk(NullSink):
+        def write(self, t: float, samples: Any) -> None:
+            if t >= 0.5:
+                raise OSError(28, "No space left on device")
+
+    async def main() -> tuple[str, bool, str]:
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock, FullDisk()), clock=clock, connector=connect)
+        async with session:
+            async for event in session:
+                if isinstance(event, SessionError) and event.fatal:
+                    break
+            with pytest.raises(ConfigurationError) as refused:
+                await session.send_text("still there?")  # before, accepted and never answered
+            return repr(session), session.connected, str(refused.value)
+
+    shown, connected, refused = run_lockstep(main(), clock)
+    assert shown.endswith(" failed>") and not connected
+    assert refused == ("the session failed (the output failed: OSError: [Errno 28] No space left on device): "
+                       "close it and open a new one")
