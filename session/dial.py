@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.transports.webrtc import WebRTCTransport
 
 from .live.connect import open_live
 from .live.machine import LiveMachine
@@ -31,6 +30,8 @@ async def dial(settings: SessionSettings, machine: Machine, on_wire: WireObserve
         raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
     key = settings.api_key.get_secret_value()
     if machine.track is not None:
+        from voxline.realtime.transports.webrtc import WebRTCTransport  # aiortc loads only for a WebRTC session
+
         transport = await WebRTCTransport.connect(settings.url, key, model=settings.model,
                                                   on_audio=machine.track.on_audio)
         return RealtimeConnection(transport, on_wire=on_wire)

@@ -125,3 +125,19 @@ def test_real_time_replay_over_webrtc(tmp_path: Path) -> None:
     # microphone track sends nothing before the first block, and late blocks count from when they were captured
     began = [float(x) for x in re.findall(r"your voice began at (\d+\.\d+) s", run.stdout)]
     assert began == pytest.approx([0.50, 6.00], abs=0.015), run.stdout
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130() -> None:
+    # a Ctrl-C that lands inside an import of the command line (it takes a moment to load)
+    code = (
+        "import sys\n"
+        "class Interrupted:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'voxline.session.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupted())\n"
+        "from voxline.console import main\n"
+        "sys.exit(main())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stderr) == (130, "voxline: interrupted\n")

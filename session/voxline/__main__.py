@@ -2,6 +2,6 @@
 
 import sys
 
-from voxline.session.cli import main
+from voxline.console import main
 
 sys.exit(main())
