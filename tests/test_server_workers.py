@@ -93,7 +93,8 @@ async def test_connections_are_spread_over_the_workers_and_all_stop_with_the_sup
                 for ws in sockets:
                     await ws.close()
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=20)
+        assert process.wait(timeout=20) == 143  # 128 + SIGTERM, as a service manager expects
+        assert process.stderr is not None and "Traceback" not in process.stderr.read()
         assert all(gone(pid) for pid in pids)
     finally:
         if process.poll() is None:
@@ -108,6 +109,22 @@ def test_a_worker_that_dies_ends_the_server_with_an_error() -> None:
         assert process.wait(timeout=20) != 0
         assert process.stderr is not None and f"(pid {pids[0]}) ended" in process.stderr.read()
         assert all(gone(pid) for pid in pids)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_one_server_closes_on_a_stop_signal_with_its_exit_status(sig: signal.Signals) -> None:
+    process = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline().startswith("voxline local server at ")
+        process.send_signal(sig)
+        assert process.wait(timeout=20) == 128 + sig  # before, SIGTERM killed it without a word (-15)
+        assert process.stderr is not None
+        assert process.stderr.read().splitlines()[-1] == f"voxline: {sig.name}: closing the server"
     finally:
         if process.poll() is None:
             process.kill()

@@ -35,8 +35,10 @@ Handler = Callable[[int, FrameType | None], Any] | int | None
 class Stop:
     """``with Stop(loop) as stop:`` — :attr:`event` is set by the first stop signal."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, *,
+                 note: str = "stopping; what finished is kept and written (again to stop at once)") -> None:
         self.loop = loop or asyncio.get_running_loop()
+        self.note = note
         self.event = asyncio.Event()
         self.signal: signal.Signals | None = None
         self._previous: dict[int, Handler] = {}
@@ -68,8 +70,7 @@ class Stop:
                 return  # the same stop delivered twice (to the process and through a parent that passes it on)
             raise KeyboardInterrupt  # a second signal: stop waiting for the clean end
         self.signal, self._at = signal.Signals(number), time.monotonic()
-        print(f"voxline: {self.name}: stopping; what finished is kept and written (again to stop at once)",
-              file=sys.stderr, flush=True)
+        print(f"voxline: {self.name}: {self.note}", file=sys.stderr, flush=True)
         self.loop.call_soon_threadsafe(self.event.set)
 
     def restore(self) -> None:

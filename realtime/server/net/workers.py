@@ -60,11 +60,7 @@ async def supervise(args: argparse.Namespace, config: ServerConfig, workers: int
     context = multiprocessing.get_context("spawn")
     started: list[tuple[Any, Connection]] = []
     loop = asyncio.get_running_loop()
-    previous = signal.getsignal(signal.SIGTERM)
-    main_task = asyncio.current_task()
-    with contextlib.suppress(ValueError, RuntimeError):  # only the main thread of a loop can take signals
-        loop.add_signal_handler(signal.SIGTERM, lambda: main_task.cancel() if main_task else None)
-    try:
+    try:  # cancelled (the command's stop signal), the finally stops the workers
         for index in range(workers):
             receiver, sender = context.Pipe(duplex=False)
             process = context.Process(
@@ -91,9 +87,6 @@ async def supervise(args: argparse.Namespace, config: ServerConfig, workers: int
         print(f"voxline serve: worker {ended.name} (pid {ended.pid}) ended with status {code}", file=sys.stderr)
         return code if code > 0 else 1
     finally:
-        with contextlib.suppress(ValueError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGTERM)
-            signal.signal(signal.SIGTERM, previous)
         _stop(started)
         holder.close()
 
