@@ -218,7 +218,7 @@ def test_a_resampled_input_says_where_its_samples_land(tmp_path: Path) -> None:
 def test_a_farm_refuses_channel(tmp_path: Path, speech_left: Path) -> None:
     result = run("replay", str(speech_left), str(EXAMPLE), "--fast", "--channel", "left", "--out-dir",
                  str(tmp_path / "farm"))
-    assert result.returncode == 2 and "--channel apply to one recording" in one_line_error(result)
+    assert result.returncode == 2 and "--channel applies to a single replay" in one_line_error(result)
 
 
 def test_a_reader_that_goes_away_ends_the_command_without_a_word(tmp_path: Path) -> None:
@@ -232,3 +232,30 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_word(tmp_path: Path)
         os.close(write)
     assert "Broken pipe" not in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 1
+
+
+def test_junit_with_a_single_replays_report_says_that_junit_made_a_farm(tmp_path: Path) -> None:
+    result = run("replay", str(EXAMPLE), "--fast", "--junit", str(tmp_path / "j.xml"), "--report",
+                 str(tmp_path / "r.html"), "--out-dir", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert one_line_error(result).startswith("voxline replay: error: --junit makes a farm, even of one recording, and "
+                                             "--report applies to a single replay;")
+
+
+def test_a_negative_grace_is_refused_with_or_without_a_local_vad(tmp_path: Path) -> None:
+    result = run("replay", str(EXAMPLE), "--fast", "--grace-ms", "-1", *outputs(tmp_path))
+    assert result.returncode == 2 and "--grace-ms takes milliseconds >= 0, not -1" in one_line_error(result)
+
+
+def test_a_farm_output_it_could_not_write_is_refused_before_any_recording_runs(tmp_path: Path) -> None:
+    second = tmp_path / "second.wav"
+    second.write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "afile").write_text("")
+    for flag, path, expected in (
+            ("--results", "/proc/r.jsonl", "--results /proc/r.jsonl: No such file or directory"),
+            ("--junit", "/proc/j.xml", "--junit /proc/j.xml: No such file or directory"),
+            ("--results", str(tmp_path / "afile" / "r.jsonl"),
+             f"--results {tmp_path / 'afile' / 'r.jsonl'}: cannot make its folder {tmp_path / 'afile'} (File exists)")):
+        result = run("replay", str(EXAMPLE), str(second), "--fast", "--out-dir", str(tmp_path / "out"), flag, path)
+        assert (result.returncode, one_line_error(result)) == (1, f"voxline replay: error: {expected}")
+        assert "farm of" not in result.stderr  # refused before it started

@@ -230,7 +230,7 @@ def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path
     ("args", "expected"),
     [
         (["--out-dir", "{tmp}/o", "--shard", "3/3"], "--shard 3/3: I must be 0 to 2"),
-        (["--out", "{tmp}/h.wav"], "--out apply to one recording"),
+        (["--out", "{tmp}/h.wav"], "--out applies to a single replay"),
         ([], "a farm needs --out-dir DIR"),
         (["--out-dir", "{tmp}/o", "--tools", "nomodule"], "--tools takes MODULE:ATTR"),
         (["--out-dir", "{tmp}/o", "--jobs", "0"], "argument --jobs: expected a whole number of at least 1"),
@@ -246,9 +246,9 @@ def test_farm_mistakes_are_one_line(farm_dir: Path, tmp_path: Path, args: list[s
 def test_farm_flags_on_one_recording_are_refused(farm_dir: Path, tmp_path: Path) -> None:
     run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--jobs", "2", "--out",
                   str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"))
-    assert "--jobs apply to a farm" in one_line_error(run)
+    assert "--jobs applies to a farm" in one_line_error(run)
     run = voxline("replay", str(farm_dir / "calls" / "call00.wav"), "--fast", "--farm-report")
-    assert "--farm-report apply to a farm" in one_line_error(run)
+    assert "--farm-report applies to a farm" in one_line_error(run)
 
 
 def _listener_timeline(sink: object, minutes: float) -> None:

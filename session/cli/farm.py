@@ -8,6 +8,7 @@ Several inputs, a directory or ``--manifest`` make a farm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -106,15 +107,21 @@ def refuse_farm_flags(args: argparse.Namespace) -> None:
     given += ["--farm-report"] if args.farm_report else []
     given += ["--farm-stereo"] if args.farm_stereo else []
     if given:
-        raise UsageError(f"{', '.join(given)} apply to a farm: give several recordings, a directory or "
+        raise UsageError(f"{', '.join(given)} {_apply(given)} to a farm: give several recordings, a directory or "
                          "--manifest")
+
+
+def _apply(flags: list[str]) -> str:
+    return "applies" if len(flags) == 1 else "apply"
 
 
 def _check(args: argparse.Namespace, url: str | None) -> None:
     given = [flag for name, flag in SINGLE_ONLY.items() if getattr(args, name, None) not in (None, False)]
     if given:
-        raise UsageError(f"{', '.join(given)} apply to one recording; a farm writes DIR/NAME/heard.wav and "
-                         "events.jsonl under --out-dir (--farm-report for reports)")
+        why = "--junit makes a farm, even of one recording, and " if args.junit is not None and len(args.inputs) == 1 \
+            else ""
+        raise UsageError(f"{why}{', '.join(given)} {_apply(given)} to a single replay; a farm writes DIR/NAME/heard.wav "
+                         "and events.jsonl under --out-dir (--farm-report for reports)")
     if args.out_dir is None:
         why = "--junit makes a farm, which" if args.junit is not None and len(args.inputs) == 1 else "a farm"
         raise UsageError(f"{why} needs --out-dir DIR for its recordings' outputs and results")
@@ -131,6 +138,27 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
     for path in (args.results, args.junit):
         if path is not None and path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
+
+
+def _folder(flag: str, folder: Path, of: Path | None = None) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = f"{of}: cannot make its folder {folder}" if of is not None else f"{folder}: cannot make it"
+        raise ConfigurationError(f"{flag} {where} ({exc.strerror or exc})") from None
+
+
+def _writable(flag: str, path: Path) -> None:
+    """Refuse an output the farm could not write at its end; a file made to find out is removed again."""
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        raise ConfigurationError(f"{flag} {path}: {exc.strerror or exc}") from None
+    if not existed:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
@@ -180,10 +208,11 @@ async def run(args: argparse.Namespace) -> int:
     results = args.results or args.out_dir / "results.jsonl"
     recordings = _place(args, _recordings(args), results)
     options = _options(args, url)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for path in (results, args.junit):
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+    _folder("--out-dir", args.out_dir)
+    for flag, path in (("--results", results), ("--junit", args.junit)):
+        if path is not None:  # found now, not after every recording has run
+            _folder(flag, path.parent, path)
+            _writable(flag, path)
     where = "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'a built-in server per recording'}"
     shard = f", shard {args.shard}" if args.shard else ""
     count = f"{len(recordings)} recording{'s' if len(recordings) != 1 else ''}"

@@ -178,6 +178,8 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
         options["echo"] = RoomEcho(delay, gain)
     if args.aec:
         options["aec"] = make_canceller(args.aec)  # AecUnavailable: one line, before anything starts
+    if args.grace_ms < 0:
+        raise UsageError(f"--grace-ms takes milliseconds >= 0, not {args.grace_ms}")
     if args.local_vad:
         options["local_vad"] = LocalVad(args.local_vad)
         try:
