@@ -142,6 +142,8 @@ class WavReader:
     def _chunks(self) -> tuple[_Format, int, int]:
         """The fmt chunk, where the samples start, and how many bytes of them there are."""
         head = self._file.read(12)
+        if len(head) < 12 and not b"RIFF".startswith(head[:4]):  # a few bytes of something else: not a start cut short
+            raise AudioError("not a WAV file (no RIFF/WAVE header); convert it to 16-bit PCM WAV")
         if len(head) < 12:
             raise AudioError("the file is empty or truncated")
         if head[:4] != b"RIFF" or head[8:12] != b"WAVE":

@@ -50,6 +50,12 @@ def lying_file(path: Path, kind: str) -> Path:
         case "flac named .wav":
             path.write_bytes(b"fLaC\x00\x00\x00\x22" + bytes(200))
             return path
+        case "six bytes of text":  # shorter than a header, and not the start of one
+            path.write_bytes(b"hello\n")
+            return path
+        case "a header cut short":
+            path.write_bytes(b"RIFF\x10\x00")
+            return path
     raise AssertionError(kind)
 
 
@@ -61,6 +67,8 @@ EXPECTED = {
     "giant fmt chunk": "fmt chunk claims",
     "mu-law": "format tag 0x0007",
     "flac named .wav": "not a WAV file",
+    "six bytes of text": "not a WAV file",
+    "a header cut short": "the file is empty or truncated",
 }
 
 
