@@ -24,7 +24,7 @@ import numpy.typing as npt
 from voxline.audio.ledger import fade_gains, heard_count
 from voxline.base.arguments import real, whole
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.audio.wavio import PathLike, WavWriter
+from voxline.audio.wavio import MAX_RATE, MIN_RATE, PathLike, WavWriter
 
 __all__ = ["NullSink", "Sink", "TimelineSink", "WavSink", "cut_timeline"]
 
@@ -108,7 +108,7 @@ class WavSink:
         real(window_s, "window_s")
         if not 0 < keep_s < window_s:
             raise ValueError("need 0 < keep_s < window_s")
-        self.rate = whole(rate, "rate", low=1)
+        self.rate = whole(rate, "rate", low=MIN_RATE, high=MAX_RATE)
         self.late_samples = 0
         self._writer = WavWriter(path, rate)
         self._keep = max(1, round(keep_s * rate))

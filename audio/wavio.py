@@ -25,6 +25,7 @@ from typing import Self
 import numpy as np
 import numpy.typing as npt
 
+from voxline.base.arguments import whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
 
@@ -207,7 +208,7 @@ class WavWriter:
 
     def __init__(self, path: PathLike, rate: int = SAMPLE_RATE) -> None:
         self.path = os.fspath(path)
-        self.rate = rate
+        self.rate = whole(rate, "rate", low=MIN_RATE, high=MAX_RATE)  # what a reader takes (and a header holds)
         self.frames_written = 0
         try:
             self._file = open(self.path, "wb")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,7 @@ from voxline.base.clock import Clock
 from voxline.base.contain import contain
 from voxline.base.errors import message_of
 from voxline.realtime.connection import RealtimeConnection
-from voxline.realtime.errors import ConnectionClosed, RealtimeError
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
 
 from .events import SessionError, SessionEvent
 from .machine import Effects
@@ -83,7 +84,13 @@ class Link:
 
     async def _configured(self) -> RealtimeConnection:
         """A new connection, sent the session's configuration; closed again if that fails."""
-        conn = await self._connector()
+        made = self._connector()
+        if not inspect.isawaitable(made):
+            raise ConfigurationError(f"the connector returned {type(made).__name__}, not an awaitable: make it an "
+                                     "async function that returns a RealtimeConnection")
+        conn = await made
+        if not isinstance(conn, RealtimeConnection):
+            raise ConfigurationError(f"the connector gave {type(conn).__name__}, not a RealtimeConnection")
         try:
             server_time = getattr(conn.transport, "server_time", None)
             self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))

@@ -7,6 +7,7 @@ the connection open).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from voxline.audio.playout import PlayoutBuffer
@@ -33,8 +34,8 @@ def check_session_arguments(**given: Any) -> None:
         "barge_policy": (lambda v: isinstance(v, BargePolicy), "a BargePolicy"),
         "approve": (callable, "a function of the call (async or not) that returns True to run it"),
         "connector": (callable, "an async function that returns a RealtimeConnection"),
-        "backoff": (callable, "a function of the attempt number that returns seconds to wait"),
-        "on_wire": (callable, "a function of (direction, text)"),
+        "backoff": (_plain, "a plain (not async) function of the attempt number that returns seconds to wait"),
+        "on_wire": (_plain, "a plain (not async) function of (direction, text), called for every frame"),
         "raw_events": (lambda v: isinstance(v, bool), "True or False"),
         "run_tools": (lambda v: isinstance(v, bool), "True or False"),
     }
@@ -43,4 +44,11 @@ def check_session_arguments(**given: Any) -> None:
             continue
         accepts, what = checks[name]
         if not accepts(value):
-            raise TypeError(f"VoiceSession: {name} takes {what}, not {type(value).__name__}")
+            kind = "an async function" if callable(value) and not _plain(value) else type(value).__name__
+            raise TypeError(f"VoiceSession: {name} takes {what}, not {kind}")
+
+
+def _plain(value: Any) -> bool:
+    """A callable that answers when called: an ``async def`` one would hand back a coroutine never run."""
+    return callable(value) and not inspect.iscoroutinefunction(value) and not inspect.iscoroutinefunction(
+        getattr(value, "__call__", None))

@@ -99,3 +99,6 @@ def test_a_wav_sink_refuses_a_time_or_rate_that_is_none(tmp_path: Path) -> None:
         WavSink("/nonexistent/never-made.wav", rate=0)
     with pytest.raises(TypeError, match="rate"):
         WavSink("/nonexistent/never-made.wav", rate=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="rate"):  # before, a struct.error from inside the header
+        WavSink(tmp_path / "fast.wav", rate=10**10)
+    assert not (tmp_path / "fast.wav").exists()

@@ -173,6 +173,10 @@ def test_an_update_refused_changes_nothing_and_later_updates_go_through() -> Non
                                            "tools takes a list of the registry's tool names"]
 
 
+async def _async_observer(*_args: Any) -> None:
+    pass
+
+
 @pytest.mark.parametrize(("given", "message"), [
     ({"settings": {"url": "ws://x"}}, "settings takes a SessionSettings, not dict"),
     ({"output": "speaker"}, "output takes an output (ClockedOutput, SpeakerSink, or an object with playout, now() "
@@ -180,8 +184,12 @@ def test_an_update_refused_changes_nothing_and_later_updates_go_through() -> Non
     ({"clock": "real"}, "clock takes a Clock (RealClock, VirtualClock), not str"),
     ({"tools": {"a": 1}}, "tools takes a ToolRegistry, not dict"),
     ({"approve": "yes"}, "approve takes a function of the call (async or not) that returns True to run it, not str"),
-    ({"on_wire": "x"}, "on_wire takes a function of (direction, text), not str"),
+    ({"on_wire": "x"}, "on_wire takes a plain (not async) function of (direction, text), called for every frame, not str"),
     ({"barge_policy": "x"}, "barge_policy takes a BargePolicy, not str"),
+    ({"on_wire": _async_observer}, "on_wire takes a plain (not async) function of (direction, text), called for "
+                                   "every frame, not an async function"),  # before, accepted and never run
+    ({"backoff": _async_observer}, "backoff takes a plain (not async) function of the attempt number that returns "
+                                   "seconds to wait, not an async function"),
 ])
 def test_a_wrong_argument_is_refused_by_the_constructor(given: dict[str, Any], message: str) -> None:
     settings = given.pop("settings", SETTINGS)
@@ -380,3 +388,20 @@ def test_after_a_fatal_error_the_session_says_it_failed_and_refuses_commands() -
     assert shown.endswith(" failed>") and not connected
     assert refused == ("the session failed (the output failed: OSError: [Errno 28] No space left on device): "
                        "close it and open a new one")
+
+
+def test_a_connector_that_is_not_async_is_one_line_at_open() -> None:
+    clock = VirtualClock()
+
+    def plain() -> None:  # forgot the async, and the return
+        return None
+
+    async def main() -> str:
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=plain)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError) as refused:
+            async with session:
+                pass
+        return str(refused.value)
+
+    assert run_lockstep(main(), clock) == ("the connector returned NoneType, not an awaitable: make it an async "
+                                           "function that returns a RealtimeConnection")
