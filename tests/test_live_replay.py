@@ -91,3 +91,19 @@ def test_a_farm_takes_the_live_api_and_a_bad_api_is_one_line(tmp_path) -> None: 
     assert any(e["event"]["type"] == "session.output_transcript.delta" for e in events if e.get("dir") == "in")
     bad = voxline("replay", str(folder / "a.wav"), "--fast", "--api", "beta")
     assert bad.returncode == 2 and "--api" in one_line_error(bad)
+
+
+def test_a_live_turn_line_says_where_the_voice_began_from_the_servers_transcript() -> None:
+    from voxline.realtime.server.engine.scenario import with_transcripts
+
+    gap = np.zeros(int(1.5 * RATE), np.int16)
+    samples = np.concatenate([np.zeros(int(0.5 * RATE), np.int16), _voice(1.2), gap, gap])  # the voice at 0.50 s
+    scenario = with_transcripts(load_scenario("default"), ("What is the weather like?",))
+    settings = SessionSettings(api="live", api_key=SecretStr("local"))
+    result = replay_fast(samples, scenario=scenario, settings=settings, voice="tone")
+    said = [line for line in result.summary_lines() if "you: started speaking" in line]
+    # the transcript comes once the words are over; the line places the voice where it began, as Realtime's does
+    assert len(said) == 1 and re.search(r"\(your voice began at 0\.5\d s; the server's transcript of it came \d+ ms "
+                                        r"later\)$", said[0]), said
+    assert result.metrics is not None and len(result.metrics.speech) == 1
+    assert (result.metrics.speech[0].item_id or "").startswith("live_user")  # the turn's own id, as its event has

@@ -194,7 +194,7 @@ class LiveMachine:
                 fresh = self.metrics.user_words(output.start_ms, output.end_ms)
                 self.timeline.forget_before(output.start_ms - 600_000)  # keep the last ten minutes
                 if fresh:
-                    self._user_item = f"live_user{output.start_ms}"
+                    self._user_item = self.metrics.user_item or f"live_user{output.start_ms}"
                     events.append(SpeechStarted(now, self._user_item, output.start_ms))
                 events.append(TranscriptDelta("user", self._user_item, output.delta, now))
                 if self._audible(now):  # the user talks over the assistant: the model stops itself, we stop now

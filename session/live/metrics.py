@@ -44,6 +44,7 @@ class LiveMetrics:
     _tools: dict[str, ToolRecord] = field(default_factory=dict)
     _user_end_ms: int | None = None  # the end of the latest user words on the timeline
     _user_start_ms: int | None = None
+    _user_item: str | None = None  # the id the session gave the stretch of speech under way
 
     def user_words(self, start_ms: int, end_ms: int) -> bool:
         """The user's words on the timeline; True when they begin a new stretch of speech."""
@@ -52,15 +53,25 @@ class LiveMetrics:
             if self._user_start_ms is not None and self._user_end_ms is not None:
                 self._close_speech()
             self._user_start_ms = start_ms
+            self._user_item = f"live_user{start_ms}"
         self._user_end_ms = end_ms
         return fresh
 
-    def _close_speech(self) -> None:
+    @property
+    def user_item(self) -> str | None:
+        """The id of the stretch of user speech under way (the one :meth:`user_words` began last)."""
+        return self._user_item
+
+    def _segment(self) -> SpeechSegment | None:
         if self.first_input_at is None or self._user_start_ms is None or self._user_end_ms is None:
-            return
+            return None
         origin = self.first_input_at
         start, end = origin + self._user_start_ms / 1000, origin + self._user_end_ms / 1000
-        self._speech.append(SpeechSegment(None, start, end, start, end, "live_transcript"))
+        return SpeechSegment(self._user_item, start, end, start, end, "live_transcript")
+
+    def _close_speech(self) -> None:
+        if (segment := self._segment()) is not None:
+            self._speech.append(segment)
 
     def utterance(self, uid: str, now: float) -> None:
         end = None if self.first_input_at is None or self._user_end_ms is None \
@@ -118,6 +129,8 @@ class LiveMetrics:
                                     None if u.first_heard_at is None else (u.first_heard_at - u.first_delta_at) * 1000,
                                     None, (uid,), ("cut" if u.cut else "completed",), 0, 0.0, u.barge_ins))
             items.append(ItemRecord(uid, 0, None, u.first_delta_at, u.first_heard_at, heard, received, cut=u.cut))
-        return MetricsReport(now, tuple(turns), tuple(self._barge), tuple(items), tuple(self._speech),
+        under_way = self._segment() if self._user_start_ms is not None else None  # the words so far of a stretch not over
+        speech = (*self._speech, under_way) if under_way is not None else tuple(self._speech)
+        return MetricsReport(now, tuple(turns), tuple(self._barge), tuple(items), speech,
                              tuple(self._tools.values()), self.playout.underrun_events,
                              self.playout.underrun_samples * 1000 / rate)

@@ -175,8 +175,9 @@ class EventLines:
             text = "you: started speaking"
             if segment is not None:
                 later = (event.at - segment.speech_start) * 1000
+                what = "transcript of it" if segment.source == "live_transcript" else "speech_started"
                 text += f" (your voice began at {segment.speech_start:.2f} s" + (
-                    f"; the server's speech_started came {later:.0f} ms later)" if later >= 0 else ")")
+                    f"; the server's {what} came {later:.0f} ms later)" if later >= 0 else ")")
             return text + self.detail(f"SpeechStarted {event.item_id}, audio_start_ms={event.audio_start_ms}")
         text = "you: stopped speaking"
         if segment is not None and segment.speech_end is not None:
