@@ -259,3 +259,11 @@ def test_a_farm_output_it_could_not_write_is_refused_before_any_recording_runs(t
         result = run("replay", str(EXAMPLE), str(second), "--fast", "--out-dir", str(tmp_path / "out"), flag, path)
         assert (result.returncode, one_line_error(result)) == (1, f"voxline replay: error: {expected}")
         assert "farm of" not in result.stderr  # refused before it started
+
+
+def test_a_live_replay_without_a_transcript_says_why_no_speech_was_seen(tmp_path: Path) -> None:
+    result = run("replay", str(EXAMPLE), "--fast", "--api", "live", "--voice", "tone", *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    # Live tells of the user's words only in its input transcript; its detector did fire (the replies played)
+    assert (f"voxline: no speech detected in {EXAMPLE}: the server sent no input transcript (the built-in server "
+            f"transcribes only the turns barge_in.txt scripts)") in result.stderr.splitlines()

@@ -385,8 +385,13 @@ def _write_report(args: argparse.Namespace, result: ReplayResult, stop: Stop) ->
 def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
     """After the lines printed as the replay went: underruns, and what was written."""
     if not result.heard_speech and not result.interrupted:  # stopped early, it may not have reached any
-        print(f"voxline: no speech detected in {args.input}: the server's voice activity detection never fired "
-              "(is it silent, or very quiet?)", file=sys.stderr)
+        if settings_for(args).api == "live":  # Live tells of the user's words only in its input transcript
+            why = "the server sent no input transcript"
+            if not target_url(args):
+                why += f" (the built-in server transcribes only the turns {Path(args.input).with_suffix('.txt').name} scripts)"
+        else:
+            why = "the server's voice activity detection never fired (is it silent, or very quiet?)"
+        print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
     cut = " (interrupted: what was heard until then)" if result.interrupted else ""
     print(f"wrote {args.out} ({result.duration_s:.2f} s){cut} and {args.events}", flush=True)
