@@ -97,6 +97,6 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
                 worker.kill()
                 worker.join()
         out.close()
-    why = ("interrupted before it finished" if stop is not None and stop.is_set()
+    why = ("interrupted before its worker reported it (it may not have started)" if stop is not None and stop.is_set()
            else "its worker process ended without a verdict")
     return complete(recordings, got, why)

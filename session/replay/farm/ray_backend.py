@@ -83,7 +83,7 @@ def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, a
     finally:
         if owned:
             ray.shutdown()
-    return complete(recordings, got, "interrupted before it finished")
+    return complete(recordings, got, "interrupted before its task reported it (it may not have started)")
 
 
 def _init(ray: ModuleType, address: str | None) -> None:
