@@ -388,7 +388,8 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
         if settings_for(args).api == "live":  # Live tells of the user's words only in its input transcript
             why = "the server sent no input transcript"
             if not target_url(args):
-                why += f" (the built-in server transcribes only the turns {Path(args.input).with_suffix('.txt').name} scripts)"
+                sidecar = Path(args.input).with_suffix(".txt").name
+                why += f" (the built-in server transcribes only the turns {sidecar} scripts)"
         else:
             why = "the server's voice activity detection never fired (is it silent, or very quiet?)"
         print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
