@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import difflib
-import logging
 import re
 import os
 import sys
@@ -18,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from voxline import __version__
-from voxline.base.errors import VoxlineError, redact
+from voxline.base.errors import VoxlineError
+from voxline.base.log_output import log_to_stderr
 
 from ..settings import UsageError
 
@@ -83,12 +83,8 @@ def configure_logging(args: argparse.Namespace) -> None:
     """Log records of ``voxline.*`` to stderr, one line each, at the level the flags ask for."""
     quiet = "info" if getattr(args, "command", None) == "serve" else "warning"  # serve logs its sessions
     level = args.log_level or ("debug" if args.verbose >= 2 else "info" if args.verbose == 1 else quiet)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("voxline")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+    args.resolved_log_level = level  # for processes the command starts (serve's workers)
+    log_to_stderr(level)
 
 
 def _command_index(argv: list[str]) -> int:
@@ -97,13 +93,6 @@ def _command_index(argv: list[str]) -> int:
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if argv[i] == "--log-level" else 1
     return min(i, len(argv))
-
-
-class _RedactingFormatter(logging.Formatter):
-    """A formatter that masks anything shaped like a key or token, whatever a record carries."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from voxline.base.log_output import log_to_stderr
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
@@ -147,10 +148,8 @@ def _worker(args: argparse.Namespace, port: int, ready: Connection) -> None:
     """One worker process: the ordinary server on the shared port."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor stops its workers; Ctrl-C goes to it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    if hasattr(args, "verbose"):
-        from voxline.session.cli import configure_logging
-
-        configure_logging(args)
+    if (level := getattr(args, "resolved_log_level", None)) is not None:  # as the command set up its own
+        log_to_stderr(level)
     from voxline.realtime.server.net.cli import config_from_args
 
     try:

@@ -1,0 +1,31 @@
+"""Log records of ``voxline.*`` to stderr, one line each, with anything shaped like a key masked.
+
+The command line sets it up for its level flags; a server's worker process sets it up again at
+the level its command resolved (``voxline serve --workers``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from .errors import redact
+
+__all__ = ["log_to_stderr"]
+
+
+class _RedactingFormatter(logging.Formatter):
+    """A formatter that masks anything shaped like a key or token, whatever a record carries."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def log_to_stderr(level: str) -> None:
+    """``voxline.*`` records at ``level`` (``"info"``, ``"DEBUG"``…) and above to stderr, and nowhere else."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("voxline")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
