@@ -141,3 +141,22 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (run.returncode, run.stderr) == (130, "voxline: interrupted\n")
+
+
+def test_token_takes_the_url_serve_prints_and_a_local_server_needs_no_key() -> None:
+    from tests.support.cli import VOXLINE
+
+    server = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()
+        url = re.search(r"at (ws://\S+/v1/realtime) ", banner)
+        assert url is not None, banner
+        no_key = {"OPENAI_API_KEY": "", "VOXLINE_API_KEY": "", "VOXLINE_URL": "", "OPENAI_BASE_URL": ""}
+        minted = voxline("token", "--url", url.group(1), env=no_key, timeout=60)  # as serve printed it
+        assert minted.returncode == 0, minted.stderr
+        assert json.loads(minted.stdout)["value"].startswith("ek_")
+    finally:
+        server.terminate()
+        server.wait(timeout=20)

@@ -17,10 +17,11 @@ from voxline.base.errors import redact_url, register_url_secrets
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post, split_userinfo
 from voxline.realtime.transports.failures import http_status
+from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
 from ..settings import UsageError, api_key_from_env
 
-__all__ = ["add_arguments", "mint_client_secret", "run"]
+__all__ = ["add_arguments", "api_base", "mint_client_secret", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,10 +64,23 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     return secret
 
 
+def api_base(url: str) -> str:
+    """The HTTP API base for ``url``: the ``ws(s)://…/v1/realtime`` that ``voxline serve`` prints becomes
+    ``http(s)://…/v1``; anything else is left for :func:`check_http_url` to judge."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
+    path = parts.path.rstrip("/")
+    path = path.removesuffix("/realtime") if scheme != parts.scheme or path.endswith("/v1/realtime") else path
+    return urllib.parse.urlunsplit(parts._replace(scheme=scheme, path=path))
+
+
 async def run(args: argparse.Namespace) -> int:
-    api_key = api_key_from_env() or split_userinfo(args.url)[1]  # the configured key wins; empty is unset
+    url = api_base(args.url)
+    api_key = api_key_from_env() or split_userinfo(url)[1]  # the configured key wins; empty is unset
+    if not api_key and is_loopback_url(url):
+        api_key = "local"  # a local server without --api-key takes any key (one with a key refuses this one)
     if not api_key:
         raise ConfigurationError("neither VOXLINE_API_KEY nor OPENAI_API_KEY is set; a client secret is minted with an API key")
-    secret = await asyncio.to_thread(mint_client_secret, args.url, api_key, model=args.model, ttl=args.ttl)
+    secret = await asyncio.to_thread(mint_client_secret, url, api_key, model=args.model, ttl=args.ttl)
     print(json.dumps({"value": secret.get("value"), "expires_at": secret.get("expires_at")}))
     return 0
