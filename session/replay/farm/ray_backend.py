@@ -31,7 +31,7 @@ from .runner import FarmOptions, OutcomeHook, complete, run_part
 
 __all__ = ["check_ray", "import_ray", "run_ray"]
 
-INSTALL = "pip install 'voxline[ray]'"
+INSTALL = "pip install 'voxline[ray]' (in a clone: uv sync --extra ray)"
 
 
 def import_ray() -> ModuleType:
