@@ -78,6 +78,9 @@ def api_key_from_env() -> str | None:
     return env("VOXLINE_API_KEY", "OPENAI_API_KEY")
 
 
+_MAX_INSTRUCTIONS = 16 * 1024 * 1024  # the service's largest client event is 20 MiB; the rest of the update is small
+
+
 class SessionSettings(BaseSettings):
     # hide_input_in_errors: a value of the wrong type (a key passed as a list, say) is not echoed back
     # extra="forbid": a misspelt keyword is an error, not a default silently kept (environment
@@ -136,9 +139,19 @@ class SessionSettings(BaseSettings):
     @field_validator("*", mode="after")
     @classmethod
     def _unicode(cls, value: Any, info: ValidationInfo) -> Any:
-        """Every text setting is text a JSON peer takes (no lone surrogate)."""
-        if isinstance(value, str):
-            unicode_text(value, info.field_name or "the value")
+        """Every text setting is text a JSON peer takes (no lone surrogate), the key included; instructions
+        fit in the ``session.update`` that carries them."""
+        name = info.field_name or "the value"
+        if isinstance(value, SecretStr):
+            try:
+                value.get_secret_value().encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"{name} cannot be sent: it holds a lone surrogate, half of a character") from None
+        elif isinstance(value, str):
+            unicode_text(value, name)
+            if name == "instructions" and len(value.encode("utf-8")) > _MAX_INSTRUCTIONS:
+                raise ValueError(f"instructions are {len(value.encode('utf-8'))} bytes, and the session.update "
+                                 f"that carries them may be at most {_MAX_INSTRUCTIONS} bytes")
         return value
 
     @property

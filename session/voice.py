@@ -287,6 +287,7 @@ class VoiceSession:
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
         self._close_devices()
+        self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
         _release(self.output)
 
     def _close_devices(self) -> None:

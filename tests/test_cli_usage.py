@@ -267,3 +267,25 @@ def test_a_live_replay_without_a_transcript_says_why_no_speech_was_seen(tmp_path
     # Live tells of the user's words only in its input transcript; its detector did fire (the replies played)
     assert (f"voxline: no speech detected in {EXAMPLE}: the server sent no input transcript (the built-in server "
             f"transcribes only the turns barge_in.txt scripts)") in result.stderr.splitlines()
+
+
+def test_a_farm_writes_its_results_into_a_pipe_it_did_not_open_to_check(tmp_path: Path) -> None:
+    import threading
+
+    second = tmp_path / "second.wav"
+    second.write_bytes(EXAMPLE.read_bytes())
+    fifo = tmp_path / "results.jsonl"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    result = run("replay", str(EXAMPLE), str(second), "--fast", "--voice", "tone", "--out-dir", str(tmp_path / "out"),
+                 "--results", str(fifo), timeout=120)  # before, the check's open ended the reader's input: a hang
+    reader.join(10)
+    assert result.returncode == 0, result.stderr
+    assert got and len(got[0].splitlines()) == 2

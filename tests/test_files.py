@@ -136,3 +136,21 @@ def test_a_link_through_proc_is_written_into_and_never_replaced(tmp_path: Path) 
         assert link.is_symlink() and os.readlink(link) == f"/proc/self/fd/{stream.fileno()}"
     assert redirected.read_bytes() == b"streamed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["redirected.txt", "stdout"]
+
+
+def test_a_replaced_file_keeps_its_mode_and_a_users_tmp_file_is_left_alone(tmp_path: Path) -> None:
+    target = tmp_path / "summary.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    (tmp_path / "summary.json.tmp").write_text("mine")  # a file of the user's, named as a temporary one might be
+    with replaced(target) as file:
+        file.write(b"new")
+    assert target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert (tmp_path / "summary.json.tmp").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.json.tmp"]
+    fresh = tmp_path / "fresh.json"
+    with replaced(fresh) as file:
+        file.write(b"{}")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask  # a new file as open() makes one

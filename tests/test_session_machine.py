@@ -201,8 +201,10 @@ def test_text_that_cannot_be_sent_is_refused_and_never_kept_for_a_reconnect() ->
     half_an_emoji = json.loads('"caf\\ud83d"')  # what a browser's broken JSON may hand an app
     with pytest.raises(ConfigurationError, match=r"^send_text: the text cannot be sent: character 3 is a lone surrogate"):
         machine.send_text(half_an_emoji)
-    with pytest.raises(ConfigurationError, match=r"^send_text: the text is \d+ bytes, and one event carries at most"):
-        machine.send_text("x" * (21 * 1024 * 1024))
+    with pytest.raises(ConfigurationError, match=r"^send_text: the text is \d+ bytes as JSON, and one event carries"):
+        machine.send_text('"' * (15 * 1024 * 1024))  # 15 MiB of text, 30 as JSON: each quote is escaped
+    with pytest.raises(ConfigurationError, match=r"^update: instructions is \d+ bytes as JSON"):
+        machine.update(instructions="y" * (21 * 1024 * 1024))
     with pytest.raises(ConfigurationError, match=r"^update: instructions cannot be sent"):
         machine.update(instructions=half_an_emoji)
     assert sent(protocol) == [] and machine.settings.instructions is None

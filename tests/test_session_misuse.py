@@ -221,6 +221,8 @@ def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() 
     ({"transport": "tcp"}, "SessionSettings(transport='tcp'): Input should be 'ws' or 'webrtc'"),
     ({"liveness_timeout_s": float("nan")}, "SessionSettings(liveness_timeout_s=nan): Input should be a finite number"),
     ({"vad_threshold": float("nan")}, "SessionSettings(vad_threshold=nan): Input should be a finite number"),
+    ({"api_key": "sk-\ud800"}, "SessionSettings(api_key): api_key cannot be sent: it holds a lone surrogate, half of "
+                                "a character"),
     ({"instructions": "caf\ud83d"}, "SessionSettings(instructions='caf\\ud83d'): instructions cannot be sent: "
                                        "character 3 is a lone surrogate ('\\ud83d'), half of a character"),
 ])
@@ -229,6 +231,13 @@ def test_settings_refuse_a_misspelt_name_or_a_bad_value_in_one_line(given: dict[
         SessionSettings(**given)
     assert str(refused.value) == message
     assert isinstance(refused.value, ConfigurationError)  # the project's own tree, not pydantic's
+
+
+def test_instructions_too_large_for_their_update_are_refused_when_the_settings_are_made() -> None:
+    with pytest.raises(SettingsError) as refused:  # before, the update was refused and the session ran on defaults
+        SessionSettings(instructions="y" * (17 * 1024 * 1024))
+    assert refused.value.problem == ("instructions are 17825792 bytes, and the session.update that carries them may "
+                                     "be at most 16777216 bytes")
 
 
 def test_an_unknown_voxline_variable_in_the_environment_is_not_a_setting_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -355,6 +364,11 @@ def test_two_open_sessions_cannot_share_one_output() -> None:
             with pytest.raises(ConfigurationError) as refused:
                 async with second:
                     pass
+            await first.send_text("tell me something long")
+            async for event in first:
+                if type(event).__name__ == "AssistantAudioStarted":
+                    break  # closed mid-reply, with the rest of it queued
+        assert shared.playout.queued_samples == 0  # not left for the next session to play
         async with second:  # one after the other, it is the next session's
             assert second.connected
         return str(refused.value)

@@ -162,7 +162,8 @@ class MicrophoneTrack(PacedAudioTrack):
     def pushed(self, samples: int, age_s: float = 0.0) -> None:
         """``samples`` were queued, the last of them captured ``age_s`` ago."""
         if self._start is None and samples > 0:
-            self._start = self._clock.now() - age_s + FRAME_SAMPLES / SAMPLE_RATE
+            age = age_s if 0.0 <= age_s <= 60.0 else 0.0  # not a time (NaN, infinite, negative): as if just captured
+            self._start = self._clock.now() - age + FRAME_SAMPLES / SAMPLE_RATE
         self._pushed.set()
 
     def stop(self) -> None:

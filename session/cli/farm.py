@@ -149,7 +149,11 @@ def _folder(flag: str, folder: Path, of: Path | None = None) -> None:
 
 
 def _writable(flag: str, path: Path) -> None:
-    """Refuse an output the farm could not write at its end; a file made to find out is removed again."""
+    """Refuse an output the farm could not write at its end: a regular file is opened to append (nothing
+    written), a missing one made and removed again. A pipe, a device or a link is left alone: opening a
+    pipe to find out would end its reader's input, or wait for one."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return
     existed = path.exists()
     try:
         with open(path, "a"):

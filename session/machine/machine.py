@@ -20,6 +20,7 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections import deque
 from collections.abc import Iterable
@@ -340,11 +341,7 @@ class SessionMachine:
         self.check_open()
         if not isinstance(text, str):
             raise ConfigurationError(f"send_text takes a string, not {type(text).__name__}")
-        with as_error(ConfigurationError, "send_text"):
-            unicode_text(text, "the text")  # refused here, or the mirror would send it again on every reconnect
-        if (size := len(text.encode("utf-8"))) > MAX_EVENT_BYTES - _ENVELOPE_BYTES:
-            raise ConfigurationError(f"send_text: the text is {size} bytes, and one event carries at most "
-                                     f"{MAX_EVENT_BYTES} bytes")
+        _sendable(text, "send_text", "the text")  # refused here, or the mirror would send it again on every reconnect
         item = {"id": self.new_item_id(), "type": "message", "role": "user",
                 "content": [{"type": "input_text", "text": text}]}
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
@@ -395,8 +392,7 @@ class SessionMachine:
             if value is not None:
                 if not isinstance(value, str):
                     raise ConfigurationError(f"{name} takes a string, not {type(value).__name__}")
-                with as_error(ConfigurationError, "update"):
-                    changes[name] = unicode_text(value, name)
+                changes[name] = _sendable(value, "update", name)
         offered = self._offered
         if tools is not None:
             if isinstance(tools, str) or not all(isinstance(name, str) for name in tools):
@@ -495,3 +491,13 @@ class SessionMachine:
         out.update({f"journal_{k}": v for k, v in self.mic.journal.sizes().items()})
         return out
 
+
+def _sendable(text: str, command: str, what: str) -> str:
+    """``text`` if one event can carry it: Unicode UTF-8 takes, no longer as JSON than an event may be."""
+    with as_error(ConfigurationError, command):
+        unicode_text(text, what)
+    size = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))  # as sent: quotes and escapes counted
+    if size > MAX_EVENT_BYTES - _ENVELOPE_BYTES:
+        raise ConfigurationError(f"{command}: {what} is {size} bytes as JSON, and one event carries at most "
+                                 f"{MAX_EVENT_BYTES} bytes")
+    return text

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -33,10 +35,16 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         return
     if target.is_symlink():
         target = Path(os.path.realpath(target))  # the link stays; the file it names is replaced
-    temporary = target.with_name(target.name + ".tmp")
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")  # never a file of the user's
+    temporary = Path(name)
     try:
-        with open(temporary, "wb") as file:
+        with open(handle, "wb") as file:
             yield file
+        if mode is not None:
+            os.chmod(temporary, mode)  # a private file stays private
+        else:
+            os.chmod(temporary, 0o666 & ~_UMASK)  # as open() would have made it
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -54,3 +62,13 @@ def _a_stream(path: Path) -> bool:
             return False
         here = Path(os.path.abspath(here.parent / os.readlink(here)))
     return True  # a loop of links: nothing to rename over
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, and setting it back: once, when this module loads)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
