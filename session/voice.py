@@ -299,7 +299,9 @@ class VoiceSession:
 
     @property
     def live(self) -> LiveControls:
-        """GPT-Live's own commands (mute, context appends, fixtures, delegation answers); an error on Realtime."""
+        """GPT-Live's own commands (mute, context appends, fixtures, delegation answers); an error on Realtime,
+        and once the session failed."""
+        self._usable()
         return LiveControls(self.machine, self._link)
 
     @property
