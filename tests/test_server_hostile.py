@@ -239,7 +239,8 @@ def test_server_config_refuses_a_non_finite_session_cap(seconds: float) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("url", ["::::", "http://127.0.0.1:abc/v1", "http://[::1/v1", "ws://127.0.0.1/v1", ""])
+@pytest.mark.parametrize("url", ["::::", "http://127.0.0.1:abc/v1", "http://[::1/v1", "ftp://127.0.0.1/v1",
+                                 "ws://[::1/v1/realtime", ""])
 def test_token_with_a_bad_url_is_one_line(url: str) -> None:
     line = one_line_error(voxline("token", "--url", url, env={"OPENAI_API_KEY": "sk-test-not-a-real-key"}))
     assert "--url" in line and "sk-test-not-a-real-key" not in line

@@ -258,7 +258,8 @@ def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
     run = subprocess.run([str(VOXLINE), "replay", "call.wav", "--fast", "--voice", "tone", "--out-dir", "file/out"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "Traceback" not in run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "voxline replay: error: file/out: Not a directory"
+    assert run.stderr.strip().splitlines()[-1] == ("voxline replay: error: --out-dir file/out: cannot make it "
+                                                   "(Not a directory)")
 
 
 def _descendants(pid: int) -> set[int]:

@@ -67,7 +67,10 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
 def api_base(url: str) -> str:
     """The HTTP API base for ``url``: the ``ws(s)://…/v1/realtime`` that ``voxline serve`` prints becomes
     ``http(s)://…/v1``; anything else is left for :func:`check_http_url` to judge."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # not a URL at all: check_http_url says so in one line
+        return url
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     path = parts.path.rstrip("/")
     path = path.removesuffix("/realtime") if scheme != parts.scheme or path.endswith("/v1/realtime") else path
