@@ -24,6 +24,7 @@ from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
+from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 
 from voxline.realtime.errors import ConfigurationError
 
@@ -78,7 +79,7 @@ def api_key_from_env() -> str | None:
     return env("VOXLINE_API_KEY", "OPENAI_API_KEY")
 
 
-_MAX_INSTRUCTIONS = 16 * 1024 * 1024  # the service's largest client event is 20 MiB; the rest of the update is small
+_MAX_INSTRUCTIONS = MAX_CLIENT_EVENT_BYTES - 4 * 1024 * 1024  # the rest of a session.update (tools…) has room left
 
 
 class SessionSettings(BaseSettings):
@@ -149,9 +150,9 @@ class SessionSettings(BaseSettings):
                 raise ValueError(f"{name} cannot be sent: it holds a lone surrogate, half of a character") from None
         elif isinstance(value, str):
             unicode_text(value, name)
-            if name == "instructions" and len(value.encode("utf-8")) > _MAX_INSTRUCTIONS:
-                raise ValueError(f"instructions are {len(value.encode('utf-8'))} bytes, and the session.update "
-                                 f"that carries them may be at most {_MAX_INSTRUCTIONS} bytes")
+            if name == "instructions" and (size := json_text_bytes(value)) > _MAX_INSTRUCTIONS:
+                raise ValueError(f"instructions are {size} bytes as JSON, and the session.update that carries them "
+                                 f"leaves room for at most {_MAX_INSTRUCTIONS}")
         return value
 
     @property

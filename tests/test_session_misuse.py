@@ -235,9 +235,9 @@ def test_settings_refuse_a_misspelt_name_or_a_bad_value_in_one_line(given: dict[
 
 def test_instructions_too_large_for_their_update_are_refused_when_the_settings_are_made() -> None:
     with pytest.raises(SettingsError) as refused:  # before, the update was refused and the session ran on defaults
-        SessionSettings(instructions="y" * (17 * 1024 * 1024))
-    assert refused.value.problem == ("instructions are 17825792 bytes, and the session.update that carries them may "
-                                     "be at most 16777216 bytes")
+        SessionSettings(instructions='"' * (9 * 1024 * 1024))  # 9 MiB of text, 18 as JSON: each quote is escaped
+    assert refused.value.problem == ("instructions are 18874370 bytes as JSON, and the session.update that carries "
+                                     "them leaves room for at most 16777216")
 
 
 def test_an_unknown_voxline_variable_in_the_environment_is_not_a_setting_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,9 @@ from .fallback import BETA_SERVER_EVENT_TYPES, BetaServerEvent, UnknownServerEve
 from .registry import SERVER_EVENT_TYPES, KnownServerEvent, ServerEvent
 
 __all__ = [
+    "MAX_CLIENT_EVENT_BYTES",
     "client_event_dict",
+    "json_text_bytes",
     "describe_validation_error",
     "encode_client_event",
     "encode_server_event",
@@ -28,6 +30,15 @@ __all__ = [
     "parse_client_event",
     "parse_server_event",
 ]
+
+MAX_CLIENT_EVENT_BYTES = 20 * 1024 * 1024
+"""The largest client event, in bytes of JSON text, that the service takes (docs/protocol.md §11)."""
+
+
+def json_text_bytes(text: str) -> int:
+    """How many bytes ``text`` takes as a JSON string in a frame: its quotes and escapes counted, UTF-8."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+
 
 _SERVER: TypeAdapter[Any] = TypeAdapter(KnownServerEvent)
 _CLIENT: TypeAdapter[Any] = TypeAdapter(ClientEvent)

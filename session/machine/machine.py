@@ -20,7 +20,6 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections import deque
 from collections.abc import Iterable
@@ -35,6 +34,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
@@ -50,7 +50,6 @@ from ..restore import Owed, creates_owed
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker
 from ..tools.events import ToolEvent
-from ..tools.outputs import MAX_EVENT_BYTES
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
 from .microphone import Captured, MicrophonePath
@@ -496,8 +495,7 @@ def _sendable(text: str, command: str, what: str) -> str:
     """``text`` if one event can carry it: Unicode UTF-8 takes, no longer as JSON than an event may be."""
     with as_error(ConfigurationError, command):
         unicode_text(text, what)
-    size = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))  # as sent: quotes and escapes counted
-    if size > MAX_EVENT_BYTES - _ENVELOPE_BYTES:
+    if (size := json_text_bytes(text)) > MAX_CLIENT_EVENT_BYTES - _ENVELOPE_BYTES:
         raise ConfigurationError(f"{command}: {what} is {size} bytes as JSON, and one event carries at most "
-                                 f"{MAX_EVENT_BYTES} bytes")
+                                 f"{MAX_CLIENT_EVENT_BYTES} bytes")
     return text

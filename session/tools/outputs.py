@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from voxline.base.errors import message_of
 from voxline.realtime.errors import ToolError, redact
+from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -36,8 +37,8 @@ __all__ = [
 
 _MAX_MESSAGE = 500
 
-MAX_EVENT_BYTES = 20 * 1024 * 1024
-"""The largest client event, in bytes of JSON text, that the service takes (docs/protocol.md §11)."""
+MAX_EVENT_BYTES = MAX_CLIENT_EVENT_BYTES
+"""The largest client event, in bytes of JSON text, that the service takes (the wire's own limit)."""
 
 _ENVELOPE_SPARE = 256  # what is added to an output event on its way out: its event_id and item id
 
