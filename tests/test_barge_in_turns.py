@@ -28,7 +28,7 @@ SESSIONS = 40
 # ten seconds of reply each, in deltas of a second: the cuts come while every reply still plays,
 # however long a loaded machine takes to take in the frames (the cut is made where the listener is)
 REPLY = (10, 24000, 1000)
-order: list[tuple[str, int]] = []  # ("cut" | "truncate", session), in the order they happened
+order: list[tuple[str, int]] = []  # ("cut" | "follow-up", session), in the order they happened
 received = [0]  # frames the sessions have taken in
 
 
@@ -56,8 +56,9 @@ async def _run() -> list[VoiceSession]:
 
         def on_wire(direction: str, text: str, n: int = n) -> None:
             received[0] += direction == "in"
-            if direction == "out" and '"conversation.item.truncate"' in text:
-                order.append(("truncate", n))
+            # the cut's message to the server: a truncate, or a delete if the listener had heard none
+            if direction == "out" and ('"conversation.item.truncate"' in text or '"conversation.item.delete"' in text):
+                order.append(("follow-up", n))
 
         async def connect(client: MemoryTransport = client, on_wire: Any = on_wire) -> RealtimeConnection:
             return RealtimeConnection(client, on_wire=on_wire)
@@ -68,14 +69,16 @@ async def _run() -> list[VoiceSession]:
     for session in sessions:
         await session.__aenter__()
     async with asyncio.timeout(30):  # a guard against a hang, not a timing check
+        # every reply taken in, and every listener has heard some of it (queued audio counts as
+        # audible too, but a cut before the first heard sample deletes the item instead)
         while received[0] < SESSIONS * len(reply_frames(0, *REPLY)) or not all(
-                s.core is not None and s.core.assistant_audible(s.output.now()) for s in sessions):
+                s.output.playout.heard_samples(f"item_{n}", 0, s.output.now()) > 0 for n, s in enumerate(sessions)):
             await asyncio.sleep(0.005)
     for n, server in enumerate(servers):  # every user speaks at once: all frames land before the loop runs
         await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": f"event_ss_{n}",
                                       "audio_start_ms": 0, "item_id": f"item_user_{n}"}))
     async with asyncio.timeout(30):
-        while sum(1 for kind, _n in order if kind == "truncate") < SESSIONS:
+        while sum(1 for kind, _n in order if kind == "follow-up") < SESSIONS:
             await asyncio.sleep(0.005)
     for session in sessions:
         await session.aclose()
@@ -87,9 +90,9 @@ def test_every_cut_comes_before_all_but_a_few_of_the_follow_ups() -> None:
     received[0] = 0
     sessions = asyncio.run(_run())
     cuts = [i for i, (kind, _n) in enumerate(order) if kind == "cut"]
-    truncates = [i for i, (kind, _n) in enumerate(order) if kind == "truncate"]
-    assert len(cuts) == len(truncates) == SESSIONS  # every session cut once and told the server
-    early = sum(1 for i in truncates if i < cuts[-1])
+    follow_ups = [i for i, (kind, _n) in enumerate(order) if kind == "follow-up"]
+    assert len(cuts) == len(follow_ups) == SESSIONS  # every session cut once and told the server
+    early = sum(1 for i in follow_ups if i < cuts[-1])
     # follow-ups that went before the last cut: a pass's turns, twice that if the share's pass
     # boundary (a callback of its own) runs among the cuts
     assert early <= 2 * STEPS_PER_PASS
