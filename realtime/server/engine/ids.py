@@ -19,6 +19,11 @@ from typing import Any
 __all__ = ["IdFactory", "event"]
 
 _ALPHABET = string.ascii_letters + string.digits
+# random bytes to suffix characters: bytes 0-247 map onto the 62 characters four times over, and
+# bytes 248-255 are dropped, so that every character stays equally likely
+_KEEP = 4 * len(_ALPHABET)
+_TABLE = bytes(ord(_ALPHABET[b % len(_ALPHABET)]) if b < _KEEP else 0 for b in range(256))
+_DROP = bytes(range(_KEEP, 256))
 
 
 class IdFactory:
@@ -30,7 +35,11 @@ class IdFactory:
 
     def new(self, prefix: str, length: int = 21) -> str:
         """A fresh id such as ``item_C9G5RJeJ2gF77mV7f2B1j``."""
-        return f"{prefix}_{''.join(self._rng.choices(_ALPHABET, k=length))}"
+        # one draw of bytes and one table lookup: a server mints an id for every event it sends
+        suffix = b""
+        while len(suffix) < length:
+            suffix += self._rng.randbytes(length - len(suffix) + 8).translate(_TABLE, _DROP)
+        return f"{prefix}_{suffix[:length].decode('ascii')}"
 
     def secret(self, prefix: str, length: int = 21) -> str:
         """Like :meth:`new`, but unpredictable from earlier ids when unseeded (keys, capability URLs)."""
