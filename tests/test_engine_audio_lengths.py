@@ -3,6 +3,9 @@ token counts come out as with the bytes kept, and memory does not grow with the 
 
 from __future__ import annotations
 
+import base64
+import random
+
 import pytest
 
 from voxline.realtime.server.engine.conversation import Conversation, Entry
@@ -21,7 +24,7 @@ def reply(item_id: str) -> Entry:
 def test_truncation_and_tokens_need_only_the_length(keep: bool) -> None:
     conversation = Conversation(keep_audio=keep)
     user = Entry({"id": "u1", "type": "message", "role": "user", "content": [{"type": "input_audio"}]},
-                 {0: bytearray(2 * SECOND)})
+                 {0: [bytes(2 * SECOND)]})
     conversation.insert(user)
     entry = reply("a1")
     conversation.insert(entry)
@@ -34,7 +37,7 @@ def test_truncation_and_tokens_need_only_the_length(keep: bool) -> None:
         conversation.truncate("a1", 0, 3500)  # past the audio: refused with the length it has
     conversation.truncate("a1", 0, 1250)
     assert entry.audio_ms(0) == 1250
-    assert len(entry.audio.get(0, b"")) == (60_000 if keep else 0)
+    assert sum(map(len, entry.audio.get(0, []))) == (60_000 if keep else 0)
     retrieved = conversation.retrieve("a1")["content"][0]
     assert ("audio" in retrieved) is keep
     after = input_usage("", [], conversation)
@@ -51,3 +54,25 @@ def test_both_ways_count_the_same_tokens() -> None:
         conversation.truncate("a1", 0, 2100)
         counts.append(input_usage("", [], conversation))
     assert counts[0] == counts[1]
+
+
+def test_a_cut_keeps_exactly_the_bytes_before_it_whatever_the_chunks() -> None:
+    """Audio is kept in the chunks it came in; a truncate anywhere (on a chunk's edge or inside
+    one) leaves what a retrieve returns equal to the whole audio cut at that point."""
+    rng = random.Random(7)
+    for _ in range(300):
+        conversation = Conversation()
+        entry = reply("a1")
+        conversation.insert(entry)
+        whole = b""
+        for _ in range(rng.randint(1, 8)):
+            chunk = rng.randbytes(2 * rng.choice([0, 1, 24, 240, 2400]))
+            entry.add_audio(0, chunk)
+            whole += chunk
+        if not whole:
+            continue
+        end_ms = rng.choice([0, len(whole) // 48, rng.randint(0, len(whole) // 48)])
+        conversation.truncate("a1", 0, end_ms)
+        keep = end_ms * 48
+        audio = base64.b64decode(conversation.retrieve("a1")["content"][0]["audio"])
+        assert audio == whole[:keep] and entry.audio_ms(0) == end_ms

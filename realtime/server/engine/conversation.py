@@ -28,22 +28,26 @@ __all__ = ["Conversation", "Entry"]
 
 @dataclass
 class Entry:
-    """One item: its public form, the raw audio of its parts (while kept), and the format of that audio."""
+    """One item: its public form, the raw audio of its parts (while kept), and the format of that audio.
+
+    A part's audio is kept as the chunks it arrived in, joined only when retrieved: a reply
+    streams in hundreds of chunks, and growing one buffer per part copied it over and over.
+    """
 
     item: dict[str, Any]
-    audio: dict[int, bytearray] = field(default_factory=dict)
+    audio: dict[int, list[bytes]] = field(default_factory=dict)
     fmt: AudioFormat = PCM16_24K
     #: bytes of audio each part holds, kept or not
     sizes: dict[int, int] = field(init=False)
     keep_audio: bool = field(default=True, init=False)
 
     def __post_init__(self) -> None:
-        self.sizes = {index: len(data) for index, data in self.audio.items()}
+        self.sizes = {index: sum(map(len, chunks)) for index, chunks in self.audio.items()}
 
     def add_audio(self, content_index: int, chunk: bytes) -> None:
         self.sizes[content_index] = self.sizes.get(content_index, 0) + len(chunk)
         if self.keep_audio:
-            self.audio.setdefault(content_index, bytearray()).extend(chunk)
+            self.audio.setdefault(content_index, []).append(chunk)
 
     def let_go_of_audio(self) -> None:
         """Keep only how much audio each part holds from now on."""
@@ -53,12 +57,25 @@ class Entry:
     def audio_ms(self, content_index: int) -> float:
         return self.fmt.bytes_to_ms(self.sizes.get(content_index, 0))
 
+    def cut_audio(self, content_index: int, keep: int) -> None:
+        """Keep the part's first ``keep`` bytes."""
+        self.sizes[content_index] = keep
+        chunks = self.audio.get(content_index)
+        if chunks is None:
+            return
+        kept = 0
+        for n, chunk in enumerate(chunks):
+            if kept + len(chunk) >= keep:
+                chunks[n:] = [chunk[: keep - kept]] if keep > kept else []
+                return
+            kept += len(chunk)
+
     def public(self, with_audio: bool = False) -> dict[str, Any]:
         """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
         out = copy.deepcopy(self.item)
         if with_audio and "content" in out:
-            for index, data in self.audio.items():
-                out["content"][index]["audio"] = base64.b64encode(bytes(data)).decode("ascii")
+            for index, chunks in self.audio.items():
+                out["content"][index]["audio"] = base64.b64encode(b"".join(chunks)).decode("ascii")
         return out
 
 
@@ -143,7 +160,5 @@ class Conversation:
             raise RequestRejected(errors.below_min("audio_end_ms", 0, audio_end_ms))
         keep = int(audio_end_ms * entry.fmt.bytes_per_ms)
         keep -= keep % entry.fmt.bytes_per_sample
-        entry.sizes[content_index] = keep
-        if content_index in entry.audio:
-            del entry.audio[content_index][keep:]
+        entry.cut_audio(content_index, keep)
         content[content_index]["transcript"] = None

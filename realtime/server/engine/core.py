@@ -256,7 +256,7 @@ class Engine:
     def _item_create(self, data: dict[str, Any], now: float) -> Events:
         state = self._state
         new = parse_item(data["item"], "item", state.ids.new("item"))
-        entry = Entry(new.item, {k: bytearray(v) for k, v in new.audio.items()}, fmt=state.input.format)
+        entry = Entry(new.item, {k: [bytes(v)] for k, v in new.audio.items()}, fmt=state.input.format)
         previous = state.conversation.insert(entry, data.get("previous_item_id"))
         state.idle_deadline = None
         return [

@@ -130,7 +130,7 @@ def _commit_audio(state: SessionState, audio: bytes, item_id: str) -> list[dict[
         "role": "user",
         "content": [{"type": "input_audio", "transcript": None}],
     }
-    entry = Entry(item, {0: bytearray(audio)}, fmt=state.input.format)
+    entry = Entry(item, {0: [bytes(audio)]}, fmt=state.input.format)
     previous = state.conversation.insert(entry)
     events = [
         event(state.ids, "input_audio_buffer.committed", previous_item_id=previous, item_id=item_id),
