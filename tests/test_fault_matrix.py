@@ -68,7 +68,7 @@ def check(outcome: Outcome, fault: Fault | None) -> None:
     entries = list(outcome.engines[-1]._state.conversation)
     spoken = [e for e in entries if e.item in users[1:]]
     for entry, said in zip(spoken, spoken_bursts(), strict=True):  # the whole of what the user said
-        kept = sum(voiced(np.frombuffer(bytes(a), dtype="<i2")) for a in entry.audio.values())
+        kept = sum(voiced(np.frombuffer(entry.kept_audio(i), dtype="<i2")) for i in entry.audio)
         assert kept >= 0.99 * voiced(said), f"a spoken turn kept {kept} of {voiced(said)} voiced samples"
 
     # every user turn answered: an assistant item follows it

@@ -57,6 +57,10 @@ class Entry:
     def audio_ms(self, content_index: int) -> float:
         return self.fmt.bytes_to_ms(self.sizes.get(content_index, 0))
 
+    def kept_audio(self, content_index: int) -> bytes:
+        """The part's audio as one byte string (empty where none is kept)."""
+        return b"".join(self.audio.get(content_index, ()))
+
     def cut_audio(self, content_index: int, keep: int) -> None:
         """Keep the part's first ``keep`` bytes."""
         self.sizes[content_index] = keep
@@ -74,8 +78,8 @@ class Entry:
         """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
         out = copy.deepcopy(self.item)
         if with_audio and "content" in out:
-            for index, chunks in self.audio.items():
-                out["content"][index]["audio"] = base64.b64encode(b"".join(chunks)).decode("ascii")
+            for index in self.audio:
+                out["content"][index]["audio"] = base64.b64encode(self.kept_audio(index)).decode("ascii")
         return out
 
 
