@@ -10,7 +10,9 @@ moves on. A blocking *tool* is the exception (:func:`follows_real_time`): the se
 time stands still while it works for up to :data:`GRACE_S` of real time (a quick tool
 changes nothing, and runs are the same every time), then follows real time, so a tool that
 is stuck reaches its timeout on the session's clock as it would in real time, at the same
-virtual instant. Sockets still work (they are polled before time moves), but a peer that
+virtual instant. An async tool gets the same (:func:`awaiting_real_time`): what it awaits
+(a socket, ``asyncio.sleep``) is in real time, and the session's time must not race past
+its timeout meanwhile. Sockets still work (they are polled before time moves), but a peer that
 runs in real time does not belong here: use the real clock for that.
 
 Several sessions may share one loop, each on a clock of its own (:meth:`LockstepLoop.own_clock`,
@@ -36,7 +38,7 @@ from typing import Any, TypeVar, TypeVarTuple
 
 from voxline.base.clock import VirtualClock
 
-__all__ = ["GRACE_S", "LockstepLoop", "follows_real_time", "run_lockstep"]
+__all__ = ["GRACE_S", "LockstepLoop", "awaiting_real_time", "follows_real_time", "run_lockstep"]
 
 GRACE_S = 0.25
 """Real seconds a blocking tool may work while its session's time stands still; past them the
@@ -55,6 +57,21 @@ def follows_real_time() -> Iterator[None]:
         yield
     finally:
         _REAL_TIME.reset(token)
+
+
+@contextlib.contextmanager
+def awaiting_real_time() -> Iterator[None]:
+    """Async work awaited in this block (an async tool) is paced work of the session's clock, as
+    :func:`follows_real_time` makes an executor job; nothing on any other loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if not isinstance(loop, LockstepLoop):
+        yield
+        return
+    with loop.paced_work():
+        yield
 
 
 class _Jobs:
@@ -147,6 +164,21 @@ class LockstepLoop(asyncio.SelectorEventLoop):
     def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
         clock, paced = _CLOCK.get() or self.clock, _REAL_TIME.get()
+        self._job_started(clock, paced=paced)
+        future.add_done_callback(lambda _f: self._job_done(clock, paced))
+        return future
+
+    @contextlib.contextmanager
+    def paced_work(self) -> Iterator[None]:
+        """Work of the current task's clock, counted as a paced job while the block runs."""
+        clock = _CLOCK.get() or self.clock
+        self._job_started(clock, paced=True)
+        try:
+            yield
+        finally:
+            self._job_done(clock, True)
+
+    def _job_started(self, clock: VirtualClock, *, paced: bool) -> None:
         jobs = self._jobs.get(clock)
         if jobs is None:
             jobs = self._jobs[clock] = _Jobs(clock)
@@ -154,8 +186,6 @@ class LockstepLoop(asyncio.SelectorEventLoop):
             jobs.paced += 1
         else:
             jobs.held += 1
-        future.add_done_callback(lambda _f: self._job_done(clock, paced))
-        return future
 
     def _job_done(self, clock: VirtualClock, paced: bool) -> None:
         jobs = self._jobs[clock]

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from voxline.realtime.errors import ToolError
 
-from ..lockstep import follows_real_time
+from ..lockstep import awaiting_real_time, follows_real_time
 from .docstrings import parse_docstring
 from .outputs import describe_invalid
 from .schema import ArgumentSpec, build_arguments, described
@@ -112,7 +112,10 @@ class Tool:
         (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
         """
         if self.is_async:
-            return await self.function(**kwargs)
+            # what it awaits is in real time: a lockstep loop lets the session's time follow real
+            # time while it runs (after a grace), as for a blocking tool
+            with awaiting_real_time():
+                return await self.function(**kwargs)
         pool = _OneJob(threads or _shared_threads())
         # through the loop's run_in_executor, marked as a tool's: a lockstep loop lets the session's
         # time follow real time while it works, so its timeout fires as it would in real time
@@ -124,7 +127,8 @@ class Tool:
             pool.abandon()
             raise
         if inspect.isawaitable(result):  # a sync wrapper around a coroutine function, which __wrapped__ did not show
-            return await result
+            with awaiting_real_time():
+                return await result
         return result
 
 
