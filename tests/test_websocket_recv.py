@@ -3,6 +3,7 @@ each (no future, no websockets coroutine per frame); fragmented messages still g
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -59,3 +60,38 @@ async def test_the_connection_takes_frames_already_read_without_a_wait_each() ->
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_close_while_the_server_still_streams_completes_its_handshake() -> None:
+    """Closing while a reply streams in: the frames not read yet are dropped as they come, so the
+    server's close frame is read and the close handshake completes (websockets stops reading once
+    enough messages wait unread, and the close would otherwise wait for its timeout and abort)."""
+    sent = asyncio.Event()
+    codes: list[int | None] = []
+
+    async def stream(ws: Any) -> None:
+        await ws.recv()  # the client is ready
+        for n in range(400):  # far more than websockets queues unread before it stops reading
+            await ws.send(json.dumps({"type": "response.output_audio.delta", "event_id": f"event_{n}",
+                                      "response_id": "r", "item_id": "i", "output_index": 0,
+                                      "content_index": 0, "delta": "AAAA" * 500}))
+        sent.set()
+        await ws.wait_closed()
+        codes.append(ws.close_code)
+
+    server = await ws_serve(stream, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        await transport.send("ready")
+        async with asyncio.timeout(10):  # a guard against a hang, not a timing check
+            await sent.wait()  # the client has read none of it
+        await transport.close(1000, "bye")
+        async with asyncio.timeout(10):
+            while not codes:
+                await asyncio.sleep(0.01)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert codes == [1000]  # the server had the client's close frame
+    assert transport._ws.close_code == 1000  # and the client read the server's: the handshake completed, nothing aborted

@@ -216,9 +216,23 @@ class WebSocketTransport:
             raise self._closed(exc) from None
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
-        await self._ws.close(code, reason)
+        # what the server still sends (a reply being streamed) is read and dropped while the close
+        # handshake runs: websockets stops reading once enough messages wait unread, and the
+        # server's close frame would wait behind them until the close timed out
+        drain = asyncio.ensure_future(self._discard_incoming())
+        try:
+            await self._ws.close(code, reason)
+        finally:
+            drain.cancel()
         if self.close_code is None:
             self.close_code, self.close_reason = code, reason
+
+    async def _discard_incoming(self) -> None:
+        try:
+            while True:
+                await self._ws.recv()
+        except (WsConnectionClosed, RuntimeError):  # closed; or a reader of the session's still at it
+            return
 
     def _closed(self, exc: WsConnectionClosed) -> ConnectionClosed:
         frame = exc.rcvd or exc.sent
