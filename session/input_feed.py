@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import AsyncIterable, Awaitable, Callable
 
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import RealClock, Step, run_steps
+from voxline.base.clock import Clock, RealClock, Step, run_steps
 from voxline.realtime.errors import ConnectionClosed
 
 from .link import Link
@@ -26,6 +26,8 @@ from .machines import Machine
 from voxline.audio.recording import SteppedInput
 
 __all__ = ["InputFeed"]
+
+_SPARE_SAMPLES = 960  # two 20 ms frames: how much longer than its queue a track may take to send it
 
 
 class InputFeed:
@@ -58,6 +60,19 @@ class InputFeed:
                 await self._link.flush()
         finally:
             self.finished = True
+
+    async def track_sent(self, clock: Clock) -> None:
+        """Return once the connection's media track has sent the microphone samples it holds (at
+        once over a WebSocket, whose appends went out as events): a push-to-talk turn's commit
+        waits for its last frames. Waits at most their length and two frames more (a track that
+        stalls, or a connection that went away, does not hold the commit)."""
+        conn = self._link.conn
+        media = conn.transport.media if conn is not None and self._machine.live else None
+        if media is None:
+            return
+        deadline = clock.now() + (media.queued_audio_samples + _SPARE_SAMPLES) / SAMPLE_RATE
+        while (queued := media.queued_audio_samples) > 0 and (now := clock.now()) < deadline:
+            await clock.sleep(min(queued / SAMPLE_RATE, deadline - now))
 
     def _capture_step(self, blocks: SteppedInput) -> Step:
         """The blocks of ``blocks`` captured by each step's time, sent before the step returns."""

@@ -391,9 +391,16 @@ class VoiceSession:
         await self._apply(self.machine.start_talking(self.output.now()))
 
     async def stop_talking(self) -> None:
-        """Push-to-talk: stop sending, commit what was said, and ask for a response."""
+        """Push-to-talk: stop sending, commit what was said, and ask for a response.
+
+        Over WebRTC the microphone's track still holds the turn's last frames when the key is
+        let go; the commit waits until the track has sent them (tens of milliseconds), so the
+        server does not commit the turn without its end."""
         self._usable()
-        if self.machine.stop_talking(self.output.now()):
+        if not self.machine.release_talking(self.output.now()):
+            return
+        await self._feed.track_sent(self.clock)
+        if self.machine.commit_talking(self.output.now()):
             await self._link.flush()
 
     async def update(self, *, instructions: str | None = None, tools: list[str] | None = None,

@@ -23,6 +23,10 @@ class MediaTrack(Protocol):
     def push_audio(self, block: Any, *, age_s: float = 0.0) -> None:
         """Queue one block of int16 mono 24 kHz samples, whose last sample was captured ``age_s`` ago; never blocks."""
 
+    @property
+    def queued_audio_samples(self) -> int:
+        """Samples pushed and not yet sent."""
+
 
 @runtime_checkable
 class Transport(Protocol):

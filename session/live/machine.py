@@ -98,6 +98,7 @@ class LiveMachine:
         self._raw = raw_events
         self.live = False
         self.closed = False
+        self._turn_released = False  # push-to-talk let go, the mute not yet sent (commit_talking)
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
@@ -369,17 +370,32 @@ class LiveMachine:
                                  "session.live.append(...) instead")
 
     def start_talking(self, now: float) -> Effects:
-        """Push-to-talk over Live: unmute the model's input (and stop the assistant if it is on)."""
+        """Push-to-talk over Live: unmute the model's input (and stop the assistant if it is on).
+        A release whose mute still waits (:meth:`commit_talking`) is finished first."""
         self.check_open()
+        self.commit_talking(now)
         self.mic.talking = True
         self.protocol.send(lv.LiveUnmute())
         return self.interrupt(now) if self._audible(now) else NO_EFFECTS
 
     def stop_talking(self, now: float) -> bool:
         """Push-to-talk released: the last chunk, then mute (the model decides when to answer)."""
+        return self.release_talking(now) and self.commit_talking(now)
+
+    def release_talking(self, now: float) -> bool:
+        """Push-to-talk released: nothing more of the microphone goes out; the mute waits for
+        :meth:`commit_talking` (after a media track sent what it holds)."""
         self.check_open()
-        self._append(self.mic.chunker.take(), now)
         self.mic.talking = False
+        self._turn_released = True
+        return True
+
+    def commit_talking(self, now: float) -> bool:
+        """The released turn's last chunk, then mute. True if frames wait."""
+        if not self._turn_released or self.closed:
+            return False
+        self._turn_released = False
+        self._append(self.mic.chunker.take(), now)
         self.protocol.send(lv.LiveMute())
         return True
 

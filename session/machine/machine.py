@@ -129,6 +129,7 @@ class SessionMachine:
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
+        self._turn_released = False  # push-to-talk let go, the turn not yet committed (commit_talking)
 
     # ------------------------------------------------------------------ connections
     @property
@@ -354,8 +355,12 @@ class SessionMachine:
         return True
 
     def start_talking(self, now: float) -> Effects:
-        """Push-to-talk pressed: clear what the server buffered; cut the assistant if it is on."""
+        """Push-to-talk pressed: clear what the server buffered; cut the assistant if it is on.
+
+        A turn released and not committed yet (its audio still on the way over a media track) is
+        committed first: the clear must not take it."""
         self.check_open()
+        self.commit_talking(now)
         self.mic.talking = True
         if not self.live or self.core is None:
             return NO_EFFECTS
@@ -368,11 +373,27 @@ class SessionMachine:
     def stop_talking(self, now: float) -> bool:
         """Push-to-talk released: the turn's last chunk, its commit and a response. True if frames wait.
 
-        Released without having been pressed (or twice): there is no turn, and nothing is sent."""
+        Released without having been pressed (or twice): there is no turn, and nothing is sent.
+        :meth:`release_talking` and :meth:`commit_talking` are its two halves, for a driver that
+        lets a media track send what it holds of the turn before the commit."""
+        return self.release_talking(now) and self.commit_talking(now)
+
+    def release_talking(self, now: float) -> bool:
+        """Push-to-talk released: nothing more of the microphone goes out. True if a turn now waits
+        for :meth:`commit_talking` (False: it was not pressed)."""
         self.check_open()
         if not self.mic.talking:
             return False
         self.mic.talking = False
+        self._turn_released = True
+        return True
+
+    def commit_talking(self, now: float) -> bool:
+        """The released turn: its last chunk, its commit and a response (kept for the next connection
+        while away). True if frames wait; False also once the turn was committed or the session closed."""
+        if not self._turn_released or self.closed:
+            return False
+        self._turn_released = False
         if not self.live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True
