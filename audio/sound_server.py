@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -47,10 +47,11 @@ class ServerDevice:
 class SoundServer:
     """One connection to the sound server; closed with :meth:`close` or ``with``."""
 
-    def __init__(self, pulse: Any, server_name: str) -> None:
+    def __init__(self, pulse: Any, server_name: str, lists: _Lists | None = None) -> None:
         self._pulse = pulse
         self.server_name = server_name  # "pulseaudio", or "PulseAudio (on PipeWire x.y.z)"
         self._lock = threading.Lock()  # libpulse's blocking calls are not re-entrant
+        self._lists = lists  # sinks and sources with their rates read in time (see _rate_keeping_lists)
 
     @property
     def label(self) -> str:
@@ -71,7 +72,10 @@ class SoundServer:
         """Every sink, then every source (monitors included), in the server's order."""
         with self._lock:
             info = self._pulse.server_info()
-            sinks, sources = self._pulse.sink_list(), self._pulse.source_list()
+            if self._lists is not None:
+                sinks, sources = self._lists[0](self._pulse), self._lists[1](self._pulse)
+            else:
+                sinks, sources = self._pulse.sink_list(), self._pulse.source_list()
         out = [_device("output", s, s.name == info.default_sink_name) for s in sinks]
         out += [_device("input", s, s.name == info.default_source_name) for s in sources]
         return out
@@ -117,17 +121,51 @@ def _device(kind: Kind, raw: Any, is_default: bool) -> ServerDevice:
         kind=kind,
         name=str(raw.name),
         description=str(raw.description or raw.name),
-        rate=int(raw.sample_spec.rate),
+        rate=int(raw.rate if hasattr(raw, "rate") else raw.sample_spec.rate),
         channels=int(raw.channel_count),
         is_default=is_default,
         is_monitor=monitor,
     )
 
 
+_Lists = tuple[Callable[[Any], list[Any]], Callable[[Any], list[Any]]]
+
+
+def _rate_keeping_lists(pulsectl: Any) -> _Lists | None:
+    """pulsectl's sink and source listings, each device's sample rate read while libpulse's
+    record of it is still valid (None if this pulsectl is not built as expected).
+
+    pulsectl keeps a device's sample spec as a view into libpulse's record, which libpulse frees
+    once the listing's callback returns: read afterwards, the rate is whatever that memory holds
+    by then (a sink running at 24 kHz listed at 48 kHz, another at 32691 Hz)."""
+    try:
+        import pulsectl._pulsectl as c  # type: ignore[import-untyped]
+
+        make = pulsectl.Pulse._pulse_get_list
+        lists = []
+        for info_cls, cb_type, call in (
+                (pulsectl.PulseSinkInfo, c.PA_SINK_INFO_CB_T, c.pa.context_get_sink_info_list),
+                (pulsectl.PulseSourceInfo, c.PA_SOURCE_INFO_CB_T, c.pa.context_get_source_info_list)):
+            lists.append(make(cb_type, call, _keeps_rate(info_cls)))
+        return lists[0], lists[1]
+    except (AttributeError, ImportError, TypeError):
+        return None
+
+
+def _keeps_rate(info_cls: type) -> type:
+    class Info(info_cls):
+        def __init__(self, struct: Any = None, *args: Any, **kwargs: Any) -> None:
+            super().__init__(struct, *args, **kwargs)
+            spec = getattr(struct, "sample_spec", None)  # made inside the callback: the record is valid
+            self.rate = int(spec.rate) if spec is not None else 0
+
+    return Info
+
+
 def connect(client_name: str = "voxline") -> SoundServer | None:
     """A connection to the running sound server, or None where there is none to reach."""
     try:
-        import pulsectl  # type: ignore[import-untyped]
+        import pulsectl
     except (ImportError, OSError):  # not installed, or libpulse missing
         return None
     pulse = None
@@ -140,7 +178,7 @@ def connect(client_name: str = "voxline") -> SoundServer | None:
             with contextlib.suppress(Exception):
                 pulse.close()
         return None
-    return SoundServer(pulse, name)
+    return SoundServer(pulse, name, _rate_keeping_lists(pulsectl))
 
 
 @contextlib.contextmanager

@@ -150,6 +150,22 @@ def test_the_sound_servers_sinks_and_sources_are_listed_with_the_names_the_deskt
     assert resolve_device(f"{kiosk}.monitor", "input").route == f"{kiosk}.monitor"
 
 
+def test_each_server_device_is_listed_at_the_rate_the_server_runs_it() -> None:
+    """The rates ``pactl`` reports, every time: read after libpulse had freed its record, a rate
+    was whatever that memory held (the 24 kHz virtual microphone listed at 48 kHz, a sink at 32691)."""
+    require_pulse()
+    expected = {}
+    for kind in ("sinks", "sources"):
+        for line in _pactl("list", "short", kind).splitlines():  # index, name, driver, "s16le 1ch 24000Hz", state
+            fields = line.split("\t")
+            expected[fields[1]] = int(fields[3].split()[-1].removesuffix("Hz"))
+    assert expected.get("vmic") == 24000  # the virtual devices differ in rate (.ci/pulse-start)
+    for _ in range(5):
+        listed = {d.route: int(d.default_samplerate) for d in list_devices() if d.route in expected}
+        assert listed == {name: rate for name, rate in expected.items() if name in listed}
+        assert {"vmic", "vspk", "vmic.monitor"} <= set(listed)
+
+
 def test_a_shown_name_several_devices_share_is_one_line_naming_them() -> None:
     require_pulse()
     with pytest.raises(AudioError, match=r"^output device name 'Null Output' is ambiguous: .*\(vspk\)"):
