@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any, Literal, assert_never
 
 from voxline.audio import sound_server
+from voxline.audio.alsa_messages import route_alsa_messages
 from voxline.base.errors import AudioError
 
 __all__ = [
@@ -77,11 +78,13 @@ class DeviceInfo:
 
 
 def load_sounddevice() -> ModuleType:
-    """The ``sounddevice`` module; AudioError when PortAudio is missing."""
+    """The ``sounddevice`` module; AudioError when PortAudio is missing. ALSA's own messages go
+    to the log from then on (:mod:`voxline.audio.alsa_messages`)."""
     try:
         import sounddevice
     except OSError:
         raise AudioError(_NO_PORTAUDIO) from None
+    route_alsa_messages()
     return sounddevice
 
 
