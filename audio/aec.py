@@ -108,7 +108,7 @@ class WebRtcCanceller(_Framed):
         try:
             import pywebrtc_audio
         except ImportError:
-            raise AecUnavailable("echo cancellation 'webrtc' needs pywebrtc-audio: pip install 'voxline[aec]' (in a clone: uv sync --extra aec)") from None
+            raise AecUnavailable("echo cancellation 'webrtc' needs pywebrtc-audio: pip install 'voxline[aec]' (in a clone: uv run --no-dev --extra aec voxline …)") from None
         import soxr
 
         self._ns = noise_suppression

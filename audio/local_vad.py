@@ -67,7 +67,7 @@ class LocalVad:
                 try:
                     import webrtcvad
                 except ImportError:
-                    raise VadUnavailable("local VAD 'webrtc' needs webrtcvad-wheels: pip install 'voxline[aec]' (in a clone: uv sync --extra aec)") from None
+                    raise VadUnavailable("local VAD 'webrtc' needs webrtcvad-wheels: pip install 'voxline[aec]' (in a clone: uv run --no-dev --extra aec voxline …)") from None
                 vad, raw_vad = webrtcvad.Vad(mode), webrtcvad.Vad(mode)
                 self._frame = _RATE // 100
                 self._decide = lambda f: vad.is_speech(f.tobytes(), _RATE)

@@ -72,7 +72,7 @@ def load_ears(mode: str) -> Ears | None:
     if missing is not None:
         if mode == "on":
             raise ConfigurationError(f"speech recognition needs voxline[asr] ({missing} is not installed): "
-                                     "pip install 'voxline[asr]' (in a clone: uv sync --extra asr)")
+                                     "pip install 'voxline[asr]' (in a clone: uv run --no-dev --extra asr voxline …)")
         return None
     return _shared()
 

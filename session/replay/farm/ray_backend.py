@@ -31,7 +31,7 @@ from .runner import FarmOptions, OutcomeHook, complete, run_part
 
 __all__ = ["check_ray", "import_ray", "run_ray"]
 
-INSTALL = "pip install 'voxline[ray]' (in a clone: uv sync --extra ray)"
+INSTALL = "pip install 'voxline[ray]' (in a clone: uv run --no-dev --extra ray voxline …)"
 
 
 def import_ray() -> ModuleType:
