@@ -104,7 +104,8 @@ def test_a_recording_without_speech_says_so(tmp_path: Path) -> None:
         ([], {"VOXLINE_SILENCE_MS": "soon"}, "VOXLINE_SILENCE_MS='soon': Input should be a valid integer"),
         # honoured, not ignored: the variable asks for a transport --fast cannot use
         ([], {"VOXLINE_TRANSPORT": "webrtc"}, "it cannot use --transport webrtc"),
-        ([], {"VOXLINE_URL": "ws://127.0.0.1:9/v1"}, "--fast runs against the built-in server only"),
+        ([], {"VOXLINE_URL": "ws://127.0.0.1:9/v1"},  # named as what chose the server: no --url was given
+         "--fast runs against the built-in server only, and VOXLINE_URL names a server; add --local"),
         (["--bogus", "--also-bogus=1"], {}, "unknown options --bogus, --also-bogus"),
     ],
 )
@@ -116,7 +117,8 @@ def test_replay_checks_every_flag_and_variable(tmp_path: Path, flags: list[str],
 def test_built_in_server_options_are_refused_with_another_server(tmp_path: Path) -> None:
     run = voxline("replay", str(EXAMPLE), "--scenario", "long", "--out", str(tmp_path / "h.wav"), "--events",
                   str(tmp_path / "e.jsonl"), env={"VOXLINE_URL": "ws://127.0.0.1:9/v1"})
-    assert "--scenario and --voice apply to the built-in server only" in one_line_error(run)
+    assert ("--scenario and --voice apply to the built-in server only, and VOXLINE_URL names a server; add --local"
+            in one_line_error(run))
 
 
 @pytest.mark.parametrize(

@@ -112,12 +112,14 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay"], "give a recording (INPUT.wav)"),
         (["replay", str(EXAMPLE), "--silence-ms", "-5", "--out", "h.wav", "--events", "e.jsonl"], "--silence-ms=-5"),
         (["replay", str(EXAMPLE), "--fast", "--url", "ws://127.0.0.1:9/v1", "--out", "h.wav", "--events", "e.jsonl"],
-         "--fast runs against the built-in server only"),
+         "--fast runs against the built-in server only, and --url names a server; drop --url or drop --fast"),
         (["replay", str(EXAMPLE), "--fast", "--transport", "carrier-pigeon"], "invalid choice"),  # argparse's own
         (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--shard", "9/4"], "--shard 9/4: I must be 0 to 3"),
         (["replay", str(EXAMPLE), "--fast", "--junit", "j.xml"], "--junit makes a farm, which needs --out-dir DIR"),
         (["token", "--url", "ftp://127.0.0.1:9/v1"], "--url must be an http:// or https:// URL"),
         (["serve", "--voice", "robot"], "voxline serve: error: unknown voice 'robot'"),
+        (["replay", str(EXAMPLE), "--fast", "--scenario", "nosuch", "--out", "h.wav", "--events", "e.jsonl"],
+         "unknown scenario 'nosuch'; built-in: default"),  # as serve says it, and with the same status
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
@@ -127,6 +129,13 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> 
     assert result.returncode == 2 and expected in line, line
     if args[0] != "serve":  # the server's own errors say what to change without pointing at --help
         assert line.endswith(f"(see voxline {args[0]} --help)")
+
+
+def test_a_bad_ttl_is_said_before_a_missing_key() -> None:
+    result = run("token", "--ttl", "5", "--url", "https://api.example.invalid/v1",
+                 env={"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""})
+    line = one_line_error(result)
+    assert result.returncode == 2 and "--ttl must be between 10 and 7200 seconds, not 5" in line, line
 
 
 @pytest.mark.parametrize(

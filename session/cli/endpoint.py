@@ -68,3 +68,17 @@ def conflict(args: argparse.Namespace) -> type[ConfigurationError]:
     """The error for a flag that cannot go with the server :func:`target_url` chose: a usage error (exit 2)
     when ``--url`` named it, a configuration error (exit 1) when the environment did."""
     return UsageError if args.url else ConfigurationError
+
+
+def built_in_only(args: argparse.Namespace) -> None:
+    """Refuse ``--fast``, ``--scenario`` and ``--voice`` with the server :func:`target_url` chose,
+    naming what chose it (``--url``, or ``VOXLINE_URL`` in the environment)."""
+    error = conflict(args)
+    if args.url:
+        named, fix = "--url names a server", "drop --url"
+    else:
+        named, fix = "VOXLINE_URL names a server", "add --local (it ignores VOXLINE_URL)"
+    if args.fast:
+        raise error(f"--fast runs against the built-in server only, and {named}; {fix} or drop --fast")
+    if args.scenario is not None or args.voice != "auto":
+        raise error(f"--scenario and --voice apply to the built-in server only, and {named}; {fix}")

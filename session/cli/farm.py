@@ -39,7 +39,7 @@ from ..replay.farm.layout import assign_folders, check_outputs
 from ..replay.farm.runner import OutcomeHook
 from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
-from .endpoint import conflict
+from .endpoint import built_in_only
 from .farm_progress import FarmProgress
 from .stopping import Stop
 
@@ -127,12 +127,8 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
         raise UsageError(f"{why} needs --out-dir DIR for its recordings' outputs and results")
     if args.manifest is not None and args.inputs:
         raise UsageError("give recordings or --manifest, not both")
-    if args.fast and url:
-        raise conflict(args)("--fast runs against the built-in server only; drop --url or --fast "
-                             "(--local ignores VOXLINE_URL)")
-    if url and (args.scenario is not None or args.voice != "auto"):
-        raise conflict(args)("--scenario and --voice apply to the built-in server only (not with --url or "
-                             "VOXLINE_URL; --local ignores VOXLINE_URL)")
+    if url:
+        built_in_only(args)
     if args.out_dir.exists() and not args.out_dir.is_dir():
         raise ConfigurationError(f"--out-dir {args.out_dir}: it is not a directory")
     for path in (args.results, args.junit):

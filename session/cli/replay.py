@@ -50,7 +50,7 @@ from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
 from .stopping import Stop
-from .endpoint import add_local_argument, conflict, target_url
+from .endpoint import add_local_argument, built_in_only, target_url
 
 __all__ = ["add_arguments", "load_tools", "loop_factory", "run", "target_url"]
 
@@ -210,12 +210,8 @@ async def run(args: argparse.Namespace) -> int:
     args.out = args.out or default_output(args.input, ".heard.wav")
     args.events = args.events or default_output(args.input, ".events.jsonl")
     url = target_url(args)
-    if args.fast and url:
-        raise conflict(args)("--fast runs against the built-in server only; drop --url or --fast "
-                             "(--local ignores VOXLINE_URL)")
-    if url and (args.scenario is not None or args.voice != "auto"):
-        raise conflict(args)("--scenario and --voice apply to the built-in server only (not with --url or "
-                             "VOXLINE_URL; --local ignores VOXLINE_URL)")
+    if url:
+        built_in_only(args)
     transport = settings_for(args).transport  # flag and variable errors before anything starts
     if args.fast and transport == "webrtc":
         raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
@@ -238,7 +234,10 @@ async def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -> int:
     tools = load_tools(args.tools) if args.tools else None
     token = token_for(url) if url else "local"
-    scenario = load_scenario(args.scenario)
+    try:
+        scenario = load_scenario(args.scenario)
+    except ConfigurationError as exc:  # the flag's value: a usage error (exit 2), as serve says it
+        raise UsageError(str(exc)) from None
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)

@@ -39,8 +39,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     No redirect is followed (:mod:`voxline.realtime.transports.http`): the API key goes to the
     host named by ``base_url`` and nowhere else.
     """
-    if not 10 <= ttl <= 7200:
-        raise UsageError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
+    _check_ttl(ttl)
     register_url_secrets(base_url)
     try:
         check_http_url(base_url, "--url")
@@ -64,6 +63,11 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     return secret
 
 
+def _check_ttl(ttl: int) -> None:
+    if not 10 <= ttl <= 7200:
+        raise UsageError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
+
+
 def api_base(url: str) -> str:
     """The HTTP API base for ``url``: the ``ws(s)://…/v1/realtime`` that ``voxline serve`` prints becomes
     ``http(s)://…/v1``; anything else is left for :func:`check_http_url` to judge."""
@@ -78,6 +82,7 @@ def api_base(url: str) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
+    _check_ttl(args.ttl)  # a flag's mistake is said first, whatever else is missing
     url = api_base(args.url)
     api_key = api_key_from_env() or split_userinfo(url)[1]  # the configured key wins; empty is unset
     if not api_key and is_loopback_url(url):
