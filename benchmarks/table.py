@@ -190,9 +190,11 @@ def _concurrent(f: Figures) -> list[str]:
     lines = [f"**Concurrent real-time sessions** in one process against `voxline serve` in another (each replays "
              f"{p['recording']}, {p['recording_s']:.1f} s, in real time, barging in over {workload}; lateness "
              "against the lockstep run of the same recording; CPU per session-second as a share of one core):", "",
-             *_head("N", "failed", "loop lag p50 / p99 ms", "barge-in late p50 / p99 ms", "spread ms", "underran",
-                    "client CPU", "server CPU", "cores busy", "RSS MiB per session", "load 1 min before → after")]
-    for r in f["runs"]:
+             *_head("round", "N", "failed", "loop lag p50 / p99 ms", "barge-in late p50 / p99 ms", "spread ms",
+                    "underran", "client CPU", "server CPU", "cores busy", "RSS MiB per session",
+                    "load 1 min before → after")]
+    rounds = _rounds(f["runs"])
+    for r, round_ in zip(f["runs"], rounds, strict=True):
         lag, late = r["loop_lag"], r["barge_in_lateness"]
 
         def pct(x: float | None) -> str:
@@ -203,7 +205,7 @@ def _concurrent(f: Figures) -> list[str]:
 
         spread = r.get("lateness_spread_ms")
         cores = r.get("cores_share")
-        lines.append(_row(r["sessions"], r["failed"], ms(lag), ms(late), "—" if spread is None else f"{spread:.1f}",
+        lines.append(_row(round_, r["sessions"], r["failed"], ms(lag), ms(late), "—" if spread is None else f"{spread:.1f}",
                           r.get("sessions_underran", "—"), pct(r["client_cpu_per_session_s"]),
                           pct(r["server_cpu_per_session_s"]), "—" if cores is None else f"{100 * cores:.0f}%",
                           f"{r['rss_per_session_mib']:.2f}", f"{r['load_before'][0]:.2f} → {r['load_after'][0]:.2f}"))
@@ -219,19 +221,7 @@ def _concurrent(f: Figures) -> list[str]:
     elif len(f["runs"]) > 1:
         lines += ["", f"The load average before the first run was {first:.2f} on {cores} cores; before later runs it "
                       "holds the benchmark's own previous run."]
-    for floor in f.get("floor", []):
-        lines += ["", f"Bare receivers (`websockets` + `json` + `pybase64`, no playout) at N = {floor['sessions']} in the "
-                      f"same run: {100 * floor['client_cpu_per_session_s']:.2f}% of a core per session; voxline's "
-                      f"client {floor['voxline_ratio']}x that."]
-    for lean in f.get("lean_floor", []):
-        lines += ["", f"Lean bare receivers (the same work, each session one `asyncio.Protocol` driving websockets' "
-                      f"sans-I/O protocol) at N = {lean['sessions']} in the same run: "
-                      f"{100 * lean['client_cpu_per_session_s']:.2f}% of a core per session ({lean['floor_ratio']}x the "
-                      f"bare receivers); voxline's client {lean['voxline_ratio']}x that."]
-    for peer in f.get("peers", []):
-        lines += ["", f"openai-agents' realtime sessions (no playout) at N = {peer['sessions']} in the same run, "
-                      f"{peer['failed']} failed: {100 * peer['client_cpu_per_session_s']:.2f}% of a core per session "
-                      f"({peer['floor_ratio']}x the bare receivers); voxline's client {peer['voxline_ratio']}x that."]
+    lines += _beside(f)
     if f.get("peer_missing"):
         lines += ["", f"{f['peer_missing']}."]
     if (k := f.get("knee")) is not None:
@@ -242,6 +232,50 @@ def _concurrent(f: Figures) -> list[str]:
                       f"underrun, no failure, every cut what was heard, client + server <= "
                       f"{100 * goal['cores_share']:.0f}% of the cores. Largest N meeting it in every run: "
                       f"{k['largest_n_meeting_goal'] or 'none'}{where}."]
+    return lines
+
+
+def _rounds(runs: list[dict[str, Any]]) -> list[int]:
+    """Each run's round: the runs of one N come one per round, in order."""
+    seen: dict[int, int] = {}
+    out = []
+    for r in runs:
+        seen[r["sessions"]] = seen.get(r["sessions"], 0) + 1
+        out.append(seen[r["sessions"]])
+    return out
+
+
+def _beside(f: Figures) -> list[str]:
+    """The clients measured beside voxline's in each round, as one table: the bare receivers
+    (`websockets` + `json` + `pybase64`), the lean ones and openai-agents' realtime sessions."""
+    floors, leans, peers = f.get("floor", []), f.get("lean_floor", []), f.get("peers", [])
+    if not (floors or leans or peers):
+        return []
+    mine = {(r["sessions"], k): r for r, k in zip(f["runs"], _rounds(f["runs"]), strict=True)}
+
+    def by_round(entries: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
+        return {(e["sessions"], k): e for e, k in zip(entries, _rounds(entries), strict=True)}
+
+    floor, lean, peer = by_round(floors), by_round(leans), by_round(peers)
+
+    def pct(e: dict[str, Any] | None) -> str:
+        """A client's CPU, how many times the bare receivers' it is, and how many times it voxline's is."""
+        if e is None:
+            return "—"
+        said = [f"{e['floor_ratio']}x the bare"] if e.get("floor_ratio") is not None else []
+        said += [f"voxline {e['voxline_ratio']}x that"] if e.get("voxline_ratio") is not None else []
+        said += [f"{e['failed']} failed"] if e.get("failed") else []
+        return f"{100 * e['client_cpu_per_session_s']:.2f}%" + (f" ({'; '.join(said)})" if said else "")
+
+    lines = ["", "Clients measured beside voxline's in the same rounds, CPU per session-second as a share of one core "
+                 "(bare receivers: `websockets` + `json` + `pybase64`, no playout; lean: the same work, each session "
+                 "one `asyncio.Protocol` driving websockets' sans-I/O protocol; openai-agents' realtime sessions, "
+                 "no playout):", "",
+             *_head("round", "N", "voxline's client", "bare receivers", "lean bare receivers", "openai-agents")]
+    for key in sorted(set(floor) | set(lean) | set(peer), key=lambda k: (k[1], k[0])):
+        own = mine.get(key)
+        lines.append(_row(key[1], key[0], "—" if own is None else f"{100 * own['client_cpu_per_session_s']:.2f}%",
+                          pct(floor.get(key)), pct(lean.get(key)), pct(peer.get(key))))
     return lines
 
 
