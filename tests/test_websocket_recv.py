@@ -11,6 +11,7 @@ from websockets.asyncio.server import serve as ws_serve
 from websockets.frames import Frame, Opcode
 
 from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.websocket import WebSocketTransport
 
 FRAMES = [json.dumps({"type": "response.output_audio_transcript.delta", "event_id": f"event_{i}", "response_id": "r",
@@ -95,3 +96,42 @@ async def test_a_close_while_the_server_still_streams_completes_its_handshake() 
         await server.wait_closed()
     assert codes == [1000]  # the server had the client's close frame
     assert transport._ws.close_code == 1000  # and the client read the server's: the handshake completed, nothing aborted
+
+
+async def test_a_reader_in_another_task_ends_with_connection_closed_when_the_connection_is_closed() -> None:
+    """The close's drain and a reader of the app's may both want the next frame: the reader gets
+    the connection's end (ConnectionClosed), never websockets' complaint about two readers."""
+    got: list[str] = []
+    ended: list[BaseException] = []
+
+    async def stream(ws: Any) -> None:
+        await ws.recv()
+        for n in range(400):
+            await ws.send(json.dumps({"type": "rate_limits.updated", "event_id": f"event_{n}", "rate_limits": []}))
+        await ws.wait_closed()
+
+    server = await ws_serve(stream, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        await transport.send("ready")
+
+        async def reader() -> None:
+            try:
+                while True:
+                    got.append(await transport.recv())
+                    await asyncio.sleep(0)  # the app does something with each frame
+            except BaseException as exc:  # noqa: BLE001 - what ended it is the finding
+                ended.append(exc)
+
+        reading = asyncio.ensure_future(reader())
+        async with asyncio.timeout(10):  # a guard against a hang, not a timing check
+            while len(got) < 30:
+                await asyncio.sleep(0)
+        await transport.close(1000, "bye")
+        async with asyncio.timeout(10):
+            await reading
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert len(ended) == 1 and isinstance(ended[0], ConnectionClosed), ended

@@ -88,6 +88,7 @@ class WebSocketTransport:
         self._frames = getattr(getattr(messages, "frames", None), "queue", None)
         self._messages = messages if self._frames is not None and hasattr(messages, "maybe_resume") else None
         self.waits = 0
+        self._closing = False  # close() began: its drain may be the one reading
         """How many frames :meth:`recv` had to wait for (the others were taken as read)."""
         self.url = url
         self._token = token
@@ -200,6 +201,10 @@ class WebSocketTransport:
             frame = await self._ws.recv()
         except WsConnectionClosed as exc:
             raise self._closed(exc) from None
+        except RuntimeError:  # another coroutine reads: after close() began, its drain; the connection is ending
+            if not self._closing:
+                raise
+            raise ConnectionClosed(1000, "closed by the client") from None
         text = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
         return self._scrub(text)
 
@@ -219,6 +224,7 @@ class WebSocketTransport:
         # what the server still sends (a reply being streamed) is read and dropped while the close
         # handshake runs: websockets stops reading once enough messages wait unread, and the
         # server's close frame would wait behind them until the close timed out
+        self._closing = True
         drain = asyncio.ensure_future(self._discard_incoming())
         try:
             await self._ws.close(code, reason)
