@@ -397,10 +397,16 @@ class VoiceSession:
         let go; the commit waits until the track has sent them (tens of milliseconds), so the
         server does not commit the turn without its end."""
         self._usable()
-        if not self.machine.release_talking(self.output.now()):
+        turn = self.machine.release_talking(self.output.now())
+        if not turn:
             return
-        await self._feed.track_sent(self.clock)
-        if self.machine.commit_talking(self.output.now()):
+        try:
+            await self._feed.track_sent(self.clock)
+        finally:  # cancelled while waiting, the turn is committed all the same; the flush task writes it
+            waiting = self.machine.commit_talking(self.output.now(), turn)
+            if waiting:
+                self._flush_needed.set()
+        if waiting:
             await self._link.flush()
 
     async def update(self, *, instructions: str | None = None, tools: list[str] | None = None,

@@ -12,6 +12,7 @@ server is the local one over a WebSocket, whose transport is given that track as
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -29,12 +30,14 @@ FRAME = 480
 
 
 class _Track:
-    """Sends what is pushed in real time on ``clock``, from one frame after the first push."""
+    """Sends what is pushed in real time on ``clock``, from one frame after the first push, except
+    while ``stalled`` (a span of time in which it sends nothing, as a congested network would)."""
 
-    def __init__(self, clock: VirtualClock) -> None:
+    def __init__(self, clock: VirtualClock, stalled: tuple[float, float] = (0.0, 0.0)) -> None:
         self.clock = clock
         self.pushed = 0
         self.start: float | None = None
+        self.stalled = stalled
 
     def push_audio(self, block: Any, *, age_s: float = 0.0) -> None:
         if self.start is None:
@@ -45,7 +48,9 @@ class _Track:
     def queued_audio_samples(self) -> int:
         if self.start is None:
             return 0
-        sent = int(max(0.0, self.clock.now() - self.start) * RATE)
+        now = self.clock.now()
+        stalled = max(0.0, min(now, self.stalled[1]) - max(self.start, self.stalled[0]))
+        sent = int(max(0.0, now - self.start - stalled) * RATE)
         return max(0, self.pushed - sent)
 
 
@@ -108,3 +113,88 @@ async def test_the_commit_waits_for_the_tracks_last_frames_and_nothing_after_the
     assert queued == 0  # the track had sent the whole turn
     assert pushed_then == pushed  # and nothing captured after the release went on it
     assert released_at < at <= released_at + (held + 2 * FRAME) / RATE  # and no longer than it took
+
+
+class _Call:
+    """A push-to-talk session over a stand-in track, its commits as (virtual time, samples still on the track)."""
+
+    def __init__(self, stalled: tuple[float, float] = (0.0, 0.0)) -> None:
+        self.clock = VirtualClock()
+        self.track = _Track(self.clock, stalled)
+        self.commits: list[tuple[float, int]] = []
+        self.clears: list[float] = []
+
+    def on_wire(self, direction: str, text: str) -> None:
+        if direction == "out" and '"input_audio_buffer.commit"' in text:
+            self.commits.append((self.clock.now(), self.track.queued_audio_samples))
+        if direction == "out" and '"input_audio_buffer.clear"' in text:
+            self.clears.append(self.clock.now())
+
+    async def advance_to(self, t: float) -> None:
+        """Move time on in 20 ms steps, so the microphone's blocks come as they would."""
+        while self.clock.now() < t - 1e-9:
+            self.clock.advance_to(min(t, self.clock.now() + FRAME / RATE))
+            for _ in range(5):
+                await asyncio.sleep(0)
+
+    async def run(self, script: Any) -> None:
+        async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"))) as srv:
+            async def connector() -> RealtimeConnection:
+                conn = await connect(srv.url, "sk-test", on_wire=self.on_wire)
+                conn.transport = _WithTrack(conn.transport, self.track)  # type: ignore[assignment]
+                return conn
+
+            settings = SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none")
+            mic = Recording(np.full(3 * RATE, 1000, np.int16), self.clock, origin=0.0)
+            session = VoiceSession(settings, output=ClockedOutput(self.clock, origin=0.0), input=mic,
+                                   clock=self.clock, connector=connector)
+            async with session:
+                await script(session)
+                closing = asyncio.ensure_future(session.aclose())
+                await _advance_until(self.clock, closing)
+                await closing
+
+
+async def test_a_stop_talking_cancelled_while_it_waits_still_commits_its_turn_once() -> None:
+    call = _Call()
+
+    async def script(session: VoiceSession) -> None:
+        await session.start_talking()
+        await call.advance_to(0.5)
+        stopping = asyncio.ensure_future(session.stop_talking())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not stopping.done() and call.commits == []  # waiting for the track
+        stopping.cancel()  # e.g. the app's own timeout
+        with contextlib.suppress(asyncio.CancelledError):
+            await stopping
+        await call.advance_to(0.6)
+        assert len(call.commits) == 1  # sent all the same, by the flush task
+        await session.start_talking()  # the next turn: nothing of the last one is left to commit
+        await call.advance_to(0.8)
+
+    await call.run(script)
+    assert len(call.commits) == 1 and call.commits[0][0] < call.clears[-1]
+
+
+async def test_a_press_before_the_wait_ends_commits_the_first_turn_and_the_second_waits_for_its_own_end() -> None:
+    call = _Call(stalled=(0.5, 0.565))  # the first wait is still on when the second turn is let go
+
+    async def script(session: VoiceSession) -> None:
+        await session.start_talking()
+        await call.advance_to(0.5)
+        first = asyncio.ensure_future(session.stop_talking())
+        await call.advance_to(0.52)
+        await session.start_talking()  # pressed again while the first turn's end is still on the track
+        assert len(call.commits) == 1  # committed at once, before the press clears the buffer
+        await call.advance_to(0.56)  # let go again before the first wait's bound (its turn's length and two frames)
+        second = asyncio.ensure_future(session.stop_talking())
+        both = asyncio.ensure_future(asyncio.gather(first, second))
+        await _advance_until(call.clock, both)
+        await both
+
+    await call.run(script)
+    assert len(call.commits) == 2
+    (pressed_at, _), (at, queued) = call.commits
+    assert pressed_at <= call.clears[-1]  # the first turn went before the second one's clear
+    assert queued == 0 and at > 0.56  # the second turn waited for its own last frames, not the first's wait

@@ -98,7 +98,8 @@ class LiveMachine:
         self._raw = raw_events
         self.live = False
         self.closed = False
-        self._turn_released = False  # push-to-talk let go, the mute not yet sent (commit_talking)
+        self._releases = 0  # push-to-talk releases so far: each names its turn
+        self._turn_released = 0  # the release whose mute waits for commit_talking (0: none)
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
@@ -380,21 +381,23 @@ class LiveMachine:
 
     def stop_talking(self, now: float) -> bool:
         """Push-to-talk released: the last chunk, then mute (the model decides when to answer)."""
-        return self.release_talking(now) and self.commit_talking(now)
+        turn = self.release_talking(now)
+        return self.commit_talking(now, turn)
 
-    def release_talking(self, now: float) -> bool:
+    def release_talking(self, now: float) -> int:
         """Push-to-talk released: nothing more of the microphone goes out; the mute waits for
-        :meth:`commit_talking` (after a media track sent what it holds)."""
+        :meth:`commit_talking` (after a media track sent what it holds). The release's number."""
         self.check_open()
         self.mic.talking = False
-        self._turn_released = True
-        return True
+        self._releases += 1
+        self._turn_released = self._releases
+        return self._turn_released
 
-    def commit_talking(self, now: float) -> bool:
-        """The released turn's last chunk, then mute. True if frames wait."""
-        if not self._turn_released or self.closed:
+    def commit_talking(self, now: float, turn: int | None = None) -> bool:
+        """The released turn's last chunk, then mute (``turn``: only that release's). True if frames wait."""
+        if not self._turn_released or (turn is not None and turn != self._turn_released) or self.closed:
             return False
-        self._turn_released = False
+        self._turn_released = 0
         self._append(self.mic.chunker.take(), now)
         self.protocol.send(lv.LiveMute())
         return True

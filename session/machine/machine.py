@@ -129,7 +129,8 @@ class SessionMachine:
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
-        self._turn_released = False  # push-to-talk let go, the turn not yet committed (commit_talking)
+        self._releases = 0  # push-to-talk releases so far: each names its turn
+        self._turn_released = 0  # the release whose turn waits for commit_talking (0: none)
 
     # ------------------------------------------------------------------ connections
     @property
@@ -376,24 +377,27 @@ class SessionMachine:
         Released without having been pressed (or twice): there is no turn, and nothing is sent.
         :meth:`release_talking` and :meth:`commit_talking` are its two halves, for a driver that
         lets a media track send what it holds of the turn before the commit."""
-        return self.release_talking(now) and self.commit_talking(now)
+        turn = self.release_talking(now)
+        return bool(turn) and self.commit_talking(now, turn)
 
-    def release_talking(self, now: float) -> bool:
-        """Push-to-talk released: nothing more of the microphone goes out. True if a turn now waits
-        for :meth:`commit_talking` (False: it was not pressed)."""
+    def release_talking(self, now: float) -> int:
+        """Push-to-talk released: nothing more of the microphone goes out. The turn now waiting for
+        :meth:`commit_talking`, named by a number (0: it was not pressed, there is no turn)."""
         self.check_open()
         if not self.mic.talking:
-            return False
+            return 0
         self.mic.talking = False
-        self._turn_released = True
-        return True
+        self._releases += 1
+        self._turn_released = self._releases
+        return self._turn_released
 
-    def commit_talking(self, now: float) -> bool:
-        """The released turn: its last chunk, its commit and a response (kept for the next connection
-        while away). True if frames wait; False also once the turn was committed or the session closed."""
-        if not self._turn_released or self.closed:
+    def commit_talking(self, now: float, turn: int | None = None) -> bool:
+        """The released turn (``turn``, or whichever waits): its last chunk, its commit and a response
+        (kept for the next connection while away). True if frames wait; False also once that turn was
+        committed (a press in between commits it first) or the session closed."""
+        if not self._turn_released or (turn is not None and turn != self._turn_released) or self.closed:
             return False
-        self._turn_released = False
+        self._turn_released = 0
         if not self.live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True
