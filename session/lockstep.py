@@ -62,7 +62,8 @@ def follows_real_time() -> Iterator[None]:
 @contextlib.contextmanager
 def awaiting_real_time() -> Iterator[None]:
     """Async work awaited in this block (an async tool) is paced work of the session's clock, as
-    :func:`follows_real_time` makes an executor job; nothing on any other loop."""
+    :func:`follows_real_time` makes an executor job, and so are the executor jobs it starts
+    (``asyncio.to_thread``, a DNS lookup): nothing on any other loop."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -70,7 +71,7 @@ def awaiting_real_time() -> Iterator[None]:
     if not isinstance(loop, LockstepLoop):
         yield
         return
-    with loop.paced_work():
+    with loop.paced_work(), follows_real_time():
         yield
 
 

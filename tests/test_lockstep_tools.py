@@ -203,3 +203,31 @@ def _finished(path: Path) -> bool:
 
 
 STUCK_TOOLS: ToolRegistry | None = None  # the stuck recording's registry, named MODULE:ATTR in its manifest entry
+
+
+def test_an_async_tools_thread_work_is_timed_as_a_blocking_tools(tmp_path: Path) -> None:
+    """What an async tool hands to a thread (``asyncio.to_thread``, a DNS lookup) lets the session's
+    time follow real time too: a stuck one reaches the tool's timeout, instead of holding the
+    session's clock still for as long as it hangs."""
+    make_recording(tmp_path / "ask.wav", 1, False)
+    samples, _rate = read_wav(tmp_path / "ask.wav")
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True, timeout=0.5)
+    async def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+        """Weather from a service whose client blocks in a thread."""
+        # 1.5 s of real time in a thread: past the 0.5 s timeout once the grace is over (the thread
+        # lives on the loop's own executor, which the replay waits for at its end)
+        await asyncio.to_thread(threading.Event().wait, 1.5)
+        return {"city": city, "temperature": 21, "unit": unit}
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str) -> str:
+        """The time in a zone."""
+        return "12:00"
+
+    result = replay_fast(samples, scenario=load_scenario("tools"), voice="tone", tools=tools, tail_s=5.0)
+    finished = [e for e in result.events if isinstance(e, ToolFinished) and e.name == "get_weather"]
+    assert finished, result.events
+    assert not finished[0].ok and "timed out after 0.5 s" in finished[0].output
+    assert finished[0].duration_s == pytest.approx(0.5, abs=0.021)  # its own instant on the session's clock
