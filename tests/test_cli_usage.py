@@ -120,6 +120,8 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["serve", "--voice", "robot"], "voxline serve: error: unknown voice 'robot'"),
         (["replay", str(EXAMPLE), "--fast", "--scenario", "nosuch", "--out", "h.wav", "--events", "e.jsonl"],
          "unknown scenario 'nosuch'; built-in: default"),  # as serve says it, and with the same status
+        (["replay", str(EXAMPLE.parent), "--fast", "--scenario", "nosuch", "--out-dir", "o"],
+         "unknown scenario 'nosuch'; built-in: default"),  # and so does a farm
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

@@ -172,7 +172,10 @@ def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
     if args.tools:
         load_tools(args.tools)  # the flag's own error first
     for scenario in {r.scenario for r in recordings}:
-        load_scenario(scenario)  # a bad scenario is one line before anything starts
+        try:
+            load_scenario(scenario)  # a bad scenario is one line before anything starts
+        except ConfigurationError as exc:  # the flag's value is a usage error (exit 2), as for one recording
+            raise (UsageError(str(exc)) if scenario == args.scenario else exc) from None
     for r in recordings:
         if r.tools:
             load_tools(r.tools, f"{r.name}: tools")
