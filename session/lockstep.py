@@ -10,9 +10,10 @@ moves on. A blocking *tool* is the exception (:func:`follows_real_time`): the se
 time stands still while it works for up to :data:`GRACE_S` of real time (a quick tool
 changes nothing, and runs are the same every time), then follows real time, so a tool that
 is stuck reaches its timeout on the session's clock as it would in real time, at the same
-virtual instant. An async tool gets the same (:func:`awaiting_real_time`): what it awaits
-(a socket, ``asyncio.sleep``) is in real time, and the session's time must not race past
-its timeout meanwhile. Sockets still work (they are polled before time moves), but a peer that
+virtual instant. So does the thread work an async tool starts (:func:`awaiting_real_time`:
+``asyncio.to_thread``, an HTTP client's DNS lookup). What an async tool awaits on the loop
+itself is not held for: it may be the session's own clock (a test's simulated latency), which
+only moving time can end. Sockets still work (they are polled before time moves), but a peer that
 runs in real time does not belong here: use the real clock for that.
 
 Several sessions may share one loop, each on a clock of its own (:meth:`LockstepLoop.own_clock`,
@@ -61,17 +62,11 @@ def follows_real_time() -> Iterator[None]:
 
 @contextlib.contextmanager
 def awaiting_real_time() -> Iterator[None]:
-    """Async work awaited in this block (an async tool) is paced work of the session's clock, as
-    :func:`follows_real_time` makes an executor job, and so are the executor jobs it starts
-    (``asyncio.to_thread``, a DNS lookup): nothing on any other loop."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if not isinstance(loop, LockstepLoop):
-        yield
-        return
-    with loop.paced_work(), follows_real_time():
+    """The executor jobs an async tool starts in this block (``asyncio.to_thread``, a DNS lookup)
+    are paced work of the session's clock, as :func:`follows_real_time` makes a blocking tool's:
+    a stuck one reaches the tool's timeout instead of holding the clock for as long as it hangs.
+    Its awaits on the loop are not counted (see the module docstring)."""
+    with follows_real_time():
         yield
 
 
@@ -168,16 +163,6 @@ class LockstepLoop(asyncio.SelectorEventLoop):
         self._job_started(clock, paced=paced)
         future.add_done_callback(lambda _f: self._job_done(clock, paced))
         return future
-
-    @contextlib.contextmanager
-    def paced_work(self) -> Iterator[None]:
-        """Work of the current task's clock, counted as a paced job while the block runs."""
-        clock = _CLOCK.get() or self.clock
-        self._job_started(clock, paced=True)
-        try:
-            yield
-        finally:
-            self._job_done(clock, True)
 
     def _job_started(self, clock: VirtualClock, *, paced: bool) -> None:
         jobs = self._jobs.get(clock)

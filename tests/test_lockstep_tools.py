@@ -1,6 +1,5 @@
 """Tools in lockstep: their timeouts fire on the session's clock as in real time, and a stuck
-tool holds up its own recording only. Blocking tools and async ones alike: what an async tool
-awaits (a socket, ``asyncio.sleep``) is in real time too.
+tool holds up its own recording only. Blocking tools, and the thread work an async tool starts.
 
 A tool that hangs is released when the test ends (a thread cannot be stopped); its timeout is
 read on the virtual clock, never measured with wall time.
@@ -19,7 +18,7 @@ import pytest
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import VirtualClock
 from voxline.realtime.server.engine.scenario import load_scenario
-from voxline.session.lockstep import GRACE_S, LockstepLoop, awaiting_real_time, follows_real_time, run_lockstep
+from voxline.session.lockstep import GRACE_S, LockstepLoop, follows_real_time, run_lockstep
 from voxline.session.replay import replay_fast
 from voxline.session.replay.farm import FarmOptions, FarmRecording, run_part
 from voxline.session.settings import SessionSettings
@@ -75,64 +74,6 @@ def test_a_job_holds_up_its_own_clock_only(gate: threading.Event) -> None:
     released, stuck_at, other_at = run_lockstep(main(), VirtualClock())
     assert released  # let go by the other session, not given up on after a minute
     assert other_at == 100.0 and stuck_at < 100.0
-
-
-async def _await_real(seconds: float, clock: VirtualClock) -> tuple[list[float], list[float]]:
-    """Work that awaits a real timer for ``seconds`` under :func:`awaiting_real_time`, beside a
-    sleeper due at 0.1 s on ``clock``: when the sleeper woke (virtual), and the clock after the work."""
-    woke: list[float] = []
-
-    async def sleeper() -> None:
-        await clock.sleep(0.1)
-        woke.append(clock.now())
-
-    sleeping = asyncio.ensure_future(sleeper())
-    await asyncio.sleep(0)
-    with awaiting_real_time():
-        await asyncio.sleep(seconds)  # a real timer, as a socket read would be
-        during = list(woke)
-    await sleeping
-    return during, [clock.now()]
-
-
-def test_quick_async_work_holds_the_clock() -> None:
-    """Async work that ends within the grace changes nothing: the session's time stood still for
-    it (an idle loop would otherwise move it to the sleeper at once)."""
-    clock = VirtualClock()
-    during, _after = run_lockstep(_await_real(0.01, clock), clock)
-    assert during == []
-
-
-def test_slow_async_work_lets_the_clock_follow_real_time() -> None:
-    """Past the grace the session's time follows real time, so the sleeper wakes while the work
-    still waits, at its own instant."""
-    clock = VirtualClock()
-    during, after = run_lockstep(_await_real(GRACE_S + 0.3, clock), clock)
-    assert during == [0.1] and after == [0.1]
-
-
-def test_an_async_tool_awaiting_real_io_is_not_timed_out_by_a_fast_replay(tmp_path: Path) -> None:
-    """An async tool whose await takes longer than the grace in real time still answers within its
-    timeout: the replay's time follows real time while it waits instead of racing past it."""
-    make_recording(tmp_path / "ask.wav", 1, False)
-    samples, _rate = read_wav(tmp_path / "ask.wav")
-    tools = ToolRegistry()
-
-    @tools.tool(read_only=True, timeout=2.0)
-    async def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
-        """Weather from a slow service."""
-        await asyncio.sleep(GRACE_S + 0.15)  # a real wait, as an HTTP request would be
-        return {"city": city, "temperature": 21, "unit": unit}
-
-    @tools.tool(read_only=True)
-    def get_time(zone: str) -> str:
-        """The time in a zone."""
-        return "12:00"
-
-    result = replay_fast(samples, scenario=load_scenario("tools"), voice="tone", tools=tools, tail_s=5.0)
-    finished = [e for e in result.events if isinstance(e, ToolFinished) and e.name == "get_weather"]
-    assert finished and finished[0].ok, finished
-    assert finished[0].duration_s < 2.0
 
 
 def _registry(gate: threading.Event, timeout: float, stuck_s: float = 30.0) -> ToolRegistry:

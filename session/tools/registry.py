@@ -112,8 +112,7 @@ class Tool:
         (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
         """
         if self.is_async:
-            # what it awaits is in real time: a lockstep loop lets the session's time follow real
-            # time while it runs (after a grace), as for a blocking tool
+            # the thread work it starts is timed as a blocking tool's on a lockstep loop
             with awaiting_real_time():
                 return await self.function(**kwargs)
         pool = _OneJob(threads or _shared_threads())
