@@ -87,8 +87,8 @@ class WebSocketTransport:
         messages = getattr(ws, "recv_messages", None)
         self._frames = getattr(getattr(messages, "frames", None), "queue", None)
         self._messages = messages if self._frames is not None and hasattr(messages, "maybe_resume") else None
-        self.waits = 0
         self._closing = False  # close() began: its drain may be the one reading
+        self.waits = 0
         """How many frames :meth:`recv` had to wait for (the others were taken as read)."""
         self.url = url
         self._token = token
