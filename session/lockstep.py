@@ -10,10 +10,10 @@ moves on. A blocking *tool* is the exception (:func:`follows_real_time`): the se
 time stands still while it works for up to :data:`GRACE_S` of real time (a quick tool
 changes nothing, and runs are the same every time), then follows real time, so a tool that
 is stuck reaches its timeout on the session's clock as it would in real time, at the same
-virtual instant. So does the thread work an async tool starts (:func:`awaiting_real_time`:
-``asyncio.to_thread``, an HTTP client's DNS lookup). What an async tool awaits on the loop
-itself is not held for: it may be the session's own clock (a test's simulated latency), which
-only moving time can end. Sockets still work (they are polled before time moves), but a peer that
+virtual instant. So does the thread work an async tool starts (``asyncio.to_thread``, an HTTP
+client's DNS lookup: the tool is awaited under :func:`follows_real_time` too). What an async
+tool awaits on the loop itself is not held for: it may be the session's own clock (a test's
+simulated latency), which only moving time can end. Sockets still work (they are polled before time moves), but a peer that
 runs in real time does not belong here: use the real clock for that.
 
 Several sessions may share one loop, each on a clock of its own (:meth:`LockstepLoop.own_clock`,
@@ -39,7 +39,7 @@ from typing import Any, TypeVar, TypeVarTuple
 
 from voxline.base.clock import VirtualClock
 
-__all__ = ["GRACE_S", "LockstepLoop", "awaiting_real_time", "follows_real_time", "run_lockstep"]
+__all__ = ["GRACE_S", "LockstepLoop", "follows_real_time", "run_lockstep"]
 
 GRACE_S = 0.25
 """Real seconds a blocking tool may work while its session's time stands still; past them the
@@ -58,16 +58,6 @@ def follows_real_time() -> Iterator[None]:
         yield
     finally:
         _REAL_TIME.reset(token)
-
-
-@contextlib.contextmanager
-def awaiting_real_time() -> Iterator[None]:
-    """The executor jobs an async tool starts in this block (``asyncio.to_thread``, a DNS lookup)
-    are paced work of the session's clock, as :func:`follows_real_time` makes a blocking tool's:
-    a stuck one reaches the tool's timeout instead of holding the clock for as long as it hangs.
-    Its awaits on the loop are not counted (see the module docstring)."""
-    with follows_real_time():
-        yield
 
 
 class _Jobs:
@@ -160,11 +150,6 @@ class LockstepLoop(asyncio.SelectorEventLoop):
     def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
         clock, paced = _CLOCK.get() or self.clock, _REAL_TIME.get()
-        self._job_started(clock, paced=paced)
-        future.add_done_callback(lambda _f: self._job_done(clock, paced))
-        return future
-
-    def _job_started(self, clock: VirtualClock, *, paced: bool) -> None:
         jobs = self._jobs.get(clock)
         if jobs is None:
             jobs = self._jobs[clock] = _Jobs(clock)
@@ -172,6 +157,8 @@ class LockstepLoop(asyncio.SelectorEventLoop):
             jobs.paced += 1
         else:
             jobs.held += 1
+        future.add_done_callback(lambda _f: self._job_done(clock, paced))
+        return future
 
     def _job_done(self, clock: VirtualClock, paced: bool) -> None:
         jobs = self._jobs[clock]

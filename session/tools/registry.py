@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from voxline.realtime.errors import ToolError
 
-from ..lockstep import awaiting_real_time, follows_real_time
+from ..lockstep import follows_real_time
 from .docstrings import parse_docstring
 from .outputs import describe_invalid
 from .schema import ArgumentSpec, build_arguments, described
@@ -112,8 +112,8 @@ class Tool:
         (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
         """
         if self.is_async:
-            # the thread work it starts is timed as a blocking tool's on a lockstep loop
-            with awaiting_real_time():
+            # the thread work it starts (to_thread, a DNS lookup) is timed as a blocking tool's
+            with follows_real_time():
                 return await self.function(**kwargs)
         pool = _OneJob(threads or _shared_threads())
         # through the loop's run_in_executor, marked as a tool's: a lockstep loop lets the session's
@@ -126,7 +126,7 @@ class Tool:
             pool.abandon()
             raise
         if inspect.isawaitable(result):  # a sync wrapper around a coroutine function, which __wrapped__ did not show
-            with awaiting_real_time():
+            with follows_real_time():
                 return await result
         return result
 
