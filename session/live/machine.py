@@ -98,8 +98,6 @@ class LiveMachine:
         self._raw = raw_events
         self.live = False
         self.closed = False
-        self._releases = 0  # push-to-talk releases so far: each names its turn
-        self._turn_released = 0  # the release whose mute waits for commit_talking (0: none)
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
@@ -388,16 +386,12 @@ class LiveMachine:
         """Push-to-talk released: nothing more of the microphone goes out; the mute waits for
         :meth:`commit_talking` (after a media track sent what it holds). The release's number."""
         self.check_open()
-        self.mic.talking = False
-        self._releases += 1
-        self._turn_released = self._releases
-        return self._turn_released
+        return self.mic.release()
 
     def commit_talking(self, now: float, turn: int | None = None) -> bool:
         """The released turn's last chunk, then mute (``turn``: only that release's). True if frames wait."""
-        if not self._turn_released or (turn is not None and turn != self._turn_released) or self.closed:
+        if self.closed or not self.mic.take_release(turn):
             return False
-        self._turn_released = 0
         self._append(self.mic.chunker.take(), now)
         self.protocol.send(lv.LiveMute())
         return True

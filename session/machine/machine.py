@@ -129,8 +129,6 @@ class SessionMachine:
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
-        self._releases = 0  # push-to-talk releases so far: each names its turn
-        self._turn_released = 0  # the release whose turn waits for commit_talking (0: none)
 
     # ------------------------------------------------------------------ connections
     @property
@@ -384,20 +382,14 @@ class SessionMachine:
         """Push-to-talk released: nothing more of the microphone goes out. The turn now waiting for
         :meth:`commit_talking`, named by a number (0: it was not pressed, there is no turn)."""
         self.check_open()
-        if not self.mic.talking:
-            return 0
-        self.mic.talking = False
-        self._releases += 1
-        self._turn_released = self._releases
-        return self._turn_released
+        return self.mic.release() if self.mic.talking else 0
 
     def commit_talking(self, now: float, turn: int | None = None) -> bool:
         """The released turn (``turn``, or whichever waits): its last chunk, its commit and a response
         (kept for the next connection while away). True if frames wait; False also once that turn was
         committed (a press in between commits it first) or the session closed."""
-        if not self._turn_released or (turn is not None and turn != self._turn_released) or self.closed:
+        if self.closed or not self.mic.take_release(turn):
             return False
-        self._turn_released = 0
         if not self.live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True

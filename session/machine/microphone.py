@@ -44,7 +44,23 @@ class MicrophonePath:
         self.capture = capture
         self.push_to_talk = push_to_talk
         self.talking = not push_to_talk
+        self._releases = 0  # push-to-talk releases so far: each names its turn
+        self._released = 0  # the release whose turn is not committed yet (0: none)
         self._journaled = journaled  # False over WebRTC: the track carries the audio, nothing is resent
+
+    def release(self) -> int:
+        """Push-to-talk let go: nothing more goes out. The number naming the released turn."""
+        self.talking = False
+        self._releases += 1
+        self._released = self._releases
+        return self._released
+
+    def take_release(self, turn: int | None = None) -> bool:
+        """True once for the released turn (``turn``: only if it is that release's, not a later one's)."""
+        if not self._released or (turn is not None and turn != self._released):
+            return False
+        self._released = 0
+        return True
 
     def clean(self, item: Captured, now: float) -> tuple[Pcm, float | None, float]:
         """A block echo-cancelled where the session has a capture path; the first local speech onset
