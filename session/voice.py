@@ -136,6 +136,7 @@ class VoiceSession:
         self._queue: EventQueue[SessionEvent | ToolEvent] = EventQueue()
         self._stack = contextlib.AsyncExitStack()
         self._flush_needed = asyncio.Event()
+        self._committing: asyncio.Future[None] | None = None  # a released push-to-talk turn waiting for its commit
         self._feed = InputFeed(self.machine, self._link, now=self.output.now, apply=self._apply,
                                wake_flush=self._flush_needed.set)
         self._feed.finished = input is None
@@ -395,19 +396,28 @@ class VoiceSession:
 
         Over WebRTC the microphone's track still holds the turn's last frames when the key is
         let go; the commit waits until the track has sent them (tens of milliseconds), so the
-        server does not commit the turn without its end."""
+        server does not commit the turn without its end. Let go again meanwhile (a second call),
+        it returns once that turn is committed too."""
         self._usable()
         turn = self.machine.release_talking(self.output.now())
         if not turn:
+            if self._committing is not None:  # let go twice: return when the turn let go first is committed
+                await asyncio.shield(self._committing)
             return
+        committed = self._committing = asyncio.get_running_loop().create_future()
         try:
-            await self._feed.track_sent(self.clock)
-        finally:  # cancelled while waiting, the turn is committed all the same; the flush task writes it
-            waiting = self.machine.commit_talking(self.output.now(), turn)
+            try:
+                await self._feed.track_sent(self.clock)
+            finally:  # cancelled while waiting, the turn is committed all the same; the flush task writes it
+                waiting = self.machine.commit_talking(self.output.now(), turn)
+                if waiting:
+                    self._flush_needed.set()
             if waiting:
-                self._flush_needed.set()
-        if waiting:
-            await self._link.flush()
+                await self._link.flush()
+        finally:
+            committed.set_result(None)
+            if self._committing is committed:
+                self._committing = None
 
     async def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
                      voice: str | None = None) -> None:

@@ -198,3 +198,31 @@ async def test_a_press_before_the_wait_ends_commits_the_first_turn_and_the_secon
     (pressed_at, _), (at, queued) = call.commits
     assert pressed_at <= call.clears[-1]  # the first turn went before the second one's clear
     assert queued == 0 and at > 0.56  # the second turn waited for its own last frames, not the first's wait
+
+
+async def test_a_second_stop_talking_returns_only_once_the_turn_is_committed() -> None:
+    call = _Call()
+    returned: list[tuple[str, int]] = []  # (which call, commits sent by then)
+
+    async def script(session: VoiceSession) -> None:
+        await session.start_talking()
+        await call.advance_to(0.5)
+
+        async def stop(name: str) -> None:
+            await session.stop_talking()
+            returned.append((name, len(call.commits)))
+
+        first = asyncio.ensure_future(stop("first"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        second = asyncio.ensure_future(stop("second"))  # e.g. a key-up handler and a timeout both let go
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not second.done() and call.commits == []  # the turn still waits for the track
+        both = asyncio.ensure_future(asyncio.gather(first, second))
+        await _advance_until(call.clock, both)
+        await both
+
+    await call.run(script)
+    assert len(call.commits) == 1
+    assert sorted(returned) == [("first", 1), ("second", 1)]
