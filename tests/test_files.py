@@ -1,5 +1,6 @@
 """Files written whole (``voxline.base.files.replaced``): reports, summaries, the stereo export,
-the JUnit file and the mirror's state never leave half a file, and never replace a device or a pipe."""
+the JUnit file and the mirror's state never leave half a file, and never replace a device or a pipe;
+files written as a run goes replace the last run's only once the run began (``SetAside``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import write_wav
 from voxline.base.errors import AudioError
-from voxline.base.files import replaced
+from voxline.base.files import SetAside, replaced
 from tests.support.cli import EXAMPLE, VOXLINE
 
 
@@ -154,3 +155,50 @@ def test_a_replaced_file_keeps_its_mode_and_a_users_tmp_file_is_left_alone(tmp_p
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask  # a new file as open() makes one
+
+
+def test_files_set_aside_come_back_if_the_run_never_began(tmp_path: Path) -> None:
+    heard, events = tmp_path / "heard.wav", tmp_path / "events.jsonl"
+    heard.write_bytes(b"last run's audio")
+    heard.chmod(0o600)
+    aside = SetAside([heard, events])  # events.jsonl did not exist
+    heard.write_bytes(b"")  # the new run's files, opened before it could connect
+    events.write_text("")
+    assert len(list(tmp_path.glob(".heard.wav.*.previous"))) == 1
+    aside.put_back()
+    assert heard.read_bytes() == b"last run's audio" and stat.S_IMODE(heard.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl", "heard.wav"]
+
+
+def test_files_set_aside_go_once_the_run_began_and_put_back_is_then_nothing(tmp_path: Path) -> None:
+    heard = tmp_path / "heard.wav"
+    heard.write_bytes(b"last run's audio")
+    aside = SetAside([heard])
+    heard.write_bytes(b"this run's audio")
+    aside.keep_new()
+    aside.keep_new()
+    aside.put_back()  # a failure later in the run: what it wrote stays
+    assert heard.read_bytes() == b"this run's audio" and [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
+
+
+def test_a_link_or_a_device_is_never_set_aside(tmp_path: Path) -> None:
+    real = tmp_path / "real.wav"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.wav"
+    link.symlink_to(real)
+    aside = SetAside([link, Path("/dev/null")])
+    assert link.is_symlink() and real.read_bytes() == b"old" and Path("/dev/null").exists()
+    aside.put_back()
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["link.wav", "real.wav"]
+
+
+def test_a_replay_that_cannot_connect_leaves_the_last_runs_files_as_they_were(tmp_path: Path) -> None:
+    heard, events = tmp_path / "h.wav", tmp_path / "e.jsonl"
+    heard.write_bytes(b"the last run's heard audio")
+    events.write_text('{"the": "last run"}\n')
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--url", "ws://127.0.0.1:9/v1", "--out", str(heard),
+                          "--events", str(events)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert run.returncode == 1 and "cannot connect" in run.stderr
+    assert heard.read_bytes() == b"the last run's heard audio" and events.read_text() == '{"the": "last run"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "h.wav"]

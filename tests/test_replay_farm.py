@@ -298,3 +298,20 @@ def test_a_real_time_farm_runs_its_sessions_on_one_loop_each_with_its_own_server
                                                                        ("rt2", "pass", 1)]
     assert all(abs(e) <= 1 for r in rows for e in r["cut_errors_ms"])
     assert ET.parse(tmp_path / "junit.xml").getroot().find("testsuite").get("failures") == "0"  # type: ignore[union-attr]
+
+
+def test_a_farm_that_cannot_connect_leaves_each_recordings_last_files_as_they_were(tmp_path: Path) -> None:
+    farm, out = tmp_path / "farm", tmp_path / "out"
+    farm.mkdir()
+    for k, name in enumerate(("a", "b")):
+        make_recording(farm / f"{name}.wav", k, interrupt=False)
+        (out / name).mkdir(parents=True)
+        (out / name / "heard.wav").write_bytes(f"{name}: the last run's audio".encode())
+        (out / name / "events.jsonl").write_text(f'{{"last run": "{name}"}}\n')
+    run = subprocess.run([str(VOXLINE), "replay", str(farm), "--out-dir", str(out), "--url", "ws://127.0.0.1:9/v1"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert run.returncode == 1 and run.stdout.count("cannot connect") == 2, run.stdout + run.stderr
+    for name in ("a", "b"):
+        assert (out / name / "heard.wav").read_bytes() == f"{name}: the last run's audio".encode()
+        assert (out / name / "events.jsonl").read_text() == f'{{"last run": "{name}"}}\n'
+        assert sorted(p.name for p in (out / name).iterdir()) == ["events.jsonl", "heard.wav"]

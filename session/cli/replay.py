@@ -28,6 +28,7 @@ from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import redact_url
+from voxline.base.files import SetAside
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -251,9 +252,17 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
             clock = RealClock()
             start = clock.now()
             live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
-            with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
-                    contextlib.closing(WavSink(args.out, RATE)) as sink:
-                result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop)
+            # a server that cannot be reached leaves the last run's files as they were, not empty ones
+            aside = SetAside([args.out, args.events])
+            try:
+                with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
+                        contextlib.closing(WavSink(args.out, RATE)) as sink:
+                    result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
+                                             began=aside.keep_new)
+            except BaseException:
+                aside.put_back()
+                raise
+            aside.keep_new()
             live.done()
         _print_summary(args, result)
         _write_report(args, result, stop)
@@ -337,24 +346,29 @@ class LiveLines:
 
 async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                    stop: Stop) -> ReplayResult:
+                    stop: Stop, began: Callable[[], None]) -> ReplayResult:
+    """The replay against ``url`` or a built-in server; ``began`` is called with every frame on the wire."""
     mode = f"real time over {settings_for(args).transport}" + (", GPT-Live" if settings_for(args).api == "live" else "")
     if url:
         print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
-        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop)
+        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop, began)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
               f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
         print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
-        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop)
+        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop, began)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                       stop: Stop) -> ReplayResult:
+                       stop: Stop, began: Callable[[], None]) -> ReplayResult:
+    def wire(direction: str, text: str) -> None:
+        began()
+        log.wire(direction, text)
+
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
-                            tools=tools, on_wire=live.wire(log.wire), on_event=_logger(log, live),
+                            tools=tools, on_wire=live.wire(wire), on_event=_logger(log, live),
                             on_session=live.attach, stop=stop.event, **speaker_options(args))
 
 

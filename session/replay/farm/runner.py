@@ -29,6 +29,7 @@ from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
+from voxline.base.files import SetAside
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -169,23 +170,36 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
         scenario = with_transcripts(scenario, recording.transcripts)
     settings = options.settings.model_copy(update={"transcribe": recording.transcripts is not None})
     origin = clock.now()
-    with contextlib.closing(EventLog(events, lambda: clock.now() - origin)) as log, \
-            contextlib.closing(WavSink(heard)) as sink:
-        def on_event(event: Any) -> None:
-            log.local(event, getattr(event, "at", None))
+    aside = SetAside([heard, events])  # a server that cannot be reached leaves the last run's files as they were
+    try:
+        with contextlib.closing(EventLog(events, lambda: clock.now() - origin)) as log, \
+                contextlib.closing(WavSink(heard)) as sink:
+            def on_event(event: Any) -> None:
+                log.local(event, getattr(event, "at", None))
 
-        common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,
-                                  "tail_s": options.tail_s, "stop": stop}
-        if voices is not None:
-            connector = engine_connector(scenario, clock, voice=voices.voice, on_wire=log.wire,
-                                         voices=voices.get(recording.scenario, scenario), api=settings.api)
-            return await run_replay(samples, connector=connector, settings=settings, **common)
-        if options.url is not None:
-            return await run_replay(samples, connector=None, settings=settings, on_wire=log.wire, **common)
-        config = ServerConfig(port=0, scenario=recording.scenario, voice=options.voice, transcripts=recording.transcripts)
-        async with serve(config) as server:
-            local = settings.model_copy(update={"url": server.url})
-            return await run_replay(samples, connector=None, settings=local, on_wire=log.wire, **common)
+            def on_wire(direction: str, text: str) -> None:
+                aside.keep_new()  # a frame on the wire: the run began
+                log.wire(direction, text)
+
+            common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,
+                                      "tail_s": options.tail_s, "stop": stop}
+            if voices is not None:
+                connector = engine_connector(scenario, clock, voice=voices.voice, on_wire=on_wire,
+                                             voices=voices.get(recording.scenario, scenario), api=settings.api)
+                result = await run_replay(samples, connector=connector, settings=settings, **common)
+            elif options.url is not None:
+                result = await run_replay(samples, connector=None, settings=settings, on_wire=on_wire, **common)
+            else:
+                config = ServerConfig(port=0, scenario=recording.scenario, voice=options.voice,
+                                      transcripts=recording.transcripts)
+                async with serve(config) as server:
+                    local = settings.model_copy(update={"url": server.url})
+                    result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
+    except BaseException:
+        aside.put_back()
+        raise
+    aside.keep_new()
+    return result
 
 
 def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, folder: Path,

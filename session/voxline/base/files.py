@@ -7,6 +7,11 @@ file (a named pipe, a terminal), or that is or leads through ``/dev`` or ``/proc
 (``/dev/stdout``, which links to the shell's redirection, a file or not), is written in place
 instead: renaming over it would put a file where a device or a link was. A symbolic link to a
 regular file stays a link: the file it names is the one replaced.
+
+Files written as a run goes (a WAV of what was heard, an event log: each valid at every moment, so
+a killed run leaves what it had) cannot wait for the end. :class:`SetAside` moves the files they
+replace out of the way while the run starts and puts them back if it never began (a server that
+cannot be reached), so a failed run does not leave empty files where a good one's results were.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["replaced"]
+__all__ = ["SetAside", "replaced"]
 
 
 @contextlib.contextmanager
@@ -50,6 +55,49 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
+
+
+class SetAside:
+    """The regular files at ``paths`` moved aside (hidden, beside them) until :meth:`keep_new` or
+    :meth:`put_back` says which stays.
+
+    Write the new files at ``paths`` meanwhile. :meth:`keep_new` (the run began: call it as often as
+    convenient, the first call counts) deletes the old ones; :meth:`put_back` (the run failed before
+    it began) renames each old file over the new one, and does nothing once :meth:`keep_new` was
+    called. A path that is missing, a symbolic link or no regular file is left where it is. A
+    process killed before either leaves the old file as ``.NAME.….previous`` beside the new one.
+    """
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._aside: list[tuple[Path, Path]] = []
+        self.kept = False
+        for path in paths:
+            if path.is_symlink() or not path.is_file() or _a_stream(path):
+                continue
+            try:
+                handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".previous")
+            except OSError:  # a folder that takes no new file: the file is overwritten in place, as without this
+                continue
+            os.close(handle)
+            os.replace(path, name)
+            self._aside.append((path, Path(name)))
+
+    def keep_new(self) -> None:
+        if self.kept:
+            return
+        self.kept = True
+        for _path, old in self._aside:
+            with contextlib.suppress(OSError):
+                old.unlink()
+        self._aside.clear()
+
+    def put_back(self) -> None:
+        if self.kept:
+            return
+        for path, old in self._aside:
+            with contextlib.suppress(OSError):
+                os.replace(old, path)
+        self._aside.clear()
 
 
 def _a_stream(path: Path) -> bool:
