@@ -131,6 +131,8 @@ def test_built_in_server_options_are_refused_with_another_server(tmp_path: Path)
         (["serve", "--port", "70000"], {}, "argument --port: expected a port number 0..65535, not '70000'"),
         (["serve", "--max-session-minutes", "-1"], {}, "expected a positive, finite number of minutes up to 10080 (a week), not '-1'"),
         (["devices", "--log-level", "loud"], {}, "argument --log-level: invalid choice: 'loud'"),
+        ([], {}, "voxline: error: give a command: serve, talk, replay, devices, token (see voxline --help)"),
+        (["-v"], {}, "voxline: error: the following arguments are required: COMMAND"),
     ],
 )
 def test_other_commands_name_bad_values_and_unknown_options(args: list[str], env: dict[str, str],
@@ -147,3 +149,10 @@ def test_every_command_takes_the_logging_flags_and_documents_every_option(comman
 
     bare = [action.option_strings or action.dest for action in _full_parser(command)._actions if not action.help]
     assert bare == [], f"options without help text: {bare}"
+
+
+def test_the_log_level_is_taken_as_logging_spells_it_too(tmp_path: Path) -> None:
+    run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(tmp_path / "h.wav"), "--events",
+                  str(tmp_path / "e.jsonl"), "--log-level", "DEBUG")
+    assert run.returncode == 0, run.stderr
+    assert " DEBUG voxline." in run.stderr, run.stderr[:500]

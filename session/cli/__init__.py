@@ -75,7 +75,7 @@ def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
     """``-v`` / ``--log-level``, taken by every command."""
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log what voxline does to stderr (-v: info, -vv: debug)")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None, type=str.lower,  # DEBUG as logging spells it
                         help="log level for the voxline.* loggers (default warning; info for serve)")
 
 
@@ -123,8 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if split == len(argv):
         if head:
             top.parse_args(head)  # --help, --version, or an unknown option, named
-        top.print_help()
-        return 2
+        top.error(f"give a command: {', '.join(commands.COMMANDS)}")
     if argv[split] not in commands.COMMANDS:
         top.error(f"argument COMMAND: invalid choice: {argv[split]!r} (choose from {', '.join(commands.COMMANDS)})"
                   + did_you_mean(argv[split], commands.COMMANDS))
