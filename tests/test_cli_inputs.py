@@ -60,6 +60,14 @@ def test_an_input_is_never_overwritten(tmp_path: Path, how: str) -> None:
     assert source.read_bytes() == EXAMPLE.read_bytes()
 
 
+@pytest.mark.parametrize(("flag", "name"), [("--out", "heard.mp3"), ("--stereo-out", "both.flac")])
+def test_a_wav_output_named_as_another_format_is_refused(tmp_path: Path, flag: str, name: str) -> None:
+    run = voxline("replay", str(EXAMPLE), "--fast", flag, str(tmp_path / name))
+    assert run.returncode == 2
+    assert f"{flag} writes a WAV file (16-bit PCM); name it .wav, not {name}" in one_line_error(run)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_two_outputs_on_one_file_are_refused(tmp_path: Path) -> None:
     same = tmp_path / "both"
     line = one_line_error(voxline("replay", str(EXAMPLE), "--fast", "--out", str(same), "--events", str(same)))

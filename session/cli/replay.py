@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
-                        help="one recording: what the listener heard, PCM16 mono 24 kHz (default INPUT.heard.wav "
+                        help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; default INPUT.heard.wav "
                              "in the current directory); its sample n is what was heard n/24000 s into the input "
                              "(input sample n for a 24 kHz input; an input at another rate is resampled, its sample m "
                              "lines up with HEARD.wav sample m*24000/rate)")
@@ -219,6 +219,9 @@ async def run(args: argparse.Namespace) -> int:
     reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None),
                            getattr(args, "stereo_out", None)) if p is not None]
     check_paths([args.input], [args.out, args.events, *reports])
+    for flag, path in (("--out", args.out), ("--stereo-out", getattr(args, "stereo_out", None))):
+        if path is not None and path.suffix and path.suffix.lower() not in (".wav", ".wave"):
+            raise UsageError(f"{flag} writes a WAV file (16-bit PCM); name it .wav, not {path.name}")
     for path in (args.out, args.events, *reports):
         if not path.parent.is_dir():
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
