@@ -62,8 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
-                        help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; default INPUT.heard.wav "
-                             "in the current directory); its sample n is what was heard n/24000 s into the input "
+                        help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; "
+                             "default INPUT.heard.wav in the current directory); its sample n is what was heard n/24000 s into the input "
                              "(input sample n for a 24 kHz input; an input at another rate is resampled, its sample m "
                              "lines up with HEARD.wav sample m*24000/rate)")
     parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl",
