@@ -124,12 +124,15 @@ class Lines:
                 self._reader.feed_data(pipe.read())
             self._reader.feed_eof()
 
-    async def read(self, prompt: str) -> str | None:
-        """The next line (``None`` at end of input); the prompt is shown on a terminal only."""
+    async def read(self, prompt: str, *, question: bool = False) -> str | None:
+        """The next line (``None`` at end of input); the prompt is shown on a terminal only, and a
+        ``question`` left unanswered by piped input is shown with its answer, the end of input."""
         if self._tty:
             print(prompt, end="", flush=True)
         raw = await self._reader.readline()
         if not raw:
+            if not self._tty and question:
+                print(f"{prompt}(end of input)")  # the question was asked all the same: say what answered it
             return None
         line = raw.decode().strip()
         if not self._tty:
@@ -143,7 +146,7 @@ def approver(lines: Lines, auto_yes: bool) -> Any:
         if auto_yes:
             print(prompt + "y (--yes)")
             return True
-        answer = await lines.read(prompt)
+        answer = await lines.read(prompt, question=True)
         return (answer or "").lower() in ("y", "yes")
 
     return approve

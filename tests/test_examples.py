@@ -69,6 +69,15 @@ def test_assistant_declined_call_never_runs() -> None:
     assert out.splitlines()[-1] == "orders: A1234 shipped"
 
 
+def test_assistant_shows_a_question_that_piped_input_ended_before_answering() -> None:
+    result = run("examples/assistant.py", "--voice", "tone", stdin="where is my order?\ncancel it\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert 'approve cancel_order {"order_id":"A1234","reason":"no longer needed"}? [y/N] (end of input)' in out
+    assert 'tool: cancel_order did not run: {"error":"the user declined to run cancel_order"}' in out
+    assert "(end of input)" not in out.replace("[y/N] (end of input)", "")  # the messages' end goes unsaid
+
+
 def test_kiosk_recovers_from_a_drop_and_a_missing_speaker() -> None:
     result = run("examples/kiosk.py", "--simulate-drop", "--voice", "tone", "--output-device", "no-such-speaker",
                  "--input-device", "no-such-mic")
