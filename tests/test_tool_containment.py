@@ -36,7 +36,8 @@ from voxline.session.events import ResponseFinished, SessionError, TranscriptDon
 from voxline.session.lockstep import run_lockstep
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
-from voxline.session.tools.outputs import MAX_EVENT_BYTES
+from voxline.realtime.errors import ToolError
+from voxline.session.tools.outputs import MAX_EVENT_BYTES, encode_output
 from voxline.session.voice import VoiceSession
 
 
@@ -436,6 +437,59 @@ async def test_a_tool_that_returns_an_iterator_is_answered_without_running_it_on
     message = await answered_once(harness, harness.call("rows"))
     assert message.startswith("rows failed: result of type ") and "is an iterator" in message
     assert made == []
+
+
+class ClaimsToBeStr:
+    """A result whose ``__class__`` says ``str`` (as ``Mock(spec=str)`` does)."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return str
+
+
+class ClassRaises:
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        raise RuntimeError("no class today")
+
+
+class ExitsWhenRead(BaseModel):
+    value: int = 1
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "__dict__":
+            raise SystemExit(3)
+        return super().__getattribute__(name)
+
+
+@pytest.mark.parametrize("result", [ClaimsToBeStr, ClassRaises], ids=["claims-str", "class-raises"])
+async def test_a_result_that_lies_about_its_type_is_the_tools_failure(
+        registry: ToolRegistry, harness: Harness, result: type) -> None:
+    @registry.tool(timeout=None)
+    def odd() -> Any:
+        return result()
+
+    message = await answered_once(harness, harness.call("odd"))
+    assert message.startswith("odd failed: ") and ("result of type" in message or "no class today" in message)
+
+
+def test_encoding_a_result_never_lets_its_own_code_escape() -> None:
+    from unittest import mock
+
+    with pytest.raises(ToolError, match="result of type Mock"):
+        encode_output(mock.Mock(spec=str))
+    with pytest.raises(ToolError, match="result of type ClassRaises"):
+        encode_output(ClassRaises())
+
+
+async def test_a_result_whose_encoding_raises_a_base_exception_is_the_tools_failure(
+        registry: ToolRegistry, harness: Harness) -> None:
+    @registry.tool(timeout=None)
+    def exits() -> Any:
+        return ExitsWhenRead()
+
+    message = await answered_once(harness, harness.call("exits"))
+    assert message.startswith("exits failed:") and "SystemExit" in message
 
 
 async def test_async_tools_behind_decorators_are_awaited(registry: ToolRegistry, harness: Harness) -> None:

@@ -85,15 +85,18 @@ def encode_output(value: object) -> str:
     serialises them, a NaN or an infinity as ``null`` (as JSON.stringify does); anything it
     cannot encode raises :class:`ToolError`.
     """
-    if isinstance(value, str):
-        return str.__str__(value)  # a plain copy: a subclass's comparisons or hooks are user code
-    if isinstance(value, (Iterator, AsyncIterator)):  # a generator, map(), an open file: never run here, on the loop
-        raise ToolError(f"result of type {type(value).__name__} is an iterator, whose items would be made on the "
+    kind = type(value)  # not value.__class__, isinstance() or hasattr(): each asks the object, which may lie or raise
+    if issubclass(kind, str):
+        return str.__str__(value)  # a plain copy: a subclass's hooks are user code
+    if issubclass(kind, (Iterator, AsyncIterator)):  # a generator, map(), an open file: never run here, on the loop
+        raise ToolError(f"result of type {kind.__name__} is an iterator, whose items would be made on the "
                         "event loop, past the tool's timeout: return them whole (a list, say)")
     try:
         return pydantic_core.to_json(value, inf_nan_mode="null").decode("utf-8")  # JSON has no NaN
     except pydantic_core.PydanticSerializationError as exc:
-        raise ToolError(f"result of type {type(value).__name__} is not JSON-serialisable ({exc})") from None
+        raise ToolError(f"result of type {kind.__name__} is not JSON-serialisable ({message_of(exc, '')})") from None
+    except Exception as exc:  # the result's own methods (a __str__, a property pydantic reads) are user code
+        raise ToolError(f"result of type {kind.__name__} could not be encoded: {describe_exception(exc)}") from None
 
 
 def _field(loc: tuple[int | str, ...]) -> str:

@@ -264,6 +264,10 @@ class ToolRunner:
             return encode_output(value), True
         except ToolError as exc:
             return error_output(f"{tool.name} failed: {exc.message}"), False
+        except BaseException as exc:  # the result's own code raised what no Exception handler takes (SystemExit)
+            contain(exc)
+            return error_output(f"{tool.name} failed: its result could not be encoded: "
+                                f"{describe_exception(exc)}"), False
 
     def _answer(self, call: ToolCall, output: str) -> None:
         """Answer a call that will not run (unknown tool, bad arguments, refused)."""
