@@ -57,7 +57,10 @@ def follows_real_time() -> Iterator[None]:
     try:
         yield
     finally:
-        _REAL_TIME.reset(token)
+        # a coroutine abandoned with its loop (a tool that ignored its cancel) is closed when it is
+        # collected, outside the context it ran in: there is nothing left to reset then
+        with contextlib.suppress(ValueError):
+            _REAL_TIME.reset(token)
 
 
 class _Jobs:

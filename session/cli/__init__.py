@@ -8,7 +8,6 @@ command is answered with the closest one there is.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import re
 import os
@@ -19,6 +18,7 @@ from typing import NoReturn
 from voxline import __version__
 from voxline.base.errors import VoxlineError
 from voxline.base.log_output import log_to_stderr
+from voxline.base.loop_runner import bounded_runner
 
 from ..settings import UsageError
 
@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a subcommand may ask for its own event loop (replay --fast: the lockstep loop on a virtual clock)
     factory = getattr(module, "loop_factory", lambda _args: None)(args)
     try:
-        with asyncio.Runner(loop_factory=factory) as runner:
+        with bounded_runner(factory) as runner:
             return runner.run(module.run(args))
     except KeyboardInterrupt:
         print("voxline: interrupted", file=sys.stderr)

@@ -238,7 +238,8 @@ class ToolRunner:
 
     async def _invoke(self, tool: Tool, kwargs: Mapping[str, Any], clock: Clock) -> tuple[str, bool]:
         """Run the tool under its timeout on the session's clock; what it raises becomes an error output."""
-        work = asyncio.ensure_future(_guarded(tool, kwargs, self._registry.threads))
+        work = asyncio.get_running_loop().create_task(_guarded(tool, kwargs, self._registry.threads),
+                                                      name=f"tool {tool.name}")
         if tool.timeout is not None:
             timer = asyncio.ensure_future(clock.sleep(tool.timeout))
             try:

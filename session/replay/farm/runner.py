@@ -30,6 +30,7 @@ from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
 from voxline.base.files import SetAside
+from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -238,7 +239,7 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
         hook = None if on_outcome is None else (lambda o: on_outcome(o.to_json()))
         return await run_farm(parsed, options, stop, hook)
 
-    with asyncio.Runner(loop_factory=factory) as runner:
+    with bounded_runner(factory) as runner:  # a tool that ignores its cancel does not keep the worker
         outcomes = runner.run(main())
     return [o.to_json() for o in outcomes]
 

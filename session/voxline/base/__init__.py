@@ -9,5 +9,7 @@
 - :mod:`voxline.base.models` — the default realtime and transcription model names;
 - :mod:`voxline.base.arguments` — constructors' argument checks, one line naming the argument;
 - :mod:`voxline.base.contain`, :mod:`voxline.base.files`, :mod:`voxline.base.collector` — where an
-  application's exception stops, writing a file whole, and the cyclic collector's policy.
+  application's exception stops, writing a file whole, and the cyclic collector's policy;
+- :mod:`voxline.base.loop_runner` — an event loop run from synchronous code that closes without waiting
+  for ever on a task that ignores its cancel.
 """
