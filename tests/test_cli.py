@@ -160,3 +160,43 @@ def test_token_takes_the_url_serve_prints_and_a_local_server_needs_no_key() -> N
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def _replay_against(server_code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``voxline replay`` of the example against the server ``server_code`` starts (an async context
+    manager expression with ``.url``), from a helper process that stops the server afterwards."""
+    code = (
+        "import asyncio, subprocess, sys\n"
+        "from voxline.realtime.server import ServerConfig, serve\n"
+        "from tests.support.silent_server import silent\n"
+        "async def main():\n"
+        f"    async with {server_code} as s:\n"
+        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
+        f"            {str(EXAMPLE)!r}, '--url', s.url, '--out', {str(tmp_path / 'h.wav')!r},\n"
+        f"            '--events', {str(tmp_path / 'e.jsonl')!r}], capture_output=True, text=True)\n"
+        "        print(r.returncode); sys.stdout.write(r.stderr)\n"
+        "asyncio.run(main())\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+
+
+@pytest.mark.slow
+def test_a_replay_whose_session_ends_with_a_fatal_error_fails_without_blaming_the_recording(tmp_path: Path) -> None:
+    run = _replay_against("serve(ServerConfig(port=0, voice='tone', max_session_s=1.0))", tmp_path)
+    rc, *err = run.stdout.strip().splitlines()
+    assert rc == "1", run.stdout + run.stderr
+    assert err[-1].startswith("voxline replay: error: the session ended with a fatal error: ")
+    assert err[-1].endswith("; what was heard until then is written")
+    assert not any("no speech detected" in line for line in err)
+    assert wave.open(str(tmp_path / "h.wav")).getnframes() > 0
+
+
+@pytest.mark.slow
+def test_a_replay_against_a_server_that_never_speaks_fails(tmp_path: Path) -> None:
+    run = _replay_against("silent()", tmp_path)
+    rc, *err = run.stdout.strip().splitlines()
+    assert rc == "1", run.stdout + run.stderr
+    assert err[-1] == ("voxline replay: error: the server accepted the connection but never sent an event "
+                       "(not even session.created); what was heard until then is written")
+    assert not any("no speech detected" in line for line in err)

@@ -245,32 +245,53 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
+    server_frames = [0]
     with Stop() as stop:
         if args.fast:
             loop = asyncio.get_running_loop()
             if not isinstance(loop, LockstepLoop):
                 raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
             result = await _run_fast(args, samples, scenario, tools, loop.clock, stop)
+            server_frames[0] = -1  # the engine in process: nothing to tell about a server
         else:
             clock = RealClock()
             start = clock.now()
             live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
             # a server that cannot be reached leaves the last run's files as they were, not empty ones
             aside = SetAside([args.out, args.events])
+
+            def crossed(direction: str) -> None:  # a frame on the wire: the run began
+                aside.keep_new()
+                server_frames[0] += direction == "in"
+
             try:
                 with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
                         contextlib.closing(WavSink(args.out, RATE)) as sink:
                     result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
-                                             began=aside.keep_new)
+                                             crossed=crossed)
             except BaseException:
                 aside.put_back()
                 raise
             aside.keep_new()
             live.done()
-        _print_summary(args, result)
+        failure = _failure(result, server_frames[0])
+        _print_summary(args, result, failure)
         _write_report(args, result, stop)
         _write_stereo(args)
+    if failure is not None and not stop.exit_code:
+        print(f"voxline replay: error: {failure}; what was heard until then is written", file=sys.stderr)
+        return 1
     return stop.exit_code
+
+
+def _failure(result: ReplayResult, server_frames: int) -> str | None:
+    """Why the replay did not run as a session (a fatal error, a server that never spoke), or None."""
+    fatal = next((e for e in result.events if isinstance(e, SessionError) and e.fatal), None)
+    if fatal is not None:
+        return f"the session ended with a fatal error: {fatal.message}"
+    if server_frames == 0 and not result.interrupted:
+        return "the server accepted the connection but never sent an event (not even session.created)"
+    return None
 
 
 async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,
@@ -349,25 +370,25 @@ class LiveLines:
 
 async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                    stop: Stop, began: Callable[[], None]) -> ReplayResult:
-    """The replay against ``url`` or a built-in server; ``began`` is called with every frame on the wire."""
+                    stop: Stop, crossed: Callable[[str], None]) -> ReplayResult:
+    """The replay against ``url`` or a built-in server; ``crossed`` is shown the direction of every frame on the wire."""
     mode = f"real time over {settings_for(args).transport}" + (", GPT-Live" if settings_for(args).api == "live" else "")
     if url:
         print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
-        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop, began)
+        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop, crossed)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
               f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
         print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
-        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop, began)
+        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop, crossed)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                       stop: Stop, began: Callable[[], None]) -> ReplayResult:
+                       stop: Stop, crossed: Callable[[str], None]) -> ReplayResult:
     def wire(direction: str, text: str) -> None:
-        began()
+        crossed(direction)
         log.wire(direction, text)
 
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
@@ -398,9 +419,10 @@ def _write_report(args: argparse.Namespace, result: ReplayResult, stop: Stop) ->
     print(f"wrote {', '.join(str(p) for p in (html, summary) if p is not None)} (checks: {verdict})")
 
 
-def _print_summary(args: argparse.Namespace, result: ReplayResult) -> None:
+def _print_summary(args: argparse.Namespace, result: ReplayResult, failure: str | None) -> None:
     """After the lines printed as the replay went: underruns, and what was written."""
-    if not result.heard_speech and not result.interrupted:  # stopped early, it may not have reached any
+    # stopped early, or failed, it may not have reached any speech: the recording is not to blame then
+    if not result.heard_speech and not result.interrupted and failure is None:
         if settings_for(args).api == "live":  # Live tells of the user's words only in its input transcript
             why = "the server sent no input transcript"
             if not target_url(args):
