@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from voxline import __version__
-from voxline.base.errors import VoxlineError
+from voxline.base.errors import VoxlineError, printable
 from voxline.base.log_output import log_to_stderr
 from voxline.base.loop_runner import bounded_runner
 
@@ -141,10 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("voxline: interrupted", file=sys.stderr)
         return 130
     except UsageError as exc:
-        print(f"voxline {args.command}: error: {exc} (see voxline {args.command} --help)", file=sys.stderr)
+        print(f"voxline {args.command}: error: {printable(str(exc))} (see voxline {args.command} --help)",
+              file=sys.stderr)
         return 2
-    except VoxlineError as exc:
-        print(f"voxline {args.command}: error: {exc}", file=sys.stderr)
+    except VoxlineError as exc:  # it may quote a server (a close reason, an HTTP body)
+        print(f"voxline {args.command}: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # the reader went away (`voxline devices --json | head`): nothing to say to it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed

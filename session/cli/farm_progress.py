@@ -14,6 +14,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from voxline.base.errors import printable
+
 from ..replay.farm import Outcome
 
 __all__ = ["FarmProgress", "verdict_line"]
@@ -63,7 +65,7 @@ class FarmProgress:
     def finished(self, outcome: Outcome) -> None:
         self.shown.add(outcome.name)
         self.counts[outcome.status] += 1
-        line = verdict_line(outcome)
+        line = printable(verdict_line(outcome))  # its error may quote a server
         if self._progress is None:
             print(line, file=self.out, flush=True)
             return

@@ -27,7 +27,7 @@ from voxline.audio.sinks import WavSink
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import redact_url
+from voxline.base.errors import printable, redact_url
 from voxline.base.files import SetAside
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
@@ -279,7 +279,7 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
         _write_report(args, result, stop)
         _write_stereo(args)
     if failure is not None and not stop.exit_code:
-        print(f"voxline replay: error: {failure}; what was heard until then is written", file=sys.stderr)
+        print(f"voxline replay: error: {printable(failure)}; what was heard until then is written", file=sys.stderr)
         return 1
     return stop.exit_code
 

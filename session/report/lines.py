@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import assert_never
 
+from voxline.base.errors import printable
+
 from ..events import (
     LiveContinuity,
     LiveDelegationRequested,
@@ -106,7 +108,12 @@ class EventLines:
         return f" [{text}]" if self.verbose else ""
 
     def line(self, event: Event) -> str | None:
-        """The line for ``event``, or None when it is not worth one at this verbosity."""
+        """The line for ``event``, or None when it is not worth one at this verbosity; what a server
+        wrote in it (a transcript, an error) shows its control characters as escapes."""
+        text = self._line(event)
+        return None if text is None else printable(text)
+
+    def _line(self, event: Event) -> str | None:
         match event:
             case SpeechStarted() | SpeechStopped():
                 return self._user(event)

@@ -30,6 +30,7 @@ __all__ = [
     "forget_secret",
     "install_log_redaction",
     "message_of",
+    "printable",
     "redact",
     "redact_url",
     "register_secret",
@@ -248,6 +249,21 @@ def install_log_redaction(*names: str) -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}  # bidirectional overrides
+"""Characters a terminal acts on (escape sequences, carriage return, bell, backspace) or that turn the
+direction of the text around, each with the escape that shows it instead."""
+
+
+def printable(text: str) -> str:
+    """``text`` for one line of a terminal: every control character shown as its escape (``\\x1b``).
+
+    Text from a server (a transcript, an error message, a close reason) goes through it before it is
+    printed, so that what the server sends can neither move the cursor, clear the screen or rename
+    the window, nor hide or reorder what the line says."""
+    return text.translate(_CONTROLS)
 
 
 def message_of(exc: BaseException, fallback: str = "(its message could not be read)") -> str:

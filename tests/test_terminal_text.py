@@ -1,0 +1,65 @@
+"""What a server writes reaches the terminal as text, never as control sequences: a transcript, an
+error message or a close reason with an escape sequence, a carriage return or a bell in it is
+printed with those characters shown as escapes."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from voxline.base.errors import printable
+from voxline.session.cli.farm_progress import FarmProgress
+from voxline.session.events import ConnectionLost, SessionError, TranscriptDone
+from voxline.session.replay.farm import Outcome
+from voxline.session.report.lines import EventLines
+from tests.support.cli import EXAMPLE
+
+HOSTILE = "ok\x1b[2J\x1b[31mPWNED\x1b]0;title\x07\r\x08X\u202eevil"
+SHOWN = "ok\\x1b[2J\\x1b[31mPWNED\\x1b]0;title\\x07\\x0d\\x08X\\u202eevil"
+
+
+def test_control_characters_are_shown_as_escapes() -> None:
+    assert printable(HOSTILE) == SHOWN
+    assert printable("plain text, ünïcödé, 日本語") == "plain text, ünïcödé, 日本語"
+    assert all(ord(c) >= 0x20 for c in printable("".join(map(chr, range(0x100)))))
+
+
+def test_the_session_lines_show_what_a_server_wrote_as_text() -> None:
+    lines = EventLines()
+    for event in (TranscriptDone("assistant", "item_1", HOSTILE), SessionError(f"server: {HOSTILE}"),
+                  ConnectionLost(4000, HOSTILE, 1.0)):
+        line = lines.line(event)
+        assert line is not None and "\x1b" not in line and "\r" not in line and "\x07" not in line, line
+        assert "PWNED" in line
+
+
+def test_a_farms_verdict_line_shows_a_quoted_server_error_as_text() -> None:
+    out = io.StringIO()
+    progress = FarmProgress(1, out=out, tty=False)
+    progress.finished(Outcome("a", "a.wav", "error", error=f"cannot connect: HTTP 500 {HOSTILE}"))
+    assert "\\x1b[2J" in out.getvalue() and "\x1b" not in out.getvalue()
+
+
+def test_a_close_reason_with_control_characters_is_one_printable_error_line(tmp_path: Path) -> None:
+    reason = "bye\x1b[2J\x1b]0;pwned\x07\rnow"
+    code = (
+        "import asyncio, subprocess, sys\n"
+        "from websockets.asyncio.server import serve\n"
+        "async def refuse(ws):\n"
+        f"    await ws.close(4000, {reason!r})\n"
+        "async def main():\n"
+        "    async with serve(refuse, '127.0.0.1', 0) as s:\n"
+        "        url = f'ws://127.0.0.1:{s.sockets[0].getsockname()[1]}/v1'\n"
+        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
+        f"            {str(EXAMPLE)!r}, '--url', url, '--out', {str(tmp_path / 'h.wav')!r},\n"
+        f"            '--events', {str(tmp_path / 'e.jsonl')!r}], capture_output=True, text=True)\n"
+        "        sys.stdout.write(r.stdout + r.stderr)\n"
+        "asyncio.run(main())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert "bye\\x1b[2J" in run.stdout, run.stdout + run.stderr
+    assert not any(c in run.stdout for c in "\x1b\x07\r"), repr(run.stdout)
