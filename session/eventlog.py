@@ -68,11 +68,12 @@ class EventLog:
         """A :data:`voxline.realtime.connection.WireObserver`."""
         try:
             event = json.loads(text)
-        except ValueError:
-            event = {"unparsed": text[:200]}
-        if isinstance(event, dict):
-            event = strip_audio(event)
-        self._write(direction, redacted(event))
+            if isinstance(event, dict):
+                event = strip_audio(event)
+            event = redacted(event)
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than a line of the log may be
+            event = redacted({"unparsed": text[:200]})
+        self._write(direction, event)
 
     def local(self, event: Any, at: float | None = None) -> None:
         """A session decision (a dataclass or dict), logged with ``dir: "local"``.

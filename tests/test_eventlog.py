@@ -36,3 +36,15 @@ def test_a_stamp_never_runs_backwards_and_close_writes_everything_held() -> None
     log.close()  # "b" was held within the horizon; close writes it
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [(line["t_ms"], line["event"]["type"]) for line in lines] == [(5000.0, "a"), (5000.0, "old"), (6000.0, "b")]
+
+
+def test_a_frame_nested_too_deep_is_logged_as_unparsed_without_a_traceback() -> None:
+    out = io.StringIO()
+    log = EventLog(out, lambda: 1.0, horizon_s=0.0)
+    for depth in (100_000, 900):  # deeper than the decoder takes; shallow enough to decode, too deep to walk
+        log.wire("in", "[" * depth + "]" * depth)
+    log.wire("in", '{"type": "after", "key": "sk-abcdefghijklmnopqrstuvwxyz0123"}')
+    log.close()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [line["event"].get("unparsed", "")[:5] for line in lines[:2]] == ["[[[[[", "[[[[["]
+    assert lines[2]["event"] == {"type": "after", "key": "[redacted]"}
