@@ -422,6 +422,12 @@ def test_concurrent_registration_from_threads() -> None:
     ("def f(:\n", "--tools: importing 'broken_tools_mod' failed: SyntaxError: invalid syntax (broken_tools_mod.py, line 1)"),
     ("raise ValueError('boom')\n", "--tools: importing 'broken_tools_mod' failed: ValueError: boom"),
     ("x = 1\n", "--tools: module 'broken_tools_mod' has no attribute 'tools'"),
+    ("raise SystemExit(3)\n", "--tools: importing 'broken_tools_mod' failed: SystemExit: 3"),
+    ("raise GeneratorExit('odd')\n", "--tools: importing 'broken_tools_mod' failed: GeneratorExit: odd"),
+    ("def __getattr__(name):\n    import optional_dependency_not_installed\n",
+     "--tools: reading broken_tools_mod:tools failed: ModuleNotFoundError: No module named "
+     "'optional_dependency_not_installed'"),
+    ("def __getattr__(name):\n    raise AttributeError(name)\n", "--tools: module 'broken_tools_mod' has no attribute 'tools'"),
 ])
 def test_a_tools_module_that_cannot_be_loaded_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           source: str, expected: str) -> None:

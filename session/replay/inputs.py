@@ -46,11 +46,15 @@ def load_tools(spec: str, what: str = "--tools") -> ToolRegistry:
         raise
     except ImportError as exc:
         raise ConfigurationError(f"{what}: cannot import {module_name!r}: {exc}") from None
-    except Exception as exc:  # the module's own code failed as it ran: a syntax error (its message says where), an exception
+    except (Exception, GeneratorExit, SystemExit) as exc:  # the module's own code failed as it ran: a syntax
+        # error (its message says where), an exception, even sys.exit(); Ctrl-C goes on
         raise ConfigurationError(f"{what}: importing {module_name!r} failed: {type(exc).__name__}: {message_of(exc)}") from None
-    if not hasattr(module, attr):
-        raise ConfigurationError(f"{what}: module {module_name!r} has no attribute {attr!r}")
-    registry = getattr(module, attr)
+    try:
+        registry = getattr(module, attr)  # a module's __getattr__ is its own code too, whatever it raises
+    except AttributeError:
+        raise ConfigurationError(f"{what}: module {module_name!r} has no attribute {attr!r}") from None
+    except (Exception, GeneratorExit, SystemExit) as exc:
+        raise ConfigurationError(f"{what}: reading {spec} failed: {type(exc).__name__}: {message_of(exc)}") from None
     if not isinstance(registry, ToolRegistry):
         raise ConfigurationError(f"{what}: {spec} is not a ToolRegistry (got {type(registry).__name__})")
     return registry
