@@ -40,11 +40,7 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     host named by ``base_url`` and nowhere else.
     """
     _check_ttl(ttl)
-    register_url_secrets(base_url)
-    try:
-        check_http_url(base_url, "--url")
-    except ConfigurationError as exc:  # a flag's value: a usage error (exit 2)
-        raise UsageError(str(exc)) from None
+    _check_url(base_url)
     body = {"expires_after": {"anchor": "created_at", "seconds": ttl}, "session": {"type": "realtime", "model": model}}
     parts = urllib.parse.urlsplit(base_url)  # check_http_url parsed it already
     target = urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/realtime/client_secrets"))
@@ -68,6 +64,15 @@ def _check_ttl(ttl: int) -> None:
         raise UsageError(f"--ttl must be between 10 and 7200 seconds, not {ttl}")
 
 
+def _check_url(url: str) -> None:
+    """A URL that cannot be minted at is a usage error (exit 2); its secrets are registered first."""
+    register_url_secrets(url)
+    try:
+        check_http_url(url, "--url")
+    except ConfigurationError as exc:  # a flag's value: a usage error (exit 2)
+        raise UsageError(str(exc)) from None
+
+
 def api_base(url: str) -> str:
     """The HTTP API base for ``url``: the ``ws(s)://…/v1/realtime`` that ``voxline serve`` prints becomes
     ``http(s)://…/v1``; anything else is left for :func:`check_http_url` to judge."""
@@ -84,6 +89,7 @@ def api_base(url: str) -> str:
 async def run(args: argparse.Namespace) -> int:
     _check_ttl(args.ttl)  # a flag's mistake is said first, whatever else is missing
     url = api_base(args.url)
+    _check_url(url)  # the flag's own mistake before what the environment lacks
     api_key = api_key_from_env() or split_userinfo(url)[1]  # the configured key wins; empty is unset
     if not api_key and is_loopback_url(url):
         api_key = "local"  # a local server without --api-key takes any key (one with a key refuses this one)
