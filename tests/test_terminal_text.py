@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from voxline.base.errors import printable
 from voxline.session.cli.farm_progress import FarmProgress
 from voxline.session.events import ConnectionLost, SessionError, TranscriptDone
@@ -63,3 +65,20 @@ def test_a_close_reason_with_control_characters_is_one_printable_error_line(tmp_
                          env={**os.environ, "OPENAI_API_KEY": "sk-test"})
     assert "bye\\x1b[2J" in run.stdout, run.stdout + run.stderr
     assert not any(c in run.stdout for c in "\x1b\x07\r"), repr(run.stdout)
+
+
+def test_a_log_record_quoting_a_server_is_one_line_with_its_controls_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from voxline.base.log_output import log_to_stderr
+
+    root = logging.getLogger("voxline")
+    saved = root.handlers[:], root.level, root.propagate
+    log_to_stderr("info")
+    try:
+        logging.getLogger("voxline.session").warning("connection lost (close code %s %s)", 4000,
+                                                     "bye\r\n2026-12-04 ERROR voxline: forged\x1b[2J")
+    finally:
+        root.handlers[:], root.level, root.propagate = saved
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bye\\x0d\\x0a2026-12-04 ERROR voxline: forged\\x1b[2J" in err

@@ -9,16 +9,23 @@ from __future__ import annotations
 import logging
 import sys
 
-from .errors import redact
+from .errors import printable, redact
 
 __all__ = ["log_to_stderr"]
 
 
 class _RedactingFormatter(logging.Formatter):
-    """A formatter that masks anything shaped like a key or token, whatever a record carries."""
+    """A formatter that masks anything shaped like a key or token, whatever a record carries, and
+    shows the control characters of its message as escapes (a close reason a server chose may hold
+    a line break that would forge a record, or a terminal's escape sequences)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        msg, args = record.msg, record.args
+        record.msg, record.args = printable(record.getMessage()), None
+        try:
+            return redact(super().format(record))
+        finally:
+            record.msg, record.args = msg, args
 
 
 def log_to_stderr(level: str) -> None:
