@@ -8,12 +8,13 @@ cost bounded by the frame's size; the protocol core then reports the frame (shor
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from . import events as ev
 from .errors import RemoteProtocolError
 
-__all__ = ["MAX_INDEX", "b64_len", "excerpt", "problem", "short", "slim", "table"]
+__all__ = ["MAX_INDEX", "b64_len", "excerpt", "is_event", "problem", "short", "slim", "table"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -32,6 +33,16 @@ def problem(event: ev.ServerEvent, sample_width: int) -> str | None:
         if size % sample_width:
             return f"audio delta of {size} bytes is not a whole number of {sample_width}-byte samples"
     return None
+
+
+def is_event(text: str | bytes) -> bool:
+    """Whether a frame is an event at all: a JSON object with a string ``type`` (bounded by its size;
+    one nested too deep is not)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
 
 
 def b64_len(data: str) -> int:

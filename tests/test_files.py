@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import write_wav
 from voxline.base.errors import AudioError
 from voxline.base.files import SetAside, replaced
+from tests.support.ci import ROOT
 from tests.support.cli import EXAMPLE, VOXLINE
 
 
@@ -181,15 +183,42 @@ def test_files_set_aside_go_once_the_run_began_and_put_back_is_then_nothing(tmp_
     assert heard.read_bytes() == b"this run's audio" and [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
 
 
-def test_a_link_or_a_device_is_never_set_aside(tmp_path: Path) -> None:
+def test_a_links_file_is_set_aside_and_the_link_stays_a_device_never_is(tmp_path: Path) -> None:
     real = tmp_path / "real.wav"
     real.write_bytes(b"old")
     link = tmp_path / "link.wav"
     link.symlink_to(real)
     aside = SetAside([link, Path("/dev/null")])
-    assert link.is_symlink() and real.read_bytes() == b"old" and Path("/dev/null").exists()
+    assert link.is_symlink() and real.read_bytes() == b"" and Path("/dev/null").exists()
+    link.write_bytes(b"new, through the link")
     aside.put_back()
-    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["link.wav", "real.wav"]
+    assert link.is_symlink() and real.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.wav", "real.wav"]
+
+
+def test_the_new_file_takes_the_old_ones_mode_at_once(tmp_path: Path) -> None:
+    private = tmp_path / "events.jsonl"
+    private.write_text("old")
+    private.chmod(0o600)
+    aside = SetAside([private])
+    assert private.read_bytes() == b"" and stat.S_IMODE(private.stat().st_mode) == 0o600
+    with open(private, "w") as file:  # as the event log opens it
+        file.write("new")
+    aside.keep_new()
+    assert private.read_text() == "new" and stat.S_IMODE(private.stat().st_mode) == 0o600
+
+
+def test_a_file_that_is_not_writable_is_left_for_its_writer_to_refuse(tmp_path: Path) -> None:
+    locked = tmp_path / "heard.wav"
+    locked.write_bytes(b"keep me")
+    locked.chmod(0o444)
+    if os.access(locked, os.W_OK):
+        pytest.skip("this user writes any file (root with its overrides)")
+    aside = SetAside([locked])
+    with pytest.raises(PermissionError):
+        open(locked, "wb")
+    aside.put_back()
+    assert locked.read_bytes() == b"keep me" and [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
 
 
 def test_a_replay_that_cannot_connect_leaves_the_last_runs_files_as_they_were(tmp_path: Path) -> None:
@@ -200,5 +229,27 @@ def test_a_replay_that_cannot_connect_leaves_the_last_runs_files_as_they_were(tm
                           "--events", str(events)], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "OPENAI_API_KEY": "sk-test"})
     assert run.returncode == 1 and "cannot connect" in run.stderr
+    assert heard.read_bytes() == b"the last run's heard audio" and events.read_text() == '{"the": "last run"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "h.wav"]
+
+
+def test_a_server_that_hangs_up_before_its_first_event_leaves_the_last_runs_files(tmp_path: Path) -> None:
+    heard, events = tmp_path / "h.wav", tmp_path / "e.jsonl"
+    heard.write_bytes(b"the last run's heard audio")
+    events.write_text('{"the": "last run"}\n')
+    code = (
+        "import asyncio, subprocess, sys\n"
+        "from tests.support.silent_server import hanging_up\n"
+        "async def main():\n"
+        "    async with hanging_up() as s:\n"
+        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
+        f"            {str(EXAMPLE)!r}, '--url', s.url, '--out', {str(heard)!r}, '--events', {str(events)!r}],\n"
+        "            capture_output=True, text=True)\n"
+        "        print(r.returncode); sys.stdout.write(r.stderr)\n"
+        "asyncio.run(main())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert run.stdout.splitlines()[0] == "1", run.stdout + run.stderr
     assert heard.read_bytes() == b"the last run's heard audio" and events.read_text() == '{"the": "last run"}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "h.wav"]

@@ -31,6 +31,7 @@ from voxline.base.errors import printable, redact_url
 from voxline.base.files import SetAside
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.frames import is_event
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.transports.http import split_userinfo
 from voxline.realtime.server.engine.voices import make_synth
@@ -245,14 +246,14 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
-    server_frames = [0]
+    server_events = [0]  # 0 until the server's first event; -1 when there is no server to speak of
     with Stop() as stop:
         if args.fast:
             loop = asyncio.get_running_loop()
             if not isinstance(loop, LockstepLoop):
                 raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
             result = await _run_fast(args, samples, scenario, tools, loop.clock, stop)
-            server_frames[0] = -1  # the engine in process: nothing to tell about a server
+            server_events[0] = -1  # the engine in process: nothing to tell about a server
         else:
             clock = RealClock()
             start = clock.now()
@@ -260,9 +261,10 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
             # a server that cannot be reached leaves the last run's files as they were, not empty ones
             aside = SetAside([args.out, args.events])
 
-            def crossed(direction: str) -> None:  # a frame on the wire: the run began
-                aside.keep_new()
-                server_frames[0] += direction == "in"
+            def crossed(direction: str, text: str) -> None:  # the server's first event: the run began
+                if direction == "in" and not server_events[0] and is_event(text):
+                    server_events[0] = 1
+                    aside.keep_new()
 
             try:
                 with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
@@ -274,7 +276,7 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
                 raise
             aside.keep_new()
             live.done()
-        failure = _failure(result, server_frames[0])
+        failure = _failure(result, server_events[0])
         _print_summary(args, result, failure)
         _write_report(args, result, stop)
         _write_stereo(args)
@@ -284,12 +286,12 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     return stop.exit_code
 
 
-def _failure(result: ReplayResult, server_frames: int) -> str | None:
+def _failure(result: ReplayResult, server_events: int) -> str | None:
     """Why the replay did not run as a session (a fatal error, a server that never spoke), or None."""
     fatal = next((e for e in result.events if isinstance(e, SessionError) and e.fatal), None)
     if fatal is not None:
         return f"the session ended with a fatal error: {fatal.message}"
-    if server_frames == 0 and not result.interrupted:
+    if server_events == 0 and not result.interrupted:
         return "the server accepted the connection but never sent an event (not even session.created)"
     return None
 
@@ -370,8 +372,8 @@ class LiveLines:
 
 async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                    stop: Stop, crossed: Callable[[str], None]) -> ReplayResult:
-    """The replay against ``url`` or a built-in server; ``crossed`` is shown the direction of every frame on the wire."""
+                    stop: Stop, crossed: Callable[[str, str], None]) -> ReplayResult:
+    """The replay against ``url`` or a built-in server; ``crossed`` is shown every frame on the wire."""
     mode = f"real time over {settings_for(args).transport}" + (", GPT-Live" if settings_for(args).api == "live" else "")
     if url:
         print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
@@ -386,9 +388,9 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                       stop: Stop, crossed: Callable[[str], None]) -> ReplayResult:
+                       stop: Stop, crossed: Callable[[str, str], None]) -> ReplayResult:
     def wire(direction: str, text: str) -> None:
-        crossed(direction)
+        crossed(direction, text)
         log.wire(direction, text)
 
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,

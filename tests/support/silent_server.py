@@ -1,4 +1,5 @@
-"""A WebSocket server on loopback that accepts every connection, reads what it is sent and never answers."""
+"""WebSocket servers on loopback that never send an event: one reads what it is sent and never
+answers, one hangs up as soon as it has accepted (:func:`hanging_up`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from websockets.asyncio.server import ServerConnection, serve
 
-__all__ = ["silent"]
+__all__ = ["hanging_up", "silent"]
 
 
 @dataclass
@@ -24,5 +25,16 @@ async def _swallow(connection: ServerConnection) -> None:
 @contextlib.asynccontextmanager
 async def silent() -> AsyncIterator[Silent]:
     async with serve(_swallow, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield Silent(f"ws://127.0.0.1:{port}/v1")
+
+
+async def _hang_up(connection: ServerConnection) -> None:
+    await connection.close(1000, "")
+
+
+@contextlib.asynccontextmanager
+async def hanging_up() -> AsyncIterator[Silent]:
+    async with serve(_hang_up, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         yield Silent(f"ws://127.0.0.1:{port}/v1")

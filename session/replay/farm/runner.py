@@ -31,6 +31,7 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
 from voxline.base.files import SetAside
 from voxline.base.loop_runner import bounded_runner
+from voxline.realtime.frames import is_event
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -179,7 +180,8 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
                 log.local(event, getattr(event, "at", None))
 
             def on_wire(direction: str, text: str) -> None:
-                aside.keep_new()  # a frame on the wire: the run began
+                if direction == "in" and not aside.kept and is_event(text):
+                    aside.keep_new()  # the server's first event: the run began
                 log.wire(direction, text)
 
             common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,

@@ -58,29 +58,53 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
 
 
 class SetAside:
-    """The regular files at ``paths`` moved aside (hidden, beside them) until :meth:`keep_new` or
+    """The files at ``paths`` moved aside (hidden, beside them) until :meth:`keep_new` or
     :meth:`put_back` says which stays.
 
-    Write the new files at ``paths`` meanwhile. :meth:`keep_new` (the run began: call it as often as
-    convenient, the first call counts) deletes the old ones; :meth:`put_back` (the run failed before
-    it began) renames each old file over the new one, and does nothing once :meth:`keep_new` was
-    called. A path that is missing, a symbolic link or no regular file is left where it is. A
-    process killed before either leaves the old file as ``.NAME.….previous`` beside the new one.
+    Each file moved aside is replaced at once by an empty one with its mode and owner, so the new
+    content written there meanwhile is as private as the old was. :meth:`keep_new` (the run began:
+    call it as often as convenient, the first call counts) deletes the old ones; :meth:`put_back`
+    (the run failed before it began) renames each old file over the new one, and does nothing once
+    :meth:`keep_new` was called. A symbolic link is followed (the file it names is set aside, the
+    link stays). A path that is missing, no regular file, not writable (its writer then fails as it
+    would have), or in a folder where it cannot be moved, is left to be written in place. A process
+    killed before either leaves the old file as ``.NAME.….previous`` beside the new one.
     """
 
     def __init__(self, paths: list[Path]) -> None:
         self._aside: list[tuple[Path, Path]] = []
         self.kept = False
-        for path in paths:
-            if path.is_symlink() or not path.is_file() or _a_stream(path):
-                continue
-            try:
-                handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".previous")
-            except OSError:  # a folder that takes no new file: the file is overwritten in place, as without this
-                continue
-            os.close(handle)
-            os.replace(path, name)
-            self._aside.append((path, Path(name)))
+        try:
+            for path in paths:
+                self._set_aside(Path(os.path.realpath(path)) if path.is_symlink() else path)
+        except BaseException:
+            self.put_back()
+            raise
+
+    def _set_aside(self, path: Path) -> None:
+        if not path.is_file() or path.is_symlink() or _a_stream(path) or not os.access(path, os.W_OK):
+            return
+        status = path.stat()
+        try:
+            handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".previous")
+        except OSError:  # a folder that takes no new file: written in place, as without this
+            return
+        os.close(handle)
+        old = Path(name)
+        try:
+            os.replace(path, old)
+        except OSError:  # e.g. a sticky folder and another owner's file: written in place
+            with contextlib.suppress(OSError):
+                old.unlink()
+            return
+        self._aside.append((path, old))
+        fresh = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.fchmod(fresh, stat.S_IMODE(status.st_mode))
+            with contextlib.suppress(OSError):  # another owner's file, rewritten by root: it stays theirs
+                os.fchown(fresh, status.st_uid, status.st_gid)
+        finally:
+            os.close(fresh)
 
     def keep_new(self) -> None:
         if self.kept:
