@@ -82,3 +82,29 @@ def test_a_log_record_quoting_a_server_is_one_line_with_its_controls_escaped(cap
         root.handlers[:], root.level, root.propagate = saved
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bye\\x0d\\x0a2026-12-04 ERROR voxline: forged\\x1b[2J" in err
+
+
+def test_a_replays_user_transcript_line_shows_a_servers_item_id_as_text() -> None:
+    from voxline.session.replay.result import ReplayLines
+
+    line = ReplayLines(verbose=1).line(TranscriptDone("user", "it\x1b[31m", "hello"), 1.0)
+    assert line is not None and "\x1b" not in line and "it\\x1b[31m" in line
+
+
+def test_the_talk_screen_shows_a_servers_words_as_text() -> None:
+    from rich.console import Console
+
+    from voxline.session.cli.talk_view import LiveScreen, TalkModel
+
+    model = TalkModel(endpoint="ws://127.0.0.1:1/v1", mode="ws")
+    model.apply(TranscriptDone("assistant", "item_1", HOSTILE), "1.0")
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=200)
+    console.print(LiveScreen(model, console).render())
+    assert "PWNED" in out.getvalue() and "\x1b]0;" not in out.getvalue() and "\x1b[2J" not in out.getvalue()
+    assert "\u202e" not in out.getvalue()
+
+
+def test_line_and_paragraph_separators_are_shown_as_escapes() -> None:
+    assert printable("a\u2028b\u2029c\x85d") == "a\\u2028b\\u2029c\\x85d"
+    assert len(printable("reason\u2028forged").splitlines()) == 1

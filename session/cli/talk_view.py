@@ -27,6 +27,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from voxline.base.errors import printable
 from voxline.realtime.errors import ConfigurationError
 
 from ..events import (
@@ -259,7 +260,7 @@ class LiveScreen:
             if turn.cut is not None:
                 text.append(f"  [{turn.cut}]", style="bold yellow")
             turns.add_row(Text(who, style="green" if who == "you" else "cyan"), text)
-        marks = Text("\n".join(m.marks) or "no barge-ins or tool calls yet", style="dim" if not m.marks else "yellow")
+        marks = Text("\n".join(map(printable, m.marks)) or "no barge-ins or tool calls yet", style="dim" if not m.marks else "yellow")
         body = Group(head, Text(""), turns, Text(""), marks)
         return Panel(body, title=f"voxline talk — {m.endpoint}", subtitle=f"{m.mode} · Ctrl-C quits",
                      title_align="left", subtitle_align="left")
@@ -268,9 +269,9 @@ class LiveScreen:
 def _turn_text(turn: Turn) -> Text:
     """A turn's text; for a cut reply the words the listener did not hear are dimmed and struck through."""
     if turn.heard is None or not turn.text.startswith(turn.heard):
-        return Text(turn.text, style="" if turn.done else "italic")
-    text = Text(turn.heard)
-    text.append(turn.text[len(turn.heard):], style="dim strike")
+        return Text(printable(turn.text), style="" if turn.done else "italic")  # the server's words, as text
+    text = Text(printable(turn.heard))
+    text.append(printable(turn.text[len(turn.heard):]), style="dim strike")
     return text
 
 

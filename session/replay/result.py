@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from voxline.base.errors import printable
+
 from ..metrics import MetricsReport
 from ..events import BargeIn, ResponseFinished, SpeechStarted, TranscriptDone
 from ..report.lines import EventLines
@@ -72,7 +74,7 @@ class ReplayLines:
         text: str | None
         match e:
             case TranscriptDone(role="user", text=said):
-                text = f"user transcript: {said[:60]!r}" + self.words.detail(e.item_id)
+                text = printable(f"user transcript: {said[:60]!r}" + self.words.detail(e.item_id))
             case _:
                 text = self.words.line(e)
         return None if text is None else f"{at:7.3f}s  {text}"

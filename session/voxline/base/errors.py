@@ -252,9 +252,10 @@ def install_log_redaction(*names: str) -> None:
 
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
-    c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}  # bidirectional overrides
-"""Characters a terminal acts on (escape sequences, carriage return, bell, backspace) or that turn the
-direction of the text around, each with the escape that shows it instead."""
+    c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+"""Characters a terminal acts on (escape sequences, carriage return, bell, backspace), that break a
+line where a reader splits lines (U+2028, U+2029), or that turn the direction of the text around,
+each with the escape that shows it instead."""
 
 
 def printable(text: str) -> str:
