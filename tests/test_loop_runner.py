@@ -39,6 +39,54 @@ def test_a_task_that_ignores_its_cancel_is_named_and_left(monkeypatch: pytest.Mo
     assert capsys.readouterr().err == "voxline: left running, as it ignored its cancel: tool get_weather\n"
 
 
+def test_tasks_started_while_waiting_are_cancelled_too(capsys: pytest.CaptureFixture[str]) -> None:
+    started: list[str] = []
+
+    async def hydra(n: int) -> None:  # each cancel starts the next head
+        started.append(f"hydra{n}")
+        try:
+            await asyncio.sleep(100)
+        except asyncio.CancelledError:
+            if n < 3:
+                asyncio.get_running_loop().create_task(hydra(n + 1), name=f"hydra{n + 1}")
+            raise
+
+    async def main() -> None:
+        asyncio.get_running_loop().create_task(hydra(0), name="hydra0")
+        await asyncio.sleep(0)
+
+    with bounded_runner(None) as runner:
+        runner.run(main())
+        loop = runner.get_loop()
+    assert loop.is_closed() and started == ["hydra0", "hydra1", "hydra2", "hydra3"]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_task_spinning_on_a_lockstep_loop_is_left_after_real_time(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from voxline.base.clock import VirtualClock
+    from voxline.session.lockstep import LockstepLoop
+
+    monkeypatch.setattr(loop_runner, "CLOSE_S", 0.2)
+
+    async def spinner() -> None:  # never lets the lockstep clock move: only real time can bound the wait
+        while True:
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                pass
+
+    async def main() -> None:
+        asyncio.get_running_loop().create_task(spinner(), name="tool spin")
+        await asyncio.sleep(0)
+
+    with bounded_runner(lambda: LockstepLoop(VirtualClock())) as runner:
+        runner.run(main())
+        loop = runner.get_loop()
+    assert loop.is_closed()
+    assert capsys.readouterr().err == "voxline: left running, as it ignored its cancel: tool spin\n"
+
+
 def test_tasks_that_end_when_cancelled_close_the_loop_as_asyncio_does(capsys: pytest.CaptureFixture[str]) -> None:
     ended: list[str] = []
 
@@ -76,10 +124,31 @@ async def get_weather(city: str, unit: str = "celsius") -> str:
 '''
 
 
+EVENT_WAITER = '''
+import asyncio
+from voxline import ToolRegistry
+
+registry = ToolRegistry()
+
+
+@registry.tool(timeout=1)
+async def get_weather(city: str, unit: str = "celsius") -> str:
+    """The weather; after its cancel it waits on an event only it holds."""
+    never = asyncio.Event()
+    while True:
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            pass
+'''
+
+
 @pytest.mark.parametrize("mode", [pytest.param(["--fast"], id="lockstep"),
                                   pytest.param([], id="real-time", marks=pytest.mark.slow)])
-def test_a_replay_whose_tool_ignores_its_cancel_exits_once_it_wrote_everything(tmp_path: Path, mode: list[str]) -> None:
-    (tmp_path / "stubborn.py").write_text(STUBBORN)
+@pytest.mark.parametrize("source", [STUBBORN, EVENT_WAITER], ids=["sleeps", "waits-on-its-own-event"])
+def test_a_replay_whose_tool_ignores_its_cancel_exits_once_it_wrote_everything(tmp_path: Path, mode: list[str],
+                                                                              source: str) -> None:
+    (tmp_path / "stubborn.py").write_text(source)
     heard, events = tmp_path / "h.wav", tmp_path / "e.jsonl"
     run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), *mode, "--scenario", "tools", "--voice", "tone",
                           "--tools", "stubborn:registry", "--out", str(heard), "--events", str(events)],
@@ -88,3 +157,4 @@ def test_a_replay_whose_tool_ignores_its_cancel_exits_once_it_wrote_everything(t
     assert run.returncode == 0, run.stderr
     assert "get_weather timed out after 1 s" in events.read_text()
     assert run.stderr.splitlines()[-1] == "voxline: left running, as it ignored its cancel: tool get_weather"
+    assert "Task was destroyed" not in run.stderr

@@ -52,6 +52,20 @@ Approver = Callable[[ToolCall], Awaitable[bool] | bool]
 """Asked before a tool with ``needs_approval`` runs: ``True`` runs it; async or a plain function."""
 
 
+_LET_GO: set[asyncio.Task[Any]] = set()
+"""Tool calls cancelled and no longer awaited, held until they end: one that ignores its cancel and
+waits on something only it holds would otherwise be collected mid-wait (asyncio then logs 'Task was
+destroyed but it is pending'), and a command's closing could not name it."""
+
+
+def _let_go(work: asyncio.Task[Any]) -> None:
+    """Cancel a tool call nobody will wait for, and hold it until it ends."""
+    work.cancel()
+    if not work.done():
+        _LET_GO.add(work)
+        work.add_done_callback(_LET_GO.discard)
+
+
 def _failure(tool: Tool, exc: BaseException) -> str:
     return error_output(f"{tool.name} failed: {describe_exception(exc)}")
 
@@ -245,18 +259,18 @@ class ToolRunner:
             try:
                 await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
             except BaseException:  # the runner is cancelled: the call goes with it, never left behind
-                work.cancel()
+                _let_go(work)
                 raise
             finally:
                 timer.cancel()
             if not work.done():
-                work.cancel()
+                _let_go(work)
                 return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
         else:
             try:  # not `await work`: cancelled, that would wait for a tool that ignores the cancel, forever
                 await asyncio.wait((work,))
             except BaseException:  # the runner is cancelled (closing): the tool is told, and left behind
-                work.cancel()
+                _let_go(work)
                 raise
         value, failure = work.result()
         if failure is not None:  # the tool boundary: a tool's failure is its output, never ours

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 __all__ = ["CLOSE_S", "bounded_runner"]
 
-CLOSE_S = 2.0  # on the loop's clock: a lockstep loop's virtual time, where it is one
+CLOSE_S = 2.0  # of real time, whatever the loop's clock
 
 
 @contextlib.contextmanager
@@ -31,12 +33,18 @@ def bounded_runner(factory: Callable[[], asyncio.AbstractEventLoop] | None) -> I
 
 def _close(runner: asyncio.Runner) -> None:
     loop = runner.get_loop()
-    left = [task for task in asyncio.all_tasks(loop) if not task.done()]
-    for task in left:
-        task.cancel()
-    if left:
-        loop.run_until_complete(asyncio.wait(left, timeout=CLOSE_S))
-        left = [task for task in left if not task.done()]
+    deadline = time.monotonic() + CLOSE_S  # real time: a lockstep loop's clock may stand still meanwhile
+    cancelled: set[asyncio.Task[object]] = set()
+    while True:
+        left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in left:  # those started meanwhile too (a tool's cleanup that starts another task)
+            if task not in cancelled:
+                task.cancel()
+                cancelled.add(task)
+        remaining = deadline - time.monotonic()
+        if not left or remaining <= 0:
+            break
+        _run_until_done(loop, left, remaining)
     if not left:
         runner.close()
         return
@@ -47,3 +55,30 @@ def _close(runner: asyncio.Runner) -> None:
             task._log_destroy_pending = False  # type: ignore[attr-defined]  # said above, once
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()  # runner.close() would wait for them again, for ever
+
+
+def _run_until_done(loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task[object]], seconds: float) -> None:
+    """Run ``loop`` until every task of ``tasks`` is done, or ``seconds`` of real time have passed."""
+    stop: asyncio.Future[None] = loop.create_future()
+    pending = set(tasks)
+
+    def end() -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    def one_done(task: asyncio.Task[object]) -> None:
+        pending.discard(task)
+        if not pending:
+            end()
+
+    for task in tasks:
+        task.add_done_callback(one_done)
+    timer = threading.Timer(seconds, loop.call_soon_threadsafe, (end,))
+    timer.daemon = True
+    timer.start()
+    try:
+        loop.run_until_complete(stop)
+    finally:
+        timer.cancel()
+        for task in tasks:
+            task.remove_done_callback(one_done)
