@@ -427,7 +427,8 @@ def test_concurrent_registration_from_threads() -> None:
     ("def __getattr__(name):\n    import optional_dependency_not_installed\n",
      "--tools: reading broken_tools_mod:tools failed: ModuleNotFoundError: No module named "
      "'optional_dependency_not_installed'"),
-    ("def __getattr__(name):\n    raise AttributeError(name)\n", "--tools: module 'broken_tools_mod' has no attribute 'tools'"),
+    ("def __getattr__(name):\n    raise AttributeError(name)\n",
+     "--tools: module 'broken_tools_mod' has no attribute 'tools'"),
 ])
 def test_a_tools_module_that_cannot_be_loaded_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           source: str, expected: str) -> None:

@@ -64,9 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=Path, metavar="HEARD.wav",
                         help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; "
-                             "default INPUT.heard.wav in the current directory); its sample n is what was heard n/24000 s into the input "
-                             "(input sample n for a 24 kHz input; an input at another rate is resampled, its sample m "
-                             "lines up with HEARD.wav sample m*24000/rate)")
+                             "default INPUT.heard.wav in the current directory); its sample n is what was heard "
+                             "n/24000 s into the input (input sample n for a 24 kHz input; an input at another rate "
+                             "is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)")
     parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl",
                         help="one recording: wire event log (default INPUT.events.jsonl in the current directory)")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "

@@ -260,7 +260,8 @@ class LiveScreen:
             if turn.cut is not None:
                 text.append(f"  [{turn.cut}]", style="bold yellow")
             turns.add_row(Text(who, style="green" if who == "you" else "cyan"), text)
-        marks = Text("\n".join(map(printable, m.marks)) or "no barge-ins or tool calls yet", style="dim" if not m.marks else "yellow")
+        marks = Text("\n".join(map(printable, m.marks)) or "no barge-ins or tool calls yet",
+                     style="dim" if not m.marks else "yellow")
         body = Group(head, Text(""), turns, Text(""), marks)
         return Panel(body, title=f"voxline talk — {m.endpoint}", subtitle=f"{m.mode} · Ctrl-C quits",
                      title_align="left", subtitle_align="left")

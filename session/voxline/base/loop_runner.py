@@ -23,7 +23,8 @@ CLOSE_S = 2.0  # of real time, whatever the loop's clock
 
 @contextlib.contextmanager
 def bounded_runner(factory: Callable[[], asyncio.AbstractEventLoop] | None) -> Iterator[asyncio.Runner]:
-    """An ``asyncio.Runner`` (on ``factory``'s loop) whose closing waits at most :data:`CLOSE_S` for tasks left running."""
+    """An ``asyncio.Runner`` (on ``factory``'s loop) whose closing waits at most :data:`CLOSE_S` for tasks
+    left running."""
     runner = asyncio.Runner(loop_factory=factory)
     try:
         yield runner
