@@ -233,7 +233,9 @@ def test_a_replay_that_cannot_connect_leaves_the_last_runs_files_as_they_were(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "h.wav"]
 
 
-def test_a_server_that_hangs_up_before_its_first_event_leaves_the_last_runs_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("after_first_frame", [False, True], ids=["at-once", "after-the-clients-first-frame"])
+def test_a_server_that_hangs_up_before_its_first_event_leaves_the_last_runs_files(tmp_path: Path,
+                                                                                  after_first_frame: bool) -> None:
     heard, events = tmp_path / "h.wav", tmp_path / "e.jsonl"
     heard.write_bytes(b"the last run's heard audio")
     events.write_text('{"the": "last run"}\n')
@@ -241,7 +243,7 @@ def test_a_server_that_hangs_up_before_its_first_event_leaves_the_last_runs_file
         "import asyncio, subprocess, sys\n"
         "from tests.support.silent_server import hanging_up\n"
         "async def main():\n"
-        "    async with hanging_up() as s:\n"
+        f"    async with hanging_up({after_first_frame}) as s:\n"
         "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
         f"            {str(EXAMPLE)!r}, '--url', s.url, '--out', {str(heard)!r}, '--events', {str(events)!r}],\n"
         "            capture_output=True, text=True)\n"

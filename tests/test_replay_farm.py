@@ -315,3 +315,26 @@ def test_a_farm_that_cannot_connect_leaves_each_recordings_last_files_as_they_we
         assert (out / name / "heard.wav").read_bytes() == f"{name}: the last run's audio".encode()
         assert (out / name / "events.jsonl").read_text() == f'{{"last run": "{name}"}}\n'
         assert sorted(p.name for p in (out / name).iterdir()) == ["events.jsonl", "heard.wav"]
+
+
+def test_a_farm_whose_server_hangs_up_after_the_first_frame_leaves_each_recordings_last_files(tmp_path: Path) -> None:
+    farm, out = tmp_path / "farm", tmp_path / "out"
+    farm.mkdir()
+    make_recording(farm / "a.wav", 0, interrupt=False)
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "heard.wav").write_bytes(b"a: the last run's audio")
+    code = (
+        "import asyncio, subprocess, sys\n"
+        "from tests.support.silent_server import hanging_up\n"
+        "async def main():\n"
+        "    async with hanging_up(True) as s:\n"
+        "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
+        f"            {str(farm)!r}, '--out-dir', {str(out)!r}, '--url', s.url], capture_output=True, text=True)\n"
+        "        print(r.returncode); sys.stdout.write(r.stdout)\n"
+        "asyncio.run(main())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert run.stdout.splitlines()[0] == "1" and "never sent an event" in run.stdout, run.stdout + run.stderr
+    assert (out / "a" / "heard.wav").read_bytes() == b"a: the last run's audio"
+    assert sorted(p.name for p in (out / "a").iterdir()) == ["events.jsonl", "heard.wav"]

@@ -30,8 +30,8 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import printable, redact_url
 from voxline.base.files import SetAside
 from voxline.base.models import DEFAULT_REALTIME_MODEL
-from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.frames import is_event
+from voxline.realtime.errors import ConfigurationError, ConnectionFailed
+from voxline.realtime.frames import NEVER_SPOKE, is_event
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.transports.http import split_userinfo
 from voxline.realtime.server.engine.voices import make_synth
@@ -246,14 +246,13 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
-    server_events = [0]  # 0 until the server's first event; -1 when there is no server to speak of
+    server_events = [0]  # 0 until the server's first event
     with Stop() as stop:
         if args.fast:
             loop = asyncio.get_running_loop()
             if not isinstance(loop, LockstepLoop):
                 raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
             result = await _run_fast(args, samples, scenario, tools, loop.clock, stop)
-            server_events[0] = -1  # the engine in process: nothing to tell about a server
         else:
             clock = RealClock()
             start = clock.now()
@@ -271,12 +270,14 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
                         contextlib.closing(WavSink(args.out, RATE)) as sink:
                     result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
                                              crossed=crossed)
+                if not server_events[0] and not result.interrupted:  # it hung up, or stayed silent, throughout
+                    raise ConnectionFailed(NEVER_SPOKE)
             except BaseException:
                 aside.put_back()
                 raise
             aside.keep_new()
             live.done()
-        failure = _failure(result, server_events[0])
+        failure = _failure(result)
         _print_summary(args, result, failure)
         _write_report(args, result, stop)
         _write_stereo(args)
@@ -286,14 +287,10 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     return stop.exit_code
 
 
-def _failure(result: ReplayResult, server_events: int) -> str | None:
-    """Why the replay did not run as a session (a fatal error, a server that never spoke), or None."""
+def _failure(result: ReplayResult) -> str | None:
+    """Why a replay that ran did not run as a session to its end (a fatal error), or None."""
     fatal = next((e for e in result.events if isinstance(e, SessionError) and e.fatal), None)
-    if fatal is not None:
-        return f"the session ended with a fatal error: {fatal.message}"
-    if server_events == 0 and not result.interrupted:
-        return "the server accepted the connection but never sent an event (not even session.created)"
-    return None
+    return None if fatal is None else f"the session ended with a fatal error: {fatal.message}"
 
 
 async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,

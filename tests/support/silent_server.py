@@ -29,12 +29,14 @@ async def silent() -> AsyncIterator[Silent]:
         yield Silent(f"ws://127.0.0.1:{port}/v1")
 
 
-async def _hang_up(connection: ServerConnection) -> None:
-    await connection.close(1000, "")
-
-
 @contextlib.asynccontextmanager
-async def hanging_up() -> AsyncIterator[Silent]:
-    async with serve(_hang_up, "127.0.0.1", 0) as server:
+async def hanging_up(after_first_frame: bool = False) -> AsyncIterator[Silent]:
+    """Hangs up at once, or once the client has sent its first frame (its session is open by then)."""
+    async def hang_up(connection: ServerConnection) -> None:
+        if after_first_frame:
+            await connection.recv()
+        await connection.close(1000, "")
+
+    async with serve(hang_up, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         yield Silent(f"ws://127.0.0.1:{port}/v1")

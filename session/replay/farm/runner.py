@@ -31,7 +31,8 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
 from voxline.base.files import SetAside
 from voxline.base.loop_runner import bounded_runner
-from voxline.realtime.frames import is_event
+from voxline.realtime.errors import ConnectionFailed
+from voxline.realtime.frames import NEVER_SPOKE, is_event
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -198,6 +199,8 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
                 async with serve(config) as server:
                     local = settings.model_copy(update={"url": server.url})
                     result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
+        if not aside.kept and not result.interrupted:  # it hung up, or stayed silent, throughout
+            raise ConnectionFailed(NEVER_SPOKE)
     except BaseException:
         aside.put_back()
         raise
