@@ -14,7 +14,7 @@ from typing import Any
 from . import events as ev
 from .errors import RemoteProtocolError
 
-__all__ = ["MAX_INDEX", "NEVER_SPOKE", "b64_len", "excerpt", "is_event", "problem", "short", "slim", "table"]
+__all__ = ["MAX_INDEX", "b64_len", "excerpt", "is_event", "problem", "short", "slim", "table"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -33,10 +33,6 @@ def problem(event: ev.ServerEvent, sample_width: int) -> str | None:
         if size % sample_width:
             return f"audio delta of {size} bytes is not a whole number of {sample_width}-byte samples"
     return None
-
-
-NEVER_SPOKE = "the server accepted the connection but never sent an event (not even session.created)"
-"""What a replay says of a server that hung up, or stayed silent, before its first event (:func:`is_event`)."""
 
 
 def is_event(text: str | bytes) -> bool:

@@ -28,10 +28,8 @@ from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import printable, redact_url
-from voxline.base.files import SetAside
 from voxline.base.models import DEFAULT_REALTIME_MODEL
-from voxline.realtime.errors import ConfigurationError, ConnectionFailed
-from voxline.realtime.frames import NEVER_SPOKE, is_event
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.transports.http import split_userinfo
 from voxline.realtime.server.engine.voices import make_synth
@@ -44,6 +42,7 @@ from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
 from ..replay.inputs import load_tools, open_input, transcripts_for
+from ..replay.outputs import ReplayOutputs
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
@@ -246,7 +245,6 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
-    server_events = [0]  # 0 until the server's first event
     with Stop() as stop:
         if args.fast:
             loop = asyncio.get_running_loop()
@@ -257,25 +255,12 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
             clock = RealClock()
             start = clock.now()
             live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
-            # a server that cannot be reached leaves the last run's files as they were, not empty ones
-            aside = SetAside([args.out, args.events])
-
-            def crossed(direction: str, text: str) -> None:  # the server's first event: the run began
-                if direction == "in" and not server_events[0] and is_event(text):
-                    server_events[0] = 1
-                    aside.keep_new()
-
-            try:
+            with ReplayOutputs([args.out, args.events]).run() as outputs:  # the last run's, kept if it never began
                 with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
                         contextlib.closing(WavSink(args.out, RATE)) as sink:
                     result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
-                                             crossed=crossed)
-                if not server_events[0] and not result.interrupted:  # it hung up, or stayed silent, throughout
-                    raise ConnectionFailed(NEVER_SPOKE)
-            except BaseException:
-                aside.put_back()
-                raise
-            aside.keep_new()
+                                             outputs.wire(log.wire))
+                outputs.ended(result)
             live.done()
         failure = _failure(result)
         _print_summary(args, result, failure)
@@ -369,29 +354,25 @@ class LiveLines:
 
 async def _realtime(args: argparse.Namespace, url: str | None, token: str, samples: SampleFeed, log: EventLog,
                     clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                    stop: Stop, crossed: Callable[[str, str], None]) -> ReplayResult:
-    """The replay against ``url`` or a built-in server; ``crossed`` is shown every frame on the wire."""
+                    stop: Stop, log_wire: Callable[[str, str], None]) -> ReplayResult:
+    """The replay against ``url`` or a built-in server; ``log_wire`` is shown every frame on the wire."""
     mode = f"real time over {settings_for(args).transport}" + (", GPT-Live" if settings_for(args).api == "live" else "")
     if url:
         print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
-        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop, crossed)
+        return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop, log_wire)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
               f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
         print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
-        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop, crossed)
+        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop, log_wire)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,
                        clock: Clock, sink: WavSink, tools: ToolRegistry | None, live: LiveLines,
-                       stop: Stop, crossed: Callable[[str, str], None]) -> ReplayResult:
-    def wire(direction: str, text: str) -> None:
-        crossed(direction, text)
-        log.wire(direction, text)
-
+                       stop: Stop, log_wire: Callable[[str, str], None]) -> ReplayResult:
     return await run_replay(samples, connector=None, clock=clock, settings=settings_for(args, url, token), sink=sink,
-                            tools=tools, on_wire=live.wire(wire), on_event=_logger(log, live),
+                            tools=tools, on_wire=live.wire(log_wire), on_event=_logger(log, live),
                             on_session=live.attach, stop=stop.event, **speaker_options(args))
 
 

@@ -29,10 +29,7 @@ from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
-from voxline.base.files import SetAside
 from voxline.base.loop_runner import bounded_runner
-from voxline.realtime.errors import ConnectionFailed
-from voxline.realtime.frames import NEVER_SPOKE, is_event
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -46,6 +43,7 @@ from ...report import make_run, write_report
 from ...settings import SessionSettings
 from ..driver import engine_connector, run_replay
 from ..inputs import load_tools, open_input
+from ..outputs import ReplayOutputs
 from ..result import ReplayResult
 from voxline.audio.stereo import write_stereo
 
@@ -173,18 +171,13 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
         scenario = with_transcripts(scenario, recording.transcripts)
     settings = options.settings.model_copy(update={"transcribe": recording.transcripts is not None})
     origin = clock.now()
-    aside = SetAside([heard, events])  # a server that cannot be reached leaves the last run's files as they were
-    try:
+    with ReplayOutputs([heard, events]).run() as outputs:
         with contextlib.closing(EventLog(events, lambda: clock.now() - origin)) as log, \
                 contextlib.closing(WavSink(heard)) as sink:
             def on_event(event: Any) -> None:
                 log.local(event, getattr(event, "at", None))
 
-            def on_wire(direction: str, text: str) -> None:
-                if direction == "in" and not aside.kept and is_event(text):
-                    aside.keep_new()  # the server's first event: the run began
-                log.wire(direction, text)
-
+            on_wire = outputs.wire(log.wire)
             common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,
                                       "tail_s": options.tail_s, "stop": stop}
             if voices is not None:
@@ -199,12 +192,7 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
                 async with serve(config) as server:
                     local = settings.model_copy(update={"url": server.url})
                     result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
-        if not aside.kept and not result.interrupted:  # it hung up, or stayed silent, throughout
-            raise ConnectionFailed(NEVER_SPOKE)
-    except BaseException:
-        aside.put_back()
-        raise
-    aside.keep_new()
+        outputs.ended(result)
     return result
 
 

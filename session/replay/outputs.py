@@ -1,0 +1,64 @@
+"""A replay's streamed outputs (``HEARD.wav``, ``EVENTS.jsonl``) against the last run's.
+
+The files are written as the run goes, so they are opened before the session connects. The last
+run's are set aside meanwhile (:class:`~voxline.base.files.SetAside`); the server's first event
+keeps the new ones. A run that ends, one way or another, without a single event from its server
+(a refused connection, a server that hangs up or stays silent) fails as such and puts the last
+run's files back. One replay and each recording of a farm go through :class:`ReplayOutputs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from voxline.base.files import SetAside
+from voxline.realtime.errors import ConnectionFailed
+from voxline.realtime.frames import is_event
+
+from .result import ReplayResult
+
+__all__ = ["NEVER_SPOKE", "ReplayOutputs"]
+
+NEVER_SPOKE = "the server accepted the connection but never sent an event (not even session.created)"
+
+
+class ReplayOutputs:
+    """``with ReplayOutputs(paths).run() as outputs:`` open the writers, replay with
+    ``on_wire=outputs.wire(observer)``, then ``outputs.ended(result)``."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._paths = paths
+        self._aside: SetAside | None = None
+
+    @property
+    def server_spoke(self) -> bool:
+        return self._aside is not None and self._aside.kept
+
+    @contextlib.contextmanager
+    def run(self) -> Iterator[ReplayOutputs]:
+        self._aside = SetAside(self._paths)
+        try:
+            yield self
+        except BaseException:
+            self._aside.put_back()
+            raise
+        self._aside.keep_new()
+
+    def wire(self, observer: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        """``observer``, after a look at each frame for the server's first event."""
+        aside = self._aside
+        assert aside is not None, "wire() inside run()"
+
+        def observe(direction: str, text: str) -> None:
+            if direction == "in" and not aside.kept and is_event(text):
+                aside.keep_new()  # the run began: its files are the ones to keep
+            observer(direction, text)
+
+        return observe
+
+    def ended(self, result: ReplayResult) -> None:
+        """Raise :class:`ConnectionFailed` if the server never sent an event (unless a stop cut the run short)."""
+        if not self.server_spoke and not result.interrupted:
+            raise ConnectionFailed(NEVER_SPOKE)
