@@ -130,3 +130,25 @@ def test_one_server_closes_on_a_stop_signal_with_its_exit_status(sig: signal.Sig
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+async def test_stopping_the_supervisor_closes_each_open_session_as_one_server_does() -> None:
+    process, port, _pids = start(2)
+    try:
+        async with asyncio.timeout(60):
+            sockets = [await websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
+                                                     additional_headers={"Authorization": "Bearer sk-local"})
+                       for _ in range(8)]
+            for ws in sockets:
+                assert json.loads(await ws.recv())["type"] == "session.created"
+            process.send_signal(signal.SIGTERM)
+            for ws in sockets:
+                await ws.wait_closed()
+            # 1001, going away: each worker closed its sessions; a worker ended mid-step left them at 1006
+            assert [ws.close_code for ws in sockets] == [1001] * 8
+        assert await asyncio.to_thread(process.wait, 20) == 143
+        assert process.stderr is not None and "Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)

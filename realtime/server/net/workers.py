@@ -147,7 +147,7 @@ def _stop(started: list[tuple[Any, Connection]]) -> None:
 def _worker(args: argparse.Namespace, port: int, ready: Connection) -> None:
     """One worker process: the ordinary server on the shared port."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor stops its workers; Ctrl-C goes to it
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # until the loop runs; then _serve closes in order
     if (level := getattr(args, "resolved_log_level", None)) is not None:  # as the command set up its own
         log_to_stderr(level)
     from voxline.realtime.server.net.cli import config_from_args
@@ -162,7 +162,21 @@ def _worker(args: argparse.Namespace, port: int, ready: Connection) -> None:
 
 
 async def _serve(config: ServerConfig, ready: Connection) -> None:
+    """Serve until the supervisor's SIGTERM, then close as one server does: every open session
+    gets a 1001 close and its handler finishes, rather than the process ending mid-step."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
     async with serve(config) as server:
         ready.send(("ready", os.getpid()))
         ready.close()
-        await server.serve_forever()
+        forever = asyncio.ensure_future(server.serve_forever())
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({forever, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (forever, stopped):
+                task.cancel()
+            await asyncio.wait({forever, stopped})
+        if not forever.cancelled():
+            forever.result()  # the server's own failure, as the worker's exit status
