@@ -875,3 +875,43 @@ async def test_the_speech_supplier_voices_off_the_event_loop() -> None:
         job.cancel()
     assert threads and threads[0] != threading.main_thread().name
     assert engine.speech_needed() == [] and engine.next_due() == 3.0
+
+
+# Bursts: steps due within the pacing's burst go out with the poll that reaches the first.
+
+
+def streamed(burst_s: float) -> list[list[str]]:
+    """The event types of each poll that returned any, polling at every due time of a 4x stream."""
+    scenario = script({"say": "A reply long enough for a dozen chunks of audio, and then some more words."})
+    config = EngineConfig(pacing=Pacing(speed=4.0, chunk_ms=100, burst_s=burst_s))
+    engine = Engine(config, scenario, VoiceCache.for_scenario(scenario, fake_voice), wall_time=0.0)
+    engine.open()
+    polls = [types(engine.receive(json.dumps({"type": "response.create"}), 0.0))]
+    while (due := engine.next_due()) is not None:
+        polls.append(types(engine.poll(due)))
+    return [p for p in polls if p]
+
+
+def test_a_burst_sends_the_same_events_in_fewer_polls_and_none_early_beyond_it() -> None:
+    exact, burst = streamed(0.0), streamed(0.03)
+    assert sum(exact, []) == sum(burst, [])  # the same events in the same order
+    chunks = [p.count("response.output_audio.delta") for p in exact]
+    assert max(chunks) == 1 and sum(chunks) >= 10  # without a burst, one 100 ms chunk a poll (every 25 ms)
+    paired = [p.count("response.output_audio.delta") for p in burst]
+    assert max(paired) == 2 and sum(paired) == sum(chunks)  # 30 ms takes the chunk due 25 ms later too, no more
+    assert len(burst) < 0.6 * len(exact)
+
+
+def test_a_burst_never_brings_the_idle_timeout_forward() -> None:
+    config = EngineConfig(pacing=Pacing(speed=4.0, chunk_ms=100, burst_s=0.5))
+    scenario = script({"say": "Hi."})
+    engine = Engine(config, scenario, VoiceCache.for_scenario(scenario, fake_voice), wall_time=0.0)
+    engine.open()
+    engine.receive(json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {
+        "turn_detection": {"type": "server_vad", "idle_timeout_ms": 5000}}}}}), 0.0)
+    engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    while (due := engine.next_due()) is not None and due < 1.0:
+        engine.poll(due)
+    idle = engine.next_due()
+    assert idle is not None and "input_audio_buffer.timeout_triggered" not in types(engine.poll(idle - 0.1))
+    assert "input_audio_buffer.timeout_triggered" in types(engine.poll(idle))

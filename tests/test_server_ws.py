@@ -438,7 +438,8 @@ async def test_each_streaming_step_takes_its_turn_on_the_loop(monkeypatch: pytes
 
     share = CountingShare()
     monkeypatch.setattr(ws_session, "loop_share", lambda: share)
-    async with serve(config(speed=50.0, scenario="long", hearing="off")) as server:
+    # no burst: at 50x real time a 30 ms one would stream fifteen chunks a step
+    async with serve(config(speed=50.0, scenario="long", hearing="off", burst_s=0.0)) as server:
         async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime", additional_headers=AUTH) as ws:
             await ws.send(json.dumps({"type": "response.create"}))
             deltas = 0

@@ -34,7 +34,7 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, VirtualClock, run_steps
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.server.engine.core import Engine
-from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.responses import STREAM_BURST_S, Pacing
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import VoiceCache, make_synth, warm_up
@@ -183,7 +183,7 @@ def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", s
 
     async def connect() -> RealtimeConnection:
         # a replay never retrieves items: the engine keeps their audio's length, not its bytes
-        config = EngineConfig(pacing=Pacing(speed=speed), keep_item_audio=False, hearing=ears is not None)
+        config = EngineConfig(pacing=Pacing(speed=speed, burst_s=STREAM_BURST_S), keep_item_audio=False, hearing=ears is not None)
         engine = Engine(config, scenario, voices, wall_time=clock.wall())
         return RealtimeConnection(EngineTransport(engine, clock, synth, ears), on_wire=on_wire)
 

@@ -145,13 +145,15 @@ class Engine:
         return events + self._sweep(now)
 
     def poll(self, now: float) -> Events:
-        """Events due by ``now``: response steps and the idle timeout."""
+        """Events due by ``now``: the idle timeout, and response steps due by then or within the
+        pacing's burst after it (they go out together, as the service's stream arrives in bursts)."""
         state = self._state
         events: Events = []
         if state.idle_deadline is not None and now >= state.idle_deadline:
             events.extend(turns.fire_idle(state, now))
+        upto = now + state.config.pacing.burst_s
         for run in list(state.runs):
-            events.extend(run.advance(now))
+            events.extend(run.advance(upto))
         return events + self._sweep(now)
 
     def next_due(self) -> float | None:

@@ -36,8 +36,10 @@ from voxline.realtime.server.engine.output_items import CallOutput, MessageOutpu
 from voxline.realtime.server.engine.schedule import Schedule, Step
 from voxline.realtime.server.engine.usage import RateLimits, audio_tokens, text_tokens, usage_object
 
-__all__ = ["Pacing", "ResponseRun", "RunSpec"]
+__all__ = ["STREAM_BURST_S", "Pacing", "ResponseRun", "RunSpec"]
 
+STREAM_BURST_S = 0.03
+"""The servers' burst: at 4x real time, two 100 ms chunks (and their transcript) per socket write."""
 _TEXT_STEP_S = 0.05
 _ARGS_STEP_S = 0.02
 _WORDS_PER_TEXT_DELTA = 3
@@ -46,11 +48,13 @@ _MAX_TOKENS = {"type": "incomplete", "reason": "max_output_tokens"}
 
 @dataclass(frozen=True, slots=True)
 class Pacing:
-    """How fast responses stream: ``speed`` x real time (``inf`` = at once), chunk size, first-output latency."""
+    """How fast responses stream: ``speed`` x real time (``inf`` = at once), chunk size, first-output latency,
+    and ``burst_s``: steps due within that long after a poll go out with it, as one burst (0: each at its time)."""
 
     speed: float = 4.0
     chunk_ms: int = 100
     latency_s: float = 0.0
+    burst_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,7 +273,8 @@ class Server:
         return EngineConfig(
             model=model,
             transcription=transcription,
-            pacing=Pacing(speed=config.speed, chunk_ms=config.chunk_ms, latency_s=config.response_latency_s),
+            pacing=Pacing(speed=config.speed, chunk_ms=config.chunk_ms, latency_s=config.response_latency_s,
+                          burst_s=config.burst_s),
             max_session_s=config.max_session_s,
             session_identity=config.session_identity,
             max_event_bytes=config.max_frame_bytes,

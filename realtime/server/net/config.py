@@ -10,6 +10,7 @@ from pathlib import Path
 from voxline.base.arguments import as_error, clock_like, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.server.engine.responses import STREAM_BURST_S
 from voxline.realtime.server.live.settings import LiveConfig
 
 __all__ = ["FaultConfig", "ServerConfig", "is_loopback"]
@@ -62,7 +63,8 @@ class ServerConfig:
     """How to run the local server.
 
     ``speed`` paces assistant audio as a multiple of real time (``math.inf``:
-    instant). ``voice`` is ``"auto"`` (espeak-ng when installed, else ``tone``),
+    instant); the steps of a reply due within ``burst_s`` of each other go out together, in one
+    socket write (the service's stream, too, arrives in bursts; 0 sends each at its time). ``voice`` is ``"auto"`` (espeak-ng when installed, else ``tone``),
     ``"espeak"``, ``"espeak:<variant>"`` or ``"tone"``. ``scenario`` is a TOML path
     or a built-in name (``default``, ``long``, ``tools``). ``transcripts`` scripts what the
     user says, one entry per user audio turn, in place of the scenario's ``user_says``
@@ -87,6 +89,7 @@ class ServerConfig:
     voice: str = "auto"
     speed: float = 4.0
     chunk_ms: int = 100
+    burst_s: float = STREAM_BURST_S
     response_latency_s: float = 0.0
     max_session_s: float = 3600.0
     max_frame_bytes: int = 20 * 1024 * 1024
@@ -126,6 +129,7 @@ class ServerConfig:
         text(self.voice, "voice")
         real(self.speed, "speed", low=0, above=True, finite=False)
         whole(self.chunk_ms, "chunk_ms", low=1)
+        real(self.burst_s, "burst_s", low=0)
         real(self.response_latency_s, "response_latency_s", low=0)
         real(self.max_session_s, "max_session_s (the session length limit, in seconds)", low=0, above=True)
         whole(self.max_frame_bytes, "max_frame_bytes", low=1)
