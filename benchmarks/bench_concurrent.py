@@ -629,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--voice", default=VOICE, help="the server's voice: espeak, tone or auto (default: auto)")
     parser.add_argument("--no-wav", action="store_true", help="sessions write no heard WAV (and cuts go unchecked)")
     parser.add_argument("--levers-off", default="", metavar="NAME,...",
-                        help="client levers to undo, to measure what each saves (tick_gate, try_recv)")
+                        help="client levers to undo, to measure what each saves (tick_gate, try_recv, barge_peek)")
     parser.add_argument("--server-python", default=None, metavar="PATH",
                         help="run voxline serve with this interpreter (another checkout's, to measure its server)")
     parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",
@@ -645,8 +645,11 @@ def main(argv: list[str] | None = None) -> int:
     repeat = args.repeat or (1 if args.short else REPEAT)
     floor_at = args.floor if args.floor is not None else (() if args.short else FLOOR_AT)
     off = tuple(name for name in args.levers_off.split(",") if name)
-    if set(off) - {"tick_gate", "try_recv"}:
-        parser.error(f"--levers-off takes some of tick_gate, try_recv, not {args.levers_off!r}")
+    if off:
+        from .concurrent_levers import LEVERS
+
+        if set(off) - set(LEVERS):
+            parser.error(f"--levers-off takes some of {', '.join(LEVERS)}, not {args.levers_off!r}")
     workload = Workload(args.scenario, args.voice, not args.no_wav, off, args.server_python)
     shape: dict[str, Any] = {"seconds": SHORT_SECONDS, "tail_s": SHORT_TAIL_S} if args.short else {}
     done = run_section(lambda: run(sessions, liveness_timeout_s=args.liveness_timeout, workload=workload,

@@ -6,7 +6,9 @@ levers are measured by running the server of another checkout (``--server-python
 
 * ``tick_gate``: the output ticks the session after every pass (a gate that never closes);
 * ``try_recv``: every frame is received through websockets' ``recv()`` (a coroutine chain and,
-  when its queue is empty, a future each).
+  when its queue is empty, a future each);
+* ``barge_peek``: a session waiting for its turn on the loop waits on when a barge-in
+  (``input_audio_buffer.speech_started``) is read behind it, and so does every event read ahead of it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from voxline.session.voice import Connector
 
 __all__ = ["LEVERS", "AlwaysOpenGate", "hooks"]
 
-LEVERS = ("tick_gate", "try_recv")
+LEVERS = ("tick_gate", "try_recv", "barge_peek")
 
 
 class AlwaysOpenGate(TickGate):
@@ -44,13 +46,17 @@ def hooks(off: Sequence[str], settings: SessionSettings
     if unknown:
         raise ValueError(f"unknown levers {sorted(unknown)}; known: {', '.join(LEVERS)}")
 
-    async def through_websockets() -> RealtimeConnection:
+    async def former() -> RealtimeConnection:
         assert settings.api_key is not None
         conn = await connect(settings.url, settings.api_key.get_secret_value(), model=settings.model)
-        conn.transport._messages = None  # type: ignore[attr-defined]  # every frame through websockets' recv()
+        if "try_recv" in off:
+            conn.transport._messages = None  # type: ignore[attr-defined]  # every frame through websockets' recv()
+        if "barge_peek" in off:
+            conn._peeks = None  # the session neither sees a barge-in queued nor is told of one read
         return conn
 
     def ungated(session: VoiceSession) -> None:
         session.machine.tick_gate = AlwaysOpenGate()
 
-    return (through_websockets if "try_recv" in off else None), (ungated if "tick_gate" in off else None)
+    connector = former if {"try_recv", "barge_peek"} & set(off) else None
+    return connector, (ungated if "tick_gate" in off else None)

@@ -20,14 +20,22 @@ from typing import Any
 
 from .errors import ConnectionClosed
 from .protocol import ProtocolOutput, RealtimeProtocol
-from .transports.base import Transport
+from .transports.base import PeeksQueued, Transport
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["RealtimeConnection", "WireObserver", "connect"]
 
 WireObserver = Callable[[str, str], None]
 
+_SMALL_FRAME = 1024
+"""Frames :meth:`RealtimeConnection.queued` looks into: control events; audio deltas are larger."""
+
 _log = logging.getLogger("voxline.realtime")
+
+
+def _marker(event_type: str) -> bytes:
+    """What a frame of ``event_type`` contains: the type as a JSON string (escaped inside other text, it differs)."""
+    return f'"{event_type}"'.encode()
 
 
 class RealtimeConnection:
@@ -44,6 +52,7 @@ class RealtimeConnection:
         self.protocol = protocol or RealtimeProtocol()
         self._on_wire = on_wire
         self._pending: deque[ProtocolOutput] = deque()
+        self._peeks = transport if isinstance(transport, PeeksQueued) else None
         self._unsent: deque[str] = deque()  # frames taken from the core, sent one at a time in this order
         self.close_code: int | None = None
         self.close_reason = ""
@@ -132,6 +141,21 @@ class RealtimeConnection:
         """Send a frame untouched by the core (for tests of peers' error handling)."""
         self._observe("out", text)
         await self.transport.send(text)
+
+    def queued(self, event_type: str) -> bool:
+        """Whether an event of ``event_type`` waits to be received behind others: parsed already, or
+        (a transport that can look, :class:`~voxline.realtime.transports.base.PeeksQueued`) in a
+        small frame read and not yet taken."""
+        if any(getattr(out, "type", None) == event_type for out in self._pending):
+            return True
+        return self._peeks is not None and self._peeks.queued_with(_marker(event_type), _SMALL_FRAME)
+
+    def watch_for(self, event_type: str, seen: Callable[[], None]) -> None:
+        """Call ``seen`` as soon as a (small) frame of ``event_type`` is read, before :meth:`recv` takes it,
+        where the transport can tell (:class:`~voxline.realtime.transports.base.PeeksQueued`); else never.
+        ``seen`` runs in the transport's read callback: it must not raise or block."""
+        if self._peeks is not None:
+            self._peeks.watch_for(_marker(event_type), _SMALL_FRAME, seen)
 
     async def recv(self) -> ProtocolOutput:
         """The next server event or notice; raises ConnectionClosed once everything was read."""

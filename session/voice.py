@@ -78,6 +78,7 @@ Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 _log = logging.getLogger("voxline.session")
+_SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
 
 
 class VoiceSession:
@@ -458,9 +459,13 @@ class VoiceSession:
         # microphones of the loop, nor another session's barge-in
         share = Slices(loop_share()) if isinstance(self.clock, RealClock) else None
         link = self._link
+        watched: RealtimeConnection | None = None
         while not link.closing:
             conn = link.conn
             assert conn is not None
+            if share is not None and conn is not watched:  # a barge-in read while this waits for a turn ends the wait
+                conn.watch_for(_SPEECH_STARTED, share.go_now)
+                watched = conn
             try:
                 out = await conn.recv()
             except ConnectionClosed as exc:
@@ -473,8 +478,11 @@ class VoiceSession:
                     self._queue.end()
                     return
                 continue
-            if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
-                await share.next()  # a barge-in never waits for its cut: it is made where the listener is now
+            # a barge-in never waits for its cut: it is made where the listener is now; nor do the events
+            # read ahead of it (the reply it cuts), which would hold it up by as many turns
+            if (share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted) and share.over
+                    and not conn.queued(_SPEECH_STARTED)):
+                await share.wait()
             if conn is not link.conn:
                 continue  # the last words of a connection handed over (perhaps while this one waited)
             link.last_rx = self.clock.now()

@@ -159,3 +159,56 @@ def test_a_slice_lets_a_task_make_steps_without_asking_until_it_is_over() -> Non
 def test_a_share_must_allow_a_step() -> None:
     with pytest.raises(ValueError):
         LoopShare(steps=0)
+
+
+def test_a_task_told_to_go_now_leaves_the_queue_in_the_next_pass_and_uses_no_turn() -> None:
+    async def main() -> tuple[int, int]:
+        passes = Passes()
+        share = LoopShare(steps=1)
+        log: list[tuple[int, int]] = []
+        crowd = [asyncio.create_task(_bulk(share, passes, name, 30, log)) for name in range(40)]
+        await asyncio.sleep(0)
+        urgent, patient = Slices(share, slice_s=0.0), Slices(share, slice_s=0.0)
+        gone: dict[str, int] = {}
+
+        async def wait(name: str, slices: Slices) -> None:
+            await slices.next()
+            gone[name] = passes.n
+
+        waiters = [asyncio.create_task(wait("urgent", urgent)), asyncio.create_task(wait("patient", patient))]
+        await asyncio.sleep(0)
+        told_at = passes.n
+        urgent.go_now()
+        urgent.go_now()  # twice is once
+        await asyncio.gather(*waiters, *crowd)
+        passes.stop()
+        return gone["urgent"] - told_at, gone["patient"] - told_at
+
+    urgent, patient = asyncio.run(main())
+    assert urgent <= 2  # its wake-up, then its step
+    assert patient > 5  # behind forty tasks, three of which go on per pass
+
+
+def test_go_now_does_nothing_while_the_task_is_not_waiting() -> None:
+    async def main() -> int:
+        share = LoopShare(steps=1)
+        lone = Slices(share, slice_s=0.0)
+        lone.go_now()  # not waiting: nothing to end
+        await lone.next()  # the pass's one turn
+        return share.waiting
+
+    assert asyncio.run(main()) == 0
+
+
+def test_a_turn_let_go_early_is_skipped_and_the_next_waiter_has_it() -> None:
+    async def main() -> tuple[bool, int]:
+        share = LoopShare(steps=1)
+        assert share.ticket() is None  # this pass's one turn
+        early, next_one = share.ticket(), share.ticket()
+        assert early is not None and next_one is not None
+        early.set_result(None)  # its holder went on without it
+        await asyncio.sleep(0)  # the next pass: one turn
+        return next_one.done(), share.waiting
+
+    released, waiting = asyncio.run(main())
+    assert released and waiting == 0

@@ -2,17 +2,21 @@
 
 Eight sessions each find 300 audio deltas already waiting. Without turns a session handles
 all of its frames in one step, and one pass of the event loop holds hundreds of frames;
-with them the frames spread over many passes, and every frame is still handled.
+with them the frames spread over many passes, and every frame is still handled. A barge-in
+(``input_audio_buffer.speech_started``) does not wait for turns, nor does the reply read ahead of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 from voxline.audio.sinks import NullSink
 from voxline.base.clock import RealClock
+from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection
-from voxline.realtime.transports.base import memory_pair
+from voxline.realtime.transports.base import MemoryTransport, memory_pair
 from voxline.session import SessionSettings, VoiceSession
 from voxline.audio.clocked_output import ClockedOutput
 
@@ -66,3 +70,88 @@ def test_no_pass_of_the_loop_handles_more_than_a_few_dozen_frames() -> None:
     per_pass, received = asyncio.run(_run())
     assert received == SESSIONS * (DELTAS + 3)
     assert max(per_pass) <= received // 4  # spread over many passes, not a session's 300 frames at once
+
+
+SPEECH_STARTED = json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "event_barge",
+                             "audio_start_ms": 1000, "item_id": "item_user"})
+
+
+CROWD = 64  # sessions: more than get a turn in one pass, so a session waits passes for its next
+CROWD_DELTAS = 400
+
+
+async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
+    """Passes of the loop from a speech_started sent to session 0, behind the rest of its reply, to
+    session 0's machine handling it; and the passes the other sessions took for the rest of theirs."""
+    passes = [0]
+    handled_at: dict[str, int] = {}
+    handled_by_first = [0]
+    sent_at = [0]
+    sending: list[asyncio.Future[None]] = []
+    loop = asyncio.get_running_loop()
+    stop = False
+
+    def count_pass() -> None:
+        passes[0] += 1
+        if not stop:
+            loop.call_soon(count_pass)
+
+    def observe(n: int, session: VoiceSession) -> None:
+        receive = session.machine.receive
+        deltas = [0]
+
+        def handled(out: Any, now: float) -> Any:
+            if isinstance(out, ev.ResponseOutputAudioDelta):
+                deltas[0] += 1
+                if deltas[0] == CROWD_DELTAS:
+                    handled_at[f"last_{n}"] = passes[0]
+            if n == 0:
+                handled_by_first[0] += 1
+                if handled_by_first[0] == 200:  # halfway through its reply: the barge-in comes once this turn is over
+                    sent_at[0] = passes[0]
+                    sending.append(asyncio.ensure_future(servers[0].send(SPEECH_STARTED)))
+                if isinstance(out, ev.InputAudioBufferSpeechStarted):
+                    handled_at["barge"] = passes[0]
+            return receive(out, now)
+
+        session.machine.receive = handled  # type: ignore[method-assign]
+
+    sessions, servers = [], []
+    for n in range(CROWD):
+        client, server = memory_pair(max_queue=1000)
+        servers.append(server)
+        for text in reply_frames(n, CROWD_DELTAS, 48):
+            await server.send(text)
+
+        async def connect(client: MemoryTransport = client) -> RealtimeConnection:
+            conn = RealtimeConnection(client)
+            if not peek:
+                conn._peeks = None  # the lever undone: no look at the frames read, no early end of a wait
+            return conn
+
+        settings = SessionSettings(api_key="local", liveness_timeout_s=0)
+        session = VoiceSession(settings, output=ClockedOutput(RealClock(), NullSink()), connector=connect)
+        observe(n, session)
+        sessions.append(session)
+    loop.call_soon(count_pass)
+    async with asyncio.TaskGroup() as group:
+        for session in sessions:
+            group.create_task(session.__aenter__())
+    async with asyncio.timeout(30):  # a guard against a hang, not a timing check
+        while len(handled_at) < CROWD + 1:
+            await asyncio.sleep(0.001)
+    stop = True
+    for session in sessions:
+        await session.aclose()
+    await asyncio.gather(*sending)
+    return handled_at["barge"] - sent_at[0], max(handled_at[f"last_{n}"] for n in range(1, CROWD)) - sent_at[0]
+
+
+def test_a_barge_in_read_behind_a_reply_goes_ahead_of_other_sessions_turns() -> None:
+    barge, others = asyncio.run(_barge_in_behind_a_backlog(peek=True))
+    waited, _ = asyncio.run(_barge_in_behind_a_backlog(peek=False))
+    # read while its session waits for a turn, the barge-in ends the wait (else about a round of the 64
+    # sessions' turns, 8 passes), and the rest of the reply ahead of it needs no more turns (else
+    # about as many passes as the other sessions' replies take)
+    assert barge <= 3, barge
+    assert waited > others // 2, (waited, others)

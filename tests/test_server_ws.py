@@ -432,9 +432,9 @@ async def test_each_streaming_step_takes_its_turn_on_the_loop(monkeypatch: pytes
     class CountingShare(LoopShare):
         turns = 0
 
-        async def turn(self) -> None:
+        def ticket(self) -> asyncio.Future[None] | None:
             CountingShare.turns += 1
-            await super().turn()
+            return super().ticket()
 
     share = CountingShare()
     monkeypatch.setattr(ws_session, "loop_share", lambda: share)

@@ -135,3 +135,51 @@ async def test_a_reader_in_another_task_ends_with_connection_closed_when_the_con
         server.close()
         await server.wait_closed()
     assert len(ended) == 1 and isinstance(ended[0], ConnectionClosed), ended
+
+
+MARKER = b'"input_audio_buffer.speech_started"'
+
+
+async def test_the_transport_tells_of_a_small_frame_with_a_marker_as_it_is_read_and_can_look_for_one() -> None:
+    big = json.dumps({"type": "response.output_audio.delta", "event_id": "event_big", "delta": "AAAA" * 600,
+                      "input_audio_buffer.speech_started": True})  # the marker itself, in a frame over the limit
+    quoted = json.dumps({"type": "response.output_audio_transcript.delta", "event_id": "event_t",
+                         "delta": 'he said "input_audio_buffer.speech_started"'})  # escaped inside a string
+    started = json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "event_s",
+                          "audio_start_ms": 10, "item_id": "item_u"})
+    phase = asyncio.Event()
+
+    async def send_in_two_reads(ws: Any) -> None:
+        await ws.recv()
+        ws.protocol.send_text(big.encode())
+        ws.protocol.send_text(quoted.encode())
+        ws.send_data()
+        await phase.wait()
+        await ws.send(started)
+        await ws.wait_closed()
+
+    server = await ws_serve(send_in_two_reads, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        seen: list[int] = []
+        transport.watch_for(MARKER, 1024, lambda: seen.append(len(seen)))
+        await transport.send("ready")
+        assert json.loads(await transport.recv())["event_id"] == "event_big"
+        async with asyncio.timeout(10):  # a guard against a hang, not a timing check
+            while not transport.queued_with(b"event_t", 1024):
+                await asyncio.sleep(0)
+        assert not transport.queued_with(MARKER, 1024) and seen == []  # big and escaped ones do not count
+        phase.set()
+        async with asyncio.timeout(10):
+            while not seen:
+                await asyncio.sleep(0)
+        assert transport.queued_with(MARKER, 1024)  # told before it was received, and still there to take
+        assert json.loads(await transport.recv())["event_id"] == "event_t"
+        assert json.loads(await transport.recv())["event_id"] == "event_s"
+        assert not transport.queued_with(MARKER, 1024) and seen == [0]
+        await transport.close()
+    finally:
+        phase.set()  # the handler's wait ends, whatever failed
+        server.close()
+        await server.wait_closed()

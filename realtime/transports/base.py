@@ -10,11 +10,13 @@ that carries it (WebRTC).
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectionClosed
 
-__all__ = ["MediaTrack", "MemoryTransport", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
+__all__ = ["MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -73,6 +75,17 @@ class ReceivesNow(Protocol):
         """The next text frame if it is whole already, else None (then :meth:`Transport.recv` waits for it)."""
 
 
+@runtime_checkable
+class PeeksQueued(Protocol):
+    """A transport that can look at the frames it read and not yet handed over (a WebSocket's queue)."""
+
+    def queued_with(self, marker: bytes, max_bytes: int) -> bool:
+        """Whether a frame read and not yet received, of at most ``max_bytes``, contains ``marker``."""
+
+    def watch_for(self, marker: bytes, max_bytes: int, seen: Callable[[], None]) -> None:
+        """Call ``seen`` as each such frame is read (from the read callback; it must not raise or block)."""
+
+
 _CLOSE = object()
 
 
@@ -91,6 +104,8 @@ class MemoryTransport:
         self._inbox, self._outbox = inbox, outbox
         self._inbox_room, self._outbox_room = inbox_room, outbox_room
         self._peer: MemoryTransport | None = None
+        self._unread: deque[str] = deque()  # the inbox's frames, to look at (PeeksQueued)
+        self._watch: tuple[str, int, Callable[[], None]] | None = None
         self.close_code: int | None = None
         self.close_reason = ""
 
@@ -103,6 +118,8 @@ class MemoryTransport:
             raise ConnectionClosed(self.close_code, self.close_reason)
         await self._outbox_room.acquire()  # back-pressure: at most max_queue frames in flight
         self._outbox.put_nowait(text)
+        if self._peer is not None:
+            self._peer._arrived(text)
 
     async def recv(self) -> str:
         if self.close_code is not None and self._inbox.empty():
@@ -113,7 +130,23 @@ class MemoryTransport:
             raise ConnectionClosed(self.close_code, self.close_reason)
         assert isinstance(item, str)
         self._inbox_room.release()
+        if self._unread:
+            self._unread.popleft()
         return item
+
+    def queued_with(self, marker: bytes, max_bytes: int) -> bool:
+        """Whether a frame sent here and not yet received, of at most ``max_bytes`` characters, contains ``marker``."""
+        text = marker.decode()
+        return any(len(frame) <= max_bytes and text in frame for frame in self._unread)
+
+    def watch_for(self, marker: bytes, max_bytes: int, seen: Callable[[], None]) -> None:
+        """Call ``seen`` whenever such a frame is sent here (before it is received)."""
+        self._watch = (marker.decode(), max_bytes, seen)
+
+    def _arrived(self, text: str) -> None:
+        self._unread.append(text)
+        if self._watch is not None and len(text) <= self._watch[1] and self._watch[0] in text:
+            self._watch[2]()
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         if self.close_code is not None:

@@ -14,9 +14,11 @@ import asyncio
 import email.utils
 import logging
 import urllib.parse
+from collections.abc import Callable
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Event
 from websockets.protocol import State
 from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
@@ -37,6 +39,17 @@ MAX_FRAME = 16 * 1024 * 1024  # one append may carry 15 MiB of base64
 _REDIRECTS = (300, 301, 302, 303, 307, 308)
 
 install_log_redaction()
+
+
+class _WatchedConnection(ClientConnection):
+    """websockets' client connection, telling :attr:`on_frame` of each frame as it is read."""
+
+    on_frame: Callable[[Frame], None] | None = None
+
+    def process_event(self, event: Event) -> None:
+        super().process_event(event)
+        if self.on_frame is not None and isinstance(event, Frame):
+            self.on_frame(event)
 
 
 class _SameOriginConnect(connect):
@@ -130,6 +143,7 @@ class WebSocketTransport:
                 max_size=MAX_FRAME,
                 max_queue=max_queue,
                 compression=None,
+                create_connection=_WatchedConnection,
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
@@ -192,6 +206,29 @@ class WebSocketTransport:
         data = bytes(frame.data)
         text = data.decode() if frame.opcode is Opcode.TEXT else data.decode("utf-8", "replace")
         return self._scrub(text)
+
+    def watch_for(self, marker: bytes, max_bytes: int, seen: Callable[[], None]) -> None:
+        """Call ``seen`` (in the read callback: it must not raise or block) whenever a frame of at
+        most ``max_bytes`` containing ``marker`` is read, before it is received; one watch at a time."""
+        ws = self._ws
+        if not isinstance(ws, _WatchedConnection):
+            return
+
+        def on_frame(frame: Frame) -> None:
+            data = frame.data
+            if len(data) <= max_bytes and marker in data:
+                seen()
+
+        ws.on_frame = on_frame
+
+    def queued_with(self, marker: bytes, max_bytes: int) -> bool:
+        """Whether a frame websockets read and :meth:`recv` did not take yet, of at most ``max_bytes``,
+        contains ``marker``; larger frames are passed over unread, so a look costs a few length checks."""
+        for frame in self._frames or ():
+            data = frame.data
+            if len(data) <= max_bytes and marker in data:
+                return True
+        return False
 
     async def recv(self) -> str:
         if (text := self.try_recv()) is not None:

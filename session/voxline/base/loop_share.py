@@ -50,15 +50,22 @@ class LoopShare:
 
     async def turn(self) -> None:
         """Return once this task may do its next step (at once while the pass has turns left)."""
+        ticket = self.ticket()
+        if ticket is not None:
+            await ticket
+
+    def ticket(self) -> asyncio.Future[None] | None:
+        """A turn: None if it goes at once, else the future its turn resolves. A ticket resolved or
+        cancelled before then (its holder let go early) is skipped and uses no turn."""
         loop = asyncio.get_running_loop()
         if self._left > 0 and not self._waiting:
             self._left -= 1
             self._arm(loop)
-            return
+            return None
         future = loop.create_future()
         self._waiting.append(future)
         self._arm(loop)
-        await future  # a cancelled waiter is skipped when its turn comes
+        return future
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self._armed:
@@ -89,6 +96,7 @@ class Slices:
         self._share = share
         self._slice = slice_s
         self._until = -1.0
+        self._ticket: asyncio.Future[None] | None = None  # the turn being waited for
 
     async def next(self) -> None:
         """Return once the next step may go (at once while this task's slice lasts)."""
@@ -96,11 +104,29 @@ class Slices:
             return
         await self.wait()
 
+    @property
+    def over(self) -> bool:
+        """This task's slice is used up: its next step waits for a turn (:meth:`next` would)."""
+        return time.perf_counter() >= self._until
+
     async def wait(self) -> None:
         """Return once this task has a new turn, whatever is left of its slice: work that can come
         after what other tasks are waiting to do."""
-        await self._share.turn()
+        ticket = self._share.ticket()
+        if ticket is not None:
+            self._ticket = ticket
+            try:
+                await ticket
+            finally:
+                self._ticket = None
         self._until = time.perf_counter() + self._slice
+
+    def go_now(self) -> None:
+        """End the wait for a turn at once (something urgent came in): the task goes on in the next pass
+        of the loop. Safe from any callback of the loop; does nothing while the task is not waiting."""
+        ticket = self._ticket
+        if ticket is not None and not ticket.done():
+            ticket.set_result(None)
 
 
 _shares = loop_table()
