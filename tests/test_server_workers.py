@@ -77,16 +77,22 @@ def served_by(pid: int, port: int) -> int:
     return held
 
 
+async def open_sessions(port: int, n: int) -> list[websockets.ClientConnection]:
+    """``n`` sessions on the workers' port, each past its ``session.created``."""
+    sockets = [await websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
+                                        additional_headers={"Authorization": "Bearer sk-local"})
+               for _ in range(n)]
+    for ws in sockets:
+        assert json.loads(await ws.recv())["type"] == "session.created"
+    return sockets
+
+
 async def test_connections_are_spread_over_the_workers_and_all_stop_with_the_supervisor() -> None:
     process, port, pids = start(2)
     try:
         async with asyncio.timeout(60):
-            sockets = [await websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
-                                                     additional_headers={"Authorization": "Bearer sk-local"})
-                       for _ in range(24)]
+            sockets = await open_sessions(port, 24)
             try:
-                for ws in sockets:
-                    assert json.loads(await ws.recv())["type"] == "session.created"
                 counts = [served_by(pid, port) for pid in pids]
                 assert sum(counts) == 24 and min(counts) > 0, counts
             finally:
@@ -136,11 +142,7 @@ async def test_stopping_the_supervisor_closes_each_open_session_as_one_server_do
     process, port, _pids = start(2)
     try:
         async with asyncio.timeout(60):
-            sockets = [await websockets.connect(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime",
-                                                     additional_headers={"Authorization": "Bearer sk-local"})
-                       for _ in range(8)]
-            for ws in sockets:
-                assert json.loads(await ws.recv())["type"] == "session.created"
+            sockets = await open_sessions(port, 8)
             process.send_signal(signal.SIGTERM)
             for ws in sockets:
                 await ws.wait_closed()
