@@ -13,6 +13,7 @@ whatever it raises (but ``KeyboardInterrupt``) is logged once per connection and
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -29,13 +30,22 @@ WireObserver = Callable[[str, str], None]
 
 _SMALL_FRAME = 1024
 """Frames :meth:`RealtimeConnection.queued` looks into: control events; audio deltas are larger."""
+_LOOK_AHEAD = 64
+"""Frames :meth:`RealtimeConnection.queued` looks at, at most: what websockets queues before it stops reading."""
 
 _log = logging.getLogger("voxline.realtime")
 
 
-def _marker(event_type: str) -> bytes:
-    """What a frame of ``event_type`` contains: the type as a JSON string (escaped inside other text, it differs)."""
-    return f'"{event_type}"'.encode()
+def of_type(event_type: str) -> Callable[[bytes], bool]:
+    """A test of a frame's bytes: an event whose ``type`` is ``event_type``, as JSON writes it (``"type":"…"``
+    or ``"type": "…"``). The same text inside a string is escaped and does not match; other spacing is
+    not recognised (it is only looked for, never relied on)."""
+    compact, spaced = (f'"type":"{event_type}"'.encode(), f'"type": "{event_type}"'.encode())
+
+    def matches(data: bytes) -> bool:
+        return compact in data or spaced in data
+
+    return matches
 
 
 class RealtimeConnection:
@@ -142,20 +152,25 @@ class RealtimeConnection:
         self._observe("out", text)
         await self.transport.send(text)
 
-    def queued(self, event_type: str) -> bool:
-        """Whether an event of ``event_type`` waits to be received behind others: parsed already, or
-        (a transport that can look, :class:`~voxline.realtime.transports.base.PeeksQueued`) in a
-        small frame read and not yet taken."""
-        if any(getattr(out, "type", None) == event_type for out in self._pending):
-            return True
-        return self._peeks is not None and self._peeks.queued_with(_marker(event_type), _SMALL_FRAME)
+    def queued(self, event_type: str) -> int | None:
+        """How many events wait ahead of an event of ``event_type`` that is next but a few: parsed
+        already, or (a transport that can look, :class:`~voxline.realtime.transports.base.PeeksQueued`)
+        in a small frame among the next frames read and not yet taken, counted a frame an event;
+        None if there is none. A look costs at most a few dozen length checks."""
+        for ahead, out in enumerate(itertools.islice(self._pending, _LOOK_AHEAD)):
+            if getattr(out, "type", None) == event_type:
+                return ahead
+        if self._peeks is None:
+            return None
+        found = self._peeks.queued_where(of_type(event_type), _SMALL_FRAME, _LOOK_AHEAD)
+        return None if found is None else len(self._pending) + found
 
     def watch_for(self, event_type: str, seen: Callable[[], None]) -> None:
         """Call ``seen`` as soon as a (small) frame of ``event_type`` is read, before :meth:`recv` takes it,
         where the transport can tell (:class:`~voxline.realtime.transports.base.PeeksQueued`); else never.
-        ``seen`` runs in the transport's read callback: it must not raise or block."""
+        ``seen`` runs in the transport's read callback: it must not block."""
         if self._peeks is not None:
-            self._peeks.watch_for(_marker(event_type), _SMALL_FRAME, seen)
+            self._peeks.watch_for(of_type(event_type), _SMALL_FRAME, seen)
 
     async def recv(self) -> ProtocolOutput:
         """The next server event or notice; raises ConnectionClosed once everything was read."""

@@ -460,6 +460,8 @@ class VoiceSession:
         share = Slices(loop_share()) if isinstance(self.clock, RealClock) else None
         link = self._link
         watched: RealtimeConnection | None = None
+        ahead = 0  # events that go without a turn: those read ahead of a speech_started
+        turned = True  # a turn was taken since the last run of events without one
         while not link.closing:
             conn = link.conn
             assert conn is not None
@@ -479,10 +481,19 @@ class VoiceSession:
                     return
                 continue
             # a barge-in never waits for its cut: it is made where the listener is now; nor do the events
-            # read ahead of it (the reply it cuts), which would hold it up by as many turns
-            if (share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted) and share.over
-                    and not conn.queued(_SPEECH_STARTED)):
-                await share.wait()
+            # read ahead of it (the reply it cuts), which would hold it up by as many turns. One such run
+            # per turn, of a few dozen events at most: a server sending nothing but barge-ins still
+            # shares the loop
+            if share is not None and not isinstance(out, ev.InputAudioBufferSpeechStarted):
+                if ahead > 0:
+                    ahead -= 1
+                elif share.over:
+                    found = conn.queued(_SPEECH_STARTED) if turned else None
+                    if found is None:
+                        await share.wait()
+                        turned = True
+                    else:
+                        ahead, turned = found, False
             if conn is not link.conn:
                 continue  # the last words of a connection handed over (perhaps while this one waited)
             link.last_rx = self.clock.now()

@@ -7,10 +7,11 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from websockets.asyncio.server import serve as ws_serve
 from websockets.frames import Frame, Opcode
 
-from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.connection import RealtimeConnection, of_type
 from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.websocket import WebSocketTransport
 
@@ -137,22 +138,22 @@ async def test_a_reader_in_another_task_ends_with_connection_closed_when_the_con
     assert len(ended) == 1 and isinstance(ended[0], ConnectionClosed), ended
 
 
-MARKER = b'"input_audio_buffer.speech_started"'
+STARTED = of_type("input_audio_buffer.speech_started")
 
 
-async def test_the_transport_tells_of_a_small_frame_with_a_marker_as_it_is_read_and_can_look_for_one() -> None:
-    big = json.dumps({"type": "response.output_audio.delta", "event_id": "event_big", "delta": "AAAA" * 600,
-                      "input_audio_buffer.speech_started": True})  # the marker itself, in a frame over the limit
+async def test_the_transport_tells_of_a_small_frame_of_a_type_as_it_is_read_and_can_look_for_one() -> None:
+    big = json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "event_big", "pad": "AAAA" * 600})
     quoted = json.dumps({"type": "response.output_audio_transcript.delta", "event_id": "event_t",
-                         "delta": 'he said "input_audio_buffer.speech_started"'})  # escaped inside a string
+                         "delta": '{"type": "input_audio_buffer.speech_started"}'})  # escaped inside a string
+    bare = json.dumps("input_audio_buffer.speech_started")  # the type's name alone is no event of that type
     started = json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "event_s",
                           "audio_start_ms": 10, "item_id": "item_u"})
     phase = asyncio.Event()
 
     async def send_in_two_reads(ws: Any) -> None:
         await ws.recv()
-        ws.protocol.send_text(big.encode())
-        ws.protocol.send_text(quoted.encode())
+        for text in (big, quoted, bare):
+            ws.protocol.send_text(text.encode())
         ws.send_data()
         await phase.wait()
         await ws.send(started)
@@ -163,23 +164,59 @@ async def test_the_transport_tells_of_a_small_frame_with_a_marker_as_it_is_read_
         port = server.sockets[0].getsockname()[1]
         transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
         seen: list[int] = []
-        transport.watch_for(MARKER, 1024, lambda: seen.append(len(seen)))
+        transport.watch_for(STARTED, 1024, lambda: seen.append(len(seen)))
         await transport.send("ready")
         assert json.loads(await transport.recv())["event_id"] == "event_big"
         async with asyncio.timeout(10):  # a guard against a hang, not a timing check
-            while not transport.queued_with(b"event_t", 1024):
+            while transport.queued_where(lambda data: b"event_t" in data, 1024, 64) is None:
                 await asyncio.sleep(0)
-        assert not transport.queued_with(MARKER, 1024) and seen == []  # big and escaped ones do not count
+        # too big, escaped in a string, or a bare name: none of them counts
+        assert transport.queued_where(STARTED, 1024, 64) is None and seen == []
         phase.set()
         async with asyncio.timeout(10):
             while not seen:
                 await asyncio.sleep(0)
-        assert transport.queued_with(MARKER, 1024)  # told before it was received, and still there to take
+        assert transport.queued_where(STARTED, 1024, 64) == 2  # told before it was received; two frames ahead
+        assert transport.queued_where(STARTED, 1024, 2) is None  # a look goes no further than asked
         assert json.loads(await transport.recv())["event_id"] == "event_t"
+        assert json.loads(await transport.recv()) == "input_audio_buffer.speech_started"
         assert json.loads(await transport.recv())["event_id"] == "event_s"
-        assert not transport.queued_with(MARKER, 1024) and seen == [0]
+        assert transport.queued_where(STARTED, 1024, 64) is None and seen == [0]
         await transport.close()
     finally:
         phase.set()  # the handler's wait ends, whatever failed
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_watcher_that_raises_is_logged_and_the_read_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    texts = [json.dumps({"type": "response.output_audio_transcript.delta", "event_id": f"e{i}", "delta": "w"})
+             for i in range(5)]
+    texts.insert(2, json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "s", "audio_start_ms": 0,
+                                "item_id": "u"}))
+
+    async def burst(ws: Any) -> None:
+        await ws.recv()
+        for text in texts:
+            ws.protocol.send_text(text.encode())
+        ws.send_data()
+        await ws.wait_closed()
+
+    def broken() -> None:
+        raise RuntimeError("a watcher's bug")
+
+    server = await ws_serve(burst, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        transport.watch_for(STARTED, 1024, broken)
+        await transport.send("ready")
+        async with asyncio.timeout(10):  # a guard against a hang, not a timing check
+            got = [json.loads(await transport.recv())["event_id"] for _ in texts]
+        assert got == ["e0", "e1", "s", "e2", "e3", "e4"]  # every frame of the read, the connection open
+        assert transport.close_code is None
+        assert "a frame watcher failed" in caplog.text
+        await transport.close()
+    finally:
         server.close()
         await server.wait_closed()

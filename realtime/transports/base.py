@@ -10,13 +10,17 @@ that carries it (WebRTC).
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectionClosed
 
-__all__ = ["MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
+FrameTest = Callable[[bytes], bool]
+"""A test of one frame's bytes (:class:`PeeksQueued`)."""
+
+__all__ = ["FrameTest", "MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -77,13 +81,17 @@ class ReceivesNow(Protocol):
 
 @runtime_checkable
 class PeeksQueued(Protocol):
-    """A transport that can look at the frames it read and not yet handed over (a WebSocket's queue)."""
+    """A transport that can look at the frames it read and not yet handed over (a WebSocket's queue).
 
-    def queued_with(self, marker: bytes, max_bytes: int) -> bool:
-        """Whether a frame read and not yet received, of at most ``max_bytes``, contains ``marker``."""
+    ``matches`` is asked only of frames of at most ``max_bytes``; it gets the frame's bytes and must
+    not raise.
+    """
 
-    def watch_for(self, marker: bytes, max_bytes: int, seen: Callable[[], None]) -> None:
-        """Call ``seen`` as each such frame is read (from the read callback; it must not raise or block)."""
+    def queued_where(self, matches: FrameTest, max_bytes: int, max_frames: int) -> int | None:
+        """How many frames wait ahead of the first of the next ``max_frames`` that ``matches``, or None."""
+
+    def watch_for(self, matches: FrameTest, max_bytes: int, seen: Callable[[], None]) -> None:
+        """Call ``seen`` as each matching frame is read (from the read callback; it must not block)."""
 
 
 _CLOSE = object()
@@ -105,7 +113,7 @@ class MemoryTransport:
         self._inbox_room, self._outbox_room = inbox_room, outbox_room
         self._peer: MemoryTransport | None = None
         self._unread: deque[str] = deque()  # the inbox's frames, to look at (PeeksQueued)
-        self._watch: tuple[str, int, Callable[[], None]] | None = None
+        self._watch: tuple[FrameTest, int, Callable[[], None]] | None = None
         self.close_code: int | None = None
         self.close_reason = ""
 
@@ -134,19 +142,26 @@ class MemoryTransport:
             self._unread.popleft()
         return item
 
-    def queued_with(self, marker: bytes, max_bytes: int) -> bool:
-        """Whether a frame sent here and not yet received, of at most ``max_bytes`` characters, contains ``marker``."""
-        text = marker.decode()
-        return any(len(frame) <= max_bytes and text in frame for frame in self._unread)
+    def queued_where(self, matches: FrameTest, max_bytes: int, max_frames: int) -> int | None:
+        """How many frames wait ahead of the first of the next ``max_frames`` sent here, of at most
+        ``max_bytes`` (UTF-8), that ``matches``; None if none does."""
+        for ahead, frame in enumerate(itertools.islice(self._unread, max_frames)):
+            data = frame.encode()
+            if len(data) <= max_bytes and matches(data):
+                return ahead
+        return None
 
-    def watch_for(self, marker: bytes, max_bytes: int, seen: Callable[[], None]) -> None:
+    def watch_for(self, matches: FrameTest, max_bytes: int, seen: Callable[[], None]) -> None:
         """Call ``seen`` whenever such a frame is sent here (before it is received)."""
-        self._watch = (marker.decode(), max_bytes, seen)
+        self._watch = (matches, max_bytes, seen)
 
     def _arrived(self, text: str) -> None:
         self._unread.append(text)
-        if self._watch is not None and len(text) <= self._watch[1] and self._watch[0] in text:
-            self._watch[2]()
+        if self._watch is not None:
+            matches, max_bytes, seen = self._watch
+            data = text.encode()
+            if len(data) <= max_bytes and matches(data):
+                seen()
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         if self.close_code is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import logging
 import urllib.parse
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from voxline.base.errors import install_log_redaction, redact_url, register_url_
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
+from .base import FrameTest
 from .failures import connect_failure, http_status
 from .http import bearer_token, split_userinfo
 
@@ -207,28 +209,33 @@ class WebSocketTransport:
         text = data.decode() if frame.opcode is Opcode.TEXT else data.decode("utf-8", "replace")
         return self._scrub(text)
 
-    def watch_for(self, marker: bytes, max_bytes: int, seen: Callable[[], None]) -> None:
-        """Call ``seen`` (in the read callback: it must not raise or block) whenever a frame of at
-        most ``max_bytes`` containing ``marker`` is read, before it is received; one watch at a time."""
+    def watch_for(self, matches: FrameTest, max_bytes: int, seen: Callable[[], None]) -> None:
+        """Call ``seen`` whenever a frame of at most ``max_bytes`` that ``matches`` is read, before it is
+        received (in websockets' read callback: ``seen`` must not block; what it raises is logged and
+        dropped, so the read goes on); one watch at a time."""
         ws = self._ws
         if not isinstance(ws, _WatchedConnection):
             return
 
         def on_frame(frame: Frame) -> None:
             data = frame.data
-            if len(data) <= max_bytes and marker in data:
-                seen()
+            if len(data) <= max_bytes and frame.opcode in (Opcode.TEXT, Opcode.BINARY) and matches(bytes(data)):
+                try:
+                    seen()
+                except Exception:
+                    log.exception("a frame watcher failed")
 
         ws.on_frame = on_frame
 
-    def queued_with(self, marker: bytes, max_bytes: int) -> bool:
-        """Whether a frame websockets read and :meth:`recv` did not take yet, of at most ``max_bytes``,
-        contains ``marker``; larger frames are passed over unread, so a look costs a few length checks."""
-        for frame in self._frames or ():
+    def queued_where(self, matches: FrameTest, max_bytes: int, max_frames: int) -> int | None:
+        """How many frames wait ahead of the first of the next ``max_frames`` that websockets read and
+        :meth:`recv` did not take, of at most ``max_bytes``, that ``matches``; None if none does.
+        Larger frames are passed over by their length, so a look costs at most ``max_frames`` checks."""
+        for ahead, frame in enumerate(itertools.islice(self._frames or (), max_frames)):
             data = frame.data
-            if len(data) <= max_bytes and marker in data:
-                return True
-        return False
+            if len(data) <= max_bytes and frame.opcode in (Opcode.TEXT, Opcode.BINARY) and matches(bytes(data)):
+                return ahead
+        return None
 
     async def recv(self) -> str:
         if (text := self.try_recv()) is not None:
