@@ -12,6 +12,7 @@ import pytest
 
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.scenario import Call, Say, builtin_names, load_scenario, parse_scenario
 from voxline.realtime.server.engine.speech import VoiceCache
@@ -902,16 +903,49 @@ def test_a_burst_sends_the_same_events_in_fewer_polls_and_none_early_beyond_it()
     assert len(burst) < 0.6 * len(exact)
 
 
-def test_a_burst_never_brings_the_idle_timeout_forward() -> None:
-    config = EngineConfig(pacing=Pacing(speed=4.0, chunk_ms=100, burst_s=0.5))
-    scenario = script({"say": "Hi."})
+def idle_deadline(burst_s: float) -> float:
+    """When the idle timeout is due after a reply, polling at every due time."""
+    config = EngineConfig(pacing=Pacing(speed=4.0, chunk_ms=100, burst_s=burst_s))
+    scenario = script({"say": "A reply of a few chunks, then the user says nothing."})
     engine = Engine(config, scenario, VoiceCache.for_scenario(scenario, fake_voice), wall_time=0.0)
     engine.open()
     engine.receive(json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {
         "turn_detection": {"type": "server_vad", "idle_timeout_ms": 5000}}}}}), 0.0)
     engine.receive(json.dumps({"type": "response.create"}), 0.0)
-    while (due := engine.next_due()) is not None and due < 1.0:
-        engine.poll(due)
-    idle = engine.next_due()
-    assert idle is not None and "input_audio_buffer.timeout_triggered" not in types(engine.poll(idle - 0.1))
-    assert "input_audio_buffer.timeout_triggered" in types(engine.poll(idle))
+    while (due := engine.next_due()) is not None:
+        if "input_audio_buffer.timeout_triggered" in types(engine.poll(due)):
+            return due
+    raise AssertionError("no idle timeout")
+
+
+def test_a_burst_never_brings_the_idle_timeout_forward() -> None:
+    # response.done may go out up to a burst early; the idle timer still runs from when it was due
+    assert idle_deadline(0.03) == idle_deadline(0.0)
+    assert idle_deadline(0.5) == idle_deadline(0.0)
+
+
+def two_responses(burst_s: float) -> list[str]:
+    """The events of a default response and an out-of-band one streaming at the same time, in order."""
+    config = EngineConfig(pacing=Pacing(speed=4.0, chunk_ms=100, burst_s=burst_s))
+    scenario = script({"say": "The first reply, long enough for several chunks."},
+                      {"say": "The second reply, also several chunks long."})
+    engine = Engine(config, scenario, VoiceCache.for_scenario(scenario, fake_voice), wall_time=0.0, ids=IdFactory(7))
+    engine.open()
+    events = engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    events += engine.receive(json.dumps({"type": "response.create", "response": {"conversation": "none"}}), 0.0)
+    while (due := engine.next_due()) is not None:
+        events += engine.poll(due)
+    return [f"{e.get('response_id') or e.get('response', {}).get('id')}:{e['type']}" for e in events]
+
+
+def test_a_burst_keeps_the_order_of_two_responses_streaming_at_once() -> None:
+    exact = two_responses(0.0)
+    assert len({e.split(":")[0] for e in exact} - {"None"}) == 2  # None: events of neither (rate limits)
+    assert two_responses(0.03) == exact
+
+
+@pytest.mark.parametrize("field, value", [("burst_s", -1.0), ("burst_s", math.nan), ("burst_s", 2.0),
+                                          ("speed", 0.0), ("chunk_ms", 0), ("latency_s", -0.1)])
+def test_pacing_refuses_what_would_never_send_or_send_everything(field: str, value: float) -> None:
+    with pytest.raises(ConfigurationError, match=field):
+        Pacing(**{field: value})

@@ -152,8 +152,14 @@ class Engine:
         if state.idle_deadline is not None and now >= state.idle_deadline:
             events.extend(turns.fire_idle(state, now))
         upto = now + state.config.pacing.burst_s
-        for run in list(state.runs):
-            events.extend(run.advance(upto))
+        runs = list(state.runs)
+        while True:  # the runs' steps in the order they are due, as without a burst
+            due = [(t, k) for k, run in enumerate(runs) if (t := run.next_due()) is not None and t <= upto]
+            if not due:
+                break
+            step = runs[min(due)[1]].step(upto)
+            if step is not None:
+                events.extend(step)
         return events + self._sweep(now)
 
     def next_due(self) -> float | None:
@@ -215,8 +221,8 @@ class Engine:
                 state.voice_locked = True
             if run.done:
                 state.runs.remove(run)
-                if run.in_conversation and run.status == "completed":
-                    turns.arm_idle(state, now, run.audio_seconds)
+                if run.in_conversation and run.status == "completed":  # from when it was due, burst or not
+                    turns.arm_idle(state, max(now, run.stepped_at), run.audio_seconds)
         return []
 
     def _identity(self) -> dict[str, Any] | None:

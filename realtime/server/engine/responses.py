@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy.typing as npt
 
+from voxline.base.arguments import as_error, real, whole
 from voxline.base.audio_format import AudioFormat
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import wire_audio
 from voxline.realtime.server.engine.conversation import Conversation
 from voxline.realtime.server.engine.ids import IdFactory, event
@@ -36,10 +38,11 @@ from voxline.realtime.server.engine.output_items import CallOutput, MessageOutpu
 from voxline.realtime.server.engine.schedule import Schedule, Step
 from voxline.realtime.server.engine.usage import RateLimits, audio_tokens, text_tokens, usage_object
 
-__all__ = ["STREAM_BURST_S", "Pacing", "ResponseRun", "RunSpec"]
+__all__ = ["MAX_BURST_S", "STREAM_BURST_S", "Pacing", "ResponseRun", "RunSpec"]
 
 STREAM_BURST_S = 0.03
 """The servers' burst: at 4x real time, two 100 ms chunks (and their transcript) per socket write."""
+MAX_BURST_S = 1.0
 _TEXT_STEP_S = 0.05
 _ARGS_STEP_S = 0.02
 _WORDS_PER_TEXT_DELTA = 3
@@ -55,6 +58,13 @@ class Pacing:
     chunk_ms: int = 100
     latency_s: float = 0.0
     burst_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        with as_error(ConfigurationError, "Pacing"):
+            real(self.speed, "speed", low=0, above=True, finite=False)
+            whole(self.chunk_ms, "chunk_ms", low=1)
+            real(self.latency_s, "latency_s", low=0)
+            real(self.burst_s, "burst_s", low=0, high=MAX_BURST_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +106,8 @@ class ResponseRun:
         self._opened: list[OutputItem] = []
         self._begin = start + pacing.latency_s
         self._steps = Schedule() if self._unvoiced() else Schedule(self._schedule(self._begin))
+        self.stepped_at = start
+        """When the last step made was due (a burst makes steps before they are due)."""
 
     @property
     def response_id(self) -> str:
@@ -145,9 +157,17 @@ class ResponseRun:
     def advance(self, now: float) -> list[dict[str, Any]]:
         """Events of every step due at ``now`` or earlier."""
         events: list[dict[str, Any]] = []
-        while (step := self._steps.take_due(now)) is not None:
-            events.extend(step.action())
+        while (step := self.step(now)) is not None:
+            events.extend(step)
         return events
+
+    def step(self, upto: float) -> list[dict[str, Any]] | None:
+        """The events of the next step if it is due by ``upto``, else None."""
+        step = self._steps.take_due(upto)
+        if step is None:
+            return None
+        self.stepped_at = step.at
+        return step.action()
 
     def cancel(self, reason: str) -> list[dict[str, Any]]:
         """Stop now: close the open item as ``incomplete`` and finish as ``cancelled``."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from voxline.base.arguments import as_error, clock_like, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.engine.responses import STREAM_BURST_S
+from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
 from voxline.realtime.server.live.settings import LiveConfig
 
 __all__ = ["FaultConfig", "ServerConfig", "is_loopback"]
@@ -129,7 +129,7 @@ class ServerConfig:
         text(self.voice, "voice")
         real(self.speed, "speed", low=0, above=True, finite=False)
         whole(self.chunk_ms, "chunk_ms", low=1)
-        real(self.burst_s, "burst_s", low=0)
+        real(self.burst_s, "burst_s", low=0, high=MAX_BURST_S)
         real(self.response_latency_s, "response_latency_s", low=0)
         real(self.max_session_s, "max_session_s (the session length limit, in seconds)", low=0, above=True)
         whole(self.max_frame_bytes, "max_frame_bytes", low=1)
