@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ import pytest
 import websockets
 
 from voxline.realtime.server import add_serve_arguments
+from voxline.realtime.server.net import workers
 
 pytestmark = pytest.mark.slow  # starts the server's worker processes
 
@@ -154,3 +156,53 @@ async def test_stopping_the_supervisor_closes_each_open_session_as_one_server_do
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+def _ended_by_sigterm() -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def test_a_worker_ended_by_a_signal_before_listening_is_one_failure_not_a_negative_status() -> None:
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_ended_by_sigterm)
+    process.start()
+    sender.close()
+    try:
+        message = await workers._message(asyncio.get_running_loop(), process, receiver)
+    finally:
+        process.join(10)
+        receiver.close()
+    # the status became the supervisor's exit status: -15 made it 241
+    assert process.exitcode == -signal.SIGTERM
+    assert message[0] == "exited" and message[2] == 1 and "SIGTERM" in message[1]
+
+
+def test_stopping_gives_the_workers_one_grace_period_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(workers, "time", type("FakeTime", (), {"monotonic": staticmethod(lambda: clock[0])}))
+    joins: list[float] = []
+
+    class Stubborn:  # ignores terminate() until killed, like a worker whose clients stopped reading
+        alive = True
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+        def terminate(self) -> None:
+            pass
+
+        def join(self, timeout: float) -> None:  # waits its whole timeout
+            joins.append(timeout)
+            clock[0] += timeout
+
+        def kill(self) -> None:
+            self.alive = False
+
+    class Receiver:
+        def close(self) -> None:
+            pass
+
+    workers._stop([(Stubborn(), Receiver()) for _ in range(4)])  # type: ignore[list-item]
+    # one grace period for all four before the kills, not one each (four workers took 20 s)
+    assert sum(joins[:4]) == workers._STOP_TIMEOUT_S

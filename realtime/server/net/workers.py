@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -111,7 +112,17 @@ async def _message(loop: asyncio.AbstractEventLoop, process: Any, receiver: Conn
         with contextlib.suppress(EOFError):
             return tuple(receiver.recv())
     process.join(_STOP_TIMEOUT_S)
-    return ("exited", f"it exited with status {process.exitcode} before listening", process.exitcode or 1)
+    code = process.exitcode
+    if code is not None and code < 0:  # a signal: the supervisor's own status stays 1, as for any failure
+        return ("exited", f"it was ended by {_signal_name(-code)} before listening", 1)
+    return ("exited", f"it exited with status {code} before listening", code if code else 1)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 async def _first_exit(loop: asyncio.AbstractEventLoop, processes: list[Any]) -> Any:
@@ -133,11 +144,14 @@ async def _first_exit(loop: asyncio.AbstractEventLoop, processes: list[Any]) -> 
 
 
 def _stop(started: list[tuple[Any, Connection]]) -> None:
+    """Terminate every worker, give them all one :data:`_STOP_TIMEOUT_S` together, then kill what is left."""
     for process, _receiver in started:
         if process.is_alive():
             process.terminate()
+    deadline = time.monotonic() + _STOP_TIMEOUT_S
+    for process, _receiver in started:
+        process.join(max(0.0, deadline - time.monotonic()))
     for process, receiver in started:
-        process.join(_STOP_TIMEOUT_S)
         if process.is_alive():
             process.kill()
             process.join(_STOP_TIMEOUT_S)
