@@ -24,15 +24,20 @@ OPEN_NOTE = (
 """What ``serve`` says on stderr when it runs without a key."""
 
 
+_MIN_SPEED = 0.01  # a hundredth of real time: a second of reply in 100 s
+_MIN_MINUTES = 0.01  # 0.6 s: short enough to test an expiry, long enough to open a session
+
+
 def _speed(text: str) -> float:
     if text == "instant":
         return math.inf
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected a positive number or 'instant'") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("expected a positive number or 'instant'")
+        value = math.nan
+    if not value >= _MIN_SPEED:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected 'instant' or a multiple of real time of at least {_MIN_SPEED}, "
+                                         f"not {text!r}")
     return value
 
 
@@ -44,9 +49,9 @@ def _minutes(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= _MAX_MINUTES):
+    if not (math.isfinite(value) and _MIN_MINUTES <= value <= _MAX_MINUTES):
         raise argparse.ArgumentTypeError(
-            f"expected a positive, finite number of minutes up to {_MAX_MINUTES} (a week), not {text!r}"
+            f"expected a finite number of minutes from {_MIN_MINUTES} up to {_MAX_MINUTES} (a week), not {text!r}"
         )
     return value
 
@@ -107,13 +112,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--speed",
         type=_speed,
         default=4.0,
-        help="assistant audio pace as a multiple of real time, or 'instant' (default 4)",
+        help="assistant audio pace as a multiple of real time (at least 0.01), or 'instant' (default 4)",
     )
     parser.add_argument(
         "--max-session-minutes",
         type=_minutes,
         default=60.0,
-        help="session length limit; at it the server sends session_expired and closes (default 60)",
+        help="session length limit, 0.01 to 10080; at it the server sends session_expired and closes (default 60)",
     )
     parser.add_argument(
         "--workers",
