@@ -170,7 +170,7 @@ def test_files_set_aside_come_back_if_the_run_never_began(tmp_path: Path) -> Non
     assert len(list(tmp_path.glob(".heard.wav.*.previous"))) == 1
     aside.put_back()
     assert heard.read_bytes() == b"last run's audio" and stat.S_IMODE(heard.stat().st_mode) == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl", "heard.wav"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["heard.wav"]  # no empty events.jsonl stays behind
 
 
 def test_files_set_aside_go_once_the_run_began_and_put_back_is_then_nothing(tmp_path: Path) -> None:
@@ -248,6 +248,14 @@ def test_a_replay_that_cannot_connect_leaves_the_last_runs_files_as_they_were(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "h.wav"]
 
 
+def test_a_replay_that_cannot_connect_leaves_no_empty_file_under_a_new_name(tmp_path: Path) -> None:
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--url", "ws://127.0.0.1:9/v1", "--out",
+                          str(tmp_path / "new.wav"), "--events", str(tmp_path / "new.jsonl")],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert run.returncode == 1 and "cannot connect" in run.stderr
+    assert list(tmp_path.iterdir()) == []  # a 44-byte WAV and an empty log looked like a silent run's
+
+
 @pytest.mark.parametrize("after_first_frame", [False, True], ids=["at-once", "after-the-clients-first-frame"])
 def test_a_server_that_hangs_up_before_its_first_event_leaves_the_last_runs_files(tmp_path: Path,
                                                                                   after_first_frame: bool) -> None:
@@ -270,3 +278,23 @@ def test_a_server_that_hangs_up_before_its_first_event_leaves_the_last_runs_file
     assert run.stdout.splitlines()[0] == "1", run.stdout + run.stderr
     assert heard.read_bytes() == b"the last run's heard audio" and events.read_text() == '{"the": "last run"}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "h.wav"]
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_run_and_nothing_is_touched(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"the": "last run"}\n')
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    command = [str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--out", str(locked / "heard.wav"),
+               "--events", str(events)]
+    if os.access(locked, os.W_OK):  # root, whose overrides write anywhere: the check runs without them
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root, and no setpriv to drop the overrides with")
+        command = [setpriv, "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert f"cannot write {locked / 'heard.wav'}: permission denied" in run.stderr
+    assert events.read_text() == '{"the": "last run"}\n'  # --fast emptied it before failing on --out
+    assert run.stdout == ""  # refused before the replay began

@@ -159,6 +159,17 @@ def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
         seen.append(path)
 
 
+def writable(path: Path) -> None:
+    """ConfigurationError unless this process may write ``path`` (the file, or a new one in its folder)."""
+    if os.path.exists(path):
+        ok = os.access(path, os.W_OK)
+    else:
+        ok = os.access(path.parent, os.W_OK | os.X_OK)
+    if not ok:
+        where = path if os.path.exists(path) else path.parent
+        raise ConfigurationError(f"cannot write {path}: permission denied ({where} is not writable)")
+
+
 def _same_file(a: Path, b: Path) -> bool:
     if os.path.realpath(a) == os.path.realpath(b):
         return True
@@ -227,6 +238,7 @@ async def run(args: argparse.Namespace) -> int:
             raise ConfigurationError(f"cannot write {path}: no such directory {path.parent}")
         if path.is_dir():
             raise ConfigurationError(f"cannot write {path}: it is a directory")
+        writable(path)  # before any output is opened: a run never ends on an output it could not write
     if reports and args.out.exists() and not args.out.is_file():  # e.g. /dev/null: nothing to read back after the run
         raise ConfigurationError(f"--report, --summary and --stereo-out read --out back, and {args.out} is not a "
                                  "regular file")

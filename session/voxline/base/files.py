@@ -64,8 +64,8 @@ class SetAside:
     Each file moved aside is replaced at once by an empty one with its mode and owner, so the new
     content written there meanwhile is as private as the old was. :meth:`keep_new` (the run began:
     call it as often as convenient, the first call counts) deletes the old ones; :meth:`put_back`
-    (the run failed before it began) renames each old file over the new one, and does nothing once
-    :meth:`keep_new` was called. A symbolic link is followed (the file it names is set aside, the
+    (the run failed before it began) renames each old file over the new one and removes a new file
+    where there was none, and does nothing once :meth:`keep_new` was called. A symbolic link is followed (the file it names is set aside, the
     link stays). A path that is missing, no regular file, not writable (its writer then fails as it
     would have), or in a folder where it cannot be moved, is left to be written in place. A process
     killed before either leaves the old file as ``.NAME.….previous`` beside the new one.
@@ -73,6 +73,7 @@ class SetAside:
 
     def __init__(self, paths: list[Path]) -> None:
         self._aside: list[tuple[Path, Path]] = []
+        self._missing: list[Path] = []  # no file there yet: what the run writes there goes again on put_back()
         self.kept = False
         try:
             for path in paths:
@@ -82,6 +83,9 @@ class SetAside:
             raise
 
     def _set_aside(self, path: Path) -> None:
+        if not os.path.lexists(path) and not _a_stream(path):
+            self._missing.append(path)
+            return
         if not path.is_file() or path.is_symlink() or _a_stream(path) or not os.access(path, os.W_OK):
             return
         status = path.stat()
@@ -114,6 +118,7 @@ class SetAside:
             with contextlib.suppress(OSError):
                 old.unlink()
         self._aside.clear()
+        self._missing.clear()
 
     def put_back(self) -> None:
         if self.kept:
@@ -121,7 +126,12 @@ class SetAside:
         for path, old in self._aside:
             with contextlib.suppress(OSError):
                 os.replace(old, path)
+        for path in self._missing:  # the run's empty start of a file that was not there: no stub stays
+            if path.is_file() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
         self._aside.clear()
+        self._missing.clear()
 
 
 def _a_stream(path: Path) -> bool:
