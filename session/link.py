@@ -167,7 +167,7 @@ class Link:
         # a connection whose session never began did not hold: it refills no budget
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         self._budget.lost(self.clock.now(), self._connected_at if held else None)
-        _log.warning("connection lost (close code %s %s); reconnecting", exc.code, exc.reason)
+        _log.warning("connection lost (close code %s%s); reconnecting", exc.code, f" {exc.reason}" if exc.reason else "")
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))  # the cut first
         await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
         while (delay := self._next_delay()) is not None:

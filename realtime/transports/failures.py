@@ -13,12 +13,17 @@ import urllib.parse
 
 __all__ = ["connect_failure", "http_status"]
 
+_KEY_PARAMETERS = {"api_key", "apikey", "key", "token", "access_token", "bearer"}
 _STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? (\d{3})")
 
 
 def http_status(url: str, status: int) -> str:
     """What an HTTP status answered to a Realtime connect means."""
     if status in (401, 403):
+        names = {name.lower().replace("-", "_") for name, _ in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)}
+        if names & _KEY_PARAMETERS:  # a key in the query string is never sent as the bearer token
+            return (f"HTTP {status} from {url}: the token was refused (a key in the URL's query is not sent; "
+                    "give it as OPENAI_API_KEY or as user:KEY@ in the URL)")
         return f"HTTP {status} from {url}: the token was refused"
     if status in (404, 405, 426) or 300 <= status < 400:
         return f"HTTP {status} from {url} — not a Realtime endpoint (check the URL; it ends in /v1)"
