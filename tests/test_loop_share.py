@@ -9,22 +9,7 @@ import pytest
 from voxline.base import loop_share as share_module
 from voxline.base.loop_share import MAX_WAIT_PASSES, LoopShare, Slices, loop_share
 
-
-class Passes:
-    """Counts passes of the running loop: a callback that schedules itself again runs once per pass."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self._stopped = False
-        asyncio.get_running_loop().call_soon(self._tick)
-
-    def _tick(self) -> None:
-        if not self._stopped:
-            self.n += 1
-            asyncio.get_running_loop().call_soon(self._tick)
-
-    def stop(self) -> None:
-        self._stopped = True
+from tests.support.loop_passes import Passes
 
 
 async def _bulk(share: LoopShare, passes: Passes, name: int, steps: int, log: list[tuple[int, int]]) -> None:

@@ -21,6 +21,7 @@ from voxline.realtime.transports.base import MemoryTransport, memory_pair
 from voxline.session import SessionSettings, VoiceSession
 from voxline.audio.clocked_output import ClockedOutput
 
+from tests.support.loop_passes import Passes
 from tests.support.reply_frames import reply_frames
 
 SESSIONS = 8
@@ -84,18 +85,11 @@ CROWD_DELTAS = 400
 async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
     """Passes of the loop from a speech_started sent to session 0, behind the rest of its reply, to
     session 0's machine handling it; and the passes the other sessions took for the rest of theirs."""
-    passes = [0]
+    passes = Passes()
     handled_at: dict[str, int] = {}
     handled_by_first = [0]
     sent_at = [0]
     sending: list[asyncio.Future[None]] = []
-    loop = asyncio.get_running_loop()
-    stop = False
-
-    def count_pass() -> None:
-        passes[0] += 1
-        if not stop:
-            loop.call_soon(count_pass)
 
     def observe(n: int, session: VoiceSession) -> None:
         receive = session.machine.receive
@@ -105,14 +99,14 @@ async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
             if isinstance(out, ev.ResponseOutputAudioDelta):
                 deltas[0] += 1
                 if deltas[0] == CROWD_DELTAS:
-                    handled_at[f"last_{n}"] = passes[0]
+                    handled_at[f"last_{n}"] = passes.n
             if n == 0:
                 handled_by_first[0] += 1
                 if handled_by_first[0] == CROWD_DELTAS - 60:  # near the end of its reply, a few dozen frames ahead
-                    sent_at[0] = passes[0]
+                    sent_at[0] = passes.n
                     sending.append(asyncio.ensure_future(servers[0].send(SPEECH_STARTED)))
                 if isinstance(out, ev.InputAudioBufferSpeechStarted):
-                    handled_at["barge"] = passes[0]
+                    handled_at["barge"] = passes.n
             return receive(out, now)
 
         session.machine.receive = handled  # type: ignore[method-assign]
@@ -134,14 +128,13 @@ async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
         session = VoiceSession(settings, output=ClockedOutput(RealClock(), NullSink()), connector=connect)
         observe(n, session)
         sessions.append(session)
-    loop.call_soon(count_pass)
     async with asyncio.TaskGroup() as group:
         for session in sessions:
             group.create_task(session.__aenter__())
     async with asyncio.timeout(30):  # a guard against a hang, not a timing check
         while len(handled_at) < CROWD + 1:
             await asyncio.sleep(0.001)
-    stop = True
+    passes.stop()
     for session in sessions:
         await session.aclose()
     await asyncio.gather(*sending)
@@ -160,14 +153,7 @@ def test_a_barge_in_read_behind_a_reply_goes_ahead_of_other_sessions_turns() -> 
 async def _most_frames_in_one_pass(ahead: int) -> int:
     """One session finds ``ahead`` small events and then a speech_started waiting: the most events
     its machine handled in one pass of the loop."""
-    passes, per_pass = [0], collections.Counter[int]()
-    loop = asyncio.get_running_loop()
-    stop = False
-
-    def count_pass() -> None:
-        passes[0] += 1
-        if not stop:
-            loop.call_soon(count_pass)
+    passes, per_pass = Passes(), collections.Counter[int]()
 
     client, server = memory_pair(max_queue=ahead + 10)
     for text in reply_frames(0, 0, 48):
@@ -187,17 +173,16 @@ async def _most_frames_in_one_pass(ahead: int) -> int:
     done = asyncio.Event()
 
     def handled(out: Any, now: float) -> Any:
-        per_pass[passes[0]] += 1
+        per_pass[passes.n] += 1
         if isinstance(out, ev.InputAudioBufferSpeechStarted):
             done.set()
         return receive(out, now)
 
     session.machine.receive = handled  # type: ignore[method-assign]
-    loop.call_soon(count_pass)
     await session.__aenter__()
     async with asyncio.timeout(30):  # a guard against a hang, not a timing check
         await done.wait()
-    stop = True
+    passes.stop()
     await session.aclose()
     return max(per_pass.values())
 
