@@ -76,7 +76,9 @@ class KioskView:
 
     The caption is what the visitor heard: the reply's words as they come, and after a
     barge-in only the part that was heard (the session's heard transcript), never the words
-    the visitor's "stop" kept from them; ``caption_cut`` says the reply was cut there.
+    the visitor's "stop" kept from them; ``caption_cut`` says the reply was cut there. The
+    session publishes the heard transcript just after the barge-in (and the state change it
+    causes): from the barge-in until then the view is held, so no update shows the uncut reply.
 
     :meth:`apply` takes every session event (the kiosk's event pump calls it); the app's
     own logic waits on events through :meth:`expect`.
@@ -90,10 +92,14 @@ class KioskView:
                                      "last_cut_ms": None}
         self._words: dict[str, str] = {}  # assistant item → its words so far
         self._cut: set[str] = set()  # items the visitor cut: their caption is what was heard
+        self._captioned: str | None = None  # the item the caption is of
+        self._held: str | None = None  # a cut item whose heard words are on their way: nothing renders till then
+        self._shown = dict(self.view)  # the view as last rendered
 
     def set(self, **changes: Any) -> None:
-        if any(self.view.get(k) != v for k, v in changes.items()):
-            self.view.update(changes)
+        self.view.update(changes)
+        if self._held is None and self.view != self._shown:
+            self._shown = dict(self.view)
             self._render(dict(self.view))
 
     def expect(self, predicate: Callable[[object], bool]) -> asyncio.Future[object]:
@@ -103,21 +109,34 @@ class KioskView:
         return future
 
     def apply(self, event: object) -> None:
+        if not isinstance(event, StateChanged | HeardTranscript):
+            self._held = None  # no heard transcript came with the barge-in: the cut caption stays empty
         match event:
             case StateChanged(state=state):
                 self.set(state=state)
             case TranscriptDelta(role="assistant", item_id=item, text=delta) if item not in self._cut:
                 self._words[item] = self._words.get(item, "") + delta
+                self._captioned = item
                 self.set(caption=self._words[item], caption_cut=False)
             case TranscriptDone(role="assistant", item_id=item, text=text) if item not in self._cut:
+                self._captioned = item
                 self.set(caption=text, caption_cut=False)
             case HeardTranscript(item_id=item, text=text):
                 self._cut.add(item)  # later words of it were never heard: they stay off the screen
+                if item == self._held:
+                    self._held = None
                 self.set(caption=text, caption_cut=True)
-            case BargeIn(trigger="connection_lost"):
-                pass  # the network, not the visitor, cut the reply; the session asks for it again
-            case BargeIn(audio_end_ms=ms):
-                self.set(barge_ins=self.view["barge_ins"] + 1, last_cut_ms=ms)
+            case BargeIn(item_id=item, deleted=deleted, trigger=trigger, audio_end_ms=ms):
+                self._cut.update(deleted)  # dropped before a word of them played
+                cut: dict[str, Any] = {}
+                if self._captioned is not None and self._captioned in (item, *deleted):
+                    self._cut.add(self._captioned)  # its words past the cut leave the screen now
+                    self._held = item  # what was heard of it comes next, in a HeardTranscript
+                    cut = {"caption": "", "caption_cut": True}
+                # a connection_lost cut is the network's, not the visitor's: the session asks for the reply again
+                counts = {} if trigger == "connection_lost" else {"barge_ins": self.view["barge_ins"] + 1,
+                                                                   "last_cut_ms": ms}
+                self.set(**cut, **counts)
             case ConnectionLost():
                 self.set(connection="reconnecting")
             case ConnectionRestored(replayed_items=n):
@@ -125,7 +144,7 @@ class KioskView:
             case SessionError(fatal=True, message=message):
                 self.set(connection="offline", caption=message)
             case _:
-                pass
+                self.set()  # a held view that nothing else renders
         for waiter in [w for w in self._waiters if not w[1].done() and w[0](event)]:
             waiter[1].set_result(event)
         self._waiters = [w for w in self._waiters if not w[1].done()]

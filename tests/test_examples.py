@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from voxline.session.events import HeardTranscript, TranscriptDelta, TranscriptDone
+from voxline.session.events import BargeIn, HeardTranscript, StateChanged, TranscriptDelta, TranscriptDone
 
 pytestmark = pytest.mark.slow  # each example runs as a process, in real time
 
@@ -111,11 +112,16 @@ def test_kiosk_sideband_backend_runs_the_tools_of_the_kiosks_call() -> None:
     assert lines[6].startswith("kiosk: visitor taps stop after ") and lines[6].endswith("the server cut its own buffer")
 
 
-def test_the_kiosk_caption_after_a_barge_in_holds_only_what_was_heard() -> None:
+def load_kiosk() -> ModuleType:
     spec = importlib.util.spec_from_file_location("kiosk_example", ROOT / "examples" / "kiosk.py")
     assert spec is not None and spec.loader is not None
     kiosk = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kiosk)
+    return kiosk
+
+
+def test_the_kiosk_caption_after_a_barge_in_holds_only_what_was_heard() -> None:
+    kiosk = load_kiosk()
     views: list[dict[str, object]] = []
     ui = kiosk.KioskView(views.append)
     full = "Hello and welcome to the museum, the east wing is open today."
@@ -129,3 +135,48 @@ def test_the_kiosk_caption_after_a_barge_in_holds_only_what_was_heard() -> None:
     ui.apply(TranscriptDone("assistant", "item_a", full))
     assert ui.view["caption"] == "Hello and welcome" and ui.view["caption_cut"] is True
     assert all(full not in str(view["caption"]) for view in views)
+
+
+def barge_in(item_id: str | None, trigger: str = "interrupt", deleted: tuple[str, ...] = ()) -> BargeIn:
+    return BargeIn(trigger, 2.0, item_id, 900.0, 4000.0, 900, deleted, False, 0.005)
+
+
+FULL = "Hello and welcome to the museum, the east wing is open today."
+
+
+def test_no_kiosk_update_after_a_stop_shows_the_reply_past_the_cut() -> None:
+    views: list[dict[str, object]] = []
+    ui = load_kiosk().KioskView(views.append)
+    for word in FULL.split(" "):  # the transcript runs ahead of the speech: all of it is in before the stop
+        ui.apply(TranscriptDelta("assistant", "item_a", word + " "))
+    ui.apply(TranscriptDone("assistant", "item_a", FULL))
+    before = len(views)
+    # as the session publishes a stop: the barge-in, the state it causes, then what was heard
+    ui.apply(barge_in("item_a"))
+    ui.apply(StateChanged("listening", 2.0))
+    ui.apply(HeardTranscript("item_a", 2.0, "Hello and welcome", FULL, 900.0, 4000.0, "arrival"))
+    assert [(v["caption"], v["caption_cut"], v["barge_ins"], v["state"]) for v in views[before:]] == [
+        ("Hello and welcome", True, 1, "listening")]
+    ui.apply(TranscriptDone("assistant", "item_a", FULL))  # a late done changes nothing
+    assert len(views) == before + 1
+
+
+def test_a_kiosk_cut_with_no_heard_transcript_leaves_an_empty_caption() -> None:
+    views: list[dict[str, object]] = []
+    ui = load_kiosk().KioskView(views.append)
+    ui.apply(TranscriptDone("assistant", "item_b", FULL))
+    ui.apply(barge_in("item_b", trigger="connection_lost"))
+    ui.apply(StateChanged("listening", 2.0))
+    ui.apply(TranscriptDelta("user", "item_u", "hi"))  # the next event: the held view is shown
+    assert (views[-1]["caption"], views[-1]["caption_cut"], views[-1]["barge_ins"], views[-1]["state"]) == (
+        "", True, 0, "listening")
+    assert all(FULL not in str(view["caption"]) for view in views[1:])
+
+
+def test_a_kiosk_caption_of_an_item_the_stop_dropped_is_emptied() -> None:
+    views: list[dict[str, object]] = []
+    ui = load_kiosk().KioskView(views.append)
+    ui.apply(TranscriptDelta("assistant", "item_d", "Next, "))  # its audio never played
+    ui.apply(barge_in(None, deleted=("item_d",)))
+    ui.apply(TranscriptDelta("assistant", "item_d", "the gift shop."))
+    assert (views[-1]["caption"], views[-1]["caption_cut"], views[-1]["barge_ins"]) == ("", True, 1)
