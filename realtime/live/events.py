@@ -19,9 +19,14 @@ from ..errors import RemoteProtocolError
 from ..events.common import WireModel
 
 __all__ = [
-    "CLOSE_REASONS", "LIVE_CLIENT_EVENT_TYPES", "LIVE_SERVER_EVENT_TYPES", "LiveClientEvent", "LiveServerEvent",
+    "CLOSE_REASONS", "LIVE_CLIENT_EVENT_TYPES", "MAX_TIMELINE_MS", "LIVE_SERVER_EVENT_TYPES", "LiveClientEvent", "LiveServerEvent",
     "LiveUnknownEvent", "parse_live_server", "dump_live",
 ]
+
+MAX_TIMELINE_MS = 48 * 3600 * 1000
+"""The latest instant a timeline value may name: a session expires after about two hours, so a
+value beyond two days (or one below zero) is a malformed frame, not a place on the timeline."""
+TimelineMs = Annotated[int, Field(ge=0, le=MAX_TIMELINE_MS)]
 
 CloseReason = Literal["close_requested", "expired", "content", "remote_hangup", "connection_lost"]
 CLOSE_REASONS: tuple[str, ...] = typing.get_args(CloseReason)
@@ -70,8 +75,8 @@ class _Server(WireModel):
 
 
 class _Timed(_Server):
-    start_ms: int
-    end_ms: int
+    start_ms: TimelineMs
+    end_ms: TimelineMs
 
 
 # ---------------------------------------------------------------------------- server events
@@ -128,8 +133,8 @@ class LiveOutputAudioDelta(WireModel):
 
     type: Literal["session.output_audio.delta"]
     delta: str
-    start_ms: int | None = None
-    end_ms: int | None = None
+    start_ms: TimelineMs | None = None
+    end_ms: TimelineMs | None = None
 
 
 class LiveFixturePlaying(_Server):
@@ -155,7 +160,7 @@ class LiveCommentaryAppended(_Timed):
 class LiveDelegationCreated(_Server):
     type: Literal["session.delegation.created"]
     delegation: LiveDelegation
-    offset_ms: int
+    offset_ms: TimelineMs
 
 
 class LiveUsageUpdated(_Server):
@@ -415,6 +420,8 @@ def parse_live_server(text: str | bytes) -> LiveServerEvent | LiveUnknownEvent:
         raw = json.loads(text)
     except ValueError as exc:
         raise RemoteProtocolError(f"a Live server frame is not JSON: {exc}") from None
+    except RecursionError:
+        raise RemoteProtocolError("a Live server frame is nested too deeply to read") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise RemoteProtocolError("a Live server frame is not an object with a string 'type'")
     kind = raw["type"]

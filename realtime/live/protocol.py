@@ -143,8 +143,9 @@ class LiveProtocol:
                 cause = event.error.client_event_id or event.client_event_id
                 command = self._sent.get(cause) if cause else None
                 self._events.append(event)
-                self._events.append(LiveCommandFailed(command.get("type") if command else None, cause,
-                                                      event.error.code, event.error.message, command))
+                if cause:  # an error naming no command is the event alone
+                    self._events.append(LiveCommandFailed(command.get("type") if command else None, cause,
+                                                          event.error.code, event.error.message, command))
                 return
             case _:
                 pass

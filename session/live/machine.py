@@ -21,7 +21,8 @@ What differs is the protocol (docs/protocol.md §14):
   ``response.item.create`` and one ``response.create``. Without one, client delegations reach
   the app as :class:`~voxline.session.events.LiveDelegationRequested`;
 * after a drop nothing resumes: a stored session is forked (its conversation goes on), else a
-  new session starts with the text of what was heard; :class:`~voxline.session.events.LiveContinuity`
+  new session starts with the conversation as text: the user's words and what the listener heard of
+  each reply, across every connection (:mod:`.history`); :class:`~voxline.session.events.LiveContinuity`
   says which, and what was lost.
 """
 
@@ -54,16 +55,19 @@ from ..settings import SessionSettings
 from ..tools.calls import CallTracker, ToolCall
 from ..tools.events import ToolEvent
 from .delegated import DelegatedCalls
+from .history import HeardHistory
 from .metrics import LiveMetrics
 from .timeline import Heard, LiveTimeline
 
 __all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
 
 GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
+KEEP_UTTERANCES = 16  # utterances kept on the timeline once done with (a late word of one still finds it)
 
 NOTE_CHARS = 1200  # each side of a delivered note; an append takes at most 500 tokens
 LOST_ON_DROP = ("audio-level context", "delegations in flight")
-LOST_WITHOUT_STORE = ("the model's own conversation (only the heard text is given back)", *LOST_ON_DROP)
+LOST_WITHOUT_STORE = ("the model's own conversation (only the user's words and what was heard are given back, as text)",
+                      *LOST_ON_DROP)
 
 
 def delivered_note(heard: Heard) -> str:
@@ -107,7 +111,7 @@ class LiveMachine:
         self._session_id: str | None = None
         self.fork_from: str | None = None  # the stored session the next connection forks (set on a drop)
         self._continuity: LiveContinuity | None = None
-        self._history: list[dict[str, Any]] = []
+        self.history = HeardHistory()  # what a new session is given after a drop, across every connection
         self._connections = 1
         self._user_item = "live_user"
         self._now = 0.0  # the latest listener time a step was given (for the media track's blocks)
@@ -132,7 +136,7 @@ class LiveMachine:
         if protocol.fork_of is not None:
             protocol.start({"audio": {"format": {"type": "audio/pcm", "rate": 24000}}})
             return
-        history = self._history if self._continuity is not None else None
+        history = self.history.messages() if self._continuity is not None else None
         protocol.start(self.settings.live_session_config(self._schemas(), history=history))
 
     def attach(self, protocol: Any) -> None:
@@ -152,30 +156,24 @@ class LiveMachine:
         self.fork_from = self._session_id if stored else None
         self._continuity = LiveContinuity("fork" if stored else "new", self._session_id,
                                           LOST_ON_DROP if stored else LOST_WITHOUT_STORE, now)
-        self._history = self._heard_history()
+        for uid, utt in self.timeline.utterances.items():  # heard, and not yet told: what of it was heard
+            if uid not in self._finished and not utt.cut and (heard := self.playout.heard_samples(uid, 0, now)):
+                self.history.assistant(uid, self.timeline.heard(uid, heard).text)
         return Effects((ConnectionLost(code, reason, now), *effects.events), effects.barge_in)
 
     def reconnect_failed(self, protocol: Any) -> None:
         self.live = False
 
     def restore(self, now: float, *, handover: bool = False) -> ConnectionRestored:
-        """The new session: tell a fork what the listener heard last; report what came back."""
+        """The new session: tell a fork what the listener heard of a reply cut last (once); report what came back."""
         if self._last_note is not None and self.fork_from is not None:
             self.protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
+            self._last_note = None
         return ConnectionRestored(now, 0, 0, 0.0, handover)
 
     def take_continuity(self) -> LiveContinuity | None:
         out, self._continuity = self._continuity, None
         return out
-
-    def _heard_history(self) -> list[dict[str, Any]]:
-        """The conversation as heard, as text-only history for a new session (at most 128 messages)."""
-        out: list[dict[str, Any]] = []
-        for uid, utt in self.timeline.utterances.items():
-            heard = self.timeline.heard(uid, self.playout.heard_samples(uid, 0, float("inf"))).text.strip()
-            if heard:
-                out.append({"role": "assistant", "content": [{"type": "output_text", "text": heard}]})
-        return out[-128:]
 
     # ------------------------------------------------------------------ server events
     def receive(self, output: LiveOutput | object, now: float) -> Effects:
@@ -192,12 +190,12 @@ class LiveMachine:
                     events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta, now))
             case lv.LiveInputTranscriptDelta():
                 fresh = self.metrics.user_words(output.start_ms, output.end_ms)
-                self.timeline.forget_before(output.start_ms - 600_000)  # keep the last ten minutes
                 if fresh:
                     self._user_item = self.metrics.user_item or f"live_user{output.start_ms}"
                     events.append(SpeechStarted(now, self._user_item, output.start_ms))
+                self.history.user(self._user_item, output.delta)
                 events.append(TranscriptDelta("user", self._user_item, output.delta, now))
-                if self._audible(now):  # the user talks over the assistant: the model stops itself, we stop now
+                if self._spoken_over(now, output.end_ms):  # the model stops itself when talked over; we stop now
                     cut = self._cut(now, Trigger.SERVER_VAD)
                     events.extend(cut.events)  # type: ignore[arg-type]
                     barge = cut.barge_in
@@ -221,7 +219,7 @@ class LiveMachine:
             case MalformedServerEvent():
                 events.append(SessionError(f"malformed server event: {output.reason}", "malformed_event"))
             case lv.LiveError():
-                if output.error.client_event_id is None and output.client_event_id is None:
+                if not (output.error.client_event_id or output.client_event_id):  # else a LiveCommandFailed says it
                     events.append(SessionError(output.error.message, output.error.code))
             case _:
                 pass
@@ -259,6 +257,21 @@ class LiveMachine:
         return NO_EFFECTS
 
     # ------------------------------------------------------------------ time and cuts
+    def _spoken_over(self, now: float, end_ms: int) -> bool:
+        """Do the user's words, ending at ``end_ms`` on the timeline, reach the assistant speech audible now?
+
+        Transcripts trail the audio: words the user said before the reply began may arrive while it
+        plays, and do not cut it."""
+        playing = self.playout.playing_at(now)
+        if playing is not None and playing.item_id != GAP:
+            uid: str | None = playing.item_id
+        else:
+            uid = next((key[0] for key in self.playout.queued_parts() if key[0] != GAP), None)
+        if uid is None:
+            return False
+        utt = self.timeline.utterances.get(uid)
+        return utt is None or end_ms > utt.start_ms(self.timeline.rate)
+
     def _audible(self, now: float) -> bool:
         """An utterance is playing or queued (the track's silence between them is not the assistant speaking)."""
         playing = self.playout.playing_at(now)
@@ -286,10 +299,30 @@ class LiveMachine:
                 continue
             if self.playout.heard_samples(uid, 0, now) >= utt.received > 0:
                 self._finished.add(uid)
+                self._last_note = None  # a reply heard to its end since: a note on an older cut is stale
                 heard = self.timeline.heard(uid, utt.received)
+                self.history.assistant(uid, heard.text)
                 events.append(HeardTranscript(uid, now, heard.text, heard.full_text, heard.heard_ms,
                                               utt.received * 1000 / self.timeline.rate, "live_timeline", False))
+        if len(self.timeline.utterances) > KEEP_UTTERANCES:
+            self._forget_old()
         return Effects(tuple(events)) if events else NO_EFFECTS
+
+    def _forget_old(self) -> None:
+        """Let go of utterances done with beyond the newest :data:`KEEP_UTTERANCES`: closed, and heard to the
+        end or cut. Their heard text is in :attr:`history` and their figures in the metrics."""
+        utts = list(self.timeline.utterances.values())
+        waiting = {key[0] for key in self.playout.queued_parts()}
+        for utt in utts[:-KEEP_UTTERANCES]:
+            uid = utt.uid
+            if utt.closed and uid not in waiting and (utt.cut or uid in self._finished):
+                self.metrics.settle(uid)
+                self.timeline.forget(uid)
+                self.playout.forget(uid)
+                self._finished.discard(uid)
+                self._reported.discard(uid)
+        oldest = next(iter(self.timeline.utterances.values()))
+        self.timeline.forget_texts_before(oldest.start_ms(self.timeline.rate) - 1000)  # words of none of those kept
 
     def _cut(self, now: float, trigger: Trigger) -> Effects:
         """Silence at ``now``; the heard part reported and, while connected, told to the model."""
@@ -304,6 +337,7 @@ class LiveMachine:
         utt.cut = True
         self._finished.add(utt.uid)
         heard = self.timeline.heard(utt.uid, cut.heard_samples)
+        self.history.assistant(utt.uid, heard.text)
         received_ms = utt.received * 1000 / self.timeline.rate
         self.metrics.cut(trigger.value, now, cut, utt.received, heard.text, heard.full_text)
         barge = BargeIn(trigger.value, now, utt.uid, cut.heard_ms, received_ms, round(cut.heard_ms), (), False,
@@ -476,6 +510,9 @@ class LiveMachine:
 
     def sizes(self) -> dict[str, int]:
         out = dict(self.timeline.sizes())
+        out.update(self.metrics.sizes())
+        out.update({"live_finished": len(self._finished), "live_reported": len(self._reported),
+                    "live_history": len(self.history)})
         if self._protocol is not None:
             out.update(self._protocol.sizes())
         out.update({f"calls_{k}": v for k, v in self.calls.sizes().items()})

@@ -12,6 +12,7 @@ cut: trigger → silence (the fade's end).
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from dataclasses import dataclass, field
 
 from voxline.audio.ledger import Cut
@@ -20,7 +21,9 @@ from voxline.audio.playout import PlayoutBuffer
 from ..metrics.records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
 from ..tools.events import ToolEvent, ToolFinished, ToolStarted
 
-__all__ = ["LiveMetrics"]
+__all__ = ["KEEP", "LiveMetrics"]
+
+KEEP = 10_000  # records of each kind kept (utterances, cuts, stretches of speech, tool calls), newest
 
 
 @dataclass(slots=True)
@@ -31,6 +34,8 @@ class _Utt:
     first_heard_at: float | None = None
     cut: bool = False
     barge_ins: int = 0
+    heard_ms: float | None = None  # settled once the playout let the utterance go
+    received_ms: float | None = None
 
 
 @dataclass(slots=True)
@@ -38,9 +43,9 @@ class LiveMetrics:
     playout: PlayoutBuffer
     first_input_at: float | None = None  # listener time the first input sample sent was captured (timeline 0)
     _utts: dict[str, _Utt] = field(default_factory=dict)
-    _order: list[str] = field(default_factory=list)
-    _barge: list[BargeInRecord] = field(default_factory=list)
-    _speech: list[SpeechSegment] = field(default_factory=list)
+    _order: deque[str] = field(default_factory=deque)
+    _barge: deque[BargeInRecord] = field(default_factory=lambda: deque(maxlen=KEEP))
+    _speech: deque[SpeechSegment] = field(default_factory=lambda: deque(maxlen=KEEP))
     _tools: dict[str, ToolRecord] = field(default_factory=dict)
     _user_end_ms: int | None = None  # the end of the latest user words on the timeline
     _user_start_ms: int | None = None
@@ -81,6 +86,16 @@ class LiveMetrics:
             self._user_start_ms = None
         self._utts[uid] = _Utt(uid, now, end)
         self._order.append(uid)
+        while len(self._order) > KEEP:
+            self._utts.pop(self._order.popleft(), None)
+
+    def settle(self, uid: str) -> None:
+        """The playout is about to let ``uid`` go: keep what was heard and received of it."""
+        u = self._utts.get(uid)
+        if u is not None:
+            rate = self.playout.rate
+            u.heard_ms = self.playout.heard_samples(uid, 0, float("inf")) * 1000 / rate
+            u.received_ms = self.playout.received_samples(uid, 0) * 1000 / rate
 
     def first_heard(self, uid: str, at: float) -> float | None:
         """The reply latency as heard (s), when the user's speech end is known."""
@@ -108,6 +123,8 @@ class LiveMetrics:
         match event:
             case ToolStarted():
                 self._tools[event.call_id] = ToolRecord(event.call_id, event.name, now, now)
+                if len(self._tools) > KEEP:
+                    del self._tools[next(iter(self._tools))]
             case ToolFinished():
                 rec = self._tools.get(event.call_id)
                 if rec is not None:
@@ -120,8 +137,8 @@ class LiveMetrics:
         turns, items = [], []
         for index, uid in enumerate(self._order):
             u = self._utts[uid]
-            heard = self.playout.heard_samples(uid, 0, now) * 1000 / rate
-            received = self.playout.received_samples(uid, 0) * 1000 / rate
+            heard = u.heard_ms if u.heard_ms is not None else self.playout.heard_samples(uid, 0, now) * 1000 / rate
+            received = u.received_ms if u.received_ms is not None else self.playout.received_samples(uid, 0) * 1000 / rate
             latency = (u.first_heard_at - u.speech_end_at) * 1000 \
                 if u.first_heard_at is not None and u.speech_end_at is not None else None
             turns.append(TurnRecord(index, u.speech_end_at, None, u.first_delta_at, u.first_heard_at, latency,
@@ -134,3 +151,8 @@ class LiveMetrics:
         return MetricsReport(now, tuple(turns), tuple(self._barge), tuple(items), speech,
                              tuple(self._tools.values()), self.playout.underrun_events,
                              self.playout.underrun_samples * 1000 / rate)
+
+    def sizes(self) -> dict[str, int]:
+        """Records held per kind, to check memory stays bounded."""
+        return {"metrics_utterances": len(self._utts), "metrics_cuts": len(self._barge),
+                "metrics_speech": len(self._speech), "metrics_tools": len(self._tools)}

@@ -156,6 +156,20 @@ class LiveTimeline:
                     if u.closed and (u.origin + u.received) * 1000 / self.rate < ms]:
             del self.utterances[uid]
 
+    def forget(self, uid: str) -> None:
+        """Drop a closed utterance and the words placed in it (the session is done with it)."""
+        utt = self.utterances.pop(uid, None)
+        if utt is None:
+            return
+        lo = utt.start_ms(self.rate) - 20
+        hi = (utt.origin + utt.received) * 1000 / self.rate
+        self._texts = [t for t in self._texts if not lo <= t[0] < hi]
+
+    def forget_texts_before(self, ms: float) -> None:
+        """Drop words that ended before ``ms`` (those of no utterance still kept)."""
+        if self._texts and self._texts[0][0] < ms:
+            self._texts = [t for t in self._texts if t[1] >= ms]
+
     def sizes(self) -> dict[str, int]:
         return {"live_utterances": len(self.utterances), "live_texts": len(self._texts)}
 

@@ -1,0 +1,185 @@
+"""A GPT-Live session against what a server may send: values off the timeline, frames nested too
+deeply, late transcripts, errors naming no command, drops after drops and hours of replies."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from tests.test_live_machine import RATE, Rig, frame, sent, start, track
+from voxline.realtime.errors import RemoteProtocolError
+from voxline.realtime.live import events as lv
+from voxline.realtime.live.protocol import LiveProtocol
+from voxline.session.events import BargeIn, HeardTranscript, SessionError
+from voxline.session.live.history import MAX_MESSAGES
+from voxline.session.live.machine import KEEP_UTTERANCES
+from voxline.session.live.metrics import KEEP
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("text", [
+    frame(type="session.output_transcript.delta", event_id="e", delta="x", start_ms=0, end_ms=10**400),
+    frame(type="session.input_transcript.delta", event_id="e", delta="x", start_ms=-5, end_ms=10),
+    frame(type="session.output_audio.delta", delta="AAAA", start_ms=lv.MAX_TIMELINE_MS + 1),
+    frame(type="session.delegation.created", event_id="e", delegation={"id": "d", "target": "client"},
+          offset_ms=10**30),
+    DEEP,
+])
+def test_a_value_off_the_timeline_or_a_frame_nested_too_deeply_is_a_one_line_error(text: str) -> None:
+    with pytest.raises(RemoteProtocolError) as exc:
+        lv.parse_live_server(text)
+    assert "\n" not in str(exc.value) and len(str(exc.value)) < 200
+
+
+def test_a_huge_time_inside_a_playing_utterance_is_an_error_and_the_session_plays_on() -> None:
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.2, 1.0), (2.0, 1.0)], 4.0)
+    rig.play(0.5)
+    events = rig.feed(frame(type="session.output_transcript.delta", event_id="x", delta=" boom", start_ms=300,
+                            end_ms=10**400), rig.t)
+    assert [(e.code, e.fatal) for e in events if isinstance(e, SessionError)] == [("malformed_event", False)]
+    events = rig.play(4.0)  # every tick goes through; the second reply plays and is reported whole
+    assert len([e for e in events + rig.events if isinstance(e, HeardTranscript)]) == 2
+    assert rig.heard[int(2.1 * RATE):int(2.9 * RATE)].all()
+
+
+def test_an_error_naming_no_command_is_reported_once() -> None:
+    rig = Rig()
+    start(rig)
+    events = rig.feed(frame(type="error", event_id="e1", error={"type": "x", "code": "c", "message": "m"}), 0.1)
+    assert [(e.code, e.message) for e in events if isinstance(e, SessionError)] == [("c", "m")]
+    rig.machine.mute()
+    mute = sent(rig.protocol)[-1]
+    events = rig.feed(frame(type="error", event_id="e2", error={"type": "x", "code": "c", "message": "no",
+                                                                "client_event_id": mute["event_id"]}), 0.2)
+    assert [e.message for e in events if isinstance(e, SessionError)] == ["session.input_audio.mute failed: no"]
+
+
+def test_a_late_transcript_of_words_said_before_the_reply_does_not_cut_it() -> None:
+    rig = Rig()
+    start(rig)
+    track(rig, [(1.0, 2.0)], 4.0)
+    rig.play(1.6)
+    events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="What time is the tour?",
+                            start_ms=0, end_ms=900), rig.t)  # the user's turn, which ended before the reply began
+    assert not any(isinstance(e, BargeIn) for e in events)
+    rig.play(4.0)
+    assert rig.heard[int(1.0 * RATE):int(3.0 * RATE)].all()  # the whole reply was heard
+    events = rig.feed(frame(type="session.input_transcript.delta", event_id="u2", delta="wait", start_ms=900,
+                            end_ms=1100), rig.t)
+    assert not any(isinstance(e, BargeIn) for e in events)  # nothing audible any more
+
+
+def test_words_reaching_into_the_reply_still_cut_it() -> None:
+    rig = Rig()
+    start(rig)
+    track(rig, [(1.0, 2.0)], 4.0)
+    rig.play(1.6)
+    events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="no wait",
+                            start_ms=800, end_ms=1400), rig.t)
+    assert any(isinstance(e, BargeIn) for e in events)
+
+
+def _drop_and_reconnect(rig: Rig) -> list[dict[str, object]]:
+    """The connection drops; the session starts a new one (no store): what it sends first."""
+    rig.machine.connection_lost(rig.t, 1006, "dropped")
+    protocol = LiveProtocol()
+    rig.machine.configure(protocol)
+    rig.machine.attach(protocol)
+    rig.protocol = protocol
+    first = sent(protocol)
+    rig.feed(frame(type="session.started", event_id="s2", session={
+        "id": f"sess_{rig.t}", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}), rig.t)
+    return first
+
+
+def _turn(rig: Rig, asked: str, at_s: float, reply_s: float = 1.0) -> None:
+    """The user asks (transcribed at once), then a reply of ``reply_s`` plays whole."""
+    base = int(rig.t * 1000)
+    rig.feed(frame(type="session.input_transcript.delta", event_id=f"u{base}", delta=asked,
+                   start_ms=base, end_ms=base + 300), rig.t)
+    track_start = rig.t + at_s
+    track(rig, [(track_start, reply_s)], track_start + reply_s + 0.8, lead=0.0)
+    rig.play(track_start + reply_s + 0.8)
+
+
+def test_after_drops_a_new_session_gets_every_users_words_and_every_heard_reply() -> None:
+    rig = Rig()
+    start(rig)
+    _turn(rig, "What time is the tour?", 0.5)
+    first = _drop_and_reconnect(rig)
+    history = first[0]["session"]["input"]  # type: ignore[index]
+    assert [(m["role"], m["content"][0]["text"]) for m in history] == [
+        ("user", "What time is the tour?"), ("assistant", "Paris is sunny today with")]
+    # the new connection's timeline starts again at zero; a jump far ahead on it forgets nothing
+    rig.feed(frame(type="session.input_transcript.delta", event_id="j", delta="ok", start_ms=700_000,
+                   end_ms=700_100), rig.t)
+    second = _drop_and_reconnect(rig)
+    history = second[0]["session"]["input"]  # type: ignore[index]
+    assert [(m["role"], m["content"][0]["text"]) for m in history] == [
+        ("user", "What time is the tour?"), ("assistant", "Paris is sunny today with"), ("user", "ok")]
+
+
+def test_a_fork_is_told_of_a_cut_once_and_not_after_a_later_reply_was_heard_whole() -> None:
+    rig = Rig(live_store=True)
+    start(rig)
+    track(rig, [(0.2, 1.0), (3.2, 1.0)], 5.0)
+    rig.play(0.6)
+    assert rig.machine.interrupt(rig.t).barge_in is not None
+    rig.play(5.0)  # the next reply is heard to its end
+
+    def fork() -> list[str]:
+        rig.machine.connection_lost(rig.t, 1006, "dropped")
+        assert rig.machine.fork_from is not None
+        protocol = LiveProtocol()
+        rig.machine.configure(protocol)
+        rig.machine.attach(protocol)
+        rig.protocol = protocol
+        rig.machine.restore(rig.t)
+        types = [str(e["type"]) for e in sent(protocol)]
+        rig.feed(frame(type="session.started", event_id="s", session={
+            "id": "sess_f", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}), rig.t)
+        return types + [str(e["type"]) for e in sent(protocol)]  # commands wait for session.started
+
+    assert fork() == ["session.start"]  # no note on a cut the listener has heard past
+    begin = rig.t
+    fork_track = Rig()
+    track(fork_track, [(0.2, 1.0)], 2.0)  # the fork's track, on its own timeline from zero
+    rig.due = [(at + begin, text) for at, text in fork_track.due]
+    rig.play(begin + 0.6)
+    assert rig.machine.interrupt(rig.t).barge_in is not None
+    rig.play(begin + 2.0)
+    assert fork() == ["session.start", "session.instructions.append"]  # the cut last: told once
+    assert fork() == ["session.start"]
+
+
+def test_hours_of_replies_keep_every_table_bounded() -> None:
+    rig = Rig()
+    start(rig)
+    tone = (3000 * np.sin(np.arange(4800) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+    tone[tone == 0] = 1
+    silence = np.zeros(14_400, np.int16)
+    for k in range(300):  # 300 short replies, none followed by a user transcript
+        ms = k * 800
+        rig.feed(frame(type="session.output_audio.delta",
+                       delta=base64.b64encode(tone.tobytes()).decode()), rig.t)
+        rig.feed(frame(type="session.output_transcript.delta", event_id=f"o{k}", delta="Sure.", start_ms=ms,
+                       end_ms=ms + 200), rig.t)
+        rig.feed(frame(type="session.output_audio.delta",
+                       delta=base64.b64encode(silence.tobytes()).decode()), rig.t)
+        rig.play(rig.t + 0.8)
+    sizes = rig.machine.sizes()
+    assert sizes["live_utterances"] <= KEEP_UTTERANCES + 1 and sizes["live_texts"] <= KEEP_UTTERANCES + 1
+    assert sizes["live_finished"] <= KEEP_UTTERANCES + 1 and sizes["live_history"] <= MAX_MESSAGES
+    assert all(n <= KEEP_UTTERANCES + 2 for n in rig.playout.sizes().values())
+    assert sizes["metrics_utterances"] == 300 <= KEEP  # figures stay, as many as a Realtime session keeps
+    report = rig.machine.report(rig.t)
+    # each utterance is its tone and the silence that ended it: the ones let go report what the kept ones do
+    assert len(report.items) == 300
+    assert all(abs(item.heard_ms - 800.0) < 1 and abs(item.received_ms - 800.0) < 1 for item in report.items)
+    assert json.dumps(rig.machine.history.messages())  # plain JSON, as session.start takes it
