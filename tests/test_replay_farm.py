@@ -85,6 +85,7 @@ scenario = "default"
          "recording 2: expect.max_cut_error_ms: Input should be greater than or equal to 0"),
         ('[[recording]]\npath = "r.wav"\nexpect = { barge_ins = { min = 3, max = 1 } }\n', "min 3 is above max 1"),
         ('[[recording]]\npath = "missing.wav"\n', "recording 1: path: no such file"),
+        ('[[recording]]\npath = "adir"\n', "recording 1: path: a directory, not a WAV file"),
         ('[[recording]]\npath = "r.wav"\n[[recording]]\npath = "r.wav"\n', "two recordings are named 'r'"),
         ("[defaults]\n", "recording: Field required"),
         ('[[recordings]]\npath = "r.wav"\n', "recordings: not a table of a manifest (did you mean [[recording]]?)"),
@@ -93,6 +94,7 @@ scenario = "default"
 )
 def test_a_bad_manifest_is_one_line_naming_the_file_and_field(tmp_path: Path, body: str, expected: str) -> None:
     make_recording(tmp_path / "r.wav", 1, False)
+    (tmp_path / "adir").mkdir()
     manifest = write_manifest(tmp_path / "farm.toml", body)
     with pytest.raises(ConfigurationError) as caught:
         load_manifest(manifest)

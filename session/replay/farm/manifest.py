@@ -163,7 +163,8 @@ def load_manifest(path: Path) -> list[FarmRecording]:
     for n, entry in enumerate(manifest.recording, 1):
         wav = (base / entry.path).resolve()
         if not wav.is_file():
-            raise ConfigurationError(f"manifest {path}: recording {n}: path: no such file {wav}")
+            what = "a directory, not a WAV file" if wav.is_dir() else "no such file"
+            raise ConfigurationError(f"manifest {path}: recording {n}: path: {what}: {wav}")
         scenario = entry.scenario or manifest.defaults.scenario
         recordings.append(FarmRecording(
             name=entry.name or wav.stem, path=wav, scenario=_scenario_source(scenario, base),
