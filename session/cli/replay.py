@@ -272,6 +272,11 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
                         contextlib.closing(WavSink(args.out, RATE)) as sink:
                     result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
                                              outputs.wire(log.wire))
+                if outputs.stopped_unanswered(result):
+                    print(f"voxline: {stop.name or 'stopped'} before the server answered: nothing was replayed; "
+                          f"{printable(str(args.out))} and {printable(str(args.events))} are as they were",
+                          file=sys.stderr)
+                    return stop.exit_code
                 outputs.ended(result)
             live.done()
         failure = _failure(result)

@@ -148,14 +148,53 @@ async def run_replay(
             return None
         return now + (POLL_BLOCKS * block_s if now + POLL_BLOCKS * block_s <= input_end else block_s)
 
-    async with session:
-        await run_steps(clock, poll, clock.now())  # on a real clock, a step of the loop's stepper: no task wakes
-        metrics = session.metrics()
+    metrics = None
+    opening = _OpeningStop(stop)
+    try:
+        async with session:
+            opening.opened()
+            await run_steps(clock, poll, clock.now())  # on a real clock, a step of the loop's stepper: no task wakes
+            metrics = session.metrics()
+    except asyncio.CancelledError:
+        if not opening.cancelled():
+            raise
+        interrupted = True  # stopped while connecting: nothing ran, nothing to wait for
+    finally:
+        opening.opened()
     take()
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
     return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,
                         duration_s=clock.now() - origin, metrics=metrics, interrupted=interrupted)
+
+
+class _OpeningStop:
+    """A stop while the session connects ends the connect at once (not after its timeout): the
+    replay's task is cancelled then, and only then; once the session is open its steps see the stop."""
+
+    def __init__(self, stop: asyncio.Event | None) -> None:
+        self._task = asyncio.current_task()
+        self._fired = False
+        self._watch = asyncio.ensure_future(self._wait(stop)) if stop is not None else None
+
+    async def _wait(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        if self._watch is not None and self._task is not None:
+            self._fired = True
+            self._task.cancel()
+
+    def opened(self) -> None:
+        """The session is open (or the attempt is over): a stop from now on is the steps' to see."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+
+    def cancelled(self) -> bool:
+        """Was the task cancelled by a stop while connecting? (The cancel is then taken back.)"""
+        if not self._fired or self._task is None:
+            return False
+        self._task.uncancel()
+        return True
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,

@@ -58,6 +58,15 @@ class ReplayOutputs:
 
         return observe
 
+    def stopped_unanswered(self, result: ReplayResult) -> bool:
+        """Did a stop end the run before the server's first event? Then nothing was replayed, and the
+        last run's files are put back (the new ones are closed by then)."""
+        if self.server_spoke or not result.interrupted:
+            return False
+        assert self._aside is not None, "stopped_unanswered() inside run()"
+        self._aside.put_back()
+        return True
+
     def ended(self, result: ReplayResult) -> None:
         """Raise :class:`ConnectionFailed` if the server never sent an event (unless a stop cut the run short)."""
         if not self.server_spoke and not result.interrupted:
