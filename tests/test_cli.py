@@ -202,3 +202,20 @@ def test_a_replay_against_a_server_that_never_speaks_fails(tmp_path: Path) -> No
     assert err[-1] == ("voxline replay: error: the server accepted the connection but never sent an event "
                        "(not even session.created)")
     assert not any("no speech detected" in line for line in err)
+
+
+def test_the_length_printed_is_the_heard_wavs_whole_last_block_included(tmp_path: Path) -> None:
+    recording = tmp_path / "odd.wav"
+    with wave.open(str(recording), "wb") as w:  # 3 s of silence at 8 kHz, in stereo: the replay ends with the input
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(np.zeros(2 * 24_000, "<i2").tobytes())
+    heard = tmp_path / "heard.wav"
+    run = voxline("replay", str(recording), "--fast", "--voice", "tone", "--out", str(heard),
+                  "--events", str(tmp_path / "e.jsonl"))
+    assert run.returncode == 0, run.stderr
+    printed = re.search(r"wrote \S+heard\.wav \((\d+\.\d\d) s\)", run.stdout)
+    assert printed is not None, run.stdout
+    with wave.open(str(heard)) as w:
+        assert float(printed.group(1)) == round(w.getnframes() / w.getframerate(), 2)

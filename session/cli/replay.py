@@ -24,10 +24,11 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.room import RoomEcho, parse_echo
 from voxline.audio.recording import SampleFeed, WavFeed
 from voxline.audio.sinks import WavSink
+from voxline.audio.wavio import WavReader
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import printable, redact_url
+from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -430,7 +431,19 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult, failure: str 
         print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
     cut = " (interrupted: what was heard until then)" if result.interrupted else ""
-    print(f"wrote {args.out} ({result.duration_s:.2f} s){cut} and {args.events}", flush=True)
+    print(f"wrote {args.out} ({_written_s(args.out, result.duration_s):.2f} s){cut} and {args.events}", flush=True)
+
+
+def _written_s(path: Path, otherwise: float) -> float:
+    """The length of the heard WAV as written (its last block is whole, the listener may have been
+    inside it when the replay ended); ``otherwise`` where it is no file to read back (``/dev/null``)."""
+    if not path.is_file():
+        return otherwise
+    try:
+        with WavReader(path) as wav:
+            return wav.duration
+    except AudioError:
+        return otherwise
 
 
 def _write_stereo(args: argparse.Namespace) -> None:
