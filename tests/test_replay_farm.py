@@ -340,3 +340,17 @@ def test_a_farm_whose_server_hangs_up_after_the_first_frame_leaves_each_recordin
     assert run.stdout.splitlines()[0] == "1" and "never sent an event" in run.stdout, run.stdout + run.stderr
     assert (out / "a" / "heard.wav").read_bytes() == b"a: the last run's audio"
     assert sorted(p.name for p in (out / "a").iterdir()) == ["heard.wav"]  # no empty events.jsonl, new this run
+
+
+def test_the_resource_tracker_of_a_farm_in_processes_outlives_a_hangup() -> None:
+    """A closed terminal signals the whole process group: the tracker of the workers' queue ignores it."""
+    code = ("import signal\n"
+            "from multiprocessing import resource_tracker\n"
+            "from voxline.session.replay.farm.processes import _tracker_outlives_a_hangup\n"
+            "_tracker_outlives_a_hangup()\n"
+            "pid = resource_tracker._resource_tracker._pid\n"
+            "status = open(f'/proc/{pid}/status').read()\n"
+            "ignored = int(next(l for l in status.splitlines() if l.startswith('SigIgn:')).split()[1], 16)\n"
+            "print(bool(ignored & (1 << (signal.SIGHUP - 1))), signal.getsignal(signal.SIGHUP) is signal.SIG_DFL)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["True", "True"], run.stderr  # and this process's own handler is as it was

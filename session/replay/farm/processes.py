@@ -53,11 +53,32 @@ def _watch_parent(parent: int, every_s: float = 0.25, grace_s: float = 10.0) -> 
     os._exit(1)
 
 
+def _tracker_outlives_a_hangup() -> None:
+    """Start multiprocessing's resource tracker (it tracks the queue's semaphores) ignoring SIGHUP.
+
+    It ignores SIGINT and SIGTERM by itself, not SIGHUP: a closed terminal (or ``timeout -s HUP``)
+    signals the whole process group, and a tracker killed so prints a traceback for every
+    semaphore the workers then let go. Started here with SIGHUP ignored, it keeps that (an
+    ignored signal stays ignored across exec); it still ends when the command does."""
+    from multiprocessing import resource_tracker
+
+    try:
+        previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    except ValueError:  # not the main thread: it cannot set handlers, and starts the tracker as it is
+        resource_tracker.ensure_running()
+        return
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 async def run_processes(recordings: list[FarmRecording], options: FarmOptions, processes: int,
                         stop: asyncio.Event | None = None, on_outcome: OutcomeHook | None = None,
                         grace_s: float = 20.0) -> list[Outcome]:
     """The recordings dealt over ``processes`` workers, each a :func:`run_part` with ``options.jobs``."""
     parts = deal(recordings, processes)
+    _tracker_outlives_a_hangup()
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
     workers = [context.Process(target=_worker, args=([r.model_dump(mode="json") for r in part], options, out,
