@@ -79,7 +79,7 @@ def test_a_wav_at_another_rate_is_resampled(tmp_path: Path) -> None:
         (["nonsense"], "invalid choice"),
         (["token"], "nor OPENAI_API_KEY is set"),
         (["token", "--url", "ftp://user:sk-test-not-a-real-key@x/v1"],
-         "--url must be an http:// or https:// URL"),  # the flag's mistake, though no key is set either
+         "--url must be an http(s):// or ws(s):// URL"),  # the flag's mistake, though no key is set either
     ],
 )
 def test_user_mistakes_are_one_line(tmp_path: Path, args: list[str], expected: str) -> None:

@@ -116,7 +116,7 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE), "--fast", "--transport", "carrier-pigeon"], "invalid choice"),  # argparse's own
         (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--shard", "9/4"], "--shard 9/4: I must be 0 to 3"),
         (["replay", str(EXAMPLE), "--fast", "--junit", "j.xml"], "--junit makes a farm, which needs --out-dir DIR"),
-        (["token", "--url", "ftp://127.0.0.1:9/v1"], "--url must be an http:// or https:// URL"),
+        (["token", "--url", "ftp://127.0.0.1:9/v1"], "--url must be an http(s):// or ws(s):// URL"),
         (["serve", "--voice", "robot"], "voxline serve: error: unknown voice 'robot'"),
         (["replay", str(EXAMPLE), "--fast", "--scenario", "nosuch", "--out", "h.wav", "--events", "e.jsonl"],
          "unknown scenario 'nosuch'; built-in: default"),  # as serve says it, and with the same status

@@ -85,15 +85,16 @@ def bearer_token(token: str, url: str) -> str:
     return stripped
 
 
-def check_http_url(url: str, what: str = "URL") -> str:
-    """``url`` if it is a usable http(s) URL, else a one-line :class:`ConfigurationError`."""
+def check_http_url(url: str, what: str = "URL", *, named: str = "an http:// or https:// URL") -> str:
+    """``url`` if it is a usable http(s) URL, else a one-line :class:`ConfigurationError` (saying
+    ``what`` must be ``named``: a caller that turns other schemes into these names them too)."""
     try:
         parts = urllib.parse.urlsplit(url)
         _ = parts.port  # a port that is not a number, or out of range, raises here
     except ValueError as exc:
         raise ConfigurationError(f"invalid {what} {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"{what} must be an http:// or https:// URL, not {url!r}")
+        raise ConfigurationError(f"{what} must be {named}, not {url!r}")
     return url
 
 

@@ -68,7 +68,7 @@ def _check_url(url: str) -> None:
     """A URL that cannot be minted at is a usage error (exit 2); its secrets are registered first."""
     register_url_secrets(url)
     try:
-        check_http_url(url, "--url")
+        check_http_url(url, "--url", named="an http(s):// or ws(s):// URL")  # serve prints a ws:// one
     except ConfigurationError as exc:  # a flag's value: a usage error (exit 2)
         raise UsageError(str(exc)) from None
 
