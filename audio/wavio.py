@@ -16,6 +16,7 @@ from a header's figures: reading is in blocks of what the file holds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import wave
@@ -222,7 +223,7 @@ class WavWriter:
             self._wave.writeframes(b"")  # the header now: a valid, empty WAV even if nothing more comes
             self._file.flush()
         except (wave.Error, OSError) as error:
-            self._file.close()
+            self._abandon()  # a full disk fails the header's flush, and again every flush on closing
             raise AudioError(f"cannot write {self.path}: {_reason(error)}") from error
 
     def write(self, samples: Samples) -> None:
@@ -247,6 +248,14 @@ class WavWriter:
                 failure = failure or error
         if failure is not None:
             raise AudioError(f"cannot write {self.path}: {_reason(failure)}") from failure
+
+    def _abandon(self) -> None:
+        """Close the file, and the wave writer on it, after a failure already being reported: the same
+        failure again on the way (the buffered header flushed once more) says nothing new."""
+        steps = [self._wave.close] if getattr(self, "_wave", None) is not None else []
+        for step in (*steps, self._file.close):
+            with contextlib.suppress(OSError, ValueError):
+                step()
 
     def __enter__(self) -> Self:
         return self

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from voxline.base.errors import OutputError
 from voxline.realtime.errors import redact
 
 __all__ = ["EventLog", "redacted", "strip_audio"]
@@ -53,11 +54,20 @@ class EventLog:
     than that is stamped with the last time written (its own ``at`` stays in its payload).
     Lines are handed to the system whole as they leave that horizon, so a process killed
     outright leaves whole lines, lacking at most the last ``horizon_s`` of events.
+
+    A log that cannot be written (a full disk) never fails the caller that hands it an event (a
+    wire observer, a session hook): it stops writing, and :meth:`close` raises the
+    :class:`~voxline.base.errors.OutputError` naming the file.
     """
 
     def __init__(self, sink: Path | IO[str], now: Callable[[], float], horizon_s: float = 1.0) -> None:
         self._own = isinstance(sink, Path)
-        self._out: IO[str] = sink.open("w", encoding="utf-8") if isinstance(sink, Path) else sink
+        self.name = str(sink) if isinstance(sink, Path) else str(getattr(sink, "name", "the event log"))
+        self.error: OutputError | None = None  # the first write that failed; nothing is written after it
+        try:
+            self._out: IO[str] = sink.open("w", encoding="utf-8") if isinstance(sink, Path) else sink
+        except OSError as exc:
+            raise self._failed(exc) from exc
         self._now = now
         self._horizon = horizon_s
         self._pending: list[tuple[float, int, str, Any]] = []  # (t, seq, dir, event), a heap
@@ -94,20 +104,35 @@ class EventLog:
         self._flush(now - self._horizon)
 
     def _flush(self, upto: float) -> None:
+        if self.error is not None:  # nowhere to go: the log holds nothing back
+            self._pending.clear()
+            return
         lines = []
         while self._pending and self._pending[0][0] <= upto:
             t, _seq, direction, event = heapq.heappop(self._pending)
             self._last = max(self._last, t)
             lines.append(json.dumps({"t_ms": round(self._last * 1000, 3), "dir": direction, "event": event}) + "\n")
         if lines:  # whole lines in one write, handed to the system at once: a killed process leaves no half line
-            self._out.write("".join(lines))
-            self._out.flush()
+            try:
+                self._out.write("".join(lines))
+                self._out.flush()
+            except OSError as exc:
+                self.error = self._failed(exc)
+
+    def _failed(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write {self.name}: {exc.strerror or exc}")
 
     def close(self) -> None:
+        """Write what is held back and close the file; :class:`OutputError` if any of the log could not be written."""
         self._flush(float("inf"))
-        if self._own:
-            self._out.close()
-        else:
-            self._out.flush()
+        try:
+            if self._own:
+                self._out.close()  # closed even when its last flush fails
+            else:
+                self._out.flush()
+        except OSError as exc:
+            self.error = self.error or self._failed(exc)
+        if self.error is not None:
+            raise self.error
 
 

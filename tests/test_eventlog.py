@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
+import pytest
+
+from voxline.base.errors import OutputError
 from voxline.session.eventlog import EventLog
 
 
@@ -48,3 +52,14 @@ def test_a_frame_nested_too_deep_is_logged_as_unparsed_without_a_traceback() -> 
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["event"].get("unparsed", "")[:5] for line in lines[:2]] == ["[[[[[", "[[[[["]
     assert lines[2]["event"] == {"type": "after", "key": "[redacted]"}
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (Linux has one)")
+def test_a_log_on_a_full_disk_takes_every_event_and_names_its_file_on_closing() -> None:
+    log = EventLog(Path("/dev/full"), lambda: 1.0, horizon_s=0.0)
+    for n in range(3):  # a wire observer that raised would be logged with a traceback on every replay
+        log.wire("in", json.dumps({"type": "event", "n": n}))
+    log.local({"type": "BargeIn"})
+    assert log.error is not None
+    with pytest.raises(OutputError, match=r"^cannot write /dev/full: No space left on device$"):
+        log.close()

@@ -4,6 +4,7 @@ files written as a run goes replace the last run's only once the run began (``Se
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -298,3 +299,36 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run_and_nothing_
     assert f"cannot write {locked / 'heard.wav'}: permission denied" in run.stderr
     assert events.read_text() == '{"the": "last run"}\n'  # --fast emptied it before failing on --out
     assert run.stdout == ""  # refused before the replay began
+
+
+FULL = Path("/dev/full")  # every write to it fails: a full disk
+needs_full = pytest.mark.skipif(not FULL.exists(), reason="no /dev/full (Linux has one)")
+
+
+@needs_full
+@pytest.mark.parametrize("flag", ["--out", "--events", "--summary", "--stereo-out"])
+def test_a_replay_that_runs_out_of_disk_names_the_file_in_one_line(tmp_path: Path, flag: str) -> None:
+    outputs = {"--out": tmp_path / "heard.wav", "--events": tmp_path / "events.jsonl", flag: FULL}
+    command = [str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone"]
+    for name, path in outputs.items():  # --summary and --stereo-out read --out back: it is a file then
+        command += [name, str(path)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    notice = "voxline: the built-in local server's engine in process"  # said before every --fast replay
+    errors = [line for line in run.stderr.splitlines() if not line.startswith(notice)]
+    assert run.returncode == 1
+    assert errors == ["voxline replay: error: cannot write /dev/full: No space left on device"], run.stderr
+
+
+@needs_full
+def test_a_farm_recording_whose_log_runs_out_of_disk_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        shutil.copy(EXAMPLE, tmp_path / f"{name}.wav")
+    (tmp_path / "out" / "b").mkdir(parents=True)
+    (tmp_path / "out" / "b" / "events.jsonl").symlink_to(FULL)
+    run = subprocess.run([str(VOXLINE), "replay", "a.wav", "b.wav", "--fast", "--voice", "tone", "--out-dir", "out"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    rows = {row["name"]: row for row in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert rows["a"]["status"] == "pass"
+    assert rows["b"]["status"] == "error"
+    assert rows["b"]["error"] == f"cannot write {tmp_path / 'out' / 'b' / 'events.jsonl'}: No space left on device"

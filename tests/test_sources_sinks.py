@@ -275,3 +275,19 @@ def test_a_wav_writer_dropped_unclosed_completes_its_file_quietly(tmp_path: Path
     assert raised == []  # the wave module's finalizer did not flush a closed file
     samples, rate = read_wav(tmp_path / "dropped.wav")
     assert rate == 24_000 and np.array_equal(samples, np.arange(480, dtype=np.int16))
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full (Linux has one)")
+def test_a_wav_sink_on_a_full_disk_names_its_file_and_leaves_nothing_to_report_later() -> None:
+    import gc
+    import sys
+
+    raised: list[object] = []
+    previous, sys.unraisablehook = sys.unraisablehook, raised.append
+    try:
+        with pytest.raises(AudioError, match=r"^cannot write /dev/full: No space left on device$"):
+            WavSink("/dev/full")  # the header's flush fails, and would again on every close
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert raised == []  # no "Exception ignored" from the wave module's finalizer on a closed file

@@ -5,6 +5,7 @@
     VoxlineError                    every error voxline raises on purpose; str() is one line
     ├── AudioError                  a format spelled wrongly, an unreadable or non-PCM WAV file,
     │                               a missing or busy sound device
+    ├── OutputError                 a file written as a run goes (an event log) that cannot be written
     └── RealtimeError               the wire and the session (voxline.realtime.errors draws it)
 
 Messages never contain keys or tokens: :class:`VoxlineError` redacts anything that looks
@@ -25,6 +26,7 @@ import urllib.parse
 __all__ = [
     "LOGGERS",
     "AudioError",
+    "OutputError",
     "RedactingFilter",
     "VoxlineError",
     "forget_secret",
@@ -288,3 +290,7 @@ class VoxlineError(Exception):
 
 class AudioError(VoxlineError):
     """A user-facing audio problem: devices and audio files."""
+
+
+class OutputError(VoxlineError):
+    """A file written as a run goes (an event log) cannot be written: a full disk, a lost mount."""
