@@ -294,6 +294,11 @@ class Recording:
         self._next = 0  # the first sample not handed over
 
     @property
+    def captured(self) -> int:
+        """How many samples were handed over so far: the whole recording once it is over."""
+        return min(self._next, self._frames)
+
+    @property
     def due(self) -> float | None:
         """When the next block is captured; ``None`` once every block was handed over."""
         n = self._frames

@@ -5,7 +5,9 @@ sides of a call, aligned sample for sample. A replay has both: its input (int16 
 as the session captured it) and HEARD.wav, whose sample ``n`` is what the listener heard
 while input sample ``n`` was captured. :func:`write_stereo` interleaves them, left the
 input and right the heard audio, the shorter padded with silence, reading both a block at a
-time when the input is given as a feed (an hour's recording never sits in memory whole).
+time when the input is given as a feed (an hour's recording never sits in memory whole). A
+replay stopped early captured only the start of its input: the left channel holds that
+start, and the file ends where the replay did.
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ BLOCK = SAMPLE_RATE  # one second a write
 
 
 def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right: PathLike,
-                 rate: int = SAMPLE_RATE) -> int:
+                 rate: int = SAMPLE_RATE, captured: int | None = None) -> int:
     """Write ``left`` (samples, or a feed read to its end) and the mono WAV ``right`` as one 16-bit
-    stereo WAV; returns its frames."""
+    stereo WAV; returns its frames. ``captured`` keeps only that many samples of ``left`` (what a
+    replay stopped early captured of its input)."""
     mine_feed = as_feed(left)
     with WavReader(right) as heard:
         if heard.rate != rate:
             raise AudioError(f"cannot pair {os.fspath(right)} ({heard.rate} Hz) with audio at {rate} Hz")
-        frames = max(mine_feed.frames, heard.frames)
+        mine_frames = mine_feed.frames if captured is None else max(0, min(captured, mine_feed.frames))
+        frames = max(mine_frames, heard.frames)
         try:
             with replaced(path) as file, wave.open(file, "wb") as out:  # whole, or not at all
                 out.setnchannels(2)
@@ -45,7 +49,7 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
                 for start in range(0, frames, BLOCK):
                     n = min(BLOCK, frames - start)
                     block = np.zeros((n, 2), dtype="<i2")
-                    mine = mine_feed.read(n)
+                    mine = mine_feed.read(max(0, min(n, mine_frames - start)))
                     block[: len(mine), 0] = mine
                     theirs = heard.read(n)
                     block[: len(theirs), 1] = theirs

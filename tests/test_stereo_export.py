@@ -7,6 +7,7 @@ left holds the user's interruption from its first sample.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import wave
@@ -15,9 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voxline.audio.sinks import WavSink
 from voxline.audio.stereo import write_stereo
 from voxline.audio.recording import WavFeed
 from voxline.audio.wavio import read_wav, write_wav
+from voxline.realtime.server.engine.scenario import load_scenario
+from voxline.session.events import BargeIn
+from voxline.session.replay import replay_fast
 from voxline.session.replay.inputs import load_input, open_input
 from tests.support.cli import VOXLINE
 from tests.support.farm import make_recording
@@ -66,6 +71,33 @@ def test_write_stereo_streams_an_input_feed_to_the_same_file_as_its_samples(tmp_
         assert write_stereo(tmp_path / "fed.wav", counted, tmp_path / "heard.wav") == len(whole)
     assert counted.largest == R  # a second at a time, never the whole recording
     assert (tmp_path / "fed.wav").read_bytes() == (tmp_path / "whole.wav").read_bytes()
+
+
+def test_a_stopped_replays_stereo_file_ends_where_the_replay_stopped(tmp_path: Path) -> None:
+    """Stopped at the barge-in, 3.5 s into six seconds of input: the left channel holds the input the
+    session captured until then and nothing of the rest, and the file is as long as HEARD.wav."""
+    make_recording(tmp_path / "call.wav", 4, True)
+    user, _ = read_wav(tmp_path / "call.wav")
+    stop = asyncio.Event()
+
+    def on_event(event: object) -> None:
+        if isinstance(event, BargeIn):
+            stop.set()
+
+    with WavSink(tmp_path / "heard.wav") as sink:
+        result = replay_fast(user, scenario=load_scenario(None), voice="tone", sink=sink, on_event=on_event,
+                             stop=stop)
+    heard, _ = read_wav(tmp_path / "heard.wav")
+    captured = result.captured_samples
+    assert result.interrupted and captured is not None
+    assert 3.5 * R <= captured < 5 * R  # the start of the input, up to the stop
+    assert 0 <= len(heard) - captured <= 960  # the input goes over in 40 ms chunks: a chunk cut short is not captured
+    with open_input(tmp_path / "call.wav", quiet=True) as feed:
+        frames = write_stereo(tmp_path / "both.wav", feed, tmp_path / "heard.wav", captured=captured)
+    left, right = read_stereo(tmp_path / "both.wav")
+    assert frames == len(left) == max(captured, len(heard))
+    assert np.array_equal(left[:captured], user[:captured]) and not left[captured:].any()
+    assert np.array_equal(right[: len(heard)], heard)
 
 
 @pytest.mark.slow

@@ -83,7 +83,7 @@ def long_recording(path: Path, seconds: int) -> None:
 def test_a_signalled_replay_writes_what_it_heard_its_log_report_and_summary(tmp_path: Path, sig: signal.Signals) -> None:
     long_recording(tmp_path / "call.wav", 30)
     run = start("replay", "call.wav", "--voice", "tone", "--out", "heard.wav", "--events", "events.jsonl",
-                "--report", "report.html", "--summary", "summary.json", cwd=tmp_path)
+                "--report", "report.html", "--summary", "summary.json", "--stereo-out", "both.wav", cwd=tmp_path)
     wait_for(lambda: last_event_ms(tmp_path / "events.jsonl") >= 2500, "2.5 s of events")
     run.send_signal(sig)
     out, err = run.communicate(timeout=60)
@@ -99,6 +99,15 @@ def test_a_signalled_replay_writes_what_it_heard_its_log_report_and_summary(tmp_
     assert summary["pass"] is False and not fatal["ok"] and "interrupted by " + sig.name in fatal["detail"]
     assert summary["duration_s"] == pytest.approx(len(heard) / R, abs=0.05)
     assert "<svg" in (tmp_path / "report.html").read_text()
+    import wave
+
+    import numpy as np
+
+    with wave.open(str(tmp_path / "both.wav"), "rb") as both:  # it ends where the replay stopped, not the input
+        sides = np.frombuffer(both.readframes(both.getnframes()), dtype="<i2").reshape(-1, 2)
+    user, _ = read_wav(tmp_path / "call.wav")
+    assert len(heard) <= len(sides) <= len(heard) + 480 and np.array_equal(sides[: len(heard), 1], heard)
+    assert np.array_equal(sides[: len(heard) - 960, 0], user[: len(heard) - 960])  # the last chunk may not be captured
 
 
 def test_a_replay_stopped_before_any_speech_does_not_call_the_recording_silent(tmp_path: Path) -> None:

@@ -283,7 +283,7 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
         failure = _failure(result)
         _print_summary(args, result, failure)
         _write_report(args, result, stop)
-        _write_stereo(args)
+        _write_stereo(args, result)
     if failure is not None and not stop.exit_code:
         print(f"voxline replay: error: {printable(failure)}; what was heard until then is written", file=sys.stderr)
         return 1
@@ -446,9 +446,10 @@ def _written_s(path: Path, otherwise: float) -> float:
         return otherwise
 
 
-def _write_stereo(args: argparse.Namespace) -> None:
-    """``--stereo-out``: the input and HEARD.wav side by side, sample-aligned (:mod:`.stereo`)."""
+def _write_stereo(args: argparse.Namespace, result: ReplayResult) -> None:
+    """``--stereo-out``: the input as the session captured it and HEARD.wav side by side, sample-aligned
+    (:mod:`.stereo`); an interrupted replay's ends where it stopped."""
     if getattr(args, "stereo_out", None) is not None:
         with open_input(args.input, quiet=True, channel=args.channel) as feed:  # streamed, a second at a time
-            write_stereo(args.stereo_out, feed, args.out)
+            write_stereo(args.stereo_out, feed, args.out, captured=result.captured_samples)
         print(f"wrote {args.stereo_out} (left: the input, right: what the listener heard)", flush=True)

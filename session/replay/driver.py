@@ -112,7 +112,8 @@ async def run_replay(
     chunk = settings.input_chunk_samples
     plain = echo is None and not aec and not local_vad and chunk % BLOCK == 0
     feed = as_feed(samples)
-    mic: AsyncIterable[np.ndarray] = Recording(feed, clock, origin, block=chunk if plain else BLOCK)
+    recording = Recording(feed, clock, origin, block=chunk if plain else BLOCK)
+    mic: AsyncIterable[np.ndarray] = recording
     if echo is not None:
         mic = echoed_blocks(mic, echo, attach_ring(output.playout))
     session = VoiceSession(settings, output=output, input=mic, tools=tools,
@@ -165,7 +166,8 @@ async def run_replay(
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
     return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,
-                        duration_s=clock.now() - origin, metrics=metrics, interrupted=interrupted)
+                        duration_s=clock.now() - origin, metrics=metrics, interrupted=interrupted,
+                        captured_samples=recording.captured)
 
 
 class _OpeningStop:

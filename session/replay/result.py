@@ -35,6 +35,8 @@ class ReplayResult:
     duration_s: float = 0.0  # listener time covered
     metrics: MetricsReport | None = None  # the session's figures when the replay ended
     interrupted: bool = False  # stopped by a signal before its end: the figures cover what ran
+    # input samples the session captured: the whole input, or its start when interrupted (None: not known)
+    captured_samples: int | None = None
 
     @property
     def barge_ins(self) -> list[BargeIn]:

@@ -135,7 +135,7 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
             _write_report(recording, result, heard, folder, options)
         if options.stereo:
             with open_input(recording.path, quiet=True) as feed:  # streamed, a second at a time
-                write_stereo(folder / "stereo.wav", feed, heard)
+                write_stereo(folder / "stereo.wav", feed, heard, captured=result.captured_samples)
     except (VoxlineError, OSError) as exc:
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
