@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.test_live_machine import RATE, Rig, frame, sent, start, track
+from tests.support.live_rig import RATE, Rig, frame, sent, start, track
 from voxline.realtime.errors import RemoteProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
