@@ -117,6 +117,8 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--shard", "9/4"], "--shard 9/4: I must be 0 to 3"),
         (["replay", str(EXAMPLE), "--fast", "--junit", "j.xml"], "--junit makes a farm, which needs --out-dir DIR"),
         (["token", "--url", "ftp://127.0.0.1:9/v1"], "--url must be an http(s):// or ws(s):// URL"),
+        (["replay", str(EXAMPLE), "--fast", "--tools", "mytools", "--out", "h.wav", "--events", "e.jsonl"],
+         "argument --tools: takes MODULE:ATTR (e.g. mytools:registry), not 'mytools'"),
         (["serve", "--voice", "robot"], "voxline serve: error: unknown voice 'robot'"),
         (["replay", str(EXAMPLE), "--fast", "--scenario", "nosuch", "--out", "h.wav", "--events", "e.jsonl"],
          "unknown scenario 'nosuch'; built-in: default"),  # as serve says it, and with the same status

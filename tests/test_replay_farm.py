@@ -234,7 +234,7 @@ def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path
         (["--out-dir", "{tmp}/o", "--shard", "3/3"], "--shard 3/3: I must be 0 to 2"),
         (["--out", "{tmp}/h.wav"], "--out applies to a single replay"),
         ([], "a farm needs --out-dir DIR"),
-        (["--out-dir", "{tmp}/o", "--tools", "nomodule"], "--tools takes MODULE:ATTR"),
+        (["--out-dir", "{tmp}/o", "--tools", "nomodule"], "argument --tools: takes MODULE:ATTR"),
         (["--out-dir", "{tmp}/o", "--jobs", "0"], "argument --jobs: expected a whole number of at least 1"),
     ],
 )

@@ -59,6 +59,14 @@ __all__ = ["add_arguments", "load_tools", "loop_factory", "run", "target_url"]
 RATE = SAMPLE_RATE
 
 
+
+def _tools_spec(value: str) -> str:
+    """``--tools`` of the wrong shape is the command line's mistake (exit 2); importing it comes later."""
+    module, _, attr = value.partition(":")
+    if not module or not attr:
+        raise argparse.ArgumentTypeError(f"takes MODULE:ATTR (e.g. mytools:registry), not {value!r}")
+    return value
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
@@ -84,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default $VOXLINE_API, else realtime")
     parser.add_argument("--fast", action="store_true",
                         help="built-in server only: run in lockstep on a virtual clock, faster than real time")
-    parser.add_argument("--tools", metavar="MODULE:ATTR",
+    parser.add_argument("--tools", metavar="MODULE:ATTR", type=_tools_spec,
                         help="a ToolRegistry (e.g. mytools:registry) to run the calls the server makes")
     parser.add_argument("--scenario", default=None, metavar="NAME|FILE",
                         help="built-in server scenario: default, long, tools, listen or a TOML file (default: default)")
