@@ -112,6 +112,16 @@ def test_a_directory_is_its_sorted_wavs(tmp_path: Path) -> None:
         recordings_from_paths([tmp_path / "empty"])
 
 
+def test_one_recording_given_twice_is_named_so_and_two_of_one_name_are_told_apart(tmp_path: Path) -> None:
+    for folder in ("d1", "d2"):
+        (tmp_path / folder).mkdir()
+        make_recording(tmp_path / folder / "call.wav", 1, False)
+    with pytest.raises(ConfigurationError, match="call.wav is given twice"):
+        recordings_from_paths([tmp_path / "d1" / "call.wav", tmp_path / "d1" / ".." / "d1" / "call.wav"])
+    with pytest.raises(ConfigurationError, match="two recordings are named 'call'.*rename one"):
+        recordings_from_paths([tmp_path / "d1" / "call.wav", tmp_path / "d2" / "call.wav"])
+
+
 def test_shards_are_zero_based_deterministic_and_cover_every_recording_once() -> None:
     items = [f"r{n:02}" for n in range(23)]
     shards = [parse_shard(f"{i}/4").take(items) for i in range(4)]

@@ -194,6 +194,8 @@ def _unique(recordings: list[FarmRecording], where: str) -> list[FarmRecording]:
     """Sorted by name; two recordings may not share one (their outputs would collide)."""
     seen: dict[str, Path] = {}
     for r in recordings:
+        if r.name in seen and seen[r.name] == r.path and not where.startswith("manifest"):
+            raise ConfigurationError(f"{where}: {r.path} is given twice")
         if r.name in seen:
             raise ConfigurationError(f"{where}: two recordings are named {r.name!r} ({seen[r.name]} and {r.path}); "
                                      "rename one" + (" or give it a name" if where.startswith("manifest") else ""))
