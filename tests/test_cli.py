@@ -219,3 +219,21 @@ def test_the_length_printed_is_the_heard_wavs_whole_last_block_included(tmp_path
     assert printed is not None, run.stdout
     with wave.open(str(heard)) as w:
         assert float(printed.group(1)) == round(w.getnframes() / w.getframerate(), 2)
+
+
+def test_token_with_no_key_against_a_server_that_asks_for_one_says_none_was_given() -> None:
+    from tests.support.cli import VOXLINE
+
+    server = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone", "--api-key", "sk-serve-key"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        url = re.search(r"at (ws://\S+/v1/realtime) ", server.stdout.readline())
+        assert url is not None
+        no_key = {"OPENAI_API_KEY": "", "VOXLINE_API_KEY": "", "VOXLINE_URL": "", "OPENAI_BASE_URL": ""}
+        line = one_line_error(voxline("token", "--url", url.group(1), env=no_key, timeout=60))
+        assert "this server asks for an API key, and neither VOXLINE_API_KEY nor OPENAI_API_KEY is set" in line
+        assert "the token was refused" not in line
+    finally:
+        server.terminate()
+        server.wait(timeout=20)

@@ -33,11 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ttl", type=int, default=600, help="seconds the secret stays valid (10..7200)")
 
 
-def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> dict[str, Any]:
+def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int, keyless: bool = False) -> dict[str, Any]:
     """Blocking HTTP call; returns the server's JSON (``value``, ``expires_at``, ``session``).
 
     No redirect is followed (:mod:`voxline.realtime.transports.http`): the API key goes to the
-    host named by ``base_url`` and nowhere else.
+    host named by ``base_url`` and nowhere else. ``keyless``: no key was configured (a loopback
+    server is asked with a stand-in), so a refusal says that none was given.
     """
     _check_ttl(ttl)
     _check_url(base_url)
@@ -48,6 +49,9 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int) -> 
     url = redact_url(target)
     if reply.redirected:
         raise ConnectionFailed(f"{url} answered with a redirect (HTTP {reply.status}); not followed with the API key")
+    if keyless and reply.status in (401, 403):
+        raise ConnectionFailed(f"client secret refused: HTTP {reply.status} from {url}: this server asks for an API key, "
+                               "and neither VOXLINE_API_KEY nor OPENAI_API_KEY is set")
     if reply.status >= 400:
         raise ConnectionFailed(f"client secret refused: {http_status(url, reply.status)}")
     try:
@@ -91,10 +95,11 @@ async def run(args: argparse.Namespace) -> int:
     url = api_base(args.url)
     _check_url(url)  # the flag's own mistake before what the environment lacks
     api_key = api_key_from_env() or split_userinfo(url)[1]  # the configured key wins; empty is unset
-    if not api_key and is_loopback_url(url):
+    keyless = not api_key and is_loopback_url(url)
+    if keyless:
         api_key = "local"  # a local server without --api-key takes any key (one with a key refuses this one)
     if not api_key:
         raise ConfigurationError("neither VOXLINE_API_KEY nor OPENAI_API_KEY is set; a client secret is minted with an API key")
-    secret = await asyncio.to_thread(mint_client_secret, url, api_key, model=args.model, ttl=args.ttl)
+    secret = await asyncio.to_thread(mint_client_secret, url, api_key, model=args.model, ttl=args.ttl, keyless=keyless)
     print(json.dumps({"value": secret.get("value"), "expires_at": secret.get("expires_at")}))
     return 0
