@@ -320,9 +320,11 @@ def test_a_farm_that_cannot_connect_leaves_each_recordings_last_files_as_they_we
         (out / name).mkdir(parents=True)
         (out / name / "heard.wav").write_bytes(f"{name}: the last run's audio".encode())
         (out / name / "events.jsonl").write_text(f'{{"last run": "{name}"}}\n')
+    make_recording(farm / "c.wav", 2, interrupt=False)  # never run before: no folder of its own is left either
     run = subprocess.run([str(VOXLINE), "replay", str(farm), "--out-dir", str(out), "--url", "ws://127.0.0.1:9/v1"],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
-    assert run.returncode == 1 and run.stdout.count("cannot connect") == 2, run.stdout + run.stderr
+    assert run.returncode == 1 and run.stdout.count("cannot connect") == 3, run.stdout + run.stderr
+    assert not (out / "c").exists()
     for name in ("a", "b"):
         assert (out / name / "heard.wav").read_bytes() == f"{name}: the last run's audio".encode()
         assert (out / name / "events.jsonl").read_text() == f'{{"last run": "{name}"}}\n'

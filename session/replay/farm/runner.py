@@ -127,10 +127,17 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     folder = options.out_dir / folder_of(recording)
     heard, events = folder / "heard.wav", folder / "events.jsonl"
     started = time.perf_counter()
+    made = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with open_input(recording.path, quiet=True) as feed:  # streamed as it plays
-            result = await _replay(recording, options, clock, voices, feed, heard, events, stop)
+        try:
+            with open_input(recording.path, quiet=True) as feed:  # streamed as it plays
+                result = await _replay(recording, options, clock, voices, feed, heard, events, stop)
+        except BaseException:
+            if made:  # nothing ran (the last run's files, if any, are back): no empty folder stays either
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise
         if options.report and result.metrics is not None:
             _write_report(recording, result, heard, folder, options)
         if options.stereo:
