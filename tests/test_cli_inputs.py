@@ -74,6 +74,12 @@ def test_two_outputs_on_one_file_are_refused(tmp_path: Path) -> None:
     assert "named for two outputs" in line
 
 
+def test_every_output_may_be_discarded_at_once() -> None:
+    run = voxline("replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out", os.devnull, "--events", os.devnull)
+    assert run.returncode == 0, run.stderr
+    assert f"wrote {os.devnull} (" in run.stdout
+
+
 def _extensible_24bit(path: Path, samples: np.ndarray, rate: int) -> Path:
     """A 24-bit mono WAV with a WAVE_FORMAT_EXTENSIBLE header, the way sox writes one."""
     wide = (samples.astype(np.int32) << 8).astype("<i4").tobytes()

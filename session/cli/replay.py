@@ -156,7 +156,8 @@ def token_for(url: str) -> str:
 
 
 def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
-    """No output may be an input or another output, by name or through a link."""
+    """No output may be an input or another output, by name or through a link (outputs may share a
+    device that discards what it is given, as ``/dev/null``)."""
     seen: list[Path] = []
     for path in [*inputs, *outputs]:
         for other in seen:
@@ -164,8 +165,17 @@ def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
                 if other in inputs:
                     raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
                                              "choose another name")
-                raise ConfigurationError(f"{path} is named for two outputs; choose another name for one")
+                if not _discards(path):
+                    raise ConfigurationError(f"{path} is named for two outputs; choose another name for one")
         seen.append(path)
+
+
+def _discards(path: Path) -> bool:
+    """Is ``path`` the null device (every output may go there at once)?"""
+    try:
+        return os.path.samefile(path, os.devnull)
+    except OSError:
+        return False
 
 
 def writable(path: Path) -> None:
