@@ -37,7 +37,7 @@ from voxline.realtime.transports.rtc_audio import (
     SampleQueue,
     audio_frame,
 )
-from voxline.realtime.transports.rtc_signaling import calls_url, is_loopback_url, post_offer
+from voxline.realtime.transports.rtc_signaling import MESSAGE_CHARS, Answer, calls_url, is_loopback_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
 
@@ -289,6 +289,49 @@ async def test_no_server_is_a_one_line_connection_failure() -> None:
     with pytest.raises(ConnectionFailed, match="cannot connect to .*realtime/calls") as caught:
         await WebRTCTransport.connect(url, KEY)
     assert "\n" not in str(caught.value)
+
+
+_HEAD = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+
+
+@pytest.mark.parametrize("answer", [
+    "v=0\r\nthis is not sdp\r\nm=audio\r\n",  # aiortc's parser asserts
+    _HEAD + "m=audio 9\r\n",
+    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN\r\n",
+    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=candidate:1 1 udp\r\n",
+    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=rtpmap:111\r\na=mid:0\r\n",  # it unpacks
+    _HEAD,  # it raises ValueError
+])
+async def test_an_unusable_sdp_answer_is_a_one_line_connection_failure(answer: str) -> None:
+    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        return Answer(answer, "rtc_1")
+
+    with pytest.raises(ConnectionFailed) as caught:
+        await WebRTCTransport.connect("http://127.0.0.1:9/v1", KEY, offer=offer, open_timeout=3)
+    message = str(caught.value)
+    assert "sent an unusable SDP answer (" in message and "\n" not in message and len(message) < 500
+
+
+async def test_a_huge_error_message_from_the_calls_endpoint_is_clipped() -> None:
+    body = json.dumps({"error": {"message": "x" * 200_000}}).encode()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 500 X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(ConnectionFailed) as caught:
+            await post_offer(calls_url(f"http://127.0.0.1:{port}/v1"), KEY, "v=0\r\n")
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert "HTTP 500: xxx" in str(caught.value) and len(str(caught.value)) < MESSAGE_CHARS + 200
 
 
 @pytest.mark.parametrize(

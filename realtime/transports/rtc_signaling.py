@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from ..errors import ConfigurationError, ConnectionFailed
 from .http import post, split_userinfo
 
-__all__ = ["EVENTS_LABEL", "Answer", "calls_url", "is_loopback_url", "post_offer"]
+__all__ = ["EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url", "clipped", "is_loopback_url",
+           "post_offer"]
+
+SDP_PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError)
+"""What aiortc's SDP parser raises on malformed lines it does not check itself (an offer or an answer)."""
 
 EVENTS_LABEL = "oai-events"
 """The label of the data channel that carries the JSON events."""
@@ -90,10 +94,19 @@ def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
     return Answer(body, call_id)
 
 
+MESSAGE_CHARS = 300  # of a server's error message kept in an error (a body may be megabytes long)
+
+
 def _error_message(body: bytes) -> str:
-    """``: <message>`` from a JSON error body, on one line; empty if there is none."""
+    """``: <message>`` from a JSON error body, on one line and at most :data:`MESSAGE_CHARS` long; empty if
+    there is none."""
     try:
         message = json.loads(body)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return ""
-    return f": {' '.join(str(message).split())}" if message else ""
+    return f": {clipped(' '.join(str(message).split()))}" if message else ""
+
+
+def clipped(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[:limit] + "…"

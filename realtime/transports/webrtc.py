@@ -33,7 +33,7 @@ from voxline.base.errors import install_log_redaction, redact_url, scrub
 from ..errors import ConnectionClosed, ConnectionFailed
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
-from .rtc_signaling import EVENTS_LABEL, Answer, calls_url, is_loopback_url, post_offer
+from .rtc_signaling import EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped, is_loopback_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport"]
@@ -137,8 +137,9 @@ class WebRTCTransport:
         self.call_id = answer.call_id
         try:
             await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))
-        except ValueError as exc:
-            raise ConnectionFailed(f"{self.url} sent an unusable SDP answer: {exc}") from None
+        except SDP_PARSER_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
+            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clipped(why)})") from None
         await self._opened.wait()
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:

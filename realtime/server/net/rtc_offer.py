@@ -24,11 +24,9 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
+from voxline.realtime.transports.rtc_signaling import SDP_PARSER_FAILURES
 
-__all__ = ["PARSER_FAILURES", "answer_offer", "close_peer", "offer_text"]
-
-PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError)
-"""What aiortc's SDP parser raises on malformed lines it does not check itself."""
+__all__ = ["answer_offer", "close_peer", "offer_text"]
 
 _RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
 _FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
@@ -64,7 +62,7 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
         if any(t.kind == "audio" for t in pc.getTransceivers()):
             pc.addTrack(output)
         await pc.setLocalDescription(await pc.createAnswer())
-    except PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
+    except SDP_PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
         await close_peer(pc)
         detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
         raise RequestRejected(errors.invalid_value(param, f"Invalid SDP offer: {detail}")) from None
