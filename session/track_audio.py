@@ -140,10 +140,14 @@ class TrackTagger:
                 self._finish(heard_to_the_end=True)
 
     def audio_estimates(self) -> list[tuple[str, float]]:
-        """(item id, ms of audio it has, estimated) for the items of the responses remembered."""
+        """(item id, ms of audio it has, estimated) for the items of the responses remembered.
+
+        At least what went to it on the track, and at least what its transcript so far takes at
+        the speaking rate: the transcript runs ahead of the audio, so an item cut early has far
+        more words received than heard, and its heard share is of that longer whole."""
         out = []
         for item in self._items.values():
-            estimate = max(item.tagged, self.rate.samples_for(item.chars) if item.done else 0)
+            estimate = max(item.tagged, self.rate.samples_for(item.chars))
             if estimate > 0:
                 out.append((item.item_id, estimate * 1000.0 / RATE))
         return out

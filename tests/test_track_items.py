@@ -114,3 +114,16 @@ def test_an_item_with_an_empty_transcript_is_not_skipped() -> None:
          {"type": "output_audio_buffer.started", "response_id": "r"})
     play(tagger, RATE)  # no length to go by: the audio stays with the item playing
     assert playout.received_samples("a") == RATE and playout.received_samples("b") == 0
+
+
+def test_an_item_cut_while_its_transcript_runs_ahead_is_as_long_as_the_words_received_say() -> None:
+    """The transcript arrives faster than the audio plays: an item cut after one second, with five
+    seconds of words in, is at least five seconds long, so its heard share is a fifth of those words."""
+    tagger = TrackTagger(PlayoutBuffer())
+    words = "x" * 77  # about 5 s at the default rate
+    feed(tagger, message("a", "r", 0), {"type": "response.output_audio_transcript.delta", "response_id": "r",
+                                         "item_id": "a", "output_index": 0, "content_index": 0, "delta": words},
+         {"type": "output_audio_buffer.started", "response_id": "r"})
+    play(tagger, RATE)
+    feed(tagger, {"type": "output_audio_buffer.cleared", "response_id": "r"})
+    assert dict(tagger.audio_estimates())["a"] == pytest.approx(len(words) * DEFAULT_MS_PER_CHAR, abs=0.1)
