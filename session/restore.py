@@ -21,9 +21,11 @@ def creates_owed(owed: Iterable[Owed], followed_up: Set[str], *, cut_short: bool
     """The creates to send after a rebuild.
 
     * each create the lost connection owed (in flight or queued), except for a response with
-      tool calls, which the tool tracker follows up once its outputs are in (``followed_up``);
-    * one more when the drop cut a reply short for the listener and nothing else asks for one,
-      so the model goes on from what was heard;
+      tool calls, which the tool tracker follows up once its outputs are in (``followed_up``:
+      its ``response.done`` lost with the connection, or its calls still running);
+    * one more when the drop cut a reply short for the listener and nothing else asks for one
+      (a tool still running does: its output brings the create), so the model goes on from what
+      was heard;
     * one for each message sent while the session was away.
     """
     creates = [dict(payload) for rid, payload in owed if rid is None or rid not in followed_up]

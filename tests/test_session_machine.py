@@ -214,3 +214,39 @@ def test_text_that_cannot_be_sent_is_refused_and_never_kept_for_a_reconnect() ->
     machine.attach(fresh)
     machine.restore(0.2)  # before, the kept text made this raise, and the session ended
     assert not any(e["type"] == "conversation.item.create" for e in sent(fresh))
+
+
+def test_a_drop_while_a_tool_runs_leaves_the_create_to_its_output() -> None:
+    """The reply's preamble is cut short by the drop while its tool runs: the restore sends no
+    ``response.create`` of its own (the model would call the tool again); the output brings one."""
+    machine, protocol, playout = machine_on_a_connection()
+    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "get_weather", "arguments": "{}"}
+    receive(machine, protocol, reply_frames("item_a", 24_000) + [
+        frame({"type": "response.output_item.added", "response_id": "resp_1", "output_index": 1,
+               "item": {**call, "status": "in_progress", "arguments": ""}}),
+        frame({"type": "conversation.item.added", "previous_item_id": "item_a",
+               "item": {**call, "status": "in_progress", "arguments": ""}}),
+        frame({"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
+               "output_index": 1, "call_id": "call_1", "name": "get_weather", "arguments": "{}"}),
+        frame({"type": "conversation.item.done", "previous_item_id": "item_a", "item": call}),
+        frame({"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
+                                                     "status": "completed", "output": [call]}}),
+    ], 0.0)
+    assert machine.calls.begin("call_1")  # the driver starts it
+    sent(protocol)
+    play(machine, playout, 0.3)  # the preamble is still playing
+    protocol.connection_lost()
+    lost = machine.connection_lost(0.3, 1006, "gone")
+    assert lost.barge_in is not None  # cut short for the listener
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    restored = machine.restore(0.4)
+    out = sent(fresh)
+    assert restored.resent_creates == 0 and not any(e["type"] == "response.create" for e in out)
+    assert any(e["type"] == "conversation.item.create" and e["item"]["type"] == "function_call"  # type: ignore[index]
+               for e in out)
+    machine.calls.on_result("call_1", {"t": 21})
+    machine.drain_tools()
+    after = [e["type"] for e in sent(fresh)]
+    assert after == ["conversation.item.create", "response.create"]  # the output, then the one create

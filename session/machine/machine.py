@@ -197,6 +197,7 @@ class SessionMachine:
         followed = set(self.calls.unsettled_responses())
         for rid in followed:
             self.calls.on_response_done(rid, "completed")  # the rebuilt conversation lets the model go on
+        followed.update(self.calls.follow_ups_owed())  # calls still running: their outputs bring the create
         self.drain_tools()
         creates = creates_owed(owed, followed, cut_short=cut_short, texts_while_away=self._texts_while_away)
         self._texts_while_away = 0

@@ -261,6 +261,12 @@ class CallTracker:
         """Responses with calls whose ``response.done`` never came (the connection was lost first)."""
         return [rid for rid, r in self._responses.items() if r.call_ids and r.status in (None, _UNKNOWN)]
 
+    def follow_ups_owed(self) -> list[str]:
+        """Responses done whose calls are still being run: their ``response.create`` comes with the outputs."""
+        return [rid for rid, r in self._responses.items()
+                if r.call_ids and r.status in _FOLLOW_UP and not r.followed_up
+                and any(self._calls[c].state in (CallState.PENDING, CallState.RUNNING) for c in r.call_ids)]
+
     def running(self) -> list[ToolCall]:
         """Calls that started and whose result has not arrived."""
         return [r.call for r in self._calls.values() if r.state is CallState.RUNNING]
