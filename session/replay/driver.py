@@ -192,11 +192,12 @@ class _OpeningStop:
             watch.cancel()
 
     def cancelled(self) -> bool:
-        """Was the task cancelled by a stop while connecting? (The cancel is then taken back.)"""
+        """Was the task cancelled by a stop while connecting, and by nothing else? (The stop's cancel is
+        then taken back; another one, its owner's, still pending goes on.)"""
         if not self._fired or self._task is None:
             return False
-        self._task.uncancel()
-        return True
+        self._fired = False
+        return self._task.uncancel() == 0
 
 
 def engine_connector(scenario: Scenario, clock: Clock, *, voice: str = "auto", speed: float = 4.0,

@@ -30,6 +30,7 @@ from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
 from voxline.base.loop_runner import bounded_runner
+from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -199,6 +200,8 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
                 async with serve(config) as server:
                     local = settings.model_copy(update={"url": server.url})
                     result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
+        if outputs.stopped_unanswered(result):  # the last run's files are back: this one is no result
+            raise ConnectionFailed("stopped before the server answered: nothing was replayed")
         outputs.ended(result)
     return result
 
