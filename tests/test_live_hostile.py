@@ -13,7 +13,7 @@ from tests.support.live_rig import RATE, Rig, frame, sent, start, track
 from voxline.realtime.errors import RemoteProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
-from voxline.session.events import BargeIn, HeardTranscript, SessionError
+from voxline.session.events import BargeIn, HeardTranscript, SessionError, SpeechStarted
 from voxline.session.live.history import MAX_MESSAGES
 from voxline.session.live.machine import KEEP_UTTERANCES
 from voxline.session.live.metrics import KEEP
@@ -123,6 +123,23 @@ def test_after_drops_a_new_session_gets_every_users_words_and_every_heard_reply(
     history = second[0]["session"]["input"]  # type: ignore[index]
     assert [(m["role"], m["content"][0]["text"]) for m in history] == [
         ("user", "What time is the tour?"), ("assistant", "Paris is sunny today with"), ("user", "ok")]
+
+
+def test_each_new_sessions_first_words_are_a_turn_of_their_own() -> None:
+    """A new session's timeline starts again at zero: its first words begin a new stretch of speech,
+    under an id of their own, and the history keeps them as a message of their own."""
+    rig = Rig()
+    start(rig)
+    asked = ["What time is it", "And the weather", "Hello?"]
+    started = []
+    for n, words in enumerate(asked):
+        if n:
+            _drop_and_reconnect(rig)
+        events = rig.feed(frame(type="session.input_transcript.delta", event_id=f"u{n}", delta=words, start_ms=1000,
+                                end_ms=1600), rig.t)
+        started += [e.item_id for e in events if isinstance(e, SpeechStarted)]
+    assert len(started) == 3 and len(set(started)) == 3
+    assert [m["content"][0]["text"] for m in rig.machine.history.messages()] == asked
 
 
 def test_a_fork_is_told_of_a_cut_once_and_not_after_a_later_reply_was_heard_whole() -> None:

@@ -144,7 +144,7 @@ class LiveMachine:
         if self._protocol is not None:  # a new session: a new track and timeline (ids stay unique)
             self._connections += 1
             self.timeline = LiveTimeline(self.playout.rate, prefix=f"live{self._connections}_utt")
-            self.metrics.first_input_at = None
+            self.metrics.new_timeline(f"live{self._connections}_user")
         self._protocol = protocol
         self.live = True
 

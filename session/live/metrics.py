@@ -50,6 +50,15 @@ class LiveMetrics:
     _user_end_ms: int | None = None  # the end of the latest user words on the timeline
     _user_start_ms: int | None = None
     _user_item: str | None = None  # the id the session gave the stretch of speech under way
+    _user_prefix: str = "live_user"  # ids of this connection's stretches (a new session's timeline starts at 0)
+
+    def new_timeline(self, user_prefix: str) -> None:
+        """A new session: its timeline starts again at zero, and its first words begin a new stretch."""
+        if self._user_start_ms is not None and self._user_end_ms is not None:
+            self._close_speech()
+        self._user_start_ms = self._user_end_ms = self._user_item = None
+        self._user_prefix = user_prefix
+        self.first_input_at = None
 
     def user_words(self, start_ms: int, end_ms: int) -> bool:
         """The user's words on the timeline; True when they begin a new stretch of speech."""
@@ -58,7 +67,7 @@ class LiveMetrics:
             if self._user_start_ms is not None and self._user_end_ms is not None:
                 self._close_speech()
             self._user_start_ms = start_ms
-            self._user_item = f"live_user{start_ms}"
+            self._user_item = f"{self._user_prefix}{start_ms}"
         self._user_end_ms = end_ms
         return fresh
 
