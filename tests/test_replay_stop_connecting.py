@@ -100,7 +100,7 @@ async def test_a_farm_recording_stopped_while_connecting_keeps_its_last_files_an
         server.close()
         await server.wait_closed()
     assert [(o.status, o.error) for o in outcomes] == [
-        ("error", "stopped before the server answered: nothing was replayed")] * 2
+        ("error", "interrupted before the server answered: nothing was replayed")] * 2
     assert (out / "a" / "heard.wav").read_bytes() == b"a: the last run's audio"
     assert sorted(p.name for p in (out / "a").iterdir()) == ["heard.wav"] and not (out / "b").exists()
 

@@ -201,7 +201,7 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
                     local = settings.model_copy(update={"url": server.url})
                     result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
         if outputs.stopped_unanswered(result):  # the last run's files are back: this one is no result
-            raise ConnectionFailed("stopped before the server answered: nothing was replayed")
+            raise ConnectionFailed("interrupted before the server answered: nothing was replayed")
         outputs.ended(result)
     return result
 
