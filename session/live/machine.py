@@ -262,22 +262,22 @@ class LiveMachine:
 
         Transcripts trail the audio: words the user said before the reply began may arrive while it
         plays, and do not cut it."""
-        playing = self.playout.playing_at(now)
-        if playing is not None and playing.item_id != GAP:
-            uid: str | None = playing.item_id
-        else:
-            uid = next((key[0] for key in self.playout.queued_parts() if key[0] != GAP), None)
+        uid = self._audible_utterance(now)
         if uid is None:
             return False
         utt = self.timeline.utterances.get(uid)
         return utt is None or end_ms > utt.start_ms(self.timeline.rate)
 
-    def _audible(self, now: float) -> bool:
-        """An utterance is playing or queued (the track's silence between them is not the assistant speaking)."""
+    def _audible_utterance(self, now: float) -> str | None:
+        """The utterance playing, else the first one queued (the track's silence between them is not the
+        assistant speaking); None when neither."""
         playing = self.playout.playing_at(now)
         if playing is not None and playing.item_id != GAP:
-            return True
-        return any(key[0] != GAP for key in self.playout.queued_parts())
+            return playing.item_id
+        return next((key[0] for key in self.playout.queued_parts() if key[0] != GAP), None)
+
+    def _audible(self, now: float) -> bool:
+        return self._audible_utterance(now) is not None
 
     def tick(self, now: float) -> Effects:
         self._now = max(self._now, now)
