@@ -123,3 +123,59 @@ async def test_a_sideband_attaches_to_a_running_session_and_sees_its_events() ->
     for f in frames:
         if f["type"] != "session.input_audio.append":
             check_live_server_event(f, "sideband")
+
+
+@pytest.mark.slow  # real time, several seconds
+async def test_a_tool_running_when_the_connection_drops_runs_once_and_the_next_session_hears_its_result() -> None:
+    """The local Live server's Responses backend asks for a tool; the connection drops while it runs. The next
+    session never made that call (it would refuse its output): it is told the result as silent context."""
+    from voxline.session.replay.driver import run_replay
+    from voxline.session.tools import ToolRegistry
+
+    frames: list[tuple[int, str, dict[str, Any]]] = []
+    conns: list[RealtimeConnection] = []
+    holder: list[VoiceSession] = []
+    runs: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    async def get_weather(city: str, unit: str = "celsius") -> str:
+        """Current weather for a city."""
+        runs.append(city)
+        await conns[0].transport.close(4000, "dropped")  # the connection is lost while the tool runs
+        async with asyncio.timeout(15):
+            while len(conns) < 2:
+                await asyncio.sleep(0.01)
+        return f"clear and 21 degrees in {city}"
+
+    async def connector() -> RealtimeConnection:
+        n = len(conns)
+
+        def wire(direction: str, text: str) -> None:
+            event = json.loads(text)
+            if event.get("type") not in ("session.input_audio.append", "session.output_audio.delta"):
+                frames.append((n, direction, event))
+
+        machine = holder[0].machine
+        assert isinstance(machine, LiveMachine)
+        conn = await open_live(holder[0].settings, machine, on_wire=wire)
+        conns.append(conn)
+        return conn
+
+    t = np.arange(24_000) / 24_000
+    speech = np.concatenate([np.zeros(12_000, np.int16), (6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16),
+                             np.zeros(24_000 * 6, np.int16)])
+    async with serve(config(scenario="tools", transcripts=("What is the weather in Paris?",), speed=4.0)) as server:
+        settings = SessionSettings(api="live", url=server.url, api_key=KEY, reconnect_attempts=8,
+                                   turn_detection="none")
+        result = await run_replay(speech, connector=connector, clock=RealClock(), settings=settings, tools=registry,
+                                  tail_s=3.0, on_session=holder.append)
+    assert runs == ["Paris"]  # once
+    assert len(conns) == 2 and any(isinstance(e, LiveContinuity) for e in result.events)
+    second_out = [e for n, d, e in frames if n == 1 and d == "out"]
+    notes = [e for e in second_out if e["type"] == "session.thinking.append"]
+    assert len(notes) == 1 and "clear and 21 degrees in Paris" in notes[0]["content"], second_out
+    assert not any(e["type"] in ("response.item.create", "response.create") for e in second_out)
+    assert not any(e["type"] == "error" for n, d, e in frames if n == 1 and d == "in")  # nothing refused
+    for n, direction, event in frames:
+        (check_live_client_event(event) if direction == "out" else check_live_server_event(event))

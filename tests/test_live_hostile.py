@@ -17,6 +17,7 @@ from voxline.session.events import BargeIn, HeardTranscript, SessionError, Speec
 from voxline.session.live.history import MAX_MESSAGES
 from voxline.session.live.machine import KEEP_UTTERANCES
 from voxline.session.live.metrics import KEEP
+from voxline.session.tools import ToolRegistry
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -191,3 +192,77 @@ def test_hours_of_replies_keep_every_table_bounded() -> None:
     assert len(report.items) == 300
     assert all(abs(item.heard_ms - 800.0) < 1 and abs(item.received_ms - 800.0) < 1 for item in report.items)
     assert json.dumps(rig.machine.history.messages())  # plain JSON, as session.start takes it
+
+
+def _delegate(rig: Rig, call_id: str, n: int) -> list[str]:
+    """The Responses backend asks for ``weather`` (response ``resp_<n>``): the calls that became runnable."""
+    item = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": "weather",
+            "arguments": '{"city": "Paris"}', "status": "completed"}
+    calls = []
+    for i, event in enumerate([{"type": "response.created", "response": {"id": f"resp_{n}"}},
+                               {"type": "response.output_item.done", "item": item},
+                               {"type": "response.completed", "response": {"id": f"resp_{n}"}}]):
+        rig.protocol.receive(frame(type="response.event", event_id=f"r{n}{i}", delegation_id=f"del_{n}", event=event))
+        for output in rig.protocol.events():
+            calls.extend(c.call_id for c in rig.machine.receive(output, rig.t).calls)
+    return calls
+
+
+def _registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    return registry
+
+
+@pytest.mark.parametrize("finished", ["after the drop", "before the new session"])
+def test_a_tool_running_at_a_drop_runs_once_and_its_result_is_told_to_the_next_session(finished: str) -> None:
+    """The next session never made the call: it gets the result as silent context, not an output it would refuse
+    nor the lost response's follow-up; a call of its own is answered as usual."""
+    rig = Rig(_registry())
+    start(rig)
+    assert _delegate(rig, "call_1", 1) == ["call_1"]
+    assert rig.machine.calls.begin("call_1")
+    if finished == "before the new session":
+        rig.machine.connection_lost(rig.t, 1006, "dropped")
+        rig.machine.calls.on_result("call_1", "sunny in Paris")
+        assert not rig.machine.drain_tools()  # nothing goes while away
+        protocol = LiveProtocol()
+        rig.machine.configure(protocol)
+        rig.machine.attach(protocol)
+        rig.protocol = protocol
+        sent(protocol)
+        rig.feed(frame(type="session.started", event_id="s2", session={
+            "id": "sess_2", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}), rig.t)
+    else:
+        _drop_and_reconnect(rig)
+        rig.machine.calls.on_result("call_1", "sunny in Paris")
+    assert not rig.machine.calls.begin("call_1")  # it never runs again
+    assert rig.machine.drain_tools()
+    out = sent(rig.protocol)
+    assert [e["type"] for e in out] == ["session.thinking.append"]
+    assert "'weather'" in str(out[0]["content"]) and "sunny in Paris" in str(out[0]["content"])
+    assert out[0]["delegation_id"] is None
+    assert rig.machine.sizes()["live_orphan_calls"] == 0
+    # the new session's own call: its output and the one follow-up, as before the drop
+    assert _delegate(rig, "call_2", 2) == ["call_2"]
+    assert rig.machine.calls.begin("call_2")
+    rig.machine.calls.on_result("call_2", "sunny in Paris")
+    rig.machine.drain_tools()
+    assert [e["type"] for e in sent(rig.protocol)] == ["response.item.create", "response.create"]
+
+
+def test_a_long_result_told_to_the_next_session_is_cut_short() -> None:
+    rig = Rig(_registry())
+    start(rig)
+    _delegate(rig, "call_1", 1)
+    assert rig.machine.calls.begin("call_1")
+    _drop_and_reconnect(rig)
+    rig.machine.calls.on_result("call_1", "x" * 100_000)
+    rig.machine.drain_tools()
+    (note,) = sent(rig.protocol)
+    assert len(str(note["content"])) < 2_000 and str(note["content"]).endswith("(cut short)")

@@ -151,6 +151,7 @@ class LiveMachine:
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
         """The connection dropped: the listener hears no more; what can come back is decided here."""
         self.live = False
+        self.delegated.connection_lost()
         effects = self._cut(now, Trigger.CONNECTION_LOST) if self._audible(now) else NO_EFFECTS
         stored = self.settings.live_store and self._session_id is not None
         self.fork_from = self._session_id if stored else None
@@ -512,7 +513,7 @@ class LiveMachine:
         out = dict(self.timeline.sizes())
         out.update(self.metrics.sizes())
         out.update({"live_finished": len(self._finished), "live_reported": len(self._reported),
-                    "live_history": len(self.history)})
+                    "live_history": len(self.history), "live_orphan_calls": self.delegated.orphans})
         if self._protocol is not None:
             out.update(self._protocol.sizes())
         out.update({f"calls_{k}": v for k, v in self.calls.sizes().items()})

@@ -248,6 +248,11 @@ class CallTracker:
 
     # -- queries ------------------------------------------------------------------------
 
+    def call(self, call_id: str) -> ToolCall | None:
+        """The call ``call_id`` names, while the tracker holds it."""
+        record = self._calls.get(call_id)
+        return record.call if record is not None else None
+
     def state(self, call_id: str) -> CallState | None:
         """The state of ``call_id``, or ``None`` if it was never seen."""
         record = self._calls.get(call_id)
