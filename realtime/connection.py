@@ -60,6 +60,9 @@ class RealtimeConnection:
     ) -> None:
         self.transport = transport
         self.protocol = protocol or RealtimeProtocol()
+        limit = getattr(transport, "max_message_bytes", None)
+        if isinstance(limit, int) and 0 < limit < self.protocol.max_event_bytes:
+            self.protocol.max_event_bytes = limit  # refused as the event is queued, not when it is sent
         self._on_wire = on_wire
         self._pending: deque[ProtocolOutput] = deque()
         self._peeks = transport if isinstance(transport, PeeksQueued) else None

@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from . import events as ev
-from .errors import RemoteProtocolError
+from .errors import LocalProtocolError, RemoteProtocolError
 
-__all__ = ["MAX_INDEX", "b64_len", "excerpt", "is_event", "problem", "short", "slim", "table"]
+__all__ = ["MAX_INDEX", "b64_len", "check_fits", "excerpt", "is_event", "problem", "short", "slim", "table"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -33,6 +33,13 @@ def problem(event: ev.ServerEvent, sample_width: int) -> str | None:
         if size % sample_width:
             return f"audio delta of {size} bytes is not a whole number of {sample_width}-byte samples"
     return None
+
+
+def check_fits(text: str, kind: object, limit: int) -> None:
+    """Refuse a client event larger than its connection carries (one line, before it is queued)."""
+    if len(text) * 4 > limit and (size := len(text.encode("utf-8"))) > limit:  # UTF-8 takes at most 4 bytes a character
+        raise LocalProtocolError(f"{kind} is {size} bytes as JSON, and this connection carries at most {limit} "
+                                 "bytes an event")
 
 
 def is_event(text: str | bytes) -> bool:

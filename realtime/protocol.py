@@ -39,6 +39,7 @@ from voxline.base.audio_format import PCM16_24K, AudioFormat, output_format_of
 
 from . import events as ev
 from . import frames
+from .events.codec import MAX_CLIENT_EVENT_BYTES
 from .errors import LocalProtocolError, RemoteProtocolError
 from .lifecycle import TERMINAL_STATUSES, Action, Input, ResponseStatus, Slot, step
 from .notices import (
@@ -73,6 +74,8 @@ class RealtimeProtocol:
     """Client-side protocol state for one Realtime connection."""
 
     def __init__(self, *, id_prefix: str = "vx") -> None:
+        self.max_event_bytes = MAX_CLIENT_EVENT_BYTES
+        """The largest event this connection carries, as JSON text (a WebRTC data channel's may be far less)."""
         self._prefix = id_prefix
         self._counter = 0
         self._out: list[str] = []
@@ -210,10 +213,9 @@ class RealtimeProtocol:
             raise LocalProtocolError(f"cannot send {payload.get('type')}: the connection is closed")
         event_id = payload.get("event_id") or self._next_id()
         payload["event_id"] = event_id
-        if flat:
-            self._out.append(json.dumps(payload, separators=(",", ":")))
-        else:
-            self._out.append(ev.encode_client_event(ev.parse_client_dict(payload)))
+        text = json.dumps(payload, separators=(",", ":")) if flat else ev.encode_client_event(ev.parse_client_dict(payload))
+        frames.check_fits(text, payload.get("type"), self.max_event_bytes)
+        self._out.append(text)
         if remember:
             self._sent[event_id] = frames.slim(payload)
             while len(self._sent) > EVENT_HISTORY:

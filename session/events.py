@@ -211,13 +211,16 @@ class ConnectionLost:
 class ConnectionRestored:
     """A new connection carries the conversation on: ``replayed_items`` rebuilt from the mirror,
     ``resent_creates`` owed ``response.create`` sent again, ``resent_audio_ms`` of the user's
-    unfinished turn appended again; ``handover`` when it replaced a connection about to expire."""
+    unfinished turn appended again; ``handover`` when it replaced a connection about to expire;
+    ``skipped_items`` not rebuilt because one is larger than an event on the new connection may be
+    (a WebRTC data channel's messages are far smaller than a WebSocket's)."""
 
     at: float
     replayed_items: int
     resent_creates: int = 0
     resent_audio_ms: float = 0.0
     handover: bool = False
+    skipped_items: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RemoteProtocolError
+from ..events.codec import MAX_CLIENT_EVENT_BYTES
+from ..frames import check_fits
 from ..notices import MalformedServerEvent
 from . import events as lv
 
@@ -52,6 +54,7 @@ class LiveProtocol:
 
     def __init__(self, *, started: bool = False, rate: int = 24_000) -> None:
         self.rate = rate  # output audio, PCM16 mono
+        self.max_event_bytes = MAX_CLIENT_EVENT_BYTES  # the largest event the connection carries (WebRTC: far less)
         self.started = started
         self.session: dict[str, Any] | None = None  # the resolved session, from session.started / updated
         self.close_reason: str | None = None  # from session.closed
@@ -82,6 +85,7 @@ class LiveProtocol:
         payload = dict(payload)
         if payload.get("type") != "session.input_audio.append":  # appends have no acknowledgement: no id
             payload.setdefault("event_id", self._next_id())
+        check_fits(json.dumps(payload, separators=(",", ":")), payload.get("type"), self.max_event_bytes)
         if not self.started:
             self._held.append(payload)
             return str(payload.get("event_id") or "")

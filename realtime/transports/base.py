@@ -40,7 +40,8 @@ class Transport(Protocol):
 
     A transport may also say ``server_time``: the server's wall clock when it connected (unix
     seconds, e.g. from the handshake's ``Date``), so a session can read ``expires_at`` on the
-    server's clock rather than on a local one that may be skewed.
+    server's clock rather than on a local one that may be skewed; and ``max_message_bytes``: the
+    largest frame its peer takes, when smaller than an event may be (a WebRTC data channel's).
     """
 
     @property

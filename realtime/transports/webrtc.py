@@ -30,10 +30,11 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.base.errors import install_log_redaction, redact_url, scrub
 
-from ..errors import ConnectionClosed, ConnectionFailed
+from ..errors import ConnectionClosed, ConnectionFailed, LocalProtocolError
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
-from .rtc_signaling import EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped, is_loopback_url, post_offer
+from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped,
+                            is_loopback_url, max_message_bytes, post_offer)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport"]
@@ -62,6 +63,7 @@ class WebRTCTransport:
         self._pc = pc
         self.url = url
         self.call_id: str | None = None
+        self.max_message_bytes: int | None = DEFAULT_MAX_MESSAGE  # the answer's a=max-message-size, once applied
         self.close_code: int | None = None
         self.close_reason = ""
         self._mic = SampleQueue()
@@ -140,6 +142,7 @@ class WebRTCTransport:
         except SDP_PARSER_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
             why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clipped(why)})") from None
+        self.max_message_bytes = max_message_bytes(answer.sdp)
         await self._opened.wait()
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:
@@ -191,6 +194,10 @@ class WebRTCTransport:
             await self._drained.wait()
         if self.close_code is not None or self._channel.readyState != "open":
             raise ConnectionClosed(*self._close_args())
+        limit = self.max_message_bytes
+        if limit is not None and len(text) * 4 > limit and (size := len(text.encode("utf-8"))) > limit:
+            raise LocalProtocolError(f"an event of {size} bytes does not fit the call's data channel "
+                                     f"(at most {limit} bytes a message)")
         self._channel.send(text)
 
     async def recv(self) -> str:

@@ -146,6 +146,7 @@ class LiveMachine:
             self.timeline = LiveTimeline(self.playout.rate, prefix=f"live{self._connections}_utt")
             self.metrics.new_timeline(f"live{self._connections}_user")
         self._protocol = protocol
+        self.calls.limit = protocol.max_event_bytes  # tool outputs are sized for this connection
         self.live = True
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:

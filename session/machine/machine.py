@@ -33,7 +33,7 @@ from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
 from voxline.realtime import events as ev
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
@@ -148,6 +148,7 @@ class SessionMachine:
 
     def attach(self, protocol: RealtimeProtocol) -> None:
         """Make ``protocol`` the conversation's; it inherits what the previous one received."""
+        self.calls.limit = protocol.max_event_bytes  # texts and tool outputs are sized for this connection
         if self.core is None:
             self.core = SessionCore(protocol, self.playout, raw_events=self._raw, track=self.track,
                                     gate=self.tick_gate)
@@ -191,8 +192,12 @@ class SessionMachine:
             return ConnectionRestored(now, 0, 0, 0.0, handover)
         owed, cut_short = ([], False) if handover else (self._owed, self._cut_short)
         plan = self.mirror.plan_rebuild(self.mic.journal.audio_of)
+        skipped = 0
         for command in plan.commands:
-            protocol.send(command)
+            try:
+                protocol.send(command)
+            except LocalProtocolError:  # an item larger than this connection carries (a WebRTC data channel)
+                skipped += 1
         self.mirror.adopt_rebuild(plan)
         followed = set(self.calls.unsettled_responses())
         for rid in followed:
@@ -209,7 +214,7 @@ class SessionMachine:
         for payload in creates:
             protocol.send(payload)
         resent_ms = (len(resumed) if resumed is not None else 0) * 1000 / self.mic.journal.rate
-        return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover)
+        return ConnectionRestored(now, len(plan.item_ids) - skipped, len(creates), resent_ms, handover, skipped)
 
     # ------------------------------------------------------------------ server events and time
     def receive(self, output: ProtocolOutput, now: float) -> Effects:
@@ -341,7 +346,7 @@ class SessionMachine:
         self.check_open()
         if not isinstance(text, str):
             raise ConfigurationError(f"send_text takes a string, not {type(text).__name__}")
-        _sendable(text, "send_text", "the text")  # refused here, or the mirror would send it again on every reconnect
+        _sendable(text, "send_text", "the text", self.calls.limit)  # refused here, or the mirror would send it again on every reconnect
         item = {"id": self.new_item_id(), "type": "message", "role": "user",
                 "content": [{"type": "input_text", "text": text}]}
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
@@ -409,7 +414,7 @@ class SessionMachine:
             if value is not None:
                 if not isinstance(value, str):
                     raise ConfigurationError(f"{name} takes a string, not {type(value).__name__}")
-                changes[name] = _sendable(value, "update", name)
+                changes[name] = _sendable(value, "update", name, self.calls.limit)
         offered = self._offered
         if tools is not None:
             if isinstance(tools, str) or not all(isinstance(name, str) for name in tools):
@@ -509,11 +514,12 @@ class SessionMachine:
         return out
 
 
-def _sendable(text: str, command: str, what: str) -> str:
-    """``text`` if one event can carry it: Unicode UTF-8 takes, no longer as JSON than an event may be."""
+def _sendable(text: str, command: str, what: str, limit: int = MAX_CLIENT_EVENT_BYTES) -> str:
+    """``text`` if one event can carry it: Unicode UTF-8 takes, no longer as JSON than an event may be
+    (``limit``: on the session's connection, which over WebRTC is its data channel's message size)."""
     with as_error(ConfigurationError, command):
         unicode_text(text, what)
-    if (size := json_text_bytes(text)) > MAX_CLIENT_EVENT_BYTES - _ENVELOPE_BYTES:
-        raise ConfigurationError(f"{command}: {what} is {size} bytes as JSON, and one event carries at most "
-                                 f"{MAX_CLIENT_EVENT_BYTES} bytes")
+    if (size := json_text_bytes(text)) > limit - _ENVELOPE_BYTES:
+        where = "one event" if limit >= MAX_CLIENT_EVENT_BYTES else "one event on this connection"
+        raise ConfigurationError(f"{command}: {what} is {size} bytes as JSON, and {where} carries at most {limit} bytes")
     return text

@@ -146,8 +146,9 @@ class EventLines:
                 return "false barge-in: " + ("resuming where you stopped listening" if resumed else "reply cut")
             case ConnectionLost(code=code, reason=reason):
                 return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
-            case ConnectionRestored(replayed_items=n):
-                return f"connection restored ({count(n, 'conversation item')} sent again)"
+            case ConnectionRestored(replayed_items=n, skipped_items=skipped):
+                too_large = f"; {count(skipped, 'item')} too large for this connection not sent" if skipped else ""
+                return f"connection restored ({count(n, 'conversation item')} sent again{too_large})"
             case DeviceLost(kind=kind, device=device, fallback=fallback):
                 where = f"now on {fallback}" if fallback else "on the sound server's fallback"
                 return f"{'microphone' if kind == 'input' else 'speaker'} {device} lost; {where}"

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ValidationError
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ToolError
 
-from .outputs import encode_output, error_output, unsendable
+from .outputs import MAX_EVENT_BYTES, encode_output, error_output, unsendable
 
 __all__ = ["RETIRED_WINDOW", "CallState", "CallTracker", "ToolCall"]
 
@@ -154,6 +154,8 @@ class CallTracker:
         self._responses: dict[str, _Response] = {}
         self._pending: list[_Command] = []
         self._retired: dict[str, CallState] = {}  # oldest first, at most RETIRED_WINDOW
+        self.limit = MAX_EVENT_BYTES
+        """The largest event the session's connection carries: a bigger output is sent as an error output."""
 
     # -- server events ------------------------------------------------------------------
 
@@ -231,7 +233,7 @@ class CallTracker:
         if record.state not in (CallState.PENDING, CallState.RUNNING):
             return None
         text = encode_output(output)
-        refusal = unsendable(call_id, record.call.name, text)
+        refusal = unsendable(call_id, record.call.name, text, self.limit)
         if refusal is not None:
             text = error_output(refusal)
         record.state = CallState.ANSWERED

@@ -1,0 +1,144 @@
+"""Events sized for the connection: a WebRTC data channel carries far smaller messages than a WebSocket.
+
+The SDP answer says how large a message the peer takes (``a=max-message-size``, 64 KiB when it
+does not say). A text or an update too large for it is the app's one-line error before anything
+is queued; a tool's output too large is sent as an error output the model can read; an item the
+conversation cannot carry onto a new call is counted, and the rest is rebuilt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from voxline.audio.playout import PlayoutBuffer
+from voxline.realtime.errors import ConfigurationError, LocalProtocolError
+from voxline.realtime.live import events as lv
+from voxline.realtime.live.protocol import LiveProtocol
+from voxline.realtime.protocol import RealtimeProtocol
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.transports.rtc_signaling import DEFAULT_MAX_MESSAGE, max_message_bytes
+from voxline.realtime.transports.webrtc import WebRTCTransport
+from voxline.session.events import ResponseFinished
+from voxline.session.machine.machine import SessionMachine
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
+from tests.support.session_events import until
+
+LIMIT = 65_536
+
+
+@pytest.mark.parametrize(("sdp", "limit"), [
+    ("v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=max-message-size:262144\r\n", 262_144),
+    ("v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=sctp-port:5000\r\n", DEFAULT_MAX_MESSAGE),
+    ("v=0\r\na=max-message-size:0\r\n", None),  # any size
+    ("v=0\r\na=max-message-size:lots\r\n", DEFAULT_MAX_MESSAGE),
+    ("v=0\r\na=max-message-size:" + "9" * 400 + "\r\n", DEFAULT_MAX_MESSAGE),
+])
+def test_the_answer_says_how_large_a_message_the_peer_takes(sdp: str, limit: int | None) -> None:
+    assert max_message_bytes(sdp) == limit
+
+
+def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:
+    protocol = RealtimeProtocol()
+    protocol.max_event_bytes = LIMIT
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "é" * 40_000}]}
+    with pytest.raises(LocalProtocolError, match=r"^conversation.item.create is 80\d{3} bytes as JSON, and this "
+                                                 r"connection carries at most 65536 bytes an event$"):
+        protocol.send({"type": "conversation.item.create", "item": item})
+    assert protocol.data_to_send() == []
+    protocol.send({"type": "conversation.item.create", "item": {**item, "content": [
+        {"type": "input_text", "text": "é" * 30_000}]}})  # 60 000 bytes: it fits
+    assert len(protocol.data_to_send()) == 1
+    live = LiveProtocol(started=True)
+    live.max_event_bytes = LIMIT
+    with pytest.raises(LocalProtocolError, match=r"^session.thinking.append is \d+ bytes as JSON"):
+        live.send(lv.LiveThinkingAppend(content="x" * 70_000))
+    assert live.data_to_send() == []
+
+
+def _machine(limit: int) -> tuple[SessionMachine, RealtimeProtocol]:
+    machine = SessionMachine(SessionSettings(api_key="k", turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    protocol.max_event_bytes = limit
+    machine.attach(protocol)
+    return machine, protocol
+
+
+def _receive(machine: SessionMachine, protocol: RealtimeProtocol, *events: dict[str, object]) -> None:
+    for event in events:
+        protocol.receive(json.dumps({"event_id": "e", **event}))
+        for output in protocol.events():
+            machine.receive(output, 0.0)
+
+
+def test_a_text_too_large_for_the_connection_is_the_apps_one_line_error() -> None:
+    machine, protocol = _machine(LIMIT)
+    with pytest.raises(ConfigurationError, match=r"^send_text: the text is 70002 bytes as JSON, and one event on "
+                                                 r"this connection carries at most 65536 bytes$"):
+        machine.send_text("x" * 70_000)
+    with pytest.raises(ConfigurationError, match=r"^update: instructions is \d+ bytes as JSON, and one event on this"):
+        machine.update(instructions="y" * 70_000)
+    assert machine.settings.instructions is None
+    machine.send_text("x" * 60_000)  # fits
+    assert [json.loads(t)["type"] for t in protocol.data_to_send()] == ["conversation.item.create", "response.create"]
+
+
+def test_a_tool_output_too_large_for_the_connection_goes_as_an_error_output() -> None:
+    machine, protocol = _machine(LIMIT)
+    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "report", "arguments": "{}"}
+    _receive(machine, protocol,
+             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
+                                                      "status": "in_progress", "output": []}},
+             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
+              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": "{}"},
+             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
+                                                    "status": "completed", "output": [call]}})
+    protocol.data_to_send()
+    assert machine.calls.begin("call_1")
+    machine.calls.on_result("call_1", "z" * 100_000)
+    machine.drain_tools()  # before, the data channel refused the frame and the output was lost
+    out = [json.loads(t) for t in protocol.data_to_send()]
+    assert [e["type"] for e in out] == ["conversation.item.create", "response.create"]
+    output = out[0]["item"]["output"]
+    assert "too large to send: 100000 bytes" in output and "at most 65536 bytes" in output
+
+
+def test_an_item_too_large_for_the_new_connection_is_counted_and_the_rest_rebuilt() -> None:
+    machine, protocol = _machine(20_000_000)
+    machine.send_text("x" * 70_000)  # fine on a WebSocket
+    machine.send_text("short")
+    for text in protocol.data_to_send():
+        event = json.loads(text)
+        if event["type"] == "conversation.item.create":
+            item = {**event["item"], "object": "realtime.item", "status": "completed"}
+            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": None, "item": item})
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = LIMIT  # the next connection is a WebRTC call
+    machine.attach(fresh)
+    restored = machine.restore(1.1)  # before, the refused item ended the reconnect
+    assert restored.skipped_items == 1 and restored.replayed_items == 1
+    created = [json.loads(t) for t in fresh.data_to_send() if '"conversation.item.create"' in t]
+    assert [e["item"]["content"][0]["text"] for e in created] == ["short"]
+
+
+@pytest.mark.slow
+async def test_over_webrtc_a_text_too_large_for_the_call_is_refused_and_the_session_goes_on() -> None:
+    key = "sk-message-size"
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=key)) as server:
+        settings = SessionSettings(url=server.http_url, api_key=key, transport="webrtc")
+        async with VoiceSession(settings) as session:
+            transport = session._link.conn.transport  # type: ignore[union-attr]
+            assert isinstance(transport, WebRTCTransport) and transport.max_message_bytes == 262_144
+            with pytest.raises(ConfigurationError, match=r"^send_text: the text is 300002 bytes as JSON, and one "
+                                                         r"event on this connection carries at most 262144 bytes$"):
+                await session.send_text("x" * 300_000)  # before: aiortc's ValueError from the data channel
+            assert session.connected
+            await session.send_text("hello")
+            async with asyncio.timeout(20):
+                await until(session, lambda e: isinstance(e, ResponseFinished))
