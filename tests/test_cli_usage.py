@@ -282,6 +282,28 @@ def test_a_live_replay_without_a_transcript_says_why_no_speech_was_seen(tmp_path
             f"transcribes only the turns barge_in.txt scripts)") in result.stderr.splitlines()
 
 
+@pytest.mark.slow  # real time against a `voxline serve`
+def test_a_live_replay_against_a_local_serve_without_transcripts_says_how_to_give_them(tmp_path: Path) -> None:
+    from voxline.audio.wavio import write_wav
+
+    quiet = tmp_path / "quiet.wav"
+    write_wav(quiet, np.zeros(24_000, np.int16))
+    server = subprocess.Popen([str(VOXLINE), "serve", "--port", "0", "--voice", "tone"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        url = re.search(r"at (ws://\S+/v1)/realtime ", server.stdout.readline())
+        assert url is not None
+        result = run("replay", str(quiet), "--api", "live", "--url", url.group(1),
+                     *outputs(tmp_path), env={"OPENAI_API_KEY": "sk-local"})
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert (f"voxline: no speech detected in {quiet}: the server sent no input transcript (if it is `voxline "
+            f"serve`, start it with --transcripts quiet.txt)") in result.stderr.splitlines()
+
+
 def test_a_farm_writes_its_results_into_a_pipe_it_did_not_open_to_check(tmp_path: Path) -> None:
     import threading
 

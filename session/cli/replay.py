@@ -33,6 +33,7 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.transports.http import split_userinfo
+from voxline.realtime.transports.rtc_signaling import is_loopback_url
 from voxline.realtime.server.engine.voices import make_synth
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig, is_loopback
@@ -441,9 +442,11 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult, failure: str 
     if not result.heard_speech and not result.interrupted and failure is None:
         if settings_for(args).api == "live":  # Live tells of the user's words only in its input transcript
             why = "the server sent no input transcript"
-            if not target_url(args):
-                sidecar = Path(args.input).with_suffix(".txt").name
+            sidecar = Path(args.input).with_suffix(".txt").name
+            if not (url := target_url(args)):
                 why += f" (the built-in server transcribes only the turns {sidecar} scripts)"
+            elif is_loopback_url(url):  # most likely `voxline serve`, which transcribes nothing unscripted
+                why += f" (if it is `voxline serve`, start it with --transcripts {sidecar})"
         else:
             why = "the server's voice activity detection never fired (is it silent, or very quiet?)"
         print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
