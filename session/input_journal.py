@@ -118,6 +118,15 @@ class InputJournal:
         self._origin = self._total - max(0, min(unsent, self._total))
         self._speech_start = self._speech_end = None
 
+    def resent_as_items(self, items: list[tuple[str, Pcm]]) -> None:
+        """What :meth:`resume` gave was sent as user audio items (a call's track takes no audio from before
+        it): the turn so far is committed, each part kept under its item's id until its transcript comes."""
+        for item_id, pcm in items:
+            self._remember(item_id, _Turn([pcm], len(pcm)))
+        self._commit_point = self._total
+        self._speech_start = self._speech_end = None
+        self._trim(self._commit_point)
+
     def audio_of(self, item_id: str) -> bytes | None:
         """The PCM16 audio of a committed user turn still waiting for its transcript."""
         turn = self._turns.get(item_id)

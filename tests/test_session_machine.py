@@ -250,3 +250,76 @@ def test_a_drop_while_a_tool_runs_leaves_the_create_to_its_output() -> None:
     machine.drain_tools()
     after = [e["type"] for e in sent(fresh)]
     assert after == ["conversation.item.create", "response.create"]  # the output, then the one create
+
+
+def _webrtc_push_to_talk() -> tuple[SessionMachine, RealtimeProtocol]:
+    machine = SessionMachine(SessionSettings(api_key="k", transport="webrtc", turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    return machine, protocol
+
+
+def _speak(machine: SessionMachine, blocks: range, now: float) -> list[np.ndarray]:
+    """20 ms blocks, each of its own value; those handed back for the call's media track."""
+    to_track = []
+    for k in blocks:
+        _effects, pcm, _waits = machine.captured(np.full(480, k + 1, np.int16), now, media=True)
+        if pcm is not None:
+            to_track.append(pcm)
+    return to_track
+
+
+def _on_a_new_call(machine: SessionMachine, protocol: RealtimeProtocol, now: float
+                   ) -> tuple[RealtimeProtocol, list[dict[str, object]], ConnectionRestored]:
+    protocol.connection_lost()
+    machine.connection_lost(now, 1006, "gone")
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 65_536  # a data channel that says nothing of its size
+    machine.attach(fresh)
+    restored = machine.restore(now + 0.5)
+    return fresh, sent(fresh), restored
+
+
+def _item_audio(events: list[dict[str, object]]) -> np.ndarray:
+    parts = [np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2")  # type: ignore[index]
+             for e in events if e["type"] == "conversation.item.create"]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int16)
+
+
+def test_over_webrtc_a_push_to_talk_turn_released_while_away_is_sent_on_the_new_call_and_answered() -> None:
+    """A call's track takes nothing said before it: the turn goes as user audio items, each small enough for the
+    data channel, then the one response. Before, the turn was lost with the call."""
+    machine, protocol = _webrtc_push_to_talk()
+    machine.start_talking(0.0)
+    sent(protocol)
+    on_track = _speak(machine, range(0, 50), 0.5)  # one second on the old call's track
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    assert _speak(machine, range(50, 100), 1.5) == []  # another second while away
+    assert machine.release_talking(2.0) and machine.commit_talking(2.0) is False
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 65_536
+    machine.attach(fresh)
+    restored = machine.restore(2.5)
+    out = sent(fresh)
+    said = np.concatenate([np.full(480, k + 1, np.int16) for k in range(100)])
+    assert len(on_track) == 50 and np.array_equal(_item_audio(out), said)
+    assert all(len(text) <= 65_536 for text in fresh.data_to_send()) and max(len(json.dumps(e)) for e in out) <= 65_536
+    assert sum(e["type"] == "conversation.item.create" for e in out) == 2  # two seconds: 24 192 samples an item
+    assert [e["type"] for e in out if e["type"] != "conversation.item.create"] == ["response.create"]
+    assert restored.resent_creates == 1 and restored.resent_audio_ms == pytest.approx(2000)
+    _again, again, _restored = _on_a_new_call(machine, fresh, 3.0)  # dropped again before any transcript came
+    assert not np.array_equal(_item_audio(again), said)  # the items are the conversation's now, not a turn to resend
+
+
+def test_over_webrtc_a_turn_held_across_a_drop_goes_on_on_the_new_call() -> None:
+    machine, protocol = _webrtc_push_to_talk()
+    machine.start_talking(0.0)
+    sent(protocol)
+    _speak(machine, range(0, 25), 0.3)
+    fresh, out, _restored = _on_a_new_call(machine, protocol, 0.6)
+    assert np.array_equal(_item_audio(out), np.concatenate([np.full(480, k + 1, np.int16) for k in range(25)]))
+    assert not any(e["type"] in ("response.create", "input_audio_buffer.commit") for e in out)  # still talking
+    assert len(_speak(machine, range(25, 40), 1.2)) == 15  # the rest of the turn on the new call's track
+    assert machine.stop_talking(1.5)
+    assert [e["type"] for e in sent(fresh)] == ["input_audio_buffer.commit", "response.create"]

@@ -9,6 +9,7 @@ Every data-channel frame goes through the oracle.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from openai import AsyncOpenAI
@@ -52,3 +53,43 @@ async def test_a_server_hangup_is_a_drop_the_session_recovers_from_on_a_new_call
     sent = [text for direction, text in wire.frames if direction == "out"]
     updates = [text for text in sent if '"session.update"' in text]
     assert len(updates) == 2 and all('"Be brief."' in text for text in updates)
+
+
+@pytest.mark.slow
+async def test_a_push_to_talk_turn_cut_by_a_hangup_is_sent_on_the_new_call_and_answered() -> None:
+    """The user holds the key while the call drops and lets go while away: the new call's track cannot carry what
+    was said, so the turn goes as user audio items on its data channel, then the one response."""
+    import numpy as np
+
+    from voxline.audio.recording import Recording
+    from voxline.base.clock import RealClock
+    from voxline.session.events import ConnectionRestored, SessionError
+
+    wire = WireRecorder()
+    clock = RealClock()
+    t = np.arange(24_000 * 30) / 24_000
+    speech = (6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16)
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:
+        settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", turn_detection="none",
+                                   reconnect_attempts=2)
+        async with VoiceSession(settings, input=Recording(speech, clock, clock.now()), clock=clock, on_wire=wire,
+                                backoff=lambda attempt: 0.0) as session, AsyncOpenAI(
+                                    api_key=KEY, base_url=server.http_url) as client:
+            await session.start_talking()
+            await asyncio.sleep(0.6)  # the user talks; the call carries it
+            first_call = session.call_id
+            assert first_call is not None
+            await client.realtime.calls.hangup(first_call)
+            await until(session, lambda e: isinstance(e, ConnectionLost))
+            await session.stop_talking()  # let go while away: kept for the next call
+            restored = (await until(session, lambda e: isinstance(e, ConnectionRestored)))[-1]
+            assert restored.resent_creates == 1 and restored.resent_audio_ms >= 500
+            seen = await until(session, lambda e: isinstance(e, ResponseFinished), timeout_s=20)
+            assert not [e for e in seen if isinstance(e, SessionError)]  # the new call took every item
+    wire.verify()
+    out = [json.loads(text) for direction, text in wire.frames if direction == "out"]
+    resent = [e for e in out if e["type"] == "conversation.item.create"
+              and e["item"]["content"][0]["type"] == "input_audio"]
+    assert resent and all(len(json.dumps(e)) <= 262_144 for e in resent)
+    after = [e["type"] for e in out[out.index(resent[-1]):]]
+    assert "response.create" in after

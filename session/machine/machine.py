@@ -20,6 +20,7 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 
 from __future__ import annotations
 
+import base64
 import secrets
 from collections import deque
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ import numpy as np
 from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
@@ -107,7 +109,7 @@ class SessionMachine:
         self.track = TrackTagger(playout) if webrtc else None  # WebRTC: assistant audio comes on the media track
         self.mic = MicrophonePath(padding_ms=settings.prefix_padding_ms, chunk_samples=settings.input_chunk_samples,
                                   capture=capture, push_to_talk=settings.turn_detection == "none",
-                                  journaled=self.track is None)
+                                  journaled=self.track is None or settings.turn_detection == "none")
         self._barge_policy = barge_policy if capture is not None and capture.vad is not None else None
         self._local_vad = capture is not None and capture.vad is not None
         self._raw = raw_events
@@ -207,7 +209,9 @@ class SessionMachine:
         creates = creates_owed(owed, followed, cut_short=cut_short, texts_while_away=self._texts_while_away)
         self._texts_while_away = 0
         resumed = self.mic.resume(handover=handover)
-        if resumed is not None and len(resumed):
+        if resumed is not None and len(resumed) and self.track is not None:
+            self._resend_as_items(resumed)  # a call's track takes no audio from before it
+        elif resumed is not None and len(resumed):
             protocol.append_audio(resumed.astype("<i2").tobytes())
             if self._released_while_away and not self.mic.talking:
                 protocol.commit_audio()  # the turn ended while away: its answer must hear it (again if this fails)
@@ -215,6 +219,21 @@ class SessionMachine:
             protocol.send(payload)
         resent_ms = (len(resumed) if resumed is not None else 0) * 1000 / self.mic.journal.rate
         return ConnectionRestored(now, len(plan.item_ids) - skipped, len(creates), resent_ms, handover, skipped)
+
+    def _resend_as_items(self, pcm: np.ndarray) -> None:
+        """Over WebRTC (push-to-talk): the user's unfinished turn as user audio items, each small enough
+        for the call's data channel; they are the turn (nothing to commit), kept as committed turns."""
+        protocol = self.protocol
+        per_item = max(SAMPLE_RATE // 10, (protocol.max_event_bytes - _ENVELOPE_BYTES) * 3 // 4 // 2)
+        items = []
+        for start in range(0, len(pcm), per_item):
+            part = np.ascontiguousarray(pcm[start:start + per_item], dtype="<i2")
+            item_id = self.new_item_id()
+            audio = base64.b64encode(part.tobytes()).decode("ascii")
+            protocol.send({"type": "conversation.item.create", "item": {
+                "id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}})
+            items.append((item_id, part))
+        self.mic.journal.resent_as_items(items)
 
     # ------------------------------------------------------------------ server events and time
     def receive(self, output: ProtocolOutput, now: float) -> Effects:
@@ -309,6 +328,7 @@ class SessionMachine:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media and self.live:
+            self.mic.keep(pcm)  # push-to-talk: the turn is kept until committed, for a new call after a drop
             self.metrics.input_sent(len(pcm), end, core.protocol)
             return effects, pcm, False
         return effects, None, self._append(self.mic.captured(pcm, live=self.live), end)

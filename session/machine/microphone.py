@@ -46,7 +46,7 @@ class MicrophonePath:
         self.talking = not push_to_talk
         self._releases = 0  # push-to-talk releases so far: each names its turn
         self._released = 0  # the release whose turn is not committed yet (0: none)
-        self._journaled = journaled  # False over WebRTC: the track carries the audio, nothing is resent
+        self._journaled = journaled  # False over WebRTC with server VAD: the track carries it, nothing is resent
 
     def release(self) -> int:
         """Push-to-talk let go: nothing more goes out. The number naming the released turn."""
@@ -73,6 +73,11 @@ class MicrophonePath:
             return pcm, None, end
         out, onsets = self.capture.process(pcm, end)
         return out, (onsets[0] if onsets else None), end
+
+    def keep(self, pcm: Pcm) -> None:
+        """A block a media track sends: journaled where the session keeps its turns (push-to-talk)."""
+        if self._journaled:
+            self.journal.captured(pcm)
 
     def captured(self, pcm: Pcm, *, live: bool) -> Pcm | None:
         """Keep a block; the chunk to append now, if one is full and the connection is live."""
