@@ -266,3 +266,52 @@ def test_a_long_result_told_to_the_next_session_is_cut_short() -> None:
     rig.machine.drain_tools()
     (note,) = sent(rig.protocol)
     assert len(str(note["content"])) < 2_000 and str(note["content"]).endswith("(cut short)")
+
+
+def test_a_tool_output_too_large_as_sent_goes_as_an_error_output() -> None:
+    """Live frames escape non-ASCII characters: 25 000 'é' are 150 kB on the wire. Over a 64 KiB data channel the
+    output is an error output the model can read, not an exception that loses it."""
+    rig = Rig(_registry())
+    start(rig)
+    rig.protocol.max_event_bytes = 65_536
+    rig.machine.attach(rig.protocol)  # the limit as a WebRTC connection gives it
+    _delegate(rig, "call_1", 1)
+    assert rig.machine.calls.begin("call_1")
+    rig.machine.calls.on_result("call_1", "é" * 25_000)
+    assert rig.machine.drain_tools()
+    out = sent(rig.protocol)
+    assert [e["type"] for e in out] == ["response.item.create", "response.create"]
+    assert "too large to send" in str(out[0]["item"]["output"])  # type: ignore[index]
+
+
+def test_a_result_told_after_a_second_drop_still_names_its_tool() -> None:
+    rig = Rig(_registry())
+    start(rig)
+    _delegate(rig, "call_1", 1)
+    assert rig.machine.calls.begin("call_1")
+    rig.machine.connection_lost(rig.t, 1006, "dropped")
+    rig.machine.calls.on_result("call_1", "sunny in Paris")  # finished while away
+    rig.machine.connection_lost(rig.t, 1006, "dropped again")
+    _drop_and_reconnect(rig)
+    rig.machine.drain_tools()
+    (note,) = sent(rig.protocol)
+    assert "'weather'" in str(note["content"]) and "sunny in Paris" in str(note["content"])
+
+
+def test_drops_before_a_delegations_response_ends_keep_the_tool_tables_bounded() -> None:
+    rig = Rig(_registry())
+    start(rig)
+    item = {"type": "function_call", "id": "fc", "call_id": "c", "name": "weather", "arguments": "{}",
+            "status": "completed"}
+    for n in range(300):
+        for i, event in enumerate([{"type": "response.created", "response": {"id": f"resp_{n}"}},
+                                   {"type": "response.output_item.done", "item": {**item, "call_id": f"call_{n}"}}]):
+            rig.feed(frame(type="response.event", event_id=f"r{n}{i}", delegation_id=f"d{n}", event=event), rig.t)
+        assert rig.machine.calls.begin(f"call_{n}")
+        rig.machine.calls.on_result(f"call_{n}", "ok")
+        _drop_and_reconnect(rig)  # the response never ends now
+        rig.machine.drain_tools()
+        sent(rig.protocol)
+    sizes = rig.machine.sizes()
+    assert sizes["calls_calls"] == 0 and sizes["calls_responses"] == 0 and sizes["live_orphan_calls"] == 0
+    assert sizes["live_call_names"] == 0

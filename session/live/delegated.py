@@ -16,13 +16,18 @@ yet, still runs once; its result is told to the next session as silent context
 
 from __future__ import annotations
 
+import json
+
 from voxline.realtime import events as ev
 from voxline.realtime.live import events as lv
 
 from ..tools.calls import CallTracker, ToolCall
+from ..tools.outputs import error_output
 
 __all__ = ["OUTPUT_CHARS", "DelegatedCalls", "result_note"]
 
+NAMES = 1024  # tool names kept for calls whose output has not gone yet
+_SPARE = 256  # the event_id added on the way out, and room to spare
 OUTPUT_CHARS = 1500  # of a result told as context (an append takes at most 500 tokens)
 
 _FINAL = {"response.completed": "completed", "response.incomplete": "incomplete",
@@ -42,6 +47,7 @@ class DelegatedCalls:
         self._responses: dict[str, str] = {}  # delegation → its Responses response id
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
+        self._names: dict[str, str] = {}  # call id → tool name, until its output is sent (the newest NAMES)
 
     def see(self, output: lv.LiveResponseEvent) -> tuple[ToolCall, ...]:
         """One envelope: the calls that became runnable (none twice)."""
@@ -58,6 +64,9 @@ class DelegatedCalls:
             if (isinstance(item, dict) and item.get("type") == "function_call" and item.get("status") == "completed"
                     and isinstance(item.get("call_id"), str) and isinstance(item.get("name"), str)):
                 arguments = item["arguments"] if isinstance(item.get("arguments"), str) else "{}"
+                self._names[item["call_id"]] = item["name"]
+                while len(self._names) > NAMES:
+                    del self._names[next(iter(self._names))]
                 return tuple(self.tracker.on_arguments_done(rid, str(item.get("id") or item["call_id"]),
                                                             item["call_id"], item["name"], arguments))
         elif isinstance(kind, str) and kind in _FINAL:
@@ -69,16 +78,33 @@ class DelegatedCalls:
         """Calls of a lost session whose result has not been told yet."""
         return len(self._orphans)
 
+    @property
+    def named(self) -> int:
+        """Tool names kept for calls whose output has not gone yet."""
+        return len(self._names)
+
     def connection_lost(self) -> None:
         """The session is gone: its calls not yet answered on it are told to the next one as context."""
-        self._held.extend(c for c in self.tracker.commands() if not isinstance(c, ev.ResponseCreate))  # unsent outputs
-        owed = [*self.tracker.running(), *self.tracker.runnable()]
-        for command in self._held:
+        for call in (*self.tracker.running(), *self.tracker.runnable()):
+            self._orphans.setdefault(call.call_id, self._names.get(call.call_id, call.name))
+        for rid in self.tracker.unsettled_responses():  # they never end now: their calls may be let go once answered
+            self.tracker.on_response_done(rid, "incomplete")
+        pending = self.tracker.commands()  # outputs not sent yet; the follow-ups were the lost session's
+        for command in pending:
             if isinstance(command, ev.ConversationItemCreate) and isinstance(command.item, ev.FunctionCallOutputItem):
-                call = self.tracker.call(command.item.call_id)
-                self._orphans[command.item.call_id] = call.name if call is not None else "unknown"
-        self._orphans.update((call.call_id, call.name) for call in owed)
+                self._orphans.setdefault(command.item.call_id, self._names.get(command.item.call_id, "a tool"))
+                self._held.append(command)
         self._responses.clear()
+
+    def _fitted(self, item: ev.FunctionCallOutputItem) -> str:
+        """The output, or an error output if its event would be larger than the connection carries (as sent:
+        non-ASCII characters escaped)."""
+        frame = json.dumps({"type": "response.item.create", "item": {
+            "type": "function_call_output", "call_id": item.call_id, "output": item.output}}, separators=(",", ":"))
+        if len(frame) + _SPARE <= self.tracker.limit:
+            return item.output
+        return error_output(f"the output is too large to send: {len(frame)} bytes as sent, and one event on this "
+                            f"connection carries at most {self.tracker.limit} bytes")
 
     def commands(self) -> list[lv.LiveClientEvent]:
         """The outputs and follow-ups the tracker owes, as Live client events (see the module docstring)."""
@@ -89,13 +115,14 @@ class DelegatedCalls:
             match command:
                 case ev.ConversationItemCreate(item=ev.FunctionCallOutputItem() as item):
                     outputs += 1
+                    self._names.pop(item.call_id, None)
                     name = self._orphans.pop(item.call_id, None)
                     if name is not None:
                         orphaned += 1
                         out.append(lv.LiveThinkingAppend(content=result_note(name, item.output)))
                     else:
-                        out.append(lv.LiveResponseItemCreate(
-                            item={"type": "function_call_output", "call_id": item.call_id, "output": item.output}))
+                        out.append(lv.LiveResponseItemCreate(item={
+                            "type": "function_call_output", "call_id": item.call_id, "output": self._fitted(item)}))
                 case ev.ResponseCreate():
                     if not outputs or orphaned < outputs:  # not the follow-up of a lost session's response
                         out.append(lv.LiveResponseCreate())

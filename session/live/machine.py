@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from voxline.audio.playout import PlayoutBuffer
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveCommandFailed, LiveOutput, LiveProtocol
 from voxline.realtime.notices import MalformedServerEvent
@@ -490,7 +490,10 @@ class LiveMachine:
             return False
         commands = self.delegated.commands()
         for command in commands:
-            self._protocol.send(command)
+            try:
+                self._protocol.send(command)
+            except LocalProtocolError:  # larger than the connection carries even as an error output: not sent
+                continue
         return bool(commands)
 
     # ------------------------------------------------------------------ state
@@ -514,7 +517,8 @@ class LiveMachine:
         out = dict(self.timeline.sizes())
         out.update(self.metrics.sizes())
         out.update({"live_finished": len(self._finished), "live_reported": len(self._reported),
-                    "live_history": len(self.history), "live_orphan_calls": self.delegated.orphans})
+                    "live_history": len(self.history), "live_orphan_calls": self.delegated.orphans,
+                    "live_call_names": self.delegated.named})
         if self._protocol is not None:
             out.update(self._protocol.sizes())
         out.update({f"calls_{k}": v for k, v in self.calls.sizes().items()})
