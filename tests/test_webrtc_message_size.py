@@ -19,8 +19,8 @@ from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.transports.rtc_signaling import DEFAULT_MAX_MESSAGE, max_message_bytes
-from voxline.realtime.transports.webrtc import WebRTCTransport
+from voxline.realtime.transports.rtc_signaling import DEFAULT_MAX_MESSAGE
+from voxline.realtime.transports.webrtc import WebRTCTransport, peer_max_message
 from voxline.session.events import ResponseFinished
 from voxline.session.machine.machine import SessionMachine
 from voxline.session.settings import SessionSettings
@@ -30,15 +30,19 @@ from tests.support.session_events import until
 LIMIT = 65_536
 
 
-@pytest.mark.parametrize(("sdp", "limit"), [
-    ("v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=max-message-size:262144\r\n", 262_144),
-    ("v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\na=sctp-port:5000\r\n", DEFAULT_MAX_MESSAGE),
-    ("v=0\r\na=max-message-size:0\r\n", None),  # any size
-    ("v=0\r\na=max-message-size:lots\r\n", DEFAULT_MAX_MESSAGE),
-    ("v=0\r\na=max-message-size:" + "9" * 400 + "\r\n", DEFAULT_MAX_MESSAGE),
+_HEAD = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n"
+_DATA = "m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\na=sctp-port:5000\r\n"
+
+
+@pytest.mark.parametrize(("lines", "limit"), [
+    ("a=max-message-size:262144\r\n", 262_144),
+    ("", DEFAULT_MAX_MESSAGE),  # says nothing: 64 KiB
+    ("a=max-message-size:0\r\n", None),  # any size
+    ("a=max-message-size:262144\r\na=max-message-size:20000\r\n", 20_000),  # the last, as aiortc enforces it
+    ("a=max-message-size:+20000\r\n", 20_000),
 ])
-def test_the_answer_says_how_large_a_message_the_peer_takes(sdp: str, limit: int | None) -> None:
-    assert max_message_bytes(sdp) == limit
+def test_the_answer_says_how_large_a_message_the_peer_takes(lines: str, limit: int | None) -> None:
+    assert peer_max_message(_HEAD + _DATA + lines) == limit
 
 
 def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:

@@ -21,7 +21,7 @@ from ..errors import ConfigurationError, ConnectionFailed
 from .http import post, split_userinfo
 
 __all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url", "clipped",
-           "is_loopback_url", "max_message_bytes", "post_offer"]
+           "is_loopback_url", "post_offer"]
 
 DEFAULT_MAX_MESSAGE = 65_536
 """The largest data channel message a peer takes when its SDP does not say (RFC 8841)."""
@@ -38,16 +38,6 @@ class Answer:
 
     sdp: str
     call_id: str
-
-
-def max_message_bytes(sdp: str) -> int | None:
-    """The largest data channel message the peer of ``sdp`` takes (``a=max-message-size``); ``None``: no limit."""
-    for line in sdp.splitlines():
-        if line.startswith("a=max-message-size:"):
-            value = line.partition(":")[2].strip()
-            if value.isdigit() and len(value) <= 12:
-                return int(value) or None  # 0: any size
-    return DEFAULT_MAX_MESSAGE
 
 
 def calls_url(base: str, *, model: str | None = None) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
+from aiortc.sdp import SessionDescription
 
 from voxline.base.errors import install_log_redaction, redact_url, scrub
 
@@ -34,10 +35,10 @@ from ..errors import ConnectionClosed, ConnectionFailed, LocalProtocolError
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
 from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped,
-                            is_loopback_url, max_message_bytes, post_offer)
+                            is_loopback_url, post_offer)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
-__all__ = ["AudioHandler", "WebRTCTransport"]
+__all__ = ["AudioHandler", "WebRTCTransport", "peer_max_message"]
 
 log = logging.getLogger("voxline.realtime")
 
@@ -54,6 +55,17 @@ install_log_redaction()  # now that aiortc's module loggers exist
 
 async def _post_offer(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
     return await post_offer(url, token, offer_sdp, timeout=timeout)
+
+
+def peer_max_message(sdp: str) -> int | None:
+    """The largest data channel message the peer of an SDP takes, read as aiortc reads it (it enforces it): its
+    data section's last ``a=max-message-size``, 64 KiB without one, no limit for 0. ``sdp`` parsed already."""
+    for media in SessionDescription.parse(sdp).media:
+        if media.kind == "application":
+            caps = media.sctpCapabilities
+            size = caps.maxMessageSize if caps is not None else DEFAULT_MAX_MESSAGE
+            return size or None
+    return DEFAULT_MAX_MESSAGE
 
 
 class WebRTCTransport:
@@ -142,7 +154,10 @@ class WebRTCTransport:
         except SDP_PARSER_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
             why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clipped(why)})") from None
-        self.max_message_bytes = max_message_bytes(answer.sdp)
+        self.max_message_bytes = peer_max_message(answer.sdp)
+        if self.max_message_bytes is not None and self.max_message_bytes < 0:
+            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer (a=max-message-size "
+                                   f"{self.max_message_bytes})")
         await self._opened.wait()
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:
