@@ -146,3 +146,29 @@ async def test_over_webrtc_a_text_too_large_for_the_call_is_refused_and_the_sess
             await session.send_text("hello")
             async with asyncio.timeout(20):
                 await until(session, lambda e: isinstance(e, ResponseFinished))
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_an_update_whose_whole_configuration_does_not_fit_is_refused_live_or_away(live: bool) -> None:
+    """Each field fits, but ``session.update`` carries the whole configuration: accepted while away, it would be
+    refused on every new call and the session could not come back."""
+    from voxline.session.tools import ToolRegistry
+
+    registry = ToolRegistry()
+
+    @registry.tool(description="d" * 3_000)
+    def lookup(query: str) -> str:
+        return query
+    machine = SessionMachine(SessionSettings(api_key="k", turn_detection="none"), PlayoutBuffer(), registry=registry)
+    protocol = RealtimeProtocol()
+    protocol.max_event_bytes = LIMIT
+    machine.attach(protocol)
+    if not live:
+        protocol.connection_lost()
+        machine.connection_lost(0.0, 1006, "gone")
+    with pytest.raises(ConfigurationError, match=r"^update: the session's configuration would be \d+ bytes as JSON, "
+                                                 r"and one event on this connection carries at most 65536 bytes$"):
+        machine.update(instructions="i" * 63_000)
+    assert machine.settings.instructions is None
+    machine.update(instructions="i" * 50_000)  # fits
+    assert machine.settings.instructions == "i" * 50_000

@@ -21,6 +21,7 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 from collections import deque
 from collections.abc import Iterable
@@ -445,6 +446,12 @@ class SessionMachine:
             offered = list(tools)
         before = self.settings, self._offered
         self.settings, self._offered = self.settings.model_copy(update=changes), offered
+        config = {"type": "session.update", "session": self.settings.session_config(self._schemas())}
+        size = len(json.dumps(config, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        if size + _ENVELOPE_BYTES > self.calls.limit:  # every reconnect would send it, and be refused
+            self.settings, self._offered = before
+            raise ConfigurationError(f"update: the session's configuration would be {size} bytes as JSON, and one "
+                                     f"event on this connection carries at most {self.calls.limit} bytes")
         if self.live:
             try:
                 event_id = self.configure(self.protocol)  # the frame is checked here: refused, the update changes nothing
