@@ -9,7 +9,10 @@ conversation cannot carry onto a new call is counted, and the rest is rebuilt.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+
+import numpy as np
 
 import pytest
 
@@ -129,6 +132,47 @@ def test_an_item_too_large_for_the_new_connection_is_counted_and_the_rest_rebuil
     assert restored.skipped_items == 1 and restored.replayed_items == 1
     created = [json.loads(t) for t in fresh.data_to_send() if '"conversation.item.create"' in t]
     assert [e["item"]["content"][0]["text"] for e in created] == ["short"]
+    assert created[0]["previous_item_id"] == "root"  # after the last item sent, not the one left out
+    assert [item.id for item in machine.mirror.items()] == [created[0]["item"]["id"]]  # as the new server has it
+
+
+def test_a_users_untranscribed_turn_too_large_for_one_event_goes_as_several_in_order() -> None:
+    """Over WebRTC with push-to-talk the journal keeps a committed turn until its transcript comes; rebuilt on a
+    new call its audio is split into user audio items that fit, and the next item goes after the last of them."""
+    machine = SessionMachine(SessionSettings(api_key="k", transport="webrtc", turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    machine.start_talking(0.0)
+    said = np.concatenate([np.full(480, k % 300 + 1, np.int16) for k in range(150)])  # three seconds
+    for k in range(150):
+        machine.captured(said[480 * k: 480 * (k + 1)], 0.02 * k, media=True)
+    machine.release_talking(3.0)
+    machine.commit_talking(3.0)
+    user = {"id": "item_u1", "object": "realtime.item", "type": "message", "role": "user", "status": "completed",
+            "content": [{"type": "input_audio", "transcript": None}]}
+    _receive(machine, protocol, {"type": "input_audio_buffer.committed", "previous_item_id": None, "item_id": "item_u1"},
+             {"type": "conversation.item.added", "previous_item_id": None, "item": user})
+    machine.send_text("and then?")
+    for text in protocol.data_to_send():
+        event = json.loads(text)
+        if event["type"] == "conversation.item.create":
+            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": "item_u1",
+                                         "item": {**event["item"], "object": "realtime.item", "status": "completed"}})
+    protocol.connection_lost()
+    machine.connection_lost(3.5, 1006, "gone")
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = LIMIT
+    machine.attach(fresh)
+    restored = machine.restore(4.0)
+    frames = fresh.data_to_send()
+    assert all(len(text.encode()) <= LIMIT for text in frames)
+    created = [json.loads(t) for t in frames if '"conversation.item.create"' in t]
+    audio = [e for e in created if e["item"]["content"][0]["type"] == "input_audio"]
+    assert len(audio) == 3 and audio[0]["item"]["id"] == "item_u1" and restored.skipped_items == 0
+    heard = np.concatenate([np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2") for e in audio])
+    assert np.array_equal(heard, said)  # the whole turn, once, in order
+    chain = ["root", *(e["item"]["id"] for e in created[:-1])]
+    assert [e["previous_item_id"] for e in created] == chain and created[-1]["item"]["content"][0]["text"] == "and then?"
 
 
 @pytest.mark.slow

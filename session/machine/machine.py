@@ -36,7 +36,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
-from voxline.realtime.errors import ConfigurationError, LocalProtocolError
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
@@ -194,13 +194,11 @@ class SessionMachine:
         if self.settings.call_id is not None:
             return ConnectionRestored(now, 0, 0, 0.0, handover)
         owed, cut_short = ([], False) if handover else (self._owed, self._cut_short)
-        plan = self.mirror.plan_rebuild(self.mic.journal.audio_of)
-        skipped = 0
+        plan = self.mirror.plan_rebuild(self.mic.journal.audio_of, max_event_bytes=protocol.max_event_bytes,
+                                        new_id=self.new_item_id)
+        skipped = sum(s.reason == "too_large" for s in plan.skipped)
         for command in plan.commands:
-            try:
-                protocol.send(command)
-            except LocalProtocolError:  # an item larger than this connection carries (a WebRTC data channel)
-                skipped += 1
+            protocol.send(command)
         self.mirror.adopt_rebuild(plan)
         followed = set(self.calls.unsettled_responses())
         for rid in followed:
@@ -219,7 +217,7 @@ class SessionMachine:
         for payload in creates:
             protocol.send(payload)
         resent_ms = (len(resumed) if resumed is not None else 0) * 1000 / self.mic.journal.rate
-        return ConnectionRestored(now, len(plan.item_ids) - skipped, len(creates), resent_ms, handover, skipped)
+        return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
 
     def _resend_as_items(self, pcm: np.ndarray) -> None:
         """Over WebRTC (push-to-talk): the user's unfinished turn as user audio items, each small enough

@@ -333,12 +333,15 @@ class ConversationMirror:
 
     # -- rebuild ------------------------------------------------------------------------
 
-    def plan_rebuild(self, audio_of: AudioLookup | None = None) -> Rebuild:
+    def plan_rebuild(self, audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
+                     new_id: Callable[[], str] | None = None) -> Rebuild:
         """The commands that recreate this conversation in a fresh session, and what they leave out.
 
-        ``audio_of`` gives the user's audio of items whose transcript never came (see :mod:`.rebuild`).
+        ``audio_of`` gives the user's audio of items whose transcript never came; ``max_event_bytes`` and
+        ``new_id`` size the items for the new connection (see :mod:`.rebuild`).
         """
-        return plan_rebuild(self.items(), frozenset(self._pending_deletes), audio_of)
+        return plan_rebuild(self.items(), frozenset(self._pending_deletes), audio_of, max_event_bytes=max_event_bytes,
+                            new_id=new_id)
 
     def rebuild_commands(self) -> list[dict[str, Any]]:
         """``conversation.item.create`` payloads, in order (see :func:`.rebuild.plan_rebuild`)."""

@@ -23,12 +23,17 @@ in a fresh session, in order:
 * left out: items a barge-in deleted, items of other kinds (MCP, …), messages with no
   text, and what the server had not finished: an assistant audio item still
   ``in_progress`` counts only with a known heard time, a function call only once its
-  arguments were complete (or it has an output).
+  arguments were complete (or it has an output);
+* sized for the new connection (``max_event_bytes``: a WebRTC data channel's messages are far
+  smaller than a WebSocket's): a user's audio too large for one event goes as several user
+  audio items (the first under the item's id, the rest under ids from ``new_id``), and any other
+  item too large is left out (``too_large``); the next item goes after the last one sent.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
@@ -38,7 +43,9 @@ from .records import MirrorItem, MirrorPart
 __all__ = ["Rebuild", "SkipReason", "Skipped", "plan_rebuild"]
 
 AudioLookup = Callable[[str], bytes | None]  # item id → the user's PCM audio of it, if still held
-SkipReason = Literal["deleted_by_barge_in", "unfinished", "nothing_heard", "empty", "orphan_output", "unsupported"]
+SkipReason = Literal["deleted_by_barge_in", "unfinished", "nothing_heard", "empty", "orphan_output", "unsupported",
+                     "too_large"]
+SPARE_BYTES = 256  # what the protocol core adds to a command on its way out (its event_id), and room to spare
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +149,37 @@ def _body(item: MirrorItem, answered: set[str], emitted_calls: set[str],
             assert_never(item.kind)
 
 
+def _size(command: dict[str, Any]) -> int:
+    return len(json.dumps(command, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) + SPARE_BYTES
+
+
+def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] | None) -> list[dict[str, Any]] | None:
+    """A user audio item too large for one event as several in a row, each small enough; None if it is not one."""
+    item = command["item"]
+    content = item.get("content") or []
+    if (new_id is None or item.get("type") != "message" or item.get("role") != "user" or len(content) != 1
+            or content[0].get("type") != "input_audio"):
+        return None
+    pcm = base64.b64decode(content[0]["audio"])
+    room = limit - _size({**command, "item": {**item, "content": [{"type": "input_audio", "audio": ""}]}})
+    per_part = (room * 3 // 4) // 2 * 2  # PCM16 bytes whose base64 fits
+    if per_part < 2:
+        return None
+    out: list[dict[str, Any]] = []
+    previous, item_id = command["previous_item_id"], item["id"]
+    for start in range(0, len(pcm), per_part):
+        audio = base64.b64encode(pcm[start:start + per_part]).decode("ascii")
+        out.append({"type": "conversation.item.create", "previous_item_id": previous,
+                    "item": {**item, "id": item_id, "content": [{"type": "input_audio", "audio": audio}]}})
+        previous, item_id = item_id, new_id()
+    return out
+
+
 def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset(),
-                 audio_of: AudioLookup | None = None) -> Rebuild:
-    """The rebuild of ``items`` (in server order); ``pending_deletes`` are ids a barge-in deleted."""
+                 audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
+                 new_id: Callable[[], str] | None = None) -> Rebuild:
+    """The rebuild of ``items`` (in server order); ``pending_deletes`` are ids a barge-in deleted (see the module
+    docstring for ``max_event_bytes`` and ``new_id``)."""
     answered = _answered_calls(items, pending_deletes)
     emitted_calls: set[str] = set()
     commands: list[dict[str, Any]] = []
@@ -158,9 +193,17 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
         if isinstance(body, str):
             skipped.append(Skipped(item.id, body))
             continue
+        command: dict[str, Any] = {"type": "conversation.item.create", "previous_item_id": previous, "item": body}
+        sent = [command]
+        if max_event_bytes is not None and _size(command) > max_event_bytes:
+            parts = _audio_parts(command, max_event_bytes, new_id)
+            if parts is None:
+                skipped.append(Skipped(item.id, "too_large"))
+                continue
+            sent = parts
         if item.kind == "function_call" and item.call_id is not None:
             emitted_calls.add(item.call_id)
-        commands.append({"type": "conversation.item.create", "previous_item_id": previous, "item": body})
+        commands.extend(sent)
         ids.append(item.id)
-        previous = item.id
+        previous = sent[-1]["item"]["id"]
     return Rebuild(tuple(commands), tuple(ids), tuple(skipped))
