@@ -323,3 +323,54 @@ def test_over_webrtc_a_turn_held_across_a_drop_goes_on_on_the_new_call() -> None
     assert len(_speak(machine, range(25, 40), 1.2)) == 15  # the rest of the turn on the new call's track
     assert machine.stop_talking(1.5)
     assert [e["type"] for e in sent(fresh)] == ["input_audio_buffer.commit", "response.create"]
+
+
+@pytest.mark.parametrize("transport", ["ws", "webrtc"])
+def test_a_turn_let_go_while_away_and_the_next_one_begun_are_two_turns_on_the_new_connection(transport: str) -> None:
+    """Held at the drop, let go while away, pressed again and held: the turn let go is whole and answered; the
+    next one goes on and waits for its own release (before, both went as one turn answered half-said)."""
+    webrtc = transport == "webrtc"
+    machine = SessionMachine(SessionSettings(api_key="k", transport=transport, turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    machine.start_talking(0.0)
+    machine.captured(np.full(24_000, 1, np.int16), 1.0, media=webrtc)  # turn 1 on the first connection
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    machine.captured(np.full(4_800, 1, np.int16), 1.2, media=webrtc)
+    assert machine.release_talking(1.2) and not machine.commit_talking(1.2)
+    machine.start_talking(1.3)
+    machine.captured(np.full(2_400, 2, np.int16), 1.4, media=webrtc)  # turn 2 begun, still held
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 65_536 if webrtc else fresh.max_event_bytes
+    machine.attach(fresh)
+    machine.restore(1.5)
+    out = sent(fresh)
+    kinds = [e["type"] for e in out]
+    assert kinds.count("response.create") == 1
+    before, after = out[:kinds.index("response.create")], out[kinds.index("response.create") + 1:]
+    if webrtc:
+        assert set(_item_audio(before).tolist()) == {1} and len(_item_audio(before)) == 28_800
+        assert set(_item_audio(after).tolist()) == {2} and len(_item_audio(after)) == 2_400
+    else:
+        audio = [np.frombuffer(base64.b64decode(e["audio"]), "<i2") for e in out if e["type"] == "input_audio_buffer.append"]
+        assert [e["type"] for e in before][-1] == "input_audio_buffer.commit"
+        assert set(audio[0].tolist()) == {1} and len(audio[0]) == 28_800 and set(audio[1].tolist()) == {2}
+        assert [e["type"] for e in after] == ["input_audio_buffer.append"]
+
+
+def test_over_webrtc_a_small_data_channel_takes_the_turn_in_small_items() -> None:
+    machine, protocol = _webrtc_push_to_talk()
+    machine.start_talking(0.0)
+    sent(protocol)
+    _speak(machine, range(0, 50), 0.5)
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 4_096  # valid SDP may say so
+    machine.attach(fresh)
+    machine.restore(1.5)  # before, it raised and nothing went
+    frames = fresh.data_to_send()
+    assert all(len(text) <= 4_096 for text in frames)
+    out = [json.loads(text) for text in frames]
+    assert np.array_equal(_item_audio(out), np.concatenate([np.full(480, k + 1, np.int16) for k in range(50)]))

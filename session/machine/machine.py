@@ -36,7 +36,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
@@ -79,6 +79,7 @@ class _SentUpdate:
     offered_before: list[str] | None
 
 
+_ITEM_ENVELOPE_BYTES = 256  # a user audio item's event around its audio: type, ids, role, content part
 _ENVELOPE_BYTES = 1024  # a text message's event around its text: type, ids, role, content part
 _UPDATES_KEPT = 16  # a refusal answers within a round trip: the last few updates are enough to look it up in
 
@@ -208,29 +209,41 @@ class SessionMachine:
         creates = creates_owed(owed, followed, cut_short=cut_short, texts_while_away=self._texts_while_away)
         self._texts_while_away = 0
         resumed = self.mic.resume(handover=handover)
-        if resumed is not None and len(resumed) and self.track is not None:
-            self._resend_as_items(resumed)  # a call's track takes no audio from before it
-        elif resumed is not None and len(resumed):
-            protocol.append_audio(resumed.astype("<i2").tobytes())
-            if self._released_while_away and not self.mic.talking:
+        if resumed is None:
+            resumed = np.zeros(0, np.int16)
+        # push-to-talk let go while away, and pressed again: the turn let go is whole, the next one goes on
+        ended = self.mic.journal.released_at if self.mic.talking else None
+        turn, rest = (resumed[:ended], resumed[ended:]) if ended is not None else (resumed, resumed[:0])
+        if len(turn) and self.track is not None:
+            self._resend_as_items(turn)  # a call's track takes no audio from before it
+        elif len(turn):
+            protocol.append_audio(turn.astype("<i2").tobytes())
+            if self._released_while_away and (ended is not None or not self.mic.talking):
                 protocol.commit_audio()  # the turn ended while away: its answer must hear it (again if this fails)
         for payload in creates:
             protocol.send(payload)
-        resent_ms = (len(resumed) if resumed is not None else 0) * 1000 / self.mic.journal.rate
+        if len(rest) and self.track is not None:
+            self._resend_as_items(rest)
+        elif len(rest):
+            protocol.append_audio(rest.astype("<i2").tobytes())
+        resent_ms = len(resumed) * 1000 / self.mic.journal.rate
         return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
 
     def _resend_as_items(self, pcm: np.ndarray) -> None:
         """Over WebRTC (push-to-talk): the user's unfinished turn as user audio items, each small enough
         for the call's data channel; they are the turn (nothing to commit), kept as committed turns."""
         protocol = self.protocol
-        per_item = max(SAMPLE_RATE // 10, (protocol.max_event_bytes - _ENVELOPE_BYTES) * 3 // 4 // 2)
+        per_item = (protocol.max_event_bytes - _ITEM_ENVELOPE_BYTES) * 3 // 4 // 2  # samples whose base64 fits
         items = []
-        for start in range(0, len(pcm), per_item):
+        for start in range(0, len(pcm), max(1, per_item)):
             part = np.ascontiguousarray(pcm[start:start + per_item], dtype="<i2")
             item_id = self.new_item_id()
             audio = base64.b64encode(part.tobytes()).decode("ascii")
-            protocol.send({"type": "conversation.item.create", "item": {
-                "id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}})
+            try:
+                protocol.send({"type": "conversation.item.create", "item": {
+                    "id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}})
+            except LocalProtocolError:  # a channel too small for even a sample of audio: the turn cannot go
+                break
             items.append((item_id, part))
         self.mic.journal.resent_as_items(items)
 
@@ -418,6 +431,7 @@ class SessionMachine:
         if not self.live:
             self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True
+            self.mic.journal.turn_ended()  # a press before the next connection starts a turn of its own
             return False
         self._append(self.mic.chunker.take(), now)  # the end of the turn goes before its commit
         self.protocol.commit_audio()
