@@ -157,6 +157,19 @@ async def test_a_tool_that_cancels_itself_is_answered_and_the_runner_goes_on(
     assert harness.tracker.state(second.call_id) is CallState.ANSWERED
 
 
+async def test_a_tool_that_cancels_its_own_task_is_answered(harness: Harness, registry: ToolRegistry) -> None:
+    @registry.tool(timeout=2)
+    async def cancels_its_task() -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # as a library helper "cancelling the current request" might
+        await asyncio.sleep(1)
+        return "never"
+
+    call = harness.call("cancels_its_task")  # before, it was never answered and the turn hung
+    assert await answered_once(harness, call) == "cancels_its_task failed: CancelledError: it cancelled its own task"
+
+
 async def test_an_exception_whose_str_raises_is_described_by_its_type(
         harness: Harness, registry: ToolRegistry) -> None:
     @registry.tool

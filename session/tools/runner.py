@@ -272,6 +272,8 @@ class ToolRunner:
             except BaseException:  # the runner is cancelled (closing): the tool is told, and left behind
                 _let_go(work)
                 raise
+        if work.cancelled():  # the tool cancelled its own task (the runner's cancel is handled above)
+            return error_output(f"{tool.name} failed: CancelledError: it cancelled its own task"), False
         value, failure = work.result()
         if failure is not None:  # the tool boundary: a tool's failure is its output, never ours
             return _failure(tool, failure), False
