@@ -189,7 +189,10 @@ class VoiceSession:
         state = "open" if live else ("reconnecting" if link.conn is not None and not link.closing else "closed")
         if self._failed is not None and not link.closing:
             state = "failed"
-        return f"<VoiceSession {self.settings.model} {state}>"
+        if self.machine.ended:
+            state = "ended"
+        model = self.settings.live_model if self.settings.api == "live" else self.settings.model
+        return f"<VoiceSession {model} {state}>"
 
     # ------------------------------------------------------------------ what the machine holds
     @property
@@ -340,7 +343,7 @@ class VoiceSession:
     @property
     def connected(self) -> bool:
         """True while a connection carries the conversation (False while reconnecting, and once the session failed)."""
-        return self.machine.live and self._failed is None
+        return self.machine.live and self._failed is None and not self.machine.ended
 
     @property
     def idle(self) -> bool:

@@ -18,6 +18,7 @@ from voxline.audio.clocked_output import ClockedOutput
 from voxline.base.clock import RealClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.server import serve
+from voxline.realtime.errors import ConfigurationError
 from voxline.session import SessionSettings, VoiceSession
 from voxline.session.events import ConnectionRestored, LiveContinuity, LiveSessionEnded, StateChanged
 from voxline.session.live.connect import open_live
@@ -90,6 +91,12 @@ async def test_a_session_closed_at_the_apps_request_is_over_not_reconnected() ->
             async with asyncio.timeout(10):
                 async for event in session:  # the iterator ends: no reconnect, no new session
                     rest.append(event)
+            # over: the app's commands say so (before, they were taken and nothing went), and so does the session
+            for command in (lambda: session.live.append("more"), session.live.mute, session.live.close_session,
+                            session.start_talking):
+                with pytest.raises(ConfigurationError, match=r"^the GPT-Live session is over \(closed: close_requested\)"):
+                    await command()
+            assert not session.connected and repr(session) == f"<VoiceSession {settings.live_model} ended>"
     ended = next(e for e in seen if isinstance(e, LiveSessionEnded))
     assert ended.reason == "close_requested"
     assert not any(isinstance(e, (ConnectionRestored, LiveContinuity)) for e in rest)

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from voxline.realtime.errors import ConfigurationError
 from voxline.session.bargein import Trigger
 from voxline.session.events import SpeechStarted, BargeIn, HeardTranscript, LiveDelivered, StateChanged, TranscriptDelta
 from voxline.session.tools import ToolRegistry
@@ -122,7 +123,6 @@ def test_tools_of_the_delegated_backend_run_once_per_call_and_continue_once() ->
 
 
 def test_user_text_and_fixed_settings_are_one_line_errors() -> None:
-    from voxline.realtime.errors import ConfigurationError
 
     rig = Rig()
     start(rig)
@@ -241,3 +241,18 @@ def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
     (update,) = sent(rig.protocol)
     assert update["type"] == "session.update"
     assert [t["name"] for t in update["session"]["delegation"]["responses"]["tools"]] == ["time_in"]
+
+
+def test_appends_and_fixtures_of_the_wrong_kind_are_one_line_errors() -> None:
+    rig = Rig()
+    start(rig)
+    for content, match in ((None, "append takes the content as a string, not NoneType"),
+                           (123, "append takes the content as a string, not int"),
+                           ("caf\ud83d", "append: content")):
+        with pytest.raises(ConfigurationError, match=f"^{match}"):
+            rig.machine.append(content)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="^delegation_id takes a string or None, not int$"):
+        rig.machine.append("x", delegation_id=5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"^play_fixture takes a 1-D int16 array .*, not float32"):
+        rig.machine.play_fixture(np.zeros(2400, np.float32))  # audio in [-1, 1] cast to int16 would be silence
+    assert sent(rig.protocol) == []

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from voxline.audio.playout import PlayoutBuffer
+from voxline.base.arguments import as_error, unicode_text
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveCommandFailed, LiveOutput, LiveProtocol
@@ -398,6 +399,9 @@ class LiveMachine:
             raise ConfigurationError("the session is closed")
         if self._protocol is None:
             raise ConfigurationError("the session is not open yet: use 'async with VoiceSession(...)' first")
+        if self.ended:
+            raise ConfigurationError(f"the GPT-Live session is over (closed: {self.protocol.close_reason}); "
+                                     "open a new VoiceSession")
 
     def send_text(self, text: str) -> bool:
         self.check_open()
@@ -459,15 +463,25 @@ class LiveMachine:
         """Append context: ``instructions`` (kept), ``thinking`` (silent) or ``commentary`` (for the model to say)."""
         self.check_open()
         model = {"instructions": lv.LiveInstructionsAppend, "thinking": lv.LiveThinkingAppend,
-                 "commentary": lv.LiveCommentaryAppend}.get(kind)
+                 "commentary": lv.LiveCommentaryAppend}.get(kind) if isinstance(kind, str) else None
         if model is None:
             raise ConfigurationError(f"kind must be instructions, thinking or commentary, not {kind!r}")
+        if not isinstance(content, str):
+            raise ConfigurationError(f"append takes the content as a string, not {type(content).__name__}")
+        if delegation_id is not None and not isinstance(delegation_id, str):
+            raise ConfigurationError(f"delegation_id takes a string or None, not {type(delegation_id).__name__}")
+        with as_error(ConfigurationError, "append"):
+            unicode_text(content, "content")
         return self.protocol.send(model(content=content, delegation_id=delegation_id))
 
     def play_fixture(self, pcm: np.ndarray) -> str:
         """One whole audio fixture (PCM16 24 kHz) through the session's output."""
         self.check_open()
-        data = np.ascontiguousarray(pcm, dtype="<i2").tobytes()
+        array = np.asarray(pcm)
+        if array.dtype != np.int16 or array.ndim != 1:  # a float block cast to int16 would play as silence
+            raise ConfigurationError(f"play_fixture takes a 1-D int16 array (PCM16 24 kHz mono), not {array.dtype} "
+                                     f"of shape {array.shape}")
+        data = np.ascontiguousarray(array, dtype="<i2").tobytes()
         return self.protocol.send(lv.LiveFixturePlay(audio=base64.b64encode(data).decode("ascii")))
 
     def close_session(self) -> str:
