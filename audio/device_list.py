@@ -163,6 +163,8 @@ def describe(devices: list[DeviceInfo], kind: Kind) -> str:
 def resolve_device(spec: int | str | None, kind: Kind) -> DeviceInfo:
     """The device for a user's choice: an index, a name (exact, else a unique substring,
     case-insensitive), a string of digits, or None for the system default."""
+    if spec is not None and (isinstance(spec, bool) or not isinstance(spec, (int, str))):  # 1.5 from a slider, True
+        raise TypeError(f"an {kind} device is an index, a name or None, not {type(spec).__name__} {spec!r}")
     devices = list_devices()
     if not any(d.channels(kind) > 0 for d in devices):
         raise AudioError(NO_DEVICES if not devices else f"no {kind} devices found; devices: {describe_all(devices)}")

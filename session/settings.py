@@ -121,8 +121,8 @@ class SessionSettings(BaseSettings):
     handover_s: float = Field(120.0, ge=0, allow_inf_nan=False)
     """Move to a fresh connection at a turn boundary this long before the session's ``expires_at`` (0: never)."""
     vad_threshold: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
-    silence_ms: int = Field(500, ge=0)
-    prefix_padding_ms: int = Field(300, ge=0)
+    silence_ms: int = Field(500, ge=0, le=60_000)  # a minute: beyond it no turn would end
+    prefix_padding_ms: int = Field(300, ge=0, le=60_000)
     api: Literal["realtime", "live"] = "realtime"
     """The interface: Realtime (``/v1/realtime``) or GPT-Live (``/v1/live/sessions``, docs/protocol.md §14)."""
     live_model: str = DEFAULT_LIVE_MODEL

@@ -183,6 +183,12 @@ def test_list_devices_shows_pulse_with_defaults(pulse: None) -> None:
     assert pulse_dev.default_samplerate > 0
 
 
+@pytest.mark.parametrize("spec", [1.5, 2.0, True])
+def test_a_device_that_is_neither_an_index_nor_a_name_is_a_one_line_type_error(spec: object) -> None:
+    with pytest.raises(TypeError, match=rf"^an output device is an index, a name or None, not {type(spec).__name__} "):
+        resolve_device(spec, "output")  # type: ignore[arg-type]  # before: an internal assertion, or True taken as 1
+
+
 @pytest.mark.device
 def test_resolve_by_index_name_digits_and_default(pulse: None) -> None:
     devices = {d.name: d for d in list_devices()}

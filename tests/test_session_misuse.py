@@ -68,6 +68,24 @@ def test_a_broken_input_is_one_error_event_and_the_session_goes_on(bad: Any) -> 
     assert connected and any(type(e).__name__ == "ResponseFinished" for e in events)
 
 
+@pytest.mark.parametrize(("pair", "said"), [
+    (("0.0", np.zeros(480, np.int16)), "an input pair's capture time is a finite number of seconds, not str '0.0'"),
+    ((float("nan"), np.zeros(480, np.int16)), "an input pair's capture time is a finite number of seconds, not float nan"),
+    ((0.0, np.zeros(480, np.int16), 1), "an input pair is (capture time in s, block), not a tuple of 3"),
+])
+def test_an_input_pair_with_a_bad_time_names_it(pair: Any, said: str) -> None:
+    """Before, a text time was "can only concatenate str (not float) to str", and NaN was taken silently."""
+    clock = VirtualClock()
+
+    async def main() -> list[Any]:
+        async with _session(clock, input=_blocks(clock, 1, pair)) as session:
+            await clock.sleep(0.5)
+            return session.pending_events()
+
+    errors = [e for e in run_lockstep(main(), clock) if isinstance(e, SessionError)]
+    assert [e.message for e in errors] == [f"the input failed: TypeError: {said}"]
+
+
 def test_a_float_block_names_what_an_input_block_is() -> None:
     clock = VirtualClock()
 
@@ -221,6 +239,8 @@ def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() 
     ({"transport": "tcp"}, "SessionSettings(transport='tcp'): Input should be 'ws' or 'webrtc'"),
     ({"liveness_timeout_s": float("nan")}, "SessionSettings(liveness_timeout_s=nan): Input should be a finite number"),
     ({"vad_threshold": float("nan")}, "SessionSettings(vad_threshold=nan): Input should be a finite number"),
+    ({"silence_ms": 10**20}, "SessionSettings(silence_ms=100000000000000000000): Input should be less than or equal "
+                             "to 60000"),  # before, the server refused the update and the session ran on its defaults
     ({"api_key": "sk-\ud800"}, "SessionSettings(api_key): api_key cannot be sent: it holds a lone surrogate, half of "
                                 "a character"),
     ({"instructions": "caf\ud83d"}, "SessionSettings(instructions='caf\\ud83d'): instructions cannot be sent: "

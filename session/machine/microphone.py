@@ -9,6 +9,8 @@ the machine appends each chunk to the live connection.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -29,7 +31,12 @@ def block_end(item: Captured, now: float) -> float:
     """When a block's last sample was captured: a device block's ADC time plus its length (the ADC
     times share the output's clock); any other block's ``now``."""
     if isinstance(item, tuple):
+        if len(item) != 2:
+            raise TypeError(f"an input pair is (capture time in s, block), not a tuple of {len(item)}")
         adc, block = item
+        if isinstance(adc, bool) or not isinstance(adc, (int, float, np.floating, np.integer)) or not math.isfinite(adc):
+            raise TypeError(f"an input pair's capture time is a finite number of seconds, not {type(adc).__name__} "
+                            f"{adc!r:.40}")
         return float(adc + len(block) / SAMPLE_RATE)
     return now
 
