@@ -5,21 +5,54 @@ failure inside the session instead, reported as one :class:`~voxline.session.eve
 An input that raises (a microphone iterator that broke, a block that is no audio) ends the input
 and the session goes on without it; any other loop that raises (the output, the receive loop)
 ends what the session can do, so its error is fatal and the application closes the session.
+
+The input runs the application's own iterator, which may swallow its cancel (a bare ``except``
+around a device read): :func:`let_go_if_stuck` runs it in a task of its own, so closing the
+session waits for it at most :data:`LET_GO_S`, then goes on without it, as it does for a tool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from voxline.base.clock import Clock
 from voxline.base.contain import contain
 from voxline.base.errors import message_of
 
 from .events import SessionError
 
-__all__ = ["guarded"]
+__all__ = ["LET_GO_S", "guarded", "let_go_if_stuck"]
 
 _log = logging.getLogger("voxline.session")
+
+LET_GO_S = 0.5  # on the loop's clock: how long a close waits for an input that ignores its cancel
+_LEFT: set[asyncio.Task[None]] = set()  # inputs let go of, held until they end
+
+
+async def let_go_if_stuck(loop: Callable[[], Awaitable[None]], what: str, clock: Clock) -> None:
+    """Run ``loop()`` in a task of its own; cancelled, cancel it too and wait for it at most :data:`LET_GO_S`
+    of ``clock``'s time."""
+    async def run() -> None:
+        await loop()
+
+    work = asyncio.get_running_loop().create_task(run(), name=f"voxline {what}")
+    try:
+        await asyncio.wait((work,))
+    except asyncio.CancelledError:
+        work.cancel()
+        timer = asyncio.ensure_future(clock.sleep(LET_GO_S))
+        try:
+            await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+        if not work.done():
+            _log.warning("the %s ignored its cancel; the session closes without waiting for it", what)
+            _LEFT.add(work)
+            work.add_done_callback(_LEFT.discard)
+        raise
+    await work  # done: its exception, if it raised one
 
 
 async def guarded(loop: Callable[[], Awaitable[None]], what: str, report: Callable[[SessionError], None], *,

@@ -57,7 +57,7 @@ from .event_queue import EventQueue
 from .events import BargeIn, SessionError, SessionEvent
 from .input_journal import InputJournal
 from .input_feed import InputFeed
-from .loop_guard import guarded
+from .loop_guard import guarded, let_go_if_stuck
 from .link import Link
 from .local_barge import BargePolicy
 from .live.controls import LiveControls
@@ -249,7 +249,8 @@ class VoiceSession:
                  guarded(lambda: self._tick_loop(clocked), "tick loop", report),
                  guarded(self._flush_loop, "flush loop", report)]
         if (blocks := self._input) is not None:  # a broken input ends the input, not the session
-            loops.append(guarded(lambda: self._feed.run(blocks), "input", report, fatal=False))
+            loops.append(guarded(lambda: let_go_if_stuck(lambda: self._feed.run(blocks), "input", self.clock), "input",
+                                 report, fatal=False))
         if self._watched:
             loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put),
                                  "device watch", report, fatal=False))

@@ -439,3 +439,28 @@ def test_a_connector_that_is_not_async_is_one_line_at_open() -> None:
 
     assert run_lockstep(main(), clock) == ("the connector returned NoneType, not an awaitable: make it an async "
                                            "function that returns a RealtimeConnection")
+
+
+def test_closing_does_not_wait_for_an_input_that_ignores_its_cancel() -> None:
+    """A device wrapper with a bare ``except`` swallows the cancel: before, the close waited for it for ever."""
+    clock = VirtualClock()
+    swallowed = []
+
+    async def sloppy() -> AsyncIterator[Any]:
+        for _ in range(1_000):  # 20 s of blocks, whatever it is told
+            try:
+                await clock.sleep(0.02)
+            except BaseException as exc:  # noqa: BLE001  # the app's bug under test
+                swallowed.append(type(exc).__name__)
+            yield np.zeros(480, dtype=np.int16)
+
+    async def main() -> tuple[float, float]:
+        session = _session(clock, input=sloppy())
+        await session.__aenter__()
+        await clock.sleep(0.5)
+        began = clock.now()
+        await session.aclose()
+        return began, clock.now()
+
+    began, closed = run_lockstep(main(), clock)
+    assert swallowed[:1] == ["CancelledError"] and closed - began < 1.0  # let go after LET_GO_S (0.5 s), not 20 s
