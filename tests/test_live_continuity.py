@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,26 @@ from tests.support.local_server import KEY, config
 from tests.support.session_events import until
 
 
+def _recording_connector(holder: list[VoiceSession], conns: list[RealtimeConnection],
+                         frames: list[tuple[int, str, dict[str, Any]]]) -> Callable[[], Awaitable[RealtimeConnection]]:
+    """Opens the session's Live connections, keeping each and its frames (audio aside) by connection number."""
+    async def connector() -> RealtimeConnection:
+        n = len(conns)
+
+        def wire(direction: str, text: str) -> None:
+            event = json.loads(text)
+            if event.get("type") not in ("session.input_audio.append", "session.output_audio.delta"):
+                frames.append((n, direction, event))
+
+        machine = holder[0].machine
+        assert isinstance(machine, LiveMachine)
+        conn = await open_live(holder[0].settings, machine, on_wire=wire)
+        conns.append(conn)
+        return conn
+
+    return connector
+
+
 @pytest.mark.parametrize("store", [True, False])
 async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_was_lost(store: bool) -> None:
     frames: list[tuple[int, str, dict[str, Any]]] = []
@@ -36,20 +57,7 @@ async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_w
         settings = SessionSettings(api="live", url=server.url, api_key=KEY, live_store=store,
                                    reconnect_attempts=8, instructions="Be brief.")
         holder: list[VoiceSession] = []
-
-        async def connector() -> RealtimeConnection:
-            n = len(conns)
-
-            def wire(direction: str, text: str) -> None:
-                event = json.loads(text)
-                if event.get("type") not in ("session.input_audio.append", "session.output_audio.delta"):
-                    frames.append((n, direction, event))
-
-            machine = holder[0].machine
-            assert isinstance(machine, LiveMachine)
-            conn = await open_live(holder[0].settings, machine, on_wire=wire)
-            conns.append(conn)
-            return conn
+        connector = _recording_connector(holder, conns, frames)
 
         clock = RealClock()
         session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector,
@@ -155,20 +163,7 @@ async def test_a_tool_running_when_the_connection_drops_runs_once_and_the_next_s
                 await asyncio.sleep(0.01)
         return f"clear and 21 degrees in {city}"
 
-    async def connector() -> RealtimeConnection:
-        n = len(conns)
-
-        def wire(direction: str, text: str) -> None:
-            event = json.loads(text)
-            if event.get("type") not in ("session.input_audio.append", "session.output_audio.delta"):
-                frames.append((n, direction, event))
-
-        machine = holder[0].machine
-        assert isinstance(machine, LiveMachine)
-        conn = await open_live(holder[0].settings, machine, on_wire=wire)
-        conns.append(conn)
-        return conn
-
+    connector = _recording_connector(holder, conns, frames)
     t = np.arange(24_000) / 24_000
     speech = np.concatenate([np.zeros(12_000, np.int16), (6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16),
                              np.zeros(24_000 * 6, np.int16)])
