@@ -721,6 +721,25 @@ def test_g711_sessions_count_8k_bytes() -> None:
 # Scenarios.
 
 
+def test_a_conversation_rebuilt_after_a_drop_goes_on_after_its_tool_output() -> None:
+    """A client rebuilds the conversation on a fresh session: the call and its output, then response.create. A
+    model goes on from the output; the stand-in did its script from the start and asked for the tool again."""
+    scenario = script({"output": [{"say": "Let me check."}, {"call": "get_weather", "arguments": {"city": "Paris"}}],
+                       "after": "Sunny in Paris."}, {"say": "Next turn."})
+    h = Harness(scenario)
+    call = {"id": "item_f", "type": "function_call", "call_id": "call_1", "name": "get_weather",
+            "arguments": '{"city":"Paris"}'}
+    h.send({"type": "conversation.item.create", "previous_item_id": "root", "item": user_text("weather?")})
+    h.send({"type": "conversation.item.create", "item": call})
+    h.send({"type": "conversation.item.create",
+            "item": {"type": "function_call_output", "call_id": "call_1", "output": '{"sky":"clear"}'}})
+    reply = h.send({"type": "response.create"})
+    assert not only(reply, "response.function_call_arguments.done")
+    assert only(reply, "response.output_audio_transcript.done")[0]["transcript"] == "Sunny in Paris."
+    assert only(h.send({"type": "response.create"}), "response.output_audio_transcript.done")[0]["transcript"] == (
+        "Next turn.")
+
+
 def test_builtin_scenarios_load() -> None:
     assert {"default", "long", "tools"} <= set(builtin_names())
     assert load_scenario().name == "default"

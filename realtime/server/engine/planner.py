@@ -93,9 +93,12 @@ def next_outputs(state: SessionState) -> tuple[Output, ...]:
     """The outputs of the next default-conversation response (``after`` replies first)."""
     last = state.conversation.get(state.conversation.last_id) if state.conversation.last_id else None
     pending = state.pending_after
-    if isinstance(pending, tuple) and last is not None and last.item.get("type") == "function_call_output":
-        state.pending_after = None
-        return pending
+    if last is not None and last.item.get("type") == "function_call_output":
+        if isinstance(pending, tuple):
+            state.pending_after = None
+            return pending
+        if (resumed := _after_a_rebuilt_call(state, last.item)) is not None:
+            return resumed
     turn = peek_turn(state)
     state.turn_index += 1
     outputs, after = turn.outputs, turn.after
@@ -106,6 +109,21 @@ def next_outputs(state: SessionState) -> tuple[Output, ...]:
     if after is not None:  # a reply in between (e.g. started by VAD) keeps an earlier turn's follow-up
         state.pending_after = after
     return outputs
+
+
+def _after_a_rebuilt_call(state: SessionState, output: dict[str, Any]) -> tuple[Output, ...] | None:
+    """A conversation the client rebuilt (after a drop) that ends with a tool's output: the reply the scenario gives
+    after the turn that calls that tool, as a model would go on, rather than the script from its start."""
+    call = next((entry.item for entry in state.conversation if entry.item.get("type") == "function_call"
+                 and entry.item.get("call_id") == output.get("call_id")), None)
+    if call is None:
+        return None
+    for index, turn in enumerate(state.scenario.turns):
+        for outputs, after in ((turn.outputs, turn.after), *((b.outputs, b.after) for b in turn.branches)):
+            if after is not None and any(isinstance(o, Call) and o.name == call.get("name") for o in outputs):
+                state.turn_index = max(state.turn_index, index + 1)
+                return after
+    return None
 
 
 def peek_turn(state: SessionState) -> Turn:
