@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from voxline.audio.playout import PlayoutBuffer
+from typing import Any
+
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
@@ -216,3 +218,98 @@ def test_an_update_whose_whole_configuration_does_not_fit_is_refused_live_or_awa
     assert machine.settings.instructions is None
     machine.update(instructions="i" * 50_000)  # fits
     assert machine.settings.instructions == "i" * 50_000
+
+
+def _tool_called(machine: SessionMachine, protocol: RealtimeProtocol) -> None:
+    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "report", "arguments": "{}"}
+    _receive(machine, protocol,
+             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
+                                                      "status": "in_progress", "output": []}},
+             {"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0,
+              "item": {**call, "status": "in_progress", "arguments": ""}},
+             {"type": "conversation.item.added", "previous_item_id": None,
+              "item": {**call, "status": "in_progress", "arguments": ""}},
+             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
+              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": "{}"},
+             {"type": "conversation.item.done", "previous_item_id": None, "item": call},
+             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
+                                                    "status": "completed", "output": [call]}})
+    protocol.data_to_send()
+
+
+def test_an_output_queued_while_away_is_sized_again_for_the_new_connection() -> None:
+    """The tool finished while away: its output fitted the old connection (a WebSocket), not the new call. Before,
+    the restore raised on it and the session failed."""
+    machine, protocol = _machine(20_000_000)
+    _tool_called(machine, protocol)
+    assert machine.calls.begin("call_1")
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    machine.calls.on_result("call_1", "z" * 100_000)  # queued while away
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = LIMIT
+    machine.attach(fresh)
+    machine.restore(1.5)
+    frames = fresh.data_to_send()
+    assert all(len(text.encode()) <= LIMIT for text in frames)
+    outputs = [json.loads(t)["item"]["output"] for t in frames if '"function_call_output"' in t]
+    assert len(outputs) == 1 and "too large to send: 100000 bytes" in outputs[0]
+
+
+def _restored_on_a_call(machine: SessionMachine, protocol: RealtimeProtocol
+                        ) -> tuple[RealtimeProtocol, list[dict[str, Any]], int]:
+    """The connection drops; the next is a call of 64 KiB messages: its protocol, what it was sent, items left out."""
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = LIMIT
+    machine.attach(fresh)
+    restored = machine.restore(1.5)
+    frames = fresh.data_to_send()
+    assert all(len(text.encode()) <= LIMIT for text in frames)
+    return fresh, [json.loads(text) for text in frames], restored.skipped_items
+
+
+def test_a_tool_output_too_large_for_the_new_call_is_rebuilt_as_a_note_beside_its_call() -> None:
+    """Before, the output was left out and its call kept: the model saw a call with no answer."""
+    machine, protocol = _machine(20_000_000)
+    _tool_called(machine, protocol)
+    assert machine.calls.begin("call_1")
+    machine.calls.on_result("call_1", "z" * 100_000)
+    machine.drain_tools()
+    for text in protocol.data_to_send():
+        event = json.loads(text)
+        if event["type"] == "conversation.item.create":
+            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": "item_f",
+                                         "item": {**event["item"], "object": "realtime.item", "status": "completed"}})
+    _fresh, out, skipped = _restored_on_a_call(machine, protocol)
+    items = [e["item"] for e in out if e["type"] == "conversation.item.create"]
+    assert [i["type"] for i in items] == ["function_call", "function_call_output"] and skipped == 0
+    assert "too large to carry over" in items[1]["output"]
+
+
+def test_a_call_too_large_for_the_new_call_is_left_out_with_its_output() -> None:
+    """Its arguments do not fit: the call is left out, and the result of the tool still running is not sent for a
+    call the new conversation lacks."""
+    machine, protocol = _machine(20_000_000)
+    big = json.dumps({"text": "a" * 70_000})
+    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "report", "arguments": big}
+    _receive(machine, protocol,
+             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
+                                                      "status": "in_progress", "output": []}},
+             {"type": "conversation.item.added", "previous_item_id": None,
+              "item": {**call, "status": "in_progress", "arguments": ""}},
+             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
+              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": big},
+             {"type": "conversation.item.done", "previous_item_id": None, "item": call},
+             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
+                                                    "status": "completed", "output": [call]}})
+    protocol.data_to_send()
+    assert machine.calls.begin("call_1")
+    fresh, out, skipped = _restored_on_a_call(machine, protocol)
+    assert not any(e["type"] == "conversation.item.create" for e in out) and skipped == 1
+    machine.calls.on_result("call_1", "done")
+    machine.drain_tools()
+    assert not [t for t in fresh.data_to_send() if '"function_call_output"' in t]

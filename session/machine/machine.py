@@ -197,7 +197,11 @@ class SessionMachine:
         owed, cut_short = ([], False) if handover else (self._owed, self._cut_short)
         plan = self.mirror.plan_rebuild(self.mic.journal.audio_of, max_event_bytes=protocol.max_event_bytes,
                                         new_id=self.new_item_id)
-        skipped = sum(s.reason == "too_large" for s in plan.skipped)
+        skipped = 0
+        for left_out in plan.skipped:
+            if left_out.reason == "too_large":
+                skipped += 1
+                self.calls.on_item_deleted(left_out.item_id)  # a call the new conversation lacks: its output neither
         for command in plan.commands:
             protocol.send(command)
         self.mirror.adopt_rebuild(plan)

@@ -26,8 +26,10 @@ in a fresh session, in order:
   arguments were complete (or it has an output);
 * sized for the new connection (``max_event_bytes``: a WebRTC data channel's messages are far
   smaller than a WebSocket's): a user's audio too large for one event goes as several user
-  audio items (the first under the item's id, the rest under ids from ``new_id``), and any other
-  item too large is left out (``too_large``); the next item goes after the last one sent.
+  audio items (the first under the item's id, the rest under ids from ``new_id``), a tool output
+  too large says so as its output (the call keeps an answer), and any other item too large is
+  left out (``too_large``; a call left out takes its output with it); the next item goes after the
+  last one sent.
 """
 
 from __future__ import annotations
@@ -175,6 +177,17 @@ def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] 
     return out
 
 
+def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[str, Any]] | None:
+    """A tool output too large for the new connection, said so as its output: the call keeps an answer."""
+    item = command["item"]
+    if item.get("type") != "function_call_output":
+        return None
+    note = json.dumps({"error": f"the tool's output ({size} bytes as sent) was too large to carry over to this "
+                                f"connection (at most {limit} bytes an event)"})
+    noted = {**command, "item": {**item, "output": note}}
+    return [noted] if _size(noted) <= limit else None
+
+
 def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset(),
                  audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
                  new_id: Callable[[], str] | None = None) -> Rebuild:
@@ -195,8 +208,8 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
             continue
         command: dict[str, Any] = {"type": "conversation.item.create", "previous_item_id": previous, "item": body}
         sent = [command]
-        if max_event_bytes is not None and _size(command) > max_event_bytes:
-            parts = _audio_parts(command, max_event_bytes, new_id)
+        if max_event_bytes is not None and (size := _size(command)) > max_event_bytes:
+            parts = _audio_parts(command, max_event_bytes, new_id) or _output_note(command, size, max_event_bytes)
             if parts is None:
                 skipped.append(Skipped(item.id, "too_large"))
                 continue

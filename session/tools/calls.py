@@ -154,8 +154,7 @@ class CallTracker:
         self._responses: dict[str, _Response] = {}
         self._pending: list[_Command] = []
         self._retired: dict[str, CallState] = {}  # oldest first, at most RETIRED_WINDOW
-        self.limit = MAX_EVENT_BYTES
-        """The largest event the session's connection carries: a bigger output is sent as an error output."""
+        self._limit = MAX_EVENT_BYTES
 
     # -- server events ------------------------------------------------------------------
 
@@ -233,7 +232,7 @@ class CallTracker:
         if record.state not in (CallState.PENDING, CallState.RUNNING):
             return None
         text = encode_output(output)
-        refusal = unsendable(call_id, record.call.name, text, self.limit)
+        refusal = unsendable(call_id, record.call.name, text, self._limit)
         if refusal is not None:
             text = error_output(refusal)
         record.state = CallState.ANSWERED
@@ -249,6 +248,25 @@ class CallTracker:
         return out
 
     # -- queries ------------------------------------------------------------------------
+
+    @property
+    def limit(self) -> int:
+        """The largest event the session's connection carries: a bigger output is sent as an error output."""
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        """A new connection's limit: outputs queued while away that it cannot carry become error outputs."""
+        self._limit = value
+        for command in self._pending:
+            item = command.payload.get("item")
+            if command.call_id is None or not isinstance(item, dict):
+                continue
+            record = self._calls.get(command.call_id)
+            name = record.call.name if record is not None else "the tool"
+            refusal = unsendable(command.call_id, name, str(item.get("output", "")), value)
+            if refusal is not None:
+                command.payload["item"] = {**item, "output": error_output(refusal)}
 
     def call(self, call_id: str) -> ToolCall | None:
         """The call ``call_id`` names, while the tracker holds it."""
