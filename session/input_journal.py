@@ -59,9 +59,9 @@ class InputJournal:
         self._speech_end: int | None = None
         self._turns: OrderedDict[str, _Turn] = OrderedDict()
         self._turn_samples = 0
-        self._turn_end: int | None = None  # where a push-to-talk turn was let go while away
-        self.released_at: int | None = None
-        """After :meth:`resume`: samples of its audio that a push-to-talk release while away ended, if any."""
+        self._turn_ends: list[int] = []  # where push-to-talk turns were let go while away
+        self.released_at: tuple[int, ...] = ()
+        """After :meth:`resume`: where in its audio each push-to-talk turn let go while away ended (samples)."""
 
     # -- input --------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ class InputJournal:
             case ev.InputAudioBufferCommitted():
                 self._commit(output.item_id)
             case ev.InputAudioBufferCleared():
-                self._turn_end = None
+                self._turn_ends.clear()
                 self._commit_point = self._total
                 self._speech_start = self._speech_end = None
                 self._trim(self._commit_point)
@@ -112,13 +112,13 @@ class InputJournal:
             start = self._total - self.lead_in
         start = max(start, self._commit_point, self._total - self._held, 0)
         self._origin = start  # speech under way stays marked: a connection lost again resends it again
-        ended, self._turn_end = self._turn_end, None
-        self.released_at = ended - start if ended is not None and start < ended <= self._total else None
+        ends, self._turn_ends = self._turn_ends, []
+        self.released_at = tuple(dict.fromkeys(end - start for end in ends if start < end <= self._total))
         return self._slice(start, self._total)
 
     def turn_ended(self) -> None:
         """Push-to-talk let go while away: what comes after is the next turn."""
-        self._turn_end = self._total
+        self._turn_ends.append(self._total)
 
     def restart(self, *, unsent: int = 0) -> None:
         """A new connection that is sent nothing again (a hand-over at a turn boundary).

@@ -374,3 +374,34 @@ def test_over_webrtc_a_small_data_channel_takes_the_turn_in_small_items() -> Non
     assert all(len(text) <= 4_096 for text in frames)
     out = [json.loads(text) for text in frames]
     assert np.array_equal(_item_audio(out), np.concatenate([np.full(480, k + 1, np.int16) for k in range(50)]))
+
+
+@pytest.mark.parametrize("transport", ["ws", "webrtc"])
+def test_two_turns_let_go_while_away_stay_two_turns_with_one_answer(transport: str) -> None:
+    """Let go, pressed, let go again while away, then pressed and held: before, the two turns went as one and
+    two responses were owed, the second firing while the key was down."""
+    webrtc = transport == "webrtc"
+    machine = SessionMachine(SessionSettings(api_key="k", transport=transport, turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    machine.start_talking(0.0)
+    protocol.connection_lost()
+    machine.connection_lost(0.1, 1006, "gone")
+    for n, now in ((1, 0.5), (2, 1.0)):
+        machine.captured(np.full(4_800, n, np.int16), now, media=webrtc)
+        assert machine.release_talking(now) and not machine.commit_talking(now)
+        machine.start_talking(now + 0.1)
+    machine.captured(np.full(2_400, 3, np.int16), 1.5, media=webrtc)  # the third, still held
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    restored = machine.restore(1.6)
+    out = sent(fresh)
+    assert restored.resent_creates == 1
+    if webrtc:
+        said = [set(np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2").tolist())
+                if e["type"] == "conversation.item.create" else e["type"] for e in out]
+        assert said == [{1}, {2}, "response.create", {3}]
+    else:
+        said = [set(np.frombuffer(base64.b64decode(e["audio"]), "<i2").tolist())
+                if e["type"] == "input_audio_buffer.append" else e["type"] for e in out]
+        assert said == [{1}, "input_audio_buffer.commit", {2}, "input_audio_buffer.commit", "response.create", {3}]

@@ -215,17 +215,23 @@ class SessionMachine:
         resumed = self.mic.resume(handover=handover)
         if resumed is None:
             resumed = np.zeros(0, np.int16)
-        # push-to-talk let go while away, and pressed again: the turn let go is whole, the next one goes on
-        ended = self.mic.journal.released_at if self.mic.talking else None
-        turn, rest = (resumed[:ended], resumed[ended:]) if ended is not None else (resumed, resumed[:0])
-        if len(turn) and self.track is not None:
-            self._resend_as_items(turn)  # a call's track takes no audio from before it
-        elif len(turn):
-            protocol.append_audio(turn.astype("<i2").tobytes())
-            if self._released_while_away and (ended is not None or not self.mic.talking):
+        # push-to-talk let go while away (perhaps more than once): each turn let go is whole, committed (or items)
+        # on its own; a turn still held goes on after them and waits for its release
+        ends = list(self.mic.journal.released_at)
+        if self._released_while_away and not self.mic.talking and (not ends or ends[-1] < len(resumed)):
+            ends.append(len(resumed))
+        bounds = [0, *ends]
+        for begin, end in zip(bounds, bounds[1:]):
+            if end <= begin:
+                continue
+            if self.track is not None:
+                self._resend_as_items(resumed[begin:end])  # a call's track takes no audio from before it
+            else:
+                protocol.append_audio(resumed[begin:end].astype("<i2").tobytes())
                 protocol.commit_audio()  # the turn ended while away: its answer must hear it (again if this fails)
         for payload in creates:
             protocol.send(payload)
+        rest = resumed[bounds[-1]:]
         if len(rest) and self.track is not None:
             self._resend_as_items(rest)
         elif len(rest):
@@ -433,7 +439,8 @@ class SessionMachine:
         if self.closed or not self.mic.take_release(turn):
             return False
         if not self.live:
-            self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
+            if not self._released_while_away:  # turns let go while away, one after another, get one answer
+                self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True
             self.mic.journal.turn_ended()  # a press before the next connection starts a turn of its own
             return False
