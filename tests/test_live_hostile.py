@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.live_rig import RATE, Rig, frame, sent, start, track
-from voxline.realtime.errors import RemoteProtocolError
+from tests.support.live_rig import RATE, SESSION, Rig, frame, sent, start, track
+from voxline.realtime.errors import ConfigurationError, RemoteProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.session.events import BargeIn, HeardTranscript, SessionError, SpeechStarted
@@ -315,3 +315,27 @@ def test_drops_before_a_delegations_response_ends_keep_the_tool_tables_bounded()
     sizes = rig.machine.sizes()
     assert sizes["calls_calls"] == 0 and sizes["calls_responses"] == 0 and sizes["live_orphan_calls"] == 0
     assert sizes["live_call_names"] == 0
+
+
+def test_a_reply_still_playing_when_the_session_is_closed_for_content_can_be_interrupted() -> None:
+    """The rest of the reply plays on after the close; the app may still silence it (a local cut, nothing sent)."""
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.2, 2.0)], 2.5)
+    rig.play(0.6)
+    events = rig.feed(frame(type="session.closed", event_id="c", reason="content", session=SESSION,
+                            usage={"seconds": 0.6}), rig.t)
+    assert [type(e).__name__ for e in events] == ["LiveSessionEnded"]
+    sent(rig.protocol)
+    with pytest.raises(ConfigurationError, match="is over"):
+        rig.machine.append("more")
+    effects = rig.machine.interrupt(rig.t)  # before: refused as a command to a session that is over
+    assert effects.barge_in is not None and effects.barge_in.heard_ms > 0
+    assert sent(rig.protocol) == []  # no note for a session that is over
+
+
+def test_a_result_note_stays_small_whatever_the_server_named_the_tool() -> None:
+    from voxline.session.live.delegated import result_note
+
+    note = result_note("n" * 70_000, "r" * 70_000)  # a hostile name: before, the note outgrew a data channel
+    assert len(note) < 2_000 and "n" * 64 + "…" in note

@@ -28,6 +28,7 @@ __all__ = ["OUTPUT_CHARS", "DelegatedCalls", "result_note"]
 
 NAMES = 1024  # tool names kept for calls whose output has not gone yet
 _SPARE = 256  # the event_id added on the way out, and room to spare
+NAME_CHARS = 64
 OUTPUT_CHARS = 1500  # of a result told as context (an append takes at most 500 tokens)
 
 _FINAL = {"response.completed": "completed", "response.incomplete": "incomplete",
@@ -37,6 +38,7 @@ _FINAL = {"response.completed": "completed", "response.incomplete": "incomplete"
 def result_note(name: str, output: str) -> str:
     """What a session is told of a tool's result whose call an earlier session made."""
     shown = output if len(output) <= OUTPUT_CHARS else output[:OUTPUT_CHARS] + " … (cut short)"
+    name = name if len(name) <= NAME_CHARS else name[:NAME_CHARS] + "…"  # the server named it: any length
     return (f"Tool result: the task '{name}' that an earlier part of this conversation asked for finished after the "
             f"connection was lost. Its result: {shown}")
 

@@ -350,13 +350,16 @@ class LiveMachine:
                                                              received_ms, "live_timeline")]
         note = delivered_note(heard)
         self._last_note = note
-        if self.live and self._protocol is not None and not self._protocol.closed:
+        if self.live and self._protocol is not None and not self._protocol.closed and not self.ended:
             self._protocol.send(lv.LiveInstructionsAppend(content=note))
         events.append(LiveDelivered(utt.uid, now, heard.at_ms, heard.text, note))
         return Effects(tuple(events), barge)
 
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
-        self.check_open()
+        """Silence the assistant where the listener is: a local cut, so also once the session is over (the rest of
+        a reply closed for its content still plays)."""
+        if self.closed or self._protocol is None:
+            self.check_open()
         if not self._audible(now):
             return NO_EFFECTS
         return self._cut(now, trigger)
