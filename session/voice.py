@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
@@ -78,6 +79,10 @@ Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 _log = logging.getLogger("voxline.session")
+
+_INPUT_OF: contextvars.ContextVar[VoiceSession | None] = contextvars.ContextVar("voxline_input_of", default=None)
+"""In the task that runs a session's input (the application's iterator), that session."""
+_CLOSES: set[asyncio.Task[None]] = set()  # closes asked for by an input's own iterator, held until done
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
 
 
@@ -249,8 +254,11 @@ class VoiceSession:
                  guarded(lambda: self._tick_loop(clocked), "tick loop", report),
                  guarded(self._flush_loop, "flush loop", report)]
         if (blocks := self._input) is not None:  # a broken input ends the input, not the session
-            loops.append(guarded(lambda: let_go_if_stuck(lambda: self._feed.run(blocks), "input", self.clock), "input",
-                                 report, fatal=False))
+            async def feed(blocks: AsyncIterable[Captured] = blocks) -> None:
+                _INPUT_OF.set(self)  # in the input's own task only
+                await self._feed.run(blocks)
+
+            loops.append(guarded(lambda: let_go_if_stuck(feed, "input", self.clock), "input", report, fatal=False))
         if self._watched:
             loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put),
                                  "device watch", report, fatal=False))
@@ -285,6 +293,11 @@ class VoiceSession:
         if self._link.closing:
             return
         self._own_loop()
+        if _INPUT_OF.get() is self:  # the input's own iterator: the close cancels it, and would stop midway
+            close = asyncio.get_running_loop().create_task(self.aclose(), context=contextvars.Context())
+            _CLOSES.add(close)
+            close.add_done_callback(_CLOSES.discard)
+            return
         for task in self._tasks:
             task.cancel()
         self._queue.put_all(self.machine.close(self.output.now()))

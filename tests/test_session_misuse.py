@@ -464,3 +464,27 @@ def test_closing_does_not_wait_for_an_input_that_ignores_its_cancel() -> None:
 
     began, closed = run_lockstep(main(), clock)
     assert swallowed[:1] == ["CancelledError"] and closed - began < 1.0  # let go after LET_GO_S (0.5 s), not 20 s
+
+
+def test_an_input_that_closes_its_own_session_closes_it_whole() -> None:
+    """Before, the close cancelled the iterator that asked for it midway: the events never ended, and a second
+    aclose() returned at once with the session half closed."""
+    clock = VirtualClock()
+    holder: list[VoiceSession] = []
+
+    async def closes_after_a_while() -> AsyncIterator[Any]:
+        for _ in range(10):
+            await clock.sleep(0.02)
+            yield np.zeros(480, dtype=np.int16)
+        await holder[0].aclose()  # a "hang up" gesture read from the same device
+        yield np.zeros(480, dtype=np.int16)
+
+    async def main() -> tuple[list[Any], bool]:
+        session = _session(clock, input=closes_after_a_while())
+        holder.append(session)
+        async with session, asyncio.timeout(20):  # real time: before, this waited for ever
+            events = [event async for event in session]  # ends: the session closed
+            return events, session.connected
+
+    events, connected = run_lockstep(main(), clock)
+    assert not connected and not any(isinstance(e, SessionError) for e in events)
