@@ -20,7 +20,6 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 
 from __future__ import annotations
 
-import base64
 import json
 import secrets
 from collections import deque
@@ -34,7 +33,6 @@ import numpy as np
 from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
-from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
@@ -55,7 +53,7 @@ from ..tools.calls import CallTracker
 from ..tools.events import ToolEvent
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
-from .microphone import Captured, MicrophonePath
+from .microphone import Captured, MicrophonePath, audio_items
 
 __all__ = ["SessionMachine", "ToolSchemas"]
 
@@ -79,7 +77,6 @@ class _SentUpdate:
     offered_before: list[str] | None
 
 
-_ITEM_ENVELOPE_BYTES = 256  # a user audio item's event around its audio: type, ids, role, content part
 _ENVELOPE_BYTES = 1024  # a text message's event around its text: type, ids, role, content part
 _UPDATES_KEPT = 16  # a refusal answers within a round trip: the last few updates are enough to look it up in
 
@@ -212,50 +209,36 @@ class SessionMachine:
         self.drain_tools()
         creates = creates_owed(owed, followed, cut_short=cut_short, texts_while_away=self._texts_while_away)
         self._texts_while_away = 0
-        resumed = self.mic.resume(handover=handover)
-        if resumed is None:
-            resumed = np.zeros(0, np.int16)
-        # push-to-talk let go while away (perhaps more than once): each turn let go is whole, committed (or items)
-        # on its own; a turn still held goes on after them and waits for its release
-        ends = list(self.mic.journal.released_at)
-        if self._released_while_away and not self.mic.talking and (not ends or ends[-1] < len(resumed)):
-            ends.append(len(resumed))
-        bounds = [0, *ends]
-        for begin, end in zip(bounds, bounds[1:]):
-            if end <= begin:
-                continue
-            if self.track is not None:
-                self._resend_as_items(resumed[begin:end])  # a call's track takes no audio from before it
-            else:
-                protocol.append_audio(resumed[begin:end].astype("<i2").tobytes())
-                protocol.commit_audio()  # the turn ended while away: its answer must hear it (again if this fails)
+        # push-to-talk let go while away: each turn whole and on its own; a turn still held goes on after them
+        turns, rest = self.mic.resume_turns(handover=handover, released_while_away=self._released_while_away)
+        for turn in turns:
+            self._resend(turn, whole=True)  # the turn ended while away: its answer must hear it (again if this fails)
         for payload in creates:
             protocol.send(payload)
-        rest = resumed[bounds[-1]:]
-        if len(rest) and self.track is not None:
-            self._resend_as_items(rest)
-        elif len(rest):
-            protocol.append_audio(rest.astype("<i2").tobytes())
-        resent_ms = len(resumed) * 1000 / self.mic.journal.rate
+        self._resend(rest, whole=False)
+        resent_ms = (sum(map(len, turns)) + len(rest)) * 1000 / self.mic.journal.rate
         return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
 
-    def _resend_as_items(self, pcm: np.ndarray) -> None:
-        """Over WebRTC (push-to-talk): the user's unfinished turn as user audio items, each small enough
-        for the call's data channel; they are the turn (nothing to commit), kept as committed turns."""
+    def _resend(self, pcm: np.ndarray, *, whole: bool) -> None:
+        """Audio of the user's a new connection lacks: appended (and committed when ``whole``), or over WebRTC,
+        whose track takes no audio from before the call, user audio items sized for its data channel (they are
+        the turn: nothing to commit), kept as committed turns."""
+        if not len(pcm):
+            return
         protocol = self.protocol
-        per_item = (protocol.max_event_bytes - _ITEM_ENVELOPE_BYTES) * 3 // 4 // 2  # samples whose base64 fits
-        items = []
-        for start in range(0, len(pcm), max(1, per_item)):
-            part = np.ascontiguousarray(pcm[start:start + per_item], dtype="<i2")
-            item_id = self.new_item_id()
-            audio = base64.b64encode(part.tobytes()).decode("ascii")
+        if self.track is None:
+            protocol.append_audio(pcm.astype("<i2").tobytes())
+            if whole:
+                protocol.commit_audio()
+            return
+        sent = []
+        for payload, part in audio_items(pcm, protocol.max_event_bytes, self.new_item_id):
             try:
-                protocol.send({"type": "conversation.item.create", "item": {
-                    "id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}})
+                protocol.send(payload)
             except LocalProtocolError:  # a channel too small for even a sample of audio: the turn cannot go
                 break
-            items.append((item_id, part))
-        self.mic.journal.resent_as_items(items)
+            sent.append((str(payload["item"]["id"]), part))
+        self.mic.journal.resent_as_items(sent)
 
     # ------------------------------------------------------------------ server events and time
     def receive(self, output: ProtocolOutput, now: float) -> Effects:

@@ -9,7 +9,10 @@ the machine appends each chunk to the live connection.
 
 from __future__ import annotations
 
+import base64
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -101,3 +104,33 @@ class MicrophonePath:
             return None
         self.chunker.clear()  # the journal's resend holds them
         return self.journal.resume(push_to_talk=self.push_to_talk)
+
+    def resume_turns(self, *, handover: bool, released_while_away: bool) -> tuple[list[Pcm], Pcm]:
+        """:meth:`resume` as turns: each push-to-talk turn let go while away, whole (to commit, or to send as
+        items, on its own), and the rest (a turn still held, or audio no release has ended) to go on after them."""
+        resumed = self.resume(handover=handover)
+        if resumed is None:
+            return [], np.zeros(0, np.int16)
+        ends = list(self.journal.released_at)
+        if released_while_away and not self.talking and (not ends or ends[-1] < len(resumed)):
+            ends.append(len(resumed))  # let go for good: all of it is turns
+        bounds = [0, *ends]
+        turns = [resumed[begin:end] for begin, end in zip(bounds, bounds[1:]) if end > begin]
+        return turns, resumed[bounds[-1]:]
+
+
+ITEM_ENVELOPE_BYTES = 256  # a user audio item's event around its audio: type, ids, role, content part
+
+
+def audio_items(pcm: Pcm, limit: int, new_id: Callable[[], str]) -> list[tuple[dict[str, Any], Pcm]]:
+    """``pcm`` as user audio items in a row (``conversation.item.create`` payloads), each event at most ``limit``
+    bytes; with the samples each carries."""
+    per_item = max(1, (limit - ITEM_ENVELOPE_BYTES) * 3 // 4 // 2)  # samples whose base64 fits
+    out = []
+    for start in range(0, len(pcm), per_item):
+        part = np.ascontiguousarray(pcm[start:start + per_item], dtype="<i2")
+        audio = base64.b64encode(part.tobytes()).decode("ascii")
+        out.append(({"type": "conversation.item.create", "item": {
+            "id": new_id(), "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}},
+            part))
+    return out
