@@ -24,7 +24,7 @@ from voxline.realtime.live import events as lv
 from ..tools.calls import CallTracker, ToolCall
 from ..tools.outputs import error_output
 
-__all__ = ["OUTPUT_CHARS", "DelegatedCalls", "result_note"]
+__all__ = ["NAMES", "NAME_CHARS", "OUTPUT_CHARS", "DelegatedCalls", "result_note"]
 
 NAMES = 1024  # tool names kept for calls whose output has not gone yet
 _SPARE = 256  # the event_id added on the way out, and room to spare
@@ -44,6 +44,8 @@ def result_note(name: str, output: str) -> str:
 
 
 class DelegatedCalls:
+    """The Live session's delegated calls over the session's one tracker (see the module docstring)."""
+
     def __init__(self, tracker: CallTracker) -> None:
         self.tracker = tracker
         self._responses: dict[str, str] = {}  # delegation → its Responses response id
