@@ -213,9 +213,12 @@ class SessionMachine:
         turns, rest = self.mic.resume_turns(handover=handover, released_while_away=self._released_while_away)
         for turn in turns:
             self._resend(turn, whole=True)  # the turn ended while away: its answer must hear it (again if this fails)
+        if not turns:
+            self._resend(rest, whole=False)  # speech under way: the server hears it before what is asked of it
         for payload in creates:
             protocol.send(payload)
-        self._resend(rest, whole=False)
+        if turns:
+            self._resend(rest, whole=False)  # the next turn, begun after those let go: after their answer
         resent_ms = (sum(map(len, turns)) + len(rest)) * 1000 / self.mic.journal.rate
         return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
 
