@@ -26,7 +26,7 @@ from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.transports.rtc_signaling import DEFAULT_MAX_MESSAGE
 from voxline.realtime.transports.webrtc import WebRTCTransport, peer_max_message
-from voxline.session.events import ResponseFinished
+from voxline.session.events import ConnectionRestored, ResponseFinished
 from voxline.session.machine.machine import SessionMachine
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
@@ -83,6 +83,51 @@ def _receive(machine: SessionMachine, protocol: RealtimeProtocol, *events: dict[
             machine.receive(output, 0.0)
 
 
+def _tool_called(machine: SessionMachine, protocol: RealtimeProtocol, arguments: str = "{}") -> None:
+    """The server's response that calls ``report`` (call_1, item_f) with ``arguments``, done."""
+    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "report", "arguments": arguments}
+    _receive(machine, protocol,
+             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
+                                                      "status": "in_progress", "output": []}},
+             {"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0,
+              "item": {**call, "status": "in_progress", "arguments": ""}},
+             {"type": "conversation.item.added", "previous_item_id": None,
+              "item": {**call, "status": "in_progress", "arguments": ""}},
+             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
+              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": arguments},
+             {"type": "conversation.item.done", "previous_item_id": None, "item": call},
+             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
+                                                    "status": "completed", "output": [call]}})
+    protocol.data_to_send()
+
+
+def _echoed(machine: SessionMachine, protocol: RealtimeProtocol, previous: str | None) -> None:
+    """The client's items sent so far, as the server echoes them into its conversation."""
+    for text in protocol.data_to_send():
+        event = json.loads(text)
+        if event["type"] == "conversation.item.create":
+            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": previous,
+                                         "item": {**event["item"], "object": "realtime.item", "status": "completed"}})
+
+
+def _drop(machine: SessionMachine, protocol: RealtimeProtocol) -> None:
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+
+
+def _on_a_call(machine: SessionMachine) -> tuple[RealtimeProtocol, list[dict[str, Any]], ConnectionRestored]:
+    """The next connection is a call of 64 KiB messages: its protocol, what it was sent (every frame within the
+    limit), what the restore said."""
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = LIMIT
+    machine.attach(fresh)
+    restored = machine.restore(1.5)
+    frames = fresh.data_to_send()
+    assert all(len(text.encode()) <= LIMIT for text in frames)
+    return fresh, [json.loads(text) for text in frames], restored
+
+
 def test_a_text_too_large_for_the_connection_is_the_apps_one_line_error() -> None:
     machine, protocol = _machine(LIMIT)
     with pytest.raises(ConfigurationError, match=r"^send_text: the text is 70002 bytes as JSON, and one event on "
@@ -97,16 +142,7 @@ def test_a_text_too_large_for_the_connection_is_the_apps_one_line_error() -> Non
 
 def test_a_tool_output_too_large_for_the_connection_goes_as_an_error_output() -> None:
     machine, protocol = _machine(LIMIT)
-    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
-            "call_id": "call_1", "name": "report", "arguments": "{}"}
-    _receive(machine, protocol,
-             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
-                                                      "status": "in_progress", "output": []}},
-             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
-              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": "{}"},
-             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
-                                                    "status": "completed", "output": [call]}})
-    protocol.data_to_send()
+    _tool_called(machine, protocol)
     assert machine.calls.begin("call_1")
     machine.calls.on_result("call_1", "z" * 100_000)
     machine.drain_tools()  # before, the data channel refused the frame and the output was lost
@@ -120,19 +156,11 @@ def test_an_item_too_large_for_the_new_connection_is_counted_and_the_rest_rebuil
     machine, protocol = _machine(20_000_000)
     machine.send_text("x" * 70_000)  # fine on a WebSocket
     machine.send_text("short")
-    for text in protocol.data_to_send():
-        event = json.loads(text)
-        if event["type"] == "conversation.item.create":
-            item = {**event["item"], "object": "realtime.item", "status": "completed"}
-            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": None, "item": item})
-    protocol.connection_lost()
-    machine.connection_lost(1.0, 1006, "gone")
-    fresh = RealtimeProtocol()
-    fresh.max_event_bytes = LIMIT  # the next connection is a WebRTC call
-    machine.attach(fresh)
-    restored = machine.restore(1.1)  # before, the refused item ended the reconnect
+    _echoed(machine, protocol, None)
+    _drop(machine, protocol)
+    _fresh, out, restored = _on_a_call(machine)  # before, the refused item ended the reconnect
     assert restored.skipped_items == 1 and restored.replayed_items == 1
-    created = [json.loads(t) for t in fresh.data_to_send() if '"conversation.item.create"' in t]
+    created = [e for e in out if e["type"] == "conversation.item.create"]
     assert [e["item"]["content"][0]["text"] for e in created] == ["short"]
     assert created[0]["previous_item_id"] == "root"  # after the last item sent, not the one left out
     assert [item.id for item in machine.mirror.items()] == [created[0]["item"]["id"]]  # as the new server has it
@@ -155,20 +183,10 @@ def test_a_users_untranscribed_turn_too_large_for_one_event_goes_as_several_in_o
     _receive(machine, protocol, {"type": "input_audio_buffer.committed", "previous_item_id": None, "item_id": "item_u1"},
              {"type": "conversation.item.added", "previous_item_id": None, "item": user})
     machine.send_text("and then?")
-    for text in protocol.data_to_send():
-        event = json.loads(text)
-        if event["type"] == "conversation.item.create":
-            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": "item_u1",
-                                         "item": {**event["item"], "object": "realtime.item", "status": "completed"}})
-    protocol.connection_lost()
-    machine.connection_lost(3.5, 1006, "gone")
-    fresh = RealtimeProtocol()
-    fresh.max_event_bytes = LIMIT
-    machine.attach(fresh)
-    restored = machine.restore(4.0)
-    frames = fresh.data_to_send()
-    assert all(len(text.encode()) <= LIMIT for text in frames)
-    created = [json.loads(t) for t in frames if '"conversation.item.create"' in t]
+    _echoed(machine, protocol, "item_u1")
+    _drop(machine, protocol)
+    _fresh, out, restored = _on_a_call(machine)
+    created = [e for e in out if e["type"] == "conversation.item.create"]
     audio = [e for e in created if e["item"]["content"][0]["type"] == "input_audio"]
     assert len(audio) == 3 and audio[0]["item"]["id"] == "item_u1" and restored.skipped_items == 0
     heard = np.concatenate([np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2") for e in audio])
@@ -220,55 +238,17 @@ def test_an_update_whose_whole_configuration_does_not_fit_is_refused_live_or_awa
     assert machine.settings.instructions == "i" * 50_000
 
 
-def _tool_called(machine: SessionMachine, protocol: RealtimeProtocol) -> None:
-    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
-            "call_id": "call_1", "name": "report", "arguments": "{}"}
-    _receive(machine, protocol,
-             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
-                                                      "status": "in_progress", "output": []}},
-             {"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0,
-              "item": {**call, "status": "in_progress", "arguments": ""}},
-             {"type": "conversation.item.added", "previous_item_id": None,
-              "item": {**call, "status": "in_progress", "arguments": ""}},
-             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
-              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": "{}"},
-             {"type": "conversation.item.done", "previous_item_id": None, "item": call},
-             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
-                                                    "status": "completed", "output": [call]}})
-    protocol.data_to_send()
-
-
 def test_an_output_queued_while_away_is_sized_again_for_the_new_connection() -> None:
     """The tool finished while away: its output fitted the old connection (a WebSocket), not the new call. Before,
     the restore raised on it and the session failed."""
     machine, protocol = _machine(20_000_000)
     _tool_called(machine, protocol)
     assert machine.calls.begin("call_1")
-    protocol.connection_lost()
-    machine.connection_lost(1.0, 1006, "gone")
+    _drop(machine, protocol)
     machine.calls.on_result("call_1", "z" * 100_000)  # queued while away
-    fresh = RealtimeProtocol()
-    fresh.max_event_bytes = LIMIT
-    machine.attach(fresh)
-    machine.restore(1.5)
-    frames = fresh.data_to_send()
-    assert all(len(text.encode()) <= LIMIT for text in frames)
-    outputs = [json.loads(t)["item"]["output"] for t in frames if '"function_call_output"' in t]
+    _fresh, out, _restored = _on_a_call(machine)
+    outputs = [e["item"]["output"] for e in out if e.get("item", {}).get("type") == "function_call_output"]
     assert len(outputs) == 1 and "too large to send: 100000 bytes" in outputs[0]
-
-
-def _restored_on_a_call(machine: SessionMachine, protocol: RealtimeProtocol
-                        ) -> tuple[RealtimeProtocol, list[dict[str, Any]], int]:
-    """The connection drops; the next is a call of 64 KiB messages: its protocol, what it was sent, items left out."""
-    protocol.connection_lost()
-    machine.connection_lost(1.0, 1006, "gone")
-    fresh = RealtimeProtocol()
-    fresh.max_event_bytes = LIMIT
-    machine.attach(fresh)
-    restored = machine.restore(1.5)
-    frames = fresh.data_to_send()
-    assert all(len(text.encode()) <= LIMIT for text in frames)
-    return fresh, [json.loads(text) for text in frames], restored.skipped_items
 
 
 def test_a_tool_output_too_large_for_the_new_call_is_rebuilt_as_a_note_beside_its_call() -> None:
@@ -278,14 +258,11 @@ def test_a_tool_output_too_large_for_the_new_call_is_rebuilt_as_a_note_beside_it
     assert machine.calls.begin("call_1")
     machine.calls.on_result("call_1", "z" * 100_000)
     machine.drain_tools()
-    for text in protocol.data_to_send():
-        event = json.loads(text)
-        if event["type"] == "conversation.item.create":
-            _receive(machine, protocol, {"type": "conversation.item.added", "previous_item_id": "item_f",
-                                         "item": {**event["item"], "object": "realtime.item", "status": "completed"}})
-    _fresh, out, skipped = _restored_on_a_call(machine, protocol)
+    _echoed(machine, protocol, "item_f")
+    _drop(machine, protocol)
+    _fresh, out, restored = _on_a_call(machine)
     items = [e["item"] for e in out if e["type"] == "conversation.item.create"]
-    assert [i["type"] for i in items] == ["function_call", "function_call_output"] and skipped == 0
+    assert [i["type"] for i in items] == ["function_call", "function_call_output"] and restored.skipped_items == 0
     assert "too large to carry over" in items[1]["output"]
 
 
@@ -293,23 +270,11 @@ def test_a_call_too_large_for_the_new_call_is_left_out_with_its_output() -> None
     """Its arguments do not fit: the call is left out, and the result of the tool still running is not sent for a
     call the new conversation lacks."""
     machine, protocol = _machine(20_000_000)
-    big = json.dumps({"text": "a" * 70_000})
-    call = {"id": "item_f", "object": "realtime.item", "type": "function_call", "status": "completed",
-            "call_id": "call_1", "name": "report", "arguments": big}
-    _receive(machine, protocol,
-             {"type": "response.created", "response": {"id": "resp_1", "object": "realtime.response",
-                                                      "status": "in_progress", "output": []}},
-             {"type": "conversation.item.added", "previous_item_id": None,
-              "item": {**call, "status": "in_progress", "arguments": ""}},
-             {"type": "response.function_call_arguments.done", "response_id": "resp_1", "item_id": "item_f",
-              "output_index": 0, "call_id": "call_1", "name": "report", "arguments": big},
-             {"type": "conversation.item.done", "previous_item_id": None, "item": call},
-             {"type": "response.done", "response": {"id": "resp_1", "object": "realtime.response",
-                                                    "status": "completed", "output": [call]}})
-    protocol.data_to_send()
+    _tool_called(machine, protocol, json.dumps({"text": "a" * 70_000}))
     assert machine.calls.begin("call_1")
-    fresh, out, skipped = _restored_on_a_call(machine, protocol)
-    assert not any(e["type"] == "conversation.item.create" for e in out) and skipped == 1
+    _drop(machine, protocol)
+    fresh, out, restored = _on_a_call(machine)
+    assert not any(e["type"] == "conversation.item.create" for e in out) and restored.skipped_items == 1
     machine.calls.on_result("call_1", "done")
     machine.drain_tools()
     assert not [t for t in fresh.data_to_send() if '"function_call_output"' in t]
