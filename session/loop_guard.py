@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from voxline.base.clock import Clock
 from voxline.base.contain import contain
 from voxline.base.errors import message_of
+from voxline.base.loop_runner import hold
 
 from .events import SessionError
 
@@ -28,7 +29,6 @@ __all__ = ["LET_GO_S", "guarded", "let_go_if_stuck"]
 _log = logging.getLogger("voxline.session")
 
 LET_GO_S = 0.5  # on the loop's clock: how long a close waits for an input that ignores its cancel
-_LEFT: set[asyncio.Task[None]] = set()  # inputs let go of, held until they end
 
 
 async def let_go_if_stuck(loop: Callable[[], Awaitable[None]], what: str, clock: Clock) -> None:
@@ -49,8 +49,7 @@ async def let_go_if_stuck(loop: Callable[[], Awaitable[None]], what: str, clock:
             timer.cancel()
         if not work.done():
             _log.warning("the %s ignored its cancel; the session closes without waiting for it", what)
-            _LEFT.add(work)
-            work.add_done_callback(_LEFT.discard)
+            hold(work)
         raise
     await work  # done: its exception, if it raised one
 

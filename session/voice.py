@@ -44,6 +44,7 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
+from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver
@@ -82,7 +83,6 @@ _log = logging.getLogger("voxline.session")
 
 _INPUT_OF: contextvars.ContextVar[VoiceSession | None] = contextvars.ContextVar("voxline_input_of", default=None)
 """In the task that runs a session's input (the application's iterator), that session."""
-_CLOSES: set[asyncio.Task[None]] = set()  # closes asked for by an input's own iterator, held until done
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
 
 
@@ -294,9 +294,7 @@ class VoiceSession:
             return
         self._own_loop()
         if _INPUT_OF.get() is self:  # the input's own iterator: the close cancels it, and would stop midway
-            close = asyncio.get_running_loop().create_task(self.aclose(), context=contextvars.Context())
-            _CLOSES.add(close)
-            close.add_done_callback(_CLOSES.discard)
+            hold(asyncio.get_running_loop().create_task(self.aclose(), context=contextvars.Context()))
             return
         for task in self._tasks:
             task.cancel()

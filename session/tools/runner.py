@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from voxline.base.clock import Clock, RealClock
+from voxline.base.loop_runner import hold
 from voxline.base.contain import contain
 from voxline.realtime.errors import ToolError
 
@@ -52,18 +53,10 @@ Approver = Callable[[ToolCall], Awaitable[bool] | bool]
 """Asked before a tool with ``needs_approval`` runs: ``True`` runs it; async or a plain function."""
 
 
-_LET_GO: set[asyncio.Task[Any]] = set()
-"""Tool calls cancelled and no longer awaited, held until they end: one that ignores its cancel and
-waits on something only it holds would otherwise be collected mid-wait (asyncio then logs 'Task was
-destroyed but it is pending'), and a command's closing could not name it."""
-
-
 def _let_go(work: asyncio.Task[Any]) -> None:
     """Cancel a tool call nobody will wait for, and hold it until it ends."""
     work.cancel()
-    if not work.done():
-        _LET_GO.add(work)
-        work.add_done_callback(_LET_GO.discard)
+    hold(work)
 
 
 def _failure(tool: Tool, exc: BaseException) -> str:

@@ -15,8 +15,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
-__all__ = ["CLOSE_S", "bounded_runner"]
+__all__ = ["CLOSE_S", "bounded_runner", "hold"]
+
+_HELD: set[asyncio.Task[Any]] = set()
+
+
+def hold(task: asyncio.Task[Any]) -> None:
+    """Keep a task nobody awaits (a tool or an input let go of, a close begun from inside a session) until it ends.
+
+    The loop keeps only weak references to its tasks: one that waits on something only it holds would
+    otherwise be collected mid-wait (asyncio then logs 'Task was destroyed but it is pending'), and a
+    command's closing (:func:`bounded_runner`) could not name it.
+    """
+    if not task.done():
+        _HELD.add(task)
+        task.add_done_callback(_HELD.discard)
 
 CLOSE_S = 2.0  # of real time, whatever the loop's clock
 
