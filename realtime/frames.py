@@ -14,7 +14,8 @@ from typing import Any
 from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
 
-__all__ = ["MAX_INDEX", "b64_len", "check_fits", "excerpt", "is_event", "problem", "short", "slim", "table"]
+__all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
+           "slim", "table"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -33,6 +34,21 @@ def problem(event: ev.ServerEvent, sample_width: int) -> str | None:
         if size % sample_width:
             return f"audio delta of {size} bytes is not a whole number of {sample_width}-byte samples"
     return None
+
+
+def frame_bytes(payload: Any, *, ascii_only: bool = False) -> int:
+    """Bytes of ``payload`` as a compact JSON frame (``ascii_only``: non-ASCII characters escaped, as the GPT-Live
+    core writes them; else raw UTF-8, as the Realtime core does)."""
+    return len(json.dumps(payload, ensure_ascii=ascii_only, separators=(",", ":")).encode("utf-8"))
+
+
+def b64_pieces(data: bytes, room: int, width: int = 2) -> list[bytes]:
+    """``data`` in order, in pieces of whole ``width``-byte samples whose base64 takes at most ``room`` bytes
+    (none if not even one sample fits)."""
+    per_piece = room // 4 * 3 // width * width
+    if per_piece < width:
+        return []
+    return [data[start:start + per_piece] for start in range(0, len(data), per_piece)]
 
 
 def check_fits(text: str, kind: object, limit: int) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.live import events as lv
+from voxline.realtime.frames import b64_pieces
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
@@ -48,6 +49,18 @@ _DATA = "m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\
 ])
 def test_the_answer_says_how_large_a_message_the_peer_takes(lines: str, limit: int | None) -> None:
     assert peer_max_message(_HEAD + _DATA + lines) == limit
+
+
+@pytest.mark.parametrize("room", [0, 3, 4, 7, 8, 100, 4096, 65_536])
+@pytest.mark.parametrize("size", [0, 1, 2, 6, 1000, 100_001])
+def test_audio_splits_into_whole_samples_whose_base64_fits(room: int, size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    pieces = b64_pieces(data, room)
+    if room < 4:  # not even one sample's base64 fits
+        assert pieces == []
+        return
+    assert b"".join(pieces) == data and all(len(p) % 2 == 0 or p is pieces[-1] for p in pieces)
+    assert all(len(base64.b64encode(p)) <= room for p in pieces)
 
 
 def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:

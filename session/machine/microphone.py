@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.realtime.frames import b64_pieces
 
 from ..capture import CapturePath
 from ..input_chunks import InputChunker
@@ -125,12 +126,10 @@ ITEM_ENVELOPE_BYTES = 256  # a user audio item's event around its audio: type, i
 def audio_items(pcm: Pcm, limit: int, new_id: Callable[[], str]) -> list[tuple[dict[str, Any], Pcm]]:
     """``pcm`` as user audio items in a row (``conversation.item.create`` payloads), each event at most ``limit``
     bytes; with the samples each carries."""
-    per_item = max(1, (limit - ITEM_ENVELOPE_BYTES) * 3 // 4 // 2)  # samples whose base64 fits
     out = []
-    for start in range(0, len(pcm), per_item):
-        part = np.ascontiguousarray(pcm[start:start + per_item], dtype="<i2")
-        audio = base64.b64encode(part.tobytes()).decode("ascii")
+    for piece in b64_pieces(np.ascontiguousarray(pcm, dtype="<i2").tobytes(), limit - ITEM_ENVELOPE_BYTES):
+        audio = base64.b64encode(piece).decode("ascii")
         out.append(({"type": "conversation.item.create", "item": {
             "id": new_id(), "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}},
-            part))
+            np.frombuffer(piece, "<i2")))
     return out

@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from voxline.realtime.frames import b64_pieces, frame_bytes
+
 from .records import MirrorItem, MirrorPart
 
 __all__ = ["Rebuild", "SkipReason", "Skipped", "plan_rebuild"]
@@ -152,7 +154,7 @@ def _body(item: MirrorItem, answered: set[str], emitted_calls: set[str],
 
 
 def _size(command: dict[str, Any]) -> int:
-    return len(json.dumps(command, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) + SPARE_BYTES
+    return frame_bytes(command) + SPARE_BYTES
 
 
 def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] | None) -> list[dict[str, Any]] | None:
@@ -162,15 +164,14 @@ def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] 
     if (new_id is None or item.get("type") != "message" or item.get("role") != "user" or len(content) != 1
             or content[0].get("type") != "input_audio"):
         return None
-    pcm = base64.b64decode(content[0]["audio"])
     room = limit - _size({**command, "item": {**item, "content": [{"type": "input_audio", "audio": ""}]}})
-    per_part = (room * 3 // 4) // 2 * 2  # PCM16 bytes whose base64 fits
-    if per_part < 2:
+    pieces = b64_pieces(base64.b64decode(content[0]["audio"]), room)
+    if not pieces:
         return None
     out: list[dict[str, Any]] = []
     previous, item_id = command["previous_item_id"], item["id"]
-    for start in range(0, len(pcm), per_part):
-        audio = base64.b64encode(pcm[start:start + per_part]).decode("ascii")
+    for piece in pieces:
+        audio = base64.b64encode(piece).decode("ascii")
         out.append({"type": "conversation.item.create", "previous_item_id": previous,
                     "item": {**item, "id": item_id, "content": [{"type": "input_audio", "audio": audio}]}})
         previous, item_id = item_id, new_id()
