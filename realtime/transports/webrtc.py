@@ -31,7 +31,8 @@ from aiortc.sdp import SessionDescription
 
 from voxline.base.errors import install_log_redaction, redact_url, scrub
 
-from ..errors import ConnectionClosed, ConnectionFailed, LocalProtocolError
+from ..errors import ConnectionClosed, ConnectionFailed
+from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
 from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped,
@@ -209,10 +210,8 @@ class WebRTCTransport:
             await self._drained.wait()
         if self.close_code is not None or self._channel.readyState != "open":
             raise ConnectionClosed(*self._close_args())
-        limit = self.max_message_bytes
-        if limit is not None and len(text) * 4 > limit and (size := len(text.encode("utf-8"))) > limit:
-            raise LocalProtocolError(f"an event of {size} bytes does not fit the call's data channel "
-                                     f"(at most {limit} bytes a message)")
+        if self.max_message_bytes is not None:  # the protocol core refused it already; not another way round it
+            check_fits(text, "an event", self.max_message_bytes)
         self._channel.send(text)
 
     async def recv(self) -> str:

@@ -16,9 +16,8 @@ yet, still runs once; its result is told to the next session as silent context
 
 from __future__ import annotations
 
-import json
-
 from voxline.realtime import events as ev
+from voxline.realtime.frames import frame_bytes
 from voxline.realtime.live import events as lv
 
 from ..tools.calls import CallTracker, ToolCall
@@ -103,11 +102,11 @@ class DelegatedCalls:
     def _fitted(self, item: ev.FunctionCallOutputItem) -> str:
         """The output, or an error output if its event would be larger than the connection carries (as sent:
         non-ASCII characters escaped)."""
-        frame = json.dumps({"type": "response.item.create", "item": {
-            "type": "function_call_output", "call_id": item.call_id, "output": item.output}}, separators=(",", ":"))
-        if len(frame) + _SPARE <= self.tracker.limit:
+        size = frame_bytes({"type": "response.item.create", "item": {
+            "type": "function_call_output", "call_id": item.call_id, "output": item.output}}, ascii_only=True)
+        if size + _SPARE <= self.tracker.limit:
             return item.output
-        return error_output(f"the output is too large to send: {len(frame)} bytes as sent, and one event on this "
+        return error_output(f"the output is too large to send: {size} bytes as sent, and one event on this "
                             f"connection carries at most {self.tracker.limit} bytes")
 
     def commands(self) -> list[lv.LiveClientEvent]:

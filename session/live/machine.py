@@ -358,8 +358,7 @@ class LiveMachine:
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
         """Silence the assistant where the listener is: a local cut, so also once the session is over (the rest of
         a reply closed for its content still plays)."""
-        if self.closed or self._protocol is None:
-            self.check_open()
+        self._check_started()
         if not self._audible(now):
             return NO_EFFECTS
         return self._cut(now, trigger)
@@ -397,11 +396,15 @@ class LiveMachine:
         return True
 
     # ------------------------------------------------------------------ the app's commands
-    def check_open(self) -> None:
+    def _check_started(self) -> None:
         if self.closed:
             raise ConfigurationError("the session is closed")
         if self._protocol is None:
             raise ConfigurationError("the session is not open yet: use 'async with VoiceSession(...)' first")
+
+    def check_open(self) -> None:
+        """Every command to the server needs an open session that is not over."""
+        self._check_started()
         if self.ended:
             raise ConfigurationError(f"the GPT-Live session is over (closed: {self.protocol.close_reason}); "
                                      "open a new VoiceSession")

@@ -20,7 +20,6 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections import deque
 from collections.abc import Iterable
@@ -36,6 +35,7 @@ from voxline.base.arguments import as_error, unicode_text
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
+from voxline.realtime.frames import frame_bytes
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
@@ -455,8 +455,7 @@ class SessionMachine:
             offered = list(tools)
         before = self.settings, self._offered
         self.settings, self._offered = self.settings.model_copy(update=changes), offered
-        config = {"type": "session.update", "session": self.settings.session_config(self._schemas())}
-        size = len(json.dumps(config, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        size = frame_bytes({"type": "session.update", "session": self.settings.session_config(self._schemas())})
         if size + _ENVELOPE_BYTES > self.calls.limit:  # every reconnect would send it, and be refused
             self.settings, self._offered = before
             raise ConfigurationError(f"update: the session's configuration would be {size} bytes as JSON, and one "
