@@ -76,7 +76,9 @@ async def test_a_push_to_talk_turn_cut_by_a_hangup_is_sent_on_the_new_call_and_a
                                 backoff=lambda attempt: 0.0) as session, AsyncOpenAI(
                                     api_key=KEY, base_url=server.http_url) as client:
             await session.start_talking()
-            await asyncio.sleep(0.6)  # the user talks; the call carries it
+            async with asyncio.timeout(20):  # the user talks on the call's track until half a second is kept
+                while session.machine.mic.journal.sizes()["held"] < 12_000:
+                    await asyncio.sleep(0.01)
             first_call = session.call_id
             assert first_call is not None
             await client.realtime.calls.hangup(first_call)
