@@ -339,3 +339,29 @@ def test_a_result_note_stays_small_whatever_the_server_named_the_tool() -> None:
 
     note = result_note("n" * 70_000, "r" * 70_000)  # a hostile name: before, the note outgrew a data channel
     assert len(note) < 2_000 and "n" * 64 + "…" in note
+
+
+@pytest.mark.parametrize(("envelopes", "told"), [(2, True), (3, False)])
+def test_an_output_the_lost_session_may_not_have_used_is_told_to_the_next(envelopes: int, told: bool) -> None:
+    """The output went before the drop, but the delegation's response had not ended: the lost session may never
+    have used it, and a new session has nothing of it. Once the response ended, the session went on from it."""
+    rig = Rig(_registry())
+    start(rig)
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather",
+            "arguments": '{"city": "Paris"}', "status": "completed"}
+    events = [{"type": "response.created", "response": {"id": "resp_1"}},
+              {"type": "response.output_item.done", "item": item}]
+    for i, event in enumerate(events):
+        rig.feed(frame(type="response.event", event_id=f"r{i}", delegation_id="del_1", event=event), rig.t)
+    assert rig.machine.calls.begin("call_1")
+    rig.machine.calls.on_result("call_1", "sunny in Paris")
+    rig.machine.drain_tools()
+    assert [e["type"] for e in sent(rig.protocol)] == ["response.item.create"]
+    if envelopes == 3:
+        rig.feed(frame(type="response.event", event_id="r2", delegation_id="del_1",
+                       event={"type": "response.completed", "response": {"id": "resp_1"}}), rig.t)
+    _drop_and_reconnect(rig)
+    rig.machine.drain_tools()
+    notes = [e for e in sent(rig.protocol) if e["type"] == "session.thinking.append"]
+    assert [("sunny in Paris" in str(n["content"])) for n in notes] == ([True] if told else [])
+    assert rig.machine.sizes()["live_call_names"] == 0

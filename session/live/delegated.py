@@ -11,7 +11,8 @@ A response is known by the id its ``response.created`` gave, per delegation.
 Nothing of a delegation survives a drop: the next session (a fork or a new one) never made the
 call, and would refuse its output. A call still running at the drop, or whose output was not sent
 yet, still runs once; its result is told to the next session as silent context
-(``session.thinking.append``), and the old response's follow-up is not sent.
+(``session.thinking.append``), and the old response's follow-up is not sent. So is an output that
+was sent when its delegation's response had not ended yet: the lost session may never have used it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class DelegatedCalls:
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
         self._names: dict[str, str] = {}  # call id → tool name, until its output is sent (the newest NAMES)
+        self._sent: dict[str, tuple[str, str, str]] = {}  # call id → (response, name, output): sent, response not over
 
     def see(self, output: lv.LiveResponseEvent) -> tuple[ToolCall, ...]:
         """One envelope: the calls that became runnable (none twice)."""
@@ -74,6 +76,8 @@ class DelegatedCalls:
                                                             item["call_id"], item["name"], arguments))
         elif isinstance(kind, str) and kind in _FINAL:
             self.tracker.on_response_done(rid, _FINAL[kind])
+            for call_id in [c for c, (sent_in, _n, _o) in self._sent.items() if sent_in == rid]:
+                del self._sent[call_id]  # the session went on from it
         return ()
 
     @property
@@ -83,8 +87,8 @@ class DelegatedCalls:
 
     @property
     def named(self) -> int:
-        """Tool names kept for calls whose output has not gone yet."""
-        return len(self._names)
+        """Tool names kept for calls whose output has not gone yet, and outputs sent whose response is not over."""
+        return len(self._names) + len(self._sent)
 
     def connection_lost(self) -> None:
         """The session is gone: its calls not yet answered on it are told to the next one as context."""
@@ -92,6 +96,11 @@ class DelegatedCalls:
             self._orphans.setdefault(call.call_id, self._names.get(call.call_id, call.name))
         for rid in self.tracker.unsettled_responses():  # they never end now: their calls may be let go once answered
             self.tracker.on_response_done(rid, "incomplete")
+        for call_id, (_rid, name, output) in self._sent.items():  # sent, and the lost session may not have used it
+            self._orphans.setdefault(call_id, name)
+            self._held.append(ev.parse_client_dict({"type": "conversation.item.create", "item": {
+                "type": "function_call_output", "call_id": call_id, "output": output}}))
+        self._sent.clear()
         pending = self.tracker.commands()  # outputs not sent yet; the follow-ups were the lost session's
         for command in pending:
             if isinstance(command, ev.ConversationItemCreate) and isinstance(command.item, ev.FunctionCallOutputItem):
@@ -124,8 +133,14 @@ class DelegatedCalls:
                         orphaned += 1
                         out.append(lv.LiveThinkingAppend(content=result_note(name, item.output)))
                     else:
+                        fitted = self._fitted(item)
                         out.append(lv.LiveResponseItemCreate(item={
-                            "type": "function_call_output", "call_id": item.call_id, "output": self._fitted(item)}))
+                            "type": "function_call_output", "call_id": item.call_id, "output": fitted}))
+                        call = self.tracker.call(item.call_id)
+                        if call is not None:
+                            self._sent[item.call_id] = (call.response_id, call.name, fitted)
+                            while len(self._sent) > NAMES:
+                                del self._sent[next(iter(self._sent))]
                 case ev.ResponseCreate():
                     if not outputs or orphaned < outputs:  # not the follow-up of a lost session's response
                         out.append(lv.LiveResponseCreate())
