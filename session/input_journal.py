@@ -33,7 +33,11 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 from voxline.realtime.protocol import ProtocolOutput
 
-__all__ = ["InputJournal"]
+__all__ = ["TRACK_MARGIN_MS", "InputJournal"]
+
+TRACK_MARGIN_MS = 200
+"""Over a call's media track the server counts its milliseconds on the track's clock, which fills with silence
+when the input falls behind: speech under way is resent from this much earlier still than the padding."""
 
 Pcm = npt.NDArray[np.int16]
 
@@ -45,6 +49,7 @@ class InputJournal:
                  turns_s: float = 120.0, rate: int = SAMPLE_RATE) -> None:
         self.rate = rate
         self.padding = padding_ms * rate // 1000
+        self.track_margin = TRACK_MARGIN_MS * rate // 1000
         self.lead_in = max(lead_in_ms, padding_ms) * rate // 1000
         self.keep = int(keep_s * rate)
         self.turns_budget = int(turns_s * rate)
@@ -102,16 +107,24 @@ class InputJournal:
 
     # -- after a drop -------------------------------------------------------------------
 
-    def resume(self, *, push_to_talk: bool) -> Pcm:
-        """The audio to send again on a new connection, which counts its milliseconds from it."""
+    def resume(self, *, push_to_talk: bool, speech_only: bool = False) -> Pcm:
+        """The audio to send again on a new connection, which counts its milliseconds from it.
+
+        ``speech_only``: a call's media track with the server's VAD. What is resent goes as user
+        audio items, which no VAD hears: only speech the server noticed (from :data:`TRACK_MARGIN_MS`
+        earlier still than the padding), never a lead-in; the new call counts from the next sample
+        its track sends."""
         if self._speech_start is not None:  # speech under way, or stopped but not yet committed
-            start = self._speech_start - self.padding
+            start = self._speech_start - self.padding - (self.track_margin if speech_only else 0)
         elif push_to_talk:
             start = self._commit_point
+        elif speech_only:
+            start = self._total
         else:
             start = self._total - self.lead_in
         start = max(start, self._commit_point, self._total - self._held, 0)
-        self._origin = start  # speech under way stays marked: a connection lost again resends it again
+        # speech under way stays marked: a connection lost again resends it again
+        self._origin = self._total if speech_only else start
         ends, self._turn_ends = self._turn_ends, []
         self.released_at = tuple(dict.fromkeys(end - start for end in ends if start < end <= self._total))
         return self._slice(start, self._total)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Set
 from typing import Any
 
-__all__ = ["MAX_SESSION_S", "Owed", "creates_owed", "handover_due"]
+__all__ = ["MAX_SESSION_S", "PLAIN_CREATE", "Owed", "creates_owed", "handover_due"]
 
 Owed = tuple[str | None, dict[str, Any]]  # (response id if the server named it, the create as sent)
 PLAIN_CREATE: dict[str, Any] = {"type": "response.create"}

@@ -359,6 +359,73 @@ def test_a_turn_let_go_while_away_and_the_next_one_begun_are_two_turns_on_the_ne
         assert [e["type"] for e in after] == ["input_audio_buffer.append"]
 
 
+def _webrtc_server_vad() -> tuple[SessionMachine, RealtimeProtocol]:
+    machine = SessionMachine(SessionSettings(api_key="k", transport="webrtc"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    return machine, protocol
+
+
+def _blocks(first: int, last: int) -> np.ndarray:
+    """What :func:`_speak` sent of blocks ``first`` up to ``last`` (excluded)."""
+    return np.concatenate([np.full(480, k + 1, np.int16) for k in range(first, last)])
+
+
+def test_over_webrtc_with_server_vad_speech_under_way_at_a_drop_is_sent_on_the_new_call_and_answered() -> None:
+    """The server's VAD heard the user begin (at 1 s on the old call's track) and the call dropped mid-sentence:
+    the new call's track carries only what follows, so the speech so far goes as user audio items, from the
+    padding and the track's margin before its start, and one response is asked for. Before, it was lost."""
+    machine, protocol = _webrtc_server_vad()
+    _speak(machine, range(0, 75), 0.0)  # 1.5 s on the old call's track
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 1000,
+                                       "item_id": "item_u1"})], 1.3)
+    protocol.connection_lost()
+    machine.connection_lost(1.5, 1006, "gone")
+    assert _speak(machine, range(75, 100), 1.8) == []  # half a second while away
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 65_536
+    machine.attach(fresh)
+    restored = machine.restore(2.0)
+    out = sent(fresh)
+    start = (1000 - 300 - 200) // 20  # the speech's start, less the padding and the margin, in 20 ms blocks
+    assert np.array_equal(_item_audio(out), _blocks(start, 100))
+    assert [e["type"] for e in out if e["type"] != "conversation.item.create"] == ["response.create"]
+    assert restored.resent_creates == 1 and restored.resent_audio_ms == pytest.approx((100 - start) * 20)
+    # the new call counts its milliseconds from its own track: speech it hears at 200 ms is the 10th block after
+    assert len(_speak(machine, range(100, 125), 2.5)) == 25
+    receive(machine, fresh, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 200,
+                                    "item_id": "item_u2"})], 2.6)
+    _again, again, _restored = _on_a_new_call(machine, fresh, 2.7)
+    assert np.array_equal(_item_audio(again), _blocks(100, 125))  # from 0 ms: the padding and margin reach back
+
+
+def test_over_webrtc_with_server_vad_nothing_is_resent_when_nobody_was_speaking() -> None:
+    """Audio the server's VAD never took for speech is not sent as a user turn: an item of silence would be one."""
+    machine, protocol = _webrtc_server_vad()
+    _speak(machine, range(0, 50), 0.0)
+    _fresh, out, restored = _on_a_new_call(machine, protocol, 1.0)
+    assert not any(e["type"] in ("conversation.item.create", "response.create") for e in out)
+    assert restored.resent_audio_ms == 0
+
+
+def test_over_webrtc_with_server_vad_a_committed_turn_is_not_resent_and_its_answer_is_owed_once() -> None:
+    machine, protocol = _webrtc_server_vad()
+    _speak(machine, range(0, 75), 0.0)
+    receive(machine, protocol, [
+        frame({"type": "session.updated", "session": {"type": "realtime", "audio": {"input": {
+            "turn_detection": {"type": "server_vad", "create_response": True}}}}}),
+        frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 200, "item_id": "item_u1"}),
+        frame({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 1000, "item_id": "item_u1"}),
+        frame({"type": "input_audio_buffer.committed", "previous_item_id": None, "item_id": "item_u1"}),
+    ], 1.5)
+    _fresh, out, restored = _on_a_new_call(machine, protocol, 1.5)
+    assert [e["type"] for e in out].count("response.create") == 1 and restored.resent_creates == 1
+    assert restored.resent_audio_ms == 0  # committed: the rebuild carries the turn, not the resend
+    # with no transcript yet, the rebuilt turn is its audio: from the first sample (200 ms less the padding is
+    # before it) to its end at 1 s
+    assert np.array_equal(_item_audio(out), _blocks(0, 50))
+
+
 def test_over_webrtc_a_small_data_channel_takes_the_turn_in_small_items() -> None:
     machine, protocol = _webrtc_push_to_talk()
     machine.start_talking(0.0)

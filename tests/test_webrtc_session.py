@@ -9,6 +9,7 @@ Every data-channel frame goes through the oracle.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 
 import pytest
@@ -95,3 +96,41 @@ async def test_a_push_to_talk_turn_cut_by_a_hangup_is_sent_on_the_new_call_and_a
     assert resent and all(len(json.dumps(e)) <= 262_144 for e in resent)
     after = [e["type"] for e in out[out.index(resent[-1]):]]
     assert "response.create" in after
+
+
+@pytest.mark.slow
+async def test_speech_under_way_at_a_hangup_with_server_vad_is_sent_on_the_new_call_and_answered() -> None:
+    """The server's VAD heard the user begin, then the call dropped: the new call's track carries only what follows,
+    so what was said goes as user audio items on its data channel, and the turn is answered."""
+    import numpy as np
+
+    from voxline.audio.recording import Recording
+    from voxline.base.clock import RealClock
+    from voxline.session.events import SessionError, SpeechStarted
+
+    wire = WireRecorder()
+    clock = RealClock()
+    t = np.arange(24_000 * 2) / 24_000
+    speech = np.concatenate([(6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16), np.zeros(24_000 * 20, np.int16)])
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:
+        settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", reconnect_attempts=2)
+        async with VoiceSession(settings, input=Recording(speech, clock, clock.now()), clock=clock, on_wire=wire,
+                                backoff=lambda attempt: 0.0) as session, AsyncOpenAI(
+                                    api_key=KEY, base_url=server.http_url) as client:
+            await until(session, lambda e: isinstance(e, SpeechStarted))
+            first_call = session.call_id
+            assert first_call is not None
+            await client.realtime.calls.hangup(first_call)
+            await until(session, lambda e: isinstance(e, ConnectionLost))
+            restored = (await until(session, lambda e: isinstance(e, ConnectionRestored)))[-1]
+            assert restored.resent_creates == 1 and restored.resent_audio_ms > 0
+            seen = await until(session, lambda e: isinstance(e, ResponseFinished), timeout_s=20)
+            assert not [e for e in seen if isinstance(e, SessionError)]  # the new call took every item
+    wire.verify()
+    out = [json.loads(text) for direction, text in wire.frames if direction == "out"]
+    resent = [e for e in out if e["type"] == "conversation.item.create"
+              and e["item"]["content"][0]["type"] == "input_audio"]
+    said = np.concatenate([np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2") for e in resent])
+    assert np.array_equal(said, speech[:len(said)])  # from its first sample: the speech began within the padding
+    assert len(said) == round(restored.resent_audio_ms * 24)
+    assert "response.create" in [e["type"] for e in out[out.index(resent[-1]):]]

@@ -47,7 +47,7 @@ from ..local_barge import BargePolicy, LocalBarge
 from ..metrics.records import MetricsReport
 from ..metrics.tracker import SessionMetrics
 from ..mirror import ConversationMirror
-from ..restore import Owed, creates_owed
+from ..restore import PLAIN_CREATE, Owed, creates_owed
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker
 from ..tools.events import ToolEvent
@@ -108,7 +108,7 @@ class SessionMachine:
         self.track = TrackTagger(playout) if webrtc else None  # WebRTC: assistant audio comes on the media track
         self.mic = MicrophonePath(padding_ms=settings.prefix_padding_ms, chunk_samples=settings.input_chunk_samples,
                                   capture=capture, push_to_talk=settings.turn_detection == "none",
-                                  journaled=self.track is None or settings.turn_detection == "none")
+                                  journaled=True, over_track=self.track is not None)
         self._barge_policy = barge_policy if capture is not None and capture.vad is not None else None
         self._local_vad = capture is not None and capture.vad is not None
         self._raw = raw_events
@@ -215,6 +215,10 @@ class SessionMachine:
             self._resend(turn, whole=True)  # the turn ended while away: its answer must hear it (again if this fails)
         if not turns:
             self._resend(rest, whole=False)  # speech under way: the server hears it before what is asked of it
+            if self.mic.speech_only and len(rest) and not creates and not followed:
+                # the old call's VAD would have answered it, and the new one hears only what follows: a user still
+                # talking is heard by it and interrupts this answer, one who stopped while away is answered
+                creates.append(dict(PLAIN_CREATE))
         for payload in creates:
             protocol.send(payload)
         if turns:

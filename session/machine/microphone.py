@@ -49,7 +49,7 @@ class MicrophonePath:
     """Capture path, journal and chunker of one session (see the module docstring)."""
 
     def __init__(self, *, padding_ms: int, chunk_samples: int, capture: CapturePath | None,
-                 push_to_talk: bool, journaled: bool) -> None:
+                 push_to_talk: bool, journaled: bool, over_track: bool = False) -> None:
         self.journal = InputJournal(padding_ms=padding_ms)
         self.chunker = InputChunker(chunk_samples)
         self.capture = capture
@@ -57,7 +57,9 @@ class MicrophonePath:
         self.talking = not push_to_talk
         self._releases = 0  # push-to-talk releases so far: each names its turn
         self._released = 0  # the release whose turn is not committed yet (0: none)
-        self._journaled = journaled  # False over WebRTC with server VAD: the track carries it, nothing is resent
+        self._journaled = journaled  # False where nothing is ever resent (GPT-Live)
+        self.speech_only = over_track and not push_to_talk
+        """A call's media track with the server's VAD: only the speech the server noticed is resent, as items."""
 
     def release(self) -> int:
         """Push-to-talk let go: nothing more goes out. The number naming the released turn."""
@@ -86,7 +88,7 @@ class MicrophonePath:
         return out, (onsets[0] if onsets else None), end
 
     def keep(self, pcm: Pcm) -> None:
-        """A block a media track sends: journaled where the session keeps its turns (push-to-talk)."""
+        """A block a media track sends: journaled until the server has it for good."""
         if self._journaled:
             self.journal.captured(pcm)
 
@@ -104,7 +106,7 @@ class MicrophonePath:
             self.journal.restart(unsent=self.chunker.held)  # those go on the new connection
             return None
         self.chunker.clear()  # the journal's resend holds them
-        return self.journal.resume(push_to_talk=self.push_to_talk)
+        return self.journal.resume(push_to_talk=self.push_to_talk, speech_only=self.speech_only)
 
     def resume_turns(self, *, handover: bool, released_while_away: bool) -> tuple[list[Pcm], Pcm]:
         """:meth:`resume` as turns: each push-to-talk turn let go while away, whole (to commit, or to send as
