@@ -98,6 +98,7 @@ class SessionCore:
         self.playout = playout
         self.track = track  # WebRTC: audio comes on a media track, tagged by the server's playback
         self.owner = OutputOwner.SERVER if track is not None else owner
+        self._buffer_playing = False  # without a track (a sideband): the server's output buffer, from its events
         self.raw_events = raw_events
         self.fade_ms = fade_ms
         self._events: list[SessionEvent] = []
@@ -197,6 +198,10 @@ class SessionCore:
                 self._events.append(CutAdjusted(output.item_id, output.requested_ms, output.applied_ms, now))
             case MalformedServerEvent():
                 self._events.append(SessionError(f"ignored a malformed server event: {output.reason}", "malformed_event"))
+            case ev.OutputAudioBufferStarted():
+                self._buffer_playing = True
+            case ev.OutputAudioBufferStopped() | ev.OutputAudioBufferCleared():
+                self._buffer_playing = False
             case _:
                 pass
         return self._effects()
@@ -327,8 +332,14 @@ class SessionCore:
             self.playout.queued_samples > 0
             or (self.playout.playing_at(now) is not None and now >= self._fade_end)
             or (self.protocol.active_response_id is not None and self.protocol.slot is not Slot.CANCELLING)
-            or (self.track is not None and self.track.server_playing)
+            or self.server_playing
         )
+
+    @property
+    def server_playing(self) -> bool:
+        """The server's output buffer is playing a response to the call (WebRTC, SIP; a sideband sees it too):
+        between ``output_audio_buffer.started`` and ``.stopped`` or ``.cleared``."""
+        return self.track.server_playing if self.track is not None else self._buffer_playing
 
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> CoreEffects:
@@ -392,7 +403,7 @@ class SessionCore:
             server_cancels=self.protocol.server_cancels_on_speech,
             trigger=plan_as or trigger,
             owner=self.owner,
-            server_playing=self.track is not None and self.track.server_playing,
+            server_playing=self.server_playing,
         )
         for rid in responses:
             self.protocol.drop_response(rid)

@@ -472,3 +472,19 @@ def test_two_turns_let_go_while_away_stay_two_turns_with_one_answer(transport: s
         said = [set(np.frombuffer(base64.b64decode(e["audio"]), "<i2").tolist())
                 if e["type"] == "input_audio_buffer.append" else e["type"] for e in out]
         assert said == [{1}, "input_audio_buffer.commit", {2}, "input_audio_buffer.commit", "response.create", {3}]
+
+
+def test_a_sidebands_interrupt_cancels_and_clears_the_calls_output_buffer() -> None:
+    """A sideband has no audio of its own: the call plays from the server's output buffer, which the sideband sees
+    start and stop. Its interrupt cancels the response and clears that buffer, as the call's own side does, with no
+    truncate (the server cuts at what it played). Before, it cancelled at most, and the caller went on hearing it."""
+    machine = SessionMachine(SessionSettings(api_key="k", call_id="rtc_x"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    assert machine.interrupt(0.1) is NO_EFFECTS  # nothing playing on the call: nothing to stop
+    receive(machine, protocol, [frame({"type": "output_audio_buffer.started", "response_id": "resp_1"})], 0.2)
+    effects = machine.interrupt(0.5)
+    assert effects.barge_in is not None and effects.barge_in.server_cuts
+    assert [e["type"] for e in sent(protocol)] == ["output_audio_buffer.clear"]  # the response was already done
+    receive(machine, protocol, [frame({"type": "output_audio_buffer.cleared", "response_id": "resp_1"})], 0.6)
+    assert machine.interrupt(0.7) is NO_EFFECTS and sent(protocol) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
-from voxline.session.events import ConnectionLost, TranscriptDone
+from voxline.session.events import AssistantAudioStarted, ConnectionLost, RawServerEvent, TranscriptDone
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession
@@ -85,6 +86,33 @@ async def test_the_backend_runs_the_kiosks_tools_over_the_sideband() -> None:
     assert [t["name"] for t in backend_frames[0]["session"]["tools"]] == ["get_weather"]
     for wire in (kiosk_wire, backend_wire, server_wire):
         wire.verify()
+
+
+async def test_the_backend_stops_the_reply_the_caller_hears() -> None:
+    """A supervisor's interrupt on the sideband stops the call's audio: the server cancels and clears its output buffer
+    and cuts the reply at what it played. Before, the sideband only cancelled, and the caller heard the buffered
+    rest of the reply."""
+    backend_wire = WireRecorder()
+
+    def raw(kind: str) -> Callable[[object], bool]:
+        return lambda e: isinstance(e, RawServerEvent) and e.event.type == kind
+
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY, scenario="long")) as server:
+        kiosk_settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", reconnect_attempts=0)
+        async with VoiceSession(kiosk_settings, run_tools=False, raw_events=True) as kiosk:
+            backend_settings = SessionSettings(url=server.url, api_key=KEY, call_id=kiosk.call_id, reconnect_attempts=0)
+            async with VoiceSession(backend_settings, on_wire=backend_wire, raw_events=True) as backend:
+                await kiosk.send_text("Tell me a long story.")
+                await until(backend, raw("output_audio_buffer.started"))  # the server plays the reply on the call
+                await until(kiosk, lambda e: isinstance(e, AssistantAudioStarted))  # and the caller hears it
+                barge = await backend.interrupt()
+                assert barge is not None and barge.server_cuts
+                await until(kiosk, raw("output_audio_buffer.cleared"))  # the caller's audio stops
+                truncated = (await until(backend, raw("conversation.item.truncated")))[-1]
+                assert isinstance(truncated, RawServerEvent) and truncated.event.audio_end_ms > 0  # at what was played
+    backend_wire.verify()
+    sent = [json.loads(t)["type"] for d, t in backend_wire.frames if d == "out"]
+    assert "output_audio_buffer.clear" in sent and "conversation.item.truncate" not in sent
 
 
 async def test_the_backend_session_ends_when_the_kiosk_hangs_up() -> None:

@@ -39,7 +39,7 @@ from voxline.realtime.frames import frame_bytes
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 
-from ..bargein import Trigger
+from ..bargein import OutputOwner, Trigger
 from ..capture import CapturePath
 from ..core import NO_CORE_EFFECTS, CoreEffects, SessionCore
 from ..events import ConnectionLost, ConnectionRestored, SessionEvent
@@ -151,8 +151,10 @@ class SessionMachine:
         """Make ``protocol`` the conversation's; it inherits what the previous one received."""
         self.calls.limit = protocol.max_event_bytes  # texts and tool outputs are sized for this connection
         if self.core is None:
+            # a sideband's call plays from the server's output buffer: an interrupt cancels and clears it there
+            owner = OutputOwner.SERVER if self.settings.call_id is not None else OutputOwner.CLIENT
             self.core = SessionCore(protocol, self.playout, raw_events=self._raw, track=self.track,
-                                    gate=self.tick_gate)
+                                    gate=self.tick_gate, owner=owner)
             if self._local_vad:
                 self.core.local = LocalBarge(self._barge_policy)
         else:
