@@ -246,8 +246,11 @@ class SessionMachine:
                 protocol.send(payload)
             except LocalProtocolError:  # a channel too small for even a sample of audio: the turn cannot go
                 break
+            create = ev.parse_client_dict(payload)
+            assert isinstance(create, ev.ConversationItemCreate)
+            self.mirror.record_local(create)  # the conversation's now: a call lost before its echo rebuilds it
             sent.append((str(payload["item"]["id"]), part))
-        self.mic.journal.resent_as_items(sent)
+        self.mic.journal.resent_as_items(sent)  # their audio, under their ids, until a transcript comes
 
     # ------------------------------------------------------------------ server events and time
     def receive(self, output: ProtocolOutput, now: float) -> Effects:
@@ -342,7 +345,7 @@ class SessionMachine:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media and self.live:
-            self.mic.keep(pcm)  # push-to-talk: the turn is kept until committed, for a new call after a drop
+            self.mic.keep(pcm)  # kept until committed, for a new call after a drop
             self.metrics.input_sent(len(pcm), end, core.protocol)
             return effects, pcm, False
         return effects, None, self._append(self.mic.captured(pcm, live=self.live), end)
