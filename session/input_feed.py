@@ -95,7 +95,8 @@ class InputFeed:
         conn = self._link.conn
         media = conn.transport.media if conn is not None and self._machine.live else None
         now = self._now()
-        effects, pcm, waiting = self._machine.captured(item, now - late, media=media is not None)
+        padded = media.take_padding() if media is not None else 0
+        effects, pcm, waiting = self._machine.captured(item, now - late, media=media is not None, padded=padded)
         if pcm is not None and media is not None:
             media.push_audio(pcm, age_s=max(0.0, now - block_end(item, now - late)))
         return effects, waiting

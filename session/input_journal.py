@@ -82,6 +82,16 @@ class InputJournal:
         self._commit_point = max(self._commit_point, floor)
         self._trim(floor)
 
+    def padded(self, samples: int) -> None:
+        """Silence a media track sent between two blocks, for want of one in time: the server counts it as
+        said, so it takes its place on the timeline too (no more of it is held than :attr:`keep`)."""
+        if samples <= 0:
+            return
+        if samples > self.keep:  # older than anything kept: only its length counts
+            self._total += samples - self.keep
+            samples = self.keep
+        self.captured(np.zeros(samples, np.int16))
+
     def handle(self, output: ProtocolOutput) -> None:
         """Follow the server's view of the input buffer."""
         match output:

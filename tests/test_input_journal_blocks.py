@@ -87,3 +87,17 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
         assert sizes["blocks"] <= 2 * held_blocks + 65  # forgotten blocks are let go of, a half at a time
     for item, audio in turns.items():  # the views of a turn outlive the blocks the journal forgot
         assert np.array_equal(np.frombuffer(journal.audio_of(item) or b"", dtype="<i2"), audio)
+
+
+def test_filler_longer_than_the_journal_keeps_only_moves_the_timeline_on() -> None:
+    """An hour of a track's filler holds no more than the journal keeps, and speech after it is found where the
+    server placed it."""
+    journal = InputJournal(padding_ms=0, keep_s=1.0)
+    journal.captured(np.full(24_000, 1, np.int16))
+    journal.padded(3600 * 24_000)
+    journal.captured(np.full(2_400, 2, np.int16))
+    assert journal.sizes()["held"] <= 24_000 + 2_400
+    journal.handle(ev.InputAudioBufferSpeechStarted(type="input_audio_buffer.speech_started", audio_start_ms=3601_000,
+                                                    item_id="u"))
+    said = np.concatenate([np.zeros(4_800, np.int16), np.full(2_400, 2, np.int16)])  # from the margin before it
+    assert np.array_equal(journal.resume(push_to_talk=False, speech_only=True), said)

@@ -404,6 +404,22 @@ def test_over_webrtc_with_server_vad_speech_under_way_at_a_drop_is_sent_on_the_n
     assert [e["type"] for e in again if e["type"] != "conversation.item.create"] == ["response.create"]
 
 
+def test_over_webrtc_with_server_vad_the_silence_the_track_filled_in_keeps_the_timelines_together() -> None:
+    """The microphone fell a second behind the call's track, which sent silence meanwhile and the server counted it:
+    the journal counts it too, so speech the server places after it is found where it was said. Before, the
+    journal ran a second behind the server's milliseconds and the resent speech began a second late."""
+    machine, protocol = _webrtc_server_vad()
+    _speak(machine, range(0, 50), 0.0)  # 1 s
+    machine.captured(np.full(480, 51, np.int16), 2.0, media=True, padded=24_000)  # after a second of filler
+    _speak(machine, range(51, 100), 2.0)
+    # speech at 2.2 s on the track's timeline: block 60 of what the microphone gave, after the filler
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 2200,
+                                       "item_id": "item_u1"})], 2.5)
+    _fresh, out, _restored = _on_a_new_call(machine, protocol, 3.0)
+    # from 2200 − 300 − 200 ms on the track: the last 300 ms of the filler, then what the microphone gave after it
+    assert np.array_equal(_item_audio(out), np.concatenate([np.zeros(7_200, np.int16), _blocks(50, 100)]))
+
+
 def test_over_webrtc_with_server_vad_nothing_is_resent_when_nobody_was_speaking() -> None:
     """Audio the server's VAD never took for speech is not sent as a user turn: an item of silence would be one."""
     machine, protocol = _webrtc_server_vad()

@@ -441,6 +441,8 @@ def test_sample_queue_hands_out_whole_frames() -> None:
     assert list(first[:3]) == [1, 2, 3] and first[-1] == 480 and queue.queued == 20
     second = queue.take(480)
     assert list(second[:20]) == list(range(481, 501)) and second[20:].max() == 0 and queue.queued == 0
+    queue.take(480)
+    assert queue.padded == 460 + 480  # the silence handed out for want of samples: the peer counts it as said
     with pytest.raises(TypeError):
         queue.push(np.zeros(4, dtype=np.float32))
 

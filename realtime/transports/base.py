@@ -33,6 +33,10 @@ class MediaTrack(Protocol):
     def queued_audio_samples(self) -> int:
         """Samples pushed and not yet sent."""
 
+    def take_padding(self) -> int:
+        """Samples of silence the track sent since the last call because nothing was pushed in time: they count
+        on the peer's input timeline as if they had been said."""
+
 
 @runtime_checkable
 class Transport(Protocol):

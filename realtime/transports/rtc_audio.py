@@ -62,6 +62,8 @@ class SampleQueue:
     def __init__(self) -> None:
         self._blocks: deque[Samples] = deque()
         self._queued = 0
+        self.padded = 0
+        """Samples of silence :meth:`take` handed out for want of queued ones, so far."""
 
     @property
     def queued(self) -> int:
@@ -90,6 +92,7 @@ class SampleQueue:
             else:
                 self._blocks[0] = head[count:]
         self._queued -= filled
+        self.padded += n - filled
         return out
 
     def clear(self) -> int:

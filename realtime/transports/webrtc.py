@@ -187,6 +187,11 @@ class WebRTCTransport:
         """Microphone samples pushed and not yet sent."""
         return self._mic.queued
 
+    def take_padding(self) -> int:
+        """Silence the microphone track sent since the last call, for want of samples pushed in time."""
+        padded, self._mic.padded = self._mic.padded, 0
+        return padded
+
     async def _feed(self, source: AsyncIterable[npt.NDArray[np.int16]]) -> None:
         async for block in source:
             self.push_audio(block)

@@ -371,7 +371,10 @@ class LiveMachine:
         return Effects((SpeechStarted(onset, None, None), *cut.events), cut.barge_in)
 
     # ------------------------------------------------------------------ microphone
-    def captured(self, item: Captured, now: float, *, media: bool = False) -> tuple[Effects, np.ndarray | None, bool]:
+    def captured(self, item: Captured, now: float, *, media: bool = False, padded: int = 0
+                 ) -> tuple[Effects, np.ndarray | None, bool]:
+        """A microphone block, as :meth:`SessionMachine.captured` takes it (``padded`` is not used: nothing of the
+        input is resent on a new Live session)."""
         pcm, onset, end = self.mic.clean(item, now)
         effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
         if self._protocol is None or not self.live:

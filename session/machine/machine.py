@@ -331,12 +331,13 @@ class SessionMachine:
         return self._settle(self.core.local_speech(now, onset), now)
 
     # ------------------------------------------------------------------ microphone
-    def captured(self, item: Captured, now: float, *, media: bool = False
+    def captured(self, item: Captured, now: float, *, media: bool = False, padded: int = 0
                  ) -> tuple[Effects, np.ndarray | None, bool]:
         """A microphone block: (effects of local speech in it, the block for a media track, whether frames wait).
 
         With ``media`` (WebRTC) the block is for the connection's media track, which the driver
-        feeds; otherwise it is journaled and appended in chunks. Nothing goes out while not talking.
+        feeds (``padded``: the silence its track sent since the last block, for want of one in time); otherwise it
+        is journaled and appended in chunks. Nothing goes out while not talking.
         """
         pcm, onset, end = self.mic.clean(item, now)
         effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
@@ -345,7 +346,7 @@ class SessionMachine:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media and self.live:
-            self.mic.keep(pcm)  # kept until committed, for a new call after a drop
+            self.mic.keep(pcm, padded)  # kept until committed, for a new call after a drop
             self.metrics.input_sent(len(pcm), end, core.protocol)
             return effects, pcm, False
         return effects, None, self._append(self.mic.captured(pcm, live=self.live), end)

@@ -87,9 +87,13 @@ class MicrophonePath:
         out, onsets = self.capture.process(pcm, end)
         return out, (onsets[0] if onsets else None), end
 
-    def keep(self, pcm: Pcm) -> None:
-        """A block a media track sends: journaled until the server has it for good."""
+    def keep(self, pcm: Pcm, padded: int = 0) -> None:
+        """A block a media track sends, after ``padded`` samples of silence it sent for want of one in time:
+        journaled until the server has it for good (the silence too where the server's VAD places speech on
+        the track's timeline)."""
         if self._journaled:
+            if self.speech_only:
+                self.journal.padded(padded)
             self.journal.captured(pcm)
 
     def captured(self, pcm: Pcm, *, live: bool) -> Pcm | None:
