@@ -509,3 +509,18 @@ def test_a_sidebands_interrupt_cancels_and_clears_the_calls_output_buffer() -> N
     assert [e["type"] for e in sent(protocol)] == ["output_audio_buffer.clear"]  # the response was already done
     receive(machine, protocol, [frame({"type": "output_audio_buffer.cleared", "response_id": "resp_1"})], 0.6)
     assert machine.interrupt(0.7) is NO_EFFECTS and sent(protocol) == []
+
+
+def test_over_webrtc_with_server_vad_speech_no_item_could_carry_is_not_answered() -> None:
+    """A data channel too small for even a sample of audio sends no turn, and so asks for no answer to one."""
+    machine, protocol = _webrtc_server_vad()
+    _speak(machine, range(0, 50), 0.0)
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 500,
+                                       "item_id": "item_u1"})], 1.0)
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 200
+    machine.attach(fresh)
+    restored = machine.restore(1.5)
+    assert sent(fresh) == [] and restored.resent_creates == 0 and restored.resent_audio_ms == 0

@@ -213,33 +213,35 @@ class SessionMachine:
         self._texts_while_away = 0
         # push-to-talk let go while away: each turn whole and on its own; a turn still held goes on after them
         turns, rest = self.mic.resume_turns(handover=handover, released_while_away=self._released_while_away)
+        resent = 0  # samples
         for turn in turns:
-            self._resend(turn, whole=True)  # the turn ended while away: its answer must hear it (again if this fails)
+            # the turn ended while away: its answer must hear it (again if this fails)
+            resent += self._resend(turn, whole=True)
         if not turns:
-            self._resend(rest, whole=False)  # speech under way: the server hears it before what is asked of it
-            if self.mic.speech_only and len(rest) and not creates and not followed:
+            resent = self._resend(rest, whole=False)  # speech under way: the server hears it before what is asked of it
+            if self.mic.speech_only and resent and not creates and not followed:
                 # the old call's VAD would have answered it, and the new one hears only what follows: a user still
                 # talking is heard by it and interrupts this answer, one who stopped while away is answered
                 creates.append(dict(PLAIN_CREATE))
         for payload in creates:
             protocol.send(payload)
         if turns:
-            self._resend(rest, whole=False)  # the next turn, begun after those let go: after their answer
-        resent_ms = (sum(map(len, turns)) + len(rest)) * 1000 / self.mic.journal.rate
+            resent += self._resend(rest, whole=False)  # the next turn, begun after those let go: after their answer
+        resent_ms = resent * 1000 / self.mic.journal.rate
         return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
 
-    def _resend(self, pcm: np.ndarray, *, whole: bool) -> None:
+    def _resend(self, pcm: np.ndarray, *, whole: bool) -> int:
         """Audio of the user's a new connection lacks: appended (and committed when ``whole``), or over WebRTC,
         whose track takes no audio from before the call, user audio items sized for its data channel (they are
-        the turn: nothing to commit), kept as committed turns."""
+        the turn: nothing to commit), kept as committed turns. The samples sent."""
         if not len(pcm):
-            return
+            return 0
         protocol = self.protocol
         if self.track is None:
             protocol.append_audio(pcm.astype("<i2").tobytes())
             if whole:
                 protocol.commit_audio()
-            return
+            return len(pcm)
         sent = []
         for payload, part in audio_items(pcm, protocol.max_event_bytes, self.new_item_id):
             try:
@@ -251,6 +253,7 @@ class SessionMachine:
             self.mirror.record_local(create)  # the conversation's now: a call lost before its echo rebuilds it
             sent.append((str(payload["item"]["id"]), part))
         self.mic.journal.resent_as_items(sent)  # their audio, under their ids, until a transcript comes
+        return sum(len(part) for _id, part in sent)
 
     # ------------------------------------------------------------------ server events and time
     def receive(self, output: ProtocolOutput, now: float) -> Effects:
