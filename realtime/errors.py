@@ -35,6 +35,7 @@ __all__ = [
     "ServerError",
     "ToolError",
     "TransportError",
+    "UsageError",
     "redact",
 ]
 
@@ -44,6 +45,11 @@ class RealtimeError(VoxlineError):
 
 class ConfigurationError(RealtimeError):
     """Bad configuration: a wrong flag, a missing key, a non-loopback bind without a key."""
+
+
+class UsageError(ConfigurationError):
+    """A command line that cannot work as given (a missing argument, flags that exclude each other, a bad
+    flag value): the command exits 2, as argparse does for its own usage errors."""
 
 
 class ProtocolError(RealtimeError):

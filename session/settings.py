@@ -26,16 +26,11 @@ from voxline.base.errors import redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 
 __all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
-
-
-class UsageError(ConfigurationError):
-    """A command line that cannot work as given (a missing argument, flags that exclude each other, a bad
-    flag value): the command exits 2, as argparse does for its own usage errors."""
 
 
 class SettingsError(ConfigurationError):

@@ -102,6 +102,21 @@ def test_hearing_off_never_loads_and_on_without_the_extra_is_one_line(monkeypatc
         ServerConfig(hearing="maybe")
 
 
+async def test_serve_with_hearing_on_and_no_extra_exits_1_as_a_missing_extra_does_everywhere(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """What this machine lacks is not a command line that cannot work: 1, as ``replay --aec`` without its extra."""
+    import argparse
+
+    from voxline.realtime.server.net.cli import add_serve_arguments, main_serve
+
+    monkeypatch.setattr(whisper, "missing", lambda: "ctranslate2")
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    assert await main_serve(parser.parse_args(["--port", "0", "--voice", "tone", "--hearing", "on"])) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs voxline[asr]" in err
+
+
 @pytest.mark.slow
 def test_espeak_speech_is_heard_at_24_khz_and_over_g711() -> None:
     ears = require_asr()

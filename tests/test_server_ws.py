@@ -398,6 +398,20 @@ async def test_main_serve_reports_configuration_errors_in_one_line(capsys: pytes
     assert err.count("\n") == 1 and "requires an API key" in err
 
 
+async def test_main_serve_exits_as_every_command_does(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """2 for a command line that cannot work as given, 1 for the rest (a file's content), as the README says of
+    every command. Before, every configuration error of serve's was 2."""
+    assert await main_serve(parse("--scenario", "no-such-scenario")) == 2
+    assert "unknown scenario" in capsys.readouterr().err
+    assert await main_serve(parse("--voice", "shout")) == 2
+    assert "(see voxline serve --help)" in capsys.readouterr().err
+    broken = tmp_path / "broken.toml"
+    broken.write_text("turns = [", encoding="utf-8")
+    assert await main_serve(parse("--scenario", str(broken))) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not valid TOML" in err
+
+
 async def banner_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """What ``voxline serve ARGV`` prints once it is up (the server is stopped again)."""
     task = asyncio.create_task(main_serve(parse("--port", "0", "--voice", "tone", *argv)))

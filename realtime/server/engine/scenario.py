@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.hearing.phrases import words
 
 __all__ = [
@@ -157,7 +157,7 @@ def load_scenario(source: str | Path | None = None) -> Scenario:
     if not path.suffix and not path.exists():
         path = BUILTIN_DIR / f"{source}.toml"
         if not path.exists():
-            raise ConfigurationError(f"unknown scenario {source!r}; built-in: {', '.join(builtin_names())}")
+            raise UsageError(f"unknown scenario {source!r}; built-in: {', '.join(builtin_names())}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -14,7 +14,7 @@ import functools
 from typing import Protocol
 
 from voxline.audio.synth import VoiceUnavailableError, espeak_available, synthesize
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache
 
@@ -34,14 +34,14 @@ def make_synth(voice: str) -> tuple[Synth, str]:
     if voice == "auto":
         voice = "espeak" if espeak_available() else "tone"
     if voice != "tone" and voice != "espeak" and not voice.startswith("espeak:"):
-        raise ConfigurationError(f"unknown voice {voice!r}; use espeak, espeak:<variant> or tone")
+        raise UsageError(f"unknown voice {voice!r}; use espeak, espeak:<variant> or tone")
     if voice.startswith("espeak") and not espeak_available():
         raise ConfigurationError("espeak-ng is not installed; use --voice tone")
     if voice.startswith("espeak:"):
         try:  # an unknown variant fails here, in one line, not in the first reply
             synthesize("ok", voice=voice)
         except VoiceUnavailableError as exc:
-            raise ConfigurationError(f"{exc} (espeak-ng --voices lists them)") from None
+            raise UsageError(f"{exc} (espeak-ng --voices lists them)") from None
     return functools.partial(synthesize, voice=voice), voice
 
 

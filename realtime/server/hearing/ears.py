@@ -19,7 +19,7 @@ import numpy.typing as npt
 import soxr
 
 from voxline.base.audio_format import AudioFormat
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.wire_audio import to_pcm
 from voxline.realtime.server.hearing import whisper
 from voxline.realtime.server.hearing.features import FRAMES, HOP, RATE
@@ -65,7 +65,7 @@ class Ears:
 def load_ears(mode: str) -> Ears | None:
     """The recogniser ``mode`` asks for (loaded when it first hears), or ``None``."""
     if mode not in HEARING_MODES:
-        raise ConfigurationError(f"unknown hearing mode {mode!r}; use auto, on or off")
+        raise UsageError(f"unknown hearing mode {mode!r}; use auto, on or off")
     if mode == "off":
         return None
     missing = whisper.missing()

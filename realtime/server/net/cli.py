@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import Server, serve
 from voxline.realtime.server.net.config import ServerConfig
@@ -160,9 +160,12 @@ async def main_serve(args: argparse.Namespace) -> int:
                 print(OPEN_NOTE, file=sys.stderr, flush=True)
             print(banner(server), flush=True)
             await server.serve_forever()
-    except ConfigurationError as exc:
-        print(f"voxline serve: error: {exc}", file=sys.stderr)
+    except UsageError as exc:  # exit statuses as every command's: 2 for a command line that cannot work as given
+        print(f"voxline serve: error: {exc} (see voxline serve --help)", file=sys.stderr)
         return 2
+    except ConfigurationError as exc:  # and 1 for the rest (a file's content, what this machine lacks)
+        print(f"voxline serve: error: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"voxline serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voxline.base.arguments import as_error, clock_like, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
 from voxline.realtime.server.live.settings import LiveConfig
 
@@ -103,10 +103,10 @@ class ServerConfig:
     clock: Clock = field(default_factory=RealClock, repr=False)
 
     def __post_init__(self) -> None:
-        with as_error(ConfigurationError, "ServerConfig"):
+        with as_error(UsageError, "ServerConfig"):  # a value no server takes: a bad flag, on the command line
             self._check()
         if not is_loopback(self.host) and not self.api_key:
-            raise ConfigurationError(f"binding to {self.host} (not loopback) requires an API key (--api-key)")
+            raise UsageError(f"binding to {self.host} (not loopback) requires an API key (--api-key)")
 
     def _check(self) -> None:
         """Every field of the right kind and in range (see :mod:`voxline.base.arguments`)."""
