@@ -98,7 +98,10 @@ class SessionCore:
         self.playout = playout
         self.track = track  # WebRTC: audio comes on a media track, tagged by the server's playback
         self.owner = OutputOwner.SERVER if track is not None else owner
-        self._buffer_playing = False  # without a track (a sideband): the server's output buffer, from its events
+        # a sideband (the server's output, no track): its output buffer, from its events; a WebSocket session, whose
+        # output is its own, takes no notice of them (a server has no reason to send them there)
+        self._follows_buffer = self.owner is OutputOwner.SERVER and track is None
+        self._buffer_playing = False
         self.raw_events = raw_events
         self.fade_ms = fade_ms
         self._events: list[SessionEvent] = []
@@ -198,9 +201,9 @@ class SessionCore:
                 self._events.append(CutAdjusted(output.item_id, output.requested_ms, output.applied_ms, now))
             case MalformedServerEvent():
                 self._events.append(SessionError(f"ignored a malformed server event: {output.reason}", "malformed_event"))
-            case ev.OutputAudioBufferStarted():
+            case ev.OutputAudioBufferStarted() if self._follows_buffer:
                 self._buffer_playing = True
-            case ev.OutputAudioBufferStopped() | ev.OutputAudioBufferCleared():
+            case ev.OutputAudioBufferStopped() | ev.OutputAudioBufferCleared() if self._follows_buffer:
                 self._buffer_playing = False
             case _:
                 pass
@@ -334,6 +337,13 @@ class SessionCore:
             or (self.protocol.active_response_id is not None and self.protocol.slot is not Slot.CANCELLING)
             or self.server_playing
         )
+
+    def new_connection(self) -> None:
+        """A connection replaced the last: what its server was playing is not known (a call's new track starts
+        silent; a sideband attached again learns of the call's buffer from its next events)."""
+        self._buffer_playing = False
+        if self.track is not None:
+            self.track.server_playing = False
 
     @property
     def server_playing(self) -> bool:

@@ -524,3 +524,25 @@ def test_over_webrtc_with_server_vad_speech_no_item_could_carry_is_not_answered(
     machine.attach(fresh)
     restored = machine.restore(1.5)
     assert sent(fresh) == [] and restored.resent_creates == 0 and restored.resent_audio_ms == 0
+
+
+def test_a_websocket_session_takes_no_notice_of_a_call_buffer_it_has_not_got() -> None:
+    """output_audio_buffer events belong to a call (WebRTC, SIP) and its sideband: sent to a WebSocket session by a
+    confused or hostile server, they neither make it audible nor keep it from being idle."""
+    machine, protocol, playout = machine_on_a_connection()
+    receive(machine, protocol, [frame({"type": "output_audio_buffer.started", "response_id": "resp_1"})], 0.1)
+    assert machine.interrupt(0.2) is NO_EFFECTS and sent(protocol) == []
+    assert machine.idle(0.2, tools_busy=False)
+
+
+def test_a_sidebands_drop_is_not_the_calls_and_a_new_attach_knows_nothing_of_its_buffer() -> None:
+    machine = SessionMachine(SessionSettings(api_key="k", call_id="rtc_x"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    receive(machine, protocol, [frame({"type": "output_audio_buffer.started", "response_id": "resp_1"})], 0.2)
+    protocol.connection_lost()
+    lost = machine.connection_lost(0.5, 1006, "gone")
+    assert lost.barge_in is None  # the caller goes on hearing what the server plays
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    assert machine.interrupt(0.6) is NO_EFFECTS  # nothing known to be playing until the call's events say so

@@ -160,6 +160,7 @@ class SessionMachine:
         else:
             protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = protocol
+            self.core.new_connection()
         self.live = True
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
@@ -169,7 +170,8 @@ class SessionMachine:
         lost = ConnectionLost(code, reason, now)
         self._cut_short = False
         effects = NO_EFFECTS
-        if self.core.assistant_audible(now):
+        # a sideband's drop is not the call's: the caller goes on hearing what the server plays
+        if self.settings.call_id is None and self.core.assistant_audible(now):
             effects = self._settle(self.core.interrupt(now, Trigger.CONNECTION_LOST), now)
             cut = effects.barge_in
             self._cut_short = cut is not None and cut.unplayed_ms + cut.in_device_ms > 0
