@@ -18,6 +18,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, Step, run_steps
 from voxline.realtime.errors import ConnectionClosed
+from voxline.realtime.transports.base import FillsSilence
 
 from .link import Link
 from .machine import NO_EFFECTS, Captured, Effects
@@ -95,7 +96,7 @@ class InputFeed:
         conn = self._link.conn
         media = conn.transport.media if conn is not None and self._machine.live else None
         now = self._now()
-        padded = media.take_padding() if media is not None else 0
+        padded = media.take_padding() if isinstance(media, FillsSilence) else 0
         effects, pcm, waiting = self._machine.captured(item, now - late, media=media is not None, padded=padded)
         if pcm is not None and media is not None:
             media.push_audio(pcm, age_s=max(0.0, now - block_end(item, now - late)))

@@ -40,6 +40,7 @@ TRACK_MARGIN_MS = 200
 when the input falls behind: speech under way is resent from this much earlier still than the padding."""
 
 Pcm = npt.NDArray[np.int16]
+_SILENCE = np.zeros(1, np.int16)
 
 
 class InputJournal:
@@ -72,7 +73,9 @@ class InputJournal:
 
     def captured(self, block: Pcm) -> None:
         """One block of microphone audio meant for the server (sent now, or after a reconnect)."""
-        pcm = np.ascontiguousarray(block, dtype=np.int16).reshape(-1)
+        self._keep(np.ascontiguousarray(block, dtype=np.int16).reshape(-1))
+
+    def _keep(self, pcm: Pcm) -> None:
         if not len(pcm):
             return
         self._starts.append(self._total)
@@ -90,7 +93,7 @@ class InputJournal:
         if samples > self.keep:  # older than anything kept: only its length counts
             self._total += samples - self.keep
             samples = self.keep
-        self.captured(np.zeros(samples, np.int16))
+        self._keep(np.broadcast_to(_SILENCE, (samples,)))  # a view of one sample: no memory of its own
 
     def handle(self, output: ProtocolOutput) -> None:
         """Follow the server's view of the input buffer."""
@@ -183,7 +186,8 @@ class InputJournal:
         return self._origin + max(0, int(ms)) * self.rate // 1000
 
     def _commit(self, item_id: str | None) -> None:
-        end = self._speech_end if self._speech_end is not None else self._total
+        # the server may place the end past what is held: a track's filler is counted with the block after it
+        end = min(self._speech_end if self._speech_end is not None else self._total, self._total)
         if self._speech_start is not None:
             start = max(self._commit_point, self._speech_start - self.padding)
         else:

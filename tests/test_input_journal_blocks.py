@@ -101,3 +101,36 @@ def test_filler_longer_than_the_journal_keeps_only_moves_the_timeline_on() -> No
                                                     item_id="u"))
     said = np.concatenate([np.zeros(4_800, np.int16), np.full(2_400, 2, np.int16)])  # from the margin before it
     assert np.array_equal(journal.resume(push_to_talk=False, speech_only=True), said)
+
+
+def test_a_turn_the_server_ends_inside_filler_not_counted_yet_ends_where_the_journal_does() -> None:
+    """The server counts a track's filler as it goes; the journal learns of it with the next block. A commit placed
+    inside it takes what is held, and speech after the filler is still found where the server placed it."""
+    journal = InputJournal(padding_ms=0)
+    journal.captured(np.full(24_000, 1, np.int16))
+    for event in (ev.InputAudioBufferSpeechStarted(type="input_audio_buffer.speech_started", audio_start_ms=200,
+                                                   item_id="u1"),
+                  ev.InputAudioBufferSpeechStopped(type="input_audio_buffer.speech_stopped", audio_end_ms=1500,
+                                                   item_id="u1"),
+                  ev.InputAudioBufferCommitted(type="input_audio_buffer.committed", item_id="u1")):
+        journal.handle(event)
+    assert journal.sizes()["turn_samples"] == 24_000 - 4_800  # from 200 ms to the end of what is held
+    journal.padded(24_000)  # the second of filler the server counted, learnt of with the next block
+    journal.captured(np.full(4_800, 2, np.int16))
+    journal.handle(ev.InputAudioBufferSpeechStarted(type="input_audio_buffer.speech_started", audio_start_ms=2000,
+                                                    item_id="u2"))
+    assert np.array_equal(journal.resume(push_to_talk=False), np.full(4_800, 2, np.int16))
+
+
+def test_filler_takes_no_memory_of_its_own() -> None:
+    import tracemalloc
+
+    journal = InputJournal(keep_s=30.0)
+    tracemalloc.start()
+    try:
+        for _ in range(100):
+            journal.padded(30 * 24_000)
+        current, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert current < 200_000  # 100 stalls of 30 s each: not 100 blocks of 1.4 MB

@@ -44,9 +44,6 @@ class _Track:
             self.start = self.clock.now() + FRAME / RATE
         self.pushed += len(block)
 
-    def take_padding(self) -> int:
-        return 0
-
     @property
     def queued_audio_samples(self) -> int:
         if self.start is None:

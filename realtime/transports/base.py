@@ -20,7 +20,7 @@ from ..errors import ConnectionClosed
 FrameTest = Callable[[bytes], bool]
 """A test of one frame's bytes (:class:`PeeksQueued`)."""
 
-__all__ = ["FrameTest", "MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
+__all__ = ["FillsSilence", "FrameTest", "MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -33,9 +33,14 @@ class MediaTrack(Protocol):
     def queued_audio_samples(self) -> int:
         """Samples pushed and not yet sent."""
 
+
+@runtime_checkable
+class FillsSilence(Protocol):
+    """A :class:`MediaTrack` that says how much silence it sent for want of samples pushed in time (optional: a
+    track without it is taken to send none). The peer counts that silence on its input timeline as if it was said."""
+
     def take_padding(self) -> int:
-        """Samples of silence the track sent since the last call because nothing was pushed in time: they count
-        on the peer's input timeline as if they had been said."""
+        """Samples of such silence sent since the last call."""
 
 
 @runtime_checkable

@@ -63,7 +63,7 @@ class SampleQueue:
         self._blocks: deque[Samples] = deque()
         self._queued = 0
         self.padded = 0
-        """Samples of silence :meth:`take` handed out for want of queued ones, so far."""
+        """Samples of silence :meth:`take` handed out for want of queued ones (since whoever reads it set it to 0)."""
 
     @property
     def queued(self) -> int:
