@@ -12,12 +12,11 @@ A session given its own ``connector`` never comes here.
 from __future__ import annotations
 
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
-from voxline.realtime.errors import ConfigurationError
 
 from .live.connect import open_live
 from .live.machine import LiveMachine
 from .machines import Machine
-from .settings import SessionSettings
+from .settings import SessionSettings, connection_key
 
 __all__ = ["dial"]
 
@@ -26,9 +25,7 @@ async def dial(settings: SessionSettings, machine: Machine, on_wire: WireObserve
     """A new connection for ``machine`` as ``settings`` describe it (see the module docstring)."""
     if isinstance(machine, LiveMachine):
         return await open_live(settings, machine, on_wire=on_wire)
-    if settings.api_key is None:
-        raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
-    key = settings.api_key.get_secret_value()
+    key = connection_key(settings)
     if machine.track is not None:
         from voxline.realtime.transports.webrtc import WebRTCTransport  # aiortc loads only for a WebRTC session
 

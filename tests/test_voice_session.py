@@ -250,3 +250,25 @@ def test_the_default_backoff_doubles_up_to_its_cap_with_bounded_jitter() -> None
         base = min(5.0, 0.2 * 2 ** attempt)
         assert 0.8 * base <= value <= 1.2 * base
     assert len(set(values)) == len(values)  # spread, not lock-step across sessions
+
+
+@pytest.mark.parametrize("api", ["realtime", "live"])
+async def test_a_server_on_this_machine_needs_no_key_and_any_other_one_line_naming_it(
+        monkeypatch: pytest.MonkeyPatch, api: str) -> None:
+    """As on the command line: ``voxline serve`` on loopback takes the session without a key. Before, the library
+    refused it, and its advice (point VOXLINE_URL at a local server) did not help."""
+    from tests.support.session_events import until
+
+    for name in ("OPENAI_API_KEY", "VOXLINE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0)) as server:
+        settings = SessionSettings(url=server.url, api=api, turn_detection="none")
+        assert settings.api_key is None
+        async with VoiceSession(settings) as session:
+            assert session.connected
+            if api == "realtime":
+                await session.send_text("hello")
+                await until(session, lambda e: isinstance(e, ResponseFinished))
+    with pytest.raises(ConfigurationError, match=r"^no API key for wss://api\.example\.com/v1: pass api_key="):
+        async with VoiceSession(SessionSettings(url="wss://api.example.com/v1", api=api)):
+            pass

@@ -13,10 +13,9 @@ import functools
 from typing import Any
 
 from voxline.realtime.connection import RealtimeConnection, WireObserver
-from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.live.connection import connect_live, live_connection, live_http_url, post_live_offer
 
-from ..settings import SessionSettings
+from ..settings import SessionSettings, connection_key
 from .machine import LiveMachine
 
 __all__ = ["open_live"]
@@ -24,9 +23,7 @@ __all__ = ["open_live"]
 
 async def open_live(settings: SessionSettings, machine: LiveMachine, *,
                     on_wire: WireObserver | None = None) -> RealtimeConnection:
-    if settings.api_key is None:
-        raise ConfigurationError("no API key: set OPENAI_API_KEY, or point VOXLINE_URL at a local server")
-    key = settings.api_key.get_secret_value()
+    key = connection_key(settings)
     if settings.call_id is not None:
         return await connect_live(settings.url, key, attach=settings.call_id, on_wire=on_wire)
     if settings.transport == "webrtc":
