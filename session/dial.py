@@ -16,7 +16,8 @@ from voxline.realtime.connection import RealtimeConnection, WireObserver, connec
 from .live.connect import open_live
 from .live.machine import LiveMachine
 from .machines import Machine
-from .settings import SessionSettings, connection_key
+from .keys import connection_key
+from .settings import SessionSettings
 
 __all__ = ["dial"]
 

@@ -27,11 +27,8 @@ from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFA
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 
 from voxline.realtime.errors import ConfigurationError, UsageError
-from voxline.realtime.transports.http import split_userinfo
-from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
-__all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "connection_key", "env",
-           "load_settings"]
+__all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 
@@ -220,20 +217,6 @@ class SessionSettings(BaseSettings):
 
 
 S = TypeVar("S", bound=SessionSettings)
-
-
-def connection_key(settings: SessionSettings) -> str:
-    """The key a connection sends: ``api_key``; else the URL's own (``ws://user:KEY@host``, passed on as ``""``);
-    else, for a server on this machine (``voxline serve``, which takes any token), ``"local"``, as the command line
-    does. Else one :class:`ConfigurationError` line."""
-    if settings.api_key is not None:
-        return settings.api_key.get_secret_value()
-    if split_userinfo(settings.url)[1]:
-        return ""
-    if is_loopback_url(settings.url):
-        return "local"
-    raise ConfigurationError(f"no API key for {redact_url(settings.url)}: pass api_key= or set OPENAI_API_KEY "
-                             "(a server on this machine, such as voxline serve's, needs none)")
 
 
 def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type: ignore[assignment]

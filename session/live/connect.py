@@ -15,7 +15,8 @@ from typing import Any
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.live.connection import connect_live, live_connection, live_http_url, post_live_offer
 
-from ..settings import SessionSettings, connection_key
+from ..keys import connection_key
+from ..settings import SessionSettings
 from .machine import LiveMachine
 
 __all__ = ["open_live"]
