@@ -135,6 +135,18 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> 
         assert line.endswith(f"(see voxline {args[0]} --help)")
 
 
+@pytest.mark.parametrize("command", ["replay", "serve"])
+def test_a_scenario_file_that_is_no_scenario_exits_1_as_any_file_of_the_wrong_kind(tmp_path: Path, command: str) -> None:
+    """What a file holds is not the command line's fault: 1, as a manifest or a WAV of the wrong kind. Before,
+    replay and a farm exited 2 for it, as for a mistyped name."""
+    scenario = tmp_path / "notes.txt"
+    scenario.write_text("hello", encoding="utf-8")
+    args = ["--port", "0"] if command == "serve" else [str(EXAMPLE), "--fast", "--out", str(tmp_path / "h.wav"),
+                                                        "--events", str(tmp_path / "e.jsonl")]
+    result = run(command, *args, "--scenario", str(scenario))
+    assert result.returncode == 1 and "is not valid TOML" in one_line_error(result)
+
+
 def test_a_bad_ttl_is_said_before_a_missing_key() -> None:
     result = run("token", "--ttl", "5", "--url", "https://api.example.invalid/v1",
                  env={"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""})

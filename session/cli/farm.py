@@ -174,8 +174,10 @@ def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
     for scenario in {r.scenario for r in recordings}:
         try:
             load_scenario(scenario)  # a bad scenario is one line before anything starts
-        except ConfigurationError as exc:  # the flag's value is a usage error (exit 2), as for one recording
-            raise (UsageError(str(exc)) if scenario == args.scenario else exc) from None
+        except UsageError as exc:  # a name no scenario has: in the flag, a usage error (2); in a manifest, its content's (1)
+            if scenario == args.scenario:
+                raise
+            raise ConfigurationError(str(exc)) from None
     for r in recordings:
         if r.tools:
             load_tools(r.tools, f"{r.name}: tools")

@@ -270,10 +270,7 @@ async def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -> int:
     tools = load_tools(args.tools) if args.tools else None
     token = token_for(url) if url else "local"
-    try:
-        scenario = load_scenario(args.scenario)
-    except ConfigurationError as exc:  # the flag's value: a usage error (exit 2), as serve says it
-        raise UsageError(str(exc)) from None
+    scenario = load_scenario(args.scenario)  # a name no scenario has exits 2, a file that is no scenario 1, as serve
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
