@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
@@ -64,7 +65,7 @@ async def test_a_push_to_talk_turn_cut_by_a_hangup_is_sent_on_the_new_call_and_a
 
     from voxline.audio.recording import Recording
     from voxline.base.clock import RealClock
-    from voxline.session.events import ConnectionRestored, SessionError
+    from voxline.session.events import ConnectionRestored
 
     wire = WireRecorder()
     clock = RealClock()
@@ -87,12 +88,8 @@ async def test_a_push_to_talk_turn_cut_by_a_hangup_is_sent_on_the_new_call_and_a
             await session.stop_talking()  # let go while away: kept for the next call
             restored = (await until(session, lambda e: isinstance(e, ConnectionRestored)))[-1]
             assert restored.resent_creates == 1 and restored.resent_audio_ms >= 500
-            seen = await until(session, lambda e: isinstance(e, ResponseFinished), timeout_s=20)
-            assert not [e for e in seen if isinstance(e, SessionError)]  # the new call took every item
-    wire.verify()
-    out = [json.loads(text) for direction, text in wire.frames if direction == "out"]
-    resent = [e for e in out if e["type"] == "conversation.item.create"
-              and e["item"]["content"][0]["type"] == "input_audio"]
+            await _answered_without_error(session)
+    out, resent = _sent_and_resent(wire)
     assert resent and all(len(json.dumps(e)) <= 262_144 for e in resent)
     after = [e["type"] for e in out[out.index(resent[-1]):]]
     assert "response.create" in after
@@ -106,7 +103,7 @@ async def test_speech_under_way_at_a_hangup_with_server_vad_is_sent_on_the_new_c
 
     from voxline.audio.recording import Recording
     from voxline.base.clock import RealClock
-    from voxline.session.events import SessionError, SpeechStarted
+    from voxline.session.events import SpeechStarted
 
     wire = WireRecorder()
     clock = RealClock()
@@ -124,13 +121,25 @@ async def test_speech_under_way_at_a_hangup_with_server_vad_is_sent_on_the_new_c
             await until(session, lambda e: isinstance(e, ConnectionLost))
             restored = (await until(session, lambda e: isinstance(e, ConnectionRestored)))[-1]
             assert restored.resent_creates == 1 and restored.resent_audio_ms > 0
-            seen = await until(session, lambda e: isinstance(e, ResponseFinished), timeout_s=20)
-            assert not [e for e in seen if isinstance(e, SessionError)]  # the new call took every item
-    wire.verify()
-    out = [json.loads(text) for direction, text in wire.frames if direction == "out"]
-    resent = [e for e in out if e["type"] == "conversation.item.create"
-              and e["item"]["content"][0]["type"] == "input_audio"]
+            await _answered_without_error(session)
+    out, resent = _sent_and_resent(wire)
     said = np.concatenate([np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2") for e in resent])
     assert np.array_equal(said, speech[:len(said)])  # from its first sample: the speech began within the padding
     assert len(said) == round(restored.resent_audio_ms * 24)
     assert "response.create" in [e["type"] for e in out[out.index(resent[-1]):]]
+
+
+async def _answered_without_error(session: VoiceSession) -> None:
+    """The new call answers, having taken every item sent to it."""
+    from voxline.session.events import SessionError
+
+    seen = await until(session, lambda e: isinstance(e, ResponseFinished), timeout_s=20)
+    assert not [e for e in seen if isinstance(e, SessionError)]
+
+
+def _sent_and_resent(wire: WireRecorder) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every event the session sent (the wire checked by the oracle), and those that carried the user's audio as items."""
+    wire.verify()
+    out = [json.loads(text) for direction, text in wire.frames if direction == "out"]
+    return out, [e for e in out if e["type"] == "conversation.item.create"
+                 and e["item"]["content"][0]["type"] == "input_audio"]
