@@ -272,3 +272,18 @@ async def test_a_server_on_this_machine_needs_no_key_and_any_other_one_line_nami
     with pytest.raises(ConfigurationError, match=r"^no API key for wss://api\.example\.com/v1: pass api_key="):
         async with VoiceSession(SessionSettings(url="wss://api.example.com/v1", api=api)):
             pass
+
+
+async def test_a_key_in_the_urls_userinfo_is_the_sessions_key_and_registered_as_a_secret() -> None:
+    """With no api_key, the URL's own key (ws://user:KEY@host) is the session's, whatever the transport, and it is
+    registered for redaction as it is taken: no log or error of any layer shows it, whatever its shape."""
+    from voxline.base.errors import redact
+    from voxline.session.keys import connection_key
+
+    key = "plain-userinfo-key-0123456789"
+    assert connection_key(SessionSettings(url=f"wss://user:{key}@api.example.com/v1")) == ""  # the transport takes it
+    assert key not in redact(f"refused: {key}")  # before any transport, or the server below, has seen it
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=key)) as server:
+        settings = SessionSettings(url=server.url.replace("ws://", f"ws://user:{key}@", 1), turn_detection="none")
+        async with VoiceSession(settings) as session:  # the server takes only that key
+            assert session.connected
