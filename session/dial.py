@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
 
+from .keys import connection_key
 from .live.connect import open_live
 from .live.machine import LiveMachine
 from .machines import Machine
-from .keys import connection_key
 from .settings import SessionSettings
 
 __all__ = ["dial"]

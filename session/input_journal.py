@@ -36,8 +36,9 @@ from voxline.realtime.protocol import ProtocolOutput
 __all__ = ["TRACK_MARGIN_MS", "InputJournal"]
 
 TRACK_MARGIN_MS = 200
-"""Over a call's media track the server counts its milliseconds on the track's clock, which fills with silence
-when the input falls behind: speech under way is resent from this much earlier still than the padding."""
+"""Over a call's media track the server counts its milliseconds on the track's clock. The journal counts the track's
+filler too (:meth:`InputJournal.padded`), but learns of it only with the next block, and the track sends a frame
+behind the blocks: speech under way is resent from this much earlier still than the padding."""
 
 Pcm = npt.NDArray[np.int16]
 _SILENCE = np.zeros(1, np.int16)
