@@ -143,7 +143,7 @@ def test_each_latency_says_from_what_to_what_and_the_turn_line_comes_with_the_re
     ]
     # without the session's figures: the only latency there is, named from where it counts
     assert describe(AssistantAudioStarted("item_a", 12.74, 0.058)) == (
-        "assistant: audio playing (58 ms after the server's speech_stopped)")
+        "assistant: started speaking (58 ms after the server's speech_stopped)")
 
 
 def test_push_to_talk_shows_its_own_state_until_the_session_answers() -> None:
@@ -324,7 +324,7 @@ async def test_push_to_talk_sends_what_was_said_between_two_enters(vdev: Virtual
         assert await (await play_into(vdev.mic, question)).wait() == 0
         run.process.stdin.write(b"\n")
         await run.wait_for_line("push-to-talk: sent")
-        await run.wait_for_line("assistant: audio playing")
+        await run.wait_for_line("assistant: started speaking")
         run.process.send_signal(signal.SIGINT)
         code, err = await run.finish()
     assert code == 130 and "Traceback" not in err

@@ -206,7 +206,7 @@ class EventLines:
             after = " (in the same 20 ms block as the server's speech_stopped)"
         else:
             after = f" ({latency * 1000:.0f} ms after the server's speech_stopped)"
-        return f"assistant: audio playing{after}" + detail
+        return f"assistant: started speaking{after}" + detail
 
     def _turn_over(self, turn: TurnRecord) -> str | None:
         """A turn's figures once it is over: its latency if it was not shown when the reply started, and underruns."""
