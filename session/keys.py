@@ -9,18 +9,24 @@ from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
 from .settings import SessionSettings
 
-__all__ = ["connection_key"]
+__all__ = ["connection_key", "key_for"]
+
+
+def key_for(url: str, key: str | None) -> str | None:
+    """The one rule for the key sent to ``url``: ``key``; else the URL's own (``ws://user:KEY@host``); else, for a
+    server on this machine (``voxline serve``, which takes any token), ``"local"``. None: there is none to send."""
+    if key:
+        return key
+    if userinfo := split_userinfo(url)[1]:
+        return userinfo
+    return "local" if is_loopback_url(url) else None
 
 
 def connection_key(settings: SessionSettings) -> str:
-    """The key a connection sends: ``api_key``; else the URL's own (``ws://user:KEY@host``, passed on as ``""``);
-    else, for a server on this machine (``voxline serve``, which takes any token), ``"local"``, as the command line
-    does. Else one :class:`ConfigurationError` line."""
-    if settings.api_key is not None:
-        return settings.api_key.get_secret_value()
-    if split_userinfo(settings.url)[1]:
-        return ""
-    if is_loopback_url(settings.url):
-        return "local"
-    raise ConfigurationError(f"no API key for {redact_url(settings.url)}: pass api_key= or set OPENAI_API_KEY "
-                             "(a server on this machine, such as voxline serve's, needs none)")
+    """The key a session's connection sends (:func:`key_for` with ``api_key``), else one :class:`ConfigurationError`
+    line."""
+    key = key_for(settings.url, settings.api_key.get_secret_value() if settings.api_key is not None else None)
+    if key is None:
+        raise ConfigurationError(f"no API key for {redact_url(settings.url)}: pass api_key= or set OPENAI_API_KEY "
+                                 "(a server on this machine, such as voxline serve's, needs none)")
+    return key

@@ -281,7 +281,7 @@ async def test_a_key_in_the_urls_userinfo_is_the_sessions_key_and_registered_as_
     from voxline.session.keys import connection_key
 
     key = "plain-userinfo-key-0123456789"
-    assert connection_key(SessionSettings(url=f"wss://user:{key}@api.example.com/v1")) == ""  # the transport takes it
+    assert connection_key(SessionSettings(url=f"wss://user:{key}@api.example.com/v1")) == key
     assert key not in redact(f"refused: {key}")  # before any transport, or the server below, has seen it
     async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=key)) as server:
         settings = SessionSettings(url=server.url.replace("ws://", f"ws://user:{key}@", 1), turn_detection="none")

@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -32,11 +31,10 @@ from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
-from voxline.realtime.transports.http import split_userinfo
 from voxline.realtime.transports.rtc_signaling import is_loopback_url
 from voxline.realtime.server.engine.voices import make_synth
 from voxline.realtime.server.net.app import serve
-from voxline.realtime.server.net.config import ServerConfig, is_loopback
+from voxline.realtime.server.net.config import ServerConfig
 
 from ..eventlog import EventLog
 from ..events import SessionError
@@ -47,6 +45,7 @@ from ..replay.inputs import load_tools, open_input, transcripts_for
 from ..replay.outputs import ReplayOutputs
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
+from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
@@ -148,11 +147,9 @@ def default_output(recording: Path, suffix: str) -> Path:
 def token_for(url: str) -> str:
     """The API key from the environment (an empty variable is unset), else the key in the URL's
     userinfo (``user:KEY@host``); a loopback server (``voxline serve``) takes any token."""
-    key = api_key_from_env() or split_userinfo(url)[1]
-    if key:
+    key = key_for(url, api_key_from_env())
+    if key is not None:
         return key
-    if is_loopback(urlsplit(url).hostname or ""):
-        return "local"
     raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {redact_url(url)}; a loopback --url needs none)")
 
 
