@@ -6,13 +6,15 @@ would be lost with it. :class:`InputJournal` keeps:
 
 * the recent audio captured for the connection, on one sample timeline, so that after a
   drop the new connection gets again what the user was saying (:meth:`resume`): from the
-  server's ``speech_started`` (less the prefix padding) when speech was under way or had
-  stopped without being committed, all of
-  the uncommitted turn in push-to-talk, or a short lead-in otherwise (speech the server had
-  not noticed yet);
-* the audio of each committed user turn (from ``speech_started`` less the padding to
-  ``speech_stopped``), until its transcript arrives: the rebuild then uses the text, and
-  the audio only when no transcript ever came (:meth:`audio_of`).
+  earliest ``speech_started`` not yet committed when speech was under way or had stopped
+  without being committed, all of the uncommitted turn in push-to-talk, or a short lead-in
+  otherwise (speech the server had not noticed yet);
+* the audio of each committed user turn (from ``speech_started`` to ``speech_stopped``),
+  until its transcript arrives: the rebuild then uses the text, and the audio only when no
+  transcript ever came (:meth:`audio_of`).
+
+A ``speech_started``'s ``audio_start_ms`` is where the audio the server gives its model begins:
+the prefix padding is already in it, so the journal takes nothing more off.
 
 The server counts ``audio_start_ms``/``audio_end_ms`` from the first sample of *its*
 connection; :meth:`resume` moves that origin to the first sample sent again. Memory is
@@ -38,19 +40,19 @@ __all__ = ["TRACK_MARGIN_MS", "InputJournal"]
 TRACK_MARGIN_MS = 200
 """Over a call's media track the server counts its milliseconds on the track's clock. The journal counts the track's
 filler too (:meth:`InputJournal.padded`), but learns of it only with the next block, and the track sends a frame
-behind the blocks: speech under way is resent from this much earlier still than the padding."""
+behind the blocks: speech under way is resent from this much earlier than where the server says it began."""
 
 Pcm = npt.NDArray[np.int16]
 _SILENCE = np.zeros(1, np.int16)
 
 
 class InputJournal:
-    """See the module docstring. ``padding_ms`` is the server VAD's ``prefix_padding_ms``."""
+    """See the module docstring. ``padding_ms`` is the server VAD's ``prefix_padding_ms``: the lead-in is never
+    shorter."""
 
     def __init__(self, *, padding_ms: int = 300, lead_in_ms: int = 500, keep_s: float = 30.0,
                  turns_s: float = 120.0, rate: int = SAMPLE_RATE) -> None:
         self.rate = rate
-        self.padding = padding_ms * rate // 1000
         self.track_margin = TRACK_MARGIN_MS * rate // 1000
         self.lead_in = max(lead_in_ms, padding_ms) * rate // 1000
         self.keep = int(keep_s * rate)
@@ -100,7 +102,10 @@ class InputJournal:
         """Follow the server's view of the input buffer."""
         match output:
             case ev.InputAudioBufferSpeechStarted():
-                self._speech_start = self._at(output.audio_start_ms)
+                start = self._at(output.audio_start_ms)
+                if self._speech_start is not None and start is not None:
+                    start = min(start, self._speech_start)  # the turn begun before is not committed yet
+                self._speech_start = start
                 self._speech_end = None
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_end = self._at(output.audio_end_ms)
@@ -126,10 +131,10 @@ class InputJournal:
 
         ``speech_only``: a call's media track with the server's VAD. What is resent goes as user
         audio items, which no VAD hears: only speech the server noticed (from :data:`TRACK_MARGIN_MS`
-        earlier still than the padding), never a lead-in; the new call counts from the next sample
+        before where it began), never a lead-in; the new call counts from the next sample
         its track sends."""
         if self._speech_start is not None:  # speech under way, or stopped but not yet committed
-            start = self._speech_start - self.padding - (self.track_margin if speech_only else 0)
+            start = self._speech_start - (self.track_margin if speech_only else 0)
         elif push_to_talk:
             start = self._commit_point
         elif speech_only:
@@ -190,7 +195,7 @@ class InputJournal:
         # the server may place the end past what is held: a track's filler is counted with the block after it
         end = min(self._speech_end if self._speech_end is not None else self._total, self._total)
         if self._speech_start is not None:
-            start = max(self._commit_point, self._speech_start - self.padding)
+            start = max(self._commit_point, self._speech_start)
         else:
             start = self._commit_point
         if item_id and end > start:

@@ -32,7 +32,7 @@ _step = st.one_of(  # mostly runs of blocks: a test forgets and compacts a hundr
 @given(st.lists(_step, min_size=12, max_size=60))
 def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[str, object]]) -> None:
     journal = InputJournal(padding_ms=PADDING_MS, lead_in_ms=50, keep_s=KEEP_S, turns_s=60.0, rate=RATE)
-    padding, keep = PADDING_MS * RATE // 1000, int(KEEP_S * RATE)
+    keep = int(KEEP_S * RATE)
     captured: list[np.ndarray] = []
     whole = np.zeros(0, dtype=np.int16)
     origin = commit_point = 0  # absolute samples: the server's 0 ms, the first sample not committed
@@ -56,7 +56,8 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
             ms = (at - origin) * 1000 // RATE
             if kind == "start":
                 journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=ms, item_id=f"t{index}"))
-                start, end = origin + ms * RATE // 1000, None
+                at = origin + ms * RATE // 1000  # the padding is in audio_start_ms already
+                start, end = (at if start is None else min(start, at)), None  # an uncommitted turn goes on
             else:
                 journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=ms, item_id=f"t{index}"))
                 end = origin + ms * RATE // 1000
@@ -64,7 +65,7 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
             item = f"c{index}"
             journal.handle(ev.InputAudioBufferCommitted(item_id=item))
             stop = end if end is not None else total
-            first = max(commit_point, start - padding) if start is not None else commit_point
+            first = max(commit_point, start) if start is not None else commit_point
             if stop > first:
                 turns[item] = whole[first:stop]
                 assert np.array_equal(np.frombuffer(journal.audio_of(item) or b"", dtype="<i2"), turns[item])
@@ -73,7 +74,7 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
         else:
             sent = journal.resume(push_to_talk=bool(value))
             if start is not None:
-                first = start - padding
+                first = start
             elif value:
                 first = commit_point
             else:

@@ -377,7 +377,8 @@ def _blocks(first: int, last: int) -> np.ndarray:
 def test_over_webrtc_with_server_vad_speech_under_way_at_a_drop_is_sent_on_the_new_call_and_answered() -> None:
     """The server's VAD heard the user begin (at 1 s on the old call's track) and the call dropped mid-sentence:
     the new call's track carries only what follows, so the speech so far goes as user audio items, from the
-    padding and the track's margin before its start, and one response is asked for. Before, it was lost."""
+    track's margin before its start (the server's ``audio_start_ms`` has the padding in it already), and one
+    response is asked for. Before, it was lost."""
     machine, protocol = _webrtc_server_vad()
     _speak(machine, range(0, 75), 0.0)  # 1.5 s on the old call's track
     receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 1000,
@@ -390,7 +391,7 @@ def test_over_webrtc_with_server_vad_speech_under_way_at_a_drop_is_sent_on_the_n
     machine.attach(fresh)
     restored = machine.restore(2.0)
     out = sent(fresh)
-    start = (1000 - 300 - 200) // 20  # the speech's start, less the padding and the margin, in 20 ms blocks
+    start = (1000 - 200) // 20  # the speech's start less the margin, in 20 ms blocks
     assert np.array_equal(_item_audio(out), _blocks(start, 100))
     assert [e["type"] for e in out if e["type"] != "conversation.item.create"] == ["response.create"]
     assert restored.resent_creates == 1 and restored.resent_audio_ms == pytest.approx((100 - start) * 20)
@@ -399,7 +400,7 @@ def test_over_webrtc_with_server_vad_speech_under_way_at_a_drop_is_sent_on_the_n
     receive(machine, fresh, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 200,
                                     "item_id": "item_u2"})], 2.6)
     _again, again, _restored = _on_a_new_call(machine, fresh, 2.7)
-    # the items resent before, rebuilt, then the new speech from 0 ms (the padding and margin reach back further)
+    # the items resent before, rebuilt, then the new speech from 0 ms (the margin reaches back further)
     assert np.array_equal(_item_audio(again), _blocks(start, 125))
     assert [e["type"] for e in again if e["type"] != "conversation.item.create"] == ["response.create"]
 
@@ -416,8 +417,8 @@ def test_over_webrtc_with_server_vad_the_silence_the_track_filled_in_keeps_the_t
     receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 2200,
                                        "item_id": "item_u1"})], 2.5)
     _fresh, out, _restored = _on_a_new_call(machine, protocol, 3.0)
-    # from 2200 − 300 − 200 ms on the track: the last 300 ms of the filler, then what the microphone gave after it
-    assert np.array_equal(_item_audio(out), np.concatenate([np.zeros(7_200, np.int16), _blocks(50, 100)]))
+    # from 2200 − 200 ms on the track: where the filler ended, the first block the microphone gave after it
+    assert np.array_equal(_item_audio(out), _blocks(50, 100))
 
 
 def test_over_webrtc_with_server_vad_nothing_is_resent_when_nobody_was_speaking() -> None:
@@ -442,9 +443,8 @@ def test_over_webrtc_with_server_vad_a_committed_turn_is_not_resent_and_its_answ
     _fresh, out, restored = _on_a_new_call(machine, protocol, 1.5)
     assert [e["type"] for e in out].count("response.create") == 1 and restored.resent_creates == 1
     assert restored.resent_audio_ms == 0  # committed: the rebuild carries the turn, not the resend
-    # with no transcript yet, the rebuilt turn is its audio: from the first sample (200 ms less the padding is
-    # before it) to its end at 1 s
-    assert np.array_equal(_item_audio(out), _blocks(0, 50))
+    # with no transcript yet, the rebuilt turn is its audio: from where the server says it began to its end at 1 s
+    assert np.array_equal(_item_audio(out), _blocks(10, 50))
 
 
 def test_over_webrtc_a_small_data_channel_takes_the_turn_in_small_items() -> None:
