@@ -8,14 +8,16 @@ cost bounded by the frame's size; the protocol core then reports the frame (shor
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
-           "slim", "table"]
+           "slim", "table", "user_audio_creates"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -49,6 +51,31 @@ def b64_pieces(data: bytes, room: int, width: int = 2) -> list[bytes]:
     if per_piece < width:
         return []
     return [data[start:start + per_piece] for start in range(0, len(data), per_piece)]
+
+
+_USER_MESSAGE = {"type": "message", "role": "user"}
+
+
+def user_audio_creates(data: bytes, room: int, ids: Iterator[str], *, item: Mapping[str, Any] = _USER_MESSAGE,
+                       chained: bool = False, after: str | None = None) -> list[tuple[dict[str, Any], bytes]]:
+    """PCM16 ``data`` as user audio items in a row: a ``conversation.item.create`` payload for each piece of whole
+    samples whose base64 takes at most ``room`` bytes (:func:`b64_pieces`), with that piece.
+
+    Each item has ``item``'s fields, the next id from ``ids`` and its piece as its one content part. ``chained``:
+    each names the item before it as its ``previous_item_id`` (the first names ``after``, None for the start of the
+    conversation); else none names one, and they go at the end of the conversation in the order sent."""
+    out: list[tuple[dict[str, Any], bytes]] = []
+    previous = after
+    for piece in b64_pieces(data, room):
+        item_id = next(ids)
+        audio = base64.b64encode(piece).decode("ascii")
+        body = {**item, "id": item_id, "content": [{"type": "input_audio", "audio": audio}]}
+        if chained:
+            out.append(({"type": "conversation.item.create", "previous_item_id": previous, "item": body}, piece))
+            previous = item_id
+        else:
+            out.append(({"type": "conversation.item.create", "item": body}, piece))
+    return out
 
 
 def check_fits(text: str, kind: object, limit: int) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.live import events as lv
-from voxline.realtime.frames import b64_pieces
+from voxline.realtime.frames import b64_pieces, user_audio_creates
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
@@ -61,6 +61,27 @@ def test_audio_splits_into_whole_samples_whose_base64_fits(room: int, size: int)
         return
     assert b"".join(pieces) == data and all(len(p) % 2 == 0 or p is pieces[-1] for p in pieces)
     assert all(len(base64.b64encode(p)) <= room for p in pieces)
+
+
+@pytest.mark.parametrize("chained", [False, True])
+def test_user_audio_items_in_a_row_carry_the_audio_in_order_each_naming_the_one_before(chained: bool) -> None:
+    """One builder makes a resent turn's items and a rebuilt item's pieces: the pieces are the audio, each item
+    is a user message with its own id, and chained ones follow each other from the item they come after."""
+    data = (np.arange(5_000) % 700).astype("<i2").tobytes()
+    ids = iter(f"item_{k}" for k in range(100))
+    out = user_audio_creates(data, 1_000, ids, item={"type": "message", "role": "user", "status": "completed"},
+                             chained=chained, after="item_before")
+    assert len(out) > 1 and b"".join(piece for _payload, piece in out) == data
+    payloads = [payload for payload, _piece in out]
+    assert [p["item"]["id"] for p in payloads] == [f"item_{k}" for k in range(len(out))]
+    for payload, piece in out:
+        item = payload["item"]
+        assert (item["type"], item["role"], item["status"]) == ("message", "user", "completed")
+        assert base64.b64decode(item["content"][0]["audio"]) == piece and len(item["content"][0]["audio"]) <= 1_000
+    if chained:
+        assert [p["previous_item_id"] for p in payloads] == ["item_before"] + [f"item_{k}" for k in range(len(out) - 1)]
+    else:
+        assert all("previous_item_id" not in p for p in payloads)
 
 
 def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:

@@ -9,7 +9,6 @@ the machine appends each chunk to the live connection.
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.realtime.frames import b64_pieces
+from voxline.realtime.frames import user_audio_creates
 
 from ..capture import CapturePath
 from ..input_chunks import InputChunker
@@ -132,10 +131,6 @@ ITEM_ENVELOPE_BYTES = 256  # a user audio item's event around its audio: type, i
 def audio_items(pcm: Pcm, limit: int, new_id: Callable[[], str]) -> list[tuple[dict[str, Any], Pcm]]:
     """``pcm`` as user audio items in a row (``conversation.item.create`` payloads), each event at most ``limit``
     bytes; with the samples each carries."""
-    out = []
-    for piece in b64_pieces(np.ascontiguousarray(pcm, dtype="<i2").tobytes(), limit - ITEM_ENVELOPE_BYTES):
-        audio = base64.b64encode(piece).decode("ascii")
-        out.append(({"type": "conversation.item.create", "item": {
-            "id": new_id(), "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}},
-            np.frombuffer(piece, "<i2")))
-    return out
+    data = np.ascontiguousarray(pcm, dtype="<i2").tobytes()
+    return [(payload, np.frombuffer(piece, "<i2"))
+            for payload, piece in user_audio_creates(data, limit - ITEM_ENVELOPE_BYTES, iter(new_id, None))]

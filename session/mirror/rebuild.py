@@ -35,12 +35,13 @@ in a fresh session, in order:
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from voxline.realtime.frames import b64_pieces, frame_bytes
+from voxline.realtime.frames import frame_bytes, user_audio_creates
 
 from .records import MirrorItem, MirrorPart
 
@@ -165,17 +166,11 @@ def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] 
             or content[0].get("type") != "input_audio"):
         return None
     room = limit - _size({**command, "item": {**item, "content": [{"type": "input_audio", "audio": ""}]}})
-    pieces = b64_pieces(base64.b64decode(content[0]["audio"]), room)
-    if not pieces:
-        return None
-    out: list[dict[str, Any]] = []
-    previous, item_id = command["previous_item_id"], item["id"]
-    for piece in pieces:
-        audio = base64.b64encode(piece).decode("ascii")
-        out.append({"type": "conversation.item.create", "previous_item_id": previous,
-                    "item": {**item, "id": item_id, "content": [{"type": "input_audio", "audio": audio}]}})
-        previous, item_id = item_id, new_id()
-    return out
+    ids = itertools.chain((item["id"],), iter(new_id, None))  # the first piece keeps the item's id
+    out = user_audio_creates(base64.b64decode(content[0]["audio"]), room, ids,
+                             item={k: v for k, v in item.items() if k not in ("id", "content")},
+                             chained=True, after=command["previous_item_id"])
+    return [payload for payload, _piece in out] or None
 
 
 def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[str, Any]] | None:
