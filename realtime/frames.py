@@ -17,7 +17,7 @@ from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
-           "slim", "table", "user_audio_creates"]
+           "slim", "table", "text_pieces", "user_audio_creates"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -51,6 +51,26 @@ def b64_pieces(data: bytes, room: int, width: int = 2) -> list[bytes]:
     if per_piece < width:
         return []
     return [data[start:start + per_piece] for start in range(0, len(data), per_piece)]
+
+
+def text_pieces(text: str, room: int) -> list[str]:
+    """``text`` in order, in pieces each of whose JSON string (without its quotes, other than ASCII as UTF-8, as
+    :func:`frame_bytes` counts it) takes at most ``room`` bytes (none if not even one character fits)."""
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        n = min(len(text) - start, room)  # a character takes at least a byte
+        while n and (size := _string_bytes(text[start:start + n])) > room:
+            n = min(n - 1, n * room // size)  # escapes and multi-byte characters: fewer to a piece
+        if not n:
+            return []
+        pieces.append(text[start:start + n])
+        start += n
+    return pieces
+
+
+def _string_bytes(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
 
 
 _USER_MESSAGE = {"type": "message", "role": "user"}

@@ -15,13 +15,15 @@ import json
 import numpy as np
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from voxline.audio.playout import PlayoutBuffer
 from typing import Any
 
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.live import events as lv
-from voxline.realtime.frames import b64_pieces, user_audio_creates
+from voxline.realtime.frames import b64_pieces, text_pieces, user_audio_creates
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
@@ -82,6 +84,17 @@ def test_user_audio_items_in_a_row_carry_the_audio_in_order_each_naming_the_one_
         assert [p["previous_item_id"] for p in payloads] == ["item_before"] + [f"item_{k}" for k in range(len(out) - 1)]
     else:
         assert all("previous_item_id" not in p for p in payloads)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400), st.integers(0, 64))
+def test_text_splits_into_pieces_whose_json_fits(text: str, room: int) -> None:
+    pieces = text_pieces(text, room)
+    if pieces:
+        assert "".join(pieces) == text
+        assert all(len(json.dumps(p, ensure_ascii=False).encode()) - 2 <= room for p in pieces)
+    else:  # nothing to split, or a character whose JSON takes more than the room
+        assert not text or any(len(json.dumps(c, ensure_ascii=False).encode()) - 2 > room for c in text)
 
 
 def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:
@@ -186,18 +199,38 @@ def test_a_tool_output_too_large_for_the_connection_goes_as_an_error_output() ->
     assert "too large to send: 100000 bytes" in output and "at most 65536 bytes" in output
 
 
-def test_an_item_too_large_for_the_new_connection_is_counted_and_the_rest_rebuilt() -> None:
+def test_a_text_too_large_for_the_new_connection_goes_as_several_messages_in_order() -> None:
+    """A typed message fine on a WebSocket is larger than a call's data channel carries: on the new call it goes
+    as several user messages in a row, the whole text in order, and the next item after the last of them.
+    Before, it was left out and its text lost."""
     machine, protocol = _machine(20_000_000)
-    machine.send_text("x" * 70_000)  # fine on a WebSocket
+    text = "".join(f'line {k}: "é" \\ ✓\n' for k in range(6_000))  # escapes and multi-byte characters
+    machine.send_text(text)
     machine.send_text("short")
     _echoed(machine, protocol, None)
     _drop(machine, protocol)
-    _fresh, out, restored = _on_a_call(machine)  # before, the refused item ended the reconnect
-    assert restored.skipped_items == 1 and restored.replayed_items == 1
+    _fresh, out, restored = _on_a_call(machine)
+    assert restored.skipped_items == 0 and restored.replayed_items == 2
     created = [e for e in out if e["type"] == "conversation.item.create"]
-    assert [e["item"]["content"][0]["text"] for e in created] == ["short"]
+    assert len(created) >= 3 and all(e["item"]["role"] == "user" for e in created)
+    assert "".join(e["item"]["content"][0]["text"] for e in created[:-1]) == text
+    assert created[-1]["item"]["content"][0]["text"] == "short"
+    assert [e["previous_item_id"] for e in created] == ["root", *(e["item"]["id"] for e in created[:-1])]
+    assert len({e["item"]["id"] for e in created}) == len(created)
+
+
+def test_an_item_that_cannot_be_split_for_the_new_connection_is_counted_and_the_rest_rebuilt() -> None:
+    machine, protocol = _machine(20_000_000)
+    _tool_called(machine, protocol, json.dumps({"notes": "x" * 70_000}))  # a call's arguments are one string
+    machine.send_text("short")
+    _echoed(machine, protocol, "item_f")
+    _drop(machine, protocol)
+    _fresh, out, restored = _on_a_call(machine)  # before, the refused item ended the reconnect
+    assert restored.skipped_items >= 1
+    created = [e for e in out if e["type"] == "conversation.item.create"]
+    assert [e["item"]["content"][0]["text"] for e in created if e["item"]["type"] == "message"] == ["short"]
+    assert all(e["item"]["type"] != "function_call" for e in created)
     assert created[0]["previous_item_id"] == "root"  # after the last item sent, not the one left out
-    assert [item.id for item in machine.mirror.items()] == [created[0]["item"]["id"]]  # as the new server has it
 
 
 def test_a_users_untranscribed_turn_too_large_for_one_event_goes_as_several_in_order() -> None:

@@ -26,10 +26,11 @@ in a fresh session, in order:
   arguments were complete (or it has an output);
 * sized for the new connection (``max_event_bytes``: a WebRTC data channel's messages are far
   smaller than a WebSocket's): a user's audio too large for one event goes as several user
-  audio items (the first under the item's id, the rest under ids from ``new_id``), a tool output
+  audio items, a message of one text part too large as several messages of the same role, its
+  text in order (the first under the item's id, the rest under ids from ``new_id``), a tool output
   too large says so as its output (the call keeps an answer), and any other item too large is
-  left out (``too_large``; a call left out takes its output with it); the next item goes after the
-  last one sent.
+  left out (``too_large``: a function call's arguments, a message of several parts; a call left
+  out takes its output with it); the next item goes after the last one sent.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from voxline.realtime.frames import frame_bytes, user_audio_creates
+from voxline.realtime.frames import frame_bytes, text_pieces, user_audio_creates
 
 from .records import MirrorItem, MirrorPart
 
@@ -173,6 +174,29 @@ def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] 
     return [payload for payload, _piece in out] or None
 
 
+def _text_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] | None) -> list[dict[str, Any]] | None:
+    """A message of one text part too large for one event as several messages of the same role in a row, the text
+    in order, each small enough; None if it is not one."""
+    item = command["item"]
+    content = item.get("content") or []
+    if new_id is None or item.get("type") != "message" or len(content) != 1:
+        return None
+    kind = content[0].get("type")
+    if kind not in ("input_text", "output_text"):
+        return None
+    room = limit - _size({**command, "item": {**item, "content": [{"type": kind, "text": ""}]}})
+    pieces = text_pieces(content[0]["text"], room)
+    if not pieces:
+        return None
+    out: list[dict[str, Any]] = []
+    previous, item_id = command["previous_item_id"], item["id"]
+    for piece in pieces:
+        out.append({"type": "conversation.item.create", "previous_item_id": previous,
+                    "item": {**item, "id": item_id, "content": [{"type": kind, "text": piece}]}})
+        previous, item_id = item_id, new_id()
+    return out
+
+
 def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[str, Any]] | None:
     """A tool output too large for the new connection, said so as its output: the call keeps an answer."""
     item = command["item"]
@@ -205,7 +229,8 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
         command: dict[str, Any] = {"type": "conversation.item.create", "previous_item_id": previous, "item": body}
         sent = [command]
         if max_event_bytes is not None and (size := _size(command)) > max_event_bytes:
-            parts = _audio_parts(command, max_event_bytes, new_id) or _output_note(command, size, max_event_bytes)
+            parts = (_audio_parts(command, max_event_bytes, new_id) or _text_parts(command, max_event_bytes, new_id)
+                     or _output_note(command, size, max_event_bytes))
             if parts is None:
                 skipped.append(Skipped(item.id, "too_large"))
                 continue
