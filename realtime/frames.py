@@ -58,6 +58,8 @@ def text_pieces(text: str, room: int) -> list[str]:
     :func:`frame_bytes` counts it) takes at most ``room`` bytes (none if not even one character fits)."""
     pieces: list[str] = []
     start = 0
+    if room <= 0:
+        return pieces
     while start < len(text):
         n = min(len(text) - start, room)  # a character takes at least a byte
         while n and (size := _string_bytes(text[start:start + n])) > room:

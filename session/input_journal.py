@@ -66,6 +66,7 @@ class InputJournal:
         self._commit_point = 0  # first sample not in a committed (or cleared) turn
         self._speech_start: int | None = None
         self._speech_end: int | None = None
+        self._carried = False  # the start marked is an earlier connection's: this one's own start replaces it
         self._turns: OrderedDict[str, _Turn] = OrderedDict()
         self._turn_samples = 0
         self._turn_ends: list[int] = []  # where push-to-talk turns were let go while away
@@ -103,10 +104,11 @@ class InputJournal:
         match output:
             case ev.InputAudioBufferSpeechStarted():
                 start = self._at(output.audio_start_ms)
-                if self._speech_start is not None and start is not None:
-                    start = min(start, self._speech_start)  # the turn begun before is not committed yet
+                if self._speech_start is not None and start is not None and not self._carried:
+                    start = min(start, self._speech_start)  # the turn begun before on this connection goes on
                 self._speech_start = start
                 self._speech_end = None
+                self._carried = False
             case ev.InputAudioBufferSpeechStopped():
                 self._speech_end = self._at(output.audio_end_ms)
             case ev.InputAudioBufferCommitted():
@@ -142,7 +144,9 @@ class InputJournal:
         else:
             start = self._total - self.lead_in
         start = max(start, self._commit_point, self._total - self._held, 0)
-        # speech under way stays marked: a connection lost again resends it again
+        # speech under way stays marked: a connection lost again resends it again, until the new one says where
+        # its own speech starts (if it never hears speech in it, its next start is no continuation of the mark)
+        self._carried = self._speech_start is not None
         self._origin = self._total if speech_only else start
         ends, self._turn_ends = self._turn_ends, []
         self.released_at = tuple(dict.fromkeys(end - start for end in ends if start < end <= self._total))

@@ -157,6 +157,33 @@ def test_a_second_speech_start_before_a_commit_does_not_lose_the_first() -> None
     assert np.array_equal(journal.resume(push_to_talk=False), audio[rate:])
 
 
+def test_speech_carried_over_from_a_connection_before_does_not_stretch_the_next_turn() -> None:
+    """A drop during speech resends it and keeps its start marked; the new connection's VAD never takes it for a
+    turn. Its own next start is a turn of its own: a drop during it resends that turn, not everything since the
+    old mark, and its committed audio is that turn alone."""
+    journal = InputJournal(padding_ms=300, lead_in_ms=500)
+    rate = journal.rate
+    audio = (np.arange(40 * rate) % 1000).astype(np.int16)
+
+    def at(ms: int) -> int:
+        return ms * rate // 1000
+
+    def capture(start_ms: int, end_ms: int) -> None:
+        for first in range(at(start_ms), at(end_ms), 480):
+            journal.captured(audio[first:min(first + 480, at(end_ms))])
+
+    capture(0, 10_300)
+    journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=10_000, item_id="u1"))
+    assert np.array_equal(journal.resume(push_to_talk=False), audio[at(10_000):at(10_300)])
+    capture(10_300, 33_300)  # 20 s later the user speaks on the new connection, which counts from 10 s
+    journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=20_300, item_id="u2"))
+    assert np.array_equal(journal.resume(push_to_talk=False), audio[at(30_300):at(33_300)])
+    capture(33_300, 34_000)  # a third connection, counting from 30.3 s, ends and commits the turn
+    journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=3_500, item_id="u2"))
+    journal.handle(ev.InputAudioBufferCommitted(item_id="u2"))
+    assert np.array_equal(np.frombuffer(journal.audio_of("u2") or b"", dtype="<i2"), audio[at(30_300):at(33_800)])
+
+
 def test_after_a_hand_over_the_new_connection_counts_from_the_audio_not_yet_sent() -> None:
     journal = InputJournal(padding_ms=0)
     rate = journal.rate

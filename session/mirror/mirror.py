@@ -348,13 +348,29 @@ class ConversationMirror:
         return list(self.plan_rebuild().commands)
 
     def adopt_rebuild(self, rebuild: Rebuild) -> None:
-        """``rebuild`` was sent on a new connection: its skipped items are gone from the conversation.
+        """``rebuild`` was sent on a new connection: the live items now match the new server's.
 
-        They move to :meth:`deleted`, so the live items match the new server's.
+        Its skipped items are gone from the conversation (they move to :meth:`deleted`); a message sent as
+        several is those messages, unconfirmed until their echoes come (the first under its id, as plain text:
+        a reply cut before is now the text that was heard), so a later rebuild sends each once, as it is.
         """
         self._settle()
         for skipped in rebuild.skipped:
             self._on_deleted(skipped.item_id)
+        for item_id, commands in rebuild.split_texts:
+            old = self._order.get(item_id)
+            if old is None:
+                continue
+            previous = item_id
+            for command in commands:
+                create = ev.parse_client_dict(command)
+                assert isinstance(create, ev.ConversationItemCreate)
+                piece_id = item_id_of(create.item)
+                assert piece_id is not None
+                record = dataclasses.replace(new_record(create.item, piece_id), confirmed=False,
+                                             response_id=old.response_id)
+                self._order.place(record, previous)  # the first replaces the message in place
+                previous = piece_id
 
     # -- persistence --------------------------------------------------------------------
 

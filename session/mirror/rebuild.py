@@ -69,6 +69,8 @@ class Rebuild:
     commands: tuple[dict[str, Any], ...]
     item_ids: tuple[str, ...]
     skipped: tuple[Skipped, ...]
+    split_texts: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
+    """Messages sent as several: each one's id and the commands that carry its text (the first under its id)."""
 
 
 def _answered_calls(items: Sequence[MirrorItem], excluded: frozenset[str]) -> set[str]:
@@ -159,6 +161,17 @@ def _size(command: dict[str, Any]) -> int:
     return frame_bytes(command) + SPARE_BYTES
 
 
+def _room(command: dict[str, Any], limit: int, second_id: str, empty_part: dict[str, Any]) -> int:
+    """Bytes left for one piece's content in an event of at most ``limit``: the first piece's envelope (the item's id,
+    after the item it follows) or a later one's (a new id, after a piece), whichever is larger, so that each piece
+    also fits as an item of its own in a later rebuild."""
+    item = command["item"]
+    first = {**command, "item": {**item, "content": [empty_part]}}
+    before = max(item["id"], second_id, key=len)
+    later = {**command, "previous_item_id": before, "item": {**item, "id": second_id, "content": [empty_part]}}
+    return limit - max(_size(first), _size(later))
+
+
 def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] | None) -> list[dict[str, Any]] | None:
     """A user audio item too large for one event as several in a row, each small enough; None if it is not one."""
     item = command["item"]
@@ -166,8 +179,9 @@ def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] 
     if (new_id is None or item.get("type") != "message" or item.get("role") != "user" or len(content) != 1
             or content[0].get("type") != "input_audio"):
         return None
-    room = limit - _size({**command, "item": {**item, "content": [{"type": "input_audio", "audio": ""}]}})
-    ids = itertools.chain((item["id"],), iter(new_id, None))  # the first piece keeps the item's id
+    second = new_id()
+    room = _room(command, limit, second, {"type": "input_audio", "audio": ""})
+    ids = itertools.chain((item["id"], second), iter(new_id, None))  # the first piece keeps the item's id
     out = user_audio_creates(base64.b64decode(content[0]["audio"]), room, ids,
                              item={k: v for k, v in item.items() if k not in ("id", "content")},
                              chained=True, after=command["previous_item_id"])
@@ -184,16 +198,16 @@ def _text_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] |
     kind = content[0].get("type")
     if kind not in ("input_text", "output_text"):
         return None
-    room = limit - _size({**command, "item": {**item, "content": [{"type": kind, "text": ""}]}})
-    pieces = text_pieces(content[0]["text"], room)
+    second = new_id()
+    pieces = text_pieces(content[0]["text"], _room(command, limit, second, {"type": kind, "text": ""}))
     if not pieces:
         return None
     out: list[dict[str, Any]] = []
-    previous, item_id = command["previous_item_id"], item["id"]
-    for piece in pieces:
+    previous = command["previous_item_id"]
+    for item_id, piece in zip(itertools.chain((item["id"], second), iter(new_id, None)), pieces):
         out.append({"type": "conversation.item.create", "previous_item_id": previous,
                     "item": {**item, "id": item_id, "content": [{"type": kind, "text": piece}]}})
-        previous, item_id = item_id, new_id()
+        previous = item_id
     return out
 
 
@@ -218,6 +232,7 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
     commands: list[dict[str, Any]] = []
     ids: list[str] = []
     skipped: list[Skipped] = []
+    split_texts: list[tuple[str, tuple[dict[str, Any], ...]]] = []
     previous = "root"
     for item in items:
         body: dict[str, Any] | SkipReason = (
@@ -229,7 +244,10 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
         command: dict[str, Any] = {"type": "conversation.item.create", "previous_item_id": previous, "item": body}
         sent = [command]
         if max_event_bytes is not None and (size := _size(command)) > max_event_bytes:
-            parts = (_audio_parts(command, max_event_bytes, new_id) or _text_parts(command, max_event_bytes, new_id)
+            texts = _text_parts(command, max_event_bytes, new_id)
+            if texts is not None:
+                split_texts.append((item.id, tuple(texts)))
+            parts = (_audio_parts(command, max_event_bytes, new_id) or texts
                      or _output_note(command, size, max_event_bytes))
             if parts is None:
                 skipped.append(Skipped(item.id, "too_large"))
@@ -240,4 +258,4 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
         commands.extend(sent)
         ids.append(item.id)
         previous = sent[-1]["item"]["id"]
-    return Rebuild(tuple(commands), tuple(ids), tuple(skipped))
+    return Rebuild(tuple(commands), tuple(ids), tuple(skipped), tuple(split_texts))
