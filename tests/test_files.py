@@ -115,6 +115,56 @@ def test_replay_writes_its_summary_into_a_pipe_and_refuses_an_out_it_cannot_read
     assert not (tmp_path / "e.jsonl").exists()  # refused before anything ran
 
 
+def test_this_processs_own_stdout_is_written_after_what_it_printed_not_over_it(tmp_path: Path) -> None:
+    """With the shell's output sent to a file, ``/dev/stdout`` opened anew starts at the file's beginning: a
+    document written there went over the lines printed before it. It now follows them."""
+    script = ("import sys; from voxline.base.files import replaced, is_stdout\n"
+              "print('before', flush=True)\n"
+              "assert is_stdout('/dev/stdout') and not is_stdout('/dev/null')\n"
+              "with replaced('/dev/stdout') as file: file.write(b'{\"document\": 1}\\n')\n"
+              "print('after')\n")
+    redirected = tmp_path / "out.txt"
+    with open(redirected, "wb") as stdout:
+        run = subprocess.run([sys.executable, "-c", script], stdout=stdout, stderr=subprocess.PIPE, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert redirected.read_text() == 'before\n{"document": 1}\nafter\n'
+
+
+@pytest.mark.parametrize("name", ["-", "/dev/stdout"])
+def test_a_summary_sent_to_stdout_is_stdout_alone_and_the_lines_for_people_go_to_stderr(tmp_path: Path,
+                                                                                       name: str) -> None:
+    redirected = tmp_path / "summary.json"
+    with open(redirected, "wb") as stdout:
+        run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out",
+                              str(tmp_path / "heard.wav"), "--events", str(tmp_path / "events.jsonl"),
+                              "--summary", name], cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                             timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(redirected.read_text())["pass"] is True  # the whole file is the document
+    assert "barge-in" in run.stderr and "wrote /dev/stdout (checks: pass)" in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl", "heard.wav", "summary.json"]  # no '-'
+
+
+def test_a_farms_results_go_to_stdout_whole(tmp_path: Path) -> None:
+    for name in ("a.wav", "b.wav"):
+        shutil.copy(EXAMPLE, tmp_path / name)
+    piped = subprocess.run([str(VOXLINE), "replay", str(tmp_path / "a.wav"), str(tmp_path / "b.wav"), "--fast",
+                            "--voice", "tone", "--out-dir", str(tmp_path / "out"), "--results", "-"],
+                           capture_output=True, text=True, timeout=180)
+    assert piped.returncode == 0, piped.stderr
+    assert sorted(json.loads(line)["name"] for line in piped.stdout.splitlines()) == ["a", "b"]
+    assert "farm: 2 recordings, 2 passed" in piped.stderr
+
+
+def test_dash_is_refused_for_a_file_written_as_the_run_goes(tmp_path: Path) -> None:
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--events", "-"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        "voxline replay: error: --events writes a file as the run goes; '-' (stdout) is for --summary, --report, "
+        "--results and --junit (see voxline replay --help)"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_link_to_a_file_stays_a_link_and_the_file_it_names_is_replaced(tmp_path: Path) -> None:
     real = tmp_path / "reports" / "summary.json"
     real.parent.mkdir()

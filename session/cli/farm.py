@@ -69,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "
                             "unique), DIR/results.jsonl")
     group.add_argument("--results", type=Path, metavar="RESULTS.jsonl",
-                       help="one JSON line per recording (default DIR/results.jsonl)")
-    group.add_argument("--junit", type=Path, metavar="JUNIT.xml", help="also write a JUnit XML report for CI")
+                       help="one JSON line per recording (default DIR/results.jsonl; - for stdout)")
+    group.add_argument("--junit", type=Path, metavar="JUNIT.xml",
+                       help="also write a JUnit XML report for CI (- for stdout)")
     group.add_argument("--farm-report", action="store_true",
                        help="also write DIR/NAME/summary.json and report.html per recording")
     group.add_argument("--farm-stereo", action="store_true",

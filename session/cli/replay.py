@@ -28,6 +28,7 @@ from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import AudioError, printable, redact_url
+from voxline.base.files import is_stdout
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -105,9 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--silence-ms", type=int, default=None, metavar="MS",
                         help="server VAD: silence that ends a user turn, in ms, 0 or more (default 500)")
     parser.add_argument("--report", type=Path, metavar="REPORT.html",
-                        help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics")
+                        help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics (- for stdout)")
     parser.add_argument("--summary", type=Path, metavar="SUMMARY.json",
-                        help="write the report's figures as JSON (barge-ins, per-turn latencies, p50/p95, checks)")
+                        help="write the report's figures as JSON (barge-ins, per-turn latencies, p50/p95, checks; - for stdout)")
     parser.add_argument("--echo", metavar="DELAY_MS,GAIN_DB",
                         help="open speakers: mix what the listener heard back into the input through a room "
                              "(delay plus a decaying tail), e.g. 60,-6")
@@ -229,7 +230,35 @@ def loop_factory(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEvent
 SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: input transcripts are scripted"
 
 
+_DOCUMENTS = ("report", "summary", "results", "junit")
+"""Outputs written whole once the run is over: ``-`` names stdout for them."""
+_STREAMED = ("out", "events", "stereo_out")
+
+
+def _documents_to_stdout(args: argparse.Namespace) -> bool:
+    """``-`` is stdout for a document; with one written there, the lines for people go to stderr, so that stdout
+    carries the document alone (``--summary - | jq``)."""
+    for name in _STREAMED:
+        if str(getattr(args, name, None)) == "-":
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} writes a file as the run goes; '-' (stdout) is for --summary, --report, "
+                             "--results and --junit")
+    to_stdout = False
+    for name in _DOCUMENTS:
+        path = getattr(args, name, None)
+        if path is not None and str(path) == "-":
+            setattr(args, name, Path("/dev/stdout"))
+        to_stdout = to_stdout or (path is not None and is_stdout(getattr(args, name)))
+    return to_stdout
+
+
 async def run(args: argparse.Namespace) -> int:
+    people = contextlib.redirect_stdout(sys.stderr) if _documents_to_stdout(args) else contextlib.nullcontext()
+    with people:
+        return await _command(args)
+
+
+async def _command(args: argparse.Namespace) -> int:
     if farm.is_farm(args):
         return await farm.run(args)
     farm.refuse_farm_flags(args)

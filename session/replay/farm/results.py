@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from voxline.base.files import replaced
+
 from ..result import ReplayResult
 from ...events import SessionError
 from .manifest import Expectations, Range
@@ -143,9 +145,10 @@ def outcome(name: str, input: str, expect: Expectations, m: Measured, **paths: A
 
 
 def write_jsonl(path: Path, outcomes: list[Outcome]) -> None:
-    with path.open("w", encoding="utf-8") as out:
+    """One JSON line per recording, written whole (:func:`~voxline.base.files.replaced`)."""
+    with replaced(path) as out:
         for o in outcomes:
-            out.write(json.dumps(o.to_json(), ensure_ascii=False) + "\n")
+            out.write((json.dumps(o.to_json(), ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def summary_line(outcomes: list[Outcome], wall_s: float) -> str:

@@ -5,7 +5,8 @@ target once everything is written; a failure (a full disk, an exception of the w
 the temporary file and leaves the target as it was. A target that exists and is no regular
 file (a named pipe, a terminal), or that is or leads through ``/dev`` or ``/proc``
 (``/dev/stdout``, which links to the shell's redirection, a file or not), is written in place
-instead: renaming over it would put a file where a device or a link was. A symbolic link to a
+instead: renaming over it would put a file where a device or a link was. This process's own stdout
+or stderr is written where the process's output stands, after what it wrote there. A symbolic link to a
 regular file stays a link: the file it names is the one replaced.
 
 Files written as a run goes (a WAV of what was heard, an event log: each valid at every moment, so
@@ -20,12 +21,13 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["SetAside", "replaced"]
+__all__ = ["SetAside", "is_stdout", "replaced"]
 
 
 @contextlib.contextmanager
@@ -34,6 +36,13 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "it is a directory", str(target))
+    own = _own_stream(target)
+    if own is not None:  # this process's stdout or stderr: after what was written to it, never over it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with os.fdopen(os.dup(own), "wb") as stream:
+            yield stream
+        return
     if _a_stream(target) or (target.exists() and not target.is_file()):  # written in place, never replaced
         with open(target, "wb") as stream:
             yield stream
@@ -132,6 +141,29 @@ class SetAside:
                     path.unlink()
         self._aside.clear()
         self._missing.clear()
+
+
+def is_stdout(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is this process's stdout (``/dev/stdout``, or the file or pipe it was redirected to)."""
+    return _own_stream(Path(path)) == 1
+
+
+def _own_stream(path: Path) -> int | None:
+    """The descriptor of this process's stdout or stderr if ``path`` is that very file (``/dev/stdout``, or the file
+    the shell redirected it to); None otherwise. Opened anew, it would start over at its beginning and write over
+    what the process had written there."""
+    try:
+        named = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for fd in (1, 2):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (named.st_dev, named.st_ino):
+            return fd
+    return None
 
 
 def _a_stream(path: Path) -> bool:
