@@ -286,12 +286,21 @@ def test_a_farm_output_it_could_not_write_is_refused_before_any_recording_runs(t
         assert "farm of" not in result.stderr  # refused before it started
 
 
-def test_a_live_replay_without_a_transcript_says_why_no_speech_was_seen(tmp_path: Path) -> None:
+def test_a_replay_whose_server_calls_tools_without_a_registry_says_how_to_give_one(tmp_path: Path) -> None:
+    result = run("replay", str(EXAMPLE), "--fast", "--scenario", "tools", "--voice", "tone", *outputs(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert ("voxline: the server called tools and nothing ran them (each was answered 'unknown tool'): give a "
+            "ToolRegistry with --tools MODULE:ATTR") in result.stderr.splitlines()
+    plain = run("replay", str(EXAMPLE), "--fast", "--voice", "tone", *outputs(tmp_path))
+    assert plain.returncode == 0 and "nothing ran them" not in plain.stderr
+
+
+def test_a_live_replay_without_a_transcript_says_why_no_words_are_shown(tmp_path: Path) -> None:
     result = run("replay", str(EXAMPLE), "--fast", "--api", "live", "--voice", "tone", *outputs(tmp_path))
     assert result.returncode == 0, result.stderr
     # Live tells of the user's words only in its input transcript; its detector did fire (the replies played)
-    assert (f"voxline: no speech detected in {EXAMPLE}: the server sent no input transcript (the built-in server "
-            f"transcribes only the turns barge_in.txt scripts)") in result.stderr.splitlines()
+    assert (f"voxline: no words of yours to show from {EXAMPLE}: the server sent no input transcript (the built-in "
+            f"server transcribes only the turns barge_in.txt scripts)") in result.stderr.splitlines()
 
 
 @pytest.mark.slow  # real time against a `voxline serve`
@@ -312,7 +321,7 @@ def test_a_live_replay_against_a_local_serve_without_transcripts_says_how_to_giv
         server.terminate()
         server.wait(timeout=20)
     assert result.returncode == 0, result.stderr
-    assert (f"voxline: no speech detected in {quiet}: the server sent no input transcript (if it is `voxline "
+    assert (f"voxline: no words of yours to show from {quiet}: the server sent no input transcript (if it is `voxline "
             f"serve`, start it with --transcripts quiet.txt)") in result.stderr.splitlines()
 
 

@@ -94,6 +94,7 @@ def test_replay_runs_the_servers_tool_calls_once_each_with_one_follow_up(tmp_pat
          "--tools", "mytools:registry", "--out", str(tmp_path / "heard.wav"), "--events", str(events)],
         cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": ""})
     assert run.returncode == 0, run.stderr
+    assert "nothing ran them" not in run.stderr
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     calls = [e["event"]["call_id"] for e in lines
              if e["dir"] == "in" and e["event"]["type"] == "response.function_call_arguments.done"]

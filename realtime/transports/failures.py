@@ -22,8 +22,8 @@ def http_status(url: str, status: int) -> str:
     if status in (401, 403):
         names = {name.lower().replace("-", "_") for name, _ in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)}
         if names & _KEY_PARAMETERS:  # a key in the query string is never sent as the bearer token
-            return (f"HTTP {status} from {url}: the token was refused (a key in the URL's query is not sent; "
-                    "give it as OPENAI_API_KEY or as user:KEY@ in the URL)")
+            return (f"HTTP {status} from {url}: the token was refused (a key in the URL's query is not the "
+                    "token; give it as OPENAI_API_KEY or as user:KEY@ in the URL)")
         return f"HTTP {status} from {url}: the token was refused"
     if status in (404, 405, 426) or 300 <= status < 400:
         return f"HTTP {status} from {url} — not a Realtime endpoint (check the URL; it ends in /v1)"
@@ -45,7 +45,10 @@ def connect_failure(url: str, exc: BaseException) -> str:
             case ConnectionRefusedError():
                 return f"cannot connect to {url}: connection refused (nothing listens there)"
             case TimeoutError():
-                return f"cannot connect to {url}: no answer in time (connect timed out)"
+                # a plain server takes a TLS hello for the start of a request and waits for the rest of it
+                hint = ("; if it is a plain ws:// server, such as `voxline serve`, use ws://"
+                        if urllib.parse.urlsplit(url).scheme in ("wss", "https") else "")
+                return f"cannot connect to {url}: no answer in time (connect timed out{hint})"
         if (found := _STATUS_LINE.search(str(cause))) is not None:
             return http_status(url, int(found.group(1)))  # a plain HTTP server, e.g. HTTP/1.0 404
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (str(exc) or type(exc).__name__)

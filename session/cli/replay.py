@@ -48,7 +48,7 @@ from ..replay.result import ReplayLines
 from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
-from ..tools import ToolRegistry
+from ..tools import ToolFinished, ToolRegistry
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -470,9 +470,14 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult, failure: str 
                 why += f" (the built-in server transcribes only the turns {sidecar} scripts)"
             elif is_loopback_url(url):  # most likely `voxline serve`, which transcribes nothing unscripted
                 why += f" (if it is `voxline serve`, start it with --transcripts {sidecar})"
+            # its turns may well have been heard and answered: only the words are missing
+            print(f"voxline: no words of yours to show from {args.input}: {why}", file=sys.stderr)
         else:
             why = "the server's voice activity detection never fired (is it silent, or very quiet?)"
-        print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
+            print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
+    if args.tools is None and any(isinstance(e, ToolFinished) for e in result.events):
+        print("voxline: the server called tools and nothing ran them (each was answered 'unknown tool'): give a "
+              "ToolRegistry with --tools MODULE:ATTR", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
     cut = " (interrupted: what was heard until then)" if result.interrupted else ""
     print(f"wrote {args.out} ({_written_s(args.out, result.duration_s):.2f} s){cut} and {args.events}", flush=True)

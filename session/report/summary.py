@@ -81,7 +81,7 @@ def build_summary(report: MetricsReport, *, input_name: str = "", mode: str = ""
         "version": 1,
         "input": input_name,
         "mode": mode,
-        "duration_s": report.at if duration_s is None else duration_s,
+        "duration_s": round(report.at if duration_s is None else duration_s, 6),  # no float noise in a file
         **{key: data[key] for key in ("turns", "barge_ins", "items", "speech", "tools", "underruns", "aggregates")},
         "checks": checks,
         "pass": all(c["ok"] for c in checks),
