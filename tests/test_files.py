@@ -4,6 +4,7 @@ files written as a run goes replace the last run's only once the run began (``Se
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -161,8 +162,65 @@ def test_dash_is_refused_for_a_file_written_as_the_run_goes(tmp_path: Path) -> N
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and run.stderr.strip().splitlines() == [
         "voxline replay: error: --events writes a file as the run goes; '-' (stdout) is for --summary, --report, "
-        "--results and --junit (see voxline replay --help)"]
+        "--stereo-out, --results and --junit (see voxline replay --help)"]
     assert list(tmp_path.iterdir()) == []
+    named = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--events", "./-",
+                            "--out", "heard.wav", "--summary", "./-.json"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert named.returncode == 0, named.stderr  # a file a user names ./- is that file
+    assert (tmp_path / "-").is_file() and json.loads((tmp_path / "-.json").read_text())["pass"] is True
+
+
+def test_a_document_for_stdout_is_written_whole_when_stderr_is_closed_or_the_pipe_does_not_block(
+        tmp_path: Path) -> None:
+    """stderr closed at the start, the lines for people go nowhere (before: the summary was lost, exit 1); a pipe
+    handed over in non-blocking mode, the whole report goes through a slow reader (before: the first 64 KiB)."""
+    args = [str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out", str(tmp_path / "h.wav"),
+            "--events", str(tmp_path / "e.jsonl")]
+    redirected = tmp_path / "summary.json"
+    with open(redirected, "wb") as stdout:
+        closed = subprocess.run([*args, "--summary", "-"], stdout=stdout, stderr=subprocess.DEVNULL, timeout=120,
+                                preexec_fn=lambda: os.close(2))
+    assert closed.returncode == 0 and json.loads(redirected.read_text())["pass"] is True
+    read, write = os.pipe()
+    fcntl.fcntl(write, 1031, 4096)  # F_SETPIPE_SZ: a small pipe, as full as a slow reader leaves it
+    os.set_blocking(write, False)
+    got: list[bytes] = []
+
+    def slowly() -> None:
+        with open(read, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(4096):
+                got.append(chunk)
+                threading.Event().wait(0.001)
+
+    reader = threading.Thread(target=slowly)
+    reader.start()
+    try:
+        run = subprocess.run([*args, "--report", "-"], stdout=write, stderr=subprocess.PIPE, timeout=120)
+        assert not os.get_blocking(write)  # the pipe handed back as it was handed over
+    finally:
+        os.close(write)
+        reader.join(30)
+    assert run.returncode == 0, run.stderr
+    page = b"".join(got)
+    assert page.startswith(b"<!DOCTYPE html>") and page.rstrip().endswith(b"</html>") and len(page) > 8 * 4096
+
+
+def test_a_file_in_a_folder_that_takes_no_new_file_is_written_in_place(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "results.jsonl"
+    target.write_text("old")
+
+    def refused(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".results.jsonl.x.tmp"))
+
+    monkeypatch.setattr("voxline.base.files.tempfile.mkstemp", refused)
+    with replaced(target) as file:
+        file.write(b"new")
+    assert target.read_text() == "new"
+    with pytest.raises(PermissionError) as raised, replaced(tmp_path / "fresh.json") as file:
+        file.write(b"never")
+    assert raised.value.filename == str(tmp_path / "fresh.json")  # the file named, not a temporary one
 
 
 def test_a_link_to_a_file_stays_a_link_and_the_file_it_names_is_replaced(tmp_path: Path) -> None:

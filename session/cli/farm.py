@@ -41,6 +41,7 @@ from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
+from .paths import output_path
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -68,9 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--out-dir", type=Path, metavar="DIR",
                        help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "
                             "unique), DIR/results.jsonl")
-    group.add_argument("--results", type=Path, metavar="RESULTS.jsonl",
+    group.add_argument("--results", type=output_path, metavar="RESULTS.jsonl",
                        help="one JSON line per recording (default DIR/results.jsonl; - for stdout)")
-    group.add_argument("--junit", type=Path, metavar="JUNIT.xml",
+    group.add_argument("--junit", type=output_path, metavar="JUNIT.xml",
                        help="also write a JUnit XML report for CI (- for stdout)")
     group.add_argument("--farm-report", action="store_true",
                        help="also write DIR/NAME/summary.json and report.html per recording")

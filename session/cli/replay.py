@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable
@@ -49,6 +50,7 @@ from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
+from .paths import STDOUT, output_path
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -71,12 +73,12 @@ def _tools_spec(value: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
-    parser.add_argument("--out", type=Path, metavar="HEARD.wav",
+    parser.add_argument("--out", type=output_path, metavar="HEARD.wav",
                         help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; "
                              "default INPUT.heard.wav in the current directory); its sample n is what was heard "
                              "n/24000 s into the input (input sample n for a 24 kHz input; an input at another rate "
                              "is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)")
-    parser.add_argument("--events", type=Path, metavar="EVENTS.jsonl",
+    parser.add_argument("--events", type=output_path, metavar="EVENTS.jsonl",
                         help="one recording: wire event log (default INPUT.events.jsonl in the current directory)")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
@@ -105,9 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=None, metavar="MS",
                         help="server VAD: silence that ends a user turn, in ms, 0 or more (default 500)")
-    parser.add_argument("--report", type=Path, metavar="REPORT.html",
+    parser.add_argument("--report", type=output_path, metavar="REPORT.html",
                         help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics (- for stdout)")
-    parser.add_argument("--summary", type=Path, metavar="SUMMARY.json",
+    parser.add_argument("--summary", type=output_path, metavar="SUMMARY.json",
                         help="write the report's figures as JSON (barge-ins, per-turn latencies, p50/p95, checks; - for stdout)")
     parser.add_argument("--echo", metavar="DELAY_MS,GAIN_DB",
                         help="open speakers: mix what the listener heard back into the input through a room "
@@ -230,30 +232,26 @@ def loop_factory(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEvent
 SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: input transcripts are scripted"
 
 
-_DOCUMENTS = ("report", "summary", "results", "junit")
+_DOCUMENTS = ("report", "summary", "stereo_out", "results", "junit")
 """Outputs written whole once the run is over: ``-`` names stdout for them."""
-_STREAMED = ("out", "events", "stereo_out")
+_STREAMED = ("out", "events")
 
 
 def _documents_to_stdout(args: argparse.Namespace) -> bool:
     """``-`` is stdout for a document; with one written there, the lines for people go to stderr, so that stdout
     carries the document alone (``--summary - | jq``)."""
     for name in _STREAMED:
-        if str(getattr(args, name, None)) == "-":
+        if getattr(args, name, None) is STDOUT:
             flag = "--" + name.replace("_", "-")
             raise UsageError(f"{flag} writes a file as the run goes; '-' (stdout) is for --summary, --report, "
-                             "--results and --junit")
-    to_stdout = False
-    for name in _DOCUMENTS:
-        path = getattr(args, name, None)
-        if path is not None and str(path) == "-":
-            setattr(args, name, Path("/dev/stdout"))
-        to_stdout = to_stdout or (path is not None and is_stdout(getattr(args, name)))
-    return to_stdout
+                             "--stereo-out, --results and --junit")
+    return any(path is not None and is_stdout(path) for path in (getattr(args, name, None) for name in _DOCUMENTS))
 
 
 async def run(args: argparse.Namespace) -> int:
-    people = contextlib.redirect_stdout(sys.stderr) if _documents_to_stdout(args) else contextlib.nullcontext()
+    # the lines for people go to stderr, or nowhere if it was closed: never into the document
+    elsewhere = sys.stderr if sys.stderr is not None else io.StringIO()
+    people = contextlib.redirect_stdout(elsewhere) if _documents_to_stdout(args) else contextlib.nullcontext()
     with people:
         return await _command(args)
 

@@ -38,10 +38,11 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         raise IsADirectoryError(errno.EISDIR, "it is a directory", str(target))
     own = _own_stream(target)
     if own is not None:  # this process's stdout or stderr: after what was written to it, never over it
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with os.fdopen(os.dup(own), "wb") as stream:
-            yield stream
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: closed when the process began
+                stream.flush()
+        with _blocking(own), os.fdopen(os.dup(own), "wb") as out:
+            yield out
         return
     if _a_stream(target) or (target.exists() and not target.is_file()):  # written in place, never replaced
         with open(target, "wb") as stream:
@@ -49,14 +50,24 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         return
     if target.is_symlink():
         target = Path(os.path.realpath(target))  # the link stays; the file it names is replaced
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")  # never a file of the user's
+    status = target.stat() if target.exists() else None
+    try:
+        handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")  # never a file of the user's
+    except OSError as exc:
+        if status is None or not os.access(target, os.W_OK):
+            raise OSError(exc.errno, exc.strerror, str(target)) from None  # the file named, not the temporary one
+        with open(target, "wb") as stream:  # a folder that takes no new file: the file itself is written
+            yield stream
+        return
     temporary = Path(name)
     try:
         with open(handle, "wb") as file:
             yield file
-        if mode is not None:
-            os.chmod(temporary, mode)  # a private file stays private
+        if status is not None:
+            os.chmod(temporary, stat.S_IMODE(status.st_mode))  # a private file stays private
+            if (status.st_uid, status.st_gid) != (os.geteuid(), os.getegid()):
+                with contextlib.suppress(OSError):  # an owner this process may give it back to (it runs as root)
+                    os.chown(temporary, status.st_uid, status.st_gid)
         else:
             os.chmod(temporary, 0o666 & ~_UMASK)  # as open() would have made it
         os.replace(temporary, target)
@@ -148,12 +159,20 @@ def is_stdout(path: str | os.PathLike[str]) -> bool:
     return _own_stream(Path(path)) == 1
 
 
+_NAMED = {"/dev/stdout": 1, "/dev/fd/1": 1, "/proc/self/fd/1": 1, "/dev/stderr": 2, "/dev/fd/2": 2,
+          "/proc/self/fd/2": 2}
+
+
 def _own_stream(path: Path) -> int | None:
     """The descriptor of this process's stdout or stderr if ``path`` is that very file (``/dev/stdout``, or the file
     the shell redirected it to); None otherwise. Opened anew, it would start over at its beginning and write over
-    what the process had written there."""
+    what the process had written there. The null device is no stream of the process's, whatever goes there."""
+    if (fd := _NAMED.get(os.fspath(path))) is not None:  # without looking: /proc may be missing
+        return fd if _open(fd) else None
     try:
         named = os.stat(path)
+        if os.path.samefile(path, os.devnull):
+            return None
     except (OSError, ValueError):
         return None
     for fd in (1, 2):
@@ -164,6 +183,33 @@ def _own_stream(path: Path) -> int | None:
         if (own.st_dev, own.st_ino) == (named.st_dev, named.st_ino):
             return fd
     return None
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _blocking(fd: int) -> Iterator[None]:
+    """``fd`` in blocking mode meanwhile: a parent may hand over a pipe that is not, and a document is written whole
+    or the write fails, never half of it for want of room in the pipe (the mode is the open file's: put back after)."""
+    try:
+        was = os.get_blocking(fd)
+    except OSError:
+        yield
+        return
+    if not was:
+        os.set_blocking(fd, True)
+    try:
+        yield
+    finally:
+        if not was:
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, False)
 
 
 def _a_stream(path: Path) -> bool:
