@@ -246,6 +246,7 @@ def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path
         ([], "a farm needs --out-dir DIR"),
         (["--out-dir", "{tmp}/o", "--tools", "nomodule"], "argument --tools: takes MODULE:ATTR"),
         (["--out-dir", "{tmp}/o", "--jobs", "0"], "argument --jobs: expected a whole number of at least 1"),
+        (["--out-dir", "-"], "--out-dir takes a folder, not '-'"),  # before, a folder called '-' was made
     ],
 )
 def test_farm_mistakes_are_one_line(farm_dir: Path, tmp_path: Path, args: list[str], expected: str) -> None:

@@ -41,7 +41,7 @@ from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
-from .paths import output_path
+from .paths import STDOUT, output_path
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("replay farms (several recordings, a directory or --manifest)")
     group.add_argument("--manifest", type=Path, metavar="FARM.toml",
                        help="recordings with their scenario, tools, transcripts and expectations (see README)")
-    group.add_argument("--out-dir", type=Path, metavar="DIR",
+    group.add_argument("--out-dir", type=output_path, metavar="DIR",
                        help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "
                             "unique), DIR/results.jsonl")
     group.add_argument("--results", type=output_path, metavar="RESULTS.jsonl",
@@ -127,6 +127,9 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
     if args.out_dir is None:
         why = "--junit makes a farm, which" if args.junit is not None and len(args.inputs) == 1 else "a farm"
         raise UsageError(f"{why} needs --out-dir DIR for its recordings' outputs and results")
+    if args.out_dir is STDOUT:
+        raise UsageError("--out-dir takes a folder, not '-' (stdout is for --results and --junit; a folder called "
+                         "'-' is ./-)")
     if args.manifest is not None and args.inputs:
         raise UsageError("give recordings or --manifest, not both")
     if url:
