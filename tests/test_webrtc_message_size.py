@@ -29,7 +29,7 @@ from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.transports.rtc_signaling import DEFAULT_MAX_MESSAGE
 from voxline.realtime.transports.webrtc import WebRTCTransport, peer_max_message
-from voxline.session.events import ConnectionRestored, ResponseFinished
+from voxline.session.events import ConnectionLost, ConnectionRestored, ResponseFinished, SessionError
 from voxline.session.machine.machine import SessionMachine
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
@@ -361,6 +361,23 @@ async def test_over_webrtc_a_text_too_large_for_the_call_is_refused_and_the_sess
             await session.send_text("hello")
             async with asyncio.timeout(20):
                 await until(session, lambda e: isinstance(e, ResponseFinished))
+
+
+@pytest.mark.slow
+async def test_a_server_event_larger_than_the_client_takes_is_an_error_event_and_the_call_goes_on() -> None:
+    """A text within the call's limit as the client writes it (raw UTF-8) is twice that in the local server's echo
+    (non-ASCII escaped). Before, the server's data channel refused the echo, the call died without a word, and the
+    client heard of it only when its liveness watchdog fired 30 s later, then resent the text into the same death."""
+    key = "sk-message-size"
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=key)) as server:
+        settings = SessionSettings(url=server.http_url, api_key=key, transport="webrtc")
+        async with VoiceSession(settings) as session:
+            await session.send_text("漢" * 70_000)  # 210 000 bytes here, 420 000 in the echo
+            async with asyncio.timeout(20):
+                events = await until(session, lambda e: isinstance(e, ResponseFinished))
+            errors = [e for e in events if isinstance(e, SessionError)]
+            assert errors and all("event (4" in e.message and "was not sent" in e.message for e in errors)
+            assert session.connected and not any(isinstance(e, ConnectionLost) for e in events)
 
 
 @pytest.mark.parametrize("live", [True, False])

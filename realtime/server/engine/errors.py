@@ -21,7 +21,8 @@ code                                   when
 ``input_audio_buffer_commit_empty``    commit of less than 100 ms
 ``item_truncate_invalid_item_id`` / ``item_delete_invalid_item_id`` / ``item_retrieve_invalid_item_id``
 ``unsupported_content_type``           truncate of an item without assistant audio
-``event_too_large`` (*local*)          a frame above the configured maximum
+``event_too_large`` (*local*)          a frame above the configured maximum; over a call, an event of the
+                                       server's own larger than the peer's data channel takes (not sent)
 ``invalid_value`` (param ``audio``)    an append past 15 MiB in one event, or past the input
                                        buffer's cap (*local* wording; the append is refused)
 ``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
@@ -52,6 +53,7 @@ __all__ = [
     "cannot_update_voice",
     "commit_empty",
     "duplicate_header",
+    "event_not_delivered",
     "event_too_large",
     "invalid_api_key",
     "invalid_choice",
@@ -164,6 +166,13 @@ def binary_frame() -> ErrorSpec:
 def event_too_large(size: int, limit: int) -> ErrorSpec:
     message = f"Invalid event: the message is {size} bytes, more than the maximum of {limit} bytes."
     return ErrorSpec(message, "event_too_large")
+
+
+def event_not_delivered(kind: str, size: int, why: str) -> ErrorSpec:
+    """*Local*: an event of this server's larger than the call's data channel carries (its peer's
+    ``a=max-message-size``), not sent; the call goes on. ``why`` is the channel's own reason."""
+    message = f"The server's {kind} event ({size} bytes) was not sent: {why}."
+    return ErrorSpec(message, "event_too_large", type="server_error")
 
 
 def transcription_on_realtime() -> ErrorSpec:

@@ -28,6 +28,7 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
+from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.rtc_bridge import CallBridge
@@ -184,7 +185,12 @@ class RtcCall:
         channel = self._channel
         # Nothing is produced before the channel opens; after it closes the call is over.
         if channel is not None and channel.readyState == "open":
-            channel.send(text)
+            try:
+                channel.send(text)
+            except ValueError as exc:  # more than the peer's a=max-message-size: refused before anything is queued
+                error = errors.event_not_delivered(str(ev.get("type")), len(text.encode("utf-8")), str(exc))
+                text = encode_event(self._engine.error(error))
+                channel.send(text)
             if self._config.on_wire is not None:
                 self._config.on_wire("out", text)
         for sideband in self._sidebands:
