@@ -204,7 +204,7 @@ def _text_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] |
         return None
     out: list[dict[str, Any]] = []
     previous = command["previous_item_id"]
-    for item_id, piece in zip(itertools.chain((item["id"], second), iter(new_id, None)), pieces):
+    for piece, item_id in zip(pieces, itertools.chain((item["id"], second), iter(new_id, None))):  # no id to spare
         out.append({"type": "conversation.item.create", "previous_item_id": previous,
                     "item": {**item, "id": item_id, "content": [{"type": kind, "text": piece}]}})
         previous = item_id
