@@ -119,12 +119,19 @@ def test_aclose_returns_when_the_server_stops_reading() -> None:
     assert run_lockstep(main(), clock) <= 2.0 + 0.05
 
 
-def test_the_journal_resends_the_unfinished_turn_and_keeps_untranscribed_ones() -> None:
+def _journal_of(seconds: int, captured_s: int) -> tuple[InputJournal, int, np.ndarray]:
+    """A journal (300 ms padding) that captured the first ``captured_s`` of ``seconds`` of distinct samples in 20 ms
+    blocks; its rate and the samples."""
     journal = InputJournal(padding_ms=300, lead_in_ms=500)
     rate = journal.rate
-    audio = (np.arange(10 * rate) % 1000).astype(np.int16)
-    for start in range(0, 4 * rate, 480):
+    audio = (np.arange(seconds * rate) % 1000).astype(np.int16)
+    for start in range(0, captured_s * rate, 480):
         journal.captured(audio[start:start + 480])
+    return journal, rate, audio
+
+
+def test_the_journal_resends_the_unfinished_turn_and_keeps_untranscribed_ones() -> None:
+    journal, rate, audio = _journal_of(10, 4)
     journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=1000, item_id="u1"))
     journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=2000, item_id="u1"))
     journal.handle(ev.InputAudioBufferCommitted(item_id="u1"))
@@ -146,11 +153,7 @@ def test_the_journal_resends_the_unfinished_turn_and_keeps_untranscribed_ones() 
 def test_a_second_speech_start_before_a_commit_does_not_lose_the_first() -> None:
     """Two ``speech_started`` with no commit between them: the audio since the first is still the server's
     uncommitted turn, and a drop resends all of it."""
-    journal = InputJournal(padding_ms=300, lead_in_ms=500)
-    rate = journal.rate
-    audio = (np.arange(4 * rate) % 1000).astype(np.int16)
-    for start in range(0, 4 * rate, 480):
-        journal.captured(audio[start:start + 480])
+    journal, rate, audio = _journal_of(4, 4)
     journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=1000, item_id="u1"))
     journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=1800, item_id="u1"))
     journal.handle(ev.InputAudioBufferSpeechStarted(audio_start_ms=2500, item_id="u2"))

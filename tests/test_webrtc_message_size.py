@@ -163,16 +163,21 @@ def _drop(machine: SessionMachine, protocol: RealtimeProtocol) -> None:
     machine.connection_lost(1.0, 1006, "gone")
 
 
-def _on_a_call(machine: SessionMachine) -> tuple[RealtimeProtocol, list[dict[str, Any]], ConnectionRestored]:
-    """The next connection is a call of 64 KiB messages: its protocol, what it was sent (every frame within the
-    limit), what the restore said."""
+def _reconnect(machine: SessionMachine, limit: int) -> tuple[RealtimeProtocol, list[dict[str, Any]], ConnectionRestored]:
+    """The next connection is a call of ``limit``-byte messages: its protocol, what it was sent (every frame within
+    the limit), what the restore said."""
     fresh = RealtimeProtocol()
-    fresh.max_event_bytes = LIMIT
+    fresh.max_event_bytes = limit
     machine.attach(fresh)
     restored = machine.restore(1.5)
     frames = fresh.data_to_send()
-    assert all(len(text.encode()) <= LIMIT for text in frames)
+    assert all(len(text.encode()) <= limit for text in frames)
     return fresh, [json.loads(text) for text in frames], restored
+
+
+def _on_a_call(machine: SessionMachine) -> tuple[RealtimeProtocol, list[dict[str, Any]], ConnectionRestored]:
+    """The next connection is a call of 64 KiB messages."""
+    return _reconnect(machine, LIMIT)
 
 
 def test_a_text_too_large_for_the_connection_is_the_apps_one_line_error() -> None:
@@ -217,16 +222,6 @@ def test_a_text_too_large_for_the_new_connection_goes_as_several_messages_in_ord
     assert created[-1]["item"]["content"][0]["text"] == "short"
     assert [e["previous_item_id"] for e in created] == ["root", *(e["item"]["id"] for e in created[:-1])]
     assert len({e["item"]["id"] for e in created}) == len(created)
-
-
-def _reconnect(machine: SessionMachine, limit: int) -> tuple[RealtimeProtocol, list[dict[str, Any]], ConnectionRestored]:
-    fresh = RealtimeProtocol()
-    fresh.max_event_bytes = limit
-    machine.attach(fresh)
-    restored = machine.restore(1.5)
-    frames = fresh.data_to_send()
-    assert all(len(text.encode()) <= limit for text in frames)
-    return fresh, [json.loads(text) for text in frames], restored
 
 
 def _texts(events: list[dict[str, Any]]) -> str:
