@@ -1,15 +1,22 @@
-"""Output paths on the command line: ``-`` is stdout.
+"""Output paths on the command line: ``-`` is stdout, defaults, and the checks made before a run starts.
 
 ``-`` becomes :data:`STDOUT` (the path ``/dev/stdout``, one object, so that a file a user names ``./-`` stays a file
 of that name); the files written whole go there through the process's own descriptor
-(:func:`voxline.base.files.replaced`).
+(:func:`voxline.base.files.replaced`), and the command's lines for people then go to stderr
+(:func:`documents_to_stdout`). No output may be an input or another output (:func:`check_paths`), and each must be
+writable before anything runs (:func:`writable`).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 from pathlib import Path
 
-__all__ = ["STDOUT", "output_path"]
+from voxline.base.files import is_stdout
+from voxline.realtime.errors import ConfigurationError, UsageError
+
+__all__ = ["STDOUT", "check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
 
 STDOUT = Path("/dev/stdout")
 
@@ -17,3 +24,68 @@ STDOUT = Path("/dev/stdout")
 def output_path(text: str) -> Path:
     """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names."""
     return STDOUT if text == "-" else Path(text)
+
+
+def default_output(recording: Path, suffix: str) -> Path:
+    """Where one replay writes an output that was not named: ``talk.wav`` → ``talk.heard.wav`` in the
+    current directory (:func:`check_paths` still keeps it off the input)."""
+    return Path(recording.stem + suffix)
+
+
+def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
+    """No output may be an input or another output, by name or through a link (outputs may share a
+    device that discards what it is given, as ``/dev/null``)."""
+    seen: list[Path] = []
+    for path in [*inputs, *outputs]:
+        for other in seen:
+            if _same_file(path, other):
+                if other in inputs:
+                    raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
+                                             "choose another name")
+                if not _discards(path):
+                    raise ConfigurationError(f"{path} is named for two outputs; choose another name for one")
+        seen.append(path)
+
+
+def _discards(path: Path) -> bool:
+    """Is ``path`` the null device (every output may go there at once)?"""
+    try:
+        return os.path.samefile(path, os.devnull)
+    except OSError:
+        return False
+
+
+def writable(path: Path) -> None:
+    """ConfigurationError unless this process may write ``path`` (the file, or a new one in its folder)."""
+    if os.path.exists(path):
+        ok = os.access(path, os.W_OK)
+    else:
+        ok = os.access(path.parent, os.W_OK | os.X_OK)
+    if not ok:
+        where = path if os.path.exists(path) else path.parent
+        raise ConfigurationError(f"cannot write {path}: permission denied ({where} is not writable)")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links
+    except OSError:
+        return False
+
+
+_DOCUMENTS = ("report", "summary", "stereo_out", "results", "junit")
+"""Outputs written whole once the run is over: ``-`` names stdout for them."""
+_STREAMED = ("out", "events")
+
+
+def documents_to_stdout(args: argparse.Namespace) -> bool:
+    """``-`` is stdout for a document; with one written there, the lines for people go to stderr, so that stdout
+    carries the document alone (``--summary - | jq``)."""
+    for name in _STREAMED:
+        if getattr(args, name, None) is STDOUT:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} writes a file as the run goes; '-' (stdout) is for --summary, --report, "
+                             "--stereo-out, --results and --junit")
+    return any(path is not None and is_stdout(path) for path in (getattr(args, name, None) for name in _DOCUMENTS))

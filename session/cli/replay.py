@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import io
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +28,6 @@ from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import AudioError, printable, redact_url
-from voxline.base.files import is_stdout
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -50,7 +48,7 @@ from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
-from .paths import STDOUT, output_path
+from .paths import check_paths, default_output, documents_to_stdout, output_path, writable
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -141,12 +139,6 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") 
                                        "transcribe": transcripts_for(args.inputs[0]) is not None})
 
 
-def default_output(recording: Path, suffix: str) -> Path:
-    """Where one replay writes an output that was not named: ``talk.wav`` → ``talk.heard.wav`` in the
-    current directory (:func:`check_paths` still keeps it off the input)."""
-    return Path(recording.stem + suffix)
-
-
 def token_for(url: str) -> str:
     """The API key from the environment (an empty variable is unset), else the key in the URL's
     userinfo (``user:KEY@host``); a loopback server (``voxline serve``) takes any token."""
@@ -154,49 +146,6 @@ def token_for(url: str) -> str:
     if key is not None:
         return key
     raise ConfigurationError(f"OPENAI_API_KEY is not set (needed for {redact_url(url)}; a loopback --url needs none)")
-
-
-def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
-    """No output may be an input or another output, by name or through a link (outputs may share a
-    device that discards what it is given, as ``/dev/null``)."""
-    seen: list[Path] = []
-    for path in [*inputs, *outputs]:
-        for other in seen:
-            if _same_file(path, other):
-                if other in inputs:
-                    raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
-                                             "choose another name")
-                if not _discards(path):
-                    raise ConfigurationError(f"{path} is named for two outputs; choose another name for one")
-        seen.append(path)
-
-
-def _discards(path: Path) -> bool:
-    """Is ``path`` the null device (every output may go there at once)?"""
-    try:
-        return os.path.samefile(path, os.devnull)
-    except OSError:
-        return False
-
-
-def writable(path: Path) -> None:
-    """ConfigurationError unless this process may write ``path`` (the file, or a new one in its folder)."""
-    if os.path.exists(path):
-        ok = os.access(path, os.W_OK)
-    else:
-        ok = os.access(path.parent, os.W_OK | os.X_OK)
-    if not ok:
-        where = path if os.path.exists(path) else path.parent
-        raise ConfigurationError(f"cannot write {path}: permission denied ({where} is not writable)")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)  # hard links
-    except OSError:
-        return False
 
 
 def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -232,26 +181,10 @@ def loop_factory(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEvent
 SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: input transcripts are scripted"
 
 
-_DOCUMENTS = ("report", "summary", "stereo_out", "results", "junit")
-"""Outputs written whole once the run is over: ``-`` names stdout for them."""
-_STREAMED = ("out", "events")
-
-
-def _documents_to_stdout(args: argparse.Namespace) -> bool:
-    """``-`` is stdout for a document; with one written there, the lines for people go to stderr, so that stdout
-    carries the document alone (``--summary - | jq``)."""
-    for name in _STREAMED:
-        if getattr(args, name, None) is STDOUT:
-            flag = "--" + name.replace("_", "-")
-            raise UsageError(f"{flag} writes a file as the run goes; '-' (stdout) is for --summary, --report, "
-                             "--stereo-out, --results and --junit")
-    return any(path is not None and is_stdout(path) for path in (getattr(args, name, None) for name in _DOCUMENTS))
-
-
 async def run(args: argparse.Namespace) -> int:
     # the lines for people go to stderr, or nowhere if it was closed: never into the document
     elsewhere = sys.stderr if sys.stderr is not None else io.StringIO()
-    people = contextlib.redirect_stdout(elsewhere) if _documents_to_stdout(args) else contextlib.nullcontext()
+    people = contextlib.redirect_stdout(elsewhere) if documents_to_stdout(args) else contextlib.nullcontext()
     with people:
         return await _command(args)
 
