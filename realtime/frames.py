@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from . import events as ev
 from .errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
-           "slim", "table", "text_pieces", "user_audio_creates"]
+           "item_creates", "slim", "table", "text_pieces", "user_audio_creates"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
 
@@ -78,26 +78,33 @@ def _string_bytes(text: str) -> int:
 _USER_MESSAGE = {"type": "message", "role": "user"}
 
 
-def user_audio_creates(data: bytes, room: int, ids: Iterator[str], *, item: Mapping[str, Any] = _USER_MESSAGE,
-                       chained: bool = False, after: str | None = None) -> list[tuple[dict[str, Any], bytes]]:
-    """PCM16 ``data`` as user audio items in a row: a ``conversation.item.create`` payload for each piece of whole
-    samples whose base64 takes at most ``room`` bytes (:func:`b64_pieces`), with that piece.
+def item_creates(parts: Iterable[dict[str, Any]], ids: Iterator[str], *, item: Mapping[str, Any],
+                 chained: bool = False, after: str | None = None) -> list[dict[str, Any]]:
+    """Items in a row, one ``conversation.item.create`` payload for each content part in ``parts``.
 
-    Each item has ``item``'s fields, the next id from ``ids`` and its piece as its one content part. ``chained``:
+    Each item has ``item``'s fields, the next id from ``ids`` and its part as its one content part. ``chained``:
     each names the item before it as its ``previous_item_id`` (the first names ``after``, None for the start of the
     conversation); else none names one, and they go at the end of the conversation in the order sent."""
-    out: list[tuple[dict[str, Any], bytes]] = []
+    out: list[dict[str, Any]] = []
     previous = after
-    for piece in b64_pieces(data, room):
+    for part in parts:
         item_id = next(ids)
-        audio = base64.b64encode(piece).decode("ascii")
-        body = {**item, "id": item_id, "content": [{"type": "input_audio", "audio": audio}]}
+        body = {**item, "id": item_id, "content": [part]}
         if chained:
-            out.append(({"type": "conversation.item.create", "previous_item_id": previous, "item": body}, piece))
+            out.append({"type": "conversation.item.create", "previous_item_id": previous, "item": body})
             previous = item_id
         else:
-            out.append(({"type": "conversation.item.create", "item": body}, piece))
+            out.append({"type": "conversation.item.create", "item": body})
     return out
+
+
+def user_audio_creates(data: bytes, room: int, ids: Iterator[str], *, item: Mapping[str, Any] = _USER_MESSAGE,
+                       chained: bool = False, after: str | None = None) -> list[tuple[dict[str, Any], bytes]]:
+    """PCM16 ``data`` as user audio items in a row (:func:`item_creates`): one for each piece of whole samples whose
+    base64 takes at most ``room`` bytes (:func:`b64_pieces`), with that piece."""
+    pieces = b64_pieces(data, room)
+    parts = ({"type": "input_audio", "audio": base64.b64encode(piece).decode("ascii")} for piece in pieces)
+    return list(zip(item_creates(parts, ids, item=item, chained=chained, after=after), pieces))
 
 
 def check_fits(text: str, kind: object, limit: int) -> None:

@@ -38,11 +38,11 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from voxline.realtime.frames import frame_bytes, text_pieces, user_audio_creates
+from voxline.realtime.frames import frame_bytes, item_creates, text_pieces, user_audio_creates
 
 from .records import MirrorItem, MirrorPart
 
@@ -181,10 +181,9 @@ def _audio_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] 
         return None
     second = new_id()
     room = _room(command, limit, second, {"type": "input_audio", "audio": ""})
-    ids = itertools.chain((item["id"], second), iter(new_id, None))  # the first piece keeps the item's id
-    out = user_audio_creates(base64.b64decode(content[0]["audio"]), room, ids,
-                             item={k: v for k, v in item.items() if k not in ("id", "content")},
-                             chained=True, after=command["previous_item_id"])
+    ids = _piece_ids(item, second, new_id)
+    out = user_audio_creates(base64.b64decode(content[0]["audio"]), room, ids, item=_fields(item), chained=True,
+                             after=command["previous_item_id"])
     return [payload for payload, _piece in out] or None
 
 
@@ -202,13 +201,20 @@ def _text_parts(command: dict[str, Any], limit: int, new_id: Callable[[], str] |
     pieces = text_pieces(content[0]["text"], _room(command, limit, second, {"type": kind, "text": ""}))
     if not pieces:
         return None
-    out: list[dict[str, Any]] = []
-    previous = command["previous_item_id"]
-    for piece, item_id in zip(pieces, itertools.chain((item["id"], second), iter(new_id, None))):  # no id to spare
-        out.append({"type": "conversation.item.create", "previous_item_id": previous,
-                    "item": {**item, "id": item_id, "content": [{"type": kind, "text": piece}]}})
-        previous = item_id
-    return out
+    ids = _piece_ids(item, second, new_id)
+    return item_creates(({"type": kind, "text": piece} for piece in pieces), ids, item=_fields(item), chained=True,
+                        after=command["previous_item_id"])
+
+
+def _piece_ids(item: dict[str, Any], second: str, new_id: Callable[[], str]) -> Iterator[str]:
+    """The ids of an item's pieces: the first keeps the item's, the second is ``second`` (drawn to size the room),
+    the rest new."""
+    return itertools.chain((item["id"], second), iter(new_id, None))
+
+
+def _fields(item: dict[str, Any]) -> dict[str, Any]:
+    """An item's fields but its id and content, which each piece has of its own."""
+    return {k: v for k, v in item.items() if k not in ("id", "content")}
 
 
 def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[str, Any]] | None:
