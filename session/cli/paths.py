@@ -13,7 +13,7 @@ import argparse
 import os
 from pathlib import Path
 
-from voxline.base.files import is_stdout
+from voxline.base.files import is_stdout, same_file
 from voxline.realtime.errors import ConfigurationError, UsageError
 
 __all__ = ["STDOUT", "check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
@@ -38,7 +38,7 @@ def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
     seen: list[Path] = []
     for path in [*inputs, *outputs]:
         for other in seen:
-            if _same_file(path, other):
+            if same_file(path, other):
                 if other in inputs:
                     raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
                                              "choose another name")
@@ -64,15 +64,6 @@ def writable(path: Path) -> None:
     if not ok:
         where = path if os.path.exists(path) else path.parent
         raise ConfigurationError(f"cannot write {path}: permission denied ({where} is not writable)")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)  # hard links
-    except OSError:
-        return False
 
 
 _DOCUMENTS = ("report", "summary", "stereo_out", "results", "junit")

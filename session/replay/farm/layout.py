@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from voxline.base.files import same_file
 from voxline.realtime.errors import ConfigurationError
 
 from .manifest import FarmRecording
@@ -63,16 +64,9 @@ def check_outputs(recordings: list[FarmRecording], out_dir: Path, files: list[Pa
     written: dict[str, Path] = {}
     for path in [*files, *(out_dir / folder_of(r) / name for r in recordings for name in RECORDING_OUTPUTS)]:
         real = os.path.realpath(path)
-        if real in sources or any(_same_file(path, p) for p in inputs if path in files):
+        if real in sources or any(same_file(path, p) for p in inputs if path in files):
             raise ConfigurationError(f"{path} is the input {sources.get(real, path)}; inputs are never overwritten, "
                                      "choose another output")
         if real in written:
             raise ConfigurationError(f"{path} would be written twice (also as {written[real]}); choose another name")
         written[real] = path
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)  # hard links
-    except OSError:
-        return False

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["SetAside", "is_stdout", "replaced"]
+__all__ = ["SetAside", "is_stdout", "replaced", "same_file"]
 
 
 @contextlib.contextmanager
@@ -152,6 +152,16 @@ class SetAside:
                     path.unlink()
         self._aside.clear()
         self._missing.clear()
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: the same path once links are followed, or hard links to one file."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def is_stdout(path: str | os.PathLike[str]) -> bool:
