@@ -67,6 +67,7 @@ class InputJournal:
         self._speech_start: int | None = None
         self._speech_end: int | None = None
         self._carried = False  # the start marked is an earlier connection's: this one's own start replaces it
+        self._clears_sent = 0  # clears sent on this connection whose ``cleared`` has not come back
         self._turns: OrderedDict[str, _Turn] = OrderedDict()
         self._turn_samples = 0
         self._turn_ends: list[int] = []  # where push-to-talk turns were let go while away
@@ -114,10 +115,10 @@ class InputJournal:
             case ev.InputAudioBufferCommitted():
                 self._commit(output.item_id)
             case ev.InputAudioBufferCleared():
-                self._turn_ends.clear()
-                self._commit_point = self._total
-                self._speech_start = self._speech_end = None
-                self._trim(self._commit_point)
+                if self._clears_sent:  # the reply to our clear: applied when it was sent, what came after is kept
+                    self._clears_sent -= 1
+                else:  # a clear of someone else's (a sideband's)
+                    self._clear()
             case ev.ConversationItemInputAudioTranscriptionCompleted():
                 if output.transcript:
                     self._forget(output.item_id)
@@ -125,6 +126,18 @@ class InputJournal:
                 self._forget(output.item_id)
             case _:
                 pass
+
+    def clear_sent(self) -> None:
+        """``input_audio_buffer.clear`` sent (push-to-talk pressed): what was captured so far is gone for the server,
+        and what is captured from now on is the new turn, though the server's ``cleared`` comes a round trip later."""
+        self._clears_sent += 1
+        self._clear()
+
+    def _clear(self) -> None:
+        self._turn_ends.clear()
+        self._commit_point = self._total
+        self._speech_start = self._speech_end = None
+        self._trim(self._commit_point)
 
     # -- after a drop -------------------------------------------------------------------
 
@@ -147,6 +160,7 @@ class InputJournal:
         # speech under way stays marked: a connection lost again resends it again, until the new one says where
         # its own speech starts (if it never hears speech in it, its next start is no continuation of the mark)
         self._carried = self._speech_start is not None
+        self._clears_sent = 0  # their replies went with the old connection
         self._origin = self._total if speech_only else start
         ends, self._turn_ends = self._turn_ends, []
         self.released_at = tuple(dict.fromkeys(end - start for end in ends if start < end <= self._total))
@@ -162,6 +176,7 @@ class InputJournal:
         ``unsent``: the last samples captured, not sent yet; the new connection starts with them.
         """
         self._origin = self._total - max(0, min(unsent, self._total))
+        self._clears_sent = 0
         self._speech_start = self._speech_end = None
 
     def resent_as_items(self, items: list[tuple[str, Pcm]]) -> None:

@@ -414,6 +414,7 @@ class SessionMachine:
             return NO_EFFECTS
         self._released_while_away = False  # what the server buffered is cleared: a new turn begins
         self.protocol.clear_audio()
+        self.mic.journal.clear_sent()  # the turn begins now, not when the server's reply comes
         if self.playout.queued_samples or self.protocol.response_in_progress:
             return self.interrupt(now)
         return NO_EFFECTS
