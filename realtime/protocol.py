@@ -334,7 +334,8 @@ class RealtimeProtocol:
     def owed_creates(self) -> list[tuple[str | None, dict[str, Any]]]:
         """After :meth:`connection_lost`: the ``response.create`` payloads the conversation is still owed.
 
-        First the response that held the slot, unless we were cancelling it: the create we
+        First the response that held the slot, unless we were cancelling it or the server was (a barge-in the
+        server's VAD cancels, :meth:`drop_response`): the create we
         sent (or, for a response the server's VAD started, a plain one), with its response id
         when the server had named it; or, for a user turn the server's VAD committed but had not
         begun to answer, a plain one; then every create still queued. Each comes without
@@ -346,7 +347,8 @@ class RealtimeProtocol:
         """The transport is gone: responses in flight become *unknown*; nothing more is sent."""
         if self.closed:
             return
-        if self._slot in (Slot.REQUESTED, Slot.ACTIVE):
+        dropped = self._active_id is not None and self._active_id in self._dropping  # cut by the user's barge-in
+        if self._slot in (Slot.REQUESTED, Slot.ACTIVE) and not dropped:
             payload = {k: v for k, v in (self._inflight or {"type": "response.create"}).items() if k != "event_id"}
             self._owed.append((self._active_id, payload))
         elif self._turn_unanswered:  # the server's VAD would have answered it; the new server will not

@@ -546,3 +546,55 @@ def test_a_sidebands_drop_is_not_the_calls_and_a_new_attach_knows_nothing_of_its
     fresh = RealtimeProtocol()
     machine.attach(fresh)
     assert machine.interrupt(0.6) is NO_EFFECTS  # nothing known to be playing until the call's events say so
+
+
+def test_a_push_to_talk_turn_said_before_the_servers_cleared_came_back_is_resent_whole() -> None:
+    """The press sends ``input_audio_buffer.clear``; its ``cleared`` comes a round trip later, and what the user
+    said meanwhile is in the server's buffer. Before, the journal took the reply for the start of the turn, and a
+    drop resent the turn without its first words."""
+    machine, protocol = _webrtc_push_to_talk()
+    _speak(machine, range(0, 5), 0.0)  # not talking: nothing goes out or is kept
+    machine.start_talking(0.1)
+    assert [e["type"] for e in sent(protocol)] == ["input_audio_buffer.clear"]
+    _speak(machine, range(5, 15), 0.2)  # 200 ms before the reply
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.cleared"})], 0.3)
+    _speak(machine, range(15, 35), 0.4)
+    _fresh, out, _restored = _on_a_new_call(machine, protocol, 0.8)  # the key still held
+    assert np.array_equal(_item_audio(out), _blocks(5, 35))
+
+
+def test_a_clear_the_session_did_not_send_still_ends_what_came_before() -> None:
+    """A ``cleared`` the session is owed no reply for (another client of the call cleared the buffer)."""
+    machine, protocol = _webrtc_push_to_talk()
+    machine.start_talking(0.0)
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.cleared"})], 0.05)  # the reply to the press
+    _speak(machine, range(0, 10), 0.1)
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.cleared"})], 0.3)  # someone else's
+    _speak(machine, range(10, 20), 0.4)
+    _fresh, out, _restored = _on_a_new_call(machine, protocol, 0.8)
+    assert np.array_equal(_item_audio(out), _blocks(10, 20))
+
+
+def test_a_reply_the_users_barge_in_cut_is_not_asked_for_again_after_a_drop() -> None:
+    """Server VAD: the user talked over the reply and the server cancels it itself; the connection drops before
+    its ``response.done``. The user's turn goes on the new connection, whose VAD answers it: no create is owed.
+    Before, the cut reply was taken as owed and a create went out while the user was still talking."""
+    playout = PlayoutBuffer()
+    machine = SessionMachine(SessionSettings(api_key="k"), playout)  # server VAD
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    receive(machine, protocol, [frame({"type": "session.updated", "session": {"type": "realtime", "audio": {
+        "input": {"turn_detection": {"type": "server_vad", "create_response": True,
+                                     "interrupt_response": True}}}}})], 0.0)
+    receive(machine, protocol, reply_frames("item_a", 24_000), 0.0)
+    play(machine, playout, 0.4)
+    (effects,) = receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started",
+                                                     "audio_start_ms": 200, "item_id": "item_u"})], 0.4)
+    assert isinstance(effects.barge_in, BargeIn)
+    sent(protocol)
+    protocol.connection_lost()
+    machine.connection_lost(0.6, 1006, "gone")
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    restored = machine.restore(0.7)
+    assert [e["type"] for e in sent(fresh)].count("response.create") == 0 and restored.resent_creates == 0
