@@ -42,6 +42,8 @@ class InputFeed:
         self._apply = apply
         self._wake_flush = wake_flush
         self.finished = False
+        self._track: object = None  # the media track last seen, and itself again if it fills silence
+        self._fills: FillsSilence | None = None
 
     async def run(self, blocks: AsyncIterable[Captured]) -> None:
         """The input to the machine: a paced input on a real clock as a step of the loop's stepper, else block by block."""
@@ -96,7 +98,9 @@ class InputFeed:
         conn = self._link.conn
         media = conn.transport.media if conn is not None and self._machine.live else None
         now = self._now()
-        padded = media.take_padding() if isinstance(media, FillsSilence) else 0
+        if media is not self._track:  # checked once a track: isinstance against a Protocol takes microseconds
+            self._track, self._fills = media, media if isinstance(media, FillsSilence) else None
+        padded = self._fills.take_padding() if self._fills is not None else 0
         effects, pcm, waiting = self._machine.captured(item, now - late, media=media is not None, padded=padded)
         if pcm is not None and media is not None:
             media.push_audio(pcm, age_s=max(0.0, now - block_end(item, now - late)))
