@@ -54,6 +54,8 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
                     theirs = heard.read(n)
                     block[: len(theirs), 1] = theirs
                     out.writeframes(block.tobytes())
+        except BrokenPipeError:
+            raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
         except OSError as error:
             raise AudioError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error
     return frames

@@ -171,6 +171,47 @@ def test_dash_is_refused_for_a_file_written_as_the_run_goes(tmp_path: Path) -> N
     assert (tmp_path / "-").is_file() and json.loads((tmp_path / "-.json").read_text())["pass"] is True
 
 
+def test_two_documents_for_stdout_are_refused_by_the_name_the_user_gave(tmp_path: Path) -> None:
+    one = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--summary", "-", "--report", "-"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert one.returncode == 1 and one.stderr.strip().splitlines() == [
+        "voxline replay: error: '-' (stdout) is named for two outputs; choose another name for one"]
+    shutil.copy(EXAMPLE, tmp_path / "a.wav")
+    farm = subprocess.run([str(VOXLINE), "replay", "a.wav", "--fast", "--out-dir", "out", "--results", "-",
+                           "--junit", "-"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert farm.returncode == 1 and farm.stderr.strip().splitlines() == [
+        "voxline replay: error: '-' (stdout) would be written twice; choose another name"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]
+
+
+@pytest.mark.parametrize("farm", [False, True])
+def test_stdout_whose_reader_went_away_ends_the_command_quietly_and_the_other_documents_are_written(
+        tmp_path: Path, farm: bool) -> None:
+    """``voxline replay … --summary - | true``: no error line about the pipe, as every command ends when its reader
+    has gone (before: 'cannot write /dev/stdout: Broken pipe' for one replay, nothing for a farm), and a document
+    for a file named beside it is still written whole (before: never written)."""
+    shutil.copy(EXAMPLE, tmp_path / "a.wav")
+    if farm:
+        args = ["a.wav", "--out-dir", "out", "--results", "-", "--junit", "j.xml"]
+    else:
+        args = ["a.wav", "--out", "h.wav", "--events", "e.jsonl", "--summary", "-", "--report", "r.html",
+                "--stereo-out", "s.wav"]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the document is written
+    try:
+        run = subprocess.run([str(VOXLINE), "replay", *args, "--fast", "--voice", "tone"], cwd=tmp_path,
+                             stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert run.returncode == 1
+    assert "pipe" not in run.stderr.lower() and "Traceback" not in run.stderr and "error" not in run.stderr, run.stderr
+    if farm:
+        assert 'tests="1"' in (tmp_path / "j.xml").read_text()
+    else:
+        assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+        assert (tmp_path / "s.wav").stat().st_size > 44
+
+
 def test_a_document_for_stdout_is_written_whole_when_stderr_is_closed_or_the_pipe_does_not_block(
         tmp_path: Path) -> None:
     """stderr closed at the start, the lines for people go nowhere (before: the summary was lost, exit 1); a pipe

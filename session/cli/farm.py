@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.base.errors import redact_url
+from voxline.base.files import STDOUT, each_written
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.engine.voices import make_synth
@@ -41,7 +42,7 @@ from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
-from .paths import STDOUT, output_path
+from .paths import output_path
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -239,9 +240,9 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         wall = time.perf_counter() - started
-        write_jsonl(results, outcomes)
-        if args.junit is not None:
-            write_junit(args.junit, outcomes, wall)
+        junit = args.junit
+        each_written(lambda: write_jsonl(results, outcomes),
+                     *([lambda: write_junit(junit, outcomes, wall)] if junit is not None else []))
     print(summary_line(outcomes, wall))
     if stop.stopped:
         ran = sum(o.status != "error" or not (o.error or "").startswith("interrupted") for o in outcomes)

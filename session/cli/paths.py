@@ -1,7 +1,7 @@
 """Output paths on the command line: ``-`` is stdout, defaults, and the checks made before a run starts.
 
-``-`` becomes :data:`STDOUT` (the path ``/dev/stdout``, one object, so that a file a user names ``./-`` stays a file
-of that name); the files written whole go there through the process's own descriptor
+``-`` becomes :data:`~voxline.base.files.STDOUT` (the path ``/dev/stdout``, one object, so that a file a user
+names ``./-`` stays a file of that name); the files written whole go there through the process's own descriptor
 (:func:`voxline.base.files.replaced`), and the command's lines for people then go to stderr
 (:func:`documents_to_stdout`). No output may be an input or another output (:func:`check_paths`), and each must be
 writable before anything runs (:func:`writable`).
@@ -13,13 +13,10 @@ import argparse
 import os
 from pathlib import Path
 
-from voxline.base.files import is_stdout, same_file
+from voxline.base.files import STDOUT, is_stdout, same_file, shown
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["STDOUT", "check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
-
-STDOUT = Path("/dev/stdout")
-
+__all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
 
 def output_path(text: str) -> Path:
     """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names."""
@@ -43,7 +40,7 @@ def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
                     raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
                                              "choose another name")
                 if not _discards(path):
-                    raise ConfigurationError(f"{path} is named for two outputs; choose another name for one")
+                    raise ConfigurationError(f"{shown(path)} is named for two outputs; choose another name for one")
         seen.append(path)
 
 

@@ -27,6 +27,7 @@ from voxline.audio.wavio import WavReader
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
+from voxline.base.files import each_written
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.errors import ConfigurationError
@@ -255,8 +256,7 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
             live.done()
         failure = _failure(result)
         _print_summary(args, result, failure)
-        _write_report(args, result, stop)
-        _write_stereo(args, result)
+        each_written(lambda: _write_report(args, result, stop), lambda: _write_stereo(args, result))
     if failure is not None and not stop.exit_code:
         print(f"voxline replay: error: {printable(failure)}; what was heard until then is written", file=sys.stderr)
         return 1

@@ -8,10 +8,11 @@ JSON, :mod:`.svg` the timeline plot, :mod:`.html` the page (several runs for a r
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from voxline.base.files import replaced
+from voxline.base.files import each_written, replaced
 from voxline.realtime.errors import ConfigurationError
 
 from ..metrics import MetricsReport
@@ -34,13 +35,17 @@ def _write(path: Path, text: str) -> None:
     try:
         with replaced(path) as file:
             file.write(text.encode("utf-8"))
+    except BrokenPipeError:
+        raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
     except OSError as exc:
         raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def write_report(run: Run, *, html: Path | None = None, summary: Path | None = None) -> None:
-    """Write REPORT.html and/or SUMMARY.json for one run."""
+    """Write REPORT.html and/or SUMMARY.json for one run (both, even when stdout's reader went away from one)."""
+    writes: list[Callable[[], None]] = []
     if summary is not None:
-        _write(summary, json.dumps(run.summary, ensure_ascii=False, indent=1) + "\n")
+        writes.append(lambda: _write(summary, json.dumps(run.summary, ensure_ascii=False, indent=1) + "\n"))
     if html is not None:
-        _write(html, render_report([run]))
+        writes.append(lambda: _write(html, render_report([run])))
+    each_written(*writes)

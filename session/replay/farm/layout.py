@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from voxline.base.files import same_file
+from voxline.base.files import same_file, shown
 from voxline.realtime.errors import ConfigurationError
 
 from .manifest import FarmRecording
@@ -68,5 +68,6 @@ def check_outputs(recordings: list[FarmRecording], out_dir: Path, files: list[Pa
             raise ConfigurationError(f"{path} is the input {sources.get(real, path)}; inputs are never overwritten, "
                                      "choose another output")
         if real in written:
-            raise ConfigurationError(f"{path} would be written twice (also as {written[real]}); choose another name")
+            also = "" if shown(written[real]) == shown(path) else f" (also as {shown(written[real])})"
+            raise ConfigurationError(f"{shown(path)} would be written twice{also}; choose another name")
         written[real] = path

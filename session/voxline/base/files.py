@@ -23,11 +23,20 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["SetAside", "is_stdout", "replaced", "same_file"]
+__all__ = ["STDOUT", "SetAside", "each_written", "is_stdout", "replaced", "same_file", "shown"]
+
+STDOUT = Path("/dev/stdout")
+"""An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
+that name; :func:`replaced` writes it through the process's own descriptor."""
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """An output as the user named it: :data:`STDOUT` as ``'-' (stdout)``."""
+    return "'-' (stdout)" if path is STDOUT else os.fspath(path)
 
 
 @contextlib.contextmanager
@@ -152,6 +161,19 @@ class SetAside:
                     path.unlink()
         self._aside.clear()
         self._missing.clear()
+
+
+def each_written(*writes: Callable[[], object]) -> None:
+    """Make every write in turn. A reader of stdout that went away (:class:`BrokenPipeError`) in one keeps none
+    of the others from being written: the first such error is raised once all were made."""
+    gone: BrokenPipeError | None = None
+    for write in writes:
+        try:
+            write()
+        except BrokenPipeError as exc:
+            gone = gone or exc
+    if gone is not None:
+        raise gone
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
