@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -55,7 +56,11 @@ def b64_pieces(data: bytes, room: int, width: int = 2) -> list[bytes]:
 
 def text_pieces(text: str, room: int) -> list[str]:
     """``text`` in order, in pieces each of whose JSON string (without its quotes, other than ASCII as UTF-8, as
-    :func:`frame_bytes` counts it) takes at most ``room`` bytes (none if not even one character fits)."""
+    :func:`frame_bytes` counts it) takes at most ``room`` bytes (none if not even one character fits).
+
+    A piece ends after a space where one lies in its second half, and never just before a character that
+    belongs to the one before it (a combining mark, a joiner, a variation selector) where it can end earlier:
+    each piece reads as whole words, as it is a message of its own."""
     pieces: list[str] = []
     start = 0
     if room <= 0:
@@ -66,9 +71,33 @@ def text_pieces(text: str, room: int) -> list[str]:
             n = min(n - 1, n * room // size)  # escapes and multi-byte characters: fewer to a piece
         if not n:
             return []
+        if start + n < len(text):
+            n = _break(text, start, n)
         pieces.append(text[start:start + n])
         start += n
     return pieces
+
+
+def _break(text: str, start: int, n: int) -> int:
+    """How much of the ``n`` characters from ``start`` a piece takes so that it ends where a reader would break."""
+    half = start + (n + 1) // 2
+    for end in range(start + n, half, -1):  # after the last space of the second half
+        if text[end - 1].isspace() and not _joined(text, end):
+            return end - start
+    for end in range(start + n, half, -1):  # else between two characters that do not belong together
+        if not _joined(text, end):
+            return end - start
+    return n
+
+
+def _joined(text: str, at: int) -> bool:
+    """Do the characters either side of ``at`` belong together: one a mark on the one before it, or a zero-width
+    joiner between them?"""
+    return unicodedata.category(text[at]) in _MARKS or _ZWJ in (text[at], text[at - 1])
+
+
+_MARKS = frozenset({"Mn", "Mc", "Me"})  # combining marks, variation selectors among them
+_ZWJ = "\u200d"
 
 
 def _string_bytes(text: str) -> int:

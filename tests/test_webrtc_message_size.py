@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import unicodedata
 
 import numpy as np
 
@@ -93,8 +94,32 @@ def test_text_splits_into_pieces_whose_json_fits(text: str, room: int) -> None:
     if pieces:
         assert "".join(pieces) == text
         assert all(len(json.dumps(p, ensure_ascii=False).encode()) - 2 <= room for p in pieces)
+        at = 0
+        for piece in pieces[:-1]:  # each ends where a reader would break, if its second half has such a place
+            at += len(piece)
+            fitting = len(piece)  # at least this many fit; the piece took no more than half of them
+            breaks = [k for k in range(at - len(piece) + fitting // 2 + 1, at + 1) if not _together(text, k)]
+            assert not _together(text, at) or not breaks
     else:  # nothing to split, or a character whose JSON takes more than the room
         assert not text or any(len(json.dumps(c, ensure_ascii=False).encode()) - 2 > room for c in text)
+
+
+def _together(text: str, k: int) -> bool:
+    """Characters either side of ``k`` that a break between would tear apart: a combining mark, a joiner."""
+    return 0 < k < len(text) and (unicodedata.category(text[k]).startswith("M") or "\u200d" in text[k - 1:k + 1])
+
+
+def test_long_text_is_split_after_whole_words_and_never_before_a_combining_mark() -> None:
+    """A text too long for one message of a call is split into several: each piece reads as whole words (before:
+    cut at the byte limit, inside a word, and a combining accent could begin the next message)."""
+    words = "cafe\u0301 na\u0308ive \U0001f469\u200d\U0001f4bb resume\u0301 "  # decomposed accents, a ZWJ emoji
+    text = words * 200
+    pieces = text_pieces(text, 500)
+    assert "".join(pieces) == text and len(pieces) > 10
+    assert all(piece.endswith(" ") for piece in pieces[:-1])
+    spaceless = "e\u0301" * 400  # no space at all: still never a mark split from its letter
+    pieces = text_pieces(spaceless, 301)
+    assert "".join(pieces) == spaceless and all(piece.startswith("e") for piece in pieces)
 
 
 def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:
