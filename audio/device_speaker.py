@@ -78,6 +78,7 @@ class SpeakerSink:
         self._timeline = DacTimeline(self.device_rate)
         self._control = threading.Lock()
         self._stream: Any = None
+        self._stopped_at: float | None = None  # the stream clock when it was closed: the listener's time stops there
         self._stream_latency = 0.0
         self._warm_from: float | None = None  # currentTime of the first callback since start
         self._warm = False
@@ -118,6 +119,7 @@ class SpeakerSink:
             stream, self._stream = self._stream, None
         if stream is not None:
             with contextlib.suppress(self._sd.PortAudioError):  # a vanished device is closed all the same
+                self._stopped_at = float(stream.time)
                 stream.abort()
                 stream.close()
 
@@ -133,9 +135,12 @@ class SpeakerSink:
     # -- clock and barge-in ------------------------------------------------------------
 
     def now(self) -> float:
-        """The stream clock (``Pa_GetStreamTime``): the ledger's timeline."""
+        """The stream clock (``Pa_GetStreamTime``): the ledger's timeline. Once closed, where it stopped (a session's
+        figures and a recording are completed after the devices closed)."""
         stream = self._stream
         if stream is None:
+            if self._stopped_at is not None:
+                return self._stopped_at
             raise AudioError("the speaker stream is not open")
         return float(stream.time)
 

@@ -148,6 +148,7 @@ class VoiceSession:
         self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
         self._failed: SessionError | None = None  # the first fatal error: the session can do no more
+        self._closed_at: float | None = None  # the listener time at the close: the figures stop there
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
         self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
@@ -298,7 +299,8 @@ class VoiceSession:
             return
         for task in self._tasks:
             task.cancel()
-        self._queue.put_all(self.machine.close(self.output.now()))
+        self._closed_at = self.output.now()
+        self._queue.put_all(self.machine.close(self._closed_at))
         await self._link.close()
         self._queue.end()
         with contextlib.suppress(asyncio.CancelledError):
@@ -368,8 +370,9 @@ class VoiceSession:
         return self.machine.idle(self.output.now(), tools_busy=self._runner.busy)
 
     def metrics(self) -> MetricsReport:
-        """The session's figures so far: per turn, per barge-in, per item, and their p50/p95."""
-        return self.machine.report(self.output.now())
+        """The session's figures so far: per turn, per barge-in, per item, and their p50/p95; once closed, as they were
+        at the close (its output, a device, may be closed too)."""
+        return self.machine.report(self._closed_at if self._closed_at is not None else self.output.now())
 
     def _publish_one(self, event: SessionEvent) -> None:
         if isinstance(event, SessionError) and event.fatal and self._failed is None:

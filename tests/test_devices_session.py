@@ -67,3 +67,6 @@ async def test_on_devices_opens_wires_and_closes_the_microphone_and_the_speaker(
                 await asyncio.sleep(0.02)
             assert mic.blocks_captured > 0 and speaker.callbacks > 0
     assert mic._closed and speaker._stream is None
+    # the figures after the close, as an app shows them (before: "the speaker stream is not open")
+    report = session.metrics()
+    assert report.items and report.at == session.metrics().at <= speaker.now() == speaker.now()  # both stopped

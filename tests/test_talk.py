@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import re
 import shlex
@@ -282,6 +283,25 @@ async def test_talk_hears_the_user_answers_and_is_cut_by_a_barge_in(vdev: Virtua
     heard = barge.split("(heard ")[1].split(" of")[0]
     assert abs(int(barge.split(" at ")[1].split(" ms")[0]) - float(heard)) <= 1
     assert "Traceback" not in err
+
+
+@pytest.mark.device
+async def test_talk_record_writes_the_report_once_the_devices_are_closed(vdev: VirtualDevices, tmp_path: Path) -> None:
+    """``talk --record DIR`` completes its folder after the session and the devices closed (before: every run
+    ended "the speaker stream is not open", exit 1, without REPORT.html and SUMMARY.json)."""
+    folder = tmp_path / "rec"
+    async with talk("--no-ui", "--exit-after", "8", "--voice", "tone", "--record", str(folder)) as run:
+        await run.wait_for_line("ready: mic")
+        player = await play_into(vdev.mic, BARGE_IN_WAV)
+        await run.wait_for_line("barge-in")
+        code, err = await run.finish()
+        await player.wait()
+    assert code == 0, err
+    assert err.strip().splitlines()[-1] == f"voxline talk: recorded the session in {folder}"
+    assert sorted(p.name for p in folder.iterdir()) == ["EVENTS.jsonl", "HEARD.wav", "MIC.wav", "REPORT.html",
+                                                        "SUMMARY.json"]
+    summary = json.loads((folder / "SUMMARY.json").read_text())
+    assert len(summary["barge_ins"]) == 1 and summary["duration_s"] > 5
 
 
 def _shape(line: str) -> str:
