@@ -88,7 +88,11 @@ class TransportError(RealtimeError):
 
 
 class ConnectionFailed(TransportError):
-    """The connection could not be established."""
+    """The connection could not be established; ``status``: the HTTP status that refused it, if one did."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ConnectionClosed(TransportError):

@@ -25,6 +25,7 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
+from voxline.base.urls import url_problem
 
 from voxline.realtime.errors import ConfigurationError, UsageError
 
@@ -43,6 +44,8 @@ class SettingsError(ConfigurationError):
         self.field = str(first["loc"][0]) if first["loc"] else ""
         self.problem = first["msg"].removeprefix("Value error, ")  # a validator's own words, as it wrote them
         self.value = None if self.field == "api_key" else first.get("input")
+        if self.field == "url" and isinstance(self.value, str):
+            self.value = redact_url(self.value)  # a key it carries is never shown
         self.variable: str | None = None
         if first["type"] == "extra_forbidden":
             near = difflib.get_close_matches(self.field, cls.model_fields, n=1)
@@ -131,6 +134,15 @@ class SessionSettings(BaseSettings):
     Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _service_url(cls, value: str) -> str:
+        """A scheme and a host, as on the command line: else the session would fail later, and less clearly."""
+        problem = url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("*", mode="after")
     @classmethod

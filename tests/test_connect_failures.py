@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
+from voxline.realtime.errors import ConnectionFailed
+from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.transports.failures import connect_failure, http_status
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
 
 
 def test_a_refused_token_with_a_key_in_the_query_says_that_key_is_not_the_token() -> None:
@@ -22,3 +28,19 @@ def test_a_connect_that_times_out_over_tls_suggests_a_plain_server() -> None:
         "plain ws:// server, such as `voxline serve`, use ws://)")
     assert connect_failure("ws://127.0.0.1:8765/v1/realtime", TimeoutError()) == (
         "cannot connect to ws://127.0.0.1:8765/v1/realtime: no answer in time (connect timed out)")
+
+
+@pytest.mark.parametrize("transport", ["ws", "webrtc"])
+async def test_a_server_on_this_machine_that_asks_for_a_key_when_none_was_given_says_so(transport: str) -> None:
+    """No key, a loopback URL: the placeholder such a server takes is sent. One that asks for a key refuses it, and
+    the error says no key was given (before: only "the token was refused", of a token the user never gave)."""
+    async with serve(ServerConfig(port=0, voice="tone", api_key="sk-serve-key-1234")) as server:
+        for key, said in ((None, True), ("sk-wrong-key-5678", False)):
+            settings = SessionSettings(url=server.url, api_key=key, transport=transport, turn_detection="none")
+            with pytest.raises(ConnectionFailed) as refused:
+                async with VoiceSession(settings):
+                    pass
+            message = str(refused.value)
+            assert refused.value.status == 401 and "HTTP 401" in message
+            assert message.startswith("no API key was given, and this server asks for one (set OPENAI_API_KEY or "
+                                      "api_key): ") is said, message

@@ -12,10 +12,11 @@ HTTP status, never the token.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import urllib.parse
 from dataclasses import dataclass
+
+from voxline.base.urls import is_loopback
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .http import post, split_userinfo
@@ -64,13 +65,7 @@ def calls_url(base: str, *, model: str | None = None) -> str:
 
 def is_loopback_url(url: str) -> bool:
     """Does ``url`` point at this machine (``localhost``, ``127.0.0.0/8``, ``::1``)?"""
-    host = urllib.parse.urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(urllib.parse.urlsplit(url).hostname or "")
 
 
 async def post_offer(url: str, token: str, offer_sdp: str, *, timeout: float = 10.0) -> Answer:
@@ -87,7 +82,7 @@ def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
     if reply.status >= 400:
         detail = _error_message(reply.body)
         hint = " (the token was refused)" if reply.status in (401, 403) else ""
-        raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {reply.status}{hint}{detail}")
+        raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {reply.status}{hint}{detail}", reply.status)
     body = reply.body.decode("utf-8", "replace")
     call_id = reply.location.rstrip("/").rsplit("/", 1)[-1]
     if reply.status != 201 or not body.startswith("v=") or not call_id:

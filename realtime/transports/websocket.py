@@ -153,7 +153,7 @@ class WebSocketTransport:
             if status in _REDIRECTS:
                 failure += " (a redirect to another origin; not followed with the API key)"
             log.info("connect failed: %s", redact(failure))
-            error = ConnectionFailed(failure)
+            error = ConnectionFailed(failure, status)
         except InvalidURI as exc:
             error = ConfigurationError(f"invalid URL {url!r}: {exc}")
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:

@@ -8,18 +8,14 @@ named as such before anything starts.
 from __future__ import annotations
 
 import argparse
-from urllib.parse import urlsplit
 
-from voxline.base.errors import redact_url, register_url_secrets
+from voxline.base.errors import redact_url
 from voxline.realtime.errors import ConfigurationError
-from voxline.realtime.server.net.config import is_loopback
+from voxline.base.urls import url_problem
 
 from ..settings import UsageError, env
 
 __all__ = ["add_local_argument", "check_url", "conflict", "target_url"]
-
-SCHEMES = ("ws", "wss", "http", "https")
-
 
 def add_local_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local", action="store_true",
@@ -27,26 +23,14 @@ def add_local_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def check_url(url: str, what: str = "--url") -> str:
-    """``url`` if it names a scheme and a host; else one line saying what it lacks, with the URL it may mean.
-
-    The secrets the URL carries (userinfo, ``?api-key=``…) are registered for redaction first;
-    the line names the URL only redacted.
-    """
-    register_url_secrets(url)
-    error = UsageError if what.startswith("--") else ConfigurationError
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # a port that is no number, or out of range, raises here
-    except ValueError as exc:  # an unclosed [IPv6 address, port 99999
-        raise error(f"{what} {redact_url(url)} is not a valid URL: {exc}") from None
-    if parts.scheme in SCHEMES and parts.hostname:
+    """``url`` if it names a scheme and a host; else one line saying what it lacks, with the URL it may mean
+    (:func:`~voxline.realtime.transports.http.url_problem`; the URL's secrets are registered for redaction first,
+    and the line names it only redacted)."""
+    problem = url_problem(url)
+    if problem is None:
         return url
-    if "://" not in url:
-        host = urlsplit(f"//{url}").hostname or ""
-        scheme = "ws" if is_loopback(host) else "wss"
-        shown = redact_url(url)
-        raise error(f"{what} {shown} is a URL without a scheme; did you mean {scheme}://{shown}?")
-    raise error(f"{what} {redact_url(url)} is not a Realtime URL: give ws://, wss://, http:// or https:// and a host")
+    error = UsageError if what.startswith("--") else ConfigurationError
+    raise error(f"{what} {redact_url(url)} is {problem}")
 
 
 def target_url(args: argparse.Namespace) -> str | None:

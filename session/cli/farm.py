@@ -23,6 +23,7 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.engine.voices import make_synth
 
+from ..keys import LOCAL_KEY
 from ..replay.farm import (
     FarmOptions,
     FarmRecording,
@@ -197,7 +198,7 @@ def _options(args: argparse.Namespace, url: str | None) -> FarmOptions:
                              vad_threshold=args.vad_threshold, silence_ms=args.silence_ms)
     if args.fast and settings.transport == "webrtc":
         raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
-    token = token_for(url) if url else "local"
+    token = token_for(url) if url else LOCAL_KEY
     settings = settings.model_copy(update={"url": url or "ws://local", "api_key": SecretStr(token),
                                            "turn_detection": "server_vad"})
     voice = args.voice

@@ -46,7 +46,7 @@ from ..replay.inputs import load_tools, open_input, transcripts_for
 from ..replay.outputs import ReplayOutputs
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
-from ..keys import key_for
+from ..keys import LOCAL_KEY, key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
 from .paths import check_paths, default_output, documents_to_stdout, output_path, writable
@@ -126,7 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     farm.add_arguments(parser)
 
 
-def settings_for(args: argparse.Namespace, url: str = "", token: str = "local") -> SessionSettings:
+def settings_for(args: argparse.Namespace, url: str = "", token: str = LOCAL_KEY) -> SessionSettings:
     """The session the replay runs: server VAD with the flags' values, else the ``VOXLINE_*``
     variables (each validated, one line naming the flag or variable).
 
@@ -227,7 +227,7 @@ async def _command(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -> int:
     tools = load_tools(args.tools) if args.tools else None
-    token = token_for(url) if url else "local"
+    token = token_for(url) if url else LOCAL_KEY
     scenario = load_scenario(args.scenario)  # a name no scenario has exits 2, a file that is no scenario 1, as serve
     transcripts = transcripts_for(args.input)
     if transcripts is not None:
@@ -356,7 +356,7 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
         print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
               f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
         print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
-        return await _replay_over(args, server.url, "local", samples, log, clock, sink, tools, live, stop, log_wire)
+        return await _replay_over(args, server.url, LOCAL_KEY, samples, log, clock, sink, tools, live, stop, log_wire)
 
 
 async def _replay_over(args: argparse.Namespace, url: str, token: str, samples: SampleFeed, log: EventLog,

@@ -19,6 +19,7 @@ from voxline.realtime.transports.http import check_http_url, post, split_userinf
 from voxline.realtime.transports.failures import http_status
 from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
+from ..keys import LOCAL_KEY
 from ..settings import UsageError, api_key_from_env
 
 __all__ = ["add_arguments", "api_base", "mint_client_secret", "run"]
@@ -97,7 +98,7 @@ async def run(args: argparse.Namespace) -> int:
     api_key = api_key_from_env() or split_userinfo(url)[1]  # the configured key wins; empty is unset
     keyless = not api_key and is_loopback_url(url)
     if keyless:
-        api_key = "local"  # a local server without --api-key takes any key (one with a key refuses this one)
+        api_key = LOCAL_KEY  # a local server without --api-key takes any key (one with a key refuses this one)
     if not api_key:
         raise ConfigurationError("neither VOXLINE_API_KEY nor OPENAI_API_KEY is set; a client secret is minted with an API key")
     secret = await asyncio.to_thread(mint_client_secret, url, api_key, model=args.model, ttl=args.ttl, keyless=keyless)

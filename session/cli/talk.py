@@ -34,10 +34,12 @@ from voxline.base.errors import AudioError, redact_url
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
-from voxline.realtime.server.net.config import ServerConfig, is_loopback
+from voxline.realtime.server.net.config import ServerConfig
+from voxline.base.urls import is_loopback
 
 from ..capture import default_capture
 from ..events import SessionError
+from ..keys import LOCAL_KEY
 from voxline.audio.recording import Item, mic_blocks, watched
 from ..record import SessionRecorder
 from ..settings import DEFAULT_URL, SessionSettings, load_settings
@@ -218,7 +220,7 @@ async def run(args: argparse.Namespace) -> int:
         speaker.start()
         mic.start()
         url, label, note = await _endpoint(stack, args, settings, local)
-        token = settings.api_key or SecretStr("local")  # the built-in server takes any token on loopback
+        token = settings.api_key or SecretStr(LOCAL_KEY)  # the built-in server takes any token on loopback
         settings = settings.model_copy(update={"url": url, "api_key": token})
         model = TalkModel(endpoint=label, mode=ptt, push_to_talk=args.push_to_talk)  # so from the first frame
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,20 +9,11 @@ from pathlib import Path
 from voxline.base.arguments import as_error, clock_like, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError, UsageError
+from voxline.base.urls import is_loopback
 from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
 from voxline.realtime.server.live.settings import LiveConfig
 
-__all__ = ["FaultConfig", "ServerConfig", "is_loopback"]
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+__all__ = ["FaultConfig", "ServerConfig"]
 
 
 @dataclass(frozen=True, slots=True)

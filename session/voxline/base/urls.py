@@ -1,0 +1,45 @@
+"""What a service URL must be, and whether a host is this machine: plain functions, no I/O.
+
+The command line (``--url``, ``$VOXLINE_URL``) and :class:`~voxline.session.settings.SessionSettings` check a URL
+with :func:`url_problem`; the local server, the command line and WebRTC signalling ask :func:`is_loopback`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.parse
+
+from .errors import redact_url, register_url_secrets
+
+__all__ = ["SCHEMES", "is_loopback", "url_problem"]
+
+SCHEMES = ("ws", "wss", "http", "https")
+"""The schemes a Realtime or GPT-Live URL may have (http(s) becomes ws(s) for a WebSocket)."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``, bracketed or not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a service's URL (a scheme of :data:`SCHEMES` and a host), as a phrase that follows
+    "is" and names the URL only redacted; None if it can."""
+    register_url_secrets(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        _ = parts.port  # a port that is no number, or out of range, raises here
+    except ValueError as exc:  # an unclosed [IPv6 address, port 99999
+        return f"not a valid URL: {exc}"
+    if parts.scheme in SCHEMES and parts.hostname:
+        return None
+    if "://" not in url:
+        host = urllib.parse.urlsplit(f"//{url}").hostname or ""
+        scheme = "ws" if is_loopback(host) else "wss"
+        return f"a URL without a scheme; did you mean {scheme}://{redact_url(url)}?"
+    return "not a Realtime URL: give ws://, wss://, http:// or https:// and a host"
