@@ -10,6 +10,7 @@ input whose blocks something looks at on the way: a level meter, a recorder), an
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from typing import Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
@@ -18,7 +19,7 @@ import numpy.typing as npt
 
 from voxline.base.arguments import clock_like, real, whole
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import Clock
+from voxline.base.clock import Clock, RealClock
 from voxline.audio.clocked_output import BLOCK
 from voxline.audio.reference import PlayedRing
 from voxline.audio.room import RoomEcho
@@ -276,18 +277,28 @@ class Recording:
     """A recording as the microphone: block ``k`` is handed over once captured, at
     ``origin + (k + 1)·block/24000`` (sample ``n`` is captured at ``origin + n/24000``).
 
+    ``samples``: an int16 array, a :class:`SampleFeed`, or the path of a WAV file (streamed as 24 kHz mono through a
+    :class:`WavFeed`, closed once read to its end). ``clock``: the session's (a :class:`~voxline.base.clock.RealClock`
+    when not given, as a session's is). ``origin``: when the recording begins on it; when not given, the first time
+    it is read (the session opening), so ``VoiceSession(settings, input=Recording("question.wav"))`` says the
+    question as the session opens.
+
     It is an async iterable of its blocks, each yielded once captured (a late wake-up yields
     every block captured by then at once). A session on a real clock takes them instead as a
     step of the loop's stepper (:attr:`due`, :meth:`take`, :func:`~voxline.base.clock.run_steps`):
     a microphone then costs the loop no task wake-up per block.
     """
 
-    def __init__(self, samples: Samples | SampleFeed, clock: Clock, origin: float, block: int = BLOCK) -> None:
+    def __init__(self, samples: Samples | SampleFeed | PathLike, clock: Clock | None = None,
+                 origin: float | None = None, block: int = BLOCK) -> None:
         whole(block, "block (samples per block)", low=1)
-        real(origin, "origin")
-        clock_like(clock)
-        self.clock = clock
-        self._feed = as_feed(samples)
+        if origin is not None:
+            real(origin, "origin")
+        if clock is not None:
+            clock_like(clock)
+        self.clock = clock if clock is not None else RealClock()
+        self._file = WavFeed(samples) if isinstance(samples, (str, os.PathLike)) else None
+        self._feed = self._file if self._file is not None else as_feed(cast("Samples | SampleFeed", samples))
         self._frames = self._feed.frames
         self._origin = origin
         self._block = block
@@ -304,6 +315,8 @@ class Recording:
         n = self._frames
         if self._next >= n:
             return None
+        if self._origin is None:  # begins when first read
+            self._origin = self.clock.now()
         return self._origin + min(self._next + self._block, n) / SAMPLE_RATE
 
     def take(self, now: float) -> list[np.ndarray]:
@@ -316,7 +329,14 @@ class Recording:
     def _next_block(self) -> np.ndarray:
         block = self._feed.read(self._block)
         self._next += self._block
+        if self._next >= self._frames:
+            self.close()  # read to its end: a file opened here is let go of at once
         return block
+
+    def close(self) -> None:
+        """Let go of the file a path was opened as (nothing for an array or a feed given); idempotent."""
+        if self._file is not None:
+            self._file.close()
 
     async def __aiter__(self) -> AsyncIterator[np.ndarray]:
         while (due := self.due) is not None:

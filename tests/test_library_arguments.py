@@ -8,6 +8,7 @@ first block), or was quietly taken to mean something else (channel -1, speed -1)
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,10 +16,15 @@ import pytest
 
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.recording import Recording, WavFeed
-from voxline.base.clock import VirtualClock
+from voxline.base.clock import RealClock, VirtualClock
+from voxline.base.errors import AudioError
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.replay.check import replay_in_lockstep
-from voxline.session.replay.driver import replay_fast
+from voxline.session.events import SpeechStarted
+from voxline.session.lockstep import run_lockstep
+from voxline.session.replay.driver import engine_connector, replay_fast
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
 
 from tests.support.ci import ROOT
 
@@ -77,10 +83,38 @@ def test_a_clocked_output_refuses_what_would_fail_on_its_first_block(given: dict
     assert str(refused.value) == message
 
 
-def test_a_recording_of_a_path_says_to_open_it_as_a_feed() -> None:
-    with pytest.raises(TypeError, match=r"not str$") as refused:
-        Recording("talk.wav", VirtualClock(), 0.0)  # type: ignore[arg-type]
-    assert "WavFeed(path)" in str(refused.value)
+def test_a_recording_of_a_wav_file_is_a_session_input_as_written(tmp_path: Path) -> None:
+    """``VoiceSession(settings, input=Recording("question.wav"))`` works as the README puts it: the file streamed,
+    said from when the session first reads it, and let go of once read (before: a TypeError asking for a WavFeed,
+    a clock and an origin)."""
+    with pytest.raises(AudioError, match="talk.wav"):
+        Recording(tmp_path / "talk.wav")
+    with pytest.raises(TypeError, match="not int$"):
+        Recording(3)  # type: ignore[arg-type]
+    unread = Recording(str(EXAMPLE))
+    assert isinstance(unread.clock, RealClock)  # a session's own clock when none is given
+    unread.close()
+    unread.close()
+    clock = VirtualClock()
+
+    async def session_run() -> tuple[float, list[Any], Recording]:
+        await clock.sleep(5.0)  # made at 5 s, read from when the session opens
+        recording = Recording(EXAMPLE, clock)
+        opened = clock.now()
+        events: list[Any] = []
+        session = VoiceSession(SessionSettings(api_key="local"), output=ClockedOutput(clock, origin=0.0), clock=clock,
+                               input=recording, connector=engine_connector(load_scenario("default"), clock,
+                                                                            voice="tone"))
+        async with session:
+            while not (session.input_finished and session.idle):
+                events += session.pending_events()
+                await clock.sleep(0.02)
+        return opened, events, recording
+
+    opened, events, recording = run_lockstep(session_run(), clock)
+    started = [e for e in events if isinstance(e, SpeechStarted)]
+    assert len(started) == 2 and 0.5 < started[0].at - opened < 0.6  # the voice begins 0.50 s into the file
+    assert recording.due is None and recording._file is not None and recording._file.reader._file.closed
 
 
 @pytest.mark.parametrize(("channel", "error", "message"), [
