@@ -55,8 +55,9 @@ def test_an_input_is_never_overwritten(tmp_path: Path, how: str) -> None:
             os.link(source, out)
         case "events on the input":
             events = Path(os.path.relpath(source, ROOT))
-    line = one_line_error(voxline("replay", str(source), "--fast", "--out", str(out), "--events", str(events)))
-    assert "is the input" in line and "never overwritten" in line
+    run = voxline("replay", str(source), "--fast", "--out", str(out), "--events", str(events))
+    line = one_line_error(run)
+    assert "is the input" in line and "never overwritten" in line and run.returncode == 2
     assert source.read_bytes() == EXAMPLE.read_bytes()
 
 
@@ -70,8 +71,8 @@ def test_a_wav_output_named_as_another_format_is_refused(tmp_path: Path, flag: s
 
 def test_two_outputs_on_one_file_are_refused(tmp_path: Path) -> None:
     same = tmp_path / "both"
-    line = one_line_error(voxline("replay", str(EXAMPLE), "--fast", "--out", str(same), "--events", str(same)))
-    assert "named for two outputs" in line
+    run = voxline("replay", str(EXAMPLE), "--fast", "--out", str(same), "--events", str(same))
+    assert "named for two outputs" in one_line_error(run) and run.returncode == 2  # as any flags that exclude each other
 
 
 def test_every_output_may_be_discarded_at_once() -> None:

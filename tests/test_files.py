@@ -174,8 +174,9 @@ def test_dash_is_refused_for_a_file_written_as_the_run_goes(tmp_path: Path) -> N
 def test_two_documents_for_stdout_are_refused_by_the_name_the_user_gave(tmp_path: Path) -> None:
     one = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--summary", "-", "--report", "-"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert one.returncode == 1 and one.stderr.strip().splitlines() == [
-        "voxline replay: error: '-' (stdout) is named for two outputs; choose another name for one"]
+    assert one.returncode == 2 and one.stderr.strip().splitlines() == [  # a command line that cannot work as given
+        "voxline replay: error: '-' (stdout) is named for two outputs; choose another name for one (see voxline "
+        "replay --help)"]
     shutil.copy(EXAMPLE, tmp_path / "a.wav")
     farm = subprocess.run([str(VOXLINE), "replay", "a.wav", "--fast", "--out-dir", "out", "--results", "-",
                            "--junit", "-"], cwd=tmp_path, capture_output=True, text=True, timeout=60)

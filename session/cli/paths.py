@@ -31,16 +31,15 @@ def default_output(recording: Path, suffix: str) -> Path:
 
 def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
     """No output may be an input or another output, by name or through a link (outputs may share a
-    device that discards what it is given, as ``/dev/null``)."""
+    device that discards what it is given, as ``/dev/null``): a command line that cannot work as given."""
     seen: list[Path] = []
     for path in [*inputs, *outputs]:
         for other in seen:
             if same_file(path, other):
                 if other in inputs:
-                    raise ConfigurationError(f"{path} is the input {other}; inputs are never overwritten, "
-                                             "choose another name")
+                    raise UsageError(f"{path} is the input {other}; inputs are never overwritten, choose another name")
                 if not _discards(path):
-                    raise ConfigurationError(f"{shown(path)} is named for two outputs; choose another name for one")
+                    raise UsageError(f"{shown(path)} is named for two outputs; choose another name for one")
         seen.append(path)
 
 
