@@ -147,6 +147,22 @@ def test_a_scenario_file_that_is_no_scenario_exits_1_as_any_file_of_the_wrong_ki
     assert result.returncode == 1 and "is not valid TOML" in one_line_error(result)
 
 
+@pytest.mark.parametrize(("manifest", "expected"), [
+    ('[[recording]]\npath = "a.wav"\nscenario = "nosuch"\n', "a: scenario: unknown scenario 'nosuch'; built-in: default"),
+    ('[defaults]\nscenario = "nosuch"\n[[recording]]\npath = "a.wav"\n', "a: scenario: unknown scenario 'nosuch'"),
+    ('[[recording]]\npath = "a.wav"\ntools = "nosuchmodule:registry"\n', "a: tools: cannot import 'nosuchmodule'"),
+])
+def test_a_manifests_scenario_or_tools_that_cannot_load_names_the_manifest_and_the_recording(
+        tmp_path: Path, manifest: str, expected: str) -> None:
+    """Before: the scenario's error named neither the manifest nor the recording, the tools' not the manifest."""
+    (tmp_path / "a.wav").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "farm.toml").write_text(manifest, encoding="utf-8")
+    result = run("replay", "--manifest", str(tmp_path / "farm.toml"), "--fast", "--out-dir", str(tmp_path / "o"))
+    line = one_line_error(result)
+    assert result.returncode == 1 and line.startswith(f"voxline replay: error: manifest {tmp_path / 'farm.toml'}: "
+                                                      f"{expected}"), line
+
+
 def test_a_bad_ttl_is_said_before_a_missing_key() -> None:
     result = run("token", "--ttl", "5", "--url", "https://api.example.invalid/v1",
                  env={"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""})

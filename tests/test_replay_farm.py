@@ -83,11 +83,16 @@ scenario = "default"
         ('[[recording]]\npath = "r.wav"\nexpect = { barge_in = 1 }\n', "recording 1: expect.barge_in: Extra inputs are not permitted"),
         ('[[recording]]\npath = "r.wav"\n[[recording]]\npath = "r.wav"\nexpect = { max_cut_error_ms = -1 }\n',
          "recording 2: expect.max_cut_error_ms: Input should be greater than or equal to 0"),
-        ('[[recording]]\npath = "r.wav"\nexpect = { barge_ins = { min = 3, max = 1 } }\n', "min 3 is above max 1"),
+        ('[[recording]]\npath = "r.wav"\nexpect = { barge_ins = { min = 3, max = 1 } }\n',
+         "recording 1: expect.barge_ins: min 3 is above max 1"),
+        ('[[recording]]\npath = "r.wav"\nname = "../up"\n', "recording 1: name: '../up' cannot name a recording: give a name "
+                                                          "with no '/', '\\' or NUL, not empty"),
+        ('[[recording]]\nname = "x"\n', "recording 1: path: missing (it is required)"),
+        ("recording = []\n", ": no recording listed: add a [[recording]] table with its path"),
         ('[[recording]]\npath = "missing.wav"\n', "recording 1: path: no such file"),
         ('[[recording]]\npath = "adir"\n', "recording 1: path: a directory, not a WAV file"),
         ('[[recording]]\npath = "r.wav"\n[[recording]]\npath = "r.wav"\n', "two recordings are named 'r'"),
-        ("[defaults]\n", "recording: Field required"),
+        ("[defaults]\n", ": no recording listed: add a [[recording]] table with its path"),
         ('[[recordings]]\npath = "r.wav"\n', "recordings: not a table of a manifest (did you mean [[recording]]?)"),
         ("[[recording]\n", "is not valid TOML"),
     ],
@@ -100,6 +105,7 @@ def test_a_bad_manifest_is_one_line_naming_the_file_and_field(tmp_path: Path, bo
         load_manifest(manifest)
     message = str(caught.value)
     assert str(manifest) in message and expected in message and "\n" not in message
+    assert "Value error" not in message and "Field required" not in message and "pattern" not in message
 
 
 def test_a_directory_is_its_sorted_wavs(tmp_path: Path) -> None:

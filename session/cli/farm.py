@@ -178,16 +178,18 @@ def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
         recordings = parse_shard(args.shard).take(recordings)
     if args.tools:
         load_tools(args.tools)  # the flag's own error first
-    for scenario in {r.scenario for r in recordings}:
+    given = f"manifest {args.manifest}: " if args.manifest is not None else ""
+    for scenario in dict.fromkeys(r.scenario for r in recordings):
         try:
             load_scenario(scenario)  # a bad scenario is one line before anything starts
         except UsageError as exc:  # a name no scenario has: in the flag, a usage error (2); in a manifest, its content's (1)
             if scenario == args.scenario:
                 raise
-            raise ConfigurationError(str(exc)) from None
+            first = next(r.name for r in recordings if r.scenario == scenario)
+            raise ConfigurationError(f"{given}{first}: scenario: {exc.message}") from None
     for r in recordings:
         if r.tools:
-            load_tools(r.tools, f"{r.name}: tools")
+            load_tools(r.tools, f"{given if r.tools != args.tools else ''}{r.name}: tools")
     return recordings
 
 

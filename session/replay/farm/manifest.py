@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from voxline.realtime.errors import ConfigurationError
 
@@ -92,9 +92,15 @@ class _Defaults(_Strict):
     expect: Expectations = Expectations()
 
 
+def _plain_name(name: str) -> str:
+    if not name or any(c in name for c in "/\\\x00"):
+        raise ValueError(f"{name!r} cannot name a recording: give a name with no '/', '\\' or NUL, not empty")
+    return name
+
+
 class _Entry(_Strict):
     path: str
-    name: Annotated[str, Field(min_length=1, pattern=r"^[^/\\\x00]+$")] | None = None
+    name: Annotated[str, AfterValidator(_plain_name)] | None = None
     scenario: str | None = None
     tools: str | None = None
     transcripts: list[str] | None = None
@@ -157,7 +163,7 @@ def load_manifest(path: Path) -> list[FarmRecording]:
         if first["type"] == "missing" and first["loc"] == ("recording",) and extra:
             raise ConfigurationError(f"manifest {path}: {extra[0]['loc'][0]}: not a table of a manifest "
                                      "(did you mean [[recording]]?)") from None
-        raise ConfigurationError(f"manifest {path}: {_where(first['loc'])}: {first['msg']}") from None
+        raise ConfigurationError(f"manifest {path}: {_problem(first)}") from None
     base = path.parent
     recordings = []
     for n, entry in enumerate(manifest.recording, 1):
@@ -179,6 +185,15 @@ def _scenario_source(scenario: str | None, base: Path) -> str | None:
     if scenario is None or not scenario.endswith(".toml"):
         return scenario
     return str((base / scenario).resolve())
+
+
+def _problem(error: Any) -> str:
+    """Where and what is wrong, in the manifest's words rather than pydantic's: a validator's own words as written,
+    a missing field as missing, no recording as what to add."""
+    if error["loc"] == ("recording",) and error["type"] in ("missing", "too_short"):
+        return "no recording listed: add a [[recording]] table with its path"
+    what = "missing (it is required)" if error["type"] == "missing" else str(error["msg"]).removeprefix("Value error, ")
+    return f"{_where(error['loc'])}: {what}"
 
 
 def _where(loc: tuple[Any, ...]) -> str:
