@@ -302,6 +302,21 @@ def test_a_farm_output_it_could_not_write_is_refused_before_any_recording_runs(t
         assert "farm of" not in result.stderr  # refused before it started
 
 
+@pytest.mark.parametrize("flag", ["--out", "--summary", "--stereo-out"])
+def test_an_output_on_a_file_system_that_takes_no_file_is_refused_before_the_replay_runs(tmp_path: Path,
+                                                                                          flag: str) -> None:
+    """Permissions say /proc may be written (by root); only trying tells (before: the replay ran, then failed, and
+    left an empty events file behind)."""
+    target = "/proc/voxline-out.wav" if flag != "--summary" else "/proc/voxline-summary.json"
+    given = {"--out": tmp_path / "h.wav", "--events": tmp_path / "e.jsonl", flag: target}
+    result = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone",
+                             *(str(part) for pair in given.items() for part in pair)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr.splitlines()) == (
+        1, [f"voxline replay: error: cannot write {target}: No such file or directory"])
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []  # nothing ran, nothing was touched
+
+
 def test_a_replay_whose_server_calls_tools_without_a_registry_says_how_to_give_one(tmp_path: Path) -> None:
     result = run("replay", str(EXAMPLE), "--fast", "--scenario", "tools", "--voice", "tone", *outputs(tmp_path))
     assert result.returncode == 0, result.stderr

@@ -8,7 +8,6 @@ Several inputs, a directory or ``--manifest`` make a farm
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
 import sys
@@ -43,7 +42,7 @@ from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
-from .paths import output_path
+from .paths import output_path, writable
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -151,23 +150,6 @@ def _folder(flag: str, folder: Path, of: Path | None = None) -> None:
         raise ConfigurationError(f"{flag} {where} ({exc.strerror or exc})") from None
 
 
-def _writable(flag: str, path: Path) -> None:
-    """Refuse an output the farm could not write at its end: a regular file is opened to append (nothing
-    written), a missing one made and removed again. A pipe, a device or a link is left alone: opening a
-    pipe to find out would end its reader's input, or wait for one."""
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        return
-    existed = path.exists()
-    try:
-        with open(path, "a"):
-            pass
-    except OSError as exc:
-        raise ConfigurationError(f"{flag} {path}: {exc.strerror or exc}") from None
-    if not existed:
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
 def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
     """The farm's recordings (sorted by name), flags as defaults, the shard taken, every setting loaded once."""
     recordings = load_manifest(args.manifest) if args.manifest is not None else recordings_from_paths(args.inputs)
@@ -226,7 +208,7 @@ async def run(args: argparse.Namespace) -> int:
     for flag, path in (("--results", results), ("--junit", args.junit)):
         if path is not None:  # found now, not after every recording has run
             _folder(flag, path.parent, path)
-            _writable(flag, path)
+            writable(path, flag)
     where = "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'a built-in server per recording'}"
     shard = f", shard {args.shard}" if args.shard else ""
     count = f"{len(recordings)} recording{'s' if len(recordings) != 1 else ''}"

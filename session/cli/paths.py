@@ -10,6 +10,8 @@ writable before anything runs (:func:`writable`).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -51,15 +53,27 @@ def _discards(path: Path) -> bool:
         return False
 
 
-def writable(path: Path) -> None:
-    """ConfigurationError unless this process may write ``path`` (the file, or a new one in its folder)."""
-    if os.path.exists(path):
-        ok = os.access(path, os.W_OK)
-    else:
-        ok = os.access(path.parent, os.W_OK | os.X_OK)
-    if not ok:
-        where = path if os.path.exists(path) else path.parent
-        raise ConfigurationError(f"cannot write {path}: permission denied ({where} is not writable)")
+def writable(path: Path, flag: str | None = None) -> None:
+    """ConfigurationError unless this process can write ``path``, found by trying, since permissions alone do not
+    tell (a read-only or pseudo file system, ``/proc``): a regular file is opened to append, nothing written; a
+    missing one is made and removed again. A pipe, a device or a link is left alone: opening a pipe to find out
+    would end its reader's input, or wait for one. The line names ``flag`` where one is given."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            where = path if existed else path.parent
+            reason = f"permission denied ({where} is not writable)"
+        else:
+            reason = exc.strerror or str(exc)
+        raise ConfigurationError(f"{flag} {path}: {reason}" if flag else f"cannot write {path}: {reason}") from None
+    if not existed:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 _DOCUMENTS = ("report", "summary", "stereo_out", "results", "junit")
