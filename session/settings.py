@@ -135,6 +135,13 @@ class SessionSettings(BaseSettings):
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
 
+    @field_validator("model", "live_model", mode="after")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("names no model: give a model's name, or leave it out for the default")
+        return value
+
     @field_validator("url", mode="after")
     @classmethod
     def _service_url(cls, value: str) -> str:

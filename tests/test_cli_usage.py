@@ -124,6 +124,14 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
          "unknown scenario 'nosuch'; built-in: default"),  # as serve says it, and with the same status
         (["replay", str(EXAMPLE.parent), "--fast", "--scenario", "nosuch", "--out-dir", "o"],
          "unknown scenario 'nosuch'; built-in: default"),  # and so does a farm
+        # flags that would be taken and do nothing (before: accepted in silence)
+        (["replay", str(EXAMPLE), "--fast", "--grace-ms", "300", "--out", "h.wav", "--events", "e.jsonl"],
+         "--grace-ms sets how the local VAD holds the assistant; add --local-vad, or drop it"),
+        (["replay", str(EXAMPLE), "--fast", "--grace-ms", "300", "--no-resume", "--out", "h.wav", "--events", "e.jsonl"],
+         "--grace-ms and --no-resume set how the local VAD holds the assistant; add --local-vad, or drop them"),
+        (["replay", str(EXAMPLE.parent), "--fast", "--no-resume", "--out-dir", "o"], "--no-resume applies to a single replay"),
+        (["replay", str(EXAMPLE), "--fast", "--model", "", "--out", "h.wav", "--events", "e.jsonl"],
+         "--model='': names no model: give a model's name, or leave it out for the default"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

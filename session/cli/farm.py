@@ -49,7 +49,8 @@ __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run
 
 FARM_ONLY = ("manifest", "out_dir", "junit", "results", "shard", "jobs", "processes", "ray")
 SINGLE_ONLY = {"out": "--out", "events": "--events", "report": "--report", "summary": "--summary",
-               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad",
+               "echo": "--echo", "aec": "--aec", "local_vad": "--local-vad", "grace_ms": "--grace-ms",
+               "no_resume": "--no-resume",
                "channel": "--channel", "stereo_out": "--stereo-out"}
 
 

@@ -118,10 +118,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "while the input does not hear what was played")
     parser.add_argument("--local-vad", nargs="?", const="webrtc", choices=["webrtc", "silero"], default=None,
                         help="hold the assistant on local speech until the server confirms it")
-    parser.add_argument("--grace-ms", type=int, default=1000,
-                        help="local VAD: how long to wait for the server to confirm before a false barge-in")
+    parser.add_argument("--grace-ms", type=int, default=None,
+                        help="with --local-vad: how long to wait for the server to confirm before a false barge-in "
+                             "(default 1000)")
     parser.add_argument("--no-resume", action="store_true",
-                        help="local VAD: after a false barge-in cut the reply instead of resuming it")
+                        help="with --local-vad: after a false barge-in cut the reply instead of resuming it")
     add_stereo_argument(parser)
     farm.add_arguments(parser)
 
@@ -160,12 +161,18 @@ def speaker_options(args: argparse.Namespace) -> dict[str, Any]:
         options["echo"] = RoomEcho(delay, gain)
     if args.aec:
         options["aec"] = make_canceller(args.aec)  # AecUnavailable: one line, before anything starts
-    if args.grace_ms < 0:
+    if args.grace_ms is not None and args.grace_ms < 0:
         raise UsageError(f"--grace-ms takes milliseconds >= 0, not {args.grace_ms}")
+    policy = [flag for flag, given in (("--grace-ms", args.grace_ms is not None), ("--no-resume", args.no_resume))
+              if given]
+    if policy and not args.local_vad:  # else it would be taken and do nothing
+        raise UsageError(f"{' and '.join(policy)} set{'s' if len(policy) == 1 else ''} how the local VAD holds the "
+                         f"assistant; add --local-vad, or drop {'it' if len(policy) == 1 else 'them'}")
     if args.local_vad:
         options["local_vad"] = LocalVad(args.local_vad)
+        grace = {"grace_s": args.grace_ms / 1000} if args.grace_ms is not None else {}
         try:
-            options["barge_policy"] = BargePolicy(grace_s=args.grace_ms / 1000, resume=not args.no_resume)
+            options["barge_policy"] = BargePolicy(resume=not args.no_resume, **grace)
         except ValueError as exc:
             raise UsageError(f"--grace-ms: {exc}") from None
     return options
