@@ -41,7 +41,8 @@ class SettingsError(ConfigurationError):
 
     def __init__(self, cls: type[BaseSettings], exc: ValidationError, given: Iterable[str] = ()) -> None:
         first = exc.errors()[0]
-        self.field = str(first["loc"][0]) if first["loc"] else ""
+        named = str(first["loc"][0]) if first["loc"] else ""
+        self.field = _FIELD_OF.get(named, named)  # pydantic names a value read from a variable by that variable
         self.problem = first["msg"].removeprefix("Value error, ")  # a validator's own words, as it wrote them
         self.value = None if self.field == "api_key" else first.get("input")
         if self.field == "url" and isinstance(self.value, str):
@@ -65,6 +66,7 @@ def _variable(field: str) -> str:
 
 
 _ENV_ALIASES = {"url": ("VOXLINE_URL", "OPENAI_BASE_URL"), "api_key": ("VOXLINE_API_KEY", "OPENAI_API_KEY")}
+_FIELD_OF = {name: field for field, names in _ENV_ALIASES.items() for name in names}
 
 
 def env(*names: str) -> str | None:

@@ -323,6 +323,21 @@ def test_a_bad_value_from_the_environment_names_the_variable(monkeypatch: pytest
     assert str(given.value) == "SessionSettings(transport='udp'): Input should be 'ws' or 'webrtc'"
 
 
+@pytest.mark.parametrize("variable", ["VOXLINE_URL", "OPENAI_BASE_URL"])
+def test_a_bad_url_from_the_environment_names_its_variable_and_never_its_key(monkeypatch: pytest.MonkeyPatch,
+                                                                             variable: str) -> None:
+    """Before: 'VOXLINE_VOXLINE_URL=...', and the error's value kept the key (only the message was masked)."""
+    monkeypatch.delenv("VOXLINE_URL", raising=False)
+    monkeypatch.setenv(variable, "ftp://user:sk-CANARY1234567890@example.com/v1")
+    with pytest.raises(SettingsError) as refused:
+        SessionSettings()
+    error = refused.value
+    assert (error.field, error.variable) == ("url", variable)
+    assert str(error) == (f"{variable}='ftp://[redacted]@example.com/v1': not a Realtime URL: give ws://, wss://, "
+                          "http:// or https:// and a host")
+    assert "CANARY" not in repr(error.value) and "CANARY" not in repr(error.args)
+
+
 def test_after_a_refused_update_and_a_drop_the_new_connection_is_configured_without_it() -> None:
     clock = VirtualClock()
     sent: list[dict[str, Any]] = []
