@@ -53,7 +53,7 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
                     block[: len(mine), 0] = mine
                     theirs = heard.read(n)
                     block[: len(theirs), 1] = theirs
-                    out.writeframes(block.tobytes())
+                    out.writeframesraw(block.tobytes())  # no header patch after each block: a pipe takes no seek
         except BrokenPipeError:
             raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
         except OSError as error:

@@ -5,6 +5,7 @@ files written as a run goes replace the last run's only once the run began (``Se
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -211,6 +213,18 @@ def test_stdout_whose_reader_went_away_ends_the_command_quietly_and_the_other_do
     else:
         assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
         assert (tmp_path / "s.wav").stat().st_size > 44
+
+
+def test_a_stereo_file_for_stdout_goes_through_a_pipe(tmp_path: Path) -> None:
+    """Before: 'cannot write /dev/stdout: Illegal seek' for any input over a second (the header was patched, by a
+    seek back, after each second written)."""
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out",
+                          str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"), "--stereo-out", "-"],
+                         capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    with wave.open(io.BytesIO(run.stdout)) as stereo:
+        assert stereo.getnchannels() == 2 and stereo.getnframes() > 10 * stereo.getframerate()
+        assert len(run.stdout) == 44 + 4 * stereo.getnframes()
 
 
 def test_a_document_for_stdout_is_written_whole_when_stderr_is_closed_or_the_pipe_does_not_block(
