@@ -215,6 +215,18 @@ def test_stdout_whose_reader_went_away_ends_the_command_quietly_and_the_other_do
         assert (tmp_path / "s.wav").stat().st_size > 44
 
 
+def test_a_command_started_with_stdout_closed_writes_nothing_into_a_file_of_its_own(tmp_path: Path) -> None:
+    """``voxline … >&-``: the first file the process opened took descriptor 1, and the summary meant for stdout was
+    written into it (its event loop's epoll: 'Invalid argument', and r.html never written)."""
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out",
+                          str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"), "--summary", "-",
+                          "--report", str(tmp_path / "r.html")], stderr=subprocess.PIPE, text=True, timeout=120,
+                         preexec_fn=lambda: os.close(1))
+    assert run.returncode == 0 and "error" not in run.stderr, run.stderr
+    assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
+    assert json.loads((tmp_path / "e.jsonl").read_text().splitlines()[0])
+
+
 def test_a_stereo_file_for_stdout_goes_through_a_pipe(tmp_path: Path) -> None:
     """Before: 'cannot write /dev/stdout: Illegal seek' for any input over a second (the header was patched, by a
     seek back, after each second written)."""

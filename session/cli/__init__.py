@@ -95,6 +95,19 @@ def _command_index(argv: list[str]) -> int:
     return min(i, len(argv))
 
 
+def _standard_streams_open() -> None:
+    """A standard descriptor the command was started without (``voxline … >&-``) is opened on the null device:
+    else the next file the process opens takes its number, and what is meant for stdout is written into it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # a lower one was free after all: put it where it belongs
+                os.dup2(opened, fd)
+                os.close(opened)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="voxline", description="Realtime voice sessions with exact barge-in.")
     parser.add_argument("--version", action="version", version=f"voxline {__version__}")
@@ -115,6 +128,7 @@ def _full_parser(name: str) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _standard_streams_open()
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
     # options before the command: --help, --version, -v/--log-level (kept for the command's parser)
