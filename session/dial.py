@@ -12,9 +12,8 @@ A session given its own ``connector`` never comes here.
 from __future__ import annotations
 
 from voxline.realtime.connection import RealtimeConnection, WireObserver, connect
-from voxline.realtime.errors import ConnectionFailed
 
-from .keys import connection_key, placeholder_refused
+from .keys import connection_key
 from .live.connect import open_live
 from .live.machine import LiveMachine
 from .machines import Machine
@@ -28,15 +27,12 @@ async def dial(settings: SessionSettings, machine: Machine, on_wire: WireObserve
     if isinstance(machine, LiveMachine):
         return await open_live(settings, machine, on_wire=on_wire)
     key = connection_key(settings)
-    try:
-        if machine.track is not None:
-            from voxline.realtime.transports.webrtc import WebRTCTransport  # aiortc loads only for a WebRTC session
+    if machine.track is not None:
+        from voxline.realtime.transports.webrtc import WebRTCTransport  # aiortc loads only for a WebRTC session
 
-            transport = await WebRTCTransport.connect(settings.url, key, model=settings.model,
-                                                      on_audio=machine.track.on_audio)
-            return RealtimeConnection(transport, on_wire=on_wire)
-        if settings.call_id is not None:
-            return await connect(settings.url, key, model=None, call_id=settings.call_id, on_wire=on_wire)
-        return await connect(settings.url, key, model=settings.model, on_wire=on_wire)
-    except ConnectionFailed as exc:
-        raise placeholder_refused(key, exc) from None
+        transport = await WebRTCTransport.connect(settings.url, key, model=settings.model,
+                                                  on_audio=machine.track.on_audio)
+        return RealtimeConnection(transport, on_wire=on_wire)
+    if settings.call_id is not None:
+        return await connect(settings.url, key, model=None, call_id=settings.call_id, on_wire=on_wire)
+    return await connect(settings.url, key, model=settings.model, on_wire=on_wire)

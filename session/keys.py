@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from voxline.base.errors import redact_url
-from voxline.realtime.errors import ConfigurationError, ConnectionFailed
+from voxline.base.urls import LOCAL_KEY
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.transports.http import split_userinfo
 from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
 from .settings import SessionSettings
 
-__all__ = ["LOCAL_KEY", "connection_key", "key_for", "placeholder_refused"]
-
-LOCAL_KEY = "local"
-"""What is sent to a server on this machine when no key was given (``voxline serve`` takes any token)."""
+__all__ = ["connection_key", "key_for"]
 
 
 def key_for(url: str, key: str | None) -> str | None:
@@ -33,15 +31,6 @@ def connection_key(settings: SessionSettings) -> str:
         raise ConfigurationError(f"no API key for {redact_url(settings.url)}: give the settings an api_key, or set "
                                  "OPENAI_API_KEY (a server on this machine, such as voxline serve's, needs none)")
     return key
-
-
-def placeholder_refused(key: str, exc: ConnectionFailed) -> ConnectionFailed:
-    """``exc`` said plainly when the server refused :data:`LOCAL_KEY`, sent for want of a key: the server wants one
-    and none was given (rather than "the token was refused", of a token the user never gave)."""
-    if exc.status not in (401, 403) or key != LOCAL_KEY:
-        return exc
-    return ConnectionFailed(f"no API key was given, and this server asks for one (set OPENAI_API_KEY or api_key): "
-                            f"{exc.message}", exc.status)
 
 
 def _given(settings: SessionSettings) -> str | None:

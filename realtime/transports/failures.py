@@ -11,23 +11,33 @@ import socket
 import ssl
 import urllib.parse
 
-__all__ = ["connect_failure", "http_status"]
+from voxline.base.urls import LOCAL_KEY
+
+__all__ = ["connect_failure", "http_status", "token_refused"]
 
 _KEY_PARAMETERS = {"api_key", "apikey", "key", "token", "access_token", "bearer"}
 _STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? (\d{3})")
 
 
-def http_status(url: str, status: int) -> str:
-    """What an HTTP status answered to a Realtime connect means."""
+def http_status(url: str, status: int, token: str = "") -> str:
+    """What an HTTP status answered to a Realtime connect with ``token`` means."""
     if status in (401, 403):
         names = {name.lower().replace("-", "_") for name, _ in urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)}
         if names & _KEY_PARAMETERS:  # a key in the query string is never sent as the bearer token
             return (f"HTTP {status} from {url}: the token was refused (a key in the URL's query is not the "
                     "token; give it as OPENAI_API_KEY or as user:KEY@ in the URL)")
-        return f"HTTP {status} from {url}: the token was refused"
+        return f"HTTP {status} from {url}: {token_refused(token)}"
     if status in (404, 405, 426) or 300 <= status < 400:
         return f"HTTP {status} from {url} — not a Realtime endpoint (check the URL; it ends in /v1)"
     return f"HTTP {status} from {url}"
+
+
+def token_refused(token: str) -> str:
+    """What a 401 or 403 says of ``token``: :data:`~voxline.base.urls.LOCAL_KEY`, sent for want of a key, means the
+    server asks for one; any other was refused."""
+    if token == LOCAL_KEY:
+        return "this server asks for an API key, and none was given: set OPENAI_API_KEY"
+    return "the token was refused"
 
 
 def connect_failure(url: str, exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from voxline.base.urls import is_loopback
 
 from ..errors import ConfigurationError, ConnectionFailed
+from .failures import token_refused
 from .http import post, split_userinfo
 
 __all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url", "clipped",
@@ -81,7 +82,7 @@ def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
         )
     if reply.status >= 400:
         detail = _error_message(reply.body)
-        hint = " (the token was refused)" if reply.status in (401, 403) else ""
+        hint = f" ({token_refused(token)})" if reply.status in (401, 403) else ""
         raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {reply.status}{hint}{detail}", reply.status)
     body = reply.body.decode("utf-8", "replace")
     call_id = reply.location.rstrip("/").rsplit("/", 1)[-1]

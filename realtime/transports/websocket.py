@@ -149,7 +149,7 @@ class WebSocketTransport:
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
-            failure = http_status(url, status)
+            failure = http_status(url, status, token)
             if status in _REDIRECTS:
                 failure += " (a redirect to another origin; not followed with the API key)"
             log.info("connect failed: %s", redact(failure))

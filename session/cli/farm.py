@@ -18,11 +18,11 @@ from pydantic import SecretStr
 
 from voxline.base.errors import redact_url
 from voxline.base.files import STDOUT, each_written
+from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.engine.voices import make_synth
 
-from ..keys import LOCAL_KEY
 from ..replay.farm import (
     FarmOptions,
     FarmRecording,

@@ -30,6 +30,7 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.files import each_written
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.transports.rtc_signaling import is_loopback_url
@@ -46,7 +47,7 @@ from ..replay.inputs import load_tools, open_input, transcripts_for
 from ..replay.outputs import ReplayOutputs
 from ..replay.result import ReplayLines
 from ..report import make_run, write_report
-from ..keys import LOCAL_KEY, key_for
+from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
 from .paths import check_paths, default_output, documents_to_stdout, output_path, writable

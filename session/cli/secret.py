@@ -14,12 +14,12 @@ from typing import Any
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.base.errors import redact_url, register_url_secrets
+from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post, split_userinfo
 from voxline.realtime.transports.failures import http_status
 from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
-from ..keys import LOCAL_KEY
 from ..settings import UsageError, api_key_from_env
 
 __all__ = ["add_arguments", "api_base", "mint_client_secret", "run"]

@@ -36,10 +36,10 @@ from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.base.urls import is_loopback
+from voxline.base.urls import LOCAL_KEY
 
 from ..capture import default_capture
 from ..events import SessionError
-from ..keys import LOCAL_KEY
 from voxline.audio.recording import Item, mic_blocks, watched
 from ..record import SessionRecorder
 from ..settings import DEFAULT_URL, SessionSettings, load_settings

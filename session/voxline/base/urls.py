@@ -1,6 +1,7 @@
 """What a service URL must be, and whether a host is this machine: plain functions, no I/O.
 
-The command line (``--url``, ``$VOXLINE_URL``) and :class:`~voxline.session.settings.SessionSettings` check a URL
+A server on this machine is sent :data:`LOCAL_KEY` when no key was given. The command line (``--url``,
+``$VOXLINE_URL``) and :class:`~voxline.session.settings.SessionSettings` check a URL
 with :func:`url_problem`; the local server, the command line and WebRTC signalling ask :func:`is_loopback`.
 """
 
@@ -11,7 +12,11 @@ import urllib.parse
 
 from .errors import redact_url, register_url_secrets
 
-__all__ = ["SCHEMES", "is_loopback", "url_problem"]
+__all__ = ["LOCAL_KEY", "SCHEMES", "is_loopback", "url_problem"]
+
+LOCAL_KEY = "local"
+"""The token sent to a server on this machine when no key was given (``voxline serve`` without ``--api-key`` takes
+any): a refusal of it means the server asks for a key, not that a key was wrong."""
 
 SCHEMES = ("ws", "wss", "http", "https")
 """The schemes a Realtime or GPT-Live URL may have (http(s) becomes ws(s) for a WebSocket)."""
