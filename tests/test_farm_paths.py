@@ -86,10 +86,10 @@ def test_a_manifest_name_of_dots_stays_inside_and_outputs_never_overwrite_inputs
     for flag, target in (("--results", "farm.toml"), ("--junit", "farm.toml"), ("--junit", "a.wav"),
                          ("--results", "./a.wav")):
         run = voxline("replay", "--manifest", "farm.toml", "--fast", "--out-dir", "out", flag, target, cwd=tmp_path)
-        assert "inputs are never overwritten" in one_line_error(run)
+        assert "inputs are never overwritten" in one_line_error(run) and run.returncode == 2  # the flags' clash
     run = voxline("replay", "--manifest", "farm.toml", "--fast", "--out-dir", "out", "--results", "r.xml", "--junit",
                   "r.xml", cwd=tmp_path)
-    assert "would be written twice" in one_line_error(run)
+    assert "would be written twice" in one_line_error(run) and run.returncode == 2
     assert ((tmp_path / "farm.toml").read_bytes(), (tmp_path / "a.wav").read_bytes()) == before
 
 

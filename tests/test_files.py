@@ -182,8 +182,8 @@ def test_two_documents_for_stdout_are_refused_by_the_name_the_user_gave(tmp_path
     shutil.copy(EXAMPLE, tmp_path / "a.wav")
     farm = subprocess.run([str(VOXLINE), "replay", "a.wav", "--fast", "--out-dir", "out", "--results", "-",
                            "--junit", "-"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert farm.returncode == 1 and farm.stderr.strip().splitlines() == [
-        "voxline replay: error: '-' (stdout) would be written twice; choose another name"]
+    assert farm.returncode == 2 and farm.stderr.strip().splitlines() == [
+        "voxline replay: error: '-' (stdout) would be written twice; choose another name (see voxline replay --help)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]
 
 

@@ -65,6 +65,15 @@ def test_argument_errors_are_one_line_and_exit_2(argv: list[str], message: str,
     assert err.count("\n") == 1 and err.startswith("voxline talk: error: ") and message in err
 
 
+@pytest.mark.parametrize("model", ["", " "])
+def test_a_model_flag_that_names_no_model_is_refused_as_replay_refuses_it(model: str,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: '' ran on the default model, ' ' asked the server for '?model=+'."""
+    assert main(["talk", "--local", "--no-ui", "--model", model]) == 2
+    assert capsys.readouterr().err == (f"voxline talk: error: --model={model!r}: names no model: give a model's name, "
+                                       "or leave it out for the default (see voxline talk --help)\n")
+
+
 def test_built_in_server_options_with_a_key_are_one_line_without_the_key(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secretsecretsecret")

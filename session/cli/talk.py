@@ -157,7 +157,8 @@ class LevelMeter:
 
 def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     """The session settings and whether the built-in server is to be started."""
-    base = load_settings(TalkSettings, transport=args.transport, api=args.api)  # VOXLINE_* checked, one line naming a bad one
+    # the flags and VOXLINE_* checked, one line naming a bad one
+    base = load_settings(TalkSettings, transport=args.transport, api=args.api, model=args.model)
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
     key = base.api_key.get_secret_value() if base.api_key is not None else None  # an empty variable is unset
@@ -171,8 +172,6 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     updates: dict[str, Any] = {"url": url, "transcribe": not local}
     if base.instructions is None:
         updates["instructions"] = INSTRUCTIONS
-    if args.model:
-        updates["model"] = args.model
     if args.input_device is not None:
         updates["input_device"] = args.input_device
     if args.output_device is not None:

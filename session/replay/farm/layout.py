@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from voxline.base.files import same_file, shown
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 
 from .manifest import FarmRecording
 
@@ -64,10 +64,12 @@ def check_outputs(recordings: list[FarmRecording], out_dir: Path, files: list[Pa
     written: dict[str, Path] = {}
     for path in [*files, *(out_dir / folder_of(r) / name for r in recordings for name in RECORDING_OUTPUTS)]:
         real = os.path.realpath(path)
+        # ``files`` are named on the command line: a clash of one is a usage error (2); of the manifest's, its own
+        error = UsageError if path in files or written.get(real) in files else ConfigurationError
         if real in sources or any(same_file(path, p) for p in inputs if path in files):
-            raise ConfigurationError(f"{path} is the input {sources.get(real, path)}; inputs are never overwritten, "
-                                     "choose another output")
+            raise error(f"{path} is the input {sources.get(real, path)}; inputs are never overwritten, "
+                        "choose another output")
         if real in written:
             also = "" if shown(written[real]) == shown(path) else f" (also as {shown(written[real])})"
-            raise ConfigurationError(f"{shown(path)} would be written twice{also}; choose another name")
+            raise error(f"{shown(path)} would be written twice{also}; choose another name")
         written[real] = path
