@@ -58,9 +58,9 @@ def text_pieces(text: str, room: int) -> list[str]:
     """``text`` in order, in pieces each of whose JSON string (without its quotes, other than ASCII as UTF-8, as
     :func:`frame_bytes` counts it) takes at most ``room`` bytes (none if not even one character fits).
 
-    A piece ends after a space where one lies in its second half, and never just before a character that
-    belongs to the one before it (a combining mark, a joiner, a variation selector) where it can end earlier:
-    each piece reads as whole words, as it is a message of its own."""
+    A piece ends after a space where one lies in its second half, and never inside a cluster of characters that
+    belong together (a letter and its combining marks, a joined emoji, a skin tone, a flag) unless one cluster is
+    longer than a piece: each piece reads as whole words, as it is a message of its own."""
     pieces: list[str] = []
     start = 0
     if room <= 0:
@@ -84,20 +84,38 @@ def _break(text: str, start: int, n: int) -> int:
     for end in range(start + n, half, -1):  # after the last space of the second half
         if text[end - 1].isspace() and not _joined(text, end):
             return end - start
-    for end in range(start + n, half, -1):  # else between two characters that do not belong together
+    for end in range(start + n, start, -1):  # else between two characters that do not belong together
         if not _joined(text, end):
             return end - start
-    return n
+    return n  # one cluster longer than a piece: torn where the room ends
 
 
 def _joined(text: str, at: int) -> bool:
-    """Do the characters either side of ``at`` belong together: one a mark on the one before it, or a zero-width
-    joiner between them?"""
-    return unicodedata.category(text[at]) in _MARKS or _ZWJ in (text[at], text[at - 1])
+    """Do the characters either side of ``at`` belong together: a mark, a skin tone or an emoji tag on the one
+    before it, a zero-width joiner between them, or two regional indicators (a flag)?"""
+    after, before = text[at], text[at - 1]
+    return (unicodedata.category(after) in _MARKS or _ZWJ in (after, before) or _SKIN_TONES <= after <= "\U0001f3ff"
+            or _TAGS <= after <= "\U000e007f" or (_is_flag_letter(after) and _flag_letters_before(text, at) % 2 == 1))
+
+
+def _is_flag_letter(char: str) -> bool:
+    return _FLAG_LETTERS <= char <= "\U0001f1ff"
+
+
+def _flag_letters_before(text: str, at: int) -> int:
+    """Regional indicators in a row just before ``at`` (at most 65: an odd count means ``at`` is inside a flag;
+    a longer run, which no text has, is taken as inside one)."""
+    count = 0
+    while count <= 64 and at - count > 0 and _is_flag_letter(text[at - count - 1]):
+        count += 1
+    return count if count <= 64 else 1
 
 
 _MARKS = frozenset({"Mn", "Mc", "Me"})  # combining marks, variation selectors among them
 _ZWJ = "\u200d"
+_SKIN_TONES = "\U0001f3fb"  # to U+1F3FF
+_TAGS = "\U000e0020"  # to U+E007F: a subdivision flag's letters and its end
+_FLAG_LETTERS = "\U0001f1e6"  # regional indicators, to U+1F1FF: two make a flag
 
 
 def _string_bytes(text: str) -> int:

@@ -95,18 +95,22 @@ def test_text_splits_into_pieces_whose_json_fits(text: str, room: int) -> None:
         assert "".join(pieces) == text
         assert all(len(json.dumps(p, ensure_ascii=False).encode()) - 2 <= room for p in pieces)
         at = 0
-        for piece in pieces[:-1]:  # each ends where a reader would break, if its second half has such a place
+        for piece in pieces[:-1]:  # none ends inside a cluster, unless the piece is one cluster torn where it had to
             at += len(piece)
-            fitting = len(piece)  # at least this many fit; the piece took no more than half of them
-            breaks = [k for k in range(at - len(piece) + fitting // 2 + 1, at + 1) if not _together(text, k)]
-            assert not _together(text, at) or not breaks
+            assert not _together(text, at) or all(_together(text, k) for k in range(at - len(piece) + 1, at))
     else:  # nothing to split, or a character whose JSON takes more than the room
         assert not text or any(len(json.dumps(c, ensure_ascii=False).encode()) - 2 > room for c in text)
 
 
 def _together(text: str, k: int) -> bool:
     """Characters either side of ``k`` that a break between would tear apart: a combining mark, a joiner."""
-    return 0 < k < len(text) and (unicodedata.category(text[k]).startswith("M") or "\u200d" in text[k - 1:k + 1])
+    if not 0 < k < len(text):
+        return False
+    before, after = text[k - 1], text[k]
+    run = len(text[:k]) - len(text[:k].rstrip("".join(map(chr, range(0x1F1E6, 0x1F200)))))  # flag letters just before
+    flags = "\U0001f1e6" <= after <= "\U0001f1ff" and run % 2 == 1
+    return (unicodedata.category(after).startswith("M") or "\u200d" in (before, after) or flags
+            or "\U0001f3fb" <= after <= "\U0001f3ff" or "\U000e0020" <= after <= "\U000e007f")
 
 
 def test_long_text_is_split_after_whole_words_and_never_before_a_combining_mark() -> None:
@@ -120,6 +124,11 @@ def test_long_text_is_split_after_whole_words_and_never_before_a_combining_mark(
     spaceless = "e\u0301" * 400  # no space at all: still never a mark split from its letter
     pieces = text_pieces(spaceless, 301)
     assert "".join(pieces) == spaceless and all(piece.startswith("e") for piece in pieces)
+    for unit in ("\U0001f44d\U0001f3fd", "\U0001f1eb\U0001f1f7", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e"
+                 "\U000e0067\U000e007f"):  # a skin tone, a flag, a subdivision flag: never torn apart
+        for room in range(len(unit.encode()), 4 * len(unit.encode())):
+            pieces = text_pieces(unit * 30, room)
+            assert "".join(pieces) == unit * 30 and all(len(piece) % len(unit) == 0 for piece in pieces), room
 
 
 def test_an_event_larger_than_the_connection_carries_is_refused_before_it_is_queued() -> None:
