@@ -190,10 +190,23 @@ def _scenario_source(scenario: str | None, base: Path) -> str | None:
 def _problem(error: Any) -> str:
     """Where and what is wrong, in the manifest's words rather than pydantic's: a validator's own words as written,
     a missing field as missing, no recording as what to add."""
-    if error["loc"] == ("recording",) and error["type"] in ("missing", "too_short"):
+    kind, loc = error["type"], error["loc"]
+    if loc == ("recording",) and kind in ("missing", "too_short"):
         return "no recording listed: add a [[recording]] table with its path"
-    what = "missing (it is required)" if error["type"] == "missing" else str(error["msg"]).removeprefix("Value error, ")
-    return f"{_where(error['loc'])}: {what}"
+    if loc == ("recording",) and kind == "list_type":
+        return "recording: write each recording as a [[recording]] table (double brackets)"
+    ge = (error.get("ctx") or {}).get("ge")
+    what = _SAID.get(kind) or (f"takes a number >= {ge}" if kind == "greater_than_equal" else None)
+    return f"{_where(loc)}: {what or str(error['msg']).removeprefix('Value error, ')}"
+
+
+_SAID = {"missing": "missing (it is required)", "extra_forbidden": "not a field of this table",
+         "string_type": "takes text", "int_type": "takes a whole number", "int_parsing": "takes a whole number",
+         "int_from_float": "takes a whole number", "float_type": "takes a number", "float_parsing": "takes a number",
+         "finite_number": "takes a finite number", "bool_type": "takes true or false",
+         "bool_parsing": "takes true or false", "list_type": "takes a list", "model_type": "takes a table",
+         "model_attributes_type": "takes a table", "dict_type": "takes a table"}
+"""pydantic's error types in the manifest's words (a validator's own words are kept as written)."""
 
 
 def _where(loc: tuple[Any, ...]) -> str:
