@@ -297,12 +297,18 @@ class Recording:
         if clock is not None:
             clock_like(clock)
         self.clock = clock if clock is not None else RealClock()
+        if isinstance(samples, (bytes, bytearray, list, tuple)):  # as_feed would not say a path is taken
+            raise TypeError(f"a recording takes a WAV file's path, a 1-D int16 array or a sample feed, not "
+                            f"{type(samples).__name__}")
         self._file = WavFeed(samples) if isinstance(samples, (str, os.PathLike)) else None
         self._feed = self._file if self._file is not None else as_feed(cast("Samples | SampleFeed", samples))
         self._frames = self._feed.frames
         self._origin = origin
         self._block = block
         self._next = 0  # the first sample not handed over
+        self._closed = False
+        if not self._frames:
+            self.close()  # nothing to read: the file is let go of at once
 
     @property
     def captured(self) -> int:
@@ -313,7 +319,7 @@ class Recording:
     def due(self) -> float | None:
         """When the next block is captured; ``None`` once every block was handed over."""
         n = self._frames
-        if self._next >= n:
+        if self._next >= n or self._closed:
             return None
         if self._origin is None:  # begins when first read
             self._origin = self.clock.now()
@@ -334,7 +340,8 @@ class Recording:
         return block
 
     def close(self) -> None:
-        """Let go of the file a path was opened as (nothing for an array or a feed given); idempotent."""
+        """Hand over no more blocks, and let go of the file a path was opened as; idempotent."""
+        self._closed = True
         if self._file is not None:
             self._file.close()
 

@@ -16,6 +16,7 @@ import pytest
 
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.recording import Recording, WavFeed
+from voxline.audio.wavio import write_wav
 from voxline.base.clock import RealClock, VirtualClock
 from voxline.base.errors import AudioError
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -91,10 +92,16 @@ def test_a_recording_of_a_wav_file_is_a_session_input_as_written(tmp_path: Path)
         Recording(tmp_path / "talk.wav")
     with pytest.raises(TypeError, match="not int$"):
         Recording(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="takes a WAV file's path, a 1-D int16 array or a sample feed, not bytes$"):
+        Recording(bytes(EXAMPLE))  # type: ignore[arg-type]
     unread = Recording(str(EXAMPLE))
     assert isinstance(unread.clock, RealClock)  # a session's own clock when none is given
     unread.close()
     unread.close()
+    assert unread.due is None and unread.take(1e9) == []  # closed: nothing more, and no read of a closed file
+    empty = tmp_path / "empty.wav"
+    write_wav(empty, np.zeros(0, np.int16))
+    assert Recording(empty).due is None  # nothing to read: let go of at once
     clock = VirtualClock()
 
     async def session_run() -> tuple[float, list[Any], Recording]:
