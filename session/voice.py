@@ -44,6 +44,7 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
+from voxline.base.errors import AudioError
 from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
@@ -371,8 +372,14 @@ class VoiceSession:
 
     def metrics(self) -> MetricsReport:
         """The session's figures so far: per turn, per barge-in, per item, and their p50/p95; once closed, as they were
-        at the close (its output, a device, may be closed too)."""
-        return self.machine.report(self._closed_at if self._closed_at is not None else self.output.now())
+        at the close (its output, a device, may be closed too); before a device was ever opened, none, at time 0."""
+        if self._closed_at is not None:
+            return self.machine.report(self._closed_at)
+        try:
+            now = self.output.now()
+        except AudioError:  # a speaker not opened yet (before the session opened, or an open that failed first)
+            now = 0.0
+        return self.machine.report(now)
 
     def _publish_one(self, event: SessionEvent) -> None:
         if isinstance(event, SessionError) and event.fatal and self._failed is None:

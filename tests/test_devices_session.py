@@ -15,6 +15,7 @@ import pytest
 import voxline
 import voxline.audio
 from voxline.base.clock import VirtualClock
+from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.events import ResponseFinished
@@ -52,6 +53,15 @@ async def test_device_pairs_are_taken_without_a_capture_path() -> None:
             await session.send_text("hello")
             seen = await collect(session, clock, lambda e: isinstance(e, ResponseFinished))
             assert seen and session.connected
+
+
+async def test_figures_before_the_devices_open_and_after_an_open_that_failed_are_none(vdev: VirtualDevices) -> None:
+    session = VoiceSession.on_devices(SessionSettings(url="ws://127.0.0.1:9/v1", api_key="sk-test"))
+    assert session.metrics().items == ()  # before: "the speaker stream is not open"
+    with pytest.raises(ConnectionFailed):
+        async with session:
+            pass
+    assert session.metrics().items == ()
 
 
 async def test_on_devices_opens_wires_and_closes_the_microphone_and_the_speaker(vdev: VirtualDevices) -> None:
