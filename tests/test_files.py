@@ -144,7 +144,8 @@ def test_a_summary_sent_to_stdout_is_stdout_alone_and_the_lines_for_people_go_to
                              timeout=120)
     assert run.returncode == 0, run.stderr
     assert json.loads(redirected.read_text())["pass"] is True  # the whole file is the document
-    assert "barge-in" in run.stderr and "wrote /dev/stdout (checks: pass)" in run.stderr
+    named = "'-' (stdout)" if name == "-" else name  # as the user gave it
+    assert "barge-in" in run.stderr and f"wrote {named} (checks: pass)" in run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl", "heard.wav", "summary.json"]  # no '-'
 
 

@@ -253,6 +253,8 @@ def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() 
                                                             "wss://api.example.com/v1?api_key=[redacted]?"),
     ({"url": "ftp://example.com"}, "SessionSettings(url='ftp://example.com'): not a Realtime URL: give ws://, wss://, "
                                    "http:// or https:// and a host"),
+    ({"url": "//127.0.0.1:8765/v1"}, "SessionSettings(url='//127.0.0.1:8765/v1'): a URL without a scheme; did you mean "
+                                     "ws://127.0.0.1:8765/v1?"),
 ])
 def test_settings_refuse_a_misspelt_name_or_a_bad_value_in_one_line(given: dict[str, Any], message: str) -> None:
     with pytest.raises(SettingsError) as refused:

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.base.errors import redact_url
-from voxline.base.files import STDOUT, each_written
+from voxline.base.files import STDOUT, each_written, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -234,7 +234,7 @@ async def run(args: argparse.Namespace) -> int:
         ran = sum(o.status != "error" or not (o.error or "").startswith("interrupted") for o in outcomes)
         print(f"voxline: interrupted by {stop.name}: {ran} of {len(outcomes)} recordings finished; the rest are "
               "errors (interrupted)", file=sys.stderr)
-    print(f"wrote {results}" + (f" and {args.junit}" if args.junit else "") + f"; outputs under {args.out_dir}")
+    print(f"wrote {shown(results)}" + (f" and {shown(args.junit)}" if args.junit else "") + f"; outputs under {args.out_dir}")
     if stop.stopped:
         return stop.exit_code
     return 0 if all(o.status == "pass" for o in outcomes) else 1

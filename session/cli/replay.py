@@ -27,7 +27,7 @@ from voxline.audio.wavio import WavReader
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.files import each_written
+from voxline.base.files import each_written, shown
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.base.urls import LOCAL_KEY
@@ -395,7 +395,7 @@ def _write_report(args: argparse.Namespace, result: ReplayResult, stop: Stop) ->
                        duration_s=result.duration_s, fatal_errors=fatal)
     write_report(run, html=html, summary=summary)
     verdict = "pass" if run.summary["pass"] else "FAIL"
-    print(f"wrote {', '.join(str(p) for p in (html, summary) if p is not None)} (checks: {verdict})")
+    print(f"wrote {', '.join(shown(p) for p in (html, summary) if p is not None)} (checks: {verdict})")
 
 
 def _print_summary(args: argparse.Namespace, result: ReplayResult, failure: str | None) -> None:

@@ -35,8 +35,11 @@ that name; :func:`replaced` writes it through the process's own descriptor."""
 
 
 def shown(path: str | os.PathLike[str]) -> str:
-    """An output as the user named it: :data:`STDOUT` as ``'-' (stdout)``."""
-    return "'-' (stdout)" if path is STDOUT else os.fspath(path)
+    """An output as the user named it: :data:`STDOUT` as ``'-' (stdout)``, a file called ``-`` as ``./-``."""
+    if path is STDOUT:
+        return "'-' (stdout)"
+    name = os.fspath(path)
+    return "./-" if name == "-" else name
 
 
 @contextlib.contextmanager

@@ -44,7 +44,8 @@ def url_problem(url: str) -> str | None:
     if parts.scheme in SCHEMES and parts.hostname:
         return None
     if "://" not in url:
-        host = urllib.parse.urlsplit(f"//{url}").hostname or ""
+        rest = url.removeprefix("//")  # a scheme-relative URL: only the scheme is missing
+        host = urllib.parse.urlsplit(f"//{rest}").hostname or ""
         scheme = "ws" if is_loopback(host) else "wss"
-        return f"a URL without a scheme; did you mean {scheme}://{redact_url(url)}?"
+        return f"a URL without a scheme; did you mean {scheme}://{redact_url(rest)}?"
     return "not a Realtime URL: give ws://, wss://, http:// or https:// and a host"
