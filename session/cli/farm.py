@@ -206,7 +206,7 @@ async def run(args: argparse.Namespace) -> int:
     recordings = _place(args, _recordings(args), results)
     options = _options(args, url)
     _folder("--out-dir", args.out_dir)
-    for flag, path in (("--results", results), ("--junit", args.junit)):
+    for flag, path in (("--results" if args.results else "--out-dir", results), ("--junit", args.junit)):
         if path is not None:  # found now, not after every recording has run
             _folder(flag, path.parent, path)
             writable(path, flag)
