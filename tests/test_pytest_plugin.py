@@ -96,7 +96,7 @@ def test_a_recording_that_cannot_run_fails_its_item_with_one_line(pytester: pyte
                                                  encoding="utf-8")
     bad = run(pytester)
     bad.assert_outcomes(errors=1)
-    assert "bad.farm.toml: recording 1: expect.barge: Extra inputs are not permitted" in bad.stdout.str()
+    assert "bad.farm.toml: recording 1: expect.barge: not a field of this table" in bad.stdout.str()
 
 
 @pytest.mark.slow
