@@ -398,15 +398,27 @@ async def test_a_server_event_larger_than_the_client_takes_is_an_error_event_and
     (non-ASCII escaped). Before, the server's data channel refused the echo, the call died without a word, and the
     client heard of it only when its liveness watchdog fired 30 s later, then resent the text into the same death."""
     key = "sk-message-size"
+    sideband: list[dict[str, Any]] = []
     async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=key)) as server:
         settings = SessionSettings(url=server.http_url, api_key=key, transport="webrtc")
         async with VoiceSession(settings) as session:
-            await session.send_text("漢" * 70_000)  # 210 000 bytes here, 420 000 in the echo
-            async with asyncio.timeout(20):
-                events = await until(session, lambda e: isinstance(e, ResponseFinished))
+            assert session.call_id is not None
+            backend = VoiceSession(SessionSettings(url=server.url, api_key=key, call_id=session.call_id),
+                                   on_wire=lambda way, text: sideband.append(json.loads(text)) if way == "in" else None)
+            async with backend:
+                await session.send_text("漢" * 70_000)  # 210 000 bytes here, 420 000 in the echo
+                async with asyncio.timeout(20):
+                    events = await until(session, lambda e: isinstance(e, ResponseFinished))
+                    await until(backend, lambda e: isinstance(e, ResponseFinished))
             errors = [e for e in events if isinstance(e, SessionError)]
             assert errors and all("event (4" in e.message and "was not sent" in e.message for e in errors)
             assert session.connected and not any(isinstance(e, ConnectionLost) for e in events)
+    # the sideband's WebSocket takes what the call's channel could not: the events themselves, not the call's error
+    # (before: the error took their place on the sideband too)
+    echoed = [e for e in sideband if e["type"] in ("conversation.item.added", "conversation.item.done")
+              and e["item"].get("role") == "user"]
+    assert echoed and all(e["item"]["content"][0]["text"] == "漢" * 70_000 for e in echoed)
+    assert not any(e["type"] == "error" for e in sideband)
 
 
 @pytest.mark.parametrize("live", [True, False])

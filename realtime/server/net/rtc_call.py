@@ -185,15 +185,16 @@ class RtcCall:
         channel = self._channel
         # Nothing is produced before the channel opens; after it closes the call is over.
         if channel is not None and channel.readyState == "open":
+            sent = text
             try:
-                channel.send(text)
+                channel.send(sent)
             except ValueError as exc:  # more than the peer's a=max-message-size: refused before anything is queued
                 error = errors.event_not_delivered(str(ev.get("type")), len(text.encode("utf-8")), str(exc))
-                text = encode_event(self._engine.error(error))
-                channel.send(text)
+                sent = encode_event(self._engine.error(error))
+                channel.send(sent)
             if self._config.on_wire is not None:
-                self._config.on_wire("out", text)
-        for sideband in self._sidebands:
+                self._config.on_wire("out", sent)
+        for sideband in self._sidebands:  # a sideband's WebSocket carries the event itself, whatever the channel took
             self._deliver(sideband, text)
 
     def _deliver(self, sideband: Sideband, text: str) -> None:
