@@ -118,8 +118,9 @@ class SpeakerSink:
         with self._control:
             stream, self._stream = self._stream, None
         if stream is not None:
-            with contextlib.suppress(self._sd.PortAudioError):  # a vanished device is closed all the same
+            with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
                 self._stopped_at = float(stream.time)
+            with contextlib.suppress(self._sd.PortAudioError):  # and is closed all the same
                 stream.abort()
                 stream.close()
 

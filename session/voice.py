@@ -44,7 +44,6 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
-from voxline.base.errors import AudioError
 from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
@@ -243,6 +242,7 @@ class VoiceSession:
             for device in self._devices:
                 device.start()
         except BaseException:
+            self._closed_at = 0.0  # a device that would not start: nothing was heard, and the session cannot go on
             self._close_devices()
             await self._link.close()
             _release(self.output)
@@ -375,11 +375,9 @@ class VoiceSession:
         at the close (its output, a device, may be closed too); before a device was ever opened, none, at time 0."""
         if self._closed_at is not None:
             return self.machine.report(self._closed_at)
-        try:
-            now = self.output.now()
-        except AudioError:  # a speaker not opened yet (before the session opened, or an open that failed first)
-            now = 0.0
-        return self.machine.report(now)
+        if self._loop is None:  # never opened, or an open that failed: its devices have no clock to ask
+            return self.machine.report(0.0)
+        return self.machine.report(self.output.now())
 
     def _publish_one(self, event: SessionEvent) -> None:
         if isinstance(event, SessionError) and event.fatal and self._failed is None:

@@ -230,6 +230,38 @@ def test_a_device_that_cannot_open_is_one_line_naming_the_devices(pulse: None) -
     assert "\n" not in message
 
 
+class _Vanished:
+    """A stream whose device went away: its clock cannot be read, and it is still to be aborted and closed."""
+
+    def __init__(self, stream: object, error: type[Exception]) -> None:
+        self.stream, self.error = stream, error
+
+    @property
+    def time(self) -> float:
+        raise self.error("the device is gone")
+
+    def abort(self) -> None:
+        self.stream.abort()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.stream.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.device
+def test_a_speaker_closed_after_its_device_vanished_is_closed_and_a_closed_one_keeps_its_time(pulse: None) -> None:
+    sink = SpeakerSink(PlayoutBuffer(RATE))
+    sink.start()
+    stream = sink._stream
+    sink._stream = _Vanished(stream, sink._sd.PortAudioError)
+    sink.close()  # before: the unreadable clock skipped the abort and the close
+    assert stream.closed
+    with pytest.raises(AudioError, match="the speaker stream is not open"):
+        sink.now()  # no clock was read: none to give
+    sink.start()
+    sink.close()
+    assert sink.now() == sink.now() > 0  # where the stream stopped, and it stays there
+
+
 @pytest.mark.device
 async def test_cli_prints_the_table_and_json(pulse: None, capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
