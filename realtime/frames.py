@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from . import events as ev
+from .events.codec import json_text_bytes
 from .errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
@@ -66,9 +67,14 @@ def text_pieces(text: str, room: int) -> list[str]:
     if room <= 0:
         return pieces
     while start < len(text):
-        n = min(len(text) - start, room)  # a character takes at least a byte
-        while n and (size := _string_bytes(text[start:start + n])) > room:
-            n = min(n - 1, n * room // size)  # escapes and multi-byte characters: fewer to a piece
+        low, high = 0, min(len(text) - start, room)  # a character takes at least a byte
+        while low < high:  # the most characters that fit (escapes and multi-byte characters take more than one)
+            middle = (low + high + 1) // 2
+            if json_text_bytes(text[start:start + middle]) - 2 <= room:  # without its quotes
+                low = middle
+            else:
+                high = middle - 1
+        n = low
         if not n:
             return []
         if start + n < len(text):
@@ -116,10 +122,6 @@ _ZWJ = "\u200d"
 _SKIN_TONES = "\U0001f3fb"  # to U+1F3FF
 _TAGS = "\U000e0020"  # to U+E007F: a subdivision flag's letters and its end
 _FLAG_LETTERS = "\U0001f1e6"  # regional indicators, to U+1F1FF: two make a flag
-
-
-def _string_bytes(text: str) -> int:
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2
 
 
 _USER_MESSAGE = {"type": "message", "role": "user"}

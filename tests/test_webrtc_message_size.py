@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import unicodedata
 
 import numpy as np
 
@@ -94,23 +93,8 @@ def test_text_splits_into_pieces_whose_json_fits(text: str, room: int) -> None:
     if pieces:
         assert "".join(pieces) == text
         assert all(len(json.dumps(p, ensure_ascii=False).encode()) - 2 <= room for p in pieces)
-        at = 0
-        for piece in pieces[:-1]:  # none ends inside a cluster, unless the piece is one cluster torn where it had to
-            at += len(piece)
-            assert not _together(text, at) or all(_together(text, k) for k in range(at - len(piece) + 1, at))
     else:  # nothing to split, or a character whose JSON takes more than the room
         assert not text or any(len(json.dumps(c, ensure_ascii=False).encode()) - 2 > room for c in text)
-
-
-def _together(text: str, k: int) -> bool:
-    """Characters either side of ``k`` that a break between would tear apart: a combining mark, a joiner."""
-    if not 0 < k < len(text):
-        return False
-    before, after = text[k - 1], text[k]
-    run = len(text[:k]) - len(text[:k].rstrip("".join(map(chr, range(0x1F1E6, 0x1F200)))))  # flag letters just before
-    flags = "\U0001f1e6" <= after <= "\U0001f1ff" and run % 2 == 1
-    return (unicodedata.category(after).startswith("M") or "\u200d" in (before, after) or flags
-            or "\U0001f3fb" <= after <= "\U0001f3ff" or "\U000e0020" <= after <= "\U000e007f")
 
 
 def test_long_text_is_split_after_whole_words_and_never_before_a_combining_mark() -> None:
@@ -124,8 +108,11 @@ def test_long_text_is_split_after_whole_words_and_never_before_a_combining_mark(
     spaceless = "e\u0301" * 400  # no space at all: still never a mark split from its letter
     pieces = text_pieces(spaceless, 301)
     assert "".join(pieces) == spaceless and all(piece.startswith("e") for piece in pieces)
+    # clusters written out by hand (an oracle apart from the code): a skin tone, a flag, a subdivision flag, a keycap,
+    # a letter with two marks, a family joined by ZWJs; none is ever torn apart, whatever the room
     for unit in ("\U0001f44d\U0001f3fd", "\U0001f1eb\U0001f1f7", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e"
-                 "\U000e0067\U000e007f"):  # a skin tone, a flag, a subdivision flag: never torn apart
+                 "\U000e0067\U000e007f", "1\ufe0f\u20e3", "a\u0301\u0323",
+                 "\U0001f468\u200d\U0001f469\u200d\U0001f467"):
         for room in range(len(unit.encode()), 4 * len(unit.encode())):
             pieces = text_pieces(unit * 30, room)
             assert "".join(pieces) == unit * 30 and all(len(piece) % len(unit) == 0 for piece in pieces), room
@@ -339,11 +326,11 @@ def test_an_item_that_cannot_be_split_for_the_new_connection_is_counted_and_the_
     _echoed(machine, protocol, "item_f")
     _drop(machine, protocol)
     _fresh, out, restored = _on_a_call(machine)  # before, the refused item ended the reconnect
-    assert restored.skipped_items >= 1
+    assert restored.skipped_items == 1 and restored.replayed_items == 1
     created = [e for e in out if e["type"] == "conversation.item.create"]
-    assert [e["item"]["content"][0]["text"] for e in created if e["item"]["type"] == "message"] == ["short"]
-    assert all(e["item"]["type"] != "function_call" for e in created)
+    assert [e["item"]["content"][0]["text"] for e in created] == ["short"]  # the call left out, its output with it
     assert created[0]["previous_item_id"] == "root"  # after the last item sent, not the one left out
+    assert [item.id for item in machine.mirror.items()] == [created[0]["item"]["id"]]  # as the new server has it
 
 
 def test_a_users_untranscribed_turn_too_large_for_one_event_goes_as_several_in_order() -> None:
