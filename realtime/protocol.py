@@ -347,8 +347,7 @@ class RealtimeProtocol:
         """The transport is gone: responses in flight become *unknown*; nothing more is sent."""
         if self.closed:
             return
-        dropped = self._active_id is not None and self._active_id in self._dropping  # cut by the user's barge-in
-        if self._slot in (Slot.REQUESTED, Slot.ACTIVE) and not dropped:
+        if self._slot in (Slot.REQUESTED, Slot.ACTIVE) and not self.is_dropped(self._active_id):  # not cut by a barge-in
             payload = {k: v for k, v in (self._inflight or {"type": "response.create"}).items() if k != "event_id"}
             self._owed.append((self._active_id, payload))
         elif self._turn_unanswered:  # the server's VAD would have answered it; the new server will not

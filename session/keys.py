@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from voxline.base.errors import redact_url
-from voxline.base.urls import LOCAL_KEY
+from voxline.base.urls import LOCAL_KEY, is_loopback_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.transports.http import split_userinfo
-from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
 from .settings import SessionSettings
 

@@ -37,7 +37,8 @@ from voxline.realtime.transports.rtc_audio import (
     SampleQueue,
     audio_frame,
 )
-from voxline.realtime.transports.rtc_signaling import MESSAGE_CHARS, Answer, calls_url, is_loopback_url, post_offer
+from voxline.base.urls import is_loopback_url
+from voxline.realtime.transports.rtc_signaling import MESSAGE_CHARS, Answer, calls_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
 

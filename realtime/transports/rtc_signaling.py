@@ -16,14 +16,13 @@ import json
 import urllib.parse
 from dataclasses import dataclass
 
-from voxline.base.urls import is_loopback
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import token_refused
 from .http import post, split_userinfo
 
 __all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url", "clipped",
-           "is_loopback_url", "post_offer"]
+           "post_offer"]
 
 DEFAULT_MAX_MESSAGE = 65_536
 """The largest data channel message a peer takes when its SDP does not say (RFC 8841)."""
@@ -62,11 +61,6 @@ def calls_url(base: str, *, model: str | None = None) -> str:
     if model and "model" not in query:
         query["model"] = model
     return urllib.parse.urlunsplit((scheme, parts.netloc, path, urllib.parse.urlencode(query), ""))
-
-
-def is_loopback_url(url: str) -> bool:
-    """Does ``url`` point at this machine (``localhost``, ``127.0.0.0/8``, ``::1``)?"""
-    return is_loopback(urllib.parse.urlsplit(url).hostname or "")
 
 
 async def post_offer(url: str, token: str, offer_sdp: str, *, timeout: float = 10.0) -> Answer:

@@ -30,13 +30,14 @@ from aiortc.mediastreams import MediaStreamTrack
 from aiortc.sdp import SessionDescription
 
 from voxline.base.errors import install_log_redaction, redact_url, scrub
+from voxline.base.urls import is_loopback_url
 
 from ..errors import ConnectionClosed, ConnectionFailed
 from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .http import split_userinfo
 from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped,
-                            is_loopback_url, post_offer)
+                            post_offer)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport", "peer_max_message"]

@@ -24,7 +24,7 @@ def add_local_argument(parser: argparse.ArgumentParser) -> None:
 
 def check_url(url: str, what: str = "--url") -> str:
     """``url`` if it names a scheme and a host; else one line saying what it lacks, with the URL it may mean
-    (:func:`~voxline.realtime.transports.http.url_problem`; the URL's secrets are registered for redaction first,
+    (:func:`~voxline.base.urls.url_problem`; the URL's secrets are registered for redaction first,
     and the line names it only redacted)."""
     problem = url_problem(url)
     if problem is None:

@@ -30,10 +30,9 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.files import each_written, shown
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_REALTIME_MODEL
-from voxline.base.urls import LOCAL_KEY
+from voxline.base.urls import LOCAL_KEY, is_loopback_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
-from voxline.realtime.transports.rtc_signaling import is_loopback_url
 from voxline.realtime.server.engine.voices import make_synth
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig

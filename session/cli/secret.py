@@ -16,10 +16,10 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.base.errors import redact_url, register_url_secrets
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
-from voxline.realtime.transports.http import check_http_url, post, split_userinfo
+from voxline.realtime.transports.http import check_http_url, post
 from voxline.realtime.transports.failures import http_status
-from voxline.realtime.transports.rtc_signaling import is_loopback_url
 
+from ..keys import key_for
 from ..settings import UsageError, api_key_from_env
 
 __all__ = ["add_arguments", "api_base", "mint_client_secret", "run"]
@@ -95,10 +95,8 @@ async def run(args: argparse.Namespace) -> int:
     _check_ttl(args.ttl)  # a flag's mistake is said first, whatever else is missing
     url = api_base(args.url)
     _check_url(url)  # the flag's own mistake before what the environment lacks
-    api_key = api_key_from_env() or split_userinfo(url)[1]  # the configured key wins; empty is unset
-    keyless = not api_key and is_loopback_url(url)
-    if keyless:
-        api_key = LOCAL_KEY  # a local server without --api-key takes any key (one with a key refuses this one)
+    api_key = key_for(url, api_key_from_env())  # the configured key, the URL's, or the placeholder on loopback
+    keyless = api_key == LOCAL_KEY  # a local server without --api-key takes any key (one with a key refuses this one)
     if not api_key:
         raise ConfigurationError("neither VOXLINE_API_KEY nor OPENAI_API_KEY is set; a client secret is minted with an API key")
     secret = await asyncio.to_thread(mint_client_secret, url, api_key, model=args.model, ttl=args.ttl, keyless=keyless)

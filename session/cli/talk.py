@@ -35,8 +35,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
-from voxline.base.urls import is_loopback
-from voxline.base.urls import LOCAL_KEY
+from voxline.base.urls import LOCAL_KEY, is_loopback
 
 from ..capture import default_capture
 from ..events import SessionError

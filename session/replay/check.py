@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import SecretStr, ValidationError
 
+from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import Scenario, load_scenario, with_transcripts
 
@@ -113,7 +114,7 @@ def replay_in_lockstep(
     if transcripts is not None:
         plan = with_transcripts(plan, transcripts)
     registry = load_tools(tools, "tools") if isinstance(tools, str) else tools
-    base = settings or SessionSettings(url="ws://local", api_key=SecretStr("local"))
+    base = settings or SessionSettings(url="ws://local", api_key=SecretStr(LOCAL_KEY))
     session = base.model_copy(update={"transcribe": transcripts is not None})
     run = ReplayRun(ReplayResult(None))
 

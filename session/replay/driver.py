@@ -32,6 +32,7 @@ from voxline.audio.sinks import Sink, TimelineSink
 from voxline.base.arguments import real, text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, VirtualClock, run_steps
+from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.responses import STREAM_BURST_S, Pacing
@@ -105,7 +106,7 @@ async def run_replay(
     timeline = sink if sink is not None else TimelineSink()
     origin = clock.now()
     output = ClockedOutput(clock, timeline, origin=origin, latency_s=latency_s)
-    settings = settings or SessionSettings(api_key=SecretStr("local"))
+    settings = settings or SessionSettings(api_key=SecretStr(LOCAL_KEY))
     # a plain recording is handed over a chunk at a time when a chunk is whole 20 ms blocks: the
     # appends go out at the same instants as with 20 ms blocks, with fewer wake-ups (another chunk
     # size would change them); echo, AEC and a local VAD keep 20 ms blocks

@@ -129,11 +129,12 @@ def _out_dir(config: pytest.Config) -> Path:
 def _farm_options(config: pytest.Config, out_dir: Path) -> Any:
     from pydantic import SecretStr
 
+    from voxline.base.urls import LOCAL_KEY
     from voxline.session.replay.farm import FarmOptions
     from voxline.session.settings import SessionSettings
 
     voice = config.getoption("voxline_voice") or config.getini("voxline_voice")
-    settings = SessionSettings(url="ws://local", api_key=SecretStr("local"), turn_detection="server_vad")
+    settings = SessionSettings(url="ws://local", api_key=SecretStr(LOCAL_KEY), turn_detection="server_vad")
     return FarmOptions(out_dir=out_dir, settings=settings, fast=True, jobs=1, voice=voice)
 
 

@@ -2,7 +2,8 @@
 
 A server on this machine is sent :data:`LOCAL_KEY` when no key was given. The command line (``--url``,
 ``$VOXLINE_URL``) and :class:`~voxline.session.settings.SessionSettings` check a URL
-with :func:`url_problem`; the local server, the command line and WebRTC signalling ask :func:`is_loopback`.
+with :func:`url_problem`; the local server, the command line and WebRTC signalling ask :func:`is_loopback` (of a URL:
+:func:`is_loopback_url`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import urllib.parse
 
 from .errors import redact_url, register_url_secrets
 
-__all__ = ["LOCAL_KEY", "SCHEMES", "is_loopback", "url_problem"]
+__all__ = ["LOCAL_KEY", "SCHEMES", "is_loopback", "is_loopback_url", "url_problem"]
 
 LOCAL_KEY = "local"
 """The token sent to a server on this machine when no key was given (``voxline serve`` without ``--api-key`` takes
@@ -30,6 +31,15 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def is_loopback_url(url: str) -> bool:
+    """Does ``url`` point at this machine (:func:`is_loopback` of its host)?"""
+    try:
+        host = urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:  # an unclosed [IPv6 address
+        return False
+    return is_loopback(host)
 
 
 def url_problem(url: str) -> str | None:
