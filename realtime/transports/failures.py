@@ -40,8 +40,8 @@ def token_refused(token: str) -> str:
     return "the token was refused"
 
 
-def connect_failure(url: str, exc: BaseException) -> str:
-    """The one-line reason ``exc`` (raised while connecting to ``url``) stands for."""
+def connect_failure(url: str, exc: BaseException, token: str = "") -> str:
+    """The one-line reason ``exc`` (raised while connecting to ``url`` with ``token``) stands for."""
     host = urllib.parse.urlsplit(url).hostname or url
     for cause in _chain(exc):
         match cause:
@@ -60,7 +60,7 @@ def connect_failure(url: str, exc: BaseException) -> str:
                         if urllib.parse.urlsplit(url).scheme in ("wss", "https") else "")
                 return f"cannot connect to {url}: no answer in time (connect timed out{hint})"
         if (found := _STATUS_LINE.search(str(cause))) is not None:
-            return http_status(url, int(found.group(1)))  # a plain HTTP server, e.g. HTTP/1.0 404
+            return http_status(url, int(found.group(1)), token)  # a plain HTTP server, e.g. HTTP/1.0 404
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (str(exc) or type(exc).__name__)
     return f"cannot connect to {url}: {reason}"
 

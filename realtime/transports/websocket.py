@@ -157,7 +157,7 @@ class WebSocketTransport:
         except InvalidURI as exc:
             error = ConfigurationError(f"invalid URL {url!r}: {exc}")
         except (OSError, InvalidHandshake, asyncio.TimeoutError) as exc:
-            failure = connect_failure(url, exc)
+            failure = connect_failure(url, exc, token)
             log.info("connect failed: %s", redact(failure))
             error = ConnectionFailed(failure)
         if error is not None:  # raised outside the handler: the library's exception (its response, headers,

@@ -7,7 +7,9 @@ file (a named pipe, a terminal), or that is or leads through ``/dev`` or ``/proc
 (``/dev/stdout``, which links to the shell's redirection, a file or not), is written in place
 instead: renaming over it would put a file where a device or a link was. This process's own stdout
 or stderr is written where the process's output stands, after what it wrote there. A symbolic link to a
-regular file stays a link: the file it names is the one replaced.
+regular file stays a link: the file it names is the one replaced. An existing file in a folder that takes
+no new file (so no temporary file can be made beside it) is written in place too: there, a failure
+midway leaves it cut short rather than as it was.
 
 Files written as a run goes (a WAV of what was heard, an event log: each valid at every moment, so
 a killed run leaves what it had) cannot wait for the end. :class:`SetAside` moves the files they
