@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 
 from voxline import __version__
 from voxline.base.errors import VoxlineError, printable
+from voxline.base.files import descriptor_open
 from voxline.base.log_output import log_to_stderr
 from voxline.base.loop_runner import bounded_runner
 
@@ -100,9 +101,7 @@ def _standard_streams_open() -> None:
     """A standard descriptor the command was started without (``voxline … >&-``) is opened on the null device:
     else the next file the process opens takes its number, and what is meant for stdout is written into it."""
     for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
+        if not descriptor_open(fd):
             opened = os.open(os.devnull, os.O_RDWR)
             if opened != fd:  # a lower one was free after all: put it where it belongs
                 os.dup2(opened, fd)

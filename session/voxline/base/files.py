@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["STDOUT", "SetAside", "each_written", "is_stdout", "replaced", "same_file", "shown"]
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "replaced", "same_file", "shown"]
 
 STDOUT = Path("/dev/stdout")
 """An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
@@ -205,7 +205,7 @@ def _own_stream(path: Path) -> int | None:
     the shell redirected it to); None otherwise. Opened anew, it would start over at its beginning and write over
     what the process had written there. The null device is no stream of the process's, whatever goes there."""
     if (fd := _NAMED.get(os.fspath(path))) is not None:  # without looking: /proc may be missing
-        return fd if _open(fd) else None
+        return fd if descriptor_open(fd) else None
     try:
         named = os.stat(path)
         if os.path.samefile(path, os.devnull):
@@ -222,7 +222,8 @@ def _own_stream(path: Path) -> int | None:
     return None
 
 
-def _open(fd: int) -> bool:
+def descriptor_open(fd: int) -> bool:
+    """Is ``fd`` an open descriptor of this process?"""
     try:
         os.fstat(fd)
     except OSError:
