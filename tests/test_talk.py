@@ -368,12 +368,14 @@ class Terminal:
 
     def __init__(self, command: list[str], folder: Path) -> None:
         self.socket = str(folder / "tmux")  # the server's socket goes with the test's tmp_path
-        shell = f"cd {shlex.quote(str(ROOT))} && {shlex.join(command)}; echo exited $?; sleep 60"  # keep the pane
+        # the pane's shell runs on after Ctrl-C ends the command (a trap, not an ignore, which the command would
+        # inherit): without it dash, a user's /bin/sh, exits with the command and takes the pane and its last lines
+        shell = f"trap : INT; cd {shlex.quote(str(ROOT))} && {shlex.join(command)}; echo exited $?; sleep 60"
         self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "-s", "talk", shell)
         self.lines: list[str] = []
 
     def _tmux(self, *args: str) -> str:
-        env = {k: v for k, v in _env().items() if k != "TMUX"}
+        env = {**{k: v for k, v in _env().items() if k != "TMUX"}, "SHELL": "/bin/sh"}  # the same shell for everyone
         return subprocess.run(["tmux", "-S", self.socket, *args], env=env, check=True, capture_output=True,
                               text=True, timeout=10).stdout
 
