@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -159,6 +160,46 @@ async def test_steps_on_a_real_clock_are_made_by_the_loop_and_never_early() -> N
     assert all(now >= due for steps in seen.values() for due, now, _task in steps)  # never before it was due
     runners = {task for steps in seen.values() for _due, _now, task in steps}
     assert runners == {None}  # the loop's stepper made every step, in a callback: none of the callers
+
+
+@pytest.mark.parametrize("callers", [4, 40])
+async def test_a_loop_stepping_many_callers_gathers_their_steps_on_a_coarser_grid(callers: int) -> None:
+    from voxline.base.clock import GATHER_FROM, GATHER_S, TIMER_SLOT_S, _steppers
+
+    clock = RealClock()
+    loop = asyncio.get_running_loop()
+    start = clock.now() + 0.02
+    seen: list[tuple[float, float]] = []
+    runs: list[float] = []
+
+    def stepper(i: int):  # type: ignore[no-untyped-def]
+        due = [start + i * 1e-4]  # each caller at its own phase, 0.1 ms apart
+
+        def step(now: float) -> float:
+            seen.append((due[0], now))
+            if not runs or runs[-1] != now:
+                runs.append(now)  # one wake-up of the stepper: every step it makes sees the same now
+            due[0] += 0.01
+            return due[0]
+
+        return step
+
+    tasks = [asyncio.create_task(run_steps(clock, stepper(i), start + i * 1e-4)) for i in range(callers)]
+    await settle()
+    stepper_of_loop = _steppers[loop]
+    width = GATHER_S if callers > GATHER_FROM else TIMER_SLOT_S
+    assert stepper_of_loop.grid == width
+    await asyncio.sleep(0.1)
+    slots = stepper_of_loop._timer_at / width  # armed after a wake-up (the first was armed by the first caller alone)
+    assert stepper_of_loop._timer_at == -math.inf or abs(slots - round(slots)) < 1e-6  # on the grid
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert seen and all(now >= due for due, now in seen)  # never early
+    if callers > GATHER_FROM:  # phases spread over 3.9 ms: at most two 4 ms slots of each 10 ms period once all
+        # have joined (a 1 ms grid wakes four or five times a period)
+        assert len(runs) <= 3 * len(seen) // callers + 2, (len(runs), len(seen))
+    assert stepper_of_loop.callers == 0 and stepper_of_loop.grid == TIMER_SLOT_S
 
 
 async def test_a_failing_step_ends_its_own_caller_and_the_others_go_on() -> None:

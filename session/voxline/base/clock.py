@@ -10,8 +10,9 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
   few timers per block, not a thousand.
 * :func:`run_steps` calls a synchronous step at the times it asks for (an output reading a
   block every 20 ms). On a :class:`RealClock` the steps of every caller on one loop are
-  made by one loop callback per millisecond slot (:class:`_Stepper`): a thousand outputs
-  cost the loop one wake-up per slot, not a thousand task switches.
+  made by one loop callback per slot (:class:`_Stepper`): a millisecond, or 4 ms once the loop
+  steps more than 16 callers (:data:`GATHER_S`). A thousand outputs cost the loop one wake-up
+  per slot, not a thousand task switches.
 * :class:`VirtualClock` stands still until told to move: :meth:`VirtualClock.advance` and
   :meth:`VirtualClock.advance_to` wake every sleeper whose deadline has been reached, in
   deadline order (ties in the order they went to sleep). A lockstep driver jumps straight
@@ -79,6 +80,14 @@ class RealClock:
 TIMER_SLOT_S = 0.001
 """Deadlines of :class:`RealClock` sleepers are rounded up to this grid and share a timer per slot."""
 
+GATHER_S = 0.004
+"""The coarser grid a loop's steps (:func:`run_steps`) wake on while the loop steps more than :data:`GATHER_FROM`
+callers: one wake-up makes every step due within the same 4 ms, each at most 4 ms late, instead of one
+wake-up per millisecond in which some caller is due. Many sessions on one loop spend much of their time
+waking; a few keep their steps within a millisecond."""
+
+GATHER_FROM = 16
+
 
 class _SharedTimers:
     """The sleepers of one event loop, by slot: one loop timer wakes every sleeper of a slot.
@@ -112,10 +121,10 @@ class _SharedTimers:
                 future.set_result(None)
 
 
-def _slot(t: float) -> int:
-    """The millisecond slot a deadline wakes in: the first grid time not before it."""
-    slot = math.ceil(t / TIMER_SLOT_S)
-    if slot * TIMER_SLOT_S < t:  # a rounding below t would wake early, only to sleep again
+def _slot(t: float, width: float = TIMER_SLOT_S) -> int:
+    """The slot of a grid of ``width`` seconds a deadline wakes in: the first grid time not before it."""
+    slot = math.ceil(t / width)
+    if slot * width < t:  # a rounding below t would wake early, only to sleep again
         slot += 1
     return slot
 
@@ -155,8 +164,9 @@ async def run_steps(clock: Clock, step: Step, first: float) -> None:
     """Call ``step`` at ``first`` and then at every time it returns, until it returns ``None``.
 
     An exception from ``step`` ends this call with it; so does a cancel. On a :class:`RealClock` one callback
-    per event loop makes the steps of every caller (:class:`_Stepper`), at the same millisecond
-    slots their own sleeps would have woken at; on any other clock this is a plain loop of
+    per event loop makes the steps of every caller (:class:`_Stepper`), at the millisecond slots
+    their own sleeps would have woken at, or on a 4 ms grid while the loop steps many callers
+    (:data:`GATHER_S`); never before a step is due. On any other clock this is a plain loop of
     :meth:`Clock.sleep_until`, so a :class:`VirtualClock` orders them as it orders sleepers.
     """
     if isinstance(clock, RealClock):
@@ -174,10 +184,10 @@ async def run_steps(clock: Clock, step: Step, first: float) -> None:
 
 
 class _Stepper:
-    """The steps of one event loop, by due time, made by one loop callback per millisecond slot.
+    """The steps of one event loop, by due time, made by one loop callback per slot of :attr:`grid`.
 
     No task of its own: the callback runs the steps that are due, then arms one loop timer for
-    the earliest step left, at the slot the step's own sleep would have woken in.
+    the earliest step left, at the first slot not before it.
     """
 
     def __init__(self) -> None:  # holds no reference to its loop: the loop keys it weakly
@@ -185,16 +195,24 @@ class _Stepper:
         self._order = itertools.count()
         self._timer: asyncio.Handle | None = None
         self._timer_at = math.inf  # when the armed callback runs (-inf: in the next pass)
+        self.callers = 0  # joined and not yet done
 
     async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float) -> None:
         done: asyncio.Future[None] = loop.create_future()
         entry: list[Any] = [first, next(self._order), step, done]
         heapq.heappush(self._heap, entry)
+        self.callers += 1
         self._arm(loop)
         try:
             await done  # ends when the step is done, with its exception, or with a cancel
         finally:
             entry[2] = None
+            self.callers -= 1
+
+    @property
+    def grid(self) -> float:
+        """The width of the slots the stepper wakes in now (see :data:`GATHER_S`)."""
+        return GATHER_S if self.callers > GATHER_FROM else TIMER_SLOT_S
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         """A callback for the earliest step, unless one is armed at least as early."""
@@ -207,7 +225,8 @@ class _Stepper:
                 self._timer, self._timer_at = None, math.inf
             return
         due = heap[0][0]
-        at = -math.inf if due <= loop.time() else _slot(due) * TIMER_SLOT_S
+        width = self.grid
+        at = -math.inf if due <= loop.time() else _slot(due, width) * width
         if self._timer is not None:
             if self._timer_at <= at:
                 return
