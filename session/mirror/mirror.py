@@ -157,12 +157,14 @@ class ConversationMirror:
         (:class:`~.due.DueDeltas`); any other event (and any read) first folds them into the
         records, so no delta of a reply's bulk replaces a record.
         """
+        if isinstance(event, ev.ResponseOutputAudioDelta):  # the bulk of a reply: first, before any other test
+            self._on_audio(event)
+            return
         if isinstance(event, ev.ResponseOutputAudioTranscriptDelta):
             item = self._order.get(event.item_id)
             if item is not None and self._due.add_transcript(item, event.content_index, event.delta):
                 return
-        if not isinstance(event, ev.ResponseOutputAudioDelta):
-            self._settle()
+        self._settle()
         match event:
             case ev.ConversationItemDone() if self._gone(item_id_of(event.item)):
                 pass  # the generation of an item deleted meanwhile (a reply cut before it was heard) ended: still gone
@@ -198,8 +200,6 @@ class ConversationMirror:
                 self._text(event.item_id, event.content_index, "output_text", event.text)
             case ev.ResponseContentPartAdded() | ev.ResponseContentPartDone():
                 self._on_part(event)
-            case ev.ResponseOutputAudioDelta():
-                self._on_audio(event)
             case ev.ResponseFunctionCallArgumentsDelta():
                 self._note_response(event.item_id, event.response_id)
                 self._edit(event.item_id, lambda i: i if i.arguments_done else
