@@ -8,8 +8,9 @@
 
 ``MEASURED`` says when, where and on what: the date (UTC), the git commit (and whether the tree
 had uncommitted changes), the machine (CPU model, cores, OS, Python, package versions), the
-1-, 5- and 15-minute load average before and after, the elapsed wall time and whether it was a
-``--short`` run. Sections are written one at a time into the file, so one benchmark can be
+1-, 5- and 15-minute load average before and after, the host's speed before and after (the
+milliseconds a fixed piece of Python work took, :func:`reference_ms`: hosts of one kind differ, and
+a shared one slows down), the elapsed wall time and whether it was a ``--short`` run. Sections are written one at a time into the file, so one benchmark can be
 measured again without touching the others.
 
 By default the file is ``$VOXLINE_BENCH_OUT/results.json``, else
@@ -20,6 +21,7 @@ tracked :data:`TRACKED` (``benchmarks/results.json``), the figures the README's 
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime
 import json
 import math
@@ -121,6 +123,26 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+_REFERENCE_FRAME = json.dumps({"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": "item_1",
+                               "output_index": 0, "content_index": 0, "delta": base64.b64encode(bytes(4800)).decode()})
+
+
+def reference_ms(repeat: int = 5) -> float:
+    """How long this host takes for a fixed piece of Python work, in ms (the median of ``repeat`` tries).
+
+    The work is what every session of the concurrent benchmark does most: 2,000 frames of 100 ms of
+    audio decoded (``json.loads`` and base64) into a dict each. Hosts of one kind differ in speed, and a
+    host shared with others slows down; figures from two runs compare once each is read against it."""
+    tries = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _frame in range(2000):
+            event = json.loads(_REFERENCE_FRAME)
+            event["audio"] = base64.b64decode(event["delta"])
+        tries.append(time.perf_counter() - start)
+    return round(1000 * sorted(tries)[len(tries) // 2], 2)
+
+
 class Measurement:
     """What :func:`measuring` fills in: :attr:`info` once the block is done."""
 
@@ -134,12 +156,14 @@ def measuring(short: bool) -> Iterator[Measurement]:
     """Note date, commit, machine and load before the block, load and elapsed time after it."""
     m = Measurement(short)
     date = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
-    before, start = _load(), time.perf_counter()
+    before, speed, start = _load(), reference_ms(), time.perf_counter()
     try:
         yield m
     finally:
+        elapsed = round(time.perf_counter() - start, 1)
         m.info = {"date": date, **git_commit(), "short": short, "machine": machine(), "load_before": before,
-                  "load_after": _load(), "elapsed_s": round(time.perf_counter() - start, 1)}
+                  "load_after": _load(), "reference_ms_before": speed, "reference_ms_after": reference_ms(),
+                  "elapsed_s": elapsed}
 
 
 def load(path: Path) -> dict[str, Any]:

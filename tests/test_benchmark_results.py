@@ -174,3 +174,18 @@ def test_run_all_refuses_bad_requests(args: list[str], message: str, capsys: pyt
     with pytest.raises(SystemExit) as exit_:
         run_all.main(args)
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_measurement_notes_the_hosts_speed_and_the_table_shows_it(tmp_path: Path) -> None:
+    with record.measuring(short=True) as m:
+        pass
+    before, after = m.info["reference_ms_before"], m.info["reference_ms_after"]
+    assert isinstance(before, float) and isinstance(after, float) and before > 0 and after > 0
+    path = tmp_path / "results.json"
+    record.save_section(path, "decode", {"measured": m.info, "figures": {"sizes": {}}})
+    old = {**m.info}
+    del old["reference_ms_before"], old["reference_ms_after"]  # a section measured before the speed was noted
+    record.save_section(path, "encode", {"measured": old, "figures": {"sizes": {}}})
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table._measured(record.load(path)["sections"])}
+    assert f"{before:.0f} → {after:.0f}" in rows["decode"]
+    assert rows["encode"].count("—") == 1  # no speed to show, and nothing else missing
