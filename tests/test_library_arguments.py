@@ -124,6 +124,25 @@ def test_a_recording_of_a_wav_file_is_a_session_input_as_written(tmp_path: Path)
     assert recording.due is None and recording._file is not None and recording._file.reader._file.closed
 
 
+def test_a_session_closed_before_its_recording_ends_lets_go_of_the_file() -> None:
+    """A ``Recording(path)`` is read once, by the session it was given to: closing that session early closes the
+    file, whoever holds the recording (before: open until the recording was collected)."""
+    clock = VirtualClock()
+
+    async def session_run() -> Recording:
+        recording = Recording(EXAMPLE, clock)
+        session = VoiceSession(SessionSettings(api_key="local"), output=ClockedOutput(clock, origin=0.0), clock=clock,
+                               input=recording, connector=engine_connector(load_scenario("default"), clock,
+                                                                            voice="tone"))
+        async with session:
+            await clock.sleep(1.0)  # a second of a recording of several
+            assert not session.input_finished and recording.due is not None
+        return recording
+
+    recording = run_lockstep(session_run(), clock)
+    assert recording.due is None and recording._file is not None and recording._file.reader._file.closed
+
+
 @pytest.mark.parametrize(("channel", "error", "message"), [
     (5, ValueError, "channel takes 0..0 for this 1-channel file, not 5"),
     (-1, ValueError, "channel takes a whole number ≥ 0, not -1"),
