@@ -87,6 +87,7 @@ wake-up per millisecond in which some caller is due. Many sessions on one loop s
 waking; a few keep their steps within a millisecond."""
 
 GATHER_FROM = 16
+"""How many callers a loop's stepper takes on the millisecond grid: with more it wakes on :data:`GATHER_S`'s."""
 
 
 class _SharedTimers:
@@ -198,12 +199,13 @@ class _Stepper:
         self.callers = 0  # joined and not yet done
 
     async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float) -> None:
+        real(first, "the first step's due time")  # a time no slot holds would stop every caller of the loop
         done: asyncio.Future[None] = loop.create_future()
         entry: list[Any] = [first, next(self._order), step, done]
-        heapq.heappush(self._heap, entry)
         self.callers += 1
-        self._arm(loop)
         try:
+            heapq.heappush(self._heap, entry)
+            self._arm(loop)
             await done  # ends when the step is done, with its exception, or with a cancel
         finally:
             entry[2] = None
@@ -252,8 +254,8 @@ class _Stepper:
                         entry[3].set_result(None)
                     continue
                 due = float(due)  # a due time that is no number is the caller's error
-                if due != due:
-                    raise ValueError("a step asked for a NaN due time")
+                if not math.isfinite(due):  # no slot holds it: it would never be made, nor would the steps after it
+                    raise ValueError(f"a step asked for a due time of {due}")
                 entry[0] = due
             except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
                 entry[2] = None
