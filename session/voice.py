@@ -42,7 +42,6 @@ from voxline.audio.aec import EchoCanceller
 from voxline.audio.device_watch import Watched
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
-from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_runner import hold
@@ -308,8 +307,6 @@ class VoiceSession:
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
         self._close_devices()
-        if isinstance(self._input, Recording):  # read once, by this session: a file it opened is let go of now
-            self._input.close()
         self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
         _release(self.output)
 

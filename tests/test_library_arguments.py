@@ -142,6 +142,18 @@ def test_a_session_closed_before_its_recording_ends_lets_go_of_the_file() -> Non
     recording = run_lockstep(session_run(), clock)
     assert recording.due is None and recording._file is not None and recording._file.reader._file.closed
 
+    async def never_opened() -> Recording:
+        recording = Recording(EXAMPLE, clock)
+        session = VoiceSession(SessionSettings(api_key="local"), output=ClockedOutput(clock, origin=0.0), clock=clock,
+                               input=recording, connector=engine_connector(load_scenario("default"), clock,
+                                                                            voice="tone"))
+        await session.aclose()  # a session that never read it: the recording is still the caller's to use
+        return recording
+
+    unread = run_lockstep(never_opened(), clock)
+    assert unread.due is not None and unread._file is not None and not unread._file.reader._file.closed
+    unread.close()
+
 
 @pytest.mark.parametrize(("channel", "error", "message"), [
     (5, ValueError, "channel takes 0..0 for this 1-channel file, not 5"),
