@@ -18,7 +18,6 @@ import argparse
 import base64
 import json
 import platform
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -29,32 +28,12 @@ from openai.types.realtime import RealtimeServerEvent
 
 import voxline.realtime.events as ev
 
+from .common import bare_decode, delta_frame
 from .record import add_output_arguments, measure_and_report
 
 __all__ = ["PATHS", "main", "measure", "run", "section", "table"]
 
 SIZES = {"20ms": 480, "100ms": 2400}  # samples of PCM16 mono at 24 kHz
-
-
-def _frame(samples: int) -> str:
-    """A frame shaped like the service's: ``type`` first, ids, then the base64 delta."""
-    pcm = random.Random(samples).randbytes(samples * 2)
-    return json.dumps(
-        {
-            "type": "response.output_audio.delta",
-            "event_id": "event_CbHpVXa3mAp6JQm0bxKcG",
-            "response_id": "resp_CbHpVr3EBbbqBjDcTNy3c",
-            "item_id": "item_CbHpVjJ4IkvxnmcGHLT7x",
-            "output_index": 0,
-            "content_index": 0,
-            "delta": base64.b64encode(pcm).decode("ascii"),
-        },
-        separators=(",", ":"),
-    )
-
-
-def _floor(text: str) -> bytes:
-    return base64.b64decode(json.loads(text)["delta"])
 
 
 def _sdk(text: str) -> bytes:
@@ -75,7 +54,7 @@ def _voxline_stdlib_b64(text: str) -> bytes:
 
 
 PATHS: dict[str, Callable[[str], bytes]] = {
-    "floor": _floor,
+    "floor": bare_decode,
     "sdk": _sdk,
     "voxline": _voxline,
     "voxline_stdlib_b64": _voxline_stdlib_b64,
@@ -91,7 +70,7 @@ def _time_us(path: Callable[[str], bytes], text: str, repetitions: int) -> float
 
 def measure(text: str, rounds: int, repetitions: int) -> dict[str, float]:
     """Median µs per event of every path; rounds interleave the paths so drift hits all alike."""
-    expected = _floor(text)
+    expected = bare_decode(text)
     for name, path in PATHS.items():
         if path(text) != expected:
             raise AssertionError(f"path {name} decoded different bytes")
@@ -110,7 +89,7 @@ def run(rounds: int = 9, repetitions: int = 4000) -> dict[str, Any]:
 
     sizes: dict[str, Any] = {}
     for label, samples in SIZES.items():
-        us = measure(_frame(samples), rounds, repetitions)
+        us = measure(delta_frame(samples), rounds, repetitions)
         sizes[label] = {
             "samples": samples,
             "us_per_event": {name: round(value, 3) for name, value in us.items()},

@@ -4,10 +4,12 @@ Where figures are written is :mod:`benchmarks.record`'s business."""
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -22,6 +24,8 @@ import numpy as np
 __all__ = [
     "MissingToolError",
     "Unavailable",
+    "bare_decode",
+    "delta_frame",
     "environment",
     "format_table",
     "peak_rss_run",
@@ -31,6 +35,29 @@ __all__ = [
     "stats",
     "time_regions",
 ]
+
+
+def delta_frame(samples: int) -> str:
+    """A ``response.output_audio.delta`` frame shaped like the service's (``type`` first, ids, then the base64
+    delta) carrying ``samples`` samples of PCM16 (random bytes, the same for the same count)."""
+    pcm = random.Random(samples).randbytes(samples * 2)
+    return json.dumps(
+        {
+            "type": "response.output_audio.delta",
+            "event_id": "event_CbHpVXa3mAp6JQm0bxKcG",
+            "response_id": "resp_CbHpVr3EBbbqBjDcTNy3c",
+            "item_id": "item_CbHpVjJ4IkvxnmcGHLT7x",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": base64.b64encode(pcm).decode("ascii"),
+        },
+        separators=(",", ":"),
+    )
+
+
+def bare_decode(text: str) -> bytes:
+    """The least decoding of an audio delta: ``json.loads`` and the standard library's base64, no typing."""
+    return base64.b64decode(json.loads(text)["delta"])
 
 
 class Unavailable(RuntimeError):

@@ -21,12 +21,13 @@ tracked :data:`TRACKED` (``benchmarks/results.json``), the figures the README's 
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime
+import gc
 import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import tempfile
 import time
@@ -123,24 +124,29 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-_REFERENCE_FRAME = json.dumps({"type": "response.output_audio.delta", "response_id": "resp_1", "item_id": "item_1",
-                               "output_index": 0, "content_index": 0, "delta": base64.b64encode(bytes(4800)).decode()})
-
-
 def reference_ms(repeat: int = 5) -> float:
-    """How long this host takes for a fixed piece of Python work, in ms (the median of ``repeat`` tries).
+    """How long this host takes for a fixed piece of Python work, in ms (the median of ``repeat`` tries, the
+    garbage collector off as :mod:`timeit` has it, so that what a section left behind is not collected in them).
 
     The work is what every session of the concurrent benchmark does most: 2,000 frames of 100 ms of
-    audio decoded (``json.loads`` and base64) into a dict each. Hosts of one kind differ in speed, and a
-    host shared with others slows down; figures from two runs compare once each is read against it."""
+    audio decoded (``json.loads`` and base64). Hosts of one kind differ in speed, and a host shared
+    with others slows down; figures from two runs compare once each is read against it."""
+    from .common import bare_decode, delta_frame
+
+    frame = delta_frame(2400)
     tries = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _frame in range(2000):
-            event = json.loads(_REFERENCE_FRAME)
-            event["audio"] = base64.b64decode(event["delta"])
-        tries.append(time.perf_counter() - start)
-    return round(1000 * sorted(tries)[len(tries) // 2], 2)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _frame in range(2000):
+                bare_decode(frame)
+            tries.append(time.perf_counter() - start)
+    finally:
+        if collecting:
+            gc.enable()
+    return round(1000 * statistics.median(tries), 2)
 
 
 class Measurement:
@@ -153,7 +159,8 @@ class Measurement:
 
 @contextmanager
 def measuring(short: bool) -> Iterator[Measurement]:
-    """Note date, commit, machine and load before the block, load and elapsed time after it."""
+    """Note date, commit, machine, load and the host's speed (:func:`reference_ms`) before the block; load, the
+    host's speed and elapsed time after it."""
     m = Measurement(short)
     date = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
     before, speed, start = _load(), reference_ms(), time.perf_counter()
