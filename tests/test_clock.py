@@ -349,6 +349,16 @@ async def test_a_step_returning_no_number_fails_its_own_caller_and_no_other() ->
             await asyncio.wait_for(run_steps(clock, lambda now, never=never: never, clock.now()), 1.0)
         with pytest.raises(ValueError, match="the first step's due time takes a finite number"):
             await run_steps(clock, lambda now: now + 1.0, never)
+    with pytest.raises(ValueError, match="further off than any clock reaches"):  # finite, but no slot number holds it
+        await asyncio.wait_for(run_steps(clock, lambda now: 1e308, clock.now()), 1.0)
+    with pytest.raises(ValueError, match="further off than any clock reaches"):
+        await run_steps(clock, lambda now: now + 1.0, 1e308)
+
+    def exhausted(now: float) -> float:
+        return next(iter(()))  # an exhausted iterator read inside a step: a future refuses its StopIteration
+
+    with pytest.raises(RuntimeError, match="a step raised StopIteration"):
+        await asyncio.wait_for(run_steps(clock, exhausted, clock.now()), 1.0)
     assert _steppers[asyncio.get_running_loop()].callers == 1  # the good one alone
     await good.still_stepping(keeps)
 
@@ -380,6 +390,28 @@ async def test_a_step_returning_none_ends_its_own_caller_and_no_other(real: bool
         assert _steppers[asyncio.get_running_loop()].callers == 0  # done and cancelled: neither counts any more
     assert len(calls) == 3
     assert all(b - a >= 0.002 - 1e-9 for a, b in zip(calls, calls[1:]))
+
+
+async def test_a_caller_cancelled_by_an_earlier_step_of_the_same_pass_is_not_stepped_again() -> None:
+    clock = RealClock()
+    made: list[str] = []
+    due = clock.now() + 0.005
+    victim: asyncio.Task[None] | None = None
+
+    def canceller(now: float) -> None:
+        made.append("canceller")
+        assert victim is not None
+        victim.cancel()  # in the same pass as the victim's step, which comes next
+
+    def cancelled(now: float) -> float:
+        made.append("victim")
+        return now + 0.002
+
+    first = asyncio.create_task(run_steps(clock, canceller, due))
+    await settle()
+    victim = asyncio.create_task(run_steps(clock, cancelled, due))  # due with it, after it in the heap's order
+    await asyncio.gather(first, victim, return_exceptions=True)
+    assert made == ["canceller"] and victim.cancelled()
 
 
 def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:

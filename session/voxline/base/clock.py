@@ -199,7 +199,7 @@ class _Stepper:
         self.callers = 0  # joined and not yet done
 
     async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float) -> None:
-        real(first, "the first step's due time")  # a time no slot holds would stop every caller of the loop
+        _due_time(real(first, "the first step's due time"))  # a time no slot holds would stop every caller of the loop
         done: asyncio.Future[None] = loop.create_future()
         entry: list[Any] = [first, next(self._order), step, done]
         self.callers += 1
@@ -242,30 +242,47 @@ class _Stepper:
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer, self._timer_at = None, math.inf
         heap, now, stepped = self._heap, loop.time(), []
-        while heap and heap[0][0] <= now:
-            entry = heapq.heappop(heap)
-            if entry[2] is None:
-                continue
-            try:
-                due = entry[2](now)
-                if due is None:  # the step is done
-                    entry[2] = None
-                    if not entry[3].done():
-                        entry[3].set_result(None)
+        try:
+            while heap and heap[0][0] <= now:
+                entry = heapq.heappop(heap)
+                if entry[2] is None or entry[3].done():  # gone, or its caller cancelled earlier in this pass
                     continue
-                due = float(due)  # a due time that is no number is the caller's error
-                if not math.isfinite(due):  # no slot holds it: it would never be made, nor would the steps after it
-                    raise ValueError(f"a step asked for a due time of {due}")
-                entry[0] = due
-            except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
-                entry[2] = None
-                if not entry[3].done():
-                    entry[3].set_exception(exc)
-                continue
-            stepped.append(entry)
-        for entry in stepped:  # after the pass: a step due again at once waits for the next one
-            heapq.heappush(heap, entry)
-        self._arm(loop)
+                try:
+                    due = entry[2](now)
+                    if due is None:  # the step is done
+                        entry[2] = None
+                        if not entry[3].done():  # (the step may have cancelled its own caller)
+                            entry[3].set_result(None)
+                        continue
+                    entry[0] = _due_time(float(due))  # a due time that is no number is the caller's error
+                except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
+                    entry[2] = None
+                    if entry[3].done():
+                        continue
+                    if isinstance(exc, StopIteration):  # a future refuses it (it would end a generator instead)
+                        failure = RuntimeError("a step raised StopIteration")
+                        failure.__cause__ = exc
+                        entry[3].set_exception(failure)
+                    else:
+                        entry[3].set_exception(exc)
+                    continue
+                stepped.append(entry)
+        finally:  # after the pass (a step due again at once waits for the next one), whatever happened in it
+            for entry in stepped:
+                heapq.heappush(heap, entry)
+            self._arm(loop)
+
+
+def _due_time(due: float) -> float:
+    """``due`` if a slot holds it; a ValueError for a time that would never come round (it would hold up the
+    steps after it)."""
+    if not math.isfinite(due):
+        raise ValueError(f"a step asked for a due time of {due}")
+    try:
+        _slot(due)
+    except OverflowError:
+        raise ValueError(f"a step asked for a due time of {due}, further off than any clock reaches") from None
+    return due
 
 
 _steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = loop_table()
