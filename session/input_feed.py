@@ -24,7 +24,7 @@ from .link import Link
 from .machine import NO_EFFECTS, Captured, Effects
 from .machine.microphone import block_end
 from .machines import Machine
-from voxline.audio.recording import Recording, SteppedInput
+from voxline.audio.recording import SteppedInput
 
 __all__ = ["InputFeed"]
 
@@ -63,8 +63,6 @@ class InputFeed:
                 await self._link.flush()
         finally:
             self.finished = True
-            if isinstance(blocks, Recording):  # read once, here: ended or cut short, a file it opened is let go of
-                blocks.close()
 
     async def track_sent(self, clock: Clock) -> None:
         """Return once the connection's media track has sent the microphone samples it holds (at

@@ -42,6 +42,7 @@ from voxline.audio.aec import EchoCanceller
 from voxline.audio.device_watch import Watched
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_runner import hold
@@ -300,6 +301,8 @@ class VoiceSession:
             return
         for task in self._tasks:
             task.cancel()
+        if self._tasks and isinstance(self._input, Recording):  # opened, so it was this session's to read: a recording
+            self._input.close()  # is read once, and the file it opened is let go of (its task may never have run)
         self._closed_at = self.output.now()
         self._queue.put_all(self.machine.close(self._closed_at))
         await self._link.close()

@@ -142,6 +142,17 @@ def test_a_session_closed_before_its_recording_ends_lets_go_of_the_file() -> Non
     recording = run_lockstep(session_run(), clock)
     assert recording.due is None and recording._file is not None and recording._file.reader._file.closed
 
+    async def closed_at_once() -> Recording:  # before its input's task ever ran
+        recording = Recording(EXAMPLE, clock)
+        async with VoiceSession(SessionSettings(api_key="local"), output=ClockedOutput(clock, origin=0.0), clock=clock,
+                                input=recording, connector=engine_connector(load_scenario("default"), clock,
+                                                                            voice="tone")):
+            pass
+        return recording
+
+    at_once = run_lockstep(closed_at_once(), clock)
+    assert at_once.due is None and at_once._file is not None and at_once._file.reader._file.closed
+
     async def never_opened() -> Recording:
         recording = Recording(EXAMPLE, clock)
         session = VoiceSession(SessionSettings(api_key="local"), output=ClockedOutput(clock, origin=0.0), clock=clock,
