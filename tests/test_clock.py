@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from voxline.base.clock import GATHER_FROM, GATHER_S, TIMER_SLOT_S, Clock, RealClock, Step, VirtualClock, _steppers, run_steps
+from voxline.base.clock import GATHER_FROM, GATHER_S, TIMER_SLOT_S, Clock, RealClock, VirtualClock, _steppers, run_steps
 
 
 async def settle() -> None:
@@ -162,42 +162,31 @@ async def test_steps_on_a_real_clock_are_made_by_the_loop_and_never_early() -> N
     assert runners == {None}  # the loop's stepper made every step, in a callback: none of the callers
 
 
-@pytest.mark.parametrize("callers", [4, 40])
-async def test_a_loop_stepping_many_callers_gathers_their_steps_on_a_coarser_grid(callers: int) -> None:
-    clock = RealClock()
+@pytest.mark.parametrize("callers", [GATHER_FROM, GATHER_FROM + 1])
+async def test_a_loop_stepping_many_callers_arms_its_wake_up_on_a_coarser_grid(callers: int) -> None:
+    """Past ``GATHER_FROM`` callers the stepper's one timer goes on the 4 ms grid: every step due within the same
+    4 ms is made by one wake-up, none before it is due (a 1 ms grid would wake once per millisecond due)."""
     loop = asyncio.get_running_loop()
-    start = clock.now() + 0.02
-    seen: list[tuple[float, float]] = []
-    runs: list[float] = []
-
-    def stepper(i: int) -> Step:
-        due = [start + i * 1e-4]  # each caller at its own phase, 0.1 ms apart
-
-        def step(now: float) -> float:
-            seen.append((due[0], now))
-            if not runs or runs[-1] != now:
-                runs.append(now)  # one wake-up of the stepper: every step it makes sees the same now
-            due[0] += 0.01
-            return due[0]
-
-        return step
-
-    tasks = [asyncio.create_task(run_steps(clock, stepper(i), start + i * 1e-4)) for i in range(callers)]
-    await settle()
-    stepper_of_loop = _steppers[loop]
-    width = GATHER_S if callers > GATHER_FROM else TIMER_SLOT_S
-    assert stepper_of_loop.grid == width
-    await asyncio.sleep(0.1)
-    slots = stepper_of_loop._timer_at / width  # armed after a wake-up (the first was armed by the first caller alone)
-    assert stepper_of_loop._timer_at == -math.inf or abs(slots - round(slots)) < 1e-6  # on the grid
+    clock = RealClock()
+    k = math.ceil((clock.now() + 60.0) / GATHER_S)  # a 4 ms grid line a minute ahead: no step comes due meanwhile
+    earliest = k * GATHER_S + 0.0005  # half a millisecond past it
+    # all but the last due a second later: the last to join, the earliest, arms the timer with all of them counted
+    dues = [earliest + 1.0 + i * 1e-4 for i in range(callers - 1)] + [earliest]
+    tasks = []
+    for due in dues:
+        tasks.append(asyncio.create_task(run_steps(clock, lambda now: now + 1.0, due)))
+        await settle()
+    stepper = _steppers[loop]
+    assert stepper.callers == callers
+    if callers > GATHER_FROM:
+        assert stepper.grid == GATHER_S and stepper._timer_at == pytest.approx((k + 1) * GATHER_S, abs=1e-9)
+    else:
+        assert stepper.grid == TIMER_SLOT_S
+        assert stepper._timer_at == pytest.approx(k * GATHER_S + TIMER_SLOT_S, abs=1e-9)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    assert seen
-    if callers > GATHER_FROM:  # phases spread over 3.9 ms: at most two 4 ms slots of each 10 ms period once all
-        # have joined (a 1 ms grid wakes four or five times a period)
-        assert len(runs) <= 3 * len(seen) // callers + 2, (len(runs), len(seen))
-    assert stepper_of_loop.callers == 0 and stepper_of_loop.grid == TIMER_SLOT_S
+    assert stepper.callers == 0 and stepper.grid == TIMER_SLOT_S
 
 
 async def test_a_failing_step_ends_its_own_caller_and_the_others_go_on() -> None:
