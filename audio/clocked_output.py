@@ -20,7 +20,8 @@ import numpy as np
 
 from voxline.base.arguments import clock_like, having, real, whole
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import Clock, run_steps
+from voxline.base.clock import Clock
+from voxline.base.steps import run_steps
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import Sink
@@ -92,7 +93,7 @@ class ClockedOutput:
         Block ``k`` is read once the clock reaches ``origin + k·block``; a pass that came
         late reads every block due by then at once, so a busy loop never leaves the output
         behind real time. On a real clock every output of the loop is read by the loop's stepper
-        (:func:`~voxline.base.clock.run_steps`).
+        (:func:`~voxline.base.steps.run_steps`).
         """
         if self._t0 is None:
             self._t0 = self._clock.now()

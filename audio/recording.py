@@ -161,7 +161,7 @@ async def _untimed(mic: AsyncIterable[tuple[float, np.ndarray]]) -> AsyncIterato
 
 @runtime_checkable
 class SteppedInput(Protocol):
-    """An input a session can read as a step of its loop's stepper (:func:`~voxline.base.clock.run_steps`),
+    """An input a session can read as a step of its loop's stepper (:func:`~voxline.base.steps.run_steps`),
     with no task wake-up per block: :attr:`due` on :attr:`clock` (None once over), :meth:`take`
     what is due by then. :class:`Recording` and :func:`file_blocks` are such inputs."""
 
@@ -285,7 +285,7 @@ class Recording:
 
     It is an async iterable of its blocks, each yielded once captured (a late wake-up yields
     every block captured by then at once). A session on a real clock takes them instead as a
-    step of the loop's stepper (:attr:`due`, :meth:`take`, :func:`~voxline.base.clock.run_steps`):
+    step of the loop's stepper (:attr:`due`, :meth:`take`, :func:`~voxline.base.steps.run_steps`):
     a microphone then costs the loop no task wake-up per block.
     """
 

@@ -63,7 +63,7 @@ class _PacedSource:
     """Common pacing: block ``k`` is handed out at ``started_at + k·block/SAMPLE_RATE``.
 
     Read either as an async iterator or, with no task of its own, by a stepper
-    (:func:`~voxline.base.clock.run_steps`): :attr:`due` says when the next block is, and
+    (:func:`~voxline.base.steps.run_steps`): :attr:`due` says when the next block is, and
     :meth:`take` hands out every block due by then (their samples), at the same instants.
     """
 

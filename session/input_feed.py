@@ -3,7 +3,7 @@
 A paced input on a real clock with no capture path (a
 :class:`~voxline.audio.recording.SteppedInput`: a :class:`~voxline.audio.recording.Recording`,
 a file's or a microphone's blocks) is taken as a step of the loop's stepper
-(:func:`~voxline.base.clock.run_steps`) and its appends are written to the socket at once where
+(:func:`~voxline.base.steps.run_steps`) and its appends are written to the socket at once where
 the transport can (:meth:`~voxline.realtime.connection.RealtimeConnection.flush_now`): a
 session's microphone then costs the loop no task wake-up per block. Any other input is read
 block by block. Over WebRTC
@@ -16,7 +16,8 @@ import contextlib
 from collections.abc import AsyncIterable, Awaitable, Callable
 
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import Clock, RealClock, Step, run_steps
+from voxline.base.clock import Clock, RealClock
+from voxline.base.steps import Step, run_steps
 from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.base import FillsSilence
 

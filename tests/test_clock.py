@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from voxline.base.clock import GATHER_FROM, GATHER_S, TIMER_SLOT_S, Clock, RealClock, VirtualClock, _steppers, run_steps
+from voxline.base.clock import TIMER_SLOT_S, Clock, RealClock, VirtualClock
+from voxline.base.steps import GATHER_FROM, GATHER_S, _steppers, run_steps
 
 
 async def settle() -> None:
@@ -408,6 +409,7 @@ def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:
     import weakref
 
     from voxline.base import clock as clock_module
+    from voxline.base import steps as steps_module
 
     async def leave_a_sleeper_behind() -> None:
         clock = RealClock()
@@ -425,4 +427,4 @@ def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:
     asyncio.run(RealClock().sleep(0.001))  # a new loop's first sleep is where the closed ones are let go of
     gc.collect()
     assert [ref() for ref in loops] == [None, None, None]
-    assert all(not loop.is_closed() for loop in list(clock_module._timers) + list(clock_module._steppers))
+    assert all(not loop.is_closed() for loop in list(clock_module._timers) + list(steps_module._steppers))

@@ -444,7 +444,7 @@ async def test_mic_queue_drops_oldest_when_nobody_reads(vdev: VirtualDevices) ->
 @pytest.mark.device
 async def test_a_stepped_mic_hands_its_blocks_to_the_stepper_without_loop_wake_ups(vdev: VirtualDevices) -> None:
     from voxline.audio.recording import SteppedInput, mic_blocks
-    from voxline.base.clock import run_steps
+    from voxline.base.steps import run_steps
 
     mic = MicSource()
     mic.start()

@@ -31,7 +31,8 @@ from voxline.audio.room import RoomEcho
 from voxline.audio.sinks import Sink, TimelineSink
 from voxline.base.arguments import real, text
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.clock import Clock, VirtualClock, run_steps
+from voxline.base.clock import Clock, VirtualClock
+from voxline.base.steps import run_steps
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.server.engine.core import Engine

@@ -8,11 +8,7 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
   timers: every deadline within the same millisecond of one loop waits on one loop timer
   (:class:`_SharedTimers`), so a thousand sessions pacing 20 ms blocks cost the loop a
   few timers per block, not a thousand.
-* :func:`run_steps` calls a synchronous step at the times it asks for (an output reading a
-  block every 20 ms). On a :class:`RealClock` the steps of every caller on one loop are
-  made by one loop callback per slot (:class:`_Stepper`): a millisecond, or 4 ms once the loop
-  steps more than 16 callers (:data:`GATHER_S`). A thousand outputs cost the loop one wake-up
-  per slot, not a thousand task switches.
+* :mod:`voxline.base.steps` makes synchronous steps at the times they ask for, on either clock.
 * :class:`VirtualClock` stands still until told to move: :meth:`VirtualClock.advance` and
   :meth:`VirtualClock.advance_to` wake every sleeper whose deadline has been reached, in
   deadline order (ties in the order they went to sleep). A lockstep driver jumps straight
@@ -27,12 +23,11 @@ import itertools
 import math
 import time
 import weakref
-from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from .arguments import real
 
-__all__ = ["Clock", "RealClock", "Step", "VirtualClock", "forget_closed_loops", "loop_table", "run_steps"]
+__all__ = ["TIMER_SLOT_S", "Clock", "RealClock", "VirtualClock", "forget_closed_loops", "loop_table"]
 
 
 @runtime_checkable
@@ -79,16 +74,6 @@ class RealClock:
 
 TIMER_SLOT_S = 0.001
 """Deadlines of :class:`RealClock` sleepers are rounded up to this grid and share a timer per slot."""
-
-GATHER_S = 0.004
-"""The coarser grid a loop's steps (:func:`run_steps`) wake on while the loop steps more than :data:`GATHER_FROM`
-callers: one wake-up makes every step due within the same 4 ms, each at most 4 ms late, instead of one
-wake-up per millisecond in which some caller is due. Many sessions on one loop spend much of their time
-waking; a few keep their steps within a millisecond."""
-
-GATHER_FROM = 16
-"""How many callers a loop's stepper takes on the millisecond grid: with more it wakes on :data:`GATHER_S`'s."""
-
 
 class _SharedTimers:
     """The sleepers of one event loop, by slot: one loop timer wakes every sleeper of a slot.
@@ -156,136 +141,6 @@ def _timers_of(loop: asyncio.AbstractEventLoop) -> _SharedTimers:
     return timers
 
 
-Step = Callable[[float], "float | None"]
-"""Called with ``now`` at its due time; returns the next due time (later than ``now``), or
-``None`` once it has nothing more to do."""
-
-
-async def run_steps(clock: Clock, step: Step, first: float) -> None:
-    """Call ``step`` at ``first`` and then at every time it returns, until it returns ``None``.
-
-    An exception from ``step`` ends this call with it; so does a cancel. On a :class:`RealClock` one callback
-    per event loop makes the steps of every caller (:class:`_Stepper`), at the millisecond slots
-    their own sleeps would have woken at, or on a 4 ms grid while the loop steps many callers
-    (:data:`GATHER_S`); never before a step is due. On any other clock this is a plain loop of
-    :meth:`Clock.sleep_until`, so a :class:`VirtualClock` orders them as it orders sleepers.
-    """
-    if isinstance(clock, RealClock):
-        loop = asyncio.get_running_loop()
-        stepper = _steppers.get(loop)
-        if stepper is None:
-            forget_closed_loops()
-            stepper = _steppers[loop] = _Stepper()
-        await stepper.join(loop, step, first)
-        return
-    due: float | None = first
-    while due is not None:
-        await clock.sleep_until(due)
-        due = step(clock.now())
-
-
-class _Stepper:
-    """The steps of one event loop, by due time, made by one loop callback per slot of :attr:`grid`.
-
-    No task of its own: the callback runs the steps that are due, then arms one loop timer for
-    the earliest step left, at the first slot not before it.
-    """
-
-    def __init__(self) -> None:  # holds no reference to its loop: the loop keys it weakly
-        self._heap: list[list[Any]] = []  # [due, order, step or None once gone, the caller's future]
-        self._order = itertools.count()
-        self._timer: asyncio.Handle | None = None
-        self._timer_at = math.inf  # when the armed callback runs (-inf: in the next pass)
-        self.callers = 0  # joined and not yet done
-
-    async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float) -> None:
-        _due_time(real(first, "the first step's due time"))  # a time no slot holds would stop every caller of the loop
-        done: asyncio.Future[None] = loop.create_future()
-        entry: list[Any] = [first, next(self._order), step, done]
-        self.callers += 1
-        try:
-            heapq.heappush(self._heap, entry)
-            self._arm(loop)
-            await done  # ends when the step is done, with its exception, or with a cancel
-        finally:
-            entry[2] = None
-            self.callers -= 1
-
-    @property
-    def grid(self) -> float:
-        """The width of the slots the stepper wakes in now (see :data:`GATHER_S`)."""
-        return GATHER_S if self.callers > GATHER_FROM else TIMER_SLOT_S
-
-    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
-        """A callback for the earliest step, unless one is armed at least as early."""
-        heap = self._heap
-        while heap and heap[0][2] is None:
-            heapq.heappop(heap)
-        if not heap:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer, self._timer_at = None, math.inf
-            return
-        due = heap[0][0]
-        width = self.grid
-        at = -math.inf if due <= loop.time() else _slot(due, width) * width
-        if self._timer is not None:
-            if self._timer_at <= at:
-                return
-            self._timer.cancel()
-        if at == -math.inf:  # due already: in the next pass, after what is ready now
-            timer = loop.call_soon(self._run, loop)
-        else:
-            timer = loop.call_at(at, self._run, loop)
-        self._timer, self._timer_at = timer, at
-
-    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._timer, self._timer_at = None, math.inf
-        heap, now, stepped = self._heap, loop.time(), []
-        try:
-            while heap and heap[0][0] <= now:
-                entry = heapq.heappop(heap)
-                if entry[2] is None or entry[3].done():  # gone, or its caller cancelled earlier in this pass
-                    continue
-                try:
-                    due = entry[2](now)
-                    if due is None:  # the step is done
-                        entry[2] = None
-                        if not entry[3].done():  # (the step may have cancelled its own caller)
-                            entry[3].set_result(None)
-                        continue
-                    entry[0] = _due_time(float(due))  # a due time that is no number is the caller's error
-                except BaseException as exc:  # the caller's, to raise from its join(), whatever it is
-                    entry[2] = None
-                    if entry[3].done():
-                        continue
-                    if isinstance(exc, StopIteration):  # a future refuses it (it would end a generator instead)
-                        failure = RuntimeError("a step raised StopIteration")
-                        failure.__cause__ = exc
-                        entry[3].set_exception(failure)
-                    else:
-                        entry[3].set_exception(exc)
-                    continue
-                stepped.append(entry)
-        finally:  # after the pass (a step due again at once waits for the next one), whatever happened in it
-            for entry in stepped:
-                heapq.heappush(heap, entry)
-            self._arm(loop)
-
-
-def _due_time(due: float) -> float:
-    """``due`` if a slot holds it; a ValueError for a time that would never come round (it would hold up the
-    steps after it)."""
-    if not math.isfinite(due):
-        raise ValueError(f"a step asked for a due time of {due}")
-    try:
-        _slot(due)
-    except OverflowError:
-        raise ValueError(f"a step asked for a due time of {due}, further off than any clock reaches") from None
-    return due
-
-
-_steppers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Stepper] = loop_table()
 
 
 def forget_closed_loops() -> None:
@@ -327,9 +182,31 @@ class VirtualClock:
         if t <= self._now:
             await asyncio.sleep(0)
             return
+        await self.waiter(t)
+
+    def waiter(self, t: float) -> asyncio.Future[None]:
+        """A future resolved once the clock is advanced to ``t`` (what :meth:`sleep_until` awaits); at once
+        for a ``t`` already reached."""
+        if t != t:
+            raise ValueError("waiter takes a time, not nan")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (t, next(self._order), future))
-        await future
+        if t <= self._now:
+            future.set_result(None)
+        else:
+            heapq.heappush(self._sleepers, (t, next(self._order), future))
+        return future
+
+    def bring_forward(self, waiter: asyncio.Future[None], t: float) -> None:
+        """Resolve ``waiter`` (from :meth:`waiter`) once the clock reaches ``t``, if that comes sooner; at once
+        if ``t`` has been reached. Its later deadline is then dropped as it comes up."""
+        if t != t:
+            raise ValueError("bring_forward takes a time, not nan")
+        if waiter.done():
+            return
+        if t <= self._now:
+            waiter.set_result(None)
+        else:
+            heapq.heappush(self._sleepers, (t, next(self._order), waiter))
 
     async def sleep(self, dt: float) -> None:
         await self.sleep_until(self._now + dt)
