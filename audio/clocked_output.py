@@ -6,13 +6,17 @@ An *output* owns a :class:`~voxline.audio.playout.PlayoutBuffer` and a listener 
 * :class:`ClockedOutput` — no device: a clock reads one block per 20 ms into an optional
   :class:`~voxline.audio.sinks.Sink` (a WAV file of what the listener heard, a timeline in
   memory, or nothing). Replays, kiosk tests and headless runs use it; ``latency_s`` makes
-  it behave like a device that buffers that much audio ahead of the listener.
+  it behave like a device that buffers that much audio ahead of the listener. While nothing
+  can play it reads nothing and sleeps (at most ``idle_s``), until audio is queued or its
+  tick is due; the silence it slept through reaches the sink when it wakes.
 
 Inputs (recordings as a microphone) are in :mod:`voxline.audio.recording`.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Callable
 from typing import Protocol
 
@@ -21,15 +25,24 @@ import numpy as np
 from voxline.base.arguments import clock_like, having, real, whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock
-from voxline.base.steps import run_steps
+from voxline.base.steps import Alarm, run_steps
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import Sink
 from voxline.audio.tick_gate import TickGate
 
-__all__ = ["BLOCK", "ClockedOutput", "Output"]
+__all__ = ["BLOCK", "IDLE_S", "ClockedOutput", "Output"]
 
 BLOCK = 480  # 20 ms
+
+IDLE_S = 0.2
+"""The longest a :class:`ClockedOutput` with nothing to play goes without a pass: its sink has the
+silence up to at most this long ago (a killed process's WAV lacks this much more than the sink's own
+window), and a session's ticks in silence come at least this often."""
+
+_log = logging.getLogger(__name__)
+
+_SILENCE_BLOCKS = 50  # the silence handed to a sink in one write after a sleep: a second, at most
 
 
 class Output(Protocol):
@@ -53,7 +66,7 @@ class ClockedOutput:
     """
 
     def __init__(self, clock: Clock, sink: Sink | None = None, *, block: int = BLOCK, origin: float | None = None,
-                 latency_s: float = 0.0, playout: PlayoutBuffer | None = None) -> None:
+                 latency_s: float = 0.0, playout: PlayoutBuffer | None = None, idle_s: float = IDLE_S) -> None:
         clock_like(clock)
         if sink is not None:
             having(sink, "sink", "a Sink (WavSink, NullSink)", "write", "apply_cut")
@@ -61,6 +74,7 @@ class ClockedOutput:
             raise TypeError(f"playout takes a PlayoutBuffer, not {type(playout).__name__}")
         whole(block, "block (samples per block)", low=1)
         real(latency_s, "latency_s", low=0)
+        real(idle_s, "idle_s", low=0)
         if origin is not None:
             real(origin, "origin")
         self.playout = playout if playout is not None else PlayoutBuffer()
@@ -71,8 +85,11 @@ class ClockedOutput:
         self._ahead = int(round(latency_s * SAMPLE_RATE / block)) * block
         self._k = 0  # the next block to read
         self._buf = np.zeros(block, dtype=np.int16)
-        self._silence = np.zeros(block, dtype=np.int16)
-        self._silence.flags.writeable = False  # handed to the sink for a block that could only be silent
+        self._silence = np.zeros(block * _SILENCE_BLOCKS, dtype=np.int16)
+        self._silence.flags.writeable = False  # handed to the sink for blocks that could only be silent
+        self._idle_s = idle_s  # 0: a pass every block, whatever plays
+        self._alarm = Alarm()
+        self._asleep = False  # the last pass asked for a later one than the next block: nothing could play
         self.discard_blocks = False  # a sink's cut is bookkeeping: no thread needed
         self.after_read: Callable[[], None] | None = None
         """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
@@ -97,28 +114,114 @@ class ClockedOutput:
         """
         if self._t0 is None:
             self._t0 = self._clock.now()
-        await run_steps(self._clock, self._pass, self._t0)
+        playout = self.playout
+        playout.before_change = self._wake
+        try:
+            await run_steps(self._clock, self._pass, self._t0, self._alarm)
+        finally:
+            if playout.before_change == self._wake:
+                playout.before_change = None
+            gate = self.tick_gate
+            if gate is not None and gate.on_lower == self._gate_lowered:
+                gate.on_lower = None
+            if self._asleep:  # the silence slept through up to now, for the sink
+                self._asleep = False
+                try:
+                    self._read(self._clock.now(), pass_due=False)
+                except Exception as exc:  # (a full disk): the sink's own close reports it; the stop goes on
+                    _log.warning("the output's last silence did not reach its sink: %s", exc)
 
     def _pass(self, now: float) -> float:
-        """Read the blocks due at ``now``; the time the next one is due."""
+        """Read the blocks due at ``now``; the time the next one is due (later while nothing can play)."""
         assert self._t0 is not None
+        self._asleep = False
+        self._read(now)
         t0, size, k = self._t0, self._block, self._k
-        due = max(k, int((now - t0) * SAMPLE_RATE) // size)  # the last block due now
-        buf, playout = self._buf, self.playout
+        after, gate = self.after_read, self.tick_gate
+        if after is not None and (gate is None or now - t0 >= gate.until):
+            after()
+        if self._idle_s and self._alarm.armed and self.playout.idle:
+            wake = now - t0 + self._idle_s  # in listener time, as the gate's
+            if after is not None:
+                if gate is None:
+                    wake = -math.inf  # a call after every pass
+                else:
+                    wake = min(wake, gate.until)
+                    if gate.on_lower != self._gate_lowered:
+                        gate.on_lower = self._gate_lowered
+            later = self._first_block_at(wake)
+            if later > k:
+                self._asleep = True
+                return t0 + later * size / SAMPLE_RATE
+        return t0 + k * size / SAMPLE_RATE
+
+    def _read(self, now: float, *, pass_due: bool = True) -> None:
+        """Every block due at ``now``: at once as silence if nothing can play (after a sleep, say), else one by one.
+        A pass reads its own block whatever the rounding of ``now``; a catch-up (``pass_due=False``) reads only
+        blocks due by then."""
+        size, k = self._block, self._k
+        due = self._last_block_by(now)
+        if pass_due:
+            due = max(k, due)
+        elif due < k:
+            return
+        buf, playout, sink = self._buf, self.playout, self._sink
+        if playout.skip_silence((due + 1 - k) * size, (k * size + self._ahead) / SAMPLE_RATE):
+            if sink is not None:  # nothing pending: no read to make
+                silence = self._silence
+                for first in range(k, due + 1, _SILENCE_BLOCKS):
+                    count = min(_SILENCE_BLOCKS, due + 1 - first)
+                    sink.write((first * size + self._ahead) / SAMPLE_RATE, silence[:count * size])
+            self._k = due + 1
+            return
         while k <= due:
             heard_at = (k * size + self._ahead) / SAMPLE_RATE
             if playout.skip_silence(size, heard_at):
-                block = self._silence  # nothing pending: no read to make
+                block = self._silence[:size]  # nothing pending: no read to make
             else:
                 playout.read_into(buf, heard_at)
                 block = buf
-            if self._sink is not None:
-                self._sink.write(heard_at, block)
+            if sink is not None:
+                sink.write(heard_at, block)
             k += 1
         self._k = k
-        after = self.after_read
-        if after is not None:
-            gate = self.tick_gate
-            if gate is None or now - t0 >= gate.until:
-                after()
-        return t0 + k * size / SAMPLE_RATE
+
+    def _wake(self) -> None:
+        """Before the playout changes: if asleep, the silence up to now reaches the sink, and the next block is
+        read when due (so audio queued now starts there, as it would have without the sleep)."""
+        if self._asleep:
+            assert self._t0 is not None
+            self._asleep = False
+            self._read(self._clock.now(), pass_due=False)
+            self._alarm.ring(self._t0 + self._k * self._block / SAMPLE_RATE)
+
+    def _gate_lowered(self, until: float) -> None:
+        """The session's tick comes sooner: if asleep, the pass at or after it (the next block's at the earliest)."""
+        if self._asleep:
+            assert self._t0 is not None
+            t0, size = self._t0, self._block
+            later = self._last_block_by(self._clock.now()) + 1  # blocks due by now: passed, in silence
+            later = max(later, self._k, self._first_block_at(until))
+            self._alarm.ring(t0 + later * size / SAMPLE_RATE)
+
+    def _last_block_by(self, now: float) -> int:
+        """The last block due by ``now`` on the clock: the one its due time (``origin + k·block``) has reached."""
+        assert self._t0 is not None
+        t0, size = self._t0, self._block
+        block = int((now - t0) * SAMPLE_RATE) // size
+        if t0 + (block + 1) * size / SAMPLE_RATE <= now:
+            block += 1  # rounding put it one block short
+        return block
+
+    def _first_block_at(self, listener: float) -> int:
+        """The first block whose pass comes at or after listener time ``listener`` (as a pass compares it)."""
+        if listener == -math.inf:
+            return 0
+        assert self._t0 is not None
+        t0, size = self._t0, self._block
+        block = max(0, math.ceil(listener * SAMPLE_RATE / size))
+        if block and (t0 + (block - 1) * size / SAMPLE_RATE) - t0 >= listener:
+            block -= 1  # rounding put it one block late
+        elif (t0 + block * size / SAMPLE_RATE) - t0 < listener:
+            block += 1  # or one early
+        return block

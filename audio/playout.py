@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,6 +95,10 @@ class PlayoutBuffer:
         self._tail_dropped = 0
         self._held = False
         self._reference: PlayedRing | None = None
+        self.before_change: Callable[[], None] | None = None
+        """Called before audio is queued or an echo reference attached, on the event loop's side: the output
+        that reads this buffer catches up first if it skipped reads while nothing could play
+        (:class:`~voxline.audio.clocked_output.ClockedOutput`)."""
 
     # -- event-loop side: feeding ------------------------------------------------------
 
@@ -106,6 +111,8 @@ class PlayoutBuffer:
         array = np.asarray(samples)
         if array.dtype != np.int16 or array.ndim != 1:
             raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
+        if self.before_change is not None:
+            self.before_change()
         # a read-only view of a bytes object (a decoded server delta) cannot change: keep it as is
         data = array if isinstance(array.base, bytes) and not array.flags.writeable else array.copy()
         key = (item_id, content_index)
@@ -194,6 +201,14 @@ class PlayoutBuffer:
         if self._reference is not None:
             self._reference.write(play_time, out)
 
+    @property
+    def idle(self) -> bool:
+        """True when a read could only give silence and would change nothing but the read position: nothing
+        queued, open, fading or to free, and no echo reference to feed (see :meth:`skip_silence`)."""
+        with self._lock:
+            return not (self._tail is not None or self._queue or self._open is not None or self._spent
+                        or self._reference is not None)
+
     def skip_silence(self, n: int, play_time: float) -> bool:
         """:meth:`read_into` of ``n`` samples when it could only give silence, without a buffer to fill.
 
@@ -205,7 +220,7 @@ class PlayoutBuffer:
             return False  # :meth:`read_into` refuses it
         with self._lock:
             if (self._tail is not None or self._queue or self._open is not None or self._spent
-                    or self._reference is not None):
+                    or self._reference is not None):  # (as idle: one lock, not two)
                 return False
             self._samples_read += n
             self._next_time = play_time + n / self.rate
@@ -261,6 +276,8 @@ class PlayoutBuffer:
 
     def attach_reference(self, ring: PlayedRing | None) -> None:
         """Copy every block handed out into ``ring`` at its listener time (the echo reference)."""
+        if self.before_change is not None:
+            self.before_change()
         self._reference = ring
 
     @property

@@ -7,6 +7,7 @@ Plain data with no imports, so a sans-I/O session machine can hold it and a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 __all__ = ["TickGate"]
 
@@ -16,10 +17,24 @@ class TickGate:
 
     Whoever the call serves keeps :attr:`until` (a session: its core's quiet horizon, lowered
     to ``-inf`` by everything that could change it); the output reads it after each pass and
-    makes the call only once it has passed. ``-inf``: after every pass.
+    makes the call only once it has passed. ``-inf``: after every pass. An output that sleeps
+    while nothing plays sets :attr:`on_lower`, to be woken when :attr:`until` comes sooner.
     """
 
-    __slots__ = ("until",)
+    __slots__ = ("_until", "on_lower")
 
     def __init__(self) -> None:
-        self.until = -math.inf
+        self._until = -math.inf
+        self.on_lower: Callable[[float], None] | None = None
+        """Called with the new :attr:`until` whenever it is set lower than it was."""
+
+    @property
+    def until(self) -> float:
+        return self._until
+
+    @until.setter
+    def until(self, value: float) -> None:
+        lower = value < self._until
+        self._until = value
+        if lower and self.on_lower is not None:
+            self.on_lower(value)

@@ -9,6 +9,8 @@ each, and their ratio.
 * ``tick``: a lockstep replay of ``barge_in.wav`` over the ``long`` scenario, its output ticking
   the session after every pass (former) or only past the core's quiet horizon (the tick gate);
   CPU µs per output pass, its tick included;
+* ``idle``: the same replay writing its heard WAV, the output passing every block (former) or sleeping
+  while nothing can play (``idle_s``); CPU µs of the whole replay per second of the session;
 * ``receive``: a loopback WebSocket streaming a reply's frames in pairs (transcript + audio
   delta, as the server writes them) into a ``RealtimeConnection``; every frame through
   websockets' ``recv()`` (former) or frames already read taken as they are (``try_recv``);
@@ -32,8 +34,10 @@ import asyncio
 import json
 import math
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +46,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import serve as ws_serve
 
 from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.server.engine import Engine
@@ -101,6 +106,20 @@ def _tick_round(gated: bool, samples: npt.NDArray[np.int16]) -> float:
 
     replay_fast(samples, scenario=load_scenario("long"), voice="tone", tail_s=2.0, on_session=timed)
     return spent[0] / max(1, int(spent[1]))
+
+
+def _idle_round(sleeps: bool, samples: npt.NDArray[np.int16]) -> float:
+    """CPU seconds per session second of a lockstep replay over a long reply, its heard WAV written."""
+    def former(session: VoiceSession) -> None:
+        if not sleeps and isinstance(session.output, ClockedOutput):
+            session.output._idle_s = 0.0
+
+    with tempfile.TemporaryDirectory(prefix="voxline-levers-") as tmp, WavSink(Path(tmp) / "heard.wav") as sink:
+        start = time.process_time()
+        result = replay_fast(samples, scenario=load_scenario("long"), voice="tone", tail_s=2.0, sink=sink,
+                             on_session=former)
+        spent = time.process_time() - start
+    return spent / result.duration_s
 
 
 async def _receive_round(try_recv: bool, frames: list[str]) -> float:
@@ -205,6 +224,8 @@ def run(rounds: int = 7) -> dict[str, Any]:
     frames = [json.dumps(e) for e in events]
     result = {
         "tick": _alternate(rounds, lambda: _tick_round(False, samples), lambda: _tick_round(True, samples), "per pass"),
+        "idle": _alternate(rounds, lambda: _idle_round(False, samples), lambda: _idle_round(True, samples),
+                           "per session second"),
         "receive": _alternate(rounds, lambda: asyncio.run(_receive_round(False, frames * 3)),
                               lambda: asyncio.run(_receive_round(True, frames * 3)), "per frame"),
         "encode": _alternate(rounds, lambda: _encode_round(False, voices), lambda: _encode_round(True, voices),

@@ -8,7 +8,8 @@ levers are measured by running the server of another checkout (``--server-python
 * ``try_recv``: every frame is received through websockets' ``recv()`` (a coroutine chain and,
   when its queue is empty, a future each);
 * ``barge_peek``: a session waiting for its turn on the loop waits on when a barge-in
-  (``input_audio_buffer.speech_started``) is read behind it, and so does every event read ahead of it.
+  (``input_audio_buffer.speech_started``) is read behind it, and so does every event read ahead of it;
+* ``idle_sleep``: the output passes every block even while nothing can play (``idle_s=0``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.tick_gate import TickGate
 from voxline.realtime.connection import RealtimeConnection, connect
 from voxline.session import VoiceSession
@@ -24,7 +26,7 @@ from voxline.session.voice import Connector
 
 __all__ = ["LEVERS", "AlwaysOpenGate", "hooks"]
 
-LEVERS = ("tick_gate", "try_recv", "barge_peek")
+LEVERS = ("tick_gate", "try_recv", "barge_peek", "idle_sleep")
 
 
 class AlwaysOpenGate(TickGate):
@@ -55,8 +57,11 @@ def hooks(off: Sequence[str], settings: SessionSettings
             conn._peeks = None  # the session neither sees a barge-in queued nor is told of one read
         return conn
 
-    def ungated(session: VoiceSession) -> None:
-        session.machine.tick_gate = AlwaysOpenGate()
+    def former_output(session: VoiceSession) -> None:
+        if "tick_gate" in off:
+            session.machine.tick_gate = AlwaysOpenGate()
+        if "idle_sleep" in off and isinstance(session.output, ClockedOutput):
+            session.output._idle_s = 0.0  # a pass every block
 
     connector = former if {"try_recv", "barge_peek"} & set(off) else None
-    return connector, (ungated if "tick_gate" in off else None)
+    return connector, (former_output if {"tick_gate", "idle_sleep"} & set(off) else None)

@@ -251,7 +251,7 @@ def test_the_lever_benchmark_measures_each_lever_old_and_new() -> None:
     from benchmarks import bench_levers
 
     result = bench_levers.run(rounds=1)
-    assert set(result["levers"]) == {"tick", "receive", "encode", "json", "outbox"}
+    assert set(result["levers"]) == {"tick", "idle", "receive", "encode", "json", "outbox"}
     for lever in result["levers"].values():
         assert lever["former_us"] > 0 and lever["new_us"] > 0 and lever["new_over_former"] > 0
     json.dumps(result, allow_nan=False)
@@ -268,3 +268,23 @@ def test_the_nearest_peer_runs_its_own_sessions_against_the_same_server() -> Non
     assert peer["events_read"] > 0 and peer["session_seconds"] == 6.0
     assert peer["client_cpu_per_session_s"] > 0 and peer["server_cpu_per_session_s"] > 0
     json.dumps(peer, allow_nan=False)
+
+
+def test_each_client_lever_can_be_undone_alone() -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.concurrent_levers import AlwaysOpenGate, hooks
+    from voxline.audio.clocked_output import IDLE_S, ClockedOutput
+    from voxline.base.clock import VirtualClock
+
+    settings = bench_concurrent._settings("ws://127.0.0.1:9")
+    for off in (("idle_sleep",), ("tick_gate",), ("idle_sleep", "tick_gate")):
+        connector, on_session = hooks(off, settings)
+        assert connector is None and on_session is not None
+        session = SimpleNamespace(machine=SimpleNamespace(tick_gate=None), output=ClockedOutput(VirtualClock()))
+        on_session(session)  # type: ignore[arg-type]
+        assert (session.output._idle_s == 0.0) == ("idle_sleep" in off)
+        assert session.output._idle_s in (0.0, IDLE_S)
+        assert isinstance(session.machine.tick_gate, AlwaysOpenGate) == ("tick_gate" in off)
+    with pytest.raises(ValueError, match="unknown levers"):
+        hooks(("sleepless",), settings)

@@ -3,39 +3,193 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from voxline.base.clock import VirtualClock
-from voxline.audio.clocked_output import ClockedOutput
-
-
-class Blocks:
-    """A sink that keeps the listener time of each block written."""
-
-    def __init__(self) -> None:
-        self.at: list[float] = []
-
-    def write(self, t: float, samples: np.ndarray) -> None:
-        self.at.append(round(t, 6))
-
-    def apply_cut(self, at: float, end: float) -> None:
-        pass
+from voxline.audio.clocked_output import IDLE_S, ClockedOutput
+from voxline.audio.sinks import TimelineSink
+from voxline.audio.tick_gate import TickGate
 
 
 async def test_a_late_wake_up_reads_every_block_due_at_once() -> None:
     clock = VirtualClock()
-    sink = Blocks()
-    output = ClockedOutput(clock, sink, origin=0.0)
+    sink = Writes()
+    output = ClockedOutput(clock, sink, origin=0.0, idle_s=0.0)  # a pass every block, even in silence
     task = asyncio.create_task(output.run())
     await asyncio.sleep(0)
     await asyncio.sleep(0)
-    assert sink.at == [0.0]  # block 0 at once
+    assert sink.writes == [(0.0, 480)]  # block 0 at once
     clock.advance(0.1)  # one wake-up, 80 ms late for block 1
     await asyncio.sleep(0)  # the output runs once
-    assert sink.at == [0.0, 0.02, 0.04, 0.06, 0.08, 0.1]  # in one pass: no block waits for another turn of the loop
+    assert sink.writes == [(0.0, 480), (0.02, 480 * 5)]  # in one pass (silence: one write): no block waits
     assert clock.next_deadline() == 0.12
-    clock.advance(0.02)
+    output.playout.enqueue(np.full(4800, 7, np.int16), "item_a")
+    clock.advance(0.06)  # late again, with audio to read: block by block
     await asyncio.sleep(0)
-    assert sink.at[-1] == 0.12 and len(sink.at) == 7
+    assert sink.writes[2:] == [(0.12, 480), (0.14, 480), (0.16, 480)]
+    assert output.playout.started_at("item_a") == 0.12
     task.cancel()
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+class Writes:
+    """A sink that keeps each write's listener time and length."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[float, int]] = []
+
+    def write(self, t: float, samples: np.ndarray) -> None:
+        self.writes.append((round(t, 6), len(samples)))
+
+    def apply_cut(self, at: float, end: float) -> None:
+        pass
+
+    @property
+    def covered(self) -> int:
+        return sum(n for _, n in self.writes)
+
+
+async def test_with_nothing_to_play_it_sleeps_and_hands_the_sink_the_silence_when_it_wakes() -> None:
+    clock, sink = VirtualClock(), Writes()
+    output = ClockedOutput(clock, sink, origin=0.0)
+    task = asyncio.create_task(output.run())
+    await settle()
+    assert sink.writes == [(0.0, 480)] and clock.next_deadline() == IDLE_S  # not 0.02: nothing can play
+    clock.advance_to(IDLE_S)
+    await settle()
+    assert sink.writes == [(0.0, 480), (0.02, 480 * 10)]  # blocks 1 to 10 in one write
+    assert output.playout.samples_read == 480 * 11
+    clock.advance_to(0.25)  # asleep until 0.4: queued audio wakes it, from the next block on
+    output.playout.enqueue(np.full(960, 1000, np.int16), "item_a")
+    assert sink.writes[-1] == (0.22, 480 * 2)  # 0.22 and 0.24, due by now, were silence
+    assert clock.next_deadline() == 0.26
+    clock.advance_to(0.26)
+    await settle()
+    assert output.playout.started_at("item_a") == 0.26  # where it would have started without the sleep
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_stopped_while_asleep_the_sink_has_the_silence_up_to_the_stop() -> None:
+    clock, sink = VirtualClock(), Writes()
+    output = ClockedOutput(clock, sink, origin=0.0)
+    task = asyncio.create_task(output.run())
+    await settle()
+    clock.advance_to(0.15)
+    await settle()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert sink.covered == 480 * 8  # blocks 0 to 7: every block due by 0.15
+    assert output.playout.before_change is None  # let go of
+
+
+async def test_a_gate_lowered_while_asleep_brings_the_tick_to_the_next_block() -> None:
+    clock, sink = VirtualClock(), Writes()
+    output = ClockedOutput(clock, sink, origin=0.0)
+    ticks: list[float] = []
+    gate = TickGate()
+    output.tick_gate = gate
+
+    def tick() -> None:
+        ticks.append(clock.now())
+        gate.until = clock.now() + 10.0  # quiet for a long while
+
+    output.after_read = tick
+    task = asyncio.create_task(output.run())
+    await settle()
+    assert ticks == [0.0] and clock.next_deadline() == IDLE_S
+    clock.advance_to(0.05)
+    gate.until = -math.inf  # something changed: tick after the next pass
+    assert clock.next_deadline() == 0.06
+    clock.advance_to(0.06)
+    await settle()
+    assert ticks == [0.0, 0.06]
+    gate.until = 0.5  # lowered, but beyond the next idle pass (0.26): that one stands
+    assert clock.next_deadline() == 0.26
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert gate.on_lower is None
+
+
+async def test_idle_s_zero_reads_every_block_and_an_echo_reference_keeps_it_awake() -> None:
+    from voxline.audio.reference import PlayedRing
+
+    for idle_s, reference in ((0.0, False), (IDLE_S, True)):
+        clock, sink = VirtualClock(), Writes()
+        output = ClockedOutput(clock, sink, origin=0.0, idle_s=idle_s)
+        if reference:
+            output.playout.attach_reference(PlayedRing())
+        task = asyncio.create_task(output.run())
+        await settle()
+        assert clock.next_deadline() == 0.02
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+# a schedule: (listener time, what happens) with times off the block grid, so that no event ties with a pass
+_EVENTS = st.lists(st.tuples(st.integers(0, 150).map(lambda k: k * 0.02 + 0.007),
+                             st.sampled_from(["audio", "done", "lower", "never"]),
+                             st.integers(1, 40)), max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=_EVENTS, horizons=st.lists(st.integers(0, 60), min_size=1, max_size=8), latency=st.sampled_from([0.0, 0.04]))
+def test_sleeping_in_silence_hears_and_ticks_exactly_as_a_pass_every_block(
+        events: list[tuple[float, str, int]], horizons: list[int], latency: float) -> None:
+    """Whatever is queued, completed or changed when: the same timeline, the same ticks, the same first-heard times."""
+    def run(idle_s: float) -> tuple[np.ndarray, list[float], list[float | None]]:
+        async def main() -> tuple[np.ndarray, list[float], list[float | None]]:
+            clock, sink, gate = VirtualClock(), TimelineSink(), TickGate()
+            output = ClockedOutput(clock, sink, origin=0.0, idle_s=idle_s, latency_s=latency)
+            output.tick_gate = gate
+            ticks: list[float] = []
+
+            def tick() -> None:
+                ticks.append(round(clock.now(), 6))
+                gate.until = clock.now() + horizons[len(ticks) % len(horizons)] * 0.02
+
+            output.after_read = tick
+            task = asyncio.create_task(output.run())
+            await settle()
+            items: list[str] = []
+            for k, (at, what, size) in enumerate(sorted(events)):
+                while (deadline := clock.next_deadline()) is not None and deadline <= at:
+                    clock.advance_to(deadline)
+                    await settle()
+                clock.advance_to(at)
+                await settle()
+                if what == "audio":
+                    if not items or k % 3 == 0:
+                        items.append(f"item_{k}")
+                    output.playout.enqueue(np.full(size * 120, 100 + k, np.int16), items[-1])
+                elif what == "done" and items:
+                    output.playout.mark_complete(items[-1])
+                elif what == "lower":
+                    gate.until = at + size * 0.001
+                else:
+                    gate.until = -math.inf
+            for item in items:
+                output.playout.mark_complete(item)
+            while (deadline := clock.next_deadline()) is not None and deadline <= 4.0:
+                clock.advance_to(deadline)
+                await settle()
+            clock.advance_to(4.0)
+            await settle()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            return sink.samples.copy(), ticks, [output.playout.started_at(item) for item in items]
+
+        return asyncio.run(main())
+
+    every_block, sleeping = run(0.0), run(IDLE_S)
+    assert np.array_equal(every_block[0], sleeping[0])
+    assert every_block[1] == sleeping[1]
+    assert every_block[2] == sleeping[2]
