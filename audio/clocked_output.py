@@ -87,6 +87,7 @@ class ClockedOutput:
         self._buf = np.zeros(block, dtype=np.int16)
         self._silence = np.zeros(block * _SILENCE_BLOCKS, dtype=np.int16)
         self._silence.flags.writeable = False  # handed to the sink for blocks that could only be silent
+        self._silent_block = self._silence[:block]
         self._idle_s = idle_s  # 0: a pass every block, whatever plays
         self._alarm = Alarm()
         self._asleep = False  # the last pass asked for a later one than the next block: nothing could play
@@ -135,12 +136,12 @@ class ClockedOutput:
         """Read the blocks due at ``now``; the time the next one is due (later while nothing can play)."""
         assert self._t0 is not None
         self._asleep = False
-        self._read(now)
+        silent = self._read(now)
         t0, size, k = self._t0, self._block, self._k
         after, gate = self.after_read, self.tick_gate
         if after is not None and (gate is None or now - t0 >= gate.until):
             after()
-        if self._idle_s and self._alarm.armed and self.playout.idle:
+        if silent and self._idle_s and self._alarm.armed and self.playout.idle:
             wake = now - t0 + self._idle_s  # in listener time, as the gate's
             if after is not None:
                 if gate is None:
@@ -155,29 +156,31 @@ class ClockedOutput:
                 return t0 + later * size / SAMPLE_RATE
         return t0 + k * size / SAMPLE_RATE
 
-    def _read(self, now: float, *, pass_due: bool = True) -> None:
+    def _read(self, now: float, *, pass_due: bool = True) -> bool:
         """Every block due at ``now``: at once as silence if nothing can play (after a sleep, say), else one by one.
         A pass reads its own block whatever the rounding of ``now``; a catch-up (``pass_due=False``) reads only
-        blocks due by then."""
+        blocks due by then. True if the last block read could only be silent."""
         size, k = self._block, self._k
         due = self._last_block_by(now)
         if pass_due:
             due = max(k, due)
         elif due < k:
-            return
+            return False
         buf, playout, sink = self._buf, self.playout, self._sink
-        if playout.skip_silence((due + 1 - k) * size, (k * size + self._ahead) / SAMPLE_RATE):
+        if due > k and playout.skip_silence((due + 1 - k) * size, (k * size + self._ahead) / SAMPLE_RATE):
             if sink is not None:  # nothing pending: no read to make
                 silence = self._silence
                 for first in range(k, due + 1, _SILENCE_BLOCKS):
                     count = min(_SILENCE_BLOCKS, due + 1 - first)
                     sink.write((first * size + self._ahead) / SAMPLE_RATE, silence[:count * size])
             self._k = due + 1
-            return
+            return True
+        silent = False
         while k <= due:
             heard_at = (k * size + self._ahead) / SAMPLE_RATE
-            if playout.skip_silence(size, heard_at):
-                block = self._silence[:size]  # nothing pending: no read to make
+            silent = playout.skip_silence(size, heard_at)
+            if silent:
+                block = self._silent_block  # nothing pending: no read to make
             else:
                 playout.read_into(buf, heard_at)
                 block = buf
@@ -185,6 +188,7 @@ class ClockedOutput:
                 sink.write(heard_at, block)
             k += 1
         self._k = k
+        return silent
 
     def _wake(self) -> None:
         """Before the playout changes: if asleep, the silence up to now reaches the sink, and the next block is
