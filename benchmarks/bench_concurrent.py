@@ -35,8 +35,10 @@ Figures for each N:
   the CPU and the RSS figures.
 
 * **floor**: at the N of ``--floor`` (50 by default), N bare receivers (:mod:`benchmarks.concurrent_floor`:
-  ``websockets`` + ``json`` + ``pybase64``, no playout) against a fresh server of the same kind in
-  the same run; voxline's client CPU per session is reported as a ratio to theirs;
+  ``websockets`` + ``json`` + ``pybase64``, no playout) against a fresh server of the same kind,
+  just before and just after voxline's sessions at that N, each as long as a session's recording
+  and tail; voxline's client CPU per session is reported as a ratio to the mean of the two, so that
+  a host whose speed drifts during a round moves both sides of the ratio alike;
 * **lean floor**: at the same N, the same bare work on a leaner client (one ``asyncio.Protocol``
   per session driving websockets' sans-I/O protocol, each frame decoded in the read callback):
   what a Python asyncio client spends here beyond nothing but the wire, as a ratio to the floor;
@@ -99,8 +101,8 @@ from .concurrent_peer import peer_python, run_peer
 from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
-__all__ = ["FULL", "GOAL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "Workload", "knee", "lockstep_reference",
-           "machine", "main", "meets_goal", "percentiles", "run", "run_sessions", "section", "table"]
+__all__ = ["FULL", "GOAL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "Workload", "bracketed", "knee",
+           "lockstep_reference", "machine", "main", "meets_goal", "percentiles", "run", "run_sessions", "section", "table"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 FULL = (50, 100, 150, 200, 250, 300)
@@ -423,6 +425,17 @@ def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workloa
     return {**figures, "load_before": load_before, "load_after": _load()}
 
 
+def bracketed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """One floor from the runs just before and just after voxline's: the later run's figures, with the mean
+    CPU per session of the two (and each, as ``before_…`` and ``after_…``)."""
+    mean = (before["client_cpu_per_session_s"] + after["client_cpu_per_session_s"]) / 2
+    return {**after, "failed": before["failed"] + after["failed"],
+            "failures": sorted(set(before["failures"]) | set(after["failures"]))[:3],
+            "client_cpu_per_session_s": round(mean, 5),
+            "before_cpu_per_session_s": before["client_cpu_per_session_s"],
+            "after_cpu_per_session_s": after["client_cpu_per_session_s"]}
+
+
 def meets_goal(r: dict[str, Any]) -> list[str]:
     """What keeps run ``r`` from the goal (empty when it meets it)."""
     misses = []
@@ -476,6 +489,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     if seconds is not None:
         samples = samples[: int(seconds * rate)]
     reference = lockstep_reference(samples, tail_s, liveness_timeout_s, workload)
+    floor_s = round(len(samples) / rate + tail_s, 2)  # how long each floor, lean floor and peer session runs
     runs: list[dict[str, Any]] = []
     floors: list[dict[str, Any]] = []
     lean_floors: list[dict[str, Any]] = []
@@ -486,6 +500,9 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
         for n in sessions:
             # each N in a fresh process: its RSS growth and loop are the sessions' own, not what an
             # earlier N (or another benchmark) left allocated
+            if n in floor_at:
+                with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                    floor_before = pool.submit(floor_sessions, n, samples, floor_s, workload).result()
             with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                 runs.append(pool.submit(run_sessions, n, samples, reference, tail_s=tail_s,
                                         liveness_timeout_s=liveness_timeout_s, workload=workload).result())
@@ -495,15 +512,14 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                   flush=True)
             if n in floor_at:
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-                    floor = pool.submit(floor_sessions, n, samples, r["session_seconds"] / max(1, n - r["failed"]),
-                                        workload).result()
+                    floor = bracketed(floor_before, pool.submit(floor_sessions, n, samples, floor_s, workload).result())
                 floor["voxline_ratio"] = round(r["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
                 floors.append(floor)
-                print(f"  floor N = {n}: client {100 * floor['client_cpu_per_session_s']:.2f}%, voxline "
-                      f"{floor['voxline_ratio']}x", file=sys.stderr, flush=True)
+                print(f"  floor N = {n}: client {100 * floor['before_cpu_per_session_s']:.2f}% before, "
+                      f"{100 * floor['after_cpu_per_session_s']:.2f}% after, voxline {floor['voxline_ratio']}x their mean",
+                      file=sys.stderr, flush=True)
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-                    lean = pool.submit(floor_sessions, n, samples, r["session_seconds"] / max(1, n - r["failed"]),
-                                       workload, True).result()
+                    lean = pool.submit(floor_sessions, n, samples, floor_s, workload, True).result()
                 lean["voxline_ratio"] = round(r["client_cpu_per_session_s"] / lean["client_cpu_per_session_s"], 2)
                 lean["floor_ratio"] = round(lean["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
                 lean_floors.append(lean)
@@ -511,8 +527,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                       f"{lean['voxline_ratio']}x", file=sys.stderr, flush=True)
                 if peer is not None:
                     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-                        theirs = pool.submit(peer_sessions, peer, n, recording,
-                                             r["session_seconds"] / max(1, n - r["failed"]), workload).result()
+                        theirs = pool.submit(peer_sessions, peer, n, recording, floor_s, workload).result()
                     theirs["voxline_ratio"] = round(r["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)
                     theirs["floor_ratio"] = round(theirs["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
                     peers.append(theirs)
@@ -573,8 +588,10 @@ def table(result: dict[str, Any]) -> str:
             "client CPU/s", "server CPU/s", "cores", "RSS MiB/sess", "load 1 min", "goal"]
     lines = [format_table(head, [_row(r) for r in result["runs"]])]
     for f in result.get("floor", []):
+        around = (f" (just before and after voxline's: {100 * f['before_cpu_per_session_s']:.2f}%, "
+                  f"{100 * f['after_cpu_per_session_s']:.2f}%)" if "before_cpu_per_session_s" in f else "")
         lines.append(f"bare receivers at N = {f['sessions']}: client {100 * f['client_cpu_per_session_s']:.2f}% per "
-                     f"session; voxline {f['voxline_ratio']}x that")
+                     f"session{around}; voxline {f['voxline_ratio']}x that")
     for f in result.get("lean_floor", []):
         lines.append(f"lean bare receivers at N = {f['sessions']}: client {100 * f['client_cpu_per_session_s']:.2f}% per "
                      f"session ({f['floor_ratio']}x the bare receivers); voxline {f['voxline_ratio']}x that")

@@ -262,13 +262,17 @@ def _beside(f: Figures) -> list[str]:
         """A client's CPU, how many times the bare receivers' it is, and how many times it voxline's is."""
         if e is None:
             return "—"
-        said = [f"{e['floor_ratio']}x the bare"] if e.get("floor_ratio") is not None else []
+        said = ([f"the mean of {100 * e['before_cpu_per_session_s']:.2f}% just before and "
+                 f"{100 * e['after_cpu_per_session_s']:.2f}% just after"] if "before_cpu_per_session_s" in e else [])
+        said += [f"{e['floor_ratio']}x the bare"] if e.get("floor_ratio") is not None else []
         said += [f"voxline {e['voxline_ratio']}x that"] if e.get("voxline_ratio") is not None else []
         said += [f"{e['failed']} failed"] if e.get("failed") else []
         return f"{100 * e['client_cpu_per_session_s']:.2f}%" + (f" ({'; '.join(said)})" if said else "")
 
+    bracketed = (", measured just before and just after voxline's sessions"
+                 if any("before_cpu_per_session_s" in e for e in floors) else "")
     lines = ["", "Clients measured beside voxline's in the same rounds, CPU per session-second as a share of one core "
-                 "(bare receivers: `websockets` + `json` + `pybase64`, no playout; lean: the same work, each session "
+                 f"(bare receivers: `websockets` + `json` + `pybase64`, no playout{bracketed}; lean: the same work, each session "
                  "one `asyncio.Protocol` driving websockets' sans-I/O protocol; openai-agents' realtime sessions, "
                  "no playout):", "",
              *_head("round", "N", "voxline's client", "bare receivers", "lean bare receivers", "openai-agents")]

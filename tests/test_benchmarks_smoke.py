@@ -193,6 +193,9 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     assert figures["cuts"]["not_heard_audio"] == 0 and figures["cuts"]["max_error_samples"] <= 1
     (floor,) = result["floor"]
     assert floor["sessions"] == 2 and floor["failed"] == 0 and floor["frames_received"] > 0 and floor["voxline_ratio"] > 0
+    around = floor["before_cpu_per_session_s"], floor["after_cpu_per_session_s"]  # the floor just before and after voxline's
+    assert min(around) > 0 and floor["client_cpu_per_session_s"] == pytest.approx(sum(around) / 2, abs=1e-5)
+    assert floor["session_seconds"] == 2 * 7.5 and "just before and after" in bench_concurrent.table(result)
     (lean,) = result["lean_floor"]  # the same frames through the leaner client
     assert lean["sessions"] == 2 and lean["failed"] == 0 and lean["frames_received"] > 0 and lean["audio_s_decoded"] > 0
     assert lean["floor_ratio"] > 0 and "lean bare receivers" in bench_concurrent.table(result)
@@ -288,3 +291,13 @@ def test_each_client_lever_can_be_undone_alone() -> None:
         assert isinstance(session.machine.tick_gate, AlwaysOpenGate) == ("tick_gate" in off)
     with pytest.raises(ValueError, match="unknown levers"):
         hooks(("sleepless",), settings)
+
+
+def test_a_bracketed_floor_is_the_mean_of_the_runs_around_voxlines_and_keeps_both() -> None:
+    before = {"client_cpu_per_session_s": 0.004, "failed": 0, "failures": [], "sessions": 50, "frames_received": 9}
+    after = {"client_cpu_per_session_s": 0.006, "failed": 1, "failures": ["OSError: x"], "sessions": 50,
+             "frames_received": 10}
+    floor = bench_concurrent.bracketed(before, after)
+    assert floor["client_cpu_per_session_s"] == 0.005 and floor["failed"] == 1 and floor["failures"] == ["OSError: x"]
+    assert (floor["before_cpu_per_session_s"], floor["after_cpu_per_session_s"]) == (0.004, 0.006)
+    assert floor["frames_received"] == 10  # the later run's own figures
