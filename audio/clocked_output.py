@@ -116,6 +116,7 @@ class ClockedOutput:
         """
         if self._t0 is None:
             self._t0 = self._clock.now()
+        self._failure = None
         playout = self.playout
         playout.before_change = self._wake
         try:
@@ -126,12 +127,15 @@ class ClockedOutput:
             gate = self.tick_gate
             if gate is not None and gate.on_lower == self._gate_lowered:
                 gate.on_lower = None
+            failure, self._failure = self._failure, None
             if self._asleep:  # the silence slept through, every block due by now (as a pass now would), for the sink
                 self._asleep = False
                 try:
                     self._read(self._last_due(self._clock.now()))
                 except Exception as exc:  # (a full disk): the sink's own close reports it; the stop goes on
-                    _log.warning("the output's last silence did not reach its sink: %s", exc)
+                    failure = failure or exc
+            if failure is not None:  # stopped before a pass could raise it
+                _log.warning("the output's silence did not reach its sink: %s", failure)
 
     def _pass(self, now: float) -> float:
         """Read the blocks due at ``now``; the time the next one is due (later while nothing can play)."""

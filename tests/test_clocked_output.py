@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -305,3 +307,34 @@ def test_the_last_block_due_is_the_one_its_due_time_reaches_at_every_rounding() 
             assert output._last_due(at) == k and output._last_due(at, before=True) == k - 1
             assert output._last_due(math.nextafter(at, -math.inf)) == k - 1
             assert output._last_due(math.nextafter(at, math.inf), before=True) == k
+
+
+async def test_a_sink_failure_on_a_wake_up_just_before_the_stop_is_logged_and_not_carried_into_the_next_run(
+        caplog: pytest.LogCaptureFixture) -> None:
+    class FailsOnce(Writes):
+        failed = False
+
+        def write(self, t: float, samples: np.ndarray) -> None:
+            if t > 0 and not self.failed:
+                self.failed = True
+                raise OSError("no space left on device")
+            super().write(t, samples)
+
+    clock, sink = VirtualClock(), FailsOnce()
+    output = ClockedOutput(clock, sink, origin=0.0)
+    task = asyncio.create_task(output.run())
+    await settle()
+    clock.advance_to(0.05)
+    output.playout.enqueue(np.full(960, 5, np.int16), "a")  # the wake-up's write fails
+    with caplog.at_level(logging.WARNING, logger="voxline.audio.clocked_output"):
+        task.cancel()  # before the next pass
+        await asyncio.gather(task, return_exceptions=True)
+    assert "no space left on device" in caplog.text
+    output.playout.clear()
+    again = asyncio.create_task(output.run())  # the output taken up again (by another session, say)
+    for at in (0.06, 0.08, 0.1):
+        clock.advance_to(at)
+        await settle()
+    assert not again.done()  # the first run's failure stayed with it
+    again.cancel()
+    await asyncio.gather(again, return_exceptions=True)
