@@ -426,10 +426,11 @@ def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workloa
 
 
 def bracketed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """One floor from the runs just before and just after voxline's: the later run's figures, with the mean
-    CPU per session of the two (and each, as ``before_…`` and ``after_…``)."""
+    """One floor from the runs just before and just after voxline's: the later run's figures (``failed``, the
+    CPU seconds, the frames), with the mean CPU per session of the two (and each, as ``before_…`` and
+    ``after_…``) and the earlier run's failures as ``failed_before``."""
     mean = (before["client_cpu_per_session_s"] + after["client_cpu_per_session_s"]) / 2
-    return {**after, "failed": before["failed"] + after["failed"],
+    return {**after, "failed_before": before["failed"],
             "failures": sorted(set(before["failures"]) | set(after["failures"]))[:3],
             "client_cpu_per_session_s": round(mean, 5),
             "before_cpu_per_session_s": before["client_cpu_per_session_s"],
@@ -521,7 +522,9 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                     lean = pool.submit(floor_sessions, n, samples, floor_s, workload, True).result()
                 lean["voxline_ratio"] = round(r["client_cpu_per_session_s"] / lean["client_cpu_per_session_s"], 2)
-                lean["floor_ratio"] = round(lean["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
+                # the lean floor and the peer run after the floor's second run: their own ratio to the floor is to
+                # that run, the one beside them (the mean is centred on voxline's sessions, not on theirs)
+                lean["floor_ratio"] = round(lean["client_cpu_per_session_s"] / floor["after_cpu_per_session_s"], 2)
                 lean_floors.append(lean)
                 print(f"  lean floor N = {n}: client {100 * lean['client_cpu_per_session_s']:.2f}%, voxline "
                       f"{lean['voxline_ratio']}x", file=sys.stderr, flush=True)
@@ -529,7 +532,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                         theirs = pool.submit(peer_sessions, peer, n, recording, floor_s, workload).result()
                     theirs["voxline_ratio"] = round(r["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)
-                    theirs["floor_ratio"] = round(theirs["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
+                    theirs["floor_ratio"] = round(theirs["client_cpu_per_session_s"] / floor["after_cpu_per_session_s"], 2)
                     peers.append(theirs)
                     print(f"  openai-agents N = {n}: client {100 * theirs['client_cpu_per_session_s']:.2f}%, voxline "
                           f"{theirs['voxline_ratio']}x that", file=sys.stderr, flush=True)
