@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -338,3 +339,23 @@ async def test_a_sink_failure_on_a_wake_up_just_before_the_stop_is_logged_and_no
     assert not again.done()  # the first run's failure stayed with it
     again.cancel()
     await asyncio.gather(again, return_exceptions=True)
+
+
+async def test_asleep_in_silence_the_heard_wav_on_disk_lacks_at_most_the_sinks_window_and_idle_s(tmp_path: Path) -> None:
+    """What a process killed outright leaves while nothing plays: the WAV on disk at every moment."""
+    from voxline.audio.sinks import WavSink
+    from voxline.audio.wavio import read_wav
+
+    clock, path = VirtualClock(), tmp_path / "heard.wav"
+    with WavSink(path) as sink:
+        output = ClockedOutput(clock, sink, origin=0.0)
+        task = asyncio.create_task(output.run())
+        await settle()
+        worst = 0.0
+        for k in range(1, 400):  # 8 s, 20 ms at a time
+            clock.advance_to(k * 0.02)
+            await settle()
+            worst = max(worst, clock.now() - len(read_wav(path)[0]) / 24_000)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert 2.0 < worst <= 2.0 + IDLE_S + 0.02  # the sink's window, the sleep, and the block being read
