@@ -381,10 +381,11 @@ def test_the_resource_tracker_of_a_farm_in_processes_outlives_a_hangup() -> None
     code = ("import signal\n"
             "from multiprocessing import resource_tracker\n"
             "from voxline.session.replay.farm.processes import _tracker_outlives_a_hangup\n"
+            "before = signal.getsignal(signal.SIGHUP)\n"  # inherited: SIG_IGN under nohup
             "_tracker_outlives_a_hangup()\n"
             "pid = resource_tracker._resource_tracker._pid\n"
             "status = open(f'/proc/{pid}/status').read()\n"
             "ignored = int(next(l for l in status.splitlines() if l.startswith('SigIgn:')).split()[1], 16)\n"
-            "print(bool(ignored & (1 << (signal.SIGHUP - 1))), signal.getsignal(signal.SIGHUP) is signal.SIG_DFL)\n")
+            "print(bool(ignored & (1 << (signal.SIGHUP - 1))), signal.getsignal(signal.SIGHUP) is before)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["True", "True"], run.stderr  # and this process's own handler is as it was
