@@ -276,22 +276,32 @@ def test_a_gate_lowered_a_hair_before_a_block_is_due_ticks_on_that_block() -> No
     assert ticks(IDLE_S, 0.1) == [0.0, 0.12]  # at the very instant: the block due then has passed
 
 
-async def test_a_sink_that_fails_on_a_wake_up_loses_no_audio_and_ends_the_output_at_its_next_pass() -> None:
-    class FailsOnce(Writes):
-        failed = False
+class FailsOnce(Writes):
+    """A sink whose first write past listener time 0 fails as a full disk does."""
 
-        def write(self, t: float, samples: np.ndarray) -> None:
-            if t > 0 and not self.failed:
-                self.failed = True
-                raise OSError("no space left on device")
-            super().write(t, samples)
+    failed = False
 
-    clock, sink = VirtualClock(), FailsOnce()
-    output = ClockedOutput(clock, sink, origin=0.0)
+    def write(self, t: float, samples: np.ndarray) -> None:
+        if t > 0 and not self.failed:
+            self.failed = True
+            raise OSError("no space left on device")
+        super().write(t, samples)
+
+
+async def _asleep_until_a_failing_wake_up() -> tuple[VirtualClock, ClockedOutput, asyncio.Task[None], bool]:
+    """An output asleep in silence, woken at 0.05 by queued audio while its sink's catch-up write fails."""
+    clock = VirtualClock()
+    output = ClockedOutput(clock, FailsOnce(), origin=0.0)
     task = asyncio.create_task(output.run())
     await settle()
     clock.advance_to(0.05)
-    assert output.playout.enqueue(np.full(960, 5, np.int16), "a")  # the sink's failure is not the queue's
+    queued = output.playout.enqueue(np.full(960, 5, np.int16), "a")
+    return clock, output, task, queued
+
+
+async def test_a_sink_that_fails_on_a_wake_up_loses_no_audio_and_ends_the_output_at_its_next_pass() -> None:
+    clock, output, task, queued = await _asleep_until_a_failing_wake_up()
+    assert queued  # the sink's failure is not the queue's
     assert output.playout.queued_samples == 960 and clock.next_deadline() == 0.06  # rung for the next block
     assert output.playout.samples_read == 480 * 3  # blocks 0 to 2 (the silence due by 0.05), read once each
     clock.advance_to(0.06)
@@ -312,21 +322,7 @@ def test_the_last_block_due_is_the_one_its_due_time_reaches_at_every_rounding() 
 
 async def test_a_sink_failure_on_a_wake_up_just_before_the_stop_is_logged_and_not_carried_into_the_next_run(
         caplog: pytest.LogCaptureFixture) -> None:
-    class FailsOnce(Writes):
-        failed = False
-
-        def write(self, t: float, samples: np.ndarray) -> None:
-            if t > 0 and not self.failed:
-                self.failed = True
-                raise OSError("no space left on device")
-            super().write(t, samples)
-
-    clock, sink = VirtualClock(), FailsOnce()
-    output = ClockedOutput(clock, sink, origin=0.0)
-    task = asyncio.create_task(output.run())
-    await settle()
-    clock.advance_to(0.05)
-    output.playout.enqueue(np.full(960, 5, np.int16), "a")  # the wake-up's write fails
+    clock, output, task, _queued = await _asleep_until_a_failing_wake_up()  # the wake-up's write fails
     with caplog.at_level(logging.WARNING, logger="voxline.audio.clocked_output"):
         task.cancel()  # before the next pass
         await asyncio.gather(task, return_exceptions=True)
