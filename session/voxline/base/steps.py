@@ -159,7 +159,6 @@ class _Stepper:
         order for a key changed in place), and the old one is gone."""
         if entry[2] is None or entry[3].done() or entry[0] <= at or entry is self._current:
             return  # gone, due by then already, or being stepped (the time it returns stands)
-        at = max(at, -1e300)  # -inf: at once
         fresh = [at, next(self._order), entry[2], entry[3]]
         entry[2] = None
         alarm._entry = fresh
