@@ -46,6 +46,10 @@ Figures for each N:
   that client's own environment (:mod:`benchmarks.concurrent_peer`), against a fresh server of
   the same kind, as a ratio to the floor and voxline's as a ratio to theirs (left out, saying
   how to build it, when ``.ci/install-clients openai_agents`` has not run);
+* **side by side**: at the same N, voxline's sessions and the bare receivers at the same time, each
+  client in its own process against one fresh server (:mod:`benchmarks.concurrent_beside`): the
+  host's speed drifts by tens of percent within a minute, and only runs that share the same seconds
+  see the same host, so this is the ratio to the floor that holds still from round to round;
 * **goal** of each N: loop lag p99 <= 20 ms, lateness spread (p99 - p50) <= 40 ms, no underrun,
   no failure, no cut off what was heard, client plus server below 60% of the machine's cores;
   the **knee** is the largest N whose every run meets it, and the first N that does not says
@@ -96,13 +100,15 @@ from voxline.session.replay.result import ReplayResult
 from voxline.session.settings import SessionSettings
 
 from .common import environment, format_table
+from .concurrent_beside import run_side_by_side
 from .concurrent_floor import run_floor
 from .concurrent_peer import peer_python, run_peer
 from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
 __all__ = ["FULL", "GOAL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "Workload", "bracketed", "knee",
-           "lockstep_reference", "machine", "main", "meets_goal", "percentiles", "run", "run_sessions", "section", "table"]
+           "lockstep_reference", "machine", "main", "meets_goal", "percentiles", "run", "run_sessions", "section",
+           "side_by_side", "table"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 FULL = (50, 100, 150, 200, 250, 300)
@@ -425,6 +431,20 @@ def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workloa
     return {**figures, "load_before": load_before, "load_after": _load()}
 
 
+def side_by_side(n: int, samples: npt.NDArray[np.int16], tail_s: float, workload: Workload = Workload()
+                 ) -> dict[str, Any]:
+    """``n`` voxline sessions and ``n`` bare receivers at once against one fresh ``voxline serve``
+    (:mod:`benchmarks.concurrent_beside`); the server's CPU is per session of either kind."""
+    load_before = _load()
+    with Server(workload=workload) as server:
+        server0 = server.cpu_s()
+        figures = run_side_by_side(server.url, n, samples, tail_s, wav=workload.wav, levers_off=workload.levers_off)
+        server1 = server.cpu_s()
+    session_s = figures["voxline"]["session_seconds"] + figures["floor"]["session_seconds"]
+    figures["server_cpu_per_session_s"] = round((server1 - server0) / session_s, 5) if session_s > 0 else math.nan
+    return {**figures, "load_before": load_before, "load_after": _load()}
+
+
 def bracketed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """One floor from the runs just before and just after voxline's: the later run's figures (``failed``, the
     CPU seconds, the frames), with the mean CPU per session of the two (and each, as ``before_…`` and
@@ -495,6 +515,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     floors: list[dict[str, Any]] = []
     lean_floors: list[dict[str, Any]] = []
     peers: list[dict[str, Any]] = []
+    besides: list[dict[str, Any]] = []
     peer = peer_python() if floor_at and seconds is None else None
     spawn = multiprocessing.get_context("spawn")
     for round_ in range(repeat):
@@ -536,6 +557,11 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                     peers.append(theirs)
                     print(f"  openai-agents N = {n}: client {100 * theirs['client_cpu_per_session_s']:.2f}%, voxline "
                           f"{theirs['voxline_ratio']}x that", file=sys.stderr, flush=True)
+                both = side_by_side(n, samples, tail_s, workload)
+                besides.append(both)
+                print(f"  side by side N = {n}: voxline {100 * both['voxline']['client_cpu_per_session_s']:.2f}%, bare "
+                      f"receivers {100 * both['floor']['client_cpu_per_session_s']:.2f}%, voxline {both['voxline_ratio']}x",
+                      file=sys.stderr, flush=True)
     return {
         "benchmark": "concurrent",
         "machine": machine(),
@@ -558,6 +584,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
         "floor": floors,
         "lean_floor": lean_floors,
         "peers": peers,
+        "side_by_side": besides,
         "peer_missing": "" if peer is not None or not floor_at or seconds is not None else
         "openai-agents not measured: build its environment with .ci/install-clients openai_agents",
         "knee": knee(runs),
@@ -602,6 +629,10 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"openai-agents at N = {p['sessions']} (no playout, {p['failed']} failed): client "
                      f"{100 * p['client_cpu_per_session_s']:.2f}% per session ({p['floor_ratio']}x the bare receivers); "
                      f"voxline {p['voxline_ratio']}x that")
+    for b in result.get("side_by_side", []):
+        lines.append(f"side by side at N = {b['sessions']} (at once, each in its own process): voxline "
+                     f"{100 * b['voxline']['client_cpu_per_session_s']:.2f}%, bare receivers "
+                     f"{100 * b['floor']['client_cpu_per_session_s']:.2f}% per session; voxline {b['voxline_ratio']}x that")
     if result.get("peer_missing"):
         lines.append(result["peer_missing"])
     k = result.get("knee")

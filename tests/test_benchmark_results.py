@@ -189,3 +189,17 @@ def test_a_measurement_notes_the_hosts_speed_and_the_table_shows_it(tmp_path: Pa
     rows = {line.split(" | ")[0].lstrip("| "): line for line in table._measured(record.load(path)["sections"])}
     assert f"{before:.0f} → {after:.0f}" in rows["decode"]
     assert rows["encode"].count("—") == 1  # no speed to show, and nothing else missing
+
+
+def test_the_clients_run_at_once_get_a_column_of_their_own_only_when_measured() -> None:
+    runs = [{"sessions": 50, "client_cpu_per_session_s": 0.0075}]
+    floor = {"sessions": 50, "client_cpu_per_session_s": 0.005, "voxline_ratio": 1.5, "failed": 0}
+    both = {"sessions": 50, "voxline_ratio": 1.62,
+            "voxline": {"client_cpu_per_session_s": 0.0068, "failed": 0},
+            "floor": {"client_cpu_per_session_s": 0.0042, "failed": 1}}
+    without = "\n".join(table._beside({"runs": runs, "floor": [floor]}))
+    assert "at once" not in without  # results measured before the side-by-side run keep their table
+    measured = "\n".join(table._beside({"runs": runs, "floor": [floor], "side_by_side": [both]}))
+    header, row = (line for line in measured.splitlines() if line.startswith("| ") and "---" not in line)
+    assert header.rstrip(" |").endswith("at once: voxline / bare receivers")
+    assert row.rstrip(" |").endswith("0.68% / 0.42% (**1.62x**; 1 failed)")

@@ -199,6 +199,13 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     (lean,) = result["lean_floor"]  # the same frames through the leaner client
     assert lean["sessions"] == 2 and lean["failed"] == 0 and lean["frames_received"] > 0 and lean["audio_s_decoded"] > 0
     assert lean["floor_ratio"] > 0 and "lean bare receivers" in bench_concurrent.table(result)
+    (both,) = result["side_by_side"]  # voxline's sessions and the bare receivers at once
+    mine, bare = both["voxline"], both["floor"]
+    assert both["sessions"] == 2 and mine["failed"] == bare["failed"] == 0 and bare["frames_received"] > 0
+    assert both["voxline_ratio"] == round(mine["client_cpu_per_session_s"] / bare["client_cpu_per_session_s"], 2) > 0
+    shared = min(mine["ended_at"], bare["ended_at"]) - max(mine["began_at"], bare["began_at"])
+    assert shared >= 0.9 * min(mine["ended_at"] - mine["began_at"], bare["ended_at"] - bare["began_at"])
+    assert both["server_cpu_per_session_s"] > 0 and "side by side at N = 2" in bench_concurrent.table(result)
     assert set(result["knee"]) in ({"largest_n_meeting_goal"}, {"largest_n_meeting_goal", "degrades_at", "why"})
 
 
