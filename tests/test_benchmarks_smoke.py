@@ -236,6 +236,32 @@ def test_concurrent_session_counts_are_validated() -> None:
         bench_concurrent.main(["--liveness-timeout", "-1"])
 
 
+def test_a_lever_is_measured_with_its_former_and_new_path_at_once() -> None:
+    from voxline.audio.wavio import read_wav
+
+    from benchmarks.concurrent_beside import run_levers_at_once
+
+    samples, _rate = read_wav(bench_concurrent.RECORDING)
+    with bench_concurrent.Server(workload=bench_concurrent.Workload().resolved()) as server:
+        pair = run_levers_at_once(server.url, 2, samples[: 24_000 * 7], 0.5, ("idle_sleep",))
+    former, new = pair["former"], pair["new"]
+    assert pair["levers_off"] == ["idle_sleep"] and former["failed"] == new["failed"] == 0
+    assert former["session_seconds"] > 2 * 7 and new["session_seconds"] > 2 * 7
+    assert pair["new_over_former"] == round(new["client_cpu_per_session_s"] / former["client_cpu_per_session_s"], 3)
+    shared = min(former["ended_at"], new["ended_at"]) - max(former["began_at"], new["began_at"])
+    assert shared >= 0.9 * min(former["ended_at"] - former["began_at"], new["ended_at"] - new["began_at"])
+
+
+@pytest.mark.parametrize("args", [["--levers-off", "warp"], ["--levers-off", ""], ["--levers-off", "idle_sleep", "--repeat", "0"],
+                                  ["--levers-off", "idle_sleep", "--sessions", "0"]])
+def test_the_levers_at_once_refuse_bad_requests(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import concurrent_beside
+
+    with pytest.raises(SystemExit) as exit_:
+        concurrent_beside.main(args)
+    assert exit_.value.code == 2 and "--" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
 def test_the_hearing_benchmark_measures_every_system_in_every_condition() -> None:
     require_tool("espeak-ng")
     from benchmarks import bench_hearing
