@@ -335,3 +335,19 @@ def test_a_bracketed_floor_is_the_mean_of_the_runs_around_voxlines_and_keeps_bot
     assert (floor["failed_before"], floor["failed"]) == (0, 1)  # each run's, out of its own 50
     assert (floor["before_cpu_per_session_s"], floor["after_cpu_per_session_s"]) == (0.004, 0.006)
     assert floor["frames_received"] == 10  # the later run's own figures
+
+
+def test_the_client_paths_are_put_back_after_they_were_measured() -> None:
+    from benchmarks import concurrent_paths
+
+    before = {name: owner.__dict__[attr] for name, (owner, attr) in concurrent_paths.PATHS.items()}
+    figures = concurrent_paths.run_paths(2, seconds=7.0, tail_s=0.5)
+    assert figures["failed"] == 0 and figures["client_us_per_session_s"] > 0
+    paths = figures["paths"]
+    assert set(paths) == set(concurrent_paths.PATHS)
+    for name in ("output: a pass (its tick included)", "machine: a server event", "protocol: a frame parsed and checked",
+                 "machine: a microphone block"):
+        assert paths[name]["calls_per_session_s"] > 0 and paths[name]["us_per_session_s"] > 0, name
+    # a path's own time is part of the client's: none can be more than all of it
+    assert max(p["us_per_session_s"] for p in paths.values()) < figures["client_us_per_session_s"]
+    assert {name: owner.__dict__[attr] for name, (owner, attr) in concurrent_paths.PATHS.items()} == before
