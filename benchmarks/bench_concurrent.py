@@ -50,6 +50,7 @@ Figures for each N:
   client in its own process against one fresh server (:mod:`benchmarks.concurrent_beside`): the
   host's speed drifts by tens of percent within a minute, and only runs that share the same seconds
   see the same host, so this is the ratio to the floor that holds still from round to round;
+  openai-agents' sessions run at once beside voxline's the same way, for the peer's ratio;
 * **goal** of each N: loop lag p99 <= 20 ms, lateness spread (p99 - p50) <= 40 ms, no underrun,
   no failure, no cut off what was heard, client plus server below 60% of the machine's cores;
   the **knee** is the largest N whose every run meets it, and the first N that does not says
@@ -100,15 +101,15 @@ from voxline.session.replay.result import ReplayResult
 from voxline.session.settings import SessionSettings
 
 from .common import environment, format_table
-from .concurrent_beside import run_side_by_side
+from .concurrent_beside import run_peer_at_once, run_side_by_side
 from .concurrent_floor import run_floor
 from .concurrent_peer import peer_python, run_peer
 from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
 __all__ = ["FULL", "GOAL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "Workload", "bracketed", "knee",
-           "lockstep_reference", "machine", "main", "meets_goal", "percentiles", "run", "run_sessions", "section",
-           "side_by_side", "table"]
+           "lockstep_reference", "machine", "main", "meets_goal", "peer_at_once", "percentiles", "run", "run_sessions",
+           "section", "side_by_side", "table"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 FULL = (50, 100, 150, 200, 250, 300)
@@ -445,6 +446,16 @@ def side_by_side(n: int, samples: npt.NDArray[np.int16], tail_s: float, workload
     return {**figures, "load_before": load_before, "load_after": _load()}
 
 
+def peer_at_once(n: int, samples: npt.NDArray[np.int16], tail_s: float, python: Path, recording: Path,
+                 workload: Workload = Workload()) -> dict[str, Any]:
+    """``n`` voxline sessions and ``n`` openai-agents sessions at once against one fresh ``voxline serve``
+    (:mod:`benchmarks.concurrent_beside`)."""
+    load_before = _load()
+    with Server(workload=workload) as server:
+        figures = run_peer_at_once(server.url, n, samples, tail_s, python, recording, wav=workload.wav)
+    return {**figures, "load_before": load_before, "load_after": _load()}
+
+
 def bracketed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """One floor from the runs just before and just after voxline's: the later run's figures (``failed``, the
     CPU seconds, the frames), with the mean CPU per session of the two (and each, as ``before_…`` and
@@ -516,6 +527,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     lean_floors: list[dict[str, Any]] = []
     peers: list[dict[str, Any]] = []
     besides: list[dict[str, Any]] = []
+    peers_at_once: list[dict[str, Any]] = []
     peer = peer_python() if floor_at and seconds is None else None
     spawn = multiprocessing.get_context("spawn")
     for round_ in range(repeat):
@@ -557,6 +569,12 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                     peers.append(theirs)
                     print(f"  openai-agents N = {n}: client {100 * theirs['client_cpu_per_session_s']:.2f}%, voxline "
                           f"{theirs['voxline_ratio']}x that", file=sys.stderr, flush=True)
+                    with_peer = peer_at_once(n, samples, tail_s, peer, recording, workload)
+                    peers_at_once.append(with_peer)
+                    print(f"  voxline and openai-agents at once, N = {n}: "
+                          f"{100 * with_peer['voxline']['client_cpu_per_session_s']:.2f}% and "
+                          f"{100 * with_peer['peer']['client_cpu_per_session_s']:.2f}%, voxline {with_peer['voxline_ratio']}x",
+                          file=sys.stderr, flush=True)
                 both = side_by_side(n, samples, tail_s, workload)
                 besides.append(both)
                 print(f"  side by side N = {n}: voxline {100 * both['voxline']['client_cpu_per_session_s']:.2f}%, bare "
@@ -585,6 +603,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
         "lean_floor": lean_floors,
         "peers": peers,
         "side_by_side": besides,
+        "peers_at_once": peers_at_once,
         "peer_missing": "" if peer is not None or not floor_at or seconds is not None else
         "openai-agents not measured: build its environment with .ci/install-clients openai_agents",
         "knee": knee(runs),
@@ -629,6 +648,10 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"openai-agents at N = {p['sessions']} (no playout, {p['failed']} failed): client "
                      f"{100 * p['client_cpu_per_session_s']:.2f}% per session ({p['floor_ratio']}x the bare receivers); "
                      f"voxline {p['voxline_ratio']}x that")
+    for b in result.get("peers_at_once", []):
+        lines.append(f"openai-agents at once at N = {b['sessions']}: voxline {100 * b['voxline']['client_cpu_per_session_s']:.2f}%, "
+                     f"openai-agents {100 * b['peer']['client_cpu_per_session_s']:.2f}% per session; voxline "
+                     f"{b['voxline_ratio']}x that")
     for b in result.get("side_by_side", []):
         lines.append(f"side by side at N = {b['sessions']} (at once, each in its own process): voxline "
                      f"{100 * b['voxline']['client_cpu_per_session_s']:.2f}%, bare receivers "

@@ -13,7 +13,8 @@ bare receivers (:func:`benchmarks.concurrent_floor.run_floor`) for as long as a 
 Each reports its own ``time.process_time`` over its sessions' seconds, and when its sessions began
 and ended (Unix seconds), which shows they shared the same stretch.
 
-The same pairing measures a client lever: :func:`run_levers_at_once` runs voxline's sessions with the
+The same pairing sets voxline's sessions beside openai-agents' (:func:`run_peer_at_once`), and measures a
+client lever: :func:`run_levers_at_once` runs voxline's sessions with the
 lever undone (:mod:`benchmarks.concurrent_levers`) and as they are, at once; run
 ``python3 -m benchmarks.concurrent_beside --levers-off idle_sleep`` for five such pairs and their
 median ratio. Pairs run a few seconds apart move by ±15% with the host; pairs run at once by a
@@ -41,9 +42,10 @@ import numpy.typing as npt
 from voxline.audio.wavio import read_wav
 
 from .concurrent_floor import run_floor
+from .concurrent_peer import run_peer_on_signal
 from .record import write_standalone
 
-__all__ = ["READY_S", "main", "run_levers_at_once", "run_side_by_side"]
+__all__ = ["READY_S", "main", "run_levers_at_once", "run_peer_at_once", "run_side_by_side"]
 
 READY_S = 120.0  # how long a side may take to import, warm up and say it is ready
 _MARGIN_S = 120.0  # beyond the sessions' own length, before a side that never reports counts as failed
@@ -52,6 +54,7 @@ _MARGIN_S = 120.0  # beyond the sessions' own length, before a side that never r
 def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], tail_s: float, wav: bool,
                   levers_off: Sequence[str], ready: multiprocessing.Queue[Any], go: Event,
                   out: multiprocessing.Queue[Any]) -> None:
+    told = False
     try:
         # imported here: this runs in a process of its own, which the concurrent benchmark's module starts
         from .bench_concurrent import WARM_UP_SAMPLES, _sessions
@@ -59,6 +62,7 @@ def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], t
         asyncio.run(_sessions(1, url, samples[:WARM_UP_SAMPLES], 0.0, None))
         with tempfile.TemporaryDirectory(prefix="voxline-beside-") as tmp:
             ready.put(name)
+            told = True
             go.wait()
             cpu0, began = time.process_time(), time.time()
             results, _probe = asyncio.run(_sessions(n, url, samples, tail_s, None, Path(tmp) if wav else None,
@@ -71,8 +75,29 @@ def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], t
                              "began_at": round(began, 3), "ended_at": round(ended, 3),
                              "client_cpu_per_session_s": round(cpu / session_s, 5) if session_s > 0 else float("nan")}))
     except BaseException:
-        ready.put(name)  # a side that failed before its start must not keep the other waiting
+        if not told:  # a side that failed before its start must not keep the other waiting
+            ready.put(name)
         out.put((name, {"error": traceback.format_exc(limit=3)[-600:]}))
+
+
+def _peer_side(python: Path, n: int, url: str, recording: Path, run_s: float, ready: multiprocessing.Queue[Any],
+               go: Event, out: multiprocessing.Queue[Any]) -> None:
+    told = False
+
+    def say_ready() -> None:
+        nonlocal told
+        ready.put("peer")
+        told = True
+
+    def start() -> None:
+        go.wait()
+
+    try:
+        out.put(("peer", run_peer_on_signal(python, n, url, recording, run_s, say_ready, start)))
+    except BaseException:
+        if not told:
+            ready.put("peer")
+        out.put(("peer", {"error": traceback.format_exc(limit=3)[-600:]}))
 
 
 def _floor_side(url: str, n: int, samples: npt.NDArray[np.int16], run_s: float, ready: multiprocessing.Queue[Any],
@@ -137,6 +162,29 @@ def run_side_by_side(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: f
         "voxline": mine,
         "floor": floor,
         "voxline_ratio": round(mine["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2),
+    }
+
+
+def run_peer_at_once(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: float, python: Path, recording: Path,
+                     *, wav: bool = True) -> dict[str, Any]:
+    """``n`` voxline sessions and ``n`` openai-agents sessions (:mod:`benchmarks.concurrent_peer`, in the
+    interpreter ``python``, streaming ``recording``, whose samples ``samples`` are) at once against ``url``; each
+    side's figures and voxline's CPU per session as a ratio to openai-agents'."""
+    run_s = round(len(samples) / 24_000 + tail_s, 2)
+    spawn = multiprocessing.get_context("spawn")
+    ready: multiprocessing.Queue[Any] = spawn.Queue()
+    out: multiprocessing.Queue[Any] = spawn.Queue()
+    go = spawn.Event()
+    sides = [spawn.Process(target=_voxline_side, args=("voxline", url, n, samples, tail_s, wav, (), ready, go, out)),
+             spawn.Process(target=_peer_side, args=(python, n, url, recording, run_s, ready, go, out))]
+    reports, wall = _at_once(sides, ready, go, out, run_s)
+    mine, theirs = reports["voxline"], reports["peer"]
+    return {
+        "sessions": n,
+        "wall_s": round(wall, 2),
+        "voxline": mine,
+        "peer": theirs,
+        "voxline_ratio": round(mine["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2),
     }
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.support.real_clients import venv_root
 
-__all__ = ["PEER", "peer_python", "run_peer"]
+__all__ = ["PEER", "peer_python", "run_peer", "run_peer_on_signal"]
 
 PEER = "openai_agents"
 _SCRIPT = Path(__file__).resolve().parent / "peers" / "openai_agents_sessions.py"
@@ -29,14 +30,46 @@ def peer_python() -> Path | None:
     return python if python.exists() else None
 
 
+def _command(python: Path, n: int, url: str, recording: Path, run_s: float) -> list[str]:
+    return [str(python), str(_SCRIPT), "--url", url, "--audio", str(recording), "--sessions", str(n),
+            "--run-s", f"{run_s:.3f}"]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no key of the user's, no tracing
+
+
+def _figures(returncode: int, stdout: str, stderr: str) -> dict[str, Any]:
+    if returncode != 0:
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the openai-agents sessions failed (exit {returncode}): {last}")
+    figures: dict[str, Any] = json.loads(stdout)
+    return figures
+
+
 def run_peer(python: Path, n: int, url: str, recording: Path, run_s: float) -> dict[str, Any]:
     """``n`` openai-agents sessions for ``run_s`` seconds each against ``url``; their figures."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}  # no key of the user's, no tracing
-    run = subprocess.run([str(python), str(_SCRIPT), "--url", url, "--audio", str(recording), "--sessions", str(n),
-                          "--run-s", f"{run_s:.3f}"], capture_output=True, text=True, env=env,
+    run = subprocess.run(_command(python, n, url, recording, run_s), capture_output=True, text=True, env=_env(),
                          timeout=run_s + 120)
-    if run.returncode != 0:
-        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the openai-agents sessions failed (exit {run.returncode}): {last}")
-    figures: dict[str, Any] = json.loads(run.stdout)
-    return figures
+    return _figures(run.returncode, run.stdout, run.stderr)
+
+
+def run_peer_on_signal(python: Path, n: int, url: str, recording: Path, run_s: float,
+                       ready: Callable[[], None], go: Callable[[], None]) -> dict[str, Any]:
+    """:func:`run_peer`, whose sessions start only once it is set up: ``ready()`` is called then, and the sessions
+    start when ``go()`` returns."""
+    with subprocess.Popen([*_command(python, n, url, recording, run_s), "--wait-for-start"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()) as peer:
+        assert peer.stdin is not None and peer.stderr is not None
+        try:
+            said = peer.stderr.readline()  # "ready", or the first line of why it ended
+            if said.strip() == "ready":
+                ready()
+                go()
+                peer.stdin.write("go\n")
+                peer.stdin.flush()
+            stdout, stderr = peer.communicate(timeout=run_s + 120)
+        except BaseException:
+            peer.kill()
+            raise
+    return _figures(peer.returncode, stdout, said + stderr)

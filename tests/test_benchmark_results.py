@@ -203,3 +203,10 @@ def test_the_clients_run_at_once_get_a_column_of_their_own_only_when_measured() 
     header, row = (line for line in measured.splitlines() if line.startswith("| ") and "---" not in line)
     assert header.rstrip(" |").endswith("at once: voxline / bare receivers")
     assert row.rstrip(" |").endswith("0.68% / 0.42% (**1.62x**; 1 failed)")
+    peer = {"sessions": 50, "voxline_ratio": 0.75,
+            "voxline": {"client_cpu_per_session_s": 0.0069, "failed": 0},
+            "peer": {"client_cpu_per_session_s": 0.0092, "failed": 0}}
+    measured = "\n".join(table._beside({"runs": runs, "floor": [floor], "side_by_side": [both], "peers_at_once": [peer]}))
+    header, row = (line for line in measured.splitlines() if line.startswith("| ") and "---" not in line)
+    assert header.rstrip(" |").endswith("at once: voxline / bare receivers | at once: voxline / openai-agents")
+    assert row.rstrip(" |").endswith("(**1.62x**; 1 failed) | 0.69% / 0.92% (**0.75x**)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -304,6 +305,35 @@ def test_the_nearest_peer_runs_its_own_sessions_against_the_same_server() -> Non
     assert peer["events_read"] > 0 and peer["session_seconds"] == 6.0
     assert peer["client_cpu_per_session_s"] > 0 and peer["server_cpu_per_session_s"] > 0
     json.dumps(peer, allow_nan=False)
+
+
+def test_voxline_and_the_nearest_peer_run_at_once_from_one_start() -> None:
+    from voxline.audio.wavio import read_wav
+
+    from benchmarks import concurrent_peer
+    from tests.support.real_clients import client_python
+
+    python = client_python(concurrent_peer.PEER)  # built by .ci/install-clients; required in CI
+    samples, _rate = read_wav(bench_concurrent.RECORDING)
+    both = bench_concurrent.peer_at_once(2, samples[: 24_000 * 3], 0.5, python, bench_concurrent.RECORDING,
+                                         bench_concurrent.Workload().resolved())
+    mine, theirs = both["voxline"], both["peer"]
+    assert mine["failed"] == theirs["failed"] == 0 and theirs["client"] == "openai-agents" and theirs["events_read"] > 0
+    assert theirs["session_seconds"] == 2 * 3.5 and mine["session_seconds"] > 2 * 3
+    assert both["voxline_ratio"] == round(mine["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)
+    shared = min(mine["ended_at"], theirs["ended_at"]) - max(mine["began_at"], theirs["began_at"])
+    assert shared >= 0.8 * min(mine["ended_at"] - mine["began_at"], theirs["ended_at"] - theirs["began_at"])
+    json.dumps(both, allow_nan=False)
+
+
+def test_a_peer_that_fails_before_it_is_ready_says_why_and_keeps_nothing_waiting(tmp_path: Path) -> None:
+    from benchmarks.concurrent_peer import run_peer_on_signal
+
+    told: list[str] = []
+    with pytest.raises(RuntimeError, match="openai-agents sessions failed"):
+        run_peer_on_signal(Path(sys.executable), 2, "ws://127.0.0.1:9", tmp_path / "missing.wav", 1.0,
+                           lambda: told.append("ready"), lambda: told.append("go"))
+    assert told == []  # it never said it was ready: nothing started
 
 
 def test_each_client_lever_can_be_undone_alone() -> None:

@@ -66,12 +66,18 @@ def main() -> None:
     parser.add_argument("--audio", required=True, help="a 24 kHz mono 16-bit WAV")
     parser.add_argument("--sessions", type=int, required=True)
     parser.add_argument("--run-s", type=float, required=True)
+    parser.add_argument("--wait-for-start", action="store_true",
+                        help="say 'ready' on stderr once set up, then start when a line comes on stdin")
     args = parser.parse_args()
     with wave.open(args.audio, "rb") as w:
         if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (RATE, 1, 2):
             raise SystemExit(f"{args.audio}: expected 24 kHz mono 16-bit PCM")
         pcm = w.readframes(w.getnframes())
     set_tracing_disabled(True)
+    if args.wait_for_start:  # started beside another client, from one signal once both are ready
+        print("ready", file=sys.stderr, flush=True)
+        sys.stdin.readline()
+    began = time.time()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     failures, counts = asyncio.run(run_all(args.sessions, args.url, pcm, args.run_s))
     cpu1, wall1 = time.process_time(), time.perf_counter()
@@ -88,6 +94,8 @@ def main() -> None:
         "wall_s": round(wall1 - wall0, 2),
         "client_cpu_s": round(cpu1 - cpu0, 3),
         "client_cpu_per_session_s": round((cpu1 - cpu0) / session_s, 5) if session_s > 0 else float("nan"),
+        "began_at": round(began, 3),
+        "ended_at": round(time.time(), 3),
     }
     json.dump(out, sys.stdout)
 
