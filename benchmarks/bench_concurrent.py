@@ -47,7 +47,7 @@ Figures for each N:
   the same kind, as a ratio to the floor and voxline's as a ratio to theirs (left out, saying
   how to build it, when ``.ci/install-clients openai_agents`` has not run);
 * **side by side**: at the same N, voxline's sessions and the bare receivers at the same time, each
-  client in its own process against one fresh server (:mod:`benchmarks.concurrent_beside`): the
+  client in its own process against one fresh server (:mod:`benchmarks.concurrent_at_once`): the
   host's speed drifts by tens of percent within a minute, and only runs that share the same seconds
   see the same host, so this is the ratio to the floor that holds still from round to round;
   openai-agents' sessions run at once beside voxline's the same way, for the peer's ratio;
@@ -66,44 +66,49 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import logging
 import math
 import multiprocessing
 import os
 import platform
-import re
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import SecretStr
 
-from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.audio.wavio import read_wav
-from voxline.base.clock import RealClock
 from voxline.realtime.server import load_scenario
-from voxline.realtime.server.engine.scenario import Say
-from voxline.realtime.server.engine.voices import make_synth
 from voxline.session.events import SessionError
-from voxline.session.replay import replay_fast, run_replay
+from voxline.session.replay import replay_fast
 from voxline.session.replay.result import ReplayResult
-from voxline.session.settings import SessionSettings
 
 from .common import environment, format_table
-from .concurrent_beside import run_peer_at_once, run_side_by_side
+from .concurrent_at_once import run_peer_at_once, run_side_by_side
 from .concurrent_floor import run_floor
 from .concurrent_peer import peer_python, run_peer
+from .concurrent_sessions import (
+    PROBE_S,
+    RECORDING,
+    SCENARIO,
+    TAIL_S,
+    VOICE,
+    WARM_UP_SAMPLES,
+    Server,
+    Workload,
+    failure,
+    load_average,
+    rss_bytes,
+    run_seconds,
+    settings_for,
+    voxline_sessions,
+)
 from .heard_check import check_cut
 from .record import add_output_arguments, finish, run_section
 
@@ -111,21 +116,13 @@ __all__ = ["FULL", "GOAL", "SHORT", "SHORT_SECONDS", "SHORT_TAIL_S", "Server", "
            "lockstep_reference", "machine", "main", "meets_goal", "peer_at_once", "percentiles", "run", "run_sessions",
            "section", "side_by_side", "table"]
 
-RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 FULL = (50, 100, 150, 200, 250, 300)
 REPEAT = 3  # runs of each N: a knee holds only if every run meets the goal
 FLOOR_AT = (50,)
 SHORT = (10,)
 SHORT_SECONDS = 7.0  # --short keeps the question and the barge-in of the recording
 SHORT_TAIL_S = 0.5
-PROBE_S = 0.010
-WARM_UP_SAMPLES = 12_000  # half a second of the recording
-TAIL_S = 2.0  # as examples/interruption_test.py: the replay ends at most 2 s after the input
-VOICE = "auto"  # the server's voice: espeak where installed, else the tone (same replies in lockstep and real time)
-SCENARIO = "long"  # replies of many seconds: the reply streams ahead of real time while the user talks over it
 GOAL = {"lag_p99_ms": 20.0, "spread_ms": 40.0, "cores_share": 0.60}
-_URL = re.compile(r"at (ws://\S+?)/realtime\b")
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -152,166 +149,15 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (its threads included)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
-
-
-def _settings(url: str, liveness_timeout_s: float | None = None) -> SessionSettings:
-    extra = {} if liveness_timeout_s is None else {"liveness_timeout_s": liveness_timeout_s}
-    return SessionSettings(url=url, api_key=SecretStr("local"), turn_detection="server_vad", transcribe=False, **extra)
-
-
-@dataclass(frozen=True)
-class Workload:
-    """What the server answers with and in which voice, and whether each session writes its heard WAV."""
-
-    scenario: str = SCENARIO
-    voice: str = VOICE
-    wav: bool = True
-    levers_off: tuple[str, ...] = ()  # client levers undone (:mod:`benchmarks.concurrent_levers`)
-    server_python: str | None = None  # the interpreter running ``voxline serve`` (another checkout's)
-
-    def resolved(self) -> Workload:
-        """The same with ``auto`` replaced by the voice it picks here (espeak or tone)."""
-        return dataclasses.replace(self, voice=make_synth(self.voice)[1])
-
-    def first_reply(self) -> npt.NDArray[np.int16]:
-        """The samples of the scenario's first spoken reply (the one the barge-in cuts), as the server voices it."""
-        scenario = load_scenario(self.scenario)
-        say = next(o for o in scenario.turns[0].outputs if isinstance(o, Say))
-        return np.asarray(make_synth(self.voice)[0](say.text), dtype=np.int16)
-
-
 def lockstep_reference(samples: npt.NDArray[np.int16], tail_s: float = TAIL_S,
                        liveness_timeout_s: float | None = None, workload: Workload = Workload()) -> list[float]:
     """The listener times of the barge-ins in the lockstep run of the recording."""
     result = replay_fast(samples, scenario=load_scenario(workload.scenario),
-                         settings=_settings("ws://local", liveness_timeout_s), voice=workload.voice, tail_s=tail_s)
+                         settings=settings_for("ws://local", liveness_timeout_s), voice=workload.voice, tail_s=tail_s)
     ats = [b.at for b in result.barge_ins]
     if not ats:
         raise RuntimeError(f"the lockstep run of {RECORDING.name} has no barge-in: nothing to compare against")
     return ats
-
-
-class Server:
-    """``voxline serve --port 0`` in a separate process; :attr:`url` once it listens."""
-
-    def __init__(self, *, timeout_s: float = 30.0, workload: Workload = Workload()) -> None:
-        command = [workload.server_python or sys.executable, "-m", "voxline", "serve", "--port", "0", "--voice", workload.voice,
-                   "--scenario", workload.scenario]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self.url = self._read_url(timeout_s)
-        self._drain = threading.Thread(target=self._discard, daemon=True)  # keep the pipe from filling
-        self._drain.start()
-
-    def _read_url(self, timeout_s: float) -> str:
-        assert self.process.stdout is not None
-        found: list[str] = []
-        seen: list[str] = []
-
-        def read() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:
-                seen.append(line.rstrip())
-                if match := _URL.search(line):
-                    found.append(match.group(1))
-                    return
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(timeout_s)
-        if not found:
-            self.stop()
-            raise RuntimeError(f"voxline serve printed no URL within {timeout_s:.0f} s: {' | '.join(seen[-5:])}")
-        return found[0]
-
-    def _discard(self) -> None:
-        assert self.process.stdout is not None
-        for _line in self.process.stdout:
-            pass
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def cpu_s(self) -> float:
-        return _proc_cpu_s(self.pid)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-
-    def __enter__(self) -> Server:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-@dataclass
-class _Probe:
-    lags: list[float]
-    peak_rss: int
-
-
-async def _probe(stop: asyncio.Event, probe: _Probe) -> None:
-    loop = asyncio.get_running_loop()
-    k = 0
-    while not stop.is_set():
-        asked = loop.time() + PROBE_S
-        await asyncio.sleep(PROBE_S)
-        probe.lags.append(max(0.0, loop.time() - asked))
-        k += 1
-        if k % 50 == 0:
-            probe.peak_rss = max(probe.peak_rss, _rss_bytes())
-
-
-async def _sessions(n: int, url: str, samples: npt.NDArray[np.int16], tail_s: float,
-                    liveness_timeout_s: float | None, wav_dir: Path | None = None, levers_off: Sequence[str] = ()
-                    ) -> tuple[list[ReplayResult | BaseException], _Probe]:
-    clock = RealClock()
-    stop = asyncio.Event()
-    probe = _Probe([], _rss_bytes())
-    prober = asyncio.create_task(_probe(stop, probe))
-    sinks: list[Sink] = [NullSink() if wav_dir is None else WavSink(wav_dir / f"heard-{k:04d}.wav") for k in range(n)]
-    settings = _settings(url, liveness_timeout_s)
-    connector, on_session = None, None
-    if levers_off:  # imported only then: it names the levers, which an older checkout measured alone lacks
-        from .concurrent_levers import hooks
-
-        connector, on_session = hooks(levers_off, settings)
-    runs = [run_replay(samples, connector=connector, clock=clock, settings=settings, sink=sink, tail_s=tail_s,
-                       on_session=on_session)
-            for sink in sinks]
-    try:
-        results = await asyncio.gather(*runs, return_exceptions=True)
-    finally:
-        stop.set()
-        await prober
-        for sink in sinks:
-            sink.close()
-    probe.peak_rss = max(probe.peak_rss, _rss_bytes())
-    return list(results), probe
 
 
 def _check_cuts(results: Sequence[ReplayResult | BaseException], wav_dir: Path | None,
@@ -339,17 +185,18 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
                  tail_s: float = TAIL_S, liveness_timeout_s: float | None = None,
                  workload: Workload = Workload()) -> dict[str, Any]:
     """``n`` sessions at once against a fresh ``voxline serve``; the figures of that run."""
-    load_before = _load()
+    load_before = load_average()
     reply = workload.first_reply() if workload.wav else None
     with tempfile.TemporaryDirectory(prefix="voxline-concurrent-") as tmp, Server(workload=workload) as server:
         wav_dir = Path(tmp) if workload.wav else None
         # one short session first: what a process does once (lazy imports, first connection)
         # is not a cost of the N sessions measured next
-        asyncio.run(_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s))
-        rss0 = _rss_bytes()
+        asyncio.run(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s, None,
+                                     workload.levers_off))
+        rss0 = rss_bytes()
         cpu0, server0, wall0 = time.process_time(), server.cpu_s(), time.perf_counter()
-        results, probe = asyncio.run(_sessions(n, server.url, samples, tail_s, liveness_timeout_s, wav_dir,
-                                               workload.levers_off))
+        results, probe = asyncio.run(voxline_sessions(n, server.url, samples, tail_s, liveness_timeout_s, wav_dir,
+                                                      workload.levers_off))
         cpu1, server1, wall1 = time.process_time(), server.cpu_s(), time.perf_counter()
         server_alive = server.process.poll() is None
         cuts = _check_cuts(results, wav_dir, reply)
@@ -360,16 +207,16 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
     underran = underruns = 0
     errors: Counter[str] = Counter()
     for result in results:
+        why = failure(result)
         if isinstance(result, BaseException):
-            failed.append(f"{type(result).__name__}: {result}"[:200])
+            failed.append(str(why))
             continue
         session_s += result.duration_s
         underran += result.underrun_events > 0
         underruns += result.underrun_events
         errors.update(e.code or "unnamed" for e in result.events if isinstance(e, SessionError))
-        fatal = [e for e in result.events if isinstance(e, SessionError) and e.fatal]
-        if fatal:
-            failed.append(f"SessionError: {fatal[0]}"[:200])
+        if why is not None:
+            failed.append(why)
             continue
         ats = [b.at for b in result.barge_ins]
         if len(ats) != len(reference):
@@ -403,57 +250,59 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         "rss_per_session_mib": round((probe.peak_rss - rss0) / n / 2**20, 3),
         "server_survived": server_alive,
         "load_before": load_before,
-        "load_after": _load(),
+        "load_after": load_average(),
     }
 
 
 def peer_sessions(python: Path, n: int, recording: Path, run_s: float, workload: Workload = Workload()) -> dict[str, Any]:
     """``n`` openai-agents sessions against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_peer`)."""
-    load_before = _load()
+    load_before = load_average()
     with Server(workload=workload) as server:
         server0 = server.cpu_s()
         figures = run_peer(python, n, server.url, recording, run_s)
         server1 = server.cpu_s()
     figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
                                            if figures["session_seconds"] > 0 else math.nan)
-    return {**figures, "load_before": load_before, "load_after": _load()}
+    return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
 def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workload: Workload = Workload(),
                    lean: bool = False) -> dict[str, Any]:
     """``n`` bare receivers (lean ones with ``lean``) against a fresh ``voxline serve`` (:mod:`benchmarks.concurrent_floor`)."""
-    load_before = _load()
+    load_before = load_average()
     with Server(workload=workload) as server:
         server0 = server.cpu_s()
         figures = run_floor(n, server.url, samples, run_s, lean=lean)
         server1 = server.cpu_s()
     figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
                                            if figures["session_seconds"] > 0 else math.nan)
-    return {**figures, "load_before": load_before, "load_after": _load()}
+    return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
 def side_by_side(n: int, samples: npt.NDArray[np.int16], tail_s: float, workload: Workload = Workload()
                  ) -> dict[str, Any]:
     """``n`` voxline sessions and ``n`` bare receivers at once against one fresh ``voxline serve``
-    (:mod:`benchmarks.concurrent_beside`); the server's CPU is per session of either kind."""
-    load_before = _load()
+    (:mod:`benchmarks.concurrent_at_once`); the server's CPU, from the start signal on, is per session of
+    either kind."""
+    load_before = load_average()
+    started: list[float] = []
     with Server(workload=workload) as server:
-        server0 = server.cpu_s()
-        figures = run_side_by_side(server.url, n, samples, tail_s, wav=workload.wav, levers_off=workload.levers_off)
+        figures = run_side_by_side(server.url, n, samples, tail_s, wav=workload.wav, levers_off=workload.levers_off,
+                                   on_go=lambda: started.append(server.cpu_s()))
         server1 = server.cpu_s()
-    session_s = figures["voxline"]["session_seconds"] + figures["floor"]["session_seconds"]
-    figures["server_cpu_per_session_s"] = round((server1 - server0) / session_s, 5) if session_s > 0 else math.nan
-    return {**figures, "load_before": load_before, "load_after": _load()}
+    session_s = figures["voxline"]["session_seconds"] + figures["bare"]["session_seconds"]
+    figures["server_cpu_per_session_s"] = round((server1 - started[0]) / session_s, 5) if session_s > 0 else math.nan
+    return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
 def peer_at_once(n: int, samples: npt.NDArray[np.int16], tail_s: float, python: Path, recording: Path,
                  workload: Workload = Workload()) -> dict[str, Any]:
     """``n`` voxline sessions and ``n`` openai-agents sessions at once against one fresh ``voxline serve``
-    (:mod:`benchmarks.concurrent_beside`)."""
-    load_before = _load()
+    (:mod:`benchmarks.concurrent_at_once`)."""
+    load_before = load_average()
     with Server(workload=workload) as server:
         figures = run_peer_at_once(server.url, n, samples, tail_s, python, recording, wav=workload.wav)
-    return {**figures, "load_before": load_before, "load_after": _load()}
+    return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
 def bracketed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -521,7 +370,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     if seconds is not None:
         samples = samples[: int(seconds * rate)]
     reference = lockstep_reference(samples, tail_s, liveness_timeout_s, workload)
-    floor_s = round(len(samples) / rate + tail_s, 2)  # how long each floor, lean floor and peer session runs
+    floor_s = run_seconds(samples, tail_s)  # how long each floor, lean floor and peer session runs
     runs: list[dict[str, Any]] = []
     floors: list[dict[str, Any]] = []
     lean_floors: list[dict[str, Any]] = []
@@ -578,7 +427,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
                 both = side_by_side(n, samples, tail_s, workload)
                 besides.append(both)
                 print(f"  side by side N = {n}: voxline {100 * both['voxline']['client_cpu_per_session_s']:.2f}%, bare "
-                      f"receivers {100 * both['floor']['client_cpu_per_session_s']:.2f}%, voxline {both['voxline_ratio']}x",
+                      f"receivers {100 * both['bare']['client_cpu_per_session_s']:.2f}%, voxline {both['voxline_ratio']}x",
                       file=sys.stderr, flush=True)
     return {
         "benchmark": "concurrent",
@@ -595,7 +444,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
             "tail_s": tail_s,
             "repeat": repeat,
             "goal": GOAL,
-            "liveness_timeout_s": _settings("ws://local", liveness_timeout_s).liveness_timeout_s,
+            "liveness_timeout_s": settings_for("ws://local", liveness_timeout_s).liveness_timeout_s,
             "lockstep_barge_in_at_s": [round(t, 4) for t in reference],
         },
         "runs": runs,
@@ -655,7 +504,7 @@ def table(result: dict[str, Any]) -> str:
     for b in result.get("side_by_side", []):
         lines.append(f"side by side at N = {b['sessions']} (at once, each in its own process): voxline "
                      f"{100 * b['voxline']['client_cpu_per_session_s']:.2f}%, bare receivers "
-                     f"{100 * b['floor']['client_cpu_per_session_s']:.2f}% per session; voxline {b['voxline_ratio']}x that")
+                     f"{100 * b['bare']['client_cpu_per_session_s']:.2f}% per session; voxline {b['voxline_ratio']}x that")
     if result.get("peer_missing"):
         lines.append(result["peer_missing"])
     k = result.get("knee")

@@ -62,7 +62,7 @@ from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.replay import replay_fast
 from voxline.session.voice import VoiceSession
 
-from .bench_concurrent import RECORDING
+from .concurrent_sessions import RECORDING
 from .concurrent_levers import AlwaysOpenGate
 from .record import add_output_arguments, finish, run_section
 

@@ -43,7 +43,7 @@ from voxline.realtime.transports.websocket import realtime_url
 from voxline.session.replay import replay_fast
 from voxline.session.voice import VoiceSession
 
-from .bench_concurrent import RECORDING, SCENARIO, VOICE, Server, _rss_bytes, _settings
+from .concurrent_sessions import RECORDING, SCENARIO, VOICE, Server, rss_bytes, settings_for
 from .common import peak_rss_run, ratio
 from .record import ROOT, add_output_arguments, measure_and_report
 
@@ -57,18 +57,18 @@ PCM_BYTES_PER_S = 24_000 * 2
 async def _open_voxline(url: str, n: int) -> int:
     async def one(stack: list[VoiceSession]) -> None:
         ready = asyncio.Event()
-        session = VoiceSession(_settings(url), on_wire=lambda d, t: ready.set() if d == "in" and '"session.updated"' in t else None)
+        session = VoiceSession(settings_for(url), on_wire=lambda d, t: ready.set() if d == "in" and '"session.updated"' in t else None)
         await session.__aenter__()
         stack.append(session)
         await ready.wait()
 
     sessions: list[VoiceSession] = []
     gc.collect()
-    before = _rss_bytes()
+    before = rss_bytes()
     try:
         await asyncio.gather(*(one(sessions) for _ in range(n)))
         gc.collect()
-        return _rss_bytes() - before
+        return rss_bytes() - before
     finally:
         await asyncio.gather(*(s.aclose() for s in sessions))
 
@@ -77,17 +77,17 @@ async def _open_bare(url: str, n: int) -> int:
     connections: list[Any] = []
 
     async def one() -> None:
-        ws = await ws_connect(realtime_url(url, model=_settings(url).model),
+        ws = await ws_connect(realtime_url(url, model=settings_for(url).model),
                               additional_headers={"Authorization": "Bearer local"}, compression=None)
         connections.append(ws)
         assert '"session.created"' in str(await ws.recv())
 
     gc.collect()
-    before = _rss_bytes()
+    before = rss_bytes()
     try:
         await asyncio.gather(*(one() for _ in range(n)))
         gc.collect()
-        return _rss_bytes() - before
+        return rss_bytes() - before
     finally:
         await asyncio.gather(*(ws.close() for ws in connections))
 
@@ -133,7 +133,7 @@ def held_per_audio_second(repeats: tuple[int, ...]) -> dict[str, Any]:
     scenario = load_scenario(SCENARIO)
 
     def replay(k: int) -> Any:
-        return replay_fast(np.tile(samples, k), scenario=scenario, settings=_settings("ws://local"), voice=VOICE,
+        return replay_fast(np.tile(samples, k), scenario=scenario, settings=settings_for("ws://local"), voice=VOICE,
                            tail_s=2.0)
 
     replay(1)  # warm-up: first-use caches (the voice, pydantic's validators) are not per audio-second

@@ -39,7 +39,7 @@ from voxline.realtime.server.net.inprocess import EngineTransport
 from voxline.realtime.transports.websocket import realtime_url
 from voxline.session.voice import VoiceSession
 
-from .bench_concurrent import SCENARIO, VOICE, Server, _settings
+from .concurrent_sessions import SCENARIO, VOICE, Server, settings_for
 from .common import ratio
 from .record import add_output_arguments, measure_and_report
 
@@ -75,7 +75,7 @@ def _voxline(make: Callable[[Callable[[str, str], None]], VoiceSession]) -> Time
 def _bare_ws(url: str) -> Timed:
     async def attempt() -> None:
         headers = {"Authorization": "Bearer local"}
-        async with ws_connect(realtime_url(url, model=_settings(url).model), additional_headers=headers,
+        async with ws_connect(realtime_url(url, model=settings_for(url).model), additional_headers=headers,
                               compression=None) as ws:
             first = await ws.recv()
             assert '"session.created"' in str(first), first
@@ -114,7 +114,7 @@ async def _engine(repetitions: int) -> dict[str, Any]:
         async def connector() -> RealtimeConnection:
             return RealtimeConnection(EngineTransport(engine(), clock, synth), on_wire=seen)
 
-        return VoiceSession(_settings("ws://local"), clock=clock, connector=connector)
+        return VoiceSession(settings_for("ws://local"), clock=clock, connector=connector)
 
     async def bare() -> None:
         transport = EngineTransport(engine(), clock, synth)
@@ -127,7 +127,7 @@ async def _engine(repetitions: int) -> dict[str, Any]:
 
 def _url_session(url: str) -> Callable[[Callable[[str, str], None]], VoiceSession]:
     def session(seen: Callable[[str, str], None]) -> VoiceSession:
-        return VoiceSession(_settings(url), on_wire=seen)
+        return VoiceSession(settings_for(url), on_wire=seen)
 
     return session
 

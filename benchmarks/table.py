@@ -250,16 +250,16 @@ def _beside(f: Figures) -> list[str]:
     (`websockets` + `json` + `pybase64`), the lean ones, openai-agents' realtime sessions, and
     voxline's sessions and the bare receivers run at the same time."""
     floors, leans, peers = f.get("floor", []), f.get("lean_floor", []), f.get("peers", [])
-    both, with_peer = f.get("side_by_side", []), f.get("peers_at_once", [])
-    if not (floors or leans or peers or both or with_peer):
+    with_bare, with_peer = f.get("side_by_side", []), f.get("peers_at_once", [])
+    if not (floors or leans or peers or with_bare or with_peer):
         return []
     mine = {(r["sessions"], k): r for r, k in zip(f["runs"], _rounds(f["runs"]), strict=True)}
 
     def by_round(entries: list[dict[str, Any]]) -> dict[tuple[int, int], dict[str, Any]]:
         return {(e["sessions"], k): e for e, k in zip(entries, _rounds(entries), strict=True)}
 
-    floor, lean, peer, at_once, peer_at_once = (by_round(floors), by_round(leans), by_round(peers), by_round(both),
-                                                by_round(with_peer))
+    floor, lean, peer, bare_at_once, peer_at_once = (by_round(floors), by_round(leans), by_round(peers),
+                                                     by_round(with_bare), by_round(with_peer))
 
     def pct(e: dict[str, Any] | None) -> str:
         """A client's CPU, how many times the bare receivers' it is, and how many times it voxline's is."""
@@ -287,16 +287,17 @@ def _beside(f: Figures) -> list[str]:
                  "one `asyncio.Protocol` driving websockets' sans-I/O protocol; openai-agents' realtime sessions, "
                  "no playout" + ("; at once: voxline's sessions and another client's run at the same time, each "
                                  "client in its own process against one server, so both see the same host"
-                                 if both or with_peer else "")
+                                 if with_bare or with_peer else "")
              + "):", "",
              *_head("round", "N", "voxline's client", "bare receivers", "lean bare receivers", "openai-agents",
-                    *(["at once: voxline / bare receivers"] if both else []),
+                    *(["at once: voxline / bare receivers"] if with_bare else []),
                     *(["at once: voxline / openai-agents"] if with_peer else []))]
-    for key in sorted(set(floor) | set(lean) | set(peer) | set(at_once) | set(peer_at_once), key=lambda k: (k[1], k[0])):
+    for key in sorted(set(floor) | set(lean) | set(peer) | set(bare_at_once) | set(peer_at_once),
+                      key=lambda k: (k[1], k[0])):
         own = mine.get(key)
         lines.append(_row(key[1], key[0], "—" if own is None else f"{100 * own['client_cpu_per_session_s']:.2f}%",
                           pct(floor.get(key)), pct(lean.get(key)), pct(peer.get(key)),
-                          *([together(at_once.get(key), "floor")] if both else []),
+                          *([together(bare_at_once.get(key), "bare")] if with_bare else []),
                           *([together(peer_at_once.get(key), "peer")] if with_peer else [])))
     return lines
 

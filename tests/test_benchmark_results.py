@@ -196,7 +196,7 @@ def test_the_clients_run_at_once_get_a_column_of_their_own_only_when_measured() 
     floor = {"sessions": 50, "client_cpu_per_session_s": 0.005, "voxline_ratio": 1.5, "failed": 0}
     both = {"sessions": 50, "voxline_ratio": 1.62,
             "voxline": {"client_cpu_per_session_s": 0.0068, "failed": 0},
-            "floor": {"client_cpu_per_session_s": 0.0042, "failed": 1}}
+            "bare": {"client_cpu_per_session_s": 0.0042, "failed": 1}}
     without = "\n".join(table._beside({"runs": runs, "floor": [floor]}))
     assert "at once" not in without  # results measured before the side-by-side run keep their table
     measured = "\n".join(table._beside({"runs": runs, "floor": [floor], "side_by_side": [both]}))

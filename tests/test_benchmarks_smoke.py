@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from benchmarks import (
     bench_encode,
     bench_server,
     bench_truncation,
+    concurrent_sessions,
     record,
     run_all,
 )
@@ -201,7 +203,7 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     assert lean["sessions"] == 2 and lean["failed"] == 0 and lean["frames_received"] > 0 and lean["audio_s_decoded"] > 0
     assert lean["floor_ratio"] > 0 and "lean bare receivers" in bench_concurrent.table(result)
     (both,) = result["side_by_side"]  # voxline's sessions and the bare receivers at once
-    mine, bare = both["voxline"], both["floor"]
+    mine, bare = both["voxline"], both["bare"]
     assert both["sessions"] == 2 and mine["failed"] == bare["failed"] == 0 and bare["frames_received"] > 0
     assert both["voxline_ratio"] == round(mine["client_cpu_per_session_s"] / bare["client_cpu_per_session_s"], 2) > 0
     shared = min(mine["ended_at"], bare["ended_at"]) - max(mine["began_at"], bare["began_at"])
@@ -240,10 +242,10 @@ def test_concurrent_session_counts_are_validated() -> None:
 def test_a_lever_is_measured_with_its_former_and_new_path_at_once() -> None:
     from voxline.audio.wavio import read_wav
 
-    from benchmarks.concurrent_beside import run_levers_at_once
+    from benchmarks.concurrent_at_once import run_levers_at_once
 
-    samples, _rate = read_wav(bench_concurrent.RECORDING)
-    with bench_concurrent.Server(workload=bench_concurrent.Workload().resolved()) as server:
+    samples, _rate = read_wav(concurrent_sessions.RECORDING)
+    with concurrent_sessions.Server(workload=concurrent_sessions.Workload().resolved()) as server:
         pair = run_levers_at_once(server.url, 2, samples[: 24_000 * 7], 0.5, ("idle_sleep",))
     former, new = pair["former"], pair["new"]
     assert pair["levers_off"] == ["idle_sleep"] and former["failed"] == new["failed"] == 0
@@ -253,14 +255,18 @@ def test_a_lever_is_measured_with_its_former_and_new_path_at_once() -> None:
     assert shared >= 0.9 * min(former["ended_at"] - former["began_at"], new["ended_at"] - new["began_at"])
 
 
-@pytest.mark.parametrize("args", [["--levers-off", "warp"], ["--levers-off", ""], ["--levers-off", "idle_sleep", "--repeat", "0"],
-                                  ["--levers-off", "idle_sleep", "--sessions", "0"]])
-def test_the_levers_at_once_refuse_bad_requests(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import concurrent_beside
+@pytest.mark.parametrize(("args", "said"), [
+    (["--levers-off", "warp"], "--levers-off takes some of tick_gate, try_recv, barge_peek, idle_sleep, not 'warp'"),
+    (["--levers-off", ""], "--levers-off takes some of"),
+    (["--levers-off", "idle_sleep", "--repeat", "0"], "--repeat takes a count of at least 1, not 0"),
+    (["--levers-off", "idle_sleep", "--sessions", "0"], "--sessions takes 1..2000, not 0"),
+])
+def test_the_levers_at_once_refuse_bad_requests(args: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import concurrent_at_once
 
     with pytest.raises(SystemExit) as exit_:
-        concurrent_beside.main(args)
-    assert exit_.value.code == 2 and "--" in capsys.readouterr().err.strip().splitlines()[-1]
+        concurrent_at_once.main(args)
+    assert exit_.value.code == 2 and said in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_the_hearing_benchmark_measures_every_system_in_every_condition() -> None:
@@ -300,7 +306,7 @@ def test_the_nearest_peer_runs_its_own_sessions_against_the_same_server() -> Non
     from tests.support.real_clients import client_python
 
     python = client_python(concurrent_peer.PEER)  # built by .ci/install-clients; required in CI
-    peer = bench_concurrent.peer_sessions(python, 2, bench_concurrent.RECORDING, 3.0)
+    peer = bench_concurrent.peer_sessions(python, 2, concurrent_sessions.RECORDING, 3.0)
     assert peer["client"] == "openai-agents" and peer["sessions"] == 2 and peer["failed"] == 0, peer
     assert peer["events_read"] > 0 and peer["session_seconds"] == 6.0
     assert peer["client_cpu_per_session_s"] > 0 and peer["server_cpu_per_session_s"] > 0
@@ -314,9 +320,9 @@ def test_voxline_and_the_nearest_peer_run_at_once_from_one_start() -> None:
     from tests.support.real_clients import client_python
 
     python = client_python(concurrent_peer.PEER)  # built by .ci/install-clients; required in CI
-    samples, _rate = read_wav(bench_concurrent.RECORDING)
-    both = bench_concurrent.peer_at_once(2, samples[: 24_000 * 3], 0.5, python, bench_concurrent.RECORDING,
-                                         bench_concurrent.Workload().resolved())
+    samples, _rate = read_wav(concurrent_sessions.RECORDING)
+    both = bench_concurrent.peer_at_once(2, samples[: 24_000 * 3], 0.5, python, concurrent_sessions.RECORDING,
+                                         concurrent_sessions.Workload().resolved())
     mine, theirs = both["voxline"], both["peer"]
     assert mine["failed"] == theirs["failed"] == 0 and theirs["client"] == "openai-agents" and theirs["events_read"] > 0
     assert theirs["session_seconds"] == 2 * 3.5 and mine["session_seconds"] > 2 * 3
@@ -340,10 +346,11 @@ def test_each_client_lever_can_be_undone_alone() -> None:
     from types import SimpleNamespace
 
     from benchmarks.concurrent_levers import AlwaysOpenGate, hooks
+    from benchmarks.concurrent_sessions import settings_for
     from voxline.audio.clocked_output import IDLE_S, ClockedOutput
     from voxline.base.clock import VirtualClock
 
-    settings = bench_concurrent._settings("ws://127.0.0.1:9")
+    settings = settings_for("ws://127.0.0.1:9")
     for off in (("idle_sleep",), ("tick_gate",), ("idle_sleep", "tick_gate")):
         connector, on_session = hooks(off, settings)
         assert connector is None and on_session is not None
@@ -381,3 +388,20 @@ def test_the_client_paths_are_put_back_after_they_were_measured() -> None:
     # a path's own time is part of the client's: none can be more than all of it
     assert max(p["us_per_session_s"] for p in paths.values()) < figures["client_us_per_session_s"]
     assert {name: owner.__dict__[attr] for name, (owner, attr) in concurrent_paths.PATHS.items()} == before
+
+
+def test_a_pair_run_at_once_stops_at_once_and_names_the_side_that_failed() -> None:
+    from benchmarks.concurrent_at_once import at_once
+    from tests.support import pair_sides
+
+    began = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"left: OSError: the server refused this side \(at pair_sides.py:\d+ in fails_before_ready\)$"):
+        at_once({"left": (pair_sides.fails_before_ready, ("left",)),
+                 "right": (pair_sides.reports_after_the_start, ("right",))}, run_s=1.0)
+    with pytest.raises(RuntimeError, match=r"the left side ended \(exit 3\) without a word"):
+        at_once({"left": (pair_sides.ends_without_a_word, ("left",)),
+                 "right": (pair_sides.reports_after_the_start, ("right",))}, run_s=1.0)
+    assert time.monotonic() - began < 60  # neither waited out READY_S or the margin after the run
+    reports, _wall = at_once({"left": (pair_sides.reports_after_the_start, ("left",)),
+                              "right": (pair_sides.reports_after_the_start, ("right",))}, run_s=1.0)
+    assert reports == {"left": {"started": True}, "right": {"started": True}}
