@@ -48,9 +48,10 @@ Figures for each N:
   how to build it, when ``.ci/install-clients openai_agents`` has not run);
 * **side by side**: at the same N, voxline's sessions and the bare receivers at the same time, each
   client in its own process against one fresh server (:mod:`benchmarks.concurrent_at_once`): the
-  host's speed drifts by tens of percent within a minute, and only runs that share the same seconds
-  see the same host, so this is the ratio to the floor that holds still from round to round;
-  openai-agents' sessions run at once beside voxline's the same way, for the peer's ratio;
+  host's speed moves within minutes, and only runs that share the same seconds see the same host;
+  but at once the two clients also share the cores and caches, which weighs on one more than the
+  other, so this ratio and the bracketed one are both kept; openai-agents' sessions run at once
+  beside voxline's the same way, for the peer's ratio;
 * **goal** of each N: loop lag p99 <= 20 ms, lateness spread (p99 - p50) <= 40 ms, no underrun,
   no failure, no cut off what was heard, client plus server below 60% of the machine's cores;
   the **knee** is the largest N whose every run meets it, and the first N that does not says

@@ -6,7 +6,11 @@ before and 44 ms after, and the bare receivers run just before and just after on
 voxline's sessions cost 0.53% and 0.44% of a core per session. Measured one after the other, two
 clients see different hosts, and their ratio moves with the drift. Here both run at once, each
 in its own process against the same server, from one start signal given once both are ready:
-whatever the host does during those seconds, it does to both.
+whatever the host does during those seconds, it does to both. What the two clients do to each
+other does not cancel out so: they share the cores and the caches, and one may feel it more (in
+one run voxline's client cost 0.67–0.70% of a core per session alone, 0.75–0.83% beside the bare
+receivers, whose own cost did not move). Two voxline clients, a lever's former and new path,
+share the machine alike, which is where a pair run at once measures best.
 
 Each side is a fresh ``spawn`` process that first does what a process does once (voxline's side
 one short session, the bare receivers' one short receiver), says it is ready, waits for the
