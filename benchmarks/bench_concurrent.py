@@ -302,7 +302,8 @@ def peer_at_once(n: int, samples: npt.NDArray[np.int16], tail_s: float, python: 
     (:mod:`benchmarks.concurrent_at_once`)."""
     load_before = load_average()
     with Server(workload=workload) as server:
-        figures = run_peer_at_once(server.url, n, samples, tail_s, python, recording, wav=workload.wav)
+        figures = run_peer_at_once(server.url, n, samples, tail_s, python, recording, wav=workload.wav,
+                                   levers_off=workload.levers_off)
     return {**figures, "load_before": load_before, "load_after": load_average()}
 
 

@@ -8,7 +8,7 @@ clients see different hosts, and their ratio moves with the drift. Here both run
 in its own process against the same server, from one start signal given once both are ready:
 whatever the host does during those seconds, it does to both. What the two clients do to each
 other does not cancel out so: they share the cores and the caches, and one may feel it more (in
-one run voxline's client cost 0.67–0.70% of a core per session alone, 0.75–0.83% beside the bare
+one run voxline's client cost 0.67–0.70% of a core per session alone, 0.76–0.83% beside the bare
 receivers, whose own cost did not move). Two voxline clients, a lever's former and new path,
 share the machine alike, which is where a pair run at once measures best.
 
@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import multiprocessing
 import queue
+import signal
 import statistics
 import sys
 import tempfile
@@ -124,6 +125,7 @@ def _bare_side(url: str, n: int, samples: npt.NDArray[np.int16], run_s: float, r
 
 def _peer_side(python: Path, n: int, url: str, recording: Path, run_s: float, ready: multiprocessing.Queue[Any],
                go: Event, out: multiprocessing.Queue[Any]) -> None:
+    signal.signal(signal.SIGTERM, _exit_on_terminate)  # a pair stopped early stops the peer's own process too
     told = False
 
     def say_ready() -> None:
@@ -141,68 +143,87 @@ def _peer_side(python: Path, n: int, url: str, recording: Path, run_s: float, re
         report_failure("peer", ready, told, out)
 
 
-def _take(box: multiprocessing.Queue[Any], sides: Sequence[BaseProcess], wanted: int, timeout_s: float,
-          reported: set[str]) -> list[tuple[str, Any]]:
-    """``wanted`` messages from ``box``; a side that ended without its message is an error at once, with its exit
-    code (``reported``: the names that already sent theirs)."""
-    got: list[tuple[str, Any]] = []
+class _PairFailed(RuntimeError):
+    """A side of the pair failed: what it said, and where."""
+
+    def __init__(self, name: str, error: str) -> None:
+        super().__init__(f"the pair run at once failed: {name}: {error}")
+
+
+def _exit_on_terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _take(box: multiprocessing.Queue[Any], sides: Sequence[BaseProcess], timeout_s: float,
+          reported: set[str]) -> tuple[str, Any]:
+    """The next message on ``box``, a side's ``(name, what)``. A report with an ``error`` raises at once; so does a
+    side that ended without its message (``reported``: the names that sent theirs), with its exit code; and so does
+    the timeout, naming the sides still silent."""
     deadline = time.monotonic() + timeout_s
-    while len(got) < wanted:
+    while True:
         try:
-            got.append(box.get(timeout=_POLL_S))
-            reported.add(got[-1][0])
-            continue
+            name, what = box.get(timeout=_POLL_S)
         except queue.Empty:
-            pass
-        gone = [side for side in sides if side.exitcode is not None and side.name not in reported]
-        if gone:  # what it sent just before it ended may still be on its way
-            try:
-                got.append(box.get(timeout=2 * _POLL_S))
-                reported.add(got[-1][0])
+            gone = [side for side in sides if side.exitcode is not None and side.name not in reported]
+            if gone:  # what it sent just before it ended may still be on its way
+                try:
+                    name, what = box.get(timeout=2 * _POLL_S)
+                except queue.Empty:
+                    raise RuntimeError(f"the {gone[0].name} side ended (exit {gone[0].exitcode}) without a word"
+                                       ) from None
+            elif time.monotonic() > deadline:
+                silent = ", ".join(sorted(str(side.name) for side in sides if side.name not in reported))
+                raise RuntimeError(f"the pair run at once waited {timeout_s:.0f} s for the {silent} side") from None
+            else:
                 continue
-            except queue.Empty:
-                raise RuntimeError(f"the {gone[0].name} side ended (exit {gone[0].exitcode}) without a word") from None
-        if time.monotonic() > deadline:
-            raise RuntimeError("a side of the pair run at once did not report in time")
-    return got
+        reported.add(name)
+        if isinstance(what, dict) and "error" in what:
+            raise _PairFailed(name, what["error"])
+        return name, what
 
 
 def at_once(targets: dict[str, tuple[Callable[..., None], tuple[Any, ...]]], run_s: float,
-             on_go: Callable[[], None] | None = None) -> tuple[dict[str, dict[str, Any]], float]:
+            on_go: Callable[[], None] | None = None, ready_s: float = READY_S) -> tuple[dict[str, dict[str, Any]], float]:
     """Run each target (by the name it reports under) in a ``spawn`` process, with ``(ready, go, out)`` after its
     arguments; give the start signal once every side is ready (``on_go`` just before). Each side's report by its
-    name, and the wall time from the signal. A side that fails stops the pair and is named in the error."""
+    name, and the wall time from the signal. The first side that fails, before or after the start, stops the pair
+    (the others are terminated) and is named in the error with what it said."""
     spawn = multiprocessing.get_context("spawn")
     ready: multiprocessing.Queue[Any] = spawn.Queue()
     out: multiprocessing.Queue[Any] = spawn.Queue()
     go = spawn.Event()
     sides = [spawn.Process(target=target, args=(*args, ready, go, out), name=name, daemon=True)
              for name, (target, args) in targets.items()]
+    started: list[BaseProcess] = []
     try:
         for side in sides:
             side.start()
+            started.append(side)
         said_ready: set[str] = set()
-        said = _take(ready, sides, len(sides), READY_S, said_ready)
-        if not all(ok for _name, ok in said):  # one failed before the start: its report says why
-            failed = [name for name, ok in said if not ok]
-            report = dict(_take(out, [s for s in sides if s.name in failed], len(failed), 10.0, set()))
-            raise RuntimeError("the pair run at once failed: "
-                               + " | ".join(f"{name}: {report[name]['error']}" for name in sorted(report)))
+        for _ in sides:
+            name, ok = _take(ready, sides, ready_s, said_ready)
+            if not ok:  # it failed before the start: its report says why (and raises)
+                _take(out, [side for side in sides if side.name == name], 10.0, set())
+                raise RuntimeError(f"the {name} side failed before the start")
         if on_go is not None:
             on_go()
         go.set()
         wall0 = time.perf_counter()
-        reports = dict(_take(out, sides, len(sides), run_s + _MARGIN_S, set()))
+        reports: dict[str, dict[str, Any]] = {}
+        done: set[str] = set()
+        while len(reports) < len(sides):
+            name, what = _take(out, sides, run_s + _MARGIN_S, done)
+            reports[name] = what
         wall = time.perf_counter() - wall0
     finally:
-        for side in sides:
-            side.join(timeout=10.0)
-            if side.is_alive():
-                side.kill()
-                side.join()
-    errors = [f"{name}: {report['error']}" for name, report in sorted(reports.items()) if "error" in report]
-    if errors:
-        raise RuntimeError("the pair run at once failed: " + " | ".join(errors))
+        for stopping in started:  # a side's own clean-up runs on a terminate (a peer stops its subprocess)
+            if stopping.is_alive():
+                stopping.terminate()
+        for stopping in started:
+            stopping.join(timeout=10.0)
+            if stopping.is_alive():
+                stopping.kill()
+                stopping.join()
     return reports, wall
 
 
@@ -225,14 +246,14 @@ def run_side_by_side(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: f
 
 
 def run_peer_at_once(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: float, python: Path, recording: Path,
-                     *, wav: bool = True) -> dict[str, Any]:
+                     *, wav: bool = True, levers_off: Sequence[str] = ()) -> dict[str, Any]:
     """``n`` voxline sessions and ``n`` openai-agents sessions (:mod:`benchmarks.concurrent_peer`, in the
     interpreter ``python``, streaming ``recording``, whose samples ``samples`` are) at once against ``url``; each
     side's figures and voxline's CPU per session as a ratio to openai-agents'."""
     run_s = run_seconds(samples, tail_s)
     with tempfile.TemporaryDirectory(prefix="voxline-at-once-") as tmp:
         reports, wall = at_once({
-            "voxline": (_voxline_side, ("voxline", url, n, samples, tail_s, tmp if wav else None, ())),
+            "voxline": (_voxline_side, ("voxline", url, n, samples, tail_s, tmp if wav else None, tuple(levers_off))),
             "peer": (_peer_side, (python, n, url, recording, run_s)),
         }, run_s)
     mine, theirs = reports["voxline"], reports["peer"]

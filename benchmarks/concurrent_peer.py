@@ -61,15 +61,18 @@ def run_peer_on_signal(python: Path, n: int, url: str, recording: Path, run_s: f
     with subprocess.Popen([*_command(python, n, url, recording, run_s), "--wait-for-start"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()) as peer:
         assert peer.stdin is not None and peer.stderr is not None
+        said: list[str] = []
         try:
-            said = peer.stderr.readline()  # "ready", or the first line of why it ended
-            if said.strip() == "ready":
-                ready()
-                go()
-                peer.stdin.write("go\n")
-                peer.stdin.flush()
+            for line in peer.stderr:  # what it says until it is ready (warnings), or why it ended
+                if line.strip() == "ready":
+                    ready()
+                    go()
+                    peer.stdin.write("go\n")
+                    peer.stdin.flush()
+                    break
+                said.append(line)
             stdout, stderr = peer.communicate(timeout=run_s + 120)
         except BaseException:
             peer.kill()
             raise
-    return _figures(peer.returncode, stdout, said + stderr)
+    return _figures(peer.returncode, stdout, "".join(said) + stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import sys
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -325,21 +325,11 @@ def test_voxline_and_the_nearest_peer_run_at_once_from_one_start() -> None:
                                          concurrent_sessions.Workload().resolved())
     mine, theirs = both["voxline"], both["peer"]
     assert mine["failed"] == theirs["failed"] == 0 and theirs["client"] == "openai-agents" and theirs["events_read"] > 0
-    assert theirs["session_seconds"] == 2 * 3.5 and mine["session_seconds"] > 2 * 3
+    assert mine["session_seconds"] > 2 * 3
     assert both["voxline_ratio"] == round(mine["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)
     shared = min(mine["ended_at"], theirs["ended_at"]) - max(mine["began_at"], theirs["began_at"])
     assert shared >= 0.8 * min(mine["ended_at"] - mine["began_at"], theirs["ended_at"] - theirs["began_at"])
     json.dumps(both, allow_nan=False)
-
-
-def test_a_peer_that_fails_before_it_is_ready_says_why_and_keeps_nothing_waiting(tmp_path: Path) -> None:
-    from benchmarks.concurrent_peer import run_peer_on_signal
-
-    told: list[str] = []
-    with pytest.raises(RuntimeError, match="openai-agents sessions failed"):
-        run_peer_on_signal(Path(sys.executable), 2, "ws://127.0.0.1:9", tmp_path / "missing.wav", 1.0,
-                           lambda: told.append("ready"), lambda: told.append("go"))
-    assert told == []  # it never said it was ready: nothing started
 
 
 def test_each_client_lever_can_be_undone_alone() -> None:
@@ -394,14 +384,63 @@ def test_a_pair_run_at_once_stops_at_once_and_names_the_side_that_failed() -> No
     from benchmarks.concurrent_at_once import at_once
     from tests.support import pair_sides
 
+    def pair(left: Any, right: Any = pair_sides.reports_after_the_start, ready_s: float = 60.0) -> Any:
+        return at_once({"left": (left, ("left",)), "right": (right, ("right",))}, run_s=1.0, ready_s=ready_s)
+
     began = time.monotonic()
-    with pytest.raises(RuntimeError, match=r"left: OSError: the server refused this side \(at pair_sides.py:\d+ in fails_before_ready\)$"):
-        at_once({"left": (pair_sides.fails_before_ready, ("left",)),
-                 "right": (pair_sides.reports_after_the_start, ("right",))}, run_s=1.0)
+    with pytest.raises(RuntimeError, match=r"left: OSError: the server refused this side \(at pair_sides.py:\d+ "
+                                           r"in fails_before_ready\)$"):
+        pair(pair_sides.fails_before_ready)
     with pytest.raises(RuntimeError, match=r"the left side ended \(exit 3\) without a word"):
-        at_once({"left": (pair_sides.ends_without_a_word, ("left",)),
-                 "right": (pair_sides.reports_after_the_start, ("right",))}, run_s=1.0)
-    assert time.monotonic() - began < 60  # neither waited out READY_S or the margin after the run
-    reports, _wall = at_once({"left": (pair_sides.reports_after_the_start, ("left",)),
-                              "right": (pair_sides.reports_after_the_start, ("right",))}, run_s=1.0)
+        pair(pair_sides.ends_without_a_word)
+    with pytest.raises(RuntimeError, match=r"waited 10 s for the left side$"):  # the right one was ready
+        pair(pair_sides.never_ready, ready_s=10.0)
+    # a side that fails mid-run stops the pair at once: the other one's long run is cut short
+    with pytest.raises(RuntimeError, match=r"left: ConnectionResetError: the server went away mid-run"):
+        pair(pair_sides.fails_after_the_start, pair_sides.runs_long_after_the_start)
+    assert time.monotonic() - began < 60  # none waited out a side's set-up, its run or the margin after it
+    reports, _wall = pair(pair_sides.reports_after_the_start)
     assert reports == {"left": {"started": True}, "right": {"started": True}}
+
+
+def _fake_peer(tmp_path: Path, body: str) -> Path:
+    """An executable that stands in for the peer's interpreter (the arguments it is given are ignored)."""
+    path = tmp_path / "fake-python"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_peer_that_fails_before_it_is_ready_says_why_and_starts_nothing(tmp_path: Path) -> None:
+    from benchmarks.concurrent_peer import run_peer_on_signal
+
+    python = _fake_peer(tmp_path, "echo 'a warning first' >&2\necho 'boom: the server is not there' >&2\nexit 1\n")
+    told: list[str] = []
+    with pytest.raises(RuntimeError, match=r"openai-agents sessions failed \(exit 1\): boom: the server is not there"):
+        run_peer_on_signal(python, 2, "ws://127.0.0.1:9", tmp_path / "x.wav", 1.0,
+                           lambda: told.append("ready"), lambda: told.append("go"))
+    assert told == []  # it never said it was ready: nothing started
+
+
+def test_a_peer_says_ready_after_its_warnings_and_is_stopped_if_the_start_never_comes(tmp_path: Path) -> None:
+    from benchmarks.concurrent_peer import run_peer_on_signal
+
+    python = _fake_peer(tmp_path, "echo 'a warning first' >&2\necho ready >&2\nread line\n"
+                                  "[ \"$line\" = go ] && echo '{\"client\": \"fake\"}'\n")
+    told: list[str] = []
+    figures = run_peer_on_signal(python, 2, "ws://127.0.0.1:9", tmp_path / "x.wav", 1.0,
+                                 lambda: told.append("ready"), lambda: told.append("go"))
+    assert figures == {"client": "fake"} and told == ["ready", "go"]
+
+    pid_file = tmp_path / "pid"
+    python = _fake_peer(tmp_path, f"echo $$ > {pid_file}\necho ready >&2\nexec sleep 600\n")
+
+    def no_start() -> None:
+        raise RuntimeError("no start signal came")
+
+    with pytest.raises(RuntimeError, match="no start signal came"):
+        run_peer_on_signal(python, 2, "ws://127.0.0.1:9", tmp_path / "x.wav", 1.0, lambda: None, no_start)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(int(pid_file.read_text()), 0)
+
+
