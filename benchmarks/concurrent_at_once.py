@@ -298,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--repeat takes a count of at least 1, not {args.repeat}")
     workload = Workload().resolved()
     samples, _rate = read_wav(RECORDING)
+    print(f"{args.sessions} sessions on each side, at once against one server; former: {', '.join(off)} undone; "
+          f"new: as it is", flush=True)
     pairs = []
     for k in range(args.repeat):
         with Server(workload=workload) as server:
