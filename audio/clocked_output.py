@@ -219,20 +219,14 @@ class ClockedOutput:
             later = max(self._k, self._last_due(self._clock.now()) + 1, self._first_block_at(until))
             self._alarm.ring(self._t0 + later * self._block / SAMPLE_RATE)
 
-    def _last_due(self, now: float, *, before: bool = False) -> int:
-        """The last block due by ``now`` on the clock (``before``: due before it), as its due time
-        (``origin + k·block``) rounds; -1 if none."""
+    def _last_due(self, now: float) -> int:
+        """The last block due by ``now`` on the clock, as its due time (``origin + k·block``) rounds; -1 if none."""
         assert self._t0 is not None
         t0, size = self._t0, self._block
-
-        def due(block: int) -> bool:
-            at = t0 + block * size / SAMPLE_RATE
-            return at < now if before else at <= now
-
         block = int((now - t0) * SAMPLE_RATE) // size
-        while block >= 0 and not due(block):
+        while block >= 0 and t0 + block * size / SAMPLE_RATE > now:
             block -= 1  # rounding put it a block late (at most one step)
-        while due(block + 1):
+        while t0 + (block + 1) * size / SAMPLE_RATE <= now:
             block += 1  # or a block short
         return block
 
