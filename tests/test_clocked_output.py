@@ -43,6 +43,13 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def advance_through(clock: VirtualClock, until: float) -> None:
+    """Move ``clock`` from deadline to deadline up to ``until``, the loop settling after each."""
+    while (deadline := clock.next_deadline()) is not None and deadline <= until:
+        clock.advance_to(deadline)
+        await settle()
+
+
 class Writes:
     """A sink that keeps each write's listener time and length."""
 
@@ -165,9 +172,7 @@ def test_sleeping_in_silence_hears_and_ticks_exactly_as_a_pass_every_block(
             await settle()
             items: list[str] = []
             for k, (at, what, size) in enumerate(sorted(events)):
-                while (deadline := clock.next_deadline()) is not None and deadline <= at:
-                    clock.advance_to(deadline)
-                    await settle()
+                await advance_through(clock, at)
                 clock.advance_to(at)
                 await settle()
                 if what == "audio":
@@ -182,9 +187,7 @@ def test_sleeping_in_silence_hears_and_ticks_exactly_as_a_pass_every_block(
                     gate.until = -math.inf
             for item in items:
                 output.playout.mark_complete(item)
-            while (deadline := clock.next_deadline()) is not None and deadline <= 4.0:
-                clock.advance_to(deadline)
-                await settle()
+            await advance_through(clock, 4.0)
             clock.advance_to(4.0)
             await settle()
             task.cancel()
@@ -218,9 +221,7 @@ def _queued_at(idle_s: float, first_at: float, more_at: float | None = None) -> 
         await settle()
         task = asyncio.create_task(output.run())
         await settle()
-        while (deadline := clock.next_deadline()) is not None and deadline <= 1.0:
-            clock.advance_to(deadline)
-            await settle()
+        await advance_through(clock, 1.0)
         task.cancel()
         await asyncio.gather(task, serving, return_exceptions=True)
         heard = sink.samples
@@ -262,9 +263,7 @@ def test_a_gate_lowered_a_hair_before_a_block_is_due_ticks_on_that_block() -> No
             output.after_read = tick
             task = asyncio.create_task(output.run())
             await settle()
-            while (deadline := clock.next_deadline()) is not None and deadline <= 0.15:
-                clock.advance_to(deadline)
-                await settle()
+            await advance_through(clock, 0.15)
             task.cancel()
             await asyncio.gather(task, lowering, return_exceptions=True)
             return seen
@@ -315,9 +314,9 @@ def test_the_last_block_due_is_the_one_its_due_time_reaches_at_every_rounding() 
         output._t0 = origin
         for k in range(0, 3000, 7):
             at = origin + k * 480 / 24_000
-            assert output._last_due(at) == k and output._last_due(at, before=True) == k - 1
+            assert output._last_due(at) == k  # due at the instant: passed
             assert output._last_due(math.nextafter(at, -math.inf)) == k - 1
-            assert output._last_due(math.nextafter(at, math.inf), before=True) == k
+            assert output._last_due(math.nextafter(at, math.inf)) == k
 
 
 async def test_a_sink_failure_on_a_wake_up_just_before_the_stop_is_logged_and_not_carried_into_the_next_run(
