@@ -90,12 +90,13 @@ from voxline.session.events import SessionError
 from voxline.session.replay import replay_fast
 from voxline.session.replay.result import ReplayResult
 
-from .common import environment, format_table
+from .common import environment, format_table, ratio
 from .concurrent_at_once import run_peer_at_once, run_side_by_side
 from .concurrent_floor import run_floor
 from .concurrent_peer import peer_python, run_peer
 from .concurrent_sessions import (
     PROBE_S,
+    RATE,
     RECORDING,
     SCENARIO,
     TAIL_S,
@@ -245,8 +246,8 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         "wall_s": round(wall, 2),
         "client_cpu_s": round(cpu1 - cpu0, 3),
         "server_cpu_s": round(server1 - server0, 3),
-        "client_cpu_per_session_s": round((cpu1 - cpu0) / session_s, 5) if session_s > 0 else math.nan,
-        "server_cpu_per_session_s": round((server1 - server0) / session_s, 5) if session_s > 0 else math.nan,
+        "client_cpu_per_session_s": ratio(cpu1 - cpu0, session_s, 5),
+        "server_cpu_per_session_s": ratio(server1 - server0, session_s, 5),
         "cores_share": round((cpu1 - cpu0 + server1 - server0) / wall / (os.cpu_count() or 1), 3) if wall > 0 else math.nan,
         "rss_per_session_mib": round((probe.peak_rss - rss0) / n / 2**20, 3),
         "server_survived": server_alive,
@@ -262,8 +263,7 @@ def peer_sessions(python: Path, n: int, recording: Path, run_s: float, workload:
         server0 = server.cpu_s()
         figures = run_peer(python, n, server.url, recording, run_s)
         server1 = server.cpu_s()
-    figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
-                                           if figures["session_seconds"] > 0 else math.nan)
+    figures["server_cpu_per_session_s"] = ratio(server1 - server0, figures["session_seconds"], 5)
     return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
@@ -275,8 +275,7 @@ def floor_sessions(n: int, samples: npt.NDArray[np.int16], run_s: float, workloa
         server0 = server.cpu_s()
         figures = run_floor(n, server.url, samples, run_s, lean=lean)
         server1 = server.cpu_s()
-    figures["server_cpu_per_session_s"] = (round((server1 - server0) / figures["session_seconds"], 5)
-                                           if figures["session_seconds"] > 0 else math.nan)
+    figures["server_cpu_per_session_s"] = ratio(server1 - server0, figures["session_seconds"], 5)
     return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
@@ -292,7 +291,7 @@ def side_by_side(n: int, samples: npt.NDArray[np.int16], tail_s: float, workload
                                    on_go=lambda: started.append(server.cpu_s()))
         server1 = server.cpu_s()
     session_s = figures["voxline"]["session_seconds"] + figures["bare"]["session_seconds"]
-    figures["server_cpu_per_session_s"] = round((server1 - started[0]) / session_s, 5) if session_s > 0 else math.nan
+    figures["server_cpu_per_session_s"] = ratio(server1 - started[0], session_s, 5)
     return {**figures, "load_before": load_before, "load_after": load_average()}
 
 
@@ -367,7 +366,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
     """
     workload = workload.resolved()
     samples, rate = read_wav(recording)
-    if rate != 24_000:
+    if rate != RATE:
         raise RuntimeError(f"{recording} is at {rate} Hz; the sessions take 24 kHz")
     if seconds is not None:
         samples = samples[: int(seconds * rate)]
@@ -398,25 +397,25 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
             if n in floor_at:
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                     floor = bracketed(floor_before, pool.submit(floor_sessions, n, samples, floor_s, workload).result())
-                floor["voxline_ratio"] = round(r["client_cpu_per_session_s"] / floor["client_cpu_per_session_s"], 2)
+                floor["voxline_ratio"] = ratio(r["client_cpu_per_session_s"], floor["client_cpu_per_session_s"])
                 floors.append(floor)
                 print(f"  floor N = {n}: client {100 * floor['before_cpu_per_session_s']:.2f}% before, "
                       f"{100 * floor['after_cpu_per_session_s']:.2f}% after, voxline {floor['voxline_ratio']}x their mean",
                       file=sys.stderr, flush=True)
                 with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                     lean = pool.submit(floor_sessions, n, samples, floor_s, workload, True).result()
-                lean["voxline_ratio"] = round(r["client_cpu_per_session_s"] / lean["client_cpu_per_session_s"], 2)
+                lean["voxline_ratio"] = ratio(r["client_cpu_per_session_s"], lean["client_cpu_per_session_s"])
                 # the lean floor and the peer run after the floor's second run: their own ratio to the floor is to
                 # that run, the one beside them (the mean is centred on voxline's sessions, not on theirs)
-                lean["floor_ratio"] = round(lean["client_cpu_per_session_s"] / floor["after_cpu_per_session_s"], 2)
+                lean["floor_ratio"] = ratio(lean["client_cpu_per_session_s"], floor["after_cpu_per_session_s"])
                 lean_floors.append(lean)
                 print(f"  lean floor N = {n}: client {100 * lean['client_cpu_per_session_s']:.2f}%, voxline "
                       f"{lean['voxline_ratio']}x", file=sys.stderr, flush=True)
                 if peer is not None:
                     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
                         theirs = pool.submit(peer_sessions, peer, n, recording, floor_s, workload).result()
-                    theirs["voxline_ratio"] = round(r["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)
-                    theirs["floor_ratio"] = round(theirs["client_cpu_per_session_s"] / floor["after_cpu_per_session_s"], 2)
+                    theirs["voxline_ratio"] = ratio(r["client_cpu_per_session_s"], theirs["client_cpu_per_session_s"])
+                    theirs["floor_ratio"] = ratio(theirs["client_cpu_per_session_s"], floor["after_cpu_per_session_s"])
                     peers.append(theirs)
                     print(f"  openai-agents N = {n}: client {100 * theirs['client_cpu_per_session_s']:.2f}%, voxline "
                           f"{theirs['voxline_ratio']}x that", file=sys.stderr, flush=True)

@@ -124,9 +124,9 @@ def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(head), *(line(r) for r in rows)])
 
 
-def ratio(a: float, b: float) -> float:
-    """``a / b`` rounded to 0.01 (NaN when ``b`` is not positive)."""
-    return round(a / b, 2) if b > 0 else float("nan")
+def ratio(a: float, b: float, digits: int = 2) -> float:
+    """``a / b`` rounded to ``digits`` decimals (NaN when ``b`` is not positive, or either is NaN)."""
+    return round(a / b, digits) if b > 0 else float("nan")
 
 
 def time_regions(regions: dict[str, Callable[[], object]], rounds: int) -> dict[str, tuple[float, float]]:

@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from voxline.audio.wavio import read_wav
 
+from .common import ratio
 from .concurrent_floor import run_floor
 from .concurrent_peer import run_peer_on_signal
 from .concurrent_sessions import (
@@ -102,7 +103,7 @@ def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], t
         out.put((name, {"failed": len(failed), "failures": sorted(set(failed))[:3], "levers_off": list(levers_off),
                         "session_seconds": round(session_s, 2), "client_cpu_s": round(cpu, 3),
                         "began_at": round(began, 3), "ended_at": round(ended, 3),
-                        "client_cpu_per_session_s": round(cpu / session_s, 5) if session_s > 0 else float("nan")}))
+                        "client_cpu_per_session_s": ratio(cpu, session_s, 5)}))
     except BaseException:
         report_failure(name, ready, told, out)
 
@@ -242,7 +243,7 @@ def run_side_by_side(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: f
         }, run_s, on_go)
     mine, bare = reports["voxline"], reports["bare"]
     return {"sessions": n, "wall_s": round(wall, 2), "voxline": mine, "bare": bare,
-            "voxline_ratio": round(mine["client_cpu_per_session_s"] / bare["client_cpu_per_session_s"], 2)}
+            "voxline_ratio": ratio(mine["client_cpu_per_session_s"], bare["client_cpu_per_session_s"])}
 
 
 def run_peer_at_once(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: float, python: Path, recording: Path,
@@ -258,7 +259,7 @@ def run_peer_at_once(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: f
         }, run_s)
     mine, theirs = reports["voxline"], reports["peer"]
     return {"sessions": n, "wall_s": round(wall, 2), "voxline": mine, "peer": theirs,
-            "voxline_ratio": round(mine["client_cpu_per_session_s"] / theirs["client_cpu_per_session_s"], 2)}
+            "voxline_ratio": ratio(mine["client_cpu_per_session_s"], theirs["client_cpu_per_session_s"])}
 
 
 def run_levers_at_once(url: str, n: int, samples: npt.NDArray[np.int16], tail_s: float, levers_off: Sequence[str],
@@ -275,7 +276,7 @@ def run_levers_at_once(url: str, n: int, samples: npt.NDArray[np.int16], tail_s:
         }, run_seconds(samples, tail_s))
     former, new = reports["former"], reports["new"]
     return {"sessions": n, "levers_off": list(levers_off), "wall_s": round(wall, 2), "former": former, "new": new,
-            "new_over_former": round(new["client_cpu_per_session_s"] / former["client_cpu_per_session_s"], 3)}
+            "new_over_former": ratio(new["client_cpu_per_session_s"], former["client_cpu_per_session_s"], 3)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,8 @@ from websockets.frames import Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
+from .common import ratio
+
 __all__ = ["CHUNK_S", "run_floor"]
 
 CHUNK_S = 0.040
@@ -157,5 +159,5 @@ def run_floor(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float, *,
         "session_seconds": round(session_s, 2),
         "wall_s": round(wall1 - wall0, 2),
         "client_cpu_s": round(cpu1 - cpu0, 3),
-        "client_cpu_per_session_s": round((cpu1 - cpu0) / session_s, 5) if session_s > 0 else float("nan"),
+        "client_cpu_per_session_s": ratio(cpu1 - cpu0, session_s, 5),
     }
