@@ -553,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--voice", default=VOICE, help="the server's voice: espeak, tone or auto (default: auto)")
     parser.add_argument("--no-wav", action="store_true", help="sessions write no heard WAV (and cuts go unchecked)")
     parser.add_argument("--levers-off", default="", metavar="NAME,...",
-                        help="client levers to undo, to measure what each saves (tick_gate, try_recv, barge_peek, idle_sleep)")
+                        help="client levers to undo, to measure what each saves (tick_gate, try_recv, barge_peek, idle_sleep, clock_read)")
     parser.add_argument("--server-python", default=None, metavar="PATH",
                         help="run voxline serve with this interpreter (another checkout's, to measure its server)")
     parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",

@@ -9,24 +9,40 @@ levers are measured by running the server of another checkout (``--server-python
   when its queue is empty, a future each);
 * ``barge_peek``: a session waiting for its turn on the loop waits on when a barge-in
   (``input_audio_buffer.speech_started``) is read behind it, and so does every event read ahead of it;
-* ``idle_sleep``: the output passes every block even while nothing can play (``idle_s=0``).
+* ``idle_sleep``: the output passes every block even while nothing can play (``idle_s=0``);
+* ``clock_read``: the sessions' clock asks the running loop for its time at every read (a system
+  call each, asyncio checking the process id) instead of reading ``time.monotonic()``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Sequence
 
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.tick_gate import TickGate
+from voxline.base.clock import RealClock
 from voxline.realtime.connection import RealtimeConnection, connect
 from voxline.session import VoiceSession
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import Connector
 
-__all__ = ["LEVERS", "AlwaysOpenGate", "hooks"]
+__all__ = ["LEVERS", "AlwaysOpenGate", "LoopTimeClock", "clock_for", "hooks"]
 
-LEVERS = ("tick_gate", "try_recv", "barge_peek", "idle_sleep")
+LEVERS = ("tick_gate", "try_recv", "barge_peek", "idle_sleep", "clock_read")
+
+
+class LoopTimeClock(RealClock):
+    """The real clock read through the running loop, as it was."""
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+
+def clock_for(off: Sequence[str]) -> RealClock:
+    """The sessions' clock with the levers in ``off`` undone."""
+    return LoopTimeClock() if "clock_read" in off else RealClock()
 
 
 class AlwaysOpenGate(TickGate):

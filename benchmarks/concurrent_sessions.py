@@ -197,9 +197,10 @@ async def voxline_sessions(n: int, url: str, samples: npt.NDArray[np.int16], tai
     settings = settings_for(url, liveness_timeout_s)
     connector, on_session = None, None
     if levers_off:  # imported only then: it names the levers, which an older checkout measured alone lacks
-        from .concurrent_levers import hooks
+        from .concurrent_levers import clock_for, hooks
 
         connector, on_session = hooks(levers_off, settings)
+        clock = clock_for(levers_off)
     runs = [run_replay(samples, connector=connector, clock=clock, settings=settings, sink=sink, tail_s=tail_s,
                        on_session=on_session)
             for sink in sinks]

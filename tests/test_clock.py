@@ -111,6 +111,21 @@ async def test_real_clock_is_a_clock_and_past_deadlines_return() -> None:
     assert clock.now() >= before
 
 
+async def test_real_clock_reads_the_loops_time_without_asking_which_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.get_running_loop()
+    clock = RealClock()
+    first = loop.time()
+    now = clock.now()
+    assert first <= now <= loop.time()  # the same timeline as the loop's
+
+    def asked() -> asyncio.AbstractEventLoop:  # a system call each time (asyncio checks the process id)
+        raise AssertionError("the clock asked for the running loop")
+
+    monkeypatch.setattr(asyncio, "get_running_loop", asked)
+    monkeypatch.setattr(asyncio, "_get_running_loop", asked)
+    assert clock.now() >= now
+
+
 async def test_real_clock_sleepers_of_one_millisecond_share_one_timer() -> None:
     from voxline.base.clock import _timers_of  # the loop's shared timers
 

@@ -4,7 +4,7 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
 :meth:`Clock.wall` gives the Unix time at ``now()`` for the few things that carry a date
 (``expires_at`` of a session or a client secret).
 
-* :class:`RealClock` follows the running event loop (``loop.time()``). Its sleepers share
+* :class:`RealClock` is ``time.monotonic()``, the running event loop's ``loop.time()``. Its sleepers share
   timers: every deadline within the same millisecond of one loop waits on one loop timer
   (:class:`_SharedTimers`), so a thousand sessions pacing 20 ms blocks cost the loop a
   few timers per block, not a thousand.
@@ -46,14 +46,15 @@ class Clock(Protocol):
 
 
 class RealClock:
-    """Event-loop time. Outside a running loop (e.g. on an audio thread) ``now()`` is
-    ``time.monotonic()``, the clock asyncio's default loop uses."""
+    """Monotonic time, ``time.monotonic()``: the clock asyncio's own event loops keep as
+    ``loop.time()`` (and an audio thread can read it as well).
+
+    ``now()`` reads it directly rather than asking the running loop for its time: asking which
+    loop runs costs a system call each time (asyncio checks the process id), and sessions read
+    the clock several times per block of audio."""
 
     def now(self) -> float:
-        try:
-            return asyncio.get_running_loop().time()
-        except RuntimeError:
-            return time.monotonic()
+        return time.monotonic()
 
     def wall(self) -> float:
         return time.time()
