@@ -31,9 +31,12 @@ import numpy as np
 
 from voxline.base.audio_format import SAMPLE_RATE
 
-__all__ = ["EnergyVad", "SpeechStart", "SpeechStop", "VadEvent", "threshold_to_dbfs"]
+__all__ = ["FRAME_BY_FRAME", "EnergyVad", "SpeechStart", "SpeechStop", "VadEvent", "threshold_to_dbfs"]
 
 _FULL_SCALE = 32768.0
+
+FRAME_BY_FRAME = 32
+"""Blocks of up to this many frames are stepped frame by frame; longer ones are walked run by run."""
 
 
 def threshold_to_dbfs(threshold: float) -> float:
@@ -127,9 +130,10 @@ class EnergyVad:
         """Feed one block of int16 samples; return the events it completes, in order.
 
         The frames' energies are exact integers compared with thresholds precomputed from
-        the dBFS levels, and the detector walks the block run by run (a stretch of loud,
+        the dBFS levels. A block of up to :data:`FRAME_BY_FRAME` frames (an append's worth) is
+        stepped one frame at a time; a longer one is walked run by run (a stretch of loud,
         voiced or quiet frames at a time), so its Python work grows with the number of
-        level changes, not with the block's length.
+        level changes, not with the block's length. Both follow the same rules from the same state.
         """
         samples = np.asarray(block, dtype=np.int16).reshape(-1)
         self._fed += samples.size
@@ -140,9 +144,45 @@ class EnergyVad:
             return []
         frames = data[:whole].reshape(-1, self.frame).astype(np.int64)
         energy = np.add.reduce(frames * frames, axis=1)
+        if energy.size <= FRAME_BY_FRAME:
+            return self._step(energy.tolist())
         loud = energy >= self._loud_energy
         voiced = loud if self._voiced_energy == self._loud_energy else energy >= self._voiced_energy
         return self._walk(loud, voiced)
+
+    def _step(self, energies: list[int]) -> list[VadEvent]:
+        """Advance the state machine one frame at a time over the frames' energies (a few frames:
+        a handful of comparisons costs less than finding runs with numpy)."""
+        frame = self.frame
+        base = self._position
+        self._position = base + len(energies) * frame
+        loud_energy, voiced_energy = self._loud_energy, self._voiced_energy
+        events: list[VadEvent] = []
+        for k, energy in enumerate(energies):
+            if not self._speaking:
+                if energy < loud_energy:
+                    self._loud_run = 0
+                    continue
+                if self._loud_run == 0:
+                    self._loud_start = base + k * frame
+                self._loud_run += 1
+                if self._loud_run < self.onset_frames:
+                    continue
+                self._speaking = True
+                self._quiet_run = 0
+                self._last_voiced = base + (k + 1) * frame
+                onset = self._loud_start
+                events.append(SpeechStart(onset=onset, start=max(0, onset - self.prefix_padding)))
+            elif energy >= voiced_energy:
+                self._quiet_run = 0
+                self._last_voiced = base + (k + 1) * frame
+            else:
+                self._quiet_run += 1
+                if self._quiet_run >= self.silence_frames:
+                    self._speaking = False
+                    self._loud_run = 0
+                    events.append(SpeechStop(end=base + (k + 1) * frame, last_voiced=self._last_voiced))
+        return events
 
     def _walk(self, loud: np.ndarray, voiced: np.ndarray) -> list[VadEvent]:
         """Advance the state machine over frames whose loudness and voicing are given."""

@@ -22,7 +22,10 @@ each, and their ratio.
   or with the cached base64 of the audio deltas spliced in (``encode_event``); CPU µs per event;
 * ``outbox``: the server's events onto a loopback WebSocket, through the writer task (former,
   forced by a fault that never fires) or written at once in one socket write per batch; CPU µs
-  per event of the whole process.
+  per event of the whole process;
+* ``vad``: the local server's voice activity detection over ``barge_in.wav`` in 40 ms appends (what a
+  session sends), each append's frames walked run by run with numpy (former) or stepped one frame at a
+  time (new); CPU µs per append.
 
 Run: ``python3 -m benchmarks.bench_levers`` (``--rounds R``, default 7).
 """
@@ -45,6 +48,7 @@ import numpy.typing as npt
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import serve as ws_serve
 
+from voxline.audio import vad
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
@@ -62,7 +66,7 @@ from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.replay import replay_fast
 from voxline.session.voice import VoiceSession
 
-from .concurrent_sessions import RECORDING
+from .concurrent_sessions import RATE, RECORDING
 from .concurrent_levers import AlwaysOpenGate
 from .record import add_output_arguments, finish, run_section
 
@@ -206,6 +210,24 @@ async def _outbox_round(direct: bool, events: list[dict[str, Any]]) -> float:
     return spent[0] / len(events)
 
 
+def _vad_round(stepped: bool, samples: npt.NDArray[np.int16], repeat: int = 5) -> float:
+    """CPU seconds per 40 ms append through the server's detector."""
+    block = 40 * RATE // 1000
+    appends = [samples[k: k + block] for k in range(0, len(samples), block)]
+    saved = vad.FRAME_BY_FRAME
+    vad.FRAME_BY_FRAME = saved if stepped else 0  # 0: every block walked run by run, as every block was
+    try:
+        start = time.process_time()
+        for _ in range(repeat):
+            detector = vad.EnergyVad()
+            for append in appends:
+                detector.process(append)
+        spent = time.process_time() - start
+    finally:
+        vad.FRAME_BY_FRAME = saved
+    return spent / (repeat * len(appends))
+
+
 def _alternate(rounds: int, former: Callable[[], float], new: Callable[[], float], unit: str) -> dict[str, Any]:
     olds, news = [], []
     for _ in range(rounds):
@@ -233,6 +255,7 @@ def run(rounds: int = 7) -> dict[str, Any]:
         "json": _alternate(rounds, lambda: _json_round(False, events), lambda: _json_round(True, events), "per event"),
         "outbox": _alternate(rounds, lambda: asyncio.run(_outbox_round(False, events * 3)),
                              lambda: asyncio.run(_outbox_round(True, events * 3)), "per event"),
+        "vad": _alternate(rounds, lambda: _vad_round(False, samples), lambda: _vad_round(True, samples), "per append"),
     }
     return {"benchmark": "levers", "rounds": rounds, "reply_events": len(events), "levers": result}
 
