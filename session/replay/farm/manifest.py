@@ -38,7 +38,10 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A table of a manifest: no field it does not know, and each value of the type TOML wrote (TOML has
+    booleans and numbers: ``"yes"`` is no boolean, ``"30"`` no number, ``1.0`` no count)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Range(_Strict):
@@ -114,6 +117,8 @@ class _Manifest(_Strict):
 
 class FarmRecording(_Strict):
     """One recording of a farm, resolved: an absolute path, a unique name, its own settings."""
+
+    model_config = ConfigDict(strict=False)  # made by code from checked values, not read from TOML
 
     name: str
     path: Path
