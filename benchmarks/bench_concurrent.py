@@ -330,7 +330,7 @@ def meets_goal(r: dict[str, Any]) -> list[str]:
     elif not r["lateness_spread_ms"] <= GOAL["spread_ms"]:
         misses.append(f"spread {r['lateness_spread_ms']} ms")
     if r["sessions_underran"]:
-        misses.append(f"{r['sessions_underran']} sessions underran")
+        misses.append(f"{r['sessions_underran']} session{'' if r['sessions_underran'] == 1 else 's'} underran")
     if r["cuts"]["not_heard_audio"] or r["cuts"]["max_error_samples"] > 1:
         misses.append("a cut off what was heard")
     if not (r["cores_share"] or math.nan) <= GOAL["cores_share"]:
@@ -340,13 +340,13 @@ def meets_goal(r: dict[str, Any]) -> list[str]:
 
 def knee(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The largest N all of whose runs (and those of every smaller N) meet the goal (0: none does), and
-    the first N where one does not, with why (``degrades_at`` and ``why`` only when there is one)."""
+    the first N where one does not, with why, run by run (``degrades_at`` and ``why`` only when there is one)."""
     by_n: dict[int, list[dict[str, Any]]] = {}
     for r in runs:
         by_n.setdefault(r["sessions"], []).append(r)
     holds = 0
     for n in sorted(by_n):
-        misses = sorted({m for r in by_n[n] for m in meets_goal(r)})
+        misses = [f"run {k}: {', '.join(m)}" for k, r in enumerate(by_n[n], 1) if (m := meets_goal(r))]
         if misses:
             return {"largest_n_meeting_goal": holds, "degrades_at": n, "why": misses}
         holds = n
@@ -510,7 +510,7 @@ def table(result: dict[str, Any]) -> str:
         lines.append(result["peer_missing"])
     k = result.get("knee")
     if k is not None:
-        where = f"; degrades at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k else ""
+        where = f"; degrades at N = {k['degrades_at']} ({'; '.join(k['why'])})" if "degrades_at" in k else ""
         lines.append(f"knee: N = {k['largest_n_meeting_goal'] or 'none'}{where}")
     return "\n".join(lines)
 

@@ -226,7 +226,7 @@ def _concurrent(f: Figures) -> list[str]:
         lines += ["", f"{f['peer_missing']}."]
     if (k := f.get("knee")) is not None:
         goal = p["goal"]
-        where = (f"; degradation begins at N = {k['degrades_at']} ({', '.join(k['why'])})" if "degrades_at" in k
+        where = (f"; degradation begins at N = {k['degrades_at']} ({'; '.join(k['why'])})" if "degrades_at" in k
                  else "")
         lines += ["", f"Goal: loop lag p99 <= {goal['lag_p99_ms']:g} ms, lateness spread <= {goal['spread_ms']:g} ms, no "
                       f"underrun, no failure, every cut what was heard, client + server <= "

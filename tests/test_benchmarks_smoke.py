@@ -219,8 +219,11 @@ def test_the_knee_is_the_largest_n_whose_every_run_meets_the_goal() -> None:
                 "cuts": {"not_heard_audio": 0, "max_error_samples": 0}, "cores_share": 0.3}
 
     runs = [run(50, 3.0), run(50, 4.0), run(100, 5.0), run(100, 25.0), run(150, 5.0)]
-    assert bench_concurrent.knee(runs) == {"largest_n_meeting_goal": 50, "degrades_at": 100, "why": ["lag p99 25.0 ms"]}
-    assert bench_concurrent.knee([run(50, 3.0), run(100, 3.0, underran=2)])["why"] == ["2 sessions underran"]
+    assert bench_concurrent.knee(runs) == {"largest_n_meeting_goal": 50, "degrades_at": 100,
+                                           "why": ["run 2: lag p99 25.0 ms"]}
+    missed = [run(50, 3.0), run(100, 25.0, underran=2), run(100, 3.0), run(100, 3.0, underran=1)]
+    assert bench_concurrent.knee(missed)["why"] == ["run 1: lag p99 25.0 ms, 2 sessions underran",
+                                                    "run 3: 1 session underran"]
     assert bench_concurrent.knee([run(50, 3.0)]) == {"largest_n_meeting_goal": 50}
     assert bench_concurrent.knee([run(50, 30.0)])["largest_n_meeting_goal"] == 0
 
