@@ -202,7 +202,7 @@ class EnergyVad:
                 end = _first(loud, first_loud, False)
                 if self._loud_run == 0:
                     self._loud_start = base + first_loud * frame
-                needed = self.onset_frames - self._loud_run
+                needed = max(1, self.onset_frames - self._loud_run)  # a shorter onset set mid-run: this frame
                 if end - first_loud < needed:
                     self._loud_run += end - first_loud
                     i = end
@@ -221,7 +221,7 @@ class EnergyVad:
             if quiet >= n:
                 break
             end = _first(voiced, quiet, True)
-            needed = self.silence_frames - self._quiet_run
+            needed = max(1, self.silence_frames - self._quiet_run)  # a shorter silence set mid-pause: this frame
             if end - quiet < needed:
                 self._quiet_run += end - quiet
                 i = end

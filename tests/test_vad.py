@@ -203,3 +203,20 @@ def test_an_appends_worth_of_frames_is_stepped_without_walking_runs(monkeypatch:
     assert events == run(EnergyVad(), signal, block=len(signal)) and len(events) == 2
     with pytest.raises(AssertionError, match="walked run by run"):
         detector.process(signal[: block + detector.frame])
+
+
+@pytest.mark.parametrize("frames_per_block", [1, 4, 40])  # stepped frame by frame, or walked run by run
+def test_a_shorter_silence_set_mid_pause_ends_the_turn_at_the_next_quiet_frame(frames_per_block: int) -> None:
+    frame = RATE // 100
+    loud, quiet = tone(0.05, -20.0), silence(0.1)  # five loud frames, then ten quiet ones
+    vad = EnergyVad(silence_duration_ms=200, min_speech_ms=10)
+    events = vad.process(loud) + vad.process(quiet)  # still speaking: the silence needs twenty frames
+    vad.configure(threshold=0.5, prefix_padding_ms=300, silence_duration_ms=30)  # three now, ten already passed
+    rest = np.concatenate([silence(0.02), tone(0.05, -20.0), silence(0.33)])
+    block = frames_per_block * frame
+    for k in range(0, len(rest), block):
+        events += vad.process(rest[k: k + block])
+    # before: a long block was walked back to a stop before the audio it had, and lost the next turn
+    assert events == [SpeechStart(onset=0, start=0), SpeechStop(end=16 * frame, last_voiced=5 * frame),
+                      SpeechStart(onset=17 * frame, start=0),  # the padding reaches back past 0
+                      SpeechStop(end=25 * frame, last_voiced=22 * frame)]
