@@ -25,6 +25,7 @@ from voxline.session.replay.farm import (
     Check,
     Expectations,
     Outcome,
+    Range,
     Shard,
     deal,
     junit_xml,
@@ -397,3 +398,14 @@ def test_the_resource_tracker_of_a_farm_in_processes_outlives_a_hangup() -> None
             "print(bool(ignored & (1 << (signal.SIGHUP - 1))), signal.getsignal(signal.SIGHUP) is before)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["True", "True"], run.stderr  # and this process's own handler is as it was
+
+
+def test_expectations_given_from_python_take_numpy_counts_and_flags_only_a_manifest_is_strict(tmp_path: Path) -> None:
+    given = Expectations.model_validate({"barge_ins": np.int64(1), "no_errors": np.bool_(True),
+                                         "max_cut_error_ms": np.float32(5)})  # run.check(**figures) from code
+    assert given == Expectations(barge_ins=1, no_errors=True, max_cut_error_ms=5)
+    assert Expectations.model_validate({"barge_ins": {"min": np.int64(2)}}).barge_ins == Range(min=2)
+    make_recording(tmp_path / "r.wav", 1, False)
+    manifest = write_manifest(tmp_path / "farm.toml", '[[recording]]\npath = "r.wav"\nexpect = { no_errors = "no" }\n')
+    with pytest.raises(ConfigurationError, match="expect.no_errors: takes true or false"):
+        load_manifest(manifest)

@@ -38,10 +38,7 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
-    """A table of a manifest: no field it does not know, and each value of the type TOML wrote (TOML has
-    booleans and numbers: ``"yes"`` is no boolean, ``"30"`` no number, ``1.0`` no count)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Range(_Strict):
@@ -118,8 +115,6 @@ class _Manifest(_Strict):
 class FarmRecording(_Strict):
     """One recording of a farm, resolved: an absolute path, a unique name, its own settings."""
 
-    model_config = ConfigDict(strict=False)  # made by code from checked values, not read from TOML
-
     name: str
     path: Path
     scenario: str | None = None  # None: the built-in default
@@ -159,7 +154,8 @@ def load_manifest(path: Path) -> list[FarmRecording]:
     except RecursionError:  # the standard parser recurses once per level of nesting
         raise ConfigurationError(f"manifest {path} nests arrays or tables too deeply to read") from None
     try:
-        manifest = _Manifest.model_validate(data)
+        # strictly: TOML has booleans and numbers of its own, so "yes" is no boolean, "30" no number, 1.0 no count
+        manifest = _Manifest.model_validate(data, strict=True)
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
