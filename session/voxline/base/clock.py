@@ -4,7 +4,7 @@ Nothing else in voxline reads time. Times are seconds on a monotonic timeline;
 :meth:`Clock.wall` gives the Unix time at ``now()`` for the few things that carry a date
 (``expires_at`` of a session or a client secret).
 
-* :class:`RealClock` is ``time.monotonic()``, the running event loop's ``loop.time()``. Its sleepers share
+* :class:`RealClock` is ``time.monotonic()``, which asyncio's own loops keep as ``loop.time()``. Its sleepers share
   timers: every deadline within the same millisecond of one loop waits on one loop timer
   (:class:`_SharedTimers`), so a thousand sessions pacing 20 ms blocks cost the loop a
   few timers per block, not a thousand.
@@ -50,8 +50,10 @@ class RealClock:
     ``loop.time()`` (and an audio thread can read it as well).
 
     ``now()`` reads it directly rather than asking the running loop for its time: asking which
-    loop runs costs a system call each time (asyncio checks the process id), and sessions read
-    the clock several times per block of audio."""
+    loop runs costs a system call each time on Python 3.11 (asyncio checks the process id), and
+    sessions read the clock several times per block of audio. A loop whose ``time()`` is another
+    clock (uvloop's is ``time.monotonic()`` in whole milliseconds, read once a pass) wakes sleepers
+    up to that much later than asked."""
 
     def now(self) -> float:
         return time.monotonic()
