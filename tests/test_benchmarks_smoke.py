@@ -259,7 +259,8 @@ def test_a_lever_is_measured_with_its_former_and_new_path_at_once() -> None:
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["--levers-off", "warp"], "--levers-off takes some of tick_gate, try_recv, barge_peek, idle_sleep, not 'warp'"),
+    (["--levers-off", "warp"], "--levers-off takes some of tick_gate, try_recv, barge_peek, idle_sleep, clock_read, "
+                               "not 'warp'"),
     (["--levers-off", ""], "--levers-off takes some of"),
     (["--levers-off", "idle_sleep", "--repeat", "0"], "--repeat takes a count of at least 1, not 0"),
     (["--levers-off", "idle_sleep", "--sessions", "0"], "--sessions takes 1..2000, not 0"),
