@@ -25,7 +25,10 @@ each, and their ratio.
   per event of the whole process;
 * ``vad``: the local server's voice activity detection over ``barge_in.wav`` in 40 ms appends (what a
   session sends), each append's frames walked run by run with numpy (former) or stepped one frame at a
-  time (new); CPU µs per append.
+  time (new); CPU µs per append;
+* ``check``: the local server's engine taking ``barge_in.wav`` as 40 ms ``input_audio_buffer.append``
+  frames, each through the full schema check (former) or passed by a glance at its keys and kinds
+  (``PLAIN_EVENTS``); CPU µs per append, parsing, VAD and buffering included.
 
 Run: ``python3 -m benchmarks.bench_levers`` (``--rounds R``, default 7).
 """
@@ -33,6 +36,7 @@ Run: ``python3 -m benchmarks.bench_levers`` (``--rounds R``, default 7).
 from __future__ import annotations
 
 import argparse
+import base64
 import asyncio
 import json
 import math
@@ -53,7 +57,7 @@ from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
 from voxline.realtime.connection import RealtimeConnection
-from voxline.realtime.server.engine import Engine
+from voxline.realtime.server.engine import Engine, core
 from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.engine.speech import VoiceCache
@@ -228,6 +232,31 @@ def _vad_round(stepped: bool, samples: npt.NDArray[np.int16], repeat: int = 5) -
     return spent / (repeat * len(appends))
 
 
+def _append_frames(samples: npt.NDArray[np.int16]) -> list[str]:
+    block = 40 * RATE // 1000
+    return [json.dumps({"type": "input_audio_buffer.append", "event_id": f"event_{k}",
+                        "audio": base64.b64encode(samples[k: k + block].tobytes()).decode("ascii")})
+            for k in range(0, len(samples), block)]
+
+
+def _check_round(glance: bool, voices: VoiceCache, frames: list[str], repeat: int = 3) -> float:
+    """CPU seconds per append frame taken by the engine."""
+    saved = dict(core.PLAIN_EVENTS)
+    if not glance:
+        core.PLAIN_EVENTS.clear()  # every event through the full check, as every event went
+    try:
+        start = time.process_time()
+        for _ in range(repeat):
+            engine = Engine(EngineConfig(), load_scenario("long"), voices, wall_time=1.7e9)
+            engine.open()
+            for k, frame in enumerate(frames):
+                engine.receive(frame, k * 0.04)
+        spent = time.process_time() - start
+    finally:
+        core.PLAIN_EVENTS.update(saved)
+    return spent / (repeat * len(frames))
+
+
 def _alternate(rounds: int, former: Callable[[], float], new: Callable[[], float], unit: str) -> dict[str, Any]:
     olds, news = [], []
     for _ in range(rounds):
@@ -244,6 +273,7 @@ def run(rounds: int = 7) -> dict[str, Any]:
     samples, _rate = read_wav(RECORDING)
     events = _reply_events(voices)
     frames = [json.dumps(e) for e in events]
+    appends = _append_frames(samples)
     result = {
         "tick": _alternate(rounds, lambda: _tick_round(False, samples), lambda: _tick_round(True, samples), "per pass"),
         "idle": _alternate(rounds, lambda: _idle_round(False, samples), lambda: _idle_round(True, samples),
@@ -256,6 +286,8 @@ def run(rounds: int = 7) -> dict[str, Any]:
         "outbox": _alternate(rounds, lambda: asyncio.run(_outbox_round(False, events * 3)),
                              lambda: asyncio.run(_outbox_round(True, events * 3)), "per event"),
         "vad": _alternate(rounds, lambda: _vad_round(False, samples), lambda: _vad_round(True, samples), "per append"),
+        "check": _alternate(rounds, lambda: _check_round(False, voices, appends),
+                            lambda: _check_round(True, voices, appends), "per append"),
     }
     return {"benchmark": "levers", "rounds": rounds, "reply_events": len(events), "levers": result}
 

@@ -31,11 +31,16 @@ from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.session_config import SessionConfig, no_responses
 from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig, SessionState
-from voxline.realtime.server.engine.validate import check_object, json_kind, parse_json
+from voxline.realtime.server.engine.validate import PlainStrings, check_object, json_kind, parse_json, plain_strings
 
-__all__ = ["Engine"]
+__all__ = ["PLAIN_EVENTS", "Engine"]
 
 Events = list[dict[str, Any]]
+
+PLAIN_EVENTS: dict[str, PlainStrings] = {
+    kind: plain for kind, schema in EVENT_SCHEMAS.items() if (plain := plain_strings(schema)) is not None
+}
+"""The client events whose every field is a plain string (appends, commits, deletes...): checked by a glance."""
 
 
 class Engine:
@@ -209,8 +214,10 @@ class Engine:
         handler = self._handlers.get(type_)
         if handler is None:
             raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
-        data = without_nulls(data, EVENT_SCHEMAS[type_])
-        check_object(data, EVENT_SCHEMAS[type_])
+        plain = PLAIN_EVENTS.get(type_)
+        if plain is None or not plain.holds(data):  # the plain form (every append) passes both as it is
+            data = without_nulls(data, EVENT_SCHEMAS[type_])
+            check_object(data, EVENT_SCHEMAS[type_])
         return handler(data, now)
 
     def _sweep(self, now: float) -> Events:
