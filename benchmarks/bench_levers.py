@@ -23,9 +23,6 @@ each, and their ratio.
 * ``outbox``: the server's events onto a loopback WebSocket, through the writer task (former,
   forced by a fault that never fires) or written at once in one socket write per batch; CPU µs
   per event of the whole process;
-* ``vad``: the local server's voice activity detection over ``barge_in.wav`` in 40 ms appends (what a
-  session sends), each append's frames walked run by run with numpy (former) or stepped one frame at a
-  time (new); CPU µs per append;
 * ``check``: the local server's engine taking ``barge_in.wav`` as 40 ms ``input_audio_buffer.append``
   frames, each through the full schema check (former) or passed by a glance at its keys and kinds
   (``PLAIN_EVENTS``); CPU µs per append, parsing, VAD and buffering included.
@@ -52,7 +49,6 @@ import numpy.typing as npt
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import serve as ws_serve
 
-from voxline.audio import vad
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.sinks import WavSink
 from voxline.audio.wavio import read_wav
@@ -214,24 +210,6 @@ async def _outbox_round(direct: bool, events: list[dict[str, Any]]) -> float:
     return spent[0] / len(events)
 
 
-def _vad_round(stepped: bool, samples: npt.NDArray[np.int16], repeat: int = 5) -> float:
-    """CPU seconds per 40 ms append through the server's detector."""
-    block = 40 * RATE // 1000
-    appends = [samples[k: k + block] for k in range(0, len(samples), block)]
-    saved = vad.FRAME_BY_FRAME
-    vad.FRAME_BY_FRAME = saved if stepped else 0  # 0: every block walked run by run, as every block was
-    try:
-        start = time.process_time()
-        for _ in range(repeat):
-            detector = vad.EnergyVad()
-            for append in appends:
-                detector.process(append)
-        spent = time.process_time() - start
-    finally:
-        vad.FRAME_BY_FRAME = saved
-    return spent / (repeat * len(appends))
-
-
 def _append_frames(samples: npt.NDArray[np.int16]) -> list[str]:
     block = 40 * RATE // 1000
     return [json.dumps({"type": "input_audio_buffer.append", "event_id": f"event_{k}",
@@ -285,7 +263,6 @@ def run(rounds: int = 7) -> dict[str, Any]:
         "json": _alternate(rounds, lambda: _json_round(False, events), lambda: _json_round(True, events), "per event"),
         "outbox": _alternate(rounds, lambda: asyncio.run(_outbox_round(False, events * 3)),
                              lambda: asyncio.run(_outbox_round(True, events * 3)), "per event"),
-        "vad": _alternate(rounds, lambda: _vad_round(False, samples), lambda: _vad_round(True, samples), "per append"),
         "check": _alternate(rounds, lambda: _check_round(False, voices, appends),
                             lambda: _check_round(True, voices, appends), "per append"),
     }

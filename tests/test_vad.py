@@ -162,7 +162,7 @@ def reference_events(signal: np.ndarray, *, threshold: float, padding_ms: int, s
 @given(
     pieces=st.lists(st.tuples(st.sampled_from([-80.0, -50.0, -43.0, -38.0, -20.0]), st.integers(1, 40)),
                     min_size=1, max_size=14),
-    cuts=st.lists(st.integers(1, 12_000), min_size=1, max_size=8),  # up to 50 frames: both paths, mixed
+    cuts=st.lists(st.integers(1, 12_000), min_size=1, max_size=8),  # up to 50 frames a block
     threshold=st.sampled_from([0.3, 0.5, 0.6]),
     silence_ms=st.sampled_from([10, 50, 200, 500]),
     min_speech_ms=st.sampled_from([10, 30, 60]),
@@ -189,23 +189,7 @@ def test_one_long_block_gives_the_same_events_as_20_ms_blocks() -> None:
     assert run(EnergyVad(), signal, block=len(signal)) == run(EnergyVad(), signal) != []
 
 
-def test_an_appends_worth_of_frames_is_stepped_without_walking_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from voxline.audio import vad as vad_module
-
-    def walked(*_: object) -> list[object]:
-        raise AssertionError("a short block was walked run by run")
-
-    detector = EnergyVad()
-    monkeypatch.setattr(detector, "_walk", walked)
-    signal = np.concatenate([silence(0.2), tone(0.4, -20.0), silence(0.7)])
-    block = vad_module.FRAME_BY_FRAME * detector.frame  # the longest block stepped frame by frame
-    events = [event for k in range(0, len(signal), block) for event in detector.process(signal[k: k + block])]
-    assert events == run(EnergyVad(), signal, block=len(signal)) and len(events) == 2
-    with pytest.raises(AssertionError, match="walked run by run"):
-        detector.process(signal[: block + detector.frame])
-
-
-@pytest.mark.parametrize("frames_per_block", [1, 4, 40])  # stepped frame by frame, or walked run by run
+@pytest.mark.parametrize("frames_per_block", [1, 4, 40])
 def test_a_shorter_silence_set_mid_pause_ends_the_turn_at_the_next_quiet_frame(frames_per_block: int) -> None:
     frame = RATE // 100
     loud, quiet = tone(0.05, -20.0), silence(0.1)  # five loud frames, then ten quiet ones
@@ -216,7 +200,7 @@ def test_a_shorter_silence_set_mid_pause_ends_the_turn_at_the_next_quiet_frame(f
     block = frames_per_block * frame
     for k in range(0, len(rest), block):
         events += vad.process(rest[k: k + block])
-    # before: a long block was walked back to a stop before the audio it had, and lost the next turn
+    # once: a long block was walked back to a stop before the audio it had, and lost the next turn
     assert events == [SpeechStart(onset=0, start=0), SpeechStop(end=16 * frame, last_voiced=5 * frame),
                       SpeechStart(onset=17 * frame, start=0),  # the padding reaches back past 0
                       SpeechStop(end=25 * frame, last_voiced=22 * frame)]
