@@ -357,6 +357,26 @@ def test_each_client_lever_can_be_undone_alone() -> None:
         hooks(("sleepless",), settings)
 
 
+async def test_the_clock_lever_undone_asks_the_running_loop_at_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from benchmarks.concurrent_levers import clock_for
+    from voxline.base.clock import RealClock
+
+    asked: list[int] = []
+    running = asyncio.get_running_loop
+
+    def counted() -> asyncio.AbstractEventLoop:
+        asked.append(1)
+        return running()
+
+    monkeypatch.setattr(asyncio, "get_running_loop", counted)
+    former, new = clock_for(("clock_read",)), clock_for(())
+    assert isinstance(former, RealClock) and type(new) is RealClock
+    former.now(), new.now(), new.now()
+    assert len(asked) == 1  # the former path's one read, none of the new one's
+
+
 def test_a_bracketed_floor_is_the_mean_of_the_runs_around_voxlines_and_keeps_both() -> None:
     before = {"client_cpu_per_session_s": 0.004, "failed": 0, "failures": [], "sessions": 50, "frames_received": 9}
     after = {"client_cpu_per_session_s": 0.006, "failed": 1, "failures": ["OSError: x"], "sessions": 50,
