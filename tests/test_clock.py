@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -156,7 +158,7 @@ async def test_steps_on_a_real_clock_are_made_by_the_loop_and_never_early() -> N
     start = clock.now() + 0.02
     seen: dict[int, list[tuple[float, float, object]]] = {i: [] for i in range(40)}
 
-    def stepper(i: int, period: float):  # type: ignore[no-untyped-def]
+    def stepper(i: int, period: float) -> Callable[[float], float]:
         due = [start + i * 1e-4]
 
         def step(now: float) -> float:
@@ -256,7 +258,7 @@ async def test_steps_on_a_virtual_clock_follow_its_deadline_order() -> None:
     clock = VirtualClock()
     order: list[tuple[str, float]] = []
 
-    def every(name: str, period: float):  # type: ignore[no-untyped-def]
+    def every(name: str, period: float) -> Callable[[float], float]:
         def step(now: float) -> float:
             order.append((name, now))
             return now + period
@@ -351,7 +353,7 @@ async def test_a_step_returning_no_number_fails_its_own_caller_and_no_other() ->
         await asyncio.wait_for(run_steps(clock, lambda now: "soon", clock.now()), 1.0)  # type: ignore[arg-type,return-value]
     for never in (math.inf, math.nan):  # no slot holds it: the loop's other steps would stop with it
         with pytest.raises(ValueError, match="a due time of"):
-            await asyncio.wait_for(run_steps(clock, lambda now, never=never: never, clock.now()), 1.0)
+            await asyncio.wait_for(run_steps(clock, functools.partial(_always, never), clock.now()), 1.0)
         with pytest.raises(ValueError, match="the first step's due time takes a finite number"):
             await run_steps(clock, lambda now: now + 1.0, never)
     with pytest.raises(ValueError, match="further off than any clock reaches"):  # finite, but no slot number holds it
@@ -443,3 +445,8 @@ def test_a_closed_loop_with_a_timer_still_armed_is_not_kept_alive() -> None:
     gc.collect()
     assert [ref() for ref in loops] == [None, None, None]
     assert all(not loop.is_closed() for loop in list(clock_module._timers) + list(steps_module._steppers))
+
+
+def _always(value: float, now: float) -> float:
+    """A step that is always due at ``value``."""
+    return value
