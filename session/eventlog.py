@@ -22,11 +22,19 @@ from voxline.realtime.errors import redact
 
 __all__ = ["EventLog", "redacted", "strip_audio"]
 
-_AUDIO_FIELDS = {"input_audio_buffer.append": "audio", "response.output_audio.delta": "delta"}
+_AUDIO_FIELDS = {
+    # Realtime
+    "input_audio_buffer.append": "audio",
+    "response.output_audio.delta": "delta",
+    # GPT-Live: the primary socket's appends and deltas, a fixture played, a sideband's reflected input
+    "session.input_audio.append": "audio",
+    "session.output_audio.delta": "delta",
+    "session.output_audio.fixture.play": "audio",
+}
 
 
 def strip_audio(event: dict[str, Any]) -> dict[str, Any]:
-    """Replace the base64 audio of appends and deltas by ``"<N bytes of audio>"``."""
+    """Replace the base64 audio of appends, deltas and fixtures (Realtime or GPT-Live) by ``"<N bytes of audio>"``."""
     field = _AUDIO_FIELDS.get(event.get("type", ""))
     if field and isinstance(event.get(field), str):
         data = event[field]

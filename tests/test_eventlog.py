@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import typing
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,37 @@ def test_a_log_on_a_full_disk_takes_every_event_and_names_its_file_on_closing() 
     assert log.error is not None
     with pytest.raises(OutputError, match=r"^cannot write /dev/full: No space left on device$"):
         log.close()
+
+
+def _audio_carriers() -> set[tuple[str, str]]:
+    """(type, field) of every event, in both vocabularies and either direction, that carries base64 audio."""
+    from voxline.realtime.events import client, registry
+    from voxline.realtime.live import events as live
+
+    models = [*client.CLIENT_EVENT_CLASSES, *registry.SERVER_EVENT_CLASSES.values(),
+              *live._CLIENT_MODELS, *live._SERVER_MODELS, *live._SIDEBAND_ONLY]
+    found = set()
+    for model in models:
+        (kind,) = typing.get_args(model.model_fields["type"].annotation)
+        for name in ("audio", "delta"):
+            field = model.model_fields.get(name)
+            if field is not None and "audio" in kind and "transcript" not in kind and field.annotation in (str, "str"):
+                found.add((kind, name))
+    return found
+
+
+def test_every_event_that_carries_audio_is_logged_with_its_length_only() -> None:
+    carriers = _audio_carriers()
+    assert {("input_audio_buffer.append", "audio"), ("session.output_audio.delta", "delta"),
+            ("session.input_audio.append", "audio")} <= carriers  # the vocabularies were read
+    out = io.StringIO()
+    log = EventLog(out, lambda: 0.0, horizon_s=0.0)
+    audio = "QUFB" * 600  # 1,800 bytes
+    for kind, name in sorted(carriers):
+        log.wire("in", json.dumps({"type": kind, name: audio, "event_id": "e"}))
+    log.close()
+    lines = [json.loads(line)["event"] for line in out.getvalue().splitlines()]
+    assert len(lines) == len(carriers)
+    for event in lines:
+        name = next(n for k, n in carriers if k == event["type"])
+        assert event[name] == "<1800 bytes of audio>", event["type"]
