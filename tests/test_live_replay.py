@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session import SessionSettings
-from voxline.session.events import BargeIn, LiveDelivered
+from voxline.session.events import BargeIn, LiveDelivered, SessionError
 from voxline.session.replay.driver import replay_fast
 from tests.support.live_oracle import check_live_client_event, check_live_server_event
 
@@ -107,3 +107,22 @@ def test_a_live_turn_line_says_where_the_voice_began_from_the_servers_transcript
                                         r"later\)$", said[0]), said
     assert result.metrics is not None and len(result.metrics.speech) == 1
     assert (result.metrics.speech[0].item_id or "").startswith("live_user")  # the turn's own id, as its event has
+
+
+def test_a_refused_session_start_is_a_fatal_error_mapped_to_the_start() -> None:
+    """A session that never started hears nothing and sends nothing: the run must say it failed, not end quietly."""
+    frames: list[tuple[str, dict]] = []
+
+    def wire(direction: str, text: str) -> None:
+        frames.append((direction, json.loads(text)))
+
+    settings = SessionSettings(api="live", api_key=SecretStr("local"), live_model="gpt-4o")  # not a Live model
+    result = replay_fast(np.zeros(RATE, np.int16), scenario=load_scenario("default"), settings=settings, voice="tone",
+                         on_wire=wire)
+    start = next(e for d, e in frames if d == "out" and e["type"] == "session.start")
+    assert isinstance(start.get("event_id"), str) and start["event_id"]
+    error = next(e for d, e in frames if d == "in" and e["type"] == "error")
+    assert (error.get("client_event_id") or error["error"].get("client_event_id")) == start["event_id"]
+    fatal = [e for e in result.events if isinstance(e, SessionError) and e.fatal]
+    assert len(fatal) == 1 and fatal[0].message.startswith("the session could not start: ")
+    assert "gpt-4o" in fatal[0].message

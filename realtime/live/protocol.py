@@ -76,8 +76,8 @@ class LiveProtocol:
 
     def start(self, session: dict[str, Any]) -> str:
         """Queue ``session.start`` first on the wire (a primary or fork WebSocket)."""
-        payload = lv.LiveStart(session=session).model_dump(mode="json")
-        return self._queue(payload)
+        payload = lv.LiveStart(session=session, event_id=self._next_id()).model_dump(mode="json")
+        return self._queue(payload)  # its id maps a refusal back to it: the session never started
 
     def send(self, event: lv.LiveClientEvent | dict[str, Any]) -> str:
         """Queue one command (held until the session started); returns its ``event_id``."""

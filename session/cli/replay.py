@@ -29,7 +29,7 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.files import each_written, shown
 from voxline.base.errors import AudioError, printable, redact_url
-from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.urls import LOCAL_KEY, is_loopback_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -101,7 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", choices=["auto", "espeak", "tone"], default="auto",
                         help="built-in server voice (default auto: espeak-ng if installed, else tone)")
     parser.add_argument("--model", default=None,
-                        help=f"Realtime model to ask for (default $VOXLINE_MODEL, else {DEFAULT_REALTIME_MODEL})")
+                        help=f"model to ask for (default $VOXLINE_MODEL, else {DEFAULT_REALTIME_MODEL}; with --api live, "
+                             f"$VOXLINE_LIVE_MODEL, else {DEFAULT_LIVE_MODEL})")
     parser.add_argument("--vad-threshold", type=float, default=None, metavar="0..1",
                         help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=None, metavar="MS",
@@ -273,7 +274,7 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
 def _failure(result: ReplayResult) -> str | None:
     """Why a replay that ran did not run as a session to its end (a fatal error), or None."""
     fatal = next((e for e in result.events if isinstance(e, SessionError) and e.fatal), None)
-    return None if fatal is None else f"the session ended with a fatal error: {fatal.message}"
+    return None if fatal is None else f"the session ended with a fatal error: {fatal.message.rstrip('.')}"
 
 
 async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,

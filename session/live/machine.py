@@ -216,6 +216,9 @@ class LiveMachine:
             case lv.LiveResponseEvent():
                 if self.run_tools:
                     calls = self.delegated.see(output)
+            case LiveCommandFailed() if output.command_type == "session.start":
+                # no session: nothing is heard and every command waits for a start that never comes
+                events.append(SessionError(f"the session could not start: {output.message}", output.code, fatal=True))
             case LiveCommandFailed():
                 events.append(SessionError(f"{output.command_type or 'a command'} failed: {output.message}",
                                            output.code))
