@@ -245,12 +245,20 @@ def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type
 
     A bad value is one :class:`ConfigurationError` line naming the flag (``--silence-ms``) or
     the variable (``VOXLINE_TRANSPORT``), the value, and what is allowed; never a key's value.
+    A ``model`` flag names the model of the interface the settings choose: ``live_model`` for GPT-Live.
     """
     given = {name: value for name, value in flags.items() if value is not None}
+    flag_of: dict[str, str] = {}  # a field set by a flag of another name
     try:
-        return cls(**given)
+        settings = cls(**given)
+        if settings.api == "live" and "model" in given:  # the interface may come from the environment
+            given["live_model"] = given.pop("model")
+            flag_of["live_model"] = "model"
+            settings = cls(**given)
+        return settings
     except SettingsError as exc:
         if exc.variable is not None:  # the environment's
             raise ConfigurationError(str(exc)) from None
         value = "" if exc.value is None else f"={exc.value!r}"  # a flag's value is a usage error
-        raise UsageError(f"--{exc.field.replace('_', '-')}{value}: {exc.problem}") from None
+        flag = flag_of.get(exc.field, exc.field)
+        raise UsageError(f"--{flag.replace('_', '-')}{value}: {exc.problem}") from None

@@ -15,7 +15,8 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MO
 from voxline.realtime.server import serve
 from voxline.session.cli import talk
 from voxline.session.cli.replay import add_arguments as add_replay_arguments
-from voxline.session.settings import SessionSettings
+from voxline.session.settings import SessionSettings, load_settings
+from voxline.realtime.errors import UsageError
 from tests.support.oracle import WireRecorder
 from tests.support.local_server import AUTH, Client, config
 
@@ -70,6 +71,31 @@ def test_talk_takes_a_model_argument(monkeypatch: pytest.MonkeyPatch) -> None:
     assert local and settings.model == "gpt-realtime-2"
     settings, _ = talk._settings(parser.parse_args([]))
     assert settings.model == DEFAULT_REALTIME_MODEL
+
+
+@pytest.mark.parametrize("from_env", [False, True])
+def test_model_names_the_live_model_when_the_interface_is_live(monkeypatch: pytest.MonkeyPatch, from_env: bool) -> None:
+    """``--model`` with ``--api live`` (or ``VOXLINE_API=live``) is the Live model asked for, not dropped."""
+    for name in ("OPENAI_API_KEY", "VOXLINE_API_KEY", "VOXLINE_URL", "VOXLINE_MODEL", "VOXLINE_LIVE_MODEL", "VOXLINE_API"):
+        monkeypatch.delenv(name, raising=False)
+    api = ["--api", "live"]
+    if from_env:
+        monkeypatch.setenv("VOXLINE_API", "live")
+        api = []
+    parser = argparse.ArgumentParser()
+    talk.add_arguments(parser)
+    settings, _ = talk._settings(parser.parse_args(["--model", "gpt-live-1.1", *api]))
+    assert settings.api == "live" and settings.live_model == "gpt-live-1.1"
+    assert settings.live_session_config([])["model"] == "gpt-live-1.1"
+    assert settings.model == DEFAULT_REALTIME_MODEL  # the Realtime model is untouched
+    from voxline.session.cli.replay import settings_for
+
+    parser = argparse.ArgumentParser()
+    add_replay_arguments(parser)
+    args = parser.parse_args(["in.wav", "--model", "gpt-live-1.1", *api])
+    assert settings_for(args).live_model == "gpt-live-1.1"
+    with pytest.raises(UsageError, match=r"^--model='  ': names no model"):
+        load_settings(SessionSettings, model="  ", api="live")
 
 
 async def test_the_local_server_accepts_any_model_name() -> None:

@@ -31,6 +31,7 @@ from voxline.audio.device_mic import MicSource
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.errors import AudioError, redact_url
+from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
@@ -70,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: $VOXLINE_URL, else the real service with OPENAI_API_KEY, "
                         "else the built-in local server)")
     add_local_argument(parser)
-    parser.add_argument("--model", help="realtime model to ask for (default: $VOXLINE_MODEL, else gpt-realtime-2.1)")
+    parser.add_argument("--model", help=f"model to ask for (default: $VOXLINE_MODEL, else {DEFAULT_REALTIME_MODEL}; "
+                                        f"with --api live, $VOXLINE_LIVE_MODEL, else {DEFAULT_LIVE_MODEL})")
     parser.add_argument("--api", choices=["realtime", "live"], default=None,
                         help="the interface: realtime or live (GPT-Live, /v1/live/sessions); default $VOXLINE_API, "
                              "else realtime")
