@@ -117,6 +117,19 @@ def test_after_drops_a_new_session_gets_every_users_words_and_every_heard_reply(
         ("user", "What time is the tour?"), ("assistant", "Paris is sunny today with"), ("user", "ok")]
 
 
+def test_half_a_character_from_the_server_is_told_to_the_next_session_as_a_replacement_character() -> None:
+    """A lone surrogate escaped in a transcript would make the next session's start unsendable: it becomes U+FFFD."""
+    rig = Rig()
+    start(rig)
+    _turn(rig, "\ud83d half", 0.5)  # json.dumps escapes the lone surrogate as the server would
+    first = _drop_and_reconnect(rig)
+    history = first[0]["session"]["input"]  # type: ignore[index]
+    assert history[0]["content"][0]["text"] == "\ufffd half"
+    json.dumps(first[0], ensure_ascii=False).encode("utf-8")  # sendable: no lone surrogate left
+    assert lv.parse_live_server(frame(type="session.output_transcript.delta", event_id="e", delta="\ud83d\ude00 ok",
+                                      start_ms=0, end_ms=10)).delta == "\U0001f600 ok"  # a whole pair stays
+
+
 def test_each_new_sessions_first_words_are_a_turn_of_their_own() -> None:
     """A new session's timeline starts again at zero: its first words begin a new stretch of speech,
     under an id of their own, and the history keeps them as a message of their own."""

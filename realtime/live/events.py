@@ -10,6 +10,7 @@ event of a type not listed here is kept whole as :class:`LiveUnknownEvent`, neve
 from __future__ import annotations
 
 import json
+import re
 import typing
 from typing import Annotated, Any, Literal, Union
 
@@ -410,8 +411,25 @@ class LiveUnknownEvent(WireModel):
 _SERVER = TypeAdapter(LiveServerEvent)
 
 
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # what json.loads may turn into half a character
+_ESCAPED_SURROGATE_BYTES = re.compile(_ESCAPED_SURROGATE.pattern.encode())
+
+
+def _whole_characters(value: Any) -> Any:
+    """``value`` (parsed JSON) with each lone surrogate in its strings, keys included, replaced by U+FFFD: such text
+    could never be sent back (a session restored after a drop tells the new one what was said)."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_characters(v) for v in value]
+    return value
+
+
 def parse_live_server(text: str | bytes) -> LiveServerEvent | LiveUnknownEvent:
-    """One server frame as a typed event; unknown types pass through raw.
+    """One server frame as a typed event; unknown types pass through raw; half a character (a lone surrogate
+    escaped in a string) becomes U+FFFD.
 
     Raises :class:`~voxline.realtime.errors.RemoteProtocolError` (one line) for a frame that
     is not a JSON object with a string ``type``, or a known type missing what it needs.
@@ -424,6 +442,9 @@ def parse_live_server(text: str | bytes) -> LiveServerEvent | LiveUnknownEvent:
         raise RemoteProtocolError("a Live server frame is nested too deeply to read") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise RemoteProtocolError("a Live server frame is not an object with a string 'type'")
+    escaped = _ESCAPED_SURROGATE.search(text) if isinstance(text, str) else _ESCAPED_SURROGATE_BYTES.search(text)
+    if escaped:
+        raw = _whole_characters(raw)
     kind = raw["type"]
     if kind not in LIVE_SIDEBAND_EVENT_TYPES:
         return LiveUnknownEvent(type=kind, raw=raw)
