@@ -20,6 +20,8 @@ from aiortc.mediastreams import MediaStreamTrack
 from openai import AsyncOpenAI, BadRequestError
 
 from voxline.realtime.server import serve
+from voxline.realtime.server.engine.errors import RequestRejected
+from voxline.realtime.server.live.rtc import read_offer
 from voxline.realtime.transports.rtc_audio import PacedAudioTrack, SampleQueue, pump_remote_audio
 from tests.support.engine_harness import silence, speech
 from tests.support.live_oracle import check_live_server_event
@@ -119,6 +121,23 @@ async def test_a_webrtc_session_through_the_sdk_with_a_sideband_and_hangup() -> 
                 assert any(np.abs(block).max() > 1000 for block in caller.heard)  # the reply was on the track
         finally:
             await caller.close()
+
+
+@pytest.mark.parametrize(("body", "code", "param"), [
+    ({}, "missing_required_parameter", "transport"),
+    ({"transport": None}, "missing_required_parameter", "transport"),
+    ({"transport": "webrtc"}, "invalid_type", "transport"),
+    ({"transport": ["webrtc"]}, "invalid_type", "transport"),
+    ({"transport": {"type": "webrtc"}}, "missing_required_parameter", "transport.sdp"),
+    ({"transport": {"type": "webrtc", "sdp": ""}}, "missing_required_parameter", "transport.sdp"),
+    ({"transport": {"type": "webrtc", "sdp": 5}}, "invalid_type", "transport.sdp"),
+    ({"transport": {"type": "webrtc", "sdp": {"v": 0}}}, "invalid_type", "transport.sdp"),
+])
+def test_a_webrtc_request_names_a_missing_field_apart_from_one_of_the_wrong_type(body: dict[str, Any], code: str,
+                                                                                  param: str) -> None:
+    with pytest.raises(RequestRejected) as rejected:
+        read_offer(json.dumps(body).encode())
+    assert (rejected.value.spec.code, rejected.value.spec.param) == (code, param)
 
 
 async def test_a_bad_offer_or_session_is_a_400_in_the_services_shape() -> None:

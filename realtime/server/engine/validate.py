@@ -17,8 +17,8 @@ from typing import Any
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
 
-__all__ = ["MAX_DEPTH", "Field", "PlainStrings", "Schema", "check_object", "check_value", "json_kind", "parse_json",
-           "plain_strings"]
+__all__ = ["MAX_DEPTH", "Field", "PlainStrings", "Schema", "a_kind", "check_object", "check_value", "json_kind",
+           "parse_json", "plain_strings"]
 
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays accepted in a client event or request body.
@@ -139,6 +139,11 @@ def plain_strings(schema: Schema) -> PlainStrings | None:
     if all(field.kinds == ("string",) and field.choices is None for field in schema.values()):
         return PlainStrings(frozenset(schema), frozenset(key for key, field in schema.items() if field.required))
     return None
+
+
+def a_kind(value: Any) -> str:
+    """What a decoded value is, as an error message says it (``"a string"``, ``"an object"``, ``"null"``)."""
+    return _ARTICLE.get(json_kind(value), "a value")
 
 
 def json_kind(value: Any) -> str:

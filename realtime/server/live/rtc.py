@@ -30,7 +30,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.speech import Synth
-from voxline.realtime.server.engine.validate import parse_json
+from voxline.realtime.server.engine.validate import a_kind, parse_json
 from voxline.realtime.server.live.engine import CloseReason, LiveEngine, Out
 from voxline.realtime.server.live.hub import LiveHub, LiveSession
 from voxline.realtime.server.live.settings import LiveSettings
@@ -56,12 +56,16 @@ def read_offer(body: bytes) -> tuple[Any, str]:
         if key not in ("session", "transport"):
             raise RequestRejected(errors.unknown_parameter(key))
     transport = data.get("transport")
-    if not isinstance(transport, dict):
+    if transport is None:
         raise RequestRejected(errors.missing_parameter("transport"))
+    if not isinstance(transport, dict):
+        raise RequestRejected(errors.invalid_type("transport", "an object", a_kind(transport)))
     if transport.get("type") != "webrtc":
         raise RequestRejected(errors.invalid_choice("transport.type", transport.get("type"), ("webrtc",)))
     sdp = transport.get("sdp")
-    if not isinstance(sdp, str) or not sdp.strip():
+    if sdp is not None and not isinstance(sdp, str):
+        raise RequestRejected(errors.invalid_type("transport.sdp", "a string", a_kind(sdp)))
+    if not sdp or not sdp.strip():
         raise RequestRejected(errors.missing_parameter("transport.sdp"))
     try:
         offer = offer_text(sdp.encode("utf-8"))
