@@ -76,6 +76,7 @@ async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_w
     start = next(e for n, d, e in frames if n == last and d == "out")
     if store:
         assert continuity.how == "fork" and "delegations in flight" in continuity.lost
+        assert isinstance(start.pop("event_id"), str)  # a refusal maps back to it
         assert start == {"type": "session.start", "session": {"audio": {"format": {"type": "audio/pcm", "rate": 24000}}}}
         check_live_client_event(start, "fork")
     else:
