@@ -132,6 +132,12 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE.parent), "--fast", "--no-resume", "--out-dir", "o"], "--no-resume applies to a single replay"),
         (["replay", str(EXAMPLE), "--fast", "--model", "", "--out", "h.wav", "--events", "e.jsonl"],
          "--model='': names no model: give a model's name, or leave it out for the default"),
+        # an empty path or name (before: taken as the current directory, "cannot write .")
+        (["replay", str(EXAMPLE), "--fast", "--out", "", "--events", "e.jsonl"],
+         "argument --out: takes a path, not an empty string"),
+        (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", ""], "argument --out-dir: takes a path, not an empty string"),
+        (["replay", str(EXAMPLE), "--fast", "--scenario", "", "--out", "h.wav", "--events", "e.jsonl"],
+         "a scenario takes a built-in name (default, "),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

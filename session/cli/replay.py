@@ -49,7 +49,7 @@ from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
-from .paths import check_paths, default_output, documents_to_stdout, output_path, writable
+from .paths import check_paths, default_output, documents_to_stdout, input_path, output_path, writable
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -70,7 +70,7 @@ def _tools_spec(value: str) -> str:
     return value
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", type=Path, nargs="*", metavar="INPUT.wav",
+    parser.add_argument("inputs", type=input_path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=output_path, metavar="HEARD.wav",
                         help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; "
@@ -106,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vad-threshold", type=float, default=None, metavar="0..1",
                         help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=None, metavar="MS",
-                        help="server VAD: silence that ends a user turn, in ms, 0 or more (default 500)")
+                        help="server VAD: silence that ends a user turn, in ms, 0 to 60000 (default 500)")
     parser.add_argument("--report", type=output_path, metavar="REPORT.html",
                         help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics (- for stdout)")
     parser.add_argument("--summary", type=output_path, metavar="SUMMARY.json",

@@ -46,6 +46,7 @@ from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
+from .paths import input_path
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
@@ -93,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     echo.add_argument("--no-aec", action="store_true",
                       help="no echo cancellation and no local voice activity: the microphone goes to the server as it is")
     parser.add_argument("--exit-after", type=_seconds, metavar="SECONDS", help="end the session after this long")
-    parser.add_argument("--record", type=Path, metavar="DIR",
+    parser.add_argument("--record", type=input_path, metavar="DIR",
                         help="keep the session in DIR: MIC.wav, HEARD.wav, EVENTS.jsonl, REPORT.html and SUMMARY.json "
                              "(MIC.wav can be replayed with 'voxline replay')")
     parser.add_argument("--no-ui", action="store_true",

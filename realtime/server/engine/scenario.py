@@ -153,6 +153,9 @@ def load_scenario(source: str | Path | None = None) -> Scenario:
     """Load a scenario from a path, a built-in name, or the built-in ``default``."""
     if source is None:
         source = "default"
+    if not str(source).strip():
+        raise UsageError(f"a scenario takes a built-in name ({', '.join(builtin_names())}) or a TOML file, "
+                         "not an empty string")
     path = Path(source)
     if not path.suffix and not path.exists():
         path = BUILTIN_DIR / f"{source}.toml"
