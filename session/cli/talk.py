@@ -18,7 +18,6 @@ import signal
 import sys
 from collections.abc import AsyncIterable, Coroutine
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
