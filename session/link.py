@@ -118,11 +118,15 @@ class Link:
             with contextlib.suppress(ConnectionClosed):
                 await conn.flush()
 
-    async def close(self) -> None:
-        """Stop: the warming successor and a ping in flight are dropped, the connection closed."""
+    def begin_close(self) -> None:
+        """The session is closing: no reconnect, no command from now on; a ping in flight is dropped."""
         self.closing = True
         if self._ping is not None:
             self._ping.cancel()
+
+    async def close(self) -> None:
+        """Stop: the warming successor and a ping in flight are dropped, the connection closed."""
+        self.begin_close()
         if self._spare is None:
             if self.conn is not None:
                 await self.close_quietly(self.conn)

@@ -82,8 +82,6 @@ TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 _log = logging.getLogger("voxline.session")
 
-_INPUT_OF: contextvars.ContextVar[VoiceSession | None] = contextvars.ContextVar("voxline_input_of", default=None)
-"""In the task that runs a session's input (the application's iterator), that session."""
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
 
 
@@ -150,6 +148,7 @@ class VoiceSession:
         self._tasks: list[asyncio.Task[None]] = []
         self._failed: SessionError | None = None  # the first fatal error: the session can do no more
         self._closed_at: float | None = None  # the listener time at the close: the figures stop there
+        self._teardown: asyncio.Task[None] | None = None  # the close's own task, once begun
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
         self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
@@ -258,7 +257,6 @@ class VoiceSession:
                  guarded(self._flush_loop, "flush loop", report)]
         if (blocks := self._input) is not None:  # a broken input ends the input, not the session
             async def feed(blocks: AsyncIterable[Captured] = blocks) -> None:
-                _INPUT_OF.set(self)  # in the input's own task only
                 await self._feed.run(blocks)
 
             loops.append(guarded(lambda: let_go_if_stuck(feed, "input", self.clock), "input", report, fatal=False))
@@ -288,23 +286,29 @@ class VoiceSession:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection and stop every loop; safe to call twice.
+        """Close the connection and stop every loop; safe to call twice, and from any task of the session.
 
         Returns within ``settings.close_timeout_s`` (plus the loops' own teardown) even when the
-        server stops reading: the close handshake is abandoned after that.
+        server stops reading: the close handshake is abandoned after that. The teardown runs in a task
+        of its own: a caller cancelled while it waits (a timeout around the close, or the input's own
+        task, which the close cancels) leaves it running to its end, and a later call waits for it.
         """
-        if self._link.closing:
-            return
-        self._own_loop()
-        if _INPUT_OF.get() is self:  # the input's own iterator: the close cancels it, and would stop midway
-            hold(asyncio.get_running_loop().create_task(self.aclose(), context=contextvars.Context()))
-            return
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks and isinstance(self._input, Recording):  # opened, so it was this session's to read: a recording
-            self._input.close()  # is read once, and the file it opened is let go of (its task may never have run)
-        self._closed_at = self.output.now()
-        self._queue.put_all(self.machine.close(self._closed_at))
+        if self._teardown is None:
+            if self._link.closing:  # an open that failed closed what it had opened
+                return
+            self._own_loop()
+            for task in self._tasks:
+                task.cancel()
+            if self._tasks and isinstance(self._input, Recording):  # opened, so it was this session's to read: a
+                self._input.close()  # recording is read once, and its file let go of (its task may never have run)
+            self._closed_at = self.output.now()
+            self._queue.put_all(self.machine.close(self._closed_at))
+            self._link.begin_close()  # from now on the session takes no command
+            self._teardown = asyncio.get_running_loop().create_task(self._tear_down(), context=contextvars.Context())
+            hold(self._teardown)
+        await asyncio.shield(self._teardown)
+
+    async def _tear_down(self) -> None:
         await self._link.close()
         self._queue.end()
         with contextlib.suppress(asyncio.CancelledError):

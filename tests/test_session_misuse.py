@@ -513,3 +513,32 @@ def test_an_input_that_closes_its_own_session_closes_it_whole() -> None:
 
     events, connected = run_lockstep(main(), clock)
     assert not connected and not any(isinstance(e, SessionError) for e in events)
+
+
+def test_a_close_cancelled_midway_still_finishes_and_a_second_close_waits_for_it() -> None:
+    """A kiosk's timeout around ``aclose()``: before, the cancelled close stopped in the close handshake, the retry
+    returned at once, and the output stayed claimed (with the tool runner and the session's tasks still open)."""
+    clock = VirtualClock()
+    shared = ClockedOutput(clock)
+    connect = engine_connector(load_scenario("long"), clock, voice="tone")
+
+    async def main() -> tuple[bool, bool, bool]:
+        session = VoiceSession(SETTINGS, output=shared, clock=clock, connector=connect)
+        await session.__aenter__()
+        await session.send_text("tell me something long")
+        async for event in session:
+            if type(event).__name__ == "AssistantAudioStarted":
+                break  # closed mid-reply
+        closing = asyncio.ensure_future(session.aclose())
+        await asyncio.sleep(0)  # the close has begun
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        await session.aclose()  # waits for the close begun first
+        tasks_left = any(not task.done() for task in session._tasks)
+        async with VoiceSession(SETTINGS, output=shared, clock=clock, connector=connect) as again:
+            reopened = again.connected  # the output was let go of
+        return tasks_left, session.connected, reopened
+
+    tasks_left, connected, reopened = run_lockstep(main(), clock)
+    assert not tasks_left and not connected and reopened
