@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from voxline.realtime.errors import ToolError
 from voxline.session.tools import ToolRegistry, ToolThreads
 
 
@@ -25,6 +26,31 @@ def test_at_most_workers_jobs_run_at_once() -> None:
     assert pool.stats() == {"counted": 2, "idle": 0, "abandoned": 0, "queued": 3}  # no third thread
     gate.set()
     assert [f.result(timeout=10) for f in futures] == ["done"] * 5
+
+
+def test_a_thread_with_nothing_to_do_ends_and_the_pool_still_runs_the_next_job() -> None:
+    """A registry made per session: before, each left an idle thread waiting for the life of the process."""
+    pool = ToolThreads(workers=2, idle_s=0.05, name="voxline-test-idle")
+    assert pool.submit(threading.current_thread).result(timeout=10).name.startswith("voxline-test-idle")
+    worker = next(t for t in threading.enumerate() if t.name.startswith("voxline-test-idle"))
+    worker.join(timeout=10)  # ends on its own once idle_s passed with no job
+    assert not worker.is_alive()
+    assert pool.stats() == {"counted": 0, "idle": 0, "abandoned": 0, "queued": 0}
+    assert pool.submit(lambda: "again").result(timeout=10) == "again"  # a new thread takes the next job
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"workers": float("nan")}, "ToolThreads: workers takes a whole number, not float"),
+    ({"workers": "8"}, "ToolThreads: workers takes a whole number, not str"),
+    ({"workers": 0}, "ToolThreads: workers takes a whole number ≥ 1, not 0"),
+    ({"max_abandoned": -1}, "ToolThreads: max_abandoned takes a whole number ≥ 0, not -1"),
+    ({"idle_s": 0}, "ToolThreads: idle_s takes a number > 0, not 0"),
+])
+def test_a_pool_made_with_a_bad_value_is_one_tool_error(given: dict[str, object], message: str) -> None:
+    """Before, ``workers=nan`` made a pool that never ran a job, and ``"8"`` a bare TypeError."""
+    with pytest.raises(ToolError) as refused:
+        ToolThreads(**given)  # type: ignore[arg-type]
+    assert str(refused.value) == message
 
 
 def test_an_abandoned_job_gives_its_place_to_the_next() -> None:

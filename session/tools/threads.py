@@ -6,7 +6,8 @@ keep a worker other calls need. :class:`ToolThreads` runs at most ``workers`` jo
 time; a job whose caller gave up (:meth:`ToolThreads.abandon`, on a timeout or a cancel)
 stops counting at once: its thread finishes the job and then ends, and a new thread takes
 its place. At most ``max_abandoned`` such threads may linger; beyond that new jobs wait,
-so a tool that hangs forever cannot grow the process without bound.
+so a tool that hangs forever cannot grow the process without bound. A thread with no job for
+``idle_s`` ends: a pool nobody uses any more (a registry made per session) leaves no thread behind.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ToolThreads"]
+from voxline.base.arguments import as_error, real, text, whole
+from voxline.realtime.errors import ToolError
+
+__all__ = ["IDLE_S", "ToolThreads"]
+
+IDLE_S = 30.0
+"""How long a worker with no job waits for one before it ends."""
 
 _Job = tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
@@ -25,12 +32,13 @@ _Job = tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]
 class ToolThreads:
     """A bounded pool of daemon threads; thread-safe, shareable by the sessions of one registry."""
 
-    def __init__(self, workers: int = 8, *, max_abandoned: int = 32, name: str = "voxline-tool") -> None:
-        if workers < 1 or max_abandoned < 0:
-            raise ValueError("workers must be >= 1 and max_abandoned >= 0")
-        self.workers = workers
-        self.max_abandoned = max_abandoned
-        self._name = name
+    def __init__(self, workers: int = 8, *, max_abandoned: int = 32, name: str = "voxline-tool",
+                 idle_s: float = IDLE_S) -> None:
+        with as_error(ToolError, "ToolThreads"):
+            self.workers = whole(workers, "workers", low=1)
+            self.max_abandoned = whole(max_abandoned, "max_abandoned", low=0)
+            self.idle_s = real(idle_s, "idle_s", low=0, above=True)
+            self._name = text(name, "name")
         self._lock = threading.Lock()
         self._jobs: deque[_Job] = deque()
         self._counted = 0  # threads that count against ``workers``
@@ -83,8 +91,11 @@ class ToolThreads:
             with self._lock:
                 while not self._jobs:
                     self._idle += 1
-                    self._wake.wait()
+                    woken = self._wake.wait(self.idle_s)
                     self._idle -= 1
+                    if not woken and not self._jobs:  # nothing to do for idle_s: a new thread takes the next job
+                        self._counted -= 1
+                        return
                 future, function, args, kwargs = self._jobs.popleft()
                 if not future.set_running_or_notify_cancel():
                     continue
