@@ -54,6 +54,7 @@ from ..metrics.records import MetricsReport
 from ..mirror import ConversationMirror
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker, ToolCall
+from ..tools.names import chosen_tools
 from ..tools.events import ToolEvent
 from .delegated import DelegatedCalls
 from .history import HeardHistory
@@ -454,12 +455,12 @@ class LiveMachine:
         self.check_open()
         if instructions is not None or voice is not None:
             raise ConfigurationError("a GPT-Live session's instructions and voice are fixed when it starts")
-        if tools is None or self.registry is None:
+        if tools is None:
             return False
-        unknown = set(tools) - set(self.registry.names())
-        if unknown:
-            raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
-        schemas = self.registry.schemas(tools)
+        names = chosen_tools(tools, self.registry.names() if self.registry is not None else ())
+        if self.registry is None:
+            return False
+        schemas = self.registry.schemas(names)
         self.protocol.send(lv.LiveUpdate(session={"delegation": {"type": "responses", "responses": {"tools": schemas}}}))
         return True
 

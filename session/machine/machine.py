@@ -50,6 +50,7 @@ from ..mirror import ConversationMirror
 from ..restore import PLAIN_CREATE, Owed, creates_owed
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker
+from ..tools.names import chosen_tools
 from ..tools.events import ToolEvent
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
@@ -463,12 +464,7 @@ class SessionMachine:
                 changes[name] = _sendable(value, "update", name, self.calls.limit)
         offered = self._offered
         if tools is not None:
-            if isinstance(tools, str) or not all(isinstance(name, str) for name in tools):
-                raise ConfigurationError("tools takes a list of the registry's tool names")
-            unknown = set(tools) - set(self.registry.names() if self.registry is not None else ())
-            if unknown:
-                raise ConfigurationError(f"no such tool: {', '.join(sorted(unknown))}")
-            offered = list(tools)
+            offered = chosen_tools(tools, self.registry.names() if self.registry is not None else ())
         before = self.settings, self._offered
         self.settings, self._offered = self.settings.model_copy(update=changes), offered
         size = frame_bytes({"type": "session.update", "session": self.settings.session_config(self._schemas())})
