@@ -124,6 +124,21 @@ class RealtimeConnection:
             self._observe("out", text)
         return True
 
+    def add_wire_observer(self, observer: WireObserver) -> None:
+        """Show every frame from now on to ``observer`` too, after the observer given at construction (if any)."""
+        first = self._on_wire
+        if first is None:
+            self._on_wire = observer
+            return
+
+        def both(direction: str, text: str) -> None:
+            try:
+                first(direction, text)
+            finally:  # the second sees the frame whatever the first did
+                observer(direction, text)
+
+        self._on_wire = both
+
     def _observe(self, direction: str, text: str) -> None:
         """Show a frame to ``on_wire``; its failure never costs the frame or the connection."""
         if self._on_wire is None:

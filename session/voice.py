@@ -136,6 +136,8 @@ class VoiceSession:
                                   clock=self.clock)
         budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
                                  backoff=backoff or exponential_backoff())
+        if connector is not None and on_wire is not None:  # its connections show their frames to on_wire too
+            connector = _observed(connector, on_wire)
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
                           now=self.output.now, apply=self._apply, publish=self._publish_one, idle=lambda: self.idle)
         self._queue: EventQueue[SessionEvent | ToolEvent] = EventQueue()
@@ -575,6 +577,20 @@ def _claim(output: Any) -> None:
         _outputs_in_use.add(output)
     except TypeError:  # an output that cannot be weakly referenced goes unchecked
         pass
+
+
+def _observed(connector: Connector, on_wire: WireObserver) -> Connector:
+    """``connector``, each connection it opens showing its frames to ``on_wire`` as well."""
+
+    async def connect() -> RealtimeConnection:
+        conn = await connector()
+        if not isinstance(conn, RealtimeConnection):
+            raise ConfigurationError(f"on_wire needs a connector that opens a RealtimeConnection, not "
+                                     f"{type(conn).__name__}")
+        conn.add_wire_observer(on_wire)
+        return conn
+
+    return connect
 
 
 def _release(output: Any) -> None:

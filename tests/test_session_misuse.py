@@ -20,6 +20,7 @@ from voxline.session.events import SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.session.replay import engine_connector
 from voxline.session.settings import SessionSettings, SettingsError
+from voxline.session.tools import ToolRegistry
 from voxline.session.voice import VoiceSession
 
 SETTINGS = SessionSettings(api_key="local", url="ws://in-process/v1", turn_detection="none")
@@ -542,3 +543,36 @@ def test_a_close_cancelled_midway_still_finishes_and_a_second_close_waits_for_it
 
     tasks_left, connected, reopened = run_lockstep(main(), clock)
     assert not tasks_left and not connected and reopened
+
+
+def test_on_wire_with_a_connector_sees_every_frame_and_tools_may_come_from_a_generator() -> None:
+    """Before, ``on_wire`` was dropped when a connector was given, and ``update(tools=<generator>)`` offered no
+    tool: the check that they were strings used the generator up."""
+    clock = VirtualClock()
+    registry = ToolRegistry()
+
+    @registry.tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    @registry.tool
+    def get_time() -> str:
+        """The time."""
+        return "noon"
+
+    frames: list[tuple[str, dict[str, Any]]] = []
+
+    async def main() -> None:
+        async with _session(clock, tools=registry, on_wire=lambda d, text: frames.append((d, json.loads(text)))) as s:
+            await s.update(tools=(name for name in ["get_weather", "get_time"]))
+            await clock.sleep(0.2)
+            with pytest.raises(ConfigurationError, match="no such tool: nope"):
+                await s.update(tools=iter(["nope"]))
+            with pytest.raises(ConfigurationError, match="tools takes a list of the registry's tool names, not int"):
+                await s.update(tools=5)  # type: ignore[arg-type]
+
+    run_lockstep(main(), clock)
+    assert {d for d, _ in frames} == {"in", "out"}  # the observer saw both ways
+    updates = [e for d, e in frames if d == "out" and e["type"] == "session.update"]
+    assert [t["name"] for t in updates[-1]["session"]["tools"]] == ["get_weather", "get_time"]
