@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_serializer, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
@@ -98,6 +98,8 @@ class SessionSettings(BaseSettings):
                 raise SettingsError(type(self), exc, values) from None
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
+    """The service's URL. A key it carries (``user:KEY@``, ``?api-key=``) is used, and like ``api_key`` never shown:
+    the settings' repr and their dumps (``model_dump()``, ``model_dump_json()``, often logged) redact it."""
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
     model: str = DEFAULT_REALTIME_MODEL
     transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
@@ -136,6 +138,10 @@ class SessionSettings(BaseSettings):
     Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
+
+    @field_serializer("url")
+    def _url_shown(self, value: str) -> str:
+        return redact_url(value)
 
     @field_validator("model", "live_model", mode="after")
     @classmethod

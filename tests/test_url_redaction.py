@@ -41,6 +41,18 @@ def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: st
     assert not any(c in redact(f"cannot connect to {url}: refused") for c in CANARIES)
 
 
+def test_the_settings_dumps_redact_a_key_in_the_url_and_the_settings_still_use_it() -> None:
+    """Apps log ``settings.model_dump()``: before, a key in the URL was in it whole (``api_key`` was masked)."""
+    from voxline.session.settings import SessionSettings
+
+    url = f"wss://user:{USERINFO}@api.example/v1?api-key={KEY}&model=m"
+    settings = SessionSettings(url=url)
+    assert settings.url == url  # what the session dials
+    for shown in (settings.model_dump()["url"], settings.model_dump_json(), repr(settings)):
+        assert USERINFO not in shown and KEY not in shown
+    assert settings.model_dump()["url"] == "wss://[redacted]@api.example/v1?api-key=[redacted]&model=m"
+
+
 def test_url_secrets_are_registered_so_they_are_redacted_anywhere() -> None:
     url = f"wss://user:{USERINFO}@host/v1?{QUERY}"
     assert set(CANARIES) <= set(url_secrets(url)) | {f"Bearer {AUTH}"} and f"Bearer {AUTH}" in url_secrets(url)
