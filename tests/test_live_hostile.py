@@ -29,6 +29,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
     frame(type="session.delegation.created", event_id="e", delegation={"id": "d", "target": "client"},
           offset_ms=10**30),
     DEEP,
+    '{"type":"session.output_transcript.delta","deep":' + "[" * 900 + '"\\ud83d"' + "]" * 900 + "}",
 ])
 def test_a_value_off_the_timeline_or_a_frame_nested_too_deeply_is_a_one_line_error(text: str) -> None:
     with pytest.raises(RemoteProtocolError) as exc:

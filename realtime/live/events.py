@@ -444,7 +444,10 @@ def parse_live_server(text: str | bytes) -> LiveServerEvent | LiveUnknownEvent:
         raise RemoteProtocolError("a Live server frame is not an object with a string 'type'")
     escaped = _ESCAPED_SURROGATE.search(text) if isinstance(text, str) else _ESCAPED_SURROGATE_BYTES.search(text)
     if escaped:
-        raw = _whole_characters(raw)
+        try:
+            raw = _whole_characters(raw)
+        except RecursionError:  # as deep as json.loads goes, deeper than this walk may
+            raise RemoteProtocolError("a Live server frame is nested too deeply to read") from None
     kind = raw["type"]
     if kind not in LIVE_SIDEBAND_EVENT_TYPES:
         return LiveUnknownEvent(type=kind, raw=raw)
