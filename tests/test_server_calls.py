@@ -181,11 +181,12 @@ async def test_a_sideband_needs_the_api_key_and_a_live_call() -> None:
     async with server_and_kiosk() as (server, client, kiosk, _wire):
         call_id = await create_call(client, kiosk, {"type": "realtime"})
         secret = await client.realtime.client_secrets.create(session={"type": "realtime"})
-        url = f"{server.url}/realtime?call_id={call_id}"
-        with pytest.raises(websockets.InvalidStatus) as refused:
-            await websockets.connect(url, additional_headers={"Authorization": f"Bearer {secret.value}"})
-        assert refused.value.response.status_code == 401
-        assert b"needs an API key" in refused.value.response.body
+        for query in (f"call_id={call_id}", f"intent=transcription&call_id={call_id}"):  # the second got through
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await websockets.connect(f"{server.url}/realtime?{query}",
+                                         additional_headers={"Authorization": f"Bearer {secret.value}"})
+            assert refused.value.response.status_code == 401
+            assert b"needs an API key" in refused.value.response.body
         with pytest.raises(websockets.InvalidStatus) as missing:
             await websockets.connect(f"{server.url}/realtime?call_id=rtc_nope", additional_headers={"Authorization": f"Bearer {KEY}"})
         assert missing.value.response.status_code == 404

@@ -204,6 +204,11 @@ class Server:
         if not self._credentials.accepts(token, self.config.clock.wall()):
             return errors.invalid_api_key()
         query = _query(request.path)
+        if "call_id" in query:  # a sideband controls a call, whatever else the URL asks: only an API key may
+            if not self._credentials.is_api_key(token):  # an ephemeral key, even the one that made the call
+                return sideband_needs_api_key()
+            call_id = query["call_id"][0]
+            return None if self._calls.find(call_id) is not None else call_not_found(call_id)
         if "intent" in query:
             intent = query["intent"][0]
             if intent != "transcription":
@@ -212,11 +217,6 @@ class Server:
                 message = "You must not provide a model parameter for transcription sessions."
                 return ErrorSpec(message, "invalid_model", "model")
             return None
-        if "call_id" in query:
-            if not self._credentials.is_api_key(token):  # an ephemeral key, even the one that made the call
-                return sideband_needs_api_key()
-            call_id = query["call_id"][0]
-            return None if self._calls.find(call_id) is not None else call_not_found(call_id)
         if not query.get("model", [""])[0]:
             return errors.missing_model()
         return None
