@@ -164,6 +164,38 @@ async def test_a_malformed_sdp_offer_gets_a_typed_400(line: str) -> None:
         assert server._calls.active == []
 
 
+async def _aiortc_offer() -> str:
+    from aiortc import RTCPeerConnection
+
+    pc = RTCPeerConnection()
+    pc.addTransceiver("audio")
+    pc.createDataChannel("oai-events")
+    await pc.setLocalDescription(await pc.createOffer())
+    sdp = str(pc.localDescription.sdp)
+    await pc.close()
+    return sdp
+
+
+@pytest.mark.parametrize("change", [
+    ("a=group:BUNDLE 0 1", "a=group:BUNDLE 7 1"),  # a BUNDLE naming a mid no m-line has
+    ("a=mid:0", "a=mid:x"),  # an m-line whose mid the BUNDLE does not name
+    ("a=setup:actpass\r\n", ""),  # no DTLS role
+])
+async def test_an_offer_whose_lines_refer_to_what_is_not_there_gets_a_typed_400(change: tuple[str, str]) -> None:
+    """Before, aiortc's AttributeError on these came out as a 500 server_error."""
+    offer = await _aiortc_offer()
+    assert change[0] in offer
+    async with local_server(api_key=KEY) as server:
+        request = _post("/v1/realtime/calls", offer.replace(*change).encode(), content_type=b"application/sdp")
+        status, payload, body = await asyncio.wait_for(_exchange(server.port, request), 30)
+        assert status == 400, body
+        assert payload is not None and payload["error"]["message"].startswith("Invalid SDP offer")
+        assert server._calls.active == []
+        good = _post("/v1/realtime/calls", offer.encode(), content_type=b"application/sdp")
+        status, _, body = await asyncio.wait_for(_exchange(server.port, good), 30)
+        assert status == 201, body  # and the server still answers a good offer
+
+
 # ---------------------------------------------------------------- bearer that is not UTF-8
 
 
