@@ -196,6 +196,25 @@ async def test_an_offer_whose_lines_refer_to_what_is_not_there_gets_a_typed_400(
         assert status == 201, body  # and the server still answers a good offer
 
 
+@pytest.mark.parametrize(("session", "said"), [
+    (b"[" * 100_000 + b"]" * 100_000, "nested"),
+    (b'{"type":"realtime","temperature":NaN}', "NaN is not a JSON value"),
+    (b'{"type":"realtime","max_output_tokens":' + b"9" * 5000 + b"}", "more digits than a JSON number may"),
+])
+async def test_a_calls_session_part_is_read_as_every_body_is(session: bytes, said: str) -> None:
+    """Before, a deep session part was a 500, NaN was taken as a number, and a long number's error was Python's."""
+    body = (b'--b0\r\nContent-Disposition: form-data; name="sdp"\r\nContent-Type: application/sdp\r\n\r\n'
+            + (await _aiortc_offer()).encode() + b'\r\n--b0\r\nContent-Disposition: form-data; name="session"\r\n\r\n'
+            + session + b"\r\n--b0--\r\n")
+    async with local_server(api_key=KEY) as server:
+        request = _post("/v1/realtime/calls", body, content_type=b"multipart/form-data; boundary=b0")
+        status, payload, raw = await asyncio.wait_for(_exchange(server.port, request), 30)
+        assert status == 400, raw
+        assert payload is not None and payload["error"]["code"] == "invalid_json"
+        assert said in payload["error"]["message"] and "sys." not in payload["error"]["message"]
+        assert server._calls.active == []
+
+
 # ---------------------------------------------------------------- bearer that is not UTF-8
 
 

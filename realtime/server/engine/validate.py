@@ -55,7 +55,10 @@ def parse_json(text: str | bytes) -> Any:
     except RecursionError:
         raise RequestRejected(errors.invalid_json(_too_deep())) from None
     except ValueError as exc:  # UnicodeDecodeError included
-        raise RequestRejected(errors.invalid_json(str(exc))) from None
+        message = str(exc)
+        if "integer string conversion" in message:  # Python's own limit, in Python's words: said as JSON's
+            message = "a number has more digits than a JSON number may (4300)"
+        raise RequestRejected(errors.invalid_json(message)) from None
     if _depth_exceeds(data, MAX_DEPTH):
         raise RequestRejected(errors.invalid_json(_too_deep()))
     return data

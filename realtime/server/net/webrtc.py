@@ -21,7 +21,6 @@ exist, so an ephemeral key cannot learn which calls run.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -38,6 +37,7 @@ from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.validate import parse_json
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.rtc_call import RtcCall
@@ -109,6 +109,8 @@ class RealtimeCalls:
             return problem
         try:
             offer, session = _offer_and_session(request)
+        except RequestRejected as exc:  # the session part is not JSON the service takes
+            return HttpResponse(400, error_body(exc.spec))
         except ValueError as exc:
             return HttpResponse(400, error_body(errors.invalid_value(None, f"Invalid request body: {exc}")))
         token = self._credentials.bearer(request.headers.get("authorization")) or ""
@@ -194,7 +196,7 @@ def _offer_and_session(request: HttpRequest) -> tuple[bytes, dict[str, Any] | No
         raise ValueError("the multipart body has no 'sdp' part")
     if "session" not in parts:
         return parts["sdp"], None
-    session = json.loads(parts["session"])  # json.JSONDecodeError is a ValueError
+    session = parse_json(parts["session"])  # as every body and frame: bounded depth, no NaN
     if not isinstance(session, dict):
         raise ValueError("the 'session' part is not a JSON object")
     return parts["sdp"], session
