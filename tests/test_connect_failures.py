@@ -46,3 +46,9 @@ async def test_a_server_on_this_machine_that_asks_for_a_key_when_none_was_given_
             assert "HTTP 401" in message and "sk-" not in message
             assert ("this server asks for an API key, and none was given: set OPENAI_API_KEY" in message) is said
             assert ("the token was refused" in message) is not said, message
+
+
+def test_a_404_for_a_sideband_says_the_call_is_unknown_not_that_the_url_is_wrong() -> None:
+    sideband = http_status("ws://127.0.0.1:8765/v1/realtime?call_id=rtc_nope", 404)
+    assert sideband.endswith(": no such call (it ended, or was never made)") and "not a Realtime endpoint" not in sideband
+    assert "not a Realtime endpoint" in http_status("ws://127.0.0.1:8765/v1/realtime?model=m", 404)

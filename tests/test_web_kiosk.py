@@ -8,6 +8,8 @@ backend, which attaches to the call's sideband and runs the tool.
 from __future__ import annotations
 
 import asyncio
+import urllib.error
+import urllib.request
 import importlib.util
 import json
 import os
@@ -86,6 +88,11 @@ async def test_the_browser_kiosk_runs_the_tool_once_and_captions_only_what_was_h
                 assert isinstance(call_id, str) and call_id.startswith("rtc_")
                 await page.wait_for("kiosk.snapshot().phase === 'live'", timeout=15)
                 assert backend.status()["calls"] == [call_id]  # attached before the visitor speaks
+                # asked again (a retry, a double click), the backend keeps its one sideband: a second would run
+                # the tool twice; a call the server does not know is a 404
+                again = await page.evaluate(f"fetch('/calls/{call_id}', {{method: 'POST'}}).then(r => r.status)")
+                unknown = await asyncio.to_thread(_post_status, f"{page_url.rstrip('/')}/calls/rtc_nope")
+                assert (again, unknown, backend.status()["calls"]) == (200, 404, [call_id])
                 minted = await page.evaluate("fetch('/session', {method: 'POST'}).then(r => r.json())")
                 assert minted["value"].startswith("ek_") and KEY not in str(minted)  # the page never holds the key
 
@@ -139,6 +146,15 @@ async def test_the_browser_kiosk_runs_the_tool_once_and_captions_only_what_was_h
     complete = [c for c in snapshot["captions"] if not c["cut"]]
     assert [c["shown"] for c in complete] == ["One moment, let me look that up.", "Of course, go ahead."]
     assert (tmp_path / "web_kiosk.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _post_status(url: str) -> int:
+    """The status a POST to the backend gets (outside the page, whose console would log a 404 as an error)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=30) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as refused:
+        return int(refused.code)
 
 
 REPORT = "In Paris it is twenty one degrees and clear right now."

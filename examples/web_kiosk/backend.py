@@ -41,6 +41,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
 from voxline.session.settings import SessionSettings
@@ -83,6 +84,7 @@ class Backend:
         self.ended: list[str] = []
         self.tool_runs: list[dict[str, Any]] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._attached: dict[str, asyncio.Future[None]] = {}  # by call: attached, or being attached
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never the key
@@ -102,12 +104,17 @@ class Backend:
             return {"calls": list(self.calls), "ended": list(self.ended), "tool_runs": list(self.tool_runs)}
 
     async def attach(self, call_id: str) -> None:
-        """Attach to ``call_id`` over the sideband; return once attached, then serve the call in the background."""
-        attached: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._serve_call(call_id, attached), name=f"sideband {call_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        await attached
+        """Attach to ``call_id`` over the sideband; return once attached, then serve the call in the background.
+
+        Once per call: a page that asks again (a retry, a double click) waits for the same attach. A second
+        sideband would run every tool call of the call a second time."""
+        attached = self._attached.get(call_id)
+        if attached is None or (attached.done() and attached.exception() is not None) or call_id in self.ended:
+            attached = self._attached[call_id] = asyncio.get_running_loop().create_future()
+            task = asyncio.create_task(self._serve_call(call_id, attached), name=f"sideband {call_id}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        await asyncio.shield(attached)
 
     async def _serve_call(self, call_id: str, attached: asyncio.Future[None]) -> None:
         settings = SessionSettings(url=self.ws_url, api_key=self._api_key, call_id=call_id, reconnect_attempts=0,
@@ -162,7 +169,8 @@ def handler_for(backend: Backend, run: Callable[[Any], Any]) -> type[http.server
                 else:
                     self._json(404, {"error": f"no such endpoint {path}"})
             except Exception as exc:  # one line for the page; the API key is never in it
-                self._json(502, {"error": f"{type(exc).__name__}: {exc}"})
+                unknown = isinstance(exc, ConnectionFailed) and exc.status == 404  # no such call (or it ended)
+                self._json(404 if unknown else 502, {"error": f"{type(exc).__name__}: {exc}"})
 
         def _json(self, status: int, body: dict[str, Any]) -> None:
             self._send(status, json.dumps(body).encode(), "application/json")

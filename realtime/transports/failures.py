@@ -27,6 +27,8 @@ def http_status(url: str, status: int, token: str = "") -> str:
             return (f"HTTP {status} from {url}: the token was refused (a key in the URL's query is not the "
                     "token; give it as OPENAI_API_KEY or as user:KEY@ in the URL)")
         return f"HTTP {status} from {url}: {token_refused(token)}"
+    if status == 404 and "call_id" in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query):
+        return f"HTTP 404 from {url}: no such call (it ended, or was never made)"  # the sideband's call
     if status in (404, 405, 426) or 300 <= status < 400:
         return f"HTTP {status} from {url} — not a Realtime endpoint (check the URL; it ends in /v1)"
     return f"HTTP {status} from {url}"
