@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from voxline.base.clock import Clock
 from voxline.base.contain import contain
 from voxline.base.errors import message_of
-from voxline.realtime.connection import RealtimeConnection
+from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
 
 from .events import SessionError, SessionEvent
@@ -47,8 +47,11 @@ class Link:
 
     def __init__(self, machine: Machine, settings: SessionSettings, clock: Clock, connector: Connector, *,
                  budget: ReconnectBudget, now: Callable[[], float], apply: Callable[[Effects], Awaitable[None]],
-                 publish: Callable[[SessionEvent], None], idle: Callable[[], bool]) -> None:
+                 publish: Callable[[SessionEvent], None], idle: Callable[[], bool],
+                 observer: WireObserver | None = None) -> None:
         self.machine = machine
+        self.observer = observer
+        """An observer each connection from the connector is given (an app's on_wire beside its own connector)."""
         self.settings = settings
         self.clock = clock
         self._connector = connector
@@ -91,6 +94,8 @@ class Link:
         conn = await made
         if not isinstance(conn, RealtimeConnection):
             raise ConfigurationError(f"the connector gave {type(conn).__name__}, not a RealtimeConnection")
+        if self.observer is not None:  # the app's own connector's connections show their frames to on_wire too
+            conn.add_wire_observer(self.observer)
         try:
             server_time = getattr(conn.transport, "server_time", None)
             self._opened[conn] = (self.clock.now(), *((server_time, True) if isinstance(server_time, (int, float))

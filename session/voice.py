@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
@@ -136,10 +135,9 @@ class VoiceSession:
                                   clock=self.clock)
         budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
                                  backoff=backoff or exponential_backoff())
-        if connector is not None and on_wire is not None:  # its connections show their frames to on_wire too
-            connector = _observed(connector, on_wire)
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
-                          now=self.output.now, apply=self._apply, publish=self._publish_one, idle=lambda: self.idle)
+                          now=self.output.now, apply=self._apply, publish=self._publish_one, idle=lambda: self.idle,
+                          observer=on_wire if connector is not None else None)  # the own dial gives it on_wire
         self._queue: EventQueue[SessionEvent | ToolEvent] = EventQueue()
         self._stack = contextlib.AsyncExitStack()
         self._flush_needed = asyncio.Event()
@@ -295,10 +293,10 @@ class VoiceSession:
         of its own: a caller cancelled while it waits (a timeout around the close, or the input's own
         task, which the close cancels) leaves it running to its end, and a later call waits for it.
         """
+        self._own_loop()
         if self._teardown is None:
             if self._link.closing:  # an open that failed closed what it had opened
                 return
-            self._own_loop()
             for task in self._tasks:
                 task.cancel()
             if self._tasks and isinstance(self._input, Recording):  # opened, so it was this session's to read: a
@@ -306,8 +304,11 @@ class VoiceSession:
             self._closed_at = self.output.now()
             self._queue.put_all(self.machine.close(self._closed_at))
             self._link.begin_close()  # from now on the session takes no command
-            self._teardown = asyncio.get_running_loop().create_task(self._tear_down(), context=contextvars.Context())
+            self._teardown = asyncio.get_running_loop().create_task(self._tear_down())  # in a copy of this context
+            self._teardown.add_done_callback(_log_failed_close)
             hold(self._teardown)
+        elif self._teardown.done():  # closed; a failure was raised to the first caller still waiting, and logged
+            return
         await asyncio.shield(self._teardown)
 
     async def _tear_down(self) -> None:
@@ -579,18 +580,10 @@ def _claim(output: Any) -> None:
         pass
 
 
-def _observed(connector: Connector, on_wire: WireObserver) -> Connector:
-    """``connector``, each connection it opens showing its frames to ``on_wire`` as well."""
-
-    async def connect() -> RealtimeConnection:
-        conn = await connector()
-        if not isinstance(conn, RealtimeConnection):
-            raise ConfigurationError(f"on_wire needs a connector that opens a RealtimeConnection, not "
-                                     f"{type(conn).__name__}")
-        conn.add_wire_observer(on_wire)
-        return conn
-
-    return connect
+def _log_failed_close(teardown: asyncio.Task[None]) -> None:
+    """A close that failed is logged, whether or not a caller was still waiting for it."""
+    if not teardown.cancelled() and (failure := teardown.exception()) is not None:
+        _log.error("closing the session failed: %s: %s", type(failure).__name__, failure, exc_info=failure)
 
 
 def _release(output: Any) -> None:

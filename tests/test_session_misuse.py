@@ -450,14 +450,16 @@ def test_after_a_fatal_error_the_session_says_it_failed_and_refuses_commands() -
                        "close it and open a new one")
 
 
-def test_a_connector_that_is_not_async_is_one_line_at_open() -> None:
+@pytest.mark.parametrize("observed", [False, True])
+def test_a_connector_that_is_not_async_is_one_line_at_open(observed: bool) -> None:
     clock = VirtualClock()
 
     def plain() -> None:  # forgot the async, and the return
         return None
 
     async def main() -> str:
-        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=plain)  # type: ignore[arg-type]
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=plain,  # type: ignore[arg-type]
+                               on_wire=(lambda d, t: None) if observed else None)
         with pytest.raises(ConfigurationError) as refused:
             async with session:
                 pass
