@@ -139,6 +139,11 @@ class SessionSettings(BaseSettings):
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
 
+    @property
+    def asked_model(self) -> str:
+        """The model the session asks for: :attr:`live_model` on GPT-Live, else :attr:`model`."""
+        return self.live_model if self.api == "live" else self.model
+
     @field_serializer("url")
     def _url_shown(self, value: str) -> str:
         return redact_url(value)
@@ -254,17 +259,14 @@ def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type
     A ``model`` flag names the model of the interface the settings choose: ``live_model`` for GPT-Live.
     """
     given = {name: value for name, value in flags.items() if value is not None}
-    flag_of: dict[str, str] = {}  # a field set by a flag of another name
     try:
-        settings = cls(**given)
+        settings = cls(**given)  # a bad --model fails here, as the Realtime model: the two take the same names
         if settings.api == "live" and "model" in given:  # the interface may come from the environment
             given["live_model"] = given.pop("model")
-            flag_of["live_model"] = "model"
             settings = cls(**given)
         return settings
     except SettingsError as exc:
         if exc.variable is not None:  # the environment's
             raise ConfigurationError(str(exc)) from None
         value = "" if exc.value is None else f"={exc.value!r}"  # a flag's value is a usage error
-        flag = flag_of.get(exc.field, exc.field)
-        raise UsageError(f"--{flag.replace('_', '-')}{value}: {exc.problem}") from None
+        raise UsageError(f"--{exc.field.replace('_', '-')}{value}: {exc.problem}") from None

@@ -197,7 +197,7 @@ class VoiceSession:
             state = "failed"
         if self.machine.ended:
             state = "ended"
-        model = self.settings.live_model if self.settings.api == "live" else self.settings.model
+        model = self.settings.asked_model
         return f"<VoiceSession {model} {state}>"
 
     # ------------------------------------------------------------------ what the machine holds

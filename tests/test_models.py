@@ -88,6 +88,7 @@ def test_model_names_the_live_model_when_the_interface_is_live(monkeypatch: pyte
     assert settings.api == "live" and settings.live_model == "gpt-live-1.1"
     assert settings.live_session_config([])["model"] == "gpt-live-1.1"
     assert settings.model == DEFAULT_REALTIME_MODEL  # the Realtime model is untouched
+    assert settings.asked_model == "gpt-live-1.1"  # what the talk banner names
     from voxline.session.cli.replay import settings_for
 
     parser = argparse.ArgumentParser()

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.base.errors import redact_url
-from voxline.base.files import STDOUT, each_written, shown
+from voxline.base.files import STDOUT, each_written, nonempty_path, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -42,7 +42,7 @@ from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
-from .paths import input_path, output_path, writable
+from .paths import output_path, writable
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -66,7 +66,7 @@ def _positive(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("replay farms (several recordings, a directory or --manifest)")
-    group.add_argument("--manifest", type=input_path, metavar="FARM.toml",
+    group.add_argument("--manifest", type=nonempty_path, metavar="FARM.toml",
                        help="recordings with their scenario, tools, transcripts and expectations (see README)")
     group.add_argument("--out-dir", type=output_path, metavar="DIR",
                        help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "

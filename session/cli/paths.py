@@ -15,21 +15,14 @@ import errno
 import os
 from pathlib import Path
 
-from voxline.base.files import STDOUT, is_stdout, same_file, shown
+from voxline.base.files import STDOUT, is_stdout, nonempty_path, same_file, shown
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["check_paths", "default_output", "documents_to_stdout", "input_path", "output_path", "writable"]
-
-def input_path(text: str) -> Path:
-    """A path flag's value; an empty one is refused (``Path("")`` would be the current directory)."""
-    if not text:
-        raise argparse.ArgumentTypeError("takes a path, not an empty string")
-    return Path(text)
-
+__all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
 
 def output_path(text: str) -> Path:
     """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names (never empty)."""
-    return STDOUT if text == "-" else input_path(text)
+    return STDOUT if text == "-" else nonempty_path(text)
 
 
 def default_output(recording: Path, suffix: str) -> Path:

@@ -27,7 +27,7 @@ from voxline.audio.wavio import WavReader
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.files import each_written, shown
+from voxline.base.files import each_written, nonempty_path, shown
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.urls import LOCAL_KEY, is_loopback_url
@@ -49,7 +49,7 @@ from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
-from .paths import check_paths, default_output, documents_to_stdout, input_path, output_path, writable
+from .paths import check_paths, default_output, documents_to_stdout, output_path, writable
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -70,7 +70,7 @@ def _tools_spec(value: str) -> str:
     return value
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", type=input_path, nargs="*", metavar="INPUT.wav",
+    parser.add_argument("inputs", type=nonempty_path, nargs="*", metavar="INPUT.wav",
                         help="recording to use as the microphone; several, or a directory of *.wav, run a farm")
     parser.add_argument("--out", type=output_path, metavar="HEARD.wav",
                         help="one recording: what the listener heard, a PCM16 mono 24 kHz WAV (a .wav name; "

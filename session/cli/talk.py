@@ -31,6 +31,7 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.errors import AudioError, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
+from voxline.base.files import nonempty_path
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
@@ -45,7 +46,6 @@ from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
-from .paths import input_path
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
@@ -93,7 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     echo.add_argument("--no-aec", action="store_true",
                       help="no echo cancellation and no local voice activity: the microphone goes to the server as it is")
     parser.add_argument("--exit-after", type=_seconds, metavar="SECONDS", help="end the session after this long")
-    parser.add_argument("--record", type=input_path, metavar="DIR",
+    parser.add_argument("--record", type=nonempty_path, metavar="DIR",
                         help="keep the session in DIR: MIC.wav, HEARD.wav, EVENTS.jsonl, REPORT.html and SUMMARY.json "
                              "(MIC.wav can be replayed with 'voxline replay')")
     parser.add_argument("--no-ui", action="store_true",
@@ -189,7 +189,7 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
     """The URL to connect to, its label for the display, and the line that says what it is."""
     if not local:
         shown = redact_url(settings.url)
-        return settings.url, shown, (f"voxline talk: connecting to {shown} (model {settings.model}); "
+        return settings.url, shown, (f"voxline talk: connecting to {shown} (model {settings.asked_model}); "
                                             "use headphones, or the assistant may hear itself")
     server = await stack.enter_async_context(serve(ServerConfig(port=0, scenario=args.scenario,
                                                                 voice=args.voice or "auto")))

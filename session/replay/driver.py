@@ -92,7 +92,7 @@ async def run_replay(
     ``barge_policy`` go to the session.
 
     ``connector`` opens each connection; ``None`` lets the session connect as its
-    ``settings`` say (URL, key, transport), showing every frame to ``on_wire``.
+    ``settings`` say (URL, key, transport). Either way every frame is shown to ``on_wire``.
     Listener time 0 is the capture instant of input sample 0. Events are handed to
     ``on_event`` as they happen and gathered in the result. Without a ``sink`` the heard
     timeline is kept in memory (:attr:`ReplayResult.heard`). ``on_session`` is shown the

@@ -9,7 +9,9 @@
 * :class:`ToolRunner` (:mod:`.runner`): runs calls with validation, approval, ordering
   and timeouts, reporting :class:`ToolStarted` / :class:`ToolFinished`.
 * :class:`ToolThreads` (:mod:`.threads`): the bounded worker threads of blocking tools,
-  apart from the event loop's default executor.
+  apart from the event loop's default executor; a thread idle for ``idle_s`` ends.
+* :func:`~.names.chosen_tools` (:mod:`.names`): the names an app offers in an update, checked once
+  (sans-I/O, for both session machines).
 """
 
 from __future__ import annotations

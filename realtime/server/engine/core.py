@@ -31,7 +31,7 @@ from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.session_config import SessionConfig, no_responses
 from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig, SessionState
-from voxline.realtime.server.engine.validate import PlainStrings, check_object, json_kind, parse_json, plain_strings
+from voxline.realtime.server.engine.validate import PlainStrings, a_kind, check_object, parse_json, plain_strings
 
 __all__ = ["PLAIN_EVENTS", "Engine"]
 
@@ -126,7 +126,7 @@ class Engine:
             raise RequestRejected(errors.event_too_large(len(frame), limit))
         data = parse_json(frame)
         if not isinstance(data, dict):
-            raise RequestRejected(errors.not_an_object(f"{_article(json_kind(data))}"))
+            raise RequestRejected(errors.not_an_object(a_kind(data)))
         return data
 
     def handle(self, data: dict[str, Any], now: float) -> Events:
@@ -210,7 +210,7 @@ class Engine:
             raise RequestRejected(errors.missing_parameter("type"))
         type_ = data["type"]
         if not isinstance(type_, str):
-            raise RequestRejected(errors.invalid_type("type", "a string", _article(json_kind(type_))))
+            raise RequestRejected(errors.invalid_type("type", "a string", a_kind(type_)))
         handler = self._handlers.get(type_)
         if handler is None:
             raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
@@ -315,6 +315,3 @@ class Engine:
             raise RequestRejected(errors.cancel_not_active())
         return run.cancel("client_cancelled")
 
-
-def _article(kind: str) -> str:
-    return {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}.get(kind, f"a {kind}")

@@ -43,7 +43,7 @@ from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.items import decode_base64
 from voxline.realtime.server.engine.scenario import Call, Output, Say, Scenario
 from voxline.realtime.server.engine.speech import Samples, VoiceCache
-from voxline.realtime.server.engine.validate import check_object, json_kind, parse_json
+from voxline.realtime.server.engine.validate import a_kind, check_object, parse_json
 from voxline.realtime.server.live import errors as live_errors
 from voxline.realtime.server.live.backend import ResponsesBackend
 from voxline.realtime.server.live.audio import MODEL_RATE, Pcm, SteadyResampler, TrackEncoder
@@ -226,7 +226,7 @@ class LiveEngine:
             raise RequestRejected(errors.binary_frame())
         data = parse_json(frame)
         if not isinstance(data, dict):
-            raise RequestRejected(errors.not_an_object(_article(json_kind(data))))
+            raise RequestRejected(errors.not_an_object(a_kind(data)))
         return data
 
     def _dispatch(self, data: dict[str, Any], source: Source, transport: Transport) -> list[Out]:
@@ -234,7 +234,7 @@ class LiveEngine:
             raise RequestRejected(errors.missing_parameter("type"))
         type_ = data["type"]
         if not isinstance(type_, str):
-            raise RequestRejected(errors.invalid_type("type", "a string", _article(json_kind(type_))))
+            raise RequestRejected(errors.invalid_type("type", "a string", a_kind(type_)))
         allowed = CLIENT_TYPES if source == "primary" else SIDEBAND_TYPES
         if type_ not in allowed:
             raise RequestRejected(errors.invalid_choice("type", type_, allowed))
@@ -435,6 +435,3 @@ def _event_id(data: dict[str, Any]) -> str | None:
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
-
-def _article(kind: str) -> str:
-    return {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}.get(kind, f"a {kind}")

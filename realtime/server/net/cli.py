@@ -7,8 +7,8 @@ import asyncio
 import math
 import os
 import sys
-from pathlib import Path
 
+from voxline.base.files import nonempty_path
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import Server, serve
@@ -90,7 +90,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", default="auto", help="espeak, espeak:<variant>, tone, or auto (default)")
     parser.add_argument(
         "--transcripts",
-        type=Path,
+        type=nonempty_path,
         default=None,
         metavar="FILE",
         help="what the user says, one line per user turn: streamed as scripted input transcripts "

@@ -19,6 +19,7 @@ cannot be reached), so a failed run does not leave empty files where a good one'
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import os
@@ -29,11 +30,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "replaced", "same_file", "shown"]
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "replaced", "same_file",
+           "shown"]
 
 STDOUT = Path("/dev/stdout")
 """An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
 that name; :func:`replaced` writes it through the process's own descriptor."""
+
+
+def nonempty_path(text: str) -> Path:
+    """A path given on the command line (an argparse ``type``); an empty one is refused: ``Path("")`` would be the
+    current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("takes a path, not an empty string")
+    return Path(text)
 
 
 def shown(path: str | os.PathLike[str]) -> str:
