@@ -99,7 +99,8 @@ class SessionSettings(BaseSettings):
 
     url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     """The service's URL. A key it carries (``user:KEY@``, ``?api-key=``) is used, and like ``api_key`` never shown:
-    the settings' repr and their dumps (``model_dump()``, ``model_dump_json()``, often logged) redact it."""
+    the settings' repr and their dumps (``model_dump()``, ``model_dump_json()``, often logged) redact it. So a dump
+    is for showing, not for making settings again (``model_copy()`` keeps the key; pickling does too)."""
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
     model: str = DEFAULT_REALTIME_MODEL
     transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
