@@ -34,6 +34,7 @@ __all__ = [
     "error_body",
     "mint_client_secret",
     "parse_request",
+    "RefusedHead",
 ]
 
 MAX_HEAD = 16 * 1024
@@ -50,6 +51,14 @@ _SECRET_REQUEST = {"expires_after": _EXPIRES_AFTER, "session": Field(("object",)
 
 SINGLE_HEADERS = ("authorization", "content-length", "content-type", "host")
 """Headers that must come at most once (RFC 9110 §5.3): a repeat is refused, never resolved."""
+
+
+class RefusedHead(ValueError):
+    """A request whose head says what the server does not take: answered with ``status``, never read on."""
+
+    def __init__(self, status: int, message: str, code: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
 
 
 class DuplicateHeader(ValueError):
@@ -81,7 +90,7 @@ class HttpResponse:
     def encode(self) -> bytes:
         payload = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode("utf-8")
         reason = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-                  404: "Not Found"}
+                  404: "Not Found", 411: "Length Required", 413: "Content Too Large"}
         lines = [
             f"HTTP/1.1 {self.status} {reason.get(self.status, 'Error')}",
             f"Content-Type: {self.content_type}",
@@ -114,9 +123,16 @@ def parse_request(data: bytes) -> HttpRequest | None:
         if key in headers and key in SINGLE_HEADERS:
             raise DuplicateHeader("-".join(part.capitalize() for part in key.split("-")))
         headers[key] = value.strip()
-    length = int(headers.get("content-length", "0") or 0)
-    if length < 0 or length > MAX_BODY:
-        raise ValueError("request body too large")
+    if "transfer-encoding" in headers:  # a chunked body has no length to read up to
+        raise RefusedHead(411, "Transfer-Encoding is not supported: send the body with a Content-Length.",
+                          "length_required")
+    raw_length = headers.get("content-length", "") or "0"
+    if not (raw_length.isascii() and raw_length.isdigit()):  # int() would take "0_2", " 12" or "+3"
+        raise ValueError("Content-Length is not a number")
+    length = int(raw_length)
+    if length > MAX_BODY:
+        raise RefusedHead(413, f"The request body is {length} bytes; at most {MAX_BODY} are taken.",
+                          "request_too_large")
     body = data[end + 4 : end + 4 + length]
     if len(body) < length:
         return None

@@ -28,6 +28,7 @@ from voxline.realtime.server.engine.http_api import (
     DuplicateHeader,
     HttpRequest,
     HttpResponse,
+    RefusedHead,
     error_body,
     parse_request,
 )
@@ -90,6 +91,9 @@ class RoutingConnection(ServerConnection):
             request = parse_request(bytes(self._pending))
         except DuplicateHeader as exc:
             self._answer_now(HttpResponse(400, error_body(errors.duplicate_header(exc.name))))
+            return
+        except RefusedHead as exc:
+            self._answer_now(HttpResponse(exc.status, error_body(ErrorSpec(exc.message, exc.code))))
             return
         except ValueError:
             self._answer_now(HttpResponse(400, error_body(ErrorSpec("Malformed HTTP request.", None))))
