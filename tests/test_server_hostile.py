@@ -142,6 +142,17 @@ async def test_client_secrets_answers_a_deep_body_with_400(depth: int) -> None:
         assert status == 200 and payload is not None and payload["value"].startswith("ek_")
 
 
+async def test_client_secrets_checks_an_empty_session_as_given() -> None:
+    """``{"session": {}}`` was minted as if no session were given; ``{"session": {"instructions": …}}`` was not."""
+    async with local_server(api_key=KEY) as server:
+        for body in (b'{"session":{}}', b'{"session":{"instructions":"hi"}}'):
+            status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", body))
+            assert status == 400 and payload is not None
+            assert (payload["error"]["code"], payload["error"]["param"]) == ("missing_required_parameter", "session.type")
+        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        assert status == 200 and payload is not None and payload["value"].startswith("ek_")  # none: a Realtime one
+
+
 # ---------------------------------------------------------------- SDP
 
 
@@ -213,6 +224,22 @@ async def test_a_calls_session_part_is_read_as_every_body_is(session: bytes, sai
         assert payload is not None and payload["error"]["code"] == "invalid_json"
         assert said in payload["error"]["message"] and "sys." not in payload["error"]["message"]
         assert server._calls.active == []
+
+
+@pytest.mark.parametrize(("head", "status", "code"), [
+    (b"Content-Length: 2000000", 413, "request_too_large"),  # before: "Malformed HTTP request." with no code
+    (b"Transfer-Encoding: chunked", 411, "length_required"),  # before: the body unread, "The SDP offer is empty."
+    (b"Content-Length: 0_2", 400, None),  # before: taken as 2, as int() reads it
+    (b"Content-Length: +2", 400, None),
+])
+async def test_a_head_the_server_does_not_take_is_refused_by_what_it_says(head: bytes, status: int,
+                                                                          code: str | None) -> None:
+    request = (b"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+               + KEY.encode() + b"\r\nContent-Type: application/json\r\n" + head + b"\r\n\r\n{}")
+    async with local_server(api_key=KEY) as server:
+        got, payload, raw = await _exchange(server.port, request)
+        assert got == status, raw
+        assert payload is not None and payload["error"]["code"] == code
 
 
 # ---------------------------------------------------------------- bearer that is not UTF-8

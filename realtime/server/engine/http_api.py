@@ -210,7 +210,8 @@ def mint_client_secret(
         if not isinstance(body, dict):
             raise RequestRejected(errors.not_an_object("a value of another type"))
         check_object(body, _SECRET_REQUEST)
-        session_raw = body.get("session") or {"type": "realtime"}
+        # not given: a Realtime session (a null was refused above); an empty one is checked as given, without a type
+        session_raw = body["session"] if "session" in body else {"type": "realtime"}
         config = SessionConfig(str(session_raw.get("model") or default_model))
         config.update(session_raw, voice_locked=False)
     except RequestRejected as exc:
