@@ -968,3 +968,23 @@ def test_a_burst_keeps_the_order_of_two_responses_streaming_at_once() -> None:
 def test_pacing_refuses_what_would_never_send_or_send_everything(field: str, value: float) -> None:
     with pytest.raises(ConfigurationError, match=field):
         Pacing(**{field: value})
+
+
+@pytest.mark.parametrize(("frame", "code", "param"), [
+    ('{"type": "output_audio_buffer.clear", "event_id": 5}', "invalid_type", "event_id"),
+    ('{"type": "output_audio_buffer.clear", "junk": {"a": 1}}', "unknown_parameter", "junk"),
+])
+def test_a_calls_clear_with_a_bad_field_is_refused_as_any_event(frame: str, code: str, param: str) -> None:
+    """Over a call's data channel a clear with a bad field was taken, where every other event gets an error."""
+    from voxline.realtime.server.engine.rtc_bridge import CallBridge
+
+    harness = Harness()
+    sent: list[dict[str, Any]] = []
+    bridge = CallBridge(harness.engine, sent.append, IdFactory(3))
+    bridge.client_frame(frame, 0.0)
+    errors = [e for e in sent if e["type"] == "error"]
+    assert [(e["error"]["code"], e["error"]["param"]) for e in errors] == [(code, param)]
+    assert not any(e["type"] == "output_audio_buffer.cleared" for e in sent)
+    sent.clear()
+    bridge.client_frame('{"type": "output_audio_buffer.clear", "event_id": "c1"}', 0.0)  # a good one is taken
+    assert not any(e["type"] == "error" for e in sent)

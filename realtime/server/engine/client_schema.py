@@ -19,7 +19,7 @@ from voxline.realtime.server.engine.session_schema import (
 )
 from voxline.realtime.server.engine.validate import Field, Schema
 
-__all__ = ["EVENT_SCHEMAS", "RESPONSE_PARAMS", "SUPPORTED_TYPES"]
+__all__ = ["CLEAR_SCHEMA", "EVENT_SCHEMAS", "RESPONSE_PARAMS", "SUPPORTED_TYPES"]
 
 _HEAD = {"type": Field(("string",), required=True), "event_id": Field(("string",))}
 _REQ_STR = Field(("string",), required=True)
@@ -76,3 +76,6 @@ EVENT_SCHEMAS: dict[str, Schema] = {
 }
 
 SUPPORTED_TYPES: tuple[str, ...] = tuple(EVENT_SCHEMAS)
+
+CLEAR_SCHEMA: Schema = dict(_HEAD)
+"""``output_audio_buffer.clear``, where a call takes it (its data channel, its sideband): checked as any event."""

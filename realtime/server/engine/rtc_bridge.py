@@ -29,7 +29,8 @@ from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.ids import IdFactory, event
 from voxline.realtime.server.engine.rtc_output import OutputAudioBuffer, Samples, Started, Stopped
-from voxline.realtime.server.engine.validate import parse_json
+from voxline.realtime.server.engine.client_schema import CLEAR_SCHEMA
+from voxline.realtime.server.engine.validate import check_object, parse_json
 
 __all__ = ["CallBridge"]
 
@@ -70,6 +71,13 @@ class CallBridge:
             events = [self.engine.error(exc.spec)]
         else:
             if data.get("type") == _CLEAR:
+                try:
+                    check_object(data, CLEAR_SCHEMA)
+                except RequestRejected as exc:  # a clear with a bad field is refused whole, as any event
+                    event_id = data.get("event_id")
+                    self._route([self.engine.error(exc.spec, event_id if isinstance(event_id, str) else None)], now,
+                                reply)
+                    return
                 self._clear(now)
                 return
             events = self.engine.handle(data, now)
