@@ -134,3 +134,21 @@ async def test_cancelling_a_blocking_call_abandons_it() -> None:
         await hung
     assert await asyncio.wait_for(registry.get("quick").invoke({}, registry.threads), timeout=10) == "quick"
     gate.set()
+
+
+def test_a_burst_after_a_quiet_spell_runs_side_by_side() -> None:
+    """With one idle worker, each job of a burst only woke that worker: three jobs ran one after another."""
+    pool = ToolThreads(workers=4)
+    assert pool.submit(lambda: 1).result(timeout=10) == 1  # one worker, idle now
+    gate = threading.Event()
+    started = threading.Semaphore(0)
+
+    def job() -> str:
+        started.release()
+        gate.wait(timeout=30)
+        return "done"
+
+    futures = [pool.submit(job) for _ in range(3)]
+    assert all(started.acquire(timeout=10) for _ in range(3))  # all three running at once, none waiting its turn
+    gate.set()
+    assert [f.result(timeout=10) for f in futures] == ["done"] * 3

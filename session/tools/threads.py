@@ -62,7 +62,9 @@ class ToolThreads:
             self._jobs.append((future, function, args, kwargs))
             if self._idle:
                 self._wake.notify()
-            elif self._counted < self.workers and self._abandoned <= self.max_abandoned:
+            # a worker woken still counts as idle until it takes its job: more jobs waiting than idle workers
+            # need threads of their own, or a burst after a quiet spell would run one job at a time
+            if len(self._jobs) > self._idle and self._counted < self.workers and self._abandoned <= self.max_abandoned:
                 self._start()
         return future
 
