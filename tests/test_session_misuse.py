@@ -571,6 +571,8 @@ def test_on_wire_with_a_connector_sees_every_frame_and_tools_may_come_from_a_gen
             await clock.sleep(0.2)
             with pytest.raises(ConfigurationError, match="no such tool: nope"):
                 await s.update(tools=iter(["nope"]))
+            with pytest.raises(ConfigurationError, match="tools names get_time more than once"):
+                await s.update(tools=["get_time", "get_weather", "get_time"])
             with pytest.raises(ConfigurationError, match="tools takes a list of the registry's tool names, not int"):
                 await s.update(tools=5)  # type: ignore[arg-type]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,4 +26,7 @@ def chosen_tools(names: Any, registered: Iterable[str]) -> list[str]:
     unknown = sorted(set(listed) - set(registered))
     if unknown:
         raise ConfigurationError(f"no such tool: {', '.join(unknown)}")
+    twice = sorted(name for name, times in Counter(listed).items() if times > 1)
+    if twice:  # each would be offered twice, which no model takes
+        raise ConfigurationError(f"tools names {', '.join(twice)} more than once")
     return listed
