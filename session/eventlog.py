@@ -34,13 +34,23 @@ _AUDIO_FIELDS = {
 
 
 def strip_audio(event: dict[str, Any]) -> dict[str, Any]:
-    """Replace the base64 audio of appends, deltas and fixtures (Realtime or GPT-Live) by ``"<N bytes of audio>"``."""
+    """Replace the base64 audio of appends, deltas and fixtures (Realtime or GPT-Live), and of an item's audio parts
+    (a user turn sent again after a drop, an item retrieved), by ``"<N bytes of audio>"``."""
     field = _AUDIO_FIELDS.get(event.get("type", ""))
     if field and isinstance(event.get(field), str):
-        data = event[field]
-        size = len(data) * 3 // 4 - data[-2:].count("=") if data else 0
-        event = {**event, field: f"<{size} bytes of audio>"}
+        event = {**event, field: _length_of(event[field])}
+    item = event.get("item")
+    if isinstance(item, dict) and isinstance(content := item.get("content"), list) and any(
+            isinstance(part, dict) and isinstance(part.get("audio"), str) for part in content):
+        parts = [{**part, "audio": _length_of(part["audio"])}
+                 if isinstance(part, dict) and isinstance(part.get("audio"), str) else part for part in content]
+        event = {**event, "item": {**item, "content": parts}}
     return event
+
+
+def _length_of(data: str) -> str:
+    size = len(data) * 3 // 4 - data[-2:].count("=") if data else 0
+    return f"<{size} bytes of audio>"
 
 
 def redacted(value: Any) -> Any:

@@ -98,3 +98,18 @@ def test_every_event_that_carries_audio_is_logged_with_its_length_only() -> None
     for event in lines:
         name = next(n for k, n in carriers if k == event["type"])
         assert event[name] == "<1800 bytes of audio>", event["type"]
+
+
+def test_an_items_audio_parts_are_logged_with_their_length_only() -> None:
+    """A user turn sent again after a drop (conversation.item.create with an input_audio part) was logged whole."""
+    out = io.StringIO()
+    log = EventLog(out, lambda: 0.0, horizon_s=0.0)
+    audio = "QUFB" * 600
+    item = {"id": "u1", "type": "message", "role": "user",
+            "content": [{"type": "input_audio", "audio": audio, "transcript": None}, {"type": "input_text", "text": "hi"}]}
+    log.wire("out", json.dumps({"type": "conversation.item.create", "item": item}))
+    log.wire("in", json.dumps({"type": "conversation.item.retrieved", "event_id": "e", "item": item}))
+    log.close()
+    for line in out.getvalue().splitlines():
+        parts = json.loads(line)["event"]["item"]["content"]
+        assert parts[0]["audio"] == "<1800 bytes of audio>" and parts[1] == {"type": "input_text", "text": "hi"}
