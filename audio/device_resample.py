@@ -56,11 +56,13 @@ class PlayoutReader:
         self._consumed += n
 
     def _push(self, samples: Samples) -> None:
-        room = len(self._fifo) - self._have
-        if len(samples) > room:  # never expected: capacity is several soxr bursts
-            samples = samples[:room]
-        self._fifo[self._have : self._have + len(samples)] = samples
-        self._have += len(samples)
+        need = self._have + len(samples)
+        if need > len(self._fifo):  # a device block larger than the FIFO (or a very fast device): grown, once per size,
+            grown = np.zeros(max(need, 2 * len(self._fifo)), dtype=np.int16)  # never cut: what was cut would count
+            grown[: self._have] = self._fifo[: self._have]                     # as heard, and a block could never fill
+            self._fifo = grown
+        self._fifo[self._have : need] = samples
+        self._have = need
 
     def reset(self) -> None:
         """Drop the FIFO and the filter state (the stream was aborted)."""
