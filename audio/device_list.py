@@ -25,7 +25,7 @@ from typing import Any, Literal, assert_never
 
 from voxline.audio import sound_server
 from voxline.audio.alsa_messages import route_alsa_messages
-from voxline.base.errors import AudioError
+from voxline.base.errors import AudioError, printable
 
 __all__ = [
     "DeviceInfo",
@@ -73,7 +73,7 @@ class DeviceInfo:
     def label(self) -> str:
         """``"<index> <name>"`` (with the server's name for its devices), as in messages and the table."""
         if self.route is not None and self.route != self.name:
-            return f"{self.index} {self.name} ({self.route})"
+            return f"{self.index} {self.name} ({printable(self.route)})"
         return f"{self.index} {self.name}"
 
 
@@ -119,7 +119,7 @@ def list_devices() -> list[DeviceInfo]:
         devices.append(
             DeviceInfo(
                 index=first + offset,
-                name=d.description,
+                name=printable(d.description),  # shown on terminals: a device's description is anyone's to set
                 hostapi=hostapi,
                 max_input_channels=d.channels if d.kind == "input" else 0,
                 max_output_channels=d.channels if d.kind == "output" else 0,
@@ -142,7 +142,7 @@ def _portaudio_devices() -> list[DeviceInfo]:
         devices.append(
             DeviceInfo(
                 index=index,
-                name=str(raw["name"]),
+                name=printable(str(raw["name"])),
                 hostapi=str(hostapis[raw["hostapi"]]["name"]),
                 max_input_channels=int(raw["max_input_channels"]),
                 max_output_channels=int(raw["max_output_channels"]),
@@ -168,7 +168,7 @@ def resolve_device(spec: int | str | None, kind: Kind) -> DeviceInfo:
     devices = list_devices()
     if not any(d.channels(kind) > 0 for d in devices):
         raise AudioError(NO_DEVICES if not devices else f"no {kind} devices found; devices: {describe_all(devices)}")
-    if isinstance(spec, str) and spec.strip().isdigit():
+    if isinstance(spec, str) and spec.strip().isascii() and spec.strip().isdigit():  # not "²", which int() refuses
         spec = int(spec.strip())
     match spec:
         case None:
@@ -179,6 +179,9 @@ def resolve_device(spec: int | str | None, kind: Kind) -> DeviceInfo:
             found = next((d for d in devices if d.index == spec), None)
             if found is None:
                 raise AudioError(f"no {kind} device {spec}; available: {describe(devices, kind)}")
+        case str() if not spec.strip():
+            raise AudioError(f"an {kind} device name is empty: give an index or a name; available: "
+                             f"{describe(devices, kind)}")
         case str():
             found = _by_name(devices, spec, kind)
         case _:

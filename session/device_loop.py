@@ -31,8 +31,11 @@ def as_event(change: DeviceChange, at: float) -> DeviceLost | DeviceReturned:
 
 
 async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
-                        publish: Callable[[DeviceLost | DeviceReturned], None]) -> None:
-    """Poll the devices' sound server until cancelled; nothing to do where none is on one."""
+                            publish: Callable[[DeviceLost | DeviceReturned], None],
+                            now: Callable[[], float] | None = None) -> None:
+    """Poll the devices' sound server until cancelled; nothing to do where none is on one. ``clock`` paces the polls;
+    ``now`` (default: the clock's) stamps the events, on the listener's timeline as the session's other events."""
+    stamp = now or clock.now
     watch = await asyncio.to_thread(DeviceWatch.of, list(devices))
     if watch is None:
         return
@@ -49,6 +52,6 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                 continue
             failed = False
             for change in changes:
-                publish(as_event(change, clock.now()))
+                publish(as_event(change, stamp()))
     finally:
         await asyncio.to_thread(watch.close)

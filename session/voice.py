@@ -261,7 +261,7 @@ class VoiceSession:
 
             loops.append(guarded(lambda: let_go_if_stuck(feed, "input", self.clock), "input", report, fatal=False))
         if self._watched:
-            loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put),
+            loops.append(guarded(lambda: device_watch_loop(self._watched, self.clock, self._queue.put, self.output.now),
                                  "device watch", report, fatal=False))
         if isinstance(self.output, ClockedOutput):
             self.output.after_read = self._tick  # the output's pass ticks the machine: one timer, not two

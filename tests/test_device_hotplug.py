@@ -214,6 +214,8 @@ async def test_unplugged_mid_session_the_session_goes_on_and_takes_the_device_ba
             await _until(session, seen, DeviceLost, 2)
             lost = {e.kind: e for e in seen if isinstance(e, DeviceLost)}
             assert set(lost) == {"input", "output"}
+            # on the listener's timeline, as every other event (it was the monotonic clock: hours apart)
+            assert all(abs(e.at - session.output.now()) < 5.0 for e in lost.values()), lost
             assert lost["output"].fallback not in (None, kiosk) and kiosk in lost["output"].device
             played = speaker.callbacks
             captured = mic.blocks_captured

@@ -28,7 +28,7 @@ from voxline.audio.device_mic import MicSource
 from voxline.audio.device_resample import CaptureResampler, PlayoutReader
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.audio.device_timing import DacTimeline, dac_time
-from voxline.base.errors import AudioError
+from voxline.base.errors import AudioError, printable
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.wavio import write_wav
 from voxline.session.cli import devices as devices_cli
@@ -137,6 +137,28 @@ def test_capture_resampler_stamps_output_with_input_time() -> None:
     assert when + peak / RATE == pytest.approx(7.0 + 9700 / 48000, abs=0.5 / RATE)
 
 
+@pytest.mark.device
+def test_a_sinks_description_with_terminal_controls_is_listed_escaped(pulse: None) -> None:
+    description = "Evil\x1b[2J\x1b]0;pwned\x07Line"
+    module = subprocess.run(["pactl", "load-module", "module-null-sink", "sink_name=voxline_evil",
+                             f"sink_properties=device.description='{description}'"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        evil = next(d for d in list_devices() if d.route == "voxline_evil")
+        assert evil.name == "Evil\\x1b[2J\\x1b]0;pwned\\x07Line"
+        assert resolve_device("Evil", "output") == evil  # still found by what the table shows
+    finally:
+        subprocess.run(["pactl", "unload-module", module], check=True)
+
+
+def test_a_device_description_with_terminal_controls_is_shown_escaped() -> None:
+    """A sink's description is anyone's to set: printed raw, its escapes could clear the screen or rename the window."""
+    evil = DeviceInfo(7, printable("Evil\x1b[2J\x1b]0;pwned\x07Line"), "PulseAudio", 0, 1, 48000.0, route="ev\x1bil")
+    table = devices_cli.format_table([evil])
+    assert "\x1b" not in table and "\x07" not in table and "\\x1b" in table
+    assert "\x1b" not in evil.label
+
+
 def test_device_table_lists_defaults() -> None:
     rows = [
         DeviceInfo(0, "pulse", "ALSA", 32, 32, 44100.0),
@@ -230,6 +252,12 @@ def test_bad_index_is_one_line_naming_the_devices(pulse: None) -> None:
     assert "\n" not in str(caught.value) and "0 pulse" in str(caught.value)
     with pytest.raises(AudioError, match=r"^no input device named 'nosuchmic'; available: .*pulse"):
         resolve_device("nosuchmic", "input")
+    # digits other than ASCII are a name (int() refuses "²": before, a ValueError traceback), and an empty name
+    # is said to be empty (before: "ambiguous", listing every device)
+    with pytest.raises(AudioError, match=r"^no output device named '²'; available: "):
+        resolve_device("²", "output")
+    with pytest.raises(AudioError, match=r"^an output device name is empty: give an index or a name; available: "):
+        resolve_device(" ", "output")
 
 
 @pytest.mark.device

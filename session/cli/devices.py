@@ -11,7 +11,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from voxline.base.errors import AudioError
+from voxline.base.errors import AudioError, printable
 from voxline.audio.device_list import NO_DEVICES, DeviceInfo, list_devices
 
 __all__ = ["add_arguments", "format_table", "run"]
@@ -30,7 +30,7 @@ def format_table(devices: list[DeviceInfo]) -> str:
             [
                 str(d.index),
                 d.name,
-                d.route or "",
+                printable(d.route or ""),
                 d.hostapi,
                 str(d.max_input_channels),
                 str(d.max_output_channels),
