@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.clocked_output import ClockedOutput
+from voxline.audio.playout import PlayoutBuffer
 from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
@@ -580,3 +582,28 @@ def test_on_wire_with_a_connector_sees_every_frame_and_tools_may_come_from_a_gen
     assert {d for d, _ in frames} == {"in", "out"}  # the observer saw both ways
     updates = [e for d, e in frames if d == "out" and e["type"] == "session.update"]
     assert [t["name"] for t in updates[-1]["session"]["tools"]] == ["get_weather", "get_time"]
+
+
+def test_a_close_that_fails_is_raised_to_its_caller_logged_once_and_a_second_close_is_quiet(
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock = VirtualClock()
+
+    class StuckPlayout(PlayoutBuffer):
+        def clear(self) -> None:  # the last step of the teardown
+            raise OSError("the sink went away")
+
+    output = ClockedOutput(clock, playout=StuckPlayout())
+
+    async def main() -> str:
+        session = VoiceSession(SETTINGS, output=output, clock=clock,
+                               connector=engine_connector(load_scenario("default"), clock, voice="tone"))
+        await session.__aenter__()
+        with pytest.raises(OSError) as failed:
+            await session.aclose()
+        await session.aclose()  # closed already: nothing to raise again
+        return str(failed.value)
+
+    with caplog.at_level(logging.ERROR, logger="voxline.session"):
+        assert run_lockstep(main(), clock) == "the sink went away"
+    assert [r.getMessage() for r in caplog.records if "closing the session failed" in r.getMessage()] == [
+        "closing the session failed: OSError: the sink went away"]
