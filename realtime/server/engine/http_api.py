@@ -54,18 +54,18 @@ SINGLE_HEADERS = ("authorization", "content-length", "content-type", "host")
 
 
 class RefusedHead(ValueError):
-    """A request whose head says what the server does not take: answered with ``status``, never read on."""
+    """A request whose head says what the server does not take: answered with ``status`` and ``spec``, never read on."""
 
-    def __init__(self, status: int, message: str, code: str) -> None:
-        super().__init__(message)
-        self.status, self.message, self.code = status, message, code
+    def __init__(self, status: int, spec: ErrorSpec) -> None:
+        super().__init__(spec.message)
+        self.status, self.spec = status, spec
 
 
-class DuplicateHeader(ValueError):
+class DuplicateHeader(RefusedHead):
     """A request repeats one of :data:`SINGLE_HEADERS`; ``name`` is its canonical spelling."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"duplicate {name} header")
+        super().__init__(400, errors.duplicate_header(name))
         self.name = name
 
 
@@ -124,15 +124,15 @@ def parse_request(data: bytes) -> HttpRequest | None:
             raise DuplicateHeader("-".join(part.capitalize() for part in key.split("-")))
         headers[key] = value.strip()
     if "transfer-encoding" in headers:  # a chunked body has no length to read up to
-        raise RefusedHead(411, "Transfer-Encoding is not supported: send the body with a Content-Length.",
-                          "length_required")
+        raise RefusedHead(411, ErrorSpec("Transfer-Encoding is not supported: send the body with a Content-Length.",
+                                         "length_required"))
     raw_length = headers.get("content-length", "") or "0"
     if not (raw_length.isascii() and raw_length.isdigit()):  # int() would take "0_2", " 12" or "+3"
         raise ValueError("Content-Length is not a number")
     length = int(raw_length)
     if length > MAX_BODY:
-        raise RefusedHead(413, f"The request body is {length} bytes; at most {MAX_BODY} are taken.",
-                          "request_too_large")
+        raise RefusedHead(413, ErrorSpec(f"The request body is {length} bytes; at most {MAX_BODY} are taken.",
+                                         "request_too_large"))
     body = data[end + 4 : end + 4 + length]
     if len(body) < length:
         return None

@@ -25,7 +25,6 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.engine.http_api import (
     MAX_HEAD,
-    DuplicateHeader,
     HttpRequest,
     HttpResponse,
     RefusedHead,
@@ -89,11 +88,8 @@ class RoutingConnection(ServerConnection):
             return
         try:
             request = parse_request(bytes(self._pending))
-        except DuplicateHeader as exc:
-            self._answer_now(HttpResponse(400, error_body(errors.duplicate_header(exc.name))))
-            return
-        except RefusedHead as exc:
-            self._answer_now(HttpResponse(exc.status, error_body(ErrorSpec(exc.message, exc.code))))
+        except RefusedHead as exc:  # a repeated header, a body too large or without a length
+            self._answer_now(HttpResponse(exc.status, error_body(exc.spec)))
             return
         except ValueError:
             self._answer_now(HttpResponse(400, error_body(ErrorSpec("Malformed HTTP request.", None))))
