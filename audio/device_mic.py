@@ -19,7 +19,10 @@ lengths vary by a few samples around ``block``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
+import threading
 import uuid
 from collections import deque
 from time import monotonic
@@ -40,6 +43,7 @@ __all__ = ["MicBlocks", "MicSource"]
 
 Samples = npt.NDArray[np.int16]
 _END = None
+_log = logging.getLogger(__name__)
 _STEP_MARGIN_S = 0.002  # a step comes this long after a block is expected, to find it there
 
 
@@ -77,6 +81,8 @@ class MicSource:
         self.last_callback_error: str | None = None
         self.input_overflows = 0
         self.blocks_captured = 0
+        self.reopens = 0  # streams started again after theirs ended on its own
+        self._control = threading.Lock()  # the stream's swaps: start, close, reopen (from a thread)
         self._direct: deque[tuple[float, Samples] | None] | None = None  # filled by the callback once stepped
         self._arrived = -math.inf  # monotonic time of the last block the callback appended
 
@@ -88,26 +94,33 @@ class MicSource:
             raise AudioError("the microphone was closed")
         self._loop = asyncio.get_running_loop()
         sd = self._sd
-        if self._stream is None:
-            self._stream = open_stream(self.device, "input", device_rate=self.device_rate, block=self.block,
-                                       rate=self.rate, latency=self.latency, callback=self._callback, tag=self.tag)
-            self._stream_latency = float(self._stream.latency)
-        if self._stream.active:
-            return
-        try:
-            self._stream.start()
-        except sd.PortAudioError as exc:
-            raise open_error(self.device, "input", exc) from None
+        with self._control:
+            if self._stream is None:
+                self._stream = self._open()
+            if self._stream.active:
+                return
+            try:
+                self._stream.start()
+            except sd.PortAudioError as exc:
+                raise open_error(self.device, "input", exc) from None
+
+    def _open(self) -> Any:
+        stream = open_stream(self.device, "input", device_rate=self.device_rate, block=self.block, rate=self.rate,
+                             latency=self.latency, callback=self._callback, tag=self.tag)
+        self._stream_latency = float(stream.latency)
+        return stream
 
     def close(self) -> None:
         """Stop capturing; :meth:`blocks` ends after the blocks already queued. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        stream, self._stream = self._stream, None
+        with self._control:
+            if self._closed:
+                return
+            self._closed = True
+            stream, self._stream = self._stream, None
         if stream is not None:
-            stream.abort()
-            stream.close()
+            with contextlib.suppress(self._sd.PortAudioError):  # an ended stream is closed all the same
+                stream.abort()
+                stream.close()
         if self._loop is not None:
             # after every block already scheduled by the callback
             self._loop.call_soon(self._deliver, _END)
@@ -120,6 +133,43 @@ class MicSource:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+    # -- a stream that ended on its own ------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        """The stream stopped without being closed (the sound server killed it, the device failed): nothing is
+        captured until :meth:`reopen`."""
+        with self._control:
+            stream = self._stream
+            return not self._closed and stream is not None and not stream.active
+
+    def reopen(self) -> bool:
+        """Start a fresh stream on the same device, under the same tag, in place of an ended one; its blocks follow
+        the last one captured. True if the microphone captures now; False, with nothing changed, if the stream could
+        not open or start, or the microphone was closed. Blocks for the open: call it from a thread."""
+        with self._control:
+            old = self._stream
+            if self._closed or old is None:
+                return False
+            if old.active:
+                return True
+            fresh = None
+            try:
+                fresh = self._open()
+                fresh.start()
+            except (self._sd.PortAudioError, AudioError) as exc:
+                _log.info("the microphone stream could not be opened again yet: %s", exc)
+                if fresh is not None:
+                    with contextlib.suppress(self._sd.PortAudioError):
+                        fresh.close()
+                return False
+            self._stream = fresh  # the ended one stays until then: its clock still reads
+            self.reopens += 1
+        with contextlib.suppress(self._sd.PortAudioError):
+            old.abort()
+            old.close()
+        return True
 
     def blocks(self) -> MicBlocks:
         """``(adc_time, int16 block)`` in capture order, until :meth:`close`: iterate it, or step it."""

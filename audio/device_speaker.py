@@ -18,6 +18,11 @@ they never play: it aborts the stream (PortAudio's abort drops the device buffer
 PulseAudio's ALSA plugin that is a cork and flush of the server stream) and starts it
 again. :meth:`SpeakerSink.interrupt` does both steps.
 
+**An ended stream.** When the sound server kills the stream or the device fails, PortAudio
+ends it: :attr:`SpeakerSink.ended` says so and :meth:`SpeakerSink.reopen` starts a fresh one on
+the same device, the playout going on where it stopped (a session watching its devices does it,
+:mod:`voxline.audio.stream_keeper`). A barge-in's restart that fails leaves the stream ended.
+
 **Rate.** The stream opens at 24 kHz when the device accepts it (PulseAudio and PipeWire
 do); otherwise at the device's default rate through :class:`~voxline.audio.device_resample.PlayoutReader`.
 
@@ -29,6 +34,7 @@ silence. Device underflows reported by PortAudio are counted apart
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import uuid
 from types import TracebackType
@@ -45,6 +51,7 @@ from voxline.audio.playout import PlayoutBuffer
 __all__ = ["SpeakerSink"]
 
 _MAX_WARMUP_BLOCKS = 32  # a host whose clock reads 0 still gets going
+_log = logging.getLogger(__name__)
 
 
 class SpeakerSink:
@@ -89,6 +96,7 @@ class SpeakerSink:
         self.callbacks = 0
         self.warmup_blocks = 0
         self.restarts = 0
+        self.reopens = 0  # streams started again after theirs ended on its own
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -166,7 +174,48 @@ class SpeakerSink:
             stream.abort()
             self._restart_state()
             self.restarts += 1
-            self._guarded(stream.start)
+            try:
+                stream.start()
+            except self._sd.PortAudioError as exc:  # the device failed between the two: the stream stays ended
+                _log.warning("the speaker stream did not start again after a barge-in: %s", exc)
+        return True
+
+    # -- a stream that ended on its own ------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        """The stream stopped without being closed (the sound server killed it, the device failed): nothing plays
+        until :meth:`reopen`."""
+        with self._control:
+            stream = self._stream
+            return stream is not None and not stream.active
+
+    def reopen(self) -> bool:
+        """Start a fresh stream on the same device, under the same tag, in place of an ended one; the playout goes on
+        where it stopped. True if the speaker plays now; False, with nothing changed, if the stream could not open or
+        start, or the speaker was closed. Blocks for the open: call it from a thread."""
+        with self._control:
+            old = self._stream
+            if old is None:
+                return False
+            if old.active:
+                return True
+            fresh = None
+            try:
+                fresh = self._open()
+                self._restart_state()
+                fresh.start()
+            except (self._sd.PortAudioError, AudioError) as exc:
+                _log.info("the speaker stream could not be opened again yet: %s", exc)
+                if fresh is not None:
+                    with contextlib.suppress(self._sd.PortAudioError):
+                        fresh.close()
+                return False
+            self._stream = fresh  # the ended one stays until then: its clock still reads
+            self.reopens += 1
+        with contextlib.suppress(self._sd.PortAudioError):
+            old.abort()
+            old.close()
         return True
 
     def _restart_state(self) -> None:

@@ -48,6 +48,7 @@ class DeviceChange:
     device: str  # the chosen device, as the device table labels it
     lost: bool
     now_on: str | None  # the server device the stream is on now (the fallback while lost); None: unknown
+    ended: bool = False  # the stream itself ended (killed, the device failed) and is opened again, not moved
 
 
 class Watched(Protocol):

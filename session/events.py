@@ -290,17 +290,23 @@ class FalseBargeIn:
 class DeviceLost:
     """A sound device the session plays or records on went away (unplugged, or its sink or
     source removed). The session goes on: the sound server moved the stream to ``fallback``
-    (its default device), or ``fallback`` is None where it could not be read."""
+    (its default device), or ``fallback`` is None where it could not be read.
+
+    With ``ended``, the device may still be there but the stream on it ended (the sound server
+    killed it, the device failed): nothing plays or records until the session has opened it
+    again on the same device, which it tries every half second; :class:`DeviceReturned` follows."""
 
     kind: Literal["input", "output"]
     device: str
     fallback: str | None
     at: float
+    ended: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceReturned:
-    """The lost device is back and the session's stream has been moved onto it again."""
+    """The lost device is back and the session's stream has been moved onto it again (or, after an
+    ended stream, a fresh stream on it runs)."""
 
     kind: Literal["input", "output"]
     device: str

@@ -22,6 +22,8 @@ Sound devices: :meth:`VoiceSession.on_devices` opens, wires and closes a microph
 speaker with the session. A device chosen on the sound server (PulseAudio, PipeWire) is
 watched (``watch_devices``): unplugged, it gives a ``DeviceLost`` event and the session goes
 on with the server's fallback; plugged in again, ``DeviceReturned`` and the stream is back on it.
+A watched stream that ends on its own (killed by the sound server, a failing device) gives
+``DeviceLost(ended=True)`` and is opened again on its device, then ``DeviceReturned``.
 
 ``voxline talk`` runs it on sound devices, ``voxline replay`` on a recording and a WAV output,
 and ``replay --fast`` the same with a :class:`~voxline.base.clock.VirtualClock` and the local

@@ -149,6 +149,8 @@ class EventLines:
             case ConnectionRestored(replayed_items=n, skipped_items=skipped):
                 too_large = f"; {count(skipped, 'item')} too large for this connection not sent" if skipped else ""
                 return f"connection restored ({count(n, 'conversation item')} sent again{too_large})"
+            case DeviceLost(kind=kind, device=device, ended=True):
+                return f"{'microphone' if kind == 'input' else 'speaker'} {device}: its stream ended; opening it again"
             case DeviceLost(kind=kind, device=device, fallback=fallback):
                 where = f"now on {fallback}" if fallback else "on the sound server's fallback"
                 return f"{'microphone' if kind == 'input' else 'speaker'} {device} lost; {where}"
