@@ -333,3 +333,23 @@ def test_audio_decoder_matches_strict_stdlib(text: str) -> None:
     except RemoteProtocolError:
         got = None
     assert got == expected
+
+
+_HALF_AN_EMOJI = ('{"type":"response.output_audio_transcript.delta","event_id":"e1","response_id":"r1","item_id":"i1",'
+                  '"output_index":0,"content_index":0,"delta":"caf\\ud83d"}')
+
+
+@pytest.mark.parametrize("frame", [_HALF_AN_EMOJI, _HALF_AN_EMOJI.encode()], ids=["text", "bytes"])
+def test_half_a_character_in_a_server_frame_is_replaced_not_the_frame_lost(frame: str | bytes) -> None:
+    """A peer that splits an emoji between two deltas escapes half of it alone: the frame is kept, the half is U+FFFD
+    (a string holding it could never be logged as UTF-8 or sent back after a reconnect)."""
+    event = ev.parse_server_event(frame)
+    assert isinstance(event, ev.ResponseOutputAudioTranscriptDelta) and event.delta == "caf\ufffd"
+    event.delta.encode("utf-8")
+    unknown = ev.parse_server_event('{"type":"vendor.note","text":"\\udc00x","\\ud800":1}')
+    assert isinstance(unknown, ev.UnknownServerEvent) and unknown.raw == {"type": "vendor.note", "text": "\ufffdx",
+                                                                          "\ufffd": 1}
+    whole = ev.parse_server_event(_HALF_AN_EMOJI.replace("\\ud83d", "\\ud83d\\ude00"))  # a pair is one character
+    assert isinstance(whole, ev.ResponseOutputAudioTranscriptDelta) and whole.delta == "caf\U0001F600"
+    with pytest.raises(RemoteProtocolError, match="field 'response_id' is missing"):  # still checked as any frame
+        ev.parse_server_event(_HALF_AN_EMOJI.replace('"response_id":"r1",', ""))

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from voxline.base.json_text import escapes_surrogate, whole_characters
+
 from ..errors import LocalProtocolError, RemoteProtocolError
 from .client import BETA_CLIENT_EVENT_TYPES, CLIENT_EVENT_CLASSES, CLIENT_EVENT_TYPES, ClientEvent
 from .fallback import BETA_SERVER_EVENT_TYPES, BetaServerEvent, UnknownServerEvent
@@ -129,6 +131,17 @@ def parse_server_event(text: str | bytes) -> ServerEvent:
     except (ValueError, TypeError, RecursionError) as exc:  # a validator that met a shape it never expected
         raise RemoteProtocolError(f"malformed server event: {type(exc).__name__} while validating") from None
     obj = _load_object(text, "server")
+    if escapes_surrogate(text):  # half a character (which pydantic's JSON refuses) becomes U+FFFD, not a lost frame
+        try:
+            obj = whole_characters(obj)
+            event = _SERVER.validate_python(obj)
+            return event
+        except ValidationError as exc:
+            failure = exc
+        except RecursionError:  # as deep as json.loads goes, deeper than the walk may
+            raise RemoteProtocolError("malformed server event: nested too deeply to read") from None
+        except (ValueError, TypeError) as exc:
+            raise RemoteProtocolError(f"malformed server event: {type(exc).__name__} while validating") from None
     kind: str = obj["type"]
     if kind in SERVER_EVENT_TYPES:
         raise RemoteProtocolError(describe_validation_error("server", kind, failure, obj))

@@ -10,11 +10,12 @@ event of a type not listed here is kept whole as :class:`LiveUnknownEvent`, neve
 from __future__ import annotations
 
 import json
-import re
 import typing
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
+
+from voxline.base.json_text import escapes_surrogate, whole_characters
 
 from ..errors import RemoteProtocolError
 from ..events.common import WireModel
@@ -411,22 +412,6 @@ class LiveUnknownEvent(WireModel):
 _SERVER = TypeAdapter(LiveServerEvent)
 
 
-_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # what json.loads may turn into half a character
-_ESCAPED_SURROGATE_BYTES = re.compile(_ESCAPED_SURROGATE.pattern.encode())
-
-
-def _whole_characters(value: Any) -> Any:
-    """``value`` (parsed JSON) with each lone surrogate in its strings, keys included, replaced by U+FFFD: such text
-    could never be sent back (a session restored after a drop tells the new one what was said)."""
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, dict):
-        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_characters(v) for v in value]
-    return value
-
-
 def parse_live_server(text: str | bytes) -> LiveServerEvent | LiveUnknownEvent:
     """One server frame as a typed event; unknown types pass through raw; half a character (a lone surrogate
     escaped in a string) becomes U+FFFD.
@@ -442,10 +427,9 @@ def parse_live_server(text: str | bytes) -> LiveServerEvent | LiveUnknownEvent:
         raise RemoteProtocolError("a Live server frame is nested too deeply to read") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise RemoteProtocolError("a Live server frame is not an object with a string 'type'")
-    escaped = _ESCAPED_SURROGATE.search(text) if isinstance(text, str) else _ESCAPED_SURROGATE_BYTES.search(text)
-    if escaped:
+    if escapes_surrogate(text):  # could never be sent back (a session restored after a drop repeats what was said)
         try:
-            raw = _whole_characters(raw)
+            raw = whole_characters(raw)
         except RecursionError:  # as deep as json.loads goes, deeper than this walk may
             raise RemoteProtocolError("a Live server frame is nested too deeply to read") from None
     kind = raw["type"]
