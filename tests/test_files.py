@@ -174,6 +174,25 @@ def test_dash_is_refused_for_a_file_written_as_the_run_goes(tmp_path: Path) -> N
     assert (tmp_path / "-").is_file() and json.loads((tmp_path / "-.json").read_text())["pass"] is True
 
 
+@pytest.mark.parametrize(("flag", "name", "stream"), [("--events", "/dev/stdout", "stdout"),
+                                                     ("--out", "/dev/stderr", "stderr"),
+                                                     ("--events", "lines.txt", "stdout")])
+def test_a_file_written_as_the_run_goes_is_refused_on_the_commands_own_stdout_or_stderr(
+        tmp_path: Path, flag: str, name: str, stream: str) -> None:
+    """Opened anew, the shell's file started over at its beginning: the event log went over the lines printed there
+    and they over it, neither readable. ``lines.txt`` is the file the shell sent stdout to."""
+    redirected = tmp_path / "lines.txt"
+    other = "--out" if flag == "--events" else "--events"
+    with open(redirected, "wb") as stdout:
+        run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", other,
+                              str(tmp_path / "other"), flag, name], cwd=tmp_path, stdout=stdout,
+                             stderr=subprocess.PIPE, text=True, timeout=60)
+    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
+        f"voxline replay: error: {flag} {name} is this command's own {stream}, where its lines go: {flag} writes a "
+        "file as the run goes, name one (see voxline replay --help)"]
+    assert redirected.read_text() == "" and sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt"]
+
+
 def test_two_documents_for_stdout_are_refused_by_the_name_the_user_gave(tmp_path: Path) -> None:
     one = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--summary", "-", "--report", "-"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)

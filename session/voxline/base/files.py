@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "replaced", "same_file",
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "own_stream_name", "replaced", "same_file",
            "shown"]
 
 STDOUT = Path("/dev/stdout")
@@ -204,6 +204,13 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 def is_stdout(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is this process's stdout (``/dev/stdout``, or the file or pipe it was redirected to)."""
     return _own_stream(Path(path)) == 1
+
+
+def own_stream_name(path: str | os.PathLike[str]) -> str | None:
+    """``'stdout'`` or ``'stderr'`` if ``path`` is that stream of this process (``/dev/stderr``, or the file the shell
+    redirected it to); None otherwise."""
+    fd = _own_stream(Path(path))
+    return None if fd is None else ("stdout" if fd == 1 else "stderr")
 
 
 _NAMED = {"/dev/stdout": 1, "/dev/fd/1": 1, "/proc/self/fd/1": 1, "/dev/stderr": 2, "/dev/fd/2": 2,
