@@ -17,6 +17,7 @@ to it. Their numbers follow the server's current list; their names stay.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ __all__ = [
     "Kind",
     "Latency",
     "NO_DEVICES",
+    "close_ended",
     "describe",
     "describe_all",
     "list_devices",
@@ -42,7 +44,10 @@ __all__ = [
     "portaudio_index",
     "refresh_devices",
     "resolve_device",
+    "started_again",
 ]
+
+_log = logging.getLogger(__name__)
 
 Kind = Literal["input", "output"]
 Latency = str | float  # "low", "high" or seconds
@@ -229,15 +234,20 @@ def open_stream(
     latency: Latency,
     callback: Callable[..., None],
     tag: str = "",
+    fallback: bool = False,
 ) -> Any:
     """An int16 mono PortAudio stream of ``block`` samples at ``rate`` (scaled to the device rate).
 
     Not started. A sound server's device is reached through PortAudio's ``pulse`` device, the
-    stream tagged ``tag`` there (:func:`voxline.audio.sound_server.routed_env`). A device that refuses the settings is one line naming the devices there are.
+    stream tagged ``tag`` there (:func:`voxline.audio.sound_server.routed_env`); with ``fallback``, on the
+    server's default device instead, tagged all the same. A device that refuses the settings is one line
+    naming the devices there are.
     """
     sd = load_sounddevice()
     stream_class = sd.InputStream if kind == "input" else sd.OutputStream
-    routed = contextlib.nullcontext() if info.route is None else sound_server.routed_env(kind, info.route, tag)
+    routed: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if info.route is not None:
+        routed = sound_server.routed_env(kind, None if fallback else info.route, tag)
     try:
         with routed:
             return stream_class(
@@ -251,6 +261,40 @@ def open_stream(
             )
     except (sd.PortAudioError, ValueError) as exc:
         raise open_error(info, kind, exc) from None
+
+
+def started_again(open_at: Callable[[bool], Any], info: DeviceInfo, prepare: Callable[[], None],
+                  what: str) -> tuple[Any, bool] | None:
+    """A fresh stream started in place of one that ended, and whether it is on the sound server's fallback: opened
+    with ``open_at(False)`` on its device, or where that fails and the device is the server's (unplugged, say),
+    ``open_at(True)`` on the server's default device. ``prepare`` runs after each open, before the start (no
+    callback of the new stream can have run). None if neither opened and started; nothing is left open then."""
+    sd = load_sounddevice()
+    for fallback in (False, True) if info.route is not None else (False,):
+        stream = None
+        try:
+            stream = open_at(fallback)
+            prepare()
+            stream.start()
+        except (sd.PortAudioError, AudioError) as exc:
+            _log.info("the %s stream could not be opened again%s yet: %s", what,
+                      " on the server's default device" if fallback else "", exc)
+            if stream is not None:
+                with contextlib.suppress(sd.PortAudioError):
+                    stream.close()
+            continue
+        return stream, fallback
+    return None
+
+
+def close_ended(stream: Any) -> None:
+    """Close a stream that ended (None: nothing to do); it may fail as its device did, and is let go all the same."""
+    if stream is not None:
+        sd = load_sounddevice()
+        with contextlib.suppress(sd.PortAudioError):
+            stream.abort()
+        with contextlib.suppress(sd.PortAudioError):
+            stream.close()
 
 
 def portaudio_index(info: DeviceInfo) -> int:

@@ -33,7 +33,8 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_list import (Latency, close_ended, load_sounddevice, open_error, open_stream, pick_rate,
+                                      resolve_device, started_again)
 from voxline.audio.device_resample import CaptureResampler
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import RealClock
@@ -82,6 +83,8 @@ class MicSource:
         self.input_overflows = 0
         self.blocks_captured = 0
         self.reopens = 0  # streams started again after theirs ended on its own
+        self.on_fallback = False  # the last reopen found the device gone: on the server's default device
+        self._retired: Any = None  # the stream the last reopen replaced
         self._control = threading.Lock()  # the stream's swaps: start, close, reopen (from a thread)
         self._direct: deque[tuple[float, Samples] | None] | None = None  # filled by the callback once stepped
         self._arrived = -math.inf  # monotonic time of the last block the callback appended
@@ -104,9 +107,9 @@ class MicSource:
             except sd.PortAudioError as exc:
                 raise open_error(self.device, "input", exc) from None
 
-    def _open(self) -> Any:
+    def _open(self, fallback: bool = False) -> Any:
         stream = open_stream(self.device, "input", device_rate=self.device_rate, block=self.block, rate=self.rate,
-                             latency=self.latency, callback=self._callback, tag=self.tag)
+                             latency=self.latency, callback=self._callback, tag=self.tag, fallback=fallback)
         self._stream_latency = float(stream.latency)
         return stream
 
@@ -117,6 +120,8 @@ class MicSource:
                 return
             self._closed = True
             stream, self._stream = self._stream, None
+            retired, self._retired = self._retired, None
+        close_ended(retired)
         if stream is not None:
             with contextlib.suppress(self._sd.PortAudioError):  # an ended stream is closed all the same
                 stream.abort()
@@ -145,31 +150,30 @@ class MicSource:
             return not self._closed and stream is not None and not stream.active
 
     def reopen(self) -> bool:
-        """Start a fresh stream on the same device, under the same tag, in place of an ended one; its blocks follow
-        the last one captured. True if the microphone captures now; False, with nothing changed, if the stream could
-        not open or start, or the microphone was closed. Blocks for the open: call it from a thread."""
+        """Start a fresh stream in place of an ended one, under the same tag: on the same device, or where that
+        fails on the sound server's default device (:attr:`on_fallback`; a device watch moves it back when the
+        device is there). Its blocks follow the last one captured. True if the microphone captures now; False, with
+        nothing changed, if no stream could open and start, or the microphone was closed. Blocks for the open: call
+        it from a thread."""
         with self._control:
             old = self._stream
             if self._closed or old is None:
                 return False
             if old.active:
                 return True
-            fresh = None
-            try:
-                fresh = self._open()
-                fresh.start()
-            except (self._sd.PortAudioError, AudioError) as exc:
-                _log.info("the microphone stream could not be opened again yet: %s", exc)
-                if fresh is not None:
-                    with contextlib.suppress(self._sd.PortAudioError):
-                        fresh.close()
+            fresh = started_again(self._open, self.device, self._restart_resampler, "microphone")
+            if fresh is None:
                 return False
-            self._stream = fresh  # the ended one stays until then: its clock still reads
+            self._stream, self.on_fallback = fresh
+            retired, self._retired = self._retired, old  # closed later: another thread may be reading its clock
             self.reopens += 1
-        with contextlib.suppress(self._sd.PortAudioError):
-            old.abort()
-            old.close()
+        close_ended(retired)
         return True
+
+    def _restart_resampler(self) -> None:
+        """A fresh stream's first block follows no earlier one: nothing of the ended stream's is carried into it."""
+        if self._resampler is not None:
+            self._resampler = CaptureResampler(self.device_rate, self.rate)
 
     def blocks(self) -> MicBlocks:
         """``(adc_time, int16 block)`` in capture order, until :meth:`close`: iterate it, or step it."""

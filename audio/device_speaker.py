@@ -40,7 +40,8 @@ import uuid
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_list import (Latency, close_ended, load_sounddevice, open_error, open_stream, pick_rate,
+                                      resolve_device, started_again)
 from voxline.audio.device_resample import PlayoutReader
 from voxline.audio.device_timing import DacTimeline, dac_time
 from voxline.base.audio_format import SAMPLE_RATE
@@ -97,6 +98,8 @@ class SpeakerSink:
         self.warmup_blocks = 0
         self.restarts = 0
         self.reopens = 0  # streams started again after theirs ended on its own
+        self.on_fallback = False  # the last reopen found the device gone: on the server's default device
+        self._retired: Any = None  # the stream the last reopen replaced
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -109,9 +112,10 @@ class SpeakerSink:
                 self._restart_state()
                 self._guarded(self._stream.start)
 
-    def _open(self) -> Any:
+    def _open(self, fallback: bool = False) -> Any:
         stream = open_stream(self.device, "output", device_rate=self.device_rate, block=self.block,
-                             rate=self.rate, latency=self.latency, callback=self._callback, tag=self.tag)
+                             rate=self.rate, latency=self.latency, callback=self._callback, tag=self.tag,
+                             fallback=fallback)
         self._stream_latency = float(stream.latency)
         return stream
 
@@ -125,6 +129,8 @@ class SpeakerSink:
         """Stop at once (abort) and release the device; idempotent."""
         with self._control:
             stream, self._stream = self._stream, None
+            retired, self._retired = self._retired, None
+        close_ended(retired)
         if stream is not None:
             with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
                 self._stopped_at = float(stream.time)
@@ -191,31 +197,24 @@ class SpeakerSink:
             return stream is not None and not stream.active
 
     def reopen(self) -> bool:
-        """Start a fresh stream on the same device, under the same tag, in place of an ended one; the playout goes on
-        where it stopped. True if the speaker plays now; False, with nothing changed, if the stream could not open or
-        start, or the speaker was closed. Blocks for the open: call it from a thread."""
+        """Start a fresh stream in place of an ended one, under the same tag: on the same device, or where that
+        fails on the sound server's default device (:attr:`on_fallback`; a device watch moves it back when the
+        device is there). The playout goes on where it stopped. True if the speaker plays now; False, with nothing
+        changed, if no stream could open and start, or the speaker was closed. Blocks for the open: call it from a
+        thread."""
         with self._control:
             old = self._stream
             if old is None:
                 return False
             if old.active:
                 return True
-            fresh = None
-            try:
-                fresh = self._open()
-                self._restart_state()
-                fresh.start()
-            except (self._sd.PortAudioError, AudioError) as exc:
-                _log.info("the speaker stream could not be opened again yet: %s", exc)
-                if fresh is not None:
-                    with contextlib.suppress(self._sd.PortAudioError):
-                        fresh.close()
+            fresh = started_again(self._open, self.device, self._restart_state, "speaker")
+            if fresh is None:
                 return False
-            self._stream = fresh  # the ended one stays until then: its clock still reads
+            self._stream, self.on_fallback = fresh
+            retired, self._retired = self._retired, old  # closed later: another thread may be reading its clock
             self.reopens += 1
-        with contextlib.suppress(self._sd.PortAudioError):
-            old.abort()
-            old.close()
+        close_ended(retired)
         return True
 
     def _restart_state(self) -> None:

@@ -111,5 +111,12 @@ class DeviceWatch:
             entry.lost = lost
         return changes
 
+    def moved(self, kind: Kind, device: str) -> None:
+        """The stream of ``device`` (its label) is elsewhere than on it: opened again on the server's default device
+        (:mod:`voxline.audio.stream_keeper`). It counts as lost, so it is moved back once the device is there."""
+        for entry in self._entries:
+            if entry.kind == kind and entry.info.label == device:
+                entry.lost = True
+
     def close(self) -> None:
         self._server.close()

@@ -182,12 +182,16 @@ def connect(client_name: str = "voxline") -> SoundServer | None:
 
 
 @contextlib.contextmanager
-def routed_env(kind: Kind, name: str, tag: str) -> Iterator[None]:
-    """While PortAudio opens its ``pulse`` device: route the stream to ``name`` and tag it."""
+def routed_env(kind: Kind, name: str | None, tag: str) -> Iterator[None]:
+    """While PortAudio opens its ``pulse`` device: route the stream to ``name`` (None: the server's default device)
+    and tag it."""
     var = "PULSE_SINK" if kind == "output" else "PULSE_SOURCE"
     with _ENV_LOCK:
         saved = {k: os.environ.get(k) for k in (var, "PULSE_PROP")}
-        os.environ[var] = name
+        if name is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = name
         mine = f"{TAG_PROPERTY}='{tag}'"
         os.environ["PULSE_PROP"] = f"{saved['PULSE_PROP']} {mine}" if saved["PULSE_PROP"] else mine
         try:

@@ -4,8 +4,12 @@ When the sound server kills a stream (a user's "terminate" in the desktop's soun
 server's own recovery) or the device behind it fails, PortAudio ends the stream: its callback
 stops and nothing plays or records any more, while the device itself may still be listed.
 :class:`StreamKeeper` notices it, reports the loss once and opens the stream again on the same
-device, each poll until it runs; then it reports the stream back. A speaker's playout goes on
-where it stopped; a microphone's blocks follow the last one captured.
+device; then it reports the stream back. A speaker's playout goes on where it stopped; a
+microphone's blocks follow the last one captured. Where the device itself is gone (unplugged,
+then its stream killed on the fallback), the stream opens on the sound server's default device
+and is reported lost there, for the device watch to move back. While no stream will open (the
+sound server restarting), it is tried again 1, 2, then at most 4 seconds after the last try
+(every second, fourth, then eighth poll).
 
 The decision is a table (:data:`TRANSITIONS`) over what was seen, tested on its own; the
 keeper's :meth:`~StreamKeeper.poll` opens streams and blocks for it, so it runs in a thread
@@ -58,13 +62,21 @@ class Kept(Protocol):
     @property
     def ended(self) -> bool: ...
 
+    @property
+    def on_fallback(self) -> bool: ...
+
     def reopen(self) -> bool: ...
+
+
+_MOST_POLLS_SKIPPED = 7  # between tries at a stream that will not open
 
 
 @dataclass
 class _Entry:
     stream: Kept
     ended: bool = False
+    failures: int = 0  # tries in a row that did not open it
+    skip: int = 0  # polls to let pass before the next try
 
 
 class StreamKeeper:
@@ -90,22 +102,32 @@ class StreamKeeper:
                     continue
                 case Action.REPORT_AND_REOPEN:
                     changes.append(DeviceChange(stream.kind, label, True, None, ended=True))
-                    running = self._reopened(stream)
+                    running = self._reopened(entry)
                 case Action.REOPEN:
-                    running = self._reopened(stream)
+                    running = self._reopened(entry)
                 case Action.REPORT_BACK:
                     running = True
                 case unreachable:
                     assert_never(unreachable)
             entry.ended = not running
-            if running:
+            if running and stream.on_fallback:  # its device is gone: lost, on the server's default device
+                changes.append(DeviceChange(stream.kind, label, True, None))
+            elif running:
                 changes.append(DeviceChange(stream.kind, label, False, route or label, ended=True))
         return changes
 
     @staticmethod
-    def _reopened(stream: Kept) -> bool:
-        try:
-            return stream.reopen()
-        except Exception:  # a stream of the app's own that fails to reopen: tried again at the next poll
-            _log.warning("could not open the %s stream again", stream.kind, exc_info=True)
+    def _reopened(entry: _Entry) -> bool:
+        """One try at opening the stream again, unless it waits out polls after failed tries."""
+        if entry.skip:
+            entry.skip -= 1
             return False
+        stream = entry.stream
+        try:
+            running = stream.reopen()
+        except Exception:  # a stream of the app's own that fails to reopen: tried again later
+            _log.warning("could not open the %s stream again", stream.kind, exc_info=True)
+            running = False
+        entry.failures = 0 if running else entry.failures + 1
+        entry.skip = min(2 ** min(entry.failures, 3) - 1, _MOST_POLLS_SKIPPED)
+        return running

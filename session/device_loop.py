@@ -11,6 +11,7 @@ event. A failed poll is logged and tried again; it never ends the session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
@@ -37,28 +38,55 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                             now: Callable[[], float] | None = None) -> None:
     """Poll the devices until cancelled: their streams (:class:`~voxline.audio.stream_keeper.StreamKeeper`) and, where
     they are on one, their sound server. ``clock`` paces the polls; ``now`` (default: the clock's) stamps the events,
-    on the listener's timeline as the session's other events."""
+    on the listener's timeline as the session's other events. A device back once is reported once, whichever of the
+    two saw it come back; a watch whose server connection failed (the server restarted) is made anew."""
     stamp = now or clock.now
     chosen = list(devices)
     keeper = StreamKeeper.of(chosen)
     watch = await asyncio.to_thread(DeviceWatch.of, chosen)
-    if watch is None and keeper is None:
+    watching = watch is not None  # on a sound server: worth connecting again after a failure
+    if not watching and keeper is None:
         return
+    lost: set[tuple[str, str]] = set()
+    failed = {"the devices' streams": False, "the sound server's devices": False}  # each said once until it works
+
+    def failure(what: str) -> None:
+        if not failed[what]:
+            _log.warning("could not read %s", what, exc_info=True)
+        failed[what] = True
+
     try:
-        failed = False
         while True:
             await clock.sleep(POLL_S)
-            changes = [] if keeper is None else await asyncio.to_thread(keeper.poll)
+            changes: list[DeviceChange] = []
+            if keeper is not None:
+                try:
+                    changes += await asyncio.to_thread(keeper.poll)
+                    failed["the devices' streams"] = False
+                except Exception:  # a device of the app's own that raised: the others are polled all the same
+                    failure("the devices' streams")
+            if watching and watch is None:
+                watch = await asyncio.to_thread(DeviceWatch.of, chosen)
             if watch is not None:
+                for change in changes:
+                    if change.lost and not change.ended:  # opened again on the server's default: move it back later
+                        watch.moved(change.kind, change.device)
                 try:
                     changes += await asyncio.to_thread(watch.poll)
-                except Exception:  # the sound server restarting, a refused request: try again next time
-                    if not failed:
-                        _log.warning("could not read the sound server's devices", exc_info=True)
-                    failed = True
-                else:
-                    failed = False
+                    failed["the sound server's devices"] = False
+                except Exception:  # the sound server restarting, a refused request: connect again next time
+                    failure("the sound server's devices")
+                    stale, watch = watch, None
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(stale.close)
             for change in changes:
+                key = (change.kind, change.device)
+                if not change.lost and key not in lost:
+                    continue  # back already: the keeper opened it again and the watch moved it, say
+                if change.lost:
+                    lost.add(key)
+                else:
+                    lost.discard(key)
                 publish(as_event(change, stamp()))
     finally:
         if watch is not None:

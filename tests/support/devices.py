@@ -8,13 +8,19 @@ PulseAudio is started, then stopped at the end of the run).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
+from voxline.audio.device_list import DeviceInfo
+from voxline.audio.device_watch import DeviceWatch, _Entry
+from voxline.audio.sound_server import ServerDevice
 from tests.support import virtual_devices
 from tests.support.ci import IN_CI, INSTALL_HINT, ROOT
 from tests.support.virtual_devices import (
@@ -30,8 +36,9 @@ from tests.support.virtual_devices import (
     wait_for,
 )
 
-__all__ = ["IN_CI", "RATE", "ROOT", "MonitorRecorder", "Samples", "VirtualDevices", "chirp", "find", "last_loud",
-           "pulse", "require_pulse", "running_sink", "stop_started_pulse", "unavailable", "vdev", "wait_for"]
+__all__ = ["IN_CI", "KIOSK_SPEAKER", "RATE", "ROOT", "FakeSoundServer", "MonitorRecorder", "Samples", "VirtualDevices", "chirp", "find", "kiosk",
+           "last_loud", "load_sink", "pactl", "pulse", "read_until", "require_pulse", "running_sink", "stop_started_pulse",
+           "unavailable", "unload_sink", "vdev", "wait_for", "watch_over"]
 
 _started_pulse = False  # whether these tests started the PulseAudio daemon (and so must stop it)
 
@@ -74,3 +81,74 @@ def vdev() -> Iterator[VirtualDevices]:
     require_pulse()
     with private_devices() as devices:
         yield devices
+
+
+def pactl(*args: str) -> str:
+    return subprocess.run(["pactl", *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def load_sink(name: str, description: str) -> str:
+    """A null sink as a USB headset would appear (and its monitor as its microphone); its module's index."""
+    return pactl("load-module", "module-null-sink", f"sink_name={name}", "rate=48000", "channels=1",
+                 f"sink_properties=device.description={description}")
+
+
+def unload_sink(name: str) -> None:
+    """Unplug it: the sink and its monitor go."""
+    for line in pactl("list", "short", "modules").splitlines():
+        if f"sink_name={name}" in line:
+            subprocess.run(["pactl", "unload-module", line.split()[0]], capture_output=True)
+
+
+@pytest.fixture
+def kiosk() -> Iterator[str]:
+    """A null sink of this test's own, as a USB headset would appear; unloaded at the end if still there."""
+    require_pulse()
+    name = f"voxkiosk{os.getpid()}"
+    load_sink(name, "Kiosk_Headset")
+    yield name
+    unload_sink(name)
+
+
+async def read_until(session: Any, seen: list[Any], wanted: type, count: int = 1, limit_s: float = 15.0) -> None:
+    """Read a session's events into ``seen`` until ``count`` of ``wanted`` came (a bounded wait)."""
+    async def read() -> None:
+        while sum(isinstance(e, wanted) for e in seen) < count:
+            seen.append(await session.__anext__())
+    await asyncio.wait_for(read(), limit_s)
+
+
+@dataclass
+class FakeSoundServer:
+    """What a device watch asks of a sound server, kept in lists: one output device, ``kiosk``, present or not."""
+
+    present: set[str] = field(default_factory=lambda: {"kiosk"})
+    stream_on: str = "kiosk"
+    refuse_moves: bool = False
+    moves: list[str] = field(default_factory=list)
+    polls: int = 0
+
+    def devices(self) -> list[ServerDevice]:
+        self.polls += 1
+        return [ServerDevice("output", name, name, 48000, 1, False, False) for name in sorted(self.present)]
+
+    def stream_device(self, kind: str, tag: str) -> str | None:
+        return self.stream_on
+
+    def move_stream(self, kind: str, tag: str, name: str) -> bool:
+        if self.refuse_moves or name not in self.present:
+            return False
+        self.moves.append(name)
+        self.stream_on = name
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+KIOSK_SPEAKER = DeviceInfo(9, "Kiosk Speaker", "PulseAudio", 0, 1, 48000.0, route="kiosk")
+
+
+def watch_over(server: FakeSoundServer) -> DeviceWatch:
+    """A device watch over :data:`KIOSK_SPEAKER` on ``server``."""
+    return DeviceWatch(server, [_Entry("output", KIOSK_SPEAKER, "t1")])  # type: ignore[arg-type]
