@@ -207,6 +207,26 @@ async def test_an_offer_whose_lines_refer_to_what_is_not_there_gets_a_typed_400(
         assert status == 201, body  # and the server still answers a good offer
 
 
+@pytest.mark.parametrize(("line", "what"), [("a=fingerprint:", "DTLS certificate fingerprint"),
+                                            ("a=setup:", "DTLS role")])
+async def test_an_offer_without_dtls_is_refused_not_answered_and_left_to_fail(line: str, what: str) -> None:
+    """Without a fingerprint the offer was answered 201 and a call opened, while aiortc's DTLS start failed in the
+    background ('Task exception was never retrieved' in the server's log): no media could ever flow."""
+    offer = await _aiortc_offer()
+    stripped = "".join(kept for kept in offer.splitlines(keepends=True) if not kept.startswith(line))
+    assert stripped != offer
+    async with local_server(api_key=KEY) as server:
+        for path in ("/v1/realtime/calls", "/v1/live/sessions"):
+            body = stripped.encode() if path.endswith("calls") else json.dumps(
+                {"transport": {"type": "webrtc", "sdp": stripped}}).encode()
+            request = _post(path, body, content_type=b"application/sdp" if path.endswith("calls") else b"application/json")
+            status, payload, raw = await asyncio.wait_for(_exchange(server.port, request), 30)
+            assert status == 400, raw
+            assert payload is not None and payload["error"]["message"] == (
+                f"Invalid SDP offer: the offer has no {what} ({line}…), which a WebRTC peer must send")
+        assert server._calls.active == []
+
+
 @pytest.mark.parametrize(("session", "said"), [
     (b"[" * 100_000 + b"]" * 100_000, "nested"),
     (b'{"type":"realtime","temperature":NaN}', "NaN is not a JSON value"),

@@ -5,7 +5,8 @@ Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
 :mod:`voxline.realtime.server.live.rtc`).
 
 - :func:`offer_text`: the offer as text, or ``ValueError`` naming what is wrong with it (codec
-  lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser).
+  lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser,
+  and the DTLS fingerprint and role must be there, which aiortc would only miss once answered).
 - :func:`answer_offer`: apply the offer, add the output track if it has audio, answer; a malformed
   offer closes the peer and is a :class:`RequestRejected` (``invalid_value``).
 - :func:`close_peer`: close the peer connection, shielded. When the caller hangs up, aiortc starts
@@ -38,6 +39,8 @@ _SHAPES = {
     "a=fmtp:": (_FMTP, "a=fmtp:<payload type> <parameters>"),
 }
 
+_DTLS = (("a=fingerprint:", "DTLS certificate fingerprint"), ("a=setup:", "DTLS role"))
+
 
 def offer_text(body: bytes) -> str:
     """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section."""
@@ -51,6 +54,9 @@ def offer_text(body: bytes) -> str:
                 match = shape.fullmatch(line.rstrip())
                 if match is None or (prefix == "a=rtpmap:" and int(match.group(1)) > 127):
                     raise ValueError(f"line {number} {line[:80]!r} is not {spelled!r}")
+    for needed, what in _DTLS:  # without them no media can flow: aiortc took the offer, then failed in the background
+        if not any(line.startswith(needed) for line in lines):
+            raise ValueError(f"the offer has no {what} ({needed}…), which a WebRTC peer must send")
     return text
 
 
