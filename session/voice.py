@@ -134,7 +134,7 @@ class VoiceSession:
         self._input = input
         self._on_wire = on_wire
         self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._on_tool_event,
-                                  clock=self.clock)
+                                  clock=self.clock, offered=lambda: self.machine.offered_tools)
         budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
                                  backoff=backoff or exponential_backoff())
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,

@@ -86,6 +86,20 @@ def weather_tools(log: list[str]) -> ToolRegistry:
     return tools
 
 
+async def test_a_call_to_a_registered_tool_the_session_does_not_offer_is_refused_not_run() -> None:
+    """A registry shared across sessions holds tools one session does not offer (``update(tools=...)``); a call to
+    one of them (a model's mistake, an injected instruction) ran it all the same."""
+    rec, log = WireRecorder(), []
+    async with voice_session(rec, tools=weather_tools(log), scenario="tools") as (session, clock):
+        await session.update(tools=["get_time"])
+        await session.send_text("weather please")
+        await collect(session, clock, lambda e: isinstance(e, TranscriptDone) and "weather report" in e.text)
+    assert log == []
+    [output] = [o["item"]["output"] for o in sent(rec, "conversation.item.create")
+                if o["item"]["type"] == "function_call_output"]
+    assert json.loads(output) == {"error": "tool 'get_weather' is not offered in this session"}
+
+
 async def test_parallel_tool_calls_get_one_response_create_after_all_outputs() -> None:
     rec, log = WireRecorder(), []
     async with voice_session(rec, tools=weather_tools(log), scenario="tools") as (session, clock):

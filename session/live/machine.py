@@ -91,6 +91,7 @@ class LiveMachine:
         self.settings = settings
         self.playout = playout
         self.registry = registry
+        self.offered_tools: list[str] | None = None  # as update() last chose them (None: every tool of the registry)
         self.calls = CallTracker()
         self.delegated = DelegatedCalls(self.calls)
         self.run_tools = run_tools
@@ -462,6 +463,7 @@ class LiveMachine:
             return False
         schemas = self.registry.schemas(names)
         self.protocol.send(lv.LiveUpdate(session={"delegation": {"type": "responses", "responses": {"tools": schemas}}}))
+        self.offered_tools = names
         return True
 
     def mute(self) -> None:

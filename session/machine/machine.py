@@ -132,6 +132,12 @@ class SessionMachine:
         self._texts_while_away = 0  # turns sent while away: each owes a create
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
 
+    @property
+    def offered_tools(self) -> list[str] | None:
+        """The tools offered to the model, as :meth:`update` last chose them (None: every tool of the registry); a
+        call to another is refused, though the registry (shared by other sessions) has it."""
+        return self._offered
+
     # ------------------------------------------------------------------ connections
     @property
     def protocol(self) -> RealtimeProtocol:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -88,8 +88,10 @@ class ToolRunner:
         *,
         on_event: Callable[[ToolEvent], None] | None = None,
         clock: Clock | None = None,
+        offered: Callable[[], Collection[str] | None] | None = None,
     ) -> None:
         self._registry = registry
+        self._offered = offered  # the names the session offers the model now (None: every registered tool)
         self._tracker = tracker
         self._approve = approve
         self._on_event = on_event
@@ -199,6 +201,10 @@ class ToolRunner:
         tool = self._registry.get(call.name)
         if tool is None:
             self._answer(call, error_output(f"unknown tool {call.name!r}"))
+            return
+        names = self._offered() if self._offered is not None else None
+        if names is not None and call.name not in names:  # registered, for another session (a shared registry)
+            self._answer(call, error_output(f"tool {call.name!r} is not offered in this session"))
             return
         try:
             decoded, kwargs = tool.parse(call.arguments)
