@@ -279,6 +279,35 @@ async def test_raising_tool_output_is_one_redacted_line(harness: Harness, regist
     }
 
 
+async def test_a_huge_failure_message_is_read_only_as_far_as_its_line_needs(
+        harness: Harness, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool that raised with a 20 MB message had all of it collapsed and redacted on the event loop (seconds of a
+    stalled loop for 100 MB), to keep 500 characters. Now what is redacted is bounded; the line is the same."""
+    from voxline.session.tools import outputs
+
+    redacted: list[int] = []
+    real_redact = outputs.redact
+    monkeypatch.setattr(outputs, "redact", lambda text: redacted.append(len(text)) or real_redact(text))
+
+    @registry.tool
+    async def dump() -> str:
+        raise ValueError("key sk-abcdef123456 in\n" + "row of the table\n" * 1_250_000)
+
+    @registry.tool
+    async def blob() -> str:
+        raise ValueError("x" * 20_000_000)
+
+    [call] = harness.call("dump")
+    [one_word] = harness.call("blob")
+    await harness.runner.join()
+    outputs = harness.outputs()
+    line = json.loads(outputs[call.call_id])["error"]
+    assert line.startswith("dump failed: ValueError: key [redacted] in row of the table row of") and line.endswith("…")
+    assert len(line) == 500 and "\n" not in line
+    assert json.loads(outputs[one_word.call_id])["error"] == ("blob failed: ValueError: " + "x" * 500)[:499] + "…"
+    assert redacted and max(redacted) < 5_000
+
+
 async def test_unknown_tool(harness: Harness) -> None:
     [call] = harness.call("nope", {"x": 1})
     await harness.runner.join()

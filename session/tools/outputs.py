@@ -15,6 +15,7 @@ an error instead.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 _MAX_MESSAGE = 500
+_WORD = re.compile(r"\S+")
 
 MAX_EVENT_BYTES = MAX_CLIENT_EVENT_BYTES
 """The largest client event, in bytes of JSON text, that the service takes (the wire's own limit)."""
@@ -44,9 +46,23 @@ _ENVELOPE_SPARE = 256  # what is added to an output event on its way out: its ev
 
 
 def one_line(text: str, limit: int = _MAX_MESSAGE) -> str:
-    """Collapse whitespace (newlines included), redact secrets and cap the length."""
-    flat = redact(" ".join(text.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """Collapse whitespace (newlines included), redact secrets and cap the length.
+
+    Only the words within the first few times ``limit`` characters are read (an exception's message of 100 MB
+    held the event loop for seconds while all of it was redacted, to keep 500 characters): where they end is far
+    past the cap, so a secret cut there is never shown."""
+    budget = 4 * limit + 256
+    words: list[str] = []
+    size, more = 0, False
+    for match in _WORD.finditer(text):
+        start = match.start()
+        words.append(text[start: min(match.end(), start + budget)])
+        size += len(words[-1]) + 1
+        if size > budget:
+            more = True
+            break
+    flat = redact(" ".join(words))
+    return flat if len(flat) <= limit and not more else flat[: limit - 1] + "…"
 
 
 def error_output(message: str) -> str:
