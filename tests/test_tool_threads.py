@@ -94,6 +94,57 @@ def test_lingering_threads_are_bounded() -> None:
     assert third.result(timeout=10) == "ran"
 
 
+def test_one_stuck_tool_cannot_take_every_lingering_place_from_the_others() -> None:
+    """A registry shared by many sessions: one tool hanging on every call had all 32 lingering places abandoned to
+    it, and then every blocking tool of every session waited (and timed out) behind it."""
+    pool = ToolThreads(workers=2, max_abandoned=4, max_stuck=2)
+    stuck = threading.Event()
+    running = threading.Semaphore(0)
+
+    def hang() -> None:
+        running.release()
+        stuck.wait()
+
+    hung = [pool.submit_as("lookup", hang) for _ in range(2)]
+    for job in hung:
+        assert running.acquire(timeout=10)
+        pool.abandon(job)  # its caller timed out
+    refused = pool.submit_as("lookup", hang)
+    with pytest.raises(ToolError, match="^lookup is stuck: 2 earlier calls of it have not returned, and it is not "
+                                        "run again until one does$"):
+        refused.result(timeout=0)
+    assert pool.submit_as("quick", lambda: "ran").result(timeout=10) == "ran"  # the others' places are theirs
+    assert pool.stats()["abandoned"] == 2
+    stuck.set()  # the stuck calls return: the tool runs again
+    for job in hung:
+        job.result(timeout=10)
+    assert pool.submit_as("lookup", lambda: "back").result(timeout=10) == "back"
+
+
+async def test_a_stuck_tools_calls_are_answered_at_once_and_the_other_tools_run() -> None:
+    registry = ToolRegistry(threads=ToolThreads(workers=2, max_stuck=1))
+    stuck = threading.Event()
+
+    @registry.tool(timeout=0.05)
+    def lookup() -> str:
+        stuck.wait()
+        return "late"
+
+    @registry.tool(timeout=5)
+    def quick() -> str:
+        return "ran"
+
+    tool, other = registry.get("lookup"), registry.get("quick")
+    assert tool is not None and other is not None
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await tool.invoke({}, registry.threads)  # abandoned on the timeout, as the runner does
+    with pytest.raises(ToolError, match="^lookup is stuck: 1 earlier call of it has not returned"):
+        await tool.invoke({}, registry.threads)
+    assert await other.invoke({}, registry.threads) == "ran"
+    stuck.set()
+
+
 async def test_blocking_tools_do_not_hold_the_default_executor() -> None:
     """A barge-in's device abort runs in the loop's default executor; saturated tools must not delay it."""
     registry = ToolRegistry(threads=ToolThreads(workers=64))

@@ -39,12 +39,13 @@ _SHARED_LOCK = threading.Lock()
 class _OneJob(concurrent.futures.Executor):
     """Hands one job to a :class:`ToolThreads` and remembers it, to abandon it if need be."""
 
-    def __init__(self, threads: ToolThreads) -> None:
+    def __init__(self, threads: ToolThreads, tool: str) -> None:
         self._threads = threads
+        self._tool = tool
         self._future: concurrent.futures.Future[Any] | None = None
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        self._future = self._threads.submit(fn, *args, **kwargs)
+        self._future = self._threads.submit_as(self._tool, fn, *args, **kwargs)
         return self._future
 
     def abandon(self) -> None:
@@ -115,7 +116,7 @@ class Tool:
             # the thread work it starts (to_thread, a DNS lookup) is timed as a blocking tool's
             with follows_real_time():
                 return await self.function(**kwargs)
-        pool = _OneJob(threads or _shared_threads())
+        pool = _OneJob(threads or _shared_threads(), self.name)
         # through the loop's run_in_executor, marked as a tool's: a lockstep loop lets the session's
         # time follow real time while it works, so its timeout fires as it would in real time
         with follows_real_time():

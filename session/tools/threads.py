@@ -6,7 +6,10 @@ keep a worker other calls need. :class:`ToolThreads` runs at most ``workers`` jo
 time; a job whose caller gave up (:meth:`ToolThreads.abandon`, on a timeout or a cancel)
 stops counting at once: its thread finishes the job and then ends, and a new thread takes
 its place. At most ``max_abandoned`` such threads may linger; beyond that new jobs wait,
-so a tool that hangs forever cannot grow the process without bound. A thread with no job for
+so a tool that hangs forever cannot grow the process without bound. Nor can one tool take all
+of those places from the others (every session of a shared registry): once ``max_stuck`` jobs
+of one tool (:meth:`ToolThreads.submit_as`) were abandoned and have not returned, its next
+calls fail at once with a :class:`~voxline.realtime.errors.ToolError` until one does. A thread with no job for
 ``idle_s`` ends: a pool nobody uses any more (a registry made per session) leaves no thread behind.
 """
 
@@ -26,17 +29,18 @@ __all__ = ["IDLE_S", "ToolThreads"]
 IDLE_S = 30.0
 """How long a worker with no job waits for one before it ends."""
 
-_Job = tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+_Job = tuple[concurrent.futures.Future[Any], str | None, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 class ToolThreads:
     """A bounded pool of daemon threads; thread-safe, shareable by the sessions of one registry."""
 
-    def __init__(self, workers: int = 8, *, max_abandoned: int = 32, name: str = "voxline-tool",
+    def __init__(self, workers: int = 8, *, max_abandoned: int = 32, max_stuck: int = 4, name: str = "voxline-tool",
                  idle_s: float = IDLE_S) -> None:
         with as_error(ToolError, "ToolThreads"):
             self.workers = whole(workers, "workers", low=1)
             self.max_abandoned = whole(max_abandoned, "max_abandoned", low=0)
+            self.max_stuck = whole(max_stuck, "max_stuck", low=1)
             self.idle_s = real(idle_s, "idle_s", low=0, above=True)
             self._name = text(name, "name")
         self._lock = threading.Lock()
@@ -44,7 +48,8 @@ class ToolThreads:
         self._counted = 0  # threads that count against ``workers``
         self._idle = 0
         self._abandoned = 0  # threads finishing a job nobody waits for
-        self._running: dict[concurrent.futures.Future[Any], threading.Thread] = {}
+        self._running: dict[concurrent.futures.Future[Any], tuple[threading.Thread, str | None]] = {}
+        self._stuck: dict[str, int] = {}  # by tool: its jobs abandoned and still running
         self._given_up: set[threading.Thread] = set()
         self._wake = threading.Condition(self._lock)
         self._serial = 0
@@ -53,13 +58,25 @@ class ToolThreads:
         """Threads working for callers, idle, abandoned, and jobs waiting."""
         with self._lock:
             return {"counted": self._counted, "idle": self._idle, "abandoned": self._abandoned,
-                    "queued": len(self._jobs)}
+                    "queued": sum(not job[0].cancelled() for job in self._jobs)}
 
     def submit(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         """Run ``function(*args, **kwargs)`` on a worker; the future holds its result."""
+        return self.submit_as(None, function, *args, **kwargs)
+
+    def submit_as(self, tool: str | None, function: Callable[..., Any], /, *args: Any,
+                  **kwargs: Any) -> concurrent.futures.Future[Any]:
+        """:meth:`submit` for a job of ``tool``: it fails at once while ``max_stuck`` of that tool's jobs were
+        abandoned and have not returned."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
-            self._jobs.append((future, function, args, kwargs))
+            stuck = self._stuck.get(tool, 0) if tool is not None else 0
+            if stuck >= self.max_stuck:
+                calls = "1 earlier call of it has" if stuck == 1 else f"{stuck} earlier calls of it have"
+                future.set_exception(ToolError(f"{tool} is stuck: {calls} not returned, and it is not run again until "
+                                               "one does"))
+                return future
+            self._jobs.append((future, tool, function, args, kwargs))
             if self._idle:
                 self._wake.notify()
             # a worker woken still counts as idle until it takes its job: more jobs waiting than idle workers
@@ -73,12 +90,15 @@ class ToolThreads:
         with self._lock:
             if future.cancel():  # still queued: it will never run
                 return
-            thread = self._running.get(future)
-            if thread is None or thread in self._given_up:
+            running = self._running.get(future)
+            if running is None or running[0] in self._given_up:
                 return
+            thread, tool = running
             self._given_up.add(thread)
             self._counted -= 1
             self._abandoned += 1
+            if tool is not None:
+                self._stuck[tool] = self._stuck.get(tool, 0) + 1
             if self._jobs and self._abandoned <= self.max_abandoned:
                 self._start()
 
@@ -98,10 +118,10 @@ class ToolThreads:
                     if not woken and not self._jobs:  # nothing to do for idle_s: a new thread takes the next job
                         self._counted -= 1
                         return
-                future, function, args, kwargs = self._jobs.popleft()
+                future, tool, function, args, kwargs = self._jobs.popleft()
                 if not future.set_running_or_notify_cancel():
                     continue
-                self._running[future] = me
+                self._running[future] = (me, tool)
             failure: BaseException | None = None
             try:
                 result = function(*args, **kwargs)
@@ -119,6 +139,11 @@ class ToolThreads:
                 if leaving:
                     self._given_up.discard(me)
                     self._abandoned -= 1
+                    if tool is not None:
+                        if self._stuck[tool] > 1:
+                            self._stuck[tool] -= 1
+                        else:
+                            del self._stuck[tool]
                     if self._jobs and self._counted < self.workers:
                         self._start()
             if failure is not None:
