@@ -235,6 +235,8 @@ def test_parse_decodes_once_and_validates() -> None:
         ('{"city": "x", "bogus": 1}', "invalid arguments: unexpected field 'bogus'"),
         ('"{\\"city\\": \\"x\\"}"', "invalid arguments: expected a JSON object, got str"),
         ("{city: x}", "invalid arguments: not valid JSON (Expecting property name enclosed in double quotes at position 1)"),
+        ('{"city": "x", "days": ' + "9" * 5000 + "}", "invalid arguments: a number has more digits than can be read"),
+        ("[" * 100_000 + "]" * 100_000, "invalid arguments: nested too deeply to read"),
     ],
 )
 def test_parse_errors_are_one_line(arguments: str, message: str) -> None:
@@ -294,6 +296,24 @@ def _callable(callback: Callable[[int], int]) -> None: ...
 def _unresolvable(a: Missing) -> None: ...  # type: ignore[name-defined]  # noqa: F821 - on purpose
 
 
+def _not_python(a: "1+") -> None: ...  # type: ignore[valid-type]  # noqa: F722 - on purpose
+
+
+def _bytes_literal(a: Literal[b"\xff"]) -> None: ...
+
+
+def _bad_bound(a: Annotated[int, Field(gt="x")]) -> None: ...  # type: ignore[arg-type]
+
+
+def _bad_pattern(a: Annotated[str, Field(pattern="(")]) -> None: ...
+
+
+def _nan_default(a: float = float("nan")) -> None: ...
+
+
+def _inf_default(a: float = float("inf")) -> None: ...
+
+
 @pytest.mark.parametrize(
     ("func", "message"),
     [
@@ -303,6 +323,12 @@ def _unresolvable(a: Missing) -> None: ...  # type: ignore[name-defined]  # noqa
         (_positional, "positional-only parameter 'a' is not supported"),
         (_callable, "unsupported parameter type"),
         (_unresolvable, r"cannot resolve type hints \(NameError"),
+        (_not_python, r"cannot resolve type hints \(SyntaxError"),  # these escaped as themselves, some 8 lines long
+        (_bytes_literal, "unsupported parameter type"),
+        (_bad_bound, "unsupported parameter type"),
+        (_bad_pattern, "unsupported parameter type"),
+        (_nan_default, r"its parameters cannot be described in JSON \(Out of range float values"),  # registered,
+        (_inf_default, r"its parameters cannot be described in JSON"),  # then every session.update failed
     ],
 )
 def test_unsupported_signatures_raise_tool_error(func: Callable[..., Any], message: str) -> None:

@@ -98,6 +98,10 @@ class Tool:
             decoded = json.loads(arguments, parse_constant=_not_json) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise ToolError(f"invalid arguments: not valid JSON ({exc.msg} at position {exc.pos})") from None
+        except ValueError:  # an integer of more digits than Python reads from text
+            raise ToolError("invalid arguments: a number has more digits than can be read") from None
+        except RecursionError:
+            raise ToolError("invalid arguments: nested too deeply to read") from None
         if not isinstance(decoded, dict):
             raise ToolError(f"invalid arguments: expected a JSON object, got {type(decoded).__name__}")
         try:

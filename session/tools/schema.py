@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.errors import PydanticUserError
+from pydantic_core import SchemaError
 
 from voxline.realtime.errors import ToolError
 
@@ -70,8 +72,9 @@ def _hints(func: Callable[..., Any], tool: str) -> dict[str, Any]:
     target = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
     try:
         return typing.get_type_hints(target, include_extras=True)
-    except (NameError, TypeError, AttributeError) as exc:
-        raise ToolError(f"tool {tool!r}: cannot resolve type hints ({type(exc).__name__}: {exc})") from None
+    except (NameError, TypeError, AttributeError, SyntaxError) as exc:  # a string hint that is not Python
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ToolError(f"tool {tool!r}: cannot resolve type hints ({type(exc).__name__}: {first})") from None
 
 
 def _check_parameters(params: list[inspect.Parameter], hints: Mapping[str, Any], tool: str) -> None:
@@ -105,10 +108,15 @@ def build_arguments(func: Callable[..., Any], tool: str, param_docs: Mapping[str
     try:
         model = hints[params[0].name] if whole else _model_for(params, hints, tool)
         raw = model.model_json_schema()
-    except PydanticUserError as exc:
-        first = str(exc).splitlines()[0]
-        raise ToolError(f"tool {tool!r}: unsupported parameter type ({first})") from None
+    except (PydanticUserError, SchemaError, ValueError, TypeError) as exc:  # a hint or Field() pydantic cannot build
+        lines = str(exc).splitlines()
+        detail = "; ".join(line.strip() for line in lines[:3] if line.strip()) or type(exc).__name__
+        raise ToolError(f"tool {tool!r}: unsupported parameter type ({detail})") from None
     schema = clean_schema(raw)
+    try:
+        json.dumps(schema, allow_nan=False)
+    except (ValueError, TypeError) as exc:  # a default of nan or inf: no JSON peer could read the schema
+        raise ToolError(f"tool {tool!r}: its parameters cannot be described in JSON ({exc})") from None
     if schema.get("type") != "object":
         raise ToolError(f"tool {tool!r}: parameters must form a JSON object schema")
     properties = schema.setdefault("properties", {})
