@@ -38,6 +38,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar, TypeVarTuple
 
 from voxline.base.clock import VirtualClock
+from voxline.base.loop_runner import bounded_runner
 
 __all__ = ["GRACE_S", "LockstepLoop", "follows_real_time", "run_lockstep"]
 
@@ -196,6 +197,8 @@ class LockstepLoop(asyncio.SelectorEventLoop):
 
 
 def run_lockstep(main: Coroutine[Any, Any, T], clock: VirtualClock) -> T:
-    """Run ``main`` to completion on a :class:`LockstepLoop` over ``clock`` (from synchronous code)."""
-    with asyncio.Runner(loop_factory=lambda: LockstepLoop(clock)) as runner:
+    """Run ``main`` to completion on a :class:`LockstepLoop` over ``clock`` (from synchronous code). Tasks still
+    running then (a tool that ignores its cancel) are waited for at most a few seconds of real time
+    (:func:`~voxline.base.loop_runner.bounded_runner`)."""
+    with bounded_runner(lambda: LockstepLoop(clock)) as runner:
         return runner.run(main)

@@ -87,6 +87,31 @@ def test_a_task_spinning_on_a_lockstep_loop_is_left_after_real_time(monkeypatch:
     assert capsys.readouterr().err == "voxline: left running, as it ignored its cancel: tool spin\n"
 
 
+def test_run_lockstep_leaves_a_task_that_ignores_its_cancel(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """replay_fast's runner: a tool left running after its call was answered kept the run from returning for as
+    long as it swallowed its cancels (for ever, for one that loops)."""
+    from voxline.base.clock import VirtualClock
+    from voxline.session.lockstep import run_lockstep
+
+    monkeypatch.setattr(loop_runner, "CLOSE_S", 0.2)
+
+    async def stubborn() -> None:
+        while True:
+            try:
+                await asyncio.sleep(100)
+            except asyncio.CancelledError:
+                pass
+
+    async def main() -> str:
+        asyncio.get_running_loop().create_task(stubborn(), name="tool lookup")
+        await asyncio.sleep(0)
+        return "replayed"
+
+    assert run_lockstep(main(), VirtualClock()) == "replayed"
+    assert capsys.readouterr().err == "voxline: left running, as it ignored its cancel: tool lookup\n"
+
+
 def test_tasks_that_end_when_cancelled_close_the_loop_as_asyncio_does(capsys: pytest.CaptureFixture[str]) -> None:
     ended: list[str] = []
 
