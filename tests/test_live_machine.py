@@ -243,6 +243,35 @@ def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
     assert [t["name"] for t in update["session"]["delegation"]["responses"]["tools"]] == ["time_in"]
 
 
+def test_the_tools_offered_last_are_the_ones_a_new_connection_starts_with() -> None:
+    """After a drop the next session.start offered every tool of the registry again, while the session (and its tool
+    runner) kept only the ones update() chose: the model could call tools the runner then refused."""
+    from voxline.realtime.live.protocol import LiveProtocol
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return city
+
+    @registry.tool
+    def time_in(city: str) -> str:
+        """The time in a city."""
+        return city
+
+    rig = Rig(registry)
+    first = start(rig)
+    assert [t["name"] for t in first[0]["session"]["delegation"]["responses"]["tools"]] == ["weather", "time_in"]
+    assert rig.machine.update(tools=["time_in"]) and rig.machine.offered_tools == ["time_in"]
+    rig.machine.connection_lost(rig.t, 1006, "dropped")
+    again = LiveProtocol()
+    rig.machine.configure(again)
+    [restart] = sent(again)
+    assert restart["type"] == "session.start"
+    assert [t["name"] for t in restart["session"]["delegation"]["responses"]["tools"]] == ["time_in"]
+
+
 def test_appends_and_fixtures_of_the_wrong_kind_are_one_line_errors() -> None:
     rig = Rig()
     start(rig)

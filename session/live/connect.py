@@ -32,7 +32,7 @@ async def open_live(settings: SessionSettings, machine: LiveMachine, *,
 
         fork = machine.fork_from
         url = live_http_url(settings.url, session_id=fork, action="fork") if fork else live_http_url(settings.url)
-        session = {} if fork else settings.live_session_config(machine.registry.schemas() if machine.registry else None)
+        session = {} if fork else settings.live_session_config(machine.tool_schemas())
         audio = session.get("audio") or {}
         audio.pop("format", None)  # WebRTC negotiates its media format
         if not audio:

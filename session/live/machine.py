@@ -140,7 +140,7 @@ class LiveMachine:
             protocol.start({"audio": {"format": {"type": "audio/pcm", "rate": 24000}}})
             return
         history = self.history.messages() if self._continuity is not None else None
-        protocol.start(self.settings.live_session_config(self._schemas(), history=history))
+        protocol.start(self.settings.live_session_config(self.tool_schemas(), history=history))
 
     def attach(self, protocol: Any) -> None:
         assert isinstance(protocol, LiveProtocol)
@@ -503,9 +503,12 @@ class LiveMachine:
         self.check_open()
         return self.protocol.send(lv.LiveClose())
 
-    def _schemas(self) -> list[dict[str, Any]] | None:
+    def tool_schemas(self) -> list[dict[str, Any]] | None:
+        """The tools a new connection offers: as :meth:`update` last chose them, else the registry's."""
         if self.registry is None:
             return None
+        if self.offered_tools is not None:
+            return self.registry.schemas(self.offered_tools)
         return self.registry.schemas() or None
 
     # ------------------------------------------------------------------ tools
