@@ -308,6 +308,24 @@ async def test_a_huge_failure_message_is_read_only_as_far_as_its_line_needs(
     assert redacted and max(redacted) < 5_000
 
 
+@pytest.mark.parametrize("before", ["oops sk-" + "A" * 2240 + ",", "sk-" + "A" * 4000 + " " + "sk-" + "B" * 4000 + " "])
+def test_a_secret_cut_where_reading_stops_is_never_shown_though_redaction_shortened_what_came_before(
+        before: str) -> None:
+    """Reading stops a few thousand characters in; a registered secret cut there was not recognised, and the keys
+    redacted before it pulled its first characters into the 500 shown."""
+    from voxline.base.errors import forget_secret, register_secret
+    from voxline.session.tools.outputs import one_line
+
+    secret = "Zq9LmT4xVbN2pR7s"
+    register_secret(secret)
+    try:
+        for shift in range(len(secret) + 1):
+            line = one_line("x" * shift + before + secret + " tail " * 10)  # the cut falls across the secret
+            assert secret[:4] not in line, (shift, line)
+    finally:
+        forget_secret(secret)
+
+
 async def test_unknown_tool(harness: Harness) -> None:
     [call] = harness.call("nope", {"x": 1})
     await harness.runner.join()

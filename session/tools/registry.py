@@ -48,9 +48,9 @@ class _OneJob(concurrent.futures.Executor):
         self._future = self._threads.submit_as(self._tool, fn, *args, **kwargs)
         return self._future
 
-    def abandon(self) -> None:
+    def abandon(self, timed_out: bool) -> None:
         if self._future is not None:
-            self._threads.abandon(self._future)
+            self._threads.abandon(self._future, timed_out=timed_out)
 
 
 def _shared_threads() -> ToolThreads:
@@ -63,6 +63,9 @@ def _shared_threads() -> ToolThreads:
 F = TypeVar("F", bound=Callable[..., Any])
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+TIMED_OUT = "the tool ran past its timeout"
+"""The message of the cancel a runner gives a call that ran past its time (a session closing gives none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +130,8 @@ class Tool:
             work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
         try:
             result = await work
-        except asyncio.CancelledError:
-            pool.abandon()
+        except asyncio.CancelledError as cancel:
+            pool.abandon(timed_out=TIMED_OUT in cancel.args)
             raise
         if inspect.isawaitable(result):  # a sync wrapper around a coroutine function, which __wrapped__ did not show
             with follows_real_time():

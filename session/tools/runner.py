@@ -43,7 +43,7 @@ from voxline.realtime.errors import ToolError
 from .calls import CallState, CallTracker, ToolCall
 from .outputs import describe_exception, encode_output, error_output
 from .events import ToolEvent, ToolFinished, ToolStarted
-from .registry import Tool, ToolRegistry
+from .registry import TIMED_OUT, Tool, ToolRegistry
 from .threads import ToolThreads
 
 __all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
@@ -53,9 +53,9 @@ Approver = Callable[[ToolCall], Awaitable[bool] | bool]
 """Asked before a tool with ``needs_approval`` runs: ``True`` runs it; async or a plain function."""
 
 
-def _let_go(work: asyncio.Task[Any]) -> None:
+def _let_go(work: asyncio.Task[Any], why: str | None = None) -> None:
     """Cancel a tool call nobody will wait for, and hold it until it ends."""
-    work.cancel()
+    work.cancel(why)
     hold(work)
 
 
@@ -263,7 +263,7 @@ class ToolRunner:
             finally:
                 timer.cancel()
             if not work.done():
-                _let_go(work)
+                _let_go(work, TIMED_OUT)
                 return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
         else:
             try:  # not `await work`: cancelled, that would wait for a tool that ignores the cancel, forever

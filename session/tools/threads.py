@@ -8,7 +8,7 @@ stops counting at once: its thread finishes the job and then ends, and a new thr
 its place. At most ``max_abandoned`` such threads may linger; beyond that new jobs wait,
 so a tool that hangs forever cannot grow the process without bound. Nor can one tool take all
 of those places from the others (every session of a shared registry): once ``max_stuck`` jobs
-of one tool (:meth:`ToolThreads.submit_as`) were abandoned and have not returned, its next
+of one tool (:meth:`ToolThreads.submit_as`) ran past their time and have not returned, its next
 calls fail at once with a :class:`~voxline.realtime.errors.ToolError` until one does. A thread with no job for
 ``idle_s`` ends: a pool nobody uses any more (a registry made per session) leaves no thread behind.
 """
@@ -49,7 +49,8 @@ class ToolThreads:
         self._idle = 0
         self._abandoned = 0  # threads finishing a job nobody waits for
         self._running: dict[concurrent.futures.Future[Any], tuple[threading.Thread, str | None]] = {}
-        self._stuck: dict[str, int] = {}  # by tool: its jobs abandoned and still running
+        self._stuck: dict[str, int] = {}  # by tool: its jobs abandoned past their time and still running
+        self._counted_stuck: set[concurrent.futures.Future[Any]] = set()  # the jobs counted there
         self._given_up: set[threading.Thread] = set()
         self._wake = threading.Condition(self._lock)
         self._serial = 0
@@ -85,8 +86,10 @@ class ToolThreads:
                 self._start()
         return future
 
-    def abandon(self, future: concurrent.futures.Future[Any]) -> None:
-        """The caller no longer waits for ``future``: free its worker's place (see the module docstring)."""
+    def abandon(self, future: concurrent.futures.Future[Any], *, timed_out: bool = True) -> None:
+        """The caller no longer waits for ``future``: free its worker's place (see the module docstring). Only a job
+        abandoned because it ran past its time (``timed_out``) counts as its tool's stuck one; one whose caller went
+        away (a session closing) does not."""
         with self._lock:
             if future.cancel():  # still queued: it will never run
                 return
@@ -97,8 +100,9 @@ class ToolThreads:
             self._given_up.add(thread)
             self._counted -= 1
             self._abandoned += 1
-            if tool is not None:
+            if tool is not None and timed_out:
                 self._stuck[tool] = self._stuck.get(tool, 0) + 1
+                self._counted_stuck.add(future)
             if self._jobs and self._abandoned <= self.max_abandoned:
                 self._start()
 
@@ -139,7 +143,9 @@ class ToolThreads:
                 if leaving:
                     self._given_up.discard(me)
                     self._abandoned -= 1
-                    if tool is not None:
+                    if future in self._counted_stuck:
+                        self._counted_stuck.discard(future)
+                        assert tool is not None
                         if self._stuck[tool] > 1:
                             self._stuck[tool] -= 1
                         else:

@@ -30,6 +30,7 @@ __all__ = [
     "RedactingFilter",
     "VoxlineError",
     "forget_secret",
+    "longest_secret",
     "install_log_redaction",
     "message_of",
     "printable",
@@ -101,6 +102,13 @@ def scrub(text: str, secret: str | None) -> str:
     if not secret or len(secret) < _MIN_SECRET or secret not in text:
         return text
     return text.replace(secret, "[redacted]")
+
+
+def longest_secret() -> int:
+    """The length of the longest value redacted verbatim (0 while none is): how far before a cut in a text a secret
+    may begin that the cut leaves unrecognised."""
+    with _lock:
+        return max(map(len, _known), default=0)
 
 
 def forget_secret(value: str) -> None:
