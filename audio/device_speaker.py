@@ -199,23 +199,28 @@ class SpeakerSink:
     def reopen(self) -> bool:
         """Start a fresh stream in place of an ended one, under the same tag: on the same device, or where that
         fails on the sound server's default device (:attr:`on_fallback`; a device watch moves it back when the
-        device is there). The playout goes on where it stopped. True if the speaker plays now; False, with nothing
-        changed, if no stream could open and start, or the speaker was closed. Blocks for the open: call it from a
-        thread."""
+        device is there). The playout goes on where it stopped. True if the speaker plays now; False if no stream
+        could open and start, or the speaker was closed. Blocks for the open (not holding what a close or a barge-in
+        waits for): call it from a thread."""
         with self._control:
             old = self._stream
             if old is None:
                 return False
             if old.active:
                 return True
-            fresh = started_again(self._open, self.device, self._restart_state, "speaker")
-            if fresh is None:
-                return False
-            self._stream, self.on_fallback = fresh
-            retired, self._retired = self._retired, old  # closed later: another thread may be reading its clock
-            self.reopens += 1
+        fresh = started_again(self._open, self.device, self._restart_state, "speaker")  # not under the lock: a close waits for none
+        if fresh is None:
+            return False
+        with self._control:
+            if self._stream is not old:  # closed meanwhile: the fresh stream goes too
+                retired, running = fresh[0], False
+            else:
+                self._stream, self.on_fallback = fresh
+                retired, self._retired = self._retired, old  # closed later: another thread may be reading its clock
+                self.reopens += 1
+                running = True
         close_ended(retired)
-        return True
+        return running
 
     def _restart_state(self) -> None:
         """Forget the timeline and the warm-up; drop resampled audio (stream stopped)."""

@@ -118,5 +118,18 @@ class DeviceWatch:
             if entry.kind == kind and entry.info.label == device:
                 entry.lost = True
 
+    def reconnect(self) -> bool:
+        """A fresh connection to the sound server in place of one that failed (the server restarted), keeping what
+        the watch knows (which devices are lost); False if the server cannot be reached yet."""
+        server = connect("voxline-watch")
+        if server is None:
+            return False
+        stale, self._server = self._server, server
+        try:
+            stale.close()
+        except Exception:  # the old connection is gone with its server
+            pass
+        return True
+
     def close(self) -> None:
         self._server.close()

@@ -11,7 +11,6 @@ event. A failed poll is logged and tried again; it never ends the session.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
@@ -38,16 +37,16 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                             now: Callable[[], float] | None = None) -> None:
     """Poll the devices until cancelled: their streams (:class:`~voxline.audio.stream_keeper.StreamKeeper`) and, where
     they are on one, their sound server. ``clock`` paces the polls; ``now`` (default: the clock's) stamps the events,
-    on the listener's timeline as the session's other events. A device back once is reported once, whichever of the
-    two saw it come back; a watch whose server connection failed (the server restarted) is made anew."""
+    on the listener's timeline as the session's other events. A device back is reported once, whichever of the
+    two saw it come back, and so is each loss; a watch whose server connection failed (the server restarted)
+    connects again, keeping what it knew."""
     stamp = now or clock.now
     chosen = list(devices)
     keeper = StreamKeeper.of(chosen)
     watch = await asyncio.to_thread(DeviceWatch.of, chosen)
-    watching = watch is not None  # on a sound server: worth connecting again after a failure
-    if not watching and keeper is None:
+    if watch is None and keeper is None:
         return
-    lost: set[tuple[str, str]] = set()
+    reported: dict[tuple[str, str], DeviceChange] = {}  # the last change said of each device
     failed = {"the devices' streams": False, "the sound server's devices": False}  # each said once until it works
 
     def failure(what: str) -> None:
@@ -65,28 +64,22 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                     failed["the devices' streams"] = False
                 except Exception:  # a device of the app's own that raised: the others are polled all the same
                     failure("the devices' streams")
-            if watching and watch is None:
-                watch = await asyncio.to_thread(DeviceWatch.of, chosen)
             if watch is not None:
                 for change in changes:
                     if change.lost and not change.ended:  # opened again on the server's default: move it back later
                         watch.moved(change.kind, change.device)
-                try:
-                    changes += await asyncio.to_thread(watch.poll)
-                    failed["the sound server's devices"] = False
+                try:  # after a failure, a fresh connection first: the watch keeps what it knew (which devices are lost)
+                    if not failed["the sound server's devices"] or await asyncio.to_thread(watch.reconnect):
+                        changes += await asyncio.to_thread(watch.poll)
+                        failed["the sound server's devices"] = False
                 except Exception:  # the sound server restarting, a refused request: connect again next time
                     failure("the sound server's devices")
-                    stale, watch = watch, None
-                    with contextlib.suppress(Exception):
-                        await asyncio.to_thread(stale.close)
             for change in changes:
                 key = (change.kind, change.device)
-                if not change.lost and key not in lost:
-                    continue  # back already: the keeper opened it again and the watch moved it, say
-                if change.lost:
-                    lost.add(key)
-                else:
-                    lost.discard(key)
+                last = reported.get(key)
+                if change.lost == (last is not None and last.lost) and (not change.lost or change == last):
+                    continue  # said already: back once, whichever saw it; the same loss once
+                reported[key] = change
                 publish(as_event(change, stamp()))
     finally:
         if watch is not None:

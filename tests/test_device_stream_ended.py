@@ -186,6 +186,33 @@ async def test_a_device_back_is_reported_once_though_its_stream_opened_again_and
             await loop
 
 
+async def test_a_failed_poll_keeps_what_the_watch_knew_and_a_device_back_meanwhile_is_moved_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll that failed once (the server restarting) threw the watch away; the new one took every device as
+    present, so one that came back meanwhile was never moved back off the fallback, and no return was said."""
+    from voxline.audio import device_watch
+
+    server = FakeSoundServer()
+    monkeypatch.setattr(device_loop, "POLL_S", 0.001)
+    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch_over(server)))
+    monkeypatch.setattr(device_watch, "connect", lambda name: server)  # connecting again reaches the same server
+    events: asyncio.Queue[DeviceLost | DeviceReturned] = asyncio.Queue()
+    stream = FakeStream(device=KIOSK_SPEAKER)
+    loop = asyncio.create_task(device_loop.device_watch_loop([stream], RealClock(), events.put_nowait))  # type: ignore[list-item]
+    try:
+        server.present, server.stream_on = set(), "builtin"
+        lost = await asyncio.wait_for(events.get(), 10)
+        assert isinstance(lost, DeviceLost) and lost.fallback == "builtin"
+        server.failing = 3
+        server.present = {"kiosk"}  # back while the server could not be read
+        back = await asyncio.wait_for(events.get(), 10)
+        assert isinstance(back, DeviceReturned) and server.moves == ["kiosk"] and server.stream_on == "kiosk"
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+
+
 # ---------------------------------------------------------------------------- the virtual devices
 
 

@@ -127,9 +127,13 @@ class FakeSoundServer:
     refuse_moves: bool = False
     moves: list[str] = field(default_factory=list)
     polls: int = 0
+    failing: int = 0  # polls still to fail, as while the server restarts
 
     def devices(self) -> list[ServerDevice]:
         self.polls += 1
+        if self.failing:
+            self.failing -= 1
+            raise ConnectionError("the sound server went away")
         return [ServerDevice("output", name, name, 48000, 1, False, False) for name in sorted(self.present)]
 
     def stream_device(self, kind: str, tag: str) -> str | None:
