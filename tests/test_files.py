@@ -177,20 +177,30 @@ def test_dash_is_refused_for_a_file_written_as_the_run_goes(tmp_path: Path) -> N
 @pytest.mark.parametrize(("flag", "name", "stream"), [("--events", "/dev/stdout", "stdout"),
                                                      ("--out", "/dev/stderr", "stderr"),
                                                      ("--events", "lines.txt", "stdout")])
-def test_a_file_written_as_the_run_goes_is_refused_on_the_commands_own_stdout_or_stderr(
+def test_a_file_written_as_the_run_goes_is_refused_on_the_file_the_commands_output_goes_to(
         tmp_path: Path, flag: str, name: str, stream: str) -> None:
     """Opened anew, the shell's file started over at its beginning: the event log went over the lines printed there
-    and they over it, neither readable. ``lines.txt`` is the file the shell sent stdout to."""
+    and they over it, neither readable. ``lines.txt`` is the file the shell sent stdout (and stderr) to."""
     redirected = tmp_path / "lines.txt"
     other = "--out" if flag == "--events" else "--events"
-    with open(redirected, "wb") as stdout:
+    with open(redirected, "wb") as output:
         run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", other,
-                              str(tmp_path / "other"), flag, name], cwd=tmp_path, stdout=stdout,
-                             stderr=subprocess.PIPE, text=True, timeout=60)
-    assert run.returncode == 2 and run.stderr.strip().splitlines() == [
-        f"voxline replay: error: {flag} {name} is this command's own {stream}, where its lines go: {flag} writes a "
-        "file as the run goes, name one (see voxline replay --help)"]
-    assert redirected.read_text() == "" and sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt"]
+                              str(tmp_path / "other"), flag, name], cwd=tmp_path, stdout=output,
+                             stderr=output, timeout=60)
+    assert run.returncode == 2 and redirected.read_text().splitlines() == [
+        f"voxline replay: error: {flag} {name} is the file this command's {stream} goes to: opened again it would be "
+        "written over from its start; name another file (see voxline replay --help)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lines.txt"]
+
+
+def test_events_to_stderr_on_a_pipe_or_a_terminal_go_on_where_it_is(tmp_path: Path) -> None:
+    """Only a regular file is written over when opened anew: watching the events as they come still works."""
+    run = subprocess.run([str(VOXLINE), "replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out",
+                          str(tmp_path / "heard.wav"), "--events", "/dev/stderr"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    logged = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    assert logged and logged[0]["event"]["type"] == "session.update" and "barge-in" in run.stdout
 
 
 def test_two_documents_for_stdout_are_refused_by_the_name_the_user_gave(tmp_path: Path) -> None:

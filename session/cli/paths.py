@@ -15,7 +15,7 @@ import errno
 import os
 from pathlib import Path
 
-from voxline.base.files import STDOUT, is_stdout, nonempty_path, own_stream_name, same_file, shown
+from voxline.base.files import STDOUT, is_stdout, nonempty_path, own_stream_file, same_file, shown
 from voxline.realtime.errors import ConfigurationError, UsageError
 
 __all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
@@ -90,7 +90,7 @@ def documents_to_stdout(args: argparse.Namespace) -> bool:
         if path is STDOUT:
             raise UsageError(f"{flag} writes a file as the run goes; '-' (stdout) is for --summary, --report, "
                              "--stereo-out, --results and --junit")
-        if path is not None and (stream := own_stream_name(path)) is not None:  # opened anew, it would write over
-            raise UsageError(f"{flag} {shown(path)} is this command's own {stream}, where its lines go: "  # the lines
-                             f"{flag} writes a file as the run goes, name one")
+        if path is not None and (stream := own_stream_file(path)) is not None:  # opened anew, it would be written over
+            raise UsageError(f"{flag} {shown(path)} is the file this command's {stream} goes to: opened again it "
+                             "would be written over from its start; name another file")
     return any(path is not None and is_stdout(path) for path in (getattr(args, name, None) for name in _DOCUMENTS))

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "own_stream_name", "replaced", "same_file",
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "own_stream_file", "replaced", "same_file",
            "shown"]
 
 STDOUT = Path("/dev/stdout")
@@ -206,11 +206,18 @@ def is_stdout(path: str | os.PathLike[str]) -> bool:
     return _own_stream(Path(path)) == 1
 
 
-def own_stream_name(path: str | os.PathLike[str]) -> str | None:
-    """``'stdout'`` or ``'stderr'`` if ``path`` is that stream of this process (``/dev/stderr``, or the file the shell
-    redirected it to); None otherwise."""
+def own_stream_file(path: str | os.PathLike[str]) -> str | None:
+    """``'stdout'`` or ``'stderr'`` if ``path`` is that stream of this process and the stream is a regular file (the
+    shell's ``> out.txt``): opened anew, such a file starts over at its beginning and is written over. None
+    otherwise, a terminal or a pipe included, which go on where they are."""
     fd = _own_stream(Path(path))
-    return None if fd is None else ("stdout" if fd == 1 else "stderr")
+    if fd is None:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return None
+    return ("stdout" if fd == 1 else "stderr") if regular else None
 
 
 _NAMED = {"/dev/stdout": 1, "/dev/fd/1": 1, "/proc/self/fd/1": 1, "/dev/stderr": 2, "/dev/fd/2": 2,
