@@ -294,7 +294,9 @@ class DeviceLost:
 
     With ``ended``, the device may still be there but the stream on it ended (the sound server
     killed it, the device failed): nothing plays or records until the session has opened it
-    again on the same device, which it tries every half second; :class:`DeviceReturned` follows."""
+    again on the same device (tried each poll, then every 1, 2 and at most 4 s while none opens);
+    :class:`DeviceReturned` follows. Where the device itself is gone, the stream opens on the
+    server's default device, said as a loss with no ``fallback`` name."""
 
     kind: Literal["input", "output"]
     device: str
