@@ -139,6 +139,8 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE), "--fast", "--scenario", "", "--out", "h.wav", "--events", "e.jsonl"],
          "a scenario takes a built-in name (default, "),
         (["serve", "--transcripts", ""], "argument --transcripts: takes a path, not an empty string"),
+        (["replay", str(EXAMPLE), "--fast", "--out", " ", "--events", "e.jsonl"],  # before: a file named ' '
+         "argument --out: takes a path, not ' ', which is blank"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

@@ -40,9 +40,12 @@ that name; :func:`replaced` writes it through the process's own descriptor."""
 
 def nonempty_path(text: str) -> Path:
     """A path given on the command line (an argparse ``type``); an empty one is refused: ``Path("")`` would be the
-    current directory."""
+    current directory. So is one of blanks alone (a quoted variable that held a space): a file named ``' '`` is
+    never what was meant."""
     if not text:
         raise argparse.ArgumentTypeError("takes a path, not an empty string")
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"takes a path, not {text!r}, which is blank")
     return Path(text)
 
 
