@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import threading
 import uuid
 from collections import deque
 from time import monotonic
@@ -33,8 +32,8 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from voxline.audio.device_list import (Latency, close_ended, load_sounddevice, open_error, open_stream, pick_rate,
-                                      resolve_device, started_again)
+from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_stream import ReopenableStream
 from voxline.audio.device_resample import CaptureResampler
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import RealClock
@@ -48,10 +47,11 @@ _log = logging.getLogger(__name__)
 _STEP_MARGIN_S = 0.002  # a step comes this long after a block is expected, to find it there
 
 
-class MicSource:
+class MicSource(ReopenableStream):
     """Captures an input device; iterate :meth:`blocks` for ``(adc_time, samples)``."""
 
     kind: Literal["input"] = "input"  # what a device watch (voxline.audio.device_watch) calls its streams
+    _what = "microphone"
 
     def __init__(
         self,
@@ -71,10 +71,10 @@ class MicSource:
         self.tag = uuid.uuid4().hex[:12]  # finds this stream on the sound server (voxline.audio.device_watch)
         self.device_rate = pick_rate(self.device, "input", rate, device_rate)
         self._resampler = CaptureResampler(self.device_rate, rate) if self.device_rate != rate else None
+        self._init_stream()
         self.max_blocks = max_blocks
         self._queue: asyncio.Queue[tuple[float, Samples] | None] = asyncio.Queue()  # bounded by _deliver
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stream: Any = None
         self._stream_latency = 0.0
         self._closed = False
         self.dropped_blocks = 0
@@ -82,10 +82,6 @@ class MicSource:
         self.last_callback_error: str | None = None
         self.input_overflows = 0
         self.blocks_captured = 0
-        self.reopens = 0  # streams started again after theirs ended on its own
-        self.on_fallback = False  # the last reopen found the device gone: on the server's default device
-        self._retired: Any = None  # the stream the last reopen replaced
-        self._control = threading.Lock()  # the stream's swaps: start, close, reopen (from a thread)
         self._direct: deque[tuple[float, Samples] | None] | None = None  # filled by the callback once stepped
         self._arrived = -math.inf  # monotonic time of the last block the callback appended
 
@@ -120,8 +116,7 @@ class MicSource:
                 return
             self._closed = True
             stream, self._stream = self._stream, None
-            retired, self._retired = self._retired, None
-        close_ended(retired)
+        self._release_retired()
         if stream is not None:
             with contextlib.suppress(self._sd.PortAudioError):  # an ended stream is closed all the same
                 stream.abort()
@@ -139,46 +134,13 @@ class MicSource:
     ) -> None:
         self.close()
 
-    # -- a stream that ended on its own ------------------------------------------------
-
-    @property
-    def ended(self) -> bool:
-        """The stream stopped without being closed (the sound server killed it, the device failed): nothing is
-        captured until :meth:`reopen`."""
-        with self._control:
-            stream = self._stream
-            return not self._closed and stream is not None and not stream.active
-
-    def reopen(self) -> bool:
-        """Start a fresh stream in place of an ended one, under the same tag: on the same device, or where that
-        fails on the sound server's default device (:attr:`on_fallback`; a device watch moves it back when the
-        device is there). Its blocks follow the last one captured. True if the microphone captures now; False if no
-        stream could open and start, or the microphone was closed. Blocks for the open: call
-        it from a thread."""
-        with self._control:
-            old = self._stream
-            if self._closed or old is None:
-                return False
-            if old.active:
-                return True
-        fresh = started_again(self._open, self.device, self._restart_resampler, "microphone")  # not under the lock: a close waits for none
-        if fresh is None:
-            return False
-        with self._control:
-            if self._stream is not old:  # closed meanwhile: the fresh stream goes too
-                retired, running = fresh[0], False
-            else:
-                self._stream, self.on_fallback = fresh
-                retired, self._retired = self._retired, old  # closed later: another thread may be reading its clock
-                self.reopens += 1
-                running = True
-        close_ended(retired)
-        return running
-
-    def _restart_resampler(self) -> None:
+    def _fresh_state(self) -> None:
         """A fresh stream's first block follows no earlier one: nothing of the ended stream's is carried into it."""
         if self._resampler is not None:
             self._resampler = CaptureResampler(self.device_rate, self.rate)
+
+    def _gone(self) -> bool:
+        return self._closed or self._stream is None
 
     def blocks(self) -> MicBlocks:
         """``(adc_time, int16 block)`` in capture order, until :meth:`close`: iterate it, or step it."""

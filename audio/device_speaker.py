@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import uuid
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from voxline.audio.device_list import (Latency, close_ended, load_sounddevice, open_error, open_stream, pick_rate,
-                                      resolve_device, started_again)
+from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_stream import ReopenableStream
 from voxline.audio.device_resample import PlayoutReader
 from voxline.audio.device_timing import DacTimeline, dac_time
 from voxline.base.audio_format import SAMPLE_RATE
@@ -55,10 +54,11 @@ _MAX_WARMUP_BLOCKS = 32  # a host whose clock reads 0 still gets going
 _log = logging.getLogger(__name__)
 
 
-class SpeakerSink:
+class SpeakerSink(ReopenableStream):
     """Plays a playout buffer on an output device; see the module docstring."""
 
     kind: Literal["output"] = "output"  # what a device watch (voxline.audio.device_watch) calls its streams
+    _what = "speaker"
 
     discard_blocks = True  # an abort and restart of the stream takes milliseconds
 
@@ -84,8 +84,7 @@ class SpeakerSink:
         self.device_rate = pick_rate(self.device, "output", rate, device_rate)
         self._reader = PlayoutReader(playout, self.device_rate) if self.device_rate != rate else None
         self._timeline = DacTimeline(self.device_rate)
-        self._control = threading.Lock()
-        self._stream: Any = None
+        self._init_stream()
         self._stopped_at: float | None = None  # the stream clock when it was closed: the listener's time stops there
         self._stream_latency = 0.0
         self._warm_from: float | None = None  # currentTime of the first callback since start
@@ -97,9 +96,6 @@ class SpeakerSink:
         self.callbacks = 0
         self.warmup_blocks = 0
         self.restarts = 0
-        self.reopens = 0  # streams started again after theirs ended on its own
-        self.on_fallback = False  # the last reopen found the device gone: on the server's default device
-        self._retired: Any = None  # the stream the last reopen replaced
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -127,10 +123,9 @@ class SpeakerSink:
 
     def close(self) -> None:
         """Stop at once (abort) and release the device; idempotent."""
+        self._release_retired()
         with self._control:
             stream, self._stream = self._stream, None
-            retired, self._retired = self._retired, None
-        close_ended(retired)
         if stream is not None:
             with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
                 self._stopped_at = float(stream.time)
@@ -186,41 +181,8 @@ class SpeakerSink:
                 _log.warning("the speaker stream did not start again after a barge-in: %s", exc)
         return True
 
-    # -- a stream that ended on its own ------------------------------------------------
-
-    @property
-    def ended(self) -> bool:
-        """The stream stopped without being closed (the sound server killed it, the device failed): nothing plays
-        until :meth:`reopen`."""
-        with self._control:
-            stream = self._stream
-            return stream is not None and not stream.active
-
-    def reopen(self) -> bool:
-        """Start a fresh stream in place of an ended one, under the same tag: on the same device, or where that
-        fails on the sound server's default device (:attr:`on_fallback`; a device watch moves it back when the
-        device is there). The playout goes on where it stopped. True if the speaker plays now; False if no stream
-        could open and start, or the speaker was closed. Blocks for the open (not holding what a close or a barge-in
-        waits for): call it from a thread."""
-        with self._control:
-            old = self._stream
-            if old is None:
-                return False
-            if old.active:
-                return True
-        fresh = started_again(self._open, self.device, self._restart_state, "speaker")  # not under the lock: a close waits for none
-        if fresh is None:
-            return False
-        with self._control:
-            if self._stream is not old:  # closed meanwhile: the fresh stream goes too
-                retired, running = fresh[0], False
-            else:
-                self._stream, self.on_fallback = fresh
-                retired, self._retired = self._retired, old  # closed later: another thread may be reading its clock
-                self.reopens += 1
-                running = True
-        close_ended(retired)
-        return running
+    def _fresh_state(self) -> None:
+        self._restart_state()
 
     def _restart_state(self) -> None:
         """Forget the timeline and the warm-up; drop resampled audio (stream stopped)."""

@@ -222,7 +222,7 @@ def test_a_delegation_to_the_app_is_an_event_for_it() -> None:
     assert events == [LiveDelegationRequested("del_9", 1200, 1.0)]
 
 
-def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
+def _two_tools() -> ToolRegistry:
     registry = ToolRegistry()
 
     @registry.tool
@@ -234,6 +234,12 @@ def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
     def time_in(city: str) -> str:
         """The time in a city."""
         return city
+
+    return registry
+
+
+def test_offering_other_tools_is_a_session_update_of_the_delegation() -> None:
+    registry = _two_tools()
 
     rig = Rig(registry)
     start(rig)
@@ -248,17 +254,7 @@ def test_the_tools_offered_last_are_the_ones_a_new_connection_starts_with() -> N
     runner) kept only the ones update() chose: the model could call tools the runner then refused."""
     from voxline.realtime.live.protocol import LiveProtocol
 
-    registry = ToolRegistry()
-
-    @registry.tool
-    def weather(city: str) -> str:
-        """The weather in a city."""
-        return city
-
-    @registry.tool
-    def time_in(city: str) -> str:
-        """The time in a city."""
-        return city
+    registry = _two_tools()
 
     rig = Rig(registry)
     first = start(rig)

@@ -1,0 +1,80 @@
+"""What a speaker and a microphone share: one PortAudio stream, opened again when it ends on its own.
+
+When the sound server kills a stream or its device fails, PortAudio ends it: :attr:`ReopenableStream.ended`
+says so, and :meth:`ReopenableStream.reopen` starts a fresh stream on the same device under the same tag,
+or where that fails (the device is gone) on the sound server's default device
+(:attr:`ReopenableStream.on_fallback`). The open runs outside the stream's lock, so that a close or a
+barge-in never waits for it; the fresh stream is swapped in only if the device was not closed meanwhile.
+The ended stream is closed at the next reopen or close, not at once: another thread may be reading its
+clock. A session polls this from a thread (:mod:`voxline.audio.stream_keeper`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from voxline.audio.device_list import DeviceInfo, close_ended, started_again
+
+__all__ = ["ReopenableStream"]
+
+
+class ReopenableStream:
+    """The base of :class:`~voxline.audio.devices.SpeakerSink` and :class:`~voxline.audio.devices.MicSource`."""
+
+    device: DeviceInfo
+    _what = "stream"  # how log lines name it: "speaker", "microphone"
+
+    def _init_stream(self) -> None:
+        self._control = threading.Lock()  # the stream's swaps: start, close, a barge-in's restart, reopen
+        self._stream: Any = None
+        self._retired: Any = None  # the stream the last reopen replaced
+        self.reopens = 0  # streams started again after theirs ended on its own
+        self.on_fallback = False  # the last reopen found the device gone: on the server's default device
+
+    def _open(self, fallback: bool = False) -> Any:
+        raise NotImplementedError
+
+    def _fresh_state(self) -> None:
+        """Forget what the ended stream left (a timeline, a resampler's state): called before the fresh one starts."""
+
+    def _gone(self) -> bool:
+        """Closed: no stream is ever opened again."""
+        return self._stream is None
+
+    @property
+    def ended(self) -> bool:
+        """The stream stopped without being closed (the sound server killed it, the device failed): nothing plays or
+        is captured until :meth:`reopen`."""
+        with self._control:
+            stream = self._stream
+            return not self._gone() and stream is not None and not stream.active
+
+    def reopen(self) -> bool:
+        """Start a fresh stream in place of an ended one (see the module docstring). True if it runs now; False if
+        no stream could open and start, or the device was closed. Blocks for the open: call it from a thread."""
+        with self._control:
+            old = self._stream
+            if self._gone():
+                return False
+            if old.active:
+                return True
+        fresh = started_again(self._open, self.device, self._fresh_state, self._what)
+        if fresh is None:
+            return False
+        with self._control:
+            if self._stream is not old:  # closed meanwhile: the fresh stream goes too
+                retired, running = fresh[0], False
+            else:
+                self._stream, self.on_fallback = fresh
+                retired, self._retired = self._retired, old
+                self.reopens += 1
+                running = True
+        close_ended(retired)
+        return running
+
+    def _release_retired(self) -> None:
+        """On close: the stream the last reopen replaced goes too."""
+        with self._control:
+            retired, self._retired = self._retired, None
+        close_ended(retired)
