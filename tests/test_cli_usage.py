@@ -180,6 +180,14 @@ def test_a_manifests_scenario_or_tools_that_cannot_load_names_the_manifest_and_t
                                                       f"{expected}"), line
 
 
+def test_a_key_in_a_misplaced_argument_is_redacted_in_the_usage_line() -> None:
+    """argparse quotes what it could not place: a URL with a key given where no argument goes was printed whole."""
+    result = run("replay", str(EXAMPLE), "--fast", "wss://u:sk-canaryI9xx@api.example.com/v1?api-key=canaryJ0xx")
+    line = one_line_error(result)
+    assert result.returncode == 2 and "unrecognized arguments" in line, line
+    assert "canaryI9xx" not in line and "canaryJ0xx" not in line and "[redacted]" in line
+
+
 def test_a_bad_ttl_is_said_before_a_missing_key() -> None:
     result = run("token", "--ttl", "5", "--url", "https://api.example.invalid/v1",
                  env={"OPENAI_API_KEY": "", "VOXLINE_API_KEY": ""})

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from voxline import __version__
-from voxline.base.errors import VoxlineError, printable
+from voxline.base.errors import VoxlineError, printable, redact
 from voxline.base.files import descriptor_open
 from voxline.base.log_output import log_to_stderr
 from voxline.base.loop_runner import bounded_runner
@@ -40,7 +40,8 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        # argparse quotes what it was given (unrecognized arguments, a bad choice): a key in a misplaced URL too
+        self.exit(2, f"{self.prog}: error: {redact(message)} (see {self.prog} --help)\n")
 
     # one signature for argparse's overloads: this parser is only ever given its own namespace
     def parse_args(  # type: ignore[override]
