@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
 import wave
 from types import TracebackType
@@ -116,6 +117,9 @@ class WavReader:
 
     def __init__(self, path: PathLike) -> None:
         self.path = os.fspath(path)
+        with contextlib.suppress(OSError, ValueError):  # a path that cannot be looked at is said by the open
+            if stat.S_ISFIFO(os.stat(self.path).st_mode):  # opened, it would wait for a writer, for ever if none comes
+                raise AudioError(f"cannot read {self.path}: it is a pipe; a recording is read from a file")
         try:
             self._file = open(self.path, "rb")
         except OSError as error:

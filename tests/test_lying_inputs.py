@@ -8,6 +8,7 @@ The command-line tests run the installed ``voxline`` as a user does.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -56,6 +57,9 @@ def lying_file(path: Path, kind: str) -> Path:
         case "a header cut short":
             path.write_bytes(b"RIFF\x10\x00")
             return path
+        case "a pipe named .wav":  # opened, it waited for a writer that never came: the command hung for ever
+            os.mkfifo(path)
+            return path
     raise AssertionError(kind)
 
 
@@ -69,6 +73,7 @@ EXPECTED = {
     "flac named .wav": "not a WAV file",
     "six bytes of text": "not a WAV file",
     "a header cut short": "the file is empty or truncated",
+    "a pipe named .wav": "it is a pipe; a recording is read from a file",
 }
 
 
