@@ -86,6 +86,8 @@ scenario = "default"
          "recording 2: expect.max_cut_error_ms: takes a number >= 0"),
         ('[[recording]]\npath = "r.wav"\nexpect = { barge_ins = { min = 3, max = 1 } }\n',
          "recording 1: expect.barge_ins: min 3 is above max 1"),
+        ('[[recording]]\npath = "r.wav"\nname = "red\\u001b[31m"\n',  # it turned the terminal of pytest's summary red
+         "recording 1: name: 'red\\x1b[31m' cannot name a recording: give a name of printable characters"),
         ('[[recording]]\npath = "r.wav"\nname = "../up"\n', "recording 1: name: '../up' cannot name a recording: give a name "
                                                           "with no '/', '\\' or NUL, not empty"),
         ('[[recording]]\nname = "x"\n', "recording 1: path: missing (it is required)"),

@@ -67,8 +67,10 @@ class FarmFile(pytest.File):
             recordings = load_manifest(self.path)
         except VoxlineError as exc:
             raise self.CollectError(str(exc)) from None
-        for recording in recordings:
-            yield RecordingItem.from_parent(self, name=recording.name, recording=recording)
+        from voxline.base.errors import printable
+
+        for recording in recordings:  # a name taken from a file's stem is shown with its controls escaped
+            yield RecordingItem.from_parent(self, name=printable(recording.name), recording=recording)
 
 
 class FarmCheckFailed(Exception):

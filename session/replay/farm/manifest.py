@@ -95,6 +95,8 @@ class _Defaults(_Strict):
 def _plain_name(name: str) -> str:
     if not name or any(c in name for c in "/\\\x00"):
         raise ValueError(f"{name!r} cannot name a recording: give a name with no '/', '\\' or NUL, not empty")
+    if not name.isprintable():  # it names a folder and a test: a terminal would act on an escape in it
+        raise ValueError(f"{name!r} cannot name a recording: give a name of printable characters")
     return name
 
 
