@@ -212,6 +212,24 @@ def test_ctrl_c_on_a_farm_writes_results_and_junit_for_what_finished(tmp_path: P
     _check_interrupted_results(tmp_path, signal.SIGINT)
 
 
+def test_a_farm_killed_outright_leaves_the_verdicts_it_reached_and_not_the_last_runs(tmp_path: Path) -> None:
+    """SIGKILL (an OOM kill, a CI runner gone) gave the farm no chance to write its results: a previous run's
+    results.jsonl and JUnit, all green, stayed beside this run's new, partial audio."""
+    inputs = _farm(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.jsonl").write_text('{"name": "b_long", "status": "pass"}\n', encoding="utf-8")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "junit.xml").write_text('<testsuites tests="3" failures="0"/>', encoding="utf-8")
+    run = start("replay", *inputs, "--voice", "tone", "--jobs", "2", "--out-dir", "out", "--junit",
+                "reports/junit.xml", cwd=tmp_path)
+    _read_until(run, "a_short")  # its verdict printed: the others still run
+    run.kill()
+    run.communicate(timeout=30)
+    rows = whole_lines(tmp_path / "out" / "results.jsonl")
+    assert [(r["name"], r["status"]) for r in rows] == [("a_short", "pass")]
+    assert not (tmp_path / "reports" / "junit.xml").exists()  # no verdict, rather than the last run's
+
+
 def test_sigterm_ends_a_process_farm_and_its_workers(tmp_path: Path) -> None:
     inputs = _farm(tmp_path)
     run = start("replay", *inputs, "--voice", "tone", "--jobs", "1", "--processes", "2", "--out-dir", "out",

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.base.errors import redact_url
-from voxline.base.files import STDOUT, each_written, nonempty_path, shown
+from voxline.base.files import STDOUT, each_written, is_stdout, nonempty_path, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -27,6 +27,7 @@ from ..replay.farm import (
     FarmOptions,
     FarmRecording,
     Outcome,
+    VerdictJournal,
     load_manifest,
     parse_shard,
     recordings_from_paths,
@@ -216,15 +217,24 @@ async def run(args: argparse.Namespace) -> int:
     print(f"voxline: farm of {count}{shard} ({where}; {_spread(args, len(recordings))})"
           + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)
     started = time.perf_counter()
+    journal = VerdictJournal(results)  # a farm killed outright leaves the verdicts it reached, not the last run's
+    if args.junit is not None and args.junit.is_file() and not is_stdout(args.junit):
+        args.junit.unlink()  # nor the last run's JUnit: none is better than a stale one beside this run's audio
+
+    def finished(outcome: Outcome) -> None:
+        journal.add(outcome)  # on disk before its line is printed: whoever reads the line finds it there
+        progress.finished(outcome)
+
     with Stop() as stop:
         progress = FarmProgress(len(recordings))
         try:
-            outcomes = await _execute(args, recordings, options, stop, progress.finished)
+            outcomes = await _execute(args, recordings, options, stop, finished)
             for o in outcomes:
                 if o.name not in progress.shown:  # never reported: a worker stopped or died before it ran
-                    progress.finished(o)
+                    finished(o)
         finally:
             progress.close()
+            journal.close()
         wall = time.perf_counter() - started
         junit = args.junit
         each_written(lambda: write_jsonl(results, outcomes),

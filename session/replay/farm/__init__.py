@@ -12,10 +12,10 @@
 from .manifest import Expectations, FarmRecording, Range, load_manifest, recordings_from_paths
 from .plan import Shard, deal, parse_shard
 from .report_junit import junit_xml, write_junit
-from .results import Check, Outcome, summary_line, write_jsonl
+from .results import Check, Outcome, VerdictJournal, summary_line, write_jsonl
 from .processes import run_processes
 from .runner import FarmOptions, run_farm, run_part
 
-__all__ = ["Check", "Expectations", "FarmOptions", "FarmRecording", "Outcome", "Range", "Shard", "deal", "junit_xml",
-           "load_manifest", "parse_shard", "recordings_from_paths", "run_farm", "run_part", "run_processes",
+__all__ = ["Check", "Expectations", "FarmOptions", "FarmRecording", "Outcome", "Range", "Shard", "VerdictJournal", "deal",
+           "junit_xml", "load_manifest", "parse_shard", "recordings_from_paths", "run_farm", "run_part", "run_processes",
            "summary_line", "write_jsonl", "write_junit"]

@@ -18,18 +18,20 @@ one JSON object per line and recording (:func:`write_jsonl`)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
-from voxline.base.files import replaced
+from voxline.base.files import is_stdout, replaced
 
 from ..result import ReplayResult
 from ...events import SessionError
 from .manifest import Expectations, Range
 
-__all__ = ["Check", "Measured", "Outcome", "describe", "judge", "measure", "outcome", "summary_line", "write_jsonl"]
+__all__ = ["Check", "Measured", "Outcome", "VerdictJournal", "describe", "judge", "measure", "outcome", "summary_line",
+           "write_jsonl"]
 
 Status = Literal["pass", "fail", "error"]
 
@@ -148,7 +150,44 @@ def write_jsonl(path: Path, outcomes: list[Outcome]) -> None:
     """One JSON line per recording, written whole (:func:`~voxline.base.files.replaced`)."""
     with replaced(path) as out:
         for o in outcomes:
-            out.write((json.dumps(o.to_json(), ensure_ascii=False) + "\n").encode("utf-8"))
+            out.write(_line(o))
+
+
+def _line(outcome: Outcome) -> bytes:
+    return (json.dumps(outcome.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+class VerdictJournal:
+    """Each verdict appended to a farm's results file as the farm reaches it, one whole line at a time: a farm
+    killed outright (SIGKILL, a machine that went down) leaves the verdicts it reached, never a previous run's
+    next to this run's audio. The file is started empty; at the end :func:`write_jsonl` writes it whole again, in
+    the farm's order. Only a regular file (or one to make) is journaled: stdout and other streams get the whole
+    file at the end only. A journal that cannot be written (a full disk) stops; the end says so if it fails too."""
+
+    def __init__(self, path: Path) -> None:
+        self._file: BinaryIO | None = None
+        if is_stdout(path) or (path.exists() and not path.is_file()):
+            return
+        try:
+            self._file = open(path, "wb")
+        except OSError:
+            self._file = None  # said by the whole write at the end, which fails the same way
+
+    def add(self, outcome: Outcome) -> None:
+        file = self._file
+        if file is None:
+            return
+        try:
+            file.write(_line(outcome))
+            file.flush()
+        except OSError:
+            self.close()
+
+    def close(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
 
 def summary_line(outcomes: list[Outcome], wall_s: float) -> str:
