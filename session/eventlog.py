@@ -10,9 +10,13 @@ string at a time, so that a redaction never breaks the line's JSON.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import heapq
+import io
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -79,13 +83,16 @@ class EventLog:
     """
 
     def __init__(self, sink: Path | IO[str], now: Callable[[], float], horizon_s: float = 1.0) -> None:
-        self._own = isinstance(sink, Path)
         self.name = str(sink) if isinstance(sink, Path) else str(getattr(sink, "name", "the event log"))
         self.error: OutputError | None = None  # the first write that failed; nothing is written after it
-        try:
-            self._out: IO[str] = sink.open("w", encoding="utf-8") if isinstance(sink, Path) else sink
-        except OSError as exc:
-            raise self._failed(exc) from exc
+        self._out: IO[str] | None = None if isinstance(sink, Path) else sink
+        self._file: io.FileIO | None = None  # a file of the log's own, written unbuffered: whole lines or none
+        self._whole = 0  # its bytes up to the end of the last whole line
+        if isinstance(sink, Path):
+            try:
+                self._file = io.FileIO(sink, "w")
+            except OSError as exc:
+                raise self._failed(exc) from exc
         self._now = now
         self._horizon = horizon_s
         self._pending: list[tuple[float, int, str, Any]] = []  # (t, seq, dir, event), a heap
@@ -132,10 +139,32 @@ class EventLog:
             lines.append(json.dumps({"t_ms": round(self._last * 1000, 3), "dir": direction, "event": event}) + "\n")
         if lines:  # whole lines in one write, handed to the system at once: a killed process leaves no half line
             try:
-                self._out.write("".join(lines))
-                self._out.flush()
+                self._put("".join(lines))
             except OSError as exc:
                 self.error = self._failed(exc)
+
+    def _put(self, text: str) -> None:
+        """Write ``text`` (whole lines); a write that fails part way (a full disk) is cut back to the last whole
+        line, so the log stays a log of whole lines."""
+        file = self._file
+        if file is None:
+            assert self._out is not None
+            self._out.write(text)
+            self._out.flush()
+            return
+        encoded = text.encode("utf-8")
+        data = memoryview(encoded)
+        try:
+            while data:
+                written = file.write(data)
+                if not written:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                data = data[written:]
+        except OSError:
+            with contextlib.suppress(OSError):  # (a pipe or a terminal has nothing to cut)
+                os.ftruncate(file.fileno(), self._whole)
+            raise
+        self._whole += len(encoded)
 
     def _failed(self, exc: OSError) -> OutputError:
         return OutputError(f"cannot write {self.name}: {exc.strerror or exc}")
@@ -144,9 +173,9 @@ class EventLog:
         """Write what is held back and close the file; :class:`OutputError` if any of the log could not be written."""
         self._flush(float("inf"))
         try:
-            if self._own:
-                self._out.close()  # closed even when its last flush fails
-            else:
+            if self._file is not None:
+                self._file.close()
+            elif self._out is not None:
                 self._out.flush()
         except OSError as exc:
             self.error = self.error or self._failed(exc)

@@ -113,3 +113,32 @@ def test_an_items_audio_parts_are_logged_with_their_length_only() -> None:
     for line in out.getvalue().splitlines():
         parts = json.loads(line)["event"]["item"]["content"]
         assert parts[0]["audio"] == "<1800 bytes of audio>" and parts[1] == {"type": "input_text", "text": "hi"}
+
+
+def test_a_log_whose_disk_fills_mid_line_keeps_whole_lines_only(tmp_path: Path) -> None:
+    """A write that fitted only in part (a full disk) left half a line at the end of the log: it is cut back to
+    the last whole line. The limit on the file's size stands for the disk, in a process of its own."""
+    import subprocess
+    import sys
+
+    script = f"""
+import resource, signal
+from pathlib import Path
+from voxline.base.errors import OutputError
+from voxline.session.eventlog import EventLog
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (5000, 5000))
+log = EventLog(Path({str(tmp_path / "events.jsonl")!r}), lambda: 0.0, horizon_s=0.0)
+for n in range(200):
+    log.wire("in", '{{"type": "response.output_text.delta", "delta": "' + "word " * (n % 7 + 3) + '"}}')
+try:
+    log.close()
+except OutputError as exc:
+    print(exc)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"cannot write {tmp_path / 'events.jsonl'}: File too large"
+    text = (tmp_path / "events.jsonl").read_text(encoding="utf-8")
+    assert text.endswith("\n") and 0 < len(text) <= 5000
+    assert all(json.loads(line)["event"]["type"] == "response.output_text.delta" for line in text.splitlines())

@@ -544,3 +544,18 @@ def test_a_farm_recording_whose_log_runs_out_of_disk_is_an_error_naming_the_file
     assert rows["a"]["status"] == "pass"
     assert rows["b"]["status"] == "error"
     assert rows["b"]["error"] == f"cannot write {tmp_path / 'out' / 'b' / 'events.jsonl'}: No space left on device"
+
+
+def test_a_document_the_disk_cannot_hold_is_named_not_its_temporary_file(tmp_path: Path) -> None:
+    """A farm on a full disk ended in 'error: No space left on device', naming no file: the write into the
+    temporary file failed with no name on it. The file the user named is named."""
+    target = tmp_path / "results.jsonl"
+    script = (f"import resource, signal\nfrom voxline.base.files import replaced\n"
+              f"signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+              f"resource.setrlimit(resource.RLIMIT_FSIZE, (5000, 5000))\n"
+              f"try:\n    with replaced({str(target)!r}) as out:\n        out.write(b'x' * 100_000)\n        out.flush()\n"
+              f"except OSError as exc:\n    print(exc.filename, exc.strerror)\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"{target} File too large"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nor is the temporary file left behind

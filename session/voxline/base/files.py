@@ -98,9 +98,11 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         else:
             os.chmod(temporary, 0o666 & ~_UMASK)  # as open() would have made it
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temporary.unlink()
+        if isinstance(exc, OSError) and exc.filename in (None, name):  # a full disk: the user's file is named,
+            raise OSError(exc.errno, exc.strerror, str(path)) from None  # not the temporary one
         raise
 
 
