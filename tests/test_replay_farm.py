@@ -256,6 +256,46 @@ def test_a_farm_of_52_recordings_in_two_processes_reports_each_and_fails_on_one(
         assert np.array_equal(read_wav(out / name / "heard.wav")[0], alone.heard)
 
 
+CRASHING_TOOLS = """
+import os
+from voxline.session.tools import ToolRegistry
+
+registry = ToolRegistry()
+
+
+@registry.tool
+def get_weather(city: str = "", unit: str = "") -> str:
+    os._exit(3)  # the worker process dies, as it would killed for its memory
+
+
+@registry.tool
+def get_time(zone: str = "") -> str:
+    return "noon"
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_process_that_dies_costs_only_the_recording_it_ran(tmp_path: Path) -> None:
+    """A worker that died (a tool calling os._exit, an OOM kill) turned its whole share into errors, recordings it
+    never started included, all saying only 'its worker process ended without a verdict'."""
+    (tmp_path / "crashtools.py").write_text(CRASHING_TOOLS, encoding="utf-8")
+    for n in range(4):
+        make_recording(tmp_path / f"r{n}.wav", n, n % 2 == 0)
+    entries = [f'[[recording]]\npath = "r{n}.wav"\n' for n in range(4)]
+    entries[0] += 'scenario = "tools"\ntools = "crashtools:registry"\n'  # dealt first to the first worker
+    write_manifest(tmp_path / "farm.toml", "\n".join(entries))
+    run = subprocess.run([sys.executable, "-m", "voxline", "replay", "--manifest", "farm.toml", "--fast", "--voice",
+                          "tone", "--jobs", "1", "--processes", "2", "--out-dir", "out"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.returncode == 1, run.stderr
+    assert "farm: 4 recordings, 3 passed, 0 failed, 1 error" in run.stdout, run.stdout + run.stderr
+    rows = {r["name"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert rows["r0"]["status"] == "error"
+    assert rows["r0"]["error"] == "its worker process exited with status 3 while it ran (what ran is in its folder)"
+    assert all(rows[f"r{n}"]["status"] == "pass" for n in (1, 2, 3))  # r2, dealt to the same worker, ran on a new one
+
+
 @pytest.mark.slow
 def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path: Path) -> None:
     names = []

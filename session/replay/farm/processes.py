@@ -10,7 +10,8 @@ them as they come. A worker stops as the command does:
   after ``grace_s`` is killed;
 * a worker whose parent is gone (killed outright, SIGKILL) stops itself the same way: a
   thread watches the parent's process id;
-* a worker that dies without a word leaves its unreported recordings as ``error``.
+* a worker that dies (killed, out of memory) leaves the recordings it was running as ``error``,
+  naming how it ended; those it had not started go to a new worker.
 
 So no worker writes into ``--out-dir`` after the command has exited.
 """
@@ -18,6 +19,7 @@ So no worker writes into ``--out-dir`` after the command has exited.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import queue as queues
@@ -29,19 +31,20 @@ from typing import Any
 from .manifest import FarmRecording
 from .plan import deal
 from .results import Outcome
-from .runner import FarmOptions, OutcomeHook, complete, run_part
+from .runner import FarmOptions, OutcomeHook, complete, interrupted_outcome, run_part
 
 __all__ = ["run_processes"]
 
-_DONE = "done"
+_DONE, _STARTED, _OUTCOME = "done", "started", "outcome"  # what a worker puts on the queue: (kind, worker, what)
 
 
-def _worker(recordings: list[dict[str, Any]], options: FarmOptions, out: Any, parent: int) -> None:
+def _worker(n: int, recordings: list[dict[str, Any]], options: FarmOptions, out: Any, parent: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="voxline-parent-watch").start()
     try:
-        run_part(recordings, options, on_outcome=out.put, stoppable=True)
+        run_part(recordings, options, on_outcome=lambda o: out.put((_OUTCOME, n, o)), stoppable=True,
+                 on_start=lambda name: out.put((_STARTED, n, name)))
     finally:
-        out.put(_DONE)
+        out.put((_DONE, n, None))
 
 
 def _watch_parent(parent: int, every_s: float = 0.25, grace_s: float = 10.0) -> None:
@@ -76,41 +79,84 @@ def _tracker_outlives_a_hangup() -> None:
 async def run_processes(recordings: list[FarmRecording], options: FarmOptions, processes: int,
                         stop: asyncio.Event | None = None, on_outcome: OutcomeHook | None = None,
                         grace_s: float = 20.0) -> list[Outcome]:
-    """The recordings dealt over ``processes`` workers, each a :func:`run_part` with ``options.jobs``."""
-    parts = deal(recordings, processes)
+    """The recordings dealt over ``processes`` workers, each a :func:`run_part` with ``options.jobs``.
+
+    A worker that dies (killed, out of memory, a tool calling ``os._exit``) costs only the recordings it was
+    running: they are ``error``, naming how it ended; those it had not started go to a new worker. One that died
+    running none leaves the rest of its share as errors too, so a worker that cannot start is not started for ever.
+    """
     _tracker_outlives_a_hangup()
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
-    workers = [context.Process(target=_worker, args=([r.model_dump(mode="json") for r in part], options, out,
-                                                     os.getpid()), name=f"voxline-farm-{n}", daemon=True)
-               for n, part in enumerate(parts)]
+    workers: list[Any] = []
+    shares: list[list[FarmRecording]] = []
+    started: list[set[str]] = []
+    finished: set[int] = set()  # workers that reported they are done, or died and were dealt with
+    reported: set[str] = set()
     got: list[Outcome] = []
+
+    def spawn(share: list[FarmRecording]) -> None:
+        n = len(workers)
+        worker = context.Process(target=_worker, args=(n, [r.model_dump(mode="json") for r in share], options, out,
+                                                       os.getpid()), name=f"voxline-farm-{n}", daemon=True)
+        workers.append(worker)
+        shares.append(share)
+        started.append(set())
+        worker.start()
+
+    def report(outcome: Outcome) -> None:
+        reported.add(outcome.name)
+        got.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    def died(n: int) -> None:
+        finished.add(n)
+        how = _how_it_ended(workers[n].exitcode)
+        running = [r for r in shares[n] if r.name in started[n] and r.name not in reported]
+        waiting = [r for r in shares[n] if r.name not in started[n] and r.name not in reported]
+        for r in running:
+            report(interrupted_outcome(r, f"its worker process {how} while it ran (what ran is in its folder)"))
+        if waiting and running and not (stop is not None and stop.is_set()):
+            spawn(waiting)
+        else:
+            for r in waiting:
+                report(interrupted_outcome(r, f"its worker process {how} before it started"))
+
+    def take(item: tuple[str, int, Any]) -> None:
+        kind, n, what = item
+        if kind == _DONE:
+            finished.add(n)
+        elif kind == _STARTED:
+            started[n].add(what)
+        else:
+            report(Outcome.from_json(what))
+
     signalled_at: float | None = None
     try:
-        for worker in workers:
-            worker.start()
-        finished = 0
-        while finished < len(workers):
+        for part in deal(recordings, processes):
+            spawn(part)
+        while len(finished) < len(workers):
             if stop is not None and stop.is_set() and signalled_at is None:
                 signalled_at = time.monotonic()
                 for worker in workers:
                     if worker.is_alive():
                         worker.terminate()  # SIGTERM: the worker reports what it has and exits
             try:
-                item = await asyncio.to_thread(out.get, True, 0.2)
+                take(await asyncio.to_thread(out.get, True, 0.2))
             except queues.Empty:
-                if not any(w.is_alive() for w in workers):
-                    break  # died without a word: what they did not report is an error below
-                if signalled_at is not None and time.monotonic() - signalled_at > grace_s:
-                    break
-                continue
-            if item == _DONE:
-                finished += 1
-                continue
-            outcome = Outcome.from_json(item)
-            got.append(outcome)
-            if on_outcome is not None:
-                on_outcome(outcome)
+                if signalled_at is not None:
+                    if not any(w.is_alive() for w in workers) or time.monotonic() - signalled_at > grace_s:
+                        break  # what they did not report is an error below
+                    continue
+                dead = [n for n, worker in enumerate(workers) if n not in finished and not worker.is_alive()]
+                if dead:
+                    with contextlib.suppress(queues.Empty):  # what they said before they ended comes first
+                        while True:
+                            take(out.get_nowait())
+                    for n in dead:
+                        if n not in finished:
+                            died(n)
     finally:
         for worker in workers:
             worker.join(timeout=5 if worker.is_alive() else None)
@@ -121,3 +167,13 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
     why = ("interrupted before its worker reported it (it may not have started)" if stop is not None and stop.is_set()
            else "its worker process ended without a verdict")
     return complete(recordings, got, why)
+
+
+def _how_it_ended(code: int | None) -> str:
+    """``was killed by SIGKILL``, ``exited with status 3``: a dead worker's end, for its recordings' errors."""
+    if code is not None and code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"

@@ -87,10 +87,12 @@ class _Voices:
 
 
 async def run_farm(recordings: list[FarmRecording], options: FarmOptions, stop: asyncio.Event | None = None,
-                   on_outcome: OutcomeHook | None = None) -> list[Outcome]:
+                   on_outcome: OutcomeHook | None = None,
+                   on_start: Callable[[FarmRecording], None] | None = None) -> list[Outcome]:
     """Replay ``recordings`` with up to ``options.jobs`` at once; outcomes in the recordings' order.
 
-    Each outcome is also handed to ``on_outcome`` as its recording finishes. Once ``stop`` is set
+    Each outcome is also handed to ``on_outcome`` as its recording finishes, and each recording to
+    ``on_start`` as its replay begins. Once ``stop`` is set
     (a signal), running replays end where they are and the rest do not start: all of them are
     ``error`` outcomes saying so, and what ran is on disk."""
     register_url_secrets(options.url)  # in a worker process too: its errors and logs redact them
@@ -103,16 +105,21 @@ async def run_farm(recordings: list[FarmRecording], options: FarmOptions, stop: 
     voices = _Voices(options.voice) if options.fast else None
     gate = asyncio.Semaphore(max(1, options.jobs))
 
+    async def replayed(recording: FarmRecording) -> Outcome:
+        if on_start is not None:
+            on_start(recording)
+        if lockstep is None:
+            return await replay_recording(recording, options, RealClock(), voices, stop)
+        # a virtual clock of its own: a tool stuck in one recording holds up that recording only
+        with lockstep.own_clock() as clock:
+            return await replay_recording(recording, options, clock, voices, stop)
+
     async def one(recording: FarmRecording) -> Outcome:
         async with gate:
             if stop is not None and stop.is_set():
                 done = interrupted_outcome(recording, "interrupted before it started")
-            elif lockstep is None:
-                done = await replay_recording(recording, options, RealClock(), voices, stop)
             else:
-                # a virtual clock of its own: a tool stuck in one recording holds up that recording only
-                with lockstep.own_clock() as clock:
-                    done = await replay_recording(recording, options, clock, voices, stop)
+                done = await replayed(recording)
         if on_outcome is not None:
             on_outcome(done)
         return done
@@ -225,11 +232,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
-             on_outcome: Callable[[dict[str, Any]], None] | None = None, stoppable: bool = False) -> list[dict[str, Any]]:
+             on_outcome: Callable[[dict[str, Any]], None] | None = None, stoppable: bool = False,
+             on_start: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """:func:`run_farm` on a loop of its own (lockstep when fast); plain dicts in and out.
 
-    ``on_outcome`` is shown each verdict as it comes; with ``stoppable``, SIGTERM, SIGINT and
-    SIGHUP stop the part as they stop a farm (the body of a worker process)."""
+    ``on_outcome`` is shown each verdict as it comes, ``on_start`` the name of each recording as its
+    replay begins; with ``stoppable``, SIGTERM, SIGINT and SIGHUP stop the part as they stop a farm
+    (the body of a worker process)."""
     parsed = [FarmRecording.model_validate(r) for r in recordings]
     factory = (lambda: LockstepLoop(VirtualClock())) if options.fast else None
 
@@ -240,7 +249,8 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                 loop.add_signal_handler(sig, stop.set)
         hook = None if on_outcome is None else (lambda o: on_outcome(o.to_json()))
-        return await run_farm(parsed, options, stop, hook)
+        starts = None if on_start is None else (lambda r: on_start(r.name))
+        return await run_farm(parsed, options, stop, hook, starts)
 
     with bounded_runner(factory) as runner:  # a tool that ignores its cancel does not keep the worker
         outcomes = runner.run(main())
