@@ -559,3 +559,36 @@ def test_a_document_the_disk_cannot_hold_is_named_not_its_temporary_file(tmp_pat
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == f"{target} File too large"
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nor is the temporary file left behind
+
+
+def test_a_file_written_as_a_run_goes_is_a_new_file_in_place_of_the_old_never_the_old_one(tmp_path: Path) -> None:
+    """A farm's results journal opened the old file to write: through a hard link it emptied another file, through
+    a link to stderr's file it wrote over the command's own lines; a stale JUnit behind a link had the link removed."""
+    from voxline.base.files import fresh_file, rewritten_file
+
+    old = tmp_path / "results.jsonl"
+    old.write_text("last run\n")
+    old.chmod(0o640)
+    twin = tmp_path / "twin.jsonl"
+    os.link(old, twin)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(old)
+    new = fresh_file(link)
+    assert new is not None
+    with new:
+        new.write(b"this run\n")
+    assert link.is_symlink() and old.read_text() == "this run\n" and (old.stat().st_mode & 0o777) == 0o640
+    assert twin.read_text() == "last run\n"  # the other hard link keeps what it held
+    assert rewritten_file(link) == old and rewritten_file(tmp_path / "none") is None
+    assert fresh_file("/dev/null") is None and rewritten_file("/dev/null") is None
+    made = fresh_file(tmp_path / "made.jsonl")
+    assert made is not None
+    made.close()
+    assert (tmp_path / "made.jsonl").read_bytes() == b""
+    script = ("import sys\nfrom voxline.base.files import fresh_file, rewritten_file\n"
+              "print(fresh_file(sys.argv[1]), rewritten_file(sys.argv[1]), flush=True)\n")
+    with open(tmp_path / "lines.txt", "wb") as output:  # this process's stdout, a regular file: written in place
+        run = subprocess.run([sys.executable, "-c", script, str(tmp_path / "lines.txt")], stdout=output,
+                             stderr=subprocess.PIPE, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "lines.txt").read_text() == "None None\n"

@@ -8,6 +8,7 @@ Several inputs, a directory or ``--manifest`` make a farm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.base.errors import redact_url
-from voxline.base.files import STDOUT, each_written, is_stdout, nonempty_path, shown
+from voxline.base.files import STDOUT, each_written, nonempty_path, rewritten_file, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -217,9 +218,10 @@ async def run(args: argparse.Namespace) -> int:
     print(f"voxline: farm of {count}{shard} ({where}; {_spread(args, len(recordings))})"
           + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)
     started = time.perf_counter()
-    journal = VerdictJournal(results)  # a farm killed outright leaves the verdicts it reached, not the last run's
-    if args.junit is not None and args.junit.is_file() and not is_stdout(args.junit):
-        args.junit.unlink()  # nor the last run's JUnit: none is better than a stale one beside this run's audio
+    if args.junit is not None and (stale := rewritten_file(args.junit)) is not None:
+        with contextlib.suppress(OSError):  # a farm killed outright leaves no JUnit, rather than the last run's
+            stale.unlink()
+    journal = VerdictJournal(results)  # and the verdicts it reached, rather than the last run's
 
     def finished(outcome: Outcome) -> None:
         journal.add(outcome)  # on disk before its line is printed: whoever reads the line finds it there

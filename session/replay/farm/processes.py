@@ -145,18 +145,20 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
             try:
                 take(await asyncio.to_thread(out.get, True, 0.2))
             except queues.Empty:
-                if signalled_at is not None:
-                    if not any(w.is_alive() for w in workers) or time.monotonic() - signalled_at > grace_s:
-                        break  # what they did not report is an error below
-                    continue
-                dead = [n for n, worker in enumerate(workers) if n not in finished and not worker.is_alive()]
-                if dead:
-                    with contextlib.suppress(queues.Empty):  # what they said before they ended comes first
-                        while True:
-                            take(out.get_nowait())
-                    for n in dead:
-                        if n not in finished:
-                            died(n)
+                if signalled_at is not None and (not any(w.is_alive() for w in workers)
+                                                 or time.monotonic() - signalled_at > grace_s):
+                    break  # what they did not report is an error below
+            if signalled_at is not None:
+                continue
+            # a worker dead on its own, looked for at every message: the others may keep the queue busy meanwhile
+            dead = [n for n, worker in enumerate(workers) if n not in finished and not worker.is_alive()]
+            if dead:
+                with contextlib.suppress(queues.Empty):  # what they said before they ended comes first
+                    while True:
+                        take(out.get_nowait())
+                for n in dead:
+                    if n not in finished:
+                        died(n)
     finally:
         for worker in workers:
             worker.join(timeout=5 if worker.is_alive() else None)

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from voxline.base.files import is_stdout, replaced
+from voxline.base.files import fresh_file, replaced
 
 from ..result import ReplayResult
 from ...events import SessionError
@@ -161,15 +161,12 @@ class VerdictJournal:
     """Each verdict appended to a farm's results file as the farm reaches it, one whole line at a time: a farm
     killed outright (SIGKILL, a machine that went down) leaves the verdicts it reached, never a previous run's
     next to this run's audio. The file is started empty; at the end :func:`write_jsonl` writes it whole again, in
-    the farm's order. Only a regular file (or one to make) is journaled: stdout and other streams get the whole
-    file at the end only. A journal that cannot be written (a full disk) stops; the end says so if it fails too."""
+    the farm's order. Only a file written whole by renaming (:func:`~voxline.base.files.fresh_file`) is journaled,
+    on a new file in its place: stdout, devices and streams get the whole file at the end only. A journal that cannot be written (a full disk) stops; the end says so if it fails too."""
 
     def __init__(self, path: Path) -> None:
-        self._file: BinaryIO | None = None
-        if is_stdout(path) or (path.exists() and not path.is_file()):
-            return
         try:
-            self._file = open(path, "wb")
+            self._file: BinaryIO | None = fresh_file(path)  # none where the end's write goes in place (stdout)
         except OSError:
             self._file = None  # said by the whole write at the end, which fails the same way
 

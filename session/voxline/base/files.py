@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "own_stream_file", "replaced", "same_file",
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "fresh_file", "own_stream_file", "rewritten_file", "replaced", "same_file",
            "shown"]
 
 STDOUT = Path("/dev/stdout")
@@ -104,6 +104,40 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         if isinstance(exc, OSError) and exc.filename in (None, name):  # a full disk: the user's file is named,
             raise OSError(exc.errno, exc.strerror, str(path)) from None  # not the temporary one
         raise
+
+
+def rewritten_file(path: str | os.PathLike[str]) -> Path | None:
+    """The regular file :func:`replaced` writes ``path`` to by renaming a new one over it (a link's target), or None
+    where it writes in place (this process's stdout or stderr, a device, anything under ``/dev`` or ``/proc``), or
+    no file is there yet."""
+    target = Path(path)
+    if _own_stream(target) is not None or _a_stream(target):
+        return None
+    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    return real if real.is_file() else None
+
+
+def fresh_file(path: str | os.PathLike[str]) -> BinaryIO | None:
+    """A new, empty file put in place of ``path`` (or made there), open for writing as a run goes: a file
+    :func:`replaced` later writes whole. Never the old file itself, so that another hard link to it keeps what it
+    held; with the old file's mode, or a new file's. None where :func:`replaced` writes in place (see
+    :func:`rewritten_file`)."""
+    target = Path(path)
+    old = rewritten_file(target)
+    if old is None and (target.exists() or target.is_symlink()):
+        return None
+    target = old or target
+    mode = stat.S_IMODE(old.stat().st_mode) if old is not None else 0o666 & ~_UMASK
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.chmod(name, mode)
+        os.replace(name, target)
+    except BaseException:
+        os.close(handle)
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+    return os.fdopen(handle, "wb")
 
 
 class SetAside:
