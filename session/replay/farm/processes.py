@@ -2,7 +2,8 @@
 
 Each worker is a spawned process (never forked from a running loop) running
 :func:`~.runner.run_part` on its share of the recordings (:func:`~.plan.deal`). Verdicts
-come back one at a time, as each recording finishes, on a queue, so the command can print
+come back one at a time, as each recording finishes, on the worker's own pipe (a queue shared by
+all would hang them all on a lock one of them was killed holding), so the command can print
 them as they come. A worker stops as the command does:
 
 * the command, stopped by a signal, sends each worker SIGTERM; a worker ends its running
@@ -19,13 +20,12 @@ So no worker writes into ``--out-dir`` after the command has exited.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
 import os
-import queue as queues
 import signal
 import threading
 import time
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .manifest import FarmRecording
@@ -35,16 +35,19 @@ from .runner import FarmOptions, OutcomeHook, complete, interrupted_outcome, run
 
 __all__ = ["run_processes"]
 
-_DONE, _STARTED, _OUTCOME = "done", "started", "outcome"  # what a worker puts on the queue: (kind, worker, what)
+_DONE, _STARTED, _OUTCOME = "done", "started", "outcome"  # what a worker sends on its pipe: (kind, what)
 
 
-def _worker(n: int, recordings: list[dict[str, Any]], options: FarmOptions, out: Any, parent: int) -> None:
+def _worker(recordings: list[dict[str, Any]], options: FarmOptions, out: Connection, parent: int) -> None:
+    """One worker: its share, each start and verdict sent on its own pipe as it comes (a send is done before the
+    replay goes on: a worker killed after a start was sent cannot have that recording run again elsewhere)."""
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="voxline-parent-watch").start()
     try:
-        run_part(recordings, options, on_outcome=lambda o: out.put((_OUTCOME, n, o)), stoppable=True,
-                 on_start=lambda name: out.put((_STARTED, n, name)))
+        run_part(recordings, options, on_outcome=lambda o: out.send((_OUTCOME, o)), stoppable=True,
+                 on_start=lambda name: out.send((_STARTED, name)))
     finally:
-        out.put((_DONE, n, None))
+        out.send((_DONE, None))
+        out.close()
 
 
 def _watch_parent(parent: int, every_s: float = 0.25, grace_s: float = 10.0) -> None:
@@ -57,7 +60,7 @@ def _watch_parent(parent: int, every_s: float = 0.25, grace_s: float = 10.0) -> 
 
 
 def _tracker_outlives_a_hangup() -> None:
-    """Start multiprocessing's resource tracker (it tracks the queue's semaphores) ignoring SIGHUP.
+    """Start multiprocessing's resource tracker (a spawned worker is handed it) ignoring SIGHUP.
 
     It ignores SIGINT and SIGTERM by itself, not SIGHUP: a closed terminal (or ``timeout -s HUP``)
     signals the whole process group, and a tracker killed so prints a traceback for every
@@ -87,22 +90,25 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
     """
     _tracker_outlives_a_hangup()
     context = multiprocessing.get_context("spawn")
-    out = context.Queue()
     workers: list[Any] = []
     shares: list[list[FarmRecording]] = []
     started: list[set[str]] = []
-    finished: set[int] = set()  # workers that reported they are done, or died and were dealt with
+    pipes: dict[int, Connection] = {}  # the pipes of the workers not yet ended, by worker
+    finished: set[int] = set()  # workers that said they are done
     reported: set[str] = set()
     got: list[Outcome] = []
 
     def spawn(share: list[FarmRecording]) -> None:
         n = len(workers)
-        worker = context.Process(target=_worker, args=(n, [r.model_dump(mode="json") for r in share], options, out,
+        reader, writer = context.Pipe(duplex=False)
+        worker = context.Process(target=_worker, args=([r.model_dump(mode="json") for r in share], options, writer,
                                                        os.getpid()), name=f"voxline-farm-{n}", daemon=True)
         workers.append(worker)
         shares.append(share)
         started.append(set())
         worker.start()
+        writer.close()  # the worker's own: its pipe ends (EOF) when the worker does
+        pipes[n] = reader
 
     def report(outcome: Outcome) -> None:
         reported.add(outcome.name)
@@ -111,20 +117,27 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
             on_outcome(outcome)
 
     def died(n: int) -> None:
-        finished.add(n)
+        workers[n].join(timeout=5)  # its pipe ended: its exit status is there, or nearly
         how = _how_it_ended(workers[n].exitcode)
         running = [r for r in shares[n] if r.name in started[n] and r.name not in reported]
         waiting = [r for r in shares[n] if r.name not in started[n] and r.name not in reported]
         for r in running:
             report(interrupted_outcome(r, f"its worker process {how} while it ran (what ran is in its folder)"))
-        if waiting and running and not (stop is not None and stop.is_set()):
+        if waiting and running:
             spawn(waiting)
         else:
             for r in waiting:
                 report(interrupted_outcome(r, f"its worker process {how} before it started"))
 
-    def take(item: tuple[str, int, Any]) -> None:
-        kind, n, what = item
+    def read(n: int) -> None:
+        """One message of worker ``n``, or the end of its pipe."""
+        try:
+            kind, what = pipes[n].recv()
+        except Exception:  # EOF: the worker ended (a message cut short by a kill ends it too)
+            pipes.pop(n).close()
+            if n not in finished and signalled_at is None:
+                died(n)  # every message it sent was read before its pipe ended
+            return
         if kind == _DONE:
             finished.add(n)
         elif kind == _STARTED:
@@ -136,36 +149,25 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
     try:
         for part in deal(recordings, processes):
             spawn(part)
-        while len(finished) < len(workers):
+        while pipes:
             if stop is not None and stop.is_set() and signalled_at is None:
                 signalled_at = time.monotonic()
                 for worker in workers:
                     if worker.is_alive():
                         worker.terminate()  # SIGTERM: the worker reports what it has and exits
-            try:
-                take(await asyncio.to_thread(out.get, True, 0.2))
-            except queues.Empty:
-                if signalled_at is not None and (not any(w.is_alive() for w in workers)
-                                                 or time.monotonic() - signalled_at > grace_s):
-                    break  # what they did not report is an error below
-            if signalled_at is not None:
-                continue
-            # a worker dead on its own, looked for at every message: the others may keep the queue busy meanwhile
-            dead = [n for n, worker in enumerate(workers) if n not in finished and not worker.is_alive()]
-            if dead:
-                with contextlib.suppress(queues.Empty):  # what they said before they ended comes first
-                    while True:
-                        take(out.get_nowait())
-                for n in dead:
-                    if n not in finished:
-                        died(n)
+            if signalled_at is not None and time.monotonic() - signalled_at > grace_s:
+                break  # what they did not report is an error below
+            ready = await asyncio.to_thread(wait, list(pipes.values()), 0.2)
+            for n in [n for n, pipe in pipes.items() if pipe in ready]:
+                read(n)
     finally:
+        for pipe in pipes.values():
+            pipe.close()
         for worker in workers:
             worker.join(timeout=5 if worker.is_alive() else None)
             if worker.is_alive():
                 worker.kill()
                 worker.join()
-        out.close()
     why = ("interrupted before its worker reported it (it may not have started)" if stop is not None and stop.is_set()
            else "its worker process ended without a verdict")
     return complete(recordings, got, why)
