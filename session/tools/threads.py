@@ -49,8 +49,7 @@ class ToolThreads:
         self._idle = 0
         self._abandoned = 0  # threads finishing a job nobody waits for
         self._running: dict[concurrent.futures.Future[Any], tuple[threading.Thread, str | None]] = {}
-        self._stuck: dict[str, int] = {}  # by tool: its jobs abandoned past their time and still running
-        self._counted_stuck: set[concurrent.futures.Future[Any]] = set()  # the jobs counted there
+        self._stuck: dict[concurrent.futures.Future[Any], str] = {}  # jobs abandoned past their time, still running
         self._given_up: set[threading.Thread] = set()
         self._wake = threading.Condition(self._lock)
         self._serial = 0
@@ -71,7 +70,7 @@ class ToolThreads:
         abandoned and have not returned."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
-            stuck = self._stuck.get(tool, 0) if tool is not None else 0
+            stuck = 0 if tool is None else sum(of == tool for of in self._stuck.values())
             if stuck >= self.max_stuck:
                 calls = "1 earlier call of it has" if stuck == 1 else f"{stuck} earlier calls of it have"
                 future.set_exception(ToolError(f"{tool} is stuck: {calls} not returned, and it is not run again until "
@@ -101,8 +100,7 @@ class ToolThreads:
             self._counted -= 1
             self._abandoned += 1
             if tool is not None and timed_out:
-                self._stuck[tool] = self._stuck.get(tool, 0) + 1
-                self._counted_stuck.add(future)
+                self._stuck[future] = tool
             if self._jobs and self._abandoned <= self.max_abandoned:
                 self._start()
 
@@ -143,13 +141,7 @@ class ToolThreads:
                 if leaving:
                     self._given_up.discard(me)
                     self._abandoned -= 1
-                    if future in self._counted_stuck:
-                        self._counted_stuck.discard(future)
-                        assert tool is not None
-                        if self._stuck[tool] > 1:
-                            self._stuck[tool] -= 1
-                        else:
-                            del self._stuck[tool]
+                    self._stuck.pop(future, None)
                     if self._jobs and self._counted < self.workers:
                         self._start()
             if failure is not None:
