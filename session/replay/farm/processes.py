@@ -116,8 +116,8 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         if on_outcome is not None:
             on_outcome(outcome)
 
-    def died(n: int) -> None:
-        workers[n].join(timeout=5)  # its pipe ended: its exit status is there, or nearly
+    async def died(n: int) -> None:
+        await asyncio.to_thread(workers[n].join, 5)  # its pipe ended: its exit status is there, or nearly
         how = _how_it_ended(workers[n].exitcode)
         running = [r for r in shares[n] if r.name in started[n] and r.name not in reported]
         waiting = [r for r in shares[n] if r.name not in started[n] and r.name not in reported]
@@ -129,14 +129,14 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
             for r in waiting:
                 report(interrupted_outcome(r, f"its worker process {how} before it started"))
 
-    def read(n: int) -> None:
+    async def read(n: int) -> None:
         """One message of worker ``n``, or the end of its pipe."""
         try:
             kind, what = pipes[n].recv()
         except Exception:  # EOF: the worker ended (a message cut short by a kill ends it too)
             pipes.pop(n).close()
             if n not in finished and signalled_at is None:
-                died(n)  # every message it sent was read before its pipe ended
+                await died(n)  # every message it sent was read before its pipe ended
             return
         if kind == _DONE:
             finished.add(n)
@@ -159,7 +159,7 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
                 break  # what they did not report is an error below
             ready = await asyncio.to_thread(wait, list(pipes.values()), 0.2)
             for n in [n for n, pipe in pipes.items() if pipe in ready]:
-                read(n)
+                await read(n)
     finally:
         for pipe in pipes.values():
             pipe.close()
