@@ -162,7 +162,8 @@ class VerdictJournal:
     killed outright (SIGKILL, a machine that went down) leaves the verdicts it reached, never a previous run's
     next to this run's audio. The file is started empty; at the end :func:`write_jsonl` writes it whole again, in
     the farm's order. Only a file written whole by renaming (:func:`~voxline.base.files.fresh_file`) is journaled,
-    on a new file in its place: stdout, devices and streams get the whole file at the end only. A journal that cannot be written (a full disk) stops; the end says so if it fails too."""
+    on a new file in its place: stdout, devices and streams get the whole file at the end only. A journal that
+    cannot be written (a full disk) stops; the end says so if it fails too."""
 
     def __init__(self, path: Path) -> None:
         try:

@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "is_stdout", "nonempty_path", "fresh_file", "own_stream_file", "rewritten_file", "replaced", "same_file",
-           "shown"]
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "fresh_file", "is_stdout", "nonempty_path",
+           "own_stream_file", "replaced", "rewritten_file", "same_file", "shown"]
 
 STDOUT = Path("/dev/stdout")
 """An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
