@@ -222,6 +222,37 @@ async def test_timeout_of_a_sync_tool_answers_at_once(harness: Harness, registry
         release.set()
 
 
+async def test_a_sync_tools_result_is_encoded_on_its_thread_inside_its_timeout(
+        harness: Harness, registry: ToolRegistry) -> None:
+    """Encoding a result is the tool's work: one whose serialiser holds (a large table, a model that
+    waits) is timed out as the tool would be, and the event loop, which every session shares, goes on."""
+    import pydantic
+
+    release = threading.Event()
+    encoding = threading.Event()
+
+    class Slow(pydantic.BaseModel):
+        rows: int
+
+        @pydantic.model_serializer
+        def serialise(self) -> dict[str, int]:
+            encoding.set()
+            release.wait(10)  # a bound, should it be encoded on the loop: the loop is held meanwhile
+            return {"rows": self.rows}
+
+    @registry.tool(timeout=0.05)
+    def table() -> Any:
+        return Slow(rows=3)
+
+    [call] = harness.call("table")
+    try:
+        await harness.runner.join()
+        assert encoding.is_set()
+        assert harness.outputs() == {call.call_id: '{"error":"table timed out after 0.05 s"}'}
+    finally:
+        release.set()
+
+
 async def test_a_tool_raising_timeout_error_is_a_failure_not_a_timeout(harness: Harness, registry: ToolRegistry) -> None:
     @registry.tool
     async def upstream() -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .calls import CallState, CallTracker, ToolCall
 from .outputs import encode_output, error_output
-from .registry import Tool, ToolRegistry
+from .registry import Tool, ToolRegistry, Unencodable
 from .runner import Approver, ToolEvent, ToolFinished, ToolRunner, ToolStarted
 from .threads import ToolThreads
 
@@ -34,6 +34,7 @@ __all__ = [
     "ToolRunner",
     "ToolStarted",
     "ToolThreads",
+    "Unencodable",
     "encode_output",
     "error_output",
 ]

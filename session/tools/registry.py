@@ -26,11 +26,13 @@ from voxline.realtime.errors import ToolError
 
 from ..lockstep import follows_real_time
 from .docstrings import parse_docstring
-from .outputs import describe_invalid
+from voxline.base.contain import contain
+
+from .outputs import describe_exception, describe_invalid, encode_output
 from .schema import ArgumentSpec, build_arguments, described
 from .threads import ToolThreads
 
-__all__ = ["Tool", "ToolRegistry"]
+__all__ = ["Tool", "ToolRegistry", "Unencodable"]
 
 _SHARED: list[ToolThreads] = []
 _SHARED_LOCK = threading.Lock()
@@ -61,6 +63,7 @@ def _shared_threads() -> ToolThreads:
         return _SHARED[0]
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -114,29 +117,80 @@ class Tool:
         return decoded, self.arguments.to_kwargs(validated)
 
     async def invoke(self, kwargs: Mapping[str, Any], threads: ToolThreads | None = None) -> Any:
-        """Run the function: awaited if async, on a tool worker thread if not.
+        """Run the function: awaited if async, on a tool worker thread if not; what it returned.
 
         Cancelling the wait (a timeout, a closing session) gives the worker's place back at once
         (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
         """
+        return await self._run(kwargs, threads, _unchanged)
+
+    async def output(self, kwargs: Mapping[str, Any], threads: ToolThreads | None = None) -> str | Unencodable:
+        """Run the function as :meth:`invoke` does, and make what it returned the call's output text
+        (:func:`~voxline.session.tools.outputs.encode_output`), or say why it cannot be.
+
+        A sync function's result is encoded on its worker thread, inside the tool's timeout: a result that
+        takes long to encode (a large table, a model whose serialiser waits) holds neither the event loop,
+        which every session shares, nor the call past its time.
+        """
+        return await self._run(kwargs, threads, _encoded)
+
+    async def _run(self, kwargs: Mapping[str, Any], threads: ToolThreads | None, then: Callable[[Any], R]) -> R:
+        """Call the function and hand what it returned to ``then``: on the worker thread for a sync function."""
         if self.is_async:
             # the thread work it starts (to_thread, a DNS lookup) is timed as a blocking tool's
             with follows_real_time():
-                return await self.function(**kwargs)
+                return then(await self.function(**kwargs))
         pool = _OneJob(threads or _shared_threads(), self.name)
         # through the loop's run_in_executor, marked as a tool's: a lockstep loop lets the session's
         # time follow real time while it works, so its timeout fires as it would in real time
         with follows_real_time():
-            work = asyncio.get_running_loop().run_in_executor(pool, functools.partial(self.function, **kwargs))
+            work = asyncio.get_running_loop().run_in_executor(pool, _call_then, self.function, kwargs, then)
         try:
             result = await work
         except asyncio.CancelledError as cancel:
             pool.abandon(timed_out=TIMED_OUT in cancel.args)
             raise
-        if inspect.isawaitable(result):  # a sync wrapper around a coroutine function, which __wrapped__ did not show
+        if isinstance(result, _Awaiting):  # a sync wrapper around a coroutine function, which __wrapped__ did not show
             with follows_real_time():
-                return await result
+                return then(await result.awaitable)
         return result
+
+
+@dataclass(frozen=True, slots=True)
+class Unencodable:
+    """A tool's result that cannot be the call's output text, and why (the function itself returned)."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Awaiting:
+    """What a sync function returned that is to be awaited on the event loop, not on its thread."""
+
+    awaitable: Any
+
+
+def _unchanged(value: Any) -> Any:
+    return value
+
+
+def _encoded(value: Any) -> str | Unencodable:
+    """``value`` as output text, or why it cannot be; on the event loop or on a tool's worker thread."""
+    try:
+        return encode_output(value)
+    except ToolError as exc:
+        return Unencodable(exc.message)
+    except BaseException as exc:  # the result's own code raised what no Exception handler takes (SystemExit)
+        contain(exc)
+        return Unencodable(f"its result could not be encoded: {describe_exception(exc)}")
+
+
+def _call_then(function: Callable[..., Any], kwargs: Mapping[str, Any], then: Callable[[Any], R]) -> R | _Awaiting:
+    """On a tool's worker thread: the function's result handed to ``then``, or the awaitable it returned."""
+    result = function(**kwargs)
+    if inspect.isawaitable(result):
+        return _Awaiting(result)
+    return then(result)
 
 
 def _is_async(func: Callable[..., Any]) -> bool:

@@ -33,7 +33,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, assert_never
 
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_runner import hold
@@ -41,9 +41,9 @@ from voxline.base.contain import contain
 from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
-from .outputs import describe_exception, encode_output, error_output
+from .outputs import describe_exception, error_output
 from .events import ToolEvent, ToolFinished, ToolStarted
-from .registry import TIMED_OUT, Tool, ToolRegistry
+from .registry import TIMED_OUT, Tool, ToolRegistry, Unencodable
 from .threads import ToolThreads
 
 __all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
@@ -63,18 +63,18 @@ def _failure(tool: Tool, exc: BaseException) -> str:
     return error_output(f"{tool.name} failed: {describe_exception(exc)}")
 
 
-async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) -> tuple[Any, BaseException | None]:
-    """Run the tool in its own task and hand back ``(value, None)`` or ``(None, what it raised)``.
+async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) -> str | Unencodable | BaseException:
+    """Run the tool in its own task and hand back its output, or what it raised.
 
     Nothing the tool raises leaves this task: a task that ends in ``SystemExit`` stops the
     event loop, and one that ends in a ``CancelledError`` of the tool's own is indistinguishable
     from one the runner cancelled.
     """
     try:
-        return await tool.invoke(kwargs, threads), None
+        return await tool.output(kwargs, threads)
     except BaseException as exc:  # the tool boundary
         contain(exc)
-        return None, exc
+        return exc
 
 
 class ToolRunner:
@@ -273,17 +273,16 @@ class ToolRunner:
                 raise
         if work.cancelled():  # the tool cancelled its own task (the runner's cancel is handled above)
             return error_output(f"{tool.name} failed: CancelledError: it cancelled its own task"), False
-        value, failure = work.result()
-        if failure is not None:  # the tool boundary: a tool's failure is its output, never ours
-            return _failure(tool, failure), False
-        try:
-            return encode_output(value), True
-        except ToolError as exc:
-            return error_output(f"{tool.name} failed: {exc.message}"), False
-        except BaseException as exc:  # the result's own code raised what no Exception handler takes (SystemExit)
-            contain(exc)
-            return error_output(f"{tool.name} failed: its result could not be encoded: "
-                                f"{describe_exception(exc)}"), False
+        result = work.result()
+        match result:
+            case str():
+                return result, True
+            case Unencodable(why=why):
+                return error_output(f"{tool.name} failed: {why}"), False
+            case BaseException():  # the tool boundary: a tool's failure is its output, never ours
+                return _failure(tool, result), False
+            case _:
+                assert_never(result)
 
     def _answer(self, call: ToolCall, output: str) -> None:
         """Answer a call that will not run (unknown tool, bad arguments, refused)."""
