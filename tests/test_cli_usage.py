@@ -182,9 +182,15 @@ def test_a_manifests_scenario_or_tools_that_cannot_load_names_the_manifest_and_t
 
 def test_a_key_in_a_misplaced_argument_is_redacted_in_the_usage_line() -> None:
     """argparse quotes what it could not place: a URL with a key given where no argument goes was printed whole."""
-    result = run("replay", str(EXAMPLE), "--fast", "wss://u:sk-canaryI9xx@api.example.com/v1?api-key=canaryJ0xx")
+    url = "wss://u:sk-canaryI9xx@api.example.com/v1?api-key=canaryJ0xx"
+    result = run("token", url)
     line = one_line_error(result)
     assert result.returncode == 2 and "unrecognized arguments" in line, line
+    assert "canaryI9xx" not in line and "canaryJ0xx" not in line and "[redacted]" in line
+    # where recordings go, the URL is taken for one, and the file it names is not found
+    result = run("replay", str(EXAMPLE), "--fast", url, "--out-dir", "out")
+    line = one_line_error(result)
+    assert result.returncode == 1 and "no such file" in line.lower(), line
     assert "canaryI9xx" not in line and "canaryJ0xx" not in line and "[redacted]" in line
 
 
@@ -283,6 +289,13 @@ def test_a_resampled_input_says_where_its_samples_land(tmp_path: Path) -> None:
 
 def test_a_farm_refuses_channel(tmp_path: Path, speech_left: Path) -> None:
     result = run("replay", str(speech_left), str(EXAMPLE), "--fast", "--channel", "left", "--out-dir",
+                 str(tmp_path / "farm"))
+    assert result.returncode == 2 and "--channel applies to a single replay" in one_line_error(result)
+
+
+def test_inputs_may_follow_options(tmp_path: Path, speech_left: Path) -> None:
+    """``replay a.wav --fast b.wav`` takes both recordings (a farm, which refuses --channel), as most tools do."""
+    result = run("replay", str(speech_left), "--fast", str(EXAMPLE), "--channel", "left", "--out-dir",
                  str(tmp_path / "farm"))
     assert result.returncode == 2 and "--channel applies to a single replay" in one_line_error(result)
 

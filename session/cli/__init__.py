@@ -47,11 +47,21 @@ class _Parser(argparse.ArgumentParser):
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
-        unknown = unknown_options(self, list(sys.argv[1:] if args is None else args))
+        return super().parse_args(self._known(args), namespace)
+
+    def parse_any_order(self, args: Sequence[str]) -> argparse.Namespace:
+        """Parse a command's arguments with options and inputs in any order (``replay a.wav --fast b.wav``
+        replays both, as most tools do); for a parser without subcommands."""
+        return super().parse_intermixed_args(self._known(args))
+
+    def _known(self, args: Sequence[str] | None) -> list[str]:
+        """``args`` (default: the process's), once none is an option this parser does not know."""
+        given = list(sys.argv[1:] if args is None else args)
+        unknown = unknown_options(self, given)
         if unknown:
             self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
                        + did_you_mean(unknown[0], self._option_string_actions))
-        return super().parse_args(args, namespace)
+        return given
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -149,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _full_parser(name: str) -> argparse.ArgumentParser:
+def _full_parser(name: str) -> _Parser:
     """The parser with the arguments of subcommand ``name`` (its module is imported here)."""
     help_text = commands.COMMANDS[name][0]
     sub = _Parser(prog=f"voxline {name}", description=help_text)
@@ -183,7 +193,7 @@ def _main(argv: Sequence[str] | None) -> int:
         top.error(f"argument COMMAND: invalid choice: {argv[split]!r} (choose from {', '.join(commands.COMMANDS)})"
                   + did_you_mean(argv[split], commands.COMMANDS))
     first = top.parse_args(argv[: split + 1])
-    args = _full_parser(first.command).parse_args([*head, *command_args])
+    args = _full_parser(first.command).parse_any_order([*head, *command_args])
     args.command = first.command
     configure_logging(args)
     module = commands.load(first.command)
