@@ -26,6 +26,7 @@ from voxline.realtime.transports.rtc_audio import PacedAudioTrack, SampleQueue, 
 from tests.support.engine_harness import silence, speech
 from tests.support.live_oracle import check_live_server_event
 from tests.support.local_server import KEY, config
+from tests.support.rtc_raw import send_raw_text
 
 pytestmark = pytest.mark.slow  # real-time media
 
@@ -210,5 +211,39 @@ async def test_the_data_channel_is_held_to_the_sessions_permissions() -> None:
             caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
             await caller.until("session.input_audio.muted", seen)  # in order: thinking.appended would come first
             assert [e["type"] for e in seen] == ["session.started", "error", "session.input_audio.muted"]
+        finally:
+            await caller.close()
+
+
+async def test_a_text_message_that_is_not_utf8_gets_a_typed_error_and_the_session_goes_on() -> None:
+    async with live() as (_, client):
+        caller = Caller(silence(0.1))
+        try:
+            created = await client.live.create(session={"model": "gpt-live-1"},
+                                               transport={"type": "webrtc", "sdp": await caller.offer()})
+            await caller.answer(created.transport.sdp)
+            seen: list[dict[str, Any]] = []
+            await caller.until("session.started", seen)
+            await send_raw_text(caller.channel, b"\xff\xfe{bad")
+            refused = await caller.until("error", seen)
+            assert refused["error"]["code"] == "invalid_json"
+            caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
+            await caller.until("session.input_audio.muted", seen)
+        finally:
+            await caller.close()
+
+
+async def test_a_session_started_larger_than_the_caller_takes_is_an_error_not_a_silent_wait() -> None:
+    """The caller's SDP says it takes 256 KiB messages; instructions past that made ``session.started`` too large,
+    aiortc refused it inside the server's channel callback, and the caller waited for it forever."""
+    async with live() as (_, client):
+        caller = Caller(silence(0.1))
+        try:
+            created = await client.live.create(session={"model": "gpt-live-1", "instructions": "x" * 300_000},
+                                               transport={"type": "webrtc", "sdp": await caller.offer()})
+            await caller.answer(created.transport.sdp)
+            refused = await caller.until("error", [])
+            assert refused["error"]["code"] == "event_too_large"
+            assert "session.started" in refused["error"]["message"]
         finally:
             await caller.close()

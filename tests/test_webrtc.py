@@ -18,7 +18,7 @@ from typing import Any
 import av
 import numpy as np
 import pytest
-from aiortc import RTCConfiguration, RTCPeerConnection
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 from openai import AsyncOpenAI
 
@@ -41,6 +41,7 @@ from voxline.base.urls import is_loopback_url
 from voxline.realtime.transports.rtc_signaling import MESSAGE_CHARS, Answer, calls_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
+from tests.support.rtc_raw import send_raw_text
 
 RATE = 24_000
 KEY = "sk-webrtc-test"
@@ -560,3 +561,55 @@ def test_calls_url_rejects_other_schemes_and_spots_loopback() -> None:
         calls_url("ftp://example.com/v1")
     assert is_loopback_url("http://127.0.0.1:1/v1") and is_loopback_url("http://[::1]:1/v1")
     assert is_loopback_url("http://localhost/v1") and not is_loopback_url("https://api.openai.com/v1")
+
+
+# ---------------------------------------------------------------- text that is not UTF-8
+
+
+async def test_a_servers_text_message_that_is_not_utf8_is_one_malformed_event_and_the_call_goes_on() -> None:
+    """aiortc decodes a text message strictly inside its SCTP receive path: one stray byte raised there and closed
+    the whole connection (1006), a lost session over one frame. A browser reads it with U+FFFD; so does voxline."""
+    server = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    opened = asyncio.Event()
+    channels: list[Any] = []
+
+    def on_channel(channel: Any) -> None:
+        channels.append(channel)
+        opened.set()
+
+    server.on("datachannel", on_channel)
+
+    async def answer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        await server.setRemoteDescription(RTCSessionDescription(sdp, "offer"))
+        await server.setLocalDescription(await server.createAnswer())
+        return Answer(server.localDescription.sdp, "rtc_raw")
+
+    transport = await WebRTCTransport.connect("http://127.0.0.1:9/v1", KEY, offer=answer)
+    try:
+        async with asyncio.timeout(10):
+            await opened.wait()
+            await send_raw_text(channels[0], b'{"type":"error","error":{"message":"caf\xe9 \xff"}}')
+            channels[0].send('{"type":"session.updated","event_id":"after"}')
+            assert await transport.recv() == '{"type":"error","error":{"message":"caf\ufffd \ufffd"}}'
+            assert json.loads(await transport.recv())["event_id"] == "after"
+        assert transport.close_code is None
+    finally:
+        await transport.close()
+        await server.close()
+
+
+async def test_a_clients_text_message_that_is_not_utf8_gets_a_typed_error_and_the_call_goes_on(tmp_path: Path) -> None:
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        transport = await WebRTCTransport.connect(server.http_url, KEY)
+        peer = Peer(WireRecorder())
+        peer.transport = transport
+        try:
+            await peer.until("session.created")
+            await send_raw_text(transport._channel, b'\xff\xfe{"type":"session.update"')
+            refused = first(await peer.until("error"), "error")
+            assert refused["error"]["type"] == "invalid_request_error", refused
+            await peer.send({"type": "session.update", "session": {"type": "realtime", "instructions": "Be brief."}})
+            await peer.until("session.updated")
+            assert transport.close_code is None
+        finally:
+            await transport.close()

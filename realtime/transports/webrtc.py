@@ -35,6 +35,7 @@ from voxline.base.urls import is_loopback_url
 from ..errors import ConnectionClosed, ConnectionFailed
 from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
+from .rtc_text import read_text_as_browsers_do
 from .http import split_userinfo
 from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped,
                             post_offer)
@@ -91,6 +92,7 @@ class WebRTCTransport:
         self._offer: Offerer = _post_offer
         pc.addTrack(self._mic_track)
         self._channel = pc.createDataChannel(EVENTS_LABEL)
+        read_text_as_browsers_do(pc)  # one malformed text message is one malformed event, not a lost connection
         self._channel.bufferedAmountLowThreshold = _LOW_WATER
         self._channel.on("open", self._opened.set)
         self._channel.on("message", self._on_message)

@@ -206,7 +206,12 @@ class LiveCall:
                 self._waiting.append(event)
             elif channel.readyState == "open":
                 text = json.dumps(event)
-                channel.send(text)
+                try:
+                    channel.send(text)
+                except ValueError as exc:  # more than the peer's a=max-message-size: refused before anything is queued
+                    spec = errors.event_not_delivered(str(event.get("type")), len(text.encode("utf-8")), str(exc))
+                    text = json.dumps(self.engine.error(spec).event)
+                    channel.send(text)
                 if self._config.on_wire is not None:
                     self._config.on_wire("out", text)
 

@@ -27,6 +27,7 @@ from aiortc.mediastreams import MediaStreamTrack
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.transports.rtc_signaling import SDP_PARSER_FAILURES
+from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
 
@@ -68,6 +69,7 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
     try:
         text = offer_text(offer) if isinstance(offer, bytes) else offer
         await pc.setRemoteDescription(RTCSessionDescription(text, "offer"))
+        read_text_as_browsers_do(pc)  # a caller's malformed text message is answered, the call goes on
         if any(t.kind == "audio" for t in pc.getTransceivers()):
             pc.addTrack(output)
         await pc.setLocalDescription(await pc.createAnswer())
