@@ -35,6 +35,8 @@ QUERY = f"api-key={API_KEY}&key={KEY}&authorization=Bearer%20{AUTH}"
     (f"ws://{USERINFO}@127.0.0.1:8765/v1", "ws://[redacted]@127.0.0.1:8765/v1"),
     (f"https://h/v1?access_token={KEY}&X-Amz-Signature={AUTH}", "https://h/v1?access_token=[redacted]&X-Amz-Signature=[redacted]"),
     ("ws://127.0.0.1:8765/v1?model=gpt-realtime&call_id=rtc_1", "ws://127.0.0.1:8765/v1?model=gpt-realtime&call_id=rtc_1"),
+    (f"ws://h/v1?bearer={KEY}&jwt={AUTH}", "ws://h/v1?bearer=[redacted]&jwt=[redacted]"),
+    (f"ws://h/v1?model=m;key={KEY};x=1", "ws://h/v1?model=m;key=[redacted];x=1"),
 ])
 def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: str) -> None:
     assert redact_url(url) == shown
@@ -63,6 +65,12 @@ def test_url_secrets_are_registered_so_they_are_redacted_anywhere() -> None:
     finally:
         for value in url_secrets(url):
             forget_secret(value)
+
+
+@pytest.mark.parametrize("query", [f"bearer={KEY}", f"jwt={KEY}", f"model=m;key={KEY}", f"m=1&session_token={KEY}"])
+def test_every_secret_parameter_is_registered_however_the_query_is_written(query: str) -> None:
+    """A URL's query is printed re-encoded (``;`` as ``%3B``), where no shape finds the value: it must be known."""
+    assert KEY in url_secrets(f"ws://h/v1?{query}")
 
 
 @pytest.mark.parametrize(("url", "stripped", "key"), [

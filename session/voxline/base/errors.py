@@ -53,7 +53,7 @@ _SHAPES = re.compile(
   | (?i:\b(?:authorization|x-api-key|api[-_]?key|access[-_]?token|client[-_]?secret|secret[-_]?key|password)
       ["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?(?!\[redacted\]|(?:bearer|basic)\s)[^\s"',;&]+)
   | (?<=://)[^\s/?#@"']+(?=@)
-  | (?P<param>(?i:(?<=[?&;])[A-Za-z0-9_.~%-]*(?:key|token|secret|pass|pwd|auth|sig|credential)[A-Za-z0-9_.~%-]*=)
+  | (?P<param>(?i:(?<=[?&;])[A-Za-z0-9_.~%-]*(?:key|token|secret|pass|pwd|auth|sig|credential|bearer|jwt)[A-Za-z0-9_.~%-]*=)
       (?!\[redacted\])[^\s&#"',;]+)
   | openai-insecure-api-key\.[^\s"',;]+
   | \b(?:sk|rk)-[A-Za-z0-9_\-]{4,}
@@ -144,9 +144,20 @@ def _keep_name(match: re.Match[str]) -> str:
     return found[: name.end()] + "[redacted]"
 
 
-_SECRET_PARAM = re.compile(r"(?i)key|token|secret|pass|pwd|auth|sig|credential")
+_SECRET_PARAM = re.compile(r"(?i)key|token|secret|pass|pwd|auth|sig|credential|bearer|jwt")
 """A query parameter whose name contains one of these carries a secret: ``api-key``, ``key``,
-``access_token``, ``X-Amz-Signature``, ``auth``…"""
+``access_token``, ``X-Amz-Signature``, ``auth``, ``bearer``, ``jwt``…"""
+
+
+def _pairs(query: str) -> list[tuple[str, str]]:
+    """The ``name=value`` pairs of a query, decoded, split at ``&`` and at ``;`` (which some servers take as
+    ``&`` and :func:`urllib.parse.parse_qsl` does not)."""
+    pairs = []
+    for piece in re.split(r"[&;]", query):
+        name, _, value = piece.partition("=")
+        if value:
+            pairs.append((urllib.parse.unquote_plus(name), urllib.parse.unquote_plus(value)))
+    return pairs
 
 
 def url_secrets(url: str) -> list[str]:
@@ -159,14 +170,14 @@ def url_secrets(url: str) -> list[str]:
     except ValueError:
         return []
     found: list[str] = []
-    for name, value in urllib.parse.parse_qsl(parts.fragment, keep_blank_values=False):  # never sent, but printed
+    for name, value in _pairs(parts.fragment):  # never sent, but printed
         if _SECRET_PARAM.search(name):
             found += [value, urllib.parse.quote(value, safe="")]
     if "@" in parts.netloc:
         userinfo = parts.netloc.rpartition("@")[0]
         user, _, password = userinfo.partition(":")
         found += [urllib.parse.unquote(password or user), password or user]
-    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=False):
+    for name, value in _pairs(parts.query):
         if _SECRET_PARAM.search(name):
             found += [value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value), *value.split()[-1:]]
     return [value for value in dict.fromkeys(found) if value]
@@ -196,7 +207,7 @@ def redact_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "[redacted]@" + netloc.rpartition("@")[2]
-    query = "&".join(_redact_param(pair) for pair in parts.query.split("&")) if parts.query else ""
+    query = "".join(_redact_param(piece) for piece in re.split(r"([&;])", parts.query))
     fragment = "[redacted]" if parts.fragment else ""  # never sent; whatever it holds is the user's
     return redact(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment)))
 
