@@ -566,9 +566,10 @@ def test_calls_url_rejects_other_schemes_and_spots_loopback() -> None:
 # ---------------------------------------------------------------- text that is not UTF-8
 
 
-async def test_a_servers_text_message_that_is_not_utf8_is_one_malformed_event_and_the_call_goes_on() -> None:
-    """aiortc decodes a text message strictly inside its SCTP receive path: one stray byte raised there and closed
-    the whole connection (1006), a lost session over one frame. A browser reads it with U+FFFD; so does voxline."""
+@asynccontextmanager
+async def bare_server(token: str = KEY) -> AsyncIterator[tuple[WebRTCTransport, Any]]:
+    """voxline's transport called by a bare aiortc peer standing in for the service: (the transport, the peer's
+    end of the events channel), to send what no server of ours would."""
     server = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     opened = asyncio.Event()
     channels: list[Any] = []
@@ -584,18 +585,37 @@ async def test_a_servers_text_message_that_is_not_utf8_is_one_malformed_event_an
         await server.setLocalDescription(await server.createAnswer())
         return Answer(server.localDescription.sdp, "rtc_raw")
 
-    transport = await WebRTCTransport.connect("http://127.0.0.1:9/v1", KEY, offer=answer)
+    transport = await WebRTCTransport.connect("http://127.0.0.1:9/v1", token, offer=answer)
     try:
         async with asyncio.timeout(10):
             await opened.wait()
-            await send_raw_text(channels[0], b'{"type":"error","error":{"message":"caf\xe9 \xff"}}')
-            channels[0].send('{"type":"session.updated","event_id":"after"}')
-            assert await transport.recv() == '{"type":"error","error":{"message":"caf\ufffd \ufffd"}}'
-            assert json.loads(await transport.recv())["event_id"] == "after"
-        assert transport.close_code is None
+        yield transport, channels[0]
     finally:
         await transport.close()
         await server.close()
+
+
+async def test_a_servers_text_message_that_is_not_utf8_is_one_malformed_event_and_the_call_goes_on() -> None:
+    """aiortc decodes a text message strictly inside its SCTP receive path: one stray byte raised there and closed
+    the whole connection (1006), a lost session over one frame. A browser reads it with U+FFFD; so does voxline."""
+    async with bare_server() as (transport, channel):
+        async with asyncio.timeout(10):
+            await send_raw_text(channel, b'{"type":"error","error":{"message":"caf\xe9 \xff"}}')
+            channel.send('{"type":"session.updated","event_id":"after"}')
+            assert await transport.recv() == '{"type":"error","error":{"message":"caf\ufffd \ufffd"}}'
+            assert json.loads(await transport.recv())["event_id"] == "after"
+        assert transport.close_code is None
+
+
+async def test_a_key_given_with_whitespace_is_scrubbed_from_what_the_server_echoes_as_it_was_sent() -> None:
+    """The key goes out trimmed (HTTP drops the whitespace), so a server echoes it trimmed: the scrub looked for it
+    with its whitespace, never found it, and the echo reached the event log, the summary and the report."""
+    key = "canaryQQ7x2Lm9Zt4Wv8Rb3Kc6"
+    async with bare_server(key + " \r") as (transport, channel):
+        channel.send(json.dumps({"type": "error", "error": {"message": f"Incorrect key provided: {key}."}}))
+        async with asyncio.timeout(10):
+            text = await transport.recv()
+        assert key not in text and "Incorrect key provided" in text
 
 
 async def test_a_clients_text_message_that_is_not_utf8_gets_a_typed_error_and_the_call_goes_on(tmp_path: Path) -> None:

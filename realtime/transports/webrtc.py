@@ -149,7 +149,7 @@ class WebRTCTransport:
 
     async def _negotiate(self, token: str, timeout: float) -> None:
         pc = self._pc
-        self._token = token
+        self._token = token.strip()  # as it is sent (HTTP drops the whitespace), and so as a server echoes it
         await pc.setLocalDescription(await pc.createOffer())
         answer = await self._offer(self.url, token, pc.localDescription.sdp, timeout)
         self.call_id = answer.call_id
