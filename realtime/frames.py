@@ -16,6 +16,8 @@ from typing import Any
 
 from . import events as ev
 from .events.codec import json_text_bytes
+from voxline.base.errors import clip
+
 from .errors import LocalProtocolError, RemoteProtocolError
 
 __all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
@@ -203,5 +205,4 @@ def table(value: object) -> dict[str, Any]:
 
 def short(value: object) -> str:
     """A value for a one-line report, at most about 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:40] + "…"
+    return clip(repr(value), 41)  # redacted before it is cut: a cut secret is no longer recognisable

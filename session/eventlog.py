@@ -21,8 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from voxline.base.errors import OutputError
-from voxline.realtime.errors import redact
+from voxline.base.errors import OutputError, clip, redacted
 
 __all__ = ["EventLog", "redacted", "strip_audio"]
 
@@ -55,17 +54,6 @@ def strip_audio(event: dict[str, Any]) -> dict[str, Any]:
 def _length_of(data: str) -> str:
     size = len(data) * 3 // 4 - data[-2:].count("=") if data else 0
     return f"<{size} bytes of audio>"
-
-
-def redacted(value: Any) -> Any:
-    """``value`` (parsed JSON) with every string in it, keys included, through :func:`redact`."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(k) if isinstance(k, str) else k: redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redacted(v) for v in value]
-    return value
 
 
 class EventLog:
@@ -107,7 +95,7 @@ class EventLog:
                 event = strip_audio(event)
             event = redacted(event)
         except (ValueError, RecursionError):  # not JSON, or nested deeper than a line of the log may be
-            event = redacted({"unparsed": text[:200]})
+            event = {"unparsed": clip(text, 200)}  # redacted before it is cut: a cut secret is not recognisable
         self._write(direction, event)
 
     def local(self, event: Any, at: float | None = None) -> None:

@@ -314,11 +314,11 @@ async def test_a_huge_failure_message_is_read_only_as_far_as_its_line_needs(
         harness: Harness, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool that raised with a 20 MB message had all of it collapsed and redacted on the event loop (seconds of a
     stalled loop for 100 MB), to keep 500 characters. Now what is redacted is bounded; the line is the same."""
-    from voxline.session.tools import outputs
+    from voxline.base import errors
 
     redacted: list[int] = []
-    real_redact = outputs.redact
-    monkeypatch.setattr(outputs, "redact", lambda text: redacted.append(len(text)) or real_redact(text))
+    real_redact = errors.redact
+    monkeypatch.setattr(errors, "redact", lambda text: redacted.append(len(text)) or real_redact(text))
 
     @registry.tool
     async def dump() -> str:

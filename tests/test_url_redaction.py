@@ -43,6 +43,22 @@ def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: st
     assert not any(c in redact(f"cannot connect to {url}: refused") for c in CANARIES)
 
 
+@pytest.mark.parametrize(("url", "shown"), [
+    (f"ws://u:{KEY[:6]}/{KEY[6:]}@127.0.0.1:8765/v1", "ws://[redacted]@127.0.0.1:8765/v1"),  # a key holding '/'
+    (f"wss:/u:{KEY}@h/v1", "wss:///[redacted]@h/v1"),  # one slash: a URL parser finds no host, nor userinfo
+    (f"{KEY}@h:1/v1?api_key={API_KEY}", "[redacted]@h:1/v1?api_key=[redacted]"),
+    (f"ws://u:{KEY}@[::1]:80/v1#top", "ws://[redacted]@[::1]:80/v1#[redacted]"),
+])
+def test_the_userinfo_is_found_where_a_url_parser_misses_it(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+    register_url_secrets(url)
+    try:
+        assert not any(c in redact(f"cannot connect to {url}: refused") for c in CANARIES)
+    finally:
+        for value in url_secrets(url):
+            forget_secret(value)
+
+
 def test_the_settings_dumps_redact_a_key_in_the_url_and_the_settings_still_use_it() -> None:
     """Apps log ``settings.model_dump()``: before, a key in the URL was in it whole (``api_key`` was masked)."""
     from voxline.session.settings import SessionSettings
@@ -65,6 +81,16 @@ def test_url_secrets_are_registered_so_they_are_redacted_anywhere() -> None:
     finally:
         for value in url_secrets(url):
             forget_secret(value)
+
+
+@pytest.mark.parametrize("url", [f"wss:/u:{KEY}@h/v1", f"ws:///u:{KEY}@h/v1", f"ws://u:{KEY[:6]}/{KEY[6:]}@h:1/v1",
+                                 f"u:{KEY}@h/v1", f"ws://u:{KEY}@h:99999/v1"])
+def test_a_mistyped_url_is_named_without_its_key(url: str) -> None:
+    from voxline.base.urls import url_problem
+
+    problem = url_problem(url)
+    assert problem is not None and not any(KEY[i:i + 5] in problem for i in range(len(KEY) - 4)), problem
+    assert KEY in url_secrets(url) or KEY[6:] in "".join(url_secrets(url))
 
 
 @pytest.mark.parametrize("query", [f"bearer={KEY}", f"jwt={KEY}", f"model=m;key={KEY}", f"m=1&session_token={KEY}"])

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from voxline.base.errors import clip
 from voxline.base.json_text import escapes_surrogate, whole_characters
 
 from ..errors import LocalProtocolError, RemoteProtocolError
@@ -64,8 +65,7 @@ _EXPECTED = {
 
 def _short(value: object, limit: int = 60) -> str:
     """``repr`` of an untrusted value, cut to one short line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(repr(value), limit)  # redacted before it is cut: a cut secret is no longer recognisable
 
 
 def _path(loc: tuple[int | str, ...], data: object) -> str:

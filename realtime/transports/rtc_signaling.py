@@ -16,12 +16,13 @@ import json
 import urllib.parse
 from dataclasses import dataclass
 
+from voxline.base.errors import clip
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import token_refused
 from .http import post, split_userinfo
 
-__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url", "clipped",
+__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url",
            "post_offer"]
 
 DEFAULT_MAX_MESSAGE = 65_536
@@ -98,9 +99,4 @@ def _error_message(body: bytes) -> str:
         message = json.loads(body)["error"]["message"]
     except (ValueError, KeyError, TypeError, RecursionError):
         return ""
-    return f": {clipped(' '.join(str(message).split()))}" if message else ""
-
-
-def clipped(text: str, limit: int = MESSAGE_CHARS) -> str:
-    """``text``, cut to ``limit`` characters with an ellipsis when longer."""
-    return text if len(text) <= limit else text[:limit] + "…"
+    return f": {clip(str(message), MESSAGE_CHARS, flat=True)}" if message else ""

@@ -29,7 +29,7 @@ from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 from aiortc.sdp import SessionDescription
 
-from voxline.base.errors import install_log_redaction, redact_url, scrub
+from voxline.base.errors import clip, install_log_redaction, redact_url, scrub
 from voxline.base.urls import is_loopback_url
 
 from ..errors import ConnectionClosed, ConnectionFailed
@@ -37,7 +37,7 @@ from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .rtc_text import read_text_as_browsers_do
 from .http import split_userinfo
-from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, SDP_PARSER_FAILURES, Answer, calls_url, clipped,
+from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, MESSAGE_CHARS, SDP_PARSER_FAILURES, Answer, calls_url,
                             post_offer)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
@@ -157,7 +157,7 @@ class WebRTCTransport:
             await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))
         except SDP_PARSER_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
             why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
-            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clipped(why)})") from None
+            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clip(why, MESSAGE_CHARS)})") from None
         self.max_message_bytes = peer_max_message(answer.sdp)
         if self.max_message_bytes is not None and self.max_message_bytes < 0:
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer (a=max-message-size "

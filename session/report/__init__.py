@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from voxline.base.errors import redacted
 from voxline.base.files import each_written, replaced
 from voxline.realtime.errors import ConfigurationError
 
@@ -27,7 +28,8 @@ __all__ = ["Run", "build_summary", "display", "fmt", "lookup", "make_run", "rend
 def make_run(report: MetricsReport, mic: Audio | None, heard: Audio | None, **summary: Any) -> Run:
     """A :class:`Run` for the page: the summary (``summary`` goes to :func:`build_summary`) and its plot
     (the waveforms as samples, or as feeds read once: :func:`timeline_svg`)."""
-    return Run(build_summary(report, **summary), timeline_svg(report, mic, heard))
+    # what a server said may echo a key it was given (a transcript, an error): the page and the JSON show none
+    return Run(redacted(build_summary(report, **summary)), timeline_svg(report, mic, heard))
 
 
 def _write(path: Path, text: str) -> None:

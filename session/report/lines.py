@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import assert_never
 
-from voxline.base.errors import printable
+from voxline.base.errors import clip, printable
 
 from ..events import (
     LiveContinuity,
@@ -62,8 +62,7 @@ def count(n: int, word: str) -> str:
 
 
 def short(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit, flat=True)  # what a server sent may echo a key: redacted, before it is cut
 
 
 def reply_line(turn: TurnRecord) -> str | None:

@@ -15,15 +15,14 @@ an error instead.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pydantic_core
 from pydantic import ValidationError
 
-from voxline.base.errors import longest_secret, message_of
-from voxline.realtime.errors import ToolError, redact
+from voxline.base.errors import clip, message_of
+from voxline.realtime.errors import ToolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 
 __all__ = [
@@ -37,8 +36,6 @@ __all__ = [
 ]
 
 _MAX_MESSAGE = 500
-_WORD = re.compile(r"\S+")
-_SHAPE_SPAN = 256  # room for a key known by its shape (sk-…) cut at the end of what was read
 
 MAX_EVENT_BYTES = MAX_CLIENT_EVENT_BYTES
 """The largest client event, in bytes of JSON text, that the service takes (the wire's own limit)."""
@@ -47,35 +44,8 @@ _ENVELOPE_SPARE = 256  # what is added to an output event on its way out: its ev
 
 
 def one_line(text: str, limit: int = _MAX_MESSAGE) -> str:
-    """Collapse whitespace (newlines included), redact secrets and cap the length.
-
-    Only as much of ``text`` is read as the line needs (an exception's message of 100 MB held the event loop for
-    seconds while all of it was redacted, to keep 500 characters): its words up to a few times ``limit``
-    characters, more only while what redaction left of them is too short to show ``limit`` characters that no
-    secret cut at the end of what was read could reach."""
-    budget = 4 * limit + 256
-    while True:
-        flat, more = _first_words(text, budget)
-        flat = redact(flat)
-        if not more or len(flat) >= limit + longest_secret() + _SHAPE_SPAN:
-            break
-        budget *= 4
-    return flat if len(flat) <= limit and not more else flat[: limit - 1] + "…"
-
-
-def _first_words(text: str, budget: int) -> tuple[str, bool]:
-    """The words of ``text`` joined by single spaces, up to about ``budget`` characters (the last word read cut
-    there), and whether any of ``text`` was left unread."""
-    words: list[str] = []
-    size = 0
-    for match in _WORD.finditer(text):
-        start = match.start()
-        end = min(match.end(), start + budget - size)
-        words.append(text[start:end])
-        size += end - start + 1
-        if size > budget or end < match.end():
-            return " ".join(words), True
-    return " ".join(words), False
+    """Collapse whitespace (newlines included), redact secrets and cap the length (:func:`clip`)."""
+    return clip(text, limit, flat=True)
 
 
 def error_output(message: str) -> str:

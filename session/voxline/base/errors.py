@@ -22,6 +22,7 @@ import logging
 import re
 import threading
 import urllib.parse
+from typing import Any
 
 __all__ = [
     "LOGGERS",
@@ -29,6 +30,7 @@ __all__ = [
     "OutputError",
     "RedactingFilter",
     "VoxlineError",
+    "clip",
     "forget_secret",
     "longest_secret",
     "install_log_redaction",
@@ -36,6 +38,7 @@ __all__ = [
     "printable",
     "redact",
     "redact_url",
+    "redacted",
     "register_secret",
     "register_url_secrets",
     "scrub",
@@ -133,6 +136,55 @@ def redact(text: str) -> str:
     return _SHAPES.sub(_keep_name, text)
 
 
+_SHAPE_SPAN = 256  # room for a key known by its shape (sk-…) cut at the end of what was read
+_WORD = re.compile(r"\S+")
+
+
+def clip(text: str, limit: int, *, flat: bool = False) -> str:
+    """``text`` fit to show: redacted, then cut to at most ``limit`` characters (the last an ellipsis when cut);
+    with ``flat``, its whitespace (line breaks too) collapsed to single spaces first.
+
+    Redacted before it is cut: a secret a cut halves is no longer recognisable, and its first part was shown.
+    Only as much of ``text`` is read as the cut needs (a message of 100 MB is not all redacted to show 300
+    characters): enough that once redacted at least as much is left past the cut as a registered secret is
+    long, plus room for a key known by its shape, so nothing the cut keeps can begin a secret the reading
+    stopped in."""
+    budget = 4 * limit + 256
+    while True:
+        shown, more = _first_words(text, budget) if flat else (text[:budget], len(text) > budget)
+        shown = redact(shown)
+        if not more or len(shown) >= limit + longest_secret() + _SHAPE_SPAN:
+            break
+        budget *= 4
+    return shown if len(shown) <= limit and not more else shown[: limit - 1] + "…"
+
+
+def _first_words(text: str, budget: int) -> tuple[str, bool]:
+    """The words of ``text`` joined by single spaces, up to about ``budget`` characters (the last word read cut
+    there), and whether any of ``text`` was left unread."""
+    words: list[str] = []
+    size = 0
+    for match in _WORD.finditer(text):
+        start = match.start()
+        end = min(match.end(), start + budget - size)
+        words.append(text[start:end])
+        size += end - start + 1
+        if size > budget or end < match.end():
+            return " ".join(words), True
+    return " ".join(words), False
+
+
+def redacted(value: Any) -> Any:
+    """``value`` (parsed JSON) with every string in it, keys included, through :func:`redact`."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    return value
+
+
 def _keep_name(match: re.Match[str]) -> str:
     """``Authorization: [redacted]`` rather than ``[redacted]``: the name says what was there."""
     found = match.group(0)
@@ -160,23 +212,40 @@ def _pairs(query: str) -> list[tuple[str, str]]:
     return pairs
 
 
+_SCHEME_AND_SLASHES = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?/*")
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """``url`` as (its scheme and slashes, its userinfo, the rest from the ``@`` on), or ``None`` without one.
+
+    The userinfo ends at the last ``@`` before the query or fragment, whatever comes before it: a key holding
+    ``/`` (base64), a scheme typed with one slash (``wss:/user:key@host``) or none at all (``key@host``), which
+    a URL parser takes for a path whose ``@`` is no userinfo's (a URL whose path holds an ``@`` shows its host
+    as the userinfo's, redacted: never a key)."""
+    head = re.split(r"[?#]", url, maxsplit=1)[0]
+    at = head.rfind("@")
+    start = _SCHEME_AND_SLASHES.match(head)
+    if at < 0 or start is None or start.end() > at:
+        return None
+    return url[: start.end()], url[start.end(): at], url[at:]
+
+
 def url_secrets(url: str) -> list[str]:
     """The secrets ``url`` carries: the userinfo's password (or its user alone) and the values of
     secret-looking query parameters (a URL with no scheme is read as if it had one)."""
-    if "://" not in url and "@" in url.split("/", 1)[0]:
-        url = "//" + url
+    found: list[str] = []
+    userinfo = _userinfo(url)
+    if userinfo is not None:
+        user, _, password = userinfo[1].partition(":")
+        found += [urllib.parse.unquote(password or user), password or user]
+        url = userinfo[0] + userinfo[2][1:]  # the rest read without it
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        return []
-    found: list[str] = []
+        return [value for value in found if value]
     for name, value in _pairs(parts.fragment):  # never sent, but printed
         if _SECRET_PARAM.search(name):
             found += [value, urllib.parse.quote(value, safe="")]
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rpartition("@")[0]
-        user, _, password = userinfo.partition(":")
-        found += [urllib.parse.unquote(password or user), password or user]
     for name, value in _pairs(parts.query):
         if _SECRET_PARAM.search(name):
             found += [value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value), *value.split()[-1:]]
@@ -198,18 +267,20 @@ def redact_url(url: str) -> str:
     A fragment (``#…``, which no request carries) is ``[redacted]`` whole. A URL with no scheme
     (``KEY@host/v1``) is read as if it had one, so its userinfo is found all the same.
     """
-    if "://" not in url and "@" in url.split("/", 1)[0]:  # KEY@host:port/… parses as a path: give it a scheme
-        return redact_url("//" + url)[2:]
+    userinfo = _userinfo(url)
+    if userinfo is not None:  # found wherever it is (KEY@host:port/… parses as a path), and held by a placeholder
+        url = userinfo[0] + _USERINFO + userinfo[2]  # a URL parser takes (brackets are an IPv6 address's)
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        return redact(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "[redacted]@" + netloc.rpartition("@")[2]
+        return redact(url.replace(_USERINFO, "[redacted]"))
     query = "".join(_redact_param(piece) for piece in re.split(r"([&;])", parts.query))
     fragment = "[redacted]" if parts.fragment else ""  # never sent; whatever it holds is the user's
-    return redact(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, fragment)))
+    shown = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, query, fragment))
+    return redact(shown.replace(_USERINFO, "[redacted]"))
+
+
+_USERINFO = "voxline-userinfo-redacted"
 
 
 def _redact_param(pair: str) -> str:

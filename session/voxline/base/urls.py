@@ -9,6 +9,7 @@ with :func:`url_problem`; the local server, the command line and WebRTC signalli
 from __future__ import annotations
 
 import ipaddress
+import re
 import urllib.parse
 
 from .errors import redact_url, register_url_secrets
@@ -48,14 +49,21 @@ def url_problem(url: str) -> str | None:
     register_url_secrets(url)
     try:
         parts = urllib.parse.urlsplit(url)
-        _ = parts.port  # a port that is no number, or out of range, raises here
-    except ValueError as exc:  # an unclosed [IPv6 address, port 99999
+    except ValueError as exc:  # an unclosed [IPv6 address
         return f"not a valid URL: {exc}"
+    try:
+        _ = parts.port  # a port that is no number, or out of range, raises here
+    except ValueError:  # its message quotes the port, which may be a key holding a '/' cut short
+        return "not a valid URL: its port is not a number from 0 to 65535"
     if parts.scheme in SCHEMES and parts.hostname:
         return None
+    typo = re.match(r"(?i)(wss?|https?):(/*)", url)
+    if typo is not None and typo.group(2) != "//":  # wss:/host, wss:///host
+        return (f"a URL whose scheme is not followed by '//'; did you mean "
+                f"{redact_url(typo.group(1).lower() + '://' + url[typo.end():])}?")
     if "://" not in url:
         rest = url.removeprefix("//")  # a scheme-relative URL: only the scheme is missing
         host = urllib.parse.urlsplit(f"//{rest}").hostname or ""
         scheme = "ws" if is_loopback(host) else "wss"
-        return f"a URL without a scheme; did you mean {scheme}://{redact_url(rest)}?"
+        return f"a URL without a scheme; did you mean {redact_url(f'{scheme}://{rest}')}?"
     return "not a Realtime URL: give ws://, wss://, http:// or https:// and a host"
