@@ -220,3 +220,35 @@ async def test_a_watcher_that_raises_is_logged_and_the_read_goes_on(caplog: pyte
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_the_echo_of_the_largest_event_the_client_may_send_is_received() -> None:
+    """The client sends events of up to 20 MiB and the service echoes an item back whole
+    (``conversation.item.added``, non-ASCII escaped): the receive limit was 16 MiB, so a 17 MiB text
+    closed the connection (1009), and every reconnect sent it again into the same death."""
+    from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
+
+    async def echo(ws: Any) -> None:
+        async for message in ws:
+            sent = json.loads(message)
+            await ws.send(json.dumps({"type": "conversation.item.added", "item": sent["item"]}, ensure_ascii=True))
+
+    text = "é" * ((MAX_CLIENT_EVENT_BYTES - 200) // 2)  # two bytes each as sent, six in the echo
+    event = json.dumps({"type": "conversation.item.create", "item": {"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": text}]}}, ensure_ascii=False)
+    assert len(event.encode("utf-8")) <= MAX_CLIENT_EVENT_BYTES
+    server = await ws_serve(echo, "127.0.0.1", 0, compression=None, max_size=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        try:
+            await transport.send(event)
+            async with asyncio.timeout(30):
+                echoed = await transport.recv()
+            assert len(echoed) > 2 * MAX_CLIENT_EVENT_BYTES
+            assert json.loads(echoed)["item"]["content"][0]["text"] == text
+        finally:
+            await transport.close()
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -29,6 +29,7 @@ from voxline.base.errors import install_log_redaction, redact_url, register_url_
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
+from ..events.codec import MAX_CLIENT_EVENT_BYTES
 from .base import FrameTest
 from .failures import connect_failure, http_status
 from .http import bearer_token, split_userinfo
@@ -37,7 +38,10 @@ __all__ = ["WebSocketTransport", "realtime_url"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 log = logging.getLogger("voxline.realtime")
-MAX_FRAME = 16 * 1024 * 1024  # one append may carry 15 MiB of base64
+# The echo of the largest client event must come back: the service returns an item whole
+# (conversation.item.added, .done), and a JSON encoder that escapes non-ASCII makes its text up to three
+# times as long (two UTF-8 bytes as six, a four-byte emoji as twelve).
+MAX_FRAME = 3 * MAX_CLIENT_EVENT_BYTES + 1024 * 1024
 _REDIRECTS = (300, 301, 302, 303, 307, 308)
 
 install_log_redaction()
