@@ -28,6 +28,7 @@ from voxline.base.contain import contain
 from voxline.base.errors import message_of
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
+from voxline.realtime.transports.base import Abortable
 
 from .events import SessionError, SessionEvent
 from .machine import Effects
@@ -154,7 +155,10 @@ class Link:
         await self.close_quietly(spare.result())
 
     async def close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
-        """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business."""
+        """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business.
+
+        A close the peer leaves unanswered that long (a server gone silent) is cut short: the connection is
+        dropped (:class:`Abortable`), so the receive loop takes the drop now, not at the transport's own timeout."""
         closing = asyncio.ensure_future(conn.close(code, reason))
         timer = asyncio.ensure_future(self.clock.sleep(self.settings.close_timeout_s))
         try:
@@ -162,6 +166,8 @@ class Link:
         finally:
             timer.cancel()
             if not closing.done():
+                if isinstance(conn.transport, Abortable):
+                    conn.transport.abort()
                 closing.cancel()
             with contextlib.suppress(asyncio.CancelledError, RealtimeError, OSError):
                 await closing

@@ -20,7 +20,7 @@ from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.reconnect import ReconnectBudget
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.support.peers import AnsweringPeer
+from tests.support.peers import AnsweringPeer, StallingPeer
 from voxline.realtime import events as ev
 
 
@@ -385,3 +385,42 @@ def test_a_wire_observer_that_raises_is_reported_once_and_the_session_goes_on() 
 
     events = run_lockstep(main(), clock)
     assert [e.code for e in events if isinstance(e, SessionError)] == ["observer_failed"], events
+
+
+def test_a_server_whose_network_stalls_is_dropped_once_and_commands_meanwhile_are_kept() -> None:
+    """The socket stays open and carries nothing: the close sent to the silent server was never answered, so its
+    drop waited for the transport's own close timeout; meanwhile the watchdog reported the server again and again,
+    and a text the app sent raised 'the connection is closed' instead of being kept for the next connection."""
+    clock = VirtualClock(start=100.0)
+    peers: list[StallingPeer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = StallingPeer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(peer)
+
+    async def main() -> tuple[list[object], float]:
+        settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=3.0, close_timeout_s=2.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await clock.sleep(1.0)
+            peers[0].stall()
+            await session.send_text("anyone there?")  # owed a response, which never comes
+            events: list[object] = []
+            async with asyncio.timeout(60):
+                async for event in session:
+                    events.append(event)
+                    if isinstance(event, SessionError) and event.code == "server_silent":
+                        await session.send_text("still there?")  # kept for the next connection, not refused
+                    if isinstance(event, ConnectionRestored):
+                        return events, clock.now()
+        raise AssertionError("the session ended")
+
+    events, restored_at = run_lockstep(main(), clock)
+    silent = [e for e in events if isinstance(e, SessionError) and e.code == "server_silent"]
+    assert len(silent) == 1 and not [e for e in events if isinstance(e, SessionError) and e.code != "server_silent"]
+    assert peers[0].aborts == 1 and restored_at - 100.0 < 1.0 + 3.0 + 2.0 + 2.0  # the stall, liveness, close, a retry
+    texts = [c["text"] for e in peers[1].sent if e["type"] == "conversation.item.create"
+             for c in e["item"].get("content", [])]
+    assert texts == ["anyone there?", "still there?"]

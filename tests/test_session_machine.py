@@ -141,6 +141,22 @@ def test_a_drop_keeps_what_was_heard_and_the_restore_asks_for_the_reply_again() 
     assert sum(e["type"] == "response.create" for e in out) == 1 and fresh.queued_creates == 1
 
 
+def test_commands_between_a_closed_protocol_and_its_drop_being_taken_are_kept() -> None:
+    """The driver closes a silent server's connection before the receive loop takes the drop: a text sent between
+    raised 'cannot send: the connection is closed'; the session is away from then on, and keeps it."""
+    machine, protocol, _playout = machine_on_a_connection()
+    sent(protocol)
+    protocol.connection_lost()
+    assert not machine.live
+    assert machine.send_text("still there?") is False
+    machine.connection_lost(0.5, 4000, "server silent")
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    machine.restore(0.6)
+    texts = [e["item"]["content"][0]["text"] for e in sent(fresh) if e["type"] == "conversation.item.create"]  # type: ignore[index]
+    assert texts == ["still there?"]
+
+
 def test_the_bulk_of_a_reply_asks_nothing_of_the_driver() -> None:
     machine, protocol, _playout = machine_on_a_connection()
     receive(machine, protocol, reply_frames("item_a", 4_800), 0.0)

@@ -20,7 +20,7 @@ from ..errors import ConnectionClosed
 FrameTest = Callable[[bytes], bool]
 """A test of one frame's bytes (:class:`PeeksQueued`)."""
 
-__all__ = ["FillsSilence", "FrameTest", "MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
+__all__ = ["Abortable", "FillsSilence", "FrameTest", "MediaTrack", "MemoryTransport", "PeeksQueued", "Pingable", "ReceivesNow", "SendsNow", "Transport", "memory_pair"]
 
 
 class MediaTrack(Protocol):
@@ -65,6 +65,14 @@ class Transport(Protocol):
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         """Close with a code and reason; idempotent."""
+
+
+@runtime_checkable
+class Abortable(Protocol):
+    """A transport that can drop its connection at once, without a close handshake (a WebSocket's socket)."""
+
+    def abort(self) -> None:
+        """Drop the connection now: a :meth:`Transport.recv` waiting raises ConnectionClosed at once."""
 
 
 class Pingable(Protocol):

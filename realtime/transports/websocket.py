@@ -288,6 +288,11 @@ class WebSocketTransport:
         except (WsConnectionClosed, RuntimeError):  # closed; or a reader of the session's still at it
             return
 
+    def abort(self) -> None:
+        """Drop the socket at once, with no close handshake: a peer that stops answering keeps a close waiting
+        for websockets' own timeout, and what waits in :meth:`recv` with it."""
+        self._ws.transport.abort()
+
     def _closed(self, exc: WsConnectionClosed) -> ConnectionClosed:
         frame = exc.rcvd or exc.sent
         code = frame.code if frame is not None else 1006

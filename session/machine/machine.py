@@ -120,7 +120,7 @@ class SessionMachine:
         self.core: SessionCore | None = None
         self.tick_gate = TickGate()
         """The core's quiet horizon (:attr:`SessionCore.quiet_until`) for an output to read: a tick before it does nothing."""
-        self.live = False  # a connection is attached and carries the conversation
+        self._attached = False  # a connection is attached (until its drop is taken or the session ends)
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
         self.config_version = 0  # counts the app's updates: a connection configured before one is stale
@@ -168,12 +168,12 @@ class SessionMachine:
             protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = protocol
             self.core.new_connection()
-        self.live = True
+        self._attached = True
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
         """The connection dropped: the listener hears no more, and the conversation keeps what they heard."""
         assert self.core is not None
-        self.live = False
+        self._attached = False
         lost = ConnectionLost(code, reason, now)
         self._cut_short = False
         effects = NO_EFFECTS
@@ -187,7 +187,7 @@ class SessionMachine:
 
     def reconnect_failed(self, protocol: RealtimeProtocol) -> None:
         """A restored connection closed at once: the next try owes what that one was given."""
-        self.live = False
+        self._attached = False
         if protocol.closed:
             self._owed = protocol.owed_creates()
 
@@ -546,11 +546,17 @@ class SessionMachine:
                 and protocol.queued_creates == 0 and not tools_busy
                 and not self.calls.running() and not self.calls.runnable())
 
+    @property
+    def live(self) -> bool:
+        """A connection is attached and carries the conversation: not once its protocol is closed (a silent
+        server given up on), though its drop is not taken yet; commands meanwhile are kept for the next one."""
+        return self._attached and self.core is not None and not self.core.protocol.closed
+
     def close(self, now: float) -> tuple[SessionEvent, ...]:
         """The session ends: the metrics' last records, once."""
         if self.closed:
             return ()
-        self.closed, self.live = True, False
+        self.closed, self._attached = True, False
         return tuple(self.metrics.finish(now))
 
     def report(self, now: float) -> MetricsReport:

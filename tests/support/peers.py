@@ -1,16 +1,19 @@
-"""A fake peer for session tests: the client end of an in-memory socket that answers every ping.
+"""Fake peers for session tests: the client end of an in-memory socket that answers every ping, and one
+whose network stalls.
 
-Its ``server`` end is the test's to write to or close; ``sent`` holds the frames the session
+A peer's ``server`` end is the test's to write to or close; ``sent`` holds the frames the session
 sent (decoded) and ``pings`` how many pings it answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.base import memory_pair
 
-__all__ = ["AnsweringPeer"]
+__all__ = ["AnsweringPeer", "StallingPeer"]
 
 
 class AnsweringPeer:
@@ -34,3 +37,39 @@ class AnsweringPeer:
 
     async def ping(self) -> None:
         self.pings += 1
+
+
+class StallingPeer(AnsweringPeer):
+    """A peer whose network stalls once :meth:`stall` is called: the socket stays open and carries nothing, so a
+    close handshake is never answered and nothing more is received, until the connection is aborted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stalled = False
+        self._aborted = asyncio.Event()
+        self.aborts = 0
+
+    def stall(self) -> None:
+        self._stalled = True
+
+    async def recv(self) -> str:
+        if not self._stalled:
+            receiving = asyncio.ensure_future(self.client.recv())
+            aborted = asyncio.ensure_future(self._aborted.wait())
+            await asyncio.wait((receiving, aborted), return_when=asyncio.FIRST_COMPLETED)
+            aborted.cancel()
+            if receiving.done() and not self._stalled:
+                return receiving.result()
+            receiving.cancel()
+        await self._aborted.wait()
+        raise ConnectionClosed(1006, "aborted")
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        if self._stalled:
+            await self._aborted.wait()  # the close frame is never answered
+        else:
+            await self.client.close(code, reason)
+
+    def abort(self) -> None:
+        self.aborts += 1
+        self._aborted.set()
