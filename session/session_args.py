@@ -8,8 +8,10 @@ the connection open).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Collection, Iterable
 from typing import Any
 
+from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import CLOCK_METHODS, has_methods
 
@@ -36,6 +38,10 @@ def check_session_arguments(**given: Any) -> None:
         "connector": (callable, "an async function that returns a RealtimeConnection"),
         "backoff": (_plain, "a plain (not async) function of the attempt number that returns seconds to wait"),
         "on_wire": (_plain, "a plain (not async) function of (direction, text), called for every frame"),
+        "aec": (lambda v: isinstance(v, str) or has_methods(v, "process"),
+                "a backend's name ('webrtc', 'speex') or an echo canceller (an object with process(mic, ref))"),
+        "local_vad": (lambda v: isinstance(v, (str, LocalVad)), "a backend's name ('webrtc', 'silero') or a LocalVad"),
+        "watch_devices": (_devices, "the speakers and microphones to watch (SpeakerSink, MicSource), in a list"),
         "raw_events": (lambda v: isinstance(v, bool), "True or False"),
         "run_tools": (lambda v: isinstance(v, bool), "True or False"),
     }
@@ -46,6 +52,15 @@ def check_session_arguments(**given: Any) -> None:
         if not accepts(value):
             kind = "an async function" if callable(value) and not _plain(value) else type(value).__name__
             raise TypeError(f"VoiceSession: {name} takes {what}, not {kind}")
+
+
+def _devices(value: Any) -> bool:
+    """Devices to watch, each with the kind, device and tag a watch reads: an iterable (not a string), whose items
+    are checked when it is a collection (a generator's are not made here)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        return False
+    return not isinstance(value, Collection) or all(
+        all(hasattr(d, name) for name in ("kind", "device", "tag")) for d in value)
 
 
 def _plain(value: Any) -> bool:

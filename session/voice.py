@@ -118,7 +118,8 @@ class VoiceSession:
     ) -> None:
         check_session_arguments(settings=settings, output=output, tools=tools, clock=clock, mirror=mirror,
                                 barge_policy=barge_policy, approve=approve, connector=connector, backoff=backoff,
-                                on_wire=on_wire, raw_events=raw_events, run_tools=run_tools)
+                                on_wire=on_wire, raw_events=raw_events, run_tools=run_tools, aec=aec,
+                                local_vad=local_vad, watch_devices=watch_devices or None)
         s = driven_settings(settings or SessionSettings())
         if input is not None and not hasattr(input, "__aiter__"):
             raise TypeError(f"input takes an async iterable of int16 blocks or (adc_time, block) pairs (such as "

@@ -211,6 +211,14 @@ async def _async_observer(*_args: Any) -> None:
                                    "every frame, not an async function"),  # before, accepted and never run
     ({"backoff": _async_observer}, "backoff takes a plain (not async) function of the attempt number that returns "
                                    "seconds to wait, not an async function"),
+    # before, taken, and the microphone failed at its first block ("'bool' object has no attribute 'process'")
+    ({"aec": True}, "aec takes a backend's name ('webrtc', 'speex') or an echo canceller (an object with "
+                    "process(mic, ref)), not bool"),
+    ({"local_vad": True}, "local_vad takes a backend's name ('webrtc', 'silero') or a LocalVad, not bool"),
+    ({"watch_devices": 5}, "watch_devices takes the speakers and microphones to watch (SpeakerSink, MicSource), "
+                           "in a list, not int"),
+    ({"watch_devices": [object()]}, "watch_devices takes the speakers and microphones to watch (SpeakerSink, "
+                                    "MicSource), in a list, not list"),
 ])
 def test_a_wrong_argument_is_refused_by_the_constructor(given: dict[str, Any], message: str) -> None:
     settings = given.pop("settings", SETTINGS)
