@@ -116,4 +116,7 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    try:
+        sys.exit(asyncio.run(main()))
+    except KeyboardInterrupt:  # Ctrl-C: the sessions are closed on the way out; no traceback
+        sys.exit(130)

@@ -180,3 +180,26 @@ def test_a_kiosk_caption_of_an_item_the_stop_dropped_is_emptied() -> None:
     ui.apply(barge_in(None, deleted=("item_d",)))
     ui.apply(TranscriptDelta("assistant", "item_d", "the gift shop."))
     assert (views[-1]["caption"], views[-1]["caption_cut"], views[-1]["barge_ins"]) == ("", True, 1)
+
+
+@pytest.mark.parametrize("argv", [["examples/assistant.py", "--voice", "tone"],
+                                  ["examples/kiosk_sideband.py", "--voice", "tone"]])
+def test_ctrl_c_ends_an_example_with_130_and_no_traceback(argv: list[str]) -> None:
+    """kiosk_sideband.py had no Ctrl-C handler: the user got a page of traceback."""
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "VOXLINE_API_KEY", "VOXLINE_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen([sys.executable, *argv], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # the server is up and the session is being opened
+        assert first.startswith("using the built-in local server"), first
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130 and "Traceback" not in err, err
