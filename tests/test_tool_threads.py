@@ -140,7 +140,9 @@ async def test_a_stuck_tools_calls_are_answered_at_once_and_the_other_tools_run(
 
     async def let_go(why: str | None) -> None:  # as the runner does: on a timeout with TIMED_OUT, on a close without
         call = asyncio.ensure_future(tool.invoke({}, registry.threads))
-        while registry.threads.stats()["counted"] == 0:  # until the job runs on its thread
+        # until the job runs on its thread: taken off the queue (a thread counted may not have taken it yet,
+        # and a job cancelled while queued never ran, so it is no stuck one)
+        while (stats := registry.threads.stats())["counted"] == 0 or stats["queued"] > 0:
             await asyncio.sleep(0.001)
         call.cancel(why)
         with pytest.raises(asyncio.CancelledError):
@@ -148,10 +150,12 @@ async def test_a_stuck_tools_calls_are_answered_at_once_and_the_other_tools_run(
 
     await asyncio.wait_for(let_go(None), 10)  # a session closing while the call runs: not the tool's fault
     await asyncio.wait_for(let_go(TIMED_OUT), 10)
-    with pytest.raises(ToolError, match="^lookup is stuck: 1 earlier call of it has not returned"):
-        await tool.invoke({}, registry.threads)
-    assert await other.invoke({}, registry.threads) == "ran"
-    stuck.set()
+    try:
+        with pytest.raises(ToolError, match="^lookup is stuck: 1 earlier call of it has not returned"):
+            await asyncio.wait_for(tool.invoke({}, registry.threads), 10)  # run, it would wait with the others
+        assert await asyncio.wait_for(other.invoke({}, registry.threads), 10) == "ran"
+    finally:
+        stuck.set()
 
 
 async def test_blocking_tools_do_not_hold_the_default_executor() -> None:
