@@ -13,6 +13,7 @@ from voxline.session.bargein import Trigger
 from voxline.session.events import SpeechStarted, BargeIn, HeardTranscript, LiveDelivered, StateChanged, TranscriptDelta
 from voxline.session.tools import ToolRegistry
 from tests.support.live_rig import BLOCK, RATE, WORDS, Rig, frame, sent, start, track
+from voxline.session.events import SessionError
 
 
 def test_the_first_frame_is_session_start_and_commands_wait_for_session_started() -> None:
@@ -281,3 +282,68 @@ def test_appends_and_fixtures_of_the_wrong_kind_are_one_line_errors() -> None:
     with pytest.raises(ConfigurationError, match=r"^play_fixture takes a 1-D int16 array .*, not float32"):
         rig.machine.play_fixture(np.zeros(2400, np.float32))  # audio in [-1, 1] cast to int16 would be silence
     assert sent(rig.protocol) == []
+
+
+def _dropped_and_restored(rig: Rig, between: object = None) -> list[dict[str, object]]:
+    """Drop the rig's connection, call ``between`` (the app acting while away), open a new session and restore it:
+    what the new session was sent after its start."""
+    from voxline.realtime.live.protocol import LiveProtocol
+
+    rig.protocol.connection_lost()
+    rig.machine.connection_lost(1.0, 1006, "gone")
+    if callable(between):
+        between()
+    fresh = LiveProtocol()
+    rig.machine.configure(fresh)
+    rig.machine.attach(fresh)
+    rig.protocol = fresh
+    rig.feed(frame(type="session.started", event_id="e1", session={"id": "sess_2", "model": "gpt-live-1",
+                                                                  "expires_at": 1_900_000_000, "status": "active"}), 1.5)
+    restored = rig.machine.restore(1.5)
+    assert restored.skipped_items == 0
+    out = sent(fresh)
+    assert out[0]["type"] == "session.start"
+    return out[1:]
+
+
+def test_a_muted_input_stays_muted_on_the_session_after_a_drop() -> None:
+    """A new session starts unmuted: the model heard the microphone again, though the app had muted it."""
+    rig = Rig()
+    start(rig)
+    rig.machine.mute()
+    assert [e["type"] for e in sent(rig.protocol)] == ["session.input_audio.mute"]
+    assert [e["type"] for e in _dropped_and_restored(rig)] == ["session.input_audio.mute"]
+    rig.machine.unmute()
+    assert [e["type"] for e in sent(rig.protocol)] == ["session.input_audio.unmute"]
+    assert _dropped_and_restored(rig) == []  # a new session starts unmuted: nothing to say
+
+
+def test_commands_given_while_the_connection_is_replaced_reach_the_next_session_in_order() -> None:
+    """They went into the lost connection's outbox, and were thrown away with it, their ids handed back."""
+    rig = Rig()
+    start(rig)
+    ids: list[str] = []
+
+    def away() -> None:
+        ids.append(rig.machine.append("The customer is a member.", kind="instructions"))
+        rig.machine.mute()
+        ids.append(rig.machine.append("Checking the order.", kind="thinking"))
+        with pytest.raises(ConfigurationError, match="delegation 'deleg_1' was the lost session's"):
+            rig.machine.append("It shipped.", kind="commentary", delegation_id="deleg_1")
+
+    out = _dropped_and_restored(rig, away)
+    assert [(e["type"], e.get("content")) for e in out] == [
+        ("session.input_audio.mute", None),
+        ("session.instructions.append", "The customer is a member."),
+        ("session.thinking.append", "Checking the order."),
+    ]
+    assert [e["event_id"] for e in out[1:]] == ids  # the ids the app was given are the ones sent
+
+
+def test_a_late_refusal_of_the_start_does_not_end_a_session_that_started() -> None:
+    rig = Rig()
+    [first] = start(rig)
+    events = rig.feed(frame(type="error", event_id="e9", error={"type": "invalid_request_error", "code": "x",
+                                                                "message": "late", "client_event_id": first["event_id"]}), 1.0)
+    errors = [e for e in events if isinstance(e, SessionError)]
+    assert errors and not any(e.fatal for e in errors), events

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import itertools
+import json
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,7 @@ import numpy as np
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
+from voxline.realtime.frames import check_fits
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveCommandFailed, LiveOutput, LiveProtocol
 from voxline.realtime.notices import MalformedServerEvent
@@ -64,6 +67,7 @@ from .timeline import Heard, LiveTimeline
 __all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
 
 GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
+MAX_KEPT_AWAY = 256  # commands kept for the next session while the connection is replaced
 KEEP_UTTERANCES = 16  # utterances kept on the timeline once done with (a late word of one still finds it)
 
 NOTE_CHARS = 1200  # each side of a delivered note; an append takes at most 500 tokens
@@ -103,8 +107,11 @@ class LiveMachine:
         self.timeline = LiveTimeline(playout.rate)
         self.metrics = LiveMetrics(playout)
         self._raw = raw_events
-        self.live = False
+        self._attached = False  # a connection is attached (until its drop is taken or the session ends)
         self.closed = False
+        self._muted = False  # the input as the app (or push-to-talk) last left it: a new session is told again
+        self._away: list[dict[str, Any]] = []  # commands given while the connection was being replaced
+        self._away_ids = itertools.count(1)
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
@@ -120,6 +127,12 @@ class LiveMachine:
         self._now = 0.0  # the latest listener time a step was given (for the media track's blocks)
 
     # ------------------------------------------------------------------ connections
+    @property
+    def live(self) -> bool:
+        """A connection is attached and carries the session: not once its protocol is closed, though its drop is
+        not taken yet; commands meanwhile are kept for the next session (:meth:`_command`)."""
+        return self._attached and self._protocol is not None and not self._protocol.closed
+
     @property
     def ended(self) -> bool:
         """The server closed the session for good: at the app's request or for its content (no reconnect)."""
@@ -150,11 +163,11 @@ class LiveMachine:
             self.metrics.new_timeline(f"live{self._connections}_user")
         self._protocol = protocol
         self.calls.limit = protocol.max_event_bytes  # tool outputs are sized for this connection
-        self.live = True
+        self._attached = True
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
         """The connection dropped: the listener hears no more; what can come back is decided here."""
-        self.live = False
+        self._attached = False
         self.delegated.connection_lost()
         effects = self._cut(now, Trigger.CONNECTION_LOST) if self._audible(now) else NO_EFFECTS
         stored = self.settings.live_store and self._session_id is not None
@@ -167,14 +180,25 @@ class LiveMachine:
         return Effects((ConnectionLost(code, reason, now), *effects.events), effects.barge_in)
 
     def reconnect_failed(self, protocol: Any) -> None:
-        self.live = False
+        self._attached = False
 
     def restore(self, now: float, *, handover: bool = False) -> ConnectionRestored:
-        """The new session: tell a fork what the listener heard of a reply cut last (once); report what came back."""
+        """The new session: tell a fork what the listener heard of a reply cut last (once), mute its input if the
+        app had (a new session starts unmuted: the model would hear the microphone again), then the commands the
+        app gave while away, in order; report what came back."""
         if self._last_note is not None and self.fork_from is not None:
             self.protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
             self._last_note = None
-        return ConnectionRestored(now, 0, 0, 0.0, handover)
+        if self._muted:
+            self.protocol.send(lv.LiveMute())
+        away, self._away = self._away, []
+        skipped = 0
+        for payload in away:
+            try:
+                self.protocol.send(payload)
+            except LocalProtocolError:  # larger than the new connection carries (WebRTC after a WebSocket)
+                skipped += 1
+        return ConnectionRestored(now, 0, 0, 0.0, handover, skipped_items=skipped)
 
     def take_continuity(self) -> LiveContinuity | None:
         out, self._continuity = self._continuity, None
@@ -218,7 +242,7 @@ class LiveMachine:
             case lv.LiveResponseEvent():
                 if self.run_tools:
                     calls = self.delegated.see(output)
-            case LiveCommandFailed() if output.command_type == "session.start":
+            case LiveCommandFailed() if output.command_type == "session.start" and not self.protocol.started:
                 # no session: nothing is heard and every command waits for a start that never comes
                 events.append(SessionError(f"the session could not start: {output.message}", output.code, fatal=True))
             case LiveCommandFailed():
@@ -428,7 +452,7 @@ class LiveMachine:
         self.check_open()
         self.commit_talking(now)
         self.mic.talking = True
-        self.protocol.send(lv.LiveUnmute())
+        self._set_muted(False)
         return self.interrupt(now) if self._audible(now) else NO_EFFECTS
 
     def stop_talking(self, now: float) -> bool:
@@ -447,7 +471,7 @@ class LiveMachine:
         if self.closed or not self.mic.take_release(turn):
             return False
         self._append(self.mic.chunker.take(), now)
-        self.protocol.send(lv.LiveMute())
+        self._set_muted(True)
         return True
 
     def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
@@ -462,17 +486,37 @@ class LiveMachine:
         if self.registry is None:
             return False
         schemas = self.registry.schemas(names)
-        self.protocol.send(lv.LiveUpdate(session={"delegation": {"type": "responses", "responses": {"tools": schemas}}}))
+        self._command(lv.LiveUpdate(session={"delegation": {"type": "responses", "responses": {"tools": schemas}}}))
         self.offered_tools = names
         return True
 
     def mute(self) -> None:
         self.check_open()
-        self.protocol.send(lv.LiveMute())
+        self._set_muted(True)
 
     def unmute(self) -> None:
         self.check_open()
-        self.protocol.send(lv.LiveUnmute())
+        self._set_muted(False)
+
+    def _set_muted(self, muted: bool) -> None:
+        """Mute or unmute the model's input now, or, while away, on the next session (:meth:`restore`)."""
+        self._muted = muted
+        if self.live:
+            self.protocol.send(lv.LiveMute() if muted else lv.LiveUnmute())
+
+    def _command(self, event: lv.LiveClientEvent) -> str:
+        """Send ``event``; while the connection is being replaced, keep it for the next session (sent once that
+        started, in order, by :meth:`restore`). Its ``event_id`` either way."""
+        if self.live:
+            return self.protocol.send(event)
+        if len(self._away) >= MAX_KEPT_AWAY:
+            raise ConfigurationError(f"{MAX_KEPT_AWAY} commands wait for the connection being replaced; wait for "
+                                     "ConnectionRestored before giving more")
+        payload = event.model_dump(mode="json")
+        payload["event_id"] = payload.get("event_id") or f"evt_vxl_away{next(self._away_ids):06d}"
+        check_fits(json.dumps(payload, separators=(",", ":")), payload.get("type"), self.protocol.max_event_bytes)
+        self._away.append(payload)
+        return str(payload["event_id"])
 
     def append(self, content: str, *, kind: str = "instructions", delegation_id: str | None = None) -> str:
         """Append context: ``instructions`` (kept), ``thinking`` (silent) or ``commentary`` (for the model to say)."""
@@ -487,7 +531,10 @@ class LiveMachine:
             raise ConfigurationError(f"delegation_id takes a string or None, not {type(delegation_id).__name__}")
         with as_error(ConfigurationError, "append"):
             unicode_text(content, "content")
-        return self.protocol.send(model(content=content, delegation_id=delegation_id))
+        if delegation_id is not None and not self.live:
+            raise ConfigurationError(f"delegation {delegation_id!r} was the lost session's, and the connection is "
+                                     "being replaced: the next session does not know it")
+        return self._command(model(content=content, delegation_id=delegation_id))
 
     def play_fixture(self, pcm: np.ndarray) -> str:
         """One whole audio fixture (PCM16 24 kHz) through the session's output."""
@@ -497,11 +544,11 @@ class LiveMachine:
             raise ConfigurationError(f"play_fixture takes a 1-D int16 array (PCM16 24 kHz mono), not {array.dtype} "
                                      f"of shape {array.shape}")
         data = np.ascontiguousarray(array, dtype="<i2").tobytes()
-        return self.protocol.send(lv.LiveFixturePlay(audio=base64.b64encode(data).decode("ascii")))
+        return self._command(lv.LiveFixturePlay(audio=base64.b64encode(data).decode("ascii")))
 
     def close_session(self) -> str:
         self.check_open()
-        return self.protocol.send(lv.LiveClose())
+        return self._command(lv.LiveClose())
 
     def tool_schemas(self) -> list[dict[str, Any]] | None:
         """The tools a new connection offers: as :meth:`update` last chose them, else the registry's."""
@@ -539,7 +586,7 @@ class LiveMachine:
     def close(self, now: float) -> tuple[SessionEvent, ...]:
         if self.closed:
             return ()
-        self.closed, self.live = True, False
+        self.closed, self._attached = True, False
         return ()
 
     def report(self, now: float) -> MetricsReport:
