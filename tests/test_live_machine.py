@@ -347,3 +347,24 @@ def test_a_late_refusal_of_the_start_does_not_end_a_session_that_started() -> No
                                                                 "message": "late", "client_event_id": first["event_id"]}), 1.0)
     errors = [e for e in events if isinstance(e, SessionError)]
     assert errors and not any(e.fatal for e in errors), events
+
+
+def test_a_time_on_a_primary_audio_delta_does_not_move_the_track() -> None:
+    """Primary deltas carry no times (the track is the timeline); one claiming 27 hours ahead was taken: its
+    utterance stretched past any end, was never finished, and such utterances piled up."""
+    rig = Rig()
+    start(rig)
+    tone = (3000 * np.sin(np.arange(2400) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+    tone[tone == 0] = 1
+
+    def delta(samples: np.ndarray, **times: int) -> str:
+        return frame(type="session.output_audio.delta",
+                     delta=base64.b64encode(samples.astype("<i2").tobytes()).decode(), **times)
+
+    rig.feed(delta(tone), 0.0)
+    rig.feed(delta(tone, start_ms=100_000_000, end_ms=100_000_100), 0.0)
+    for _ in range(20):
+        rig.feed(delta(np.zeros(2400, np.int16)), 0.0)
+    rig.play(5.0)
+    [utt] = rig.machine.timeline.utterances.values()
+    assert utt.closed and utt.origin == 0 and utt.received <= 22 * 2400

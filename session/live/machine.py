@@ -264,7 +264,7 @@ class LiveMachine:
     def _audio(self, delta: lv.LiveOutputAudioDelta, now: float) -> Effects:
         if self.settings.call_id is not None:
             return NO_EFFECTS  # a sideband's reflection: it has no listener of its own
-        return self._track(np.frombuffer(base64.b64decode(delta.delta), dtype="<i2"), now, delta.start_ms)
+        return self._track(np.frombuffer(base64.b64decode(delta.delta), dtype="<i2"), now)
 
     def track_audio(self, block: np.ndarray) -> None:
         """WebRTC: a block of the remote media track (int16 24 kHz), the same track the deltas carry on a WebSocket.
@@ -273,11 +273,11 @@ class LiveMachine:
         time comes as silence), so a count of samples is the position on the session timeline.
         Called from the transport's pump with no listener time: the utterance's arrival is stamped with
         the last instant the driver gave the machine (it only feeds the metrics)."""
-        self._track(np.asarray(block, dtype=np.int16), self._now, None)
+        self._track(np.asarray(block, dtype=np.int16), self._now)
 
-    def _track(self, pcm: np.ndarray, now: float, start_ms: int | None) -> Effects:
+    def _track(self, pcm: np.ndarray, now: float) -> Effects:
         self._now = max(self._now, now)
-        utt, opened = self.timeline.audio(pcm, now, start_ms)
+        utt, opened = self.timeline.audio(pcm, now)
         if utt is None:  # the track's silence between utterances, played too: the track keeps its own time
             self.playout.enqueue(pcm.astype(np.int16), GAP, 0)
             return NO_EFFECTS

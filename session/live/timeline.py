@@ -5,8 +5,8 @@ Plain arithmetic, no I/O (docs/protocol.md §14).
 The Live interface has no items: the model talks until it decides to stop. Its output is one
 continuous track, silence included, played in delivery order; on the primary WebSocket the
 deltas carry no times, because the track *is* the session timeline: received sample ``k`` lies
-at ``k / rate`` after the session's start (a sideband's reflected deltas carry ``start_ms``,
-used as they are). Words arrive as ``session.output_transcript.delta`` with ``start_ms`` /
+at ``k / rate`` after the session's start (a sideband's reflected deltas, which carry ``start_ms``,
+are not placed here: a sideband has no listener). Words arrive as ``session.output_transcript.delta`` with ``start_ms`` /
 ``end_ms`` on the same timeline. :class:`LiveTimeline` turns that into *utterances* the playout
 can tag and a cut can name:
 
@@ -80,10 +80,10 @@ class LiveTimeline:
         self._count = 0
         self._order = 0
 
-    def audio(self, pcm: np.ndarray, now: float, start_ms: int | None = None) -> tuple[Utterance | None, bool]:
-        """A delta of track: the utterance it belongs to (None: silence between utterances) and whether it opened one."""
-        if start_ms is not None:
-            self.position = max(self.position, start_ms * self.rate // 1000)
+    def audio(self, pcm: np.ndarray, now: float) -> tuple[Utterance | None, bool]:
+        """A delta of track: the utterance it belongs to (None: silence between utterances) and whether it opened
+        one. Its place is the count of samples before it: the track is the timeline (a time a delta claims is not
+        taken: one far ahead would stretch an utterance past any end, and keep it forever)."""
         at, n = self.position, len(pcm)
         self.position += n
         loud = n > 0 and int(np.abs(pcm.astype(np.int32)).max()) >= SILENT
