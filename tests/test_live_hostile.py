@@ -379,3 +379,19 @@ def test_an_output_the_lost_session_may_not_have_used_is_told_to_the_next(envelo
     notes = [e for e in sent(rig.protocol) if e["type"] == "session.thinking.append"]
     assert [("sunny in Paris" in str(n["content"])) for n in notes] == ([True] if told else [])
     assert rig.machine.sizes()["live_call_names"] == 0
+
+
+def test_a_long_stretch_of_user_words_costs_each_word_alike_and_stays_one_bounded_message() -> None:
+    """Every word was added to the whole message so far (a copy each time): 20 MB in one message, and each event
+    costing more than the last. What is held (and so copied) stays within twice the bound."""
+    from voxline.session.live.history import MAX_MESSAGE_CHARS, HeardHistory
+
+    history = HeardHistory()
+    word = "word " * 200  # 1 000 characters an event
+    for _ in range(20_000):
+        history.user("live_user1", word)
+    [message] = history.messages()
+    text = message["content"][0]["text"]
+    assert len(text) <= MAX_MESSAGE_CHARS + 1 and text.startswith("…word") and text.endswith("word")
+    [kept] = history._messages
+    assert kept.size <= 2 * MAX_MESSAGE_CHARS + len(word)  # what is held stays within the bound
