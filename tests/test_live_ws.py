@@ -274,3 +274,21 @@ async def test_a_stored_session_lost_with_its_connection_can_be_forked() -> None
             await fork.send(json.dumps({"type": "session.start", "session": {}}))
             started = await read_until(fork, "session.started", seen)
             assert started["session"]["id"] != session_id and started["session"]["store"] is True
+
+
+async def test_two_sessions_of_a_seeded_server_never_share_ids() -> None:
+    """Each Live session's ids were seeded by how many sessions were running: 0 again once the first had closed, so
+    the next one repeated its session id (its stored session overwritten) and its event and call ids."""
+    async def started(url: str) -> tuple[str, str]:
+        async with websockets.connect(url, additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "session.start", "event_id": "s",
+                                      "session": {"model": "gpt-live-1", "store": True}}))
+            event = json.loads(await ws.recv())
+            return event["session"]["id"], event["event_id"]
+
+    async with serve(config(scenario="default", seed=1)) as server:
+        url = server.url.replace("/realtime", "").rstrip("/") + "/live/sessions"
+        async with asyncio.timeout(20):
+            first = await started(url)
+            second = await started(url)
+    assert first[0] != second[0] and first[1] != second[1], (first, second)

@@ -41,6 +41,11 @@ class IdFactory:
             suffix += self._rng.randbytes(length - len(suffix) + 8).translate(_TABLE, _DROP)
         return f"{prefix}_{suffix[:length].decode('ascii')}"
 
+    def derived(self) -> IdFactory:
+        """A factory of its own for one session: seeded from this one when seeded (each session its own sequence,
+        the same every run: two sessions of a seeded server never share ids), unseeded otherwise."""
+        return IdFactory(self._rng.getrandbits(64)) if self._seeded else IdFactory()
+
     def secret(self, prefix: str, length: int = 21) -> str:
         """Like :meth:`new`, but unpredictable from earlier ids when unseeded (keys, capability URLs)."""
         if self._seeded:

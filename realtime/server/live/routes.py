@@ -61,6 +61,7 @@ class LiveRoutes:
         self._synth = synth
         self._voices = voices
         self._ids = IdFactory(None if config.seed is None else config.seed + 5)
+        self._session_ids = IdFactory(None if config.seed is None else config.seed + 6)  # each session's, derived
         self._tasks: set[asyncio.Task[None]] = set()
 
     @staticmethod
@@ -102,10 +103,9 @@ class LiveRoutes:
         await run_live_socket(connection, self.new_engine(stored), self.hub, self.config, self._synth)
 
     def new_engine(self, stored: StoredSession | None = None) -> LiveEngine:
-        seed = self.config.seed
         common: dict[str, Any] = {
             "wall_time": self.config.clock.wall(),
-            "ids": IdFactory(None if seed is None else seed + 6 + len(self.hub.running_ids())),
+            "ids": self._session_ids.derived(),
         }
         if stored is not None:
             common.update(history=stored.history, turn_index=stored.turn_index, user_turns=stored.user_turns,

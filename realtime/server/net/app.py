@@ -85,6 +85,7 @@ class Server:
         self._synth = synth
         self._voices = voices if voices is not None else VoiceCache()
         self._ids = IdFactory(config.seed)
+        self._session_ids = IdFactory(None if config.seed is None else config.seed + 1)  # each session's, derived
         self._credentials = Credentials(config.api_key, self._ids)
         self._rejected = 0
         self._ws: Any = None
@@ -253,7 +254,7 @@ class Server:
             self.scenario,
             self._voices,
             wall_time=self.config.clock.wall(),
-            ids=IdFactory(None if self.config.seed is None else self.config.seed + 1),
+            ids=self._session_ids.derived(),
             initial_session=self._credentials.session_for(token, self.config.clock.wall()),
         )
         await run_engine(connection, engine, self.config, self._synth, self.ears)

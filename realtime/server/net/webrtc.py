@@ -71,6 +71,7 @@ class RealtimeCalls:
         self._voices = voices
         self._engine_config = engine_config
         self._ids = IdFactory(None if config.seed is None else config.seed + 3)
+        self._session_ids = IdFactory(None if config.seed is None else config.seed + 7)  # each call's, derived
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._calls: dict[str, RtcCall] = {}
         self._owners: dict[str, str] = {}  # call id → the ephemeral key that started it
@@ -122,7 +123,7 @@ class RealtimeCalls:
                 self._scenario,
                 self._voices,
                 wall_time=self._config.clock.wall(),
-                ids=IdFactory(None if self._config.seed is None else self._config.seed + 1),
+                ids=self._session_ids.derived(),
                 initial_session=initial,
             )
         except RequestRejected as exc:
