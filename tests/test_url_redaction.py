@@ -193,3 +193,17 @@ def test_no_command_prints_or_writes_a_key_given_in_the_url(tmp_path: Path, serv
     ]
     assert all(run.returncode != 0 for run in refused)
     assert_no_canary(tmp_path, single, farm, webrtc, token, *refused)
+
+
+def test_a_farms_options_show_their_url_redacted() -> None:
+    """Their settings were redacted, their own url field was not: an app logging the options logged the key."""
+    from pathlib import Path
+
+    from voxline.session.replay.farm.runner import FarmOptions
+    from voxline.session.settings import SessionSettings
+
+    url = f"ws://u:{USERINFO}@127.0.0.1:8765/v1?api-key={API_KEY}"
+    options = FarmOptions(out_dir=Path("out"), settings=SessionSettings(url=url), url=url)
+    shown = repr(options)
+    assert USERINFO not in shown and API_KEY not in shown and "url='ws://[redacted]@127.0.0.1:8765/v1" in shown
+    assert options.url == url  # what the farm dials

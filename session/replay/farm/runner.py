@@ -21,7 +21,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +66,15 @@ class FarmOptions:
     settings: SessionSettings  # url and key are filled in per recording for the built-in server
     fast: bool = True
     jobs: int = 8
-    url: str | None = None  # None: the built-in server
+    url: str | None = field(default=None, repr=False)  # None: the built-in server; a key in it is never shown
     voice: str = "auto"
     report: bool = False  # summary.json and report.html per recording
     stereo: bool = False  # stereo.wav per recording: the input and what was heard, side by side
     tail_s: float = 120.0
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"FarmOptions({shown}, url={None if self.url is None else redact_url(self.url)!r})"
 
 
 class _Voices:
