@@ -11,6 +11,7 @@ with the same headers, so a redirect to another scheme, host or port is refused 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import itertools
 import logging
@@ -25,7 +26,8 @@ from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from voxline.base.errors import install_log_redaction, redact_url, register_url_secrets, scrub
+from voxline.base.errors import (install_log_redaction, redact_log_arguments_whole, redact_url, register_url_secrets,
+                                 scrub)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
@@ -44,7 +46,19 @@ log = logging.getLogger("voxline.realtime")
 MAX_FRAME = 3 * MAX_CLIENT_EVENT_BYTES + 1024 * 1024
 _REDIRECTS = (300, 301, 302, 303, 307, 308)
 
+def _frame_redacted_whole(arg: object) -> object:
+    """A frame websockets logs at DEBUG, its text (a close frame's reason) redacted whole: the log shows only its
+    first 48 and last 24 characters, where a key across the cut is no longer recognised."""
+    if not isinstance(arg, Frame) or arg.opcode not in (Opcode.TEXT, Opcode.CLOSE):
+        return arg
+    head, body = (b"", bytes(arg.data)) if arg.opcode is Opcode.TEXT else (bytes(arg.data[:2]), bytes(arg.data[2:]))
+    text = body.decode("utf-8", "replace")
+    clean = redact(text)
+    return arg if clean == text else dataclasses.replace(arg, data=head + clean.encode("utf-8"))
+
+
 install_log_redaction()
+redact_log_arguments_whole(_frame_redacted_whole)
 
 
 class _WatchedConnection(ClientConnection):

@@ -22,6 +22,7 @@ import logging
 import re
 import threading
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "message_of",
     "printable",
     "redact",
+    "redact_log_arguments_whole",
     "redact_url",
     "redacted",
     "register_secret",
@@ -294,6 +296,11 @@ class RedactingFilter(logging.Filter):
     """A logging filter that redacts secrets from a record's message, arguments and traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if _WHOLE_FIRST and isinstance(record.args, tuple):  # before a library's own str() cuts them
+            args = record.args
+            for whole in _WHOLE_FIRST:
+                args = tuple(whole(arg) for arg in args)
+            record.args = args
         try:
             message = record.getMessage()
         except Exception:  # a bad format string: let the handler report it as logging does
@@ -308,6 +315,18 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
+
+
+_WHOLE_FIRST: list[Callable[[object], object]] = []
+
+
+def redact_log_arguments_whole(redactor: Callable[[object], object]) -> None:
+    """Have :class:`RedactingFilter` hand each argument of a record to ``redactor`` before the message is made:
+    for a library's object that prints only an excerpt of its payload (websockets' frames: the first 48 and the
+    last 24 characters), which once cut no longer shows a key whole for :func:`redact` to find. ``redactor``
+    returns the argument with its payload redacted whole (or the argument itself); idempotent."""
+    if redactor not in _WHOLE_FIRST:
+        _WHOLE_FIRST.append(redactor)
 
 
 LOGGERS = (
