@@ -13,6 +13,7 @@ import http.server
 import io
 import json
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -504,3 +505,50 @@ async def test_a_key_a_server_echoes_in_a_frame_is_not_left_in_part_in_websocket
     assert "TEXT" in text and "CLOSE" in text  # the frames were logged
     assert not any(key[i:i + 8] in text for i in range(len(key) - 7)), text
     forget_secret(key)
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """A stand-in proxy: it records each request's Authorization header and answers 502."""
+
+    seen: list[str] = []
+
+    def _record(self) -> None:
+        type(self).seen.append(self.headers.get("Authorization") or "")
+        self.send_response(502)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_CONNECT = _record
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_proxy_the_environment_names_is_not_handed_the_key_for_a_server_on_this_machine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``http_proxy`` set for the web: ``voxline token`` against a local server sent its key to the proxy (plain
+    HTTP, another host), and websockets would connect through it as well."""
+    import subprocess
+
+    from tests.support.cli import VOXLINE
+
+    key = "canaryPX7x2Lm9Zt4Wv8Rb3Kc6"
+    _Recorder.seen = []
+    with loopback_http(_Recorder) as proxy_port:
+        proxy = f"http://127.0.0.1:{proxy_port}"
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_")},
+               "OPENAI_API_KEY": key, "http_proxy": proxy, "https_proxy": proxy, "all_proxy": proxy, "no_proxy": ""}
+        result = subprocess.run([str(VOXLINE), "token", "--url", "http://127.0.0.1:9/v1"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0  # nothing listens there
+        for name in ("http_proxy", "https_proxy", "all_proxy"):
+            monkeypatch.setenv(name, proxy)
+        monkeypatch.setenv("no_proxy", "")
+
+        async def dial() -> None:
+            with pytest.raises(ConnectionFailed):
+                await WebSocketTransport.connect("ws://127.0.0.1:9/v1", key, open_timeout=5)
+
+        asyncio.run(dial())
+    forget_secret(key)
+    assert _Recorder.seen == []

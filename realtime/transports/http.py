@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voxline.base.errors import install_log_redaction, register_secret, register_url_secrets
+from voxline.base.urls import is_loopback_url
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import connect_failure
@@ -46,6 +47,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
+_LOOPBACK_OPENER = urllib.request.build_opener(_NoRedirect, urllib.request.ProxyHandler({}))
+"""For a server on this machine: never through a proxy the environment names (which would be handed the key)."""
 install_log_redaction()
 
 
@@ -112,7 +115,8 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
         request = urllib.request.Request(
             url, data=body, method="POST", headers={"Content-Type": content_type, "Authorization": f"Bearer {token}"}
         )
-        with _OPENER.open(request, timeout=timeout) as response:
+        opener = _LOOPBACK_OPENER if is_loopback_url(url) else _OPENER
+        with opener.open(request, timeout=timeout) as response:
             return HttpAnswer(response.status, response.read(MAX_BODY), response.headers.get("Location", ""))
     except urllib.error.HTTPError as exc:
         with exc:

@@ -29,6 +29,7 @@ from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 from voxline.base.errors import (install_log_redaction, redact_log_arguments_whole, redact_url, register_url_secrets,
                                  scrub)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.base.urls import is_loopback_url
 
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
 from ..events.codec import MAX_CLIENT_EVENT_BYTES
@@ -164,6 +165,7 @@ class WebSocketTransport:
                 max_queue=max_queue,
                 compression=None,
                 create_connection=_WatchedConnection,
+                proxy=None if is_loopback_url(url) else True,  # a server here: no proxy of the environment's is handed the key
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
