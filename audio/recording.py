@@ -307,8 +307,14 @@ class Recording:
         self._block = block
         self._next = 0  # the first sample not handed over
         self._closed = False
+        self._claimed = False
         if not self._frames:
             self.close()  # nothing to read: the file is let go of at once
+
+    def claim(self) -> bool:
+        """Take the recording for one reader (a session's input); False if one took it already: it is read once."""
+        claimed, self._claimed = self._claimed, True
+        return not claimed
 
     @property
     def captured(self) -> int:

@@ -126,6 +126,9 @@ class VoiceSession:
                             f"MicSource().blocks() or a Recording), not {type(input).__name__}")
         if s.call_id is not None and input is not None:
             raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
+        if isinstance(input, Recording) and not input.claim():  # a second session read nothing, and said nothing
+            raise ConfigurationError("this Recording is already another session's input (a recording is read once): "
+                                     "give each session a Recording of its own")
         self.clock = clock or RealClock()
         self.output: Output = output or ClockedOutput(self.clock)
         capture = CapturePath(self.output.playout, aec=aec, vad=local_vad) if aec or local_vad else None

@@ -615,3 +615,13 @@ def test_a_close_that_fails_is_raised_to_its_caller_logged_once_and_a_second_clo
         assert run_lockstep(main(), clock) == "the sink went away"
     assert [r.getMessage() for r in caplog.records if "closing the session failed" in r.getMessage()] == [
         "closing the session failed: OSError: the sink went away"]
+
+
+def test_a_recording_given_to_a_second_session_is_refused_in_one_line() -> None:
+    """A recording is read once: the second session read nothing, and said nothing."""
+    from voxline.audio.recording import Recording
+
+    recording = Recording(np.zeros(4800, np.int16), clock=VirtualClock())
+    VoiceSession(SETTINGS, input=recording)
+    with pytest.raises(ConfigurationError, match="^this Recording is already another session's input"):
+        VoiceSession(SETTINGS, input=recording)
