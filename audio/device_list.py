@@ -201,20 +201,34 @@ def describe_all(devices: list[DeviceInfo]) -> str:
 
 
 def _by_name(devices: list[DeviceInfo], name: str, kind: Kind) -> DeviceInfo:
-    """The server's own name first (unique by construction), then the shown name, then a part of either."""
+    """The server's own name first (unique by construction), then the shown name, then a part of either.
+
+    A part of a name that matches only monitors (what a speaker plays, offered as an input) is refused for an
+    input: ``--input-device vspk`` meant the speaker's neighbour microphone, and recording the speaker would feed
+    the assistant its own voice. Such a monitor is taken by its whole name."""
     usable = [d for d in devices if d.channels(kind) > 0]
     wanted = name.strip().casefold()
-    for matches in (
+    parts = [d for d in usable if wanted in d.name.casefold() or (d.route is not None and wanted in d.route.casefold())]
+    for tier, matches in enumerate((
         [d for d in usable if d.route is not None and d.route.casefold() == wanted],
         [d for d in usable if d.name.casefold() == wanted],
-        [d for d in usable if wanted in d.name.casefold() or (d.route is not None and wanted in d.route.casefold())],
-    ):
+        parts,
+    )):
+        if tier == 2 and matches and kind == "input" and "monitor" not in wanted and all(map(_monitor, matches)):
+            names = ", ".join(d.label for d in matches)
+            raise AudioError(f"input device name {name!r} matches only what a speaker plays ({names}), not a "
+                             f"microphone: give that name whole to record it; available: {describe(devices, kind)}")
         if len(matches) == 1:
             return matches[0]
         if matches:
             names = ", ".join(d.label for d in matches)
             raise AudioError(f"{kind} device name {name!r} is ambiguous: {names}")
     raise AudioError(f"no {kind} device named {name!r}; available: {describe(devices, kind)}")
+
+
+def _monitor(device: DeviceInfo) -> bool:
+    """A sound server's monitor source: what a speaker plays, offered as an input."""
+    return device.route is not None and device.route.endswith(".monitor")
 
 
 def open_error(info: DeviceInfo, kind: Kind, exc: Exception) -> AudioError:

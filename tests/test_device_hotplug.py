@@ -92,6 +92,9 @@ def test_the_sound_servers_sinks_and_sources_are_listed_with_the_names_the_deskt
     for spec in (kiosk, "kiosk_headset", str(sink.index), sink.index):  # server name, shown name, index
         assert resolve_device(spec, "output").route == kiosk  # (its rate may change as the server runs it)
     assert resolve_device(f"{kiosk}.monitor", "input").route == f"{kiosk}.monitor"
+    # a part of the speaker's name, as a microphone, matched only its monitor: the assistant would hear itself
+    with pytest.raises(AudioError, match=r"^input device name 'kiosk' matches only what a speaker plays \("):
+        resolve_device("kiosk", "input")
 
 
 def test_each_server_device_is_listed_at_the_rate_the_server_runs_it() -> None:
