@@ -167,6 +167,22 @@ def test_expectations_are_judged_against_what_was_measured() -> None:
     assert outcome("r", "r.wav", Expectations(), Measured(fatal=["boom"])).status == "error"
 
 
+def test_a_failed_tool_call_is_an_error_no_errors_refuses() -> None:
+    """A tool that raised was answered with an error output and reported only as a tool event: a farm expecting
+    no errors passed it."""
+    from voxline.session.events import SessionError
+    from voxline.session.replay.farm.results import measure
+    from voxline.session.replay.result import ReplayResult
+    from voxline.session.tools import ToolFinished
+
+    result = ReplayResult(None, events=[ToolFinished("c1", "lookup", '{"ok":1}', True, 0.1),
+                                        SessionError("the server went quiet", "server_silent"),
+                                        ToolFinished("c2", "lookup", '{"error":"lookup failed: boom"}', False, 0.1)])
+    m = measure(result)
+    assert m.error_codes == ["server_silent", "tool_failed:lookup"]
+    assert judge(Expectations(no_errors=True), m) == [Check("no_errors", "none", m.error_codes, False)]
+
+
 def test_junit_has_a_case_per_recording_and_a_one_line_failure() -> None:
     outcomes = [
         Outcome("ok", "ok.wav", "pass", [Check("barge_ins", "1", 1, True)], barge_ins=1, wall_s=0.5),

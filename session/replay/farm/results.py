@@ -22,12 +22,13 @@ import contextlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, assert_never
 
 from voxline.base.files import fresh_file, replaced
 
 from ..result import ReplayResult
 from ...events import SessionError
+from ...tools.events import ToolFinished
 from .manifest import Expectations, Range
 
 __all__ = ["Check", "Measured", "Outcome", "VerdictJournal", "describe", "judge", "measure", "outcome", "summary_line",
@@ -51,7 +52,8 @@ class Measured:
     barge_ins: int = 0
     cut_errors_ms: list[float] = field(default_factory=list)  # applied − heard, one per barge-in that cut
     reply_latencies_ms: list[float] = field(default_factory=list)  # one per turn that was answered
-    error_codes: list[str] = field(default_factory=list)  # every SessionError, in order ("error" if it had no code)
+    # every SessionError ("error" if it had no code) and failed tool call ("tool_failed:NAME"), in order
+    error_codes: list[str] = field(default_factory=list)
     fatal: list[str] = field(default_factory=list)  # messages of the fatal ones
     duration_s: float = 0.0
     reply_heard_s: float = 0.0  # assistant audio that reached the listener, every item summed
@@ -97,6 +99,17 @@ def describe(check: Check) -> str:
     return f"{check.name}: expected {check.expected}, measured {_show(check.measured)}"
 
 
+def _error_code(event: SessionError | ToolFinished) -> str:
+    """``server_silent``, or ``error`` for an error with no code, or ``tool_failed:lookup``."""
+    match event:
+        case SessionError():
+            return event.code or "error"
+        case ToolFinished():
+            return f"tool_failed:{event.name}"
+        case _:
+            assert_never(event)
+
+
 def measure(result: ReplayResult) -> Measured:
     """The judged figures of a finished replay."""
     errors = [e for e in result.events if isinstance(e, SessionError)]
@@ -107,7 +120,9 @@ def measure(result: ReplayResult) -> Measured:
         barge_ins=len(barge_ins) if metrics is not None else len(result.barge_ins),
         cut_errors_ms=[round(b.cut_error_ms, 3) for b in barge_ins if b.cut_error_ms is not None],
         reply_latencies_ms=[round(t.reply_latency_ms, 3) for t in turns if t.reply_latency_ms is not None],
-        error_codes=[e.code or "error" for e in errors],
+        # a tool that failed is an error the session reported too (its call was answered with it)
+        error_codes=[_error_code(e) for e in result.events if isinstance(e, SessionError)
+                     or (isinstance(e, ToolFinished) and not e.ok)],
         fatal=[e.message for e in errors if e.fatal],
         duration_s=round(result.duration_s, 3),
         reply_heard_s=round(sum(i.heard_ms for i in metrics.items) / 1000, 3) if metrics is not None else 0.0,
