@@ -148,7 +148,7 @@ def test_a_barge_in_read_behind_a_reply_goes_ahead_of_other_sessions_turns() -> 
     # sessions' turns, 8 passes), and the frames ahead of it need no turns (else several rounds); without
     # the lever it still comes no later than the other sessions' backlog (within a pass of it, on a busy host)
     assert barge <= 3, barge
-    assert waited > 10 and waited <= others, (waited, others)
+    assert waited > 2 * 3 and waited <= others, (waited, others)  # at least twice the lever's bound (10 on a busy host)
 
 
 async def _most_frames_in_one_pass(ahead: int) -> int:
