@@ -284,23 +284,31 @@ def test_appends_and_fixtures_of_the_wrong_kind_are_one_line_errors() -> None:
     assert sent(rig.protocol) == []
 
 
-def _dropped_and_restored(rig: Rig, between: object = None) -> list[dict[str, object]]:
-    """Drop the rig's connection, call ``between`` (the app acting while away), open a new session and restore it:
-    what the new session was sent after its start."""
+def _dropped_and_restored(rig: Rig, between: object = None, *, lost_before_start: int = 0) -> list[dict[str, object]]:
+    """Drop the rig's connection, call ``between`` (the app acting while away), open a new session and restore it
+    in the driver's order (configure, attach, restore, then the server's session.started); ``lost_before_start``
+    new connections are lost before their session started. What the session that started was sent after its
+    start."""
     from voxline.realtime.live.protocol import LiveProtocol
 
     rig.protocol.connection_lost()
     rig.machine.connection_lost(1.0, 1006, "gone")
     if callable(between):
         between()
-    fresh = LiveProtocol()
-    rig.machine.configure(fresh)
-    rig.machine.attach(fresh)
-    rig.protocol = fresh
-    rig.feed(frame(type="session.started", event_id="e1", session={"id": "sess_2", "model": "gpt-live-1",
-                                                                  "expires_at": 1_900_000_000, "status": "active"}), 1.5)
-    restored = rig.machine.restore(1.5)
-    assert restored.skipped_items == 0
+    for attempt in range(lost_before_start + 1):
+        fresh = LiveProtocol()
+        rig.machine.configure(fresh)
+        rig.machine.attach(fresh)
+        rig.protocol = fresh
+        rig.machine.restore(1.5)
+        if attempt < lost_before_start:
+            if callable(between):
+                between()  # the app goes on while the new connection waits for its start
+            fresh.connection_lost()
+            rig.machine.connection_lost(1.6, 1006, "lost again before its session started")
+    events = rig.feed(frame(type="session.started", event_id="e1", session={
+        "id": "sess_2", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}), 1.5)
+    assert not [e for e in events if isinstance(e, SessionError)], events
     out = sent(fresh)
     assert out[0]["type"] == "session.start"
     return out[1:]
@@ -338,6 +346,25 @@ def test_commands_given_while_the_connection_is_replaced_reach_the_next_session_
         ("session.thinking.append", "Checking the order."),
     ]
     assert [e["event_id"] for e in out[1:]] == ids  # the ids the app was given are the ones sent
+
+
+def test_commands_kept_while_away_survive_a_new_connection_lost_before_its_session_started() -> None:
+    """They went into the first new connection, held there for its session.started; lost before it came, they
+    were thrown away with it, their ids handed back."""
+    rig = Rig()
+    start(rig)
+    rig.machine.mute()
+    sent(rig.protocol)
+    said: list[str] = []
+
+    def away() -> None:
+        said.append(f"note {len(said)}")
+        rig.machine.append(said[-1], kind="instructions")
+
+    out = _dropped_and_restored(rig, away, lost_before_start=2)
+    assert [(e["type"], e.get("content")) for e in out] == [
+        ("session.input_audio.mute", None), *[("session.instructions.append", text) for text in said]]
+    assert said == ["note 0", "note 1", "note 2"]
 
 
 def test_a_late_refusal_of_the_start_does_not_end_a_session_that_started() -> None:

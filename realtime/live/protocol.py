@@ -162,7 +162,12 @@ class LiveProtocol:
 
     def connection_lost(self) -> None:
         self.closed = True
-        self._held.clear()
+
+    def take_held(self) -> list[dict[str, Any]]:
+        """The commands held for a ``session.started`` that never came (the connection is gone), for the next
+        connection; none are held after this."""
+        held, self._held = list(self._held), deque()
+        return held
 
     # ------------------------------------------------------------------ what a driver asks of any core
     def owed_creates(self) -> list[Any]:

@@ -110,8 +110,9 @@ class LiveMachine:
         self._attached = False  # a connection is attached (until its drop is taken or the session ends)
         self.closed = False
         self._muted = False  # the input as the app (or push-to-talk) last left it: a new session is told again
-        self._away: list[dict[str, Any]] = []  # commands given while the connection was being replaced
+        self._away: list[dict[str, Any]] = []  # commands given since a drop, sent once the next session started
         self._away_ids = itertools.count(1)
+        self._resuming = False  # from a drop until the next session started: commands wait in _away
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
@@ -168,6 +169,8 @@ class LiveMachine:
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
         """The connection dropped: the listener hears no more; what can come back is decided here."""
         self._attached = False
+        self._resuming = True
+        self._keep_held()
         self.delegated.connection_lost()
         effects = self._cut(now, Trigger.CONNECTION_LOST) if self._audible(now) else NO_EFFECTS
         stored = self.settings.live_store and self._session_id is not None
@@ -181,11 +184,25 @@ class LiveMachine:
 
     def reconnect_failed(self, protocol: Any) -> None:
         self._attached = False
+        self._keep_held()
+
+    def _keep_held(self) -> None:
+        """Commands the lost connection held for a ``session.started`` that never came go to the next one."""
+        if self._protocol is not None:
+            self._away.extend(self._protocol.take_held())
 
     def restore(self, now: float, *, handover: bool = False) -> ConnectionRestored:
-        """The new session: tell a fork what the listener heard of a reply cut last (once), mute its input if the
-        app had (a new session starts unmuted: the model would hear the microphone again), then the commands the
-        app gave while away, in order; report what came back."""
+        """The new connection is attached: what the session owes it waits for its ``session.started``
+        (:meth:`_resume`), so that a connection lost before then loses none of it."""
+        return ConnectionRestored(now, 0, 0, 0.0, handover)
+
+    def _resume(self, now: float) -> list[SessionEvent]:
+        """The next session started: tell a fork what the listener heard of a reply cut last (once), mute its
+        input if the app had (a new session starts unmuted: the model would hear the microphone again), then the
+        commands the app gave since the drop, in order."""
+        if not self._resuming:
+            return []
+        self._resuming = False
         if self._last_note is not None and self.fork_from is not None:
             self.protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
             self._last_note = None
@@ -198,7 +215,10 @@ class LiveMachine:
                 self.protocol.send(payload)
             except LocalProtocolError:  # larger than the new connection carries (WebRTC after a WebSocket)
                 skipped += 1
-        return ConnectionRestored(now, 0, 0, 0.0, handover, skipped_items=skipped)
+        if not skipped:
+            return []
+        return [SessionError(f"{skipped} command{'s' if skipped > 1 else ''} given while the connection was "
+                             "replaced did not fit an event of the new connection: not sent", "commands_not_sent")]
 
     def take_continuity(self) -> LiveContinuity | None:
         out, self._continuity = self._continuity, None
@@ -230,6 +250,7 @@ class LiveMachine:
                     barge = cut.barge_in
             case lv.LiveSessionStarted():
                 self._session_id = output.session.id
+                events.extend(self._resume(now))
                 events.append(StateChanged("listening", now))
                 continuity = self.take_continuity()
                 if continuity is not None:
@@ -501,13 +522,13 @@ class LiveMachine:
     def _set_muted(self, muted: bool) -> None:
         """Mute or unmute the model's input now, or, while away, on the next session (:meth:`restore`)."""
         self._muted = muted
-        if self.live:
+        if self.live and not self._resuming:
             self.protocol.send(lv.LiveMute() if muted else lv.LiveUnmute())
 
     def _command(self, event: lv.LiveClientEvent) -> str:
-        """Send ``event``; while the connection is being replaced, keep it for the next session (sent once that
-        started, in order, by :meth:`restore`). Its ``event_id`` either way."""
-        if self.live:
+        """Send ``event``; from a drop until the next session started, keep it for that session (sent then, in
+        order, by :meth:`_resume`). Its ``event_id`` either way."""
+        if self.live and not self._resuming:
             return self.protocol.send(event)
         if len(self._away) >= MAX_KEPT_AWAY:
             raise ConfigurationError(f"{MAX_KEPT_AWAY} commands wait for the connection being replaced; wait for "
@@ -531,7 +552,7 @@ class LiveMachine:
             raise ConfigurationError(f"delegation_id takes a string or None, not {type(delegation_id).__name__}")
         with as_error(ConfigurationError, "append"):
             unicode_text(content, "content")
-        if delegation_id is not None and not self.live:
+        if delegation_id is not None and (not self.live or self._resuming):
             raise ConfigurationError(f"delegation {delegation_id!r} was the lost session's, and the connection is "
                                      "being replaced: the next session does not know it")
         return self._command(model(content=content, delegation_id=delegation_id))
