@@ -48,6 +48,7 @@ def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: st
     (f"wss:/u:{KEY}@h/v1", "wss:///[redacted]@h/v1"),  # one slash: a URL parser finds no host, nor userinfo
     (f"{KEY}@h:1/v1?api_key={API_KEY}", "[redacted]@h:1/v1?api_key=[redacted]"),
     (f"ws://u:{KEY}@[::1]:80/v1#top", "ws://[redacted]@[::1]:80/v1#[redacted]"),
+    (f"ws://u:pa@{KEY}@[::1]/v1", "ws://[redacted]@[::1]/v1"),  # an '@' in the password: the last one ends it
 ])
 def test_the_userinfo_is_found_where_a_url_parser_misses_it(url: str, shown: str) -> None:
     assert redact_url(url) == shown
@@ -81,6 +82,14 @@ def test_url_secrets_are_registered_so_they_are_redacted_anywhere() -> None:
     finally:
         for value in url_secrets(url):
             forget_secret(value)
+
+
+@pytest.mark.parametrize("url", ["https://host/path@v2/x", "wss://[::1]/v1/@foo", "ws://localhost:8080/@@",
+                                 "wss://api.example.com/v1/@team/realtime", "ws://h/v1?x=a@b"])
+def test_an_at_sign_in_a_urls_path_or_query_is_no_userinfo(url: str) -> None:
+    """Taken for the end of a userinfo, it hid the host in every message ('[redacted]@team') and registered
+    'host/path' as a secret, which then garbled every line naming the host."""
+    assert redact_url(url) == url and url_secrets(url) == []
 
 
 @pytest.mark.parametrize("url", [f"wss:/u:{KEY}@h/v1", f"ws:///u:{KEY}@h/v1", f"ws://u:{KEY[:6]}/{KEY[6:]}@h:1/v1",

@@ -220,16 +220,32 @@ _SCHEME_AND_SLASHES = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:)?/*")
 def _userinfo(url: str) -> tuple[str, str, str] | None:
     """``url`` as (its scheme and slashes, its userinfo, the rest from the ``@`` on), or ``None`` without one.
 
-    The userinfo ends at the last ``@`` before the query or fragment, whatever comes before it: a key holding
-    ``/`` (base64), a scheme typed with one slash (``wss:/user:key@host``) or none at all (``key@host``), which
-    a URL parser takes for a path whose ``@`` is no userinfo's (a URL whose path holds an ``@`` shows its host
-    as the userinfo's, redacted: never a key)."""
+    A URL a parser reads whole (an authority with a host, and a port if any that is a number) has the userinfo
+    the parser finds, and an ``@`` in its path or query is nobody's. Where the parser finds no authority or a
+    broken one (a scheme typed with one slash or three, none at all as in ``key@host``, a key holding ``/``
+    that ends the authority early and leaves part of the key as its port), the userinfo is what comes before the
+    last ``@`` before the query or fragment."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        whole = bool(parts.hostname) and (parts.port is not None or not _PORT_GIVEN.search(parts.netloc))
+    except ValueError:
+        parts, whole = None, False
+    if whole and parts is not None:
+        if "@" not in parts.netloc:
+            return None
+        start = url.index(parts.netloc)
+        at = start + parts.netloc.rindex("@")
+        return url[:start], url[start:at], url[at:]
     head = re.split(r"[?#]", url, maxsplit=1)[0]
     at = head.rfind("@")
-    start = _SCHEME_AND_SLASHES.match(head)
-    if at < 0 or start is None or start.end() > at:
+    prefix = _SCHEME_AND_SLASHES.match(head)
+    if at < 0 or prefix is None or prefix.end() > at:
         return None
-    return url[: start.end()], url[start.end(): at], url[at:]
+    return url[: prefix.end()], url[prefix.end(): at], url[at:]
+
+
+_PORT_GIVEN = re.compile(r":[^\]@:]*$")
+"""An authority that ends in ``:something`` (outside an IPv6 address's brackets) gives a port."""
 
 
 def url_secrets(url: str) -> list[str]:
