@@ -184,9 +184,9 @@ def b64_len(data: str) -> int:
 
 
 def excerpt(text: str | bytes, limit: int = 200) -> str:
-    """The start of a frame, for a report (a malformed frame may be megabytes long)."""
-    raw = text[:limit * 4].decode("utf-8", "replace") if isinstance(text, bytes) else text
-    return raw if len(raw) <= limit else raw[:limit] + "…"
+    """The start of a frame, for a report (a malformed frame may be megabytes long): redacted, then cut."""
+    raw = text[:limit * 16].decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return clip(raw, limit + 1)
 
 
 def slim(payload: dict[str, Any]) -> dict[str, Any]:

@@ -105,6 +105,25 @@ def test_the_talk_screen_shows_a_servers_words_as_text() -> None:
     assert "\u202e" not in out.getvalue()
 
 
+def test_the_talk_screen_shows_no_key_a_server_echoes() -> None:
+    from rich.console import Console
+
+    from voxline.base.errors import forget_secret, register_secret
+    from voxline.session.cli.talk_view import LiveScreen, TalkModel
+
+    key = "QZ7X2LM9ZT4WV8RB3KC6QZ7X"
+    register_secret(key)
+    try:
+        model = TalkModel(endpoint="ws://127.0.0.1:1/v1", mode="ws")
+        model.apply(TranscriptDone("assistant", "item_1", f"Your key is {key}, keep it safe."), "1.0")
+        out = io.StringIO()
+        console = Console(file=out, force_terminal=True, color_system=None, width=200)
+        console.print(LiveScreen(model, console).render())
+    finally:
+        forget_secret(key)
+    assert "Your key is [redacted]" in out.getvalue() and key[:8] not in out.getvalue()
+
+
 def test_line_and_paragraph_separators_are_shown_as_escapes() -> None:
     assert printable("a\u2028b\u2029c\x85d") == "a\\u2028b\\u2029c\\x85d"
     assert len(printable("reason\u2028forged").splitlines()) == 1

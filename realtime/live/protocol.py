@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import RemoteProtocolError
 from ..events.codec import MAX_CLIENT_EVENT_BYTES
-from ..frames import check_fits
+from ..frames import check_fits, excerpt
 from ..notices import MalformedServerEvent
 from . import events as lv
 
@@ -120,8 +120,8 @@ class LiveProtocol:
         try:
             event = lv.parse_live_server(text)
         except RemoteProtocolError as exc:
-            raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
-            self._events.append(MalformedServerEvent(str(exc), raw[:2000]))
+            raw = text if isinstance(text, str) else text[:32_000].decode("utf-8", "replace")
+            self._events.append(MalformedServerEvent(str(exc), excerpt(raw, 2000)))
             return
         match event:
             case lv.LiveOutputAudioDelta():

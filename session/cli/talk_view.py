@@ -27,7 +27,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from voxline.base.errors import printable
+from voxline.base.errors import printable, redact
 from voxline.realtime.errors import ConfigurationError
 
 from ..events import (
@@ -268,9 +268,11 @@ class LiveScreen:
 
 
 def _turn_text(turn: Turn) -> Text:
-    """A turn's text; for a cut reply the words the listener did not hear are dimmed and struck through."""
-    if turn.heard is None or not turn.text.startswith(turn.heard):
-        return Text(printable(turn.text), style="" if turn.done else "italic")  # the server's words, as text
+    """A turn's text; for a cut reply the words the listener did not hear are dimmed and struck through. What a
+    server said may echo a key: redacted, shown whole (a split at what was heard could halve the key)."""
+    shown = redact(turn.text)
+    if turn.heard is None or not turn.text.startswith(turn.heard) or shown != turn.text:
+        return Text(printable(shown), style="" if turn.done else "italic")  # the server's words, as text
     text = Text(printable(turn.heard))
     text.append(printable(turn.text[len(turn.heard):]), style="dim strike")
     return text

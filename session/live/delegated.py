@@ -18,6 +18,7 @@ was sent when its delegation's response had not ended yet: the lost session may 
 from __future__ import annotations
 
 from voxline.realtime import events as ev
+from voxline.base.errors import clip
 from voxline.realtime.frames import frame_bytes
 from voxline.realtime.live import events as lv
 
@@ -37,7 +38,9 @@ _FINAL = {"response.completed": "completed", "response.incomplete": "incomplete"
 
 def result_note(name: str, output: str) -> str:
     """What a session is told of a tool's result whose call an earlier session made."""
-    shown = output if len(output) <= OUTPUT_CHARS else output[:OUTPUT_CHARS] + " … (cut short)"
+    shown = clip(output, OUTPUT_CHARS)  # a key the cut would halve is redacted whole first
+    if len(output) > OUTPUT_CHARS:
+        shown += " (cut short)"
     name = name if len(name) <= NAME_CHARS else name[:NAME_CHARS] + "…"  # the server named it: any length
     return (f"Tool result: the task '{name}' that an earlier part of this conversation asked for finished after the "
             f"connection was lost. Its result: {shown}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from voxline.base.errors import printable
+from voxline.base.errors import clip, printable
 
 from ..metrics import MetricsReport
 from ..events import BargeIn, ResponseFinished, SpeechStarted, TranscriptDone
@@ -76,7 +76,7 @@ class ReplayLines:
         text: str | None
         match e:
             case TranscriptDone(role="user", text=said):
-                text = printable(f"user transcript: {said[:60]!r}" + self.words.detail(e.item_id))
+                text = printable(f"user transcript: {clip(said, 60)!r}" + self.words.detail(e.item_id))
             case _:
                 text = self.words.line(e)
         return None if text is None else f"{at:7.3f}s  {text}"

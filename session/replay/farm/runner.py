@@ -28,7 +28,7 @@ from typing import Any
 from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import VoxlineError, redact, redact_url, register_url_secrets
+from voxline.base.errors import VoxlineError, clip, redact_url, register_url_secrets
 from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -232,7 +232,7 @@ def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, f
 
 
 def _one_line(exc: BaseException) -> str:
-    return redact(" ".join(str(exc).split())) or type(exc).__name__
+    return clip(str(exc), 1000, flat=True) or type(exc).__name__
 
 
 def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
