@@ -311,10 +311,14 @@ class Recording:
         if not self._frames:
             self.close()  # nothing to read: the file is let go of at once
 
-    def claim(self) -> bool:
-        """Take the recording for one reader (a session's input); False if one took it already: it is read once."""
-        claimed, self._claimed = self._claimed, True
-        return not claimed
+    @property
+    def claimed(self) -> bool:
+        """A reader (a session) took it: it is read once."""
+        return self._claimed
+
+    def claim(self) -> None:
+        """Take the recording for one reader (a session's input)."""
+        self._claimed = True
 
     @property
     def captured(self) -> int:

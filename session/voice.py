@@ -126,7 +126,7 @@ class VoiceSession:
                             f"MicSource().blocks() or a Recording), not {type(input).__name__}")
         if s.call_id is not None and input is not None:
             raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
-        if isinstance(input, Recording) and not input.claim():  # a second session read nothing, and said nothing
+        if isinstance(input, Recording) and input.claimed:  # a second session read nothing, and said nothing
             raise ConfigurationError("this Recording is already another session's input (a recording is read once): "
                                      "give each session a Recording of its own")
         self.clock = clock or RealClock()
@@ -159,6 +159,8 @@ class VoiceSession:
         self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
         self._watched: tuple[Watched, ...] = tuple(watch_devices)  # reported when unplugged and back
+        if isinstance(input, Recording):
+            input.claim()  # last: a constructor that failed took nothing
 
     @classmethod
     def on_devices(cls, settings: SessionSettings | None = None, *, input_device: int | str | None = None,

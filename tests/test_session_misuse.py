@@ -622,6 +622,10 @@ def test_a_recording_given_to_a_second_session_is_refused_in_one_line() -> None:
     from voxline.audio.recording import Recording
 
     recording = Recording(np.zeros(4800, np.int16), clock=VirtualClock())
+    from voxline.base.errors import AudioError
+
+    with pytest.raises(AudioError):
+        VoiceSession(SETTINGS, input=recording, aec="bogus")  # refused once the input was looked at: it took nothing
     VoiceSession(SETTINGS, input=recording)
     with pytest.raises(ConfigurationError, match="^this Recording is already another session's input"):
         VoiceSession(SETTINGS, input=recording)
