@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import email.utils
+import inspect
 import itertools
 import logging
 import urllib.parse
 from collections.abc import Callable
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.frames import Frame, Opcode
@@ -46,6 +48,15 @@ log = logging.getLogger("voxline.realtime")
 # times as long (two UTF-8 bytes as six, a four-byte emoji as twelve).
 MAX_FRAME = 3 * MAX_CLIENT_EVENT_BYTES + 1024 * 1024
 _REDIRECTS = (300, 301, 302, 303, 307, 308)
+
+_TAKES_PROXY = "proxy" in inspect.signature(connect).parameters  # websockets 15 dials through the environment's
+
+
+def _direct_to(url: str) -> dict[str, Any]:
+    """``connect`` options for ``url``: a server on this machine is dialled directly, so that no proxy the
+    environment names is handed the key (websockets before 15 takes no proxy at all)."""
+    return {"proxy": None} if _TAKES_PROXY and is_loopback_url(url) else {}
+
 
 def _frame_redacted_whole(arg: object) -> object:
     """A frame websockets logs at DEBUG, its text (a close frame's reason) redacted whole: the log shows only its
@@ -165,7 +176,7 @@ class WebSocketTransport:
                 max_queue=max_queue,
                 compression=None,
                 create_connection=_WatchedConnection,
-                proxy=None if is_loopback_url(url) else True,  # a server here: no proxy of the environment's is handed the key
+                **_direct_to(url),
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
