@@ -222,8 +222,7 @@ async def test_timeout_of_a_sync_tool_answers_at_once(harness: Harness, registry
         release.set()
 
 
-async def test_a_sync_tools_result_is_encoded_on_its_thread_inside_its_timeout(
-        harness: Harness, registry: ToolRegistry) -> None:
+async def test_a_sync_tools_result_is_encoded_on_its_thread_inside_its_timeout(registry: ToolRegistry) -> None:
     """Encoding a result is the tool's work: one whose serialiser holds (a large table, a model that
     waits) is timed out as the tool would be, and the event loop, which every session shares, goes on."""
     import pydantic
@@ -240,13 +239,24 @@ async def test_a_sync_tools_result_is_encoded_on_its_thread_inside_its_timeout(
             release.wait(10)  # a bound, should it be encoded on the loop: the loop is held meanwhile
             return {"rows": self.rows}
 
+    class OnceEncoding(Ticks):
+        """The timeout runs from when the encoding began: however late the thread starts, it is what is timed."""
+
+        async def sleep(self, dt: float) -> None:
+            await asyncio.to_thread(encoding.wait, 10)
+            await asyncio.sleep(dt)
+
     @registry.tool(timeout=0.05)
     def table() -> Any:
         return Slow(rows=3)
 
-    [call] = harness.call("table")
+    harness = Harness(registry)
+    harness.runner = ToolRunner(registry, harness.tracker, None, on_event=harness.events.append, clock=OnceEncoding())
     try:
-        await harness.runner.join()
+        async with asyncio.timeout(10):
+            async with harness.runner:
+                [call] = harness.call("table")
+                await harness.runner.join()
         assert encoding.is_set()
         assert harness.outputs() == {call.call_id: '{"error":"table timed out after 0.05 s"}'}
     finally:
