@@ -13,6 +13,7 @@ whatever it raises (but ``KeyboardInterrupt``) is logged once per connection and
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections import deque
@@ -21,7 +22,7 @@ from typing import Any
 
 from .errors import ConnectionClosed
 from .protocol import ProtocolOutput, RealtimeProtocol
-from .transports.base import PeeksQueued, Transport
+from .transports.base import Abortable, PeeksQueued, Transport
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["RealtimeConnection", "WireObserver", "connect"]
@@ -48,6 +49,9 @@ def of_type(event_type: str) -> Callable[[bytes], bool]:
     return matches
 
 
+_ABANDONED = "the peer stopped answering, and its connection was given up"
+
+
 class RealtimeConnection:
     """The protocol core plus one transport."""
 
@@ -69,6 +73,8 @@ class RealtimeConnection:
         self._unsent: deque[str] = deque()  # frames taken from the core, sent one at a time in this order
         self.close_code: int | None = None
         self.close_reason = ""
+        self._receiving: asyncio.Task[Any] | None = None  # the task waiting in the transport's recv
+        self._abandoned = False
         self.observer_failures = 0
         """How many times ``on_wire`` raised (only the first is logged)."""
 
@@ -195,11 +201,21 @@ class RealtimeConnection:
         while not self._pending:
             if self.closed:
                 raise ConnectionClosed(self.close_code, self.close_reason)
+            receiving = self._receiving = asyncio.current_task()
             try:
                 text = await self.transport.recv()  # a frame already read comes back without waiting (ReceivesNow)
             except ConnectionClosed as exc:
                 self._lost(exc)
                 continue
+            except asyncio.CancelledError:
+                if not self._abandoned:
+                    raise
+                if receiving is not None:
+                    receiving.uncancel()  # the cancel was abandon()'s, not the caller's
+                self._lost(ConnectionClosed(1006, _ABANDONED))
+                continue
+            finally:
+                self._receiving = None
             self._observe("in", text)
             self.protocol.receive(text)
             self._pending.extend(self.protocol.events())
@@ -213,6 +229,17 @@ class RealtimeConnection:
                 yield await self.recv()
             except ConnectionClosed:
                 return
+
+    def abandon(self) -> None:
+        """Give up on a connection whose peer stopped answering (its close went unanswered): drop the transport
+        at once where it can (:class:`~voxline.realtime.transports.base.Abortable`), else end a receive waiting
+        on it; either way :meth:`recv` raises ConnectionClosed now, not at the transport's own timeout (or
+        never, for a transport that has none)."""
+        self._abandoned = True
+        if isinstance(self.transport, Abortable):
+            self.transport.abort()
+        elif self._receiving is not None and not self._receiving.done():
+            self._receiving.cancel()
 
     def _lost(self, exc: ConnectionClosed) -> None:
         if self.close_code is None:

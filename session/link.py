@@ -28,7 +28,6 @@ from voxline.base.contain import contain
 from voxline.base.errors import message_of
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
-from voxline.realtime.transports.base import Abortable
 
 from .events import SessionError, SessionEvent
 from .machine import Effects
@@ -68,6 +67,7 @@ class Link:
         self._handed_over.set()
         self._connected_at: float | None = None
         self.last_rx = 0.0
+        self._heard_until: float | None = None  # a connection given up for silence held only until its last event
         self._owed_since: float | None = None  # when the server came to owe what it owes now (seen by watch)
         self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
         self._ping: asyncio.Future[None] | None = None
@@ -157,8 +157,9 @@ class Link:
     async def close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
         """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business.
 
-        A close the peer leaves unanswered that long (a server gone silent) is cut short: the connection is
-        dropped (:class:`Abortable`), so the receive loop takes the drop now, not at the transport's own timeout."""
+        A close the peer leaves unanswered that long (a server gone silent) is cut short: the connection is given
+        up (:meth:`RealtimeConnection.abandon`), so the receive loop takes the drop now, not at the transport's
+        own timeout."""
         closing = asyncio.ensure_future(conn.close(code, reason))
         timer = asyncio.ensure_future(self.clock.sleep(self.settings.close_timeout_s))
         try:
@@ -166,8 +167,7 @@ class Link:
         finally:
             timer.cancel()
             if not closing.done():
-                if isinstance(conn.transport, Abortable):
-                    conn.transport.abort()
+                conn.abandon()
                 closing.cancel()
             with contextlib.suppress(asyncio.CancelledError, RealtimeError, OSError):
                 await closing
@@ -181,7 +181,8 @@ class Link:
             return False
         # a connection whose session never began did not hold: it refills no budget
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
-        self._budget.lost(self.clock.now(), self._connected_at if held else None)
+        heard_until, self._heard_until = self._heard_until, None
+        self._budget.lost(self.clock.now(), self._connected_at if held else None, heard_until)
         _log.warning("connection lost (close code %s%s); reconnecting", exc.code, f" {exc.reason}" if exc.reason else "")
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))  # the cut first
         await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
@@ -265,6 +266,8 @@ class Link:
     async def _give_up(self, conn: RealtimeConnection, message: str) -> None:
         """A silent server: report it and close the connection; the receive loop reconnects."""
         _log.warning("%s", message)
+        conn.protocol.connection_lost()  # given up on: from now on the session is away, and keeps what it is given
+        self._heard_until = self.last_rx  # it held as long as it spoke, not as long as it took to be given up
         self._publish(SessionError(message, "server_silent"))
         if self._ping is not None:
             self._ping.cancel()

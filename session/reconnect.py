@@ -50,9 +50,13 @@ class ReconnectBudget:
     def used(self) -> int:
         return self._used
 
-    def lost(self, now: float, connected_at: float | None) -> None:
-        """A connection ended at ``now``; it had opened at ``connected_at`` (None: never opened)."""
-        stable = connected_at is not None and now - connected_at >= self.stable_s
+    def lost(self, now: float, connected_at: float | None, heard_until: float | None = None) -> None:
+        """A connection ended at ``now``; it had opened at ``connected_at`` (None: never opened) and, when it was
+        given up for its silence, held only until ``heard_until``, when the server last spoke: a server that
+        stalls every connection soon after it opens spends the budget, though each is given up only after the
+        liveness timeout (past ``stable_s``)."""
+        held_until = now if heard_until is None else heard_until
+        stable = connected_at is not None and held_until - connected_at >= self.stable_s
         if stable or self._since is None:
             self._used = 0
             self._since = now

@@ -15,6 +15,7 @@ from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.base import memory_pair
 from voxline.session.events import ConnectionLost, ConnectionRestored, SessionError
 from voxline.session.input_journal import InputJournal
+from voxline.audio.recording import Recording
 from voxline.session.lockstep import run_lockstep
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.reconnect import ReconnectBudget
@@ -412,6 +413,7 @@ def test_a_server_whose_network_stalls_is_dropped_once_and_commands_meanwhile_ar
                 async for event in session:
                     events.append(event)
                     if isinstance(event, SessionError) and event.code == "server_silent":
+                        assert not session.connected  # given up on: away from now on, not once the close times out
                         await session.send_text("still there?")  # kept for the next connection, not refused
                     if isinstance(event, ConnectionRestored):
                         return events, clock.now()
@@ -424,3 +426,123 @@ def test_a_server_whose_network_stalls_is_dropped_once_and_commands_meanwhile_ar
     texts = [c["text"] for e in peers[1].sent if e["type"] == "conversation.item.create"
              for c in e["item"].get("content", [])]
     assert texts == ["anyone there?", "still there?"]
+
+
+def test_what_the_user_said_into_a_stalled_network_is_sent_again() -> None:
+    """The network stalled while the user spoke: the server never heard it, never said speech_started, and the new
+    connection was given half a second of lead-in; the rest of what was said was lost. All that was captured since
+    the server last spoke goes again."""
+    clock = VirtualClock(start=100.0)
+    peers: list[StallingPeer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = StallingPeer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(peer)
+
+    async def main() -> tuple[ConnectionRestored, float]:
+        settings = SessionSettings(api_key="k", liveness_timeout_s=3.0, close_timeout_s=2.0)  # the server's VAD
+        said = Recording(np.full(24_000 * 20, 900, np.int16), clock=clock, origin=100.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector, input=said)
+        async with session:
+            await clock.sleep(1.0)
+            peers[0].stall()
+            stalled_at = clock.now()
+            async with asyncio.timeout(60):
+                async for event in session:
+                    if isinstance(event, ConnectionRestored):
+                        return event, clock.now() - stalled_at
+        raise AssertionError("the session ended")
+
+    restored, away_s = run_lockstep(main(), clock)
+    assert away_s > 3.0 and restored.resent_audio_ms >= away_s * 1000, (restored, away_s)
+
+
+class _NoAbort:
+    """A transport of the app's own that cannot drop its socket: only send, recv, close and ping."""
+
+    def __init__(self, peer: StallingPeer) -> None:
+        self.peer, self.media = peer, None
+
+    async def send(self, text: str) -> None:
+        await self.peer.send(text)
+
+    async def recv(self) -> str:
+        return await self.peer.recv()
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        await self.peer.close(code, reason)
+
+    async def ping(self) -> None:
+        await self.peer.ping()
+
+
+def test_a_stalled_transport_that_cannot_abort_is_still_dropped_and_replaced() -> None:
+    """Its close never answered and nothing to drop its socket with, the receive waited on it forever: the
+    session said the server was silent once, then nothing, neither connected nor reconnecting."""
+    clock = VirtualClock(start=100.0)
+    peers: list[StallingPeer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = StallingPeer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(_NoAbort(peer))
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=3.0)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        events: list[object] = []
+        async with session:
+            await clock.sleep(1.0)
+            peers[0].stall()
+            async with asyncio.timeout(60):
+                async for event in session:
+                    events.append(event)
+                    if isinstance(event, ConnectionRestored):
+                        assert session.connected
+                        return events
+        raise AssertionError("the session ended")
+
+    events = run_lockstep(main(), clock)
+    assert [type(e) for e in events if isinstance(e, (SessionError, ConnectionLost, ConnectionRestored))] == [
+        SessionError, ConnectionLost, ConnectionRestored] and len(peers) == 2
+
+
+def test_a_server_that_stalls_every_connection_soon_after_it_opens_spends_the_budget() -> None:
+    """Each connection was given up only after the liveness timeout, past reconnect_stable_s, so each counted as one
+    that held and refilled the budget: 47 connections in 25 minutes, and no end."""
+    clock = VirtualClock(start=100.0)
+    peers: list[StallingPeer] = []
+
+    async def connector() -> RealtimeConnection:
+        peer = StallingPeer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+
+        async def stall_soon() -> None:
+            await clock.sleep(0.5)
+            peer.stall()
+
+        hold_task = asyncio.ensure_future(stall_soon())
+        tasks.add(hold_task)
+        return RealtimeConnection(peer)
+
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=3)  # liveness 30 s
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        events: list[object] = []
+        async with session:
+            await session.send_text("hello?")
+            async for event in session:
+                events.append(event)
+                if len(peers) > 8:  # far past the budget: it would go on for ever
+                    break
+        return events
+
+    events = run_lockstep(main(), clock)
+    fatal = [e for e in events if isinstance(e, SessionError) and e.fatal]
+    assert fatal and "could not be restored (3 tries)" in fatal[0].message and len(peers) == 4

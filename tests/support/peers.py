@@ -70,6 +70,12 @@ class StallingPeer(AnsweringPeer):
         else:
             await self.client.close(code, reason)
 
+    async def ping(self) -> None:
+        if self._stalled:
+            await self._aborted.wait()  # never answered
+            raise ConnectionClosed(1006, "aborted")
+        await super().ping()
+
     def abort(self) -> None:
         self.aborts += 1
         self._aborted.set()
