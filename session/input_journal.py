@@ -7,8 +7,9 @@ would be lost with it. :class:`InputJournal` keeps:
 * the recent audio captured for the connection, on one sample timeline, so that after a
   drop the new connection gets again what the user was saying (:meth:`resume`): from the
   earliest ``speech_started`` not yet committed when speech was under way or had stopped
-  without being committed, all of the uncommitted turn in push-to-talk, or a short lead-in
-  otherwise (speech the server had not noticed yet);
+  without being committed, all of the uncommitted turn in push-to-talk, or otherwise all that
+  was captured since the server last spoke, after a short lead-in (speech the server may never
+  have had: said during the drop, or into a network that stalled before it was given up);
 * the audio of each committed user turn (from ``speech_started`` to ``speech_stopped``),
   until its transcript arrives: the rebuild then uses the text, and the audio only when no
   transcript ever came (:meth:`audio_of`).
@@ -66,6 +67,7 @@ class InputJournal:
         self._commit_point = 0  # first sample not in a committed (or cleared) turn
         self._speech_start: int | None = None
         self._speech_end: int | None = None
+        self._heard_mark = 0  # samples captured when the server last spoke: what it may not have had begins after
         self._carried = False  # the start marked is an earlier connection's: this one's own start replaces it
         self._clears_sent = 0  # clears sent on this connection whose ``cleared`` has not come back
         self._turns: OrderedDict[str, _Turn] = OrderedDict()
@@ -102,6 +104,7 @@ class InputJournal:
 
     def handle(self, output: ProtocolOutput) -> None:
         """Follow the server's view of the input buffer."""
+        self._heard_mark = self._total  # it spoke: it was there (what it was sent before, it had, or would say so)
         match output:
             case ev.InputAudioBufferSpeechStarted():
                 start = self._at(output.audio_start_ms)
@@ -154,8 +157,8 @@ class InputJournal:
             start = self._commit_point
         elif speech_only:
             start = self._total
-        else:
-            start = self._total - self.lead_in
+        else:  # a lead-in before what the server may never have had: all since it last spoke (a drop, a stall)
+            start = self._heard_mark - self.lead_in
         start = max(start, self._commit_point, self._total - self._held, 0)
         # speech under way stays marked: a connection lost again resends it again, until the new one says where
         # its own speech starts (if it never hears speech in it, its next start is no continuation of the mark)

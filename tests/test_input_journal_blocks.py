@@ -36,6 +36,7 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
     captured: list[np.ndarray] = []
     whole = np.zeros(0, dtype=np.int16)
     origin = commit_point = 0  # absolute samples: the server's 0 ms, the first sample not committed
+    heard = 0  # samples captured when the server last spoke: what came after it may never have had
     start: int | None = None
     end: int | None = None
     carried = False
@@ -53,6 +54,7 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
             whole = np.concatenate(captured)
         elif kind in ("start", "stop"):
             assert isinstance(value, int)
+            heard = total
             at = max(total - value * RATE // 1000, origin)
             ms = (at - origin) * 1000 // RATE
             if kind == "start":
@@ -66,6 +68,7 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
                 journal.handle(ev.InputAudioBufferSpeechStopped(audio_end_ms=ms, item_id=f"t{index}"))
                 end = origin + ms * RATE // 1000
         elif kind == "commit":
+            heard = total
             item = f"c{index}"
             journal.handle(ev.InputAudioBufferCommitted(item_id=item))
             stop = end if end is not None else total
@@ -81,8 +84,8 @@ def test_turns_and_resumes_are_the_samples_the_server_named(steps: list[tuple[st
                 first = start
             elif value:
                 first = commit_point
-            else:
-                first = total - 50 * RATE // 1000
+            else:  # all since the server last spoke, after a lead-in
+                first = heard - 50 * RATE // 1000
             first = max(first, commit_point, 0)
             assert np.array_equal(sent, whole[first:total])
             origin = first
