@@ -292,3 +292,15 @@ async def test_two_sessions_of_a_seeded_server_never_share_ids() -> None:
             first = await started(url)
             second = await started(url)
     assert first[0] != second[0] and first[1] != second[1], (first, second)
+
+
+def test_each_session_of_a_seeded_server_derives_ids_of_its_own_the_same_every_run() -> None:
+    from voxline.realtime.server.engine.ids import IdFactory
+
+    def first_ids(seed: int | None) -> list[str]:
+        server = IdFactory(seed)
+        return [server.derived().new("event") for _ in range(3)]
+
+    seeded = first_ids(7)
+    assert len(set(seeded)) == 3 and seeded == first_ids(7)  # apart, and repeatable
+    assert len(set(first_ids(None) + first_ids(None))) == 6

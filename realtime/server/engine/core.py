@@ -92,6 +92,11 @@ class Engine:
         }
 
     @property
+    def ids(self) -> IdFactory:
+        """The session's id factory (its own: derived from the server's when seeded)."""
+        return self._state.ids
+
+    @property
     def session_id(self) -> str:
         return self._state.session_id
 

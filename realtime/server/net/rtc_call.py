@@ -30,7 +30,6 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
-from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.rtc_bridge import CallBridge
 from voxline.realtime.server.engine.rtc_output import Samples
 from voxline.realtime.server.engine.speech import Synth
@@ -64,7 +63,7 @@ class RtcCall:
         self.pc = pc
         self._config = config
         self._engine = engine
-        self.bridge = CallBridge(engine, self._send, IdFactory(None if config.seed is None else config.seed + 2))
+        self.bridge = CallBridge(engine, self._send, engine.ids.derived())  # each call's own, seeded or not
         self._channel: RTCDataChannel | None = None
         self._channel_ready = asyncio.Event()
         self._mic: MediaStreamTrack | None = None
