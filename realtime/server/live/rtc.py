@@ -37,7 +37,7 @@ from voxline.realtime.server.live.settings import LiveSettings
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.voicer import SpeechSupplier
-from voxline.realtime.server.net.rtc_offer import answer_offer, close_peer, offer_text
+from voxline.realtime.server.net.rtc_offer import answer_offer, close_peer, offer_text, send_or_refuse
 from voxline.realtime.transports.rtc_audio import QueuedAudioTrack, SampleQueue, pump_remote_audio
 
 __all__ = ["LiveCall", "read_offer"]
@@ -205,13 +205,8 @@ class LiveCall:
             if channel is None:
                 self._waiting.append(event)
             elif channel.readyState == "open":
-                text = json.dumps(event)
-                try:
-                    channel.send(text)
-                except ValueError as exc:  # more than the peer's a=max-message-size: refused before anything is queued
-                    spec = errors.event_not_delivered(str(event.get("type")), len(text.encode("utf-8")), str(exc))
-                    text = json.dumps(self.engine.error(spec).event)
-                    channel.send(text)
+                text = send_or_refuse(channel, json.dumps(event), str(event.get("type")),
+                                      lambda spec: json.dumps(self.engine.error(spec).event))
                 if self._config.on_wire is not None:
                     self._config.on_wire("out", text)
 

@@ -28,14 +28,13 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
-from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.rtc_bridge import CallBridge
 from voxline.realtime.server.engine.rtc_output import Samples
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import ServerConfig
-from voxline.realtime.server.net.rtc_offer import close_peer
+from voxline.realtime.server.net.rtc_offer import close_peer, send_or_refuse
 from voxline.realtime.server.net.sideband import Sideband
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
@@ -184,13 +183,7 @@ class RtcCall:
         channel = self._channel
         # Nothing is produced before the channel opens; after it closes the call is over.
         if channel is not None and channel.readyState == "open":
-            sent = text
-            try:
-                channel.send(sent)
-            except ValueError as exc:  # more than the peer's a=max-message-size: refused before anything is queued
-                error = errors.event_not_delivered(str(ev.get("type")), len(text.encode("utf-8")), str(exc))
-                sent = encode_event(self._engine.error(error))
-                channel.send(sent)
+            sent = send_or_refuse(channel, text, str(ev.get("type")), lambda spec: encode_event(self._engine.error(spec)))
             if self._config.on_wire is not None:
                 self._config.on_wire("out", sent)
         for sideband in self._sidebands:  # a sideband's WebSocket carries the event itself, whatever the channel took

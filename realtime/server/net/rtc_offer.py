@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Callable
 
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCDataChannel, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
-from voxline.realtime.server.engine.errors import RequestRejected
+from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.transports.rtc_signaling import SDP_PARSER_FAILURES
 from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
@@ -87,3 +88,16 @@ async def close_peer(pc: RTCPeerConnection) -> None:
         await asyncio.shield(pc.close())
     except AttributeError as exc:  # aiortc's close reaches for a transport the refused offer never made
         _log.debug("closing a peer left half set up: %s", exc)
+
+
+def send_or_refuse(channel: RTCDataChannel, text: str, kind: str, refusal: Callable[[ErrorSpec], str]) -> str:
+    """Send ``text`` on ``channel``; an event larger than the peer takes (its ``a=max-message-size``: aiortc refuses
+    it before anything is queued) goes as the ``event_too_large`` error ``refusal`` encodes instead, and the call
+    goes on. What was sent."""
+    try:
+        channel.send(text)
+        return text
+    except ValueError as exc:
+        sent = refusal(errors.event_not_delivered(kind, len(text.encode("utf-8")), str(exc)))
+        channel.send(sent)
+        return sent
