@@ -38,9 +38,10 @@ def check_session_arguments(**given: Any) -> None:
         "connector": (callable, "an async function that returns a RealtimeConnection"),
         "backoff": (_plain, "a plain (not async) function of the attempt number that returns seconds to wait"),
         "on_wire": (_plain, "a plain (not async) function of (direction, text), called for every frame"),
-        "aec": (lambda v: isinstance(v, str) or has_methods(v, "process"),
+        "aec": (lambda v: v is False or isinstance(v, str) or has_methods(v, "process"),  # False: off, as None
                 "a backend's name ('webrtc', 'speex') or an echo canceller (an object with process(mic, ref))"),
-        "local_vad": (lambda v: isinstance(v, (str, LocalVad)), "a backend's name ('webrtc', 'silero') or a LocalVad"),
+        "local_vad": (lambda v: v is False or isinstance(v, (str, LocalVad)),
+                      "a backend's name ('webrtc', 'silero') or a LocalVad"),
         "watch_devices": (_devices, "the speakers and microphones to watch (SpeakerSink, MicSource), in a list"),
         "raw_events": (lambda v: isinstance(v, bool), "True or False"),
         "run_tools": (lambda v: isinstance(v, bool), "True or False"),

@@ -198,6 +198,10 @@ async def _async_observer(*_args: Any) -> None:
     pass
 
 
+def test_false_turns_echo_cancellation_and_the_local_vad_off_as_none_does() -> None:
+    VoiceSession(SETTINGS, aec=False, local_vad=False)
+
+
 @pytest.mark.parametrize(("given", "message"), [
     ({"settings": {"url": "ws://x"}}, "settings takes a SessionSettings, not dict"),
     ({"output": "speaker"}, "output takes an output (ClockedOutput, SpeakerSink, or an object with playout, now() "
