@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -388,18 +390,25 @@ def test_a_wire_observer_that_raises_is_reported_once_and_the_session_goes_on() 
     assert [e.code for e in events if isinstance(e, SessionError)] == ["observer_failed"], events
 
 
+def _stalling_connector(peers: list[StallingPeer], wrap: Callable[[StallingPeer], Any] = lambda peer: peer
+                        ) -> Callable[[], Awaitable[RealtimeConnection]]:
+    """A connector of peers whose network can stall (each kept in ``peers``), each saying session.created first."""
+    async def connector() -> RealtimeConnection:
+        peer = StallingPeer()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        return RealtimeConnection(wrap(peer))
+
+    return connector
+
+
 def test_a_server_whose_network_stalls_is_dropped_once_and_commands_meanwhile_are_kept() -> None:
     """The socket stays open and carries nothing: the close sent to the silent server was never answered, so its
     drop waited for the transport's own close timeout; meanwhile the watchdog reported the server again and again,
     and a text the app sent raised 'the connection is closed' instead of being kept for the next connection."""
     clock = VirtualClock(start=100.0)
     peers: list[StallingPeer] = []
-
-    async def connector() -> RealtimeConnection:
-        peer = StallingPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-        return RealtimeConnection(peer)
+    connector = _stalling_connector(peers)
 
     async def main() -> tuple[list[object], float]:
         settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=3.0, close_timeout_s=2.0)
@@ -434,12 +443,7 @@ def test_what_the_user_said_into_a_stalled_network_is_sent_again() -> None:
     the server last spoke goes again."""
     clock = VirtualClock(start=100.0)
     peers: list[StallingPeer] = []
-
-    async def connector() -> RealtimeConnection:
-        peer = StallingPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-        return RealtimeConnection(peer)
+    connector = _stalling_connector(peers)
 
     async def main() -> tuple[ConnectionRestored, float]:
         settings = SessionSettings(api_key="k", liveness_timeout_s=3.0, close_timeout_s=2.0)  # the server's VAD
@@ -483,12 +487,7 @@ def test_a_stalled_transport_that_cannot_abort_is_still_dropped_and_replaced() -
     session said the server was silent once, then nothing, neither connected nor reconnecting."""
     clock = VirtualClock(start=100.0)
     peers: list[StallingPeer] = []
-
-    async def connector() -> RealtimeConnection:
-        peer = StallingPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-        return RealtimeConnection(_NoAbort(peer))
+    connector = _stalling_connector(peers, _NoAbort)
 
     async def main() -> list[object]:
         settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=3.0)

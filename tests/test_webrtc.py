@@ -314,14 +314,17 @@ async def test_an_unusable_sdp_answer_is_a_one_line_connection_failure(answer: s
     assert "sent an unusable SDP answer (" in message and "\n" not in message and len(message) < 500
 
 
-async def test_a_huge_error_message_from_the_calls_endpoint_is_clipped() -> None:
-    body = json.dumps({"error": {"message": "x" * 200_000}}).encode()
-
+async def _offer_refused(token: str, status: int, body: Callable[[str], bytes]) -> str:
+    """Post an offer with ``token`` to a loopback endpoint that answers ``status`` with ``body(the token it was
+    sent)``: the one-line failure the caller gets."""
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        lines = head.split(b"\r\n")
+        length = next(int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length"))
         await reader.readexactly(length)
-        writer.write(b"HTTP/1.1 500 X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        sent = next(line.split(b"Bearer ")[1] for line in lines if line.startswith(b"Authorization")).decode()
+        text = body(sent)
+        writer.write(b"HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (status, len(text)) + text)
         await writer.drain()
         writer.close()
 
@@ -329,37 +332,23 @@ async def test_a_huge_error_message_from_the_calls_endpoint_is_clipped() -> None
     port = server.sockets[0].getsockname()[1]
     try:
         with pytest.raises(ConnectionFailed) as caught:
-            await post_offer(calls_url(f"http://127.0.0.1:{port}/v1"), KEY, "v=0\r\n")
+            await post_offer(calls_url(f"http://127.0.0.1:{port}/v1"), token, "v=0\r\n")
     finally:
         server.close()
         await server.wait_closed()
-    assert "HTTP 500: xxx" in str(caught.value) and len(str(caught.value)) < MESSAGE_CHARS + 200
+    return str(caught.value)
+
+
+async def test_a_huge_error_message_from_the_calls_endpoint_is_clipped() -> None:
+    message = await _offer_refused(KEY, 500, lambda _token: json.dumps({"error": {"message": "x" * 200_000}}).encode())
+    assert "HTTP 500: xxx" in message and len(message) < MESSAGE_CHARS + 200
 
 
 async def test_a_key_the_calls_endpoint_echoes_where_its_message_is_cut_is_never_shown_in_part() -> None:
     """The message was cut to 300 characters before it was redacted: a key echoed across the cut lost its end,
     no redaction recognised what was left, and 24 of its 26 characters reached the farm's JUnit file."""
     key = "canary7Qx2-Lm9Zt4Wv8Rb3Kc6"
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
-        await reader.readexactly(length)
-        token = next(line.split(b"Bearer ")[1] for line in head.split(b"\r\n") if line.startswith(b"Authorization"))
-        body = json.dumps({"error": {"message": "x" * 285 + " " + token.decode()}}).encode()
-        writer.write(b"HTTP/1.1 401 X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        with pytest.raises(ConnectionFailed) as caught:
-            await post_offer(calls_url(f"http://127.0.0.1:{port}/v1"), key, "v=0\r\n")
-    finally:
-        server.close()
-        await server.wait_closed()
-    message = str(caught.value)
+    message = await _offer_refused(key, 401, lambda token: json.dumps({"error": {"message": "x" * 285 + " " + token}}).encode())
     assert "HTTP 401" in message and not any(key[i:i + 6] in message for i in range(len(key) - 5)), message
 
 
