@@ -241,6 +241,8 @@ class SessionError:
       ``backoff_failed``: the app's backoff raised, the default is used;
       ``handover_failed``: the next connection could not be prepared before ``expires_at``;
       ``connection_lost`` (**fatal**): the reconnect budget is spent;
+      ``commands_not_sent``: GPT-Live commands given while a connection was replaced, too large for the
+      new connection's events, were not sent;
     - a loop of the session that raised: ``input_failed`` and ``device_watch_failed`` (the
       session goes on without them), ``receive_loop_failed``, ``tick_loop_failed``,
       ``flush_loop_failed`` and ``output_failed`` (**fatal**: close the session).
