@@ -71,7 +71,7 @@ class InputFeed:
         waits for its last frames. Waits at most their length and two frames more (a track that
         stalls, or a connection that went away, does not hold the commit)."""
         conn = self._link.conn
-        media = conn.transport.media if conn is not None and self._machine.live else None
+        media = conn.transport.media if conn is not None and self._machine.carrying else None
         if media is None:
             return
         deadline = clock.now() + (media.queued_audio_samples + _SPARE_SAMPLES) / SAMPLE_RATE
@@ -97,7 +97,7 @@ class InputFeed:
         """One block, whole ``late`` seconds ago, through the machine; a WebRTC connection's media track
         takes it as it is."""
         conn = self._link.conn
-        media = conn.transport.media if conn is not None and self._machine.live else None
+        media = conn.transport.media if conn is not None and self._machine.carrying else None
         now = self._now()
         if media is not self._track:  # checked once a track: isinstance against a Protocol takes microseconds
             self._track, self._fills = media, media if isinstance(media, FillsSilence) else None

@@ -119,7 +119,7 @@ class Link:
     async def flush(self) -> None:
         """Tool outputs into the live connection, then everything queued on it to the transport."""
         conn = self.conn
-        if conn is not None and self.machine.live and not conn.closed:
+        if conn is not None and self.machine.carrying and not conn.closed:
             self.machine.drain_tools()
             with contextlib.suppress(ConnectionClosed):
                 await conn.flush()

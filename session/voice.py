@@ -199,8 +199,8 @@ class VoiceSession:
         return self._devices
 
     def __repr__(self) -> str:
-        live, link = self.machine.live, self._link
-        state = "open" if live else ("reconnecting" if link.conn is not None and not link.closing else "closed")
+        carrying, link = self.machine.carrying, self._link
+        state = "open" if carrying else ("reconnecting" if link.conn is not None and not link.closing else "closed")
         if self._failed is not None and not link.closing:
             state = "failed"
         if self.machine.ended:
@@ -376,7 +376,7 @@ class VoiceSession:
     @property
     def connected(self) -> bool:
         """True while a connection carries the conversation (False while reconnecting, and once the session failed)."""
-        return self.machine.live and self._failed is None and not self.machine.ended
+        return self.machine.carrying and self._failed is None and not self.machine.ended
 
     @property
     def idle(self) -> bool:
@@ -563,7 +563,7 @@ class VoiceSession:
             await self.clock.sleep(WATCH_S if clocked else TICK_S)
             if not clocked:
                 self._tick()
-            if self.machine.live and not self._link.closing and self.clock.now() >= watch_at:
+            if self.machine.carrying and not self._link.closing and self.clock.now() >= watch_at:
                 watch_at = self.clock.now() + WATCH_S
                 await self._link.watch()
 

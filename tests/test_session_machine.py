@@ -128,7 +128,7 @@ def test_a_drop_keeps_what_was_heard_and_the_restore_asks_for_the_reply_again() 
     protocol.connection_lost()
     lost = machine.connection_lost(0.5, 1006, "gone")
     assert isinstance(lost.events[0], ConnectionLost) and lost.barge_in is not None
-    assert not machine.live and machine.send_text("still there?") is False  # kept for the next connection
+    assert not machine.carrying and machine.send_text("still there?") is False  # kept for the next connection
     fresh = RealtimeProtocol()
     machine.attach(fresh)
     restored = machine.restore(0.6)
@@ -147,7 +147,7 @@ def test_commands_between_a_closed_protocol_and_its_drop_being_taken_are_kept() 
     machine, protocol, _playout = machine_on_a_connection()
     sent(protocol)
     protocol.connection_lost()
-    assert not machine.live
+    assert not machine.carrying
     assert machine.send_text("still there?") is False
     machine.connection_lost(0.5, 4000, "server silent")
     fresh = RealtimeProtocol()

@@ -62,5 +62,5 @@ class LiveControls:
     @property
     def session_id(self) -> str | None:
         """The Live session's id (for a sideband, a fork, or its recording)."""
-        session = self._machine.protocol.session if self._machine.live else None
+        session = self._machine.protocol.session if self._machine.carrying else None
         return session.get("id") if session else None

@@ -129,7 +129,7 @@ class LiveMachine:
 
     # ------------------------------------------------------------------ connections
     @property
-    def live(self) -> bool:
+    def carrying(self) -> bool:
         """A connection is attached and carries the session: not once its protocol is closed, though its drop is
         not taken yet; commands meanwhile are kept for the next session (:meth:`_command`)."""
         return self._attached and self._protocol is not None and not self._protocol.closed
@@ -400,7 +400,7 @@ class LiveMachine:
                                                              received_ms, "live_timeline")]
         note = delivered_note(heard)
         self._last_note = note
-        if self.live and self._protocol is not None and not self._protocol.closed and not self.ended:
+        if self.carrying and self._protocol is not None and not self._protocol.closed and not self.ended:
             self._protocol.send(lv.LiveInstructionsAppend(content=note))
         events.append(LiveDelivered(utt.uid, now, heard.at_ms, heard.text, note))
         return Effects(tuple(events), barge)
@@ -427,21 +427,21 @@ class LiveMachine:
         input is resent on a new Live session)."""
         pcm, onset, end = self.mic.clean(item, now)
         effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
-        if self._protocol is None or not self.live:
+        if self._protocol is None or not self.carrying:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
         if media:
             if self.metrics.first_input_at is None:  # the track's first sample is the timeline's input 0
                 self.metrics.first_input_at = end - len(pcm) / self.timeline.rate
             return effects, pcm, False
-        return effects, None, self._append(self.mic.captured(pcm, live=True), end)
+        return effects, None, self._append(self.mic.captured(pcm, carrying=True), end)
 
     def input_ended(self, now: float) -> bool:
         return self._append(self.mic.chunker.take(), now)
 
     def _append(self, chunk: np.ndarray | None, now: float) -> bool:
         protocol = self._protocol
-        if chunk is None or not self.live or protocol is None or protocol.closed or not protocol.started:
+        if chunk is None or not self.carrying or protocol is None or protocol.closed or not protocol.started:
             return False
         if self.metrics.first_input_at is None:  # the timeline's input side starts with the first sample sent
             self.metrics.first_input_at = now - len(chunk) / self.timeline.rate
@@ -522,13 +522,13 @@ class LiveMachine:
     def _set_muted(self, muted: bool) -> None:
         """Mute or unmute the model's input now, or, while away, on the next session (:meth:`restore`)."""
         self._muted = muted
-        if self.live and not self._resuming:
+        if self.carrying and not self._resuming:
             self.protocol.send(lv.LiveMute() if muted else lv.LiveUnmute())
 
     def _command(self, event: lv.LiveClientEvent) -> str:
         """Send ``event``; from a drop until the next session started, keep it for that session (sent then, in
         order, by :meth:`_resume`). Its ``event_id`` either way."""
-        if self.live and not self._resuming:
+        if self.carrying and not self._resuming:
             return self.protocol.send(event)
         if len(self._away) >= MAX_KEPT_AWAY:
             raise ConfigurationError(f"{MAX_KEPT_AWAY} commands wait for the connection being replaced; wait for "
@@ -552,7 +552,7 @@ class LiveMachine:
             raise ConfigurationError(f"delegation_id takes a string or None, not {type(delegation_id).__name__}")
         with as_error(ConfigurationError, "append"):
             unicode_text(content, "content")
-        if delegation_id is not None and (not self.live or self._resuming):
+        if delegation_id is not None and (not self.carrying or self._resuming):
             raise ConfigurationError(f"delegation {delegation_id!r} was the lost session's, and the connection is "
                                      "being replaced: the next session does not know it")
         return self._command(model(content=content, delegation_id=delegation_id))
@@ -586,7 +586,7 @@ class LiveMachine:
 
     def drain_tools(self) -> bool:
         """Tool outputs as ``response.item.create``, then the one ``response.create`` that continues."""
-        if not self.live or self._protocol is None:
+        if not self.carrying or self._protocol is None:
             return False
         commands = self.delegated.commands()
         for command in commands:
@@ -600,7 +600,7 @@ class LiveMachine:
     def idle(self, now: float, *, tools_busy: bool) -> bool:
         if self._protocol is None:
             return True
-        if not self.live:
+        if not self.carrying:
             return self.closed
         return (not self._audible(now) and not tools_busy and not self.calls.running() and not self.calls.runnable())
 

@@ -357,18 +357,18 @@ class SessionMachine:
         if not self.mic.talking or core is None:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
-        if media and self.live:
+        if media and self.carrying:
             self.mic.keep(pcm, padded)  # kept until committed, for a new call after a drop
             self.metrics.input_sent(len(pcm), end, core.protocol)
             return effects, pcm, False
-        return effects, None, self._append(self.mic.captured(pcm, live=self.live), end)
+        return effects, None, self._append(self.mic.captured(pcm, carrying=self.carrying), end)
 
     def input_ended(self, now: float) -> bool:
         """The input is over: its last chunk goes out. True if a frame waits."""
         return self._append(self.mic.chunker.take(), now)
 
     def _append(self, chunk: np.ndarray | None, now: float) -> bool:
-        if chunk is None or not self.live or self.core is None or self.core.protocol.closed:
+        if chunk is None or not self.carrying or self.core is None or self.core.protocol.closed:
             return False
         protocol = self.core.protocol
         self.metrics.input_sent(len(chunk), now, protocol)  # its last sample captured at now
@@ -402,7 +402,7 @@ class SessionMachine:
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
         assert isinstance(create, ev.ConversationItemCreate)
         self.mirror.record_local(create)
-        if not self.live:
+        if not self.carrying:
             self._texts_while_away += 1
             return False
         self.protocol.send(create)
@@ -417,7 +417,7 @@ class SessionMachine:
         self.check_open()
         self.commit_talking(now)
         self.mic.talking = True
-        if not self.live or self.core is None:
+        if not self.carrying or self.core is None:
             return NO_EFFECTS
         self._released_while_away = False  # what the server buffered is cleared: a new turn begins
         self.protocol.clear_audio()
@@ -447,7 +447,7 @@ class SessionMachine:
         committed (a press in between commits it first) or the session closed."""
         if self.closed or not self.mic.take_release(turn):
             return False
-        if not self.live:
+        if not self.carrying:
             if not self._released_while_away:  # turns let go while away, one after another, get one answer
                 self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True
@@ -478,7 +478,7 @@ class SessionMachine:
             self.settings, self._offered = before
             raise ConfigurationError(f"update: the session's configuration would be {size} bytes as JSON, and one "
                                      f"event on this connection carries at most {self.calls.limit} bytes")
-        if self.live:
+        if self.carrying:
             try:
                 event_id = self.configure(self.protocol)  # the frame is checked here: refused, the update changes nothing
             except BaseException:
@@ -487,7 +487,7 @@ class SessionMachine:
             self._sent_updates.append(_SentUpdate(event_id, changes, {name: getattr(before[0], name) for name in changes},
                                                   offered, before[1]))
         self.config_version += 1
-        return self.live  # not live: the next connection is configured from the settings
+        return self.carrying  # not live: the next connection is configured from the settings
 
     def _undo_update(self, event_id: str | None) -> None:
         """The server refused one of the app's updates (a voice after the first audio, say): the service
@@ -520,7 +520,7 @@ class SessionMachine:
 
     def drain_tools(self) -> bool:
         """Tool outputs and their follow-up into the live protocol core; outputs enter the mirror as sent."""
-        if not self.live or self.core is None:
+        if not self.carrying or self.core is None:
             return False
         protocol = self.core.protocol
         sent = False
@@ -539,7 +539,7 @@ class SessionMachine:
         core = self.core
         if core is None:
             return True
-        if not self.live:
+        if not self.carrying:
             return self.closed
         protocol = core.protocol
         return (not core.assistant_audible(now) and not protocol.response_in_progress
@@ -547,7 +547,7 @@ class SessionMachine:
                 and not self.calls.running() and not self.calls.runnable())
 
     @property
-    def live(self) -> bool:
+    def carrying(self) -> bool:
         """A connection is attached and carries the conversation: not once its protocol is closed (a silent
         server given up on), though its drop is not taken yet; commands meanwhile are kept for the next one."""
         return self._attached and self.core is not None and not self.core.protocol.closed

@@ -95,11 +95,11 @@ class MicrophonePath:
                 self.journal.padded(padded)
             self.journal.captured(pcm)
 
-    def captured(self, pcm: Pcm, *, live: bool) -> Pcm | None:
+    def captured(self, pcm: Pcm, *, carrying: bool) -> Pcm | None:
         """Keep a block; the chunk to append now, if one is full and the connection is live."""
         if self._journaled:
             self.journal.captured(pcm)  # kept until the server has it for good
-        if not live:
+        if not carrying:
             return None  # away: the journal holds it, and the restore resends what is needed
         return self.chunker.add(pcm)
 
