@@ -39,9 +39,9 @@ _FINAL = {"response.completed": "completed", "response.incomplete": "incomplete"
 def result_note(name: str, output: str) -> str:
     """What a session is told of a tool's result whose call an earlier session made."""
     shown = clip(output, OUTPUT_CHARS)  # a key the cut would halve is redacted whole first
-    if len(output) > OUTPUT_CHARS:
+    if len(output) > OUTPUT_CHARS and shown.endswith("…"):  # cut, not merely shortened by its redaction
         shown += " (cut short)"
-    name = name if len(name) <= NAME_CHARS else name[:NAME_CHARS] + "…"  # the server named it: any length
+    name = clip(name, NAME_CHARS + 1)  # the server named it: any length
     return (f"Tool result: the task '{name}' that an earlier part of this conversation asked for finished after the "
             f"connection was lost. Its result: {shown}")
 
