@@ -209,12 +209,12 @@ def _by_name(devices: list[DeviceInfo], name: str, kind: Kind) -> DeviceInfo:
     usable = [d for d in devices if d.channels(kind) > 0]
     wanted = name.strip().casefold()
     parts = [d for d in usable if wanted in d.name.casefold() or (d.route is not None and wanted in d.route.casefold())]
-    for tier, matches in enumerate((
+    for matches in (
         [d for d in usable if d.route is not None and d.route.casefold() == wanted],
         [d for d in usable if d.name.casefold() == wanted],
         parts,
-    )):
-        if tier == 2 and matches and kind == "input" and "monitor" not in wanted and all(map(_monitor, matches)):
+    ):
+        if matches is parts and matches and kind == "input" and "monitor" not in wanted and all(map(_monitor, matches)):
             names = ", ".join(d.label for d in matches)
             raise AudioError(f"input device name {name!r} matches only what a speaker plays ({names}), not a "
                              f"microphone: give that name whole to record it; available: {describe(devices, kind)}")

@@ -151,7 +151,7 @@ def clip(text: str, limit: int, *, flat: bool = False) -> str:
     characters): enough that once redacted at least as much is left past the cut as a registered secret is
     long, plus room for a key known by its shape, so nothing the cut keeps can begin a secret the reading
     stopped in."""
-    budget = 4 * limit + 256
+    budget = 4 * limit + _SHAPE_SPAN
     while True:
         shown, more = _first_words(text, budget) if flat else (text[:budget], len(text) > budget)
         shown = redact(shown)
