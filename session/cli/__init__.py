@@ -25,6 +25,7 @@ from voxline.base.loop_runner import bounded_runner
 from ..settings import UsageError
 
 from . import commands
+from .option_values import may_be_value
 
 __all__ = ["build_parser", "did_you_mean", "main"]
 
@@ -55,13 +56,30 @@ class _Parser(argparse.ArgumentParser):
         return super().parse_intermixed_args(self._known(args))
 
     def _known(self, args: Sequence[str] | None) -> list[str]:
-        """``args`` (default: the process's), once none is an option this parser does not know."""
+        """``args`` (default: the process's), once none is an option this parser does not know, with an option
+        whose value may be left out given its default where the next word is not one of its values."""
         given = list(sys.argv[1:] if args is None else args)
         unknown = unknown_options(self, given)
         if unknown:
             self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
                        + did_you_mean(unknown[0], self._option_string_actions))
-        return given
+        return self._values_left_out(given)
+
+    def _values_left_out(self, given: list[str]) -> list[str]:
+        """``--aec a.wav`` is ``--aec=webrtc a.wav``: argparse would take the input as the option's value and
+        refuse it as a bad choice (or, for ``--ray DIR``, as a cluster's address)."""
+        out: list[str] = []
+        for k, token in enumerate(given):
+            if token == "--":
+                return out + given[k:]
+            action = self._option_string_actions.get(token)
+            following = given[k + 1] if k + 1 < len(given) else None
+            if (action is not None and action.nargs == "?" and isinstance(action.const, str)
+                    and following is not None and not following.startswith("-")
+                    and not may_be_value(action, following)):
+                token = f"{token}={action.const}"
+            out.append(token)
+        return out
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ from ..replay.inputs import load_tools
 from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
+from .option_values import optional_value
 from .paths import output_path, writable
 from .stopping import Stop
 
@@ -90,9 +92,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--shard", metavar="I/N",
                        help="run only shard I of N (0-based: 0/4 … 3/4) of the sorted recordings, e.g. "
                             "$(JOB_COMPLETION_INDEX)/N in a Kubernetes Indexed Job")
-    group.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                       help="run the parts as Ray tasks (needs voxline[ray]); ADDRESS of a cluster, e.g. auto or "
-                            "ray://head:10001 (default: RAY_ADDRESS, else a local instance)")
+    optional_value(group.add_argument(
+        "--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+        help="run the parts as Ray tasks (needs voxline[ray]); ADDRESS of a cluster, e.g. auto or "
+             "ray://head:10001 (default: RAY_ADDRESS, else a local instance)"), _may_be_ray_address)
+
+
+def _may_be_ray_address(word: str) -> bool:
+    """``auto``, ``local``, ``ray://HOST:PORT`` or ``HOST:PORT``: not a recording or a directory of them."""
+    return word in ("auto", "local") or "://" in word or re.fullmatch(r"[\w.\-]+:\d+|\[[0-9A-Fa-f:.]+\]:\d+", word) is not None
 
 
 def is_farm(args: argparse.Namespace) -> bool:

@@ -1,0 +1,58 @@
+"""An option whose value may be left out takes the word after it only if that word may be its value.
+
+``voxline replay --aec a.wav`` was refused ("argument --aec: invalid choice: 'a.wav'"), and
+``voxline replay --ray recordings/`` took the directory for a Ray cluster's address.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from voxline.session.cli import _full_parser
+
+
+def parse(command: str, *args: str) -> dict[str, object]:
+    parsed = vars(_full_parser(command).parse_any_order(list(args)))
+    if "inputs" in parsed:
+        parsed["inputs"] = [str(path) for path in parsed["inputs"]]
+    return parsed
+
+
+@pytest.mark.parametrize(("args", "aec", "inputs"), [
+    (["--aec", "a.wav"], "webrtc", ["a.wav"]),
+    (["--aec", "speex", "a.wav"], "speex", ["a.wav"]),
+    (["--aec=speex", "a.wav"], "speex", ["a.wav"]),
+    (["a.wav", "--aec"], "webrtc", ["a.wav"]),
+    (["--aec", "--fast", "a.wav"], "webrtc", ["a.wav"]),
+    (["a.wav", "b.wav"], None, ["a.wav", "b.wav"]),
+])
+def test_replay_aec_takes_only_a_canceller_as_its_value(args: list[str], aec: str | None, inputs: list[str]) -> None:
+    parsed = parse("replay", *args)
+    assert (parsed["aec"], parsed["inputs"]) == (aec, inputs)
+
+
+def test_replay_local_vad_and_talk_aec_too() -> None:
+    parsed = parse("replay", "--local-vad", "a.wav", "--fast")
+    assert (parsed["local_vad"], parsed["inputs"]) == ("webrtc", ["a.wav"])
+    assert parse("replay", "--local-vad", "silero", "a.wav")["local_vad"] == "silero"
+    assert parse("talk", "--aec")["aec"] == "webrtc"
+    assert parse("talk", "--aec", "speex")["aec"] == "speex"
+
+
+@pytest.mark.parametrize(("args", "ray", "inputs"), [
+    (["--ray", "recordings"], "", ["recordings"]),
+    (["--ray", "a.wav", "b.wav"], "", ["a.wav", "b.wav"]),
+    (["--ray", "auto", "recordings"], "auto", ["recordings"]),
+    (["--ray", "ray://head:10001", "recordings"], "ray://head:10001", ["recordings"]),
+    (["--ray", "10.0.0.5:6379", "recordings"], "10.0.0.5:6379", ["recordings"]),
+    (["--ray", "[fd00::1]:6379", "recordings"], "[fd00::1]:6379", ["recordings"]),
+    (["--ray=weird", "recordings"], "weird", ["recordings"]),
+])
+def test_farm_ray_takes_only_an_address_as_its_value(args: list[str], ray: str, inputs: list[str]) -> None:
+    parsed = parse("replay", *args)
+    assert (parsed["ray"], parsed["inputs"]) == (ray, inputs)
+
+
+def test_an_option_before_a_double_dash_takes_its_default() -> None:
+    parsed = parse("replay", "--aec", "--", "a.wav")
+    assert (parsed["aec"], parsed["inputs"]) == ("webrtc", ["a.wav"])
