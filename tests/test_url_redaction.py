@@ -49,6 +49,8 @@ def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: st
     (f"{KEY}@h:1/v1?api_key={API_KEY}", "[redacted]@h:1/v1?api_key=[redacted]"),
     (f"ws://u:{KEY}@[::1]:80/v1#top", "ws://[redacted]@[::1]:80/v1#[redacted]"),
     (f"ws://u:pa@{KEY}@[::1]/v1", "ws://[redacted]@[::1]/v1"),  # an '@' in the password: the last one ends it
+    (f"wss://u:{KEY[:6]}?{KEY[6:]}@h/v1", "wss://[redacted]@h/v1"),  # a key holding '?': it ends the authority
+    (f"wss://u:{KEY[:6]}#{KEY[6:]}@h/v1", "wss://[redacted]@h/v1"),  # or '#', and the '@' comes after
 ])
 def test_the_userinfo_is_found_where_a_url_parser_misses_it(url: str, shown: str) -> None:
     assert redact_url(url) == shown
@@ -93,7 +95,8 @@ def test_an_at_sign_in_a_urls_path_or_query_is_no_userinfo(url: str) -> None:
 
 
 @pytest.mark.parametrize("url", [f"wss:/u:{KEY}@h/v1", f"ws:///u:{KEY}@h/v1", f"ws://u:{KEY[:6]}/{KEY[6:]}@h:1/v1",
-                                 f"u:{KEY}@h/v1", f"ws://u:{KEY}@h:99999/v1"])
+                                 f"u:{KEY}@h/v1", f"ws://u:{KEY}@h:99999/v1",
+                                 f"wss://u:{KEY[:6]}?{KEY[6:]}@h/v1", f"wss://u:{KEY[:6]}#{KEY[6:]}@h/v1"])
 def test_a_mistyped_url_is_named_without_its_key(url: str) -> None:
     from voxline.base.urls import url_problem
 

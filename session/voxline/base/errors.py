@@ -224,7 +224,8 @@ def _userinfo(url: str) -> tuple[str, str, str] | None:
     the parser finds, and an ``@`` in its path or query is nobody's. Where the parser finds no authority or a
     broken one (a scheme typed with one slash or three, none at all as in ``key@host``, a key holding ``/``
     that ends the authority early and leaves part of the key as its port), the userinfo is what comes before the
-    last ``@`` before the query or fragment."""
+    last ``@`` before the query or fragment, or, with none there, before the last ``@`` at all (a key holding
+    ``?`` or ``#``)."""
     try:
         parts = urllib.parse.urlsplit(url)
         whole = bool(parts.hostname) and (parts.port is not None or not _PORT_GIVEN.search(parts.netloc))
@@ -238,6 +239,8 @@ def _userinfo(url: str) -> tuple[str, str, str] | None:
         return url[:start], url[start:at], url[at:]
     head = re.split(r"[?#]", url, maxsplit=1)[0]
     at = head.rfind("@")
+    if at < 0:  # a key holding ``?`` or ``#`` ends the authority there, and the ``@`` comes after
+        head, at = url, url.rfind("@")
     prefix = _SCHEME_AND_SLASHES.match(head)
     if at < 0 or prefix is None or prefix.end() > at:
         return None
