@@ -367,6 +367,69 @@ def test_commands_kept_while_away_survive_a_new_connection_lost_before_its_sessi
     assert said == ["note 0", "note 1", "note 2"]
 
 
+def test_commands_waiting_for_a_session_to_start_are_bounded_and_none_is_lost() -> None:
+    """While away and while the new connection waits for its start, 256 commands wait in all; the next one is
+    refused in one line (the queue grew without bound while a new connection was attached), and none of the 256
+    is lost when that connection is lost before its start too."""
+    from voxline.realtime.live.protocol import LiveProtocol
+    from voxline.session.live.machine import MAX_KEPT_AWAY
+
+    rig = Rig()
+    start(rig)
+    rig.protocol.connection_lost()
+    rig.machine.connection_lost(1.0, 1006, "gone")
+    given = [rig.machine.append(f"away {k}") for k in range(MAX_KEPT_AWAY // 2)]
+    fresh = LiveProtocol()
+    rig.machine.configure(fresh)
+    rig.machine.attach(fresh)
+    given += [rig.machine.append(f"held {k}") for k in range(MAX_KEPT_AWAY - len(given))]
+    with pytest.raises(ConfigurationError, match=f"^{MAX_KEPT_AWAY} commands wait for a session that has not "
+                                                 "started; wait until it listens"):
+        rig.machine.append("one too many")
+    fresh.connection_lost()
+    rig.machine.connection_lost(1.2, 1006, "lost before its start")
+    with pytest.raises(ConfigurationError, match="commands wait for a session that has not started"):
+        rig.machine.append("one too many, away")
+    rig.protocol = last = LiveProtocol()
+    rig.machine.configure(last)
+    rig.machine.attach(last)
+    rig.feed(frame(type="session.started", event_id="e1", session={
+        "id": "sess_3", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}), 1.5)
+    out = [e for e in sent(last) if e["type"] == "session.instructions.append"]
+    assert [e["event_id"] for e in out] == given
+    rig.machine.append("once started, no bound but the wire's")
+    assert [e["content"] for e in sent(last)] == ["once started, no bound but the wire's"]
+
+
+def test_commands_before_the_first_session_started_are_bounded_too() -> None:
+    """The first connection's protocol held every command given before its session.started, without bound."""
+    from voxline.session.live.machine import MAX_KEPT_AWAY
+
+    rig = Rig()
+    for k in range(MAX_KEPT_AWAY):
+        rig.machine.append(f"early {k}")
+    with pytest.raises(ConfigurationError, match="commands wait for a session that has not started"):
+        rig.machine.append("one too many")
+    assert rig.protocol.holding == MAX_KEPT_AWAY
+
+
+def test_mute_and_unmute_while_a_new_connection_waits_leave_the_last_word() -> None:
+    """The state the app left is what each new session is told, once, before the commands kept for it."""
+    def toggled() -> None:
+        rig.machine.mute()
+        rig.machine.append("between", kind="thinking")
+        rig.machine.unmute()
+        rig.machine.mute()
+
+    rig = Rig()
+    start(rig)
+    out = _dropped_and_restored(rig, toggled, lost_before_start=1)
+    mutes = [e["type"] for e in out if e["type"].startswith("session.input_audio.")]
+    # the last connection: muted again at attach, then what the app did while it waited, in order
+    assert mutes[0] == "session.input_audio.mute" and mutes[-1] == "session.input_audio.mute", out
+    assert [e["content"] for e in out if e["type"] == "session.thinking.append"] == ["between", "between"]
+
+
 def test_a_late_refusal_of_the_start_does_not_end_a_session_that_started() -> None:
     rig = Rig()
     [first] = start(rig)

@@ -163,6 +163,11 @@ class LiveProtocol:
     def connection_lost(self) -> None:
         self.closed = True
 
+    @property
+    def holding(self) -> int:
+        """How many commands wait for ``session.started``."""
+        return len(self._held)
+
     def take_held(self) -> list[dict[str, Any]]:
         """The commands held for a ``session.started`` that never came (the connection is gone), for the next
         connection; none are held after this."""

@@ -68,6 +68,7 @@ __all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
 
 GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
 MAX_KEPT_AWAY = 256  # commands kept for the next session while the connection is replaced
+_MUTING = ("session.input_audio.mute", "session.input_audio.unmute")
 KEEP_UTTERANCES = 16  # utterances kept on the timeline once done with (a late word of one still finds it)
 
 NOTE_CHARS = 1200  # each side of a delivered note; an append takes at most 500 tokens
@@ -110,9 +111,10 @@ class LiveMachine:
         self._attached = False  # a connection is attached (until its drop is taken or the session ends)
         self.closed = False
         self._muted = False  # the input as the app (or push-to-talk) last left it: a new session is told again
-        self._away: list[dict[str, Any]] = []  # commands given since a drop, sent once the next session started
+        self._away: list[dict[str, Any]] = []  # commands given while no connection carries the session
         self._away_ids = itertools.count(1)
-        self._resuming = False  # from a drop until the next session started: commands wait in _away
+        self._resuming = False  # from a drop until the next session started
+        self._not_sent = 0  # commands kept while away that the next connection could not carry, not told yet
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
         self._reported: set[str] = set()  # utterances whose first heard sample was reported
@@ -131,7 +133,7 @@ class LiveMachine:
     @property
     def carrying(self) -> bool:
         """A connection is attached and carries the session: not once its protocol is closed, though its drop is
-        not taken yet; commands meanwhile are kept for the next session (:meth:`_command`)."""
+        not taken yet; commands meanwhile are kept for the next connection (:meth:`_command`)."""
         return self._attached and self._protocol is not None and not self._protocol.closed
 
     @property
@@ -165,6 +167,25 @@ class LiveMachine:
         self._protocol = protocol
         self.calls.limit = protocol.max_event_bytes  # tool outputs are sized for this connection
         self._attached = True
+        if self._resuming:
+            self._hand_over(protocol)
+
+    def _hand_over(self, protocol: LiveProtocol) -> None:
+        """What the session owes a new connection, into its protocol, which holds it until its ``session.started``
+        (and hands it back, :meth:`_keep_held`, if it is lost before then): the input muted again if the app had
+        muted it (a new session starts unmuted: the model would hear the microphone again), a fork told what the
+        listener heard of the reply cut last (once), then the commands the app gave meanwhile, in order."""
+        if self._muted:
+            protocol.send(lv.LiveMute())
+        if self._last_note is not None and self.fork_from is not None:
+            protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
+            self._last_note = None
+        away, self._away = self._away, []
+        for payload in away:
+            try:
+                protocol.send(payload)
+            except LocalProtocolError:  # larger than the new connection carries (WebRTC after a WebSocket)
+                self._not_sent += 1
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
         """The connection dropped: the listener hears no more; what can come back is decided here."""
@@ -187,34 +208,24 @@ class LiveMachine:
         self._keep_held()
 
     def _keep_held(self) -> None:
-        """Commands the lost connection held for a ``session.started`` that never came go to the next one."""
+        """Commands the lost connection held for a ``session.started`` that never came go to the next one, before
+        any given since; but for mute and unmute, which the next one is given from the state the app left."""
         if self._protocol is not None:
-            self._away.extend(self._protocol.take_held())
+            held = [p for p in self._protocol.take_held() if p.get("type") not in _MUTING]
+            self._away[:0] = held
 
     def restore(self, now: float, *, handover: bool = False) -> ConnectionRestored:
-        """The new connection is attached: what the session owes it waits for its ``session.started``
-        (:meth:`_resume`), so that a connection lost before then loses none of it."""
+        """The new connection is attached: what the session owes it waits in its protocol for its
+        ``session.started`` (:meth:`_hand_over`), so that a connection lost before then loses none of it."""
         return ConnectionRestored(now, 0, 0, 0.0, handover)
 
     def _resume(self, now: float) -> list[SessionEvent]:
-        """The next session started: tell a fork what the listener heard of a reply cut last (once), mute its
-        input if the app had (a new session starts unmuted: the model would hear the microphone again), then the
-        commands the app gave since the drop, in order."""
+        """The next session started (its protocol sent what it held): the replacement is over; commands kept
+        meanwhile that it could not carry are told."""
         if not self._resuming:
             return []
         self._resuming = False
-        if self._last_note is not None and self.fork_from is not None:
-            self.protocol.send(lv.LiveInstructionsAppend(content=self._last_note))
-            self._last_note = None
-        if self._muted:
-            self.protocol.send(lv.LiveMute())
-        away, self._away = self._away, []
-        skipped = 0
-        for payload in away:
-            try:
-                self.protocol.send(payload)
-            except LocalProtocolError:  # larger than the new connection carries (WebRTC after a WebSocket)
-                skipped += 1
+        skipped, self._not_sent = self._not_sent, 0
         if not skipped:
             return []
         return [SessionError(f"{skipped} command{'s' if skipped > 1 else ''} given while the connection was "
@@ -520,19 +531,23 @@ class LiveMachine:
         self._set_muted(False)
 
     def _set_muted(self, muted: bool) -> None:
-        """Mute or unmute the model's input now, or, while away, on the next session (:meth:`restore`)."""
+        """Mute or unmute the model's input now (held until its session started), or, while away, on the next
+        connection (:meth:`_hand_over`)."""
         self._muted = muted
-        if self.carrying and not self._resuming:
+        if self.carrying:
             self.protocol.send(lv.LiveMute() if muted else lv.LiveUnmute())
 
     def _command(self, event: lv.LiveClientEvent) -> str:
-        """Send ``event``; from a drop until the next session started, keep it for that session (sent then, in
-        order, by :meth:`_resume`). Its ``event_id`` either way."""
-        if self.carrying and not self._resuming:
+        """Send ``event`` (held until its session started); while no connection carries the session, keep it
+        for the next one (:meth:`_hand_over`). Its ``event_id`` either way."""
+        carrying = self.carrying
+        if carrying and self.protocol.started:
             return self.protocol.send(event)
-        if len(self._away) >= MAX_KEPT_AWAY:
-            raise ConfigurationError(f"{MAX_KEPT_AWAY} commands wait for the connection being replaced; wait for "
-                                     "ConnectionRestored before giving more")
+        if len(self._away) + (self.protocol.holding if carrying else 0) >= MAX_KEPT_AWAY:
+            raise ConfigurationError(f"{MAX_KEPT_AWAY} commands wait for a session that has not started; wait until "
+                                     "it listens (StateChanged 'listening') before giving more")
+        if carrying:
+            return self.protocol.send(event)
         payload = event.model_dump(mode="json")
         payload["event_id"] = payload.get("event_id") or f"evt_vxl_away{next(self._away_ids):06d}"
         check_fits(json.dumps(payload, separators=(",", ":")), payload.get("type"), self.protocol.max_event_bytes)
