@@ -32,7 +32,7 @@ def test_truncation_and_tokens_need_only_the_length(keep: bool) -> None:
         entry.add_audio(0, bytes(SECOND))
     assert entry.audio_ms(0) == 3000 and user.audio_ms(0) == 2000
     assert bool(entry.audio) is keep and bool(user.audio) is keep  # the bytes only where they are kept
-    tokens = input_usage("", [], conversation)
+    tokens = input_usage("", 0, conversation)
     with pytest.raises(RequestRejected, match="3000"):
         conversation.truncate("a1", 0, 3500)  # past the audio: refused with the length it has
     conversation.truncate("a1", 0, 1250)
@@ -40,7 +40,7 @@ def test_truncation_and_tokens_need_only_the_length(keep: bool) -> None:
     assert len(entry.kept_audio(0)) == (60_000 if keep else 0)
     retrieved = conversation.retrieve("a1")["content"][0]
     assert ("audio" in retrieved) is keep
-    after = input_usage("", [], conversation)
+    after = input_usage("", 0, conversation)
     assert after[1] < tokens[1]
 
 
@@ -52,7 +52,7 @@ def test_both_ways_count_the_same_tokens() -> None:
         conversation.insert(entry)
         entry.add_audio(0, bytes(5 * SECOND))
         conversation.truncate("a1", 0, 2100)
-        counts.append(input_usage("", [], conversation))
+        counts.append(input_usage("", 0, conversation))
     assert counts[0] == counts[1]
 
 

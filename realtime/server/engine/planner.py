@@ -73,7 +73,8 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
         max_output_tokens=max_tokens,
         metadata=params.get("metadata"),
         output_format=fmt,
-        input_tokens=input_usage(params.get("instructions", state.session.instructions), state.session.tools, items),
+        input_tokens=input_usage(params.get("instructions", state.session.instructions), state.session.tools_tokens,
+                                 items),
         incomplete=cut,
     )
     run = ResponseRun(

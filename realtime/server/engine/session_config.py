@@ -14,6 +14,7 @@ reasoning models only.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from voxline.base.models import DEFAULT_TRANSCRIPTION_MODEL
@@ -22,6 +23,7 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.nulls import without_nulls
 from voxline.realtime.server.engine.session_schema import SESSION_SCHEMA, TRANSCRIPTION_SESSION_SCHEMA
+from voxline.realtime.server.engine.usage import text_tokens
 from voxline.realtime.server.engine.validate import check_object
 
 __all__ = [
@@ -163,15 +165,23 @@ def _filled(key: str, value: Any) -> Any:
 
 
 class SessionConfig:
-    """The session as the server applies it; :meth:`view` is what ``session.*`` events carry."""
+    """The session as the server applies it; :meth:`view` is what ``session.*`` events carry.
+
+    What the config holds is never changed in place: an update copies the containers on the way to each
+    field it sets and a deep copy of what the update gave, so its cost is that of the update, not of the
+    session it lands in (a session holding megabytes of tools answers a one-field update as fast as any)."""
 
     def __init__(self, model: str, instructions: str = DEFAULT_INSTRUCTIONS, *, transcription: bool = False) -> None:
         self.kind = "transcription" if transcription else "realtime"
         self._config = _transcription_defaults() if transcription else _defaults(model, instructions)
+        self.tools_tokens = 0  # the tools as JSON, in tokens: what each response reads of them
 
     def view(self, identity: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A deep copy of the effective config, with ``id``/``object``/``expires_at`` if given."""
-        out = copy.deepcopy(self._config)
+        """The effective config, with ``id``/``object``/``expires_at`` if given: new containers down to the
+        audio fields, the values themselves shared (an event encodes them; nothing may change them)."""
+        out = dict(self._config)
+        if "audio" in out:
+            out["audio"] = {side: dict(fields) for side, fields in out["audio"].items()}
         return {**identity, **out} if identity else out
 
     def update(self, session: Any, *, voice_locked: bool) -> None:
@@ -186,14 +196,19 @@ class SessionConfig:
             )
         check_object(session, schema, "session")
         self._check_rules(session, voice_locked)
-        merged = copy.deepcopy(self._config)
+        merged = dict(self._config)
         for key, value in session.items():
             if key == "audio":
+                audio = merged["audio"] = dict(merged["audio"])
                 for side, fields in value.items():
+                    part = audio[side] = dict(audio[side])
                     for name, field in fields.items():
-                        merged["audio"][side][name] = _filled(name, field)
+                        part[name] = _filled(name, field)
             else:
                 merged[key] = copy.deepcopy(value)
+        if "tools" in session:
+            tools = merged["tools"]
+            self.tools_tokens = text_tokens(json.dumps(tools)) if tools else 0
         self._config = merged
 
     def _check_rules(self, session: dict[str, Any], voice_locked: bool) -> None:
@@ -245,7 +260,3 @@ class SessionConfig:
     @property
     def model(self) -> str:
         return str(self._config.get("model", ""))
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        return copy.deepcopy(self._config["tools"])

@@ -15,7 +15,6 @@ by each response's total.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -44,9 +43,10 @@ def audio_tokens(seconds: float, *, output: bool) -> int:
     return math.ceil(max(0.0, seconds) * rate)
 
 
-def input_usage(instructions: str, tools: list[dict[str, Any]], items: Iterable[Entry]) -> tuple[int, int]:
-    """(text tokens, audio tokens) of what a response would read."""
-    text = text_tokens(instructions) + (text_tokens(json.dumps(tools)) if tools else 0)
+def input_usage(instructions: str, tools_tokens: int, items: Iterable[Entry]) -> tuple[int, int]:
+    """(text tokens, audio tokens) of what a response would read (the session's tools counted once a change,
+    :attr:`~voxline.realtime.server.engine.session_config.SessionConfig.tools_tokens`)."""
+    text = text_tokens(instructions) + tools_tokens
     audio = 0
     for entry in items:
         item = entry.item
