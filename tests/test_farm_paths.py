@@ -30,10 +30,26 @@ def rec(name: str, path: str = "/calls/x.wav") -> FarmRecording:
 @pytest.mark.parametrize(("name", "folder"), [
     ("..", "_.."), (".", "_."), ("...", "_..."), (".hidden", "_.hidden"), ("a b/c\\d", "a_b_c_d"),
     ("réunion", "réunion"), ("x" * 300, "x" * 100), ("", "_"), ("nul\x00", "nul_"),
+    ("日本語" * 34, "日本語" * 11),  # 100 bytes at most, cut between characters: 300 bytes passed a file system's 255
 ])
 def test_a_name_becomes_one_path_component_that_stays_put(name: str, folder: str) -> None:
     assert safe_folder(name) == folder
     assert (Path("/out") / safe_folder(name)).resolve().parent == Path("/out")
+
+
+def test_a_folder_the_file_system_refuses_is_that_recordings_error_alone(tmp_path: Path) -> None:
+    """'File name too long' escaped the recording's replay as an exception: the farm's task group cancelled
+    every other recording, and no results were written."""
+    from voxline.session.replay.farm.runner import FarmOptions, run_part
+    from voxline.session.settings import SessionSettings
+
+    make_recording(tmp_path / "a.wav", 0, True)
+    recordings = [FarmRecording(name="fine", path=tmp_path / "a.wav", folder="fine"),
+                  FarmRecording(name="too long", path=tmp_path / "a.wav", folder="x" * 300)]
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, jobs=2, voice="tone")
+    rows = run_part([r.model_dump(mode="json") for r in recordings], options)
+    assert [(r["name"], r["status"]) for r in rows] == [("fine", "pass"), ("too long", "error")], rows
+    assert "too long" in rows[1]["error"].lower(), rows[1]
 
 
 def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:

@@ -30,8 +30,9 @@ MAX_NAME = 100
 
 def safe_folder(name: str) -> str:
     """``name`` as one path component that stays where it is put: letters, digits, ``_ . -`` kept, the rest
-    ``_``; a name of dots only or starting with one gets a ``_`` in front; at most 100 characters."""
-    text = _UNSAFE.sub("_", name)[:MAX_NAME] or "_"
+    ``_``; a name of dots only or starting with one gets a ``_`` in front; at most 100 bytes in UTF-8 (a file
+    system's limit of 255 is in bytes: 100 characters of CJK are 300), cut between characters."""
+    text = _UNSAFE.sub("_", name).encode()[:MAX_NAME].decode("utf-8", "ignore") or "_"
     if text.startswith("."):
         text = "_" + text
     return text

@@ -139,8 +139,8 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     folder = options.out_dir / folder_of(recording)
     heard, events = folder / "heard.wav", folder / "events.jsonl"
     started = time.perf_counter()
-    made = not folder.exists()
     try:
+        made = not folder.exists()  # a path too long for the file system raises here: this recording's error
         folder.mkdir(parents=True, exist_ok=True)
         try:
             with open_input(recording.path, quiet=True) as feed:  # streamed as it plays
