@@ -73,10 +73,12 @@ def _checks(report: MetricsReport, errors: list[str]) -> list[dict[str, Any]]:
 
 
 def build_summary(report: MetricsReport, *, input_name: str = "", mode: str = "", duration_s: float | None = None,
-                  fatal_errors: list[str] | None = None) -> dict[str, Any]:
-    """The summary of ``report``; ``fatal_errors`` (messages) fail the run."""
+                  fatal_errors: list[str] | None = None,
+                  expectations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The summary of ``report``; ``fatal_errors`` (messages) fail the run, and so does any of ``expectations``
+    (checks of the same shape, ``name``, ``ok``, ``detail``: a farm manifest's, judged) that does not hold."""
     data = report.to_json()
-    checks = _checks(report, list(fatal_errors or []))
+    checks = _checks(report, list(fatal_errors or [])) + list(expectations or [])
     return {
         "version": 1,
         "input": input_name,

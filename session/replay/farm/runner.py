@@ -48,9 +48,9 @@ from ..outputs import ReplayOutputs
 from ..result import ReplayResult
 from voxline.audio.stereo import write_stereo
 
-from .layout import folder_of
+from .layout import RECORDING_OUTPUTS, folder_of
 from .manifest import FarmRecording
-from .results import Outcome, measure, outcome
+from .results import Check, Outcome, judge, measure, outcome
 
 __all__ = ["FarmOptions", "OutcomeHook", "complete", "interrupted_outcome", "order", "replay_recording", "run_farm",
            "run_part"]
@@ -150,18 +150,25 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
                 with contextlib.suppress(OSError):
                     folder.rmdir()
             raise
+        measured = measure(result)
+        written = {"heard.wav", "events.jsonl"}
         if options.report and result.metrics is not None:
-            _write_report(recording, result, heard, folder, options)
+            _write_report(recording, result, heard, folder, options, judge(recording.expect, measured))
+            written |= {"summary.json", "report.html"}
         if options.stereo:
             with open_input(recording.path, quiet=True) as feed:  # streamed, a second at a time
                 write_stereo(folder / "stereo.wav", feed, heard, captured=result.captured_samples)
+            written.add("stereo.wav")
+        for name in RECORDING_OUTPUTS:  # a last run's, which would sit beside this run's audio as if its own
+            if name not in written:
+                (folder / name).unlink(missing_ok=True)
     except (VoxlineError, OSError) as exc:
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
     except Exception as exc:  # one broken recording must not take the farm's other sessions down
         return Outcome(recording.name, str(recording.path), "error", error=f"{type(exc).__name__}: {_one_line(exc)}",
                        wall_s=time.perf_counter() - started)
-    done = outcome(recording.name, str(recording.path), recording.expect, measure(result), heard=str(heard),
+    done = outcome(recording.name, str(recording.path), recording.expect, measured, heard=str(heard),
                    events=str(events))
     done.wall_s = time.perf_counter() - started
     if result.interrupted:
@@ -218,7 +225,9 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
 
 
 def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, folder: Path,
-                  options: FarmOptions) -> None:
+                  options: FarmOptions, judged: list[Check]) -> None:
+    """The recording's report.html and summary.json; the manifest's expectations are among their checks, so a
+    recording the farm fails is not a pass there."""
     assert result.metrics is not None
     fatal = [e.message for e in result.events if isinstance(e, SessionError) and e.fatal]
     if result.interrupted:
@@ -227,7 +236,9 @@ def _write_report(recording: FarmRecording, result: ReplayResult, heard: Path, f
     mode = "lockstep, virtual clock" if options.fast else f"real time, {where}"
     with open_input(recording.path, quiet=True) as samples, WavFeed(heard) as heard_feed:  # streamed into the plot
         run = make_run(result.metrics, samples, heard_feed, input_name=str(recording.path), mode=mode,
-                       duration_s=result.duration_s, fatal_errors=fatal)
+                       duration_s=result.duration_s, fatal_errors=fatal,
+                       expectations=[{"name": f"expected {c.name} {c.expected}", "ok": c.ok,
+                                      "detail": f"measured {c.measured}"} for c in judged])
     write_report(run, html=folder / "report.html", summary=folder / "summary.json")
 
 

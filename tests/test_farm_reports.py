@@ -1,0 +1,47 @@
+"""A farm recording's report says what the farm said of it.
+
+``--farm-report`` wrote ``summary.json`` with ``"pass": true`` (and a report page to match) for a
+recording the farm judged FAIL: its checks were the cut and fatal errors only, not the manifest's
+expectations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from voxline.session.replay.farm import FarmRecording
+from voxline.session.replay.farm.runner import FarmOptions, run_part
+from voxline.session.settings import SessionSettings
+from tests.support.farm import make_recording
+
+
+def test_a_recording_the_farm_fails_fails_in_its_summary_and_report(tmp_path: Path) -> None:
+    make_recording(tmp_path / "a.wav", 0, True)
+    recordings = [FarmRecording(name="held", path=tmp_path / "a.wav", folder="held", expect={"barge_ins": 1}),
+                  FarmRecording(name="missed", path=tmp_path / "a.wav", folder="missed", expect={"barge_ins": 5})]
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, jobs=2, voice="tone",
+                          report=True)
+    rows = run_part([r.model_dump(mode="json") for r in recordings], options)
+    assert [(r["name"], r["status"]) for r in rows] == [("held", "pass"), ("missed", "fail")], rows
+    held = json.loads((tmp_path / "out" / "held" / "summary.json").read_text())
+    missed = json.loads((tmp_path / "out" / "missed" / "summary.json").read_text())
+    assert held["pass"] is True and missed["pass"] is False
+    [failed] = [c for c in missed["checks"] if not c["ok"]]
+    assert failed == {"name": "expected barge_ins 5", "ok": False, "detail": "measured 1"}
+    assert "expected barge_ins 5" in (tmp_path / "out" / "missed" / "report.html").read_text()
+
+
+def test_a_run_without_reports_leaves_no_last_runs_report_beside_its_audio(tmp_path: Path) -> None:
+    make_recording(tmp_path / "a.wav", 0, True)
+    recordings = [FarmRecording(name="a", path=tmp_path / "a.wav", folder="a").model_dump(mode="json")]
+    folder = tmp_path / "out" / "a"
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, voice="tone", report=True,
+                          stereo=True)
+    run_part(recordings, options)
+    assert {p.name for p in folder.iterdir()} == {"heard.wav", "events.jsonl", "summary.json", "report.html",
+                                                  "stereo.wav"}
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, voice="tone")
+    [row] = run_part(recordings, options)
+    assert row["status"] == "pass", row
+    assert {p.name for p in folder.iterdir()} == {"heard.wav", "events.jsonl"}
