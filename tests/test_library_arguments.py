@@ -62,6 +62,19 @@ def test_a_recording_that_is_no_mono_audio_is_named(recording: Any, message: str
     assert str(refused.value) == message
 
 
+async def test_a_lockstep_replay_inside_a_running_loop_says_how_to_run_it_and_runs_from_a_thread() -> None:
+    """The voxline_replay fixture in an async test failed with asyncio's 'Runner.run() cannot be called from a
+    running event loop'."""
+    import asyncio
+
+    from voxline.realtime.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"runs a lockstep event loop of its own .* asyncio\.to_thread"):
+        replay_in_lockstep(SHORT)
+    run = await asyncio.to_thread(replay_in_lockstep, SHORT, tail_s=0.5)
+    assert run.result.duration_s > 0
+
+
 def test_replay_fast_takes_a_loaded_scenario_and_says_where_names_go() -> None:
     with pytest.raises(TypeError, match=r"scenario takes a Scenario \(load_scenario\(name\); replay_in_lockstep"):
         replay_fast(SHORT, scenario="default")  # type: ignore[arg-type]

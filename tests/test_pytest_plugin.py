@@ -144,3 +144,41 @@ def test_the_fixture_runs_a_lockstep_replay_inside_a_test(pytester: pytest.Pytes
 def test_the_example_uses_the_fixture() -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "interruption_test.py"
     assert "voxline_replay" in example.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_recordings_and_manifests_whose_names_meet_write_to_folders_of_their_own(pytester: pytest.Pytester) -> None:
+    """'x y' and 'x_y' in one manifest, and tests/a/b.farm.toml beside tests/a_b.farm.toml, wrote the same
+    folders: one recording's heard audio silently replaced another's."""
+    calls = pytester.path / "calls"
+    calls.mkdir()
+    make_recording(calls / "c.wav", 0, interrupt=True)
+    (pytester.path / "tests" / "a").mkdir(parents=True)
+    two = '[[recording]]\npath = "../calls/c.wav"\nname = "x y"\n[[recording]]\npath = "../calls/c.wav"\nname = "x_y"\n'
+    (pytester.path / "tests" / "a_b.farm.toml").write_text(two, encoding="utf-8")
+    (pytester.path / "tests" / "a" / "b.farm.toml").write_text(two.replace("../calls", "../../calls"),
+                                                              encoding="utf-8")
+    out = pytester.path / "out"
+    run(pytester, "--voxline-out-dir", str(out)).assert_outcomes(passed=4)
+    heard = sorted(p.relative_to(out).as_posix() for p in out.rglob("heard.wav"))
+    assert len(heard) == 4 and len({h.casefold() for h in heard}) == 4, heard
+
+
+@pytest.mark.slow
+def test_a_glob_with_a_slash_matches_the_files_path_and_an_output_is_never_the_recording(
+        pytester: pytest.Pytester) -> None:
+    """``voxline_farms = calls/*.toml`` (the README's example) collected nothing: globs were matched against the
+    file's name alone. A manifest whose recording was an earlier run's heard.wav had it written over."""
+    calls = pytester.path / "calls"
+    calls.mkdir()
+    make_recording(calls / "c.wav", 0, interrupt=True)
+    (calls / "refunds.toml").write_text('[[recording]]\npath = "c.wav"\nname = "r"\n', encoding="utf-8")
+    pytester.makeini("[pytest]\nvoxline_farms = calls/*.toml\n")
+    run(pytester, "--voxline-out-dir", str(pytester.path / "out")).assert_outcomes(passed=1)
+    before = (pytester.path / "out" / "calls_refunds.toml" / "r" / "heard.wav").read_bytes()
+    (calls / "refunds.toml").write_text('[[recording]]\npath = "../out/calls_refunds.toml/r/heard.wav"\nname = "r"\n',
+                                        encoding="utf-8")
+    result = run(pytester, "--voxline-out-dir", str(pytester.path / "out"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*could not run: *is the input*inputs are never overwritten*"])
+    assert (pytester.path / "out" / "calls_refunds.toml" / "r" / "heard.wav").read_bytes() == before

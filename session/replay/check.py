@@ -12,6 +12,7 @@ line. The pytest plugin (:mod:`voxline.pytest_plugin`) hands it to tests as the
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,10 @@ def replay_in_lockstep(
     a :class:`ToolRegistry` or ``MODULE:ATTR``. ``voice`` is the server's (``tone`` needs nothing
     installed). Further ``options`` go to :func:`~.driver.run_replay` (``echo``, ``aec``, ...).
     """
+    if _loop_running():
+        raise ConfigurationError("replay_in_lockstep runs a lockstep event loop of its own and cannot run inside "
+                                 "another: call it from a plain (not async) test, or from a thread "
+                                 "(await asyncio.to_thread(voxline_replay, ...))")
     if settings is not None and not isinstance(settings, SessionSettings):
         raise TypeError(f"settings takes a SessionSettings, not {type(settings).__name__}")
     if scenario is not None and not isinstance(scenario, (str, Path, Scenario)):
@@ -125,3 +130,10 @@ def replay_in_lockstep(
                              tools=registry, **options)
     return run
 
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

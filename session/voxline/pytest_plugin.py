@@ -7,7 +7,10 @@
   with the failed expectations as its message; a recording that cannot run (a file cut short, a
   bad scenario) is an error of that item. ``-k``, ``-x`` and ``--junitxml`` work on them as on
   any test. Each recording's ``heard.wav`` and ``events.jsonl`` go under ``--voxline-out-dir``
-  (default: a folder of pytest's temporary directory), in a folder named after the manifest's node id.
+  (default: a folder of pytest's temporary directory), in a folder named after the manifest's node id
+  and, within it, one named after the recording, both unique (``-2``, ``-3`` … as a farm's); an output
+  that would be the recording itself fails its item. A glob with a ``/`` is matched against the
+  file's path from pytest's root directory, one without against its name.
 * **The** ``voxline_replay`` **fixture** runs a lockstep replay inside a test:
   ``voxline_replay("calls/refund.wav", scenario="tools").check(barge_ins=1)`` (see
   :func:`voxline.session.replay.check.replay_in_lockstep`).
@@ -49,8 +52,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> FarmFile | None:
+    if file_path.suffix != ".toml":
+        return None
     globs = parent.config.getini("voxline_farms")
-    if file_path.suffix == ".toml" and any(fnmatch.fnmatch(file_path.name, g) for g in globs):
+    try:
+        relative = file_path.relative_to(parent.config.rootpath).as_posix()
+    except ValueError:
+        relative = file_path.as_posix()
+    if any(fnmatch.fnmatch(relative if "/" in g else file_path.name, g) for g in globs):
         farm: FarmFile = FarmFile.from_parent(parent, path=file_path)
         return farm
     return None
@@ -63,12 +72,15 @@ class FarmFile(pytest.File):
         from voxline.base.errors import VoxlineError
         from voxline.session.replay.farm import load_manifest
 
+        from voxline.session.replay.farm.layout import assign_folders
+
         try:
-            recordings = load_manifest(self.path)
+            recordings = assign_folders(load_manifest(self.path))
         except VoxlineError as exc:
             raise self.CollectError(str(exc)) from None
         from voxline.base.errors import printable
 
+        _manifest_folder(self.config, self.nodeid)
         for recording in recordings:  # a name taken from a file's stem is shown with its controls escaped
             yield RecordingItem.from_parent(self, name=printable(recording.name), recording=recording)
 
@@ -90,9 +102,11 @@ class RecordingItem(pytest.Item):
 
     def runtest(self) -> None:
         from voxline.session.replay.farm import Outcome, run_part
+        from voxline.session.replay.farm.layout import check_outputs
 
-        manifest = self.parent.nodeid if self.parent is not None else "farm"  # unique, unlike the file's name
-        options = _farm_options(self.config, _out_dir(self.config) / _safe(manifest))
+        out_dir = _out_dir(self.config) / _manifest_folder(self.config, self.parent.nodeid if self.parent else "farm")
+        options = _farm_options(self.config, out_dir)
+        check_outputs([self.recording], out_dir, [], [self.path])  # never written over the recording itself
         (row,) = run_part([self.recording.model_dump(mode="json")], options)
         outcome = Outcome.from_json(row)
         self.user_properties.extend([("status", outcome.status), ("barge_ins", outcome.barge_ins),
@@ -107,6 +121,10 @@ class RecordingItem(pytest.Item):
             where = f"\n  heard: {outcome.heard}\n  events: {outcome.events}" if outcome.heard else ""
             kind = "could not run" if outcome.status == "error" else "failed"
             return f"{self.recording.path} {kind}: {outcome.message()}{where}"
+        from voxline.base.errors import VoxlineError
+
+        if isinstance(excinfo.value, VoxlineError):
+            return f"{self.recording.path} could not run: {excinfo.value}"
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -115,6 +133,22 @@ class RecordingItem(pytest.Item):
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "farm"
+
+
+def _manifest_folder(config: pytest.Config, nodeid: str) -> str:
+    """The manifest's folder under the out-dir: its node id made safe, and unique among the manifests of the
+    run (``tests/a/b.farm.toml`` and ``tests/a_b.farm.toml`` are both ``tests_a_b.farm.toml``): the second
+    collected gets ``-2``, case-insensitively. Taken at collection, which every xdist worker makes whole and in
+    the same order, so each worker gives a manifest the same folder."""
+    folders: dict[str, str] = config.__dict__.setdefault("_voxline_manifest_folders", {})
+    if nodeid not in folders:
+        taken = {f.casefold() for f in folders.values()}
+        base = _safe(nodeid)
+        folder, n = base, 2
+        while folder.casefold() in taken:
+            folder, n = f"{base}-{n}", n + 1
+        folders[nodeid] = folder
+    return folders[nodeid]
 
 
 def _out_dir(config: pytest.Config) -> Path:
