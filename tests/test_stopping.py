@@ -252,8 +252,9 @@ def test_workers_of_a_farm_killed_outright_stop_by_themselves(tmp_path: Path) ->
     workers = [pid for pid in _children(run.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
     assert len(workers) == 2
     run.kill()
-    run.communicate(timeout=30)
+    _out, err = run.communicate(timeout=60)  # the workers share its stderr: read to the end, theirs included
     wait_for(lambda: all(_gone(pid) for pid in workers), "the workers end after their parent was killed", 60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err[-2000:]  # nobody reads them: no word
     for name in ("b_long", "c_long"):
         read_wav(tmp_path / "out" / name / "heard.wav")  # each ended its replay and left a valid file
         whole_lines(tmp_path / "out" / name / "events.jsonl")

@@ -20,6 +20,7 @@ So no worker writes into ``--out-dir`` after the command has exited.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -42,12 +43,26 @@ def _worker(recordings: list[dict[str, Any]], options: FarmOptions, out: Connect
     """One worker: its share, each start and verdict sent on its own pipe as it comes (a send is done before the
     replay goes on: a worker killed after a start was sent cannot have that recording run again elsewhere)."""
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="voxline-parent-watch").start()
+    gone = threading.Event()
+
+    def send(message: tuple[str, Any]) -> None:
+        """To the parent; once its end of the pipe is gone (it was killed), the worker stops as on SIGTERM,
+        without a word: nobody reads what it would say."""
+        if gone.is_set():
+            return
+        try:
+            out.send(message)
+        except OSError:  # BrokenPipeError, ConnectionResetError
+            gone.set()
+            os.kill(os.getpid(), signal.SIGTERM)
+
     try:
-        run_part(recordings, options, on_outcome=lambda o: out.send((_OUTCOME, o)), stoppable=True,
-                 on_start=lambda name: out.send((_STARTED, name)))
+        run_part(recordings, options, on_outcome=lambda o: send((_OUTCOME, o)), stoppable=True,
+                 on_start=lambda name: send((_STARTED, name)))
     finally:
-        out.send((_DONE, None))
-        out.close()
+        send((_DONE, None))
+        with contextlib.suppress(OSError):
+            out.close()
 
 
 def _watch_parent(parent: int, every_s: float = 0.25, grace_s: float = 10.0) -> None:
