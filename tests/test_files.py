@@ -50,6 +50,30 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_a_full_device_is_named_and_the_other_writes_are_still_made(tmp_path: Path) -> None:
+    """``--results /dev/full`` said 'No space left on device' without naming the file, and the JUnit file after
+    it was never written."""
+    from voxline.base.files import each_written
+
+    with pytest.raises(OSError) as full:
+        with replaced("/dev/full") as out:
+            out.write(b"x" * 100_000)
+    assert full.value.filename == "/dev/full" and full.value.strerror == "No space left on device"
+
+    def junit() -> None:
+        with replaced(tmp_path / "junit.xml") as out:
+            out.write(b"<testsuites/>")
+
+    def results() -> None:
+        with replaced("/dev/full") as out:
+            out.write(b"x" * 100_000)
+
+    with pytest.raises(OSError, match="No space left on device"):
+        each_written(results, junit)
+    assert (tmp_path / "junit.xml").read_bytes() == b"<testsuites/>"
+
+
 def test_a_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         with replaced(tmp_path):

@@ -247,9 +247,17 @@ async def run(args: argparse.Namespace) -> int:
             journal.close()
         wall = time.perf_counter() - started
         junit = args.junit
-        each_written(lambda: write_jsonl(results, outcomes),
-                     *([lambda: write_junit(junit, outcomes, wall)] if junit is not None else []))
+        unwritten: OSError | None = None
+        try:
+            each_written(lambda: write_jsonl(results, outcomes),
+                         *([lambda: write_junit(junit, outcomes, wall)] if junit is not None else []))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # said after the farm's summary, which is still true
+            unwritten = exc
     print(summary_line(outcomes, wall))
+    if unwritten is not None:
+        raise unwritten
     if stop.stopped:
         ran = sum(o.status != "error" or not (o.error or "").startswith("interrupted") for o in outcomes)
         print(f"voxline: interrupted by {stop.name}: {ran} of {len(outcomes)} recordings finished; the rest are "

@@ -58,6 +58,17 @@ def shown(path: str | os.PathLike[str]) -> str:
 
 
 @contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError without a file name (a write or a close that failed) names ``path``; its kind stays."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+@contextlib.contextmanager
 def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content to; it becomes ``path`` when the block ends normally."""
     target = Path(path)
@@ -72,7 +83,7 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             yield out
         return
     if _a_stream(target) or (target.exists() and not target.is_file()):  # written in place, never replaced
-        with open(target, "wb") as stream:
+        with _naming(target), open(target, "wb") as stream:  # a full device (/dev/full) is named
             yield stream
         return
     if target.is_symlink():
@@ -83,7 +94,7 @@ def replaced(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     except OSError as exc:
         if status is None or not os.access(target, os.W_OK):
             raise OSError(exc.errno, exc.strerror, str(target)) from None  # the file named, not the temporary one
-        with open(target, "wb") as stream:  # a folder that takes no new file: the file itself is written
+        with _naming(target), open(target, "wb") as stream:  # a folder that takes no new file: the file itself
             yield stream
         return
     temporary = Path(name)
@@ -218,14 +229,20 @@ class SetAside:
 
 
 def each_written(*writes: Callable[[], object]) -> None:
-    """Make every write in turn. A reader of stdout that went away (:class:`BrokenPipeError`) in one keeps none
-    of the others from being written: the first such error is raised once all were made."""
+    """Make every write in turn. One that fails (a full disk, a reader of stdout that went away) keeps none of
+    the others from being made: once all were, the first failure is raised, one that is not a reader gone
+    (:class:`BrokenPipeError`, which ends a command quietly) before one that is."""
+    failed: OSError | None = None
     gone: BrokenPipeError | None = None
     for write in writes:
         try:
             write()
         except BrokenPipeError as exc:
             gone = gone or exc
+        except OSError as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
     if gone is not None:
         raise gone
 
