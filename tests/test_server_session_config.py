@@ -1,4 +1,5 @@
-"""The local server's session config: an update costs what the update holds, not what the session holds.
+"""The local server's session config and response parameters: an update costs what the update holds, not
+what the session holds, and ``metadata`` is held to its documented limits.
 
 A session holding megabytes of tools took seconds for each later one-field ``session.update`` (the
 whole config deep-copied, twice) and for each ``response.create`` (the tools copied, then encoded
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+
+import pytest
 
 from voxline.realtime.server.engine.session_config import SessionConfig
 from tests.support.engine_harness import Harness
@@ -50,3 +53,20 @@ def test_a_responses_input_tokens_count_the_tools_as_json() -> None:
 
     assert input_tokens(TOOLS) - input_tokens(None) == math.ceil(len(json.dumps(TOOLS)) / 4)
     assert input_tokens([]) == input_tokens(None)
+
+
+@pytest.mark.parametrize(("metadata", "param", "said"), [
+    ({f"k{i}": "v" for i in range(17)}, "response.metadata", "at most 16 key-value pairs, not 17"),
+    ({"k" * 65: "v"}, "response.metadata", "a key of at most 64 characters, not 65"),
+    ({"k": "v" * 513}, "response.metadata.k", "a value of at most 512 characters, not 513"),
+])
+def test_response_metadata_is_held_to_the_documented_limits(metadata: dict[str, str], param: str, said: str) -> None:
+    """17 pairs, a 65-character key and a 513-character value were taken and echoed in response.done (900,000
+    keys too: 29 MB of output); the SDK documents 16 pairs, keys of 64 characters and values of 512."""
+    h = Harness()
+    [error] = h.send({"type": "response.create", "response": {"metadata": metadata}})
+    assert (error["error"]["code"], error["error"]["param"]) == ("invalid_value", param)
+    assert said in error["error"]["message"]
+    fits = {f"k{i}": "v" * 512 for i in range(16)}
+    created = h.send({"type": "response.create", "response": {"metadata": fits}})[0]
+    assert created["type"] == "response.created" and created["response"]["metadata"] == fits

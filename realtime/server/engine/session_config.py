@@ -88,6 +88,26 @@ DEFAULT_INSTRUCTIONS = (
 _PCM = PCM16_24K.to_wire()
 
 
+METADATA_PAIRS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512  # as the SDK documents ``metadata``
+
+
+def check_metadata(metadata: dict[str, str] | None, path: str) -> None:
+    """At most 16 key-value pairs, keys of at most 64 characters, values of at most 512 (the schema has checked
+    that each value is a string)."""
+    if not metadata:
+        return
+    if len(metadata) > METADATA_PAIRS:
+        raise RequestRejected(errors.invalid_value(path, f"Invalid '{path}': at most {METADATA_PAIRS} key-value pairs, "
+                                                         f"not {len(metadata)}."))
+    for key, value in metadata.items():
+        if len(key) > METADATA_KEY_CHARS:
+            raise RequestRejected(errors.invalid_value(path, f"Invalid '{path}': a key of at most {METADATA_KEY_CHARS} "
+                                                             f"characters, not {len(key)}."))
+        if len(value) > METADATA_VALUE_CHARS:
+            raise RequestRejected(errors.invalid_value(f"{path}.{key}", f"Invalid '{path}.{key}': a value of at most "
+                                                       f"{METADATA_VALUE_CHARS} characters, not {len(value)}."))
+
+
 def default_server_vad() -> dict[str, Any]:
     """``server_vad`` with the defaults the service sends in ``session.created``.
 
