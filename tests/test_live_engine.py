@@ -72,6 +72,21 @@ def test_bad_frames_get_errors_and_leave_the_session_usable() -> None:
     assert h.feed(silence(0.2))  # still streaming
 
 
+def test_a_frame_larger_than_a_realtime_event_is_refused_unread_before_and_after_the_start() -> None:
+    """A 60 MB session.start was taken, and its 60 MB echoed in session.started (and in every sideband
+    snapshot): the Live socket had no event limit but websockets' frame size."""
+    h = LiveHarness()
+    h.engine.max_event_bytes = 1000
+    big = {"type": "session.start", "event_id": "big", "session": {"model": "gpt-live-1", "instructions": "x" * 1000}}
+    [error] = h.send(big)
+    assert error["type"] == "error" and error["error"]["code"] == "event_too_large"
+    assert "more than the maximum of 1000 bytes" in error["error"]["message"]
+    assert h.start()[0]["type"] == "session.started"
+    [error] = h.send({"type": "session.instructions.append", "content": "y" * 1000})
+    assert error["error"]["code"] == "event_too_large"
+    assert h.feed(silence(0.2))  # still streaming
+
+
 def test_the_output_track_runs_with_the_callers_audio_and_never_stops() -> None:
     h = LiveHarness()
     h.start()

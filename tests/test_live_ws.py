@@ -304,3 +304,16 @@ def test_each_session_of_a_seeded_server_derives_ids_of_its_own_the_same_every_r
     seeded = first_ids(7)
     assert len(set(seeded)) == 3 and seeded == first_ids(7)  # apart, and repeatable
     assert len(set(first_ids(None) + first_ids(None))) == 6
+
+
+async def test_a_frame_past_the_servers_frame_limit_is_an_error_and_the_socket_goes_on() -> None:
+    """The Live socket took frames up to websockets' own size (four times the limit a Realtime session keeps)."""
+    async with live_server(max_frame_bytes=5000) as server:
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            seen: list[dict[str, Any]] = []
+            await ws.send(json.dumps({"type": "session.start", "event_id": "big",
+                                      "session": {"model": "gpt-live-1", "instructions": "x" * 6000}}))
+            error = await read_until(ws, "error", seen)
+            assert error["error"]["code"] == "event_too_large", error
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+            await read_until(ws, "session.started", seen)

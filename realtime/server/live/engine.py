@@ -86,8 +86,10 @@ class LiveEngine:
         turn_index: int = 0,
         user_turns: int = 0,
         fork_of: LiveSettings | None = None,
+        max_event_bytes: int = 20 * 1024 * 1024,
     ) -> None:
         self.config = config
+        self.max_event_bytes = max_event_bytes  # a larger frame is refused unread (a Realtime session's limit)
         self._scenario = scenario
         self._voices = voices
         self._ids = ids or IdFactory()
@@ -224,6 +226,8 @@ class LiveEngine:
     def _parse(self, frame: str | bytes) -> dict[str, Any]:
         if isinstance(frame, (bytes, bytearray, memoryview)):
             raise RequestRejected(errors.binary_frame())
+        if len(frame) > self.max_event_bytes:
+            raise RequestRejected(errors.event_too_large(len(frame), self.max_event_bytes))
         data = parse_json(frame)
         if not isinstance(data, dict):
             raise RequestRejected(errors.not_an_object(a_kind(data)))

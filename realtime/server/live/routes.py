@@ -106,6 +106,7 @@ class LiveRoutes:
         common: dict[str, Any] = {
             "wall_time": self.config.clock.wall(),
             "ids": self._session_ids.derived(),
+            "max_event_bytes": self.config.max_frame_bytes,
         }
         if stored is not None:
             common.update(history=stored.history, turn_index=stored.turn_index, user_turns=stored.user_turns,
