@@ -70,3 +70,16 @@ def test_response_metadata_is_held_to_the_documented_limits(metadata: dict[str, 
     fits = {f"k{i}": "v" * 512 for i in range(16)}
     created = h.send({"type": "response.create", "response": {"metadata": fits}})[0]
     assert created["type"] == "response.created" and created["response"]["metadata"] == fits
+
+
+def test_a_huge_prefix_padding_keeps_an_idle_buffer_bounded() -> None:
+    """A padding of 10**15 ms kept every appended second of silence: a session streaming silence had its appends
+    refused once the buffer held 15 MiB (about five and a half minutes)."""
+    from voxline.realtime.server.engine.input_audio import InputAudio
+
+    audio = InputAudio(turn_detection={"type": "server_vad", "prefix_padding_ms": 10**15})
+    second = bytes(2 * 24_000)
+    for _ in range(200):
+        audio.append(second)
+    assert audio.buffered_ms <= 70_000 + 1000  # a minute of padding and ten seconds of silence, plus this append
+    assert audio.position == 200 * 24_000

@@ -21,6 +21,7 @@ from voxline.realtime.server.engine import wire_audio
 __all__ = ["InputAudio", "SpeechStart", "SpeechStop", "VadEvent"]
 
 _SILENCE_KEPT_MS = 10_000
+_PADDING_KEPT_MS = 60_000  # the most of a speech start's prefix padding kept while silent
 _SEMANTIC_SILENCE_MS = {"low": 1200, "medium": 800, "auto": 800, "high": 400}
 
 
@@ -98,13 +99,15 @@ class InputAudio:
     def trim_silence(self) -> None:
         """With VAD on and no speech in progress, keep only the audio a coming speech start may reach back to.
 
-        That is the prefix padding plus :data:`_SILENCE_KEPT_MS`: the service does not keep
+        That is the prefix padding (at most :data:`_PADDING_KEPT_MS`: a padding of hours would fill the
+        buffer with silence until it refused audio) plus :data:`_SILENCE_KEPT_MS`: the service does not keep
         hours of silence either, and without this an idle session's buffer would grow forever.
         """
         if self._vad is None or self._vad.speaking:
             return
         width = self._format.bytes_per_sample
-        keep = self._vad.prefix_padding + self._format.rate * _SILENCE_KEPT_MS // 1000
+        rate = self._format.rate
+        keep = min(self._vad.prefix_padding, rate * _PADDING_KEPT_MS // 1000) + rate * _SILENCE_KEPT_MS // 1000
         excess = len(self._buffer) // width - keep
         if excess > 0:
             del self._buffer[: excess * width]
