@@ -52,6 +52,17 @@ def test_a_folder_the_file_system_refuses_is_that_recordings_error_alone(tmp_pat
     assert "too long" in rows[1]["error"].lower(), rows[1]
 
 
+def test_a_directorys_recordings_are_its_wav_files_whatever_the_case_of_their_suffix(tmp_path: Path) -> None:
+    """A folder of ``A.WAV`` and ``b.Wav`` was 'no *.wav recordings in this directory', though each file alone
+    replays."""
+    from voxline.session.replay.farm import recordings_from_paths
+
+    for name in ("b.Wav", "A.WAV", "c.wav"):
+        make_recording(tmp_path / name, 0, False)
+    (tmp_path / "notes.txt.bak").write_text("x")
+    assert [r.name for r in recordings_from_paths([tmp_path])] == ["A", "b", "c"]
+
+
 def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:
     placed = assign_folders([rec("a b"), rec("a_b"), rec("A_B"), rec("results.jsonl"), rec("..")],
                             taken=["results.jsonl", "junit.xml"])

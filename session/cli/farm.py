@@ -302,6 +302,7 @@ async def _execute(args: argparse.Namespace, recordings: list[FarmRecording], op
 def _spread(args: argparse.Namespace, count: int) -> str:
     jobs = args.jobs or 8
     if args.ray is not None:
-        return f"Ray tasks of up to {jobs} sessions at once"
+        return f"Ray tasks of up to {jobs} session{'s' if jobs > 1 else ''} at once"
     processes = args.processes or 1
-    return f"{processes} process{'es' if processes > 1 else ''} × up to {jobs} sessions at once, cpu count {os.cpu_count()}"
+    return (f"{processes} process{'es' if processes > 1 else ''} × up to {jobs} session{'s' if jobs > 1 else ''} at "
+            f"once, cpu count {os.cpu_count()}")

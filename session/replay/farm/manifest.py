@@ -127,11 +127,12 @@ class FarmRecording(_Strict):
 
 
 def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
-    """WAV files and directories (every ``*.wav`` in it, sorted) as recordings, sidecar transcripts honoured."""
+    """WAV files and directories (every ``*.wav`` in it, ``.WAV`` and other cases too, sorted) as recordings,
+    sidecar transcripts honoured."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(path.glob("*.wav"))
+            found = sorted(entry for entry in path.iterdir() if entry.suffix.lower() == ".wav")
             if not found:
                 raise ConfigurationError(f"{path}: no *.wav recordings in this directory")
             files.extend(found)
