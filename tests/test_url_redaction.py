@@ -51,6 +51,8 @@ def test_redact_url_removes_userinfo_and_secret_query_values(url: str, shown: st
     (f"ws://u:pa@{KEY}@[::1]/v1", "ws://[redacted]@[::1]/v1"),  # an '@' in the password: the last one ends it
     (f"wss://u:{KEY[:6]}?{KEY[6:]}@h/v1", "wss://[redacted]@h/v1"),  # a key holding '?': it ends the authority
     (f"wss://u:{KEY[:6]}#{KEY[6:]}@h/v1", "wss://[redacted]@h/v1"),  # or '#', and the '@' comes after
+    (f"wss://{KEY[:6]}?{KEY[6:]}@h/v1", "wss://[redacted]@h/v1"),  # a parser reads the key's start as the host
+    (f"wss://u:1234?{KEY}@h/v1", "wss://[redacted]@h/v1"),  # or as a host and a port
 ])
 def test_the_userinfo_is_found_where_a_url_parser_misses_it(url: str, shown: str) -> None:
     assert redact_url(url) == shown
@@ -92,11 +94,15 @@ def test_an_at_sign_in_a_urls_path_or_query_is_no_userinfo(url: str) -> None:
     """Taken for the end of a userinfo, it hid the host in every message ('[redacted]@team') and registered
     'host/path' as a secret, which then garbled every line naming the host."""
     assert redact_url(url) == url and url_secrets(url) == []
+    if "?" in url:  # nor in the query of a URL a parser cannot read whole
+        broken = url.replace("://", ":/", 1)
+        assert "[redacted]" not in redact_url(broken) and url_secrets(broken) == []
 
 
 @pytest.mark.parametrize("url", [f"wss:/u:{KEY}@h/v1", f"ws:///u:{KEY}@h/v1", f"ws://u:{KEY[:6]}/{KEY[6:]}@h:1/v1",
                                  f"u:{KEY}@h/v1", f"ws://u:{KEY}@h:99999/v1",
-                                 f"wss://u:{KEY[:6]}?{KEY[6:]}@h/v1", f"wss://u:{KEY[:6]}#{KEY[6:]}@h/v1"])
+                                 f"wss://u:{KEY[:6]}?{KEY[6:]}@h/v1", f"wss://u:{KEY[:6]}#{KEY[6:]}@h/v1",
+                                 f"wss://{KEY[:6]}?{KEY[6:]}@h/v1"])
 def test_a_mistyped_url_is_named_without_its_key(url: str) -> None:
     from voxline.base.urls import url_problem
 

@@ -224,8 +224,9 @@ def _userinfo(url: str) -> tuple[str, str, str] | None:
     the parser finds, and an ``@`` in its path or query is nobody's. Where the parser finds no authority or a
     broken one (a scheme typed with one slash or three, none at all as in ``key@host``, a key holding ``/``
     that ends the authority early and leaves part of the key as its port), the userinfo is what comes before the
-    last ``@`` before the query or fragment, or, with none there, before the last ``@`` at all (a key holding
-    ``?`` or ``#``)."""
+    last ``@`` before the query or fragment. Either way, a key holding ``?`` or ``#`` ends the authority there
+    for a parser, and its ``@`` comes after: an ``@`` after a ``?`` or ``#`` but before any ``/`` ends a
+    userinfo (:func:`~voxline.base.urls.url_problem` refuses such a URL)."""
     try:
         parts = urllib.parse.urlsplit(url)
         whole = bool(parts.hostname) and (parts.port is not None or not _PORT_GIVEN.search(parts.netloc))
@@ -233,18 +234,34 @@ def _userinfo(url: str) -> tuple[str, str, str] | None:
         parts, whole = None, False
     if whole and parts is not None:
         if "@" not in parts.netloc:
-            return None
+            return _split_at(url, _key_with_query_mark(url))
         start = url.index(parts.netloc)
         at = start + parts.netloc.rindex("@")
         return url[:start], url[start:at], url[at:]
     head = re.split(r"[?#]", url, maxsplit=1)[0]
     at = head.rfind("@")
-    if at < 0:  # a key holding ``?`` or ``#`` ends the authority there, and the ``@`` comes after
-        head, at = url, url.rfind("@")
-    prefix = _SCHEME_AND_SLASHES.match(head)
+    return _split_at(url, at if at >= 0 else _key_with_query_mark(url))
+
+
+def _split_at(url: str, at: int) -> tuple[str, str, str] | None:
+    """(scheme and slashes, userinfo, the rest) with the userinfo ending at ``at``; None if no userinfo does."""
+    prefix = _SCHEME_AND_SLASHES.match(url)
     if at < 0 or prefix is None or prefix.end() > at:
         return None
     return url[: prefix.end()], url[prefix.end(): at], url[at:]
+
+
+def _key_with_query_mark(url: str) -> int:
+    """Where the userinfo of a key holding ``?`` or ``#`` ends: the last ``@`` before the first ``/`` after the
+    scheme's slashes, if a ``?`` or ``#`` comes before it; else -1."""
+    prefix = _SCHEME_AND_SLASHES.match(url)
+    begin = prefix.end() if prefix is not None else 0
+    slash = url.find("/", begin)
+    region = url[begin: slash if slash >= 0 else len(url)]
+    at = region.rfind("@")
+    if at < 0 or not re.search(r"[?#]", region[:at]):
+        return -1
+    return begin + at
 
 
 _PORT_GIVEN = re.compile(r":[^\]@:]*$")
