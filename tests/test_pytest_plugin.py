@@ -162,6 +162,12 @@ def test_recordings_and_manifests_whose_names_meet_write_to_folders_of_their_own
     run(pytester, "--voxline-out-dir", str(out)).assert_outcomes(passed=4)
     heard = sorted(p.relative_to(out).as_posix() for p in out.rglob("heard.wav"))
     assert len(heard) == 4 and len({h.casefold() for h in heard}) == 4, heard
+    # a run that collects one of them (--lf, a path named) writes where a whole run does, over nobody else's
+    before = {h: (out / h).stat().st_mtime_ns for h in heard}
+    run(pytester, "--voxline-out-dir", str(out), "tests/a_b.farm.toml").assert_outcomes(passed=2)
+    after = {p.relative_to(out).as_posix(): p.stat().st_mtime_ns for p in out.rglob("heard.wav")}
+    assert after.keys() == before.keys()
+    assert [h for h in heard if after[h] != before[h]] == [h for h in heard if h.startswith("tests/a_b.farm.toml/")]
 
 
 @pytest.mark.slow
@@ -175,10 +181,10 @@ def test_a_glob_with_a_slash_matches_the_files_path_and_an_output_is_never_the_r
     (calls / "refunds.toml").write_text('[[recording]]\npath = "c.wav"\nname = "r"\n', encoding="utf-8")
     pytester.makeini("[pytest]\nvoxline_farms = calls/*.toml\n")
     run(pytester, "--voxline-out-dir", str(pytester.path / "out")).assert_outcomes(passed=1)
-    before = (pytester.path / "out" / "calls_refunds.toml" / "r" / "heard.wav").read_bytes()
-    (calls / "refunds.toml").write_text('[[recording]]\npath = "../out/calls_refunds.toml/r/heard.wav"\nname = "r"\n',
+    before = (pytester.path / "out" / "calls" / "refunds.toml" / "r" / "heard.wav").read_bytes()
+    (calls / "refunds.toml").write_text('[[recording]]\npath = "../out/calls/refunds.toml/r/heard.wav"\nname = "r"\n',
                                         encoding="utf-8")
     result = run(pytester, "--voxline-out-dir", str(pytester.path / "out"))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*could not run: *is the input*inputs are never overwritten*"])
-    assert (pytester.path / "out" / "calls_refunds.toml" / "r" / "heard.wav").read_bytes() == before
+    assert (pytester.path / "out" / "calls" / "refunds.toml" / "r" / "heard.wav").read_bytes() == before

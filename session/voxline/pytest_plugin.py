@@ -7,9 +7,11 @@
   with the failed expectations as its message; a recording that cannot run (a file cut short, a
   bad scenario) is an error of that item. ``-k``, ``-x`` and ``--junitxml`` work on them as on
   any test. Each recording's ``heard.wav`` and ``events.jsonl`` go under ``--voxline-out-dir``
-  (default: a folder of pytest's temporary directory), in a folder named after the manifest's node id
-  and, within it, one named after the recording, both unique (``-2``, ``-3`` … as a farm's); an output
-  that would be the recording itself fails its item. A glob with a ``/`` is matched against the
+  (default: a folder of pytest's temporary directory), in folders that follow the manifest's path
+  (``tests/calls.farm.toml/refund/``; a part that is not a safe folder name is made one and given a
+  short hash of itself, so no two manifests meet, whichever of them a run collects), and within it
+  one named after the recording, unique as a farm's (``-2``, ``-3`` …); an output that would be the
+  recording itself fails its item. A glob with a ``/`` is matched against the
   file's path from pytest's root directory, one without against its name.
 * **The** ``voxline_replay`` **fixture** runs a lockstep replay inside a test:
   ``voxline_replay("calls/refund.wav", scenario="tools").check(barge_ins=1)`` (see
@@ -22,7 +24,7 @@ test run with neither pays nothing for it. ``-p no:voxline`` turns it off.
 from __future__ import annotations
 
 import fnmatch
-import re
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,7 +82,6 @@ class FarmFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         from voxline.base.errors import printable
 
-        _manifest_folder(self.config, self.nodeid)
         for recording in recordings:  # a name taken from a file's stem is shown with its controls escaped
             yield RecordingItem.from_parent(self, name=printable(recording.name), recording=recording)
 
@@ -104,7 +105,7 @@ class RecordingItem(pytest.Item):
         from voxline.session.replay.farm import Outcome, run_part
         from voxline.session.replay.farm.layout import check_outputs
 
-        out_dir = _out_dir(self.config) / _manifest_folder(self.config, self.parent.nodeid if self.parent else "farm")
+        out_dir = _out_dir(self.config) / _manifest_folder(self.parent.nodeid if self.parent else "farm")
         options = _farm_options(self.config, out_dir)
         check_outputs([self.recording], out_dir, [], [self.path])  # never written over the recording itself
         (row,) = run_part([self.recording.model_dump(mode="json")], options)
@@ -131,24 +132,19 @@ class RecordingItem(pytest.Item):
         return self.path, None, f"recording {self.name} ({self.recording.path.name})"
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "farm"
+def _manifest_folder(nodeid: str) -> Path:
+    """The manifest's folders under the out-dir: its node id's path, each part a safe folder name, and one that
+    had to be changed to be one given a short hash of itself. The same node id always has the same folders and
+    two never share them, whatever else a run collects (``--lf``, one path named)."""
+    from voxline.session.replay.farm.layout import safe_folder
 
-
-def _manifest_folder(config: pytest.Config, nodeid: str) -> str:
-    """The manifest's folder under the out-dir: its node id made safe, and unique among the manifests of the
-    run (``tests/a/b.farm.toml`` and ``tests/a_b.farm.toml`` are both ``tests_a_b.farm.toml``): the second
-    collected gets ``-2``, case-insensitively. Taken at collection, which every xdist worker makes whole and in
-    the same order, so each worker gives a manifest the same folder."""
-    folders: dict[str, str] = config.__dict__.setdefault("_voxline_manifest_folders", {})
-    if nodeid not in folders:
-        taken = {f.casefold() for f in folders.values()}
-        base = _safe(nodeid)
-        folder, n = base, 2
-        while folder.casefold() in taken:
-            folder, n = f"{base}-{n}", n + 1
-        folders[nodeid] = folder
-    return folders[nodeid]
+    parts = []
+    for part in nodeid.split("/"):
+        safe = safe_folder(part)
+        if safe != part:
+            safe = f"{safe}-{hashlib.sha256(part.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        parts.append(safe)
+    return Path(*parts)
 
 
 def _out_dir(config: pytest.Config) -> Path:
