@@ -56,3 +56,17 @@ def test_farm_ray_takes_only_an_address_as_its_value(args: list[str], ray: str, 
 def test_an_option_before_a_double_dash_takes_its_default() -> None:
     parsed = parse("replay", "--aec", "--", "a.wav")
     assert (parsed["aec"], parsed["inputs"]) == ("webrtc", ["a.wav"])
+
+
+def test_a_mistyped_value_is_still_refused_as_one() -> None:
+    """``--aec spex a.wav`` took 'spex' for a second input (a farm: '--aec applies to a single replay'), and
+    ``talk --aec spex`` said 'unrecognized arguments': a word close to a value is a mistyped value."""
+    with pytest.raises(SystemExit):
+        parse("replay", "--aec", "spex", "a.wav")
+    with pytest.raises(SystemExit):
+        parse("talk", "--aec", "webrct")
+
+
+def test_stdin_after_an_option_is_an_input() -> None:
+    parsed = parse("replay", "--aec", "-")
+    assert (parsed["aec"], parsed["inputs"]) == ("webrtc", ["-"])

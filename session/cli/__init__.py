@@ -67,7 +67,10 @@ class _Parser(argparse.ArgumentParser):
 
     def _values_left_out(self, given: list[str]) -> list[str]:
         """``--aec a.wav`` is ``--aec=webrtc a.wav``: argparse would take the input as the option's value and
-        refuse it as a bad choice (or, for ``--ray DIR``, as a cluster's address)."""
+        refuse it as a bad choice (or, for ``--ray DIR``, as a cluster's address). Only for a command that takes
+        inputs, and not for a word close to one of the option's values (``--aec spex`` is a mistyped value)."""
+        if not any(not action.option_strings and action.nargs in ("*", "+") for action in self._actions):
+            return given
         out: list[str] = []
         for k, token in enumerate(given):
             if token == "--":
@@ -75,8 +78,10 @@ class _Parser(argparse.ArgumentParser):
             action = self._option_string_actions.get(token)
             following = given[k + 1] if k + 1 < len(given) else None
             if (action is not None and action.nargs == "?" and isinstance(action.const, str)
-                    and following is not None and not following.startswith("-")
-                    and not may_be_value(action, following)):
+                    and following is not None and (following == "-" or not following.startswith("-"))
+                    and not may_be_value(action, following)
+                    and not (action.choices and difflib.get_close_matches(following, list(action.choices), n=1,
+                                                                          cutoff=0.6))):
                 token = f"{token}={action.const}"
             out.append(token)
         return out
