@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.errors import AudioError
+from voxline.base.errors import AudioError, OutputError
 from voxline.base.files import replaced
 from voxline.audio.recording import SampleFeed, as_feed
 from voxline.audio.wavio import PathLike, WavReader
@@ -49,13 +49,17 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
                 for start in range(0, frames, BLOCK):
                     n = min(BLOCK, frames - start)
                     block = np.zeros((n, 2), dtype="<i2")
-                    mine = mine_feed.read(max(0, min(n, mine_frames - start)))
+                    try:  # a reading's failure is the input's, not this file's
+                        mine = mine_feed.read(max(0, min(n, mine_frames - start)))
+                        theirs = heard.read(n)
+                    except OSError as error:
+                        raise AudioError(f"cannot read the audio to pair in {os.fspath(path)}: "
+                                         f"{error.strerror or error}") from error
                     block[: len(mine), 0] = mine
-                    theirs = heard.read(n)
                     block[: len(theirs), 1] = theirs
                     out.writeframesraw(block.tobytes())  # no header patch after each block: a pipe takes no seek
         except BrokenPipeError:
             raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
         except OSError as error:
-            raise AudioError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error
+            raise OutputError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error
     return frames

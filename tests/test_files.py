@@ -117,8 +117,8 @@ def test_the_stereo_export_goes_to_a_pipe_whole_and_to_a_file_only_whole(tmp_pat
             raise OSError(5, "Input/output error")
 
     target = tmp_path / "stereo.wav"
-    with pytest.raises(AudioError, match="Input/output error"):
-        write_stereo(target, Broken(), tmp_path / "heard.wav")
+    with pytest.raises(AudioError, match="^cannot read the audio to pair in .*: Input/output error$"):
+        write_stereo(target, Broken(), tmp_path / "heard.wav")  # a reading's failure, not the file's
     assert not target.exists() and not (tmp_path / "stereo.wav.tmp").exists()
 
 
@@ -239,6 +239,24 @@ def test_two_documents_for_stdout_are_refused_by_the_name_the_user_gave(tmp_path
     assert farm.returncode == 2 and farm.stderr.strip().splitlines() == [
         "voxline replay: error: '-' (stdout) would be written twice; choose another name (see voxline replay --help)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.wav"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("farm", [False, True])
+def test_an_output_on_a_full_device_is_named_and_the_other_outputs_are_written(tmp_path: Path, farm: bool) -> None:
+    """``--summary /dev/full --report r.html --stereo-out s.wav`` wrote neither of the others (the report's and
+    the stereo file's failures ended the writes), and a farm's ``--results /dev/full`` kept its JUnit file back."""
+    shutil.copy(EXAMPLE, tmp_path / "a.wav")
+    if farm:
+        args, others = ["--out-dir", "out", "--results", "/dev/full", "--junit", "j.xml"], ["j.xml"]
+    else:
+        args, others = ["--out", "h.wav", "--events", "e.jsonl", "--summary", "/dev/full", "--report", "r.html",
+                        "--stereo-out", "s.wav"], ["r.html", "s.wav"]
+    run = subprocess.run([str(VOXLINE), "replay", "a.wav", *args, "--fast", "--voice", "tone"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1].endswith("/dev/full: No space left on device"), run.stderr
+    assert all((tmp_path / name).stat().st_size > 0 for name in others)
 
 
 @pytest.mark.parametrize("farm", [False, True])

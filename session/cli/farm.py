@@ -256,12 +256,12 @@ async def run(args: argparse.Namespace) -> int:
         except OSError as exc:  # said after the farm's summary, which is still true
             unwritten = exc
     print(summary_line(outcomes, wall))
-    if unwritten is not None:
-        raise unwritten
     if stop.stopped:
         ran = sum(o.status != "error" or not (o.error or "").startswith("interrupted") for o in outcomes)
         print(f"voxline: interrupted by {stop.name}: {ran} of {len(outcomes)} recordings finished; the rest are "
               "errors (interrupted)", file=sys.stderr)
+    if unwritten is not None:
+        raise unwritten
     print(f"wrote {shown(results)}" + (f" and {shown(args.junit)}" if args.junit else "") + f"; outputs under {args.out_dir}")
     if stop.stopped:
         return stop.exit_code

@@ -12,9 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from voxline.base.errors import redacted
+from voxline.base.errors import OutputError, redacted
 from voxline.base.files import each_written, replaced
-from voxline.realtime.errors import ConfigurationError
 
 from ..metrics import MetricsReport
 from .html import Run, display, render_report
@@ -33,14 +32,14 @@ def make_run(report: MetricsReport, mic: Audio | None, heard: Audio | None, **su
 
 
 def _write(path: Path, text: str) -> None:
-    """Write whole (:func:`~voxline.base.files.replaced`); a failure is one :class:`ConfigurationError` line."""
+    """Write whole (:func:`~voxline.base.files.replaced`); a failure is one :class:`OutputError` line."""
     try:
         with replaced(path) as file:
             file.write(text.encode("utf-8"))
     except BrokenPipeError:
         raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
     except OSError as exc:
-        raise ConfigurationError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def write_report(run: Run, *, html: Path | None = None, summary: Path | None = None) -> None:

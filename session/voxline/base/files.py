@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from voxline.base.errors import OutputError
+
 __all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "fresh_file", "is_stdout", "nonempty_path",
            "own_stream_file", "replaced", "rewritten_file", "same_file", "shown"]
 
@@ -57,13 +59,17 @@ def shown(path: str | os.PathLike[str]) -> str:
     return "./-" if name == "-" else name
 
 
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a write that found no room: never a reading's error
+
+
 @contextlib.contextmanager
 def _naming(path: Path) -> Iterator[None]:
-    """An OSError without a file name (a write or a close that failed) names ``path``; its kind stays."""
+    """A write that found no room (a full device or disk, a file past its limit), which names no file, names
+    ``path``; other errors of the block, a reading's among them, are left as they are."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is not None or exc.errno is None:
+        if exc.filename is not None or exc.errno not in _FULL:
             raise
         raise OSError(exc.errno, exc.strerror, str(path)) from None
 
@@ -229,17 +235,18 @@ class SetAside:
 
 
 def each_written(*writes: Callable[[], object]) -> None:
-    """Make every write in turn. One that fails (a full disk, a reader of stdout that went away) keeps none of
-    the others from being made: once all were, the first failure is raised, one that is not a reader gone
+    """Make every write in turn. One that fails (an :class:`OSError` or an
+    :class:`~voxline.base.errors.OutputError`: a full disk, a reader of stdout that went away) keeps none of the
+    others from being made: once all were, the first failure is raised, one that is not a reader gone
     (:class:`BrokenPipeError`, which ends a command quietly) before one that is."""
-    failed: OSError | None = None
+    failed: OSError | OutputError | None = None
     gone: BrokenPipeError | None = None
     for write in writes:
         try:
             write()
         except BrokenPipeError as exc:
             gone = gone or exc
-        except OSError as exc:
+        except (OSError, OutputError) as exc:
             failed = failed or exc
     if failed is not None:
         raise failed
