@@ -111,13 +111,15 @@ class MicSource(ReopenableStream):
 
     def close(self) -> None:
         """Stop capturing; :meth:`blocks` ends after the blocks already queued. Idempotent."""
-        with self._control:
+        with self._holding() as taken:
             if self._closed:
                 return
             self._closed = True
-            stream, self._stream = self._stream, None
+            stream, self._stream = self._stream, None  # taken or not, nothing here touches it again
         self._release_retired()
-        if stream is not None:
+        if stream is not None and not taken:
+            self._left_stuck(stream)
+        elif stream is not None:
             with contextlib.suppress(self._sd.PortAudioError):  # an ended stream is closed all the same
                 stream.abort()
                 stream.close()

@@ -86,6 +86,7 @@ class SpeakerSink(ReopenableStream):
         self._timeline = DacTimeline(self.device_rate)
         self._init_stream()
         self._stopped_at: float | None = None  # the stream clock when it was closed: the listener's time stops there
+        self._last_now: float | None = None  # the stream clock last read: where a stream left stuck stopped
         self._stream_latency = 0.0
         self._warm_from: float | None = None  # currentTime of the first callback since start
         self._warm = False
@@ -122,16 +123,22 @@ class SpeakerSink(ReopenableStream):
             raise open_error(self.device, "output", exc) from None
 
     def close(self) -> None:
-        """Stop at once (abort) and release the device; idempotent."""
+        """Stop at once (abort) and release the device; idempotent. A stream whose driver holds it past
+        :data:`~voxline.audio.device_stream.LOCK_WAIT_S` is left to it (one line) rather than waited for."""
         self._release_retired()
-        with self._control:
-            stream, self._stream = self._stream, None
-        if stream is not None:
-            with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
-                self._stopped_at = float(stream.time)
-            with contextlib.suppress(self._sd.PortAudioError):  # and is closed all the same
-                stream.abort()
-                stream.close()
+        with self._holding() as taken:
+            stream, self._stream = self._stream, None  # taken or not, nothing here touches it again
+        if stream is None:
+            return
+        if not taken:  # its clock is not read either: the listener's time stops where it was last read
+            self._stopped_at = self._last_now if self._last_now is not None else 0.0
+            self._left_stuck(stream)
+            return
+        with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
+            self._stopped_at = float(stream.time)
+        with contextlib.suppress(self._sd.PortAudioError):  # and is closed all the same
+            stream.abort()
+            stream.close()
 
     def __enter__(self) -> Self:
         self.start()
@@ -152,7 +159,8 @@ class SpeakerSink(ReopenableStream):
             if self._stopped_at is not None:
                 return self._stopped_at
             raise AudioError("the speaker stream is not open")
-        return float(stream.time)
+        self._last_now = now = float(stream.time)
+        return now
 
     def interrupt(self, fade_ms: float = 5.0) -> Cut:
         """Barge-in: cut the playout now with a fade, then drop what the device still holds."""

@@ -7,22 +7,36 @@ or where that fails (the device is gone) on the sound server's default device
 barge-in never waits for it; the fresh stream is swapped in only if the device was not closed meanwhile.
 The ended stream is closed at the next reopen or close, not at once: another thread may be reading its
 clock. A session polls this from a thread (:mod:`voxline.audio.stream_keeper`).
+
+A driver call may never return (a device unplugged while a barge-in restarts its stream), holding the
+stream's lock: nothing waits for that lock longer than :data:`LOCK_WAIT_S`. A poll then sees the stream
+as running (busy), and a close leaves the stream to its driver (:meth:`ReopenableStream._left_stuck`,
+one line) instead of waiting for ever, and keeps PortAudio from being shut down at exit under it (its
+shutdown would abort the process).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from voxline.audio.device_list import DeviceInfo, close_ended, started_again
 
-__all__ = ["ReopenableStream"]
+__all__ = ["LOCK_WAIT_S", "ReopenableStream"]
+
+LOCK_WAIT_S = 2.0  # a swap takes milliseconds; a lock held longer is held by a driver call that never returned
+_log = logging.getLogger(__name__)
 
 
 class ReopenableStream:
     """The base of :class:`~voxline.audio.devices.SpeakerSink` and :class:`~voxline.audio.devices.MicSource`."""
 
     device: DeviceInfo
+    _sd: Any  # the sounddevice module
     _what = "stream"  # how log lines name it: "speaker", "microphone"
 
     def _init_stream(self) -> None:
@@ -31,6 +45,7 @@ class ReopenableStream:
         self._retired: Any = None  # the stream the last reopen replaced
         self.reopens = 0  # streams started again after theirs ended on its own
         self.on_fallback = False  # the last reopen found the device gone: on the server's default device
+        self._stuck: Any = None  # a stream left to a driver call that never returned (see _left_stuck)
 
     def _open(self, fallback: bool = False) -> Any:
         raise NotImplementedError
@@ -42,28 +57,48 @@ class ReopenableStream:
         """Closed: no stream is ever opened again."""
         return self._stream is None
 
+    @contextlib.contextmanager
+    def _holding(self) -> Iterator[bool]:
+        """The stream's lock, waited for at most :data:`LOCK_WAIT_S`: whether it was taken."""
+        taken = self._control.acquire(timeout=LOCK_WAIT_S)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self._control.release()
+
+    def _left_stuck(self, stream: Any) -> None:
+        """Closing, the stream's lock was not let go: a driver call on ``stream`` never returned. It is left to its
+        driver, untouched (another call on it would hang too), and PortAudio is not shut down at exit."""
+        _log.warning("the %s stream did not answer within %g s (its driver is stuck): left as it is", self._what,
+                     LOCK_WAIT_S)
+        self._stuck = stream  # kept: a stream collected while its driver runs would be closed under it
+        handler = getattr(self._sd, "_exit_handler", None)
+        if handler is not None:
+            atexit.unregister(handler)
+
     @property
     def ended(self) -> bool:
         """The stream stopped without being closed (the sound server killed it, the device failed): nothing plays or
-        is captured until :meth:`reopen`."""
-        with self._control:
+        is captured until :meth:`reopen`. False while another thread holds the stream past :data:`LOCK_WAIT_S`."""
+        with self._holding() as taken:
             stream = self._stream
-            return not self._gone() and stream is not None and not stream.active
+            return taken and not self._gone() and stream is not None and not stream.active
 
     def reopen(self) -> bool:
         """Start a fresh stream in place of an ended one (see the module docstring). True if it runs now; False if
         no stream could open and start, or the device was closed. Blocks for the open: call it from a thread."""
-        with self._control:
+        with self._holding() as taken:
             old = self._stream
-            if self._gone():
+            if not taken or self._gone():
                 return False
             if old.active:
                 return True
         fresh = started_again(self._open, self.device, self._fresh_state, self._what)
         if fresh is None:
             return False
-        with self._control:
-            if self._stream is not old:  # closed meanwhile: the fresh stream goes too
+        with self._holding() as taken:
+            if not taken or self._stream is not old:  # closed meanwhile (or held): the fresh stream goes too
                 retired, running = fresh[0], False
             else:
                 self._stream, self.on_fallback = fresh
@@ -74,7 +109,9 @@ class ReopenableStream:
         return running
 
     def _release_retired(self) -> None:
-        """On close: the stream the last reopen replaced goes too."""
-        with self._control:
+        """On close: the stream the last reopen replaced goes too (unless the lock is held past its wait)."""
+        with self._holding() as taken:
+            if not taken:
+                return
             retired, self._retired = self._retired, None
         close_ended(retired)

@@ -5,24 +5,32 @@ Runs beside the session's other loops when it plays or records on sound devices:
 (:mod:`voxline.audio.stream_keeper`) and, for a sound-server device, asks the server what is
 there (:mod:`voxline.audio.device_watch`); each change becomes a
 :class:`~voxline.session.events.DeviceLost` or :class:`~voxline.session.events.DeviceReturned`
-event. A failed poll is logged and tried again; it never ends the session.
+event. A failed poll is logged (one line; its traceback at DEBUG) and tried again; it never ends the session.
+The polls run on daemon threads of their own (:func:`~voxline.base.daemon_calls.off_loop`): one that has not
+returned within :data:`STUCK_S` (a device driver that never answers) ends the watch over those devices, with a
+line that says so, and never holds the session's close or the process's exit.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
 from voxline.audio.device_watch import DeviceChange, DeviceWatch, Watched
 from voxline.audio.stream_keeper import StreamKeeper
 from voxline.base.clock import Clock
+from voxline.base.errors import message_of
+from voxline.base.daemon_calls import CallStuck, off_loop
 
 from .events import DeviceLost, DeviceReturned
 
 __all__ = ["POLL_S", "as_event", "device_watch_loop"]
 
+T = TypeVar("T")
 POLL_S = 0.5
+STUCK_S = 10.0  # a poll takes milliseconds; one that has not returned by then is stuck in a driver
 _log = logging.getLogger(__name__)
 
 
@@ -43,37 +51,52 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
     stamp = now or clock.now
     chosen = list(devices)
     keeper = StreamKeeper.of(chosen)
-    watch = await asyncio.to_thread(DeviceWatch.of, chosen)
+    try:
+        watch = await off_loop(DeviceWatch.of, chosen, timeout_s=STUCK_S, name="voxline-device-watch")
+    except CallStuck:
+        _log.warning("the sound server did not answer within %g s: its devices are not watched", STUCK_S)
+        watch = None
     if watch is None and keeper is None:
         return
     reported: dict[tuple[str, str], DeviceChange] = {}  # the last change said of each device
     failed = {"the devices' streams": False, "the sound server's devices": False}  # each said once until it works
 
-    def failure(what: str) -> None:
+    def failure(what: str, error: Exception) -> None:
         if not failed[what]:
-            _log.warning("could not read %s", what, exc_info=True)
+            _log.warning("could not read %s: %s", what, message_of(error) or type(error).__name__)
+            _log.debug("reading %s failed", what, exc_info=error)
         failed[what] = True
 
+    def call(fn: Callable[[], T]) -> Awaitable[T]:
+        return off_loop(fn, timeout_s=STUCK_S, name="voxline-device-poll")
+
     try:
-        while True:
+        while keeper is not None or watch is not None:
             await clock.sleep(POLL_S)
             changes: list[DeviceChange] = []
             if keeper is not None:
                 try:
-                    changes += await asyncio.to_thread(keeper.poll)
+                    changes += await call(keeper.poll)
                     failed["the devices' streams"] = False
-                except Exception:  # a device of the app's own that raised: the others are polled all the same
-                    failure("the devices' streams")
+                except CallStuck:
+                    _log.warning("the devices' streams did not answer within %g s: they are no longer watched", STUCK_S)
+                    keeper = None
+                except Exception as error:  # a device of the app's own that raised: the others are polled all the same
+                    failure("the devices' streams", error)
             if watch is not None:
                 for change in changes:
                     if change.lost and not change.ended:  # opened again on the server's default: move it back later
                         watch.moved(change.kind, change.device)
                 try:  # after a failure, a fresh connection first: the watch keeps what it knew (which devices are lost)
-                    if not failed["the sound server's devices"] or await asyncio.to_thread(watch.reconnect):
-                        changes += await asyncio.to_thread(watch.poll)
+                    if not failed["the sound server's devices"] or await call(watch.reconnect):
+                        changes += await call(watch.poll)
                         failed["the sound server's devices"] = False
-                except Exception:  # the sound server restarting, a refused request: connect again next time
-                    failure("the sound server's devices")
+                except CallStuck:
+                    _log.warning("the sound server did not answer within %g s: its devices are no longer watched",
+                                 STUCK_S)
+                    watch = None
+                except Exception as error:  # the sound server restarting, a refused request: connect again next time
+                    failure("the sound server's devices", error)
             for change in changes:
                 key = (change.kind, change.device)
                 last = reported.get(key)
@@ -83,4 +106,5 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                 publish(as_event(change, stamp()))
     finally:
         if watch is not None:
-            await asyncio.to_thread(watch.close)
+            with contextlib.suppress(CallStuck):
+                await off_loop(watch.close, timeout_s=STUCK_S, name="voxline-device-watch-close")

@@ -243,6 +243,8 @@ class SessionError:
       ``connection_lost`` (**fatal**): the reconnect budget is spent;
       ``commands_not_sent``: GPT-Live commands given while a connection was replaced, too large for the
       new connection's events, were not sent;
+    - ``speaker_stuck``: the speaker's device did not start again after a barge-in's abort (its driver
+      never returned): the session goes on, and nothing plays until the device does;
     - a loop of the session that raised: ``input_failed`` and ``device_watch_failed`` (the
       session goes on without them), ``receive_loop_failed``, ``tick_loop_failed``,
       ``flush_loop_failed`` and ``output_failed`` (**fatal**: close the session).

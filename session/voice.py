@@ -46,6 +46,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
+from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
 from voxline.realtime import events as ev
@@ -81,6 +82,7 @@ __all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
+DISCARD_TIMEOUT_S = 2.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
 _log = logging.getLogger("voxline.session")
 
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
@@ -485,7 +487,13 @@ class VoiceSession:
         cut = effects.discard
         if cut is not None:
             if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
-                await asyncio.to_thread(self.output.discard_pending, cut)
+                try:
+                    await off_loop(self.output.discard_pending, cut, timeout_s=DISCARD_TIMEOUT_S,
+                                   name="voxline-speaker-restart")
+                except CallStuck:  # its driver never returned: the rest of the session goes on without it
+                    self._publish_one(SessionError(
+                        f"the speaker did not start again within {DISCARD_TIMEOUT_S:g} s of a barge-in (its driver "
+                        "is stuck): nothing plays until it does", "speaker_stuck"))
             else:
                 self.output.discard_pending(cut)
         if share is not None and effects.barge_in is not None:

@@ -188,3 +188,54 @@ def test_the_in_process_engine_answers_its_own_failure_with_a_server_error() -> 
 
     kinds = run_lockstep(main(), clock)
     assert kinds == ["session.created", "conversation.created", "error:server_error", "input_audio_buffer.cleared"]
+
+
+async def test_a_speaker_whose_restart_never_returns_is_reported_and_the_session_goes_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device unplugged while a barge-in restarted its stream left PortAudio's start() waiting for ever: the
+    session awaited it (no more events, no barge-in), its close and the process's exit waited too (the call ran on
+    the loop's default executor, which both join). The restart runs on a daemon thread, awaited a bounded time."""
+    import threading
+
+    from voxline.session import voice
+
+    monkeypatch.setattr(voice, "DISCARD_TIMEOUT_S", 0.2, raising=False)
+    clock = VirtualClock()
+    client, server = memory_pair()
+    release = threading.Event()
+
+    class StuckOutput(ClockedOutput):
+        def discard_pending(self, cut: Any) -> None:
+            release.wait()  # a driver call that does not return until the test lets it
+
+    async def connector() -> RealtimeConnection:
+        return RealtimeConnection(client)
+
+    settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
+    output = StuckOutput(clock, latency_s=0.1)
+    output.discard_blocks = True  # as a sound device's: the restart goes to a thread
+    session = VoiceSession(settings, output=output, clock=clock, connector=connector)
+    try:
+        async with session:
+            for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:
+                await server.send(json.dumps(frame))
+            for _ in range(20):
+                for _ in range(20):
+                    await asyncio.sleep(0)
+                clock.advance(0.02)
+            await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "e7",
+                                          "audio_start_ms": 100, "item_id": "u1"}))
+            errors: list[SessionError] = []
+            for _ in range(1000):  # a guard of ten seconds, not a timing: the error comes after 0.2 s of real time
+                errors += [e for e in session.pending_events() if isinstance(e, SessionError)]
+                if errors:
+                    break
+                await asyncio.sleep(0.01)
+            assert [e.code for e in errors] == ["speaker_stuck"], errors
+            assert session.connected and not release.is_set()
+            await session.send_text("still here")  # the session goes on with its restart still stuck
+            sent = json.loads(await asyncio.wait_for(server.recv(), 5))
+            while sent["type"] != "conversation.item.create":
+                sent = json.loads(await asyncio.wait_for(server.recv(), 5))
+    finally:
+        release.set()

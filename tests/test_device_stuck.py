@@ -1,0 +1,133 @@
+"""A device stream whose driver call never returns holds nothing else for ever.
+
+Unplugging a speaker while a barge-in restarted its stream left PortAudio's start() waiting, holding the
+stream's lock: the device poll asking whether the stream had ended, the session's close and the process's
+exit (PortAudio's shutdown) all waited on it. Here a fake stream stands in for the driver: a thread holds
+the lock as the stuck restart did.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import types
+from typing import Any
+
+import pytest
+
+from voxline.audio import device_stream
+from voxline.audio.device_list import DeviceInfo
+from voxline.audio.device_stream import ReopenableStream
+from tests.support.devices import kiosk
+
+__all__ = ["kiosk"]  # a fixture used below
+
+
+class FakeStream:
+    active = True
+
+    def abort(self) -> None:
+        raise AssertionError("a stuck stream is never touched again")
+
+    close = start = abort
+
+
+class Speaker(ReopenableStream):
+    _what = "speaker"
+
+    def __init__(self) -> None:
+        self.device = DeviceInfo(3, "Kiosk Speaker", "ALSA", 0, 2, 48000.0)
+        self._sd = types.SimpleNamespace(_exit_handler=_portaudio_exit)
+        self._init_stream()
+        self._stream = FakeStream()
+
+    def _open(self, fallback: bool = False) -> Any:
+        raise AssertionError("no reopen while the stream is held")
+
+    def close(self) -> None:
+        self._release_retired()
+        with self._holding() as taken:
+            stream, self._stream = self._stream, None
+        if not taken:
+            self._left_stuck(stream)
+
+
+def _portaudio_exit() -> None:
+    """What PortAudio's shutdown at exit stands for here."""
+
+
+def test_a_stream_held_by_a_stuck_call_is_busy_and_is_left_at_close(monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(device_stream, "LOCK_WAIT_S", 0.05)
+    unregistered: list[object] = []
+    monkeypatch.setattr(device_stream, "atexit", types.SimpleNamespace(unregister=unregistered.append))
+    speaker = Speaker()
+    held, release = threading.Event(), threading.Event()
+
+    def stuck_restart() -> None:
+        with speaker._control:
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=stuck_restart, daemon=True)
+    thread.start()
+    held.wait(5)
+    try:
+        assert speaker.ended is False  # busy, not ended: the keeper does not try to open it again
+        assert speaker.reopen() is False
+        with caplog.at_level(logging.WARNING, logger="voxline.audio.device_stream"):
+            speaker.close()  # returns: before, it waited for the lock for ever
+        assert "the speaker stream did not answer within 0.05 s (its driver is stuck): left as it is" in caplog.text
+        assert speaker._gone() and speaker._stuck is not None
+        assert unregistered == [_portaudio_exit]  # PortAudio's shutdown at exit would abort under the stuck call
+    finally:
+        release.set()
+        thread.join(5)
+
+
+def test_a_stream_closed_in_time_leaves_portaudios_exit_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    unregistered: list[object] = []
+    monkeypatch.setattr(device_stream, "atexit", types.SimpleNamespace(unregister=unregistered.append))
+    speaker = Speaker()
+    speaker._stream = None  # nothing open: a close takes the lock at once
+    speaker.close()
+    assert unregistered == [] and speaker._stuck is None
+
+
+@pytest.mark.xdist_group("pulse")
+@pytest.mark.parametrize("kind", ["speaker", "microphone"])
+async def test_a_device_whose_lock_a_stuck_call_holds_closes_without_waiting(
+        kind: str, kiosk: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The real streams on PulseAudio's virtual devices: their close left the stream to its driver in one line."""
+    from voxline.audio.device_mic import MicSource
+    from voxline.audio.device_speaker import SpeakerSink
+    from voxline.audio.playout import PlayoutBuffer
+
+    monkeypatch.setattr(device_stream, "LOCK_WAIT_S", 0.05)
+    monkeypatch.setattr(device_stream, "atexit", types.SimpleNamespace(unregister=lambda handler: None))
+    device: SpeakerSink | MicSource = (SpeakerSink(PlayoutBuffer(), device=kiosk) if kind == "speaker"
+                                       else MicSource(device=f"{kiosk}.monitor"))
+    device.start()
+    stream = device._stream
+    last = device.now() if isinstance(device, SpeakerSink) else None
+    held, release = threading.Event(), threading.Event()
+
+    def stuck_restart() -> None:
+        with device._control:
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=stuck_restart, daemon=True)
+    thread.start()
+    held.wait(5)
+    try:
+        with caplog.at_level(logging.WARNING, logger="voxline.audio.device_stream"):
+            device.close()
+        assert f"the {kind} stream did not answer" in caplog.text and device._stuck is stream
+        if isinstance(device, SpeakerSink):
+            assert device.now() == last  # the listener's time stops where it was last read
+    finally:
+        release.set()
+        thread.join(5)
+        stream.abort()
+        stream.close()
