@@ -439,12 +439,15 @@ def test_push_to_talk_keeps_the_live_panel_still_and_shows_talking_then_the_sess
 
 
 @pytest.mark.device
-async def test_ctrl_c_closes_cleanly_with_130(pulse: None) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+async def test_ctrl_c_closes_cleanly_with_130(pulse: None, sig: signal.Signals) -> None:
+    """And a job's SIGTERM, a closed terminal's SIGHUP: they killed the command outright (the terminal left without
+    echo and its cursor hidden, a --record folder without its report and summary)."""
     async with talk("--no-ui", "--voice", "tone") as run:
         await run.wait_for_line("ready: mic")
-        run.process.send_signal(signal.SIGINT)
+        run.process.send_signal(sig)
         code, err = await run.finish()
-    assert code == 130
+    assert code == 128 + int(sig)
     assert run.lines[-1] == "session ended: 0 assistant turns, 0 barge-ins, 0 tool calls"
     assert "Traceback" not in err and "interrupted" not in err  # ended by the session, not by KeyboardInterrupt
 

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import math
-import signal
 import sys
 from collections.abc import AsyncIterable, Coroutine
 from datetime import datetime
@@ -46,6 +45,7 @@ from ..settings import DEFAULT_URL, SessionSettings, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
+from .stopping import STOP_SIGNALS
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
@@ -308,7 +308,8 @@ class TalkLoop:
         """Converse until stopped; ``ready`` is shown once Ctrl-C is handled here."""
         loops: list[Coroutine[Any, Any, None]] = [self._events(), self._redraw()]
         keys = EnterKeys() if self.args.push_to_talk else contextlib.nullcontext()
-        self._loop.add_signal_handler(signal.SIGINT, self._end, 130)
+        for sig in STOP_SIGNALS:  # Ctrl-C, a job's SIGTERM, a closed terminal's SIGHUP: the same clean end
+            self._loop.add_signal_handler(sig, self._end, 128 + int(sig))
         self.screen.note(ready)
         try:
             interactive = self.args.push_to_talk or isinstance(self.screen, LiveScreen)
@@ -319,7 +320,8 @@ class TalkLoop:
         except* (RealtimeError, AudioError) as group:
             raise group.exceptions[0] from None
         finally:
-            self._loop.remove_signal_handler(signal.SIGINT)
+            for sig in STOP_SIGNALS:
+                self._loop.remove_signal_handler(sig)
         return self.code
 
     async def _until_stopped(self, loops: list[Coroutine[Any, Any, None]]) -> None:
