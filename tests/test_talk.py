@@ -453,6 +453,16 @@ async def test_ctrl_c_closes_cleanly_with_130(pulse: None, sig: signal.Signals) 
 
 
 @pytest.mark.device
+async def test_push_to_talk_without_a_stdin_to_read_is_one_line_before_anything_opens(pulse: None) -> None:
+    """``--push-to-talk < /dev/null`` started the server, opened the devices, connected and said it was ready before
+    it refused, then printed 'coroutine … was never awaited' warnings."""
+    async with talk("--no-ui", "--push-to-talk", "--voice", "tone") as run:  # stdin is /dev/null
+        code, err = await run.finish()
+    assert code == 1 and run.lines == []
+    assert err == "voxline talk: error: --push-to-talk reads Enter from a terminal or a pipe on stdin\n", err
+
+
+@pytest.mark.device
 async def test_a_bad_input_device_is_one_line_naming_the_devices(pulse: None) -> None:
     async with talk("--no-ui", "--input-device", "99") as run:
         code, err = await run.finish()

@@ -46,7 +46,7 @@ from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
 from .stopping import STOP_SIGNALS
-from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, quiet_terminal
+from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, check_enter_source, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
 
@@ -202,6 +202,8 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
 
 async def run(args: argparse.Namespace) -> int:
     settings, local = _settings(args)
+    if args.push_to_talk:
+        check_enter_source()  # before a server starts or a device opens
     aec, vad, echo_note = echo_options(args)  # an --aec that cannot load: one line, before anything opens
     ptt = "push-to-talk: Enter starts and sends" if args.push_to_talk else "voice activity"
     recorder = SessionRecorder(args.record) if args.record is not None else None
@@ -306,7 +308,6 @@ class TalkLoop:
 
     async def run(self, ready: str) -> int:
         """Converse until stopped; ``ready`` is shown once Ctrl-C is handled here."""
-        loops: list[Coroutine[Any, Any, None]] = [self._events(), self._redraw()]
         keys = EnterKeys() if self.args.push_to_talk else contextlib.nullcontext()
         for sig in STOP_SIGNALS:  # Ctrl-C, a job's SIGTERM, a closed terminal's SIGHUP: the same clean end
             self._loop.add_signal_handler(sig, self._end, 128 + int(sig))
@@ -314,6 +315,7 @@ class TalkLoop:
         try:
             interactive = self.args.push_to_talk or isinstance(self.screen, LiveScreen)
             with quiet_terminal() if interactive else contextlib.nullcontext(), keys:
+                loops: list[Coroutine[Any, Any, None]] = [self._events(), self._redraw()]  # made once they can run
                 if isinstance(keys, EnterKeys):
                     loops.append(self._push_to_talk(keys))
                 await self._until_stopped(loops)

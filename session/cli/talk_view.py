@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 import termios
 from collections import deque
@@ -295,6 +296,24 @@ def quiet_terminal() -> Iterator[None]:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+ENTER_SOURCE = "--push-to-talk reads Enter from a terminal or a pipe on stdin"
+
+
+def check_enter_source() -> None:
+    """Before anything opens: stdin can give Enter presses (a terminal, a pipe or a socket the loop can watch),
+    else one :class:`ConfigurationError` line (``< /dev/null`` or a file cannot be watched)."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):  # no stdin at all, or a closed one
+        mode = 0
+    else:
+        if os.isatty(fd):
+            return
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        raise ConfigurationError(ENTER_SOURCE)
+
+
 class EnterKeys:
     """Enter presses on stdin, read by the event loop's reader callback, so the loop never blocks."""
 
@@ -307,7 +326,7 @@ class EnterKeys:
         try:
             self._loop.add_reader(self._fd, self._readable)
         except (OSError, ValueError):
-            raise ConfigurationError("--push-to-talk reads Enter from a terminal or a pipe on stdin") from None
+            raise ConfigurationError(ENTER_SOURCE) from None
         return self
 
     def __exit__(self, *exc: object) -> None:
