@@ -127,3 +127,23 @@ def test_the_talk_screen_shows_no_key_a_server_echoes() -> None:
 def test_line_and_paragraph_separators_are_shown_as_escapes() -> None:
     assert printable("a\u2028b\u2029c\x85d") == "a\\u2028b\\u2029c\\x85d"
     assert len(printable("reason\u2028forged").splitlines()) == 1
+
+
+def test_a_log_record_goes_to_stderr_as_it_is_when_the_record_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """talk's live panel puts its own stderr in place while it shows, and prints a line above itself; a record
+    written to the stderr of when logging was set up tore the panel (the line overwritten, a stale panel left)."""
+    import io
+    import logging
+
+    from voxline.base.log_output import log_to_stderr
+
+    root = logging.getLogger("voxline")
+    saved = root.handlers[:], root.level, root.propagate
+    log_to_stderr("info")
+    try:
+        display = io.StringIO()
+        monkeypatch.setattr("sys.stderr", display)
+        logging.getLogger("voxline.session").warning("connection lost")
+    finally:
+        root.handlers[:], root.level, root.propagate = saved
+    assert display.getvalue().count("\n") == 1 and "WARNING voxline.session: connection lost" in display.getvalue()

@@ -28,9 +28,26 @@ class _RedactingFormatter(logging.Formatter):
             record.msg, record.args = msg, args
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes each record to ``sys.stderr`` as it is when the record comes, not as it was when logging was set up:
+    a live display (``talk``'s panel) puts its own there meanwhile, and prints the line above itself instead of
+    being torn by it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass  # always sys.stderr
+
+
 def log_to_stderr(level: str) -> None:
     """``voxline.*`` records at ``level`` (``"info"``, ``"DEBUG"``…) and above to stderr, and nowhere else."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("voxline")
     root.handlers[:] = [handler]
