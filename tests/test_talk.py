@@ -453,6 +453,18 @@ async def test_ctrl_c_closes_cleanly_with_130(pulse: None, sig: signal.Signals) 
 
 
 @pytest.mark.device
+async def test_the_ready_line_names_each_device_as_the_sound_server_does(vdev: VirtualDevices) -> None:
+    """Every null sink of PulseAudio is 'Null Output' to PortAudio: the ready line could not say which was picked."""
+    async with talk("--no-ui", "--voice", "tone", "--output-device", vdev.speaker,
+                    "--input-device", f"{vdev.mic}.monitor") as run:
+        await run.wait_for_line("ready: mic")
+        run.process.send_signal(signal.SIGINT)
+        await run.finish()
+    [ready] = [line for line in run.lines if line.startswith("ready: mic")]
+    assert f"({vdev.mic}.monitor) → speaker " in ready and f"({vdev.speaker}) (voice activity" in ready, ready
+
+
+@pytest.mark.device
 async def test_push_to_talk_without_a_stdin_to_read_is_one_line_before_anything_opens(pulse: None) -> None:
     """``--push-to-talk < /dev/null`` started the server, opened the devices, connected and said it was ready before
     it refused, then printed 'coroutine … was never awaited' warnings."""

@@ -25,10 +25,11 @@ import numpy as np
 from pydantic import SecretStr
 
 from voxline.audio.aec import EchoCanceller, make_canceller
+from voxline.audio.device_list import DeviceInfo
 from voxline.audio.device_mic import MicSource
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
-from voxline.base.errors import AudioError, redact_url
+from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.files import nonempty_path
 from voxline.audio.playout import PlayoutBuffer
@@ -200,6 +201,13 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
         "and does not understand it")
 
 
+def _named(device: DeviceInfo) -> str:
+    """``3 'Null Output' (vspk)``: the sound server's own name too, where PortAudio's says less (every null sink of
+    PulseAudio is 'Null Output')."""
+    route = f" ({printable(device.route)})" if device.route is not None and device.route != device.name else ""
+    return f"{device.index} '{printable(device.name)}'{route}"
+
+
 async def run(args: argparse.Namespace) -> int:
     settings, local = _settings(args)
     if args.push_to_talk:
@@ -241,8 +249,7 @@ async def run(args: argparse.Namespace) -> int:
         await stack.enter_async_context(session)
         started = True
         screen.note(echo_note)  # once connected, before "ready"
-        ready = (f"ready: mic {mic.device.index} '{mic.device.name}' → speaker {speaker.device.index} "
-                 f"'{speaker.device.name}' ({ptt}; Ctrl-C quits)")
+        ready = f"ready: mic {_named(mic.device)} → speaker {_named(speaker.device)} ({ptt}; Ctrl-C quits)"
         with screen:
             code = await TalkLoop(session, screen, meter, args, recorder).run(ready)
         screen.note(model.summary())
