@@ -83,6 +83,11 @@ def test_talk_cancels_by_default_and_no_aec_refuses_it() -> None:
     else:
         assert isinstance(aec, GatedCanceller) and isinstance(vad, LocalVad) and "--no-aec" in note
     assert echo_options(parser.parse_args(["--no-aec"])) == (None, None, "voxline talk: echo cancellation off (--no-aec)")
+    # push-to-talk: Enter is the turn and interrupts; speech without it held the assistant for a second
+    for given in (["--push-to-talk"], ["--push-to-talk", "--aec", "speex"]):
+        aec, vad, note = echo_options(parser.parse_args(given))
+        assert vad is None and "local voice activity" not in note, note
+        assert aec is None or "Enter interrupts the assistant" in note
 
 
 def test_aec_and_no_aec_together_are_one_line() -> None:

@@ -259,7 +259,8 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def echo_options(args: argparse.Namespace) -> tuple[EchoCanceller | None, LocalVad | None, str]:
-    """The canceller and local VAD ``talk`` runs with, and the line that says so.
+    """The canceller and local VAD ``talk`` runs with, and the line that says so (no local VAD with
+    ``--push-to-talk``: Enter is the turn, and speech without it holds nothing).
 
     ``--aec NAME`` must load (one line naming the extra otherwise); without ``--aec`` or
     ``--no-aec`` the gated AEC3 runs when the extra is installed, and the session goes without
@@ -274,6 +275,9 @@ def echo_options(args: argparse.Namespace) -> tuple[EchoCanceller | None, LocalV
         if isinstance(chosen, str):
             return None, None, f"voxline talk: echo cancellation off: {chosen}"
         aec, vad = chosen
+    if args.push_to_talk:  # the user's Enter is the turn, and interrupts: speech without it holds nothing
+        return aec, None, (f"voxline talk: echo cancellation on ({aec.name}; the microphone passes untouched while "
+                           "it does not hear the speaker); Enter interrupts the assistant (--no-aec: off)")
     return aec, vad, (f"voxline talk: echo cancellation on ({aec.name}; the microphone passes untouched while it "
                       "does not hear the speaker), local voice activity holds the assistant (--no-aec: off)")
 
