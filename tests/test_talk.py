@@ -484,12 +484,14 @@ async def test_a_bad_input_device_is_one_line_naming_the_devices(pulse: None) ->
 
 
 @pytest.mark.device
-async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None) -> None:
-    async with talk("--no-ui", "--url", "ws://127.0.0.1:9/v1") as run:
+@pytest.mark.parametrize("echo", ["--no-aec", "--aec"])
+async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None, echo: str) -> None:
+    """The advice to use headphones is given only without echo cancellation (it stood beside 'echo cancellation
+    on')."""
+    async with talk("--no-ui", "--url", "ws://127.0.0.1:9/v1", echo) as run:
         code, err = await run.finish()
-    assert code == 1 and run.lines == [
-        "voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime-2.1); use headphones, or the assistant "
-        "may hear itself"]
+    advice = "" if echo == "--aec" else "; use headphones, or the assistant may hear itself"
+    assert code == 1 and run.lines == [f"voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime-2.1){advice}"]
     assert err.count("\n") == 1 and err.startswith("voxline talk: error: cannot connect to ws://127.0.0.1:9/v1")
 
 

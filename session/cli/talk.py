@@ -186,12 +186,13 @@ def _host(url: str) -> str:
 
 
 async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, settings: TalkSettings,
-                    local: bool) -> tuple[str, str, str]:
-    """The URL to connect to, its label for the display, and the line that says what it is."""
+                    local: bool, cancelled: bool) -> tuple[str, str, str]:
+    """The URL to connect to, its label for the display, and the line that says what it is (without echo
+    cancellation, ``cancelled`` False, with the advice to use headphones)."""
     if not local:
         shown = redact_url(settings.url)
-        return settings.url, shown, (f"voxline talk: connecting to {shown} (model {settings.asked_model}); "
-                                            "use headphones, or the assistant may hear itself")
+        advice = "" if cancelled else "; use headphones, or the assistant may hear itself"
+        return settings.url, shown, f"voxline talk: connecting to {shown} (model {settings.asked_model}){advice}"
     server = await stack.enter_async_context(serve(ServerConfig(port=0, scenario=args.scenario,
                                                                 voice=args.voice or "auto")))
     return server.url, "built-in local server (scripted)", (
@@ -229,7 +230,7 @@ async def run(args: argparse.Namespace) -> int:
             recorder.now = speaker.now
         speaker.start()
         mic.start()
-        url, label, note = await _endpoint(stack, args, settings, local)
+        url, label, note = await _endpoint(stack, args, settings, local, cancelled=aec is not None)
         token = settings.api_key or SecretStr(LOCAL_KEY)  # the built-in server takes any token on loopback
         settings = settings.model_copy(update={"url": url, "api_key": token})
         model = TalkModel(endpoint=label, mode=ptt, push_to_talk=args.push_to_talk)  # so from the first frame
