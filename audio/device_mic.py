@@ -116,7 +116,8 @@ class MicSource(ReopenableStream):
                 return
             self._closed = True
             stream, self._stream = self._stream, None  # taken or not, nothing here touches it again
-        self._release_retired()
+        if taken:
+            self._release_retired()
         if stream is not None and not taken:
             self._left_stuck(stream)
         elif stream is not None:

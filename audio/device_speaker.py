@@ -125,9 +125,10 @@ class SpeakerSink(ReopenableStream):
     def close(self) -> None:
         """Stop at once (abort) and release the device; idempotent. A stream whose driver holds it past
         :data:`~voxline.audio.device_stream.LOCK_WAIT_S` is left to it (one line) rather than waited for."""
-        self._release_retired()
         with self._holding() as taken:
             stream, self._stream = self._stream, None  # taken or not, nothing here touches it again
+        if taken:
+            self._release_retired()
         if stream is None:
             return
         if not taken:  # its clock is not read either: the listener's time stops where it was last read
@@ -176,9 +177,9 @@ class SpeakerSink(ReopenableStream):
         """
         if cut.revoked_samples == 0:
             return False
-        with self._control:
+        with self._holding() as taken:
             stream = self._stream
-            if stream is None:
+            if not taken or stream is None:  # held past its wait by a call that never returned, or closed
                 return False
             stream.abort()
             self._restart_state()
@@ -187,6 +188,7 @@ class SpeakerSink(ReopenableStream):
                 stream.start()
             except self._sd.PortAudioError as exc:  # the device failed between the two: the stream stays ended
                 _log.warning("the speaker stream did not start again after a barge-in: %s", exc)
+            self._reclaimed(stream)  # a close that gave it up meanwhile (the start took seconds): closed now
         return True
 
     def _fresh_state(self) -> None:

@@ -30,6 +30,24 @@ __all__ = ["LOCK_WAIT_S", "ReopenableStream"]
 
 LOCK_WAIT_S = 2.0  # a swap takes milliseconds; a lock held longer is held by a driver call that never returned
 _log = logging.getLogger(__name__)
+_STUCK: set[int] = set()  # streams left to a driver call, by id: PortAudio's shutdown at exit waits for none of them
+
+
+def _hold_portaudio_exit(sd: Any, stream: Any) -> None:
+    """No PortAudio shutdown at exit while ``stream`` is left stuck: it would abort the process under the call."""
+    _STUCK.add(id(stream))
+    handler = getattr(sd, "_exit_handler", None)
+    if handler is not None:
+        atexit.unregister(handler)
+
+
+def _release_portaudio_exit(sd: Any, stream: Any) -> None:
+    """``stream`` is stuck no more: once none is, PortAudio is shut down at exit again."""
+    _STUCK.discard(id(stream))
+    handler = getattr(sd, "_exit_handler", None)
+    if not _STUCK and handler is not None:
+        atexit.unregister(handler)  # never twice
+        atexit.register(handler)
 
 
 class ReopenableStream:
@@ -68,14 +86,24 @@ class ReopenableStream:
                 self._control.release()
 
     def _left_stuck(self, stream: Any) -> None:
-        """Closing, the stream's lock was not let go: a driver call on ``stream`` never returned. It is left to its
-        driver, untouched (another call on it would hang too), and PortAudio is not shut down at exit."""
+        """Closing, the stream's lock was not let go: a driver call on ``stream`` has not returned. It is left to its
+        driver, untouched (another call on it would hang too), and PortAudio is not shut down at exit while it is
+        (:meth:`_reclaimed` undoes both if the call returns after all)."""
         _log.warning("the %s stream did not answer within %g s (its driver is stuck): left as it is", self._what,
                      LOCK_WAIT_S)
         self._stuck = stream  # kept: a stream collected while its driver runs would be closed under it
-        handler = getattr(self._sd, "_exit_handler", None)
-        if handler is not None:
-            atexit.unregister(handler)
+        _hold_portaudio_exit(self._sd, stream)
+
+    def _reclaimed(self, stream: Any) -> None:
+        """After a slow driver call on ``stream`` returned, with its lock held: if a close gave the stream up
+        meanwhile, it is closed now (it would play or capture on, unowned), and PortAudio's exit is its own again."""
+        if self._stuck is not stream:
+            return
+        self._stuck = None
+        with contextlib.suppress(self._sd.PortAudioError):
+            stream.abort()
+            stream.close()
+        _release_portaudio_exit(self._sd, stream)
 
     @property
     def ended(self) -> bool:

@@ -13,10 +13,11 @@ line that says so, and never holds the session's close or the process's exit.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from voxline.audio.device_watch import DeviceChange, DeviceWatch, Watched
 from voxline.audio.stream_keeper import StreamKeeper
@@ -30,6 +31,7 @@ __all__ = ["POLL_S", "as_event", "device_watch_loop"]
 
 T = TypeVar("T")
 POLL_S = 0.5
+CLOSE_WAIT_S = 2.0  # how long a close waits for a poll under way to end (it takes milliseconds unless stuck)
 STUCK_S = 10.0  # a poll takes milliseconds; one that has not returned by then is stuck in a driver
 _log = logging.getLogger(__name__)
 
@@ -67,8 +69,15 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
             _log.debug("reading %s failed", what, exc_info=error)
         failed[what] = True
 
-    def call(fn: Callable[[], T]) -> Awaitable[T]:
-        return off_loop(fn, timeout_s=STUCK_S, name="voxline-device-poll")
+    in_flight: set[asyncio.Task[Any]] = set()
+
+    async def call(fn: Callable[[], T]) -> T:
+        """``fn`` off the loop; a poll cancelled by the session's close goes on to its end, which the close awaits
+        (below): a stream being opened again is never left opening under PortAudio's shutdown at exit."""
+        task = asyncio.ensure_future(off_loop(fn, timeout_s=STUCK_S, name="voxline-device-poll"))
+        in_flight.add(task)
+        task.add_done_callback(_settled_in(in_flight))
+        return await asyncio.shield(task)
 
     try:
         while keeper is not None or watch is not None:
@@ -105,6 +114,17 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                 reported[key] = change
                 publish(as_event(change, stamp()))
     finally:
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=CLOSE_WAIT_S)
         if watch is not None:
             with contextlib.suppress(CallStuck):
                 await off_loop(watch.close, timeout_s=STUCK_S, name="voxline-device-watch-close")
+
+
+def _settled_in(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    """A done callback: ``task`` leaves ``tasks``, and what it raised counts as seen (its waiter may be gone)."""
+    def settled(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()
+    return settled

@@ -82,7 +82,8 @@ __all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
 Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
-DISCARD_TIMEOUT_S = 2.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
+DISCARD_TIMEOUT_S = 3.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
+# (longer than a stream's own wait for its lock, LOCK_WAIT_S: a restart that finds the stream held says so first)
 _log = logging.getLogger("voxline.session")
 
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
@@ -155,6 +156,7 @@ class VoiceSession:
         self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
         self._failed: SessionError | None = None  # the first fatal error: the session can do no more
+        self._speaker_stuck = False  # its restart after a barge-in never returned: later cuts restart nothing
         self._closed_at: float | None = None  # the listener time at the close: the figures stop there
         self._teardown: asyncio.Task[None] | None = None  # the close's own task, once begun
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
@@ -485,12 +487,13 @@ class VoiceSession:
         if effects.calls:
             self._runner.submit(effects.calls)
         cut = effects.discard
-        if cut is not None:
+        if cut is not None and not self._speaker_stuck:
             if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
                 try:
                     await off_loop(self.output.discard_pending, cut, timeout_s=DISCARD_TIMEOUT_S,
                                    name="voxline-speaker-restart")
                 except CallStuck:  # its driver never returned: the rest of the session goes on without it
+                    self._speaker_stuck = True  # it plays nothing, and holds what a later cut would restart
                     self._publish_one(SessionError(
                         f"the speaker did not start again within {DISCARD_TIMEOUT_S:g} s of a barge-in (its driver "
                         "is stuck): nothing plays until it does", "speaker_stuck"))

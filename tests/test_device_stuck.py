@@ -37,7 +37,7 @@ class Speaker(ReopenableStream):
 
     def __init__(self) -> None:
         self.device = DeviceInfo(3, "Kiosk Speaker", "ALSA", 0, 2, 48000.0)
-        self._sd = types.SimpleNamespace(_exit_handler=_portaudio_exit)
+        self._sd = types.SimpleNamespace(_exit_handler=_portaudio_exit, PortAudioError=OSError)
         self._init_stream()
         self._stream = FakeStream()
 
@@ -83,6 +83,48 @@ def test_a_stream_held_by_a_stuck_call_is_busy_and_is_left_at_close(monkeypatch:
     finally:
         release.set()
         thread.join(5)
+
+
+def test_a_call_that_returns_after_the_close_gave_up_closes_its_stream_and_gives_the_exit_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restart that took seconds under load and then returned left a running stream nobody owned (it played on
+    after the close) and PortAudio's shutdown turned off for the process."""
+    monkeypatch.setattr(device_stream, "LOCK_WAIT_S", 0.05)
+    monkeypatch.setattr(device_stream, "_STUCK", set())  # no stream of another test left stuck in this process
+    calls: list[tuple[str, object]] = []
+    monkeypatch.setattr(device_stream, "atexit", types.SimpleNamespace(
+        unregister=lambda handler: calls.append(("unregister", handler)),
+        register=lambda handler: calls.append(("register", handler))))
+
+    class Slow:
+        active = True
+        ended: list[str] = []
+
+        def abort(self) -> None:
+            self.ended.append("abort")
+
+        def close(self) -> None:
+            self.ended.append("close")
+
+    speaker = Speaker()
+    slow = speaker._stream = Slow()
+    held, returned = threading.Event(), threading.Event()
+
+    def slow_restart() -> None:
+        with speaker._control:
+            held.set()
+            returned.wait(5)
+            speaker._reclaimed(slow)  # as the barge-in's restart does once its start() returns
+
+    thread = threading.Thread(target=slow_restart, daemon=True)
+    thread.start()
+    held.wait(5)
+    speaker.close()
+    assert speaker._stuck is slow and calls == [("unregister", _portaudio_exit)]
+    returned.set()
+    thread.join(5)
+    assert slow.ended == ["abort", "close"] and speaker._stuck is None
+    assert calls[1:] == [("unregister", _portaudio_exit), ("register", _portaudio_exit)]  # once, and back
 
 
 def test_a_stream_closed_in_time_leaves_portaudios_exit_alone(monkeypatch: pytest.MonkeyPatch) -> None:

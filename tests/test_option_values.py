@@ -70,3 +70,10 @@ def test_a_mistyped_value_is_still_refused_as_one() -> None:
 def test_stdin_after_an_option_is_an_input() -> None:
     parsed = parse("replay", "--aec", "-")
     assert (parsed["aec"], parsed["inputs"]) == ("webrtc", ["-"])
+
+
+@pytest.mark.parametrize("word", ["speech/", "speex.wav", "webrtc.wav"])
+def test_an_input_named_like_a_value_is_an_input(word: str) -> None:
+    """Close to 'speex' or 'webrtc', these were refused as mistyped cancellers: a path is an input."""
+    parsed = parse("replay", "--aec", word)
+    assert (parsed["aec"], parsed["inputs"]) == ("webrtc", [word.rstrip("/")])

@@ -80,11 +80,17 @@ class _Parser(argparse.ArgumentParser):
             if (action is not None and action.nargs == "?" and isinstance(action.const, str)
                     and following is not None and (following == "-" or not following.startswith("-"))
                     and not may_be_value(action, following)
-                    and not (action.choices and difflib.get_close_matches(following, list(action.choices), n=1,
-                                                                          cutoff=0.6))):
+                    and not (action.choices and not _path_like(following)
+                             and difflib.get_close_matches(following, list(action.choices), n=1, cutoff=0.6))):
                 token = f"{token}={action.const}"
             out.append(token)
         return out
+
+
+def _path_like(word: str) -> bool:
+    """A word that names a file or a folder (there, or by its shape): an input, however close to a choice it is
+    (``--aec speech/``, ``--aec speex.wav``)."""
+    return "/" in word or "." in word or os.path.exists(word)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -293,7 +293,8 @@ def quiet_terminal() -> Iterator[None]:
     try:
         yield
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        with contextlib.suppress(termios.error, OSError):  # a terminal that closed (SIGHUP) has nothing to restore
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
 ENTER_SOURCE = "--push-to-talk reads Enter from a terminal or a pipe on stdin"

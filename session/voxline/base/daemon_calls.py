@@ -11,6 +11,7 @@ keeps no exit waiting). A cancelled wait leaves the thread likewise.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,40 +25,62 @@ class CallStuck(TimeoutError):
     """A call made by :func:`off_loop` did not return within its time; it may never."""
 
 
+class _DaemonThreads(concurrent.futures.Executor):
+    """An executor whose every job runs on a daemon thread of its own: nothing joins them (not the loop's close, not
+    the interpreter's exit). Handed to ``run_in_executor``, so a loop that counts its thread jobs (the lockstep
+    loop, which holds its virtual clock meanwhile) counts these too."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # handed to the waiter, whatever it is
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        threading.Thread(target=run, name=self._name, daemon=True).start()
+        return future
+
+
 async def off_loop(call: Callable[..., T], *args: Any, timeout_s: float, name: str) -> T:
     """``call(*args)`` on a daemon thread named ``name``; its result, or what it raised, within ``timeout_s``
     seconds of real time (whatever the loop's clock), else :class:`CallStuck`."""
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
+    job = loop.run_in_executor(_DaemonThreads(name), call, *args)
+    job.add_done_callback(_retrieved)  # an end nobody waits for any more (stuck, or the waiter cancelled) is no error
+    late: asyncio.Future[None] = loop.create_future()
 
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if done.done():
-            return  # the waiter gave up (stuck, or cancelled)
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(result)  # type: ignore[arg-type]
+    def expire() -> None:
+        if not late.done():
+            late.set_result(None)
 
-    def from_thread(result: T | None, error: BaseException | None) -> None:
+    def from_timer() -> None:
         try:
-            loop.call_soon_threadsafe(settle, result, error)
+            loop.call_soon_threadsafe(expire)
         except RuntimeError:  # the loop is closed: nobody waits any more
             pass
 
-    def run() -> None:
-        try:
-            result = call(*args)
-        except BaseException as exc:  # handed to the waiter, whatever it is
-            from_thread(None, exc)
-        else:
-            from_thread(result, None)
-
-    timer = threading.Timer(timeout_s, from_thread,
-                            (None, CallStuck(f"{name} did not return within {timeout_s:g} s")))
+    timer = threading.Timer(timeout_s, from_timer)
     timer.daemon = True
-    threading.Thread(target=run, name=name, daemon=True).start()
     timer.start()
     try:
-        return await done
+        await asyncio.wait((job, late), return_when=asyncio.FIRST_COMPLETED)
     finally:
         timer.cancel()
+        late.cancel()
+    if job.done():
+        return job.result()
+    raise CallStuck(f"{name} did not return within {timeout_s:g} s")
+
+
+def _retrieved(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled():
+        job.exception()

@@ -59,17 +59,14 @@ def shown(path: str | os.PathLike[str]) -> str:
     return "./-" if name == "-" else name
 
 
-_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # a write that found no room: never a reading's error
-
-
 @contextlib.contextmanager
 def _naming(path: Path) -> Iterator[None]:
-    """A write that found no room (a full device or disk, a file past its limit), which names no file, names
-    ``path``; other errors of the block, a reading's among them, are left as they are."""
+    """An OSError that names no file (a write or a close that failed: a full device, a lost mount) names
+    ``path``; its kind stays (a reader gone is still a :class:`BrokenPipeError`)."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is not None or exc.errno not in _FULL:
+        if exc.filename is not None or exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror, str(path)) from None
 
