@@ -127,6 +127,18 @@ def test_work_on_a_frame_is_bounded_by_its_size() -> None:
     assert [type(e).__name__ for e in protocol.events()][-2:] == ["MalformedServerEvent"] * 2
 
 
+async def _talked_over(server: Any, clock: VirtualClock) -> None:
+    """A reply of a second of silence plays for 0.4 s of the session's clock; then the user's speech starts."""
+    for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:
+        await server.send(json.dumps(frame))
+    for _ in range(20):
+        for _ in range(20):
+            await asyncio.sleep(0)
+        clock.advance(0.02)
+    await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "e7",
+                                  "audio_start_ms": 100, "item_id": "u1"}))
+
+
 async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_on() -> None:
     clock = VirtualClock()
     client, server = memory_pair()
@@ -142,14 +154,7 @@ async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_o
     output = BrokenOutput(clock, latency_s=0.1)  # audio sits in the "device": a cut revokes some
     session = VoiceSession(settings, output=output, clock=clock, connector=connector)
     async with session:
-        for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:  # one second of silence
-            await server.send(json.dumps(frame))
-        for _ in range(20):
-            for _ in range(20):
-                await asyncio.sleep(0)
-            clock.advance(0.02)
-        await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "e7",
-                                      "audio_start_ms": 100, "item_id": "u1"}))
+        await _talked_over(server, clock)
         for _ in range(100):
             await asyncio.sleep(0)
         assert session.connected
@@ -217,14 +222,7 @@ async def test_a_speaker_whose_restart_never_returns_is_reported_and_the_session
     session = VoiceSession(settings, output=output, clock=clock, connector=connector)
     try:
         async with session:
-            for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:
-                await server.send(json.dumps(frame))
-            for _ in range(20):
-                for _ in range(20):
-                    await asyncio.sleep(0)
-                clock.advance(0.02)
-            await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "e7",
-                                          "audio_start_ms": 100, "item_id": "u1"}))
+            await _talked_over(server, clock)
             errors: list[SessionError] = []
             for _ in range(1000):  # a guard of ten seconds, not a timing: the error comes after 0.2 s of real time
                 errors += [e for e in session.pending_events() if isinstance(e, SessionError)]

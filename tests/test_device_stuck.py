@@ -8,9 +8,11 @@ the lock as the stuck restart did.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -52,6 +54,26 @@ class Speaker(ReopenableStream):
             self._left_stuck(stream)
 
 
+@contextlib.contextmanager
+def held_by_a_stuck_call(device: ReopenableStream) -> Iterator[None]:
+    """While inside: another thread holds the device's stream lock, as a driver call that does not return does."""
+    held, release = threading.Event(), threading.Event()
+
+    def stuck_call() -> None:
+        with device._control:
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=stuck_call, daemon=True)
+    thread.start()
+    held.wait(5)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(5)
+
+
 def _portaudio_exit() -> None:
     """What PortAudio's shutdown at exit stands for here."""
 
@@ -62,17 +84,7 @@ def test_a_stream_held_by_a_stuck_call_is_busy_and_is_left_at_close(monkeypatch:
     unregistered: list[object] = []
     monkeypatch.setattr(device_stream, "atexit", types.SimpleNamespace(unregister=unregistered.append))
     speaker = Speaker()
-    held, release = threading.Event(), threading.Event()
-
-    def stuck_restart() -> None:
-        with speaker._control:
-            held.set()
-            release.wait()
-
-    thread = threading.Thread(target=stuck_restart, daemon=True)
-    thread.start()
-    held.wait(5)
-    try:
+    with held_by_a_stuck_call(speaker):
         assert speaker.ended is False  # busy, not ended: the keeper does not try to open it again
         assert speaker.reopen() is False
         with caplog.at_level(logging.WARNING, logger="voxline.audio.device_stream"):
@@ -80,9 +92,6 @@ def test_a_stream_held_by_a_stuck_call_is_busy_and_is_left_at_close(monkeypatch:
         assert "the speaker stream did not answer within 0.05 s (its driver is stuck): left as it is" in caplog.text
         assert speaker._gone() and speaker._stuck is not None
         assert unregistered == [_portaudio_exit]  # PortAudio's shutdown at exit would abort under the stuck call
-    finally:
-        release.set()
-        thread.join(5)
 
 
 def test_a_call_that_returns_after_the_close_gave_up_closes_its_stream_and_gives_the_exit_back(
@@ -152,24 +161,13 @@ async def test_a_device_whose_lock_a_stuck_call_holds_closes_without_waiting(
     device.start()
     stream = device._stream
     last = device.now() if isinstance(device, SpeakerSink) else None
-    held, release = threading.Event(), threading.Event()
-
-    def stuck_restart() -> None:
-        with device._control:
-            held.set()
-            release.wait()
-
-    thread = threading.Thread(target=stuck_restart, daemon=True)
-    thread.start()
-    held.wait(5)
     try:
-        with caplog.at_level(logging.WARNING, logger="voxline.audio.device_stream"):
-            device.close()
-        assert f"the {kind} stream did not answer" in caplog.text and device._stuck is stream
-        if isinstance(device, SpeakerSink):
-            assert device.now() == last  # the listener's time stops where it was last read
+        with held_by_a_stuck_call(device):
+            with caplog.at_level(logging.WARNING, logger="voxline.audio.device_stream"):
+                device.close()
+            assert f"the {kind} stream did not answer" in caplog.text and device._stuck is stream
+            if isinstance(device, SpeakerSink):
+                assert device.now() == last  # the listener's time stops where it was last read
     finally:
-        release.set()
-        thread.join(5)
         stream.abort()
         stream.close()

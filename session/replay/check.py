@@ -12,7 +12,6 @@ line. The pytest plugin (:mod:`voxline.pytest_plugin`) hands it to tests as the
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import SecretStr, ValidationError
 
+from voxline.base.loop_runner import loop_running
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import Scenario, load_scenario, with_transcripts
@@ -98,7 +98,7 @@ def replay_in_lockstep(
     a :class:`ToolRegistry` or ``MODULE:ATTR``. ``voice`` is the server's (``tone`` needs nothing
     installed). Further ``options`` go to :func:`~.driver.run_replay` (``echo``, ``aec``, ...).
     """
-    if _loop_running():
+    if loop_running():
         raise ConfigurationError("replay_in_lockstep runs a lockstep event loop of its own and cannot run inside "
                                  "another: call it from a plain (not async) test, or from a thread "
                                  "(await asyncio.to_thread(voxline_replay, ...))")
@@ -129,11 +129,3 @@ def replay_in_lockstep(
     run.result = replay_fast(samples, scenario=plan, settings=session, voice=voice, tail_s=tail_s, on_wire=on_wire,
                              tools=registry, **options)
     return run
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

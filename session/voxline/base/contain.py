@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
+from .loop_runner import loop_running
+
 __all__ = ["contain"]
 
 
@@ -22,16 +24,8 @@ def contain(exc: BaseException) -> None:
     """
     if isinstance(exc, KeyboardInterrupt):
         raise exc
-    task = asyncio.current_task() if _loop_running() else None
+    task = asyncio.current_task() if loop_running() else None
     if task is not None and task.cancelling():
         if isinstance(exc, asyncio.CancelledError):
             raise exc
         raise asyncio.CancelledError() from exc
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

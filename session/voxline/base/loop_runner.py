@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["CLOSE_S", "bounded_runner", "hold"]
+__all__ = ["CLOSE_S", "bounded_runner", "hold", "loop_running"]
 
 _HELD: set[asyncio.Task[Any]] = set()
 
@@ -34,6 +34,15 @@ def hold(task: asyncio.Task[Any]) -> None:
         task.add_done_callback(_HELD.discard)
 
 CLOSE_S = 2.0  # of real time, whatever the loop's clock
+
+
+def loop_running() -> bool:
+    """Whether this thread runs an event loop now (asking asyncio raises where none does)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
