@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from voxline.session.cli import _full_parser
@@ -40,7 +42,7 @@ def test_replay_local_vad_and_talk_aec_too() -> None:
 
 
 @pytest.mark.parametrize(("args", "ray", "inputs"), [
-    (["--ray", "recordings"], "", ["recordings"]),
+    (["--ray", "recordings/"], "", ["recordings"]),
     (["--ray", "a.wav", "b.wav"], "", ["a.wav", "b.wav"]),
     (["--ray", "auto", "recordings"], "auto", ["recordings"]),
     (["--ray", "ray://head:10001", "recordings"], "ray://head:10001", ["recordings"]),
@@ -53,6 +55,13 @@ def test_farm_ray_takes_only_an_address_as_its_value(args: list[str], ray: str, 
     assert (parsed["ray"], parsed["inputs"]) == (ray, inputs)
 
 
+def test_a_folder_that_is_there_is_an_input_by_its_bare_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "recordings").mkdir()
+    monkeypatch.chdir(tmp_path)
+    parsed = parse("replay", "--ray", "recordings")
+    assert (parsed["ray"], parsed["inputs"]) == ("", ["recordings"])
+
+
 def test_an_option_before_a_double_dash_takes_its_default() -> None:
     parsed = parse("replay", "--aec", "--", "a.wav")
     assert (parsed["aec"], parsed["inputs"]) == ("webrtc", ["a.wav"])
@@ -63,6 +72,8 @@ def test_a_mistyped_value_is_still_refused_as_one() -> None:
     ``talk --aec spex`` said 'unrecognized arguments': a word close to a value is a mistyped value."""
     with pytest.raises(SystemExit):
         parse("replay", "--aec", "spex", "a.wav")
+    with pytest.raises(SystemExit):  # a word that is no value and names no file: a mistake, not an input
+        parse("replay", "a.wav", "--aec", "nope")
     with pytest.raises(SystemExit):
         parse("talk", "--aec", "webrct")
 

@@ -68,7 +68,8 @@ class _Parser(argparse.ArgumentParser):
     def _values_left_out(self, given: list[str]) -> list[str]:
         """``--aec a.wav`` is ``--aec=webrtc a.wav``: argparse would take the input as the option's value and
         refuse it as a bad choice (or, for ``--ray DIR``, as a cluster's address). Only for a command that takes
-        inputs, and not for a word close to one of the option's values (``--aec spex`` is a mistyped value)."""
+        inputs, and only for a word that names a file or a folder (or ``-``); any other word that is none of the
+        option's values stays its value, to be refused as a mistyped one (``--aec spex``)."""
         if not any(not action.option_strings and action.nargs in ("*", "+") for action in self._actions):
             return given
         out: list[str] = []
@@ -79,18 +80,16 @@ class _Parser(argparse.ArgumentParser):
             following = given[k + 1] if k + 1 < len(given) else None
             if (action is not None and action.nargs == "?" and isinstance(action.const, str)
                     and following is not None and (following == "-" or not following.startswith("-"))
-                    and not may_be_value(action, following)
-                    and not (action.choices and not _path_like(following)
-                             and difflib.get_close_matches(following, list(action.choices), n=1, cutoff=0.6))):
+                    and not may_be_value(action, following) and _path_like(following)):
                 token = f"{token}={action.const}"
             out.append(token)
         return out
 
 
 def _path_like(word: str) -> bool:
-    """A word that names a file or a folder (there, or by its shape): an input, however close to a choice it is
-    (``--aec speech/``, ``--aec speex.wav``)."""
-    return "/" in word or "." in word or os.path.exists(word)
+    """A word that names a file or a folder (there, or by its shape), or ``-`` (stdin): an input, however close to
+    one of an option's values it is (``--aec speech/``, ``--aec speex.wav``)."""
+    return word == "-" or "/" in word or "." in word or os.path.exists(word)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
