@@ -23,7 +23,7 @@ from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.reconnect import ReconnectBudget
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.support.peers import AnsweringPeer, StallingPeer
+from tests.support.peers import AnsweringPeer, StallingPeer, greeting_connector
 from voxline.realtime import events as ev
 
 
@@ -393,13 +393,7 @@ def test_a_wire_observer_that_raises_is_reported_once_and_the_session_goes_on() 
 def _stalling_connector(peers: list[StallingPeer], wrap: Callable[[StallingPeer], Any] = lambda peer: peer
                         ) -> Callable[[], Awaitable[RealtimeConnection]]:
     """A connector of peers whose network can stall (each kept in ``peers``), each saying session.created first."""
-    async def connector() -> RealtimeConnection:
-        peer = StallingPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-        return RealtimeConnection(wrap(peer))
-
-    return connector
+    return greeting_connector(peers, StallingPeer, wrap=wrap)
 
 
 def test_a_server_whose_network_stalls_is_dropped_once_and_commands_meanwhile_are_kept() -> None:
@@ -514,21 +508,14 @@ def test_a_server_that_stalls_every_connection_soon_after_it_opens_spends_the_bu
     that held and refilled the budget: 47 connections in 25 minutes, and no end."""
     clock = VirtualClock(start=100.0)
     peers: list[StallingPeer] = []
-
-    async def connector() -> RealtimeConnection:
-        peer = StallingPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-
-        async def stall_soon() -> None:
-            await clock.sleep(0.5)
-            peer.stall()
-
-        hold_task = asyncio.ensure_future(stall_soon())
-        tasks.add(hold_task)
-        return RealtimeConnection(peer)
-
     tasks: set[asyncio.Task[None]] = set()
+
+    async def stall_soon(peer: StallingPeer) -> None:
+        await clock.sleep(0.5)
+        peer.stall()
+
+    connector = greeting_connector(peers, StallingPeer,
+                                   then=lambda peer: tasks.add(asyncio.ensure_future(stall_soon(peer))))
 
     async def main() -> list[object]:
         settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=3)  # liveness 30 s

@@ -17,7 +17,7 @@ from voxline.session.events import ConnectionLost, SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
-from tests.support.peers import AnsweringPeer
+from tests.support.peers import AnsweringPeer, greeting_connector
 
 
 def test_a_question_after_a_long_quiet_spell_is_not_taken_for_a_silent_server() -> None:
@@ -25,12 +25,7 @@ def test_a_question_after_a_long_quiet_spell_is_not_taken_for_a_silent_server() 
     a user who speaks after a minute's quiet gives a live server its round trip to answer."""
     clock = VirtualClock(start=100.0)
     peers: list[AnsweringPeer] = []
-
-    async def connector() -> RealtimeConnection:
-        peer = AnsweringPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-        return RealtimeConnection(peer)
+    connector = greeting_connector(peers, AnsweringPeer)
 
     async def main() -> list[object]:
         settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=30.0)
@@ -224,11 +219,7 @@ def test_a_push_to_talk_turn_released_while_away_is_committed_on_the_next_connec
     clock = VirtualClock(start=100.0)
     peers: list[AnsweringPeer] = []
 
-    async def connector() -> RealtimeConnection:
-        peer = _Dying() if first_retry_dies and len(peers) == 1 else AnsweringPeer()
-        peers.append(peer)
-        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
-        return RealtimeConnection(peer)
+    connector = greeting_connector(peers, lambda: _Dying() if first_retry_dies and len(peers) == 1 else AnsweringPeer())
 
     rng = np.random.default_rng(3)
     samples = (rng.standard_normal(24_000 * 4) * 3000).astype(np.int16)

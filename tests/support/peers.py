@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from voxline.realtime import events as ev
+from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.errors import ConnectionClosed
 from voxline.realtime.transports.base import memory_pair
 
-__all__ = ["AnsweringPeer", "StallingPeer"]
+__all__ = ["AnsweringPeer", "StallingPeer", "greeting_connector"]
 
 
 class AnsweringPeer:
@@ -79,3 +83,21 @@ class StallingPeer(AnsweringPeer):
     def abort(self) -> None:
         self.aborts += 1
         self._aborted.set()
+
+
+P = TypeVar("P", bound=AnsweringPeer)
+
+
+def greeting_connector(peers: list[P], make: Callable[[], P], *, wrap: Callable[[P], Any] = lambda peer: peer,
+                       then: Callable[[P], None] | None = None) -> Callable[[], Awaitable[RealtimeConnection]]:
+    """A session's connector: each connection a new peer from ``make`` (kept in ``peers``) that says
+    ``session.created`` first, then ``then(peer)`` if given; the transport is ``wrap(peer)``."""
+    async def connector() -> RealtimeConnection:
+        peer = make()
+        peers.append(peer)
+        await peer.server.send(json.dumps(ev.server_event_sample("session.created")))
+        if then is not None:
+            then(peer)
+        return RealtimeConnection(wrap(peer))
+
+    return connector
