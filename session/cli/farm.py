@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from voxline.base.errors import redact_url
+from voxline.base.errors import OutputError, redact_url
 from voxline.base.files import STDOUT, each_written, nonempty_path, rewritten_file, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
@@ -100,7 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _may_be_ray_address(word: str) -> bool:
     """``auto``, ``local``, ``ray://HOST:PORT`` or ``HOST:PORT``: not a recording or a directory of them."""
-    return word in ("auto", "local") or "://" in word or re.fullmatch(r"[\w.\-]+:\d+|\[[0-9A-Fa-f:.]+\]:\d+", word) is not None
+    return (word in ("auto", "local") or "://" in word
+            or re.fullmatch(r"[\w.\-]+:\d+|\[[0-9A-Fa-f:.]+\]:\d+", word) is not None)
 
 
 def is_farm(args: argparse.Namespace) -> bool:
@@ -247,13 +248,13 @@ async def run(args: argparse.Namespace) -> int:
             journal.close()
         wall = time.perf_counter() - started
         junit = args.junit
-        unwritten: OSError | None = None
+        unwritten: OSError | OutputError | None = None
         try:
             each_written(lambda: write_jsonl(results, outcomes),
                          *([lambda: write_junit(junit, outcomes, wall)] if junit is not None else []))
         except BrokenPipeError:
             raise
-        except OSError as exc:  # said after the farm's summary, which is still true
+        except (OSError, OutputError) as exc:  # said after the farm's summary, which is still true
             unwritten = exc
     print(summary_line(outcomes, wall))
     if stop.stopped:
