@@ -142,6 +142,23 @@ def test_a_malformed_frame_is_a_session_error_not_an_exception() -> None:
     assert [type(e) for e in events] == [SessionError, SessionError]
 
 
+def test_words_said_after_the_microphone_was_gone_are_placed_where_they_were_captured() -> None:
+    """The session's timeline runs with the caller's audio: while the microphone stream was down for 12 s it stood
+    still, and words it places after that were said 12 s later than its milliseconds alone would say."""
+    rig = Rig()
+    start(rig)
+    block = np.zeros(BLOCK, np.int16)
+    for k in range(50):  # 1 s, captured by 0.02·(k + 1)
+        rig.machine.captured(block, 0.02 * (k + 1))
+    for k in range(50):  # the stream back at 13 s
+        rig.machine.captured(block, 13.0 + 0.02 * (k + 1))
+    rig.machine.input_ended(14.0)
+    rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="hello", start_ms=1200,
+                   end_ms=1500), 14.0)
+    (speech,) = rig.machine.metrics.report(14.0).speech
+    assert (speech.start, speech.end) == (pytest.approx(13.2), pytest.approx(13.5))
+
+
 def test_transcript_deltas_are_session_events() -> None:
     rig = Rig()
     start(rig)

@@ -32,6 +32,7 @@ from voxline.session.events import (
     TurnMetrics,
 )
 from voxline.session.metrics import MetricsReport, SessionMetrics, aggregate, percentile
+from voxline.session.metrics.input_timeline import GAP_S, InputTimeline
 from voxline.session.replay import ReplayResult, replay_fast
 from voxline.session.tools import ToolFinished, ToolStarted
 from tests.support.ci import require_tool
@@ -198,6 +199,54 @@ def test_a_turn_from_speech_to_the_first_heard_sample() -> None:
     playout.read_into(np.zeros(2400, np.int16), 2.62)
     published = metrics.effects(effects(), 3.0)
     assert [type(e).__name__ for e in published] == ["TurnMetrics"]
+
+
+def test_a_turn_after_the_microphone_was_gone_for_seconds_is_timed_from_its_capture() -> None:
+    # the server counts the samples it was sent: while the microphone stream was down (ended, opened again
+    # 12 s later) its count stood still, and its milliseconds after the gap are 12 s behind the clock
+    playout = PlayoutBuffer()
+    metrics = SessionMetrics(playout, received=received, silence_ms=500, padding_ms=300)
+    for k in range(1, 51):  # 1 s of blocks, captured up to 1.0 s
+        metrics.input_sent(480, k * 0.02, connection="c1")
+    for k in range(1, 101):  # the stream back at 13.0 s: 2 s more
+        metrics.input_sent(480, 13.0 + k * 0.02, connection="c1")
+    metrics.effects(effects(SpeechStarted(13.6, "item_u", 1200)), 13.6)  # 0.2 s into the audio after the gap
+    metrics.effects(effects(SpeechStopped(14.6, "item_u", 2490)), 14.6)  # the voice ended at 13.99 s
+    metrics.effects(effects(ResponseStarted("resp_1", 14.6)), 14.6)
+    metrics.wire(wire("response.output_audio.delta", **PART, delta=audio_b64(100)), 14.65)
+    playout.enqueue(np.ones(2400, np.int16), "item_a")
+    playout.read_into(np.zeros(480, np.int16), 14.7)
+    metrics.effects(effects(AssistantAudioStarted("item_a", 14.7, None)), 14.72)
+    (turn,) = metrics.report(14.72).turns
+    assert turn.speech_end_at == pytest.approx(13.99)
+    assert turn.reply_latency_ms == pytest.approx(710.0)  # not 12.7 s
+    (speech,) = metrics.report(14.72).speech
+    assert (speech.start, speech.end) == (pytest.approx(13.2), pytest.approx(14.49))
+
+
+def test_input_positions_before_a_gap_keep_their_own_times() -> None:
+    timeline = InputTimeline(RATE)
+    assert timeline.at(0) is None
+    timeline.sent_audio(4800, 0.2)  # 0–200 ms captured 0.0–0.2 s
+    timeline.sent_audio(480, 0.2 + 0.02 + GAP_S / 2)  # jitter within GAP_S: the same stretch
+    timeline.sent_audio(2400, 5.0)  # after a gap: 220–320 ms captured 4.9–5.0 s
+    assert timeline.at(100) == pytest.approx(0.1)
+    assert timeline.at(210) == pytest.approx(0.21)  # the stretch's own start, not the jittered block's
+    assert timeline.at(220) == pytest.approx(4.9)
+    assert timeline.at(300) == pytest.approx(4.98)
+    assert timeline.sent == 4800 + 480 + 2400
+    timeline.sent_audio(480, 4.0)  # captured before the audio sent before it (a clock set back): a stretch of its own
+    assert timeline.at(320) == pytest.approx(3.98)
+
+
+def test_input_stretches_kept_are_bounded_and_the_oldest_are_placed_from_what_is_kept() -> None:
+    timeline = InputTimeline(RATE)
+    for k in range(2000):  # every block after a gap
+        timeline.sent_audio(480, k * 1.0 + 0.02)
+    assert len(timeline._firsts) <= 512
+    assert timeline.at(1999 * 20) == pytest.approx(1999.0)
+    oldest = timeline.at(0)
+    assert oldest is not None and oldest < 1999.0
 
 
 def test_a_text_turn_has_no_speech_latency_and_tools_are_timed() -> None:

@@ -421,6 +421,37 @@ def test_over_webrtc_with_server_vad_speech_under_way_at_a_drop_is_sent_on_the_n
     assert [e["type"] for e in again if e["type"] != "conversation.item.create"] == ["response.create"]
 
 
+def test_after_a_drop_the_new_connections_milliseconds_begin_with_the_speech_resent() -> None:
+    """The speech under way at a drop is appended again on the new connection, whose server counts its milliseconds
+    from that audio: the figures place its ``speech_stopped`` where that was said. Before, the new connection's
+    0 ms was taken for the first block captured after the restore, a second late."""
+    machine = SessionMachine(SessionSettings(api_key="k", silence_ms=500, prefix_padding_ms=300), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    block = np.zeros(480, np.int16)
+    for k in range(75):  # 1.5 s, block k captured by 0.02·(k + 1)
+        machine.captured(block, 0.02 * (k + 1))
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 1000,
+                                       "item_id": "item_u1"})], 1.3)
+    protocol.connection_lost()
+    machine.connection_lost(1.5, 1006, "gone")
+    for k in range(75, 100):  # half a second while away
+        machine.captured(block, 0.02 * (k + 1))
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    restored = machine.restore(2.05)
+    assert restored.resent_audio_ms == pytest.approx(1000)  # from 1.0 s, where the speech began, to 2.0 s
+    for k in range(100, 150):
+        machine.captured(block, 0.02 * (k + 1))
+    receive(machine, fresh, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 0,
+                                    "item_id": "item_u2"}),
+                             frame({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 1700,
+                                    "item_id": "item_u2"})], 3.0)
+    speech = machine.metrics.report(3.0).speech[-1]
+    assert (speech.start, speech.end, speech.speech_end) == (pytest.approx(1.0), pytest.approx(2.7),
+                                                             pytest.approx(2.2))
+
+
 def test_over_webrtc_with_server_vad_the_silence_the_track_filled_in_keeps_the_timelines_together() -> None:
     """The microphone fell a second behind the call's track, which sent silence meanwhile and the server counted it:
     the journal counts it too, so speech the server places after it is found where it was said. Before, the
@@ -435,6 +466,22 @@ def test_over_webrtc_with_server_vad_the_silence_the_track_filled_in_keeps_the_t
     _fresh, out, _restored = _on_a_new_call(machine, protocol, 3.0)
     # from 2200 − 200 ms on the track: where the filler ended, the first block the microphone gave after it
     assert np.array_equal(_item_audio(out), _blocks(50, 100))
+
+
+def test_over_webrtc_the_figures_count_the_silence_the_track_filled_in() -> None:
+    """The server counts the track's filler as input: its milliseconds after it fall where the microphone's next
+    block was captured, not a second later."""
+    machine, protocol = _webrtc_server_vad()
+    block = np.zeros(480, np.int16)
+    for k in range(50):  # 1 s, captured by 0.02·(k + 1)
+        machine.captured(block, 0.02 * (k + 1), media=True)
+    machine.captured(block, 2.02, media=True, padded=24_000)  # a second of filler first
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 2000,
+                                       "item_id": "item_u1"}),
+                                frame({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 2020,
+                                       "item_id": "item_u1"})], 2.5)
+    speech = machine.metrics.report(2.5).speech[-1]
+    assert (speech.start, speech.end) == (pytest.approx(2.0), pytest.approx(2.02))
 
 
 def test_over_webrtc_with_server_vad_nothing_is_resent_when_nobody_was_speaking() -> None:

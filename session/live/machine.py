@@ -434,16 +434,15 @@ class LiveMachine:
     # ------------------------------------------------------------------ microphone
     def captured(self, item: Captured, now: float, *, media: bool = False, padded: int = 0
                  ) -> tuple[Effects, np.ndarray | None, bool]:
-        """A microphone block, as :meth:`SessionMachine.captured` takes it (``padded`` is not used: nothing of the
-        input is resent on a new Live session)."""
+        """A microphone block, as :meth:`SessionMachine.captured` takes it (``padded``, the track's filler, only runs
+        the timeline on: nothing of the input is resent on a new Live session)."""
         pcm, onset, end = self.mic.clean(item, now)
         effects = self.local_speech(now, onset) if onset is not None else NO_EFFECTS
         if self._protocol is None or not self.carrying:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
-        if media:
-            if self.metrics.first_input_at is None:  # the track's first sample is the timeline's input 0
-                self.metrics.first_input_at = end - len(pcm) / self.timeline.rate
+        if media:  # the track's first sample is the timeline's input 0, and its filler counts as input
+            self.metrics.input_sent(padded + len(pcm), end, self.timeline.rate)
             return effects, pcm, False
         return effects, None, self._append(self.mic.captured(pcm, carrying=True), end)
 
@@ -454,8 +453,7 @@ class LiveMachine:
         protocol = self._protocol
         if chunk is None or not self.carrying or protocol is None or protocol.closed or not protocol.started:
             return False
-        if self.metrics.first_input_at is None:  # the timeline's input side starts with the first sample sent
-            self.metrics.first_input_at = now - len(chunk) / self.timeline.rate
+        self.metrics.input_sent(len(chunk), now, self.timeline.rate)  # its last sample captured at now
         protocol.append_audio(chunk.astype("<i2").tobytes())
         return True
 

@@ -3,8 +3,8 @@
 The same records as a Realtime session's (:mod:`voxline.session.metrics.records`), so the
 replay's summary, farms and the report read them unchanged. One *turn* per assistant
 utterance: the user's speech ended where the last input transcript delta before it ended
-(its ``end_ms`` on the session timeline, which the caller's audio runs along: placed on the
-listener's clock from when the first input sample was captured, :attr:`LiveMetrics.first_input_at`),
+(its ``end_ms`` on the session timeline, which runs with the caller's audio: placed on the listener's
+clock where that audio was captured, :meth:`LiveMetrics.input_sent`),
 and the reply's latency as heard runs from there to its first sample heard. One record per
 cut: trigger → silence (the fade's end).
 """
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
 
+from ..metrics.input_timeline import InputTimeline
 from ..metrics.records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
 from ..tools.events import ToolEvent, ToolFinished, ToolStarted
 
@@ -41,7 +42,7 @@ class _Utt:
 @dataclass(slots=True)
 class LiveMetrics:
     playout: PlayoutBuffer
-    first_input_at: float | None = None  # listener time the first input sample sent was captured (timeline 0)
+    _input: InputTimeline | None = None  # where the caller's audio sent on this session was captured
     _utts: dict[str, _Utt] = field(default_factory=dict)
     _order: deque[str] = field(default_factory=deque)
     _barge: deque[BargeInRecord] = field(default_factory=lambda: deque(maxlen=KEEP))
@@ -58,7 +59,18 @@ class LiveMetrics:
             self._close_speech()
         self._user_start_ms = self._user_end_ms = self._user_item = None
         self._user_prefix = user_prefix
-        self.first_input_at = None
+        self._input = None
+
+    def input_sent(self, samples: int, end: float, rate: int) -> None:
+        """``samples`` of the caller's audio at ``rate``, the last captured at ``end``, went to the session (after
+        those sent before): the timeline ran on by as much."""
+        if self._input is None:
+            self._input = InputTimeline(rate)
+        self._input.sent_audio(samples, end)
+
+    def _time(self, ms: int) -> float | None:
+        """The listener time at which the caller's audio at ``ms`` on the timeline was captured."""
+        return None if self._input is None else self._input.at(ms)
 
     def user_words(self, start_ms: int, end_ms: int) -> bool:
         """The user's words on the timeline; True when they begin a new stretch of speech."""
@@ -77,10 +89,11 @@ class LiveMetrics:
         return self._user_item
 
     def _segment(self) -> SpeechSegment | None:
-        if self.first_input_at is None or self._user_start_ms is None or self._user_end_ms is None:
+        if self._user_start_ms is None or self._user_end_ms is None:
             return None
-        origin = self.first_input_at
-        start, end = origin + self._user_start_ms / 1000, origin + self._user_end_ms / 1000
+        start, end = self._time(self._user_start_ms), self._time(self._user_end_ms)
+        if start is None or end is None:
+            return None
         return SpeechSegment(self._user_item, start, end, start, end, "live_transcript")
 
     def _close_speech(self) -> None:
@@ -88,8 +101,7 @@ class LiveMetrics:
             self._speech.append(segment)
 
     def utterance(self, uid: str, now: float) -> None:
-        end = None if self.first_input_at is None or self._user_end_ms is None \
-            else self.first_input_at + self._user_end_ms / 1000
+        end = None if self._user_end_ms is None else self._time(self._user_end_ms)
         if self._user_start_ms is not None:
             self._close_speech()
             self._user_start_ms = None

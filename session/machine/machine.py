@@ -128,6 +128,7 @@ class SessionMachine:
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
+        self._captured_at: float | None = None  # the capture time of the last block kept for the server
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
@@ -223,11 +224,19 @@ class SessionMachine:
         # push-to-talk let go while away: each turn whole and on its own; a turn still held goes on after them
         turns, rest = self.mic.resume_turns(handover=handover, released_while_away=self._released_while_away)
         resent = 0  # samples
+        left = sum(map(len, turns)) + len(rest)  # from the next piece sent to the last sample captured
+        captured = self._captured_at if self._captured_at is not None else now
+
+        def resend(pcm: np.ndarray, *, whole: bool) -> int:
+            nonlocal left
+            left -= len(pcm)  # the pieces go in the order they were captured: this one ends ``left`` before the last
+            return self._resend(pcm, whole=whole, end=captured - left / self.mic.journal.rate)
+
         for turn in turns:
             # the turn ended while away: its answer must hear it (again if this fails)
-            resent += self._resend(turn, whole=True)
+            resent += resend(turn, whole=True)
         if not turns:
-            resent = self._resend(rest, whole=False)  # speech under way: the server hears it before what is asked of it
+            resent = resend(rest, whole=False)  # speech under way: the server hears it before what is asked of it
             if self.mic.speech_only and resent and not creates and not followed:
                 # the old call's VAD would have answered it, and the new one hears only what follows: a user still
                 # talking is heard by it and interrupts this answer, one who stopped while away is answered
@@ -235,18 +244,19 @@ class SessionMachine:
         for payload in creates:
             protocol.send(payload)
         if turns:
-            resent += self._resend(rest, whole=False)  # the next turn, begun after those let go: after their answer
+            resent += resend(rest, whole=False)  # the next turn, begun after those let go: after their answer
         resent_ms = resent * 1000 / self.mic.journal.rate
         return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
 
-    def _resend(self, pcm: np.ndarray, *, whole: bool) -> int:
-        """Audio of the user's a new connection lacks: appended (and committed when ``whole``), or over WebRTC,
-        whose track takes no audio from before the call, user audio items sized for its data channel (they are
-        the turn: nothing to commit), kept as committed turns. The samples sent."""
+    def _resend(self, pcm: np.ndarray, *, whole: bool, end: float) -> int:
+        """Audio of the user's a new connection lacks, its last sample captured at ``end``: appended (and committed
+        when ``whole``), or over WebRTC, whose track takes no audio from before the call, user audio items sized for
+        its data channel (they are the turn: nothing to commit), kept as committed turns. The samples sent."""
         if not len(pcm):
             return 0
         protocol = self.protocol
         if self.track is None:
+            self.metrics.input_sent(len(pcm), end, protocol)  # the server counts its input from these
             protocol.append_audio(pcm.astype("<i2").tobytes())
             if whole:
                 protocol.commit_audio()
@@ -357,9 +367,10 @@ class SessionMachine:
         if not self.mic.talking or core is None:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
+        self._captured_at = end
         if media and self.carrying:
             self.mic.keep(pcm, padded)  # kept until committed, for a new call after a drop
-            self.metrics.input_sent(len(pcm), end, core.protocol)
+            self.metrics.input_sent(padded + len(pcm), end, core.protocol)  # the track's filler counts as sent
             return effects, pcm, False
         return effects, None, self._append(self.mic.captured(pcm, carrying=self.carrying), end)
 

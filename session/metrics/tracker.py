@@ -43,6 +43,7 @@ from ..events import (
 )
 from ..mirror import ConversationMirror
 from ..tools.events import ToolEvent, ToolFinished, ToolStarted
+from .input_timeline import InputTimeline
 from .records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
 
 __all__ = ["SessionMetrics"]
@@ -117,7 +118,7 @@ class SessionMetrics:
         self.rate = playout.rate
         self.silence_s = silence_ms / 1000.0
         self.padding_s = padding_ms / 1000.0
-        self._origin: float | None = None  # listener time of the first input sample sent on this connection
+        self._input: InputTimeline | None = None  # the input sent on this connection, on the listener timeline
         self._connection: int | None = None
         self._turns: deque[_Turn] = deque(maxlen=keep)
         self._turn: _Turn | None = None
@@ -135,10 +136,12 @@ class SessionMetrics:
 
     # ------------------------------------------------------------------ feeding
     def input_sent(self, samples: int, now: float, connection: object = None) -> None:
-        """``samples`` of microphone audio, captured up to ``now``, went to ``connection``."""
-        if self._connection != id(connection) or self._origin is None:
+        """``samples`` of microphone audio, the last captured at ``now``, went to ``connection`` (after those sent
+        to it before)."""
+        if self._connection != id(connection) or self._input is None:
             self._connection = id(connection)
-            self._origin = now - samples / self.rate
+            self._input = InputTimeline(self.rate)
+        self._input.sent_audio(samples, now)
 
     def wire(self, output: ProtocolOutput, now: float) -> None:
         """One protocol output, as the session received it."""
@@ -199,7 +202,7 @@ class SessionMetrics:
 
     # ------------------------------------------------------------------ turns and speech
     def _at(self, ms: int | None) -> float | None:
-        return None if ms is None or self._origin is None else self._origin + ms / 1000.0
+        return None if ms is None or self._input is None else self._input.at(ms)
 
     def _on_speech_started(self, event: SpeechStarted) -> None:
         start = self._at(event.audio_start_ms)
