@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from voxline.base.clock import Clock
 from voxline.base.contain import contain
 from voxline.base.errors import message_of
+from voxline.base.log_output import SAID_AS_EVENT
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
 
@@ -183,7 +184,8 @@ class Link:
         held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
         heard_until, self._heard_until = self._heard_until, None
         self._budget.lost(self.clock.now(), self._connected_at if held else None, heard_until)
-        _log.warning("connection lost (close code %s%s); reconnecting", exc.code, f" {exc.reason}" if exc.reason else "")
+        _log.warning("connection lost (close code %s%s); reconnecting", exc.code, f" {exc.reason}" if exc.reason else "",
+                     extra=SAID_AS_EVENT)
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))  # the cut first
         await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
         while (delay := self._next_delay()) is not None:
@@ -195,7 +197,7 @@ class Link:
             except BaseException as failure:  # the app's connector may raise anything: it is one failed try
                 contain(failure)
                 text = _failure_text(failure)
-                _log.warning("reconnect failed: %s", text)
+                _log.warning("reconnect failed: %s", text, extra=SAID_AS_EVENT)
                 self._publish(SessionError(f"reconnect failed: {text}", "reconnect_failed"))
                 continue
             self._take_over(conn)
@@ -213,7 +215,8 @@ class Link:
             _log.info("connection restored")
             await self.flush()
             return True
-        _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used)
+        _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used,
+                   extra=SAID_AS_EVENT)
         self._publish(SessionError(f"the connection is lost and could not be restored ({self._budget.used} tries)",
                                    "connection_lost", fatal=True))
         return False

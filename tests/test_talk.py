@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from voxline.audio.wavio import read_wav, write_wav
+from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli import main
 from voxline.session.cli.talk import LevelMeter, TalkSettings, demo_tools
 from voxline.session.cli.talk_view import PlainScreen, TalkModel, describe, level_bar
@@ -243,19 +244,20 @@ class Talk:
                     return self.lines[-1]
 
     async def finish(self, timeout: float = 20.0) -> tuple[int, str]:
-        assert self.process.stdout is not None and self.process.stderr is not None
+        assert self.process.stdout is not None
         async with asyncio.timeout(timeout):
             rest, err = await self.process.communicate()
         self.lines += rest.decode().splitlines()
         assert self.process.returncode is not None
-        return self.process.returncode, err.decode()
+        return self.process.returncode, (err or b"").decode()
 
 
 @asynccontextmanager
-async def talk(*argv: str, stdin: int | None = asyncio.subprocess.DEVNULL) -> AsyncIterator[Talk]:
+async def talk(*argv: str, stdin: int | None = asyncio.subprocess.DEVNULL, merged: bool = False) -> AsyncIterator[Talk]:
+    """``voxline talk`` with ``argv``; with ``merged``, its stderr goes where its stdout goes (one terminal)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "voxline", "talk", *argv, cwd=ROOT, env=_env(), stdin=stdin,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT if merged else asyncio.subprocess.PIPE)
     try:
         yield Talk(process)
     finally:
@@ -493,6 +495,22 @@ async def test_a_server_that_cannot_be_reached_is_one_line(pulse: None, echo: st
     advice = "" if echo == "--aec" else "; use headphones, or the assistant may hear itself"
     assert code == 1 and run.lines == [f"voxline talk: connecting to ws://127.0.0.1:9/v1 (model gpt-realtime-2.1){advice}"]
     assert err.count("\n") == 1 and err.startswith("voxline talk: error: cannot connect to ws://127.0.0.1:9/v1")
+
+
+@pytest.mark.device
+async def test_without_the_panel_a_lost_server_is_said_once_per_try_where_both_streams_go(pulse: None) -> None:
+    """``--no-ui`` in a terminal: each reconnect failure was said twice, as an event line and as a log line."""
+    async with serve(ServerConfig(port=0, voice="tone")) as server:
+        async with talk("--no-ui", "--url", f"ws://127.0.0.1:{server.port}/v1", merged=True) as run:
+            await run.wait_for_line("ready: mic")
+            await server.close()  # the server goes, and stays gone
+            await run.wait_for_line("could not be restored", timeout=40)
+            code, _err = await run.finish()
+    assert code == 1
+    failed = [line for line in run.lines if "reconnect failed" in line]
+    assert len(failed) == 5 and all(" WARNING " not in line for line in failed), run.lines
+    assert sum("could not be restored" in line for line in run.lines) == 1, run.lines
+    assert sum("connection lost" in line for line in run.lines) == 1, run.lines
 
 
 @pytest.mark.device

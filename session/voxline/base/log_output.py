@@ -11,7 +11,11 @@ import sys
 
 from .errors import printable, redact
 
-__all__ = ["log_to_stderr"]
+__all__ = ["SAID_AS_EVENT", "log_to_stderr", "skip_records_said_as_events"]
+
+SAID_AS_EVENT = {"said_as_event": True}
+"""``extra`` of a record whose news the session also publishes as an event (a reconnect that failed): a command
+printing the events where its log goes too (:func:`skip_records_said_as_events`) says it once."""
 
 
 class _RedactingFormatter(logging.Formatter):
@@ -53,3 +57,16 @@ def log_to_stderr(level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+
+
+class _NotSaidAsEvent(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, "said_as_event", False)
+
+
+def skip_records_said_as_events() -> None:
+    """Leave out of stderr the records the session also publishes as events (:data:`SAID_AS_EVENT`): for a command
+    that prints every event to where stderr goes."""
+    for handler in logging.getLogger("voxline").handlers:
+        if not any(isinstance(f, _NotSaidAsEvent) for f in handler.filters):
+            handler.addFilter(_NotSaidAsEvent())
