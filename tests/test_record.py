@@ -7,6 +7,7 @@ virtual clock; what it writes must be what a replay of the same input hears.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -102,6 +103,33 @@ def test_events_and_summary_agree_on_the_cut(recorded: dict[str, Any]) -> None:
     assert heard["full_text"].startswith(heard["text"]) and heard["estimate"] is True
     assert cut["silent_at"] == pytest.approx(6.045, abs=1e-6)  # on the recording's timeline, as in the replay
     assert summary["pass"]
+
+
+def test_a_stop_in_capture_is_silence_in_mic_wav_and_the_files_stay_in_step(tmp_path: Path) -> None:
+    """A microphone stream that ended and was opened again 3 s later: its next block lands 3 s on in MIC.wav, where
+    HEARD.wav has what the listener heard meanwhile. Before, MIC.wav went on as if nothing had stopped."""
+    recorder = SessionRecorder(tmp_path / "rec")
+    blocks = watched_blocks(recorder, [(0.0 + 0.02 * k, k + 1) for k in range(50)]  # 1 s from 0.0
+                            + [(4.0 + 0.02 * k, 100 + k) for k in range(50)]  # 1 s from 4.0
+                            + [(5.0 + 0.001, 200)])  # a millisecond late: jitter, not a stop
+    assert len(blocks) == 101
+    recorder.close(None, mode="test")
+    mic, _rate = read_wav(tmp_path / "rec" / SessionRecorder.MIC)
+    assert len(mic) == 5 * RATE + 480
+    assert mic[RATE - 1] == 50 and not mic[RATE:4 * RATE].any() and mic[4 * RATE] == 100
+    assert mic[5 * RATE] == 200  # follows on
+
+
+def watched_blocks(recorder: SessionRecorder, blocks: list[tuple[float, int]]) -> list[tuple[float, np.ndarray]]:
+    """``(capture time, value)`` as 20 ms blocks through the recorder's microphone tap, as ``talk`` hands them."""
+    async def device() -> AsyncIterator[tuple[float, np.ndarray]]:
+        for adc, value in blocks:
+            yield adc, np.full(480, value, np.int16)
+
+    async def taken() -> list[tuple[float, np.ndarray]]:
+        return [item async for item in recorder.mic(device())]
+
+    return asyncio.run(taken())
 
 
 def test_record_into_a_missing_directory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
