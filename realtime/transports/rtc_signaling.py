@@ -22,15 +22,10 @@ from ..errors import ConfigurationError, ConnectionFailed
 from .failures import token_refused
 from .http import post, split_userinfo
 
-__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "SDP_PARSER_FAILURES", "Answer", "calls_url",
-           "post_offer"]
+__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "Answer", "calls_url", "post_offer"]
 
 DEFAULT_MAX_MESSAGE = 65_536
 """The largest data channel message a peer takes when its SDP does not say (RFC 8841)."""
-
-SDP_PARSER_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError, AttributeError)
-"""What aiortc raises on SDP it does not check itself (an offer or an answer): malformed lines, and lines that
-refer to what is not there (a BUNDLE naming no m-line's mid leaves a transport unset)."""
 
 EVENTS_LABEL = "oai-events"
 """The label of the data channel that carries the JSON events."""

@@ -37,7 +37,8 @@ from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .rtc_text import read_text_as_browsers_do
 from .http import split_userinfo
-from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, MESSAGE_CHARS, SDP_PARSER_FAILURES, Answer, calls_url,
+from .rtc_sdp import SDP_FAILURES
+from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, MESSAGE_CHARS, Answer, calls_url,
                             post_offer)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
@@ -155,7 +156,7 @@ class WebRTCTransport:
         self.call_id = answer.call_id
         try:
             await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))
-        except SDP_PARSER_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
+        except SDP_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
             why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clip(why, MESSAGE_CHARS)})") from None
         self.max_message_bytes = peer_max_message(answer.sdp)

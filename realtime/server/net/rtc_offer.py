@@ -27,7 +27,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.transports.rtc_signaling import SDP_PARSER_FAILURES
+from voxline.realtime.transports.rtc_sdp import SDP_FAILURES
 from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
@@ -67,6 +67,7 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
 
     A malformed offer closes ``pc`` and raises :class:`RequestRejected` naming ``param``.
     """
+    before = asyncio.all_tasks()
     try:
         text = offer_text(offer) if isinstance(offer, bytes) else offer
         await pc.setRemoteDescription(RTCSessionDescription(text, "offer"))
@@ -74,11 +75,25 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
         if any(t.kind == "audio" for t in pc.getTransceivers()):
             pc.addTrack(output)
         await pc.setLocalDescription(await pc.createAnswer())
-    except SDP_PARSER_FAILURES as exc:  # aiortc's SDP parser asserts, indexes and unpacks unchecked
+    except SDP_FAILURES as exc:  # an offer aiortc cannot take (voxline.realtime.transports.rtc_sdp)
+        _reap_connects(asyncio.all_tasks() - before)
         await close_peer(pc)
         detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
         raise RequestRejected(errors.invalid_value(param, f"Invalid SDP offer: {detail}")) from None
     return str(pc.localDescription.sdp)
+
+
+def _reap_connects(tasks: set[asyncio.Task[object]]) -> None:
+    """The connect tasks aiortc started for an offer it then failed on fail too, with no one to hear it: what they
+    raise is logged at DEBUG here instead of as "Task exception was never retrieved"."""
+    for task in tasks:
+        if getattr(task.get_coro(), "__qualname__", "").startswith("RTCPeerConnection."):
+            task.add_done_callback(_connect_ended)
+
+
+def _connect_ended(task: asyncio.Task[object]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        _log.debug("a refused offer's connect ended: %r", exc)
 
 
 async def close_peer(pc: RTCPeerConnection) -> None:
