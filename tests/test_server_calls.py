@@ -21,6 +21,7 @@ from openai import AsyncOpenAI
 
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
+from voxline.realtime.server.net import rtc_call
 from tests.support.oracle import WireRecorder, check_server_event
 
 KEY = "sk-calls-test"
@@ -30,16 +31,17 @@ TOOL = {"type": "function", "name": "get_weather", "description": "Weather", "pa
 class Kiosk:
     """A bare WebRTC peer: the data channel's events in a queue, every frame recorded."""
 
-    def __init__(self, wire: WireRecorder) -> None:
+    def __init__(self, wire: WireRecorder, *, channel: bool = True) -> None:
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.wire = wire
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.closed = asyncio.Event()
-        self.channel = self.pc.createDataChannel("oai-events")
-        self.channel.on("message", self._on_message)
-        self.channel.on("close", self.closed.set)
-        self.opened = asyncio.Event()
-        self.channel.on("open", self.opened.set)
+        self.opened = asyncio.Event()  # the channel, or without one the connection
+        if channel:
+            self.channel = self.pc.createDataChannel("oai-events")
+            self.channel.on("message", self._on_message)
+            self.channel.on("close", self.closed.set)
+            self.channel.on("open", self.opened.set)
         self.pc.on("connectionstatechange", self._on_state)
         self.pc.addTransceiver("audio")
 
@@ -50,6 +52,8 @@ class Kiosk:
     def _on_state(self) -> None:
         if self.pc.connectionState in ("closed", "failed"):
             self.closed.set()
+        elif self.pc.connectionState == "connected" and not hasattr(self, "channel"):
+            self.opened.set()
 
     async def offer(self) -> str:
         await self.pc.setLocalDescription(await self.pc.createOffer())
@@ -82,7 +86,8 @@ async def sideband_until(conn: Any, wire: WireRecorder, type_: str) -> list[dict
 
 
 @asynccontextmanager
-async def server_and_kiosk(**overrides: Any) -> AsyncIterator[tuple[Any, AsyncOpenAI, Kiosk, WireRecorder]]:
+async def server_and_kiosk(*, channel: bool = True, **overrides: Any
+                           ) -> AsyncIterator[tuple[Any, AsyncOpenAI, Kiosk, WireRecorder]]:
     wire, server_wire = WireRecorder(), WireRecorder()
 
     def on_server_wire(direction: str, text: str) -> None:
@@ -91,7 +96,7 @@ async def server_and_kiosk(**overrides: Any) -> AsyncIterator[tuple[Any, AsyncOp
     settings: dict[str, Any] = {"port": 0, "voice": "tone", "speed": float("inf"), "api_key": KEY,
                                 "scenario": "tools", "on_wire": on_server_wire}
     async with serve(ServerConfig(**{**settings, **overrides})) as server:
-        kiosk = Kiosk(wire)
+        kiosk = Kiosk(wire, channel=channel)
         client = AsyncOpenAI(api_key=KEY, base_url=server.http_url, websocket_base_url=server.url)
         try:
             yield server, client, kiosk, wire
@@ -175,6 +180,24 @@ async def test_hanging_up_from_the_kiosk_ends_the_sideband() -> None:
                 await asyncio.sleep(0.01)
         with pytest.raises(Exception, match="404"):
             await client.realtime.calls.hangup(call_id)
+
+
+async def test_a_caller_without_a_data_channel_is_served_by_its_sideband(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kiosk that sends only media: the call opens when its peer connects, the sideband gets the opening events
+    before anything else, and the call outlives the wait for a channel. Before, the sideband's response events came
+    without a ``session.created``, and the call ended mid-reply when that wait ran out."""
+    monkeypatch.setattr(rtc_call, "CHANNEL_TIMEOUT_S", 0.5)
+    async with server_and_kiosk(channel=False) as (server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        async with client.realtime.connect(call_id=call_id) as backend:
+            opening = await sideband_until(backend, wire, "conversation.created")
+            assert [e["type"] for e in opening] == ["session.created", "conversation.created"]
+            call = server._calls.find(call_id)
+            assert call is not None
+            await asyncio.sleep(1.0)  # the wait for a channel runs out meanwhile (a guard, not a measurement)
+            await backend.response.create()
+            seen = await sideband_until(backend, wire, "response.done")
+            assert seen[-1]["response"]["status"] == "completed" and not call.ended
 
 
 async def test_a_sideband_needs_the_api_key_and_a_live_call() -> None:

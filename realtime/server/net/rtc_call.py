@@ -3,18 +3,20 @@
 The call owns its ``RTCPeerConnection``. Before the SDP answer is made it hooks the
 client's microphone track and the ``oai-events`` data channel; the answer
 (:func:`~voxline.realtime.server.net.rtc_offer.answer_offer`) adds its outgoing track,
-which plays the output buffer. When the channel
-arrives, ``session.created`` is sent before any client frame is handled.
-:meth:`RtcCall.run` waits for the channel, then runs three jobs until the peer goes
+which plays the output buffer. The call *opens* (``session.created``, before any client
+frame is handled) at the first of: the channel arriving, the peer connecting when its offer has
+no data section (a caller that made no channel is served by its sidebands), a sideband attaching. A channel that arrives
+after that gets the opening events alone, as a late sideband does.
+:meth:`RtcCall.run` waits for the channel or the connection, then runs its jobs until the peer goes
 away: the microphone reader, a pacer that polls the engine when its next step is
 due (as over WebSocket), a voicer that synthesizes the replies a response waits for
 off the event loop, and the session-length timer. Client frames are handled
 as they arrive, in the channel's callback.
 
 Sideband sockets (:mod:`voxline.realtime.server.net.sideband`) may :meth:`RtcCall.attach` at any
-time: each gets ``session.created`` / ``conversation.created`` (at once if the call is
-open, else when it opens), then every event of the call; its frames are handled like
-the channel's. :meth:`RtcCall.hangup` ends the call, as the peer leaving does; either way
+time: each gets ``session.created`` / ``conversation.created`` first (the call opens if it had
+not), then every event of the call; its frames are handled like the channel's. A call whose peer
+neither connects nor opens a channel within :data:`CHANNEL_TIMEOUT_S` ends. :meth:`RtcCall.hangup` ends the call, as the peer leaving does; either way
 the sidebands close with 1000.
 """
 
@@ -64,7 +66,7 @@ class RtcCall:
         self._engine = engine
         self.bridge = CallBridge(engine, self._send, engine.ids.derived())  # each call's own, seeded or not
         self._channel: RTCDataChannel | None = None
-        self._channel_ready = asyncio.Event()
+        self._reached = asyncio.Event()  # the channel arrived, or the peer connected
         self._mic: MediaStreamTrack | None = None
         self._ended = asyncio.Event()
         self._opened = False
@@ -81,13 +83,13 @@ class RtcCall:
         return f"<RtcCall {self.call_id} {self.pc.connectionState}>"
 
     async def run(self) -> None:
-        """Serve the call until the peer leaves (or never opens the channel); then close it."""
+        """Serve the call until the peer leaves (or never connects); then close it."""
         started = self._config.clock.now()
         log.info("session %s opened (WebRTC call %s)", self._engine.session_id, self.call_id)
         try:
             try:
                 async with asyncio.timeout(CHANNEL_TIMEOUT_S):
-                    await first_of(self._channel_ready.wait(), self._ended.wait())
+                    await first_of(self._reached.wait(), self._ended.wait())
             except TimeoutError:
                 return
             if self._ended.is_set():
@@ -131,6 +133,8 @@ class RtcCall:
             if self._opened:  # it missed the opening events: they are sent to it alone
                 for ev in self.bridge.engine.open():
                     self._deliver(sideband, encode_event(ev))
+            else:  # its frames are handled from now on: the session opens first
+                self._open()
         try:
             await sideband.run(lambda frame: self._on_message(frame, sideband))
         finally:
@@ -149,13 +153,31 @@ class RtcCall:
         self._channel = channel
         channel.on("message", self._on_message)
         channel.on("close", self._ended.set)
-        self.bridge.open()  # session.created goes first, before any client frame is handled
-        self._opened = True
-        self._channel_ready.set()
+        if self._opened:  # opened before it came (the peer connected first, a sideband): the opening for it alone
+            for ev in self.bridge.engine.open():
+                self._send_on_channel(channel, ev)
+        else:
+            self._open()
+        self._reached.set()
 
     def _on_state(self) -> None:
-        if self.pc.connectionState in ("failed", "closed"):
+        state = self.pc.connectionState
+        if state in ("failed", "closed"):
             self._ended.set()
+        elif state == "connected" and not self._offers_channel():
+            self._open()  # a caller that made no channel is served by its sidebands
+            self._reached.set()
+
+    def _offers_channel(self) -> bool:
+        """The caller's offer has a data section: its channel is to come (over the connection just made)."""
+        offer = self.pc.remoteDescription
+        return offer is not None and any(line.startswith("m=application") for line in offer.sdp.splitlines())
+
+    def _open(self) -> None:
+        """``session.created`` and ``conversation.created`` to whoever is there, once, before any client frame."""
+        if not self._opened:
+            self._opened = True
+            self.bridge.open()
 
     def _on_message(self, message: str | bytes, sideband: Sideband | None = None) -> None:
         if self._config.on_wire is not None:
@@ -181,13 +203,18 @@ class RtcCall:
     def _send(self, ev: dict[str, Any]) -> None:
         text = encode_event(ev)
         channel = self._channel
-        # Nothing is produced before the channel opens; after it closes the call is over.
-        if channel is not None and channel.readyState == "open":
-            sent = send_or_refuse(channel, text, str(ev.get("type")), lambda spec: encode_event(self._engine.error(spec)))
-            if self._config.on_wire is not None:
-                self._config.on_wire("out", sent)
+        if channel is not None:  # after it closes the call is over
+            self._send_on_channel(channel, ev, text)
         for sideband in self._sidebands:  # a sideband's WebSocket carries the event itself, whatever the channel took
             self._deliver(sideband, text)
+
+    def _send_on_channel(self, channel: RTCDataChannel, ev: dict[str, Any], text: str | None = None) -> None:
+        if channel.readyState != "open":
+            return
+        text = encode_event(ev) if text is None else text
+        sent = send_or_refuse(channel, text, str(ev.get("type")), lambda spec: encode_event(self._engine.error(spec)))
+        if self._config.on_wire is not None:
+            self._config.on_wire("out", sent)
 
     def _deliver(self, sideband: Sideband, text: str) -> None:
         sideband.push(text)
