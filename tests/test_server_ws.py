@@ -155,6 +155,22 @@ async def test_beta_header_gets_beta_api_shape_disabled_then_4000() -> None:
     recorder.verify()
 
 
+async def test_a_beta_only_event_gets_beta_api_shape_disabled_then_4000() -> None:
+    """The service's answer to ``transcription_session.update`` on a GA session; before, it was an unknown type and
+    the session went on. (No wire oracle here: the event is not one of the GA protocol's.)"""
+    async with serve(config()) as server:
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            assert [json.loads(await ws.recv())["type"] for _ in range(2)] == ["session.created", "conversation.created"]
+            await ws.send(json.dumps({"type": "transcription_session.update", "event_id": "b1",
+                                      "session": {"input_audio_format": "pcm16"}}))
+            event = json.loads(await ws.recv())
+            assert (event["type"], event["error"]["code"], event["error"]["event_id"]) == (
+                "error", "beta_api_shape_disabled", "b1")
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            assert (ws.close_code, ws.close_reason) == (4000, "invalid_request_error.beta_api_shape_disabled")
+
+
 async def http(
     port: int, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
 ) -> tuple[int, Any]:

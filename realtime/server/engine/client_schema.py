@@ -19,7 +19,7 @@ from voxline.realtime.server.engine.session_schema import (
 )
 from voxline.realtime.server.engine.validate import Field, Schema
 
-__all__ = ["CLEAR_SCHEMA", "EVENT_SCHEMAS", "RESPONSE_PARAMS", "SUPPORTED_TYPES"]
+__all__ = ["BETA_ONLY_TYPES", "CLEAR_SCHEMA", "EVENT_SCHEMAS", "RESPONSE_PARAMS", "SUPPORTED_TYPES"]
 
 _HEAD = {"type": Field(("string",), required=True), "event_id": Field(("string",))}
 _REQ_STR = Field(("string",), required=True)
@@ -76,6 +76,9 @@ EVENT_SCHEMAS: dict[str, Schema] = {
 }
 
 SUPPORTED_TYPES: tuple[str, ...] = tuple(EVENT_SCHEMAS)
+
+BETA_ONLY_TYPES = frozenset({"transcription_session.update"})
+"""Client events of the shut-down beta protocol only: the service answers ``beta_api_shape_disabled`` and closes."""
 
 CLEAR_SCHEMA: Schema = dict(_HEAD)
 """``output_audio_buffer.clear``, where a call takes it (its data channel, its sideband): checked as any event."""

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from voxline.realtime.server.engine import errors, listening, turns
-from voxline.realtime.server.engine.client_schema import EVENT_SCHEMAS, SUPPORTED_TYPES
+from voxline.realtime.server.engine.client_schema import BETA_ONLY_TYPES, EVENT_SCHEMAS, SUPPORTED_TYPES
 from voxline.realtime.server.engine.conversation import Conversation, Entry
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.hearing import HearingJob
@@ -90,6 +90,9 @@ class Engine:
             "response.create": self._response_create,
             "response.cancel": self._response_cancel,
         }
+        self.closing: ErrorSpec | None = None
+        """Set once the client sent what ends its session (a beta-only event): the error said, the socket closes
+        with 4000 and this as its reason."""
 
     @property
     def ids(self) -> IdFactory:
@@ -218,6 +221,9 @@ class Engine:
             raise RequestRejected(errors.invalid_type("type", "a string", a_kind(type_)))
         handler = self._handlers.get(type_)
         if handler is None:
+            if type_ in BETA_ONLY_TYPES:  # the beta protocol is shut down: its events end the session, as its header
+                self.closing = errors.beta_disabled()
+                raise RequestRejected(self.closing)
             raise RequestRejected(errors.invalid_choice("type", type_, SUPPORTED_TYPES))
         plain = PLAIN_EVENTS.get(type_)
         if plain is None or not plain.holds(data):  # the plain form (every append) passes both as it is

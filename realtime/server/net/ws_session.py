@@ -238,6 +238,10 @@ async def _read(
             except Exception:  # a bug of ours must not end the client's session: say so, as the service does
                 log.exception("the engine failed on a client frame")
                 outbox.put_all([engine.error(errors.server_error())])
+            if engine.closing is not None:  # the client ended it (a beta-only event): said, then closed as the service
+                await outbox.flush()
+                await connection.close(4000, close_reason(engine.closing))
+                return
             voicer.check()
             hearer.check()
             due = engine.next_due()
