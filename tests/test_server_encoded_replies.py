@@ -24,9 +24,10 @@ REPLY = "A reply long enough for several chunks of audio, voiced by the fake voi
 
 # sha256 of the whole event stream (one JSON text per line) of a session answering one
 # response.create, taken with the encoding made per chunk and per session; ids are masked (they
-# are the id factory's business, tested in test_server_ids)
-STREAM_PCM = "ee1ea9ea82be53954d29bac2d39f6b55537cda12ae67dc56f0a3458452358ca8"
-STREAM_PCMU = "77c386f4d092a1103aa04f5ff2d598891b7762878d2150cda170526276a96f5a"
+# are the id factory's business, tested in test_server_ids); taken again, the same but for
+# conversation.item.done naming the item before it, once it did
+STREAM_PCM = "a2331d9607df5a42ca1e863d17443eb61b8c394de540420475d8a3d52d779a4a"
+STREAM_PCMU = "b889beebf231c97059cf924e15b6acba00afedc48b324174ffce47c54fc247d9"
 
 
 def _stream(fmt: dict[str, Any] | None) -> tuple[str, int]:

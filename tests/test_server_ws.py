@@ -155,6 +155,37 @@ async def test_beta_header_gets_beta_api_shape_disabled_then_4000() -> None:
     recorder.verify()
 
 
+async def test_a_model_items_done_names_the_item_before_it_as_its_added_does() -> None:
+    """``conversation.item.done`` of an assistant item lacked ``previous_item_id`` (a client reading it took every
+    reply for the conversation's first item); now it names the item before it, even one placed there meanwhile."""
+    recorder = WireRecorder()
+    async with serve(config(recorder, speed=10.0)) as server:  # the reply streams while the second item comes
+        async with websockets.connect(f"{server.url}/realtime?model=m", additional_headers=AUTH) as ws:
+            c = Client(ws, recorder)
+            await c.until("conversation.created")
+            user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello"}]}
+            await c.send({"type": "conversation.item.create", "item": {**user, "id": "item_user1"}})
+            await c.until("conversation.item.done")
+            await c.send({"type": "response.create"})
+            added = (await c.until("conversation.item.added"))[-1]
+            assert added["previous_item_id"] == "item_user1"
+            reply = added["item"]["id"]
+            # an item put between the two while the reply streams: the reply follows it now
+            await c.send({"type": "conversation.item.create", "previous_item_id": "item_user1",
+                          "item": {**user, "id": "item_user2"}})
+            done = (await _until_done_of(c, reply))[-1]
+            assert done["previous_item_id"] == "item_user2"
+    recorder.verify()
+
+
+async def _until_done_of(c: Client, item_id: str) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    while True:
+        seen += await c.until("conversation.item.done")
+        if seen[-1]["item"]["id"] == item_id:
+            return seen
+
+
 async def test_a_beta_only_event_gets_beta_api_shape_disabled_then_4000() -> None:
     """The service's answer to ``transcription_session.update`` on a GA session; before, it was an unknown type and
     the session went on. (No wire oracle here: the event is not one of the GA protocol's.)"""

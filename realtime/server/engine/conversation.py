@@ -131,6 +131,13 @@ class Conversation:
             entry.let_go_of_audio()
         return self._order[index - 1] if index > 0 else None
 
+    def previous_id(self, item_id: str) -> str | None:
+        """The id of the item now before ``item_id``; ``None`` when it is first (or not there)."""
+        if item_id not in self._entries:
+            return None
+        index = self._order.index(item_id)
+        return self._order[index - 1] if index > 0 else None
+
     def delete(self, item_id: str) -> None:
         if item_id not in self._entries:
             raise RequestRejected(errors.item_not_found("deleting", item_id))

@@ -106,8 +106,10 @@ class MessageOutput:
         self.sent_words = max(self.sent_words, upto)
         return [event(ids, "response.output_text.delta", **self._ids(), delta=delta)] if delta else []
 
-    def close(self, ids: IdFactory, status: str, finished: bool = True) -> list[dict[str, Any]]:
-        """The closing events; an item stopped early (``finished=False``) keeps the transcript sent so far."""
+    def close(self, ids: IdFactory, status: str, previous_item_id: str | None,
+              finished: bool = True) -> list[dict[str, Any]]:
+        """The closing events; an item stopped early (``finished=False``) keeps the transcript sent so far.
+        ``previous_item_id``: the item before it in the conversation now."""
         self.closed = True
         if finished:
             self.sent_words = len(self.words)
@@ -128,7 +130,8 @@ class MessageOutput:
             events.append(event(ids, "response.output_text.done", **self._ids(), text=part["text"]))
             done_part = {"type": "text", "text": part["text"]}
         events.append(event(ids, "response.content_part.done", **self._ids(), part=done_part))
-        events.extend(_item_done(ids, self.entry.item, self.response_id, self.index, self.in_conversation))
+        events.extend(_item_done(ids, self.entry.item, self.response_id, self.index, self.in_conversation,
+                                 previous_item_id))
         return events
 
 
@@ -169,14 +172,15 @@ class CallOutput:
         self.entry.item["arguments"] += delta
         return [event(ids, "response.function_call_arguments.delta", **self._ids(), delta=delta)]
 
-    def close(self, ids: IdFactory, status: str, finished: bool = True) -> list[dict[str, Any]]:
+    def close(self, ids: IdFactory, status: str, previous_item_id: str | None,
+              finished: bool = True) -> list[dict[str, Any]]:
         self.closed = True
         item = self.entry.item
         item["status"] = status
         done = event(
             ids, "response.function_call_arguments.done", **self._ids(), name=item["name"], arguments=item["arguments"]
         )
-        return [done, *_item_done(ids, item, self.response_id, self.index, self.in_conversation)]
+        return [done, *_item_done(ids, item, self.response_id, self.index, self.in_conversation, previous_item_id)]
 
 
 OutputItem = MessageOutput | CallOutput
@@ -187,11 +191,14 @@ def _copy(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _item_done(
-    ids: IdFactory, item: dict[str, Any], response_id: str, index: int, in_conversation: bool
+    ids: IdFactory, item: dict[str, Any], response_id: str, index: int, in_conversation: bool,
+    previous_item_id: str | None,
 ) -> list[dict[str, Any]]:
+    """``conversation.item.done`` for the default conversation (with the item before it, as ``.added`` has), and
+    ``response.output_item.done``."""
     events = []
     if in_conversation:
-        events.append(event(ids, "conversation.item.done", item=_copy(item)))
+        events.append(event(ids, "conversation.item.done", previous_item_id=previous_item_id, item=_copy(item)))
     events.append(
         event(ids, "response.output_item.done", response_id=response_id, output_index=index, item=_copy(item))
     )

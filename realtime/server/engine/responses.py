@@ -177,7 +177,7 @@ class ResponseRun:
         events: list[dict[str, Any]] = []
         for output in self._opened:
             if not output.closed:
-                events.extend(output.close(self._ids, "incomplete", finished=False))
+                events.extend(self._close(output, "incomplete", finished=False))
         return events + self._finish("cancelled", {"type": "cancelled", "reason": reason})
 
     def stop_item(self, item_id: str) -> list[dict[str, Any]]:
@@ -185,7 +185,7 @@ class ResponseRun:
         for index, output in enumerate(self.outputs):
             if output.item_id == item_id and output in self._opened and not output.closed:
                 self._steps.drop_output(index)
-                return output.close(self._ids, "incomplete", finished=False)
+                return self._close(output, "incomplete", finished=False)
         return []
 
     # Scheduling.
@@ -211,7 +211,7 @@ class ResponseRun:
                 for j, upto in enumerate(groups):
                     yield Step(t + j * _TEXT_STEP_S / speed, index, partial(output.text_chunk, ids, upto))
                 t += len(groups) * _TEXT_STEP_S / speed
-            yield Step(t, index, partial(output.close, ids, output.final_status))
+            yield Step(t, index, partial(self._close, output, output.final_status))
         if self.spec.incomplete:
             yield Step(t, None, partial(self._finish, "incomplete", dict(_MAX_TOKENS)))
         else:
@@ -237,6 +237,11 @@ class ResponseRun:
             previous = self._conversation.insert(output.entry)
         self._opened.append(output)
         return output.open(self._ids, previous)
+
+    def _close(self, output: OutputItem, status: str, finished: bool = True) -> list[dict[str, Any]]:
+        conversation = self._conversation
+        previous = conversation.previous_id(output.item_id) if conversation is not None else None
+        return output.close(self._ids, status, previous, finished)
 
     def _finish(self, status: str, details: dict[str, Any] | None) -> list[dict[str, Any]]:
         self.status = status
