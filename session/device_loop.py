@@ -7,15 +7,20 @@ there (:mod:`voxline.audio.device_watch`); each change becomes a
 :class:`~voxline.session.events.DeviceLost` or :class:`~voxline.session.events.DeviceReturned`
 event. A failed poll is logged (one line; its traceback at DEBUG) and tried again; it never ends the session.
 The polls run on daemon threads of their own (:func:`~voxline.base.daemon_calls.off_loop`): one that has not
-returned within :data:`STUCK_S` (a device driver that never answers) ends the watch over those devices, with a
-line that says so, and never holds the session's close or the process's exit.
+returned within :data:`STUCK_S` (a device driver or a sound server that does not answer, a machine suspended
+mid-poll) pauses the watch over those devices, with a line that says so; once the call returns, what it found
+is taken and the watch goes on (a sound server's connection is made again first). A call still stuck when the
+session ends never holds its close or the process's exit, and a watch it leaves behind is closed when the call
+returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -53,15 +58,18 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
     stamp = now or clock.now
     chosen = list(devices)
     keeper = StreamKeeper.of(chosen)
+    watch: DeviceWatch | None = None
+    opening: asyncio.Future[Any] | None = None  # the watch being made, stuck past STUCK_S
     try:
         watch = await off_loop(DeviceWatch.of, chosen, timeout_s=STUCK_S, name="voxline-device-watch")
-    except CallStuck:
-        _log.warning("the sound server did not answer within %g s: its devices are not watched", STUCK_S)
-        watch = None
-    if watch is None and keeper is None:
+    except CallStuck as late:
+        _log.warning("the sound server did not answer within %g s: its devices are watched once it does", STUCK_S)
+        opening = late.job
+    if watch is None and keeper is None and opening is None:
         return
     reported: dict[tuple[str, str], DeviceChange] = {}  # the last change said of each device
     failed = {"the devices' streams": False, "the sound server's devices": False}  # each said once until it works
+    stuck: dict[str, asyncio.Future[Any]] = {}  # a call still running past STUCK_S, by what it reads
 
     def failure(what: str, error: Exception) -> None:
         if not failed[what]:
@@ -69,43 +77,67 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
             _log.debug("reading %s failed", what, exc_info=error)
         failed[what] = True
 
+    def answered(what: str) -> asyncio.Future[Any] | None:
+        """``what``'s stuck call once it has ended (said once; it is no longer stuck), else None."""
+        job = stuck.get(what)
+        if job is None or not job.done():
+            return None
+        del stuck[what]
+        _log.warning("%s answer again: watched again", what)
+        return job
+
     in_flight: set[asyncio.Task[Any]] = set()
 
-    async def call(fn: Callable[[], T]) -> T:
+    async def call(what: str, fn: Callable[[], T]) -> T:
         """``fn`` off the loop; a poll cancelled by the session's close goes on to its end, which the close awaits
-        (below): a stream being opened again is never left opening under PortAudio's shutdown at exit."""
+        (below): a stream being opened again is never left opening under PortAudio's shutdown at exit. One stuck
+        past STUCK_S is kept in ``stuck`` (``what``'s polls wait for it) and raised."""
         task = asyncio.ensure_future(off_loop(fn, timeout_s=STUCK_S, name="voxline-device-poll"))
         in_flight.add(task)
         task.add_done_callback(_settled_in(in_flight))
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except CallStuck as slow:
+            if slow.job is not None:
+                stuck[what] = slow.job
+            _log.warning("%s did not answer within %g s: watched again once they do", what, STUCK_S)
+            raise
 
+    streams, server = "the devices' streams", "the sound server's devices"
     try:
-        while keeper is not None or watch is not None:
+        while keeper is not None or watch is not None or opening is not None:
             await clock.sleep(POLL_S)
             changes: list[DeviceChange] = []
+            if opening is not None and opening.done():  # the watch, made late
+                made, opening = opening, None
+                if not made.cancelled() and made.exception() is None and made.result() is not None:
+                    watch = made.result()
+                    _log.warning("the sound server answers again: its devices are watched")
             if keeper is not None:
-                try:
-                    changes += await call(keeper.poll)
-                    failed["the devices' streams"] = False
-                except CallStuck:
-                    _log.warning("the devices' streams did not answer within %g s: they are no longer watched", STUCK_S)
-                    keeper = None
-                except Exception as error:  # a device of the app's own that raised: the others are polled all the same
-                    failure("the devices' streams", error)
-            if watch is not None:
+                if (ended := answered(streams)) is not None and not ended.cancelled() and ended.exception() is None:
+                    changes += ended.result()  # what the late poll found (a stream it opened again)
+                if streams not in stuck:
+                    try:
+                        changes += await call(streams, keeper.poll)
+                        failed[streams] = False
+                    except CallStuck:
+                        pass
+                    except Exception as error:  # a device of the app's own that raised: the others are polled all the same
+                        failure(streams, error)
+            if answered(server) is not None:
+                failed[server] = True  # what it found is stale, and its connection suspect: made again first
+            if watch is not None and server not in stuck:
                 for change in changes:
                     if change.lost and not change.ended:  # opened again on the server's default: move it back later
                         watch.moved(change.kind, change.device)
                 try:  # after a failure, a fresh connection first: the watch keeps what it knew (which devices are lost)
-                    if not failed["the sound server's devices"] or await call(watch.reconnect):
-                        changes += await call(watch.poll)
-                        failed["the sound server's devices"] = False
+                    if not failed[server] or await call(server, watch.reconnect):
+                        changes += await call(server, watch.poll)
+                        failed[server] = False
                 except CallStuck:
-                    _log.warning("the sound server did not answer within %g s: its devices are no longer watched",
-                                 STUCK_S)
-                    watch = None
+                    failed[server] = True
                 except Exception as error:  # the sound server restarting, a refused request: connect again next time
-                    failure("the sound server's devices", error)
+                    failure(server, error)
             for change in changes:
                 key = (change.kind, change.device)
                 last = reported.get(key)
@@ -116,9 +148,39 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
     finally:
         if in_flight:
             await asyncio.wait(in_flight, timeout=CLOSE_WAIT_S)
+        if opening is not None:  # made after the session: closed then
+            opening.add_done_callback(_close_made)
         if watch is not None:
-            with contextlib.suppress(CallStuck):
-                await off_loop(watch.close, timeout_s=STUCK_S, name="voxline-device-watch-close")
+            if server in stuck:  # a call on it still runs: closed once it returns, not waited for now
+                stuck[server].add_done_callback(functools.partial(_close_when_done, watch))
+            else:
+                with contextlib.suppress(CallStuck):
+                    await off_loop(watch.close, timeout_s=STUCK_S, name="voxline-device-watch-close")
+
+
+def _close_when_done(watch: DeviceWatch, _job: asyncio.Future[Any]) -> None:
+    """A done callback: ``watch``, whose stuck call just returned after the session ended, closed."""
+    _close_off_loop(watch)
+
+
+def _close_made(job: asyncio.Future[Any]) -> None:
+    """A done callback: the watch a stuck ``DeviceWatch.of`` made after the session ended, closed."""
+    if not job.cancelled() and job.exception() is None and job.result() is not None:
+        _close_off_loop(job.result())
+
+
+def _close_off_loop(watch: DeviceWatch) -> None:
+    """Close ``watch`` on a daemon thread of its own (its sound server may still be slow): nothing waits for it."""
+    threading.Thread(target=_quietly(watch.close), name="voxline-device-watch-close", daemon=True).start()
+
+
+def _quietly(fn: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except Exception as error:  # nobody to tell but the log: the session is over
+            _log.debug("closing a device watch after its session failed: %s", error)
+    return run
 
 
 def _settled_in(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:

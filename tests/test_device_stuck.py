@@ -8,16 +8,22 @@ the lock as the stuck restart did.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from voxline.audio import device_stream
+from voxline.audio.device_watch import DeviceChange, DeviceWatch
+from voxline.audio.stream_keeper import StreamKeeper
+from voxline.base.clock import RealClock
+from voxline.session import device_loop
+from voxline.session.events import DeviceLost
 from voxline.audio.device_list import DeviceInfo
 from voxline.audio.device_stream import ReopenableStream
 from tests.support.devices import kiosk
@@ -171,3 +177,98 @@ async def test_a_device_whose_lock_a_stuck_call_holds_closes_without_waiting(
     finally:
         stream.abort()
         stream.close()
+
+
+# ---------------------------------------------------------------------------- the session's device watch
+
+
+class _SlowPolls:
+    """A stream keeper or a device watch whose calls block while ``held`` is clear: a sound server not answering."""
+
+    def __init__(self, found: list[DeviceChange] | None = None) -> None:
+        self.held = threading.Event()
+        self.held.set()
+        self.polls = 0
+        self.found = found or []
+        self.closed = threading.Event()
+
+    def poll(self) -> list[DeviceChange]:
+        self.held.wait()
+        self.polls += 1
+        found, self.found = self.found, []
+        return found
+
+    def reconnect(self) -> bool:
+        self.held.wait()
+        return True
+
+    def moved(self, kind: str, device: str) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+@pytest.fixture
+def quick_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(device_loop, "POLL_S", 0.005)
+    monkeypatch.setattr(device_loop, "STUCK_S", 0.1)
+    monkeypatch.setattr(device_loop, "CLOSE_WAIT_S", 0.05)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(10):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+async def test_a_stuck_poll_pauses_the_watch_and_what_it_found_late_is_said(
+        quick_watch: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A poll past STUCK_S (a sound server that stopped answering, a machine suspended mid-poll) ended the watch for
+    the rest of the session: a stream that ended later was never opened again."""
+    keeper = _SlowPolls()
+    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: keeper))
+    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: None))
+    said: list[object] = []
+    caplog.set_level(logging.WARNING, "voxline")
+    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), said.append))
+    try:
+        await _until(lambda: keeper.polls >= 2)
+        keeper.held.clear()
+        keeper.found = [DeviceChange("output", "3 Kiosk Speaker", True, None, ended=True)]
+        await _until(lambda: "did not answer within 0.1 s" in caplog.text)
+        keeper.held.set()  # it answers: what it found is said, and the polls go on
+        await _until(lambda: said != [] and keeper.polls >= 5)
+        assert said == [DeviceLost("output", "3 Kiosk Speaker", None, said[0].at, ended=True)]  # type: ignore[attr-defined]
+        assert "the devices' streams answer again" in caplog.text
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_watch_made_late_is_taken_and_one_left_stuck_at_the_end_is_closed_when_it_returns(
+        quick_watch: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sound server that answered the first connection late: its devices went unwatched for the session, and the
+    watch made late was never closed; the same for a watch whose call was stuck when the session ended."""
+    watch = _SlowPolls()
+    watch.held.clear()
+    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: None))
+    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch.poll() and None or watch))
+    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), lambda event: None))
+    try:
+        await asyncio.sleep(0.3)  # past STUCK_S (a guard: nothing is measured)
+        assert not task.done()  # still waiting for it, not given up
+        watch.held.set()
+        await _until(lambda: watch.polls >= 4)  # made late, taken, and polled
+        watch.held.clear()  # stuck again, and the session ends meanwhile
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert not watch.closed.is_set()  # not waited for at the close
+        watch.held.set()
+        await _until(watch.closed.is_set)  # closed once its call returned
+    finally:
+        task.cancel()
+        watch.held.set()

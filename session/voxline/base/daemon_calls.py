@@ -5,7 +5,8 @@ and the interpreter's exit both wait for: a PortAudio call stuck in a driver (a 
 mid-start) then holds a session, its ``asyncio.run`` and the process for ever. :func:`off_loop`
 runs the call on a daemon thread of its own and waits for it at most ``timeout_s``: on time, its
 result or its exception; late, :class:`CallStuck` (the thread is left to finish, or not, and
-keeps no exit waiting). A cancelled wait leaves the thread likewise.
+keeps no exit waiting), which holds the call still running (:attr:`CallStuck.job`) for whoever
+wants its late end. A cancelled wait leaves the thread likewise.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ T = TypeVar("T")
 
 
 class CallStuck(TimeoutError):
-    """A call made by :func:`off_loop` did not return within its time; it may never."""
+    """A call made by :func:`off_loop` did not return within its time; it may never.
+
+    :attr:`job` is the call, still running: a future of the loop that ends with its result or its exception if it
+    ever returns (a done callback takes it, or closes what it made)."""
+
+    def __init__(self, message: str, job: asyncio.Future[Any] | None = None) -> None:
+        super().__init__(message)
+        self.job = job
 
 
 class _DaemonThreads(concurrent.futures.Executor):
@@ -78,7 +86,7 @@ async def off_loop(call: Callable[..., T], *args: Any, timeout_s: float, name: s
         late.cancel()
     if job.done():
         return job.result()
-    raise CallStuck(f"{name} did not return within {timeout_s:g} s")
+    raise CallStuck(f"{name} did not return within {timeout_s:g} s", job)
 
 
 def _retrieved(job: asyncio.Future[Any]) -> None:
