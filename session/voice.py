@@ -155,6 +155,7 @@ class VoiceSession:
                                wake_flush=self._flush_needed.set)
         self._feed.finished = input is None
         self._tasks: list[asyncio.Task[None]] = []
+        self._opening: asyncio.Task[Any] | None = None  # the first connection being made (aclose cancels it)
         self._failed: SessionError | None = None  # the first fatal error: the session can do no more
         self._speaker_stuck = False  # its restart after a barge-in never returned: later cuts restart nothing
         self._closed_at: float | None = None  # the listener time at the close: the figures stop there
@@ -241,15 +242,23 @@ class VoiceSession:
         _claim(self.output)
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
+        opening = self._opening = asyncio.ensure_future(self._link.open())  # a cancel of this task reaches it
         try:
-            await self._link.open()
+            await opening
         except BaseException as exc:
+            caller_cancelled = isinstance(exc, asyncio.CancelledError) and _cancelling()
+            if self._link.closing and not caller_cancelled:  # aclose() stopped the open; its close has what it made
+                raise _closed_while_opening() from None
             self._loop = None  # nothing opened: the session may be opened again
             _release(self.output)
             if isinstance(exc, ConnectionClosed):
                 raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                        f"({exc.code} {exc.reason})".strip()) from None
             raise
+        finally:
+            self._opening = None
+        if self._link.closing:  # aclose() came as the connection was made: its close has it
+            raise _closed_while_opening()
         try:
             for device in self._devices:
                 device.start()
@@ -309,6 +318,8 @@ class VoiceSession:
         if self._teardown is None:
             if self._link.closing:  # an open that failed closed what it had opened
                 return
+            if self._opening is not None:  # still connecting: that stops, and __aenter__ says the session was closed
+                self._opening.cancel()
             for task in self._tasks:
                 task.cancel()
             if self._tasks and isinstance(self._input, Recording):  # opened, so it was this session's to read: a
@@ -587,6 +598,16 @@ class VoiceSession:
 
 _outputs_in_use: weakref.WeakSet[Any] = weakref.WeakSet()
 """The outputs of the open sessions: one output, one listener's timeline, one session at a time."""
+
+
+def _cancelling() -> bool:
+    """The running task is being cancelled (by its own caller, not by a cancel of what it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _closed_while_opening() -> ConfigurationError:
+    return ConfigurationError("the session was closed (aclose) while it was being opened")
 
 
 def _claim(output: Any) -> None:

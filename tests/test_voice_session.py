@@ -303,3 +303,34 @@ async def test_a_key_in_the_urls_userinfo_is_the_sessions_key_and_registered_as_
         settings = SessionSettings(url=server.url.replace("ws://", f"ws://user:{key}@", 1), turn_detection="none")
         async with VoiceSession(settings) as session:  # the server takes only that key
             assert session.connected
+
+
+async def test_a_close_while_the_session_opens_leaves_it_closed_whenever_it_comes() -> None:
+    """``aclose()`` from another task while ``__aenter__`` was connecting: the open went on, the session's loops ran
+    on a connection nobody could close (a second ``aclose()`` did nothing), and commands said it was closed."""
+    async with serve(ServerConfig(port=0, voice="tone", speed=float("inf"))) as srv:
+        outcomes = set()
+        for steps in range(0, 60, 3):  # the close comes this many loop passes into the open
+            session = VoiceSession(SessionSettings(url=srv.url, api_key="sk-test", turn_detection="none"),
+                                   output=ClockedOutput(VirtualClock()))
+            opener = asyncio.create_task(session.__aenter__())
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            await session.aclose()
+            try:
+                await opener
+                outcomes.add("opened, then closed")
+            except ConfigurationError as refused:
+                if str(refused).startswith("a closed session cannot be opened again"):  # closed before it began
+                    outcomes.add("closed before opening")
+                else:
+                    assert str(refused) == "the session was closed (aclose) while it was being opened"
+                    outcomes.add("closed while opening")
+            await session.aclose()
+            conn = session._link.conn
+            assert conn is None or conn.closed, steps
+            assert not session.connected and "open" not in repr(session), (steps, repr(session))
+            assert not [t for t in asyncio.all_tasks() if getattr(t.get_coro(), "__qualname__", "") == "guarded"]
+            with pytest.raises(ConfigurationError, match="closed"):
+                await session.send_text("hello")
+        assert "closed while opening" in outcomes  # the window was hit, not only a close after the open
