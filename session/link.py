@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 
 from voxline.base.clock import Clock
-from voxline.base.contain import contain
+from voxline.base.contain import Raised, contain, kept_apart, outcome
 from voxline.base.errors import message_of
 from voxline.base.log_output import SAID_AS_EVENT
 from voxline.realtime.connection import RealtimeConnection, WireObserver
@@ -70,7 +70,7 @@ class Link:
         self.last_rx = 0.0
         self._heard_until: float | None = None  # a connection given up for silence held only until its last event
         self._owed_since: float | None = None  # when the server came to owe what it owes now (seen by watch)
-        self._spare: asyncio.Task[RealtimeConnection] | None = None  # the next connection, warming up
+        self._spare: asyncio.Task[RealtimeConnection | Raised] | None = None  # the next connection, warming up
         self._ping: asyncio.Future[None] | None = None
         self._ping_sent = 0.0  # when the ping in flight went, on the session's clock
         self._pong_at = -float("inf")  # the last answer to a ping (it is not an event from the server)
@@ -151,9 +151,9 @@ class Link:
         if not spare.done():
             spare.cancel()
             await asyncio.wait((spare,))
-        if spare.cancelled() or spare.exception() is not None:
+        if spare.cancelled() or spare.exception() is not None or isinstance(made := spare.result(), Raised):
             return
-        await self.close_quietly(spare.result())
+        await self.close_quietly(made)
 
     async def close_quietly(self, conn: RealtimeConnection, code: int = 1000, reason: str = "") -> None:
         """Close ``conn`` within ``close_timeout_s`` on the session's clock; errors are the peer's business.
@@ -306,14 +306,14 @@ class Link:
                             server_clock=server_clock):
             return
         if self._spare is None:
-            self._spare = asyncio.ensure_future(self._configured())
+            self._spare = asyncio.ensure_future(kept_apart(self._configured()))  # a connector's SystemExit: one failure
             return
         core = self.machine.core
         if not self._spare.done() or not self._idle() or core is None or core.user_speaking:
             return
         spare, self._spare = self._spare, None
         try:
-            fresh = spare.result()
+            fresh = outcome(spare.result())
         except BaseException as failure:  # the app's connector may raise anything: the hand-over fails, not the session
             contain(failure)
             self._publish(SessionError(f"could not prepare the next connection: {_failure_text(failure)}",

@@ -46,6 +46,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
+from voxline.base.contain import kept_apart, outcome
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
@@ -242,9 +243,10 @@ class VoiceSession:
         _claim(self.output)
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
-        opening = self._opening = asyncio.ensure_future(self._link.open())  # a cancel of this task reaches it
+        # in a task aclose() can cancel (a cancel of this task reaches it too); what the connector raises, raised here
+        opening = self._opening = asyncio.ensure_future(kept_apart(self._link.open()))
         try:
-            await opening
+            outcome(await opening)
         except BaseException as exc:
             caller_cancelled = isinstance(exc, asyncio.CancelledError) and _cancelling()
             if self._link.closing and not caller_cancelled:  # aclose() stopped the open; its close has what it made

@@ -56,7 +56,11 @@ async def _created(peer: AnsweringPeer, clock: VirtualClock, life_s: float) -> N
     await peer.server.send(json.dumps(created))
 
 
-def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand_over_not_the_session() -> None:
+@pytest.mark.parametrize("failure", [ValueError("the app's connector broke"), SystemExit("the connector gave up")],
+                         ids=["ValueError", "SystemExit"])
+def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand_over_not_the_session(
+        failure: BaseException) -> None:
+    """A SystemExit ended the warming task, and a task that ends so stops the event loop: the whole process."""
     clock = VirtualClock(start=100.0)
     peers: list[AnsweringPeer] = []
     calls = 0
@@ -65,7 +69,7 @@ def test_an_apps_connector_that_raises_while_a_hand_over_warms_up_costs_the_hand
         nonlocal calls
         calls += 1
         if calls == 2:
-            raise ValueError("the app's connector broke")
+            raise failure
         peer = _expiring_peer(clock, 100.0)
         peers.append(peer)
         await _created(peer, clock, 100.0)

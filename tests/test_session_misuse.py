@@ -51,9 +51,9 @@ def _blocks(clock: VirtualClock, good: int, bad: Any) -> AsyncIterator[Any]:
     return blocks()
 
 
-@pytest.mark.parametrize("bad", [RuntimeError("mic unplugged"), np.zeros(480, dtype=np.float32),
-                                 np.zeros((480, 2), dtype=np.int16), None, (0.0,)],
-                         ids=["raises", "float", "2-D", "None", "bad pair"])
+@pytest.mark.parametrize("bad", [RuntimeError("mic unplugged"), SystemExit("the input gave up"),
+                                 np.zeros(480, dtype=np.float32), np.zeros((480, 2), dtype=np.int16), None, (0.0,)],
+                         ids=["raises", "SystemExit", "float", "2-D", "None", "bad pair"])
 def test_a_broken_input_is_one_error_event_and_the_session_goes_on(bad: Any) -> None:
     clock = VirtualClock()
 
@@ -633,3 +633,16 @@ def test_a_recording_given_to_a_second_session_is_refused_in_one_line() -> None:
     VoiceSession(SETTINGS, input=recording)
     with pytest.raises(ConfigurationError, match="^this Recording is already another session's input"):
         VoiceSession(SETTINGS, input=recording)
+
+
+async def test_a_connector_that_raises_systemexit_on_open_raises_it_to_the_opener_and_the_loop_goes_on() -> None:
+    """The open runs in a task of its own (so that aclose() can stop it): a SystemExit ending that task would have
+    stopped the event loop under the application instead of reaching the task that opened the session."""
+    async def connector() -> RealtimeConnection:
+        raise SystemExit("the connector gave up")
+
+    session = VoiceSession(SETTINGS, output=ClockedOutput(VirtualClock()), connector=connector)
+    with pytest.raises(SystemExit, match="the connector gave up"):
+        async with session:
+            pass
+    await asyncio.sleep(0)  # still running: the loop was not stopped

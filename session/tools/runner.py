@@ -37,7 +37,7 @@ from typing import Any, assert_never
 
 from voxline.base.clock import Clock, RealClock
 from voxline.base.loop_runner import hold
-from voxline.base.contain import contain
+from voxline.base.contain import contain, kept_apart, outcome
 from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
@@ -310,19 +310,10 @@ async def _settled(awaitable: Any) -> Any:
     """What ``awaitable`` gives or raises, awaited in a task of its own (as :func:`_guarded` runs a tool);
     cancelled meanwhile (the runner closes), it is told and left behind, never waited for: an approval
     callback that ignores its cancel does not hold the session's close."""
-    async def outcome() -> tuple[Any, BaseException | None]:
-        try:
-            return await awaitable, None
-        except BaseException as exc:  # raised again in the caller's task, where it is contained
-            return None, exc
-
-    work = asyncio.ensure_future(outcome())
+    work = asyncio.ensure_future(kept_apart(awaitable))  # what it raises is raised again here, where it is contained
     try:
         await asyncio.wait((work,))
     except BaseException:
         work.cancel()
         raise
-    value, failure = work.result()
-    if failure is not None:
-        raise failure
-    return value
+    return outcome(work.result())

@@ -9,10 +9,14 @@ cancellation of the task that ran the code (closing, a timeout). This module is 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
+from typing import NamedTuple, TypeVar
 
 from .loop_runner import loop_running
 
-__all__ = ["contain"]
+__all__ = ["Raised", "contain", "kept_apart", "outcome"]
+
+T = TypeVar("T")
 
 
 def contain(exc: BaseException) -> None:
@@ -29,3 +33,29 @@ def contain(exc: BaseException) -> None:
         if isinstance(exc, asyncio.CancelledError):
             raise exc
         raise asyncio.CancelledError() from exc
+
+
+class Raised(NamedTuple):
+    """What an application's code raised in a task of its own (:func:`kept_apart`), handed back as a value."""
+
+    exc: BaseException
+
+
+async def kept_apart(work: Awaitable[T]) -> T | Raised:
+    """``await work``, for a task of its own that runs an application's code (an input, a connector): what the code
+    raises comes back as :class:`Raised` instead of ending the task, because a task that ends in ``SystemExit`` or
+    ``KeyboardInterrupt`` stops the event loop. Whoever awaits the task raises it there (:func:`outcome`), where it is
+    contained. A cancel goes on as a cancel."""
+    try:
+        return await work
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # the application's, whatever it is: handed back
+        return Raised(exc)
+
+
+def outcome(result: T | Raised) -> T:
+    """The value a :func:`kept_apart` task gave, or what its code raised, raised here."""
+    if isinstance(result, Raised):
+        raise result.exc
+    return result
