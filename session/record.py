@@ -4,7 +4,7 @@
 
 * ``MIC.wav`` — the microphone as the session got it, PCM16 mono 24 kHz (usable as the
   input of ``voxline replay``); where capture stopped (a stream that ended and was opened
-  again), silence for as long as it stopped, so that the two files stay in step;
+  again), silence for as long as it stopped (a stop of 100 ms or more), so that the two files stay in step;
 * ``HEARD.wav`` — what the listener heard, sample ``n`` at the instant microphone sample
   ``n`` was captured: every block the speaker took from the playout, with each barge-in's
   cut applied (the audio the device abort dropped is not in it);
@@ -38,13 +38,15 @@ from voxline.realtime.errors import ConfigurationError
 from .eventlog import EventLog
 from .events import BargeIn, SessionError
 from .metrics import MetricsReport
-from .metrics.input_timeline import GAP_S
 from .report import make_run, write_report
 
 __all__ = ["SessionRecorder", "TappedPlayout"]
 
 _KEEP_BLOCKS = 2048  # about 40 s of 20 ms blocks between two drains
-_GAP = round(GAP_S * SAMPLE_RATE)  # a block captured this much later than the last one ended follows a stop
+_STOP = round(0.1 * SAMPLE_RATE)
+"""A block captured this much later than where MIC.wav has got to follows a stop in capture: it lands where it was
+captured. Less is jitter, or dropped blocks (MIC.wav then runs at most this far ahead): a single late timestamp must
+not shift the rest of the file, which cannot move back."""
 
 
 class TappedPlayout(PlayoutBuffer):
@@ -103,7 +105,7 @@ class SessionRecorder:
         t0 = self._origin(adc)
         self._last_now = adc + len(block) / SAMPLE_RATE
         at = max(0, round((adc - t0) * SAMPLE_RATE))
-        if self._mic_samples == 0 or at - self._mic_samples > _GAP:
+        if self._mic_samples == 0 or at - self._mic_samples > _STOP:
             self._mic_samples = at  # the first block, and one after capture stopped, land where they were captured
         self._mic.write(self._mic_samples / SAMPLE_RATE, np.asarray(block, dtype=np.int16))
         self._mic_samples += len(block)

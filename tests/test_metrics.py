@@ -234,9 +234,25 @@ def test_input_positions_before_a_gap_keep_their_own_times() -> None:
     assert timeline.at(210) == pytest.approx(0.21)  # the stretch's own start, not the jittered block's
     assert timeline.at(220) == pytest.approx(4.9)
     assert timeline.at(300) == pytest.approx(4.98)
-    assert timeline.sent == 4800 + 480 + 2400
     timeline.sent_audio(480, 4.0)  # captured before the audio sent before it (a clock set back): a stretch of its own
     assert timeline.at(320) == pytest.approx(3.98)
+
+
+def test_single_dropped_blocks_and_a_drifting_capture_clock_do_not_add_up() -> None:
+    """Each block was compared with the one before: a hole of one 20 ms block was no gap, and eleven of them put the
+    last sample of a minute 200 ms early; a clock drifting 100 ppm from the sample count was never followed."""
+    dropping = InputTimeline(RATE)
+    sent = 0
+    for k in range(3000):  # a minute of 20 ms blocks, one in every 250 dropped before it was sent
+        if k % 250 == 100:
+            continue
+        dropping.sent_audio(480, 0.02 * (k + 1))
+        sent += 480
+    assert dropping.at(sent * 1000 // RATE) == pytest.approx(60.0, abs=0.001)
+    drifting = InputTimeline(RATE)
+    for k in range(30_000):  # ten minutes, the capture clock 100 ppm fast
+        drifting.sent_audio(480, 0.02 * (k + 1) * 1.0001)
+    assert drifting.at(600_000) == pytest.approx(600.06, abs=GAP_S)
 
 
 def test_input_stretches_kept_are_bounded_and_the_oldest_are_placed_from_what_is_kept() -> None:

@@ -111,13 +111,14 @@ def test_a_stop_in_capture_is_silence_in_mic_wav_and_the_files_stay_in_step(tmp_
     recorder = SessionRecorder(tmp_path / "rec")
     blocks = watched_blocks(recorder, [(0.0 + 0.02 * k, k + 1) for k in range(50)]  # 1 s from 0.0
                             + [(4.0 + 0.02 * k, 100 + k) for k in range(50)]  # 1 s from 4.0
-                            + [(5.0 + 0.001, 200)])  # a millisecond late: jitter, not a stop
-    assert len(blocks) == 101
+                            + [(5.0 + 0.025, 200)]  # 25 ms late: one timestamp's jitter, not a stop
+                            + [(5.02 + 0.02 * k, 201 + k) for k in range(10)])  # and on time again
+    assert len(blocks) == 111
     recorder.close(None, mode="test")
     mic, _rate = read_wav(tmp_path / "rec" / SessionRecorder.MIC)
-    assert len(mic) == 5 * RATE + 480
+    assert len(mic) == 5 * RATE + 11 * 480
     assert mic[RATE - 1] == 50 and not mic[RATE:4 * RATE].any() and mic[4 * RATE] == 100
-    assert mic[5 * RATE] == 200  # follows on
+    assert mic[5 * RATE] == 200 and mic[5 * RATE + 480] == 201  # follows on: nothing shifted for good
 
 
 def watched_blocks(recorder: SessionRecorder, blocks: list[tuple[float, int]]) -> list[tuple[float, np.ndarray]]:

@@ -452,6 +452,24 @@ def test_after_a_drop_the_new_connections_milliseconds_begin_with_the_speech_res
                                                              pytest.approx(2.2))
 
 
+def test_the_last_chunk_sent_when_the_input_ends_is_placed_where_it_was_captured() -> None:
+    """``input_ended`` sends what the chunker held; its samples were captured by the last block's end, not when the
+    input's iterator finished (seconds later, after a recording's tail)."""
+    machine = SessionMachine(SessionSettings(api_key="k", silence_ms=500, prefix_padding_ms=300,
+                                             input_chunk_ms=40), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    for k in range(53):  # 1.06 s: the last block held by the 40 ms chunker
+        machine.captured(np.zeros(480, np.int16), 0.02 * (k + 1))
+    machine.input_ended(3.0)
+    receive(machine, protocol, [frame({"type": "input_audio_buffer.speech_started", "audio_start_ms": 500,
+                                       "item_id": "item_u1"}),
+                                frame({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 1060,
+                                       "item_id": "item_u1"})], 3.5)
+    speech = machine.metrics.report(3.5).speech[-1]
+    assert speech.end == pytest.approx(1.06)
+
+
 def test_over_webrtc_with_server_vad_the_silence_the_track_filled_in_keeps_the_timelines_together() -> None:
     """The microphone fell a second behind the call's track, which sent silence meanwhile and the server counted it:
     the journal counts it too, so speech the server places after it is found where it was said. Before, the

@@ -107,6 +107,7 @@ class LiveMachine:
                                   push_to_talk=settings.turn_detection == "none", journaled=False)
         self.timeline = LiveTimeline(playout.rate)
         self.metrics = LiveMetrics(playout)
+        self._captured_at: float | None = None  # the capture time of the last block kept for the session
         self._raw = raw_events
         self._attached = False  # a connection is attached (until its drop is taken or the session ends)
         self.closed = False
@@ -441,13 +442,15 @@ class LiveMachine:
         if self._protocol is None or not self.carrying:
             return effects, None, False
         pcm = np.ascontiguousarray(pcm, dtype="<i2")
+        self._captured_at = end
         if media:  # the track's first sample is the timeline's input 0, and its filler counts as input
             self.metrics.input_sent(padded + len(pcm), end, self.timeline.rate)
             return effects, pcm, False
         return effects, None, self._append(self.mic.captured(pcm, carrying=True), end)
 
     def input_ended(self, now: float) -> bool:
-        return self._append(self.mic.chunker.take(), now)
+        held = self.mic.chunker.take()  # captured by the last block's end, not now
+        return self._append(held, self._captured_at if self._captured_at is not None else now)
 
     def _append(self, chunk: np.ndarray | None, now: float) -> bool:
         protocol = self._protocol

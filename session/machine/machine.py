@@ -376,7 +376,8 @@ class SessionMachine:
 
     def input_ended(self, now: float) -> bool:
         """The input is over: its last chunk goes out. True if a frame waits."""
-        return self._append(self.mic.chunker.take(), now)
+        held = self.mic.chunker.take()  # captured by the last block's end, not now
+        return self._append(held, self._captured_at if self._captured_at is not None else now)
 
     def _append(self, chunk: np.ndarray | None, now: float) -> bool:
         if chunk is None or not self.carrying or self.core is None or self.core.protocol.closed:
