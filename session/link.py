@@ -212,7 +212,7 @@ class Link:
                                            "reconnect_failed"))
                 continue
             self._publish(restored)
-            _log.info("connection restored")
+            _log.info("connection restored", extra=SAID_AS_EVENT)
             await self.flush()
             return True
         _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used,
@@ -268,7 +268,7 @@ class Link:
 
     async def _give_up(self, conn: RealtimeConnection, message: str) -> None:
         """A silent server: report it and close the connection; the receive loop reconnects."""
-        _log.warning("%s", message)
+        _log.warning("%s", message, extra=SAID_AS_EVENT)
         conn.protocol.connection_lost()  # given up on: from now on the session is away, and keeps what it is given
         self._heard_until = self.last_rx  # it held as long as it spoke, not as long as it took to be given up
         self._publish(SessionError(message, "server_silent"))

@@ -217,7 +217,10 @@ async def test_an_offer_whose_lines_refer_to_what_is_not_there_gets_a_typed_400(
                 assert status == 400, raw
                 assert payload is not None and payload["error"]["message"].startswith("Invalid SDP offer")
             assert server._calls.active == []
-            await asyncio.sleep(0.1)  # the connect tasks of the refused offers end
+            async with asyncio.timeout(10):  # the connect tasks of the refused offers end
+                while any(getattr(t.get_coro(), "__qualname__", "").startswith("RTCPeerConnection.")
+                          for t in asyncio.all_tasks()):
+                    await asyncio.sleep(0.01)
             gc.collect()  # a task whose exception nobody retrieved says so when it is collected
             assert unheard == []
     finally:

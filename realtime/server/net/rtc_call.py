@@ -38,6 +38,7 @@ from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.rtc_offer import close_peer, send_or_refuse
 from voxline.realtime.server.net.sideband import Sideband
+from voxline.realtime.server.net.ws_session import close_reason
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.hearer import HearingSupplier
@@ -185,6 +186,9 @@ class RtcCall:
             self._config.on_wire("in", text)
         reply = None if sideband is None else (lambda ev: self._deliver(sideband, encode_event(ev)))
         self.bridge.client_frame(message, self._config.clock.now(), reply)
+        ended, self._engine.closing = self._engine.closing, None  # the call goes on; only that socket is closed
+        if ended is not None and sideband is not None:
+            sideband.close(4000, close_reason(ended))
         self._voicer.check()
         self._hearer.check()
         self._wakeup.set()

@@ -76,18 +76,24 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
             pc.addTrack(output)
         await pc.setLocalDescription(await pc.createAnswer())
     except SDP_FAILURES as exc:  # an offer aiortc cannot take (voxline.realtime.transports.rtc_sdp)
-        _reap_connects(asyncio.all_tasks() - before)
+        _reap_connects(pc, asyncio.all_tasks() - before)
         await close_peer(pc)
         detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
         raise RequestRejected(errors.invalid_value(param, f"Invalid SDP offer: {detail}")) from None
     return str(pc.localDescription.sdp)
 
 
-def _reap_connects(tasks: set[asyncio.Task[object]]) -> None:
-    """The connect tasks aiortc started for an offer it then failed on fail too, with no one to hear it: what they
-    raise is logged at DEBUG here instead of as "Task exception was never retrieved"."""
+def _reap_connects(pc: RTCPeerConnection, tasks: set[asyncio.Task[object]]) -> None:
+    """The connect tasks aiortc started for ``pc``'s offer, which it then failed on, fail too with no one to hear it:
+    what they raise is logged at DEBUG here instead of as "Task exception was never retrieved". ``tasks`` are those
+    made meanwhile; one still running is ``pc``'s if its coroutine runs a method of ``pc`` (another call's offer may
+    have been answered in the same while), and one already over cannot tell and is taken as ``pc``'s."""
     for task in tasks:
-        if getattr(task.get_coro(), "__qualname__", "").startswith("RTCPeerConnection."):
+        coro = task.get_coro()
+        if not getattr(coro, "__qualname__", "").startswith("RTCPeerConnection."):
+            continue
+        frame = getattr(coro, "cr_frame", None)
+        if frame is None or frame.f_locals.get("self") is pc:
             task.add_done_callback(_connect_ended)
 
 

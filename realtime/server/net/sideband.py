@@ -5,7 +5,8 @@ sees the call's events and may send any client event: tool outputs, ``response.c
 ``session.update`` (docs/protocol.md §2). The call pushes its events here with
 :meth:`Sideband.push` (never blocking: a queue feeds the socket); frames read from the
 socket go to the call's handler. Errors caused by a sideband frame go back to this
-socket only. When the call ends, :meth:`Sideband.close` closes the socket with 1000.
+socket only. When the call ends, :meth:`Sideband.close` closes the socket with 1000; a frame
+that ends the sideband's own session (a beta-only event) closes it with 4000, and the call goes on.
 """
 
 from __future__ import annotations
@@ -37,15 +38,15 @@ class Sideband:
 
     def __init__(self, connection: ServerConnection) -> None:
         self._connection = connection
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[str | tuple[int, str]] = asyncio.Queue()  # events, then the close
 
     def push(self, text: str) -> None:
         """Queue one server event (a JSON text frame)."""
         self._queue.put_nowait(text)
 
-    def close(self) -> None:
+    def close(self, code: int = 1000, reason: str = "call ended") -> None:
         """End the socket after the events already queued."""
-        self._queue.put_nowait(None)
+        self._queue.put_nowait((code, reason))
 
     async def run(self, on_frame: Callable[[str | bytes], None]) -> None:
         """Write queued events and hand each received frame to ``on_frame`` until the socket closes."""
@@ -61,6 +62,6 @@ class Sideband:
                 await writer
 
     async def _write(self) -> None:
-        while (text := await self._queue.get()) is not None:
-            await self._connection.send(text)
-        await self._connection.close(1000, "call ended")
+        while isinstance(item := await self._queue.get(), str):
+            await self._connection.send(item)
+        await self._connection.close(*item)
