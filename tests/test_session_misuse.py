@@ -329,6 +329,32 @@ def test_an_update_the_server_refuses_is_undone_so_later_updates_and_reconnects_
     assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]
 
 
+def test_an_update_sent_before_an_earlier_ones_refusal_came_goes_through_without_the_refused_values() -> None:
+    """Each update sends the whole configuration: one sent while an earlier, refused one was on its way carried the
+    refused voice, and was refused for it, and undone: the app's valid change was lost, never sent again, and it was
+    told of two refusals for one mistake."""
+    clock = VirtualClock()
+    sent: list[dict[str, Any]] = []
+
+    async def main() -> tuple[list[SessionError], str | None, str | None]:
+        connect = engine_connector(load_scenario("default"), clock, voice="tone",
+                                   on_wire=lambda d, t: sent.append(json.loads(t)) if d == "out" else None)
+        async with VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=connect) as session:
+            await session.send_text("Hello")  # the assistant speaks: its voice is fixed from now on
+            await clock.sleep(1.0)
+            await session.update(voice="ash")  # refused by the service
+            await session.update(instructions="Be kind.")  # sent before that refusal came back
+            await clock.sleep(0.5)
+            errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
+            return errors, session.settings.voice, session.settings.instructions
+
+    errors, voice, instructions = run_lockstep(main(), clock)
+    assert [e.code for e in errors] == ["cannot_update_voice"]  # the app's one mistake, said once
+    assert voice == SETTINGS.voice and instructions == "Be kind."
+    updates = [e["session"] for e in sent if e.get("type") == "session.update"]
+    assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]
+
+
 def test_a_bad_value_from_the_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOXLINE_TRANSPORT", "tcp")
     with pytest.raises(SettingsError) as refused:

@@ -125,6 +125,7 @@ class SessionMachine:
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
         self.config_version = 0  # counts the app's updates: a connection configured before one is stale
         self._sent_updates: deque[_SentUpdate] = deque(maxlen=_UPDATES_KEPT)
+        self._superseded: deque[str] = deque(maxlen=_UPDATES_KEPT)  # sent again after an earlier one was refused
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
@@ -279,11 +280,15 @@ class SessionMachine:
         """One protocol output through the core, the metrics, the journal, the tools and the mirror."""
         core = self.core
         assert core is not None
+        if isinstance(output, CommandFailed) and output.command_type == "session.update":
+            if output.event_id is not None and output.event_id in self._superseded:  # it carried a refused update's
+                self._superseded.remove(output.event_id)  # values, and went again without them
+                output = dataclasses.replace(output, handled=True)  # not the app's error: said once, for the first
+            else:
+                self._undo_update(output.event_id)
         decided = core.handle(output, now)
         if isinstance(output, ev.InputAudioBufferCommitted):
             self._released_while_away = False  # the server has the turn
-        elif isinstance(output, CommandFailed) and output.command_type == "session.update":
-            self._undo_update(output.event_id)
         self.metrics.wire(output, now)
         self.mic.journal.handle(output)
         calls: tuple[Any, ...] = ()
@@ -504,16 +509,32 @@ class SessionMachine:
     def _undo_update(self, event_id: str | None) -> None:
         """The server refused one of the app's updates (a voice after the first audio, say): the service
         applies none of it, so neither do the settings, or every later update and reconnect would send
-        the refused value again. What a later update changed since stays."""
+        the refused value again. What a later update changed since stays; and a later update already on its
+        way carried the refused values too (each update sends the whole configuration), so the service
+        refuses it for them: it is sent again without them, its own refusal taken as handled."""
         sent = next((u for u in self._sent_updates if u.event_id == event_id), None)
         if sent is None:
             return
+        later = list(self._sent_updates)[list(self._sent_updates).index(sent) + 1:]
         self._sent_updates.remove(sent)
         undo = {name: sent.before[name] for name, value in sent.changed.items() if getattr(self.settings, name) == value}
         if undo:
             self.settings = self.settings.model_copy(update=undo)
-        if self._offered is sent.offered:
+        tools_undone = self._offered is sent.offered and sent.offered is not sent.offered_before
+        if tools_undone:
             self._offered = sent.offered_before
+        if later and (undo or tools_undone) and self.carrying:  # the later ones carried what was undone
+            for update in later:
+                self._sent_updates.remove(update)
+                self._superseded.append(update.event_id)
+            changed: dict[str, Any] = {}
+            before: dict[str, Any] = {}
+            for update in later:
+                changed.update(update.changed)
+                for name in update.changed:
+                    before.setdefault(name, update.before[name])
+            event_id = self.configure(self.protocol)
+            self._sent_updates.append(_SentUpdate(event_id, changed, before, later[-1].offered, later[0].offered_before))
 
     def _schemas(self) -> list[dict[str, Any]] | None:
         if self.registry is None:
