@@ -283,6 +283,9 @@ def test_instructions_too_large_for_their_update_are_refused_when_the_settings_a
         SessionSettings(instructions='"' * (9 * 1024 * 1024))  # 9 MiB of text, 18 as JSON: each quote is escaped
     assert refused.value.problem == ("instructions are 18874370 bytes as JSON, and the session.update that carries "
                                      "them leaves room for at most 16777216")
+    # the value is shown as much as a line holds (before, all 9 MiB of it were in the message)
+    assert str(refused.value) == ("SessionSettings(instructions=" + repr('"' * 80) + "… (9437184 long)): "
+                                  + refused.value.problem)
 
 
 def test_an_unknown_voxline_variable_in_the_environment_is_not_a_setting_error(monkeypatch: pytest.MonkeyPatch) -> None:
