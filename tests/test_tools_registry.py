@@ -299,6 +299,12 @@ def _unresolvable(a: Missing) -> None: ...  # type: ignore[name-defined]  # noqa
 def _not_python(a: "1+") -> None: ...  # type: ignore[valid-type]  # noqa: F722 - on purpose
 
 
+def _raises_when_read(a: "1/0") -> None: ...  # type: ignore[valid-type]  # noqa: F722 - evaluating it raises
+
+
+def _itself(a: "list[_itself]") -> None: ...  # type: ignore[valid-type]  # noqa: F722 - pydantic evaluates it: NameError
+
+
 def _bytes_literal(a: Literal[b"\xff"]) -> None: ...
 
 
@@ -324,6 +330,8 @@ def _inf_default(a: float = float("inf")) -> None: ...
         (_callable, "unsupported parameter type"),
         (_unresolvable, r"cannot resolve type hints \(NameError"),
         (_not_python, r"cannot resolve type hints \(SyntaxError"),  # these escaped as themselves, some 8 lines long
+        (_raises_when_read, r"cannot resolve type hints \(ZeroDivisionError"),  # these two escaped as themselves
+        (_itself, "unsupported parameter type"),
         (_bytes_literal, "unsupported parameter type"),
         (_bad_bound, "unsupported parameter type"),
         (_bad_pattern, "unsupported parameter type"),

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.errors import PydanticUserError
-from pydantic_core import SchemaError
 
 from voxline.realtime.errors import ToolError
 
@@ -72,7 +70,7 @@ def _hints(func: Callable[..., Any], tool: str) -> dict[str, Any]:
     target = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
     try:
         return typing.get_type_hints(target, include_extras=True)
-    except (NameError, TypeError, AttributeError, SyntaxError) as exc:  # a string hint that is not Python
+    except Exception as exc:  # a string hint is evaluated: it may be no Python, name nothing, or raise (1/0)
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise ToolError(f"tool {tool!r}: cannot resolve type hints ({type(exc).__name__}: {first})") from None
 
@@ -108,7 +106,7 @@ def build_arguments(func: Callable[..., Any], tool: str, param_docs: Mapping[str
     try:
         model = hints[params[0].name] if whole else _model_for(params, hints, tool)
         raw = model.model_json_schema()
-    except (PydanticUserError, SchemaError, ValueError, TypeError) as exc:  # a hint or Field() pydantic cannot build
+    except Exception as exc:  # a hint or Field() pydantic cannot build (its own evaluation of a hint may raise anything)
         lines = str(exc).splitlines()
         detail = "; ".join(line.strip() for line in lines[:3] if line.strip()) or type(exc).__name__
         raise ToolError(f"tool {tool!r}: unsupported parameter type ({detail})") from None
