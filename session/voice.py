@@ -318,14 +318,14 @@ class VoiceSession:
         """
         self._own_loop()
         if self._teardown is None:
+            if isinstance(self._input, Recording):  # this session's for good: read once, and its file let go of (an
+                self._input.close()  # open that failed, or none, never ran its task)
             if self._link.closing:  # an open that failed closed what it had opened
                 return
             if self._opening is not None:  # still connecting: that stops, and __aenter__ says the session was closed
                 self._opening.cancel()
             for task in self._tasks:
                 task.cancel()
-            if self._tasks and isinstance(self._input, Recording):  # opened, so it was this session's to read: a
-                self._input.close()  # recording is read once, and its file let go of (its task may never have run)
             self._closed_at = self.output.now()
             self._queue.put_all(self.machine.close(self._closed_at))
             self._link.begin_close()  # from now on the session takes no command

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -675,3 +676,30 @@ async def test_a_connector_that_raises_systemexit_on_open_raises_it_to_the_opene
         async with session:
             pass
     await asyncio.sleep(0)  # still running: the loop was not stopped
+
+
+async def test_a_recording_of_a_session_whose_open_failed_is_let_go_of_at_its_close(tmp_path: Any) -> None:
+    """The WAV file stayed open after the open failed, and aclose() left it so (it closed a recording only once the
+    session's loops had run): only the garbage collector let it go, with a ResourceWarning."""
+    from voxline.audio.recording import Recording
+    from voxline.audio.wavio import write_wav
+
+    path = tmp_path / "said.wav"
+    write_wav(path, np.zeros(24_000, np.int16))
+    recording = Recording(path)
+
+    async def refused() -> RealtimeConnection:
+        raise ConnectionFailed("nothing listens there")
+
+    session = VoiceSession(SETTINGS, input=recording, output=ClockedOutput(VirtualClock()), connector=refused)
+    with pytest.raises(ConnectionFailed):
+        async with session:
+            pass
+    assert _open_in_this_process(path) and recording.due is not None  # the session may be opened again: kept
+    await session.aclose()
+    assert not _open_in_this_process(path) and recording.due is None
+
+
+def _open_in_this_process(path: Any) -> bool:
+    fds = "/proc/self/fd"
+    return any(os.path.realpath(os.path.join(fds, fd)) == str(path) for fd in os.listdir(fds))
