@@ -27,8 +27,9 @@ from voxline.base.clock import Clock
 from voxline.base.contain import Raised, contain, kept_apart, outcome
 from voxline.base.errors import message_of
 from voxline.base.log_output import SAID_AS_EVENT
+from voxline.base.loop_runner import hold
 from voxline.realtime.connection import RealtimeConnection, WireObserver
-from voxline.realtime.errors import ConfigurationError, ConnectionClosed, RealtimeError
+from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .events import SessionError, SessionEvent
 from .machine import Effects
@@ -125,6 +126,23 @@ class Link:
             with contextlib.suppress(ConnectionClosed):
                 await conn.flush()
 
+    async def _in_time(self, seconds: float) -> RealtimeConnection:
+        """A new connection (:meth:`_configured`) within ``seconds`` of the session's clock, what is left of the
+        reconnect window: an app's connector that never returns is one failed try, not a session reconnecting for
+        ever. One that ignores its cancel is left to end alone."""
+        attempt = asyncio.ensure_future(kept_apart(self._configured()))
+        timer = asyncio.ensure_future(self.clock.sleep(seconds))
+        try:
+            await asyncio.wait((attempt, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not attempt.done():
+                attempt.cancel()
+                hold(attempt)
+        if attempt.done() and not attempt.cancelled():
+            return outcome(attempt.result())
+        raise ConnectionFailed(f"no connection within the {seconds:.3g} s left of reconnect_window_s")
+
     def begin_close(self) -> None:
         """The session is closing: no reconnect, no command from now on; a ping in flight is dropped."""
         self.closing = True
@@ -193,7 +211,7 @@ class Link:
             if self.closing:
                 return False
             try:
-                conn = await self._configured()
+                conn = await self._in_time(self._budget.time_left(self.clock.now()))
             except BaseException as failure:  # the app's connector may raise anything: it is one failed try
                 contain(failure)
                 text = _failure_text(failure)

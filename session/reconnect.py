@@ -61,6 +61,10 @@ class ReconnectBudget:
             self._used = 0
             self._since = now
 
+    def time_left(self, now: float) -> float:
+        """Seconds left of ``window_s`` in the current run of failures (all of it before the run began)."""
+        return self.window_s if self._since is None else max(0.0, self.window_s - (now - self._since))
+
     def next_delay(self, now: float) -> float | None:
         """Seconds to wait before the next try, or None when the budget is spent."""
         if self._since is None:

@@ -414,6 +414,37 @@ def test_after_a_refused_update_and_a_drop_the_new_connection_is_configured_with
     assert again and all("voice" not in s["audio"]["output"] and "instructions" not in s for s in again)
 
 
+def test_an_apps_connector_that_never_returns_costs_a_try_within_the_reconnect_window() -> None:
+    """A connector that hung after a drop held the session reconnecting for ever: reconnect_window_s bounded only
+    the waits between tries, never a try."""
+    clock = VirtualClock()
+    opened: list[RealtimeConnection] = []
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+
+    async def hangs_after_the_first() -> RealtimeConnection:
+        if opened:
+            await clock.sleep(3600.0)
+        opened.append(conn := await connect())
+        return conn
+
+    settings = SETTINGS.model_copy(update={"reconnect_attempts": 2, "reconnect_window_s": 2.0})
+
+    async def main() -> tuple[list[SessionError], float]:
+        async with VoiceSession(settings, output=ClockedOutput(clock), clock=clock,
+                                connector=hangs_after_the_first) as session:
+            await opened[0].transport.close(1006, "connection reset")  # the network drops
+            dropped, seen = clock.now(), []
+            while not any(isinstance(e, SessionError) and e.fatal for e in seen) and clock.now() - dropped < 60:
+                await clock.sleep(0.1)
+                seen += session.pending_events()
+            return [e for e in seen if isinstance(e, SessionError)], clock.now() - dropped
+
+    errors, took = run_lockstep(main(), clock)
+    assert errors[-1].code == "connection_lost" and errors[-1].fatal
+    assert any("no connection within" in e.message for e in errors if e.code == "reconnect_failed")
+    assert took <= 2.5  # the window, on the session's clock
+
+
 def test_a_connection_that_fails_while_configured_is_closed_and_the_session_may_open_again() -> None:
     clock = VirtualClock()
     opened: list[RealtimeConnection] = []
