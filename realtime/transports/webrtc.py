@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +38,7 @@ from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .rtc_text import read_text_as_browsers_do
 from .http import split_userinfo
-from .rtc_sdp import SDP_FAILURES
+from .rtc_sdp import SDP_FAILURES, connects_of, reap_connects
 from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, MESSAGE_CHARS, Answer, calls_url,
                             post_offer)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
@@ -87,6 +88,7 @@ class WebRTCTransport:
         self._remote: MediaStreamTrack | None = None
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self._connects: set[asyncio.Task[Any]] = set()  # aiortc's connect tasks: heard if the call is given up on
         self._opened = asyncio.Event()
         self._drained = asyncio.Event()
         self._token = ""
@@ -133,29 +135,43 @@ class WebRTCTransport:
         if offer is not None:
             transport._offer = offer
         try:
-            async with asyncio.timeout(open_timeout):
-                await transport._negotiate(token, open_timeout)
-        except TimeoutError:
-            await transport._pc.close()
-            log.info("WebRTC call to %s did not open within %g s", redact_url(url), open_timeout)
-            raise ConnectionFailed(f"the WebRTC call to {url} did not open within {open_timeout:g} s") from None
-        except BaseException as exc:  # ConnectionFailed, or the caller gave up: never leave the peer connection open
-            await transport._pc.close()
-            if isinstance(exc, ConnectionFailed):
-                log.info("connect failed: %s", exc)  # already redacted: a VoxlineError
+            await transport._open(token, open_timeout)
+        except BaseException:
+            reap_connects(transport._connects)  # the peer, closed meanwhile, failed its connects
             raise
         log.info("connected to %s (WebRTC call %s)", redact_url(url), transport.call_id)
         transport._start(on_audio, audio_source)
         return transport
 
+    async def _open(self, token: str, open_timeout: float) -> None:
+        """:meth:`_negotiate` within ``open_timeout``; failed or given up on, the peer connection is closed."""
+        url = self.url
+        try:
+            async with asyncio.timeout(open_timeout):
+                await self._negotiate(token, open_timeout)
+        except TimeoutError:
+            await self._pc.close()
+            log.info("WebRTC call to %s did not open within %g s", redact_url(url), open_timeout)
+            raise ConnectionFailed(f"the WebRTC call to {url} did not open within {open_timeout:g} s") from None
+        except BaseException as exc:  # ConnectionFailed, or the caller gave up: never leave the peer connection open
+            await self._pc.close()
+            if isinstance(exc, ConnectionFailed):
+                log.info("connect failed: %s", exc)  # already redacted: a VoxlineError
+            raise
+
     async def _negotiate(self, token: str, timeout: float) -> None:
         pc = self._pc
         self._token = token.strip()  # as it is sent (HTTP drops the whitespace), and so as a server echoes it
-        await pc.setLocalDescription(await pc.createOffer())
+        offer = await pc.createOffer()
+        before = asyncio.all_tasks()
+        await pc.setLocalDescription(offer)
+        self._connects |= connects_of(pc, asyncio.all_tasks() - before)
         answer = await self._offer(self.url, token, pc.localDescription.sdp, timeout)
         self.call_id = answer.call_id
         try:
+            before = asyncio.all_tasks()
             await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))
+            self._connects |= connects_of(pc, asyncio.all_tasks() - before)
         except SDP_FAILURES as exc:  # aiortc's parser asserts, indexes and unpacks unchecked
             why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clip(why, MESSAGE_CHARS)})") from None

@@ -21,13 +21,14 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.transports.rtc_sdp import SDP_FAILURES
+from voxline.realtime.transports.rtc_sdp import SDP_FAILURES, connects_of, reap_connects
 from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
@@ -67,39 +68,25 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
 
     A malformed offer closes ``pc`` and raises :class:`RequestRejected` naming ``param``.
     """
-    before = asyncio.all_tasks()
+    connects: set[asyncio.Task[Any]] = set()  # those aiortc starts: they fail too if the offer is refused
     try:
         text = offer_text(offer) if isinstance(offer, bytes) else offer
+        before = asyncio.all_tasks()
         await pc.setRemoteDescription(RTCSessionDescription(text, "offer"))
+        connects |= connects_of(pc, asyncio.all_tasks() - before)
         read_text_as_browsers_do(pc)  # a caller's malformed text message is answered, the call goes on
         if any(t.kind == "audio" for t in pc.getTransceivers()):
             pc.addTrack(output)
-        await pc.setLocalDescription(await pc.createAnswer())
+        answer = await pc.createAnswer()
+        before = asyncio.all_tasks()
+        await pc.setLocalDescription(answer)
+        connects |= connects_of(pc, asyncio.all_tasks() - before)
     except SDP_FAILURES as exc:  # an offer aiortc cannot take (voxline.realtime.transports.rtc_sdp)
-        _reap_connects(pc, asyncio.all_tasks() - before)
+        reap_connects(connects)
         await close_peer(pc)
         detail = str(exc) if isinstance(exc, ValueError) and str(exc) else f"malformed SDP ({type(exc).__name__})"
         raise RequestRejected(errors.invalid_value(param, f"Invalid SDP offer: {detail}")) from None
     return str(pc.localDescription.sdp)
-
-
-def _reap_connects(pc: RTCPeerConnection, tasks: set[asyncio.Task[object]]) -> None:
-    """The connect tasks aiortc started for ``pc``'s offer, which it then failed on, fail too with no one to hear it:
-    what they raise is logged at DEBUG here instead of as "Task exception was never retrieved". ``tasks`` are those
-    made meanwhile; one still running is ``pc``'s if its coroutine runs a method of ``pc`` (another call's offer may
-    have been answered in the same while), and one already over cannot tell and is taken as ``pc``'s."""
-    for task in tasks:
-        coro = task.get_coro()
-        if not getattr(coro, "__qualname__", "").startswith("RTCPeerConnection."):
-            continue
-        frame = getattr(coro, "cr_frame", None)
-        if frame is None or frame.f_locals.get("self") is pc:
-            task.add_done_callback(_connect_ended)
-
-
-def _connect_ended(task: asyncio.Task[object]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        _log.debug("a refused offer's connect ended: %r", exc)
 
 
 async def close_peer(pc: RTCPeerConnection) -> None:
