@@ -245,6 +245,8 @@ class SessionError:
       new connection's events, were not sent;
     - ``speaker_stuck``: the speaker's device did not start again after a barge-in's abort (its driver
       never returned): the session goes on, and nothing plays until the device does;
+      ``discard_failed``: the output's ``discard_pending`` raised (an app's output): the cut stands, and
+      audio the output still held may play;
     - a loop of the session that raised: ``input_failed`` and ``device_watch_failed`` (the
       session goes on without them), ``receive_loop_failed``, ``tick_loop_failed``,
       ``flush_loop_failed`` and ``output_failed`` (**fatal**: close the session).

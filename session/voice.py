@@ -46,7 +46,8 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
-from voxline.base.contain import kept_apart, outcome
+from voxline.base.contain import contain, kept_apart, outcome
+from voxline.base.errors import message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
@@ -501,17 +502,22 @@ class VoiceSession:
             self._runner.submit(effects.calls)
         cut = effects.discard
         if cut is not None and not self._speaker_stuck:
-            if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
-                try:
+            try:
+                if getattr(self.output, "discard_blocks", True):  # a device abort: keep it off the event loop
                     await off_loop(self.output.discard_pending, cut, timeout_s=DISCARD_TIMEOUT_S,
                                    name="voxline-speaker-restart")
-                except CallStuck:  # its driver never returned: the rest of the session goes on without it
-                    self._speaker_stuck = True  # it plays nothing, and holds what a later cut would restart
-                    self._publish_one(SessionError(
-                        f"the speaker did not start again within {DISCARD_TIMEOUT_S:g} s of a barge-in (its driver "
-                        "is stuck): nothing plays until it does", "speaker_stuck"))
-            else:
-                self.output.discard_pending(cut)
+                else:
+                    self.output.discard_pending(cut)
+            except CallStuck:  # its driver never returned: the rest of the session goes on without it
+                self._speaker_stuck = True  # it plays nothing, and holds what a later cut would restart
+                self._publish_one(SessionError(
+                    f"the speaker did not start again within {DISCARD_TIMEOUT_S:g} s of a barge-in (its driver "
+                    "is stuck): nothing plays until it does", "speaker_stuck"))
+            except BaseException as failure:  # an app's output: the cut stands, and the session goes on
+                contain(failure)
+                self._publish_one(SessionError(
+                    f"the output could not drop the audio a barge-in revoked: {type(failure).__name__}: "
+                    f"{message_of(failure)}", "discard_failed"))
         if share is not None and effects.barge_in is not None:
             await share.wait()
         self._queue.put_all(effects.events)

@@ -158,8 +158,40 @@ async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_o
         for _ in range(100):
             await asyncio.sleep(0)
         assert session.connected
+        events = session.pending_events()
+        errors = [e for e in events if isinstance(e, SessionError)]
+    assert [e.code for e in errors] == ["discard_failed"] and "sound device went away" in errors[0].message
+    assert any(type(e).__name__ == "BargeIn" for e in events)  # the cut stands, and is said (before: dropped)
+
+
+@pytest.mark.parametrize("failure", [OSError("the sound device went away"), SystemExit("the output gave up")],
+                         ids=["OSError", "SystemExit"])
+async def test_an_interrupt_whose_output_fails_to_drop_its_audio_returns_the_cut_and_reports_it(
+        failure: BaseException) -> None:
+    """interrupt() raised what the app's output raised (a SystemExit included) to its caller."""
+    clock = VirtualClock()
+    client, server = memory_pair()
+
+    class BrokenOutput(ClockedOutput):
+        def discard_pending(self, cut: Any) -> None:
+            raise failure
+
+    async def connector() -> RealtimeConnection:
+        return RealtimeConnection(client)
+
+    settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
+    session = VoiceSession(settings, output=BrokenOutput(clock, latency_s=0.1), clock=clock, connector=connector)
+    async with session:
+        for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:
+            await server.send(json.dumps(frame))
+        for _ in range(20):
+            for _ in range(20):
+                await asyncio.sleep(0)
+            clock.advance(0.02)
+        barge_in = await session.interrupt()
+        assert barge_in is not None and session.connected
         errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
-    assert [e.code for e in errors] == ["event_failed"] and "sound device went away" in errors[0].message
+    assert [e.code for e in errors] == ["discard_failed"]
 
 
 def test_the_in_process_engine_answers_its_own_failure_with_a_server_error() -> None:
