@@ -52,6 +52,9 @@ def check_session_arguments(**given: Any) -> None:
         accepts, what = checks[name]
         if not accepts(value):
             kind = "an async function" if callable(value) and not _plain(value) else type(value).__name__
+            if name == "watch_devices" and isinstance(value, Collection) and not isinstance(value, (str, bytes)):
+                odd = next(d for d in value if not all(hasattr(d, n) for n in ("kind", "device", "tag")))
+                kind = f"a {kind} holding {type(odd).__name__}"  # the list is right, one of its items is not
             raise TypeError(f"VoiceSession: {name} takes {what}, not {kind}")
 
 

@@ -223,7 +223,7 @@ def test_false_turns_echo_cancellation_and_the_local_vad_off_as_none_does() -> N
     ({"watch_devices": 5}, "watch_devices takes the speakers and microphones to watch (SpeakerSink, MicSource), "
                            "in a list, not int"),
     ({"watch_devices": [object()]}, "watch_devices takes the speakers and microphones to watch (SpeakerSink, "
-                                    "MicSource), in a list, not list"),
+                                    "MicSource), in a list, not a list holding object"),
 ])
 def test_a_wrong_argument_is_refused_by_the_constructor(given: dict[str, Any], message: str) -> None:
     settings = given.pop("settings", SETTINGS)
@@ -357,6 +357,13 @@ def test_an_update_sent_before_an_earlier_ones_refusal_came_goes_through_without
     assert voice == SETTINGS.voice and instructions == "Be kind."
     updates = [e["session"] for e in sent if e.get("type") == "session.update"]
     assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]
+
+
+@pytest.mark.parametrize("url", ["ws://127.0.0.1:9/v1\n", "wss://api.openai.com/v1 ", "ws://host/v1\x00"])
+def test_a_url_with_a_line_break_or_a_space_is_refused_when_the_settings_are_made(url: str) -> None:
+    """A URL read from a file with its line break: accepted (a URL parser drops it), and the dial then failed."""
+    with pytest.raises(SettingsError, match="it holds a space, a line break or another control character"):
+        SessionSettings(api_key="k", url=url)
 
 
 def test_a_bad_value_from_the_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

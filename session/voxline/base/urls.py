@@ -47,6 +47,8 @@ def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a service's URL (a scheme of :data:`SCHEMES` and a host), as a phrase that follows
     "is" and names the URL only redacted; None if it can."""
     register_url_secrets(url)
+    if any(c.isspace() or not c.isprintable() for c in url):  # a parser drops a trailing line break; the dial did not
+        return "not a valid URL: it holds a space, a line break or another control character"
     authority = url.split("//", 1)[1].split("/", 1)[0] if "//" in url else ""
     if re.search(r"[?#][^@]*@", authority):  # a parser ends the authority at the mark: the key would be the host
         return ("not a valid URL: a '?' or '#' before an '@' in its authority (a key holding one must be written "
