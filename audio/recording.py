@@ -320,6 +320,11 @@ class Recording:
         """Take the recording for one reader (a session's input)."""
         self._claimed = True
 
+    def release(self) -> None:
+        """Give the recording back, unread (a session closed before it read any of it): another reader may take it."""
+        if not self.captured:
+            self._claimed = False
+
     @property
     def captured(self) -> int:
         """How many samples were handed over so far: the whole recording once it is over."""

@@ -319,8 +319,11 @@ class VoiceSession:
         """
         self._own_loop()
         if self._teardown is None:
-            if isinstance(self._input, Recording):  # this session's for good: read once, and its file let go of (an
-                self._input.close()  # open that failed, or none, never ran its task)
+            if isinstance(self._input, Recording):
+                if self._tasks or self._input.captured:  # it was read (or its task was started): read once, let go of
+                    self._input.close()
+                else:  # never read (no open, or one that failed): the caller's again, for another session to take
+                    self._input.release()
             if self._link.closing:  # an open that failed closed what it had opened
                 return
             if self._opening is not None:  # still connecting: that stops, and __aenter__ says the session was closed

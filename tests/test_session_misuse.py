@@ -716,26 +716,36 @@ async def test_a_connector_that_raises_systemexit_on_open_raises_it_to_the_opene
     await asyncio.sleep(0)  # still running: the loop was not stopped
 
 
-async def test_a_recording_of_a_session_whose_open_failed_is_let_go_of_at_its_close(tmp_path: Any) -> None:
-    """The WAV file stayed open after the open failed, and aclose() left it so (it closed a recording only once the
-    session's loops had run): only the garbage collector let it go, with a ResourceWarning."""
+def test_a_recording_of_a_session_whose_open_failed_is_given_back_at_its_close(tmp_path: Any) -> None:
+    """After an open that failed and aclose(), the recording, never read, stayed claimed: no other session could
+    take it, and its file stayed open until the garbage collector came. It is the caller's again: another session
+    takes it, and reads it to its end."""
     from voxline.audio.recording import Recording
     from voxline.audio.wavio import write_wav
 
     path = tmp_path / "said.wav"
     write_wav(path, np.zeros(24_000, np.int16))
-    recording = Recording(path)
+    clock = VirtualClock()
+    recording = Recording(path, clock=clock)
 
     async def refused() -> RealtimeConnection:
         raise ConnectionFailed("nothing listens there")
 
-    session = VoiceSession(SETTINGS, input=recording, output=ClockedOutput(VirtualClock()), connector=refused)
-    with pytest.raises(ConnectionFailed):
-        async with session:
-            pass
-    assert _open_in_this_process(path) and recording.due is not None  # the session may be opened again: kept
-    await session.aclose()
-    assert not _open_in_this_process(path) and recording.due is None
+    async def main() -> None:
+        session = VoiceSession(SETTINGS, input=recording, output=ClockedOutput(clock), clock=clock, connector=refused)
+        with pytest.raises(ConnectionFailed):
+            async with session:
+                pass
+        assert _open_in_this_process(path) and recording.due is not None  # the session may be opened again: kept
+        await session.aclose()
+        assert not recording.claimed and recording.due is not None
+        again = VoiceSession(SETTINGS, input=recording, output=ClockedOutput(clock), clock=clock,
+                             connector=engine_connector(load_scenario("default"), clock, voice="tone"))
+        async with again:
+            await clock.sleep(1.5)
+
+    run_lockstep(main(), clock)
+    assert recording.due is None and not _open_in_this_process(path)  # read to its end, and let go of
 
 
 def _open_in_this_process(path: Any) -> bool:
