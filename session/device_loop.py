@@ -86,6 +86,18 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
         _log.warning("%s answer again: watched again", what)
         return job
 
+    def late_changes(what: str) -> list[DeviceChange]:
+        """What ``what``'s stuck call found, once it has ended (a poll's changes; a reconnect's answer is none)."""
+        job = answered(what)
+        if job is None or job.cancelled():
+            return []
+        if (error := job.exception()) is not None:
+            if isinstance(error, Exception):
+                failure(what, error)
+            return []
+        result = job.result()
+        return list(result) if isinstance(result, list) else []
+
     in_flight: set[asyncio.Task[Any]] = set()
 
     async def call(what: str, fn: Callable[[], T]) -> T:
@@ -114,8 +126,7 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                     watch = made.result()
                     _log.warning("the sound server answers again: its devices are watched")
             if keeper is not None:
-                if (ended := answered(streams)) is not None and not ended.cancelled() and ended.exception() is None:
-                    changes += ended.result()  # what the late poll found (a stream it opened again)
+                changes += late_changes(streams)  # what the late poll found (a stream it opened again)
                 if streams not in stuck:
                     try:
                         changes += await call(streams, keeper.poll)
@@ -124,8 +135,9 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                         pass
                     except Exception as error:  # a device of the app's own that raised: the others are polled all the same
                         failure(streams, error)
-            if answered(server) is not None:
-                failed[server] = True  # what it found is stale, and its connection suspect: made again first
+            if server in stuck and stuck[server].done():
+                changes += late_changes(server)  # the watch took them as found (a device lost or back): said now
+                failed[server] = True  # its connection is suspect: made again before the next poll
             if watch is not None and server not in stuck:
                 for change in changes:
                     if change.lost and not change.ended:  # opened again on the server's default: move it back later

@@ -235,8 +235,8 @@ async def test_a_stuck_poll_pauses_the_watch_and_what_it_found_late_is_said(
     try:
         await _until(lambda: keeper.polls >= 2)
         keeper.held.clear()
-        keeper.found = [DeviceChange("output", "3 Kiosk Speaker", True, None, ended=True)]
-        await _until(lambda: "did not answer within 0.1 s" in caplog.text)
+        await _until(lambda: "did not answer within 0.1 s" in caplog.text)  # a poll is stuck, for the loop too
+        keeper.found = [DeviceChange("output", "3 Kiosk Speaker", True, None, ended=True)]  # what it finds, late
         keeper.held.set()  # it answers: what it found is said, and the polls go on
         await _until(lambda: said != [] and keeper.polls >= 5)
         assert said == [DeviceLost("output", "3 Kiosk Speaker", None, said[0].at, ended=True)]  # type: ignore[attr-defined]
@@ -247,22 +247,48 @@ async def test_a_stuck_poll_pauses_the_watch_and_what_it_found_late_is_said(
             await task
 
 
+async def test_a_sound_server_poll_that_returns_late_has_what_it_found_said(
+        quick_watch: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The watch takes what its poll finds as known (a device lost, a device back): a late poll's changes thrown away
+    were never said, and a device lost before was never said to be back."""
+    back = DeviceChange("output", "3 Kiosk Speaker", False, None)
+    watch = _SlowPolls([DeviceChange("output", "3 Kiosk Speaker", True, "builtin")])
+    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: None))
+    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch))
+    said: list[object] = []
+    caplog.set_level(logging.WARNING, "voxline")
+    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), said.append))
+    try:
+        await _until(lambda: len(said) == 1)  # lost
+        watch.held.clear()
+        await _until(lambda: "did not answer within 0.1 s" in caplog.text)
+        watch.found = [back]
+        watch.held.set()
+        await _until(lambda: len(said) == 2)
+        assert [type(e).__name__ for e in said] == ["DeviceLost", "DeviceReturned"]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def test_a_watch_made_late_is_taken_and_one_left_stuck_at_the_end_is_closed_when_it_returns(
-        quick_watch: None, monkeypatch: pytest.MonkeyPatch) -> None:
+        quick_watch: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """A sound server that answered the first connection late: its devices went unwatched for the session, and the
     watch made late was never closed; the same for a watch whose call was stuck when the session ended."""
     watch = _SlowPolls()
     watch.held.clear()
     monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: None))
     monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch.poll() and None or watch))
+    caplog.set_level(logging.WARNING, "voxline")
     task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), lambda event: None))
     try:
-        await asyncio.sleep(0.3)  # past STUCK_S (a guard: nothing is measured)
+        await _until(lambda: "the sound server did not answer within 0.1 s" in caplog.text)
         assert not task.done()  # still waiting for it, not given up
         watch.held.set()
         await _until(lambda: watch.polls >= 4)  # made late, taken, and polled
         watch.held.clear()  # stuck again, and the session ends meanwhile
-        await asyncio.sleep(0.3)
+        await _until(lambda: "the sound server's devices did not answer within 0.1 s" in caplog.text)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
