@@ -132,16 +132,24 @@ class Link:
         ever. One that ignores its cancel is left to end alone."""
         attempt = asyncio.ensure_future(kept_apart(self._configured()))
         timer = asyncio.ensure_future(self.clock.sleep(seconds))
+        taken = False
         try:
             await asyncio.wait((attempt, timer), return_when=asyncio.FIRST_COMPLETED)
+            if attempt.done() and not attempt.cancelled():
+                taken = True
+                return outcome(attempt.result())
         finally:
             timer.cancel()
-            if not attempt.done():
+            if not taken:  # too late, or this task was cancelled (the session closes): what it made is closed
                 attempt.cancel()
+                attempt.add_done_callback(self._close_made)
                 hold(attempt)
-        if attempt.done() and not attempt.cancelled():
-            return outcome(attempt.result())
         raise ConnectionFailed(f"no connection within the {seconds:.3g} s left of reconnect_window_s")
+
+    def _close_made(self, attempt: asyncio.Future[RealtimeConnection | Raised]) -> None:
+        """A done callback: a connection an attempt made after it was given up on, closed."""
+        if not attempt.cancelled() and isinstance(made := attempt.result(), RealtimeConnection):
+            hold(asyncio.ensure_future(self.close_quietly(made)))
 
     def begin_close(self) -> None:
         """The session is closing: no reconnect, no command from now on; a ping in flight is dropped."""

@@ -46,7 +46,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
-from voxline.base.contain import contain, kept_apart, outcome
+from voxline.base.contain import Raised, contain, kept_apart, outcome
 from voxline.base.errors import message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
@@ -252,6 +252,12 @@ class VoiceSession:
             caller_cancelled = isinstance(exc, asyncio.CancelledError) and _cancelling()
             if self._link.closing and not caller_cancelled:  # aclose() stopped the open; its close has what it made
                 raise _closed_while_opening() from None
+            if opening.done() and not opening.cancelled() and not isinstance(opening.result(), Raised):
+                # the caller was cancelled just as the connection was made: it is closed, and the session with it
+                self._closed_at = 0.0
+                await asyncio.shield(self._link.close())
+                _release(self.output)
+                raise
             self._loop = None  # nothing opened: the session may be opened again
             _release(self.output)
             if isinstance(exc, ConnectionClosed):

@@ -751,3 +751,64 @@ def test_a_recording_of_a_session_whose_open_failed_is_given_back_at_its_close(t
 def _open_in_this_process(path: Any) -> bool:
     fds = "/proc/self/fd"
     return any(os.path.realpath(os.path.join(fds, fd)) == str(path) for fd in os.listdir(fds))
+
+
+def test_a_caller_cancelled_just_as_the_connection_is_made_leaves_no_connection_open() -> None:
+    """The open runs as a task of its own: a cancel of the caller landing in the loop pass after it made its
+    connection left that connection open, with nothing to close it (``async with`` never calls aclose)."""
+    clock = VirtualClock()
+    opened: list[RealtimeConnection] = []
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+
+    async def counted() -> RealtimeConnection:
+        opened.append(conn := await connect())
+        return conn
+
+    async def main() -> None:
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=counted)
+        made = session._link.open
+
+        async def open_then_cancelled() -> RealtimeConnection:
+            conn = await made()
+            asyncio.get_running_loop().call_soon(opener.cancel)  # before the opener sees the open is done
+            return conn
+
+        session._link.open = open_then_cancelled  # type: ignore[method-assign]
+        opener = asyncio.ensure_future(session.__aenter__())
+        with pytest.raises(asyncio.CancelledError):
+            await opener
+        await clock.sleep(3.0)  # past close_timeout_s
+
+    run_lockstep(main(), clock)
+    assert len(opened) == 1 and opened[0].closed
+
+
+def test_a_close_just_as_a_reconnect_made_its_connection_closes_that_connection() -> None:
+    """aclose() cancelled the reconnect in the loop pass after its try made a connection: the connection was neither
+    taken nor closed."""
+    clock = VirtualClock()
+    opened: list[RealtimeConnection] = []
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+
+    async def counted() -> RealtimeConnection:
+        opened.append(conn := await connect())
+        return conn
+
+    async def main() -> None:
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=counted)
+        async with session:
+            made = session._link._configured
+
+            async def made_then_closed() -> RealtimeConnection:
+                conn = await made()
+                asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(session.aclose()))
+                return conn
+
+            session._link._configured = made_then_closed  # type: ignore[method-assign]
+            await opened[0].transport.close(1006, "connection reset")  # the network drops: a reconnect
+            while len(opened) < 2:
+                await clock.sleep(0.05)
+            await clock.sleep(3.0)
+
+    run_lockstep(main(), clock)
+    assert len(opened) == 2 and all(conn.closed for conn in opened)
