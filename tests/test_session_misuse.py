@@ -333,30 +333,45 @@ def test_an_update_the_server_refuses_is_undone_so_later_updates_and_reconnects_
     assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]
 
 
-def test_an_update_sent_before_an_earlier_ones_refusal_came_goes_through_without_the_refused_values() -> None:
-    """Each update sends the whole configuration: one sent while an earlier, refused one was on its way carried the
-    refused voice, and was refused for it, and undone: the app's valid change was lost, never sent again, and it was
-    told of two refusals for one mistake."""
+def _updates_in_a_row(calls: list[dict[str, str]]) -> tuple[list[str | None], str | None, str | None,
+                                                              list[dict[str, Any]]]:
+    """``calls`` to update(), one right after another once the assistant has spoken (its voice fixed from then on):
+    the errors the app is told, the voice and instructions the settings end with, and the updates sent."""
     clock = VirtualClock()
     sent: list[dict[str, Any]] = []
 
-    async def main() -> tuple[list[SessionError], str | None, str | None]:
+    async def main() -> tuple[list[str | None], str | None, str | None]:
         connect = engine_connector(load_scenario("default"), clock, voice="tone",
                                    on_wire=lambda d, t: sent.append(json.loads(t)) if d == "out" else None)
         async with VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=connect) as session:
-            await session.send_text("Hello")  # the assistant speaks: its voice is fixed from now on
+            await session.send_text("Hello")
             await clock.sleep(1.0)
-            await session.update(voice="ash")  # refused by the service
-            await session.update(instructions="Be kind.")  # sent before that refusal came back
+            for call in calls:
+                await session.update(**call)  # none waits for the one before to be answered
             await clock.sleep(0.5)
-            errors = [e for e in session.pending_events() if isinstance(e, SessionError)]
-            return errors, session.settings.voice, session.settings.instructions
+            codes = [e.code for e in session.pending_events() if isinstance(e, SessionError)]
+            return codes, session.settings.voice, session.settings.instructions
 
-    errors, voice, instructions = run_lockstep(main(), clock)
-    assert [e.code for e in errors] == ["cannot_update_voice"]  # the app's one mistake, said once
+    codes, voice, instructions = run_lockstep(main(), clock)
+    return codes, voice, instructions, [e["session"] for e in sent if e.get("type") == "session.update"]
+
+
+def test_an_update_made_while_a_refused_one_is_on_its_way_goes_through_without_the_refused_value() -> None:
+    """Each update carries the whole configuration: one sent before an earlier, refused one was answered carried the
+    refused voice and was refused for it, and undone: the app's valid change was lost, never sent again, and it was
+    told of two refusals for one mistake. Now one update is on the wire at a time; what is made meanwhile goes next."""
+    codes, voice, instructions, updates = _updates_in_a_row([{"voice": "ash"}, {"instructions": "Be kind."}])
+    assert codes == ["cannot_update_voice"]  # the app's one mistake, said once
     assert voice == SETTINGS.voice and instructions == "Be kind."
-    updates = [e["session"] for e in sent if e.get("type") == "session.update"]
     assert updates[-1]["instructions"] == "Be kind." and "voice" not in updates[-1]["audio"]["output"]
+
+
+def test_two_refused_voices_in_a_row_leave_the_voice_the_server_has() -> None:
+    """The second refused voice was undone to the first, itself refused: every later update and reconnect sent it."""
+    codes, voice, _instructions, updates = _updates_in_a_row([{"voice": "ash"}, {"voice": "verse"}])
+    assert codes == ["cannot_update_voice", "cannot_update_voice"]
+    assert [u["audio"]["output"].get("voice") for u in updates[1:]] == ["ash", "verse"]  # each sent once, alone
+    assert voice == SETTINGS.voice
 
 
 @pytest.mark.parametrize("url", ["ws://127.0.0.1:9/v1\n", "wss://api.openai.com/v1 ", "ws://host/v1\x00"])

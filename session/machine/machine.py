@@ -21,7 +21,6 @@ protocol core's outbox; the driver sends them. ``VoiceSession`` is the one drive
 from __future__ import annotations
 
 import secrets
-from collections import deque
 from collections.abc import Iterable
 import dataclasses
 from dataclasses import dataclass
@@ -67,19 +66,28 @@ class ToolSchemas(Protocol):
     def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _SentUpdate:
-    """An app's ``update()`` on the wire: what it changed, and what was there before, to undo if refused."""
+@dataclass(slots=True)
+class _Update:
+    """The app's ``update()`` calls not yet answered: what they changed, and what the server had before (to go back
+    to if it refuses them). ``event_id``: the ``session.update`` that carries them, once sent."""
 
-    event_id: str
     changed: dict[str, Any]
     before: dict[str, Any]
-    offered: list[str] | None
+    tools_changed: bool
     offered_before: list[str] | None
+    event_id: str | None = None
+
+    def absorb(self, changed: dict[str, Any], before: dict[str, Any], tools: bool, offered_before: list[str] | None
+               ) -> None:
+        """A later call's changes, sent with these: what was there before each stays the earliest."""
+        self.changed.update(changed)
+        for name, value in before.items():
+            self.before.setdefault(name, value)
+        if tools and not self.tools_changed:
+            self.tools_changed, self.offered_before = True, offered_before
 
 
 _ENVELOPE_BYTES = 1024  # a text message's event around its text: type, ids, role, content part
-_UPDATES_KEPT = 16  # a refusal answers within a round trip: the last few updates are enough to look it up in
 
 
 class SessionMachine:
@@ -124,8 +132,10 @@ class SessionMachine:
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
         self.config_version = 0  # counts the app's updates: a connection configured before one is stale
-        self._sent_updates: deque[_SentUpdate] = deque(maxlen=_UPDATES_KEPT)
-        self._superseded: deque[str] = deque(maxlen=_UPDATES_KEPT)  # sent again after an earlier one was refused
+        # one session.update of the app's on the wire at a time: each carries the whole configuration, so one sent
+        # before the last was answered would carry that one's values, and be refused for them too
+        self._update_sent: _Update | None = None  # sent, not answered yet
+        self._update_next: _Update | None = None  # made meanwhile: sent once the one sent is answered
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
@@ -170,6 +180,7 @@ class SessionMachine:
             protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = protocol
             self.core.new_connection()
+        self._update_sent = self._update_next = None  # the new connection was configured with all the settings
         self._attached = True
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
@@ -281,11 +292,9 @@ class SessionMachine:
         core = self.core
         assert core is not None
         if isinstance(output, CommandFailed) and output.command_type == "session.update":
-            if output.event_id is not None and output.event_id in self._superseded:  # it carried a refused update's
-                self._superseded.remove(output.event_id)  # values, and went again without them
-                output = dataclasses.replace(output, handled=True)  # not the app's error: said once, for the first
-            else:
-                self._undo_update(output.event_id)
+            self._update_answered(output.event_id, refused=True)
+        elif isinstance(output, ev.SessionUpdated):
+            self._update_answered(None, refused=False)
         decided = core.handle(output, now)
         if isinstance(output, ev.InputAudioBufferCommitted):
             self._released_while_away = False  # the server has the turn
@@ -495,46 +504,55 @@ class SessionMachine:
             self.settings, self._offered = before
             raise ConfigurationError(f"update: the session's configuration would be {size} bytes as JSON, and one "
                                      f"event on this connection carries at most {self.calls.limit} bytes")
-        if self.carrying:
-            try:
-                event_id = self.configure(self.protocol)  # the frame is checked here: refused, the update changes nothing
-            except BaseException:
-                self.settings, self._offered = before
-                raise
-            self._sent_updates.append(_SentUpdate(event_id, changes, {name: getattr(before[0], name) for name in changes},
-                                                  offered, before[1]))
         self.config_version += 1
-        return self.carrying  # not live: the next connection is configured from the settings
+        if not self.carrying:
+            return False  # not live: the next connection is configured from the settings
+        update = _Update(changes, {name: getattr(before[0], name) for name in changes}, tools is not None, before[1])
+        if self._update_sent is not None:  # goes once that one is answered, without what it may be refused for
+            if self._update_next is None:
+                self._update_next = update
+            else:
+                self._update_next.absorb(update.changed, update.before, update.tools_changed, update.offered_before)
+            return False
+        try:
+            update.event_id = self.configure(self.protocol)  # the frame is checked here: refused, it changes nothing
+        except BaseException:
+            self.settings, self._offered = before
+            raise
+        self._update_sent = update
+        return True
 
-    def _undo_update(self, event_id: str | None) -> None:
-        """The server refused one of the app's updates (a voice after the first audio, say): the service
-        applies none of it, so neither do the settings, or every later update and reconnect would send
-        the refused value again. What a later update changed since stays; and a later update already on its
-        way carried the refused values too (each update sends the whole configuration), so the service
-        refuses it for them: it is sent again without them, its own refusal taken as handled."""
-        sent = next((u for u in self._sent_updates if u.event_id == event_id), None)
-        if sent is None:
+    def _update_answered(self, event_id: str | None, *, refused: bool) -> None:
+        """The server answered a ``session.update``. Refused (a voice after the first audio, say), the service applies
+        none of it, so neither do the settings, or every later update and reconnect would send the refused value
+        again: what it changed goes back to what the server had, but for what an update made since changes again
+        (that one goes next, and goes back as far if refused too). Then the update made meanwhile goes."""
+        update = self._update_sent
+        if update is None or (refused and event_id != update.event_id):
+            return  # not one of the app's (the connection's first configuration, a sideband's)
+        self._update_sent = None
+        following = self._update_next
+        if refused:
+            undo = {name: value for name, value in update.before.items()
+                    if following is None or name not in following.changed}
+            if following is not None:
+                for name in update.changed.keys() & following.changed.keys():
+                    following.before[name] = update.before[name]
+            if undo:
+                self.settings = self.settings.model_copy(update=undo)
+            if update.tools_changed:
+                if following is not None and following.tools_changed:
+                    following.offered_before = update.offered_before
+                else:
+                    self._offered = update.offered_before
+        if following is None or not self.carrying:
             return
-        later = list(self._sent_updates)[list(self._sent_updates).index(sent) + 1:]
-        self._sent_updates.remove(sent)
-        undo = {name: sent.before[name] for name, value in sent.changed.items() if getattr(self.settings, name) == value}
-        if undo:
-            self.settings = self.settings.model_copy(update=undo)
-        tools_undone = self._offered is sent.offered and sent.offered is not sent.offered_before
-        if tools_undone:
-            self._offered = sent.offered_before
-        if later and (undo or tools_undone) and self.carrying:  # the later ones carried what was undone
-            for update in later:
-                self._sent_updates.remove(update)
-                self._superseded.append(update.event_id)
-            changed: dict[str, Any] = {}
-            before: dict[str, Any] = {}
-            for update in later:
-                changed.update(update.changed)
-                for name in update.changed:
-                    before.setdefault(name, update.before[name])
-            event_id = self.configure(self.protocol)
-            self._sent_updates.append(_SentUpdate(event_id, changed, before, later[-1].offered, later[0].offered_before))
+        self._update_next = None
+        try:
+            following.event_id = self.configure(self.protocol)
+        except LocalProtocolError:  # the connection cannot take it now: the next one is configured with it
+            return
+        self._update_sent = following
 
     def _schemas(self) -> list[dict[str, Any]] | None:
         if self.registry is None:
