@@ -127,32 +127,42 @@ def test_work_on_a_frame_is_bounded_by_its_size() -> None:
     assert [type(e).__name__ for e in protocol.events()][-2:] == ["MalformedServerEvent"] * 2
 
 
-async def _talked_over(server: Any, clock: VirtualClock) -> None:
-    """A reply of a second of silence plays for 0.4 s of the session's clock; then the user's speech starts."""
+async def _replying(server: Any, clock: VirtualClock) -> None:
+    """A reply of a second of silence plays for 0.4 s of the session's clock."""
     for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:
         await server.send(json.dumps(frame))
     for _ in range(20):
         for _ in range(20):
             await asyncio.sleep(0)
         clock.advance(0.02)
+
+
+async def _talked_over(server: Any, clock: VirtualClock) -> None:
+    """:func:`_replying`; then the user's speech starts."""
+    await _replying(server, clock)
     await server.send(json.dumps({"type": "input_audio_buffer.speech_started", "event_id": "e7",
                                   "audio_start_ms": 100, "item_id": "u1"}))
 
 
-async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_on() -> None:
+def _on_an_output_that_cannot_drop(failure: BaseException) -> tuple[VoiceSession, Any, VirtualClock]:
+    """A session, its server's end and its clock, on an output whose ``discard_pending`` raises ``failure``."""
     clock = VirtualClock()
     client, server = memory_pair()
 
     class BrokenOutput(ClockedOutput):
         def discard_pending(self, cut: Any) -> None:
-            raise OSError("the sound device went away")
+            raise failure
 
     async def connector() -> RealtimeConnection:
         return RealtimeConnection(client)
 
     settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
     output = BrokenOutput(clock, latency_s=0.1)  # audio sits in the "device": a cut revokes some
-    session = VoiceSession(settings, output=output, clock=clock, connector=connector)
+    return VoiceSession(settings, output=output, clock=clock, connector=connector), server, clock
+
+
+async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_on() -> None:
+    session, server, clock = _on_an_output_that_cannot_drop(OSError("the sound device went away"))
     async with session:
         await _talked_over(server, clock)
         for _ in range(100):
@@ -169,25 +179,9 @@ async def test_a_failing_output_on_a_barge_in_is_reported_and_the_session_goes_o
 async def test_an_interrupt_whose_output_fails_to_drop_its_audio_returns_the_cut_and_reports_it(
         failure: BaseException) -> None:
     """interrupt() raised what the app's output raised (a SystemExit included) to its caller."""
-    clock = VirtualClock()
-    client, server = memory_pair()
-
-    class BrokenOutput(ClockedOutput):
-        def discard_pending(self, cut: Any) -> None:
-            raise failure
-
-    async def connector() -> RealtimeConnection:
-        return RealtimeConnection(client)
-
-    settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
-    session = VoiceSession(settings, output=BrokenOutput(clock, latency_s=0.1), clock=clock, connector=connector)
+    session, server, clock = _on_an_output_that_cannot_drop(failure)
     async with session:
-        for frame in [SESSION, CREATED, ADDED, delta("AAAA" * 16_000)]:
-            await server.send(json.dumps(frame))
-        for _ in range(20):
-            for _ in range(20):
-                await asyncio.sleep(0)
-            clock.advance(0.02)
+        await _replying(server, clock)
         barge_in = await session.interrupt()
         assert barge_in is not None and session.connected
         errors = [e for e in session.pending_events() if isinstance(e, SessionError)]

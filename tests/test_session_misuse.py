@@ -773,14 +773,9 @@ def test_a_caller_cancelled_just_as_the_connection_is_made_leaves_no_connection_
     connection left that connection open, with nothing to close it (``async with`` never calls aclose)."""
     clock = VirtualClock()
     opened: list[RealtimeConnection] = []
-    connect = engine_connector(load_scenario("default"), clock, voice="tone")
-
-    async def counted() -> RealtimeConnection:
-        opened.append(conn := await connect())
-        return conn
 
     async def main() -> None:
-        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=counted)
+        session = _session(clock, opened)
         made = session._link.open
 
         async def open_then_cancelled() -> RealtimeConnection:
@@ -803,14 +798,9 @@ def test_a_close_just_as_a_reconnect_made_its_connection_closes_that_connection(
     taken nor closed."""
     clock = VirtualClock()
     opened: list[RealtimeConnection] = []
-    connect = engine_connector(load_scenario("default"), clock, voice="tone")
-
-    async def counted() -> RealtimeConnection:
-        opened.append(conn := await connect())
-        return conn
 
     async def main() -> None:
-        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock, connector=counted)
+        session = _session(clock, opened)
         async with session:
             made = session._link._configured
 
