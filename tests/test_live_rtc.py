@@ -152,6 +152,11 @@ async def test_a_bad_offer_or_session_is_a_400_in_the_services_shape() -> None:
                 await client.live.create(session={"model": "gpt-live-1", "audio": {"format": {"type": "audio/pcm", "rate": 24000}}},  # type: ignore[typeddict-unknown-key]
                                          transport={"type": "webrtc", "sdp": await caller.offer()})
             assert bad_session.value.body["code"] == "unknown_parameter"  # type: ignore[index]
+            with pytest.raises(BadRequestError) as no_session:  # before: "expected an object", of what was not given
+                await client.post("/live/sessions", cast_to=object,
+                                  body={"transport": {"type": "webrtc", "sdp": await caller.offer()}})
+            assert (no_session.value.body["code"], no_session.value.body["param"]) == (  # type: ignore[index]
+                "missing_required_parameter", "session")
         finally:
             await caller.close()
 

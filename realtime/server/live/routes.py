@@ -151,6 +151,8 @@ class LiveRoutes:
             session, offer = read_offer(request.body)
             engine = self.new_engine(stored)
             if stored is None:
+                if session is None:  # a new session names its model there (a fork inherits it)
+                    raise RequestRejected(errors.missing_parameter("session"))
                 settings = start_settings(session, "webrtc")
             else:
                 settings = fork_settings(stored.fork_base(), {} if session is None else session, "webrtc")
