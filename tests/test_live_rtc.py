@@ -157,6 +157,10 @@ async def test_a_bad_offer_or_session_is_a_400_in_the_services_shape() -> None:
                                   body={"transport": {"type": "webrtc", "sdp": await caller.offer()}})
             assert (no_session.value.body["code"], no_session.value.body["param"]) == (  # type: ignore[index]
                 "missing_required_parameter", "session")
+            with pytest.raises(BadRequestError) as bare_offer:  # before: read as JSON, "failed to parse JSON value"
+                await client.post("/live/sessions", cast_to=object, content=(await caller.offer()).encode(),
+                                  options={"headers": {"Content-Type": "application/sdp"}})
+            assert bare_offer.value.body["code"] == "unsupported_content_type"  # type: ignore[index]
         finally:
             await caller.close()
 

@@ -147,6 +147,11 @@ class LiveRoutes:
 
     async def _webrtc(self, request: HttpRequest, stored: StoredSession | None) -> HttpResponse:
         """A WebRTC session (or fork): answer the offer, then serve the call in a task of its own."""
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type and content_type != "application/json":  # a bare SDP offer, as Realtime calls take
+            message = (f"Unsupported content type {content_type[:80]!r}: send the session and the SDP offer as "
+                       "application/json, {\"session\": …, \"transport\": {\"type\": \"webrtc\", \"sdp\": …}}.")
+            return HttpResponse(400, error_body(ErrorSpec(message, "unsupported_content_type")))
         try:
             session, offer = read_offer(request.body)
             engine = self.new_engine(stored)
