@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable
 
-from voxline.base.clock import Clock
+from voxline.base.clock import Clock, wait_within
 from voxline.base.contain import Raised, contain, kept_apart, outcome
 from voxline.base.errors import message_of
 from voxline.base.log_output import SAID_AS_EVENT
@@ -131,15 +131,12 @@ class Link:
         reconnect window: an app's connector that never returns is one failed try, not a session reconnecting for
         ever. One that ignores its cancel is left to end alone."""
         attempt = asyncio.ensure_future(kept_apart(self._configured()))
-        timer = asyncio.ensure_future(self.clock.sleep(seconds))
         taken = False
         try:
-            await asyncio.wait((attempt, timer), return_when=asyncio.FIRST_COMPLETED)
-            if attempt.done() and not attempt.cancelled():
+            if await wait_within(self.clock, seconds, attempt) and not attempt.cancelled():
                 taken = True
                 return outcome(attempt.result())
         finally:
-            timer.cancel()
             if not taken:  # too late, or this task was cancelled (the session closes): what it made is closed
                 attempt.cancel()
                 attempt.add_done_callback(self._close_made)
@@ -188,11 +185,9 @@ class Link:
         up (:meth:`RealtimeConnection.abandon`), so the receive loop takes the drop now, not at the transport's
         own timeout."""
         closing = asyncio.ensure_future(conn.close(code, reason))
-        timer = asyncio.ensure_future(self.clock.sleep(self.settings.close_timeout_s))
         try:
-            await asyncio.wait((closing, timer), return_when=asyncio.FIRST_COMPLETED)
+            await wait_within(self.clock, self.settings.close_timeout_s, closing)
         finally:
-            timer.cancel()
             if not closing.done():
                 conn.abandon()
                 closing.cancel()

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from voxline.base.clock import Clock
+from voxline.base.clock import Clock, wait_within
 from voxline.base.contain import contain, kept_apart, outcome
 from voxline.base.errors import message_of
 from voxline.base.loop_runner import hold
@@ -39,12 +39,7 @@ async def let_go_if_stuck(loop: Callable[[], Awaitable[None]], what: str, clock:
         await asyncio.wait((work,))
     except asyncio.CancelledError:
         work.cancel()
-        timer = asyncio.ensure_future(clock.sleep(LET_GO_S))
-        try:
-            await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            timer.cancel()
-        if not work.done():
+        if not await wait_within(clock, LET_GO_S, work):
             _log.warning("the %s ignored its cancel; the session closes without waiting for it", what)
             hold(work)
         raise

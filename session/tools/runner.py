@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any, assert_never
 
-from voxline.base.clock import Clock, RealClock
+from voxline.base.clock import Clock, RealClock, wait_within
 from voxline.base.loop_runner import hold
 from voxline.base.contain import contain, kept_apart, outcome
 from voxline.realtime.errors import ToolError
@@ -254,15 +254,12 @@ class ToolRunner:
         work = asyncio.get_running_loop().create_task(_guarded(tool, kwargs, self._registry.threads),
                                                       name=f"tool {tool.name}")
         if tool.timeout is not None:
-            timer = asyncio.ensure_future(clock.sleep(tool.timeout))
             try:
-                await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+                done = await wait_within(clock, tool.timeout, work)
             except BaseException:  # the runner is cancelled: the call goes with it, never left behind
                 _let_go(work)
                 raise
-            finally:
-                timer.cancel()
-            if not work.done():
+            if not done:
                 _let_go(work, TIMED_OUT)
                 return error_output(f"{tool.name} timed out after {tool.timeout:g} s"), False
         else:

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .arguments import real
 
-__all__ = ["TIMER_SLOT_S", "Clock", "RealClock", "VirtualClock", "forget_closed_loops", "loop_table"]
+__all__ = ["TIMER_SLOT_S", "Clock", "RealClock", "VirtualClock", "forget_closed_loops", "loop_table", "wait_within"]
 
 
 @runtime_checkable
@@ -242,3 +242,14 @@ class VirtualClock:
     def _drop_cancelled(self) -> None:
         while self._sleepers and self._sleepers[0][2].done():
             heapq.heappop(self._sleepers)
+
+
+async def wait_within(clock: Clock, seconds: float, work: asyncio.Future[Any]) -> bool:
+    """Wait for ``work`` at most ``seconds`` of ``clock``'s time; True if it is done. ``work`` is left as it is
+    either way (the caller cancels, abandons or keeps it), and so it is if this wait is cancelled."""
+    timer = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait((work, timer), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+    return work.done()
