@@ -46,7 +46,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
-from voxline.base.contain import Raised, contain, kept_apart, outcome
+from voxline.base.contain import Raised, being_cancelled, contain, kept_apart, outcome
 from voxline.base.errors import message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
@@ -249,7 +249,7 @@ class VoiceSession:
         try:
             outcome(await opening)
         except BaseException as exc:
-            caller_cancelled = isinstance(exc, asyncio.CancelledError) and _cancelling()
+            caller_cancelled = isinstance(exc, asyncio.CancelledError) and being_cancelled()
             if self._link.closing and not caller_cancelled:  # aclose() stopped the open; its close has what it made
                 raise _closed_while_opening() from None
             if opening.done() and not opening.cancelled() and not isinstance(opening.result(), Raised):
@@ -615,12 +615,6 @@ class VoiceSession:
 
 _outputs_in_use: weakref.WeakSet[Any] = weakref.WeakSet()
 """The outputs of the open sessions: one output, one listener's timeline, one session at a time."""
-
-
-def _cancelling() -> bool:
-    """The running task is being cancelled (by its own caller, not by a cancel of what it awaited)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _closed_while_opening() -> ConfigurationError:

@@ -14,7 +14,7 @@ from typing import NamedTuple, TypeVar
 
 from .loop_runner import loop_running
 
-__all__ = ["Raised", "contain", "kept_apart", "outcome"]
+__all__ = ["Raised", "being_cancelled", "contain", "kept_apart", "outcome"]
 
 T = TypeVar("T")
 
@@ -28,11 +28,17 @@ def contain(exc: BaseException) -> None:
     """
     if isinstance(exc, KeyboardInterrupt):
         raise exc
-    task = asyncio.current_task() if loop_running() else None
-    if task is not None and task.cancelling():
+    if being_cancelled():
         if isinstance(exc, asyncio.CancelledError):
             raise exc
         raise asyncio.CancelledError() from exc
+
+
+def being_cancelled() -> bool:
+    """The running task is being cancelled (by whoever awaits it: not a cancel of something it awaited, which ends as
+    a CancelledError in it all the same)."""
+    task = asyncio.current_task() if loop_running() else None
+    return task is not None and task.cancelling() > 0
 
 
 class Raised(NamedTuple):
