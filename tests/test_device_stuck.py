@@ -13,7 +13,8 @@ import contextlib
 import logging
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -222,17 +223,29 @@ async def _until(condition: Callable[[], bool]) -> None:
             await asyncio.sleep(0.005)
 
 
+@asynccontextmanager
+async def _watching(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, keeper: Any,
+                    watch: Callable[[], Any]) -> AsyncIterator[tuple[asyncio.Task[None], list[object]]]:
+    """The session's device watch loop over a ``keeper`` and the watch ``watch()`` makes; its task and what it said."""
+    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: keeper))
+    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch()))
+    caplog.set_level(logging.WARNING, "voxline")
+    said: list[object] = []
+    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), said.append))
+    try:
+        yield task, said
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def test_a_stuck_poll_pauses_the_watch_and_what_it_found_late_is_said(
         quick_watch: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """A poll past STUCK_S (a sound server that stopped answering, a machine suspended mid-poll) ended the watch for
     the rest of the session: a stream that ended later was never opened again."""
     keeper = _SlowPolls()
-    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: keeper))
-    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: None))
-    said: list[object] = []
-    caplog.set_level(logging.WARNING, "voxline")
-    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), said.append))
-    try:
+    async with _watching(monkeypatch, caplog, keeper, lambda: None) as (_task, said):
         await _until(lambda: keeper.polls >= 2)
         keeper.held.clear()
         await _until(lambda: "did not answer within 0.1 s" in caplog.text)  # a poll is stuck, for the loop too
@@ -241,35 +254,21 @@ async def test_a_stuck_poll_pauses_the_watch_and_what_it_found_late_is_said(
         await _until(lambda: said != [] and keeper.polls >= 5)
         assert said == [DeviceLost("output", "3 Kiosk Speaker", None, said[0].at, ended=True)]  # type: ignore[attr-defined]
         assert "the devices' streams answer again" in caplog.text
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_a_sound_server_poll_that_returns_late_has_what_it_found_said(
         quick_watch: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """The watch takes what its poll finds as known (a device lost, a device back): a late poll's changes thrown away
     were never said, and a device lost before was never said to be back."""
-    back = DeviceChange("output", "3 Kiosk Speaker", False, None)
     watch = _SlowPolls([DeviceChange("output", "3 Kiosk Speaker", True, "builtin")])
-    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: None))
-    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch))
-    said: list[object] = []
-    caplog.set_level(logging.WARNING, "voxline")
-    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), said.append))
-    try:
+    async with _watching(monkeypatch, caplog, None, lambda: watch) as (_task, said):
         await _until(lambda: len(said) == 1)  # lost
         watch.held.clear()
         await _until(lambda: "did not answer within 0.1 s" in caplog.text)
-        watch.found = [back]
+        watch.found = [DeviceChange("output", "3 Kiosk Speaker", False, None)]  # back, found late
         watch.held.set()
         await _until(lambda: len(said) == 2)
         assert [type(e).__name__ for e in said] == ["DeviceLost", "DeviceReturned"]
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_a_watch_made_late_is_taken_and_one_left_stuck_at_the_end_is_closed_when_it_returns(
@@ -278,23 +277,16 @@ async def test_a_watch_made_late_is_taken_and_one_left_stuck_at_the_end_is_close
     watch made late was never closed; the same for a watch whose call was stuck when the session ended."""
     watch = _SlowPolls()
     watch.held.clear()
-    monkeypatch.setattr(StreamKeeper, "of", classmethod(lambda cls, devices: None))
-    monkeypatch.setattr(DeviceWatch, "of", classmethod(lambda cls, devices: watch.poll() and None or watch))
-    caplog.set_level(logging.WARNING, "voxline")
-    task = asyncio.create_task(device_loop.device_watch_loop([], RealClock(), lambda event: None))
     try:
-        await _until(lambda: "the sound server did not answer within 0.1 s" in caplog.text)
-        assert not task.done()  # still waiting for it, not given up
-        watch.held.set()
-        await _until(lambda: watch.polls >= 4)  # made late, taken, and polled
-        watch.held.clear()  # stuck again, and the session ends meanwhile
-        await _until(lambda: "the sound server's devices did not answer within 0.1 s" in caplog.text)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        async with _watching(monkeypatch, caplog, None, lambda: watch.poll() and None or watch) as (task, _said):
+            await _until(lambda: "the sound server did not answer within 0.1 s" in caplog.text)
+            assert not task.done()  # still waiting for it, not given up
+            watch.held.set()
+            await _until(lambda: watch.polls >= 4)  # made late, taken, and polled
+            watch.held.clear()  # stuck again, and the session ends meanwhile
+            await _until(lambda: "the sound server's devices did not answer within 0.1 s" in caplog.text)
         assert not watch.closed.is_set()  # not waited for at the close
         watch.held.set()
         await _until(watch.closed.is_set)  # closed once its call returned
     finally:
-        task.cancel()
         watch.held.set()
