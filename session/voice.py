@@ -478,11 +478,11 @@ class VoiceSession:
             try:
                 await self._feed.track_sent(self.clock)
             finally:  # cancelled while waiting, the turn is committed all the same; the flush task writes it
-                waiting = self.machine.commit_talking(self.output.now(), turn)
+                said, waiting = self.machine.commit_talking(self.output.now(), turn)
                 if waiting:
                     self._flush_needed.set()
-            if waiting:
-                await self._link.flush()
+            if waiting or said.events:
+                await self._apply(said)  # the commit's frames, or why there was none
         finally:
             committed.set_result(None)
             if self._committing is committed:

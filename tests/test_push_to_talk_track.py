@@ -178,7 +178,7 @@ async def test_a_stop_talking_cancelled_while_it_waits_still_commits_its_turn_on
 
 
 async def test_a_press_before_the_wait_ends_commits_the_first_turn_and_the_second_waits_for_its_own_end() -> None:
-    call = _Call(stalled=(0.5, 0.565))  # the first wait is still on when the second turn is let go
+    call = _Call(stalled=(0.4, 0.63))  # the first wait is still on when the second turn is let go
 
     async def script(session: VoiceSession) -> None:
         await session.start_talking()
@@ -187,7 +187,8 @@ async def test_a_press_before_the_wait_ends_commits_the_first_turn_and_the_secon
         await call.advance_to(0.52)
         await session.start_talking()  # pressed again while the first turn's end is still on the track
         assert len(call.commits) == 1  # committed at once, before the press clears the buffer
-        await call.advance_to(0.56)  # let go again before the first wait's bound (its turn's length and two frames)
+        await call.advance_to(0.62)  # let go again (a turn of 100 ms: a shorter one is not sent) before the first
+        # wait's bound (what its track held then, 120 ms, and two frames)
         second = asyncio.ensure_future(session.stop_talking())
         both = asyncio.ensure_future(asyncio.gather(first, second))
         await _advance_until(call.clock, both)
@@ -197,7 +198,7 @@ async def test_a_press_before_the_wait_ends_commits_the_first_turn_and_the_secon
     assert len(call.commits) == 2
     (pressed_at, _), (at, queued) = call.commits
     assert pressed_at <= call.clears[-1]  # the first turn went before the second one's clear
-    assert queued == 0 and at > 0.56  # the second turn waited for its own last frames, not the first's wait
+    assert queued == 0 and at > 0.62  # the second turn waited for its own last frames, not the first's wait
 
 
 async def test_a_second_stop_talking_returns_only_once_the_turn_is_committed() -> None:

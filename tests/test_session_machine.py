@@ -17,7 +17,8 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.session.bargein import Trigger
-from voxline.session.events import AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, SpeechStarted
+from voxline.session.events import (AssistantAudioStarted, BargeIn, ConnectionLost, ConnectionRestored, SessionError,
+                                    SpeechStarted)
 from voxline.session.machine import NO_EFFECTS, SessionMachine
 from voxline.session.settings import SessionSettings
 from tests.support.imports import imports_in, reached
@@ -312,7 +313,7 @@ def test_over_webrtc_a_push_to_talk_turn_released_while_away_is_sent_on_the_new_
     protocol.connection_lost()
     machine.connection_lost(1.0, 1006, "gone")
     assert _speak(machine, range(50, 100), 1.5) == []  # another second while away
-    assert machine.release_talking(2.0) and machine.commit_talking(2.0) is False
+    assert machine.release_talking(2.0) and machine.commit_talking(2.0)[1] is False
     fresh = RealtimeProtocol()
     fresh.max_event_bytes = 65_536
     machine.attach(fresh)
@@ -340,7 +341,7 @@ def test_over_webrtc_a_turn_held_across_a_drop_goes_on_on_the_new_call() -> None
     assert np.array_equal(_item_audio(out), np.concatenate([np.full(480, k + 1, np.int16) for k in range(25)]))
     assert not any(e["type"] in ("response.create", "input_audio_buffer.commit") for e in out)  # still talking
     assert len(_speak(machine, range(25, 40), 1.2)) == 15  # the rest of the turn on the new call's track
-    assert machine.stop_talking(1.5)
+    assert machine.stop_talking(1.5)[1]
     assert [e["type"] for e in sent(fresh)] == ["input_audio_buffer.commit", "response.create"]
 
 
@@ -357,7 +358,7 @@ def test_a_turn_let_go_while_away_and_the_next_one_begun_are_two_turns_on_the_ne
     protocol.connection_lost()
     machine.connection_lost(1.0, 1006, "gone")
     machine.captured(np.full(4_800, 1, np.int16), 1.2, media=webrtc)
-    assert machine.release_talking(1.2) and not machine.commit_talking(1.2)
+    assert machine.release_talking(1.2) and not machine.commit_talking(1.2)[1]
     machine.start_talking(1.3)
     machine.captured(np.full(2_400, 2, np.int16), 1.4, media=webrtc)  # turn 2 begun, still held
     fresh = RealtimeProtocol()
@@ -558,7 +559,7 @@ def test_two_turns_let_go_while_away_stay_two_turns_with_one_answer(transport: s
     machine.connection_lost(0.1, 1006, "gone")
     for n, now in ((1, 0.5), (2, 1.0)):
         machine.captured(np.full(4_800, n, np.int16), now, media=webrtc)
-        assert machine.release_talking(now) and not machine.commit_talking(now)
+        assert machine.release_talking(now) and not machine.commit_talking(now)[1]
         machine.start_talking(now + 0.1)
     machine.captured(np.full(2_400, 3, np.int16), 1.5, media=webrtc)  # the third, still held
     fresh = RealtimeProtocol()
@@ -574,6 +575,71 @@ def test_two_turns_let_go_while_away_stay_two_turns_with_one_answer(transport: s
         said = [set(np.frombuffer(base64.b64decode(e["audio"]), "<i2").tolist())
                 if e["type"] == "input_audio_buffer.append" else e["type"] for e in out]
         assert said == [{1}, "input_audio_buffer.commit", {2}, "input_audio_buffer.commit", "response.create", {3}]
+
+
+def _too_short(effects: object) -> list[SessionError]:
+    return [e for e in effects.events if isinstance(e, SessionError) and e.code == "turn_too_short"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("transport", ["ws", "webrtc"])
+def test_a_push_to_talk_tap_is_dropped_and_said_not_committed_and_answered(transport: str) -> None:
+    """A press and release 40 ms apart: before, the commit was refused (``input_audio_buffer_commit_empty``) and
+    the response asked with it answered nothing the user said. Now the buffer is cleared, nothing is asked, and
+    the app is told. 100 ms is taken as a turn."""
+    webrtc = transport == "webrtc"
+    machine = SessionMachine(SessionSettings(api_key="k", transport=transport, turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    for n, blocks, answered in ((1, 2, False), (2, 5, True)):  # 40 ms, then 100 ms
+        machine.start_talking(float(n))
+        sent(protocol)
+        for _ in range(blocks):
+            machine.captured(np.full(480, n, np.int16), float(n), media=webrtc)
+        effects, waiting = machine.stop_talking(float(n) + 0.1)
+        kinds = [e["type"] for e in sent(protocol)]
+        if answered:
+            assert waiting and not _too_short(effects) and kinds[-2:] == ["input_audio_buffer.commit",
+                                                                          "response.create"]
+        else:
+            assert waiting and [e.message for e in _too_short(effects)] == [
+                "push-to-talk: a turn of 40 ms is too short to send (at least 100 ms of audio): it was dropped, and "
+                "nothing was asked"]
+            assert kinds[-1] == "input_audio_buffer.clear"  # what reached the server of it is gone too
+            assert not {"input_audio_buffer.commit", "response.create"} & set(kinds)
+
+
+@pytest.mark.parametrize("transport", ["ws", "webrtc"])
+def test_a_tap_while_away_after_a_turn_let_go_joins_that_turn_on_the_new_connection(transport: str) -> None:
+    """A turn let go while away, then a tap: the tap is said at once and asks nothing, and on the new connection
+    its audio ends the turn before it (alone it could not be committed: before, it went as a turn of its own)."""
+    webrtc = transport == "webrtc"
+    machine = SessionMachine(SessionSettings(api_key="k", transport=transport, turn_detection="none"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    machine.start_talking(0.0)
+    protocol.connection_lost()
+    machine.connection_lost(0.1, 1006, "gone")
+    machine.captured(np.full(4_800, 1, np.int16), 0.5, media=webrtc)
+    assert not _too_short(machine.stop_talking(0.5)[0])
+    machine.start_talking(0.6)
+    machine.captured(np.full(960, 2, np.int16), 0.7, media=webrtc)
+    assert len(_too_short(machine.stop_talking(0.7)[0])) == 1
+    fresh = RealtimeProtocol()
+    fresh.max_event_bytes = 65_536 if webrtc else fresh.max_event_bytes
+    machine.attach(fresh)
+    restored = machine.restore(1.0)
+    out = sent(fresh)
+    assert restored.resent_creates == 1
+    if webrtc:
+        said = [np.frombuffer(base64.b64decode(e["item"]["content"][0]["audio"]), "<i2").tolist()  # type: ignore[index]
+                if e["type"] == "conversation.item.create" else e["type"] for e in out]
+    else:
+        said = [np.frombuffer(base64.b64decode(e["audio"]), "<i2").tolist()  # type: ignore[arg-type]
+                if e["type"] == "input_audio_buffer.append" else e["type"] for e in out]
+    audio = [part for part in said if isinstance(part, list)]
+    assert [k for k in said if isinstance(k, str)] == (
+        ["response.create"] if webrtc else ["input_audio_buffer.commit", "response.create"])
+    assert sum(audio, []) == [1] * 4_800 + [2] * 960
 
 
 def test_a_sidebands_interrupt_cancels_and_clears_the_calls_output_buffer() -> None:

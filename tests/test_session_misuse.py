@@ -249,6 +249,43 @@ def test_releasing_push_to_talk_unpressed_sends_nothing_and_text_must_be_text() 
     assert not [e for e in events if type(e).__name__ == "ResponseStarted"]  # and no reply to nothing
 
 
+def test_a_push_to_talk_tap_is_said_and_asks_nothing_and_the_next_turn_is_answered() -> None:
+    """Enter pressed twice in quick succession: 40 ms of audio. Before, the session committed it, the server
+    refused (``input_audio_buffer_commit_empty``) and the response asked with it answered nothing said."""
+    clock = VirtualClock()
+    wire: list[dict[str, Any]] = []
+
+    async def noise() -> AsyncIterator[np.ndarray]:
+        rng = np.random.default_rng(7)
+        while True:
+            await clock.sleep(0.02)
+            yield rng.integers(-8000, 8000, 480).astype(np.int16)
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with _session(clock, input=noise(),
+                            on_wire=lambda d, t: wire.append(json.loads(t)) if d == "out" else None) as session:
+            await clock.sleep(0.5)
+            await session.start_talking()
+            await clock.sleep(0.04)
+            await session.stop_talking()
+            await clock.sleep(1.0)
+            tapped = session.pending_events()
+            await session.start_talking()
+            await clock.sleep(0.3)
+            await session.stop_talking()
+            await clock.sleep(1.0)
+            return tapped, session.pending_events()
+
+    tapped, spoken = run_lockstep(main(), clock)
+    assert [(e.code, e.message) for e in tapped if isinstance(e, SessionError)] == [
+        ("turn_too_short", "push-to-talk: a turn of 40 ms is too short to send (at least 100 ms of audio): it was "
+                           "dropped, and nothing was asked")]
+    assert not [e for e in tapped if type(e).__name__ == "ResponseStarted"]
+    assert not [e for e in spoken if isinstance(e, SessionError)]
+    assert [type(e).__name__ for e in spoken].count("ResponseStarted") == 1  # the turn said after it is answered
+    assert [e["type"] for e in wire].count("input_audio_buffer.commit") == 1
+
+
 @pytest.mark.parametrize(("given", "message"), [
     ({"modle": "gpt-realtime"}, "SessionSettings(modle): not a setting (did you mean 'model'?)"),
     ({"silence_ms": -1}, "SessionSettings(silence_ms=-1): Input should be greater than or equal to 0"),

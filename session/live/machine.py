@@ -484,11 +484,11 @@ class LiveMachine:
         A release whose mute still waits (:meth:`commit_talking`) is finished first."""
         self.check_open()
         self.commit_talking(now)
-        self.mic.talking = True
+        self.mic.press()
         self._set_muted(False)
         return self.interrupt(now) if self._audible(now) else NO_EFFECTS
 
-    def stop_talking(self, now: float) -> bool:
+    def stop_talking(self, now: float) -> tuple[Effects, bool]:
         """Push-to-talk released: the last chunk, then mute (the model decides when to answer)."""
         turn = self.release_talking(now)
         return self.commit_talking(now, turn)
@@ -499,13 +499,14 @@ class LiveMachine:
         self.check_open()
         return self.mic.release()
 
-    def commit_talking(self, now: float, turn: int | None = None) -> bool:
-        """The released turn's last chunk, then mute (``turn``: only that release's). True if frames wait."""
+    def commit_talking(self, now: float, turn: int | None = None) -> tuple[Effects, bool]:
+        """The released turn's last chunk, then mute (``turn``: only that release's); whether frames wait.
+        Nothing is committed here (the model hears the stream), so a turn of any length is taken."""
         if self.closed or not self.mic.take_release(turn):
-            return False
+            return NO_EFFECTS, False
         self._append(self.mic.chunker.take(), now)
         self._set_muted(True)
-        return True
+        return NO_EFFECTS, True
 
     def update(self, *, instructions: str | None = None, tools: list[str] | None = None,
                voice: str | None = None) -> bool:

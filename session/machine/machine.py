@@ -31,6 +31,7 @@ import numpy as np
 from voxline.audio.tick_gate import TickGate
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
@@ -41,7 +42,7 @@ from voxline.realtime.protocol import ProtocolOutput, RealtimeProtocol
 from ..bargein import OutputOwner, Trigger
 from ..capture import CapturePath
 from ..core import NO_CORE_EFFECTS, CoreEffects, SessionCore
-from ..events import ConnectionLost, ConnectionRestored, SessionEvent
+from ..events import ConnectionLost, ConnectionRestored, SessionError, SessionEvent
 from ..local_barge import BargePolicy, LocalBarge
 from ..metrics.records import MetricsReport
 from ..metrics.tracker import SessionMetrics
@@ -53,7 +54,7 @@ from ..tools.names import chosen_tools
 from ..tools.events import ToolEvent
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
-from .microphone import Captured, MicrophonePath, audio_items
+from .microphone import MIN_TURN_SAMPLES, Captured, MicrophonePath, audio_items
 
 __all__ = ["SessionMachine", "ToolSchemas"]
 
@@ -441,25 +442,26 @@ class SessionMachine:
         A turn released and not committed yet (its audio still on the way over a media track) is
         committed first: the clear must not take it."""
         self.check_open()
-        self.commit_talking(now)
-        self.mic.talking = True
+        early, _waiting = self.commit_talking(now)
+        self.mic.press()
         if not self.carrying or self.core is None:
-            return NO_EFFECTS
+            return early
         self._released_while_away = False  # what the server buffered is cleared: a new turn begins
         self.protocol.clear_audio()
         self.mic.journal.clear_sent()  # the turn begins now, not when the server's reply comes
         if self.playout.queued_samples or self.protocol.response_in_progress:
-            return self.interrupt(now)
-        return NO_EFFECTS
+            cut = self.interrupt(now)
+            return dataclasses.replace(cut, events=(*early.events, *cut.events)) if early.events else cut
+        return early
 
-    def stop_talking(self, now: float) -> bool:
-        """Push-to-talk released: the turn's last chunk, its commit and a response. True if frames wait.
+    def stop_talking(self, now: float) -> tuple[Effects, bool]:
+        """Push-to-talk released: the turn's last chunk, its commit and a response; whether frames wait.
 
         Released without having been pressed (or twice): there is no turn, and nothing is sent.
         :meth:`release_talking` and :meth:`commit_talking` are its two halves, for a driver that
         lets a media track send what it holds of the turn before the commit."""
         turn = self.release_talking(now)
-        return bool(turn) and self.commit_talking(now, turn)
+        return self.commit_talking(now, turn) if turn else (NO_EFFECTS, False)
 
     def release_talking(self, now: float) -> int:
         """Push-to-talk released: nothing more of the microphone goes out. The turn now waiting for
@@ -467,21 +469,42 @@ class SessionMachine:
         self.check_open()
         return self.mic.release() if self.mic.talking else 0
 
-    def commit_talking(self, now: float, turn: int | None = None) -> bool:
+    def commit_talking(self, now: float, turn: int | None = None) -> tuple[Effects, bool]:
         """The released turn (``turn``, or whichever waits): its last chunk, its commit and a response
-        (kept for the next connection while away). True if frames wait; False also once that turn was
-        committed (a press in between commits it first) or the session closed."""
+        (kept for the next connection while away); whether frames wait (not once that turn was
+        committed: a press in between commits it first, nor after the session closed).
+
+        A turn shorter than the service commits (100 ms: a tap of the key) is dropped instead, and said
+        as a ``turn_too_short`` :class:`SessionError`: committed, it would be refused, and its response
+        would answer nothing the user said."""
         if self.closed or not self.mic.take_release(turn):
-            return False
+            return NO_EFFECTS, False
+        if self.mic.turn_samples < MIN_TURN_SAMPLES:
+            return self._too_short(now), self._drop_turn()
         if not self.carrying:
             if not self._released_while_away:  # turns let go while away, one after another, get one answer
                 self._texts_while_away += 1  # the turn is resent with the journal's audio, committed, then answered
             self._released_while_away = True
             self.mic.journal.turn_ended()  # a press before the next connection starts a turn of its own
-            return False
+            return NO_EFFECTS, False
         self._append(self.mic.chunker.take(), now)  # the end of the turn goes before its commit
         self.protocol.commit_audio()
         self.protocol.create_response()
+        return NO_EFFECTS, True
+
+    def _too_short(self, now: float) -> Effects:
+        said = self.mic.turn_samples * 1000 / SAMPLE_RATE
+        return Effects((SessionError(f"push-to-talk: a turn of {said:.0f} ms is too short to send (at least "
+                                     f"{MIN_TURN_SAMPLES * 1000 // SAMPLE_RATE} ms of audio): it was dropped, and "
+                                     "nothing was asked", "turn_too_short"),))
+
+    def _drop_turn(self) -> bool:
+        """A turn too short to commit: gone for the server too. True if a clear waits to be sent."""
+        self.mic.chunker.clear()
+        if not self.carrying or self.core is None:
+            return False  # what the journal holds of it joins the turn before it, or goes with the next press's clear
+        self.protocol.clear_audio()
+        self.mic.journal.clear_sent()
         return True
 
     def update(self, *, instructions: str | None = None, tools: list[str] | None = None,

@@ -23,7 +23,10 @@ from ..capture import CapturePath
 from ..input_chunks import InputChunker
 from ..input_journal import InputJournal
 
-__all__ = ["Captured", "MicrophonePath", "block_end"]
+__all__ = ["Captured", "MIN_TURN_SAMPLES", "MicrophonePath", "block_end"]
+
+MIN_TURN_SAMPLES = SAMPLE_RATE // 10
+"""The service refuses to commit less than 100 ms of audio (``input_audio_buffer_commit_empty``)."""
 
 Pcm = npt.NDArray[np.int16]
 Captured = np.ndarray | tuple[float, np.ndarray]
@@ -54,11 +57,17 @@ class MicrophonePath:
         self.capture = capture
         self.push_to_talk = push_to_talk
         self.talking = not push_to_talk
+        self.turn_samples = 0  # what the server was given since push-to-talk was pressed, filler included
         self._releases = 0  # push-to-talk releases so far: each names its turn
         self._released = 0  # the release whose turn is not committed yet (0: none)
         self._journaled = journaled  # False where nothing is ever resent (GPT-Live)
         self.speech_only = over_track and not push_to_talk
         """A call's media track with the server's VAD: only the speech the server noticed is resent, as items."""
+
+    def press(self) -> None:
+        """Push-to-talk pressed: what is captured from now on is the turn."""
+        self.talking = True
+        self.turn_samples = 0
 
     def release(self) -> int:
         """Push-to-talk let go: nothing more goes out. The number naming the released turn."""
@@ -90,6 +99,7 @@ class MicrophonePath:
         """A block a media track sends, after ``padded`` samples of silence it sent for want of one in time:
         journaled until the server has it for good (the silence too where the server's VAD places speech on
         the track's timeline)."""
+        self.turn_samples += padded + len(pcm)
         if self._journaled:
             if self.speech_only:
                 self.journal.padded(padded)
@@ -97,6 +107,7 @@ class MicrophonePath:
 
     def captured(self, pcm: Pcm, *, carrying: bool) -> Pcm | None:
         """Keep a block; the chunk to append now, if one is full and the connection is live."""
+        self.turn_samples += len(pcm)
         if self._journaled:
             self.journal.captured(pcm)  # kept until the server has it for good
         if not carrying:
@@ -120,8 +131,13 @@ class MicrophonePath:
         ends = list(self.journal.released_at)
         if released_while_away and not self.talking and (not ends or ends[-1] < len(resumed)):
             ends.append(len(resumed))  # let go for good: all of it is turns
-        bounds = [0, *ends]
-        turns = [resumed[begin:end] for begin, end in zip(bounds, bounds[1:]) if end > begin]
+        bounds = [0]
+        for end in ends:
+            if end - bounds[-1] >= MIN_TURN_SAMPLES:
+                bounds.append(end)
+            elif len(bounds) > 1:  # too short to commit on its own (a tap after a turn): it ends that turn
+                bounds[-1] = end
+        turns = [resumed[begin:end] for begin, end in zip(bounds, bounds[1:])]
         return turns, resumed[bounds[-1]:]
 
 
