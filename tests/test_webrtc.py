@@ -38,7 +38,8 @@ from voxline.realtime.transports.rtc_audio import (
     audio_frame,
 )
 from voxline.base.urls import is_loopback_url
-from voxline.realtime.transports.rtc_signaling import MESSAGE_CHARS, Answer, calls_url, post_offer
+from voxline.realtime.transports.failures import MESSAGE_CHARS
+from voxline.realtime.transports.rtc_signaling import Answer, calls_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
 from tests.support.rtc_raw import send_raw_text

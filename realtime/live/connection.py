@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from ..connection import RealtimeConnection, WireObserver
 from ..errors import ConfigurationError, ConnectionFailed
-from ..transports.failures import token_refused
+from ..transports.failures import error_detail, token_refused
 from ..transports.http import post, split_userinfo
 from ..transports.rtc_signaling import Answer
 from .protocol import LiveProtocol
@@ -83,7 +83,8 @@ async def post_live_offer(url: str, token: str, offer_sdp: str, session: dict[st
         raise ConnectionFailed(f"{url} answered with a redirect (HTTP {reply.status}); not followed with the key")
     if reply.status >= 400:
         hint = f" ({token_refused(token)})" if reply.status in (401, 403) else ""
-        raise ConnectionFailed(f"{url} refused the Live WebRTC offer: HTTP {reply.status}{hint}", reply.status)
+        raise ConnectionFailed(f"{url} refused the Live WebRTC offer: HTTP {reply.status}{hint}"
+                               f"{error_detail(reply.body)}", reply.status)
     try:
         answer = json.loads(reply.body)
         sdp, session_id = answer["transport"]["sdp"], answer["session"]["id"]

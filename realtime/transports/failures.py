@@ -6,14 +6,18 @@ happened, never the token.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import ssl
 import urllib.parse
 
+from voxline.base.errors import clip
 from voxline.base.urls import LOCAL_KEY
 
-__all__ = ["connect_failure", "http_status", "token_refused"]
+__all__ = ["MESSAGE_CHARS", "connect_failure", "error_detail", "http_status", "token_refused"]
+
+MESSAGE_CHARS = 300  # of a server's error message kept in an error (a body may be megabytes long)
 
 _KEY_PARAMETERS = {"api_key", "apikey", "key", "token", "access_token", "bearer"}
 _STATUS_LINE = re.compile(r"HTTP/\d(?:\.\d)? (\d{3})")
@@ -32,6 +36,16 @@ def http_status(url: str, status: int, token: str = "") -> str:
     if status in (404, 405, 426) or 300 <= status < 400:
         return f"HTTP {status} from {url} — not a Realtime endpoint (check the URL; it ends in /v1)"
     return f"HTTP {status} from {url}"
+
+
+def error_detail(body: bytes) -> str:
+    """``: <message>`` from a JSON error body (``{"error": {"message": …}}``), redacted, on one line and at most
+    :data:`MESSAGE_CHARS` long; empty if there is none."""
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return ""
+    return f": {clip(str(message), MESSAGE_CHARS, flat=True)}" if message else ""
 
 
 def token_refused(token: str) -> str:

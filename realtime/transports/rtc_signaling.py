@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from voxline.base.errors import clip
 
 from ..errors import ConfigurationError, ConnectionFailed
-from .failures import token_refused
+from .failures import error_detail, token_refused
 from .http import post, split_userinfo
 
-__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "MESSAGE_CHARS", "Answer", "calls_url", "post_offer"]
+__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "Answer", "calls_url", "post_offer"]
 
 DEFAULT_MAX_MESSAGE = 65_536
 """The largest data channel message a peer takes when its SDP does not say (RFC 8841)."""
@@ -72,7 +72,7 @@ def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
             f"{url} answered the WebRTC offer with a redirect (HTTP {reply.status}); not followed with the key"
         )
     if reply.status >= 400:
-        detail = _error_message(reply.body)
+        detail = error_detail(reply.body)
         hint = f" ({token_refused(token)})" if reply.status in (401, 403) else ""
         raise ConnectionFailed(f"{url} refused the WebRTC offer: HTTP {reply.status}{hint}{detail}", reply.status)
     body = reply.body.decode("utf-8", "replace")
@@ -82,16 +82,3 @@ def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
             f"{url} answered the WebRTC offer with HTTP {reply.status} but no SDP answer and call id"
         )
     return Answer(body, call_id)
-
-
-MESSAGE_CHARS = 300  # of a server's error message kept in an error (a body may be megabytes long)
-
-
-def _error_message(body: bytes) -> str:
-    """``: <message>`` from a JSON error body, on one line and at most :data:`MESSAGE_CHARS` long; empty if
-    there is none."""
-    try:
-        message = json.loads(body)["error"]["message"]
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return ""
-    return f": {clip(str(message), MESSAGE_CHARS, flat=True)}" if message else ""

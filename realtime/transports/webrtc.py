@@ -37,10 +37,10 @@ from ..errors import ConnectionClosed, ConnectionFailed
 from ..frames import check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .rtc_text import read_text_as_browsers_do
+from .failures import MESSAGE_CHARS
 from .http import split_userinfo
 from .rtc_sdp import SDP_FAILURES, connects_of, reap_connects
-from .rtc_signaling import (DEFAULT_MAX_MESSAGE, EVENTS_LABEL, MESSAGE_CHARS, Answer, calls_url,
-                            post_offer)
+from .rtc_signaling import DEFAULT_MAX_MESSAGE, EVENTS_LABEL, Answer, calls_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport", "peer_max_message"]

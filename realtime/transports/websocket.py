@@ -36,7 +36,7 @@ from voxline.base.urls import is_loopback_url
 from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
 from ..events.codec import MAX_CLIENT_EVENT_BYTES
 from .base import FrameTest
-from .failures import connect_failure, http_status
+from .failures import connect_failure, error_detail, http_status
 from .http import bearer_token, split_userinfo
 
 __all__ = ["WebSocketTransport", "realtime_url"]
@@ -183,6 +183,8 @@ class WebSocketTransport:
             failure = http_status(url, status, token)
             if status in _REDIRECTS:
                 failure += " (a redirect to another origin; not followed with the API key)"
+            elif status >= 400:
+                failure += error_detail(exc.response.body or b"")  # the service's JSON error says why
             log.info("connect failed: %s", redact(failure))
             error = ConnectionFailed(failure, status)
         except InvalidURI as exc:
