@@ -361,13 +361,15 @@ class LiveContinuity:
     """GPT-Live after a drop: what the next connection recovered and what it could not.
 
     ``how`` is ``fork`` (a stored session forked: its conversation goes on) or ``new`` (a fresh
-    session seeded with the text of what was heard); ``lost`` names what did not survive.
+    session seeded with the text of what was heard); ``lost`` names what did not survive;
+    ``refused``: why a stored session was not forked (the server refused the fork), if it was not.
     """
 
     how: Literal["fork", "new"]
     from_session: str | None
     lost: tuple[str, ...]
     at: float
+    refused: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,10 @@ from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.server import serve
 from voxline.realtime.errors import ConfigurationError
 from voxline.session import SessionSettings, VoiceSession
-from voxline.session.events import ConnectionRestored, LiveContinuity, LiveSessionEnded, StateChanged
+from voxline.session.events import ConnectionRestored, LiveContinuity, LiveSessionEnded, SessionError, StateChanged
 from voxline.session.live.connect import open_live
 from voxline.session.live.machine import LiveMachine
+from tests.support.half_open import half_open_relay
 from tests.support.live_oracle import check_live_client_event, check_live_server_event
 from tests.support.local_server import KEY, config
 from tests.support.session_events import until
@@ -86,6 +87,81 @@ async def test_a_drop_forks_a_stored_session_or_starts_a_new_one_and_says_what_w
     for n, direction, event in frames:
         (check_live_client_event(event, "fork" if store and n > 0 else "primary") if direction == "out"
          else check_live_server_event(event))
+
+
+async def test_a_stored_session_whose_fork_is_refused_goes_on_as_a_new_session() -> None:
+    """A drop the server has not noticed (the client's side reset, the server's left open): the stored session
+    still runs there, and its fork is refused (HTTP 400, not forkable). Before, every reconnect try forked it
+    again and the session ended for good with the budget; now the next connection starts a new session with what
+    was heard, and says so."""
+    frames: list[tuple[int, str, dict[str, Any]]] = []
+    conns: list[RealtimeConnection] = []
+    async with serve(config(scenario="default")) as server, \
+            half_open_relay(int(server.url.split(":")[2].split("/")[0])) as (relay, port):
+        settings = SessionSettings(api="live", url=f"ws://127.0.0.1:{port}/v1", api_key=KEY, live_store=True,
+                                   reconnect_attempts=3, instructions="Be brief.")
+        holder: list[VoiceSession] = []
+        clock = RealClock()
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock,
+                               connector=_recording_connector(holder, conns, frames), backoff=lambda attempt: 0.05)
+        holder.append(session)
+        async with session:
+            await until(session, lambda e: isinstance(e, StateChanged) and e.state == "listening")
+            first_id = session.live.session_id
+            relay.cut()
+            seen = await until(session, lambda e: isinstance(e, LiveContinuity), timeout_s=20)
+            assert session.connected and session.live.session_id not in (None, first_id)
+    continuity = next(e for e in seen if isinstance(e, LiveContinuity))
+    assert continuity.how == "new" and continuity.from_session == first_id
+    assert continuity.refused is not None and "HTTP 400" in continuity.refused, continuity
+    assert "it is still running" in continuity.refused  # the server's reason, from its JSON body
+    assert any("conversation" in what for what in continuity.lost)
+    assert not [e for e in seen if isinstance(e, SessionError)]  # the refused fork is no failed try
+    start = next(e for n, d, e in frames if n == len(conns) - 1 and d == "out")
+    assert start["session"]["model"] == "gpt-live-1" and start["session"]["instructions"] == "Be brief."
+    check_live_client_event(start)
+
+
+@pytest.mark.slow  # real time: a reply heard, then a drop
+@pytest.mark.parametrize("transport", ["ws", "webrtc"])
+async def test_a_new_session_after_a_drop_is_given_what_was_said_and_heard(transport: str) -> None:
+    """Without ``store`` a drop starts a new session seeded with the conversation's text. Over WebRTC the offer's
+    POST starts the session, and it carried the configuration alone: the model forgot everything said."""
+    from voxline.audio.recording import Recording
+    from voxline.session.events import HeardTranscript
+
+    frames: list[tuple[int, str, dict[str, Any]]] = []
+    conns: list[RealtimeConnection] = []
+    async with serve(config(scenario="default", transcripts=("Hello.",))) as server:
+        clock = RealClock()
+        t = np.arange(24_000) / 24_000
+        speech = np.concatenate([np.zeros(12_000, np.int16), (6000 * np.sin(2 * np.pi * 180 * t)).astype(np.int16),
+                                 np.zeros(24_000 * 30, np.int16)])
+        settings = SessionSettings(api="live", url=server.url, api_key=KEY, transport=transport, reconnect_attempts=3)
+        holder: list[VoiceSession] = []
+        session = VoiceSession(settings, output=ClockedOutput(clock), input=Recording(speech, clock, clock.now()),
+                               clock=clock, connector=_recording_connector(holder, conns, frames),
+                               backoff=lambda attempt: 0.05)
+        holder.append(session)
+        async with session:
+            await until(session, lambda e: isinstance(e, HeardTranscript), timeout_s=30)
+            await conns[0].transport.close(4000, "dropped")
+            await until(session, lambda e: isinstance(e, LiveContinuity), timeout_s=20)
+    started = [e for n, d, e in frames if n == len(conns) - 1 and e["type"] == "session.started"]
+    given = [(m["role"], m["content"][0]["text"]) for m in started[-1]["session"]["input"]]
+    assert ("user", "Hello.") in given
+    assert any(role == "assistant" and text.startswith("Hello! This is the voxline local server.")
+               for role, text in given), given
+
+
+def test_a_refused_fork_is_said_in_the_sessions_line() -> None:
+    from voxline.session.report.lines import EventLines
+
+    line = EventLines().line(LiveContinuity("new", "sess_1", ("audio-level context",), 2.0,
+                                            refused="HTTP 400 from ws://h/v1/live/sessions/sess_1/fork: " + "x" * 900))
+    assert line is not None and line.startswith("continuity: started a new session from what was heard (the stored "
+                                                "session's fork was refused: HTTP 400 from ws://h/")
+    assert len(line) < 330 and line.endswith("…); lost: audio-level context")  # the reason cut to 200
 
 
 async def test_a_session_closed_at_the_apps_request_is_over_not_reconnected() -> None:

@@ -38,6 +38,7 @@ import numpy as np
 
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
+from voxline.base.errors import redact
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.frames import check_fits
 from voxline.realtime.live import events as lv
@@ -156,8 +157,13 @@ class LiveMachine:
         if protocol.fork_of is not None:
             protocol.start({"audio": {"format": {"type": "audio/pcm", "rate": 24000}}})
             return
+        protocol.start(self.session_config())
+
+    def session_config(self) -> dict[str, Any]:
+        """A new session's whole configuration; after a drop, with what was said and heard as its history (a
+        WebSocket's ``session.start``, a WebRTC offer's POST)."""
         history = self.history.messages() if self._continuity is not None else None
-        protocol.start(self.settings.live_session_config(self.tool_schemas(), history=history))
+        return self.settings.live_session_config(self.tool_schemas(), history=history)
 
     def attach(self, protocol: Any) -> None:
         assert isinstance(protocol, LiveProtocol)
@@ -203,6 +209,18 @@ class LiveMachine:
             if uid not in self._finished and not utt.cut and (heard := self.playout.heard_samples(uid, 0, now)):
                 self.history.assistant(uid, self.timeline.heard(uid, heard).text)
         return Effects((ConnectionLost(code, reason, now), *effects.events), effects.barge_in)
+
+    def fork_refused(self, why: str) -> None:
+        """The stored session could not be forked (still running on the server after a drop it has not noticed, or
+        its recording not final yet): the next connection starts a new session seeded with what was heard, as
+        without ``store``, rather than the conversation ending with the reconnect budget."""
+        if self.fork_from is None:
+            return
+        self.fork_from = None
+        self._last_note = None  # what was heard of the last cut is in the history a new session is given
+        if self._continuity is not None:
+            self._continuity = dataclasses.replace(self._continuity, how="new", lost=LOST_WITHOUT_STORE,
+                                                   refused=redact(why))
 
     def reconnect_failed(self, protocol: Any) -> None:
         self._attached = False

@@ -170,8 +170,10 @@ class EventLines:
                     self.detail(item)
             case LiveSessionEnded(reason=reason):
                 return f"Live session closed ({reason})"
-            case LiveContinuity(how=how, lost=lost):
+            case LiveContinuity(how=how, lost=lost, refused=refused):
                 got = "forked the stored session" if how == "fork" else "started a new session from what was heard"
+                if refused is not None:
+                    got += f" (the stored session's fork was refused: {short(refused, 200)})"
                 return f"continuity: {got}; lost: {', '.join(lost) or 'nothing'}"
             case LiveDelegationRequested(delegation_id=did):
                 return f"the model delegated work to the app [{did}]"
