@@ -381,6 +381,44 @@ def test_an_output_the_lost_session_may_not_have_used_is_told_to_the_next(envelo
     assert rig.machine.sizes()["live_call_names"] == 0
 
 
+@pytest.mark.parametrize("calls", [1, 2])
+@pytest.mark.parametrize(("follow_up_ended", "told"), [(True, False), (False, True)])
+def test_an_output_sent_after_its_response_ended_is_told_again_only_if_its_follow_up_had_not(
+        calls: int, follow_up_ended: bool, told: bool) -> None:
+    """The usual order: the delegation's response ends with its calls, then the outputs go with a follow-up. Once
+    the follow-up ended, the session went on from them: before, of two calls the first stayed marked as not used,
+    and the next drop told the new session it had "finished after the connection was lost"; and an output whose
+    follow-up had not ended was not told at all."""
+    rig = Rig(_registry())
+    start(rig)
+    items = [{"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}", "name": "weather",
+              "arguments": '{"city": "Paris"}', "status": "completed"} for k in range(calls)]
+    events = [{"type": "response.created", "response": {"id": "resp_1"}},
+              *({"type": "response.output_item.done", "item": item} for item in items),
+              {"type": "response.completed", "response": {"id": "resp_1"}}]
+    for i, event in enumerate(events):
+        rig.feed(frame(type="response.event", event_id=f"r{i}", delegation_id="del_1", event=event), rig.t)
+    for k in range(calls):
+        assert rig.machine.calls.begin(f"call_{k}")
+    kinds = []
+    for k in range(calls):  # each output goes as its tool answers, the follow-up after the last
+        rig.machine.calls.on_result(f"call_{k}", f"sunny in Paris ({k})")
+        rig.machine.drain_tools()
+        kinds += [e["type"] for e in sent(rig.protocol)]
+    assert kinds == ["response.item.create"] * calls + ["response.create"]
+    follow_up = [{"type": "response.created", "response": {"id": "resp_2"}}]
+    if follow_up_ended:
+        follow_up.append({"type": "response.completed", "response": {"id": "resp_2"}})
+    for i, event in enumerate(follow_up):
+        rig.feed(frame(type="response.event", event_id=f"f{i}", delegation_id="del_1", event=event), rig.t)
+    assert rig.machine.sizes()["live_call_names"] == (0 if follow_up_ended else calls)
+    _drop_and_reconnect(rig)
+    rig.machine.drain_tools()
+    notes = [str(e["content"]) for e in sent(rig.protocol) if e["type"] == "session.thinking.append"]
+    assert [k for k in range(calls) if any(f"sunny in Paris ({k})" in n for n in notes)] == (
+        list(range(calls)) if told else [])
+
+
 def test_a_long_stretch_of_user_words_costs_each_word_alike_and_stays_one_bounded_message() -> None:
     """Every word was added to the whole message so far (a copy each time): 20 MB in one message, and each event
     costing more than the last. What is held (and so copied) stays within twice the bound."""

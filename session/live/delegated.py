@@ -11,8 +11,9 @@ A response is known by the id its ``response.created`` gave, per delegation.
 Nothing of a delegation survives a drop: the next session (a fork or a new one) never made the
 call, and would refuse its output. A call still running at the drop, or whose output was not sent
 yet, still runs once; its result is told to the next session as silent context
-(``session.thinking.append``), and the old response's follow-up is not sent. So is an output that
-was sent when its delegation's response had not ended yet: the lost session may never have used it.
+(``session.thinking.append``), and the old response's follow-up is not sent. So is an output the
+lost session may never have used: sent while its call's response was going on, and that response had
+not ended; or sent after it ended (with a follow-up), and the delegation's next response had not.
 """
 
 from __future__ import annotations
@@ -54,8 +55,13 @@ class DelegatedCalls:
         self._responses: dict[str, str] = {}  # delegation → its Responses response id
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
-        self._names: dict[str, str] = {}  # call id → tool name, until its output is sent (the newest NAMES)
-        self._sent: dict[str, tuple[str, str, str]] = {}  # call id → (response, name, output): sent, response not over
+        self._names: dict[str, tuple[str, str]] = {}  # call id → (tool name, its response), until its output is sent
+        # (the newest NAMES)
+        # call id → (what ends its wait, name, output): sent, and not yet known to be used. It waits for its own
+        # response's end when that was still going as it was sent, else for the end of the delegation's next one
+        # (the follow-up its output went with)
+        self._sent: dict[str, tuple[tuple[str, str], str, str]] = {}
+        self._ended: dict[str, str] = {}  # response id → its delegation: responses over (the newest NAMES)
 
     def see(self, output: lv.LiveResponseEvent) -> tuple[ToolCall, ...]:
         """One envelope: the calls that became runnable (none twice)."""
@@ -72,14 +78,18 @@ class DelegatedCalls:
             if (isinstance(item, dict) and item.get("type") == "function_call" and item.get("status") == "completed"
                     and isinstance(item.get("call_id"), str) and isinstance(item.get("name"), str)):
                 arguments = item["arguments"] if isinstance(item.get("arguments"), str) else "{}"
-                self._names[item["call_id"]] = item["name"]
+                self._names[item["call_id"]] = (item["name"], rid)
                 while len(self._names) > NAMES:
                     del self._names[next(iter(self._names))]
                 return tuple(self.tracker.on_arguments_done(rid, str(item.get("id") or item["call_id"]),
                                                             item["call_id"], item["name"], arguments))
         elif isinstance(kind, str) and kind in _FINAL:
             self.tracker.on_response_done(rid, _FINAL[kind])
-            for call_id in [c for c, (sent_in, _n, _o) in self._sent.items() if sent_in == rid]:
+            self._ended[rid] = key
+            while len(self._ended) > NAMES:
+                del self._ended[next(iter(self._ended))]
+            used = (("response", rid), ("after", key))
+            for call_id in [c for c, (waits, _n, _o) in self._sent.items() if waits in used]:
                 del self._sent[call_id]  # the session went on from it
         return ()
 
@@ -96,7 +106,7 @@ class DelegatedCalls:
     def connection_lost(self) -> None:
         """The session is gone: its calls not yet answered on it are told to the next one as context."""
         for call in (*self.tracker.running(), *self.tracker.runnable()):
-            self._orphans.setdefault(call.call_id, self._names.get(call.call_id, call.name))
+            self._orphans.setdefault(call.call_id, self._names.get(call.call_id, (call.name, ""))[0])
         for rid in self.tracker.unsettled_responses():  # they never end now: their calls may be let go once answered
             self.tracker.on_response_done(rid, "incomplete")
         for call_id, (_rid, name, output) in self._sent.items():  # sent, and the lost session may not have used it
@@ -104,10 +114,11 @@ class DelegatedCalls:
             self._held.append(ev.parse_client_dict({"type": "conversation.item.create", "item": {
                 "type": "function_call_output", "call_id": call_id, "output": output}}))
         self._sent.clear()
+        self._ended.clear()  # the next session's responses are its own
         pending = self.tracker.commands()  # outputs not sent yet; the follow-ups were the lost session's
         for command in pending:
             if isinstance(command, ev.ConversationItemCreate) and isinstance(command.item, ev.FunctionCallOutputItem):
-                self._orphans.setdefault(command.item.call_id, self._names.get(command.item.call_id, "a tool"))
+                self._orphans.setdefault(command.item.call_id, self._names.get(command.item.call_id, ("a tool", ""))[0])
                 self._held.append(command)
         self._responses.clear()
 
@@ -130,7 +141,7 @@ class DelegatedCalls:
             match command:
                 case ev.ConversationItemCreate(item=ev.FunctionCallOutputItem() as item):
                     outputs += 1
-                    self._names.pop(item.call_id, None)
+                    named = self._names.pop(item.call_id, None)
                     name = self._orphans.pop(item.call_id, None)
                     if name is not None:
                         orphaned += 1
@@ -139,9 +150,11 @@ class DelegatedCalls:
                         fitted = self._fitted(item)
                         out.append(lv.LiveResponseItemCreate(item={
                             "type": "function_call_output", "call_id": item.call_id, "output": fitted}))
-                        call = self.tracker.call(item.call_id)
-                        if call is not None:
-                            self._sent[item.call_id] = (call.response_id, call.name, fitted)
+                        if named is not None:
+                            name, rid = named
+                            over = self._ended.get(rid)
+                            waits = ("response", rid) if over is None else ("after", over)
+                            self._sent[item.call_id] = (waits, name, fitted)
                             while len(self._sent) > NAMES:
                                 del self._sent[next(iter(self._sent))]
                 case ev.ResponseCreate():
