@@ -226,7 +226,17 @@ async def test_a_stored_closed_session_forks_and_the_conversation_goes_on(tmp_pa
         assert "".join(e.delta for e in after if e.type == "session.input_transcript.delta") == "And again."
         said_after = "".join(e.delta for e in after if e.type == "session.output_transcript.delta")
         assert said_after == "The second answer."  # the script's next turn: the conversation went on
-        for event in (*before, *after):
+        # a fork of the fork: each message once (before, the first session's were given twice, and once more for
+        # every later generation)
+        async with client.live.forks.connect(session_id=resource.id) as again:
+            await again.session.start(session={})
+            started = await again.recv()
+            history = [(item.role, item.content[0].text) for item in started.session.input or []]  # type: ignore[union-attr]
+            assert history == [("user", "Hello."), ("assistant", said_before), ("user", "And again."),
+                               ("assistant", said_after)]
+            await again.session.close()
+            last = [e async for e in again]
+        for event in (*before, *after, *last):
             check_live_server_event(event.to_dict(), "primary")
 
 

@@ -109,8 +109,9 @@ class LiveRoutes:
             "max_event_bytes": self.config.max_frame_bytes,
         }
         if stored is not None:
-            common.update(history=stored.history, turn_index=stored.turn_index, user_turns=stored.user_turns,
-                          fork_of=stored.fork_base())
+            # the stored conversation is in the fork's settings (its startup input): its own history begins empty,
+            # or a fork of the fork would be given the first session's words twice
+            common.update(turn_index=stored.turn_index, user_turns=stored.user_turns, fork_of=stored.fork_base())
         return LiveEngine(self.config.live, self._scenario, self._voices, **common)
 
     def _fork_problem(self, session_id: str) -> tuple[int, ErrorSpec] | None:
