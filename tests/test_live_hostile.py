@@ -419,6 +419,27 @@ def test_an_output_sent_after_its_response_ended_is_told_again_only_if_its_follo
         list(range(calls)) if told else [])
 
 
+@pytest.mark.parametrize("end", ["session closed", "connection lost"])
+def test_the_last_reply_heard_is_reported_when_the_session_ends_or_drops_with_no_gap_after_it(end: str) -> None:
+    """A reply is reported once a silence after it closes it. The last one of a session that closes, or of a
+    connection that drops, has none after it: before, it was never reported, though all of it was heard."""
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.2, 0.8)], 1.0, lead=0.0)
+    played = rig.play(1.2)
+    assert not [e for e in played if isinstance(e, HeardTranscript)]  # no gap yet: it may go on
+    if end == "session closed":
+        told = rig.feed(frame(type="session.closed", event_id="c", reason="close_requested", session=SESSION,
+                              usage={"seconds": 1.2}), rig.t)
+        told += rig.play(1.3)
+    else:
+        told = list(rig.machine.connection_lost(rig.t, 1006, "gone").events)
+        told += rig.play(1.3)
+    (heard,) = [e for e in told if isinstance(e, HeardTranscript)]
+    assert heard.text == heard.full_text == "Paris is sunny today" and heard.estimate is False
+    assert [m["content"][0]["text"] for m in rig.machine.history.messages()] == ["Paris is sunny today"]
+
+
 def test_a_long_stretch_of_user_words_costs_each_word_alike_and_stays_one_bounded_message() -> None:
     """Every word was added to the whole message so far (a copy each time): 20 MB in one message, and each event
     costing more than the last. What is held (and so copied) stays within twice the bound."""

@@ -170,6 +170,8 @@ class LiveMachine:
         if self._protocol is not None:  # a new session: a new track and timeline (ids stay unique)
             self._connections += 1
             self.timeline = LiveTimeline(self.playout.rate, prefix=f"live{self._connections}_utt")
+            self._finished.clear()  # the old timeline's utterances: all told when it was lost
+            self._reported.clear()
             self.metrics.new_timeline(f"live{self._connections}_user")
         self._protocol = protocol
         self.calls.limit = protocol.max_event_bytes  # tool outputs are sized for this connection
@@ -205,10 +207,17 @@ class LiveMachine:
         self.fork_from = self._session_id if stored else None
         self._continuity = LiveContinuity("fork" if stored else "new", self._session_id,
                                           LOST_ON_DROP if stored else LOST_WITHOUT_STORE, now)
+        self.timeline.end()
+        told: list[SessionEvent] = []
         for uid, utt in self.timeline.utterances.items():  # heard, and not yet told: what of it was heard
             if uid not in self._finished and not utt.cut and (heard := self.playout.heard_samples(uid, 0, now)):
-                self.history.assistant(uid, self.timeline.heard(uid, heard).text)
-        return Effects((ConnectionLost(code, reason, now), *effects.events), effects.barge_in)
+                self._finished.add(uid)
+                said = self.timeline.heard(uid, heard)
+                self.history.assistant(uid, said.text)
+                told.append(HeardTranscript(uid, now, said.text, said.full_text, said.heard_ms,
+                                            utt.received * 1000 / self.timeline.rate, "live_timeline",
+                                            heard < utt.received))
+        return Effects((ConnectionLost(code, reason, now), *effects.events, *told), effects.barge_in)
 
     def fork_refused(self, why: str) -> None:
         """The stored session could not be forked (still running on the server after a drop it has not noticed, or
@@ -286,6 +295,7 @@ class LiveMachine:
                 if continuity is not None:
                     events.append(continuity)
             case lv.LiveSessionClosed():
+                self.timeline.end()  # no gap follows the last reply: it is reported once heard to its end
                 events.append(LiveSessionEnded(output.reason, output.session.id, now))
             case lv.LiveDelegationCreated():
                 if output.delegation.target == "client":

@@ -109,6 +109,12 @@ class LiveTimeline:
                 self.current = None
         return cur, False
 
+    def end(self) -> None:
+        """The track is over (its session closed, or its connection was lost): the utterance under way is whole."""
+        if self.current is not None:
+            self.current.closed = True
+            self.current = None
+
     def transcript(self, start_ms: int, end_ms: int, text: str) -> Utterance | None:
         """An output transcript delta; the utterance it lies in, if its audio has come."""
         self._order += 1
