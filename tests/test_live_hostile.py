@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.live_rig import RATE, SESSION, Rig, frame, sent, start, track
+from tests.support.live_rig import BLOCK, RATE, SESSION, Rig, frame, sent, start, track
 from voxline.realtime.errors import ConfigurationError, RemoteProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
@@ -48,6 +48,30 @@ def test_a_huge_time_inside_a_playing_utterance_is_an_error_and_the_session_play
     events = rig.play(4.0)  # every tick goes through; the second reply plays and is reported whole
     assert len([e for e in events + rig.events if isinstance(e, HeardTranscript)]) == 2
     assert rig.heard[int(2.1 * RATE):int(2.9 * RATE)].all()
+
+
+@pytest.mark.parametrize(("start_ms", "end_ms", "error"), [
+    (999_999, 1_000_000, "ignored the times of a user transcript delta: 999999 ms on the session timeline is past "
+                         "the 500 ms of audio the session has had"),
+    (9_000, 100, "end_ms 100 is before start_ms 9000")])
+def test_user_words_placed_where_no_audio_was_are_an_error_and_stay_out_of_the_figures(
+        start_ms: int, end_ms: int, error: str) -> None:
+    """Words the server places 16 minutes into a session half a second old: before, the turn's figures read
+    "reply heard -998680 ms after your voice ended"; a delta ending before it starts was taken as well."""
+    rig = Rig()
+    start(rig)
+    for k in range(25):
+        rig.machine.captured(np.zeros(BLOCK, np.int16), 0.02 * (k + 1))
+    rig.play(0.5)
+    events = rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="future", start_ms=start_ms,
+                            end_ms=end_ms), rig.t)
+    (message,) = [e.message for e in events if isinstance(e, SessionError)]
+    assert error in message and "\n" not in message
+    assert not [e for e in events if isinstance(e, SpeechStarted)]
+    track(rig, [(0.6, 0.4)], 2.0)
+    rig.play(2.0)
+    turns = rig.machine.report(rig.t).turns
+    assert all(t.speech_end_at is None and t.reply_latency_ms is None for t in turns), turns
 
 
 def test_an_error_naming_no_command_is_reported_once() -> None:

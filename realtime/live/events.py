@@ -13,7 +13,7 @@ import json
 import typing
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from voxline.base.json_text import escapes_surrogate, whole_characters
 
@@ -79,6 +79,12 @@ class _Server(WireModel):
 class _Timed(_Server):
     start_ms: TimelineMs
     end_ms: TimelineMs
+
+    @model_validator(mode="after")
+    def _forwards(self) -> _Timed:
+        if self.end_ms < self.start_ms:
+            raise ValueError(f"end_ms {self.end_ms} is before start_ms {self.start_ms}")
+        return self
 
 
 # ---------------------------------------------------------------------------- server events

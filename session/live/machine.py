@@ -68,6 +68,7 @@ from .timeline import Heard, LiveTimeline
 __all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
 
 GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
+INPUT_SLACK_MS = 10_000  # how far past the input sent a user transcript may be placed before its times are refused
 MAX_KEPT_AWAY = 256  # commands kept for the next session while the connection is replaced
 _MUTING = ("session.input_audio.mute", "session.input_audio.unmute")
 KEEP_UTTERANCES = 16  # utterances kept on the timeline once done with (a late word of one still finds it)
@@ -124,6 +125,7 @@ class LiveMachine:
         self._speaking = False
         self._last_note: str | None = None  # the latest delivered note, for a fork
         self._session_id: str | None = None
+        self._started_at: float | None = None  # when the current connection's session started
         self.fork_from: str | None = None  # the stored session the next connection forks (set on a drop)
         self._continuity: LiveContinuity | None = None
         self.history = HeardHistory()  # what a new session is given after a drop, across every connection
@@ -171,6 +173,7 @@ class LiveMachine:
             self._connections += 1
             self.timeline = LiveTimeline(self.playout.rate, prefix=f"live{self._connections}_utt")
             self._finished.clear()  # the old timeline's utterances: all told when it was lost
+            self._started_at = None
             self._reported.clear()
             self.metrics.new_timeline(f"live{self._connections}_user")
         self._protocol = protocol
@@ -259,6 +262,18 @@ class LiveMachine:
         return [SessionError(f"{skipped} command{'s' if skipped > 1 else ''} given while the connection was "
                              "replaced did not fit an event of the new connection: not sent", "commands_not_sent")]
 
+    def _past_the_input(self, start_ms: int, now: float) -> str | None:
+        """Why words the server places at ``start_ms`` of its timeline cannot be there: later than both the audio
+        this session sent and the time since it started, by more than :data:`INPUT_SLACK_MS` (the timeline is
+        the caller's audio; one far ahead would make every figure of the turn nonsense). None if they can."""
+        if self._started_at is None or self.settings.call_id is not None:  # a sideband came in mid-session
+            return None
+        limit = max(self.metrics.sent_ms, (now - self._started_at) * 1000) + INPUT_SLACK_MS
+        if start_ms <= limit:
+            return None
+        return (f"ignored the times of a user transcript delta: {start_ms} ms on the session timeline is past the "
+                f"{limit - INPUT_SLACK_MS:.0f} ms of audio the session has had")
+
     def take_continuity(self) -> LiveContinuity | None:
         out, self._continuity = self._continuity, None
         return out
@@ -276,6 +291,10 @@ class LiveMachine:
                 utt = self.timeline.transcript(output.start_ms, output.end_ms, output.delta)
                 if utt is None or not utt.cut:
                     events.append(TranscriptDelta("assistant", utt.uid if utt is not None else "live_utt", output.delta, now))
+            case lv.LiveInputTranscriptDelta() if (late := self._past_the_input(output.start_ms, now)):
+                events.append(SessionError(late, "malformed_event"))  # its words stand; its times count for nothing
+                self.history.user(self._user_item, output.delta)
+                events.append(TranscriptDelta("user", self._user_item, output.delta, now))
             case lv.LiveInputTranscriptDelta():
                 fresh = self.metrics.user_words(output.start_ms, output.end_ms)
                 if fresh:
@@ -288,6 +307,7 @@ class LiveMachine:
                     events.extend(cut.events)  # type: ignore[arg-type]
                     barge = cut.barge_in
             case lv.LiveSessionStarted():
+                self._started_at = now
                 self._session_id = output.session.id
                 events.extend(self._resume(now))
                 events.append(StateChanged("listening", now))

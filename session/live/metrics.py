@@ -68,6 +68,11 @@ class LiveMetrics:
             self._input = InputTimeline(rate)
         self._input.sent_audio(samples, end)
 
+    @property
+    def sent_ms(self) -> float:
+        """The caller's audio sent to this session so far, in ms of its timeline."""
+        return 0.0 if self._input is None else self._input.sent_ms
+
     def _time(self, ms: int) -> float | None:
         """The listener time at which the caller's audio at ``ms`` on the timeline was captured."""
         return None if self._input is None else self._input.at(ms)

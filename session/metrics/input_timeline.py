@@ -49,6 +49,11 @@ class InputTimeline:
                 del self._firsts[:_STRETCHES], self._times[:_STRETCHES]
         self._sent += samples
 
+    @property
+    def sent_ms(self) -> float:
+        """How much was sent, in ms of the server's count."""
+        return self._sent * 1000 / self.rate
+
     def at(self, ms: int) -> float | None:
         """The capture time of the server's position ``ms``; None before anything was sent."""
         if not self._firsts:
