@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from tests.support.live_rig import BLOCK, RATE, SESSION, Rig, frame, sent, start, track
+from tests.support.live_rig import BLOCK, RATE, SESSION, Rig, audio_delta, frame, sent, start, track
 from voxline.realtime.errors import ConfigurationError, RemoteProtocolError
 from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
-from voxline.session.events import BargeIn, HeardTranscript, SessionError, SpeechStarted
+from voxline.session.events import BargeIn, HeardTranscript, SessionError, SpeechStarted, StateChanged
 from voxline.session.live.history import MAX_MESSAGES
 from voxline.session.live.machine import KEEP_UTTERANCES
 from voxline.session.live.metrics import KEEP
@@ -72,6 +72,22 @@ def test_user_words_placed_where_no_audio_was_are_an_error_and_stay_out_of_the_f
     rig.play(2.0)
     turns = rig.machine.report(rig.t).turns
     assert all(t.speech_end_at is None and t.reply_latency_ms is None for t in turns), turns
+
+
+def test_a_reply_that_runs_dry_mid_sentence_stays_speaking() -> None:
+    """60 ms of a reply arrive late: the listener hears a gap, but the assistant did not stop talking. Before, the
+    state went to listening and back to speaking within the sentence, and a UI driven by it flickered."""
+    rig = Rig()
+    start(rig)
+    tone = (3000 * np.sin(np.arange(RATE) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+    tone[tone == 0] = 1
+    states = rig.feed(audio_delta(tone[:7200]), rig.t)
+    states += rig.play(0.36)  # 300 ms heard, then 60 ms of nothing
+    states += rig.feed(audio_delta(tone[7200:14400]), rig.t)
+    states += rig.play(0.7)
+    assert [e.state for e in states if isinstance(e, StateChanged)] == ["speaking"]
+    states = rig.feed(audio_delta(np.zeros(RATE, np.int16)), rig.t) + rig.play(1.8)  # the silence that ends it
+    assert [e.state for e in states if isinstance(e, StateChanged)] == ["listening"]
 
 
 def test_an_error_naming_no_command_is_reported_once() -> None:

@@ -403,7 +403,9 @@ class LiveMachine:
             started = self.playout.started_at(playing.item_id, 0) or now
             latency = self.metrics.first_heard(playing.item_id, started)
             events.append(AssistantAudioStarted(playing.item_id, started, latency))
-        speaking = playing is not None or self._audible(now)
+        current = self.timeline.current  # an utterance whose audio ran dry but not ended: an underrun, still speaking
+        speaking = playing is not None or self._audible(now) or (
+            current is not None and not current.cut and self.playout.heard_samples(current.uid, 0, now) > 0)
         if speaking != self._speaking:
             self._speaking = speaking
             events.append(StateChanged("speaking" if speaking else "listening", now))
