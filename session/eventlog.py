@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from voxline.base.errors import OutputError, clip, redacted
+from voxline.base.files import utf8
 
 __all__ = ["EventLog", "redacted", "strip_audio"]
 
@@ -140,7 +141,7 @@ class EventLog:
             self._out.write(text)
             self._out.flush()
             return
-        encoded = text.encode("utf-8")
+        encoded = utf8(text)
         data = memoryview(encoded)
         try:
             while data:

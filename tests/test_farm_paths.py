@@ -19,7 +19,7 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.session.replay.farm import FarmRecording
 from voxline.session.replay.farm.layout import assign_folders, check_outputs, safe_folder
 from tests.support.ci import ROOT
-from tests.support.cli import VOXLINE, one_line_error
+from tests.support.cli import EXAMPLE, VOXLINE, one_line_error
 from tests.support.farm import make_recording
 
 
@@ -61,6 +61,30 @@ def test_a_directorys_recordings_are_its_wav_files_whatever_the_case_of_their_su
         make_recording(tmp_path / name, 0, False)
     (tmp_path / "notes.txt.bak").write_text("x")
     assert [r.name for r in recordings_from_paths([tmp_path])] == ["A", "b", "c"]
+
+
+def test_a_path_that_is_not_utf8_is_written_as_an_escape_and_every_verdict_is_kept(tmp_path: Path) -> None:
+    """A folder named in Latin-1 (``caf\xe9``): the results line for it raised UnicodeEncodeError, which ended
+    the farm with a traceback, an empty results file and no JUnit; a single replay's summary did the same."""
+    folder = tmp_path / "caf\udce9"  # the byte 0xe9, as Python names it in a path
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.wav").write_bytes(EXAMPLE.read_bytes())
+    out = tmp_path / "out"
+    run = subprocess.run([str(VOXLINE), "replay", str(folder), "--local", "--fast", "--voice", "tone", "--out-dir",
+                          str(out), "--junit", str(out / "junit.xml")], capture_output=True, timeout=300)
+    assert run.returncode == 0 and b"Traceback" not in run.stderr, run.stderr.decode(errors="replace")
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    assert [(line["name"], line["status"], line["input"]) for line in lines] == [
+        ("a", "pass", str(folder / "a.wav")), ("b", "pass", str(folder / "b.wav"))]  # read back as it was
+    assert "caf\\udce9" in (out / "junit.xml").read_text("utf-8")
+    single = subprocess.run([str(VOXLINE), "replay", str(folder / "a.wav"), "--local", "--fast", "--voice", "tone",
+                             "--out", str(tmp_path / "h.wav"), "--events", str(tmp_path / "e.jsonl"),
+                             "--summary", str(tmp_path / "s.json"), "--report", str(tmp_path / "r.html")],
+                            capture_output=True, timeout=300)
+    assert single.returncode == 0 and b"Traceback" not in single.stderr, single.stderr.decode(errors="replace")
+    summary = json.loads((tmp_path / "s.json").read_text("utf-8"))
+    assert summary["pass"] is True and summary["input"] == str(folder / "a.wav")
 
 
 def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from voxline.base.files import replaced
+from voxline.base.files import replaced, utf8
 from voxline.realtime.errors import ConfigurationError
 
 from .records import MirrorItem
@@ -67,7 +67,7 @@ def _without_derived(item: object) -> object:
 def write_state(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as UTF-8 JSON to ``path``, whole (:func:`~voxline.base.files.replaced`)."""
     with replaced(path) as file:
-        file.write(json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
+        file.write(utf8(json.dumps(data, ensure_ascii=False, indent=1)))
 
 
 def read_state(path: Path) -> dict[str, Any]:

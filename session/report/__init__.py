@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from voxline.base.errors import OutputError, redacted
-from voxline.base.files import each_written, replaced
+from voxline.base.files import each_written, replaced, utf8
 
 from ..metrics import MetricsReport
 from .html import Run, display, render_report
@@ -35,7 +35,7 @@ def _write(path: Path, text: str) -> None:
     """Write whole (:func:`~voxline.base.files.replaced`); a failure is one :class:`OutputError` line."""
     try:
         with replaced(path) as file:
-            file.write(text.encode("utf-8"))
+            file.write(utf8(text))
     except BrokenPipeError:
         raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
     except OSError as exc:

@@ -13,7 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from voxline.base.files import replaced
+from voxline.base.files import replaced, utf8
 
 from .results import Outcome
 
@@ -55,4 +55,4 @@ def junit_xml(outcomes: list[Outcome], suite: str = "voxline replay", wall_s: fl
 def write_junit(path: Path, outcomes: list[Outcome], wall_s: float = 0.0) -> None:
     """The JUnit file, whole (:func:`~voxline.base.files.replaced`): a CI job killed while writing it keeps the last one."""
     with replaced(path) as file:
-        file.write(junit_xml(outcomes, wall_s=wall_s).encode("utf-8"))
+        file.write(utf8(junit_xml(outcomes, wall_s=wall_s)))

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, assert_never
 
-from voxline.base.files import fresh_file, replaced
+from voxline.base.files import fresh_file, replaced, utf8
 
 from ..result import ReplayResult
 from ...events import SessionError
@@ -169,7 +169,7 @@ def write_jsonl(path: Path, outcomes: list[Outcome]) -> None:
 
 
 def _line(outcome: Outcome) -> bytes:
-    return (json.dumps(outcome.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+    return utf8(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
 
 
 class VerdictJournal:

@@ -33,7 +33,7 @@ from typing import BinaryIO
 from voxline.base.errors import OutputError
 
 __all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "fresh_file", "is_stdout", "nonempty_path",
-           "own_stream_file", "replaced", "rewritten_file", "same_file", "shown"]
+           "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "utf8"]
 
 STDOUT = Path("/dev/stdout")
 """An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
@@ -49,6 +49,13 @@ def nonempty_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"takes a path, not {text!r}, which is blank")
     return Path(text)
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8 for a file. A file name that is not UTF-8 holds its stray bytes as lone surrogates
+    (``caf\udce9``), which UTF-8 cannot carry: each is written as its escape, ``\udce9``, which a JSON string
+    reads back as the same character, and any other text shows as it is, where strict encoding raised."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def shown(path: str | os.PathLike[str]) -> str:
