@@ -131,6 +131,10 @@ class SessionSettings(BaseSettings):
     """A server silent this long while an answer is due counts as a drop (0: never)."""
     close_timeout_s: float = Field(2.0, gt=0, allow_inf_nan=False)
     """``aclose()`` waits at most this long for the server to acknowledge the close."""
+    max_tool_rounds: int = Field(16, ge=1, le=10_000)
+    """Follow-ups (``response.create`` after a response's tool outputs) in a row without a user turn between them:
+    past this the outputs still go, with no follow-up, and a ``tool_rounds_exceeded`` error says so (a model calling
+    tools for ever, or a server replaying the same call, would otherwise keep the session busy for good)."""
     handover_s: float = Field(120.0, ge=0, allow_inf_nan=False)
     """Move to a fresh connection at a turn boundary this long before the session's ``expires_at`` (0: never)."""
     vad_threshold: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)

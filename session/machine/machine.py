@@ -143,6 +143,7 @@ class SessionMachine:
         self._captured_at: float | None = None  # the capture time of the last block kept for the server
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
+        self._tool_rounds = 0  # responses with calls since the last user turn (max_tool_rounds)
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
 
     @property
@@ -302,13 +303,34 @@ class SessionMachine:
         self.metrics.wire(output, now)
         self.mic.journal.handle(output)
         calls: tuple[Any, ...] = ()
+        withheld: SessionError | None = None
+        if isinstance(output, ev.InputAudioBufferCommitted):
+            self._tool_rounds = 0  # a user turn: the model may go on with tools again
+        elif isinstance(output, ev.ResponseDone) and self.run_tools:
+            withheld = self._count_tool_round(output.response.id)
         if self.run_tools:
             calls = self._tools_see(output)
         self.mirror.apply(output)
-        if decided is NO_CORE_EFFECTS and not calls:
+        if decided is NO_CORE_EFFECTS and not calls and withheld is None:
             return NO_EFFECTS  # the bulk of a reply: nothing for the app (the next tick observes it)
         effects = self._settle(decided, now)
+        if withheld is not None:
+            effects = dataclasses.replace(effects, events=(*effects.events, withheld))
         return Effects(effects.events, effects.barge_in, calls) if calls else effects
+
+    def _count_tool_round(self, response_id: str) -> SessionError | None:
+        """A response that made calls is a tool round; past ``max_tool_rounds`` in a row without the user, its
+        outputs go without a follow-up (the model is not asked to go on), and why is said."""
+        if not self.calls.has_calls(response_id):
+            return None
+        self._tool_rounds += 1
+        limit = self.settings.max_tool_rounds
+        if self._tool_rounds <= limit:
+            return None
+        self.calls.withhold_follow_up(response_id)
+        return SessionError(f"{self._tool_rounds} tool rounds in a row without a user turn (max_tool_rounds "
+                            f"{limit}): the outputs of {response_id} are sent, and no response is asked for them",
+                            "tool_rounds_exceeded")
 
     def _tools_see(self, output: ProtocolOutput) -> tuple[Any, ...]:
         """Calls start on ``arguments.done`` only; ``response.done`` and deletions settle them."""
@@ -429,6 +451,7 @@ class SessionMachine:
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
         assert isinstance(create, ev.ConversationItemCreate)
         self.mirror.record_local(create)
+        self._tool_rounds = 0  # a user turn
         if not self.carrying:
             self._texts_while_away += 1
             return False

@@ -18,7 +18,7 @@ produced or owed), or ``tail_s`` after the input ended.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -97,8 +97,8 @@ async def run_replay(
     ``on_event`` as they happen and gathered in the result. Without a ``sink`` the heard
     timeline is kept in memory (:attr:`ReplayResult.heard`). ``on_session`` is shown the
     session before it starts (to read its :meth:`~VoiceSession.metrics` as events come).
-    Once ``stop`` is set (a signal), the replay ends at its next step as if its input had
-    ended there, closes the session and returns what it has, marked ``interrupted``.
+    Once ``stop`` is set (a signal), the replay ends there as if its input had ended, closes the
+    session and returns what it has, marked ``interrupted``.
     """
     real(tail_s, "tail_s", low=0)
     real(latency_s, "latency_s", low=0)
@@ -152,18 +152,20 @@ async def run_replay(
         return now + (POLL_BLOCKS * block_s if now + POLL_BLOCKS * block_s <= input_end else block_s)
 
     metrics = None
-    opening = _OpeningStop(stop)
+    watch = _StopWatch(stop)
     try:
         async with session:
-            opening.opened()
-            await run_steps(clock, poll, clock.now())  # on a real clock, a step of the loop's stepper: no task wakes
+            watch.opened()
+            # on a real clock, a step of the loop's stepper: no task wakes
+            if await watch.steps(run_steps(clock, poll, clock.now())):
+                interrupted = True  # stopped while no time passed (the poll never came round)
             metrics = session.metrics()
     except asyncio.CancelledError:
-        if not opening.cancelled():
+        if not watch.cancelled():
             raise
         interrupted = True  # stopped while connecting: nothing ran, nothing to wait for
     finally:
-        opening.opened()
+        watch.done()
     take()
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
@@ -172,23 +174,47 @@ async def run_replay(
                         captured_samples=recording.captured)
 
 
-class _OpeningStop:
+class _StopWatch:
     """A stop while the session connects ends the connect at once (not after its timeout): the
-    replay's task is cancelled then, and only then; once the session is open its steps see the stop."""
+    replay's task is cancelled then, and only then. Once the session is open the stop ends its steps at
+    once: their own look at it comes only with their next step, which a virtual clock may never reach
+    (a server and its tools calling each other with no time passing)."""
 
     def __init__(self, stop: asyncio.Event | None) -> None:
         self._task = asyncio.current_task()
         self._fired = False
+        self._open = False
+        self._steps: asyncio.Future[object] | None = None
         self._watch = asyncio.ensure_future(self._wait(stop)) if stop is not None else None
 
     async def _wait(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        if self._watch is not None and self._task is not None:
-            self._fired = True
-            self._task.cancel()
+        if not self._open:
+            if self._task is not None:
+                self._fired = True
+                self._task.cancel()
+            return
+        steps = self._steps
+        if steps is not None and not steps.done():
+            steps.cancel()
 
     def opened(self) -> None:
-        """The session is open (or the attempt is over): a stop from now on is the steps' to see."""
+        """The session is open: a stop from now on ends its steps."""
+        self._open = True
+
+    async def steps(self, run: Awaitable[object]) -> bool:
+        """Run the steps; True if a stop had to cancel them."""
+        steps = self._steps = asyncio.ensure_future(run)
+        try:
+            await steps
+        except asyncio.CancelledError:
+            if not steps.cancelled() or (task := asyncio.current_task()) is not None and task.cancelling():
+                raise  # our own cancel, not the stop's
+            return True
+        return False
+
+    def done(self) -> None:
+        """The attempt is over: the watch ends."""
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.cancel()

@@ -191,6 +191,15 @@ class CallTracker:
         self._follow_up(response_id)
         return dropped
 
+    def has_calls(self, response_id: str) -> bool:
+        """Did the response make calls (that the tracker still holds)?"""
+        response = self._responses.get(response_id)
+        return response is not None and bool(response.call_ids)
+
+    def withhold_follow_up(self, response_id: str) -> None:
+        """No ``response.create`` after this response's calls: their outputs still go when answered."""
+        self._responses.setdefault(response_id, _Response()).followed_up = True
+
     def on_item_deleted(self, item_id: str) -> list[ToolCall]:
         """``conversation.item.deleted`` of a ``function_call`` item: abandon its call."""
         call_id = self._by_item.get(item_id)
