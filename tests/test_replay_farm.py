@@ -312,6 +312,41 @@ def test_a_worker_process_that_dies_costs_only_the_recording_it_ran(tmp_path: Pa
     assert all(rows[f"r{n}"]["status"] == "pass" for n in (1, 2, 3))  # r2, dealt to the same worker, ran on a new one
 
 
+CHATTY_TOOLS = """
+from voxline.session.tools import ToolRegistry
+
+print("chatty: imported")
+registry = ToolRegistry()
+
+
+@registry.tool
+def get_weather(city: str = "", unit: str = "") -> str:
+    print("weather called")
+    return "sunny"
+
+
+@registry.tool
+def get_time(zone: str = "") -> str:
+    print("time called")
+    return "noon"
+"""
+
+
+def test_results_on_stdout_stay_the_document_alone_with_workers_that_print(tmp_path: Path) -> None:
+    """``--results -`` with ``--processes 2``: the workers had the command's stdout, and what a tool module
+    printed (on import and when called) came before the JSON lines."""
+    (tmp_path / "chatty.py").write_text(CHATTY_TOOLS, encoding="utf-8")
+    for n in range(2):
+        make_recording(tmp_path / f"r{n}.wav", n, False)
+    run = subprocess.run([sys.executable, "-m", "voxline", "replay", "r0.wav", "r1.wav", "--fast", "--voice", "tone",
+                          "--scenario", "tools", "--tools", "chatty:registry", "--processes", "2", "--out-dir", "out",
+                          "--results", "-"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(line)["name"] for line in run.stdout.splitlines()] == ["r0", "r1"]
+    assert "chatty: imported" in run.stderr and "weather called" in run.stderr  # said, where people read
+
+
 @pytest.mark.slow
 def test_shards_of_a_directory_add_up_to_the_whole_farm(farm_dir: Path, tmp_path: Path) -> None:
     names = []
@@ -456,6 +491,23 @@ def test_the_resource_tracker_of_a_farm_in_processes_outlives_a_hangup() -> None
             "print(bool(ignored & (1 << (signal.SIGHUP - 1))), signal.getsignal(signal.SIGHUP) is before)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["True", "True"], run.stderr  # and this process's own handler is as it was
+
+
+def test_a_worker_starts_ignoring_ctrl_c_with_the_commands_stderr_as_its_stdout() -> None:
+    """Ctrl-C reaches the whole process group: a worker still importing printed a KeyboardInterrupt traceback
+    (the command stops its workers with SIGTERM, and a worker's run installs its own stop). What the worker
+    prints goes to the command's stderr, and the command's own handler and stdout are as they were after."""
+    code = ("import os, signal, subprocess, sys\n"
+            "from voxline.session.replay.farm.processes import _as_a_worker_starts\n"
+            "before = signal.getsignal(signal.SIGINT)\n"
+            "with _as_a_worker_starts():\n"
+            "    child = subprocess.Popen([sys.executable, '-c', 'import signal; "
+            "print(\"child ignores SIGINT:\", signal.getsignal(signal.SIGINT) is signal.SIG_IGN)'])\n"
+            "child.wait()\n"
+            "print('parent handler kept:', signal.getsignal(signal.SIGINT) is before)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines() == ["parent handler kept: True"], run.stdout + run.stderr
+    assert "child ignores SIGINT: True" in run.stderr
 
 
 def test_expectations_given_from_python_take_numpy_counts_and_flags_only_a_manifest_is_strict(tmp_path: Path) -> None:

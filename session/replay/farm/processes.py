@@ -24,8 +24,10 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -72,6 +74,32 @@ def _watch_parent(parent: int, every_s: float = 0.25, grace_s: float = 10.0) -> 
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(grace_s)
     os._exit(1)
+
+
+@contextlib.contextmanager
+def _as_a_worker_starts() -> Iterator[None]:
+    """What a worker is started with, and keeps (an ignored signal stays ignored across exec):
+
+    * the command's file descriptor 1 is its stderr while it starts, so the worker's is: the command's stdout
+      may be a document (``--results -``), and what a worker or a tool module it imports prints (from its import
+      on) must not land in it;
+    * SIGINT ignored, until :func:`~.runner.run_part` installs its stop: Ctrl-C reaches the whole process group,
+      and a worker still importing printed a ``KeyboardInterrupt`` traceback (the command stops its workers with
+      SIGTERM)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: the worker starts with the handler it would have
+        previous = None
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _tracker_outlives_a_hangup() -> None:
@@ -121,7 +149,8 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         workers.append(worker)
         shares.append(share)
         started.append(set())
-        worker.start()
+        with _as_a_worker_starts():
+            worker.start()
         writer.close()  # the worker's own: its pipe ends (EOF) when the worker does
         pipes[n] = reader
 
