@@ -87,6 +87,28 @@ def test_a_path_that_is_not_utf8_is_written_as_an_escape_and_every_verdict_is_ke
     assert summary["pass"] is True and summary["input"] == str(folder / "a.wav")
 
 
+@pytest.mark.parametrize(("flags", "written"), [
+    (["--summary", "a.txt"], "a.txt"),  # the recording's sidecar transcript
+    (["--events", "a.txt"], "a.txt"),
+    (["--scenario", "s.toml", "--summary", "s.toml"], "s.toml"),
+    (["--tools", "mytools:registry", "--report", "mytools.py"], "mytools.py"),
+    (["--tools", "mytools:registry", "--out-dir", "out", "--junit", "mytools.py"], "mytools.py"),  # a farm
+], ids=["summary over sidecar", "events over sidecar", "scenario", "tools module", "farm junit over tools"])
+def test_no_output_overwrites_what_the_replay_reads(tmp_path: Path, flags: list[str], written: str) -> None:
+    """One replay checked its outputs against the recording alone: ``--summary a.txt`` wrote the summary over
+    the transcript it had just read, and a scenario file or the tools' source went the same way."""
+    (tmp_path / "a.wav").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "a.txt").write_text("hello\nstop\n")
+    (tmp_path / "s.toml").write_bytes((ROOT / "realtime" / "server" / "scenarios" / "long.toml").read_bytes())
+    (tmp_path / "mytools.py").write_text("from voxline.session.tools import ToolRegistry\nregistry = ToolRegistry()\n")
+    before = (tmp_path / written).read_bytes()
+    run = subprocess.run([str(VOXLINE), "replay", "a.wav", "--local", "--fast", "--voice", "tone", *flags],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    line = one_line_error(run)
+    assert run.returncode == 2 and f"{written} is the input " in line and "inputs are never overwritten" in line
+    assert (tmp_path / written).read_bytes() == before
+
+
 def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:
     placed = assign_folders([rec("a b"), rec("a_b"), rec("A_B"), rec("results.jsonl"), rec("..")],
                             taken=["results.jsonl", "junit.xml"])

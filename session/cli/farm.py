@@ -46,7 +46,7 @@ from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
 from .option_values import optional_value
-from .paths import output_path, writable
+from .paths import output_path, read_with, writable
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -279,8 +279,7 @@ def _place(args: argparse.Namespace, recordings: list[FarmRecording], results: P
         taken += [p.name for p in out_dir.iterdir() if not p.is_dir()]
     placed = assign_folders(recordings, taken)
     inputs = [*([args.manifest] if args.manifest is not None else []),
-              *(r.path.with_suffix(".txt") for r in placed if r.path.with_suffix(".txt").is_file()),
-              *(Path(r.scenario) for r in placed if r.scenario and r.scenario.endswith(".toml"))]
+              *(path for r in placed for path in read_with(r.path, r.scenario or args.scenario, r.tools or args.tools))]
     check_outputs(placed, out_dir, files, inputs)
     return placed
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib.machinery
 import os
+import sys
 from pathlib import Path
 
 from voxline.base.files import STDOUT, is_stdout, nonempty_path, own_stream_file, same_file, shown
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "writable"]
+__all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "read_with", "writable"]
 
 def output_path(text: str) -> Path:
     """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names (never empty)."""
@@ -29,6 +31,26 @@ def default_output(recording: Path, suffix: str) -> Path:
     """Where one replay writes an output that was not named: ``talk.wav`` → ``talk.heard.wav`` in the
     current directory (:func:`check_paths` still keeps it off the input)."""
     return Path(recording.stem + suffix)
+
+
+def read_with(recording: Path, scenario: str | None = None, tools: str | None = None) -> list[Path]:
+    """What a replay of ``recording`` reads besides it, which no output may overwrite: its sidecar transcript
+    (``talk.txt``), a scenario file, and a tools module's source (``MODULE:ATTR`` of a top-level module, found
+    without importing it)."""
+    read = [recording.with_suffix(".txt")] if recording.with_suffix(".txt").is_file() else []
+    if scenario is not None and Path(scenario).is_file():
+        read.append(Path(scenario))
+    module = (tools or "").partition(":")[0]
+    source: str | None = None
+    if module in sys.modules:  # imported already (loaded to check it): where it came from
+        source = getattr(sys.modules[module], "__file__", None)
+    elif module and "." not in module:  # a submodule's search would import its package
+        with contextlib.suppress(ImportError, ValueError, OSError):
+            spec = importlib.machinery.PathFinder.find_spec(module, [os.getcwd(), *sys.path])  # as --tools looks
+            source = spec.origin if spec is not None else None
+    if source and os.path.isfile(source):
+        read.append(Path(source))
+    return read
 
 
 def check_paths(inputs: list[Path], outputs: list[Path]) -> None:

@@ -49,7 +49,7 @@ from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
-from .paths import check_paths, default_output, documents_to_stdout, output_path, writable
+from .paths import check_paths, default_output, documents_to_stdout, output_path, read_with, writable
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -215,7 +215,7 @@ async def _command(args: argparse.Namespace) -> int:
         raise UsageError("--fast runs in lockstep without media tracks; it cannot use --transport webrtc")
     reports = [p for p in (getattr(args, "report", None), getattr(args, "summary", None),
                            getattr(args, "stereo_out", None)) if p is not None]
-    check_paths([args.input], [args.out, args.events, *reports])
+    check_paths([args.input, *read_with(args.input, args.scenario, args.tools)], [args.out, args.events, *reports])
     for flag, path in (("--out", args.out), ("--stereo-out", getattr(args, "stereo_out", None))):
         if path is not None and path.suffix and path.suffix.lower() not in (".wav", ".wave"):
             raise UsageError(f"{flag} writes a WAV file (16-bit PCM); name it .wav, not {path.name}")
