@@ -45,3 +45,19 @@ def test_a_run_without_reports_leaves_no_last_runs_report_beside_its_audio(tmp_p
     [row] = run_part(recordings, options)
     assert row["status"] == "pass", row
     assert {p.name for p in folder.iterdir()} == {"heard.wav", "events.jsonl"}
+
+
+def test_a_recording_that_errors_keeps_no_last_runs_passing_summary(tmp_path: Path) -> None:
+    """The recording was cut short since the last run: its verdict is an error, and its folder held the last
+    run's summary.json ("pass": true), report and stereo file beside it, for a CI job collecting */summary.json."""
+    make_recording(tmp_path / "a.wav", 0, True)
+    recordings = [FarmRecording(name="a", path=tmp_path / "a.wav", folder="a").model_dump(mode="json")]
+    folder = tmp_path / "out" / "a"
+    run_part(recordings, FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, voice="tone",
+                                     report=True, stereo=True))
+    assert json.loads((folder / "summary.json").read_text())["pass"] is True
+    (tmp_path / "a.wav").write_bytes((tmp_path / "a.wav").read_bytes()[:30])  # not a WAV any more
+    [row] = run_part(recordings, FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True,
+                                             voice="tone", report=True, stereo=True))
+    assert row["status"] == "error" and row["heard"] is None, row
+    assert not {"summary.json", "report.html", "stereo.wav"} & {p.name for p in folder.iterdir()}

@@ -139,6 +139,7 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
     folder = options.out_dir / folder_of(recording)
     heard, events = folder / "heard.wav", folder / "events.jsonl"
     started = time.perf_counter()
+    written = {"heard.wav", "events.jsonl"}  # this run's (or, where nothing ran, the last run's, put back)
     try:
         made = not folder.exists()  # a path too long for the file system raises here: this recording's error
         folder.mkdir(parents=True, exist_ok=True)
@@ -151,7 +152,6 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
                     folder.rmdir()
             raise
         measured = measure(result)
-        written = {"heard.wav", "events.jsonl"}
         if options.report and result.metrics is not None:
             _write_report(recording, result, heard, folder, options, judge(recording.expect, measured))
             written |= {"summary.json", "report.html"}
@@ -159,13 +159,15 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
             with open_input(recording.path, quiet=True) as feed:  # streamed, a second at a time
                 write_stereo(folder / "stereo.wav", feed, heard, captured=result.captured_samples)
             written.add("stereo.wav")
-        for name in RECORDING_OUTPUTS:  # a last run's, which would sit beside this run's audio as if its own
-            if name not in written:
-                (folder / name).unlink(missing_ok=True)
+        _drop_stale(folder, written)
     except (VoxlineError, OSError) as exc:
+        with contextlib.suppress(OSError):  # the error is the verdict, whatever else fails
+            _drop_stale(folder, written)
         return Outcome(recording.name, str(recording.path), "error", error=_one_line(exc),
                        wall_s=time.perf_counter() - started)
     except Exception as exc:  # one broken recording must not take the farm's other sessions down
+        with contextlib.suppress(OSError):
+            _drop_stale(folder, written)
         return Outcome(recording.name, str(recording.path), "error", error=f"{type(exc).__name__}: {_one_line(exc)}",
                        wall_s=time.perf_counter() - started)
     done = outcome(recording.name, str(recording.path), recording.expect, measured, heard=str(heard),
@@ -176,6 +178,14 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
         done.error = (f"interrupted after {result.duration_s:.1f} s of listener time (what ran is in "
                       f"{folder.name}/heard.wav and events.jsonl)")
     return done
+
+
+def _drop_stale(folder: Path, written: set[str]) -> None:
+    """A last run's summary, report or stereo file this run did not write: beside this run's audio, or its error,
+    it would pass for this run's (a CI job collecting ``*/summary.json`` would read a pass)."""
+    for name in RECORDING_OUTPUTS:
+        if name not in written:
+            (folder / name).unlink(missing_ok=True)
 
 
 def interrupted_outcome(recording: FarmRecording, why: str) -> Outcome:
