@@ -63,6 +63,23 @@ def test_a_directorys_recordings_are_its_wav_files_whatever_the_case_of_their_su
     assert [r.name for r in recordings_from_paths([tmp_path])] == ["A", "b", "c"]
 
 
+def test_a_directorys_hidden_files_are_left_out_and_a_linked_recording_keeps_its_own_path(tmp_path: Path) -> None:
+    """A Mac leaves ``._a.wav`` beside ``a.wav`` on a shared drive: it was a recording, an error ("not a WAV
+    file") that failed the farm, where a shell's ``*`` leaves it out. A folder of links to recordings elsewhere
+    had every result name the file the link leads to."""
+    from voxline.session.replay.farm import recordings_from_paths
+
+    calls, store = tmp_path / "calls", tmp_path / "store"
+    calls.mkdir()
+    store.mkdir()
+    make_recording(calls / "a.wav", 0, False)
+    (calls / "._a.wav").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    make_recording(store / "take-17.wav", 1, False)
+    (calls / "b.wav").symlink_to(store / "take-17.wav")
+    found = recordings_from_paths([calls])
+    assert [(r.name, r.path) for r in found] == [("a", calls / "a.wav"), ("b", calls / "b.wav")]
+
+
 def test_a_path_that_is_not_utf8_is_written_as_an_escape_and_every_verdict_is_kept(tmp_path: Path) -> None:
     """A folder named in Latin-1 (``caf\xe9``): the results line for it raised UnicodeEncodeError, which ended
     the farm with a traceback, an empty results file and no JUnit; a single replay's summary did the same."""

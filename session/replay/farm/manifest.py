@@ -22,6 +22,7 @@ are one :class:`~voxline.realtime.errors.ConfigurationError` line naming the fil
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Self
@@ -127,12 +128,15 @@ class FarmRecording(_Strict):
 
 
 def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
-    """WAV files and directories (every ``*.wav`` in it, ``.WAV`` and other cases too, sorted) as recordings,
-    sidecar transcripts honoured."""
+    """WAV files and directories (every ``*.wav`` in it, ``.WAV`` and other cases too, sorted; as a shell's ``*``,
+    not the hidden ones, such as the ``._a.wav`` a Mac leaves beside ``a.wav`` on a shared drive) as recordings,
+    sidecar transcripts honoured. A path is kept as named (made absolute), not where a link leads: the results
+    name the recording the user gave."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(entry for entry in path.iterdir() if entry.suffix.lower() == ".wav")
+            found = sorted(entry for entry in path.iterdir()
+                           if entry.suffix.lower() == ".wav" and not entry.name.startswith("."))
             if not found:
                 raise ConfigurationError(f"{path}: no *.wav recordings in this directory")
             files.extend(found)
@@ -140,7 +144,8 @@ def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
             files.append(path)
         else:
             raise ConfigurationError(f"{path}: no such file or directory")
-    recordings = [FarmRecording(name=f.stem, path=f.resolve(), transcripts=transcripts_for(f)) for f in files]
+    recordings = [FarmRecording(name=f.stem, path=Path(os.path.abspath(f)), transcripts=transcripts_for(f))
+                  for f in files]
     return _unique(recordings, "inputs")
 
 
@@ -171,7 +176,7 @@ def load_manifest(path: Path) -> list[FarmRecording]:
     base = path.parent
     recordings = []
     for n, entry in enumerate(manifest.recording, 1):
-        wav = (base / entry.path).resolve()
+        wav = Path(os.path.abspath(base / entry.path))
         if not wav.is_file():
             what = "a directory, not a WAV file" if wav.is_dir() else "no such file"
             raise ConfigurationError(f"manifest {path}: recording {n}: path: {what}: {wav}")
