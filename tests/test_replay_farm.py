@@ -493,6 +493,24 @@ def test_the_resource_tracker_of_a_farm_in_processes_outlives_a_hangup() -> None
     assert run.stdout.split() == ["True", "True"], run.stderr  # and this process's own handler is as it was
 
 
+@pytest.mark.parametrize(("entry", "url", "expected"), [
+    ('scenario = "tools"\n', True, ": a: scenario 'tools' applies to the built-in server only, and --url names a "
+                                     "server"),
+    ('scenario = "gone.toml"\n', False, ": a: scenario: cannot read scenario "),
+], ids=["scenario with --url", "missing scenario file"])
+def test_a_manifests_scenario_is_refused_naming_the_manifest_and_the_recording(tmp_path: Path, entry: str, url: bool,
+                                                                               expected: str) -> None:
+    """A manifest's scenario was ignored without a word against --url (the flag is refused there), and a scenario
+    file it named that is not there was 'cannot read scenario /abs/gone.toml', naming neither."""
+    make_recording(tmp_path / "a.wav", 0, False)
+    manifest = write_manifest(tmp_path / "farm.toml", f'[[recording]]\npath = "a.wav"\n{entry}')
+    run = subprocess.run([sys.executable, "-m", "voxline", "replay", "--manifest", str(manifest), "--out-dir", "out",
+                          *(["--url", "ws://127.0.0.1:9/v1"] if url else [])], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    line = one_line_error(run)
+    assert run.returncode == 1 and line.startswith(f"voxline replay: error: manifest {manifest}{expected}"), line
+
+
 def test_a_worker_starts_ignoring_ctrl_c_with_the_commands_stderr_as_its_stdout() -> None:
     """Ctrl-C reaches the whole process group: a worker still importing printed a KeyboardInterrupt traceback
     (the command stops its workers with SIGTERM, and a worker's run installs its own stop). What the worker

@@ -162,7 +162,7 @@ def _folder(flag: str, folder: Path, of: Path | None = None) -> None:
         raise ConfigurationError(f"{flag} {where} ({exc.strerror or exc})") from None
 
 
-def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
+def _recordings(args: argparse.Namespace, url: str | None) -> list[FarmRecording]:
     """The farm's recordings (sorted by name), flags as defaults, the shard taken, every setting loaded once."""
     recordings = load_manifest(args.manifest) if args.manifest is not None else recordings_from_paths(args.inputs)
     defaults = {"scenario": args.scenario, "tools": args.tools}
@@ -174,12 +174,16 @@ def _recordings(args: argparse.Namespace) -> list[FarmRecording]:
         load_tools(args.tools)  # the flag's own error first
     given = f"manifest {args.manifest}: " if args.manifest is not None else ""
     for scenario in dict.fromkeys(r.scenario for r in recordings):
+        first = next(r.name for r in recordings if r.scenario == scenario)
+        if url and scenario is not None:  # the flag was refused already; a manifest's would be ignored
+            named = "--url names a server" if args.url else "VOXLINE_URL names a server (--local ignores it)"
+            raise ConfigurationError(f"{given}{first}: scenario {scenario!r} applies to the built-in server only, "
+                                     f"and {named}")
         try:
             load_scenario(scenario)  # a bad scenario is one line before anything starts
-        except UsageError as exc:  # a name no scenario has: in the flag, a usage error (2); in a manifest, its content's (1)
+        except ConfigurationError as exc:  # in the flag, a usage error (2) stays one; in a manifest, its content's (1)
             if scenario == args.scenario:
                 raise
-            first = next(r.name for r in recordings if r.scenario == scenario)
             raise ConfigurationError(f"{given}{first}: scenario: {exc.message}") from None
     for r in recordings:
         if r.tools:
@@ -214,7 +218,7 @@ async def run(args: argparse.Namespace) -> int:
 
         check_ray(args.ray or None)  # not installed, or no cluster there: one line before anything starts
     results = args.results or args.out_dir / "results.jsonl"
-    recordings = _place(args, _recordings(args), results)
+    recordings = _place(args, _recordings(args, url), results)
     options = _options(args, url)
     _folder("--out-dir", args.out_dir)
     for flag, path in (("--results" if args.results else "--out-dir", results), ("--junit", args.junit)):
@@ -303,6 +307,6 @@ def _spread(args: argparse.Namespace, count: int) -> str:
     jobs = args.jobs or 8
     if args.ray is not None:
         return f"Ray tasks of up to {jobs} session{'s' if jobs > 1 else ''} at once"
-    processes = args.processes or 1
+    processes = max(1, min(args.processes or 1, count))  # the workers started: one has a recording at least
     return (f"{processes} process{'es' if processes > 1 else ''} × up to {jobs} session{'s' if jobs > 1 else ''} at "
             f"once, cpu count {os.cpu_count()}")
