@@ -552,3 +552,52 @@ def test_a_proxy_the_environment_names_is_not_handed_the_key_for_a_server_on_thi
         asyncio.run(dial())
     forget_secret(key)
     assert _Recorder.seen == []
+
+
+AZURE_STYLE = "3f9c2a7d41be4c0e9d5a8b6f1e2d3c4b"  # a key of no shape redact() knows
+QUOTING_TOOLS = """
+import os
+from voxline.session.tools import ToolRegistry
+
+registry = ToolRegistry()
+
+
+@registry.tool
+def get_weather(city: str = "", unit: str = "") -> str:
+    raise RuntimeError(f"the weather service refused key {os.environ['OPENAI_API_KEY']}")
+
+
+@registry.tool
+def get_time(zone: str = "") -> str:
+    return "noon"
+"""
+
+
+def test_a_key_in_the_environment_is_redacted_even_where_the_command_does_not_use_it(tmp_path: Any) -> None:
+    """With --local, OPENAI_API_KEY goes unused: one not shaped like sk-… was never registered, and a tool's
+    error quoting it went to the event log and the terminal as it was."""
+    import subprocess
+    import sys
+
+    from tests.support.cli import EXAMPLE
+
+    (tmp_path / "quoting.py").write_text(QUOTING_TOOLS)
+    run = subprocess.run([sys.executable, "-m", "voxline", "replay", str(EXAMPLE), "--local", "--fast", "--voice",
+                          "tone", "--scenario", "tools", "--tools", "quoting:registry", "--out", "h.wav", "--events",
+                          "e.jsonl", "--summary", "s.json"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OPENAI_API_KEY": AZURE_STYLE, "PYTHONPATH": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    events = (tmp_path / "e.jsonl").read_text()
+    assert "the weather service refused key [redacted]" in events
+    for text in (events, (tmp_path / "s.json").read_text(), run.stdout, run.stderr):
+        assert AZURE_STYLE not in text
+    # a farm's worker processes redact it too: they do not start as the command does
+    (tmp_path / "b.wav").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "c.wav").write_bytes(EXAMPLE.read_bytes())
+    farm = subprocess.run([sys.executable, "-m", "voxline", "replay", "b.wav", "c.wav", "--local", "--fast", "--voice",
+                           "tone", "--scenario", "tools", "--tools", "quoting:registry", "--out-dir", "out",
+                           "--processes", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OPENAI_API_KEY": AZURE_STYLE, "PYTHONPATH": str(tmp_path)})
+    assert farm.returncode == 0, farm.stderr
+    logs = [(tmp_path / "out" / name / "events.jsonl").read_text() for name in ("b", "c")]
+    assert all("the weather service refused key [redacted]" in log and AZURE_STYLE not in log for log in logs)

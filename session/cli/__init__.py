@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from voxline import __version__
-from voxline.base.errors import VoxlineError, printable, redact
+from voxline.base.errors import VoxlineError, printable, redact, register_environment_secrets
 from voxline.base.files import descriptor_open
 from voxline.base.log_output import log_to_stderr
 from voxline.base.loop_runner import bounded_runner
@@ -208,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    register_environment_secrets()
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
     # options before the command: --help, --version, -v/--log-level (kept for the command's parser)

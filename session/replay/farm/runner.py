@@ -28,7 +28,7 @@ from typing import Any
 from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import VoxlineError, clip, redact_url, register_url_secrets
+from voxline.base.errors import VoxlineError, clip, redact_url, register_environment_secrets, register_url_secrets
 from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -264,6 +264,7 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
     ``on_outcome`` is shown each verdict as it comes, ``on_start`` the name of each recording as its
     replay begins; with ``stoppable``, SIGTERM, SIGINT and SIGHUP stop the part as they stop a farm
     (the body of a worker process)."""
+    register_environment_secrets()  # a worker process's own redaction: the command registered them in its own
     parsed = [FarmRecording.model_validate(r) for r in recordings]
     factory = (lambda: LockstepLoop(VirtualClock())) if options.fast else None
 

@@ -19,6 +19,7 @@ secrets in a URL a user gives are registered by :func:`register_url_secrets`.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import urllib.parse
@@ -41,6 +42,7 @@ __all__ = [
     "redact_log_arguments_whole",
     "redact_url",
     "redacted",
+    "register_environment_secrets",
     "register_secret",
     "register_url_secrets",
     "scrub",
@@ -295,6 +297,16 @@ def register_url_secrets(url: str | None) -> None:
     :func:`redact` removes it wherever it turns up, even outside the URL."""
     for value in url_secrets(url or ""):
         register_secret(value)
+
+
+def register_environment_secrets() -> None:
+    """The keys the environment holds, redacted wherever they turn up, used or not (the command at its start, each
+    farm worker at its own): with ``--local`` an ``OPENAI_API_KEY`` goes unused, and one not shaped like ``sk-…``
+    (an Azure key) that a tool's error quoted went to the event log as it was."""
+    for name in ("OPENAI_API_KEY", "VOXLINE_API_KEY"):
+        register_secret(os.environ.get(name, "").strip() or None)
+    for name in ("VOXLINE_URL", "OPENAI_BASE_URL"):
+        register_url_secrets(os.environ.get(name))
 
 
 def redact_url(url: str) -> str:
