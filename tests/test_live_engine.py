@@ -87,6 +87,17 @@ def test_a_frame_larger_than_a_realtime_event_is_refused_unread_before_and_after
     assert h.feed(silence(0.2))  # still streaming
 
 
+def test_the_largest_append_the_service_takes_is_taken_on_a_live_socket() -> None:
+    h = LiveHarness()
+    h.start()
+    largest = b"\x00" * (15 * 1024 * 1024)
+    taken = h.send({"type": "session.input_audio.append", "audio": base64.b64encode(largest).decode()})
+    assert not [e for e in taken if e["type"] == "error"], taken[:1]
+    [error] = [e for e in h.send({"type": "session.input_audio.append",
+                                  "audio": base64.b64encode(largest + b"\0\0").decode()}) if e["type"] == "error"]
+    assert error["error"]["message"].startswith("Invalid 'audio': 15728642 bytes is more than the maximum")
+
+
 def test_the_output_track_runs_with_the_callers_audio_and_never_stops() -> None:
     h = LiveHarness()
     h.start()

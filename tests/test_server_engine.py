@@ -218,6 +218,17 @@ def test_oversize_frames_and_audio_are_refused() -> None:
     assert h.send({"type": "input_audio_buffer.append", "audio": b64(silence(0.005))}) == []
 
 
+def test_the_largest_append_the_service_takes_is_taken_and_one_sample_more_is_refused_by_its_own_check() -> None:
+    """15 MiB of audio is exactly 20 MiB of base64: the frame limit was 20 MiB, so the largest append the
+    documents name was refused as ``event_too_large`` and the engine's own 15 MiB check could never be met."""
+    h = Harness()
+    largest = b"\x00" * (15 * 1024 * 1024)
+    assert h.send({"type": "input_audio_buffer.append", "audio": base64.b64encode(largest).decode()}) == []
+    h.send({"type": "input_audio_buffer.clear"})
+    err = error_of(h.send({"type": "input_audio_buffer.append", "audio": base64.b64encode(largest + b"\0\0").decode()}))
+    assert (err["code"], err["param"]) == ("invalid_value", "audio")
+
+
 # Input audio buffer.
 
 

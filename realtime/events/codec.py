@@ -34,8 +34,9 @@ __all__ = [
     "parse_server_event",
 ]
 
-MAX_CLIENT_EVENT_BYTES = 20 * 1024 * 1024
-"""The largest client event, in bytes of JSON text, that the service takes (docs/protocol.md §11)."""
+MAX_CLIENT_EVENT_BYTES = 20 * 1024 * 1024 + 64 * 1024
+"""The largest client event, in bytes of JSON text, taken (docs/protocol.md §11): the service takes 15 MiB of audio
+in one append, which base64 makes exactly 20 MiB, and the event around it needs room too."""
 
 
 def json_text_bytes(text: str) -> int:

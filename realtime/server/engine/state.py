@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 from voxline.realtime.server.engine.conversation import Conversation
 from voxline.realtime.server.engine.hearing import HearingState
 from voxline.realtime.server.engine.ids import IdFactory
@@ -35,7 +36,7 @@ class EngineConfig:
     pacing: Pacing = field(default_factory=Pacing)
     max_session_s: float = 3600.0
     session_identity: bool = True
-    max_event_bytes: int = 20 * 1024 * 1024
+    max_event_bytes: int = MAX_CLIENT_EVENT_BYTES
     max_audio_bytes: int = MAX_AUDIO_BYTES
     max_buffer_bytes: int = MAX_BUFFER_BYTES
     instructions: str = DEFAULT_INSTRUCTIONS

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from voxline.audio.vad import EnergyVad, SpeechStart, SpeechStop
+from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.ids import IdFactory
@@ -86,7 +87,7 @@ class LiveEngine:
         turn_index: int = 0,
         user_turns: int = 0,
         fork_of: LiveSettings | None = None,
-        max_event_bytes: int = 20 * 1024 * 1024,
+        max_event_bytes: int = MAX_CLIENT_EVENT_BYTES,
     ) -> None:
         self.config = config
         self.max_event_bytes = max_event_bytes  # a larger frame is refused unread (a Realtime session's limit)

@@ -9,6 +9,7 @@ from pathlib import Path
 from voxline.base.arguments import as_error, clock_like, flag, real, text, whole
 from voxline.base.clock import Clock, RealClock
 from voxline.realtime.errors import ConfigurationError, UsageError
+from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 from voxline.base.urls import is_loopback
 from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
 from voxline.realtime.server.live.settings import LiveConfig
@@ -82,7 +83,7 @@ class ServerConfig:
     burst_s: float = STREAM_BURST_S
     response_latency_s: float = 0.0
     max_session_s: float = 3600.0
-    max_frame_bytes: int = 20 * 1024 * 1024
+    max_frame_bytes: int = MAX_CLIENT_EVENT_BYTES
     session_identity: bool = True
     reject_in_band: bool = False
     seed: int | None = None
