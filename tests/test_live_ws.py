@@ -260,6 +260,10 @@ async def test_what_cannot_be_forked_is_refused() -> None:
             await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1.1"}}))
             error = await read_until(ws, "error", seen)
             assert error["error"]["code"] == "unknown_parameter" and error["error"]["param"] == "session.model"
+            await ws.send(json.dumps({"type": "session.start", "session": {"store": None, "audio": None}}))
+            started = await read_until(ws, "session.started", seen)  # null is not given, as in a start (it was
+            assert started["session"]["store"] is True                # invalid_type): the stored session's value
+        async with websockets.connect(f"{server.url}/live/sessions/{stored_id}/fork", additional_headers=AUTH) as ws:
             await ws.send(json.dumps({"type": "session.start", "session": {"store": False}}))
             assert (await read_until(ws, "session.started", seen))["session"]["store"] is False
 

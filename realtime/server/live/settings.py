@@ -129,11 +129,16 @@ class LiveSettings:
         return result
 
 
+def _given(session: dict[str, Any]) -> dict[str, Any]:
+    """A start's fields, a null one taken as not given (but ``delegation``, where null turns it off)."""
+    return {k: v for k, v in session.items() if v is not None or k == "delegation"}
+
+
 def start_settings(session: Any, transport: Transport) -> LiveSettings:
     """Resolve the ``session`` of ``session.start`` (WebSocket) or of the WebRTC ``POST``."""
     if not isinstance(session, dict):
         raise RequestRejected(errors.invalid_type("session", "an object", "another value"))
-    session = {k: v for k, v in session.items() if v is not None or k == "delegation"}
+    session = _given(session)
     check_object(session, SESSION_START if transport == "websocket" else MEDIA_SESSION, "session")
     model = session["model"]
     if not model.startswith("gpt-live"):
@@ -161,6 +166,7 @@ def fork_settings(stored: LiveSettings, overrides: Any, transport: Transport) ->
     """A fork's settings: the stored session's, with the few overrides a fork accepts."""
     if not isinstance(overrides, dict):
         raise RequestRejected(errors.invalid_type("session", "an object", "another value"))
+    overrides = _given(overrides)  # a fork's start reads null as not given, as a start does
     check_object(overrides, FORK_START, "session")
     if transport == "webrtc" and "audio" in overrides:
         raise RequestRejected(errors.invalid_value("session.audio", "A WebRTC fork negotiates its audio format; omit session.audio."))
