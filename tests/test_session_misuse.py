@@ -320,7 +320,7 @@ def test_instructions_too_large_for_their_update_are_refused_when_the_settings_a
     with pytest.raises(SettingsError) as refused:  # before, the update was refused and the session ran on defaults
         SessionSettings(instructions='"' * (9 * 1024 * 1024))  # 9 MiB of text, 18 as JSON: each quote is escaped
     assert refused.value.problem == ("instructions are 18874370 bytes as JSON, and the session.update that carries "
-                                     "them leaves room for at most 16777216")
+                                     "them leaves room for at most 16842752")
     # the value is shown as much as a line holds (before, all 9 MiB of it were in the message)
     assert str(refused.value) == ("SessionSettings(instructions=" + repr('"' * 80) + "… (9437184 long)): "
                                   + refused.value.problem)
