@@ -395,10 +395,12 @@ def test_a_result_note_stays_small_whatever_the_server_named_the_tool() -> None:
     assert len(note) < 2_000 and "n" * 64 + "…" in note
 
 
-@pytest.mark.parametrize(("envelopes", "told"), [(2, True), (3, False)])
+@pytest.mark.parametrize(("envelopes", "told"), [(2, True), (3, True), (5, False)])
 def test_an_output_the_lost_session_may_not_have_used_is_told_to_the_next(envelopes: int, told: bool) -> None:
-    """The output went before the drop, but the delegation's response had not ended: the lost session may never
-    have used it, and a new session has nothing of it. Once the response ended, the session went on from it."""
+    """The output went before the drop while its call's response was still going: that response never reads it,
+    the follow-up's does. Until that one ends (envelopes 2: its own still going; 3: its own ended, the follow-up
+    asked for; 5: the follow-up created and ended) the lost session may never have used it, and a new session has
+    nothing of it. Before, the end of its own response was taken for the session going on from it."""
     rig = Rig(_registry())
     start(rig)
     item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather",
@@ -411,9 +413,14 @@ def test_an_output_the_lost_session_may_not_have_used_is_told_to_the_next(envelo
     rig.machine.calls.on_result("call_1", "sunny in Paris")
     rig.machine.drain_tools()
     assert [e["type"] for e in sent(rig.protocol)] == ["response.item.create"]
-    if envelopes == 3:
-        rig.feed(frame(type="response.event", event_id="r2", delegation_id="del_1",
-                       event={"type": "response.completed", "response": {"id": "resp_1"}}), rig.t)
+    later = [{"type": "response.completed", "response": {"id": "resp_1"}},
+             {"type": "response.created", "response": {"id": "resp_2"}},
+             {"type": "response.completed", "response": {"id": "resp_2"}}]
+    for i, event in enumerate(later[:envelopes - 2]):
+        rig.feed(frame(type="response.event", event_id=f"l{i}", delegation_id="del_1", event=event), rig.t)
+        if i == 0:
+            rig.machine.drain_tools()
+            assert [e["type"] for e in sent(rig.protocol)] == ["response.create"]  # the follow-up, which reads it
     _drop_and_reconnect(rig)
     rig.machine.drain_tools()
     notes = [e for e in sent(rig.protocol) if e["type"] == "session.thinking.append"]

@@ -12,8 +12,8 @@ Nothing of a delegation survives a drop: the next session (a fork or a new one) 
 call, and would refuse its output. A call still running at the drop, or whose output was not sent
 yet, still runs once; its result is told to the next session as silent context
 (``session.thinking.append``), and the old response's follow-up is not sent. So is an output the
-lost session may never have used: sent while its call's response was going on, and that response had
-not ended; or sent after it ended (with a follow-up), and the delegation's next response had not.
+lost session may never have used: the response that reads it, the one its follow-up makes (the
+delegation's next), had not ended.
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ class DelegatedCalls:
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
         self._names: dict[str, tuple[str, str]] = {}  # call id → (tool name, its response), until its output is sent
         # (the newest NAMES)
-        # call id → (what ends its wait, name, output): sent, and not yet known to be used. It waits for its own
-        # response's end when that was still going as it was sent, else for the end of the delegation's next one
-        # (the follow-up its output went with)
+        # call id → (what ends its wait, name, output): sent, and not yet known to be used. An output is read by
+        # the response its follow-up makes, the delegation's next one: sent while its own response was still going,
+        # it waits for that one's end first, then for the next's
         self._sent: dict[str, tuple[tuple[str, str], str, str]] = {}
         self._ended: dict[str, str] = {}  # response id → its delegation: responses over (the newest NAMES)
 
@@ -88,9 +88,11 @@ class DelegatedCalls:
             self._ended[rid] = key
             while len(self._ended) > NAMES:
                 del self._ended[next(iter(self._ended))]
-            used = (("response", rid), ("after", key))
-            for call_id in [c for c, (waits, _n, _o) in self._sent.items() if waits in used]:
-                del self._sent[call_id]  # the session went on from it
+            for call_id in [c for c, (waits, _n, _o) in self._sent.items() if waits == ("after", key)]:
+                del self._sent[call_id]  # the follow-up that took it ended: the session went on from it
+            for call_id, (waits, name, out) in list(self._sent.items()):
+                if waits == ("response", rid):  # its own response never reads it: the follow-up now going does
+                    self._sent[call_id] = (("after", key), name, out)
         return ()
 
     @property
