@@ -90,6 +90,24 @@ def test_a_reply_that_runs_dry_mid_sentence_stays_speaking() -> None:
     assert [e.state for e in states if isinstance(e, StateChanged)] == ["listening"]
 
 
+def test_a_reply_that_ran_dry_is_stopped_by_an_interrupt_and_the_rest_of_it_stays_silent() -> None:
+    """Speaking is what a stop button stops: in the gap, interrupt() found nothing playing or queued and did
+    nothing, and the rest of the reply played when it came."""
+    rig = Rig()
+    start(rig)
+    tone = (3000 * np.sin(np.arange(RATE) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+    tone[tone == 0] = 1
+    rig.feed(audio_delta(tone[:7200]), rig.t)
+    rig.play(0.36)
+    effects = rig.machine.interrupt(rig.t)
+    assert effects.barge_in is not None and effects.barge_in.heard_ms == pytest.approx(300, abs=1)
+    assert [e.text for e in effects.events if isinstance(e, HeardTranscript)] == [""]
+    heard = len(rig.heard)
+    rig.feed(audio_delta(tone[7200:14400]), rig.t)  # the rest of the sentence arrives
+    rig.play(0.8)
+    assert not rig.heard[heard:].any()
+
+
 def test_an_error_naming_no_command_is_reported_once() -> None:
     rig = Rig()
     start(rig)
@@ -483,7 +501,11 @@ def test_the_last_reply_heard_is_reported_when_the_session_ends_or_drops_with_no
         told = list(rig.machine.connection_lost(rig.t, 1006, "gone").events)
         told += rig.play(1.3)
     (heard,) = [e for e in told if isinstance(e, HeardTranscript)]
-    assert heard.text == heard.full_text == "Paris is sunny today" and heard.estimate is False
+    assert heard.text == heard.full_text == "Paris is sunny today"
+    if end == "connection lost":  # it ran dry mid-sound, more to come: the drop cut it, at all that was heard
+        assert [e.trigger for e in told if isinstance(e, BargeIn)] == ["connection_lost"]
+    else:
+        assert heard.estimate is False
     assert [m["content"][0]["text"] for m in rig.machine.history.messages()] == ["Paris is sunny today"]
 
 
@@ -501,3 +523,22 @@ def test_a_long_stretch_of_user_words_costs_each_word_alike_and_stays_one_bounde
     assert len(text) <= MAX_MESSAGE_CHARS + 1 and text.startswith("…word") and text.endswith("word")
     [kept] = history._messages
     assert kept.size <= 2 * MAX_MESSAGE_CHARS + len(word)  # what is held stays within the bound
+
+
+def test_a_reply_whose_track_stops_mid_sound_ends_after_the_silence_that_would_have_ended_it() -> None:
+    """The track stalls or stops mid-sentence: the assistant is speaking while more may come, but not for ever (a
+    session would never be idle): after as long as the silence that ends an utterance, the reply is over and
+    reported, and the playout's silence from then on is no underrun."""
+    rig = Rig()
+    start(rig)
+    tone = (3000 * np.sin(np.arange(RATE) * 2 * np.pi * 220 / RATE)).astype(np.int16)
+    tone[tone == 0] = 1
+    rig.feed(audio_delta(tone[:7200]), rig.t)
+    events = rig.play(3.0)
+    gap_s = rig.machine.timeline.gap / RATE
+    changes = [(e.state, e.at) for e in events if isinstance(e, StateChanged)]
+    assert [state for state, _at in changes] == ["speaking", "listening"]
+    assert changes[1][1] == pytest.approx(0.3 + gap_s, abs=0.041)
+    assert [e.text for e in events if isinstance(e, HeardTranscript)] == [""]
+    assert rig.playout.underrun_samples <= (gap_s + 0.04) * RATE
+    assert rig.machine.idle(rig.t, tools_busy=False)

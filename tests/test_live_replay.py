@@ -31,8 +31,9 @@ def _voice(seconds: float, freq: float = 180.0) -> np.ndarray:
 
 def test_a_live_replay_in_lockstep_tells_the_model_what_was_heard() -> None:
     gap = np.zeros(int(1.5 * RATE), np.int16)
-    # speak, wait for the reply to play a while, speak over it, then silence for the session to settle
-    samples = np.concatenate([gap, _voice(1.0), np.zeros(int(2.5 * RATE), np.int16), _voice(0.8), gap, gap])
+    # speak, wait for the reply to play a while, speak over it, then silence for the session to settle: long enough
+    # for the reply to that, whose track (the stand-in's timeline is the caller's audio) stops with the recording
+    samples = np.concatenate([gap, _voice(1.0), np.zeros(int(2.5 * RATE), np.int16), _voice(0.8), *[gap] * 6])
     frames: list[tuple[str, dict]] = []
 
     def wire(direction: str, text: str) -> None:

@@ -63,7 +63,7 @@ from ..tools.events import ToolEvent
 from .delegated import DelegatedCalls
 from .history import HeardHistory
 from .metrics import LiveMetrics
-from .timeline import Heard, LiveTimeline
+from .timeline import Heard, LiveTimeline, Utterance
 
 __all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
 
@@ -126,6 +126,7 @@ class LiveMachine:
         self._last_note: str | None = None  # the latest delivered note, for a fork
         self._session_id: str | None = None
         self._started_at: float | None = None  # when the current connection's session started
+        self._dry_since: float | None = None  # when the utterance under way ran out of audio mid-sound
         self.fork_from: str | None = None  # the stored session the next connection forks (set on a drop)
         self._continuity: LiveContinuity | None = None
         self.history = HeardHistory()  # what a new session is given after a drop, across every connection
@@ -383,11 +384,40 @@ class LiveMachine:
 
     def _audible_utterance(self, now: float) -> str | None:
         """The utterance playing, else the first one queued (the track's silence between them is not the
-        assistant speaking); None when neither."""
+        assistant speaking), else one whose audio ran dry mid-sentence (heard in part, not ended: more is on its
+        way, and the assistant is still speaking, to be stopped as any other); None when none."""
         playing = self.playout.playing_at(now)
         if playing is not None and playing.item_id != GAP:
             return playing.item_id
-        return next((key[0] for key in self.playout.queued_parts() if key[0] != GAP), None)
+        queued = next((key[0] for key in self.playout.queued_parts() if key[0] != GAP), None)
+        if queued is not None:
+            return queued
+        dry = self._running_dry(now)
+        return dry.uid if dry is not None else None
+
+    def _running_dry(self, now: float) -> Utterance | None:
+        """The utterance under way if its audio ran out mid-sound (heard in part, its last sample voiced, not
+        cut): more of it is on its way. One whose audio ends in silence may be over, and is not."""
+        current = self.timeline.current
+        if current is None or current.cut or current.voiced_end < current.received:
+            return None
+        return current if self.playout.heard_samples(current.uid, 0, now) > 0 else None
+
+    def _end_if_dry(self, now: float) -> None:
+        """An utterance that ran dry and got no audio for as long as the silence that ends one: it ended (the
+        track stalled or stopped), and the playout's silence from here on is no underrun."""
+        dry = self._running_dry(now)
+        playing = self.playout.playing_at(now)
+        if dry is None or (playing is not None and playing.item_id == dry.uid) or any(
+                key[0] == dry.uid for key in self.playout.queued_parts()):
+            self._dry_since = None
+            return
+        if self._dry_since is None:
+            self._dry_since = now
+        elif now - self._dry_since >= self.timeline.gap / self.timeline.rate:
+            self._dry_since = None
+            self.timeline.end()
+            self.playout.mark_complete(dry.uid)
 
     def _audible(self, now: float) -> bool:
         return self._audible_utterance(now) is not None
@@ -403,9 +433,8 @@ class LiveMachine:
             started = self.playout.started_at(playing.item_id, 0) or now
             latency = self.metrics.first_heard(playing.item_id, started)
             events.append(AssistantAudioStarted(playing.item_id, started, latency))
-        current = self.timeline.current  # an utterance whose audio ran dry but not ended: an underrun, still speaking
-        speaking = playing is not None or self._audible(now) or (
-            current is not None and not current.cut and self.playout.heard_samples(current.uid, 0, now) > 0)
+        self._end_if_dry(now)
+        speaking = playing is not None or self._audible(now)
         if speaking != self._speaking:
             self._speaking = speaking
             events.append(StateChanged("speaking" if speaking else "listening", now))
