@@ -169,6 +169,30 @@ class InputJournal:
         self.released_at = tuple(dict.fromkeys(end - start for end in ends if start < end <= self._total))
         return self._slice(start, self._total)
 
+    def drop_last(self, samples: int) -> None:
+        """The last ``samples`` captured were never said to the server and never will be (a push-to-talk tap let go
+        while away, too short to commit): gone from the timeline, as if not captured."""
+        samples = max(0, min(samples, self._held))
+        self._total -= samples
+        while samples and self._head < len(self._starts):
+            last = self._pcm[-1]
+            if len(last) <= samples:
+                samples -= len(last)
+                self._pcm.pop()
+                self._starts.pop()
+            else:
+                self._pcm[-1] = last[: len(last) - samples]
+                samples = 0
+        self._head = min(self._head, len(self._starts))
+        total = self._total
+        self._commit_point = min(self._commit_point, total)
+        self._heard_mark = min(self._heard_mark, total)
+        self._turn_ends = [end for end in self._turn_ends if end <= total]
+        if self._speech_start is not None and self._speech_start > total:
+            self._speech_start = self._speech_end = None
+        elif self._speech_end is not None:
+            self._speech_end = min(self._speech_end, total)
+
     def turn_ended(self) -> None:
         """Push-to-talk let go while away: what comes after is the next turn."""
         self._turn_ends.append(self._total)

@@ -525,7 +525,8 @@ class SessionMachine:
         """A turn too short to commit: gone for the server too. True if a clear waits to be sent."""
         self.mic.chunker.clear()
         if not self.carrying or self.core is None:
-            return False  # what the journal holds of it joins the turn before it, or goes with the next press's clear
+            self.mic.journal.drop_last(self.mic.turn_samples)  # never sent: nothing of it goes on the next connection
+            return False
         self.protocol.clear_audio()
         self.mic.journal.clear_sent()
         return True
