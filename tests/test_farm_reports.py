@@ -61,3 +61,32 @@ def test_a_recording_that_errors_keeps_no_last_runs_passing_summary(tmp_path: Pa
                                              voice="tone", report=True, stereo=True))
     assert row["status"] == "error" and row["heard"] is None, row
     assert not {"summary.json", "report.html", "stereo.wav"} & {p.name for p in folder.iterdir()}
+
+
+def test_a_recording_a_stop_kept_from_running_keeps_no_last_runs_passing_summary(tmp_path: Path) -> None:
+    """A CI job killed by its timeout: the recordings it had not reached got an error verdict beside the last
+    run's summary.json saying pass (and a recording stopped part way had its summary judged on that part)."""
+    import asyncio
+
+    from voxline.base.clock import VirtualClock
+    from voxline.session.lockstep import LockstepLoop
+    from voxline.session.replay.farm.runner import run_farm
+
+    make_recording(tmp_path / "a.wav", 0, True)
+    recording = FarmRecording(name="a", path=tmp_path / "a.wav", folder="a")
+    folder = tmp_path / "out" / "a"
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, voice="tone",
+                          report=True, stereo=True)
+    run_part([recording.model_dump(mode="json")], options)
+    assert json.loads((folder / "summary.json").read_text())["pass"] is True
+
+    async def stopped() -> list[object]:
+        stop = asyncio.Event()
+        stop.set()
+        return list(await run_farm([recording], options, stop))
+
+    runner = asyncio.Runner(loop_factory=lambda: LockstepLoop(VirtualClock()))
+    with runner:
+        [outcome] = runner.run(stopped())
+    assert outcome.status == "error" and outcome.error == "interrupted before it started"  # type: ignore[attr-defined]
+    assert not {"summary.json", "report.html", "stereo.wav"} & {p.name for p in folder.iterdir()}

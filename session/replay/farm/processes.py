@@ -166,12 +166,13 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         running = [r for r in shares[n] if r.name in started[n] and r.name not in reported]
         waiting = [r for r in shares[n] if r.name not in started[n] and r.name not in reported]
         for r in running:
-            report(interrupted_outcome(r, f"its worker process {how} while it ran (what ran is in its folder)"))
+            report(interrupted_outcome(r, f"its worker process {how} while it ran (what ran is in its folder)",
+                                       options.out_dir))
         if waiting and running:
             spawn(waiting)
         else:
             for r in waiting:
-                report(interrupted_outcome(r, f"its worker process {how} before it started"))
+                report(interrupted_outcome(r, f"its worker process {how} before it started", options.out_dir))
 
     async def read(n: int) -> None:
         """One message of worker ``n``, or the end of its pipe."""
@@ -214,7 +215,7 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
                 worker.join()
     why = ("interrupted before its worker reported it (it may not have started)" if stop is not None and stop.is_set()
            else "its worker process ended without a verdict")
-    return complete(recordings, got, why)
+    return complete(recordings, got, why, options.out_dir)
 
 
 def _how_it_ended(code: int | None) -> str:

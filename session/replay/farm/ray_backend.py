@@ -83,7 +83,8 @@ def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, a
     finally:
         if owned:
             ray.shutdown()
-    return complete(recordings, got, "interrupted before its task reported it (it may not have started)")
+    return complete(recordings, got, "interrupted before its task reported it (it may not have started)",
+                    options.out_dir)
 
 
 def _init(ray: ModuleType, address: str | None) -> None:

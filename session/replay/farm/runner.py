@@ -121,7 +121,7 @@ async def run_farm(recordings: list[FarmRecording], options: FarmOptions, stop: 
     async def one(recording: FarmRecording) -> Outcome:
         async with gate:
             if stop is not None and stop.is_set():
-                done = interrupted_outcome(recording, "interrupted before it started")
+                done = interrupted_outcome(recording, "interrupted before it started", options.out_dir)
             else:
                 done = await replayed(recording)
         if on_outcome is not None:
@@ -152,7 +152,7 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
                     folder.rmdir()
             raise
         measured = measure(result)
-        if options.report and result.metrics is not None:
+        if options.report and result.metrics is not None and not result.interrupted:  # not judged on a part
             _write_report(recording, result, heard, folder, options, judge(recording.expect, measured))
             written |= {"summary.json", "report.html"}
         if options.stereo:
@@ -188,15 +188,19 @@ def _drop_stale(folder: Path, written: set[str]) -> None:
             (folder / name).unlink(missing_ok=True)
 
 
-def interrupted_outcome(recording: FarmRecording, why: str) -> Outcome:
-    """The ``error`` verdict of a recording that a stop signal kept from finishing."""
+def interrupted_outcome(recording: FarmRecording, why: str, out_dir: Path) -> Outcome:
+    """The ``error`` verdict of a recording that a stop signal (or its worker's end) kept from finishing; a last
+    run's summary, report and stereo file in its folder go (:func:`_drop_stale`)."""
+    with contextlib.suppress(OSError):
+        _drop_stale(out_dir / folder_of(recording), {"heard.wav", "events.jsonl"})
     return Outcome(recording.name, str(recording.path), "error", error=why)
 
 
-def complete(recordings: list[FarmRecording], outcomes: list[Outcome], why: str) -> list[Outcome]:
+def complete(recordings: list[FarmRecording], outcomes: list[Outcome], why: str, out_dir: Path) -> list[Outcome]:
     """``outcomes`` plus an ``error`` one (``why``) for every recording that has none, in the recordings' order."""
     have = {o.name for o in outcomes}
-    return order(recordings, [*outcomes, *(interrupted_outcome(r, why) for r in recordings if r.name not in have)])
+    return order(recordings, [*outcomes, *(interrupted_outcome(r, why, out_dir) for r in recordings
+                                           if r.name not in have)])
 
 
 async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, voices: _Voices | None,
