@@ -542,3 +542,36 @@ def test_a_reply_whose_track_stops_mid_sound_ends_after_the_silence_that_would_h
     assert [e.text for e in events if isinstance(e, HeardTranscript)] == [""]
     assert rig.playout.underrun_samples <= (gap_s + 0.04) * RATE
     assert rig.machine.idle(rig.t, tools_busy=False)
+
+
+def test_delegated_tool_rounds_without_the_user_stop_at_max_tool_rounds_until_the_user_speaks() -> None:
+    """A Responses model that keeps calling tools kept a Live session's delegation busy for good: every output went
+    with a follow-up. Past max_tool_rounds in a row the outputs go alone, and the app is told; words of the user's
+    start the count again."""
+    rig = Rig(_registry(), max_tool_rounds=2)
+    start(rig)
+
+    def round_of(n: int) -> tuple[list[str], list[object]]:
+        item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "weather",
+                "arguments": '{"city": "Paris"}', "status": "completed"}
+        events: list[object] = []
+        for i, event in enumerate([{"type": "response.created", "response": {"id": f"resp_{n}"}},
+                                   {"type": "response.output_item.done", "item": item},
+                                   {"type": "response.completed", "response": {"id": f"resp_{n}"}}]):
+            events += rig.feed(frame(type="response.event", event_id=f"r{n}{i}", delegation_id="del_1", event=event),
+                               rig.t)
+        assert rig.machine.calls.begin(f"call_{n}")
+        rig.machine.calls.on_result(f"call_{n}", "sunny")
+        rig.machine.drain_tools()
+        return [e["type"] for e in sent(rig.protocol)], events
+
+    for n in (1, 2):
+        assert round_of(n)[0] == ["response.item.create", "response.create"]
+    kinds, events = round_of(3)
+    assert kinds == ["response.item.create"]  # the output, and nothing asked
+    assert [(e.code, e.message) for e in events if isinstance(e, SessionError)] == [
+        ("tool_rounds_exceeded", "3 tool rounds in a row without a user turn (max_tool_rounds 2): the outputs of "
+                                 "resp_3 are sent, and no response is asked for them")]
+    rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="and tomorrow?", start_ms=0,
+                   end_ms=400), rig.t)
+    assert round_of(4)[0] == ["response.item.create", "response.create"]

@@ -23,7 +23,9 @@ from voxline.base.errors import clip
 from voxline.realtime.frames import frame_bytes
 from voxline.realtime.live import events as lv
 
+from ..events import SessionError
 from ..tools.calls import CallTracker, ToolCall
+from ..tools.rounds import ToolRounds
 from ..tools.outputs import error_output
 
 __all__ = ["NAMES", "NAME_CHARS", "OUTPUT_CHARS", "DelegatedCalls", "result_note"]
@@ -50,8 +52,10 @@ def result_note(name: str, output: str) -> str:
 class DelegatedCalls:
     """The Live session's delegated calls over the session's one tracker (see the module docstring)."""
 
-    def __init__(self, tracker: CallTracker) -> None:
+    def __init__(self, tracker: CallTracker, rounds: ToolRounds | None = None) -> None:
         self.tracker = tracker
+        self.rounds = rounds or ToolRounds(16)
+        self.withheld: list[SessionError] = []  # follow-ups past ``max_tool_rounds``, for the machine to say
         self._responses: dict[str, str] = {}  # delegation → its Responses response id
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
@@ -84,6 +88,9 @@ class DelegatedCalls:
                 return tuple(self.tracker.on_arguments_done(rid, str(item.get("id") or item["call_id"]),
                                                             item["call_id"], item["name"], arguments))
         elif isinstance(kind, str) and kind in _FINAL:
+            if self.tracker.has_calls(rid) and (over := self.rounds.over(rid)) is not None:
+                self.tracker.withhold_follow_up(rid)
+                self.withheld.append(over)
             self.tracker.on_response_done(rid, _FINAL[kind])
             self._ended[rid] = key
             while len(self._ended) > NAMES:

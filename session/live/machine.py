@@ -60,6 +60,7 @@ from ..settings import SessionSettings
 from ..tools.calls import CallTracker, ToolCall
 from ..tools.names import chosen_tools
 from ..tools.events import ToolEvent
+from ..tools.rounds import ToolRounds
 from .delegated import DelegatedCalls
 from .history import HeardHistory
 from .metrics import LiveMetrics
@@ -100,7 +101,7 @@ class LiveMachine:
         self.registry = registry
         self.offered_tools: list[str] | None = None  # as update() last chose them (None: every tool of the registry)
         self.calls = CallTracker()
-        self.delegated = DelegatedCalls(self.calls)
+        self.delegated = DelegatedCalls(self.calls, ToolRounds(settings.max_tool_rounds))
         self.run_tools = run_tools
         self.mirror = ConversationMirror()  # Live keeps no items: the mirror stays empty
         self.track = None
@@ -299,6 +300,7 @@ class LiveMachine:
             case lv.LiveInputTranscriptDelta():
                 fresh = self.metrics.user_words(output.start_ms, output.end_ms)
                 if fresh:
+                    self.delegated.rounds.user_turn()
                     self._user_item = self.metrics.user_item or f"live_user{output.start_ms}"
                     events.append(SpeechStarted(now, self._user_item, output.start_ms))
                 self.history.user(self._user_item, output.delta)
@@ -324,6 +326,8 @@ class LiveMachine:
             case lv.LiveResponseEvent():
                 if self.run_tools:
                     calls = self.delegated.see(output)
+                    events.extend(self.delegated.withheld)
+                    self.delegated.withheld.clear()
             case LiveCommandFailed() if output.command_type == "session.start" and not self.protocol.started:
                 # no session: nothing is heard and every command waits for a start that never comes
                 events.append(SessionError(f"the session could not start: {output.message}", output.code, fatal=True))

@@ -51,6 +51,7 @@ from ..restore import PLAIN_CREATE, Owed, creates_owed
 from ..settings import SessionSettings
 from ..tools.calls import CallTracker
 from ..tools.names import chosen_tools
+from ..tools.rounds import ToolRounds
 from ..tools.events import ToolEvent
 from ..track_audio import TrackTagger
 from .effects import NO_EFFECTS, Effects
@@ -143,7 +144,7 @@ class SessionMachine:
         self._captured_at: float | None = None  # the capture time of the last block kept for the server
         self._cut_short = False  # the drop cut a reply short for the listener
         self._texts_while_away = 0  # turns sent while away: each owes a create
-        self._tool_rounds = 0  # responses with calls since the last user turn (max_tool_rounds)
+        self.rounds = ToolRounds(settings.max_tool_rounds)
         self._released_while_away = False  # push-to-talk let go while away: the resent turn is committed
 
     @property
@@ -305,7 +306,7 @@ class SessionMachine:
         calls: tuple[Any, ...] = ()
         withheld: SessionError | None = None
         if isinstance(output, ev.InputAudioBufferCommitted):
-            self._tool_rounds = 0  # a user turn: the model may go on with tools again
+            self.rounds.user_turn()  # the model may go on with tools again
         elif isinstance(output, ev.ResponseDone) and self.run_tools:
             withheld = self._count_tool_round(output.response.id)
         if self.run_tools:
@@ -319,18 +320,13 @@ class SessionMachine:
         return Effects(effects.events, effects.barge_in, calls) if calls else effects
 
     def _count_tool_round(self, response_id: str) -> SessionError | None:
-        """A response that made calls is a tool round; past ``max_tool_rounds`` in a row without the user, its
-        outputs go without a follow-up (the model is not asked to go on), and why is said."""
+        """A response that made calls is a tool round (:mod:`~voxline.session.tools.rounds`)."""
         if not self.calls.has_calls(response_id):
             return None
-        self._tool_rounds += 1
-        limit = self.settings.max_tool_rounds
-        if self._tool_rounds <= limit:
-            return None
-        self.calls.withhold_follow_up(response_id)
-        return SessionError(f"{self._tool_rounds} tool rounds in a row without a user turn (max_tool_rounds "
-                            f"{limit}): the outputs of {response_id} are sent, and no response is asked for them",
-                            "tool_rounds_exceeded")
+        withheld = self.rounds.over(response_id)
+        if withheld is not None:
+            self.calls.withhold_follow_up(response_id)
+        return withheld
 
     def _tools_see(self, output: ProtocolOutput) -> tuple[Any, ...]:
         """Calls start on ``arguments.done`` only; ``response.done`` and deletions settle them."""
@@ -451,7 +447,7 @@ class SessionMachine:
         create = ev.parse_client_dict({"type": "conversation.item.create", "item": item})
         assert isinstance(create, ev.ConversationItemCreate)
         self.mirror.record_local(create)
-        self._tool_rounds = 0  # a user turn
+        self.rounds.user_turn()
         if not self.carrying:
             self._texts_while_away += 1
             return False
