@@ -481,8 +481,9 @@ class VoiceSession:
                 said, waiting = self.machine.commit_talking(self.output.now(), turn)
                 if waiting:
                     self._flush_needed.set()
-            if waiting or said.events:
-                await self._apply(said)  # the commit's frames, or why there was none
+                self._queue.put_all(said.events)  # why there was no commit, if there was none: said all the same
+            if waiting:
+                await self._link.flush()
         finally:
             committed.set_result(None)
             if self._committing is committed:

@@ -239,6 +239,26 @@ def test_a_fork_is_told_of_a_cut_once_and_not_after_a_later_reply_was_heard_whol
     assert fork() == ["session.start"]
 
 
+def test_a_fork_is_not_told_an_old_cut_when_the_reply_heard_whole_since_was_still_open_at_the_drop() -> None:
+    """The later reply was heard to its end, but no silence long enough to end it had come when the connection
+    dropped: it was reported at the drop, yet the fork was still told the older cut."""
+    rig = Rig(live_store=True)
+    start(rig)
+    track(rig, [(0.2, 1.0), (3.2, 1.0)], 4.4)  # the second reply: 200 ms of silence after it, less than a gap
+    rig.play(0.6)
+    assert rig.machine.interrupt(rig.t).barge_in is not None
+    rig.play(4.5)
+    rig.machine.connection_lost(rig.t, 1006, "dropped")
+    protocol = LiveProtocol()
+    rig.machine.configure(protocol)
+    rig.machine.attach(protocol)
+    rig.protocol = protocol
+    types = [e["type"] for e in sent(protocol)]
+    rig.feed(frame(type="session.started", event_id="s", session={
+        "id": "sess_f", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "active"}), rig.t)
+    assert types + [e["type"] for e in sent(protocol)] == ["session.start"]  # commands wait for session.started
+
+
 def test_hours_of_replies_keep_every_table_bounded() -> None:
     rig = Rig()
     start(rig)

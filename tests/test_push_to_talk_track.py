@@ -23,6 +23,7 @@ from voxline.base.clock import VirtualClock
 from voxline.realtime.connection import RealtimeConnection, connect
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.settings import SessionSettings
+from voxline.session.events import SessionError
 from voxline.session.voice import VoiceSession
 
 RATE = 24_000
@@ -175,6 +176,30 @@ async def test_a_stop_talking_cancelled_while_it_waits_still_commits_its_turn_on
 
     await call.run(script)
     assert len(call.commits) == 1 and call.commits[0][0] < call.clears[-1]
+
+
+async def test_a_tap_whose_stop_talking_is_cancelled_while_it_waits_is_still_said() -> None:
+    """The commit is made all the same when the wait is cancelled; a tap too short to commit was dropped then
+    without a word (its turn_too_short error went with the cancelled call)."""
+    call = _Call()
+    said: list[Any] = []
+
+    async def script(session: VoiceSession) -> None:
+        await call.advance_to(0.3)
+        await session.start_talking()
+        await call.advance_to(0.34)  # 40 ms
+        stopping = asyncio.ensure_future(session.stop_talking())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not stopping.done()  # waiting for the track
+        stopping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await stopping
+        await call.advance_to(0.5)
+        said.extend(session.pending_events())
+
+    await call.run(script)
+    assert [e.code for e in said if isinstance(e, SessionError)] == ["turn_too_short"] and not call.commits
 
 
 async def test_a_press_before_the_wait_ends_commits_the_first_turn_and_the_second_waits_for_its_own_end() -> None:

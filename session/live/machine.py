@@ -217,6 +217,8 @@ class LiveMachine:
         for uid, utt in self.timeline.utterances.items():  # heard, and not yet told: what of it was heard
             if uid not in self._finished and not utt.cut and (heard := self.playout.heard_samples(uid, 0, now)):
                 self._finished.add(uid)
+                if heard >= utt.received:
+                    self._last_note = None  # a reply heard to its end since: a note on an older cut is stale
                 said = self.timeline.heard(uid, heard)
                 self.history.assistant(uid, said.text)
                 told.append(HeardTranscript(uid, now, said.text, said.full_text, said.heard_ms,
