@@ -156,7 +156,9 @@ def test_recordings_named_dots_or_like_an_output_stay_inside_the_out_dir(tmp_pat
     calls.mkdir()
     make_recording(calls / "...wav", 1, False)  # its stem is ".."
     make_recording(calls / "results.jsonl.wav", 2, False)  # its stem is the results file's name
-    run = voxline("replay", "calls", "--fast", "--voice", "tone", "--out-dir", "work/out", cwd=tmp_path)
+    # named one by one: a directory's hidden files (a name that begins with a dot) are not its recordings
+    run = voxline("replay", "calls/...wav", "calls/results.jsonl.wav", "--fast", "--voice", "tone", "--out-dir",
+                  "work/out", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     rows = [json.loads(line) for line in (tmp_path / "work" / "out" / "results.jsonl").read_text().splitlines()]
     assert {r["name"]: Path(r["heard"]).parent.name for r in rows} == {"..": "_..", "results.jsonl": "results.jsonl-2"}
