@@ -286,6 +286,24 @@ async def test_a_head_the_server_does_not_take_is_refused_by_what_it_says(head: 
         assert payload is not None and payload["error"]["code"] == code
 
 
+@pytest.mark.parametrize("extra", [b"Cookie: " + b"a=b; " * 1700 + b"\r\n",  # a browser's cookies for localhost
+                                   b"".join(b"X-%d: 1\r\n" % n for n in range(200))],
+                         ids=["long header line", "many headers"])
+async def test_an_upgrade_whose_head_websockets_refuses_as_too_large_is_a_400(extra: bytes,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """Before, the connection was dropped unanswered and the server printed a traceback: websockets' SecurityError
+    is no ValueError (any more), and escaped the head's check."""
+    request = _upgrade(b"Bearer " + KEY.encode())
+    request = request[:-2] + extra + b"\r\n"
+    async with local_server(api_key=KEY) as server:
+        status, payload, raw = await asyncio.wait_for(_exchange(server.port, request), 20)
+        assert status == 400 and payload is not None, raw
+        # and the server goes on: a plain upgrade is answered
+        again, _payload, _raw = await asyncio.wait_for(_exchange(server.port, _post("/v1/realtime/client_secrets", b"{}")), 20)
+        assert again == 200
+    assert "Traceback" not in caplog.text and "Fatal error" not in caplog.text
+
+
 # ---------------------------------------------------------------- bearer that is not UTF-8
 
 

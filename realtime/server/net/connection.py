@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from websockets.exceptions import SecurityError
 from websockets.asyncio.server import ServerConnection
 from websockets.http11 import Request
 from websockets.streams import StreamReader
@@ -130,7 +131,7 @@ def _unparsable(head: bytes) -> str | None:
         next(parser)
     except StopIteration:
         return None
-    except (ValueError, NotImplementedError, EOFError) as exc:  # SecurityError is a ValueError
+    except (ValueError, NotImplementedError, EOFError, SecurityError) as exc:  # a line or a header count too large
         return str(exc).partition(":")[0]
     return "incomplete request head"
 
