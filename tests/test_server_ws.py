@@ -247,6 +247,24 @@ async def test_client_secrets_mint_ephemeral_keys_that_open_sessions() -> None:
     recorder.verify()
 
 
+async def test_a_client_secret_used_for_a_transcription_socket_is_an_error_and_a_close_not_a_crash(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A realtime session's key on ``?intent=transcription``: the socket closed with 1011 and no reason, and the
+    server logged a traceback."""
+    async with serve(config()) as server:
+        status, body = await http(server.port, "POST", "/v1/realtime/client_secrets",
+                                  json.dumps({"session": {"type": "realtime"}}).encode(), AUTH)
+        assert status == 200
+        async with websockets.connect(f"{server.url}/realtime?intent=transcription",
+                                      additional_headers={"Authorization": f"Bearer {body['value']}"}) as ws:
+            error = json.loads(await ws.recv())
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+    assert error["type"] == "error" and "transcription session" in error["error"]["message"]
+    assert ws.close_code == 4000
+    assert "Traceback" not in caplog.text and "connection handler failed" not in caplog.text
+
+
 async def test_dates_follow_the_injected_clock() -> None:
     """``expires_at`` of a session and of a client secret, and the secret's expiry, come from ``clock.wall()``."""
     clock = VirtualClock(wall_start=1_800_000_000.0)

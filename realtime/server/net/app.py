@@ -46,7 +46,7 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.cors import is_preflight, preflight, with_cors
-from voxline.realtime.server.engine.errors import ErrorSpec
+from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.responses import Pacing
@@ -249,14 +249,20 @@ class Server:
             await self._sideband(connection, query["call_id"][0])
             return
         transcription = query.get("intent", [""])[0] == "transcription"
-        engine = Engine(
-            self._engine_config(query.get("model", [""])[0], transcription=transcription),
-            self.scenario,
-            self._voices,
-            wall_time=self.config.clock.wall(),
-            ids=self._session_ids.derived(),
-            initial_session=self._credentials.session_for(token, self.config.clock.wall()),
-        )
+        try:
+            engine = Engine(
+                self._engine_config(query.get("model", [""])[0], transcription=transcription),
+                self.scenario,
+                self._voices,
+                wall_time=self.config.clock.wall(),
+                ids=self._session_ids.derived(),
+                initial_session=self._credentials.session_for(token, self.config.clock.wall()),
+            )
+        except RequestRejected as exc:  # a client secret's session this socket cannot start (a realtime one for a
+            spec = exc.spec              # transcription intent): said, as the calls endpoint says it, not a 1011
+            await send_error_and_close(connection, self.config, spec.to_event(self._ids.new("event"), None), 4000,
+                                       close_reason(spec))
+            return
         await run_engine(connection, engine, self.config, self._synth, self.ears)
 
     async def _sideband(self, connection: ServerConnection, call_id: str) -> None:
