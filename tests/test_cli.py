@@ -234,6 +234,13 @@ def test_token_with_no_key_against_a_server_that_asks_for_one_says_none_was_give
         line = one_line_error(voxline("token", "--url", url.group(1), env=no_key, timeout=60))
         assert "this server asks for an API key, and neither VOXLINE_API_KEY nor OPENAI_API_KEY is set" in line
         assert "the token was refused" not in line
+        # a key in the URL, refused or to a path with no endpoint: one line (it was a traceback: the redacted
+        # URL, http://[redacted]@…, was parsed again and read as an IPv6 host), the key in none of it
+        base = url.group(1).replace("ws://", "http://").removesuffix("/realtime")
+        for given, said in ((base.replace("http://", "http://user:sk-wrong-key-123@"), "HTTP 401"),
+                            (base.replace("http://", "http://user:sk-serve-key@").removesuffix("/v1"), "HTTP 404")):
+            line = one_line_error(voxline("token", "--url", given, env=no_key, timeout=60))
+            assert line.startswith("voxline token: error: client secret refused: " + said) and "sk-" not in line, line
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -17,7 +17,7 @@ from voxline.base.errors import redact_url, register_url_secrets
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post
-from voxline.realtime.transports.failures import http_status
+from voxline.realtime.transports.failures import error_detail, http_status
 
 from ..keys import key_for
 from ..settings import UsageError, api_key_from_env
@@ -53,8 +53,9 @@ def mint_client_secret(base_url: str, api_key: str, *, model: str, ttl: int, key
     if keyless and reply.status in (401, 403):
         raise ConnectionFailed(f"client secret refused: HTTP {reply.status} from {url}: this server asks for an API key, "
                                "and neither VOXLINE_API_KEY nor OPENAI_API_KEY is set")
-    if reply.status >= 400:
-        raise ConnectionFailed(f"client secret refused: {http_status(url, reply.status)}")
+    if reply.status >= 400:  # the status read off the URL as given (a redacted one no longer parses), then redacted
+        said = http_status(target, reply.status).replace(target, url)
+        raise ConnectionFailed(f"client secret refused: {said}{error_detail(reply.body)}")
     try:
         secret = json.loads(reply.body)
     except ValueError:
