@@ -106,6 +106,11 @@ class ServerConfig:
         whole(self.port, "port", low=0, high=65535)
         if self.api_key is not None:
             text(self.api_key, "api_key")
+            if not (self.api_key.isascii() and self.api_key.isprintable()) or self.api_key != self.api_key.strip():
+                # a client sends it in an Authorization header, printable ASCII with no space around it: no request
+                # could ever carry this one, and every one would be refused
+                raise ValueError("api_key takes printable ASCII with no space around it (as a client sends it in "
+                                 "its Authorization header), not a key with other characters")
         if self.scenario is not None and not isinstance(self.scenario, Path):
             text(self.scenario, "scenario")
         if self.transcripts is not None:
