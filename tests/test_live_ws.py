@@ -182,15 +182,49 @@ async def test_expiry_closes_with_expired() -> None:
                 await ws.recv()
 
 
-async def _post(server: Any, path: str, body: dict[str, Any] | None = None) -> int:
+async def _post(server: Any, path: str, body: dict[str, Any] | None = None, token: str = KEY) -> int:
+    return (await _exchange(server, path, body, token))[0]
+
+
+async def _exchange(server: Any, path: str, body: dict[str, Any] | None = None,
+                    token: str = KEY) -> tuple[int, Any]:
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     data = json.dumps(body or {}).encode()
-    writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                 f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
     await writer.drain()
-    status = int((await reader.readline()).split()[1])
+    raw = await reader.read()
     writer.close()
-    return status
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(payload or b"null")
+
+
+async def test_an_ephemeral_key_acts_only_on_the_live_sessions_it_started() -> None:
+    """As on Realtime calls: an ephemeral key could hang up a session the operator's key started, and fork a
+    stored one, its instructions and conversation with it."""
+    async with live_server() as server:
+        status, minted = await _exchange(server, "/v1/realtime/client_secrets", {"session": {"type": "realtime"}})
+        assert status == 200
+        ephemeral = minted["value"]
+        seen: list[dict[str, Any]] = []
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            await ws.send(json.dumps({"type": "session.start", "session": {
+                "model": "gpt-live-1", "store": True, "instructions": "The operator's own instructions."}}))
+            theirs = (await read_until(ws, "session.started", seen))["session"]["id"]
+            assert await _post(server, f"/v1/live/sessions/{theirs}/hangup", token=ephemeral) == 404
+            await ws.send(json.dumps({"type": "session.close"}))
+            closed = await read_until(ws, "session.closed", seen)
+            assert closed["reason"] == "close_requested"  # the app's own close: the hang-up did nothing
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            await websockets.connect(f"{server.url}/live/sessions/{theirs}/fork",
+                                     additional_headers={"Authorization": f"Bearer {ephemeral}"})
+        assert refused.value.response.status_code == 404
+        async with websockets.connect(f"{server.url}/live/sessions",
+                                      additional_headers={"Authorization": f"Bearer {ephemeral}"}) as ws:
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+            own = (await read_until(ws, "session.started", seen))["session"]["id"]
+            assert await _post(server, f"/v1/live/sessions/{own}/hangup", token=ephemeral) == 200
+            assert (await read_until(ws, "session.closed", seen))["reason"] == "close_requested"
 
 
 async def test_a_stored_closed_session_forks_and_the_conversation_goes_on(tmp_path: Path) -> None:

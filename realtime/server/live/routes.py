@@ -29,7 +29,7 @@ from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
 from voxline.realtime.server.live.engine import LiveEngine
-from voxline.realtime.server.live.hub import LiveHub, StoredSession
+from voxline.realtime.server.live.hub import MAX_STORED, LiveHub, StoredSession
 from voxline.realtime.server.live.rtc import LiveCall, read_offer
 from voxline.realtime.server.live.settings import fork_settings, start_settings
 from voxline.realtime.server.live.ws import attach_sideband, run_live_socket
@@ -38,6 +38,7 @@ from voxline.realtime.server.net.config import ServerConfig
 __all__ = ["LIVE_PATH", "LiveRoutes"]
 
 LIVE_PATH = "/v1/live/sessions"
+MAX_OWNERS = 4 * MAX_STORED  # sessions an ephemeral key started, remembered so that it acts on them alone
 
 
 def session_not_found(session_id: str) -> ErrorSpec:
@@ -63,6 +64,7 @@ class LiveRoutes:
         self._ids = IdFactory(None if config.seed is None else config.seed + 5)
         self._session_ids = IdFactory(None if config.seed is None else config.seed + 6)  # each session's, derived
         self._tasks: set[asyncio.Task[None]] = set()
+        self._owners: dict[str, str] = {}  # session id → the ephemeral key that started it (running or stored)
 
     @staticmethod
     def handles(path: str) -> bool:
@@ -86,7 +88,7 @@ class LiveRoutes:
                 return 401, ErrorSpec("A sideband needs the API key, not an ephemeral key.", "invalid_api_key")
             return None if self.hub.find(session_id) is not None else (404, session_not_found(session_id))
         if verb == "fork":
-            return self._fork_problem(session_id)
+            return self._fork_problem(session_id, token)
         return 404, ErrorSpec(f"Unknown path {path[:120]}.", None)
 
     async def session(self, connection: ServerConnection) -> None:
@@ -100,7 +102,9 @@ class LiveRoutes:
                 await attach_sideband(connection, running, self.config)
             return
         stored = self.hub.stored(session_id) if verb == "fork" else None
-        await run_live_socket(connection, self.new_engine(stored), self.hub, self.config, self._synth)
+        engine = self.new_engine(stored)
+        self._own(engine.session_id, self._credentials.bearer(request.headers.get("Authorization")) or "")
+        await run_live_socket(connection, engine, self.hub, self.config, self._synth)
 
     def new_engine(self, stored: StoredSession | None = None) -> LiveEngine:
         common: dict[str, Any] = {
@@ -114,12 +118,26 @@ class LiveRoutes:
             common.update(turn_index=stored.turn_index, user_turns=stored.user_turns, fork_of=stored.fork_base())
         return LiveEngine(self.config.live, self._scenario, self._voices, **common)
 
-    def _fork_problem(self, session_id: str) -> tuple[int, ErrorSpec] | None:
+    def _fork_problem(self, session_id: str, token: str) -> tuple[int, ErrorSpec] | None:
+        if not self._may_act(token, session_id):  # an ephemeral key learns nothing of others' sessions
+            return 404, session_not_found(session_id)
         if self.hub.find(session_id) is not None:
             return 400, not_forkable(session_id, "it is still running; fork it once it has closed")
         if self.hub.stored(session_id) is None:
             return 404, session_not_found(session_id)
         return None
+
+    def _may_act(self, token: str, session_id: str) -> bool:
+        """The API key acts on any session; an ephemeral key on a session it started only (as on Realtime calls)."""
+        return self._credentials.is_api_key(token) or self._owners.get(session_id) == token
+
+    def _own(self, session_id: str, token: str) -> None:
+        """``token`` started ``session_id`` (an API key needs no record); the newest :data:`MAX_OWNERS` are kept,
+        more than the sessions stored for forking."""
+        if not self._credentials.is_api_key(token):
+            self._owners[session_id] = token
+            while len(self._owners) > MAX_OWNERS:
+                del self._owners[next(iter(self._owners))]
 
     # HTTP.
 
@@ -132,21 +150,21 @@ class LiveRoutes:
             return HttpResponse(401, error_body(errors.invalid_api_key()))
         session_id, verb = _split(request.path)
         if request.method == "POST" and not session_id:
-            return await self._webrtc(request, None)
+            return await self._webrtc(request, None, token)
         if request.method == "POST" and verb == "fork":
-            refusal = self._fork_problem(session_id)
+            refusal = self._fork_problem(session_id, token)
             if refusal is not None:
                 return HttpResponse(refusal[0], error_body(refusal[1]))
-            return await self._webrtc(request, self.hub.stored(session_id))
+            return await self._webrtc(request, self.hub.stored(session_id), token)
         if request.method == "POST" and verb == "hangup":
             running = self.hub.find(session_id)
-            if running is None:
+            if running is None or not self._may_act(token, session_id):
                 return HttpResponse(404, error_body(session_not_found(session_id)))
             running.route(running.engine.close("close_requested"))
             return HttpResponse(200, {})
         return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path[:120]}.", None)))
 
-    async def _webrtc(self, request: HttpRequest, stored: StoredSession | None) -> HttpResponse:
+    async def _webrtc(self, request: HttpRequest, stored: StoredSession | None, token: str) -> HttpResponse:
         """A WebRTC session (or fork): answer the offer, then serve the call in a task of its own."""
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type and content_type != "application/json":  # a bare SDP offer, as Realtime calls take
@@ -166,6 +184,7 @@ class LiveRoutes:
             answer = await call.answer(offer)
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
+        self._own(engine.session_id, token)
         task = asyncio.create_task(call.run(), name=f"voxline Live call {engine.session_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
