@@ -265,6 +265,23 @@ async def test_a_client_secret_used_for_a_transcription_socket_is_an_error_and_a
     assert "Traceback" not in caplog.text and "connection handler failed" not in caplog.text
 
 
+async def test_the_sdk_mints_a_transcription_key_that_opens_a_transcription_socket() -> None:
+    """The official client's ``client_secrets.create(session={"type": "transcription", …})`` was refused: the
+    endpoint made every key's session a realtime one ("Passing a transcription session update event to a
+    realtime session is not allowed")."""
+    from openai import AsyncOpenAI
+
+    async with serve(config()) as server:
+        client = AsyncOpenAI(api_key=KEY, base_url=server.url.replace("ws://", "http://"))
+        minted = await client.realtime.client_secrets.create(session={
+            "type": "transcription", "audio": {"input": {"transcription": {"model": "gpt-4o-transcribe"}}}})
+        assert minted.value.startswith("ek_") and minted.session.type == "transcription"
+        async with websockets.connect(f"{server.url}/realtime?intent=transcription",
+                                      additional_headers={"Authorization": f"Bearer {minted.value}"}) as ws:
+            created = json.loads(await ws.recv())
+        assert created["type"] == "session.created" and created["session"]["type"] == "transcription"
+
+
 async def test_dates_follow_the_injected_clock() -> None:
     """``expires_at`` of a session and of a client secret, and the secret's expiry, come from ``clock.wall()``."""
     clock = VirtualClock(wall_start=1_800_000_000.0)

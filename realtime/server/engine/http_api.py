@@ -212,12 +212,14 @@ def mint_client_secret(
         check_object(body, _SECRET_REQUEST)
         # not given: a Realtime session (a null was refused above); an empty one is checked as given, without a type
         session_raw = body["session"] if "session" in body else {"type": "realtime"}
-        config = SessionConfig(str(session_raw.get("model") or default_model))
+        transcription = session_raw.get("type") == "transcription"  # a key for a transcription session
+        config = SessionConfig(str(session_raw.get("model") or default_model), transcription=transcription)
         config.update(session_raw, voice_locked=False)
     except RequestRejected as exc:
         return HttpResponse(400, error_body(exc.spec))
     seconds = int(body.get("expires_after", {}).get("seconds", 600))
     value, expires_at = credentials.mint(seconds, session_raw, wall_time)
     session_id = credentials.ids.new("sess")
-    session = config.view({"id": session_id, "object": "realtime.session", "expires_at": 0})
+    kind = "realtime.transcription_session" if config.kind == "transcription" else "realtime.session"
+    session = config.view({"id": session_id, "object": kind, "expires_at": 0})
     return HttpResponse(200, {"value": value, "expires_at": expires_at, "session": session})
