@@ -507,7 +507,7 @@ async def test_a_key_a_server_echoes_in_a_frame_is_not_left_in_part_in_websocket
     forget_secret(key)
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
+class _Proxy(http.server.BaseHTTPRequestHandler):
     """A stand-in proxy: it records each request's Authorization header and answers 502."""
 
     seen: list[str] = []
@@ -533,8 +533,8 @@ def test_a_proxy_the_environment_names_is_not_handed_the_key_for_a_server_on_thi
     from tests.support.cli import VOXLINE
 
     key = "canaryPX7x2Lm9Zt4Wv8Rb3Kc6"
-    _Recorder.seen = []
-    with loopback_http(_Recorder) as proxy_port:
+    _Proxy.seen = []
+    with loopback_http(_Proxy) as proxy_port:
         proxy = f"http://127.0.0.1:{proxy_port}"
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_")},
                "OPENAI_API_KEY": key, "http_proxy": proxy, "https_proxy": proxy, "all_proxy": proxy, "no_proxy": ""}
@@ -551,7 +551,7 @@ def test_a_proxy_the_environment_names_is_not_handed_the_key_for_a_server_on_thi
 
         asyncio.run(dial())
     forget_secret(key)
-    assert _Recorder.seen == []
+    assert _Proxy.seen == []
 
 
 AZURE_STYLE = "3f9c2a7d41be4c0e9d5a8b6f1e2d3c4b"  # a key of no shape redact() knows
