@@ -12,11 +12,9 @@ HTTP status, never the token.
 from __future__ import annotations
 
 import asyncio
-import json
 import urllib.parse
 from dataclasses import dataclass
 
-from voxline.base.errors import clip
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import error_detail, token_refused

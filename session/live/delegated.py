@@ -52,9 +52,9 @@ def result_note(name: str, output: str) -> str:
 class DelegatedCalls:
     """The Live session's delegated calls over the session's one tracker (see the module docstring)."""
 
-    def __init__(self, tracker: CallTracker, rounds: ToolRounds | None = None) -> None:
+    def __init__(self, tracker: CallTracker, rounds: ToolRounds) -> None:
         self.tracker = tracker
-        self.rounds = rounds or ToolRounds(16)
+        self.rounds = rounds
         self.withheld: list[SessionError] = []  # follow-ups past ``max_tool_rounds``, for the machine to say
         self._responses: dict[str, str] = {}  # delegation → its Responses response id
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost

@@ -216,14 +216,7 @@ class LiveMachine:
         told: list[SessionEvent] = []
         for uid, utt in self.timeline.utterances.items():  # heard, and not yet told: what of it was heard
             if uid not in self._finished and not utt.cut and (heard := self.playout.heard_samples(uid, 0, now)):
-                self._finished.add(uid)
-                if heard >= utt.received:
-                    self._last_note = None  # a reply heard to its end since: a note on an older cut is stale
-                said = self.timeline.heard(uid, heard)
-                self.history.assistant(uid, said.text)
-                told.append(HeardTranscript(uid, now, said.text, said.full_text, said.heard_ms,
-                                            utt.received * 1000 / self.timeline.rate, "live_timeline",
-                                            heard < utt.received))
+                told.append(self._told(utt, heard, now))
         return Effects((ConnectionLost(code, reason, now), *effects.events, *told), effects.barge_in)
 
     def fork_refused(self, why: str) -> None:
@@ -448,15 +441,21 @@ class LiveMachine:
             if uid in self._finished or utt.cut or not utt.closed:
                 continue
             if self.playout.heard_samples(uid, 0, now) >= utt.received > 0:
-                self._finished.add(uid)
-                self._last_note = None  # a reply heard to its end since: a note on an older cut is stale
-                heard = self.timeline.heard(uid, utt.received)
-                self.history.assistant(uid, heard.text)
-                events.append(HeardTranscript(uid, now, heard.text, heard.full_text, heard.heard_ms,
-                                              utt.received * 1000 / self.timeline.rate, "live_timeline", False))
+                events.append(self._told(utt, utt.received, now))
         if len(self.timeline.utterances) > KEEP_UTTERANCES:
             self._forget_old()
         return Effects(tuple(events)) if events else NO_EFFECTS
+
+    def _told(self, utt: Utterance, heard: int, now: float) -> HeardTranscript:
+        """An utterance not cut is done with, ``heard`` samples of it heard: into the history, and reported (an
+        estimate unless heard to its end)."""
+        self._finished.add(utt.uid)
+        if heard >= utt.received:
+            self._last_note = None  # a reply heard to its end since: a note on an older cut is stale
+        said = self.timeline.heard(utt.uid, heard)
+        self.history.assistant(utt.uid, said.text)
+        return HeardTranscript(utt.uid, now, said.text, said.full_text, said.heard_ms,
+                               utt.received * 1000 / self.timeline.rate, "live_timeline", heard < utt.received)
 
     def _forget_old(self) -> None:
         """Let go of utterances done with beyond the newest :data:`KEEP_UTTERANCES`: closed, and heard to the
