@@ -247,8 +247,7 @@ class Engine:
         state = self._state
         if not state.config.session_identity:
             return None
-        kind = "realtime.transcription_session" if state.config.transcription else "realtime.session"
-        return {"id": state.session_id, "object": kind, "expires_at": state.expires_at}
+        return {"id": state.session_id, "object": state.session.object_name, "expires_at": state.expires_at}
 
     def _apply_input_config(self) -> None:
         session = self._state.session

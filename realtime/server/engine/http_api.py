@@ -220,6 +220,5 @@ def mint_client_secret(
     seconds = int(body.get("expires_after", {}).get("seconds", 600))
     value, expires_at = credentials.mint(seconds, session_raw, wall_time)
     session_id = credentials.ids.new("sess")
-    kind = "realtime.transcription_session" if config.kind == "transcription" else "realtime.session"
-    session = config.view({"id": session_id, "object": kind, "expires_at": 0})
+    session = config.view({"id": session_id, "object": config.object_name, "expires_at": 0})
     return HttpResponse(200, {"value": value, "expires_at": expires_at, "session": session})

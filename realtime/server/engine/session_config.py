@@ -193,6 +193,8 @@ class SessionConfig:
 
     def __init__(self, model: str, instructions: str = DEFAULT_INSTRUCTIONS, *, transcription: bool = False) -> None:
         self.kind = "transcription" if transcription else "realtime"
+        self.object_name = "realtime.transcription_session" if transcription else "realtime.session"
+        """The session resource's ``object``."""
         self._config = _transcription_defaults() if transcription else _defaults(model, instructions)
         self.tools_tokens = 0  # the tools as JSON, in tokens: what each response reads of them
 
