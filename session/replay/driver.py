@@ -32,6 +32,7 @@ from voxline.audio.sinks import Sink, TimelineSink
 from voxline.base.arguments import real, text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, VirtualClock
+from voxline.base.contain import being_cancelled
 from voxline.base.steps import run_steps
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.connection import RealtimeConnection, WireObserver
@@ -208,7 +209,7 @@ class _StopWatch:
         try:
             await steps
         except asyncio.CancelledError:
-            if not steps.cancelled() or (task := asyncio.current_task()) is not None and task.cancelling():
+            if not steps.cancelled() or being_cancelled():
                 raise  # our own cancel, not the stop's
             return True
         return False
