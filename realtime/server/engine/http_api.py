@@ -191,6 +191,29 @@ class Credentials:
         return value, expires_at
 
 
+class KeyOwners:
+    """Which ephemeral key started each call or session: the API key acts on any of them, an ephemeral key on
+    those it started alone (any other is answered as not found). The newest ``keep`` are remembered."""
+
+    def __init__(self, credentials: Credentials, keep: int) -> None:
+        self._credentials = credentials
+        self._keep = keep
+        self._owners: dict[str, str] = {}
+
+    def own(self, item_id: str, token: str) -> None:
+        """``token`` started ``item_id`` (an API key needs no record)."""
+        if not self._credentials.is_api_key(token):
+            self._owners[item_id] = token
+            while len(self._owners) > self._keep:
+                del self._owners[next(iter(self._owners))]
+
+    def forget(self, item_id: str) -> None:
+        self._owners.pop(item_id, None)
+
+    def may_act(self, token: str, item_id: str) -> bool:
+        return self._credentials.is_api_key(token) or self._owners.get(item_id) == token
+
+
 def _printable_ascii(token: str) -> bool:
     """Header values arrive decoded as Latin-1 or with surrogate escapes; a token is printable ASCII."""
     return token.isascii() and token.isprintable()

@@ -24,7 +24,7 @@ from websockets.asyncio.server import ServerConnection
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body
+from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, KeyOwners, error_body
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache
@@ -64,7 +64,7 @@ class LiveRoutes:
         self._ids = IdFactory(None if config.seed is None else config.seed + 5)
         self._session_ids = IdFactory(None if config.seed is None else config.seed + 6)  # each session's, derived
         self._tasks: set[asyncio.Task[None]] = set()
-        self._owners: dict[str, str] = {}  # session id → the ephemeral key that started it (running or stored)
+        self._owners = KeyOwners(credentials, MAX_OWNERS)  # running or stored sessions, and what started them
 
     @staticmethod
     def handles(path: str) -> bool:
@@ -103,7 +103,7 @@ class LiveRoutes:
             return
         stored = self.hub.stored(session_id) if verb == "fork" else None
         engine = self.new_engine(stored)
-        self._own(engine.session_id, self._credentials.bearer(request.headers.get("Authorization")) or "")
+        self._owners.own(engine.session_id, self._credentials.bearer(request.headers.get("Authorization")) or "")
         await run_live_socket(connection, engine, self.hub, self.config, self._synth)
 
     def new_engine(self, stored: StoredSession | None = None) -> LiveEngine:
@@ -119,25 +119,13 @@ class LiveRoutes:
         return LiveEngine(self.config.live, self._scenario, self._voices, **common)
 
     def _fork_problem(self, session_id: str, token: str) -> tuple[int, ErrorSpec] | None:
-        if not self._may_act(token, session_id):  # an ephemeral key learns nothing of others' sessions
+        if not self._owners.may_act(token, session_id):  # an ephemeral key learns nothing of others' sessions
             return 404, session_not_found(session_id)
         if self.hub.find(session_id) is not None:
             return 400, not_forkable(session_id, "it is still running; fork it once it has closed")
         if self.hub.stored(session_id) is None:
             return 404, session_not_found(session_id)
         return None
-
-    def _may_act(self, token: str, session_id: str) -> bool:
-        """The API key acts on any session; an ephemeral key on a session it started only (as on Realtime calls)."""
-        return self._credentials.is_api_key(token) or self._owners.get(session_id) == token
-
-    def _own(self, session_id: str, token: str) -> None:
-        """``token`` started ``session_id`` (an API key needs no record); the newest :data:`MAX_OWNERS` are kept,
-        more than the sessions stored for forking."""
-        if not self._credentials.is_api_key(token):
-            self._owners[session_id] = token
-            while len(self._owners) > MAX_OWNERS:
-                del self._owners[next(iter(self._owners))]
 
     # HTTP.
 
@@ -158,7 +146,7 @@ class LiveRoutes:
             return await self._webrtc(request, self.hub.stored(session_id), token)
         if request.method == "POST" and verb == "hangup":
             running = self.hub.find(session_id)
-            if running is None or not self._may_act(token, session_id):
+            if running is None or not self._owners.may_act(token, session_id):
                 return HttpResponse(404, error_body(session_not_found(session_id)))
             running.route(running.engine.close("close_requested"))
             return HttpResponse(200, {})
@@ -184,7 +172,7 @@ class LiveRoutes:
             answer = await call.answer(offer)
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
-        self._own(engine.session_id, token)
+        self._owners.own(engine.session_id, token)
         task = asyncio.create_task(call.run(), name=f"voxline Live call {engine.session_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

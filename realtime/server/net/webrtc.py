@@ -31,7 +31,7 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body
+from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, KeyOwners, error_body
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from voxline.realtime.server.engine.scenario import Scenario
@@ -74,7 +74,7 @@ class RealtimeCalls:
         self._session_ids = IdFactory(None if config.seed is None else config.seed + 7)  # each call's, derived
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._calls: dict[str, RtcCall] = {}
-        self._owners: dict[str, str] = {}  # call id → the ephemeral key that started it
+        self._owners = KeyOwners(credentials, 4096)  # the calls running, and what started them (forgotten at their end)
         self._failures: list[BaseException] = []
 
     @property
@@ -98,7 +98,7 @@ class RealtimeCalls:
         if verb != "hangup":
             return HttpResponse(404, error_body(ErrorSpec(f"Unknown endpoint {request.method} {request.path}.", None)))
         call = self.find(call_id)
-        if call is None or not self._may_act(token, call_id):
+        if call is None or not self._owners.may_act(token, call_id):
             return HttpResponse(404, error_body(call_not_found(call_id)))
         call.hangup()
         return HttpResponse(200, {})
@@ -137,8 +137,7 @@ class RealtimeCalls:
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
         self._tasks[call.call_id] = task
         self._calls[call.call_id] = call
-        if not self._credentials.is_api_key(token):
-            self._owners[call.call_id] = token
+        self._owners.own(call.call_id, token)
         task.add_done_callback(self._finished)
         return HttpResponse(
             201,
@@ -158,16 +157,13 @@ class RealtimeCalls:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         """A call ended: forget it, keeping its error (if any) for :meth:`close`."""
+        for call_id in [k for k, t in self._tasks.items() if t is task]:
+            self._owners.forget(call_id)
         self._tasks = {k: t for k, t in self._tasks.items() if t is not task}
         self._calls = {k: c for k, c in self._calls.items() if k in self._tasks}
-        self._owners = {k: o for k, o in self._owners.items() if k in self._tasks}
         error = None if task.cancelled() else task.exception()
         if error is not None:
             self._failures.append(error)
-
-    def _may_act(self, token: str, call_id: str) -> bool:
-        """The API key acts on any call; an ephemeral key on the call it started only."""
-        return self._credentials.is_api_key(token) or self._owners.get(call_id) == token
 
     def _refusal(self, request: HttpRequest) -> HttpResponse | None:
         token = self._credentials.bearer(request.headers.get("authorization"))
