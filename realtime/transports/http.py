@@ -10,6 +10,7 @@ registered for redaction before it is sent.
 from __future__ import annotations
 
 import http.client
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -76,8 +77,9 @@ def bearer_token(token: str, url: str) -> str:
     """``token`` as it goes in ``Authorization: Bearer``, registered for redaction with ``url``'s secrets.
 
     Whitespace around it is dropped (HTTP drops it too, so the trimmed key is what a server
-    sees and may echo back); a control character inside (a pasted line break) is refused in one
-    line that does not show the key, since it would end the header and start another.
+    sees and may echo back); a control character inside (a pasted line break), which would end
+    the header and start another, or a character that is not ASCII, is refused in one line that
+    does not show the key.
     """
     register_url_secrets(url)
     stripped = token.strip()
@@ -85,6 +87,9 @@ def bearer_token(token: str, url: str) -> str:
     register_secret(stripped)
     if any(ord(c) < 32 or ord(c) == 127 for c in stripped):
         raise ConfigurationError("the API key holds a control character (a line break pasted with it?); set it again")
+    if not stripped.isascii():  # keys are ASCII; a header would carry any other character mangled, or not at all
+        raise ConfigurationError("the API key holds a character that is not ASCII (a quote or dash changed by an "
+                                 "editor?); set it again")
     return stripped
 
 
@@ -102,14 +107,35 @@ def check_http_url(url: str, what: str = "URL", *, named: str = "an http:// or h
 
 
 def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float) -> HttpAnswer:
-    """POST ``body`` to ``url`` with ``Authorization: Bearer <token>``; blocking.
+    """POST ``body`` to ``url`` with ``Authorization: Bearer <token>``; blocking, for at most ``timeout`` seconds
+    in all.
 
     Raises :class:`ConfigurationError` for a URL that is not http(s) and
-    :class:`ConnectionFailed` when no answer came (refused, unreachable, timed out).
+    :class:`ConnectionFailed` when no answer came (refused, unreachable, timed out). The exchange
+    runs on a daemon thread of its own: a server that trickles its answer a byte at a time (each
+    read within the socket's timeout) is given up on at the deadline, and the thread, which ends
+    at its next read timeout, does not hold the process at exit.
     """
     url, userinfo = split_userinfo(url)
     token = bearer_token(token or userinfo, url)
     check_http_url(url)
+    outcome: list[HttpAnswer | ConfigurationError | ConnectionFailed] = []
+    exchange = threading.Thread(target=_exchange, args=(url, token, body, content_type, timeout, outcome),
+                                name="voxline-http-post", daemon=True)
+    exchange.start()
+    exchange.join(timeout)
+    if not outcome:
+        raise ConnectionFailed(f"{url} sent no complete answer within {timeout:g} s")
+    match outcome[0]:
+        case HttpAnswer() as answer:
+            return answer
+        case failure:
+            raise failure
+
+
+def _exchange(url: str, token: str, body: bytes, content_type: str, timeout: float,
+              outcome: list[HttpAnswer | ConfigurationError | ConnectionFailed]) -> None:
+    """The request and its answer, or why there is none, appended to ``outcome``."""
     failure: ConfigurationError | ConnectionFailed
     try:
         request = urllib.request.Request(
@@ -117,19 +143,23 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
         )
         opener = _LOOPBACK_OPENER if is_loopback_url(url) else _OPENER
         with opener.open(request, timeout=timeout) as response:
-            return HttpAnswer(response.status, response.read(MAX_BODY), response.headers.get("Location", ""))
+            outcome.append(HttpAnswer(response.status, response.read(MAX_BODY), response.headers.get("Location", "")))
+            return
     except urllib.error.HTTPError as exc:
         with exc:
-            return HttpAnswer(exc.code, exc.read(MAX_BODY), exc.headers.get("Location", "") if exc.headers else "")
-    except urllib.error.URLError as exc:
+            outcome.append(HttpAnswer(exc.code, exc.read(MAX_BODY), exc.headers.get("Location", "") if exc.headers else ""))
+            return
+    except urllib.error.URLError as exc:  # the connect or the request's send failed
         cause = exc.reason if isinstance(exc.reason, BaseException) else exc
         failure = ConnectionFailed(connect_failure(url, cause))
     except (ValueError, http.client.InvalidURL) as exc:
         failure = ConfigurationError(f"invalid URL {url!r}: {exc}")
     except http.client.HTTPException as exc:  # a peer that does not speak HTTP
         failure = ConnectionFailed(f"{url} sent no valid HTTP answer: {type(exc).__name__}")
-    except OSError as exc:  # includes timeouts
+    except TimeoutError:  # connected and sent, then no answer: urllib wraps only the connect's and send's errors
+        failure = ConnectionFailed(f"{url} took the request but sent no answer within {timeout:g} s")
+    except OSError as exc:
         failure = ConnectionFailed(connect_failure(url, exc))
-    # raised outside the handler, so the library's exception (which may hold the request, its
+    # made outside the handler, so the library's exception (which may hold the request, its
     # headers, or a body that echoes the key) is not kept as this one's __context__ either
-    raise failure
+    outcome.append(failure)

@@ -1,0 +1,112 @@
+"""The one HTTP POST (client secrets, WebRTC offers, GPT-Live sessions): a deadline for the whole exchange, and
+one line that says which part of it failed."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from voxline.realtime.errors import ConfigurationError, ConnectionFailed
+from voxline.realtime.transports.http import post
+
+KEY = "sk-test-http-post-canary"
+
+
+@contextlib.contextmanager
+def raw_server(answer: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
+    """A TCP server on loopback that hands each connection to ``answer`` (told to stop by the event); its URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # so that the acceptor sees the stop
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            connection.settimeout(None)
+            thread = threading.Thread(target=_serve, args=(answer, connection, stop), daemon=True)
+            threads.append(thread)
+            thread.start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1/realtime/client_secrets"
+    finally:
+        stop.set()
+        listener.close()
+        acceptor.join(5)
+        for thread in threads:
+            thread.join(5)
+
+
+def _serve(answer: Callable[[socket.socket, threading.Event], None], connection: socket.socket,
+           stop: threading.Event) -> None:
+    with connection:
+        with contextlib.suppress(OSError):
+            answer(connection, stop)
+
+
+def _trickle(connection: socket.socket, stop: threading.Event) -> None:
+    """Reads the request, then sends a status line one byte every 50 ms, never finishing it."""
+    connection.recv(65536)
+    for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100_000:
+        if stop.wait(0.05):
+            return
+        connection.sendall(bytes([byte]))
+
+
+def _mute(connection: socket.socket, stop: threading.Event) -> None:
+    """Reads the request and never answers."""
+    connection.recv(65536)
+    stop.wait(30)
+
+
+def _within(seconds: float, call: Callable[[], object]) -> BaseException:
+    """What ``call`` raised, failing the test if it has not returned after ``seconds`` (a bound, not a timing)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the POST was still waiting after {seconds} s"
+    assert raised, "the POST returned an answer"
+    return raised[0]
+
+
+def test_an_answer_trickled_a_byte_at_a_time_is_given_up_on_at_the_deadline() -> None:
+    with raw_server(_trickle) as url:
+        failure = _within(15, lambda: post(url, KEY, b"{}", "application/json", timeout=0.5))
+    assert isinstance(failure, ConnectionFailed)
+    assert str(failure) == f"{url} sent no complete answer within 0.5 s"
+
+
+def test_a_server_that_takes_the_request_and_says_nothing_is_not_called_a_connect_timeout() -> None:
+    with raw_server(_mute) as url:
+        failure = _within(15, lambda: post(url, KEY, b"{}", "application/json", timeout=0.5))
+    assert isinstance(failure, ConnectionFailed)
+    assert "connect timed out" not in str(failure), failure
+    assert "within 0.5 s" in str(failure) and KEY not in str(failure)
+
+
+@pytest.mark.parametrize("key", ["sk-abc\u2013def", "sk-caf\u00e9", "\u201csk-quoted\u201d"])
+def test_a_key_with_a_character_that_is_not_ascii_is_refused_without_showing_it(key: str) -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        post("http://127.0.0.1:9/v1/realtime/client_secrets", key, b"{}", "application/json", timeout=1)
+    assert "not ASCII" in str(refused.value) and "URL" not in str(refused.value)
+    assert key not in str(refused.value) and key.strip("\u201c\u201d") not in str(refused.value)
