@@ -313,6 +313,19 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_word(tmp_path: Path)
     assert result.returncode == 1
 
 
+def test_a_server_whose_banner_nobody_reads_ends_without_blaming_the_listen() -> None:
+    """``voxline serve | true``: the banner's write fails; that is not a failure to listen, and says nothing."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run([str(VOXLINE), "serve", "--host", "127.0.0.1", "--port", "0"], cwd=ROOT, stdout=write,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert "cannot listen" not in result.stderr and "Broken pipe" not in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and result.returncode == 1, result.stderr
+
+
 def test_junit_with_a_single_replays_report_says_that_junit_made_a_farm(tmp_path: Path) -> None:
     result = run("replay", str(EXAMPLE), "--fast", "--junit", str(tmp_path / "j.xml"), "--report",
                  str(tmp_path / "r.html"), "--out-dir", str(tmp_path / "o"))

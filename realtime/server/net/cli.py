@@ -166,6 +166,8 @@ async def main_serve(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:  # and 1 for the rest (a file's content, what this machine lacks)
         print(f"voxline serve: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # stdout's reader went away (`voxline serve | true`): not the listen's failure
+        raise
     except OSError as exc:
         print(f"voxline serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -195,3 +197,6 @@ def run_serve(argv: list[str] | None = None) -> int:
         return asyncio.run(main_serve(args))
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:  # nobody reads the banner: end quietly, as a writer to a closed pipe does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed
+        return 1
