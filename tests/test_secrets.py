@@ -24,7 +24,8 @@ from voxline.base.clock import VirtualClock
 from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret
 from voxline.realtime.errors import ConnectionFailed, ServerError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.server.engine.http_api import Credentials, HttpRequest
+from voxline.realtime.server.engine.http_api import Credentials
+from voxline.realtime.server.engine.http_message import HttpRequest
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.transports.rtc_signaling import post_offer
 from voxline.realtime.transports.websocket import WebSocketTransport

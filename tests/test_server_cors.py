@@ -7,7 +7,7 @@ import http.client
 
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.cors import preflight, with_cors
-from voxline.realtime.server.engine.http_api import HttpRequest, HttpResponse
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 
 KEY = "sk-local-cors-test"
 

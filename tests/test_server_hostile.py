@@ -24,6 +24,7 @@ from voxline.realtime.server.engine.validate import MAX_DEPTH
 from tests.support.ci import require_tool
 from tests.support.cli import one_line_error, voxline
 from tests.support.engine_harness import Harness
+from tests.support.raw_http import exchange, post_request, upgrade_request
 
 KEY = "sk-hostile-test-key"
 
@@ -35,37 +36,9 @@ DEEP_FRAMES = [
 ]
 
 
-def _parse_http(raw: bytes) -> tuple[int, dict[str, Any] | None, bytes]:
-    head, _, body = raw.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        payload = None
-    return status, payload, body
-
-
-async def _exchange(port: int, request: bytes) -> tuple[int, dict[str, Any] | None, bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(request)
-    await writer.drain()
-    raw = await asyncio.wait_for(reader.read(), 10)
-    writer.close()
-    assert raw, "the server dropped the request without an answer"
-    return _parse_http(raw)
-
-
 def _post(path: str, body: bytes, *, authorization: bytes = b"Bearer " + KEY.encode(),
           content_type: bytes = b"application/json") -> bytes:
-    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " + authorization
-            + b"\r\nContent-Type: " + content_type + b"\r\nContent-Length: " + str(len(body)).encode()
-            + b"\r\n\r\n" + body)
-
-
-def _upgrade(authorization: bytes) -> bytes:
-    return (b"GET /v1/realtime?model=gpt-realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-            b"Authorization: " + authorization + b"\r\n\r\n")
+    return post_request(path, body, authorization=authorization, content_type=content_type)
 
 
 @asynccontextmanager
@@ -135,11 +108,11 @@ async def test_websocket_keeps_the_connection_after_deep_frames() -> None:
 async def test_client_secrets_answers_a_deep_body_with_400(depth: int) -> None:
     body = b'{"session":' + b"[" * depth + b"]" * depth + b"}"
     async with local_server(api_key=KEY) as server:
-        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", body))
+        status, payload, _ = await exchange(server.port, _post("/v1/realtime/client_secrets", body))
         assert status == 400 and payload is not None
         assert (payload["error"]["type"], payload["error"]["code"]) == ("invalid_request_error", "invalid_json")
         # and the server still mints for a good request
-        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        status, payload, _ = await exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
         assert status == 200 and payload is not None and payload["value"].startswith("ek_")
 
 
@@ -147,10 +120,10 @@ async def test_client_secrets_checks_an_empty_session_as_given() -> None:
     """``{"session": {}}`` was minted as if no session were given; ``{"session": {"instructions": …}}`` was not."""
     async with local_server(api_key=KEY) as server:
         for body in (b'{"session":{}}', b'{"session":{"instructions":"hi"}}'):
-            status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", body))
+            status, payload, _ = await exchange(server.port, _post("/v1/realtime/client_secrets", body))
             assert status == 400 and payload is not None
             assert (payload["error"]["code"], payload["error"]["param"]) == ("missing_required_parameter", "session.type")
-        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        status, payload, _ = await exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
         assert status == 200 and payload is not None and payload["value"].startswith("ek_")  # none: a Realtime one
 
 
@@ -167,7 +140,7 @@ SDP = ("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP
 async def test_a_malformed_sdp_offer_gets_a_typed_400(line: str) -> None:
     async with local_server(api_key=KEY) as server:
         request = _post("/v1/realtime/calls", SDP.format(line=line).encode(), content_type=b"application/sdp")
-        status, payload, body = await _exchange(server.port, request)
+        status, payload, body = await exchange(server.port, request)
         assert status == 400, body
         assert payload is not None and payload["error"]["type"] == "invalid_request_error"
         assert payload["error"]["message"].startswith("Invalid SDP offer")
@@ -212,7 +185,7 @@ async def test_an_offer_whose_lines_refer_to_what_is_not_there_gets_a_typed_400(
                 body = bad.encode() if path.endswith("calls") else json.dumps(
                     {"session": {"model": "gpt-live"}, "transport": {"type": "webrtc", "sdp": bad}}).encode()
                 kind = b"application/sdp" if path.endswith("calls") else b"application/json"
-                status, payload, raw = await asyncio.wait_for(_exchange(server.port, _post(path, body, content_type=kind)),
+                status, payload, raw = await asyncio.wait_for(exchange(server.port, _post(path, body, content_type=kind)),
                                                               30)
                 assert status == 400, raw
                 assert payload is not None and payload["error"]["message"].startswith("Invalid SDP offer")
@@ -227,7 +200,7 @@ async def test_an_offer_whose_lines_refer_to_what_is_not_there_gets_a_typed_400(
         loop.set_exception_handler(None)
     async with local_server(api_key=KEY) as server:
         good = _post("/v1/realtime/calls", offer.encode(), content_type=b"application/sdp")
-        status, _, body = await asyncio.wait_for(_exchange(server.port, good), 30)
+        status, _, body = await asyncio.wait_for(exchange(server.port, good), 30)
         assert status == 201, body  # and the server still answers a good offer
 
 
@@ -244,7 +217,7 @@ async def test_an_offer_without_dtls_is_refused_not_answered_and_left_to_fail(li
             body = stripped.encode() if path.endswith("calls") else json.dumps(
                 {"transport": {"type": "webrtc", "sdp": stripped}}).encode()
             request = _post(path, body, content_type=b"application/sdp" if path.endswith("calls") else b"application/json")
-            status, payload, raw = await asyncio.wait_for(_exchange(server.port, request), 30)
+            status, payload, raw = await asyncio.wait_for(exchange(server.port, request), 30)
             assert status == 400, raw
             assert payload is not None and payload["error"]["message"] == (
                 f"Invalid SDP offer: the offer has no {what} ({line}…), which a WebRTC peer must send")
@@ -263,7 +236,7 @@ async def test_a_calls_session_part_is_read_as_every_body_is(session: bytes, sai
             + session + b"\r\n--b0--\r\n")
     async with local_server(api_key=KEY) as server:
         request = _post("/v1/realtime/calls", body, content_type=b"multipart/form-data; boundary=b0")
-        status, payload, raw = await asyncio.wait_for(_exchange(server.port, request), 30)
+        status, payload, raw = await asyncio.wait_for(exchange(server.port, request), 30)
         assert status == 400, raw
         assert payload is not None and payload["error"]["code"] == "invalid_json"
         assert said in payload["error"]["message"] and "sys." not in payload["error"]["message"]
@@ -281,7 +254,7 @@ async def test_a_head_the_server_does_not_take_is_refused_by_what_it_says(head: 
     request = (b"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
                + KEY.encode() + b"\r\nContent-Type: application/json\r\n" + head + b"\r\n\r\n{}")
     async with local_server(api_key=KEY) as server:
-        got, payload, raw = await _exchange(server.port, request)
+        got, payload, raw = await exchange(server.port, request)
         assert got == status, raw
         assert payload is not None and payload["error"]["code"] == code
 
@@ -293,13 +266,13 @@ async def test_an_upgrade_whose_head_websockets_refuses_as_too_large_is_a_400(ex
                                                                               caplog: pytest.LogCaptureFixture) -> None:
     """Before, the connection was dropped unanswered and the server printed a traceback: websockets' SecurityError
     is no ValueError (any more), and escaped the head's check."""
-    request = _upgrade(b"Bearer " + KEY.encode())
+    request = upgrade_request(b"Bearer " + KEY.encode())
     request = request[:-2] + extra + b"\r\n"
     async with local_server(api_key=KEY) as server:
-        status, payload, raw = await asyncio.wait_for(_exchange(server.port, request), 20)
+        status, payload, raw = await asyncio.wait_for(exchange(server.port, request), 20)
         assert status == 400 and payload is not None, raw
         # and the server goes on: a plain upgrade is answered
-        again, _payload, _raw = await asyncio.wait_for(_exchange(server.port, _post("/v1/realtime/client_secrets", b"{}")), 20)
+        again, _payload, _raw = await asyncio.wait_for(exchange(server.port, _post("/v1/realtime/client_secrets", b"{}")), 20)
         assert again == 200
     assert "Traceback" not in caplog.text and "Fatal error" not in caplog.text
 
@@ -314,10 +287,10 @@ BAD_BEARERS = [b"Bearer \xff\xfe", b"Bearer sk-\xc3\x28abc", b"Bearer \x80" + KE
 @pytest.mark.parametrize("bearer", BAD_BEARERS)
 async def test_a_non_utf8_bearer_is_refused_with_401_everywhere(api_key: str | None, bearer: bytes) -> None:
     async with local_server(api_key=api_key) as server:
-        for request in (_upgrade(bearer), _post("/v1/realtime/client_secrets", b"{}", authorization=bearer),
+        for request in (upgrade_request(bearer), _post("/v1/realtime/client_secrets", b"{}", authorization=bearer),
                         _post("/v1/realtime/calls", SDP.format(line="").encode(), authorization=bearer,
                               content_type=b"application/sdp")):
-            status, payload, body = await _exchange(server.port, request)
+            status, payload, body = await exchange(server.port, request)
             assert status == 401, body
             assert payload is not None and payload["error"]["code"] == "invalid_api_key"
 
@@ -475,5 +448,5 @@ async def test_an_http_handler_failure_is_a_json_500_not_a_dropped_request(monke
 
     monkeypatch.setattr(app, "mint_client_secret", broken)
     async with local_server(api_key=KEY) as server:
-        status, payload, _ = await _exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
+        status, payload, _ = await exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
         assert status == 500 and payload is not None and payload["error"]["type"] == "server_error"

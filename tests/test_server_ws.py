@@ -21,7 +21,7 @@ from voxline.audio.synth import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import EMITTED_EVENT_TYPES, FaultConfig, ServerConfig, add_serve_arguments, main_serve, serve
 from voxline.realtime.server.net.cli import config_from_args
-from voxline.realtime.server.engine.http_api import HttpRequest, HttpResponse
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 from tests.support.local_server import AUTH, KEY, Client, config
 from tests.support.oracle import WireRecorder
 

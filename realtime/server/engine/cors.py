@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from voxline.realtime.server.engine.http_api import HttpRequest, HttpResponse
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 
 __all__ = ["is_preflight", "preflight", "with_cors"]
 

@@ -1,8 +1,7 @@
-"""Plain HTTP on the server's port: credentials and ``POST /v1/realtime/client_secrets``.
+"""Plain HTTP on the server's port: credentials, who owns what, and ``POST /v1/realtime/client_secrets``.
 
-The WebSocket library only parses ``GET`` handshakes, so requests with another
-method are read here (head up to 16 KiB, body up to 1 MiB by ``Content-Length``)
-and answered with a JSON body, then the connection closes.
+Requests and responses themselves are :mod:`voxline.realtime.server.engine.http_message`'s;
+every answer here carries a JSON body, then the connection closes.
 
 ``client_secrets`` mints an ephemeral key ``ek_…`` (docs/protocol.md §3): body
 ``{"expires_after": {"anchor": "created_at", "seconds": 10..7200}, "session": {…}}``,
@@ -14,31 +13,18 @@ config.
 from __future__ import annotations
 
 import hmac
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from voxline.base.errors import register_secret
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.session_config import SessionConfig
 from voxline.realtime.server.engine.validate import Field, check_object, parse_json
 
-__all__ = [
-    "SINGLE_HEADERS",
-    "Credentials",
-    "DuplicateHeader",
-    "HttpRequest",
-    "HttpResponse",
-    "error_body",
-    "mint_client_secret",
-    "parse_request",
-    "RefusedHead",
-]
-
-MAX_HEAD = 16 * 1024
-MAX_BODY = 1024 * 1024
+__all__ = ["Credentials", "KeyOwners", "error_body", "mint_client_secret"]
 
 _EXPIRES_AFTER = Field(
     ("object",),
@@ -49,95 +35,10 @@ _EXPIRES_AFTER = Field(
 )
 _SECRET_REQUEST = {"expires_after": _EXPIRES_AFTER, "session": Field(("object",))}
 
-SINGLE_HEADERS = ("authorization", "content-length", "content-type", "host")
-"""Headers that must come at most once (RFC 9110 §5.3): a repeat is refused, never resolved."""
-
-
-class RefusedHead(ValueError):
-    """A request whose head says what the server does not take: answered with ``status`` and ``spec``, never read on."""
-
-    def __init__(self, status: int, spec: ErrorSpec) -> None:
-        super().__init__(spec.message)
-        self.status, self.spec = status, spec
-
-
-class DuplicateHeader(RefusedHead):
-    """A request repeats one of :data:`SINGLE_HEADERS`; ``name`` is its canonical spelling."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(400, errors.duplicate_header(name))
-        self.name = name
-
-
-@dataclass(frozen=True, slots=True)
-class HttpRequest:
-    method: str
-    path: str
-    query: str
-    headers: dict[str, str] = field(repr=False)  # Authorization among them
-    body: bytes = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class HttpResponse:
-    """A response to a plain HTTP request: a JSON object, or raw bytes with their content type."""
-
-    status: int
-    body: dict[str, Any] | bytes
-    content_type: str = "application/json"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def encode(self) -> bytes:
-        payload = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode("utf-8")
-        reason = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-                  404: "Not Found", 411: "Length Required", 413: "Content Too Large"}
-        lines = [
-            f"HTTP/1.1 {self.status} {reason.get(self.status, 'Error')}",
-            f"Content-Type: {self.content_type}",
-            f"Content-Length: {len(payload)}",
-            *(f"{name}: {value}" for name, value in self.headers.items()),
-            "Connection: close",
-        ]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
-
 
 def error_body(spec: ErrorSpec) -> dict[str, Any]:
     """The REST error shape: ``{"error": {message, type, param, code}}``."""
     return {"error": {"message": spec.message, "type": spec.type, "param": spec.param, "code": spec.code}}
-
-
-def parse_request(data: bytes) -> HttpRequest | None:
-    """A complete request from ``data``, ``None`` if more bytes are needed; ``ValueError`` if malformed
-    (:class:`DuplicateHeader` for a repeated :data:`SINGLE_HEADERS` one)."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        if len(data) > MAX_HEAD:
-            raise ValueError("request head too large")
-        return None
-    lines = data[:end].decode("latin-1").split("\r\n")
-    method, target, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        key = name.strip().lower()
-        if key in headers and key in SINGLE_HEADERS:
-            raise DuplicateHeader("-".join(part.capitalize() for part in key.split("-")))
-        headers[key] = value.strip()
-    if "transfer-encoding" in headers:  # a chunked body has no length to read up to
-        raise RefusedHead(411, ErrorSpec("Transfer-Encoding is not supported: send the body with a Content-Length.",
-                                         "length_required"))
-    raw_length = headers.get("content-length", "") or "0"
-    if not (raw_length.isascii() and raw_length.isdigit()):  # int() would take "0_2", " 12" or "+3"
-        raise ValueError("Content-Length is not a number")
-    length = int(raw_length)
-    if length > MAX_BODY:
-        raise RefusedHead(413, ErrorSpec(f"The request body is {length} bytes; at most {MAX_BODY} are taken.",
-                                         "request_too_large"))
-    body = data[end + 4 : end + 4 + length]
-    if len(body) < length:
-        return None
-    path, _, query = target.partition("?")
-    return HttpRequest(method.upper(), path, query, headers, body)
 
 
 @dataclass

@@ -24,7 +24,8 @@ from websockets.asyncio.server import ServerConnection
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, KeyOwners, error_body
+from voxline.realtime.server.engine.http_api import Credentials, KeyOwners, error_body
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Synth, VoiceCache

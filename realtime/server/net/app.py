@@ -47,7 +47,8 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.cors import is_preflight, preflight, with_cors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, error_body, mint_client_secret
+from voxline.realtime.server.engine.http_api import Credentials, error_body, mint_client_secret
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.scenario import Scenario, load_scenario, with_transcripts
@@ -180,7 +181,8 @@ class Server:
             refusal = self._live.problem(_path(request.path), _authorization(request.headers))
             return None if refusal is None else _json_response(connection, refusal[0], error_body(refusal[1]))
         if _path(request.path).rstrip("/") != _REALTIME_PATH:
-            return _json_response(connection, 404, error_body(ErrorSpec(f"Unknown path {request.path}.", None)))
+            # the path alone: a query may carry a key, which is not said back
+            return _json_response(connection, 404, error_body(ErrorSpec(f"Unknown path {_path(request.path)}.", None)))
         if self._rejected < self.config.faults.reject_first_connections:
             self._rejected += 1
             return _json_response(

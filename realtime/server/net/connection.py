@@ -5,9 +5,10 @@ websockets' server reads only ``GET`` requests, so this subclass of its
 the first bytes: a ``GET`` head is read whole and goes to websockets unchanged if
 websockets can parse it (a head it cannot parse, e.g. with ``Transfer-Encoding`` or a
 header line without a colon, it would drop unanswered: here it gets a JSON 400); any other
-method is read whole by :func:`voxline.realtime.server.engine.http_api.parse_request` and
-answered by the server's HTTP handler during the opening-handshake step, after which the
-connection closes without ever becoming a WebSocket.
+method is read whole by :func:`voxline.realtime.server.engine.http_message.parse_head` (told
+``100 Continue`` before its body if it expects that) and answered by the server's HTTP handler
+during the opening-handshake step, after which the connection closes without ever becoming a
+WebSocket. A head with bare-LF line endings, which would never end, is answered 400 at once.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from websockets.streams import StreamReader
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec
-from voxline.realtime.server.engine.http_api import (
-    MAX_HEAD,
+from voxline.realtime.server.engine.http_api import error_body
+from voxline.realtime.server.engine.http_message import (
+    CONTINUE,
     HttpRequest,
     HttpResponse,
     RefusedHead,
-    error_body,
-    parse_request,
+    head_end,
+    parse_head,
 )
 
 __all__ = ["HttpHandler", "RoutingConnection", "routing_connection"]
@@ -50,6 +52,7 @@ class RoutingConnection(ServerConnection):
         self._route: str | None = None  # "ws" or "http" once known
         self._pending = bytearray()
         self._http_request: HttpRequest | None = None
+        self._continued = False  # "100 Continue" was sent
         self._http_ready: asyncio.Future[None] = self.loop.create_future()
 
     def data_received(self, data: bytes) -> None:
@@ -68,11 +71,13 @@ class RoutingConnection(ServerConnection):
 
     def _read_get(self) -> None:
         """Hold a ``GET`` head until it is whole; then websockets takes it, or a JSON 400 answers it."""
-        end = self._pending.find(b"\r\n\r\n")
+        try:
+            end = head_end(self._pending)
+        except ValueError as exc:  # too large, or bare LFs
+            self._route = "http"
+            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
+            return
         if end < 0:
-            if len(self._pending) > MAX_HEAD:
-                self._route = "http"
-                self._answer_now(HttpResponse(400, error_body(ErrorSpec("Request head too large.", None))))
             return
         problem = _unparsable(bytes(self._pending[: end + 4]))
         if problem is not None:
@@ -87,20 +92,28 @@ class RoutingConnection(ServerConnection):
     def _read_http(self) -> None:
         if self._http_ready.done():
             return
+        data = bytes(self._pending)
         try:
-            request = parse_request(bytes(self._pending))
-        except RefusedHead as exc:  # a repeated header, a body too large or without a length
+            head = parse_head(data)
+        except RefusedHead as exc:  # a repeated header, a body too large or without a length, an odd expectation
             self._answer_now(HttpResponse(exc.status, error_body(exc.spec)))
             return
-        except ValueError:
-            self._answer_now(HttpResponse(400, error_body(ErrorSpec("Malformed HTTP request.", None))))
+        except ValueError as exc:
+            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
             return
+        if head is None:
+            return
+        request = head.request(data)
+        if request is None and head.expects_continue and not self._continued:
+            self._continued = True
+            self.transport.write(CONTINUE)
         if request is not None:
             self._http_request = request
             self._http_ready.set_result(None)
 
     def _answer_now(self, response: HttpResponse) -> None:
-        self.transport.write(response.encode())
+        head_only = self._http_request is not None and self._http_request.method == "HEAD"
+        self.transport.write(response.encode(head_only=head_only))
         self.transport.close()
         if not self._http_ready.done():
             self._http_ready.set_result(None)

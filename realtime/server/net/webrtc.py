@@ -31,7 +31,8 @@ from voxline.base.models import DEFAULT_REALTIME_MODEL
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.server.engine.http_api import Credentials, HttpRequest, HttpResponse, KeyOwners, error_body
+from voxline.realtime.server.engine.http_api import Credentials, KeyOwners, error_body
+from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
 from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from voxline.realtime.server.engine.scenario import Scenario

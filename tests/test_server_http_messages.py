@@ -1,0 +1,138 @@
+"""Plain HTTP on the local server's port, read as HTTP/1.1 has it: CRLF heads (a bare LF refused at once, not waited
+on), ``Expect: 100-continue`` answered, case-sensitive methods, ``HEAD`` answered without a body, and a 404 that
+does not say a query back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.engine.http_message import (
+    CONTINUE,
+    HttpResponse,
+    RefusedHead,
+    parse_head,
+    parse_request,
+)
+from voxline.realtime.server.net.app import Server
+from tests.support.raw_http import exchange, parse_http, post_request, upgrade_request
+
+KEY = "sk-http-messages-key"
+BEARER = b"Bearer " + KEY.encode()
+HEAD_WAIT_S = 5.0  # well under the server's 10 s head timeout: an answer within it was not the timeout's
+
+
+@asynccontextmanager
+async def local_server() -> AsyncIterator[Server]:
+    async with serve(ServerConfig(port=0, voice="tone", speed=math.inf, api_key=KEY)) as server:
+        yield server
+
+
+# ---------------------------------------------------------------- the parser, on plain bytes
+
+
+def test_a_bare_lf_is_refused_as_soon_as_it_comes_not_when_the_head_would_end() -> None:
+    with pytest.raises(ValueError, match="CRLF"):
+        parse_head(b"POST /v1/realtime/client_secrets HTTP/1.1\nHost: x")  # the head is not whole yet
+    with pytest.raises(ValueError, match="CRLF"):
+        parse_head(b"POST /v1/x HTTP/1.1\r\nHost: x\n\r\n\r\n")
+    # a body may hold any bytes
+    request = parse_request(b"POST /v1/x HTTP/1.1\r\nContent-Length: 3\r\n\r\n\n\n\n")
+    assert request is not None and request.body == b"\n\n\n"
+
+
+def test_a_method_keeps_its_case_and_must_be_a_token() -> None:
+    request = parse_request(b"post /v1/realtime/client_secrets HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+    assert request is not None and request.method == "post"
+    for line in (b"PO ST /v1 HTTP/1.1", b"POST", b"POST /v1", b"P\xc3\xb6ST /v1 HTTP/1.1", b"POST /v1 FTP/1.0"):
+        with pytest.raises(ValueError, match="malformed request line"):
+            parse_head(line + b"\r\n\r\n")
+
+
+def test_expect_is_read_and_only_100_continue_is_taken() -> None:
+    head = parse_head(b"POST /v1/x HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n")
+    assert head is not None and head.expects_continue
+    assert head.request(b"POST /v1/x HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n") is None
+    with pytest.raises(RefusedHead) as refused:
+        parse_head(b"POST /v1/x HTTP/1.1\r\nExpect: something-else\r\n\r\n")
+    assert refused.value.status == 417
+
+
+def test_a_head_only_encoding_says_the_length_and_sends_no_body() -> None:
+    response = HttpResponse(404, {"error": {"message": "x"}})
+    whole, head_only = response.encode(), response.encode(head_only=True)
+    assert whole.startswith(head_only) and head_only.endswith(b"\r\n\r\n")
+    assert f"Content-Length: {len(whole) - len(head_only)}".encode() in head_only
+
+
+# ---------------------------------------------------------------- on the wire
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"POST /v1/realtime/client_secrets HTTP/1.1\nHost: 127.0.0.1\nAuthorization: " + BEARER + b"\n\n",
+    b"GET /v1/realtime HTTP/1.1\nHost: 127.0.0.1\nUpgrade: websocket\nAuthorization: " + BEARER + b"\n\n",
+], ids=["post", "get"])
+async def test_a_head_with_bare_lf_line_endings_is_answered_400_at_once(request_bytes: bytes) -> None:
+    """Before, the head never ended for the server, which waited for its 10 s head timeout."""
+    async with local_server() as server:
+        status, payload, raw = await asyncio.wait_for(exchange(server.port, request_bytes), HEAD_WAIT_S)
+    assert status == 400, raw
+    assert payload is not None and "CRLF" in payload["error"]["message"]
+
+
+async def test_a_client_that_expects_100_continue_is_told_to_go_on_before_it_sends_the_body() -> None:
+    """curl sends ``Expect: 100-continue`` with any body over 1 KiB and holds it back until told (or a second)."""
+    body = json.dumps({"session": {"type": "realtime", "instructions": "x" * 2000}}).encode()
+    head = post_request("/v1/realtime/client_secrets", body, authorization=BEARER).split(b"\r\n\r\n")[0]
+    async with local_server() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        try:
+            writer.write(head + b"\r\nExpect: 100-continue\r\n\r\n")
+            await writer.drain()
+            told = await asyncio.wait_for(reader.readexactly(len(CONTINUE)), HEAD_WAIT_S)
+            assert told == CONTINUE
+            writer.write(body)
+            await writer.drain()
+            status, payload, raw = parse_http(await asyncio.wait_for(reader.read(), 10))
+        finally:
+            writer.close()
+    assert status == 200, raw
+    assert payload is not None and payload["value"].startswith("ek_")
+
+
+async def test_a_head_request_is_answered_without_a_body() -> None:
+    async with local_server() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        try:
+            writer.write(b"HEAD /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            await writer.drain()
+            raw = await asyncio.wait_for(reader.read(), 10)
+        finally:
+            writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 404 ") and b"Content-Length: " in head
+    assert body == b""
+
+
+async def test_a_lowercase_method_is_not_the_uppercase_one() -> None:
+    """Methods are case-sensitive: ``post`` mints no key (before, it was read as ``POST``)."""
+    async with local_server() as server:
+        request = post_request("/v1/realtime/client_secrets", b"{}", authorization=BEARER).replace(b"POST", b"post", 1)
+        status, payload, raw = await exchange(server.port, request)
+    assert status == 404, raw
+    assert payload is not None and "value" not in payload
+
+
+async def test_an_unknown_websocket_path_is_not_said_back_with_its_query() -> None:
+    secret = b"sk-in-the-query-0123456789"
+    async with local_server() as server:
+        status, payload, raw = await exchange(server.port, upgrade_request(BEARER, b"/v1/nowhere?api_key=" + secret))
+    assert status == 404, raw
+    assert payload is not None and payload["error"]["message"] == "Unknown path /v1/nowhere."
+    assert secret not in raw
