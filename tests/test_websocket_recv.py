@@ -252,3 +252,39 @@ async def test_the_echo_of_the_largest_event_the_client_may_send_is_received() -
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.mark.parametrize("together", [True, False], ids=["in-one-read", "alone"])
+async def test_a_text_frame_that_is_not_utf8_is_read_with_replacement_characters_and_the_connection_goes_on(
+        together: bool) -> None:
+    """Before, such a frame taken from the queue raised UnicodeDecodeError out of the receive loop (a fatal session
+    error), and one waited for made websockets close with 1007 (a drop); a frame however malformed ends nothing."""
+    bad = b'{"type":"info","message":"\xff\xfe ok"}'
+    after = json.dumps({"type": "info", "message": "still here"})
+
+    async def send(ws: Any) -> None:
+        await ws.recv()  # the client is ready
+        ws.protocol.send_text(b'{"type":"info","message":"first"}')
+        if not together:
+            ws.send_data()
+            await ws.recv()  # the client has read the first: the bad frame is read alone, waited for
+        ws.protocol.send_text(bad)
+        ws.protocol.send_text(after.encode())
+        ws.send_data()
+        await ws.wait_closed()
+
+    server = await ws_serve(send, "127.0.0.1", 0, compression=None)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        transport = await WebSocketTransport.connect(f"ws://127.0.0.1:{port}/v1", "key", open_timeout=5)
+        await transport.send("ready")
+        assert json.loads(await transport.recv())["message"] == "first"
+        if not together:
+            await transport.send("read it")
+        assert json.loads(await transport.recv())["message"] == "\ufffd\ufffd ok"
+        assert json.loads(await transport.recv())["message"] == "still here"
+        await transport.close()
+        assert transport.close_code == 1000
+    finally:
+        server.close()
+        await server.wait_closed()

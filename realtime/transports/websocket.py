@@ -238,9 +238,7 @@ class WebSocketTransport:
             return None  # a fragmented message: recv() reassembles it
         frames.popleft()
         messages.maybe_resume()
-        data = bytes(frame.data)
-        text = data.decode() if frame.opcode is Opcode.TEXT else data.decode("utf-8", "replace")
-        return self._scrub(text)
+        return self._scrub(bytes(frame.data).decode("utf-8", "replace"))
 
     def watch_for(self, matches: FrameTest, max_bytes: int, seen: Callable[[], None]) -> None:
         """Call ``seen`` whenever a frame of at most ``max_bytes`` that ``matches`` is read, before it is
@@ -275,15 +273,16 @@ class WebSocketTransport:
             return text
         self.waits += 1
         try:
-            frame = await self._ws.recv()
+            # as bytes: websockets would close with 1007 on a text frame that is not UTF-8, where a frame
+            # however malformed ends no session; its bad bytes are read as U+FFFD, as a binary frame's are
+            frame = await self._ws.recv(decode=False)
         except WsConnectionClosed as exc:
             raise self._closed(exc) from None
         except RuntimeError:  # another coroutine reads: after close() began, its drain; the connection is ending
             if not self._closing:
                 raise
             raise ConnectionClosed(1000, "closed by the client") from None
-        text = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
-        return self._scrub(text)
+        return self._scrub(frame.decode("utf-8", "replace"))
 
     def _scrub(self, text: str) -> str:
         """The frame with our own token replaced, should a server echo it (e.g. in an error message)."""
