@@ -73,6 +73,9 @@ _STATUS = {
 class RealtimeProtocol:
     """Client-side protocol state for one Realtime connection."""
 
+    OPENING_EVENT = "session.created"
+    """The event that opens a session, which the server owes every new connection."""
+
     def __init__(self, *, id_prefix: str = "vx") -> None:
         self.max_event_bytes = MAX_CLIENT_EVENT_BYTES
         """The largest event this connection carries, as JSON text (a WebRTC data channel's may be far less)."""
@@ -96,6 +99,7 @@ class RealtimeProtocol:
         self._inflight: dict[str, Any] | None = None  # the create that holds the slot, as sent
         self._owed: list[tuple[str | None, dict[str, Any]]] = []
         self.session: dict[str, Any] | None = None
+        self.opened = False  # session.created came (a session.updated alone does not open a session)
         self._output_format = PCM16_24K
         self._server_cancels = False
         self._server_creates = False  # the server's VAD answers a committed turn by itself
@@ -455,6 +459,7 @@ class RealtimeProtocol:
                 self._on_error(event.error)
                 return True
             case ev.SessionCreated() | ev.SessionUpdated():
+                self.opened = self.opened or isinstance(event, ev.SessionCreated)
                 self._on_session(event.session.model_dump(exclude_none=False))
                 return True
             case ev.ConversationItemAdded() | ev.ConversationItemCreated():

@@ -6,10 +6,12 @@
 * After a drop, :meth:`Link.reconnect` tells the machine (which cuts what was audible), then
   opens a new connection within the session's :class:`~.reconnect.ReconnectBudget`, sleeping
   its backoff on the session's clock, and has the machine restore the conversation on it.
-* :meth:`Link.watch` runs every few hundred ms. A server that owes something (its
-  ``session.created``, or a response asked for) and sends nothing for ``liveness_timeout_s``
-  (counted from when it came to owe it, at the earliest) is a drop, whatever its socket answers: a pong shows the socket is there, not that the
-  server is. A quiet server that owes nothing is pinged now and then; a ping it leaves
+* :meth:`Link.watch` runs every few hundred ms. A server that owes something (the event that
+  opens its session, ``session.created`` or GPT-Live's ``session.started``, or a response asked
+  for) and sends nothing for ``liveness_timeout_s`` (counted from when it came to owe it, at the
+  earliest) is a drop, whatever its socket answers: a pong shows the socket is there, not that
+  the server is. The opening is owed ``liveness_timeout_s`` after the connect however much else
+  the server says meanwhile: no other event opens a session. A quiet server that owes nothing is pinged now and then; a ping it leaves
   unanswered is a drop too. Before ``expires_at`` it warms up a successor and switches to it
   at the first turn boundary.
 """
@@ -265,8 +267,11 @@ class Link:
             elif self._owed_since is None:
                 self._owed_since = now
             # silence counts from the later of its last event and the moment it came to owe: a
-            # question after a quiet minute gives the server its round trip to answer
-            if owed is not None and now - max(self.last_rx, self._owed_since or now) >= timeout:
+            # question after a quiet minute gives the server its round trip to answer; but what it
+            # says while it owes the session's opening does not open it, so that is counted from the connect
+            since = self._owed_since or now
+            waiting = since if owed == self._opening(conn) else max(self.last_rx, since)
+            if owed is not None and now - waiting >= timeout:
                 await self._give_up(conn, f"the server owes {owed} and sent nothing for {silent:.1f} s; reconnecting")
                 return
             ping = getattr(conn.transport, "ping", None)
@@ -281,11 +286,15 @@ class Link:
 
     def _owed(self, conn: RealtimeConnection) -> str | None:
         """What the server owes this connection now, if anything."""
-        if conn.protocol.session is None and self.settings.call_id is None:
-            return "its session.created"
+        if not conn.protocol.opened and self.settings.call_id is None:
+            return self._opening(conn)
         if conn.protocol.response_in_progress:
             return "a response"
         return None
+
+    @staticmethod
+    def _opening(conn: RealtimeConnection) -> str:
+        return f"its {conn.protocol.OPENING_EVENT}"
 
     async def _give_up(self, conn: RealtimeConnection, message: str) -> None:
         """A silent server: report it and close the connection; the receive loop reconnects."""

@@ -595,3 +595,15 @@ def test_delegated_tool_rounds_without_the_user_stop_at_max_tool_rounds_until_th
     rig.feed(frame(type="session.input_transcript.delta", event_id="u", delta="and tomorrow?", start_ms=0,
                    end_ms=400), rig.t)
     assert round_of(4)[0] == ["response.item.create", "response.create"]
+
+
+def test_a_session_updated_in_place_of_session_started_does_not_open_the_session() -> None:
+    """Before, the watchdog asked whether a session had come at all, and a session.updated set it: a server that
+    never started the session was never given up on, and every command stayed held."""
+    protocol = LiveProtocol()
+    protocol.send({"type": "session.instructions.append", "text": "held"})
+    protocol.receive(frame(type="session.updated", event_id="u", session=SESSION))
+    assert protocol.session is not None and not protocol.opened and protocol.holding == 1
+    assert LiveProtocol.OPENING_EVENT == "session.started"
+    protocol.receive(frame(type="session.started", event_id="s", session=SESSION))
+    assert protocol.opened and protocol.holding == 0

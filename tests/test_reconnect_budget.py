@@ -304,6 +304,41 @@ def test_a_server_that_never_sends_session_created_fails_in_bounded_time_though_
     assert len(peers) == 2  # the first connection and the one retry the budget allows, both given up
 
 
+@pytest.mark.parametrize("says", ["session.updated", "rate_limits.updated"])
+def test_a_server_that_talks_but_never_opens_the_session_is_given_up_on(says: str) -> None:
+    """Before, a session.updated in place of session.created was taken for it, and events that open nothing kept
+    the silence from ever counting: the session waited for ever, its commands held."""
+    clock = VirtualClock(start=100.0)
+    peers: list[AnsweringPeer] = []
+    chattering: list[asyncio.Future[None]] = []
+    said = json.dumps(ev.server_event_sample(says))
+
+    async def chatter(peer: AnsweringPeer) -> None:
+        while True:
+            await peer.server.send(said)
+            await clock.sleep(1.0)
+
+    async def connector() -> RealtimeConnection:
+        peer = AnsweringPeer()
+        peers.append(peer)
+        chattering.append(asyncio.ensure_future(chatter(peer)))
+        return RealtimeConnection(peer)
+
+    async def main() -> list[object]:
+        settings = SessionSettings(api_key="k", turn_detection="none", liveness_timeout_s=30.0, reconnect_attempts=1)
+        session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+        async with session:
+            await clock.sleep(100.0)
+        for task in chattering:
+            task.cancel()
+        return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    silent = [e for e in events if isinstance(e, SessionError) and e.code == "server_silent"]
+    assert silent and "owes its session.created" in silent[0].message, events
+    assert len(peers) == 2  # the first connection and the one retry the budget allows, both given up
+
+
 def test_a_server_that_never_answers_a_response_create_is_a_drop_though_it_answers_pings() -> None:
     events, peers = _silent_server_session(created=True, reconnect_attempts=3, talk=True, seconds=45.0)
     silent = [e for e in events if isinstance(e, SessionError) and e.code == "server_silent"]

@@ -52,6 +52,9 @@ LiveOutput = lv.LiveServerEvent | lv.LiveUnknownEvent | MalformedServerEvent | L
 class LiveProtocol:
     """See the module docstring. ``started``: False until ``session.started`` (True at once over WebRTC)."""
 
+    OPENING_EVENT = "session.started"
+    """The event that opens a session, which the server owes every new connection."""
+
     def __init__(self, *, started: bool = False, rate: int = 24_000) -> None:
         self.rate = rate  # output audio, PCM16 mono
         self.max_event_bytes = MAX_CLIENT_EVENT_BYTES  # the largest event the connection carries (WebRTC: far less)
@@ -69,6 +72,11 @@ class LiveProtocol:
         self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._prefix = "evt_vxl" + secrets.token_hex(3)
         self._ids = itertools.count(1)
+
+    @property
+    def opened(self) -> bool:
+        """``session.started`` came (a ``session.updated`` alone does not start a session)."""
+        return self.started
 
     # ------------------------------------------------------------------ commands
     def _next_id(self) -> str:
