@@ -21,7 +21,7 @@ import pytest
 from websockets.asyncio.server import serve as ws_serve
 
 from voxline.base.clock import VirtualClock
-from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret
+from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret, scrub
 from voxline.realtime.errors import ConnectionFailed, ServerError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.http_api import Credentials
@@ -450,6 +450,47 @@ async def test_a_key_in_the_urls_query_is_redacted_in_a_library_session() -> Non
                 seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
     assert any("Invalid api-key [redacted]" in e.message for e in seen if isinstance(e, SessionError))
     assert CANARY not in logs.getvalue() and CANARY not in " ".join(map(repr, seen))
+
+
+def _escaped(text: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def test_a_key_echoed_in_json_escapes_is_scrubbed_from_the_frame_and_the_frame_means_the_same() -> None:
+    """Before, only the key's own text was looked for: an echo spelt as \\u00XX escapes parsed back to the key, and
+    reached the events' text, their codes and ids."""
+    # the key escaped; an escaped quote; an escaped backslash before "u0061" (text, no escape); an escaped é
+    frame = '{"type": "error", "message": "bad key %s, \\"quoted\\" \\\\u0061 é \\u00e9"}' % _escaped(CANARY)
+    scrubbed = json.loads(scrub(frame, CANARY))
+    assert scrubbed["message"] == 'bad key [redacted], "quoted" \\u0061 é é'
+    mixed = f"{CANARY[:5]}{_escaped(CANARY[5:12])}{CANARY[12:]}"
+    assert json.loads(scrub(f'{{"id": "{mixed}"}}', CANARY))["id"] == "[redacted]"
+    # with no echo, a frame is left as it came, escapes and all
+    plain = '{"type": "x", "text": "\\u0041\\u00e9 \\"\\u0022"}'
+    assert scrub(plain, CANARY) is plain
+
+
+async def test_a_key_echoed_in_json_escapes_never_reaches_an_event() -> None:
+    async def hostile(ws: Any) -> None:
+        await ws.send(json.dumps({"type": "session.created", "event_id": "event_1", "session": {"type": "realtime"}}))
+        await ws.recv()  # the client's session.update
+        await ws.send('{"type": "error", "event_id": "event_2", "error": {"type": "invalid_request_error", '
+                      '"code": "%s", "param": null, "message": "key %s", "event_id": null}}'
+                      % (_escaped(CANARY), _escaped(CANARY)))
+        await ws.close(3000, "bye")
+
+    clock = VirtualClock()
+    with debug_logs() as logs:
+        async with ws_serve(hostile, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            settings = SessionSettings(url=f"ws://127.0.0.1:{port}/v1", api_key=CANARY, turn_detection="none",
+                                       reconnect_attempts=0)
+            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock)
+            async with session:
+                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+    errors = [e for e in seen if isinstance(e, SessionError) and e.code not in (None, "connection_closed")]
+    assert errors and "key [redacted]" in errors[0].message and errors[0].code == "[redacted]", errors
+    assert CANARY not in logs.getvalue() and CANARY not in " ".join(f"{e!r} {e}" for e in seen)
 
 
 def test_the_event_log_redacts_every_event_either_way_and_stays_json() -> None:

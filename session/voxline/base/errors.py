@@ -105,10 +105,29 @@ def scrub(text: str, secret: str | None) -> str:
 
     Like :func:`register_secret`, values shorter than 8 characters are left alone: a token such
     as ``local`` (what a loopback server takes) is a word, and words in transcripts must survive.
+    ``text`` may be JSON that spells the secret's characters as ``\\u00XX`` escapes (which
+    parse back to the secret): printable ASCII so escaped is written plainly first, quotes and
+    backslashes excepted, so the JSON stays valid and means what it meant.
     """
-    if not secret or len(secret) < _MIN_SECRET or secret not in text:
+    if not secret or len(secret) < _MIN_SECRET:
         return text
+    if secret not in text:
+        if "\\u00" not in text:  # no escape of ASCII at all: the common case, one scan
+            return text
+        plain = _ASCII_ESCAPE.sub(_plain_ascii, text)
+        if secret not in plain:
+            return text
+        text = plain
     return text.replace(secret, "[redacted]")
+
+
+_ASCII_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u00([2-7][0-9a-fA-F])")
+"""A ``\\u00XX`` escape of printable ASCII that is not itself an escaped backslash's text."""
+
+
+def _plain_ascii(match: re.Match[str]) -> str:
+    character = chr(int(match.group(2), 16))
+    return match.group(0) if character in '"\\' else match.group(1) + character
 
 
 def longest_secret() -> int:
