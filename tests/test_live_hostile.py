@@ -16,6 +16,7 @@ from voxline.realtime.live.protocol import LiveProtocol
 from voxline.session.events import BargeIn, HeardTranscript, SessionError, SpeechStarted, StateChanged
 from voxline.session.live.history import MAX_MESSAGES
 from voxline.session.live.machine import KEEP_UTTERANCES
+from voxline.session.live.timeline import MAX_TEXTS
 from voxline.session.live.metrics import KEEP
 from voxline.session.tools import ToolRegistry
 
@@ -284,6 +285,25 @@ def test_hours_of_replies_keep_every_table_bounded() -> None:
     assert len(report.items) == 300
     assert all(abs(item.heard_ms - 800.0) < 1 and abs(item.received_ms - 800.0) < 1 for item in report.items)
     assert json.dumps(rig.machine.history.messages())  # plain JSON, as session.start takes it
+
+
+def test_reply_words_placed_far_ahead_or_never_voiced_are_not_kept_for_ever() -> None:
+    """Before, every output transcript delta was kept until audio passed it: words placed hours ahead, or a flood
+    with no audio at all, piled up (each insert slower than the last) and stayed after the replies that followed."""
+    rig = Rig()
+    start(rig)
+    said = rig.machine.receive  # straight to the machine: the flood is the point, not the wire
+    far = [said(lv.LiveOutputTranscriptDelta(type="session.output_transcript.delta", event_id=f"f{k}", delta="far ",
+                                             start_ms=3_600_000 + k, end_ms=3_600_001 + k), rig.t)
+           for k in range(3)]
+    errors = [e for effects in far for e in effects.events if isinstance(e, SessionError)]
+    assert len(errors) == 3 and all(e.code == "malformed_event" for e in errors)
+    assert "ignored the times of an output transcript delta: 3600000 ms" in errors[0].message
+    assert rig.machine.sizes()["live_texts"] == 0
+    for k in range(MAX_TEXTS + 500):  # within the slack, never voiced
+        said(lv.LiveOutputTranscriptDelta(type="session.output_transcript.delta", event_id=f"n{k}", delta="w ",
+                                          start_ms=60_000, end_ms=60_100), rig.t)
+    assert rig.machine.sizes()["live_texts"] == MAX_TEXTS
 
 
 def _delegate(rig: Rig, call_id: str, n: int) -> list[str]:

@@ -70,6 +70,7 @@ __all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
 
 GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
 INPUT_SLACK_MS = 10_000  # how far past the input sent a user transcript may be placed before its times are refused
+OUTPUT_SLACK_MS = 120_000  # how far past the track received a reply's words may be placed (text runs ahead of audio)
 MAX_KEPT_AWAY = 256  # commands kept for the next session while the connection is replaced
 _MUTING = ("session.input_audio.mute", "session.input_audio.unmute")
 KEEP_UTTERANCES = 16  # utterances kept on the timeline once done with (a late word of one still finds it)
@@ -271,6 +272,19 @@ class LiveMachine:
         return (f"ignored the times of a user transcript delta: {start_ms} ms on the session timeline is past the "
                 f"{limit - INPUT_SLACK_MS:.0f} ms of audio the session has had")
 
+    def _past_the_track(self, start_ms: int, now: float) -> str | None:
+        """Why words of a reply placed at ``start_ms`` cannot be there: later than both the track received and the
+        time since the session started, by more than :data:`OUTPUT_SLACK_MS` (kept until their audio came, words
+        placed far ahead would pile up for ever). None if they can."""
+        if self._started_at is None or self.settings.call_id is not None:  # a sideband came in mid-session
+            return None
+        track_ms = self.timeline.position * 1000 / self.timeline.rate
+        limit = max(track_ms, (now - self._started_at) * 1000) + OUTPUT_SLACK_MS
+        if start_ms <= limit:
+            return None
+        return (f"ignored the times of an output transcript delta: {start_ms} ms on the session timeline is past the "
+                f"{limit - OUTPUT_SLACK_MS:.0f} ms of track the session has had")
+
     def take_continuity(self) -> LiveContinuity | None:
         out, self._continuity = self._continuity, None
         return out
@@ -284,6 +298,9 @@ class LiveMachine:
         match output:
             case lv.LiveOutputAudioDelta():
                 return self._audio(output, now)
+            case lv.LiveOutputTranscriptDelta() if (ahead := self._past_the_track(output.start_ms, now)):
+                events.append(SessionError(ahead, "malformed_event"))  # its words stand, placed nowhere
+                events.append(TranscriptDelta("assistant", "live_utt", output.delta, now))
             case lv.LiveOutputTranscriptDelta():
                 utt = self.timeline.transcript(output.start_ms, output.end_ms, output.delta)
                 if utt is None or not utt.cut:

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Heard", "LiveTimeline", "Utterance"]
+__all__ = ["MAX_TEXTS", "Heard", "LiveTimeline", "Utterance"]
 
 SILENT = 64  # a frame whose peak stays below this (about −54 dBFS) is silence
 GAP_MS = 500  # this much silent track ends an utterance
+MAX_TEXTS = 8_192  # transcript pieces kept (the utterances kept hold a few hundred: one per word or so)
 
 
 @dataclass(slots=True)
@@ -116,9 +117,12 @@ class LiveTimeline:
             self.current = None
 
     def transcript(self, start_ms: int, end_ms: int, text: str) -> Utterance | None:
-        """An output transcript delta; the utterance it lies in, if its audio has come."""
+        """An output transcript delta; the utterance it lies in, if its audio has come. At most :data:`MAX_TEXTS`
+        pieces are kept (the earliest placed go first): words whose audio never comes are not kept for ever."""
         self._order += 1
         insort(self._texts, (start_ms, end_ms, text, self._order))
+        if len(self._texts) > MAX_TEXTS:
+            del self._texts[0]
         return self.utterance_at(start_ms)
 
     def utterance_at(self, ms: float) -> Utterance | None:
