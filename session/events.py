@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from voxline.audio.ledger import Cut
-from voxline.base.errors import redact
+from voxline.base.errors import clip
 
 from .metrics.records import TurnRecord
 
 __all__ = [
+    "CODE_CHARS",
+    "MESSAGE_CHARS",
     "AssistantAudioStarted",
     "BargeIn",
     "ConnectionLost",
@@ -43,6 +45,8 @@ __all__ = [
 ]
 
 Role = Literal["user", "assistant"]
+MESSAGE_CHARS = 4_000  # of a SessionError's message (ours are a line; a server's may be megabytes)
+CODE_CHARS = 200  # of its code
 State = Literal["idle", "listening", "thinking", "speaking"]
 
 
@@ -227,8 +231,9 @@ class ConnectionRestored:
 class SessionError:
     """A problem reported to the application; the session keeps running unless ``fatal``.
 
-    The message is redacted (:func:`voxline.base.errors.redact`): a server that echoes a key in
-    an error does not put it in front of the application or its logs. ``code`` says what failed:
+    The message and code are redacted (:func:`voxline.base.errors.redact`): a server that echoes a
+    key in an error does not put it in front of the application or its logs; and cut, to
+    :data:`MESSAGE_CHARS` and :data:`CODE_CHARS` (a server's may be megabytes). ``code`` says what failed:
 
     - the server's own ``error`` event: its ``code`` (``invalid_value``…), or None if it gave none;
     - ``malformed_event``: a server frame that is not a valid event, ignored;
@@ -264,7 +269,10 @@ class SessionError:
     fatal: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "message", redact(self.message))
+        # a server's message may be megabytes: cut before it is redacted whole, as a key in it would be shown cut
+        object.__setattr__(self, "message", clip(self.message, MESSAGE_CHARS))
+        if self.code is not None:
+            object.__setattr__(self, "code", clip(self.code, CODE_CHARS))
 
 
 @dataclass(frozen=True, slots=True)

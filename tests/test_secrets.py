@@ -31,7 +31,7 @@ from voxline.realtime.transports.rtc_signaling import post_offer
 from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.cli import main
 from voxline.session.eventlog import EventLog
-from voxline.session.events import ResponseFinished, SessionError
+from voxline.session.events import CODE_CHARS, MESSAGE_CHARS, ResponseFinished, SessionError
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
@@ -643,3 +643,15 @@ def test_a_key_in_the_environment_is_redacted_even_where_the_command_does_not_us
     assert farm.returncode == 0, farm.stderr
     logs = [(tmp_path / "out" / name / "events.jsonl").read_text() for name in ("b", "c")]
     assert all("the weather service refused key [redacted]" in log and AZURE_STYLE not in log for log in logs)
+
+
+def test_a_huge_server_message_is_cut_before_it_is_redacted_and_a_key_in_the_code_is_redacted() -> None:
+    """Before, a 20 MB error message was redacted whole (seconds of the loop) and kept whole; its code was kept as
+    sent, key and all."""
+    register_secret(CANARY)
+    error = SessionError("x" * 20_000_000 + CANARY, f"code {CANARY} " + "y" * 10_000)
+    assert len(error.message) == MESSAGE_CHARS and error.message.endswith("…")
+    assert error.code is not None and len(error.code) == CODE_CHARS and CANARY not in error.code
+    assert error.code.startswith("code [redacted] ")
+    short = SessionError(f"the key {CANARY} was refused", "invalid_api_key")
+    assert short.message == "the key [redacted] was refused" and short.code == "invalid_api_key"
