@@ -10,6 +10,7 @@ string at a time, so that a redaction never breaks the line's JSON.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import errno
@@ -17,14 +18,15 @@ import heapq
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Any
 
+from voxline.base.clock import Clock
 from voxline.base.errors import OutputError, clip, redacted
 from voxline.base.files import utf8
 
-__all__ = ["EventLog", "redacted", "strip_audio"]
+__all__ = ["FLUSH_EVERY_S", "EventLog", "flushing", "redacted", "strip_audio"]
 
 _AUDIO_FIELDS = {
     # Realtime
@@ -63,8 +65,9 @@ class EventLog:
     Lines are in time order. A local event stamped with the earlier moment it happened (``at``)
     waits up to ``horizon_s`` so that it lands among the wire events of that moment; one later
     than that is stamped with the last time written (its own ``at`` stays in its payload).
-    Lines are handed to the system whole as they leave that horizon, so a process killed
-    outright leaves whole lines, lacking at most the last ``horizon_s`` of events.
+    Lines are handed to the system whole as they leave that horizon (at the next event, or at a
+    :meth:`flush_due`, which :func:`flushing` calls a few times a second), so a process killed
+    outright leaves whole lines, lacking at most the last ``horizon_s`` of events and a little.
 
     A log that cannot be written (a full disk) never fails the caller that hands it an event (a
     wire observer, a session hook): it stops writing, and :meth:`close` raises the
@@ -109,6 +112,11 @@ class EventLog:
         else:
             payload = dict(event)
         self._write("local", redacted(json.loads(json.dumps(payload, default=str))), at)
+
+    def flush_due(self) -> None:
+        """Write the lines that left the horizon since the last event: without it they would wait for the next
+        one, which may be long in coming (a reply over WebRTC sends no events while it plays)."""
+        self._flush(self._now() - self._horizon)
 
     def _write(self, direction: str, event: Any, at: float | None = None) -> None:
         now = self._now()
@@ -172,3 +180,22 @@ class EventLog:
             raise self.error
 
 
+
+
+FLUSH_EVERY_S = 0.25
+
+
+@contextlib.asynccontextmanager
+async def flushing(log: EventLog, clock: Clock) -> AsyncIterator[EventLog]:
+    """``log``, with :meth:`EventLog.flush_due` called every :data:`FLUSH_EVERY_S` on ``clock`` while the block runs."""
+    async def flush() -> None:
+        while True:
+            await clock.sleep(FLUSH_EVERY_S)
+            log.flush_due()
+
+    task = asyncio.ensure_future(flush())
+    try:
+        yield log
+    finally:
+        task.cancel()
+        await asyncio.wait([task])  # its cancel is not raised here; this task's own would be

@@ -110,6 +110,7 @@ class SessionRecorder:
         self._mic.write(self._mic_samples / SAMPLE_RATE, np.asarray(block, dtype=np.int16))
         self._mic_samples += len(block)
         self.drain()
+        self._log.flush_due()  # a block every few ms: the log's lines leave its horizon as they are due
 
     def wire(self, direction: str, text: str) -> None:
         """A :data:`~voxline.realtime.connection.WireObserver` for the session."""

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from voxline.base.clock import VirtualClock
 from voxline.base.errors import OutputError
-from voxline.session.eventlog import EventLog
+from voxline.session.eventlog import FLUSH_EVERY_S, EventLog, flushing
+from voxline.session.lockstep import run_lockstep
 
 
 def test_a_local_event_stamped_in_the_past_lands_among_the_wire_events_of_its_moment() -> None:
@@ -27,6 +29,26 @@ def test_a_local_event_stamped_in_the_past_lands_among_the_wire_events_of_its_mo
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["t_ms"] for line in lines] == [1000.0, 1010.0, 1020.0, 1040.0, 1500.0]
     assert lines[1]["event"]["type"] == "AssistantAudioStarted" and lines[1]["dir"] == "local"
+
+
+def test_a_line_is_written_once_it_leaves_the_horizon_though_no_event_follows() -> None:
+    """Before, held lines waited for the next event: a replay killed while a reply played over WebRTC (no events
+    then), or after its input ended, had lost many seconds of its log, not at most its last one."""
+    clock = VirtualClock()
+    out = io.StringIO()
+    log = EventLog(out, clock.now, horizon_s=1.0)
+
+    async def main() -> tuple[str, str]:
+        async with flushing(log, clock):
+            log.wire("in", json.dumps({"type": "response.done"}))
+            await clock.sleep(0.9)
+            held = out.getvalue()
+            await clock.sleep(0.1 + FLUSH_EVERY_S)
+            return held, out.getvalue()
+
+    held, written = run_lockstep(main(), clock)
+    assert held == "" and json.loads(written)["event"]["type"] == "response.done"
+    log.close()
 
 
 def test_a_stamp_never_runs_backwards_and_close_writes_everything_held() -> None:
@@ -124,8 +146,10 @@ def test_a_log_whose_disk_fills_mid_line_keeps_whole_lines_only(tmp_path: Path) 
     script = f"""
 import resource, signal
 from pathlib import Path
+from voxline.base.clock import VirtualClock
 from voxline.base.errors import OutputError
-from voxline.session.eventlog import EventLog
+from voxline.session.eventlog import FLUSH_EVERY_S, EventLog, flushing
+from voxline.session.lockstep import run_lockstep
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) as on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, (5000, 5000))
 log = EventLog(Path({str(tmp_path / "events.jsonl")!r}), lambda: 0.0, horizon_s=0.0)

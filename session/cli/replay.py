@@ -37,7 +37,7 @@ from voxline.realtime.server.engine.voices import make_synth
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
 
-from ..eventlog import EventLog
+from ..eventlog import EventLog, flushing
 from ..events import SessionError
 from ..local_barge import BargePolicy
 from ..lockstep import LockstepLoop
@@ -253,8 +253,9 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
             with ReplayOutputs([args.out, args.events]).run() as outputs:  # the last run's, kept if it never began
                 with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
                         contextlib.closing(WavSink(args.out, RATE)) as sink:
-                    result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
-                                             outputs.wire(log.wire))
+                    async with flushing(log, clock):
+                        result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
+                                                 outputs.wire(log.wire))
                 if outputs.stopped_unanswered(result):
                     print(f"voxline: {stop.name or 'stopped'} before the server answered: nothing was replayed; "
                           f"{printable(str(args.out))} and {printable(str(args.events))} are as they were",

@@ -37,7 +37,7 @@ from voxline.realtime.server.engine.voices import make_synth, warm_up
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
 
-from ...eventlog import EventLog
+from ...eventlog import EventLog, flushing
 from ...events import SessionError
 from ...lockstep import LockstepLoop
 from ...report import make_run, write_report
@@ -217,21 +217,22 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
             def on_event(event: Any) -> None:
                 log.local(event, getattr(event, "at", None))
 
-            on_wire = outputs.wire(log.wire)
-            common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,
-                                      "tail_s": options.tail_s, "stop": stop}
-            if voices is not None:
-                connector = engine_connector(scenario, clock, voice=voices.voice, on_wire=on_wire,
-                                             voices=voices.get(recording.scenario, scenario), api=settings.api)
-                result = await run_replay(samples, connector=connector, settings=settings, **common)
-            elif options.url is not None:
-                result = await run_replay(samples, connector=None, settings=settings, on_wire=on_wire, **common)
-            else:
-                config = ServerConfig(port=0, scenario=recording.scenario, voice=options.voice,
-                                      transcripts=recording.transcripts)
-                async with serve(config) as server:
-                    local = settings.model_copy(update={"url": server.url})
-                    result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
+            async with flushing(log, clock):
+                on_wire = outputs.wire(log.wire)
+                common: dict[str, Any] = {"clock": clock, "sink": sink, "tools": tools, "on_event": on_event,
+                                          "tail_s": options.tail_s, "stop": stop}
+                if voices is not None:
+                    connector = engine_connector(scenario, clock, voice=voices.voice, on_wire=on_wire,
+                                                 voices=voices.get(recording.scenario, scenario), api=settings.api)
+                    result = await run_replay(samples, connector=connector, settings=settings, **common)
+                elif options.url is not None:
+                    result = await run_replay(samples, connector=None, settings=settings, on_wire=on_wire, **common)
+                else:
+                    config = ServerConfig(port=0, scenario=recording.scenario, voice=options.voice,
+                                          transcripts=recording.transcripts)
+                    async with serve(config) as server:
+                        local = settings.model_copy(update={"url": server.url})
+                        result = await run_replay(samples, connector=None, settings=local, on_wire=on_wire, **common)
         if outputs.stopped_unanswered(result):  # the last run's files are back: this one is no result
             raise ConnectionFailed("interrupted before the server answered: nothing was replayed")
         outputs.ended(result)
