@@ -28,6 +28,7 @@ import numpy as np
 import soxr
 
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.errors import AudioError
 
 __all__ = ["SAMPLE_RATE", "VoiceUnavailableError", "available_voices", "espeak_available", "synthesize"]
 
@@ -36,8 +37,9 @@ _ESPEAK_DEFAULT_VARIANT = "en-us"
 _ESPEAK_WPM = 160
 
 
-class VoiceUnavailableError(LookupError):
-    """The requested voice cannot run here (e.g. ``espeak-ng`` is not installed)."""
+class VoiceUnavailableError(AudioError, LookupError):
+    """The requested voice cannot run here (e.g. ``espeak-ng`` is not installed, or fails): a command says so in
+    one line, as it says every :class:`~voxline.base.errors.VoxlineError`."""
 
 
 def espeak_available() -> bool:
@@ -87,10 +89,17 @@ def _espeak(text: str, variant: str) -> np.ndarray:
             said = exc.stderr.decode("utf-8", "replace").strip().splitlines() if exc.stderr else []
             detail = f": {said[0]}" if said else ""
             raise VoiceUnavailableError(f"espeak-ng cannot speak with voice {variant!r}{detail}") from None
-        with wave.open(str(out), "rb") as wav:
-            rate = wav.getframerate()
-            raw = wav.readframes(wav.getnframes())
-    pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
+        except subprocess.TimeoutExpired:
+            raise VoiceUnavailableError("espeak-ng did not finish speaking in 60 s") from None
+        except OSError as exc:  # it could not be run (removed since it was found, not executable)
+            raise VoiceUnavailableError(f"espeak-ng could not be run: {exc.strerror or exc}") from None
+        try:
+            with wave.open(str(out), "rb") as wav:
+                rate = wav.getframerate()
+                raw = wav.readframes(wav.getnframes())
+        except (wave.Error, EOFError, OSError) as exc:  # no file, or a cut one (a full disk, a file-size limit)
+            raise VoiceUnavailableError(f"espeak-ng wrote no usable audio ({exc})") from None
+    pcm = np.frombuffer(raw[: len(raw) // 2 * 2], dtype="<i2").astype(np.int16)
     if rate == SAMPLE_RATE:
         return pcm
     resampled: np.ndarray = soxr.resample(pcm.astype(np.float32) / 32768.0, rate, SAMPLE_RATE, quality="HQ")

@@ -427,3 +427,23 @@ def test_a_farm_writes_its_results_into_a_pipe_it_did_not_open_to_check(tmp_path
     reader.join(10)
     assert result.returncode == 0, result.stderr
     assert got and len(got[0].splitlines()) == 2
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "real-time"])
+def test_an_espeak_that_fails_is_one_line_and_the_last_runs_files_stay(tmp_path: Path, fast: bool) -> None:
+    """Before, a failing espeak-ng was a traceback (its error was no VoxlineError), and a --fast replay had
+    already emptied the last run's heard.wav and events.jsonl, though nothing ran."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "espeak-ng").write_text("#!/bin/sh\necho 'espeak-ng-data: No such file or directory' >&2\nexit 1\n")
+    (fake / "espeak-ng").chmod(0o755)
+    heard, events = tmp_path / "h.wav", tmp_path / "e.jsonl"
+    heard.write_bytes(b"the last run's audio")
+    events.write_text('{"the": "last run"}\n')
+    result = run("replay", str(EXAMPLE), *(["--fast"] if fast else []), "--voice", "espeak", *outputs(tmp_path),
+                 env={"PATH": f"{fake}:{os.environ['PATH']}"})
+    assert result.returncode == 1, result.stderr
+    said = result.stderr.strip().splitlines()  # --fast first says what it replays against
+    assert said[-1].startswith("voxline replay: error: espeak-ng cannot speak with voice 'en-us': espeak-ng-data")
+    assert len(said) == (2 if fast else 1) and "Traceback" not in result.stderr, result.stderr
+    assert heard.read_bytes() == b"the last run's audio" and events.read_text() == '{"the": "last run"}\n'

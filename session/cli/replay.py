@@ -241,27 +241,29 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
     if transcripts is not None:
         scenario = with_transcripts(scenario, transcripts)
     with Stop() as stop:
-        if args.fast:
-            loop = asyncio.get_running_loop()
-            if not isinstance(loop, LockstepLoop):
-                raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
-            result = await _run_fast(args, samples, scenario, tools, loop.clock, stop)
-        else:
-            clock = RealClock()
-            start = clock.now()
-            live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
-            with ReplayOutputs([args.out, args.events]).run() as outputs:  # the last run's, kept if it never began
+        live: LiveLines | None = None
+        with ReplayOutputs([args.out, args.events]).run() as outputs:  # the last run's, kept if it never began
+            if args.fast:
+                loop = asyncio.get_running_loop()
+                if not isinstance(loop, LockstepLoop):
+                    raise ConfigurationError("--fast needs the lockstep event loop (see replay.loop_factory)")
+                result = await _run_fast(args, samples, scenario, tools, loop.clock, stop, outputs)
+            else:
+                clock = RealClock()
+                start = clock.now()
+                live = LiveLines(samples.frames / RATE, clock, start, args.verbose)
                 with contextlib.closing(EventLog(args.events, lambda: clock.now() - start)) as log, \
                         contextlib.closing(WavSink(args.out, RATE)) as sink:
                     async with flushing(log, clock):
                         result = await _realtime(args, url, token, samples, log, clock, sink, tools, live, stop,
                                                  outputs.wire(log.wire))
-                if outputs.stopped_unanswered(result):
-                    print(f"voxline: {stop.name or 'stopped'} before the server answered: nothing was replayed; "
-                          f"{printable(str(args.out))} and {printable(str(args.events))} are as they were",
-                          file=sys.stderr)
-                    return stop.exit_code
-                outputs.ended(result)
+            if outputs.stopped_unanswered(result):
+                print(f"voxline: {stop.name or 'stopped'} before the server answered: nothing was replayed; "
+                      f"{printable(str(args.out))} and {printable(str(args.events))} are as they were",
+                      file=sys.stderr)
+                return stop.exit_code
+            outputs.ended(result)
+        if live is not None:
             live.done()
         failure = _failure(result)
         _print_summary(args, result, failure)
@@ -279,7 +281,7 @@ def _failure(result: ReplayResult) -> str | None:
 
 
 async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,
-                    clock: VirtualClock, stop: Stop) -> ReplayResult:
+                    clock: VirtualClock, stop: Stop, outputs: ReplayOutputs) -> ReplayResult:
     _synth, voice = make_synth(args.voice)
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
@@ -287,7 +289,7 @@ async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any
     print(f"replaying {args.input} (lockstep, virtual clock{', GPT-Live' if api == 'live' else ''})", flush=True)
     live = LiveLines(samples.frames / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
-        connector = engine_connector(scenario, clock, voice=voice, on_wire=log.wire, api=api)
+        connector = engine_connector(scenario, clock, voice=voice, on_wire=outputs.wire(log.wire), api=api)
         return await run_replay(samples, connector=connector, clock=clock, settings=settings_for(args), sink=sink,
                                 tools=tools, on_event=_logger(log, live), on_session=live.attach, stop=stop.event,
                                 **speaker_options(args))
