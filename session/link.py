@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 
 from voxline.base.clock import Clock, wait_within
-from voxline.base.contain import Raised, contain, kept_apart, outcome
+from voxline.base.contain import Raised, contain, outcome, run_apart
 from voxline.base.errors import message_of
 from voxline.base.log_output import SAID_AS_EVENT
 from voxline.base.loop_runner import hold
@@ -132,7 +132,7 @@ class Link:
         """A new connection (:meth:`_configured`) within ``seconds`` of the session's clock, what is left of the
         reconnect window: an app's connector that never returns is one failed try, not a session reconnecting for
         ever. One that ignores its cancel is left to end alone."""
-        attempt = asyncio.ensure_future(kept_apart(self._configured()))
+        attempt = run_apart(self._configured())
         taken = False
         try:
             if await wait_within(self.clock, seconds, attempt) and not attempt.cancelled():
@@ -336,7 +336,7 @@ class Link:
                             server_clock=server_clock):
             return
         if self._spare is None:
-            self._spare = asyncio.ensure_future(kept_apart(self._configured()))  # a connector's SystemExit: one failure
+            self._spare = run_apart(self._configured())  # a connector's SystemExit: one failure
             return
         core = self.machine.core
         if not self._spare.done() or not self._idle() or core is None or core.user_speaking:

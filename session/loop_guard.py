@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from voxline.base.clock import Clock, wait_within
-from voxline.base.contain import contain, kept_apart, outcome
+from voxline.base.contain import contain, outcome, run_apart
 from voxline.base.errors import message_of
 from voxline.base.loop_runner import hold
 
@@ -34,7 +34,7 @@ LET_GO_S = 0.5  # on the loop's clock: how long a close waits for an input that 
 async def let_go_if_stuck(loop: Callable[[], Awaitable[None]], what: str, clock: Clock) -> None:
     """Run ``loop()`` in a task of its own; cancelled, cancel it too and wait for it at most :data:`LET_GO_S`
     of ``clock``'s time."""
-    work = asyncio.get_running_loop().create_task(kept_apart(loop()), name=f"voxline {what}")
+    work = run_apart(loop(), name=f"voxline {what}")
     try:
         await asyncio.wait((work,))
     except asyncio.CancelledError:

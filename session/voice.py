@@ -46,7 +46,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
-from voxline.base.contain import Raised, being_cancelled, contain, kept_apart, outcome
+from voxline.base.contain import Raised, being_cancelled, contain, outcome, run_apart
 from voxline.base.errors import message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
@@ -245,7 +245,7 @@ class VoiceSession:
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         # in a task aclose() can cancel (a cancel of this task reaches it too); what the connector raises, raised here
-        opening = self._opening = asyncio.ensure_future(kept_apart(self._link.open()))
+        opening = self._opening = run_apart(self._link.open())
         try:
             outcome(await opening)
         except BaseException as exc:

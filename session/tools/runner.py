@@ -37,7 +37,7 @@ from typing import Any, assert_never
 
 from voxline.base.clock import Clock, RealClock, wait_within
 from voxline.base.loop_runner import hold
-from voxline.base.contain import contain, kept_apart, outcome
+from voxline.base.contain import contain, outcome, run_apart
 from voxline.realtime.errors import ToolError
 
 from .calls import CallState, CallTracker, ToolCall
@@ -307,7 +307,7 @@ async def _settled(awaitable: Any) -> Any:
     """What ``awaitable`` gives or raises, awaited in a task of its own (as :func:`_guarded` runs a tool);
     cancelled meanwhile (the runner closes), it is told and left behind, never waited for: an approval
     callback that ignores its cancel does not hold the session's close."""
-    work = asyncio.ensure_future(kept_apart(awaitable))  # what it raises is raised again here, where it is contained
+    work = run_apart(awaitable)  # what it raises is raised again here, where it is contained
     try:
         await asyncio.wait((work,))
     except BaseException:

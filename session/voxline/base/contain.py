@@ -9,12 +9,13 @@ cancellation of the task that ran the code (closing, a timeout). This module is 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import NamedTuple, TypeVar
 
 from .loop_runner import loop_running
 
-__all__ = ["Raised", "being_cancelled", "contain", "kept_apart", "outcome"]
+__all__ = ["Raised", "being_cancelled", "contain", "kept_apart", "outcome", "run_apart"]
 
 T = TypeVar("T")
 
@@ -58,6 +59,15 @@ async def kept_apart(work: Awaitable[T]) -> T | Raised:
         raise
     except BaseException as exc:  # the application's, whatever it is: handed back
         return Raised(exc)
+
+
+def run_apart(work: Awaitable[T], *, name: str | None = None) -> asyncio.Task[T | Raised]:
+    """A task of its own awaiting ``work`` kept apart (:func:`kept_apart`). A task cancelled before it first ran
+    never awaited ``work``: a coroutine is then closed, so Python prints no 'was never awaited' warning for it."""
+    task = asyncio.get_running_loop().create_task(kept_apart(work), name=name)
+    if inspect.iscoroutine(work):  # done, the task has finished with it, or never began it
+        task.add_done_callback(lambda _task: work.close())
+    return task
 
 
 def outcome(result: T | Raised) -> T:
