@@ -209,12 +209,19 @@ class WavReader:
 
 class WavWriter:
     """A 16-bit mono WAV file written incrementally. The header is written at once and counts what
-    each :meth:`write` put on disk (the file stays valid if the process dies); close completes it."""
+    each :meth:`write` put on disk (the file stays valid if the process dies); close completes it.
+
+    A write that fails part way (a full disk, a file-size limit) may have put some of its samples
+    on disk: closing then cuts the file back to the samples the header counts (every write
+    before), so the file holds what its header says, and its last write is not half there.
+    """
 
     def __init__(self, path: PathLike, rate: int = SAMPLE_RATE) -> None:
         self.path = os.fspath(path)
         self.rate = whole(rate, "rate", low=MIN_RATE, high=MAX_RATE)  # what a reader takes (and a header holds)
         self.frames_written = 0
+        self._failed = False  # a write failed: the file may hold part of it past what the header counts
+        self._data_start = 0  # where the samples begin, past the header
         try:
             self._file = open(self.path, "wb")
         except OSError as error:
@@ -226,6 +233,7 @@ class WavWriter:
             self._wave.setframerate(rate)
             self._wave.writeframes(b"")  # the header now: a valid, empty WAV even if nothing more comes
             self._file.flush()
+            self._data_start = self._file.tell()
         except (wave.Error, OSError) as error:
             self._abandon()  # a full disk fails the header's flush, and again every flush on closing
             raise AudioError(f"cannot write {self.path}: {_reason(error)}") from error
@@ -234,15 +242,25 @@ class WavWriter:
         array = np.asarray(samples)
         if array.dtype != np.int16 or array.ndim != 1:
             raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
+        if self._failed:  # a later write would leave a gap where the failed one's samples belong
+            raise AudioError(f"cannot write {self.path}: it stopped at the write that failed")
         try:
             self._wave.writeframes(array.astype("<i2", copy=False).tobytes())
         except OSError as error:
+            self._failed = True
             raise AudioError(f"cannot write {self.path}: {_reason(error)}") from error
         self.frames_written += len(array)
 
     def close(self) -> None:
-        """Complete the header and close the file (closed even when that fails: a full disk); idempotent."""
+        """Complete the header and close the file (closed even when that fails: a full disk); idempotent.
+
+        After a failed write (already reported) the file is cut back to what the header counts, and
+        nothing more is said."""
         if self._file.closed:
+            return
+        if self._failed:
+            self._abandon()
+            self._cut_back()
             return
         failure: OSError | None = None
         for step in (self._wave.close, self._file.close):
@@ -252,6 +270,19 @@ class WavWriter:
                 failure = failure or error
         if failure is not None:
             raise AudioError(f"cannot write {self.path}: {_reason(failure)}") from failure
+
+    def _cut_back(self) -> None:
+        """The file (closed, its buffer dropped or flushed) cut to the header and the samples of every write that
+        succeeded, and the header made to count them. Cutting frees space, so this holds on a full disk."""
+        size = self._data_start + 2 * self.frames_written
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, size)
+                os.pwrite(fd, struct.pack("<I", size - 8), 4)  # RIFF: all that follows its size field
+                os.pwrite(fd, struct.pack("<I", size - self._data_start), self._data_start - 4)  # data
+            finally:
+                os.close(fd)
 
     def _abandon(self) -> None:
         """Close the file, and the wave writer on it, after a failure already being reported: the same

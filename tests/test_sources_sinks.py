@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import struct
+import subprocess
+import sys
 import wave
 from pathlib import Path
 
@@ -291,3 +294,40 @@ def test_a_wav_sink_on_a_full_disk_names_its_file_and_leaves_nothing_to_report_l
     finally:
         sys.unraisablehook = previous
     assert raised == []  # no "Exception ignored" from the wave module's finalizer on a closed file
+
+
+_FILLS_UP = """
+import resource, sys
+import numpy as np
+from voxline.audio.sinks import WavSink
+from voxline.base.errors import AudioError
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_001, resource.RLIM_INFINITY))  # the disk fills mid-block
+sink = WavSink(sys.argv[1], 24_000)
+try:
+    for k in range(20):
+        sink.write(k * 0.25, np.full(6_000, 1_000 + k, dtype=np.int16))
+    sink.close()
+except AudioError as exc:
+    print(exc)
+    try:
+        sink.close()  # the rest cannot be written either; the file is settled all the same
+    except AudioError as again:
+        print(again)
+"""
+
+
+def test_a_wav_whose_disk_fills_mid_write_holds_what_its_header_counts(tmp_path: Path) -> None:
+    """Before, the failed write's first part stayed on disk past the samples the header counts (and the header was
+    patched again at close with the buffer's leftovers)."""
+    path = tmp_path / "heard.wav"
+    run = subprocess.run([sys.executable, "-c", _FILLS_UP, str(path)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"cannot write {path}: File too large"), run.stdout
+    data = path.read_bytes()
+    riff, = struct.unpack("<I", data[4:8])
+    declared, = struct.unpack("<I", data[40:44])
+    assert data[36:40] == b"data" and riff == len(data) - 8 and declared == len(data) - 44
+    samples, rate = read_wav(path)
+    assert rate == 24_000 and 0 < len(samples) == declared // 2
+    timeline = np.repeat(np.arange(1_000, 1_020, dtype=np.int16), 6_000)
+    assert np.array_equal(samples, timeline[: len(samples)])  # the timeline's start, nothing of the failed write
