@@ -220,7 +220,7 @@ class WavWriter:
         self.path = os.fspath(path)
         self.rate = whole(rate, "rate", low=MIN_RATE, high=MAX_RATE)  # what a reader takes (and a header holds)
         self.frames_written = 0
-        self._failed = False  # a write failed: the file may hold part of it past what the header counts
+        self._failed: str | None = None  # why a write failed: the file may hold part of it past what the header counts
         self._data_start = 0  # where the samples begin, past the header
         try:
             self._file = open(self.path, "wb")
@@ -242,13 +242,13 @@ class WavWriter:
         array = np.asarray(samples)
         if array.dtype != np.int16 or array.ndim != 1:
             raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
-        if self._failed:  # a later write would leave a gap where the failed one's samples belong
-            raise AudioError(f"cannot write {self.path}: it stopped at the write that failed")
+        if self._failed is not None:  # a later write would leave a gap where the failed one's samples belong
+            raise AudioError(self._failed)
         try:
             self._wave.writeframes(array.astype("<i2", copy=False).tobytes())
         except OSError as error:
-            self._failed = True
-            raise AudioError(f"cannot write {self.path}: {_reason(error)}") from error
+            self._failed = f"cannot write {self.path}: {_reason(error)}"
+            raise AudioError(self._failed) from error
         self.frames_written += len(array)
 
     def close(self) -> None:
@@ -258,7 +258,7 @@ class WavWriter:
         nothing more is said."""
         if self._file.closed:
             return
-        if self._failed:
+        if self._failed is not None:
             self._abandon()
             self._cut_back()
             return
