@@ -269,15 +269,20 @@ def _file_limit(size: int) -> Callable[[], None]:
 
 
 def test_a_full_disk_is_one_line_and_what_was_written_stays_valid(tmp_path: Path) -> None:
+    """And a last run's summary and report do not stay beside this run's files (before, a CI job read their pass)."""
     make_recording(tmp_path / "call.wav", 2, True)
+    for stale in ("summary.json", "report.html"):
+        (tmp_path / stale).write_text('{"pass": true}')
     run = subprocess.run([str(VOXLINE), "replay", "call.wav", "--fast", "--voice", "tone", "--out", "heard.wav",
-                          "--events", "events.jsonl"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         preexec_fn=_file_limit(150_000))
+                          "--events", "events.jsonl", "--summary", "summary.json", "--report", "report.html"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, preexec_fn=_file_limit(150_000))
     assert run.returncode == 1 and "Traceback" not in run.stderr and "Exception" not in run.stderr
     assert run.stderr.strip().splitlines()[-1] == "voxline replay: error: cannot write heard.wav: File too large"
     heard, _rate = read_wav(tmp_path / "heard.wav")
     assert len(heard) > R  # the seconds that fitted, in a valid file
+    assert (tmp_path / "heard.wav").stat().st_size == 44 + 2 * len(heard)  # no more on disk than the header counts
     whole_lines(tmp_path / "events.jsonl")
+    assert not (tmp_path / "summary.json").exists() and not (tmp_path / "report.html").exists()
 
 
 def test_an_out_dir_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:

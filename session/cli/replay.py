@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +242,8 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
         scenario = with_transcripts(scenario, transcripts)
     with Stop() as stop:
         live: LiveLines | None = None
-        with ReplayOutputs([args.out, args.events]).run() as outputs:  # the last run's, kept if it never began
+        replay = ReplayOutputs([args.out, args.events])
+        with _no_stale_reports(args, replay), replay.run() as outputs:  # the last run's, kept if it never began
             if args.fast:
                 loop = asyncio.get_running_loop()
                 if not isinstance(loop, LockstepLoop):
@@ -272,6 +273,22 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
         print(f"voxline replay: error: {printable(failure)}; what was heard until then is written", file=sys.stderr)
         return 1
     return stop.exit_code
+
+
+@contextlib.contextmanager
+def _no_stale_reports(args: argparse.Namespace, outputs: ReplayOutputs) -> Iterator[None]:
+    """A run that began and then failed (a full disk, a stop's second signal) removes a last run's ``--summary``,
+    ``--report`` and ``--stereo-out``: beside this run's audio they would pass for its own (a CI job reading the
+    summary would read a pass). A run that never began leaves them, as it leaves the last run's audio."""
+    try:
+        yield
+    except BaseException:
+        if outputs.server_spoke:
+            for path in (getattr(args, name, None) for name in ("summary", "report", "stereo_out")):
+                if path is not None:
+                    with contextlib.suppress(OSError):
+                        Path(path).unlink(missing_ok=True)
+        raise
 
 
 def _failure(result: ReplayResult) -> str | None:
