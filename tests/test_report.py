@@ -202,3 +202,12 @@ def test_a_waveform_given_as_a_feed_plots_exactly_as_its_samples_do(tmp_path: Pa
         whole = timeline_svg(report, mic, heard)
         with WavFeed(tmp_path / "heard.wav") as feed:
             assert timeline_svg(report, ArrayFeed(mic), feed) == whole, n
+
+
+def test_the_input_is_named_as_given_though_a_folder_looks_like_a_key_and_errors_are_still_redacted() -> None:
+    """Before, the whole summary went through the key shapes: /tmp/x/sk-2024-calls/ek_intro.wav became
+    /tmp/x/[redacted]/[redacted].wav, while results.jsonl and the JUnit file named it as given."""
+    name = "/tmp/x/sk-2024-calls/ek_intro.wav"
+    run = make_run(synthetic_report(), None, None, input_name=name, fatal_errors=["refused sk-live-0123456789abcdef"])
+    assert run.summary["input"] == name
+    assert "sk-live-0123456789abcdef" not in json.dumps(run.summary)

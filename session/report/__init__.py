@@ -27,8 +27,11 @@ __all__ = ["Run", "build_summary", "display", "fmt", "lookup", "make_run", "rend
 def make_run(report: MetricsReport, mic: Audio | None, heard: Audio | None, **summary: Any) -> Run:
     """A :class:`Run` for the page: the summary (``summary`` goes to :func:`build_summary`) and its plot
     (the waveforms as samples, or as feeds read once: :func:`timeline_svg`)."""
-    # what a server said may echo a key it was given (a transcript, an error): the page and the JSON show none
-    return Run(redacted(build_summary(report, **summary)), timeline_svg(report, mic, heard))
+    # what a server said may echo a key it was given (a transcript, an error): the page and the JSON show none;
+    # the input's path is the user's own, named as given (a folder called sk-2024-calls is no key)
+    built = redacted(build_summary(report, **summary))
+    built["input"] = summary.get("input_name", built["input"])
+    return Run(built, timeline_svg(report, mic, heard))
 
 
 def _write(path: Path, text: str) -> None:
