@@ -439,6 +439,22 @@ def test_files_set_aside_go_once_the_run_began_and_put_back_is_then_nothing(tmp_
     assert heard.read_bytes() == b"this run's audio" and [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
 
 
+def test_what_runs_killed_before_they_began_set_aside_is_put_back_by_the_next(tmp_path: Path) -> None:
+    """Before, a run killed while it connected left the last run's file as .NAME.….previous for good, and each
+    such kill added another: the next run set aside the killed one's empty start, and the result was lost."""
+    heard = tmp_path / "heard.wav"
+    heard.write_bytes(b"the last result")
+    os.utime(heard, (1_000_000, 1_000_000))
+    for _killed in range(2):  # set aside, then never settled: the process died
+        SetAside([heard])
+        assert heard.read_bytes() == b""
+    assert len(list(tmp_path.glob(".heard.wav.*.previous"))) == 1  # the second run put the first one's back
+    aside = SetAside([heard])
+    aside.put_back()  # this run, too, never began
+    assert heard.read_bytes() == b"the last result"
+    assert [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
+
+
 def test_a_links_file_is_set_aside_and_the_link_stays_a_device_never_is(tmp_path: Path) -> None:
     real = tmp_path / "real.wav"
     real.write_bytes(b"old")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import glob
 import os
 import stat
 import sys
@@ -161,6 +162,18 @@ def fresh_file(path: str | os.PathLike[str]) -> BinaryIO | None:
     return os.fdopen(handle, "wb")
 
 
+def _put_back_leftovers(path: Path) -> None:
+    """The file a killed run set aside from ``path`` (``.NAME.….previous``), back at ``path``. Of several (runs
+    killed one after another, each setting aside the last one's empty start), the oldest is the last result."""
+    with contextlib.suppress(OSError):
+        leftovers = sorted((p for p in path.parent.glob(f".{glob.escape(path.name)}.*.previous")
+                            if p.is_file() and not p.is_symlink()), key=lambda p: p.stat().st_mtime)
+        if leftovers:
+            os.replace(leftovers[0], path)
+            for stub in leftovers[1:]:
+                stub.unlink()
+
+
 class SetAside:
     """The files at ``paths`` moved aside (hidden, beside them) until :meth:`keep_new` or
     :meth:`put_back` says which stays.
@@ -172,7 +185,9 @@ class SetAside:
     where there was none, and does nothing once :meth:`keep_new` was called. A symbolic link is followed (the file it names is set aside, the
     link stays). A path that is missing, no regular file, not writable (its writer then fails as it
     would have), or in a folder where it cannot be moved, is left to be written in place. A process
-    killed before either leaves the old file as ``.NAME.….previous`` beside the new one.
+    killed before either leaves the old file as ``.NAME.….previous`` beside the new one; the next
+    run that sets the path aside first puts that file back (a run killed before it began made only
+    the file there now), so the last run's result is the one set aside, and no leftovers pile up.
     """
 
     def __init__(self, paths: list[Path]) -> None:
@@ -192,6 +207,7 @@ class SetAside:
             return
         if not path.is_file() or path.is_symlink() or _a_stream(path) or not os.access(path, os.W_OK):
             return
+        _put_back_leftovers(path)
         status = path.stat()
         try:
             handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".previous")
