@@ -22,7 +22,7 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError, OutputError
 from voxline.base.files import replaced
 from voxline.audio.recording import SampleFeed, as_feed
-from voxline.audio.wavio import PathLike, WavReader
+from voxline.audio.wavio import MAX_WAV_BYTES, PathLike, WavReader
 
 __all__ = ["write_stereo"]
 
@@ -40,6 +40,9 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
             raise AudioError(f"cannot pair {os.fspath(right)} ({heard.rate} Hz) with audio at {rate} Hz")
         mine_frames = mine_feed.frames if captured is None else max(0, min(captured, mine_feed.frames))
         frames = max(mine_frames, heard.frames)
+        if 44 + 4 * frames > MAX_WAV_BYTES:  # the header's sizes are 32 bits: said before anything is written
+            raise OutputError(f"cannot write {os.fspath(path)}: {frames / rate / 3600:.1f} hours of stereo audio "
+                              f"pass the 4 GiB a WAV file holds ({MAX_WAV_BYTES // 4 / rate / 3600:.1f} hours)")
         try:
             with replaced(path) as file, wave.open(file, "wb") as out:  # whole, or not at all
                 out.setnchannels(2)

@@ -31,7 +31,7 @@ from voxline.base.arguments import whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
 
-__all__ = ["WavReader", "WavWriter", "read_wav", "write_wav"]
+__all__ = ["MAX_WAV_BYTES", "WavReader", "WavWriter", "read_wav", "write_wav"]
 
 Samples = npt.NDArray[np.int16]
 PathLike = str | os.PathLike[str]
@@ -207,6 +207,10 @@ class WavReader:
         self.close()
 
 
+MAX_WAV_BYTES = 0xFFFF_FFFF + 8
+"""The largest a WAV file may be: its RIFF size, 32 bits, counts all but its first 8 bytes."""
+
+
 class WavWriter:
     """A 16-bit mono WAV file written incrementally. The header is written at once and counts what
     each :meth:`write` put on disk (the file stays valid if the process dies); close completes it.
@@ -243,6 +247,10 @@ class WavWriter:
         if array.dtype != np.int16 or array.ndim != 1:
             raise TypeError(f"expected a 1-D int16 array, got {array.dtype} with shape {array.shape}")
         if self._failed is not None:  # a later write would leave a gap where the failed one's samples belong
+            raise AudioError(self._failed)
+        if self._data_start + 2 * (self.frames_written + len(array)) > MAX_WAV_BYTES:  # 32-bit sizes: a full file
+            self._failed = (f"cannot write {self.path}: it holds the {MAX_WAV_BYTES // 2 / self.rate / 3600:.1f} hours "
+                            "a WAV file can (4 GiB)")
             raise AudioError(self._failed)
         try:
             self._wave.writeframes(array.astype("<i2", copy=False).tobytes())

@@ -15,11 +15,17 @@
 The speaker reads a :class:`TappedPlayout`, which keeps a copy of each block it hands out
 (a bounded queue, filled on the audio thread without locks or waits); the event loop
 moves them to HEARD.wav (:meth:`SessionRecorder.drain`).
+
+A file that cannot be written on (a full disk, the 4 GiB a WAV file holds: about 24.8 hours)
+stops the recording, never the session: the microphone goes on reaching the session, the
+failure is logged once, the files keep what they hold, and :meth:`SessionRecorder.close`
+raises it once they are complete.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import deque
 from collections.abc import AsyncIterable, Callable
 from pathlib import Path
@@ -32,7 +38,7 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import WavFeed, watched
 from voxline.audio.sinks import WavSink
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.errors import VoxlineError
+from voxline.base.errors import OutputError, VoxlineError
 from voxline.realtime.errors import ConfigurationError
 
 from .eventlog import EventLog
@@ -41,6 +47,8 @@ from .metrics import MetricsReport
 from .report import make_run, write_report
 
 __all__ = ["SessionRecorder", "TappedPlayout"]
+
+_log = logging.getLogger("voxline.record")
 
 _KEEP_BLOCKS = 2048  # about 40 s of 20 ms blocks between two drains
 _STOP = round(0.1 * SAMPLE_RATE)
@@ -84,6 +92,7 @@ class SessionRecorder:
         self._mic_samples = 0
         self._fatal: list[str] = []
         self._closed = False
+        self.failure: str | None = None  # why the recording stopped (the session went on)
 
     def _elapsed(self) -> float:
         now = self.now() if self.now is not None else self._last_now
@@ -107,10 +116,23 @@ class SessionRecorder:
         at = max(0, round((adc - t0) * SAMPLE_RATE))
         if self._mic_samples == 0 or at - self._mic_samples > _STOP:
             self._mic_samples = at  # the first block, and one after capture stopped, land where they were captured
-        self._mic.write(self._mic_samples / SAMPLE_RATE, np.asarray(block, dtype=np.int16))
+        mic_at = self._mic_samples / SAMPLE_RATE
         self._mic_samples += len(block)
+        self._recorded(lambda: self._mic.write(mic_at, np.asarray(block, dtype=np.int16)))
         self.drain()
         self._log.flush_due()  # a block every few ms: the log's lines leave its horizon as they are due
+
+    def _recorded(self, write: Callable[[], None], *, after_a_failure: bool = False) -> None:
+        """Make ``write`` unless the recording stopped (or ``after_a_failure``: a file closed all the same); one that
+        fails stops it (see the module docstring)."""
+        if self.failure is not None and not after_a_failure:
+            return
+        try:
+            write()
+        except (VoxlineError, OSError) as exc:
+            if self.failure is None:
+                self.failure = str(exc) if isinstance(exc, VoxlineError) else f"{exc.strerror or exc}"
+                _log.warning("the recording in %s stopped: %s; the session goes on", self.directory, self.failure)
 
     def wire(self, direction: str, text: str) -> None:
         """A :data:`~voxline.realtime.connection.WireObserver` for the session."""
@@ -124,15 +146,17 @@ class SessionRecorder:
         if isinstance(event, SessionError) and event.fatal:
             self._fatal.append(event.message)
         if isinstance(event, BargeIn) and event.cut is not None and t0 is not None:
+            cut = event.cut
             self.drain()
-            self._heard.apply_cut(event.cut.at - t0, event.cut.end - t0)
+            self._recorded(lambda: self._heard.apply_cut(cut.at - t0, cut.end - t0))
 
     def drain(self) -> None:
         """Move the blocks the speaker took into HEARD.wav."""
         queue = self.playout.handed_out
         while queue:
             play_time, block = queue.popleft()
-            self._heard.write(play_time - self._origin(play_time), block)
+            at = play_time - self._origin(play_time)
+            self._recorded(lambda: self._heard.write(at, block))
 
     def abandon(self) -> None:
         """Nothing was recorded (the session never started): close the files and remove them, and the
@@ -151,8 +175,7 @@ class SessionRecorder:
         """Close the three files, each whatever the others do; the recorder is closed from now on."""
         self._closed = True
         for closing in (self._mic, self._heard, self._log):
-            with contextlib.suppress(OSError, VoxlineError):
-                closing.close()
+            self._recorded(closing.close, after_a_failure=True)
 
     def close(self, metrics: MetricsReport | None, mode: str = "live") -> list[Path]:
         """Finish the files; with ``metrics``, write the report. Returns the paths written."""
@@ -162,6 +185,8 @@ class SessionRecorder:
             self.drain()
         finally:  # a failed drain still leaves the files closed, each a valid WAV or JSON lines
             self._close_files()
+        if self.failure is not None:  # the files hold what they held when it stopped: valid, and not the session
+            raise OutputError(f"the recording in {self.directory} stopped: {self.failure}")
         paths = [self.directory / name for name in (self.MIC, self.HEARD, self.EVENTS)]
         if metrics is None:
             return paths

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from voxline.audio import wavio
 from voxline.audio.wavio import read_wav
+from voxline.base.errors import OutputError
 from voxline.base.clock import VirtualClock
 from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.session.cli import main
@@ -137,3 +139,19 @@ def test_record_into_a_missing_directory_is_one_line(tmp_path: Path, capsys: pyt
     assert main(["talk", "--record", str(tmp_path / "no" / "such")]) == 1
     err = capsys.readouterr().err
     assert err == f"voxline talk: error: --record: no such directory {tmp_path / 'no'}\n"
+
+
+def test_a_recording_that_cannot_go_on_stops_and_the_microphone_goes_on(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, MIC.wav's write failing (a full disk; the 4 GiB a WAV holds, after 24.8 hours) raised out of the
+    microphone's blocks: the session lost its input. Here a WAV holds one second."""
+    monkeypatch.setattr(wavio, "MAX_WAV_BYTES", 44 + 2 * RATE)
+    recorder = SessionRecorder(tmp_path / "rec")
+    blocks = watched_blocks(recorder, [(0.02 * k, 1 + k % 100) for k in range(250)])  # 5 s
+    assert len(blocks) == 250  # every block reached the session
+    assert recorder.failure is not None and "4 GiB" in recorder.failure
+    with pytest.raises(OutputError, match=r"^the recording in .* stopped: cannot write .*MIC\.wav: it holds the"):
+        recorder.close(None, mode="test")
+    mic, _rate = read_wav(tmp_path / "rec" / SessionRecorder.MIC)
+    timeline = np.repeat((1 + np.arange(250) % 100).astype(np.int16), 480)
+    assert 0 < len(mic) <= RATE and np.array_equal(mic, timeline[: len(mic)])  # the whole writes that fitted

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from voxline.base.clock import VirtualClock
-from voxline.base.errors import AudioError
+from voxline.base.errors import AudioError, OutputError
+from voxline.audio import stereo, wavio
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.audio.sources import AudioFrame, SilenceSource, Source, WavFileSource
@@ -331,3 +332,20 @@ def test_a_wav_whose_disk_fills_mid_write_holds_what_its_header_counts(tmp_path:
     assert rate == 24_000 and 0 < len(samples) == declared // 2
     timeline = np.repeat(np.arange(1_000, 1_020, dtype=np.int16), 6_000)
     assert np.array_equal(samples, timeline[: len(samples)])  # the timeline's start, nothing of the failed write
+
+
+def test_a_wav_stops_at_the_size_its_header_can_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, a WAV past 4 GiB (24.8 hours of heard audio, 12.4 of stereo) raised struct.error from the header's
+    patch: a traceback, the file's header wrong. Here the limit is 1,000 samples."""
+    monkeypatch.setattr(wavio, "MAX_WAV_BYTES", 44 + 2_000)
+    writer = wavio.WavWriter(tmp_path / "long.wav")
+    writer.write(np.full(600, 3, np.int16))
+    with pytest.raises(AudioError, match=r"it holds the .* hours a WAV file can \(4 GiB\)$"):
+        writer.write(np.full(600, 4, np.int16))
+    writer.close()
+    assert np.array_equal(read_wav(tmp_path / "long.wav")[0], np.full(600, 3, np.int16))
+
+    monkeypatch.setattr(stereo, "MAX_WAV_BYTES", 44 + 4 * 500)
+    with pytest.raises(OutputError, match=r"pass the 4 GiB a WAV file holds"):
+        stereo.write_stereo(tmp_path / "pair.wav", np.zeros(600, np.int16), tmp_path / "long.wav")
+    assert not (tmp_path / "pair.wav").exists()
