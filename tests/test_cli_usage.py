@@ -141,6 +141,8 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["serve", "--transcripts", ""], "argument --transcripts: takes a path, not an empty string"),
         (["replay", str(EXAMPLE), "--fast", "--out", " ", "--events", "e.jsonl"],  # before: a file named ' '
          "argument --out: takes a path, not ' ', which is blank"),
+        (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--junit", "out/r1/"],  # before: a file 'r1'
+         "argument --junit: takes a file, not 'out/r1/', which names a folder (it ends in /)"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:

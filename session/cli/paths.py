@@ -23,8 +23,14 @@ from voxline.realtime.errors import ConfigurationError, UsageError
 __all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "read_with", "writable"]
 
 def output_path(text: str) -> Path:
-    """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names (never empty)."""
-    return STDOUT if text == "-" else nonempty_path(text)
+    """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names (never empty, and never one
+    ending in ``/``: that names a folder, which ``Path`` would take for a file of that name)."""
+    if text == "-":
+        return STDOUT
+    path = nonempty_path(text)
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"takes a file, not {text!r}, which names a folder (it ends in /)")
+    return path
 
 
 def default_output(recording: Path, suffix: str) -> Path:
