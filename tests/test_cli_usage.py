@@ -350,9 +350,11 @@ def test_a_farm_output_it_could_not_write_is_refused_before_any_recording_runs(t
             ("--junit", "/proc/j.xml", "--junit /proc/j.xml: No such file or directory"),
             ("--results", str(tmp_path / "afile" / "r.jsonl"),
              f"--results {tmp_path / 'afile' / 'r.jsonl'}: cannot make its folder {tmp_path / 'afile'} (File exists)")):
-        result = run("replay", str(EXAMPLE), str(second), "--fast", "--out-dir", str(tmp_path / "out"), flag, path)
+        result = run("replay", str(EXAMPLE), str(second), "--fast", "--out-dir", str(tmp_path / "out" / "new"), flag,
+                     path)
         assert (result.returncode, one_line_error(result)) == (1, f"voxline replay: error: {expected}")
         assert "farm of" not in result.stderr  # refused before it started
+        assert not (tmp_path / "out").exists()  # before, the --out-dir it made stayed behind, empty
 
 
 @pytest.mark.parametrize("flag", ["--out", "--summary", "--stereo-out"])

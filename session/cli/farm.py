@@ -154,12 +154,15 @@ def _check(args: argparse.Namespace, url: str | None) -> None:
             raise ConfigurationError(f"cannot write {path}: it is a directory")
 
 
-def _folder(flag: str, folder: Path, of: Path | None = None) -> None:
+def _folder(flag: str, folder: Path, of: Path | None = None) -> list[Path]:
+    """``folder`` made if missing, with its parents; the folders made."""
+    missing = [f for f in (folder, *folder.parents) if not f.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         where = f"{of}: cannot make its folder {folder}" if of is not None else f"{folder}: cannot make it"
         raise ConfigurationError(f"{flag} {where} ({exc.strerror or exc})") from None
+    return missing
 
 
 def _recordings(args: argparse.Namespace, url: str | None) -> list[FarmRecording]:
@@ -220,11 +223,17 @@ async def run(args: argparse.Namespace) -> int:
     results = args.results or args.out_dir / "results.jsonl"
     recordings = _place(args, _recordings(args, url), results)
     options = _options(args, url)
-    _folder("--out-dir", args.out_dir)
-    for flag, path in (("--results" if args.results else "--out-dir", results), ("--junit", args.junit)):
-        if path is not None:  # found now, not after every recording has run
-            _folder(flag, path.parent, path)
-            writable(path, flag)
+    made = _folder("--out-dir", args.out_dir)
+    try:
+        for flag, path in (("--results" if args.results else "--out-dir", results), ("--junit", args.junit)):
+            if path is not None:  # found now, not after every recording has run
+                made += _folder(flag, path.parent, path)
+                writable(path, flag)
+    except ConfigurationError:  # refused before anything ran: no empty folder of ours is left behind
+        for folder in sorted(made, key=lambda f: len(f.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     where = "lockstep, virtual clock" if args.fast else f"real time, {redact_url(url) if url else 'a built-in server per recording'}"
     shard = f", shard {args.shard}" if args.shard else ""
     count = f"{len(recordings)} recording{'s' if len(recordings) != 1 else ''}"
