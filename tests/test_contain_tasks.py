@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -17,7 +19,12 @@ from voxline.session.voice import VoiceSession
 from voxline.realtime.connection import RealtimeConnection
 
 
-def _never_awaited(caught: list[warnings.WarningMessage]) -> list[str]:
+def _never_awaited(main: Callable[[], Coroutine[Any, Any, None]]) -> list[str]:
+    """The 'was never awaited' warnings that running ``main()`` (and collecting what it left) gives."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(main())
+        gc.collect()
     return [str(w.message) for w in caught if "was never awaited" in str(w.message)]
 
 
@@ -32,11 +39,7 @@ def test_a_task_cancelled_before_it_ran_closes_its_coroutine() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        asyncio.run(main())
-        gc.collect()
-    assert _never_awaited(caught) == []
+    assert _never_awaited(main) == []
 
 
 def test_a_task_that_ran_gives_its_value_or_what_it_raised() -> None:
@@ -65,8 +68,4 @@ def test_a_session_whose_opening_is_cancelled_before_it_began_warns_of_nothing()
         with pytest.raises(asyncio.CancelledError):
             await entering
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        asyncio.run(main())
-        gc.collect()
-    assert _never_awaited(caught) == []
+    assert _never_awaited(main) == []

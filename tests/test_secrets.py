@@ -14,7 +14,7 @@ import io
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -254,6 +254,28 @@ async def test_canary_key_never_appears_in_a_debug_session() -> None:
         assert CANARY not in content, where
 
 
+async def _until_fatal_against(hostile: Callable[[Any], Awaitable[None]], log: io.StringIO | None = None
+                               ) -> tuple[list[object], io.StringIO]:
+    """A session with the key :data:`CANARY` against the WebSocket server ``hostile``, until a fatal error: what it
+    saw, and every log record meanwhile at DEBUG. With ``log``, an event log of it too (its last event included)."""
+    clock = VirtualClock()
+    with debug_logs() as logs:
+        async with ws_serve(hostile, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            settings = SessionSettings(url=f"ws://127.0.0.1:{port}/v1", api_key=CANARY, turn_detection="none",
+                                       reconnect_attempts=0)
+            events = EventLog(log, clock.now) if log is not None else None
+            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock,
+                                   on_wire=events.wire if events is not None else None)
+            async with session:
+                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+                if events is not None:
+                    events.local(seen[-1])
+            if events is not None:
+                events.close()
+    return seen, logs
+
+
 async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfaces_it() -> None:
     """A hostile server puts the key into an error message, its param and the close reason."""
     async def hostile(ws: Any) -> None:
@@ -266,18 +288,7 @@ async def test_a_server_echoing_the_key_in_errors_and_close_reasons_never_surfac
         await ws.close(3000, f"invalid_request_error.invalid_api_key {CANARY}")
 
     log = io.StringIO()
-    clock = VirtualClock()
-    with debug_logs() as logs:
-        async with ws_serve(hostile, "127.0.0.1", 0) as server:
-            port = server.sockets[0].getsockname()[1]
-            settings = SessionSettings(url=f"ws://127.0.0.1:{port}/v1", api_key=CANARY, turn_detection="none",
-                                       reconnect_attempts=0)
-            events = EventLog(log, clock.now)
-            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, on_wire=events.wire)
-            async with session:
-                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
-                events.local(seen[-1])
-            events.close()
+    seen, logs = await _until_fatal_against(hostile, log)
     errors = [e for e in seen if isinstance(e, SessionError)]
     assert any("Incorrect API key provided: [redacted]" in e.message for e in errors)
     assert "Incorrect API key provided: [redacted]" in log.getvalue()
@@ -479,15 +490,7 @@ async def test_a_key_echoed_in_json_escapes_never_reaches_an_event() -> None:
                       % (_escaped(CANARY), _escaped(CANARY)))
         await ws.close(3000, "bye")
 
-    clock = VirtualClock()
-    with debug_logs() as logs:
-        async with ws_serve(hostile, "127.0.0.1", 0) as server:
-            port = server.sockets[0].getsockname()[1]
-            settings = SessionSettings(url=f"ws://127.0.0.1:{port}/v1", api_key=CANARY, turn_detection="none",
-                                       reconnect_attempts=0)
-            session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock)
-            async with session:
-                seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+    seen, logs = await _until_fatal_against(hostile)
     errors = [e for e in seen if isinstance(e, SessionError) and e.code not in (None, "connection_closed")]
     assert errors and "key [redacted]" in errors[0].message and errors[0].code == "[redacted]", errors
     assert CANARY not in logs.getvalue() and CANARY not in " ".join(f"{e!r} {e}" for e in seen)
