@@ -22,7 +22,7 @@ import pytest
 from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import write_wav
 from voxline.base.errors import AudioError
-from voxline.base.files import SetAside, replaced
+from voxline.base.files import STDOUT, SetAside, drop_stale, replaced
 from tests.support.ci import ROOT
 from tests.support.cli import EXAMPLE, VOXLINE
 
@@ -650,3 +650,22 @@ def test_a_file_written_as_a_run_goes_is_a_new_file_in_place_of_the_old_never_th
                              stderr=subprocess.PIPE, timeout=60)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "lines.txt").read_text() == "None None\n"
+
+
+def test_a_stale_document_is_dropped_as_a_file_and_never_where_documents_are_written_in_place(tmp_path: Path) -> None:
+    """Before, a failed replay unlinked whatever its --summary and --report named: '-' (/dev/stdout) and /dev/null
+    too, as root; and a link, leaving its target to pass for this run's."""
+    target = tmp_path / "real-summary.json"
+    target.write_text('{"pass": true}')
+    link = tmp_path / "summary.json"
+    link.symlink_to(target)
+    drop_stale(link)
+    assert link.is_symlink() and not target.exists()
+    plain = tmp_path / "report.html"
+    plain.write_text("<p>pass</p>")
+    drop_stale(plain)
+    drop_stale(tmp_path / "never-written.json")
+    assert not plain.exists()
+    for in_place in (STDOUT, Path("/dev/null"), Path(os.devnull)):
+        drop_stale(in_place)
+    assert Path("/dev/null").exists() and Path("/dev/stdout").exists()

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from voxline.base.errors import OutputError, redact_url
-from voxline.base.files import STDOUT, each_written, nonempty_path, rewritten_file, shown
+from voxline.base.files import STDOUT, drop_stale, each_written, nonempty_path, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario
@@ -46,7 +46,7 @@ from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
 from .option_values import optional_value
-from .paths import output_path, read_with, writable
+from .paths import folder_path, output_path, read_with, writable
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("replay farms (several recordings, a directory or --manifest)")
     group.add_argument("--manifest", type=nonempty_path, metavar="FARM.toml",
                        help="recordings with their scenario, tools, transcripts and expectations (see README)")
-    group.add_argument("--out-dir", type=output_path, metavar="DIR",
+    group.add_argument("--out-dir", type=folder_path, metavar="DIR",
                        help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "
                             "unique), DIR/results.jsonl")
     group.add_argument("--results", type=output_path, metavar="RESULTS.jsonl",
@@ -240,9 +240,8 @@ async def run(args: argparse.Namespace) -> int:
     print(f"voxline: farm of {count}{shard} ({where}; {_spread(args, len(recordings))})"
           + ("" if url else f"; built-in server: {SERVER_NOTE}"), file=sys.stderr)
     started = time.perf_counter()
-    if args.junit is not None and (stale := rewritten_file(args.junit)) is not None:
-        with contextlib.suppress(OSError):  # a farm killed outright leaves no JUnit, rather than the last run's
-            stale.unlink()
+    if args.junit is not None:
+        drop_stale(args.junit)  # a farm killed outright leaves no JUnit, rather than the last run's
     journal = VerdictJournal(results)  # and the verdicts it reached, rather than the last run's
 
     def finished(outcome: Outcome) -> None:

@@ -27,7 +27,7 @@ from voxline.audio.wavio import WavReader
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.files import each_written, nonempty_path, shown
+from voxline.base.files import drop_stale, each_written, nonempty_path, shown
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.urls import LOCAL_KEY, is_loopback_url
@@ -286,8 +286,7 @@ def _no_stale_reports(args: argparse.Namespace, outputs: ReplayOutputs) -> Itera
         if outputs.server_spoke:
             for path in (getattr(args, name, None) for name in ("summary", "report", "stereo_out")):
                 if path is not None:
-                    with contextlib.suppress(OSError):
-                        Path(path).unlink(missing_ok=True)
+                    drop_stale(path)
         raise
 
 

@@ -29,6 +29,7 @@ from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, clip, redact_url, register_environment_secrets, register_url_secrets
+from voxline.base.files import drop_stale
 from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
@@ -185,7 +186,7 @@ def _drop_stale(folder: Path, written: set[str]) -> None:
     it would pass for this run's (a CI job collecting ``*/summary.json`` would read a pass)."""
     for name in RECORDING_OUTPUTS:
         if name not in written:
-            (folder / name).unlink(missing_ok=True)
+            drop_stale(folder / name)
 
 
 def interrupted_outcome(recording: FarmRecording, why: str, out_dir: Path) -> Outcome:

@@ -33,8 +33,8 @@ from typing import BinaryIO
 
 from voxline.base.errors import OutputError
 
-__all__ = ["STDOUT", "SetAside", "descriptor_open", "each_written", "fresh_file", "is_stdout", "nonempty_path",
-           "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "utf8"]
+__all__ = ["STDOUT", "SetAside", "descriptor_open", "drop_stale", "each_written", "fresh_file", "is_stdout",
+           "nonempty_path", "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "utf8"]
 
 STDOUT = Path("/dev/stdout")
 """An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
@@ -137,6 +137,16 @@ def rewritten_file(path: str | os.PathLike[str]) -> Path | None:
         return None
     real = Path(os.path.realpath(target)) if target.is_symlink() else target
     return real if real.is_file() else None
+
+
+def drop_stale(path: str | os.PathLike[str]) -> None:
+    """Remove a last run's document at ``path`` that this run will not replace (beside this run's files it would
+    pass for this run's): the file :func:`rewritten_file` names, a link's target rather than the link; nothing
+    where documents are written in place (stdout, a device, ``/dev/null``), nor where no file is."""
+    stale = rewritten_file(path)
+    if stale is not None:
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def fresh_file(path: str | os.PathLike[str]) -> BinaryIO | None:
