@@ -451,3 +451,10 @@ def test_an_espeak_that_fails_is_one_line_and_the_last_runs_files_stay(tmp_path:
     assert said[-1].startswith("voxline replay: error: espeak-ng cannot speak with voice 'en-us': espeak-ng-data")
     assert len(said) == (2 if fast else 1) and "Traceback" not in result.stderr, result.stderr
     assert heard.read_bytes() == b"the last run's audio" and events.read_text() == '{"the": "last run"}\n'
+
+
+def test_a_folder_flag_takes_a_trailing_slash_as_the_readme_writes_it(tmp_path: Path) -> None:
+    """--out-dir out/ (as the README has it, and as a shell completes it) is a folder; only file flags refuse a slash."""
+    result = run("replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out-dir", f"{tmp_path / 'out'}/")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "results.jsonl").is_file()

@@ -20,7 +20,8 @@ from pathlib import Path
 from voxline.base.files import STDOUT, is_stdout, nonempty_path, own_stream_file, same_file, shown
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["check_paths", "default_output", "documents_to_stdout", "output_path", "read_with", "writable"]
+__all__ = ["check_paths", "default_output", "documents_to_stdout", "folder_path", "output_path", "read_with",
+           "writable"]
 
 def output_path(text: str) -> Path:
     """An output flag's value: ``-`` is :data:`STDOUT`, anything else the path it names (never empty, and never one
@@ -31,6 +32,12 @@ def output_path(text: str) -> Path:
     if text.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(f"takes a file, not {text!r}, which names a folder (it ends in /)")
     return path
+
+
+def folder_path(text: str) -> Path:
+    """A folder flag's value (``--out-dir``): the path it names, a trailing ``/`` welcome; ``-`` is :data:`STDOUT`,
+    for the flag to refuse in words of its own."""
+    return STDOUT if text == "-" else nonempty_path(text)
 
 
 def default_output(recording: Path, suffix: str) -> Path:
