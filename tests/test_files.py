@@ -455,6 +455,18 @@ def test_what_runs_killed_before_they_began_set_aside_is_put_back_by_the_next(tm
     assert [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
 
 
+def test_a_leftover_is_put_back_only_over_its_own_file(tmp_path: Path) -> None:
+    """``--out take.wav --events take.wav.jsonl``: the events' leftover also begins '.take.wav.'; before, the audio
+    was given the events' content, and the audio's leftover deleted as a stub."""
+    heard, events = tmp_path / "take.wav", tmp_path / "take.wav.jsonl"
+    heard.write_bytes(b"audio")
+    events.write_text("events\n")
+    SetAside([heard, events])  # killed before the run began
+    SetAside([heard, events]).put_back()
+    assert heard.read_bytes() == b"audio" and events.read_text() == "events\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["take.wav", "take.wav.jsonl"]
+
+
 def test_a_links_file_is_set_aside_and_the_link_stays_a_device_never_is(tmp_path: Path) -> None:
     real = tmp_path / "real.wav"
     real.write_bytes(b"old")

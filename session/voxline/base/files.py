@@ -24,6 +24,7 @@ import contextlib
 import errno
 import glob
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -173,11 +174,14 @@ def fresh_file(path: str | os.PathLike[str]) -> BinaryIO | None:
 
 
 def _put_back_leftovers(path: Path) -> None:
-    """The file a killed run set aside from ``path`` (``.NAME.….previous``), back at ``path``. Of several (runs
-    killed one after another, each setting aside the last one's empty start), the oldest is the last result."""
+    """The file a killed run set aside from ``path`` (``.NAME.XXXXXXXX.previous``, the name :class:`SetAside` gives
+    it and no other output's), back at ``path``. Of several (runs killed one after another, each setting aside the
+    last one's empty start), the oldest is the last result."""
+    own = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}" + re.escape(".previous"))
     with contextlib.suppress(OSError):
         leftovers = sorted((p for p in path.parent.glob(f".{glob.escape(path.name)}.*.previous")
-                            if p.is_file() and not p.is_symlink()), key=lambda p: p.stat().st_mtime)
+                            if own.fullmatch(p.name) and p.is_file() and not p.is_symlink()),
+                           key=lambda p: p.stat().st_mtime)
         if leftovers:
             os.replace(leftovers[0], path)
             for stub in leftovers[1:]:
