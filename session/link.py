@@ -204,7 +204,7 @@ class Link:
         if self.machine.ended:
             return False
         # a connection whose session never began did not hold: it refills no budget
-        held = self.conn is not None and (self.conn.protocol.session is not None or self.settings.call_id is not None)
+        held = self.conn is not None and (self.conn.protocol.opened or self.settings.call_id is not None)
         heard_until, self._heard_until = self._heard_until, None
         self._budget.lost(self.clock.now(), self._connected_at if held else None, heard_until)
         _log.warning("connection lost (close code %s%s); reconnecting", exc.code, f" {exc.reason}" if exc.reason else "",
@@ -270,9 +270,11 @@ class Link:
             # question after a quiet minute gives the server its round trip to answer; but what it
             # says while it owes the session's opening does not open it, so that is counted from the connect
             since = self._owed_since or now
-            waiting = since if owed == self._opening(conn) else max(self.last_rx, since)
+            opening = owed == self._opening(conn)
+            waiting = since if opening else max(self.last_rx, since)
             if owed is not None and now - waiting >= timeout:
-                await self._give_up(conn, f"the server owes {owed} and sent nothing for {silent:.1f} s; reconnecting")
+                said = (f"{now - since:.1f} s after the connect" if opening else f"and sent nothing for {silent:.1f} s")
+                await self._give_up(conn, f"the server owes {owed} {said}; reconnecting")
                 return
             ping = getattr(conn.transport, "ping", None)
             if ping is not None and self._ping is None and now - max(self.last_rx, self._pong_at) >= timeout / 2:
