@@ -64,6 +64,12 @@ def test_expect_is_read_and_only_100_continue_is_taken() -> None:
     assert refused.value.status == 417
 
 
+def test_only_an_http_11_client_is_told_to_go_on() -> None:
+    for version, expects in ((b"HTTP/1.1", True), (b"HTTP/1.0", False)):
+        head = parse_head(b"POST /v1/x " + version + b"\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        assert head is not None and head.expects_continue is expects
+
+
 def test_a_head_only_encoding_says_the_length_and_sends_no_body() -> None:
     response = HttpResponse(404, {"error": {"message": "x"}})
     whole, head_only = response.encode(), response.encode(head_only=True)
@@ -106,17 +112,19 @@ async def test_a_client_that_expects_100_continue_is_told_to_go_on_before_it_sen
     assert payload is not None and payload["value"].startswith("ek_")
 
 
-async def test_a_head_request_is_answered_without_a_body() -> None:
+@pytest.mark.parametrize(("extra", "status"), [(b"", b"404"), (b"Transfer-Encoding: chunked\r\n", b"411")],
+                         ids=["answered", "refused at its head"])
+async def test_a_head_request_is_answered_without_a_body(extra: bytes, status: bytes) -> None:
     async with local_server() as server:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         try:
-            writer.write(b"HEAD /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            writer.write(b"HEAD /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra + b"\r\n")
             await writer.drain()
             raw = await asyncio.wait_for(reader.read(), 10)
         finally:
             writer.close()
     head, _, body = raw.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 404 ") and b"Content-Length: " in head
+    assert head.startswith(b"HTTP/1.1 " + status + b" ") and b"Content-Length: " in head
     assert body == b""
 
 

@@ -72,7 +72,7 @@ class HttpRequest:
     body: bytes = field(repr=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class HttpResponse:
     """A response to a plain HTTP request: a JSON object, or raw bytes with their content type."""
 
@@ -104,10 +104,12 @@ class RequestHead:
     headers: dict[str, str] = field(repr=False)
     length: int
     body_at: int
+    version: str = "HTTP/1.1"
 
     @property
     def expects_continue(self) -> bool:
-        return self.headers.get("expect", "").lower() == "100-continue"
+        """The client holds its body back for a ``100 Continue`` (an HTTP/1.1 client only: 1.0 has none)."""
+        return self.version != "HTTP/1.0" and self.headers.get("expect", "").lower() == "100-continue"
 
     def request(self, data: bytes) -> HttpRequest | None:
         """The whole request, once ``data`` holds its body; ``None`` before."""
@@ -132,7 +134,7 @@ def head_end(data: bytes | bytearray) -> int:
     return end
 
 
-def parse_head(data: bytes) -> RequestHead | None:
+def parse_head(data: bytes | bytearray) -> RequestHead | None:
     """The request head at the start of ``data``, ``None`` while it is not whole; ``ValueError`` if malformed
     (:class:`RefusedHead` for one the server reads but does not take)."""
     end = head_end(data)
@@ -142,7 +144,7 @@ def parse_head(data: bytes) -> RequestHead | None:
     parts = lines[0].split(" ", 2)
     if len(parts) != 3 or _METHOD.fullmatch(parts[0]) is None or not parts[1] or not parts[2].startswith("HTTP/"):
         raise ValueError("malformed request line")
-    method, target, _version = parts
+    method, target, version = parts
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
@@ -163,7 +165,7 @@ def parse_head(data: bytes) -> RequestHead | None:
         raise RefusedHead(413, ErrorSpec(f"The request body is {length} bytes; at most {MAX_BODY} are taken.",
                                          "request_too_large"))
     path, _, query = target.partition("?")
-    return RequestHead(method, path, query, headers, length, end + 4)
+    return RequestHead(method, path, query, headers, length, end + 4, version)
 
 
 def parse_request(data: bytes) -> HttpRequest | None:

@@ -31,6 +31,7 @@ from voxline.realtime.server.engine.http_message import (
     HttpRequest,
     HttpResponse,
     RefusedHead,
+    RequestHead,
     head_end,
     parse_head,
 )
@@ -52,6 +53,7 @@ class RoutingConnection(ServerConnection):
         self._route: str | None = None  # "ws" or "http" once known
         self._pending = bytearray()
         self._http_request: HttpRequest | None = None
+        self._head: RequestHead | None = None  # a non-GET request's head, once read whole (its body may follow)
         self._continued = False  # "100 Continue" was sent
         self._http_ready: asyncio.Future[None] = self.loop.create_future()
 
@@ -92,18 +94,22 @@ class RoutingConnection(ServerConnection):
     def _read_http(self) -> None:
         if self._http_ready.done():
             return
-        data = bytes(self._pending)
-        try:
-            head = parse_head(data)
-        except RefusedHead as exc:  # a repeated header, a body too large or without a length, an odd expectation
-            self._answer_now(HttpResponse(exc.status, error_body(exc.spec)))
-            return
-        except ValueError as exc:
-            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
-            return
-        if head is None:
-            return
-        request = head.request(data)
+        head = self._head
+        if head is None:  # the head is read once: a body arriving in many pieces is not parsed again each time
+            try:
+                head = self._head = parse_head(self._pending)
+            except RefusedHead as exc:  # a repeated header, a body too large or without a length, an odd expectation
+                self._answer_now(HttpResponse(exc.status, error_body(exc.spec)))
+                return
+            except ValueError as exc:
+                self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
+                return
+            if head is None:
+                return
+        if len(self._pending) < head.body_at + head.length:
+            request = None
+        else:
+            request = head.request(bytes(self._pending))
         if request is None and head.expects_continue and not self._continued:
             self._continued = True
             self.transport.write(CONTINUE)
@@ -112,7 +118,7 @@ class RoutingConnection(ServerConnection):
             self._http_ready.set_result(None)
 
     def _answer_now(self, response: HttpResponse) -> None:
-        head_only = self._http_request is not None and self._http_request.method == "HEAD"
+        head_only = self._pending.startswith(b"HEAD ")  # refused at its head, or answered: a HEAD gets no body
         self.transport.write(response.encode(head_only=head_only))
         self.transport.close()
         if not self._http_ready.done():
