@@ -163,6 +163,7 @@ class SessionRecorder:
         folder if this recorder made it, so that a failed start leaves no empty recording behind."""
         if self._closed:
             return
+        self.failure = self.failure or "abandoned"  # nothing to tell of the files' closing: they go
         self._close_files()
         for name in (self.MIC, self.HEARD, self.EVENTS):
             with contextlib.suppress(OSError):

@@ -18,7 +18,7 @@ from typing import Any, NoReturn, TextIO
 
 from voxline import __version__
 from voxline.base.errors import VoxlineError, printable, redact, register_environment_secrets
-from voxline.base.files import descriptor_open
+from voxline.base.files import descriptor_open, stdout_reader_gone
 from voxline.base.log_output import log_to_stderr
 from voxline.base.loop_runner import bounded_runner
 
@@ -242,7 +242,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"voxline {args.command}: error: {printable(str(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # the reader went away (`voxline devices --json | head`): nothing to say to it
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed
+        stdout_reader_gone()
         return 1
     except OSError as exc:  # files the user named: unwritable output, a directory, a full disk
         where = f"{exc.filename}: " if exc.filename else ""

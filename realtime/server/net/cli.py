@@ -8,7 +8,7 @@ import math
 import os
 import sys
 
-from voxline.base.files import nonempty_path
+from voxline.base.files import nonempty_path, stdout_reader_gone
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import Server, serve
@@ -198,5 +198,5 @@ def run_serve(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     except BrokenPipeError:  # nobody reads the banner: end quietly, as a writer to a closed pipe does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed
+        stdout_reader_gone()
         return 1

@@ -35,7 +35,8 @@ from typing import BinaryIO
 from voxline.base.errors import OutputError
 
 __all__ = ["STDOUT", "SetAside", "descriptor_open", "drop_stale", "each_written", "fresh_file", "is_stdout",
-           "nonempty_path", "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "utf8"]
+           "nonempty_path", "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "stdout_reader_gone",
+           "utf8"]
 
 STDOUT = Path("/dev/stdout")
 """An output named ``-`` on the command line: one object, so that a file a user names ``./-`` stays a file of
@@ -138,6 +139,17 @@ def rewritten_file(path: str | os.PathLike[str]) -> Path | None:
         return None
     real = Path(os.path.realpath(target)) if target.is_symlink() else target
     return real if real.is_file() else None
+
+
+def stdout_reader_gone() -> None:
+    """stdout's reader went away (``voxline … | head``): point stdout at the null device, so that flushing it at
+    exit raises no second ``BrokenPipeError`` (which Python would print)."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
 
 
 def drop_stale(path: str | os.PathLike[str]) -> None:
