@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError, OutputError
-from voxline.base.files import replaced
+from voxline.base.files import drop_stale, replaced
 from voxline.audio.recording import SampleFeed, as_feed
 from voxline.audio.wavio import MAX_WAV_BYTES, PathLike, WavReader
 
@@ -41,6 +41,7 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
         mine_frames = mine_feed.frames if captured is None else max(0, min(captured, mine_feed.frames))
         frames = max(mine_frames, heard.frames)
         if 44 + 4 * frames > MAX_WAV_BYTES:  # the header's sizes are 32 bits: said before anything is written
+            drop_stale(path)
             raise OutputError(f"cannot write {os.fspath(path)}: {frames / rate / 3600:.1f} hours of stereo audio "
                               f"pass the 4 GiB a WAV file holds ({MAX_WAV_BYTES // 4 / rate / 3600:.1f} hours)")
         try:
@@ -64,5 +65,6 @@ def write_stereo(path: PathLike, left: npt.NDArray[np.int16] | SampleFeed, right
         except BrokenPipeError:
             raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
         except OSError as error:
+            drop_stale(path)  # a last run's pair would pass for this run's
             raise OutputError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error
     return frames

@@ -3,6 +3,8 @@ every cut where it happened, read back from the HTML and its SVG (not by eye).""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import re
 from html.parser import HTMLParser
@@ -12,6 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from voxline.base.errors import OutputError
+from voxline.session import report as report_module
 from voxline.session.metrics import BargeInRecord, MetricsReport, SpeechSegment, TurnRecord
 from voxline.session.report import display, lookup, make_run, render_report
 from tests.support.ci import require_tool
@@ -211,3 +215,19 @@ def test_the_input_is_named_as_given_though_a_folder_looks_like_a_key_and_errors
     run = make_run(synthetic_report(), None, None, input_name=name, fatal_errors=["refused sk-live-0123456789abcdef"])
     assert run.summary["input"] == name
     assert "sk-live-0123456789abcdef" not in json.dumps(run.summary)
+
+
+def test_a_summary_that_cannot_be_written_leaves_no_last_runs_in_its_place(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the write failed (a full disk) and the last run's passing summary stayed, to be read as this run's."""
+    @contextlib.contextmanager
+    def full_disk(path: Path) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+        yield
+
+    stale = tmp_path / "summary.json"
+    stale.write_text('{"pass": true}')
+    monkeypatch.setattr(report_module, "replaced", full_disk)
+    with pytest.raises(OutputError, match="No space left on device"):
+        report_module.write_report(make_run(synthetic_report(), None, None), summary=stale)
+    assert not stale.exists()

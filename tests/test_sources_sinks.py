@@ -346,6 +346,7 @@ def test_a_wav_stops_at_the_size_its_header_can_count(tmp_path: Path, monkeypatc
     assert np.array_equal(read_wav(tmp_path / "long.wav")[0], np.full(600, 3, np.int16))
 
     monkeypatch.setattr(stereo, "MAX_WAV_BYTES", 44 + 4 * 500)
+    (tmp_path / "pair.wav").write_bytes(b"a last run's pair")  # it would pass for this run's
     with pytest.raises(OutputError, match=r"pass the 4 GiB a WAV file holds"):
         stereo.write_stereo(tmp_path / "pair.wav", np.zeros(600, np.int16), tmp_path / "long.wav")
     assert not (tmp_path / "pair.wav").exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from voxline.base.errors import OutputError, redacted
-from voxline.base.files import each_written, replaced, utf8
+from voxline.base.files import drop_stale, each_written, replaced, utf8
 
 from ..metrics import MetricsReport
 from .html import Run, display, render_report
@@ -35,13 +35,15 @@ def make_run(report: MetricsReport, mic: Audio | None, heard: Audio | None, **su
 
 
 def _write(path: Path, text: str) -> None:
-    """Write whole (:func:`~voxline.base.files.replaced`); a failure is one :class:`OutputError` line."""
+    """Write whole (:func:`~voxline.base.files.replaced`); a failure is one :class:`OutputError` line, and leaves
+    no last run's file in its place (it would pass for this run's)."""
     try:
         with replaced(path) as file:
             file.write(utf8(text))
     except BrokenPipeError:
         raise  # stdout's reader went away: nothing to tell it (the command ends quietly)
     except OSError as exc:
+        drop_stale(path)
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
