@@ -47,7 +47,7 @@ from voxline.audio.recording import Recording
 from voxline.base import collector
 from voxline.base.clock import Clock, RealClock
 from voxline.base.contain import Raised, being_cancelled, contain, outcome, run_apart
-from voxline.base.errors import message_of
+from voxline.base.errors import AudioError, message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
 from voxline.base.loop_share import Slices, loop_share
@@ -241,6 +241,12 @@ class VoiceSession:
         if self._loop is not None or self._link.closing:  # before anything connects: nothing to leak
             raise ConfigurationError("this session is already open" if not self._link.closing else
                                      "a closed session cannot be opened again: make a new VoiceSession")
+        if self.output not in self._devices:  # an output of the app's must tell the time: once here, not per event
+            try:
+                self.output.now()
+            except AudioError as exc:
+                raise ConfigurationError(f"the session's output cannot tell the time ({exc}): start it before the "
+                                         "session opens, or use VoiceSession.on_devices") from None
         _claim(self.output)
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
@@ -336,7 +342,7 @@ class VoiceSession:
                 self._opening.cancel()
             for task in self._tasks:
                 task.cancel()
-            self._closed_at = self.output.now()
+            self._closed_at = self._output_time()
             self._queue.put_all(self.machine.close(self._closed_at))
             self._link.begin_close()  # from now on the session takes no command
             self._teardown = asyncio.get_running_loop().create_task(self._tear_down())  # in a copy of this context
@@ -345,6 +351,15 @@ class VoiceSession:
         elif self._teardown.done():  # closed; a failure was raised to the first caller still waiting, and logged
             return
         await asyncio.shield(self._teardown)
+
+    def _output_time(self) -> float:
+        """The output's clock; 0.0 for devices that never started (an open that failed, or none): nothing was heard."""
+        try:
+            return self.output.now()
+        except AudioError:
+            if self.output in self._devices:
+                return 0.0
+            raise
 
     async def _tear_down(self) -> None:
         await self._link.close()

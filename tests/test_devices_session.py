@@ -15,7 +15,7 @@ import pytest
 import voxline
 import voxline.audio
 from voxline.base.clock import VirtualClock
-from voxline.realtime.errors import ConnectionFailed
+from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.session.events import ResponseFinished
@@ -62,6 +62,39 @@ async def test_figures_before_the_devices_open_and_after_an_open_that_failed_are
         async with session:
             pass
     assert session.metrics().items == ()
+
+
+async def test_a_device_session_never_opened_or_whose_open_failed_closes_without_a_word(vdev: VirtualDevices) -> None:
+    """A kiosk's `finally: await session.aclose()` with its server down at boot: before, aclose raised 'the speaker
+    stream is not open', its teardown never ran, and an `async for` over the session waited for ever."""
+    settings = SessionSettings(url="ws://127.0.0.1:9/v1", api_key="sk-test")
+    never = VoiceSession.on_devices(settings)
+    await never.aclose()
+    failed = VoiceSession.on_devices(settings)
+    with pytest.raises(ConnectionFailed):
+        async with failed:
+            pass
+    await failed.aclose()
+    assert [event async for event in failed] == [] and [event async for event in never] == []  # both ended
+
+
+def test_an_output_that_cannot_tell_the_time_is_one_error_when_the_session_opens() -> None:
+    """A SpeakerSink wired by hand and never started: before, the session opened and every server event failed
+    on it ('the speaker stream is not open'), then its close raised the same."""
+    class Unstarted(ClockedOutput):
+        def now(self) -> float:
+            raise voxline.audio.AudioError("the speaker stream is not open")
+
+    session = VoiceSession(SessionSettings(url="ws://127.0.0.1:9/v1", api_key="sk-test"),
+                           output=Unstarted(VirtualClock()))
+
+    async def main() -> None:
+        async with session:
+            pass
+
+    with pytest.raises(ConfigurationError, match=r"^the session's output cannot tell the time \(the speaker stream is "
+                                                 r"not open\): start it before the session opens"):
+        asyncio.run(main())
 
 
 async def test_on_devices_opens_wires_and_closes_the_microphone_and_the_speaker(vdev: VirtualDevices) -> None:
