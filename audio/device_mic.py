@@ -19,7 +19,6 @@ lengths vary by a few samples around ``block``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import uuid
@@ -121,9 +120,7 @@ class MicSource(ReopenableStream):
         if stream is not None and not taken:
             self._left_stuck(stream)
         elif stream is not None:
-            with contextlib.suppress(self._sd.PortAudioError):  # an ended stream is closed all the same
-                stream.abort()
-                stream.close()
+            self._shut(stream)
         if self._loop is not None:
             # after every block already scheduled by the callback
             self._loop.call_soon(self._deliver, _END)

@@ -33,7 +33,6 @@ silence. Device underflows reported by PortAudio are counted apart
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import uuid
 from types import TracebackType
@@ -131,15 +130,15 @@ class SpeakerSink(ReopenableStream):
             self._release_retired()
         if stream is None:
             return
+        self._stopped_at = self._last_now if self._last_now is not None else 0.0  # unless its clock says more
         if not taken:  # its clock is not read either: the listener's time stops where it was last read
-            self._stopped_at = self._last_now if self._last_now is not None else 0.0
             self._left_stuck(stream)
             return
-        with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
-            self._stopped_at = float(stream.time)
-        with contextlib.suppress(self._sd.PortAudioError):  # and is closed all the same
-            stream.abort()
-            stream.close()
+
+        def last_time() -> None:
+            self._stopped_at = float(stream.time)  # (a vanished device has no clock to read: closed all the same)
+
+        self._shut(stream, last_time)
 
     def __enter__(self) -> Self:
         self.start()

@@ -21,7 +21,7 @@ import atexit
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from voxline.audio.device_list import DeviceInfo, close_ended, started_again
@@ -93,6 +93,38 @@ class ReopenableStream:
                      LOCK_WAIT_S)
         self._stuck = stream  # kept: a stream collected while its driver runs would be closed under it
         _hold_portaudio_exit(self._sd, stream)
+
+    def _shut(self, stream: Any, first: Callable[[], None] | None = None) -> None:
+        """Abort and close ``stream`` (``first`` run just before, e.g. a last read of its clock) on a thread of its
+        own, waiting at most :data:`LOCK_WAIT_S`: a driver call that does not return (a sound server that hangs)
+        leaves the stream to it (:meth:`_left_stuck`) rather than the caller, an event loop, held with it. Once the
+        call returns after all, PortAudio's exit is its own again."""
+        lock = threading.Lock()
+        done = threading.Event()
+        gave_up: list[bool] = []
+
+        def shut() -> None:
+            with contextlib.suppress(self._sd.PortAudioError):
+                if first is not None:
+                    first()
+                stream.abort()
+                stream.close()
+            with lock:
+                done.set()
+                late = bool(gave_up)
+            if late:
+                if self._stuck is stream:
+                    self._stuck = None
+                _release_portaudio_exit(self._sd, stream)
+
+        threading.Thread(target=shut, name=f"voxline-{self._what}-close", daemon=True).start()
+        if done.wait(LOCK_WAIT_S):
+            return
+        with lock:
+            if done.is_set():
+                return
+            gave_up.append(True)
+        self._left_stuck(stream)
 
     def _reclaimed(self, stream: Any) -> None:
         """After a slow driver call on ``stream`` returned, with its lock held: if a close gave the stream up

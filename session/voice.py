@@ -366,7 +366,8 @@ class VoiceSession:
         self._queue.end()
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
-        self._close_devices()
+        if self._devices:  # off the loop: a close waits for a stuck driver up to LOCK_WAIT_S, the loop does not
+            await asyncio.to_thread(self._close_devices)
         self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
         _release(self.output)
 

@@ -290,3 +290,35 @@ async def test_a_watch_made_late_is_taken_and_one_left_stuck_at_the_end_is_close
         await _until(watch.closed.is_set)  # closed once its call returned
     finally:
         watch.held.set()
+
+
+def test_a_close_whose_abort_never_returns_is_left_to_it_and_ends_when_it_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sound server that hangs (SIGSTOPped PulseAudio) held the abort in a device's close: aclose(), on the event
+    loop, waited for as long as it hung. The abort now runs on a thread of its own, waited for LOCK_WAIT_S."""
+    monkeypatch.setattr(device_stream, "LOCK_WAIT_S", 0.05)
+    monkeypatch.setattr(device_stream, "_STUCK", set())
+    calls: list[tuple[str, object]] = []
+    monkeypatch.setattr(device_stream, "atexit", types.SimpleNamespace(
+        unregister=lambda handler: calls.append(("unregister", handler)),
+        register=lambda handler: calls.append(("register", handler))))
+    release = threading.Event()
+    done: list[str] = []
+
+    class Hung:
+        active = True
+
+        def abort(self) -> None:
+            release.wait(30)
+            done.append("abort")
+
+        def close(self) -> None:
+            done.append("close")
+
+    speaker, stream = Speaker(), Hung()
+    speaker._shut(stream)  # returns though the abort does not
+    assert speaker._stuck is stream and done == [] and calls == [("unregister", _portaudio_exit)]
+    release.set()
+    for thread in [t for t in threading.enumerate() if t.name == "voxline-speaker-close"]:
+        thread.join(10)
+    assert done == ["abort", "close"] and speaker._stuck is None
+    assert calls[-1] == ("register", _portaudio_exit)  # PortAudio's exit is its own again
