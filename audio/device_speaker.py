@@ -130,15 +130,17 @@ class SpeakerSink(ReopenableStream):
             self._release_retired()
         if stream is None:
             return
-        self._stopped_at = self._last_now if self._last_now is not None else 0.0  # unless its clock says more
         if not taken:  # its clock is not read either: the listener's time stops where it was last read
+            self._stopped_at = self._last_now if self._last_now is not None else 0.0
             self._left_stuck(stream)
             return
 
         def last_time() -> None:
-            self._stopped_at = float(stream.time)  # (a vanished device has no clock to read: closed all the same)
+            self._stopped_at = float(stream.time)
 
         self._shut(stream, last_time)
+        if self._stuck is stream and self._stopped_at is None:  # given up on: where its clock was last read
+            self._stopped_at = self._last_now if self._last_now is not None else 0.0
 
     def __enter__(self) -> Self:
         self.start()

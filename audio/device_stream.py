@@ -104,9 +104,10 @@ class ReopenableStream:
         gave_up: list[bool] = []
 
         def shut() -> None:
-            with contextlib.suppress(self._sd.PortAudioError):
-                if first is not None:
+            if first is not None:
+                with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
                     first()
+            with contextlib.suppress(self._sd.PortAudioError):  # and is closed all the same
                 stream.abort()
                 stream.close()
             with lock:
