@@ -171,7 +171,7 @@ def connect(client_name: str = "voxline") -> SoundServer | None:
     pulse = None
     try:
         pulse = pulsectl.Pulse(client_name, connect=False)
-        pulse.connect(autospawn=False, wait=False, timeout=1.0)
+        _connect_within(pulse, pulsectl.PulseError)
         name = str(pulse.server_info().server_name)
     except Exception:  # no server running, refused, timed out: no server devices
         if pulse is not None:
@@ -179,6 +179,21 @@ def connect(client_name: str = "voxline") -> SoundServer | None:
                 pulse.close()
         return None
     return SoundServer(pulse, name, _rate_keeping_lists(pulsectl))
+
+
+_CONNECT_TRIES_S = (0.02, 0.1, 0.88)
+"""pulsectl waits out the whole timeout it is given, connected or not (a second, before: twice per device a session
+opens, on the caller's thread, an event loop's): short tries first, a second in all for a server slow to answer."""
+
+
+def _connect_within(pulse: Any, refused: type[Exception]) -> None:
+    for timeout in _CONNECT_TRIES_S:
+        try:
+            pulse.connect(autospawn=False, wait=False, timeout=timeout)
+            return
+        except refused:
+            if timeout == _CONNECT_TRIES_S[-1]:
+                raise
 
 
 @contextlib.contextmanager

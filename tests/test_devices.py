@@ -29,6 +29,7 @@ from voxline.audio.device_resample import CaptureResampler, PlayoutReader
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.audio.device_timing import DacTimeline, dac_time
 from voxline.base.errors import AudioError, printable
+from voxline.audio import sound_server
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.wavio import write_wav
 from voxline.session.cli import devices as devices_cli
@@ -518,3 +519,31 @@ async def test_a_stepped_mic_hands_its_blocks_to_the_stepper_without_loop_wake_u
     times = np.array([t for t, _ in got])
     assert np.all(np.diff(times) > 0)  # capture order
     assert steps[0] <= 2 * len(got) + 10  # about a step per block, not a poll loop
+
+
+def test_the_sound_server_is_tried_briefly_first_and_for_a_second_in_all() -> None:
+    """pulsectl waits out the whole timeout it is given even once connected: a second per connection, two per
+    device a session opened, blocked the caller (an event loop) for two seconds."""
+    class Refused(Exception):
+        pass
+
+    class Pulse:
+        def __init__(self, answers_after: int) -> None:
+            self.tries: list[float] = []
+            self.answers_after = answers_after
+
+        def connect(self, *, autospawn: bool, wait: bool, timeout: float) -> None:
+            self.tries.append(timeout)
+            if len(self.tries) <= self.answers_after:
+                raise Refused(f"timed out [{timeout}s]")
+
+    quick = Pulse(answers_after=0)
+    sound_server._connect_within(quick, Refused)
+    assert quick.tries == [0.02]
+    slow = Pulse(answers_after=2)
+    sound_server._connect_within(slow, Refused)
+    assert slow.tries == [0.02, 0.1, 0.88]
+    never = Pulse(answers_after=3)
+    with pytest.raises(Refused):
+        sound_server._connect_within(never, Refused)
+    assert sum(never.tries) == pytest.approx(1.0)
