@@ -26,6 +26,7 @@ from typing import Any, Literal, assert_never
 
 from voxline.audio import sound_server
 from voxline.audio.alsa_messages import route_alsa_messages
+from voxline.base.arguments import as_error, real, whole
 from voxline.base.errors import AudioError, printable
 
 __all__ = [
@@ -45,12 +46,28 @@ __all__ = [
     "refresh_devices",
     "resolve_device",
     "started_again",
+    "stream_options",
 ]
 
 _log = logging.getLogger(__name__)
 
 Kind = Literal["input", "output"]
 Latency = str | float  # "low", "high" or seconds
+
+def stream_options(owner: str, block: Any, rate: Any, latency: Any, device_rate: Any) -> None:
+    """A speaker's or microphone's stream options checked, each named in one :class:`AudioError` line if wrong
+    (before, a negative latency opened a stream whose callback spun, and a float rate failed inside PortAudio)."""
+    with as_error(AudioError, owner):
+        whole(block, "block", low=1, high=1 << 16)
+        whole(rate, "rate", low=8_000, high=192_000)
+        if device_rate is not None:  # what the device runs at is the device's to refuse, in its own words
+            whole(device_rate, "device_rate", low=1)
+        if isinstance(latency, str):
+            if latency not in ("low", "high"):
+                raise ValueError(f"latency takes 'low', 'high' or seconds, not {latency!r}")
+        else:
+            real(latency, "latency", low=0.0, high=10.0, above=True)
+
 
 _NO_PORTAUDIO = "the PortAudio library is not installed; install libportaudio2 (e.g. apt-get install libportaudio2)"
 NO_DEVICES = "no sound devices found; is a sound server (PulseAudio or PipeWire) running?"

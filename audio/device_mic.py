@@ -31,10 +31,12 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_list import (Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device,
+                                       stream_options)
 from voxline.audio.device_stream import ReopenableStream
 from voxline.audio.device_resample import CaptureResampler
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.arguments import as_error, whole
 from voxline.base.clock import RealClock
 from voxline.base.errors import AudioError
 
@@ -62,6 +64,9 @@ class MicSource(ReopenableStream):
         latency: Latency = "low",
         device_rate: int | None = None,
     ) -> None:
+        stream_options("MicSource", block, rate, latency, device_rate)
+        with as_error(AudioError, "MicSource"):
+            whole(max_blocks, "max_blocks", low=1)
         self.rate = rate
         self.block = block
         self.latency = latency

@@ -38,7 +38,8 @@ import uuid
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from voxline.audio.device_list import Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device
+from voxline.audio.device_list import (Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device,
+                                       stream_options)
 from voxline.audio.device_stream import ReopenableStream
 from voxline.audio.device_resample import PlayoutReader
 from voxline.audio.device_timing import DacTimeline, dac_time
@@ -71,6 +72,7 @@ class SpeakerSink(ReopenableStream):
         *,
         device_rate: int | None = None,
     ) -> None:
+        stream_options("SpeakerSink", block, rate, latency, device_rate)
         if rate != playout.rate:
             raise AudioError(f"the sink runs at {rate} Hz but the playout buffer at {playout.rate} Hz")
         self.playout = playout

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -547,3 +548,21 @@ def test_the_sound_server_is_tried_briefly_first_and_for_a_second_in_all() -> No
     with pytest.raises(Refused):
         sound_server._connect_within(never, Refused)
     assert sum(never.tries) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (lambda: SpeakerSink(PlayoutBuffer(RATE), latency=-1.0), "SpeakerSink: latency takes a number > 0 and ≤ 10, not -1.0"),
+    (lambda: SpeakerSink(PlayoutBuffer(RATE), latency="bogus"),
+     "SpeakerSink: latency takes 'low', 'high' or seconds, not 'bogus'"),
+    (lambda: SpeakerSink(PlayoutBuffer(RATE), block=-1), "SpeakerSink: block takes a whole number ≥ 1 and ≤ 65536, not -1"),
+    (lambda: SpeakerSink(PlayoutBuffer(RATE), device_rate=44100.5),  # type: ignore[arg-type]
+     "SpeakerSink: device_rate takes a whole number, not float"),
+    (lambda: MicSource(device_rate="48000"), "MicSource: device_rate takes a whole number, not str"),  # type: ignore[arg-type]
+    (lambda: MicSource(max_blocks=0), "MicSource: max_blocks takes a whole number ≥ 1, not 0"),
+])
+def test_a_device_option_that_cannot_work_is_one_line_naming_it(make: Callable[[], object], said: str) -> None:
+    """Before: a negative latency opened a stream whose callback spun; max_blocks=0 printed a traceback per block;
+    the rest failed inside PortAudio in words that named no option."""
+    with pytest.raises(AudioError) as refused:
+        make()
+    assert str(refused.value) == said
