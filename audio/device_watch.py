@@ -3,9 +3,7 @@
 When a sink or source disappears, the sound server moves the streams on it to its fallback
 (PulseAudio's default device; PipeWire's session manager does the same), so the session goes on
 there. It does not move them back when the device returns. :class:`DeviceWatch` notices both
-and moves the stream back, and reports each change as a :class:`DeviceChange`. A device that
-went and came back between two polls is seen by where its stream is: on another device while
-its own is there, the stream is moved back, and both changes are reported.
+and moves the stream back, and reports each change as a :class:`DeviceChange`.
 
 The decision is a table (:data:`TRANSITIONS`) over what was seen, tested on its own; the
 watch's :meth:`~DeviceWatch.poll` asks the server and blocks for round trips, so it runs in a
@@ -31,17 +29,14 @@ class Action(Enum):
     NONE = "none"
     REPORT_LOST = "report_lost"
     MOVE_BACK = "move_back"
-    REPORT_LOST_AND_MOVE_BACK = "report_lost_and_move_back"  # gone and back between two polls
 
 
-# (lost before, device present now, stream elsewhere now) -> (lost after, action); where the stream is, is asked
-# only of a device present and not lost (elsewhere is False otherwise)
-TRANSITIONS: dict[tuple[bool, bool, bool], tuple[bool, Action]] = {
-    (False, True, False): (False, Action.NONE),
-    (False, True, True): (False, Action.REPORT_LOST_AND_MOVE_BACK),  # lost if the move fails: tried again
-    (False, False, False): (True, Action.REPORT_LOST),
-    (True, False, False): (True, Action.NONE),
-    (True, True, False): (False, Action.MOVE_BACK),  # stays lost if the move fails, and is tried again
+# (lost before, device present now) -> (lost after, action)
+TRANSITIONS: dict[tuple[bool, bool], tuple[bool, Action]] = {
+    (False, True): (False, Action.NONE),
+    (False, False): (True, Action.REPORT_LOST),
+    (True, False): (True, Action.NONE),
+    (True, True): (False, Action.MOVE_BACK),  # stays lost if the move fails, and is tried again
 }
 
 
@@ -102,9 +97,7 @@ class DeviceWatch:
         for entry in self._entries:
             route = entry.info.route
             assert route is not None
-            here = (entry.kind, route) in present
-            now_on = self._server.stream_device(entry.kind, entry.tag) if here and not entry.lost else None
-            lost, action = TRANSITIONS[(entry.lost, here, now_on is not None and now_on != route)]
+            lost, action = TRANSITIONS[(entry.lost, (entry.kind, route) in present)]
             match action:
                 case Action.NONE:
                     pass
@@ -114,12 +107,6 @@ class DeviceWatch:
                 case Action.MOVE_BACK:
                     if not self._server.move_stream(entry.kind, entry.tag, route):
                         continue  # the stream is not there (yet): try again at the next poll
-                    changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
-                case Action.REPORT_LOST_AND_MOVE_BACK:
-                    changes.append(DeviceChange(entry.kind, entry.info.label, True, now_on))
-                    if not self._server.move_stream(entry.kind, entry.tag, route):
-                        entry.lost = True  # reported lost: moved back, and said so, at a later poll
-                        continue
                     changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
             entry.lost = lost
         return changes
