@@ -19,6 +19,7 @@ lengths vary by a few samples around ``block``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import uuid
@@ -127,8 +128,10 @@ class MicSource(ReopenableStream):
         elif stream is not None:
             self._shut(stream)
         if self._loop is not None:
-            # after every block already scheduled by the callback
-            self._loop.call_soon(self._deliver, _END)
+            # after every block already scheduled by the callback; from any thread (a session closes its devices
+            # off the loop); a loop already closed has nobody to tell
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._deliver, _END)
 
     async def __aenter__(self) -> Self:
         self.start()

@@ -492,6 +492,21 @@ async def test_mic_queue_drops_oldest_when_nobody_reads(vdev: VirtualDevices) ->
 
 
 @pytest.mark.device
+def test_a_mic_closed_from_another_thread_ends_its_blocks_on_its_loop(vdev: VirtualDevices) -> None:
+    """A session closes its devices off the loop: the microphone's end was scheduled with the loop's
+    non-thread-safe call_soon (a RuntimeError under asyncio's debug mode, and no wake-up without it)."""
+    async def main() -> int:
+        mic = MicSource()
+        mic.start()
+        while mic.blocks_captured < 5:
+            await asyncio.sleep(0.02)
+        await asyncio.to_thread(mic.close)
+        return len([item async for item in mic.blocks()])
+
+    assert asyncio.run(main(), debug=True) >= 1  # the blocks queued, then the end
+
+
+@pytest.mark.device
 async def test_a_stepped_mic_hands_its_blocks_to_the_stepper_without_loop_wake_ups(vdev: VirtualDevices) -> None:
     from voxline.audio.recording import SteppedInput, mic_blocks
     from voxline.base.steps import run_steps
