@@ -137,11 +137,10 @@ class SpeakerSink(ReopenableStream):
             self._left_stuck(stream)
             return
 
-        def last_time() -> None:
-            self._stopped_at = float(stream.time)
-
-        self._shut(stream, last_time)
-        if self._stuck is stream and self._stopped_at is None:  # given up on: where its clock was last read
+        stopped = self._shut(stream, lambda: float(stream.time))
+        if stopped is not None:
+            self._stopped_at = stopped
+        elif self._last_now is not None or self._stuck is stream:  # no last read: where its clock was read before
             self._stopped_at = self._last_now if self._last_now is not None else 0.0
 
     def __enter__(self) -> Self:
@@ -163,7 +162,12 @@ class SpeakerSink(ReopenableStream):
             if self._stopped_at is not None:
                 return self._stopped_at
             raise AudioError("the speaker stream is not open")
-        self._last_now = now = float(stream.time)
+        try:
+            self._last_now = now = float(stream.time)
+        except self._sd.PortAudioError as exc:  # its device vanished: the clock stands where it was last read
+            if self._last_now is not None:
+                return self._last_now
+            raise AudioError(f"the speaker's clock cannot be read: {exc}") from None
         return now
 
     def interrupt(self, fade_ms: float = 5.0) -> Cut:

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from voxline.audio.device_list import DeviceInfo, close_ended, started_again
 
@@ -31,23 +31,27 @@ __all__ = ["LOCK_WAIT_S", "ReopenableStream"]
 LOCK_WAIT_S = 2.0  # a swap takes milliseconds; a lock held longer is held by a driver call that never returned
 _log = logging.getLogger(__name__)
 _STUCK: set[int] = set()  # streams left to a driver call, by id: PortAudio's shutdown at exit waits for none of them
+_EXIT_LOCK = threading.Lock()  # _STUCK and PortAudio's exit handler, changed from several close threads
+T = TypeVar("T")
 
 
 def _hold_portaudio_exit(sd: Any, stream: Any) -> None:
     """No PortAudio shutdown at exit while ``stream`` is left stuck: it would abort the process under the call."""
-    _STUCK.add(id(stream))
-    handler = getattr(sd, "_exit_handler", None)
-    if handler is not None:
-        atexit.unregister(handler)
+    with _EXIT_LOCK:
+        _STUCK.add(id(stream))
+        handler = getattr(sd, "_exit_handler", None)
+        if handler is not None:
+            atexit.unregister(handler)
 
 
 def _release_portaudio_exit(sd: Any, stream: Any) -> None:
     """``stream`` is stuck no more: once none is, PortAudio is shut down at exit again."""
-    _STUCK.discard(id(stream))
-    handler = getattr(sd, "_exit_handler", None)
-    if not _STUCK and handler is not None:
-        atexit.unregister(handler)  # never twice
-        atexit.register(handler)
+    with _EXIT_LOCK:
+        _STUCK.discard(id(stream))
+        handler = getattr(sd, "_exit_handler", None)
+        if not _STUCK and handler is not None:
+            atexit.unregister(handler)  # never twice
+            atexit.register(handler)
 
 
 class ReopenableStream:
@@ -89,43 +93,53 @@ class ReopenableStream:
         """Closing, the stream's lock was not let go: a driver call on ``stream`` has not returned. It is left to its
         driver, untouched (another call on it would hang too), and PortAudio is not shut down at exit while it is
         (:meth:`_reclaimed` undoes both if the call returns after all)."""
-        _log.warning("the %s stream did not answer within %g s (its driver is stuck): left as it is", self._what,
-                     LOCK_WAIT_S)
+        self._keep_stuck(stream)
+        self._say_stuck()
+
+    def _keep_stuck(self, stream: Any) -> None:
         self._stuck = stream  # kept: a stream collected while its driver runs would be closed under it
         _hold_portaudio_exit(self._sd, stream)
 
-    def _shut(self, stream: Any, first: Callable[[], None] | None = None) -> None:
-        """Abort and close ``stream`` (``first`` run just before, e.g. a last read of its clock) on a thread of its
-        own, waiting at most :data:`LOCK_WAIT_S`: a driver call that does not return (a sound server that hangs)
-        leaves the stream to it (:meth:`_left_stuck`) rather than the caller, an event loop, held with it. Once the
-        call returns after all, PortAudio's exit is its own again."""
+    def _say_stuck(self) -> None:
+        _log.warning("the %s stream did not answer within %g s (its driver is stuck): left as it is", self._what,
+                     LOCK_WAIT_S)
+
+    def _shut(self, stream: Any, first: Callable[[], T] | None = None) -> T | None:
+        """Abort and close ``stream`` on a thread of its own, waiting at most :data:`LOCK_WAIT_S`; what ``first``
+        gave (run just before, e.g. a last read of its clock; None if it raised, or the wait gave up). A driver call
+        that does not return (a sound server that hangs) leaves the stream to it (as :meth:`_left_stuck`) rather
+        than the caller, an event loop, held with it; once the call returns after all, PortAudio's exit is its own
+        again. The thread and the caller settle which of them was last under one lock."""
         lock = threading.Lock()
-        done = threading.Event()
+        done: list[T | None] = []
+        finished = threading.Event()
         gave_up: list[bool] = []
 
         def shut() -> None:
+            value: T | None = None
             if first is not None:
                 with contextlib.suppress(self._sd.PortAudioError):  # a vanished device has no clock to read
-                    first()
+                    value = first()
             with contextlib.suppress(self._sd.PortAudioError):  # and is closed all the same
                 stream.abort()
                 stream.close()
             with lock:
-                done.set()
-                late = bool(gave_up)
-            if late:
-                if self._stuck is stream:
-                    self._stuck = None
-                _release_portaudio_exit(self._sd, stream)
+                done.append(value)
+                finished.set()
+                if gave_up:
+                    if self._stuck is stream:
+                        self._stuck = None
+                    _release_portaudio_exit(self._sd, stream)
 
         threading.Thread(target=shut, name=f"voxline-{self._what}-close", daemon=True).start()
-        if done.wait(LOCK_WAIT_S):
-            return
+        finished.wait(LOCK_WAIT_S)
         with lock:
-            if done.is_set():
-                return
+            if done:
+                return done[0]
             gave_up.append(True)
-        self._left_stuck(stream)
+            self._keep_stuck(stream)
+        self._say_stuck()
+        return None
 
     def _reclaimed(self, stream: Any) -> None:
         """After a slow driver call on ``stream`` returned, with its lock held: if a close gave the stream up
@@ -175,4 +189,5 @@ class ReopenableStream:
             if not taken:
                 return
             retired, self._retired = self._retired, None
-        close_ended(retired)
+        if retired is not None:  # on a thread, waited for at most LOCK_WAIT_S, as the stream itself
+            self._shut(retired)

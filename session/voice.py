@@ -85,6 +85,7 @@ Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 DISCARD_TIMEOUT_S = 3.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
+DEVICE_CLOSE_S = 10.0  # each device's close waits at most 2 s for its driver (stream, and one a reopen replaced)
 # (longer than a stream's own wait for its lock, LOCK_WAIT_S: a restart that finds the stream held says so first)
 _log = logging.getLogger("voxline.session")
 
@@ -366,10 +367,14 @@ class VoiceSession:
         self._queue.end()
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
-        if self._devices:  # off the loop: a close waits for a stuck driver up to LOCK_WAIT_S, the loop does not
-            await asyncio.to_thread(self._close_devices)
-        self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
-        _release(self.output)
+        try:
+            if self._devices:  # off the loop, on a daemon thread: a close waits for a stuck driver, the loop does not
+                await off_loop(self._close_devices, timeout_s=DEVICE_CLOSE_S, name="voxline-device-close")
+        except CallStuck:
+            _log.warning("the sound devices did not close within %g s: left to their drivers", DEVICE_CLOSE_S)
+        finally:
+            self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
+            _release(self.output)
 
     def _close_devices(self) -> None:
         for device in self._devices:
