@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 from collections.abc import Callable
 
 from dataclasses import dataclass
@@ -58,15 +59,25 @@ def stream_options(owner: str, block: Any, rate: Any, latency: Any, device_rate:
     """A speaker's or microphone's stream options checked, each named in one :class:`AudioError` line if wrong
     (before, a negative latency opened a stream whose callback spun, and a float rate failed inside PortAudio)."""
     with as_error(AudioError, owner):
-        whole(block, "block", low=1, high=1 << 16)
-        whole(rate, "rate", low=8_000, high=192_000)
+        whole(_as_whole(block), "block", low=1, high=1 << 16)
+        whole(_as_whole(rate), "rate", low=8_000, high=192_000)
         if device_rate is not None:  # what the device runs at is the device's to refuse, in its own words
-            whole(device_rate, "device_rate", low=1)
+            whole(_as_whole(device_rate), "device_rate", low=1)
         if isinstance(latency, str):
             if latency not in ("low", "high"):
                 raise ValueError(f"latency takes 'low', 'high' or seconds, not {latency!r}")
         else:
             real(latency, "latency", low=0.0, high=10.0, above=True)
+
+
+def _as_whole(value: Any) -> Any:
+    """A NumPy integer, or a float with nothing after the point (a device's ``default_samplerate``), as the int it
+    is; anything else as it came, for :func:`whole` to judge."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, (bool, int)) and hasattr(value, "__index__"):
+        return operator.index(value)
+    return value
 
 
 _NO_PORTAUDIO = "the PortAudio library is not installed; install libportaudio2 (e.g. apt-get install libportaudio2)"

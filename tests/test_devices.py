@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from voxline.audio.device_list import DeviceInfo, list_devices, resolve_device
+from voxline.audio.device_list import DeviceInfo, list_devices, resolve_device, stream_options
 from voxline.audio.device_mic import MicSource
 from voxline.audio.device_resample import CaptureResampler, PlayoutReader
 from voxline.audio.device_speaker import SpeakerSink
@@ -563,6 +563,13 @@ def test_the_sound_server_is_tried_briefly_first_and_for_a_second_in_all() -> No
     with pytest.raises(Refused):
         sound_server._connect_within(never, Refused)
     assert sum(never.tries) == pytest.approx(1.0)
+
+
+def test_a_device_option_whole_in_value_is_taken_whatever_its_type() -> None:
+    """A device's default_samplerate is a float (48000.0), a computed block may be a NumPy integer."""
+    stream_options("SpeakerSink", np.int64(480), 24_000, 0.02, 48_000.0)
+    with pytest.raises(AudioError, match="device_rate takes a whole number, not float"):
+        stream_options("SpeakerSink", 480, 24_000, "low", 44_100.5)
 
 
 @pytest.mark.parametrize(("make", "said"), [
