@@ -273,8 +273,9 @@ class Link:
             opening = owed == self._opening(conn)
             waiting = since if opening else max(self.last_rx, since)
             if owed is not None and now - waiting >= timeout:
-                said = (f"{now - since:.1f} s after the connect" if opening else f"and sent nothing for {silent:.1f} s")
-                await self._give_up(conn, f"the server owes {owed} {said}; reconnecting")
+                said = (f"still owes {owed} {now - since:.1f} s after the connect" if opening
+                        else f"owes {owed} and sent nothing for {silent:.1f} s")
+                await self._give_up(conn, f"the server {said}; reconnecting")
                 return
             ping = getattr(conn.transport, "ping", None)
             if ping is not None and self._ping is None and now - max(self.last_rx, self._pong_at) >= timeout / 2:
