@@ -10,6 +10,7 @@ registered for redaction before it is sent.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import socket
 import threading
@@ -167,54 +168,44 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-class _Connection(http.client.HTTPConnection):
-    connections: _Connections
+class _Recorded:
+    """A connection that tells ``recorded_by`` of its socket once connected."""
+
+    def __init__(self, *args: Any, recorded_by: _Connections, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._recorded_by = recorded_by
 
     def connect(self) -> None:
-        super().connect()
-        self.connections.connected(self.sock)
+        super().connect()  # type: ignore[misc]
+        self._recorded_by.connected(self.sock)  # type: ignore[attr-defined]
 
 
-class _TlsConnection(http.client.HTTPSConnection):
-    connections: _Connections
-
-    def connect(self) -> None:
-        super().connect()
-        self.connections.connected(self.sock)
+class _Connection(_Recorded, http.client.HTTPConnection):
+    pass
 
 
-class _HttpOpening(urllib.request.HTTPHandler):
+class _TlsConnection(_Recorded, http.client.HTTPSConnection):
+    pass
+
+
+class _Opening(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """urllib's http and https handlers (TLS verified as theirs are), each connection recorded."""
+
     def __init__(self, connections: _Connections) -> None:
         super().__init__()
         self._connections = connections
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(self._connect, req)
-
-    def _connect(self, host: str, **kwargs: Any) -> http.client.HTTPConnection:
-        connection = _Connection(host, **kwargs)
-        connection.connections = self._connections
-        return connection
-
-
-class _HttpsOpening(urllib.request.HTTPSHandler):
-    def __init__(self, connections: _Connections) -> None:
-        super().__init__()
-        self._connections = connections
+        return self.do_open(functools.partial(_Connection, recorded_by=self._connections), req)
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(self._connect, req)
-
-    def _connect(self, host: str, **kwargs: Any) -> http.client.HTTPConnection:
-        connection = _TlsConnection(host, **kwargs)
-        connection.connections = self._connections
-        return connection
+        return self.do_open(functools.partial(_TlsConnection, recorded_by=self._connections), req)
 
 
 def _opener(url: str, connections: _Connections) -> urllib.request.OpenerDirector:
     """No redirect followed; for a server on this machine, never through a proxy the environment names (which would
     be handed the key); each connection recorded in ``connections``."""
-    handlers: list[Any] = [_NoRedirect, _HttpOpening(connections), _HttpsOpening(connections)]
+    handlers: list[Any] = [_NoRedirect, _Opening(connections)]
     if is_loopback_url(url):
         handlers.append(urllib.request.ProxyHandler({}))
     return urllib.request.build_opener(*handlers)
