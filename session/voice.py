@@ -85,8 +85,8 @@ Connector = Callable[[], Awaitable[RealtimeConnection]]
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 DISCARD_TIMEOUT_S = 3.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
-DEVICE_CLOSE_S = 10.0  # each device's close waits at most 2 s for its driver (stream, and one a reopen replaced)
 # (longer than a stream's own wait for its lock, LOCK_WAIT_S: a restart that finds the stream held says so first)
+DEVICE_CLOSE_S = 10.0  # each device's close waits at most 2 s for its driver (stream, and one a reopen replaced)
 _log = logging.getLogger("voxline.session")
 
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
