@@ -50,7 +50,10 @@ _STEP_MARGIN_S = 0.002  # a step comes this long after a block is expected, to f
 
 
 class MicSource(ReopenableStream):
-    """Captures an input device; iterate :meth:`blocks` for ``(adc_time, samples)``."""
+    """Captures an input device; iterate :meth:`blocks` for ``(adc_time, samples)``.
+
+    ``rate`` is the rate of the blocks: 24 kHz, what a session takes (a session refuses another
+    rate's blocks); another rate serves an app's own use of the microphone."""
 
     kind: Literal["input"] = "input"  # what a device watch (voxline.audio.device_watch) calls its streams
     _what = "microphone"
@@ -226,6 +229,11 @@ class MicBlocks:
         self.clock = RealClock()  # the loop's: the callback stamps arrivals with time.monotonic()
         self._last_adc = -math.inf
         self._ended = False
+
+    @property
+    def capture_rate(self) -> int:
+        """The rate of the blocks (the microphone's ``rate``): a session takes 24 kHz only."""
+        return self._mic.rate
 
     def __aiter__(self) -> AsyncIterator[tuple[float, Samples]]:
         return self._mic._queued()

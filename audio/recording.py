@@ -189,6 +189,12 @@ class _Delegated:
     def due(self) -> float | None:
         return self._stepped.due
 
+    @property
+    def capture_rate(self) -> int:
+        """The rate of the blocks: a microphone's (``MicBlocks.capture_rate``), else 24 kHz."""
+        rate = getattr(self._stepped, "capture_rate", SAMPLE_RATE)
+        return rate if isinstance(rate, int) else SAMPLE_RATE
+
 
 class _SourceBlocks(_Delegated):
     """A paced source's blocks (their samples): an async iterable, or a stepped input."""

@@ -45,6 +45,7 @@ from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import Recording
 from voxline.base import collector
+from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock
 from voxline.base.contain import Raised, being_cancelled, contain, outcome, run_apart
 from voxline.base.errors import AudioError, message_of
@@ -130,6 +131,10 @@ class VoiceSession:
         if input is not None and not hasattr(input, "__aiter__"):
             raise TypeError(f"input takes an async iterable of int16 blocks or (adc_time, block) pairs (such as "
                             f"MicSource().blocks() or a Recording), not {type(input).__name__}")
+        rate = getattr(input, "capture_rate", SAMPLE_RATE)  # a microphone's blocks, watched or not
+        if isinstance(rate, int) and rate != SAMPLE_RATE:
+            raise ConfigurationError(f"the input captures at {rate} Hz; a session takes {SAMPLE_RATE} Hz blocks: "
+                                     f"open the microphone with MicSource(rate={SAMPLE_RATE}) (the default)")
         if s.call_id is not None and input is not None:
             raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
         if isinstance(input, Recording) and input.claimed:  # a second session read nothing, and said nothing

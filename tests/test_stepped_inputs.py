@@ -100,6 +100,30 @@ def test_asking_whether_a_microphones_blocks_are_stepped_leaves_them_iterable() 
     assert mic._direct is not None  # the first take does
 
 
+def test_a_microphone_opened_at_another_rate_is_refused_as_a_sessions_input(tmp_path: Path) -> None:
+    """A session takes 24 kHz blocks: a 16 kHz microphone's would be sent as 24 kHz audio (played 1.5x fast)."""
+    import pytest
+
+    from voxline.audio.device_mic import MicBlocks
+    from voxline.audio.recording import watched
+    from voxline.realtime.errors import ConfigurationError
+    from voxline.session.record import SessionRecorder
+
+    mic = _QuietMic()
+    mic.rate = 16000
+    with pytest.raises(ConfigurationError, match=r"^the input captures at 16000 Hz; a session takes 24000 Hz"):
+        VoiceSession(SessionSettings(), input=MicBlocks(mic))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="MicSource\\(rate=24000\\)"):  # watched, as `talk`'s meter has it
+        VoiceSession(SessionSettings(), input=watched(MicBlocks(mic), lambda item: None))  # type: ignore[arg-type]
+    recorder = SessionRecorder(tmp_path / "take")
+    try:
+        with pytest.raises(ConfigurationError):
+            VoiceSession(SessionSettings(), input=recorder.mic(MicBlocks(mic)))  # type: ignore[arg-type]
+    finally:
+        recorder.abandon()
+    VoiceSession(SessionSettings(), input=MicBlocks(_QuietMic()))  # type: ignore[arg-type]
+
+
 class _PairedFile:
     """A file's blocks as ``(capture_time, block)`` pairs, the way a microphone hands them over:
     stepped, or iterated (counted: a task wake-up each)."""
