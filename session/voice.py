@@ -285,7 +285,7 @@ class VoiceSession:
                 device.start()
         except BaseException:
             self._closed_at = 0.0  # a device that would not start: nothing was heard, and the session cannot go on
-            self._close_devices()
+            await self._devices_closed()
             await self._link.close()
             _release(self.output)
             raise
@@ -373,13 +373,20 @@ class VoiceSession:
         with contextlib.suppress(asyncio.CancelledError):
             await self._stack.aclose()
         try:
-            if self._devices:  # off the loop, on a daemon thread: a close waits for a stuck driver, the loop does not
-                await off_loop(self._close_devices, timeout_s=DEVICE_CLOSE_S, name="voxline-device-close")
-        except CallStuck:
-            _log.warning("the sound devices did not close within %g s: left to their drivers", DEVICE_CLOSE_S)
+            await self._devices_closed()
         finally:
             self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
             _release(self.output)
+
+    async def _devices_closed(self) -> None:
+        """Close the session's devices off the loop, on a daemon thread: a close waits for a stuck driver, the loop
+        does not."""
+        if not self._devices:
+            return
+        try:
+            await off_loop(self._close_devices, timeout_s=DEVICE_CLOSE_S, name="voxline-device-close")
+        except CallStuck:
+            _log.warning("the sound devices did not close within %g s: left to their drivers", DEVICE_CLOSE_S)
 
     def _close_devices(self) -> None:
         for device in self._devices:

@@ -854,3 +854,34 @@ def test_a_close_just_as_a_reconnect_made_its_connection_closes_that_connection(
 
     run_lockstep(main(), clock)
     assert len(opened) == 2 and all(conn.closed for conn in opened)
+
+
+def test_devices_that_would_not_start_are_closed_off_the_loop() -> None:
+    """A device that would not start failed the open, and its devices were closed on the event loop, where a stuck
+    driver's close (up to 2 s each) froze every other session; they close on a thread, as aclose() closes them."""
+    import threading
+
+    from voxline.base.clock import RealClock
+    from voxline.base.errors import AudioError
+
+    clock = RealClock()
+    closed_on: list[threading.Thread] = []
+
+    class WouldNotStart:
+        def start(self) -> None:
+            raise AudioError("the speaker would not start")
+
+        def close(self) -> None:
+            closed_on.append(threading.current_thread())
+
+    async def main() -> None:
+        session = VoiceSession(SETTINGS, output=ClockedOutput(clock), clock=clock,
+                               connector=engine_connector(load_scenario("default"), clock, voice="tone"))
+        session._devices = (WouldNotStart(),)
+        with pytest.raises(AudioError, match="^the speaker would not start$"):
+            async with session:
+                pass
+        assert not session.connected
+
+    asyncio.run(main())
+    assert len(closed_on) == 1 and closed_on[0] is not threading.main_thread()
