@@ -238,10 +238,10 @@ class Link:
             _log.info("connection restored", extra=SAID_AS_EVENT)
             await self.flush()
             return True
-        _log.error("the connection is lost and could not be restored (%d tries)", self._budget.used,
-                   extra=SAID_AS_EVENT)
-        self._publish(SessionError(f"the connection is lost and could not be restored ({self._budget.used} tries)",
-                                   "connection_lost", fatal=True))
+        spent = self._budget.spent(self.clock.now())
+        _log.error("the connection is lost and could not be restored: %s", spent, extra=SAID_AS_EVENT)
+        self._publish(SessionError(f"the connection is lost and could not be restored: {spent}", "connection_lost",
+                                   fatal=True))
         return False
 
     def _next_delay(self) -> float | None:

@@ -43,6 +43,8 @@ class ReconnectBudget:
         self._backoff = backoff or exponential_backoff()
         self._used = 0
         self._since: float | None = None  # start of the current run of failures
+        self._short_holds = 0  # connections restored in the current run that dropped before stable_s
+        self._out_of = "reconnect_attempts"  # what the last refused try ran out of
         self.backoff_failure: str | None = None
         """Why the app's backoff failed, once it did (the default backoff stands in from then on)."""
 
@@ -60,6 +62,9 @@ class ReconnectBudget:
         if stable or self._since is None:
             self._used = 0
             self._since = now
+            self._short_holds = 0
+        elif connected_at is not None:
+            self._short_holds += 1
 
     def time_left(self, now: float) -> float:
         """Seconds left of ``window_s`` in the current run of failures (all of it before the run began)."""
@@ -70,6 +75,7 @@ class ReconnectBudget:
         if self._since is None:
             self._since = now
         if self._used >= self.attempts:
+            self._out_of = "reconnect_attempts"
             return None
         try:
             delay = max(0.0, float(self._backoff(self._used)))
@@ -81,6 +87,21 @@ class ReconnectBudget:
             self._backoff = exponential_backoff()
             delay = self._backoff(self._used)
         if now + delay - self._since > self.window_s:
+            self._out_of = "reconnect_window_s"
             return None
         self._used += 1
         return delay
+
+    def spent(self, now: float) -> str:
+        """How the budget was spent, once :meth:`next_delay` refused a try: the tries and time since the run of
+        failures began, which limit ran out, and restored connections that dropped too soon to refill it (a second
+        drop soon after a restore gets no tries of its own when the first used them up)."""
+        tries = f"{self._used} {'try' if self._used == 1 else 'tries'}"
+        since = 0.0 if self._since is None else now - self._since
+        limit = (f"reconnect_attempts is {self.attempts}" if self._out_of == "reconnect_attempts"
+                 else f"reconnect_window_s is {self.window_s:g} s")
+        text = f"{tries} in {since:.1f} s since the first drop; {limit}"
+        if self._short_holds:
+            held = "a connection" if self._short_holds == 1 else f"{self._short_holds} connections"
+            text += f"; {held} restored in between dropped within reconnect_stable_s ({self.stable_s:g} s)"
+        return text

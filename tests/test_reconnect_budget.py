@@ -50,6 +50,21 @@ def test_a_connection_that_closes_at_once_does_not_refill_the_budget() -> None:
     assert budget.next_delay(100.0) == 1.0
 
 
+def test_a_spent_budget_says_which_limit_ran_out_and_what_a_drop_soon_after_a_restore_got() -> None:
+    """A drop soon after a restore that used the tries was fatal at once, said as "(3 tries)": tries it never got."""
+    budget = ReconnectBudget(3, 60.0, stable_s=30.0, backoff=lambda attempt: 1.0)
+    budget.lost(0.0, connected_at=None)
+    assert [budget.next_delay(t) for t in (0.0, 1.0, 2.0)] == [1.0, 1.0, 1.0]
+    budget.lost(8.0, connected_at=3.0)  # restored at 3 s, dropped 5 s later
+    assert budget.next_delay(8.0) is None
+    assert budget.spent(8.0) == ("3 tries in 8.0 s since the first drop; reconnect_attempts is 3; a connection "
+                                 "restored in between dropped within reconnect_stable_s (30 s)")
+    budget = ReconnectBudget(100, 10.0, backoff=lambda attempt: 4.0)
+    budget.lost(0.0, None)
+    assert budget.next_delay(0.0) == 4.0 and budget.next_delay(4.0) == 4.0 and budget.next_delay(8.0) is None
+    assert budget.spent(8.0) == "2 tries in 8.0 s since the first drop; reconnect_window_s is 10 s"
+
+
 def test_a_server_that_accepts_and_closes_every_connection_gets_one_fatal_error() -> None:
     clock = VirtualClock()
     opened = 0
@@ -566,4 +581,6 @@ def test_a_server_that_stalls_every_connection_soon_after_it_opens_spends_the_bu
 
     events = run_lockstep(main(), clock)
     fatal = [e for e in events if isinstance(e, SessionError) and e.fatal]
-    assert fatal and "could not be restored (3 tries)" in fatal[0].message and len(peers) == 4
+    assert fatal and fatal[0].message.startswith("the connection is lost and could not be restored: 3 tries in ")
+    assert fatal[0].message.endswith("; reconnect_attempts is 3; 3 connections restored in between dropped within "
+                                     "reconnect_stable_s (30 s)") and len(peers) == 4
