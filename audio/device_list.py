@@ -195,7 +195,8 @@ def describe(devices: list[DeviceInfo], kind: Kind) -> str:
 
 def resolve_device(spec: int | str | None, kind: Kind) -> DeviceInfo:
     """The device for a user's choice: an index, a name (exact, else a unique substring,
-    case-insensitive), a string of digits, or None for the system default."""
+    case-insensitive), a label as messages show it (``"2 Null Output (vspk)"``), a string of digits,
+    or None for the system default."""
     if spec is not None and (isinstance(spec, bool) or not isinstance(spec, (int, str))):  # 1.5 from a slider, True
         raise TypeError(f"an {kind} device is an index, a name or None, not {type(spec).__name__} {spec!r}")
     devices = list_devices()
@@ -229,7 +230,8 @@ def describe_all(devices: list[DeviceInfo]) -> str:
 
 
 def _by_name(devices: list[DeviceInfo], name: str, kind: Kind) -> DeviceInfo:
-    """The server's own name first (unique by construction), then the shown name, then a part of either.
+    """A label as messages show it first (index and name, unique by its index), then the server's own name (unique
+    by construction), then the shown name, then a part of either.
 
     A part of a name that matches only monitors (what a speaker plays, offered as an input) is refused for an
     input: ``--input-device vspk`` meant the speaker's neighbour microphone, and recording the speaker would feed
@@ -238,6 +240,7 @@ def _by_name(devices: list[DeviceInfo], name: str, kind: Kind) -> DeviceInfo:
     wanted = name.strip().casefold()
     parts = [d for d in usable if wanted in d.name.casefold() or (d.route is not None and wanted in d.route.casefold())]
     for matches in (
+        [d for d in usable if d.label.casefold() == wanted],  # as messages and the table show it: "2 Null Output"
         [d for d in usable if d.route is not None and d.route.casefold() == wanted],
         [d for d in usable if d.name.casefold() == wanted],
         parts,

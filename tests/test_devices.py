@@ -161,6 +161,22 @@ def test_a_device_description_with_terminal_controls_is_shown_escaped() -> None:
     assert "\x1b" not in evil.label
 
 
+def test_a_device_label_an_error_shows_is_taken_as_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The labels messages list ("2 Null Output (vspk)") were refused as names: copied from an ambiguity or a
+    "no device" error into --output-device, they said "no output device named"."""
+    from voxline.audio import device_list
+
+    listed = [DeviceInfo(0, "pulse", "ALSA", 32, 32, 44100.0, is_default_out=True),
+              DeviceInfo(2, "Null Output", "PulseAudio", 0, 1, 48000.0, route="vspk"),
+              DeviceInfo(3, "Null Output", "PulseAudio", 0, 1, 48000.0, route="kiosk")]
+    monkeypatch.setattr(device_list, "list_devices", lambda: listed)
+    with pytest.raises(AudioError, match=r"is ambiguous: 2 Null Output \(vspk\), 3 Null Output \(kiosk\)$"):
+        resolve_device("Null Output", "output")
+    assert resolve_device("2 Null Output (vspk)", "output") is listed[1]
+    assert resolve_device("3 null output (KIOSK)", "output") is listed[2]
+    assert resolve_device("0 pulse", "output") is listed[0]
+
+
 def test_device_table_lists_defaults() -> None:
     rows = [
         DeviceInfo(0, "pulse", "ALSA", 32, 32, 44100.0),
