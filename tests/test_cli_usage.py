@@ -115,6 +115,10 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
          "--fast runs against the built-in server only, and --url names a server; drop --url or drop --fast"),
         (["replay", str(EXAMPLE), "--fast", "--transport", "carrier-pigeon"], "invalid choice"),  # argparse's own
         (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--shard", "9/4"], "--shard 9/4: I must be 0 to 3"),
+        # a value with a dash and a digit that is no plain number (before: argparse's "expected one argument")
+        (["replay", str(EXAMPLE.parent), "--fast", "--out-dir", "o", "--shard", "-1/4"],
+         "--shard takes I/N with 0 <= I < N (0-based, e.g. 0/4), not '-1/4'"),
+        (["talk", "--local", "--exit-after", "-1e3"], "argument --exit-after: expected a positive number of seconds"),
         (["replay", str(EXAMPLE), "--fast", "--junit", "j.xml"], "--junit makes a farm, which needs --out-dir DIR"),
         (["token", "--url", "ftp://127.0.0.1:9/v1"], "--url must be an http(s):// or ws(s):// URL"),
         (["replay", str(EXAMPLE), "--fast", "--tools", "mytools", "--out", "h.wav", "--events", "e.jsonl"],

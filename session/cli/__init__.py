@@ -63,7 +63,28 @@ class _Parser(argparse.ArgumentParser):
         if unknown:
             self.error(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
                        + did_you_mean(unknown[0], self._option_string_actions))
-        return self._values_left_out(given)
+        return self._values_left_out(self._dashed_values_joined(given))
+
+    def _dashed_values_joined(self, given: list[str]) -> list[str]:
+        """``--shard -1/4`` is ``--shard=-1/4``: argparse takes a word that starts with a dash and a digit but is no
+        plain number for an option, and said "expected one argument" where the option's own check names the value."""
+        out: list[str] = []
+        skip = False
+        for k, token in enumerate(given):
+            if skip:
+                skip = False
+                continue
+            if token == "--":
+                return out + given[k:]
+            action = self._option_string_actions.get(token)
+            following = given[k + 1] if k + 1 < len(given) else None
+            if (action is not None and action.nargs is None and action.option_strings and following is not None
+                    and re.fullmatch(r"-\d.*", following) and not _NUMBER.fullmatch(following)):
+                out.append(f"{token}={following}")
+                skip = True
+                continue
+            out.append(token)
+        return out
 
     def _values_left_out(self, given: list[str]) -> list[str]:
         """``--aec a.wav`` is ``--aec=webrtc a.wav``: argparse would take the input as the option's value and
@@ -84,6 +105,9 @@ class _Parser(argparse.ArgumentParser):
                 token = f"{token}={action.const}"
             out.append(token)
         return out
+
+
+_NUMBER = re.compile(r"-\d+|-\d*\.\d+")  # what argparse itself takes as a negative number
 
 
 def _path_like(word: str) -> bool:
