@@ -36,9 +36,11 @@ __all__ = [
     "ClockedOutput",
     "Clock",
     "Cut",
+    "DeviceInfo",
     "Encoding",
     "HeardItem",
     "HeardLedger",
+    "MicSource",
     "NullSink",
     "Output",
     "Playing",
@@ -48,6 +50,7 @@ __all__ = [
     "SilenceSource",
     "Sink",
     "Source",
+    "SpeakerSink",
     "StreamResampler",
     "VirtualClock",
     "WavFileSource",
@@ -60,23 +63,23 @@ __all__ = [
     "alaw_encode",
     "fade_gains",
     "heard_count",
+    "list_devices",
     "read_wav",
     "ulaw_decode",
     "ulaw_encode",
     "write_wav",
 ]
 
-if TYPE_CHECKING:
-    from voxline.audio.devices import DeviceInfo, MicSource, SpeakerSink, list_devices
+if TYPE_CHECKING:  # each name as itself: an explicit export that mypy --strict and Pyright take
+    from voxline.audio.devices import (DeviceInfo as DeviceInfo, MicSource as MicSource, SpeakerSink as SpeakerSink,
+                                       list_devices as list_devices)
+else:
+    _DEVICES = frozenset({"DeviceInfo", "MicSource", "SpeakerSink", "list_devices"})
 
-_DEVICES = frozenset({"DeviceInfo", "MicSource", "SpeakerSink", "list_devices"})
-__all__ += sorted(_DEVICES)
+    def __getattr__(name: str) -> object:
+        """The device classes, imported when first named."""
+        if name in _DEVICES:
+            from voxline.audio import devices
 
-
-def __getattr__(name: str) -> object:
-    """The device classes, imported when first named."""
-    if name in _DEVICES:
-        from voxline.audio import devices
-
-        return getattr(devices, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            return getattr(devices, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

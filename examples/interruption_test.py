@@ -21,15 +21,14 @@ and silence after it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 import numpy as np
 import pytest
 
 from voxline.audio.synth import synthesize
 from voxline.realtime.server import load_scenario
 from voxline.session.events import AssistantAudioStarted
-from voxline.session.replay.check import ReplayRun
+from voxline.realtime.server.engine.scenario import Say
+from voxline.session.replay.check import ReplayRun, ReplayRunner
 
 RECORDING = Path(__file__).parent / "audio" / "barge_in.wav"
 RATE = 24_000
@@ -37,7 +36,7 @@ DEFAULT = load_scenario("default")  # the built-in server's replies: a greeting,
 
 
 @pytest.fixture(scope="module")
-def replay(voxline_replay: Any) -> ReplayRun:
+def replay(voxline_replay: ReplayRunner) -> ReplayRun:
     return voxline_replay(RECORDING, scenario=DEFAULT, voice="tone", tail_s=2.0)
 
 
@@ -61,12 +60,14 @@ def test_the_heard_audio_is_the_reply_up_to_the_cut_then_silence(replay: ReplayR
     start, cut = round(started.at * RATE), round((barge_in.at + barge_in.reaction_s) * RATE)
     fade = round(barge_in.reaction_s * RATE)
     # what the listener heard is the reply, sample for sample, from its first sample to the cut...
-    reply = synthesize(DEFAULT.turns[0].outputs[0].text, "tone")
-    assert np.array_equal(result.heard[start : cut - fade], reply[: cut - fade - start])
+    said = DEFAULT.turns[0].outputs[0]
+    assert isinstance(said, Say)  # the first turn's reply is spoken, not a tool call
+    reply, heard = synthesize(said.text, "tone"), replay.heard
+    assert np.array_equal(heard[start : cut - fade], reply[: cut - fade - start])
     # ...which is exactly as long as the truncate says
     assert (cut - start) * 1000 / RATE == pytest.approx(barge_in.audio_end_ms, abs=1.0)
     # and after the cut there is silence until the next reply starts (the sample at the fade's
     # end is the last one heard: it keeps a little sound)
     following = [e.at for e in result.events if isinstance(e, AssistantAudioStarted) and e.at > barge_in.at]
-    end = round(following[0] * RATE) if following else len(result.heard)
-    assert cut < end and not np.any(result.heard[cut + 1 : end])
+    end = round(following[0] * RATE) if following else len(heard)
+    assert cut < end and not np.any(heard[cut + 1 : end])

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, Callable
 from typing import Any
 
 import numpy as np
@@ -189,8 +189,7 @@ async def ask(session: VoiceSession, ui: KioskView, text: str) -> None:
     restored = ui.expect(lambda e: isinstance(e, ConnectionRestored))
     await session.send_text(text)
     await asyncio.wait([reply, restored], return_when=asyncio.FIRST_COMPLETED)
-    if restored.done() and not reply.done():
-        event = restored.result()
+    if restored.done() and not reply.done() and isinstance(event := restored.result(), ConnectionRestored):
         print(f"kiosk: reconnected; the session sent {event.resent_creates} owed request(s) again", flush=True)
     await reply
 
@@ -235,7 +234,7 @@ async def main(args: argparse.Namespace) -> int:
             return await connect(url, "local")
 
         settings = SessionSettings(url=urls[0], turn_detection="none", reconnect_attempts=3)
-        blocks: AsyncIterator[np.ndarray] | None = mic_blocks(mic.blocks()) if mic is not None else None
+        blocks: AsyncIterable[np.ndarray] | None = mic_blocks(mic.blocks()) if mic is not None else None
         session = VoiceSession(settings, output=output, input=blocks, clock=clock, connector=connector)
         async with session:
             ui.set(connection="online", state="listening")

@@ -32,14 +32,16 @@ from .events import (
     TranscriptDone,
     TurnMetrics,
 )
+from .app_events import AppEvent
 from .local_barge import BargePolicy
 from voxline.audio.clocked_output import ClockedOutput
 from .metrics import MetricsReport
 from .settings import SessionSettings, SettingsError
-from .tools import ToolFinished, ToolRegistry, ToolStarted
+from .tools import ToolEvent, ToolFinished, ToolRegistry, ToolStarted
 from .voice import VoiceSession
 
 __all__ = [
+    "AppEvent",
     "AssistantAudioStarted",
     "BargeIn",
     "BargePolicy",
@@ -67,6 +69,7 @@ __all__ = [
     "SpeechStarted",
     "SpeechStopped",
     "StateChanged",
+    "ToolEvent",
     "ToolFinished",
     "ToolRegistry",
     "ToolStarted",

@@ -7,7 +7,7 @@ from voxline.base.urls import LOCAL_KEY, is_loopback_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.transports.http import split_userinfo
 
-from .settings import SessionSettings
+from .settings import SessionSettings, key_text
 
 __all__ = ["connection_key", "key_for"]
 
@@ -33,4 +33,4 @@ def connection_key(settings: SessionSettings) -> str:
 
 
 def _given(settings: SessionSettings) -> str | None:
-    return settings.api_key.get_secret_value() if settings.api_key is not None else None
+    return key_text(settings.api_key)

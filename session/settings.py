@@ -29,7 +29,8 @@ from voxline.base.urls import url_problem
 
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "load_settings"]
+__all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "key_text",
+           "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
 
@@ -84,6 +85,11 @@ def env(*names: str) -> str | None:
     return next((value for name in names if (value := os.environ.get(name))), None)
 
 
+def key_text(key: SecretStr | str | None) -> str | None:
+    """A settings' ``api_key`` as text (None: none given)."""
+    return key.get_secret_value() if isinstance(key, SecretStr) else key
+
+
 def api_key_from_env() -> str | None:
     """``VOXLINE_API_KEY``, else ``OPENAI_API_KEY`` (the order :class:`SessionSettings` reads them in)."""
     return env("VOXLINE_API_KEY", "OPENAI_API_KEY")
@@ -107,11 +113,13 @@ class SessionSettings(BaseSettings):
             except ValidationError as exc:
                 raise SettingsError(type(self), exc, values) from None
 
-    url: str = Field(DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
+    url: str = Field(default=DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     """The service's URL. A key it carries (``user:KEY@``, ``?api-key=``) is used, and like ``api_key`` never shown:
     the settings' repr and their dumps (``model_dump()``, ``model_dump_json()``, often logged) redact it. So a dump
     is for showing, not for making settings again (``model_copy()`` keeps the key; pickling does too)."""
-    api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
+    api_key: SecretStr | str | None = Field(default=None,
+                                            validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
+    """The key, given as a ``str`` or a ``SecretStr`` and kept as a ``SecretStr`` (:func:`key_text` reads it)."""
     model: str = DEFAULT_REALTIME_MODEL
     transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
     transcribe: bool = False
@@ -122,24 +130,24 @@ class SessionSettings(BaseSettings):
     call_id: str | None = None
     input_device: str | None = None
     output_device: str | None = None
-    reconnect_attempts: int = Field(5, ge=0)
-    reconnect_window_s: float = Field(120.0, gt=0, allow_inf_nan=False)
+    reconnect_attempts: int = Field(default=5, ge=0)
+    reconnect_window_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     """Give up reconnecting once this long has passed since the drop (with ``reconnect_attempts``)."""
-    reconnect_stable_s: float = Field(30.0, ge=0, allow_inf_nan=False)
+    reconnect_stable_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     """A connection must stay up this long before a later drop gets a fresh reconnect budget."""
-    liveness_timeout_s: float = Field(30.0, ge=0, allow_inf_nan=False)
+    liveness_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     """A server silent this long while an answer is due counts as a drop (0: never)."""
-    close_timeout_s: float = Field(2.0, gt=0, allow_inf_nan=False)
+    close_timeout_s: float = Field(default=2.0, gt=0, allow_inf_nan=False)
     """``aclose()`` waits at most this long for the server to acknowledge the close."""
-    max_tool_rounds: int = Field(16, ge=1, le=10_000)
+    max_tool_rounds: int = Field(default=16, ge=1, le=10_000)
     """Follow-ups (``response.create`` after a response's tool outputs) in a row without a user turn between them:
     past this the outputs still go, with no follow-up, and a ``tool_rounds_exceeded`` error says so (a model calling
     tools for ever, or a server replaying the same call, would otherwise keep the session busy for good)."""
-    handover_s: float = Field(120.0, ge=0, allow_inf_nan=False)
+    handover_s: float = Field(default=120.0, ge=0, allow_inf_nan=False)
     """Move to a fresh connection at a turn boundary this long before the session's ``expires_at`` (0: never)."""
-    vad_threshold: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
-    silence_ms: int = Field(500, ge=0, le=60_000)  # a minute: beyond it no turn would end
-    prefix_padding_ms: int = Field(300, ge=0, le=60_000)
+    vad_threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    silence_ms: int = Field(default=500, ge=0, le=60_000)  # a minute: beyond it no turn would end
+    prefix_padding_ms: int = Field(default=300, ge=0, le=60_000)
     api: Literal["realtime", "live"] = "realtime"
     """The interface: Realtime (``/v1/realtime``) or GPT-Live (``/v1/live/sessions``, docs/protocol.md §14)."""
     live_model: str = DEFAULT_LIVE_MODEL
@@ -147,7 +155,7 @@ class SessionSettings(BaseSettings):
     """GPT-Live: store the session, so that after a drop the next connection forks it (its conversation goes on)."""
     live_backend_model: str = "gpt-5.4-mini"
     """GPT-Live with tools: the Responses model the Live model delegates to; its function calls run here."""
-    input_chunk_ms: int = Field(40, ge=1, le=1000)
+    input_chunk_ms: int = Field(default=40, ge=1, le=1000)
     """Microphone audio goes out in appends of this many ms (gathered from the device's 20 ms blocks).
 
     Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
@@ -162,6 +170,15 @@ class SessionSettings(BaseSettings):
     @field_serializer("url")
     def _url_shown(self, value: str) -> str:
         return redact_url(value)
+
+    @field_validator("api_key", mode="after")
+    @classmethod
+    def _kept_secret(cls, value: SecretStr | str | None) -> SecretStr | None:
+        return SecretStr(value) if isinstance(value, str) else value
+
+    @field_serializer("api_key")
+    def _key_shown(self, value: SecretStr | str | None) -> SecretStr | None:
+        return SecretStr(value) if isinstance(value, str) else value  # one put in by model_copy(update=) as a str
 
     @field_validator("model", "live_model", mode="after")
     @classmethod
@@ -260,6 +277,8 @@ class SessionSettings(BaseSettings):
     def __repr_args__(self) -> Any:
         """The fields as pydantic shows them, with the URL's secrets (userinfo, ``?api-key=``…) redacted."""
         for name, value in super().__repr_args__():
+            if name == "api_key" and isinstance(value, str):  # one put in by model_copy(update=) as a str
+                value = SecretStr(value)
             yield name, (redact_url(value) if name == "url" and isinstance(value, str) else value)
 
 

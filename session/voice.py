@@ -37,7 +37,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Self, TypedDict, Unpack
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.device_watch import Watched
@@ -62,6 +62,7 @@ from .core import SessionCore
 from .device_loop import device_watch_loop
 from .dial import dial
 from .event_queue import EventQueue
+from .app_events import AppEvent
 from .events import BargeIn, SessionError, SessionEvent
 from .input_journal import InputJournal
 from .input_feed import InputFeed
@@ -80,9 +81,26 @@ from .settings import SessionSettings
 from .tools import Approver, ToolEvent, ToolRegistry, ToolRunner
 from .track_audio import TrackTagger
 
-__all__ = ["Backoff", "Connector", "VoiceSession", "exponential_backoff"]
+__all__ = ["Backoff", "Connector", "DeviceSessionOptions", "VoiceSession", "exponential_backoff"]
 
 Connector = Callable[[], Awaitable[RealtimeConnection]]
+
+
+class DeviceSessionOptions(TypedDict, total=False):
+    """The constructor's keywords :meth:`VoiceSession.on_devices` passes on (it wires input, output and the watch)."""
+
+    tools: ToolRegistry | None
+    approve: Approver | None
+    clock: Clock | None
+    raw_events: bool
+    connector: Connector | None
+    mirror: ConversationMirror | None
+    backoff: Backoff | None
+    on_wire: WireObserver | None
+    aec: EchoCanceller | str | None
+    local_vad: LocalVad | str | None
+    barge_policy: BargePolicy | None
+    run_tools: bool
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 DISCARD_TIMEOUT_S = 3.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
@@ -155,7 +173,7 @@ class VoiceSession:
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
                           now=self.output.now, apply=self._apply, publish=self._publish_one, idle=lambda: self.idle,
                           observer=on_wire if connector is not None else None)  # the own dial gives it on_wire
-        self._queue: EventQueue[SessionEvent | ToolEvent] = EventQueue()
+        self._queue: EventQueue[AppEvent] = EventQueue()
         self._stack = contextlib.AsyncExitStack()
         self._flush_needed = asyncio.Event()
         self._committing: asyncio.Future[None] | None = None  # a released push-to-talk turn waiting for its commit
@@ -177,14 +195,16 @@ class VoiceSession:
 
     @classmethod
     def on_devices(cls, settings: SessionSettings | None = None, *, input_device: int | str | None = None,
-                   output_device: int | str | None = None, **options: Any) -> VoiceSession:
+                   output_device: int | str | None = None, **options: Unpack[DeviceSessionOptions]) -> Self:
         """A session on a microphone and a speaker, opened, wired and closed with it::
 
             async with VoiceSession.on_devices(settings, tools=registry) as session:
                 async for event in session: ...
 
         Devices are chosen by index or name as ``voxline devices`` lists them (the sound
-        server's sinks and sources included; the default ones when not given), and watched
+        server's sinks and sources included; when not given, the settings' ``input_device`` and
+        ``output_device``, which ``VOXLINE_INPUT_DEVICE`` and ``VOXLINE_OUTPUT_DEVICE`` set, else
+        the default ones), and watched
         while the session runs; ``options`` are the constructor's other keywords. Echo
         cancellation and the local VAD are on by default when ``voxline[aec]`` is installed
         (:func:`~voxline.session.capture.default_capture`: the canceller stands aside while the
@@ -199,8 +219,9 @@ class VoiceSession:
             else:
                 options["aec"], options["local_vad"] = chosen
 
-        speaker = SpeakerSink(PlayoutBuffer(), device=output_device)
-        mic = MicSource(device=input_device)
+        settings = settings or SessionSettings()
+        speaker = SpeakerSink(PlayoutBuffer(), device=settings.output_device if output_device is None else output_device)
+        mic = MicSource(device=settings.input_device if input_device is None else input_device)
         session = cls(settings, output=speaker, input=mic.blocks(), watch_devices=(speaker, mic), **options)
         session._devices = (speaker, mic)
         return session
@@ -243,7 +264,7 @@ class VoiceSession:
         return self.machine.track
 
     # ------------------------------------------------------------------ lifecycle
-    async def __aenter__(self) -> VoiceSession:
+    async def __aenter__(self) -> Self:
         if self._loop is not None or self._link.closing:  # before anything connects: nothing to leak
             raise ConfigurationError("this session is already open" if not self._link.closing else
                                      "a closed session cannot be opened again: make a new VoiceSession")
@@ -414,7 +435,7 @@ class VoiceSession:
     def __aiter__(self) -> VoiceSession:
         return self
 
-    async def __anext__(self) -> SessionEvent | ToolEvent:
+    async def __anext__(self) -> AppEvent:
         """The next event; cancelling a wait loses nothing (events stay queued).
 
         Before the session is opened there is nothing to wait for: one ConfigurationError, not a wait
@@ -424,7 +445,7 @@ class VoiceSession:
             raise ConfigurationError("the session is not open yet: use 'async with VoiceSession(...)' first")
         return await self._queue.get()
 
-    def pending_events(self) -> list[SessionEvent | ToolEvent]:
+    def pending_events(self) -> list[AppEvent]:
         """The events queued so far, without waiting (the iterator then starts after them)."""
         return self._queue.drain()
 

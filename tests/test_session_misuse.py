@@ -885,3 +885,42 @@ def test_devices_that_would_not_start_are_closed_off_the_loop() -> None:
 
     asyncio.run(main())
     assert len(closed_on) == 1 and closed_on[0] is not threading.main_thread()
+
+
+def test_on_devices_takes_the_devices_the_settings_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """VOXLINE_INPUT_DEVICE and VOXLINE_OUTPUT_DEVICE (the settings' input_device, output_device) were read by
+    `voxline talk` only: a kiosk's on_devices opened the system's default devices in silence."""
+    from voxline.audio import devices
+
+    opened: list[tuple[str, object]] = []
+
+    class Opened(Exception):
+        pass
+
+    def speaker(playout: object, device: object = None) -> None:
+        opened.append(("output", device))
+
+    def mic(device: object = None) -> None:
+        opened.append(("input", device))
+        raise Opened
+
+    monkeypatch.setattr(devices, "SpeakerSink", speaker)
+    monkeypatch.setattr(devices, "MicSource", mic)
+    monkeypatch.setenv("VOXLINE_INPUT_DEVICE", "vmic")
+    monkeypatch.setenv("VOXLINE_OUTPUT_DEVICE", "3")
+    with pytest.raises(Opened):
+        VoiceSession.on_devices(aec=None, local_vad=None)
+    with pytest.raises(Opened):
+        VoiceSession.on_devices(SessionSettings(output_device="kiosk"), input_device=0, aec=None, local_vad=None)
+    assert opened == [("output", "3"), ("input", "vmic"), ("output", "kiosk"), ("input", 0)]
+
+
+def test_on_devices_passes_on_every_keyword_of_the_constructor_it_does_not_set_itself() -> None:
+    import inspect
+    from typing import get_type_hints
+
+    from voxline.session.voice import DeviceSessionOptions
+
+    keywords = {name for name, p in inspect.signature(VoiceSession.__init__).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(get_type_hints(DeviceSessionOptions)) == keywords - {"output", "input", "watch_devices"}

@@ -45,7 +45,7 @@ from ..capture import default_capture
 from ..events import SessionError
 from voxline.audio.recording import Item, mic_blocks, watched
 from ..record import SessionRecorder
-from ..settings import DEFAULT_URL, SessionSettings, load_settings
+from ..settings import DEFAULT_URL, SessionSettings, key_text, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
@@ -166,7 +166,7 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     base = load_settings(TalkSettings, transport=args.transport, api=args.api, model=args.model)
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
-    key = base.api_key.get_secret_value() if base.api_key is not None else None  # an empty variable is unset
+    key = key_text(base.api_key)  # an empty variable is unset
     given = target_url(args)
     local = args.local or (given is None and key is None)
     if not local and (args.scenario or args.voice):

@@ -42,25 +42,24 @@ from ..events import (
     PlaybackHeld,
     HeardTranscript,
     SessionError,
-    SessionEvent,
     SpeechStarted,
     SpeechStopped,
     StateChanged,
     TranscriptDelta,
     TranscriptDone,
 )
+from ..app_events import AppEvent
 from ..metrics.records import MetricsReport
 from ..report.lines import EventLines, count
-from ..tools import ToolEvent, ToolFinished, ToolStarted
+from ..tools import ToolFinished, ToolStarted
 
 __all__ = ["EnterKeys", "LiveScreen", "PlainScreen", "TalkModel", "Turn", "describe", "level_bar", "quiet_terminal"]
 
-Event = SessionEvent | ToolEvent
 _STATE_STYLE = {"idle": "dim", "listening": "green", "thinking": "yellow", "speaking": "cyan",
                 "talking": "bold red", "sending": "yellow"}
 
 
-def describe(event: Event, lines: EventLines | None = None) -> str | None:
+def describe(event: AppEvent, lines: EventLines | None = None) -> str | None:
     """One plain line for ``event`` (the words ``replay`` uses too, and the state), or ``None`` for
     events shown only live (deltas); ``lines`` reads the session's figures when given."""
     if isinstance(event, StateChanged):
@@ -105,7 +104,7 @@ class TalkModel:
             self.turns.append(turn)
         return turn
 
-    def apply(self, event: Event, stamp: str) -> None:
+    def apply(self, event: AppEvent, stamp: str) -> None:
         match event:
             case StateChanged(state=state):
                 self.state = state
@@ -204,7 +203,7 @@ class PlainScreen:
     def note(self, text: str) -> None:
         print(text, file=self._out, flush=True)
 
-    def show(self, event: Event, stamp: str) -> None:
+    def show(self, event: AppEvent, stamp: str) -> None:
         self.model.apply(event, stamp)
         line = describe(event, self.lines)
         if line is not None:
@@ -234,7 +233,7 @@ class LiveScreen:
     def note(self, text: str) -> None:
         self.console.print(Text(text), highlight=False)
 
-    def show(self, event: Event, stamp: str) -> None:
+    def show(self, event: AppEvent, stamp: str) -> None:
         self.model.apply(event, stamp)
 
     def refresh(self) -> None:

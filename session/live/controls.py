@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from voxline.realtime.errors import ConfigurationError
 
-from .machine import LiveMachine
+from .machine import ContextKind, LiveMachine
 
 if TYPE_CHECKING:
     from ..link import Link
@@ -38,7 +39,7 @@ class LiveControls:
         self._machine.unmute()
         await self._link.flush()
 
-    async def append(self, content: str, *, kind: str = "instructions", delegation_id: str | None = None) -> str:
+    async def append(self, content: str, *, kind: ContextKind = "instructions", delegation_id: str | None = None) -> str:
         """Append context: ``instructions`` (kept through compaction), ``thinking`` (silent), ``commentary`` (to say)."""
         event_id = self._machine.append(content, kind=kind, delegation_id=delegation_id)
         await self._link.flush()
@@ -48,7 +49,7 @@ class LiveControls:
         """Answer work the model delegated to the app: commentary for it to say, or silent thinking."""
         return await self.append(text, kind="commentary" if spoken else "thinking", delegation_id=delegation_id)
 
-    async def play_fixture(self, pcm: np.ndarray) -> str:
+    async def play_fixture(self, pcm: npt.NDArray[np.int16]) -> str:
         """Play one whole audio fixture (PCM16 24 kHz) through the session's output."""
         event_id = self._machine.play_fixture(pcm)
         await self._link.flush()

@@ -32,7 +32,7 @@ import base64
 import dataclasses
 import itertools
 import json
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -66,7 +66,10 @@ from .history import HeardHistory
 from .metrics import LiveMetrics
 from .timeline import Heard, LiveTimeline, Utterance
 
-__all__ = ["GAP", "LOST_ON_DROP", "LiveMachine", "delivered_note"]
+__all__ = ["GAP", "LOST_ON_DROP", "ContextKind", "LiveMachine", "delivered_note"]
+
+ContextKind = Literal["instructions", "thinking", "commentary"]
+"""What :meth:`LiveMachine.append` appends: kept instructions, silent thinking, or commentary for the model to say."""
 
 GAP = "live_track_silence"  # the playout's tag for the track's silence between utterances
 INPUT_SLACK_MS = 10_000  # how far past the input sent a user transcript may be placed before its times are refused
@@ -657,7 +660,7 @@ class LiveMachine:
         self._away.append(payload)
         return str(payload["event_id"])
 
-    def append(self, content: str, *, kind: str = "instructions", delegation_id: str | None = None) -> str:
+    def append(self, content: str, *, kind: ContextKind = "instructions", delegation_id: str | None = None) -> str:
         """Append context: ``instructions`` (kept), ``thinking`` (silent) or ``commentary`` (for the model to say)."""
         self.check_open()
         model = {"instructions": lv.LiveInstructionsAppend, "thinking": lv.LiveThinkingAppend,

@@ -29,7 +29,7 @@ MIN_TURN_SAMPLES = SAMPLE_RATE // 10
 """The service refuses to commit less than 100 ms of audio (``input_audio_buffer_commit_empty``)."""
 
 Pcm = npt.NDArray[np.int16]
-Captured = np.ndarray | tuple[float, np.ndarray]
+Captured = Pcm | tuple[float, Pcm]
 """A block as an input yields it: alone (captured just now) or as ``(adc_time, block)`` from a device."""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,7 @@ from .farm.results import Check, Measured, describe, judge, measure
 from .inputs import load_input, load_tools, transcripts_for
 from .result import ReplayResult
 
-__all__ = ["ReplayRun", "replay_in_lockstep"]
+__all__ = ["ReplayRun", "ReplayRunner", "replay_in_lockstep"]
 
 
 @dataclass
@@ -78,6 +78,24 @@ class ReplayRun:
         if failed or fatal:
             parts = [describe(c) for c in failed]
             raise AssertionError("; ".join(parts + [f"fatal session error: {m}" for m in fatal]))
+
+
+class ReplayRunner(Protocol):
+    """What the pytest plugin's ``voxline_replay`` fixture gives: :func:`replay_in_lockstep`, for a test to annotate
+    its argument with."""
+
+    def __call__(
+        self,
+        recording: str | Path | npt.NDArray[np.int16],
+        *,
+        scenario: str | Path | Scenario | None = None,
+        transcripts: list[str] | tuple[str, ...] | None = None,
+        tools: ToolRegistry | str | None = None,
+        voice: str = "tone",
+        tail_s: float = 30.0,
+        settings: SessionSettings | None = None,
+        **options: Any,
+    ) -> ReplayRun: ...
 
 
 def replay_in_lockstep(

@@ -47,7 +47,8 @@ from voxline.realtime.server.live.engine import LiveEngine
 from voxline.realtime.server.live.settings import LiveConfig
 from voxline.realtime.server.net.inprocess import EngineTransport
 
-from ..events import SessionError, SessionEvent
+from ..app_events import AppEvent
+from ..events import SessionError
 from ..lockstep import run_lockstep
 from ..capture import attach_ring
 from ..local_barge import BargePolicy
@@ -55,13 +56,13 @@ from voxline.audio.clocked_output import BLOCK, ClockedOutput
 from voxline.audio.recording import Recording, SampleFeed, as_feed, echoed_blocks
 from ..live.inprocess import LiveEngineTransport
 from ..settings import SessionSettings
-from ..tools import Approver, ToolEvent, ToolRegistry
+from ..tools import Approver, ToolRegistry
 from ..voice import Connector, VoiceSession
 from .result import ReplayResult
 
 __all__ = ["engine_connector", "replay_fast", "run_replay"]
 
-EventHook = Callable[[SessionEvent | ToolEvent], None]
+EventHook = Callable[[AppEvent], None]
 POLL_BLOCKS = 5
 
 
@@ -124,7 +125,7 @@ async def run_replay(
                            local_vad=local_vad, barge_policy=barge_policy)
     if on_session is not None:
         on_session(session)
-    events: list[SessionEvent | ToolEvent] = []
+    events: list[AppEvent] = []
 
     def take() -> bool:
         fatal = False

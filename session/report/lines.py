@@ -40,7 +40,6 @@ from ..events import (
     ResponseFinished,
     ResponseStarted,
     SessionError,
-    SessionEvent,
     SpeechStarted,
     SpeechStopped,
     StateChanged,
@@ -48,12 +47,12 @@ from ..events import (
     TranscriptDone,
     TurnMetrics,
 )
+from ..app_events import AppEvent
 from ..metrics.records import MetricsReport, SpeechSegment, TurnRecord
-from ..tools import ToolEvent, ToolFinished, ToolStarted
+from ..tools import ToolFinished, ToolStarted
 
 __all__ = ["EventLines", "count", "reply_line", "short"]
 
-Event = SessionEvent | ToolEvent
 
 
 def count(n: int, word: str) -> str:
@@ -106,13 +105,13 @@ class EventLines:
         """`` [text]`` at ``verbose`` 1 and up (wire-level detail), else nothing."""
         return f" [{text}]" if self.verbose else ""
 
-    def line(self, event: Event) -> str | None:
+    def line(self, event: AppEvent) -> str | None:
         """The line for ``event``, or None when it is not worth one at this verbosity; what a server
         wrote in it (a transcript, an error) shows its control characters as escapes."""
         text = self._line(event)
         return None if text is None else printable(text)
 
-    def _line(self, event: Event) -> str | None:
+    def _line(self, event: AppEvent) -> str | None:
         match event:
             case SpeechStarted() | SpeechStopped():
                 return self._user(event)

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from voxline.session.replay.check import ReplayRun
+    from voxline.session.replay.check import ReplayRunner
     from voxline.session.replay.farm import FarmRecording, Outcome
 
 __all__ = ["FarmFile", "RecordingItem", "voxline_replay"]
@@ -171,9 +171,10 @@ def _farm_options(config: pytest.Config, out_dir: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def voxline_replay() -> Callable[..., ReplayRun]:
+def voxline_replay() -> ReplayRunner:
     """Run a lockstep replay in the test: ``voxline_replay(recording, scenario=…, tools=…)`` → a
-    :class:`~voxline.session.replay.check.ReplayRun` (``.result``, ``.heard``, ``.sent``, ``.check(...)``)."""
+    :class:`~voxline.session.replay.check.ReplayRun` (``.result``, ``.heard``, ``.sent``, ``.check(...)``);
+    annotate the argument with :class:`~voxline.session.replay.check.ReplayRunner`."""
     from voxline.session.replay.check import replay_in_lockstep
 
     return replay_in_lockstep
