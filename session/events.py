@@ -236,6 +236,8 @@ class SessionError:
     :data:`MESSAGE_CHARS` and :data:`CODE_CHARS` (a server's may be megabytes). ``code`` says what failed:
 
     - the server's own ``error`` event: its ``code`` (``invalid_value``…), or None if it gave none;
+      on GPT-Live, the error that refuses the ``session.start`` (**fatal**, with the server's code: no
+      session began, and nothing can be heard);
     - ``malformed_event``: a server frame that is not a valid event, ignored;
       ``event_failed``: handling a server event raised, and the event was dropped;
       ``observer_failed``: the app's ``on_wire`` raised (every frame is still sent and read);
