@@ -31,6 +31,9 @@ from .wire_audio import PCM_BYTES_PER_MS, b64_decoded_length
 
 __all__ = ["ConversationMirror"]
 
+DELETED_KEPT = 256
+"""Deleted items a mirror keeps (:meth:`ConversationMirror.deleted`), the newest: enough to know a late event
+about one, and bounded for a session of days."""
 _PENDING_RESPONSES = 512  # item → response ids remembered for items not added yet
 
 
@@ -68,7 +71,7 @@ class ConversationMirror:
         return self._order.get(item_id)
 
     def deleted(self) -> list[MirrorItem]:
-        """Items the server deleted (``deleted=True``), in the order they went."""
+        """Items the server deleted (``deleted=True``), in the order they went: the newest :data:`DELETED_KEPT`."""
         return list(self._deleted.values())
 
     @property
@@ -280,6 +283,8 @@ class ConversationMirror:
         self._pending_deletes.pop(item_id, None)
         if item is not None:
             self._deleted[item_id] = dataclasses.replace(item, deleted=True)
+            while len(self._deleted) > DELETED_KEPT:  # a session of days deletes without end
+                del self._deleted[next(iter(self._deleted))]
 
     def _edit(self, item_id: str, change: Callable[[MirrorItem], MirrorItem]) -> None:
         item = self._order.get(item_id)

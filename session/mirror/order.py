@@ -10,19 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from voxline.base.ordered import last_index
+
 from .records import MirrorItem
 
 __all__ = ["ItemOrder", "insertion_index"]
 
 
 def insertion_index(ids: list[str], previous_item_id: str | None) -> int:
-    """Where an item placed after ``previous_item_id`` goes in ``ids``."""
+    """Where an item placed after ``previous_item_id`` goes in ``ids``.
+
+    Looked for from the end, where a conversation grows: placing after the last item costs the same
+    in a conversation of days as in one of minutes."""
     if previous_item_id is None or previous_item_id == "root":
         return 0
-    try:
-        return ids.index(previous_item_id) + 1
-    except ValueError:
-        return len(ids)
+    at = last_index(ids, previous_item_id)
+    return len(ids) if at is None else at + 1
 
 
 class ItemOrder:
@@ -50,7 +53,9 @@ class ItemOrder:
     def place(self, item: MirrorItem, previous_item_id: str | None) -> None:
         """Add a new item after ``previous_item_id``; an item already present is replaced in place."""
         if item.id not in self._items:
-            self._ids.insert(insertion_index(self._ids, previous_item_id), item.id)
+            known = previous_item_id in self._items  # an unknown one goes last, without a look at every id
+            at = insertion_index(self._ids, previous_item_id) if known or previous_item_id in (None, "root") else None
+            self._ids.insert(len(self._ids) if at is None else at, item.id)
         self._items[item.id] = item
 
     def append(self, item: MirrorItem) -> None:
@@ -67,5 +72,7 @@ class ItemOrder:
         """Take an item out; ``None`` if it is not present."""
         item = self._items.pop(item_id, None)
         if item is not None:
-            self._ids.remove(item_id)
+            at = last_index(self._ids, item_id)  # a cut or a rebuild deletes recent items
+            assert at is not None
+            del self._ids[at]
         return item

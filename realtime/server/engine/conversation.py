@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voxline.base.audio_format import PCM16_24K, AudioFormat
+from voxline.base.ordered import last_index
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
 
@@ -107,6 +108,13 @@ class Conversation:
     def get(self, item_id: str) -> Entry | None:
         return self._entries.get(item_id)
 
+    def _at(self, item_id: str) -> int:
+        """The place of an item present, looked for from the end: a rebuild's creates and a cut's deletes are
+        about the newest items (voxline.base.ordered)."""
+        at = last_index(self._order, item_id)
+        assert at is not None
+        return at
+
     def insert(self, entry: Entry, previous_item_id: str | None = None) -> str | None:
         """Add ``entry`` after ``previous_item_id`` (``"root"`` = first, ``None`` = last).
 
@@ -121,7 +129,7 @@ class Conversation:
         elif previous_item_id == "root":
             index = 0
         elif previous_item_id in self._entries:
-            index = self._order.index(previous_item_id) + 1
+            index = self._at(previous_item_id) + 1
         else:
             message = f"Error adding item: the previous item with id '{previous_item_id}' does not exist."
             raise RequestRejected(errors.invalid_value("previous_item_id", message))
@@ -135,13 +143,13 @@ class Conversation:
         """The id of the item now before ``item_id``; ``None`` when it is first (or not there)."""
         if item_id not in self._entries:
             return None
-        index = self._order.index(item_id)
+        index = self._at(item_id)
         return self._order[index - 1] if index > 0 else None
 
     def delete(self, item_id: str) -> None:
         if item_id not in self._entries:
             raise RequestRejected(errors.item_not_found("deleting", item_id))
-        self._order.remove(item_id)
+        del self._order[self._at(item_id)]
         del self._entries[item_id]
 
     def retrieve(self, item_id: str) -> dict[str, Any]:
