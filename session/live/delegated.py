@@ -56,7 +56,7 @@ class DelegatedCalls:
         self.tracker = tracker
         self.rounds = rounds
         self.withheld: list[SessionError] = []  # follow-ups past ``max_tool_rounds``, for the machine to say
-        self._responses: dict[str, str] = {}  # delegation → its Responses response id
+        self._responses: dict[str, str] = {}  # delegation → its Responses response id (the newest NAMES)
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
         self._names: dict[str, tuple[str, str]] = {}  # call id → (tool name, its response), until its output is sent
@@ -74,7 +74,10 @@ class DelegatedCalls:
         key = output.delegation_id or "live"
         response = inner.get("response")
         if kind == "response.created" and isinstance(response, dict) and isinstance(response.get("id"), str):
+            self._responses.pop(key, None)  # the newest last: a delegation going on is never the oldest let go
             self._responses[key] = response["id"]
+            while len(self._responses) > NAMES:  # one a delegation: a Live session of days makes thousands
+                del self._responses[next(iter(self._responses))]
             return ()
         rid = self._responses.get(key, key)
         if kind == "response.output_item.done":
@@ -111,6 +114,11 @@ class DelegatedCalls:
     def named(self) -> int:
         """Tool names kept for calls whose output has not gone yet, and outputs sent whose response is not over."""
         return len(self._names) + len(self._sent)
+
+    @property
+    def delegations(self) -> int:
+        """Delegations whose latest response is remembered (at most :data:`NAMES`)."""
+        return len(self._responses)
 
     def connection_lost(self) -> None:
         """The session is gone: its calls not yet answered on it are told to the next one as context."""

@@ -739,7 +739,7 @@ class LiveMachine:
         out.update(self.metrics.sizes())
         out.update({"live_finished": len(self._finished), "live_reported": len(self._reported),
                     "live_history": len(self.history), "live_orphan_calls": self.delegated.orphans,
-                    "live_call_names": self.delegated.named})
+                    "live_call_names": self.delegated.named, "live_delegations": self.delegated.delegations})
         if self._protocol is not None:
             out.update(self._protocol.sizes())
         out.update({f"calls_{k}": v for k, v in self.calls.sizes().items()})
