@@ -127,7 +127,7 @@ def test_a_turn_is_transcribed_on_the_timeline_and_answered_after_the_latency() 
     assert abs(first * 1000 // RATE - reply_start) <= 1
     expected = fake_voice("Hello there, caller.")
     assert np.array_equal(audio[first : first + expected.size], expected)
-    assert h.engine.history == [("user", "Hi."), ("assistant", "Hello there, caller.")]
+    assert list(h.engine.history) == [("user", "Hi."), ("assistant", "Hello there, caller.")]
 
 
 def test_the_stand_in_stops_speaking_when_it_hears_the_caller() -> None:
@@ -335,3 +335,17 @@ def test_a_delegation_the_stand_in_cannot_honour_is_refused_at_start(delegation,
     h = LiveHarness()
     [error] = h.start(delegation=delegation)
     assert error["type"] == "error" and error["error"]["param"] == param
+
+
+def test_a_chain_of_forks_starts_from_the_newest_messages_only() -> None:
+    """Each fork's input was every earlier session's words (8,640 messages after a day of two-hour sessions, echoed
+    whole in every session.started): it is the newest MAX_INPUT_ITEMS, the bound a client's own input has."""
+    from voxline.realtime.server.live.hub import StoredSession
+    from voxline.realtime.server.live.settings import MAX_INPUT_ITEMS, LiveSettings
+
+    settings = LiveSettings(model="gpt-live")
+    for n in range(6):
+        said = tuple(("user" if k % 2 else "assistant", f"session {n}, line {k}") for k in range(200))
+        settings = StoredSession(f"sess_{n}", settings, said, turn_index=100, user_turns=100).fork_base()
+        assert len(settings.input) <= MAX_INPUT_ITEMS
+    assert settings.input[-1]["content"][0]["text"] == "session 5, line 199"

@@ -49,7 +49,8 @@ from voxline.realtime.server.live import errors as live_errors
 from voxline.realtime.server.live.backend import ResponsesBackend
 from voxline.realtime.server.live.audio import MODEL_RATE, Pcm, SteadyResampler, TrackEncoder
 from voxline.realtime.server.live.schema import CLIENT_TYPES, EVENT_SCHEMAS, SIDEBAND_TYPES
-from voxline.realtime.server.live.settings import LiveConfig, LiveSettings, Transport, fork_settings, start_settings
+from voxline.realtime.server.live.settings import (MAX_INPUT_ITEMS, LiveConfig, LiveSettings, Transport, fork_settings,
+                                                  start_settings)
 from voxline.realtime.server.live.speaker import Speaker
 from voxline.realtime.server.live.track import ms, place_words
 
@@ -100,7 +101,8 @@ class LiveEngine:
         self.closed: CloseReason | None = None
         self.observers = 0
         self.muted = False
-        self.history: list[tuple[str, str]] = list(history)  # (role, text) of what was said, for a fork
+        # (role, text) of what was said, for a fork: the newest that a fork's input takes
+        self.history: deque[tuple[str, str]] = deque(history, maxlen=MAX_INPUT_ITEMS)
         self.turn_index = turn_index
         self._fork_of = fork_of  # a fork's session.start carries overrides of these, not a new session
         self._frame = MODEL_RATE * config.frame_ms // 1000

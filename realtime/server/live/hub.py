@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from voxline.realtime.server.live.engine import LiveEngine, Out
-from voxline.realtime.server.live.settings import LiveSettings
+from voxline.realtime.server.live.settings import MAX_INPUT_ITEMS, LiveSettings
 
 __all__ = ["MAX_STORED", "LiveHub", "LiveSession", "Observer", "Sink", "StoredSession"]
 
@@ -109,9 +109,11 @@ class StoredSession:
     user_turns: int
 
     def fork_base(self) -> LiveSettings:
-        """The stored settings with the conversation so far as startup history."""
+        """The stored settings with the conversation so far as startup history: its newest :data:`MAX_INPUT_ITEMS`
+        messages, the bound a client's input has (a chain of forks would otherwise carry every earlier session's
+        words, and echo them in each ``session.started``)."""
         said = tuple(_item(role, text) for role, text in self.history)
-        return replace(self.settings, input=self.settings.input + said)
+        return replace(self.settings, input=(self.settings.input + said)[-MAX_INPUT_ITEMS:])
 
 
 class LiveHub:

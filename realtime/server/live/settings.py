@@ -21,7 +21,7 @@ from voxline.realtime.server.live import errors as live_errors
 from voxline.realtime.server.live.audio import LiveFormat
 from voxline.realtime.server.live.schema import FORK_START, MEDIA_SESSION, SESSION_START
 
-__all__ = ["DEFAULT_LIVE_INSTRUCTIONS", "LiveConfig", "LiveSettings", "Transport", "fork_settings", "start_settings"]
+__all__ = ["DEFAULT_LIVE_INSTRUCTIONS", "MAX_INPUT_ITEMS", "LiveConfig", "LiveSettings", "Transport", "fork_settings", "start_settings"]
 
 Transport = Literal["websocket", "webrtc"]
 
@@ -30,7 +30,8 @@ DEFAULT_LIVE_INSTRUCTIONS = (
     "replies in a synthetic voice, and stop speaking when you hear the caller."
 )
 
-_MAX_INPUT_ITEMS = 128
+MAX_INPUT_ITEMS = 128
+"""Messages a session's startup input holds at most: a client's, and a fork's (the newest of what was said)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +203,8 @@ def _voice(value: Any) -> str | dict[str, Any]:
 
 
 def _history(items: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    if len(items) > _MAX_INPUT_ITEMS:
-        message = f"Invalid 'session.input': {len(items)} messages is more than the maximum of {_MAX_INPUT_ITEMS}."
+    if len(items) > MAX_INPUT_ITEMS:
+        message = f"Invalid 'session.input': {len(items)} messages is more than the maximum of {MAX_INPUT_ITEMS}."
         raise RequestRejected(errors.invalid_value("session.input", message))
     history: list[dict[str, Any]] = []
     for index, item in enumerate(items):

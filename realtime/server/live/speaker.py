@@ -43,7 +43,7 @@ class _Pending:
 class Speaker:
     """The track's content (see the module docstring); positions are 24 kHz samples on the timeline."""
 
-    def __init__(self, frame: int, voices: VoiceCache, history: list[tuple[str, str]]) -> None:
+    def __init__(self, frame: int, voices: VoiceCache, history: deque[tuple[str, str]]) -> None:
         self.frame = frame
         self.rendered = 0
         self.current: Utterance | None = None
