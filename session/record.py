@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +38,11 @@ from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.recording import WavFeed, watched
 from voxline.audio.sinks import WavSink
 from voxline.base.audio_format import SAMPLE_RATE
+from voxline.base.clock import Clock
 from voxline.base.errors import OutputError, VoxlineError
 from voxline.realtime.errors import ConfigurationError
 
-from .eventlog import EventLog
+from .eventlog import EventLog, flushing
 from .events import BargeIn, SessionError
 from .metrics import MetricsReport
 from .report import make_run, write_report
@@ -133,6 +134,13 @@ class SessionRecorder:
             if self.failure is None:
                 self.failure = str(exc) if isinstance(exc, VoxlineError) else f"{exc.strerror or exc}"
                 _log.warning("the recording in %s stopped: %s; the session goes on", self.directory, self.failure)
+
+    @contextlib.asynccontextmanager
+    async def flushing(self, clock: Clock) -> AsyncIterator[None]:
+        """While the block runs, EVENTS.jsonl's lines are written as they leave the log's horizon, a few times a
+        second on ``clock``, with or without microphone blocks coming (a microphone gone, a process killed)."""
+        async with flushing(self._log, clock):
+            yield
 
     def wire(self, direction: str, text: str) -> None:
         """A :data:`~voxline.realtime.connection.WireObserver` for the session."""

@@ -155,3 +155,25 @@ def test_a_recording_that_cannot_go_on_stops_and_the_microphone_goes_on(tmp_path
     mic, _rate = read_wav(tmp_path / "rec" / SessionRecorder.MIC)
     timeline = np.repeat((1 + np.arange(250) % 100).astype(np.int16), 480)
     assert 0 < len(mic) <= RATE and np.array_equal(mic, timeline[: len(mic)])  # the whole writes that fitted
+
+
+def test_the_event_log_is_written_as_lines_come_due_while_no_microphone_block_comes(tmp_path: Path) -> None:
+    """A recording's event log was flushed only as microphone blocks came: with the microphone gone and the server
+    quiet, its last lines waited, and a killed `talk --record` lost them."""
+    from voxline.session.events import StateChanged
+
+    clock = VirtualClock()
+    recorder = SessionRecorder(tmp_path / "take", now=clock.now)
+    events = tmp_path / "take" / SessionRecorder.EVENTS
+
+    async def main() -> list[str]:
+        async with recorder.flushing(clock):
+            recorder.event(StateChanged("listening", at=clock.now()))
+            await clock.sleep(2.0)  # no block, no event: only the log's own flushes
+            return events.read_text().splitlines()
+
+    try:
+        lines = run_lockstep(main(), clock)
+    finally:
+        recorder.abandon()
+    assert len(lines) == 1 and json.loads(lines[0])["event"]["state"] == "listening"

@@ -31,6 +31,7 @@ from voxline.audio.device_list import DeviceInfo
 from voxline.audio.device_mic import MicSource
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
+from voxline.base.clock import RealClock
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.files import nonempty_path
@@ -240,6 +241,7 @@ async def run(args: argparse.Namespace) -> int:
         stack.callback(mic.close)
         if recorder is not None:
             recorder.now = speaker.now
+            await stack.enter_async_context(recorder.flushing(RealClock()))  # out before the recording closes
         speaker.start()
         mic.start()
         url, label, note = await _endpoint(stack, args, settings, local, cancelled=aec is not None)
