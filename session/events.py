@@ -217,7 +217,8 @@ class ConnectionRestored:
     ``resent_creates`` owed ``response.create`` sent again, ``resent_audio_ms`` of the user's
     unfinished turn appended again; ``handover`` when it replaced a connection about to expire;
     ``skipped_items`` not rebuilt because one is larger than an event on the new connection may be
-    (a WebRTC data channel's messages are far smaller than a WebSocket's)."""
+    (a WebRTC data channel's messages are far smaller than a WebSocket's); ``older_items`` left out
+    and forgotten, past the newest ``SessionSettings.rebuild_items``."""
 
     at: float
     replayed_items: int
@@ -225,6 +226,7 @@ class ConnectionRestored:
     resent_audio_ms: float = 0.0
     handover: bool = False
     skipped_items: int = 0
+    older_items: int = 0
 
 
 @dataclass(frozen=True, slots=True)

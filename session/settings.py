@@ -161,6 +161,10 @@ class SessionSettings(BaseSettings):
     Each append is a frame and a socket write at both ends, so fewer, larger ones cost less;
     a speech onset reaches the server up to this much later. LiveKit's realtime plugin sends
     100 ms, most clients 20 to 100 ms."""
+    rebuild_items: int = Field(default=512, ge=1, le=4096)
+    """A new connection (after a drop, or the hand-over before the 60-minute cap) is given the newest this many items
+    of the conversation; older ones are left out and forgotten (``ConnectionRestored.older_items``). A conversation of
+    days is tens of thousands of items, far past a model's context, each one a create to send."""
 
     @property
     def asked_model(self) -> str:

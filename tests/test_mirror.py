@@ -428,6 +428,45 @@ def test_adopting_a_rebuild_drops_what_it_left_out() -> None:
     assert mirror.plan_rebuild().commands == plan.commands
 
 
+def test_a_rebuild_carries_the_newest_items_and_forgets_the_older_ones() -> None:
+    """Every item of a conversation of days went to each new connection (9,686 creates after four hours, a second
+    of the loop): the newest ``keep`` go, the older are counted, and the mirror forgets them once adopted."""
+    mirror = conversation()
+    whole = mirror.plan_rebuild()
+    plan = mirror.plan_rebuild(keep=7)
+    assert plan.older == len(mirror) - 7 == 4 and plan.commands[0]["previous_item_id"] == "root"
+    # the kept window begins with the first call's output: its call is older, so the output goes with it
+    assert plan.skipped[0] == Skipped("item_o1", "orphan_output")
+    assert plan.item_ids == ("item_a2", "item_f2") == whole.item_ids[-2:]
+    mirror.adopt_rebuild(plan)
+    assert tuple(ids(mirror)) == plan.item_ids and mirror.plan_rebuild(keep=7).older == 0
+    assert mirror.plan_rebuild().commands == plan.commands
+
+
+def test_a_conversation_keeps_its_newest_items_past_the_bound() -> None:
+    from voxline.session.mirror.order import MAX_ITEMS, ItemOrder
+    from voxline.session.mirror.records import MirrorItem
+
+    def item(item_id: str) -> MirrorItem:
+        return MirrorItem(id=item_id, kind="message", item_type="message", role="user")
+
+    order = ItemOrder()
+    for n in range(MAX_ITEMS + 10):
+        order.place(item(f"i{n}"), order.last_id())
+    assert len(order) == MAX_ITEMS and next(iter(order)).id == "i10" and order.get("i9") is None
+    order.place(item("first"), "root")  # placed first at the bound: it stays, the oldest other goes
+    assert [i.id for i in order][:2] == ["first", "i11"] and len(order) == MAX_ITEMS
+
+
+def test_the_settings_bound_a_rebuild_to_what_the_conversation_keeps() -> None:
+    from voxline.session.mirror.order import MAX_ITEMS
+    from voxline.session.settings import SessionSettings, SettingsError
+
+    assert SessionSettings(rebuild_items=MAX_ITEMS).rebuild_items == MAX_ITEMS
+    with pytest.raises(SettingsError):
+        SessionSettings(rebuild_items=MAX_ITEMS + 1)
+
+
 # JSON.
 
 
@@ -752,15 +791,15 @@ def test_placing_an_item_after_the_last_and_removing_a_recent_one_cost_the_same_
     from voxline.session.mirror.order import ItemOrder
 
     order = ItemOrder()
-    for n in range(5000):
+    for n in range(4000):
         order.place(_item(_CountedId(f"item_{n}")), order.last_id())
     _CountedId.compared = 0
-    order.place(_item(_CountedId("item_new")), "item_4999")
+    order.place(_item(_CountedId("item_new")), "item_3999")
     order.place(_item(_CountedId("item_after_unknown")), "item_nobody_knows")
-    assert order.remove("item_4998") is not None
+    assert order.remove("item_3998") is not None
     assert _CountedId.compared <= 8
     ids = [item.id for item in order]
-    assert ids[-4:] == ["item_4997", "item_4999", "item_new", "item_after_unknown"] and len(ids) == 5001
+    assert ids[-4:] == ["item_3997", "item_3999", "item_new", "item_after_unknown"] and len(ids) == 4001
 
 
 @given(st.lists(st.tuples(st.sampled_from(["place", "remove"]), st.integers(0, 12), st.integers(-2, 12)),

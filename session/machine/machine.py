@@ -220,7 +220,7 @@ class SessionMachine:
             return ConnectionRestored(now, 0, 0, 0.0, handover)
         owed, cut_short = ([], False) if handover else (self._owed, self._cut_short)
         plan = self.mirror.plan_rebuild(self.mic.journal.audio_of, max_event_bytes=protocol.max_event_bytes,
-                                        new_id=self.new_item_id)
+                                        new_id=self.new_item_id, keep=self.settings.rebuild_items)
         skipped = 0
         for left_out in plan.skipped:
             if left_out.reason == "too_large":
@@ -261,7 +261,7 @@ class SessionMachine:
         if turns:
             resent += resend(rest, whole=False)  # the next turn, begun after those let go: after their answer
         resent_ms = resent * 1000 / self.mic.journal.rate
-        return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped)
+        return ConnectionRestored(now, len(plan.item_ids), len(creates), resent_ms, handover, skipped, plan.older)
 
     def _resend(self, pcm: np.ndarray, *, whole: bool, end: float) -> int:
         """Audio of the user's a new connection lacks, its last sample captured at ``end``: appended (and committed

@@ -339,14 +339,15 @@ class ConversationMirror:
     # -- rebuild ------------------------------------------------------------------------
 
     def plan_rebuild(self, audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
-                     new_id: Callable[[], str] | None = None) -> Rebuild:
+                     new_id: Callable[[], str] | None = None, keep: int | None = None) -> Rebuild:
         """The commands that recreate this conversation in a fresh session, and what they leave out.
 
         ``audio_of`` gives the user's audio of items whose transcript never came; ``max_event_bytes`` and
-        ``new_id`` size the items for the new connection (see :mod:`.rebuild`).
+        ``new_id`` size the items for the new connection; ``keep`` rebuilds the newest items only (see
+        :mod:`.rebuild`).
         """
         return plan_rebuild(self.items(), frozenset(self._pending_deletes), audio_of, max_event_bytes=max_event_bytes,
-                            new_id=new_id)
+                            new_id=new_id, keep=keep)
 
     def rebuild_commands(self) -> list[dict[str, Any]]:
         """``conversation.item.create`` payloads, in order (see :func:`.rebuild.plan_rebuild`)."""
@@ -355,11 +356,13 @@ class ConversationMirror:
     def adopt_rebuild(self, rebuild: Rebuild) -> None:
         """``rebuild`` was sent on a new connection: the live items now match the new server's.
 
-        Its skipped items are gone from the conversation (they move to :meth:`deleted`); a message sent as
-        several is those messages, unconfirmed until their echoes come (the first under its id, as plain text:
-        a reply cut before is now the text that was heard), so a later rebuild sends each once, as it is.
+        Its skipped items are gone from the conversation (they move to :meth:`deleted`); the older items it left
+        out are forgotten (the new conversation begins after them); a message sent as several is those messages,
+        unconfirmed until their echoes come (the first under its id, as plain text: a reply cut before is now the
+        text that was heard), so a later rebuild sends each once, as it is.
         """
         self._settle()
+        self._order.drop_oldest(rebuild.older)
         for skipped in rebuild.skipped:
             self._on_deleted(skipped.item_id)
         for item_id, commands in rebuild.split_texts:

@@ -14,7 +14,11 @@ from voxline.base.ordered import last_index
 
 from .records import MirrorItem
 
-__all__ = ["ItemOrder", "insertion_index"]
+__all__ = ["MAX_ITEMS", "ItemOrder", "insertion_index"]
+
+MAX_ITEMS = 4096
+"""Live items a conversation keeps, the newest: a rebuild carries at most ``SessionSettings.rebuild_items`` (this
+many at most) and a reconnect forgets the rest; this bounds a connection that lives for days."""
 
 
 def insertion_index(ids: list[str], previous_item_id: str | None) -> int:
@@ -29,7 +33,7 @@ def insertion_index(ids: list[str], previous_item_id: str | None) -> int:
 
 
 class ItemOrder:
-    """Live items by id, with their order; an item keeps its place once it has one."""
+    """Live items by id, with their order; an item keeps its place once it has one; the newest :data:`MAX_ITEMS`."""
 
     def __init__(self) -> None:
         self._ids: list[str] = []
@@ -56,6 +60,8 @@ class ItemOrder:
             known = previous_item_id in self._items  # an unknown one goes last, without a look at every id
             at = insertion_index(self._ids, previous_item_id) if known or previous_item_id in (None, "root") else None
             self._ids.insert(len(self._ids) if at is None else at, item.id)
+            if len(self._ids) > MAX_ITEMS:  # the oldest other than this one goes
+                del self._items[self._ids.pop(1 if self._ids[0] == item.id else 0)]
         self._items[item.id] = item
 
     def append(self, item: MirrorItem) -> None:
@@ -67,6 +73,12 @@ class ItemOrder:
         if item.id not in self._items:
             raise KeyError(item.id)
         self._items[item.id] = item
+
+    def drop_oldest(self, count: int) -> None:
+        """Forget the first ``count`` items (a conversation's oldest, which a rebuild no longer carries)."""
+        for item_id in self._ids[:count]:
+            del self._items[item_id]
+        del self._ids[:count]
 
     def remove(self, item_id: str) -> MirrorItem | None:
         """Take an item out; ``None`` if it is not present."""

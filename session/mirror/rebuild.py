@@ -30,7 +30,11 @@ in a fresh session, in order:
   text in order (the first under the item's id, the rest under ids from ``new_id``), a tool output
   too large says so as its output (the call keeps an answer), and any other item too large is
   left out (``too_large``: a function call's arguments, a message of several parts; a call left
-  out takes its output with it); the next item goes after the last one sent.
+  out takes its output with it); the next item goes after the last one sent;
+* the newest ``keep`` items only, when given (``SessionSettings.rebuild_items``): a conversation of
+  days is tens of thousands of items, far past what a model's context holds, and every one a
+  create to send; the older ones are counted (``older``), not listed, and a tool output whose
+  call is older goes with it (``orphan_output``).
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ class Rebuild:
     skipped: tuple[Skipped, ...]
     split_texts: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
     """Messages sent as several: each one's id and the commands that carry its text (the first under its id)."""
+    older: int = 0
+    """The oldest items left out, past the newest ``keep``: the first ``older`` of the items planned from."""
 
 
 def _answered_calls(items: Sequence[MirrorItem], excluded: frozenset[str]) -> set[str]:
@@ -230,9 +236,11 @@ def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[st
 
 def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset(),
                  audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
-                 new_id: Callable[[], str] | None = None) -> Rebuild:
+                 new_id: Callable[[], str] | None = None, keep: int | None = None) -> Rebuild:
     """The rebuild of ``items`` (in server order); ``pending_deletes`` are ids a barge-in deleted (see the module
-    docstring for ``max_event_bytes`` and ``new_id``)."""
+    docstring for ``max_event_bytes``, ``new_id`` and ``keep``)."""
+    older = max(0, len(items) - keep) if keep is not None else 0
+    items = items[older:]
     answered = _answered_calls(items, pending_deletes)
     emitted_calls: set[str] = set()
     commands: list[dict[str, Any]] = []
@@ -264,4 +272,4 @@ def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = 
         commands.extend(sent)
         ids.append(item.id)
         previous = sent[-1]["item"]["id"]
-    return Rebuild(tuple(commands), tuple(ids), tuple(skipped), tuple(split_texts))
+    return Rebuild(tuple(commands), tuple(ids), tuple(skipped), tuple(split_texts), older)

@@ -144,9 +144,10 @@ class EventLines:
                 return "false barge-in: " + ("resuming where you stopped listening" if resumed else "reply cut")
             case ConnectionLost(code=code, reason=reason):
                 return f"connection lost (code {code}{', ' + reason if reason else ''}); reconnecting"
-            case ConnectionRestored(replayed_items=n, skipped_items=skipped):
+            case ConnectionRestored(replayed_items=n, skipped_items=skipped, older_items=older):
                 too_large = f"; {count(skipped, 'item')} too large for this connection not sent" if skipped else ""
-                return f"connection restored ({count(n, 'conversation item')} sent again{too_large})"
+                left = f"; the {count(older, 'oldest item')} left out" if older else ""
+                return f"connection restored ({count(n, 'conversation item')} sent again{too_large}{left})"
             case DeviceLost(kind=kind, device=device, ended=True):
                 return f"{'microphone' if kind == 'input' else 'speaker'} {device}: its stream ended; opening it again"
             case DeviceLost(kind=kind, device=device, fallback=fallback):
