@@ -219,10 +219,15 @@ class VoiceSession:
             else:
                 options["aec"], options["local_vad"] = chosen
 
+        check_session_arguments(settings=settings, **options)  # before a device opens
         settings = settings or SessionSettings()
         speaker = SpeakerSink(PlayoutBuffer(), device=settings.output_device if output_device is None else output_device)
-        mic = MicSource(device=settings.input_device if input_device is None else input_device)
-        session = cls(settings, output=speaker, input=mic.blocks(), watch_devices=(speaker, mic), **options)
+        try:
+            mic = MicSource(device=settings.input_device if input_device is None else input_device)
+            session = cls(settings, output=speaker, input=mic.blocks(), watch_devices=(speaker, mic), **options)
+        except BaseException:
+            speaker.close()  # opened, and nobody else will close it
+            raise
         session._devices = (speaker, mic)
         return session
 
@@ -306,9 +311,11 @@ class VoiceSession:
                 device.start()
         except BaseException:
             self._closed_at = 0.0  # a device that would not start: nothing was heard, and the session cannot go on
-            await self._devices_closed()
-            await self._link.close()
-            _release(self.output)
+            try:
+                await self._devices_closed()
+            finally:  # a cancel in the devices' close (a stuck driver's 2 s) still closes the connection
+                await asyncio.shield(self._link.close())
+                _release(self.output)
             raise
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._runner)

@@ -897,8 +897,14 @@ def test_on_devices_takes_the_devices_the_settings_name(monkeypatch: pytest.Monk
     class Opened(Exception):
         pass
 
-    def speaker(playout: object, device: object = None) -> None:
-        opened.append(("output", device))
+    class Speaker:
+        def __init__(self, playout: object, device: object = None) -> None:
+            opened.append(("output", device))
+
+        def close(self) -> None:
+            opened.append(("closed", None))
+
+    speaker = Speaker
 
     def mic(device: object = None) -> None:
         opened.append(("input", device))
@@ -912,7 +918,12 @@ def test_on_devices_takes_the_devices_the_settings_name(monkeypatch: pytest.Monk
         VoiceSession.on_devices(aec=None, local_vad=None)
     with pytest.raises(Opened):
         VoiceSession.on_devices(SessionSettings(output_device="kiosk"), input_device=0, aec=None, local_vad=None)
-    assert opened == [("output", "3"), ("input", "vmic"), ("output", "kiosk"), ("input", 0)]
+    # the speaker opened before a microphone that would not open is closed again
+    assert opened == [("output", "3"), ("input", "vmic"), ("closed", None),
+                      ("output", "kiosk"), ("input", 0), ("closed", None)]
+    with pytest.raises(TypeError, match="^VoiceSession: settings takes a SessionSettings, not dict$"):
+        VoiceSession.on_devices({"url": "ws://x"}, aec=None, local_vad=None)  # type: ignore[arg-type]
+    assert len(opened) == 6  # refused before a device opened
 
 
 def test_on_devices_passes_on_every_keyword_of_the_constructor_it_does_not_set_itself() -> None:
@@ -924,3 +935,44 @@ def test_on_devices_passes_on_every_keyword_of_the_constructor_it_does_not_set_i
     keywords = {name for name, p in inspect.signature(VoiceSession.__init__).parameters.items()
                 if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert set(get_type_hints(DeviceSessionOptions)) == keywords - {"output", "input", "watch_devices"}
+
+
+def test_an_open_cancelled_while_its_devices_close_still_closes_its_connection() -> None:
+    """The devices' close (a stuck driver's 2 s) came before the connection's: a cancel then left the connection
+    open and the output claimed, and the session said it was open."""
+    import threading
+
+    from voxline.base.clock import RealClock
+    from voxline.base.errors import AudioError
+
+    clock = RealClock()
+    closing, release = threading.Event(), threading.Event()
+
+    class SlowToClose:
+        def start(self) -> None:
+            raise AudioError("the speaker would not start")
+
+        def close(self) -> None:
+            closing.set()
+            release.wait(5)
+
+    async def main() -> None:
+        output = ClockedOutput(clock)
+        connect = engine_connector(load_scenario("default"), clock, voice="tone")
+        session = VoiceSession(SETTINGS, output=output, clock=clock, connector=connect)
+        session._devices = (SlowToClose(),)
+
+        async def open_it() -> None:
+            async with session:
+                pass
+
+        task = asyncio.ensure_future(open_it())
+        assert await asyncio.to_thread(closing.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+        assert not session.connected
+        async with VoiceSession(SETTINGS, output=output, clock=clock, connector=connect) as again:
+            assert again.connected  # the output was given back
+    asyncio.run(main())
