@@ -105,7 +105,40 @@ class SessionSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="forbid", populate_by_name=True,
                                       env_ignore_empty=True, hide_input_in_errors=True)
 
-    if not TYPE_CHECKING:  # type checkers keep the fields' own signature
+    if TYPE_CHECKING:  # what a type checker takes: the fields as keywords, the key as text too
+        def __init__(
+            self,
+            *,
+            url: str = DEFAULT_URL,
+            api_key: SecretStr | str | None = None,
+            model: str = DEFAULT_REALTIME_MODEL,
+            transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL,
+            transcribe: bool = False,
+            voice: str | None = None,
+            instructions: str | None = None,
+            turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad",
+            transport: Literal["ws", "webrtc"] = "ws",
+            call_id: str | None = None,
+            input_device: str | None = None,
+            output_device: str | None = None,
+            reconnect_attempts: int = 5,
+            reconnect_window_s: float = 120.0,
+            reconnect_stable_s: float = 30.0,
+            liveness_timeout_s: float = 30.0,
+            close_timeout_s: float = 2.0,
+            max_tool_rounds: int = 16,
+            handover_s: float = 120.0,
+            vad_threshold: float = 0.5,
+            silence_ms: int = 500,
+            prefix_padding_ms: int = 300,
+            api: Literal["realtime", "live"] = "realtime",
+            live_model: str = DEFAULT_LIVE_MODEL,
+            live_store: bool = False,
+            live_backend_model: str = "gpt-5.4-mini",
+            input_chunk_ms: int = 40,
+            rebuild_items: int = 512,
+        ) -> None: ...
+    else:
         def __init__(self, **values: Any) -> None:
             """As pydantic's, but a bad value is one :class:`SettingsError` line."""
             try:
@@ -117,9 +150,10 @@ class SessionSettings(BaseSettings):
     """The service's URL. A key it carries (``user:KEY@``, ``?api-key=``) is used, and like ``api_key`` never shown:
     the settings' repr and their dumps (``model_dump()``, ``model_dump_json()``, often logged) redact it. So a dump
     is for showing, not for making settings again (``model_copy()`` keeps the key; pickling does too)."""
-    api_key: SecretStr | str | None = Field(default=None,
-                                            validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
-    """The key, given as a ``str`` or a ``SecretStr`` and kept as a ``SecretStr`` (:func:`key_text` reads it)."""
+    api_key: SecretStr | None = Field(default=None,
+                                      validation_alias=AliasChoices("VOXLINE_API_KEY", "OPENAI_API_KEY", "api_key"))
+    """The key, given as a ``str`` or a ``SecretStr`` and kept as a ``SecretStr`` (``model_copy(update=...)`` does not
+    validate: give it a ``SecretStr`` there)."""
     model: str = DEFAULT_REALTIME_MODEL
     transcription_model: str = DEFAULT_TRANSCRIPTION_MODEL
     transcribe: bool = False
@@ -174,11 +208,6 @@ class SessionSettings(BaseSettings):
     @field_serializer("url")
     def _url_shown(self, value: str) -> str:
         return redact_url(value)
-
-    @field_validator("api_key", mode="after")
-    @classmethod
-    def _kept_secret(cls, value: SecretStr | str | None) -> SecretStr | None:
-        return SecretStr(value) if isinstance(value, str) else value
 
     @field_serializer("api_key")
     def _key_shown(self, value: SecretStr | str | None) -> SecretStr | None:

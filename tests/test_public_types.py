@@ -8,6 +8,7 @@ their defaults and a key as text, and a wrong keyword or a misspelt name must be
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -31,6 +32,10 @@ from voxline.audio import MicSource, list_devices
 
 def settings() -> SessionSettings:
     return SessionSettings(api_key="sk-text-is-taken", reconnect_attempts=3, turn_detection="none")
+
+
+def key_of(settings: SessionSettings) -> str | None:
+    return None if settings.api_key is None else settings.api_key.get_secret_value()  # read back as a SecretStr
 
 
 def kind(event: AppEvent) -> str:
@@ -102,3 +107,25 @@ def test_an_app_the_readme_and_the_examples_type_check_in_strict_mode(tmp_path: 
     for expected in ('has no attribute "VoiceSesion"', 'has no attribute "MicSorce"',
                      'has no attribute "SessionSetings"', 'Unexpected keyword argument "tool"'):
         assert expected in found, found
+
+
+def test_the_settings_signature_a_type_checker_reads_is_the_fields_with_the_key_as_text_too() -> None:
+    """SessionSettings spells its keywords out for type checkers (a key given as text is taken, and read back as a
+    SecretStr): every field, in order, with its annotation and its default."""
+    from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
+    from voxline.session.settings import DEFAULT_URL, SessionSettings
+
+    tree = ast.parse((ROOT / "session" / "settings.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SessionSettings")
+    init = next(f for node in cls.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+                for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    names = {"DEFAULT_URL": DEFAULT_URL, "DEFAULT_REALTIME_MODEL": DEFAULT_REALTIME_MODEL,
+             "DEFAULT_TRANSCRIPTION_MODEL": DEFAULT_TRANSCRIPTION_MODEL, "DEFAULT_LIVE_MODEL": DEFAULT_LIVE_MODEL}
+    declared = [(a.arg, ast.unparse(a.annotation) if a.annotation else None,
+                 names.get(ast.unparse(d)) if isinstance(d, ast.Name) else ast.literal_eval(d))
+                for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults)]
+    annotations = {n.target.id: ast.unparse(n.annotation) for n in cls.body
+                   if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    expected = [(name, "SecretStr | str | None" if name == "api_key" else annotations[name], field.default)
+                for name, field in SessionSettings.model_fields.items()]
+    assert declared == expected
