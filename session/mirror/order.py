@@ -24,8 +24,8 @@ many at most) and a reconnect forgets the rest; this bounds a connection that li
 def insertion_index(ids: list[str], previous_item_id: str | None) -> int:
     """Where an item placed after ``previous_item_id`` goes in ``ids``.
 
-    Looked for from the end, where a conversation grows: placing after the last item costs the same
-    in a conversation of days as in one of minutes."""
+    Looked for among the newest first, where a conversation grows: placing after the last item costs
+    the same in a conversation of days as in one of minutes."""
     if previous_item_id is None or previous_item_id == "root":
         return 0
     at = last_index(ids, previous_item_id)
@@ -85,6 +85,6 @@ class ItemOrder:
         item = self._items.pop(item_id, None)
         if item is not None:
             at = last_index(self._ids, item_id)  # a cut or a rebuild deletes recent items
-            assert at is not None
-            del self._ids[at]
+            if at is not None:  # always: an item is in both
+                del self._ids[at]
         return item

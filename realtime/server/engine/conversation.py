@@ -109,10 +109,11 @@ class Conversation:
         return self._entries.get(item_id)
 
     def _at(self, item_id: str) -> int:
-        """The place of an item present, looked for from the end: a rebuild's creates and a cut's deletes are
-        about the newest items (voxline.base.ordered)."""
+        """The place of an item present, looked for among the newest first: a rebuild's creates and a cut's deletes
+        are about the newest items (voxline.base.ordered)."""
         at = last_index(self._order, item_id)
-        assert at is not None
+        if at is None:  # never: every entry has its place
+            raise KeyError(item_id)
         return at
 
     def insert(self, entry: Entry, previous_item_id: str | None = None) -> str | None:
