@@ -83,3 +83,6 @@ else:
 
             return getattr(devices, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_DEVICES})

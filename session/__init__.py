@@ -37,19 +37,25 @@ from .local_barge import BargePolicy
 from voxline.audio.clocked_output import ClockedOutput
 from .metrics import MetricsReport
 from .settings import SessionSettings, SettingsError
-from .tools import ToolEvent, ToolFinished, ToolRegistry, ToolStarted
-from .voice import VoiceSession
+from voxline.realtime.connection import WireObserver
+from .reconnect import Backoff
+from .tools import Approver, ToolEvent, ToolFinished, ToolRegistry, ToolStarted
+from .voice import Connector, DeviceSessionOptions, VoiceSession
 
 __all__ = [
     "AppEvent",
+    "Approver",
     "AssistantAudioStarted",
+    "Backoff",
     "BargeIn",
     "BargePolicy",
     "ClockedOutput",
     "ConnectionLost",
+    "Connector",
     "ConnectionRestored",
     "CutAdjusted",
     "DeviceLost",
+    "DeviceSessionOptions",
     "DeviceReturned",
     "FalseBargeIn",
     "PlaybackHeld",
@@ -77,4 +83,5 @@ __all__ = [
     "TranscriptDone",
     "TurnMetrics",
     "VoiceSession",
+    "WireObserver",
 ]

@@ -439,7 +439,7 @@ class VoiceSession:
         return getattr(conn.transport, "call_id", None) if conn is not None else None
 
     # ------------------------------------------------------------------ events
-    def __aiter__(self) -> VoiceSession:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> AppEvent:

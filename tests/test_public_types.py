@@ -129,3 +129,17 @@ def test_the_settings_signature_a_type_checker_reads_is_the_fields_with_the_key_
     expected = [(name, "SecretStr | str | None" if name == "api_key" else annotations[name], field.default)
                 for name, field in SessionSettings.model_fields.items()]
     assert declared == expected
+
+
+def test_the_top_level_names_are_one_list_three_ways() -> None:
+    """voxline's names are in its lazy-load table, in __all__ and in the imports a type checker reads as exports."""
+    import voxline
+
+    tree = ast.parse((ROOT / "session" / "voxline" / "__init__.py").read_text())
+    imported = {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names if alias.asname is not None}
+    table = set(voxline._API)
+    assert table == imported == set(voxline.__all__) - {"__version__"}
+    import voxline.audio
+
+    assert {"MicSource", "SpeakerSink", "list_devices", "DeviceInfo"} <= set(dir(voxline.audio))
