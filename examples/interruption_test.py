@@ -21,13 +21,14 @@ and silence after it.
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 import pytest
 
 from voxline.audio.synth import synthesize
 from voxline.realtime.server import load_scenario
-from voxline.session.events import AssistantAudioStarted
 from voxline.realtime.server.engine.scenario import Say
+from voxline.session.events import AssistantAudioStarted
 from voxline.session.replay.check import ReplayRun, ReplayRunner
 
 RECORDING = Path(__file__).parent / "audio" / "barge_in.wav"

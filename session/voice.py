@@ -101,6 +101,8 @@ class DeviceSessionOptions(TypedDict, total=False):
     local_vad: LocalVad | str | None
     barge_policy: BargePolicy | None
     run_tools: bool
+
+
 TICK_S = 0.02
 WATCH_S = 0.2  # liveness and hand-over are checked this often (their limits are seconds)
 DISCARD_TIMEOUT_S = 3.0  # a device's restart after a barge-in takes milliseconds; past this its driver is stuck
@@ -221,7 +223,8 @@ class VoiceSession:
 
         check_session_arguments(settings=settings, **options)  # before a device opens
         settings = settings or SessionSettings()
-        speaker = SpeakerSink(PlayoutBuffer(), device=settings.output_device if output_device is None else output_device)
+        output_device = settings.output_device if output_device is None else output_device
+        speaker = SpeakerSink(PlayoutBuffer(), device=output_device)
         try:
             mic = MicSource(device=settings.input_device if input_device is None else input_device)
             session = cls(settings, output=speaker, input=mic.blocks(), watch_devices=(speaker, mic), **options)

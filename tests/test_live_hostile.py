@@ -432,15 +432,15 @@ def test_drops_before_a_delegations_response_ends_keep_the_tool_tables_bounded()
 def test_delegations_on_one_connection_keep_their_table_bounded() -> None:
     """Each delegation's latest response id was kept until the connection dropped: a Live session of days on one
     connection kept one per delegation for ever (20,000 delegations, 3.3 MB)."""
-    from voxline.session.live.delegated import NAMES
+    from voxline.session.live.delegated import DELEGATIONS
 
     rig = Rig(_registry())
     start(rig)
-    for n in range(NAMES + 200):
+    for n in range(DELEGATIONS + 200):
         for i, kind in enumerate(["response.created", "response.completed"]):
             event = {"type": kind, "response": {"id": f"resp_{n}", "status": "completed"}}
             rig.feed(frame(type="response.event", event_id=f"r{n}{i}", delegation_id=f"d{n}", event=event), rig.t)
-    assert rig.machine.sizes()["live_delegations"] == NAMES
+    assert rig.machine.sizes()["live_delegations"] == DELEGATIONS
 
 
 def test_a_reply_still_playing_when_the_session_is_closed_for_content_can_be_interrupted() -> None:

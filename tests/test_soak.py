@@ -181,7 +181,8 @@ def test_an_hour_of_barge_ins_and_tool_calls_holds_flat() -> None:
     items = max(0, last["mirror_items"] - first["mirror_items"])
     records = last["records"] - first["records"]
     allowed = 64 * 1024 + 4096 * items + 2048 * records  # a few kilobytes per item or record kept, nothing else
-    assert last["memory"] - first["memory"] <= allowed, [(s["memory"], s["mirror_items"], s["records"]) for s in samples]
+    assert last["memory"] - first["memory"] <= allowed, [(s["memory"], s["mirror_items"], s["records"])
+                                                          for s in samples]
     print(f"soak: {len(barge_ins)} barge-ins, {calls} tool calls in {HOUR_S / 60:.0f} simulated minutes; "
           f"session memory {first['memory'] / 1e6:.2f} → {last['memory'] / 1e6:.2f} MB "
           f"({last['mirror_items'] - first['mirror_items']} items added), tasks {first['tasks']} → {last['tasks']}, "

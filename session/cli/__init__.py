@@ -78,8 +78,9 @@ class _Parser(argparse.ArgumentParser):
                 return out + given[k:]
             action = self._option_string_actions.get(token)
             following = given[k + 1] if k + 1 < len(given) else None
+            dashed = following is not None and re.fullmatch(r"-\d.*", following) is not None
             if (action is not None and action.nargs is None and action.option_strings and following is not None
-                    and re.fullmatch(r"-\d.*", following) and not _NUMBER.fullmatch(following)):
+                    and dashed and not self._negative_number_matcher.fullmatch(following)):
                 out.append(f"{token}={following}")
                 skip = True
                 continue
@@ -105,9 +106,6 @@ class _Parser(argparse.ArgumentParser):
                 token = f"{token}={action.const}"
             out.append(token)
         return out
-
-
-_NUMBER = re.compile(r"-\d+|-\d*\.\d+")  # what argparse itself takes as a negative number
 
 
 def _path_like(word: str) -> bool:

@@ -39,7 +39,8 @@ class LiveControls:
         self._machine.unmute()
         await self._link.flush()
 
-    async def append(self, content: str, *, kind: ContextKind = "instructions", delegation_id: str | None = None) -> str:
+    async def append(self, content: str, *, kind: ContextKind = "instructions",
+                     delegation_id: str | None = None) -> str:
         """Append context: ``instructions`` (kept through compaction), ``thinking`` (silent), ``commentary`` (to say)."""
         event_id = self._machine.append(content, kind=kind, delegation_id=delegation_id)
         await self._link.flush()

@@ -28,9 +28,10 @@ from ..tools.calls import CallTracker, ToolCall
 from ..tools.rounds import ToolRounds
 from ..tools.outputs import error_output
 
-__all__ = ["NAMES", "NAME_CHARS", "OUTPUT_CHARS", "DelegatedCalls", "result_note"]
+__all__ = ["DELEGATIONS", "NAMES", "NAME_CHARS", "OUTPUT_CHARS", "DelegatedCalls", "result_note"]
 
 NAMES = 1024  # tool names kept for calls whose output has not gone yet
+DELEGATIONS = 1024  # delegations whose latest response is remembered, the newest
 _SPARE = 256  # the event_id added on the way out, and room to spare
 NAME_CHARS = 64
 OUTPUT_CHARS = 1500  # of a result told as context (an append takes at most 500 tokens)
@@ -56,7 +57,7 @@ class DelegatedCalls:
         self.tracker = tracker
         self.rounds = rounds
         self.withheld: list[SessionError] = []  # follow-ups past ``max_tool_rounds``, for the machine to say
-        self._responses: dict[str, str] = {}  # delegation → its Responses response id (the newest NAMES)
+        self._responses: dict[str, str] = {}  # delegation → its Responses response id (the newest DELEGATIONS)
         self._orphans: dict[str, str] = {}  # call id → tool name: calls of a session the connection to was lost
         self._held: list[ev.ClientEvent] = []  # what was owed to that session when it was lost
         self._names: dict[str, tuple[str, str]] = {}  # call id → (tool name, its response), until its output is sent
@@ -76,7 +77,7 @@ class DelegatedCalls:
         if kind == "response.created" and isinstance(response, dict) and isinstance(response.get("id"), str):
             self._responses.pop(key, None)  # the newest last: a delegation going on is never the oldest let go
             self._responses[key] = response["id"]
-            while len(self._responses) > NAMES:  # one a delegation: a Live session of days makes thousands
+            while len(self._responses) > DELEGATIONS:  # one a delegation: a Live session of days makes thousands
                 del self._responses[next(iter(self._responses))]
             return ()
         rid = self._responses.get(key, key)
@@ -117,7 +118,7 @@ class DelegatedCalls:
 
     @property
     def delegations(self) -> int:
-        """Delegations whose latest response is remembered (at most :data:`NAMES`)."""
+        """Delegations whose latest response is remembered (at most :data:`DELEGATIONS`)."""
         return len(self._responses)
 
     def connection_lost(self) -> None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from voxline.audio.ledger import Cut
 
-from ..events import BargeIn, SessionEvent
+from ..app_events import AppEvent
+from ..events import BargeIn
 from ..tools.calls import ToolCall
-from ..tools.events import ToolEvent
 
 __all__ = ["NO_EFFECTS", "Effects"]
 
@@ -23,7 +23,7 @@ __all__ = ["NO_EFFECTS", "Effects"]
 class Effects:
     """The driver's part of one machine step (see the module docstring)."""
 
-    events: tuple[SessionEvent | ToolEvent, ...] = ()
+    events: tuple[AppEvent, ...] = ()
     barge_in: BargeIn | None = None
     calls: tuple[ToolCall, ...] = ()  # calls whose arguments are complete: for the tool runner
 

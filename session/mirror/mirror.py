@@ -407,7 +407,7 @@ class ConversationMirror:
         mirror._bytes_per_ms = state.bytes_per_ms
         for item in state.items:
             mirror._order.append(item)
-        mirror._deleted = {item.id: item for item in state.deleted}
+        mirror._deleted = {item.id: item for item in state.deleted[-DELETED_KEPT:]}
         mirror._pending_deletes = dict.fromkeys(state.pending_deletes)
         mirror._response_of = dict(state.response_of)
         return mirror

@@ -21,7 +21,8 @@ from voxline.realtime.server.live import errors as live_errors
 from voxline.realtime.server.live.audio import LiveFormat
 from voxline.realtime.server.live.schema import FORK_START, MEDIA_SESSION, SESSION_START
 
-__all__ = ["DEFAULT_LIVE_INSTRUCTIONS", "MAX_INPUT_ITEMS", "LiveConfig", "LiveSettings", "Transport", "fork_settings", "start_settings"]
+__all__ = ["DEFAULT_LIVE_INSTRUCTIONS", "MAX_INPUT_ITEMS", "LiveConfig", "LiveSettings", "Transport", "fork_settings",
+           "start_settings"]
 
 Transport = Literal["websocket", "webrtc"]
 
