@@ -1029,3 +1029,27 @@ def test_the_servers_conversation_places_finds_and_deletes_recent_items_at_the_s
     conversation.delete("item_4998")
     assert _CountedId.compared <= 3 * TAIL + 8  # a few dozen steps each, not thousands
     assert [entry.item["id"] for entry in conversation][-3:] == ["item_4997", "item_4999", "item_new"]
+
+
+def test_a_conversation_keeps_its_newest_items_audio_within_its_budget() -> None:
+    """`voxline serve` kept every item's audio for retrieves: 180 MB a busy session-hour, for sessions allowed a
+    week. Past the budget the oldest items let go of theirs (a retrieve gives them without audio)."""
+    from voxline.realtime.server.engine.conversation import Conversation, Entry
+
+    conversation = Conversation(kept_audio_bytes=1000)
+    for n in range(5):
+        conversation.insert(Entry({"id": f"item_{n}", "type": "message", "role": "user",
+                                   "content": [{"type": "input_audio"}]}, {0: [b"\x01\x00" * 200]}))
+    kept = [bool(entry.audio) for entry in conversation]
+    assert kept == [False, False, False, True, True] and conversation.kept.bytes == 800
+    assert "audio" not in conversation.retrieve("item_0")["content"][0]
+    assert len(conversation.retrieve("item_4")["content"][0]["audio"]) > 0
+    assert [entry.audio_ms(0) for entry in conversation] == [pytest.approx(400 / 48)] * 5  # lengths stay known
+    conversation.delete("item_4")
+    assert conversation.kept.bytes == 400
+    streamed = Entry({"id": "item_s", "type": "message", "role": "assistant", "content": [{"type": "output_audio"}]})
+    conversation.insert(streamed)
+    streamed.add_audio(0, b"\x00" * 300)
+    assert conversation.kept.bytes == 700
+    streamed.cut_audio(0, 100)
+    assert conversation.kept.bytes == 500 == sum(len(c) for e in conversation for cs in e.audio.values() for c in cs)

@@ -8,13 +8,16 @@ item's transcript whole.
 Truncation and token counts need only how much audio a part has; only a retrieve returns its
 bytes. A conversation that does not keep audio (``keep_audio=False``, the in-process engine
 of a replay, which no client retrieves from) holds the lengths alone, so its memory does not
-grow with the length of the call.
+grow with the length of the call. One that keeps it keeps the newest :data:`KEPT_AUDIO_BYTES`
+(about 23 minutes of 24 kHz speech): past that the oldest items let go of theirs, and a retrieve
+returns them without audio (a session of a week would otherwise hold gigabytes).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +27,17 @@ from voxline.base.ordered import last_index
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
 
-__all__ = ["Conversation", "Entry"]
+__all__ = ["KEPT_AUDIO_BYTES", "Conversation", "Entry"]
+
+KEPT_AUDIO_BYTES = 64 * 1024 * 1024
+"""Audio a conversation keeps for retrieves, its newest items'."""
+
+
+class KeptAudio:
+    """The bytes of audio a conversation's entries keep, counted as they add and let go of it."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
 
 
 @dataclass
@@ -41,17 +54,30 @@ class Entry:
     #: bytes of audio each part holds, kept or not
     sizes: dict[int, int] = field(init=False)
     keep_audio: bool = field(default=True, init=False)
+    kept: KeptAudio | None = field(default=None, init=False)  # its conversation's count, once in one
 
     def __post_init__(self) -> None:
         self.sizes = {index: sum(map(len, chunks)) for index, chunks in self.audio.items()}
+
+    def counted_in(self, kept: KeptAudio) -> None:
+        """From now on, the audio this entry keeps counts in ``kept`` (what it keeps already, at once)."""
+        self.kept = kept
+        kept.bytes += self._kept_bytes()
+
+    def _kept_bytes(self) -> int:
+        return sum(len(chunk) for chunks in self.audio.values() for chunk in chunks)
 
     def add_audio(self, content_index: int, chunk: bytes) -> None:
         self.sizes[content_index] = self.sizes.get(content_index, 0) + len(chunk)
         if self.keep_audio:
             self.audio.setdefault(content_index, []).append(chunk)
+            if self.kept is not None:
+                self.kept.bytes += len(chunk)
 
     def let_go_of_audio(self) -> None:
         """Keep only how much audio each part holds from now on."""
+        if self.kept is not None:
+            self.kept.bytes -= self._kept_bytes()
         self.keep_audio = False
         self.audio.clear()
 
@@ -68,12 +94,15 @@ class Entry:
         chunks = self.audio.get(content_index)
         if chunks is None:
             return
+        before = sum(map(len, chunks))
         kept = 0
         for n, chunk in enumerate(chunks):
             if kept + len(chunk) >= keep:
                 chunks[n:] = [chunk[: keep - kept]] if keep > kept else []
-                return
+                break
             kept += len(chunk)
+        if self.kept is not None:
+            self.kept.bytes -= before - sum(map(len, chunks))
 
     def public(self, with_audio: bool = False) -> dict[str, Any]:
         """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
@@ -87,10 +116,13 @@ class Entry:
 class Conversation:
     """Items in order; ``previous_item_id`` placement, delete, retrieve, truncate."""
 
-    def __init__(self, keep_audio: bool = True) -> None:
+    def __init__(self, keep_audio: bool = True, kept_audio_bytes: int = KEPT_AUDIO_BYTES) -> None:
         self.keep_audio = keep_audio
+        self.kept_audio_bytes = kept_audio_bytes
+        self.kept = KeptAudio()
         self._order: list[str] = []
         self._entries: dict[str, Entry] = {}
+        self._with_audio: deque[str] = deque()  # ids of entries that keep audio, oldest first
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._entries
@@ -138,7 +170,18 @@ class Conversation:
         self._entries[item_id] = entry
         if not self.keep_audio:
             entry.let_go_of_audio()
+        else:
+            entry.counted_in(self.kept)
+            self._with_audio.append(item_id)
+            self._let_go_of_oldest_audio()
         return self._order[index - 1] if index > 0 else None
+
+    def _let_go_of_oldest_audio(self) -> None:
+        """Past :attr:`kept_audio_bytes`, the oldest entries let go of their audio (the newest keeps its own)."""
+        while self.kept.bytes > self.kept_audio_bytes and len(self._with_audio) > 1:
+            entry = self._entries.get(self._with_audio.popleft())
+            if entry is not None:
+                entry.let_go_of_audio()
 
     def previous_id(self, item_id: str) -> str | None:
         """The id of the item now before ``item_id``; ``None`` when it is first (or not there)."""
@@ -151,7 +194,7 @@ class Conversation:
         if item_id not in self._entries:
             raise RequestRejected(errors.item_not_found("deleting", item_id))
         del self._order[self._at(item_id)]
-        del self._entries[item_id]
+        self._entries.pop(item_id).let_go_of_audio()  # its id leaves the oldest-first queue when its turn comes
 
     def retrieve(self, item_id: str) -> dict[str, Any]:
         entry = self._entries.get(item_id)
