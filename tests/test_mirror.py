@@ -27,6 +27,7 @@ from voxline.session.mirror import ConversationMirror, HeardEstimate, MirrorItem
 from voxline.session.tools.calls import CallTracker
 from tests.support.oracle import check_client_event, check_server_event
 from tests.support.server_events import audio_b64, wire
+from tests.support.counted_ids import CountedId
 
 # Server events, each checked against the official SDK before it is parsed.
 
@@ -769,18 +770,6 @@ def test_transcript_deltas_of_a_reply_make_no_record_each_and_a_read_sees_them()
 # ---------------------------------------------------------------------------- a conversation of days
 
 
-class _CountedId(str):
-    """An item id whose comparisons are counted: the work of placing and removing items."""
-
-    compared = 0
-
-    def __eq__(self, other: object) -> bool:
-        _CountedId.compared += 1
-        return str.__eq__(self, other)
-
-    __hash__ = str.__hash__
-
-
 def _item(item_id: str) -> MirrorItem:
     return MirrorItem(id=item_id, kind="message", item_type="message", role="user")
 
@@ -793,12 +782,12 @@ def test_placing_an_item_after_the_last_and_removing_a_recent_one_cost_the_same_
 
     order = ItemOrder()
     for n in range(4000):
-        order.place(_item(_CountedId(f"item_{n}")), order.last_id())
-    _CountedId.compared = 0
-    order.place(_item(_CountedId("item_new")), "item_3999")
-    order.place(_item(_CountedId("item_after_unknown")), "item_nobody_knows")
+        order.place(_item(CountedId(f"item_{n}")), order.last_id())
+    CountedId.compared = 0
+    order.place(_item(CountedId("item_new")), "item_3999")
+    order.place(_item(CountedId("item_after_unknown")), "item_nobody_knows")
     assert order.remove("item_3998") is not None
-    assert _CountedId.compared <= 3 * TAIL + 8  # a few dozen steps each, not thousands
+    assert CountedId.compared <= 3 * TAIL + 8  # a few dozen steps each, not thousands
     ids = [item.id for item in order]
     assert ids[-4:] == ["item_3997", "item_3999", "item_new", "item_after_unknown"] and len(ids) == 4001
 

@@ -143,3 +143,14 @@ def test_the_top_level_names_are_one_list_three_ways() -> None:
     import voxline.audio
 
     assert {"MicSource", "SpeakerSink", "list_devices", "DeviceInfo"} <= set(dir(voxline.audio))
+
+
+def test_the_replay_fixtures_type_is_the_replay_functions_signature() -> None:
+    """``ReplayRunner`` spells out ``replay_in_lockstep``'s signature for a test to annotate the fixture with."""
+    import inspect
+
+    from voxline.session.replay.check import ReplayRunner, replay_in_lockstep
+
+    declared = list(inspect.signature(ReplayRunner.__call__).parameters.values())[1:]  # without self
+    assert declared == list(inspect.signature(replay_in_lockstep).parameters.values())
+    assert inspect.signature(ReplayRunner.__call__).return_annotation == "ReplayRun"

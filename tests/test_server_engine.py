@@ -18,6 +18,7 @@ from voxline.realtime.server.engine.scenario import Call, Say, builtin_names, lo
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import supply_speech
+from tests.support.counted_ids import CountedId
 from tests.support.engine_harness import (
     CHAR_MS,
     GuardedVoice,
@@ -1002,18 +1003,6 @@ def test_a_calls_clear_with_a_bad_field_is_refused_as_any_event(frame: str, code
     assert not any(e["type"] == "error" for e in sent)
 
 
-class _CountedId(str):
-    """An item id whose comparisons are counted: the work of placing, finding and deleting items."""
-
-    compared = 0
-
-    def __eq__(self, other: object) -> bool:
-        _CountedId.compared += 1
-        return str.__eq__(self, other)
-
-    __hash__ = str.__hash__
-
-
 def test_the_servers_conversation_places_finds_and_deletes_recent_items_at_the_same_cost_however_long() -> None:
     """A rebuild's creates each looked through every item from the first: 10,000 items took 0.7 s of the server's
     loop, 50,000 took 14 s. Recent items are looked for among the newest first."""
@@ -1022,12 +1011,12 @@ def test_the_servers_conversation_places_finds_and_deletes_recent_items_at_the_s
 
     conversation = Conversation(keep_audio=False)
     for n in range(5000):
-        conversation.insert(Entry({"id": _CountedId(f"item_{n}"), "type": "message"}), conversation.last_id)
-    _CountedId.compared = 0
-    assert conversation.insert(Entry({"id": _CountedId("item_new"), "type": "message"}), "item_4999") == "item_4999"
+        conversation.insert(Entry({"id": CountedId(f"item_{n}"), "type": "message"}), conversation.last_id)
+    CountedId.compared = 0
+    assert conversation.insert(Entry({"id": CountedId("item_new"), "type": "message"}), "item_4999") == "item_4999"
     assert conversation.previous_id("item_new") == "item_4999"
     conversation.delete("item_4998")
-    assert _CountedId.compared <= 3 * TAIL + 8  # a few dozen steps each, not thousands
+    assert CountedId.compared <= 3 * TAIL + 8  # a few dozen steps each, not thousands
     assert [entry.item["id"] for entry in conversation][-3:] == ["item_4997", "item_4999", "item_new"]
 
 
