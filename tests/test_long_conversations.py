@@ -42,3 +42,99 @@ def test_a_reconnect_gives_the_new_connection_the_newest_items_and_says_how_many
     assert len(machine.mirror) == 100  # the older ones are forgotten
     line = EventLines().line(ConnectionRestored(1.5, 100, older_items=900))
     assert line == "connection restored (100 conversation items sent again; the 900 oldest items left out)"
+
+
+def _feed(machine: SessionMachine, protocol: RealtimeProtocol, *events: dict[str, object]) -> list[str]:
+    calls: list[str] = []
+    for n, event in enumerate(events):
+        protocol.receive(json.dumps({"event_id": f"ev{n}", **event}))
+        for output in protocol.events():
+            calls += [call.call_id for call in machine.receive(output, 0.0).calls]
+    return calls
+
+
+def _user(item_id: str, previous: str | None) -> dict[str, object]:
+    return {"type": "conversation.item.added", "previous_item_id": previous, "item": {
+        "id": item_id, "object": "realtime.item", "type": "message", "role": "user", "status": "completed",
+        "content": [{"type": "input_text", "text": f"text {item_id}"}]}}
+
+
+def _a_tool_runs_while_the_user_types(keep: int, typed: int) -> tuple[SessionMachine, RealtimeProtocol]:
+    """A call made, started, and ``typed`` messages after it while it runs."""
+    machine = SessionMachine(SessionSettings(api_key="k", turn_detection="none", rebuild_items=keep), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    _feed(machine, protocol, _user("u0", None))
+    call = {"id": "fc1", "object": "realtime.item", "type": "function_call", "status": "completed",
+            "call_id": "call_1", "name": "lookup", "arguments": "{}"}
+    response = {"id": "r1", "object": "realtime.response", "status": "in_progress", "output": []}
+    started = _feed(machine, protocol, {"type": "response.created", "response": response},
+                    {"type": "conversation.item.added", "previous_item_id": "u0", "item": call},
+                    {"type": "response.function_call_arguments.done", "response_id": "r1", "item_id": "fc1",
+                     "output_index": 0, "call_id": "call_1", "name": "lookup", "arguments": "{}"},
+                    {"type": "response.done", "response": {**response, "status": "completed", "output": [call]}})
+    assert started == ["call_1"] and machine.calls.begin("call_1")
+    previous = "fc1"
+    for n in range(typed):
+        _feed(machine, protocol, _user(f"m{n:05d}", previous))
+        previous = f"m{n:05d}"
+    protocol.data_to_send()
+    protocol.connection_lost()
+    machine.connection_lost(1.0, 1006, "gone")
+    return machine, protocol
+
+
+def _sent_after_the_result(machine: SessionMachine) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    machine.restore(1.5)
+    rebuilt = [json.loads(t) for t in fresh.data_to_send()]
+    machine.calls.on_result("call_1", {"answer": 42})
+    machine.drain_tools()
+    return rebuilt, [json.loads(t) for t in fresh.data_to_send()]
+
+
+def test_a_call_still_running_is_rebuilt_however_far_back_and_its_output_finds_it() -> None:
+    """The window cut by count left out a call still running: its output went to a connection without the call
+    (the service refuses it, and the follow-up answered without the result)."""
+    machine, _ = _a_tool_runs_while_the_user_types(keep=2, typed=5)
+    rebuilt, after = _sent_after_the_result(machine)
+    assert [c["item"]["id"] for c in rebuilt] == ["fc1", "m00000", "m00001", "m00002", "m00003", "m00004"]
+    assert [(e["type"], e.get("item", {}).get("call_id")) for e in after] == [
+        ("conversation.item.create", "call_1"), ("response.create", None)]
+
+
+def test_a_call_the_conversation_let_go_of_is_abandoned_not_answered_into_nothing() -> None:
+    """Past the mirror's bound within one connection the running call's item is gone: no output for it goes."""
+    from voxline.session.mirror.order import MAX_ITEMS
+    from voxline.session.tools.calls import CallState
+
+    machine, _ = _a_tool_runs_while_the_user_types(keep=MAX_ITEMS, typed=MAX_ITEMS)
+    rebuilt, after = _sent_after_the_result(machine)
+    assert "fc1" not in {c["item"]["id"] for c in rebuilt}
+    assert machine.calls.state("call_1") is CallState.ABANDONED and after == []
+
+
+def test_an_output_in_the_window_brings_its_call_and_forgotten_items_leave_no_pending_delete() -> None:
+    from voxline.session.mirror import ConversationMirror
+    from voxline.realtime.events import parse_server_event
+
+    def added(item: dict[str, object], previous: str | None) -> object:
+        return parse_server_event(json.dumps({"type": "conversation.item.added", "event_id": "e",
+                                              "previous_item_id": previous, "item": item}))
+
+    mirror = ConversationMirror()
+    mirror.apply(added({"id": "a0", "object": "realtime.item", "type": "message", "role": "assistant",
+                        "status": "completed", "content": [{"type": "output_text", "text": "hi"}]}, None))
+    mirror._pending_deletes["a0"] = None  # as a barge-in records an unheard item's delete
+    mirror.apply(added({"id": "fc", "object": "realtime.item", "type": "function_call", "status": "completed",
+                        "call_id": "c1", "name": "f", "arguments": "{}"}, "a0"))
+    mirror.apply(added({"id": "out", "object": "realtime.item", "type": "function_call_output", "call_id": "c1",
+                        "output": "1"}, "fc"))
+    plan = mirror.plan_rebuild(keep=1)
+    assert plan.item_ids == ("fc", "out") and plan.older == 1 and plan.skipped == ()
+    mirror.adopt_rebuild(plan)
+    assert mirror.pending_deletes == () and mirror.to_json()["pending_deletes"] == []
+    mirror.apply(added({"id": "a0", "object": "realtime.item", "type": "message", "role": "assistant",
+                        "status": "completed", "content": [{"type": "output_text", "text": "hi"}]}, None))
+    assert [item.id for item in mirror.items()] == ["fc", "out"]  # a late word about it does not bring it back

@@ -434,14 +434,15 @@ def test_a_rebuild_carries_the_newest_items_and_forgets_the_older_ones() -> None
     of the loop): the newest ``keep`` go, the older are counted, and the mirror forgets them once adopted."""
     mirror = conversation()
     whole = mirror.plan_rebuild()
-    plan = mirror.plan_rebuild(keep=7)
-    assert plan.older == len(mirror) - 7 == 4 and plan.commands[0]["previous_item_id"] == "root"
-    # the kept window begins with the first call's output: its call is older, so the output goes with it
-    assert plan.skipped[0] == Skipped("item_o1", "orphan_output")
+    plan = mirror.plan_rebuild(keep=6)
+    assert plan.older == len(mirror) - 6 == 5 and plan.commands[0]["previous_item_id"] == "root"
     assert plan.item_ids == ("item_a2", "item_f2") == whole.item_ids[-2:]
     mirror.adopt_rebuild(plan)
-    assert tuple(ids(mirror)) == plan.item_ids and mirror.plan_rebuild(keep=7).older == 0
+    assert tuple(ids(mirror)) == plan.item_ids and mirror.plan_rebuild(keep=6).older == 0
     assert mirror.plan_rebuild().commands == plan.commands
+    # a window that begins at a tool output reaches back to its call: the output is never left without it
+    plan = conversation().plan_rebuild(keep=7)
+    assert plan.older == 3 and plan.item_ids[:3] == ("item_f", "item_o1", "item_a2")
 
 
 def test_a_conversation_keeps_its_newest_items_past_the_bound() -> None:

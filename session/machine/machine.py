@@ -219,13 +219,17 @@ class SessionMachine:
         if self.settings.call_id is not None:
             return ConnectionRestored(now, 0, 0, 0.0, handover)
         owed, cut_short = ([], False) if handover else (self._owed, self._cut_short)
+        unfinished = self.calls.unfinished_items()
         plan = self.mirror.plan_rebuild(self.mic.journal.audio_of, max_event_bytes=protocol.max_event_bytes,
-                                        new_id=self.new_item_id, keep=self.settings.rebuild_items)
+                                        new_id=self.new_item_id, keep=self.settings.rebuild_items, hold=unfinished)
         skipped = 0
         for left_out in plan.skipped:
             if left_out.reason == "too_large":
                 skipped += 1
                 self.calls.on_item_deleted(left_out.item_id)  # a call the new conversation lacks: its output neither
+        carried = set(plan.item_ids)
+        for item_id in unfinished - carried:  # let go past the mirror's bound, or left out: its output cannot go
+            self.calls.on_item_deleted(item_id)
         for command in plan.commands:
             protocol.send(command)
         self.mirror.adopt_rebuild(plan)

@@ -43,6 +43,7 @@ class ConversationMirror:
     def __init__(self) -> None:
         self._order = ItemOrder()
         self._deleted: dict[str, MirrorItem] = {}
+        self._forgotten: dict[str, None] = {}  # items let go, not deleted (the newest DELETED_KEPT)
         self._pending_deletes: dict[str, None] = {}
         self._response_of: dict[str, str] = {}
         self._bytes_per_ms = PCM_BYTES_PER_MS
@@ -149,7 +150,7 @@ class ConversationMirror:
         if previous is None:  # the service appends it
             last = self._order.last_id()
             previous = last if last is not None else "root"
-        self._order.place(dataclasses.replace(new_record(event.item, item_id), confirmed=False), previous)
+        self._place(dataclasses.replace(new_record(event.item, item_id), confirmed=False), previous)
 
     # -- server events ------------------------------------------------------------------
 
@@ -230,7 +231,7 @@ class ConversationMirror:
         if item_id and item_id not in self._order:
             record = MirrorItem(item_id, "message", "message", role="user", status="completed",
                                 parts=(MirrorPart(type="input_audio"),), confirmed=False)
-            self._order.place(record, previous_item_id)
+            self._place(record, previous_item_id)
 
     def _on_refused(self, command: dict[str, Any] | None) -> None:
         """The server refused a create: an item of ours it never echoed is not in the conversation."""
@@ -248,11 +249,28 @@ class ConversationMirror:
         if old is not None:
             self._order.replace(dataclasses.replace(merge_item(old, item), confirmed=True))
             return
+        if item_id in self._forgotten:  # a late word about an item let go: it does not come back, last
+            return
         record = new_record(item, item_id)
         response_id = self._response_of.pop(item_id, None)
         if response_id is not None:
             record = dataclasses.replace(record, response_id=response_id)
-        self._order.place(record, previous_item_id)
+        self._place(record, previous_item_id)
+
+    def _place(self, record: MirrorItem, previous_item_id: str | None) -> None:
+        """A new item in its place; the oldest let go past the bound is forgotten."""
+        evicted = self._order.place(record, previous_item_id)
+        if evicted is not None:
+            self._forget([evicted])
+
+    def _forget(self, item_ids: list[str]) -> None:
+        """Items let go (past the bound, or left out of a rebuild): a barge-in's delete of one no longer waits, and a
+        late event about one is ignored (the newest :data:`DELETED_KEPT` are known)."""
+        for item_id in item_ids:
+            self._pending_deletes.pop(item_id, None)
+            self._forgotten[item_id] = None
+        while len(self._forgotten) > DELETED_KEPT:
+            del self._forgotten[next(iter(self._forgotten))]
 
     def _update(self, item: ev.Item, response_id: str | None) -> None:
         """An item's latest copy from a response or a retrieve; only items in the conversation count."""
@@ -276,7 +294,8 @@ class ConversationMirror:
 
     def _gone(self, item_id: str | None) -> bool:
         """Deleted by the server and not created again since."""
-        return item_id is not None and item_id in self._deleted and item_id not in self._order
+        return (item_id is not None and (item_id in self._deleted or item_id in self._forgotten)
+                and item_id not in self._order)
 
     def _on_deleted(self, item_id: str) -> None:
         item = self._order.remove(item_id)
@@ -339,15 +358,16 @@ class ConversationMirror:
     # -- rebuild ------------------------------------------------------------------------
 
     def plan_rebuild(self, audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
-                     new_id: Callable[[], str] | None = None, keep: int | None = None) -> Rebuild:
+                     new_id: Callable[[], str] | None = None, keep: int | None = None,
+                     hold: frozenset[str] = frozenset()) -> Rebuild:
         """The commands that recreate this conversation in a fresh session, and what they leave out.
 
         ``audio_of`` gives the user's audio of items whose transcript never came; ``max_event_bytes`` and
-        ``new_id`` size the items for the new connection; ``keep`` rebuilds the newest items only (see
-        :mod:`.rebuild`).
+        ``new_id`` size the items for the new connection; ``keep`` rebuilds the newest items only, reaching back
+        to the items in ``hold`` (see :mod:`.rebuild`).
         """
         return plan_rebuild(self.items(), frozenset(self._pending_deletes), audio_of, max_event_bytes=max_event_bytes,
-                            new_id=new_id, keep=keep)
+                            new_id=new_id, keep=keep, hold=hold)
 
     def rebuild_commands(self) -> list[dict[str, Any]]:
         """``conversation.item.create`` payloads, in order (see :func:`.rebuild.plan_rebuild`)."""
@@ -362,7 +382,7 @@ class ConversationMirror:
         text that was heard), so a later rebuild sends each once, as it is.
         """
         self._settle()
-        self._order.drop_oldest(rebuild.older)
+        self._forget(self._order.drop_oldest(rebuild.older))
         for skipped in rebuild.skipped:
             self._on_deleted(skipped.item_id)
         for item_id, commands in rebuild.split_texts:
@@ -377,7 +397,7 @@ class ConversationMirror:
                 assert piece_id is not None
                 record = dataclasses.replace(new_record(create.item, piece_id), confirmed=False,
                                              response_id=old.response_id)
-                self._order.place(record, previous)  # the first replaces the message in place
+                self._place(record, previous)  # the first replaces the message in place
                 previous = piece_id
 
     # -- persistence --------------------------------------------------------------------

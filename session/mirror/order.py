@@ -54,19 +54,23 @@ class ItemOrder:
     def last_id(self) -> str | None:
         return self._ids[-1] if self._ids else None
 
-    def place(self, item: MirrorItem, previous_item_id: str | None) -> None:
-        """Add a new item after ``previous_item_id``; an item already present is replaced in place."""
+    def place(self, item: MirrorItem, previous_item_id: str | None) -> str | None:
+        """Add a new item after ``previous_item_id``; an item already present is replaced in place. The id of the
+        oldest item let go to stay within :data:`MAX_ITEMS`, if one was."""
+        evicted = None
         if item.id not in self._items:
             known = previous_item_id in self._items  # an unknown one goes last, without a look at every id
             at = insertion_index(self._ids, previous_item_id) if known or previous_item_id in (None, "root") else None
             self._ids.insert(len(self._ids) if at is None else at, item.id)
             if len(self._ids) > MAX_ITEMS:  # the oldest other than this one goes
-                del self._items[self._ids.pop(1 if self._ids[0] == item.id else 0)]
+                evicted = self._ids.pop(1 if self._ids[0] == item.id else 0)
+                del self._items[evicted]
         self._items[item.id] = item
+        return evicted
 
-    def append(self, item: MirrorItem) -> None:
-        """Add ``item`` last (restoring a saved order)."""
-        self.place(item, self._ids[-1] if self._ids else None)
+    def append(self, item: MirrorItem) -> str | None:
+        """Add ``item`` last (restoring a saved order); as :meth:`place`."""
+        return self.place(item, self._ids[-1] if self._ids else None)
 
     def replace(self, item: MirrorItem) -> None:
         """Store a new version of an item that is present."""
@@ -74,11 +78,13 @@ class ItemOrder:
             raise KeyError(item.id)
         self._items[item.id] = item
 
-    def drop_oldest(self, count: int) -> None:
-        """Forget the first ``count`` items (a conversation's oldest, which a rebuild no longer carries)."""
-        for item_id in self._ids[:count]:
+    def drop_oldest(self, count: int) -> list[str]:
+        """Forget the first ``count`` items (a conversation's oldest, which a rebuild no longer carries): their ids."""
+        dropped = self._ids[:count]
+        for item_id in dropped:
             del self._items[item_id]
         del self._ids[:count]
+        return dropped
 
     def remove(self, item_id: str) -> MirrorItem | None:
         """Take an item out; ``None`` if it is not present."""

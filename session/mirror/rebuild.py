@@ -33,8 +33,9 @@ in a fresh session, in order:
   out takes its output with it); the next item goes after the last one sent;
 * the newest ``keep`` items only, when given (``SessionSettings.rebuild_items``): a conversation of
   days is tens of thousands of items, far past what a model's context holds, and every one a
-  create to send; the older ones are counted (``older``), not listed, and a tool output whose
-  call is older goes with it (``orphan_output``).
+  create to send; the older ones are counted (``older``), not listed. The window reaches back to
+  the call of every tool output in it and to every item in ``hold`` (the calls whose outputs
+  have not gone yet: an output sent later must find its call).
 """
 
 from __future__ import annotations
@@ -234,12 +235,27 @@ def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[st
     return [noted] if _size(noted) <= limit else None
 
 
+def _window_start(items: Sequence[MirrorItem], keep: int, hold: frozenset[str]) -> int:
+    """Where the newest ``keep`` items begin, moved back to any item in ``hold`` and to the call of any output the
+    window holds (each move may bring in outputs of earlier calls: until none is left out)."""
+    start = max(0, len(items) - keep)
+    while start:
+        outputs = {item.call_id for item in items[start:] if item.kind == "function_call_output"}
+        earlier = next((k for k, item in enumerate(items[:start]) if item.id in hold or (
+            item.kind == "function_call" and item.call_id in outputs)), None)
+        if earlier is None:
+            return start
+        start = earlier
+    return 0
+
+
 def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset(),
                  audio_of: AudioLookup | None = None, *, max_event_bytes: int | None = None,
-                 new_id: Callable[[], str] | None = None, keep: int | None = None) -> Rebuild:
+                 new_id: Callable[[], str] | None = None, keep: int | None = None,
+                 hold: frozenset[str] = frozenset()) -> Rebuild:
     """The rebuild of ``items`` (in server order); ``pending_deletes`` are ids a barge-in deleted (see the module
-    docstring for ``max_event_bytes``, ``new_id`` and ``keep``)."""
-    older = max(0, len(items) - keep) if keep is not None else 0
+    docstring for ``max_event_bytes``, ``new_id``, ``keep`` and ``hold``)."""
+    older = _window_start(items, keep, hold) if keep is not None else 0
     items = items[older:]
     answered = _answered_calls(items, pending_deletes)
     emitted_calls: set[str] = set()

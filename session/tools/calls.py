@@ -301,6 +301,13 @@ class CallTracker:
                 if r.call_ids and r.status in _FOLLOW_UP and not r.followed_up
                 and any(self._calls[c].state in (CallState.PENDING, CallState.RUNNING) for c in r.call_ids)]
 
+    def unfinished_items(self) -> frozenset[str]:
+        """The items of calls whose output has not gone yet (to be run, running, or queued): a conversation rebuilt on
+        a new connection must hold them, or the output sent later has no call."""
+        queued = {command.call_id for command in self._pending if command.call_id is not None}
+        return frozenset(record.call.item_id for record in self._calls.values()
+                         if record.state in (CallState.PENDING, CallState.RUNNING) or record.call.call_id in queued)
+
     def running(self) -> list[ToolCall]:
         """Calls that started and whose result has not arrived."""
         return [r.call for r in self._calls.values() if r.state is CallState.RUNNING]
