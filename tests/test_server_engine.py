@@ -1025,20 +1025,46 @@ def test_a_conversation_keeps_its_newest_items_audio_within_its_budget() -> None
     week. Past the budget the oldest items let go of theirs (a retrieve gives them without audio)."""
     from voxline.realtime.server.engine.conversation import Conversation, Entry
 
+    def user(item_id: str, size: int) -> Entry:
+        return Entry({"id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio"}]},
+                     {0: [b"\x01\x00" * (size // 2)]})
+
     conversation = Conversation(kept_audio_bytes=1000)
     for n in range(5):
-        conversation.insert(Entry({"id": f"item_{n}", "type": "message", "role": "user",
-                                   "content": [{"type": "input_audio"}]}, {0: [b"\x01\x00" * 200]}))
+        conversation.insert(user(f"item_{n}", 400))
     kept = [bool(entry.audio) for entry in conversation]
-    assert kept == [False, False, False, True, True] and conversation.kept.bytes == 800
+    assert kept == [False, False, False, True, True] and conversation.audio_budget.held == 800
     assert "audio" not in conversation.retrieve("item_0")["content"][0]
     assert len(conversation.retrieve("item_4")["content"][0]["audio"]) > 0
     assert [entry.audio_ms(0) for entry in conversation] == [pytest.approx(400 / 48)] * 5  # lengths stay known
     conversation.delete("item_4")
-    assert conversation.kept.bytes == 400
+    assert conversation.audio_budget.held == 400
+    # a reply's audio counts as it streams, and past the budget the oldest let go at once, not at the next item
     streamed = Entry({"id": "item_s", "type": "message", "role": "assistant", "content": [{"type": "output_audio"}]})
     conversation.insert(streamed)
     streamed.add_audio(0, b"\x00" * 300)
-    assert conversation.kept.bytes == 700
+    assert conversation.audio_budget.held == 700
+    streamed.add_audio(0, b"\x00" * 500)
+    assert conversation.audio_budget.held == 800 and not conversation.get("item_3").audio  # type: ignore[union-attr]
     streamed.cut_audio(0, 100)
-    assert conversation.kept.bytes == 500 == sum(len(c) for e in conversation for cs in e.audio.values() for c in cs)
+    assert conversation.audio_budget.held == 100 == sum(len(c) for e in conversation for cs in e.audio.values()
+                                                        for c in cs)
+
+
+def test_an_item_deleted_and_made_again_under_its_id_keeps_its_audio_in_its_turn() -> None:
+    """The budget's queue held the deleted item's id: made again, the new item let go of its audio out of turn."""
+    from voxline.realtime.server.engine.conversation import Conversation, Entry
+
+    def user(item_id: str, size: int) -> Entry:
+        return Entry({"id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio"}]},
+                     {0: [b"\x01" * size]})
+
+    conversation = Conversation(kept_audio_bytes=1000)
+    conversation.insert(user("x", 100))
+    conversation.delete("x")
+    for item_id in ("a", "x", "b"):
+        conversation.insert(user(item_id, 400))
+    assert {e.item["id"]: bool(e.audio) for e in conversation} == {"a": False, "x": True, "b": True}
+    conversation.delete("x")
+    conversation.insert(user("x", 2000))  # alone past the budget: the newest keeps its audio
+    assert {e.item["id"]: bool(e.audio) for e in conversation} == {"a": False, "b": False, "x": True}

@@ -9,15 +9,15 @@ Truncation and token counts need only how much audio a part has; only a retrieve
 bytes. A conversation that does not keep audio (``keep_audio=False``, the in-process engine
 of a replay, which no client retrieves from) holds the lengths alone, so its memory does not
 grow with the length of the call. One that keeps it keeps the newest :data:`KEPT_AUDIO_BYTES`
-(about 23 minutes of 24 kHz speech): past that the oldest items let go of theirs, and a retrieve
-returns them without audio (a session of a week would otherwise hold gigabytes).
+(about 23 minutes of 24 kHz speech, :class:`AudioBudget`): past that the oldest items let go of
+theirs, as the audio comes, and a retrieve returns them without audio (a session of a week would
+otherwise hold gigabytes).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,17 +27,43 @@ from voxline.base.ordered import last_index
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import RequestRejected
 
-__all__ = ["KEPT_AUDIO_BYTES", "Conversation", "Entry"]
+__all__ = ["KEPT_AUDIO_BYTES", "AudioBudget", "Conversation", "Entry"]
 
 KEPT_AUDIO_BYTES = 64 * 1024 * 1024
 """Audio a conversation keeps for retrieves, its newest items'."""
 
 
-class KeptAudio:
-    """The bytes of audio a conversation's entries keep, counted as they add and let go of it."""
+class AudioBudget:
+    """The audio a conversation's entries hold for retrieves, within ``limit`` bytes: past it the oldest entries
+    let go of theirs, never the one whose audio went past it (its newest)."""
 
-    def __init__(self) -> None:
-        self.bytes = 0
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._holders: dict[int, Entry] = {}  # id() → entry, oldest first: entries holding audio
+
+    def join(self, entry: Entry) -> None:
+        """``entry`` holds audio under this budget from now on (what it holds already counts at once)."""
+        entry.budget = self
+        self._holders[id(entry)] = entry
+        self.grew(entry, _bytes_of(entry.audio))
+
+    def grew(self, entry: Entry, size: int) -> None:
+        """``entry`` holds ``size`` more bytes (or fewer, negative); past the limit the oldest others let go."""
+        self.held += size
+        while self.held > self.limit and len(self._holders) > 1:
+            oldest = next(iter(self._holders.values()))
+            if oldest is entry:  # the newest audio stays: the next oldest goes
+                oldest = list(self._holders.values())[1]
+            oldest.let_go_of_audio()
+
+    def left(self, entry: Entry) -> None:
+        """``entry`` holds no audio any more (let go, or deleted)."""
+        self._holders.pop(id(entry), None)
+
+
+def _bytes_of(audio: dict[int, list[bytes]]) -> int:
+    return sum(len(chunk) for chunks in audio.values() for chunk in chunks)
 
 
 @dataclass
@@ -54,32 +80,26 @@ class Entry:
     #: bytes of audio each part holds, kept or not
     sizes: dict[int, int] = field(init=False)
     keep_audio: bool = field(default=True, init=False)
-    kept: KeptAudio | None = field(default=None, init=False)  # its conversation's count, once in one
+    budget: AudioBudget | None = field(default=None, init=False)  # its conversation's, once in one that keeps audio
 
     def __post_init__(self) -> None:
         self.sizes = {index: sum(map(len, chunks)) for index, chunks in self.audio.items()}
-
-    def counted_in(self, kept: KeptAudio) -> None:
-        """From now on, the audio this entry keeps counts in ``kept`` (what it keeps already, at once)."""
-        self.kept = kept
-        kept.bytes += self._kept_bytes()
-
-    def _kept_bytes(self) -> int:
-        return sum(len(chunk) for chunks in self.audio.values() for chunk in chunks)
 
     def add_audio(self, content_index: int, chunk: bytes) -> None:
         self.sizes[content_index] = self.sizes.get(content_index, 0) + len(chunk)
         if self.keep_audio:
             self.audio.setdefault(content_index, []).append(chunk)
-            if self.kept is not None:
-                self.kept.bytes += len(chunk)
+            if self.budget is not None:
+                self.budget.grew(self, len(chunk))
 
     def let_go_of_audio(self) -> None:
         """Keep only how much audio each part holds from now on."""
-        if self.kept is not None:
-            self.kept.bytes -= self._kept_bytes()
         self.keep_audio = False
-        self.audio.clear()
+        held, self.audio = _bytes_of(self.audio), {}
+        if self.budget is not None:
+            budget, self.budget = self.budget, None
+            budget.left(self)
+            budget.grew(self, -held)
 
     def audio_ms(self, content_index: int) -> float:
         return self.fmt.bytes_to_ms(self.sizes.get(content_index, 0))
@@ -101,8 +121,8 @@ class Entry:
                 chunks[n:] = [chunk[: keep - kept]] if keep > kept else []
                 break
             kept += len(chunk)
-        if self.kept is not None:
-            self.kept.bytes -= before - sum(map(len, chunks))
+        if self.budget is not None:
+            self.budget.grew(self, sum(map(len, chunks)) - before)
 
     def public(self, with_audio: bool = False) -> dict[str, Any]:
         """The item as events carry it; ``with_audio`` adds base64 audio (``.retrieved``)."""
@@ -118,11 +138,9 @@ class Conversation:
 
     def __init__(self, keep_audio: bool = True, kept_audio_bytes: int = KEPT_AUDIO_BYTES) -> None:
         self.keep_audio = keep_audio
-        self.kept_audio_bytes = kept_audio_bytes
-        self.kept = KeptAudio()
+        self.audio_budget = AudioBudget(kept_audio_bytes)
         self._order: list[str] = []
         self._entries: dict[str, Entry] = {}
-        self._with_audio: deque[str] = deque()  # ids of entries that keep audio, oldest first
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._entries
@@ -171,17 +189,8 @@ class Conversation:
         if not self.keep_audio:
             entry.let_go_of_audio()
         else:
-            entry.counted_in(self.kept)
-            self._with_audio.append(item_id)
-            self._let_go_of_oldest_audio()
+            self.audio_budget.join(entry)
         return self._order[index - 1] if index > 0 else None
-
-    def _let_go_of_oldest_audio(self) -> None:
-        """Past :attr:`kept_audio_bytes`, the oldest entries let go of their audio (the newest keeps its own)."""
-        while self.kept.bytes > self.kept_audio_bytes and len(self._with_audio) > 1:
-            entry = self._entries.get(self._with_audio.popleft())
-            if entry is not None:
-                entry.let_go_of_audio()
 
     def previous_id(self, item_id: str) -> str | None:
         """The id of the item now before ``item_id``; ``None`` when it is first (or not there)."""
@@ -194,7 +203,7 @@ class Conversation:
         if item_id not in self._entries:
             raise RequestRejected(errors.item_not_found("deleting", item_id))
         del self._order[self._at(item_id)]
-        self._entries.pop(item_id).let_go_of_audio()  # its id leaves the oldest-first queue when its turn comes
+        self._entries.pop(item_id).let_go_of_audio()  # out of the audio budget too
 
     def retrieve(self, item_id: str) -> dict[str, Any]:
         entry = self._entries.get(item_id)
