@@ -218,7 +218,7 @@ class ConnectionRestored:
     unfinished turn appended again; ``handover`` when it replaced a connection about to expire;
     ``skipped_items`` not rebuilt because one is larger than an event on the new connection may be
     (a WebRTC data channel's messages are far smaller than a WebSocket's); ``older_items`` left out
-    and forgotten, past the newest ``SessionSettings.rebuild_items``."""
+    and forgotten, before the newest ``SessionSettings.rebuild_items`` (and the calls those need)."""
 
     at: float
     replayed_items: int

@@ -197,8 +197,10 @@ class SessionSettings(BaseSettings):
     100 ms, most clients 20 to 100 ms."""
     rebuild_items: int = Field(default=512, ge=1, le=4096)
     """A new connection (after a drop, or the hand-over before the 60-minute cap) is given the newest this many items
-    of the conversation; older ones are left out and forgotten (``ConnectionRestored.older_items``). A conversation of
-    days is tens of thousands of items, far past a model's context, each one a create to send."""
+    of the conversation, reaching back to the call of every tool output among them and of every call still owed its
+    output (a tool running long holds the window open back to it); older ones are left out and forgotten
+    (``ConnectionRestored.older_items``). A conversation of days is tens of thousands of items, far past a model's
+    context, each one a create to send."""
 
     @property
     def asked_model(self) -> str:

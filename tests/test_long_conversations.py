@@ -138,3 +138,36 @@ def test_an_output_in_the_window_brings_its_call_and_forgotten_items_leave_no_pe
     mirror.apply(added({"id": "a0", "object": "realtime.item", "type": "message", "role": "assistant",
                         "status": "completed", "content": [{"type": "output_text", "text": "hi"}]}, None))
     assert [item.id for item in mirror.items()] == ["fc", "out"]  # a late word about it does not bring it back
+
+
+def test_an_output_queued_while_the_connection_was_down_finds_its_call_on_the_next() -> None:
+    machine, _ = _a_tool_runs_while_the_user_types(keep=2, typed=5)
+    machine.calls.on_result("call_1", {"answer": 42})  # the tool returned while away: its output waits
+    fresh = RealtimeProtocol()
+    machine.attach(fresh)
+    machine.restore(1.5)
+    sent = [json.loads(t) for t in fresh.data_to_send()]
+    created = [e["item"] for e in sent if e["type"] == "conversation.item.create"]
+    assert created[0]["id"] == "fc1" and created[-1] == {**created[-1], "type": "function_call_output",
+                                                         "call_id": "call_1"}
+
+
+def test_a_window_that_reaches_back_to_a_call_reaches_back_to_its_own_outputs_calls_too() -> None:
+    """Calls and outputs interleaved (fc0 fc1 o0 fc2 o1 ...): each call brought in brings an output whose call is
+    further back, down to the first."""
+    from voxline.session.mirror.rebuild import plan_rebuild
+    from voxline.session.mirror.records import MirrorItem
+
+    def call(n: int) -> MirrorItem:
+        return MirrorItem(id=f"fc{n}", kind="function_call", item_type="function_call", status="completed",
+                          call_id=f"c{n}", name="f", arguments="{}", arguments_done=True)
+
+    def output(n: int) -> MirrorItem:
+        return MirrorItem(id=f"o{n}", kind="function_call_output", item_type="function_call_output",
+                          call_id=f"c{n}", output="1")
+
+    items = [call(0)] + [x for n in range(1, 2000) for x in (call(n), output(n - 1))] + [output(1999)]
+    plan = plan_rebuild(items, keep=1)
+    assert plan.older == 0 and plan.skipped == () and len(plan.item_ids) == len(items)
+    plan = plan_rebuild(items + [call(5000)], keep=1)  # a call with no output yet needs nothing before it
+    assert plan.older == len(items) and plan.item_ids == ("fc5000",)

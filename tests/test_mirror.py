@@ -25,9 +25,9 @@ from voxline.realtime.server.engine.state import EngineConfig
 from voxline.session.events import BargeIn
 from voxline.session.mirror import ConversationMirror, HeardEstimate, MirrorItem, Skipped, estimate_heard_text, plan_rebuild
 from voxline.session.tools.calls import CallTracker
+from tests.support.counted_ids import CountedId
 from tests.support.oracle import check_client_event, check_server_event
 from tests.support.server_events import audio_b64, wire
-from tests.support.counted_ids import CountedId
 
 # Server events, each checked against the official SDK before it is parsed.
 

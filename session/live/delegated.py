@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from voxline.realtime import events as ev
 from voxline.base.errors import clip
+from voxline.base.ordered import keep_newest
 from voxline.realtime.frames import frame_bytes
 from voxline.realtime.live import events as lv
 
@@ -77,8 +78,7 @@ class DelegatedCalls:
         if kind == "response.created" and isinstance(response, dict) and isinstance(response.get("id"), str):
             self._responses.pop(key, None)  # the newest last: a delegation going on is never the oldest let go
             self._responses[key] = response["id"]
-            while len(self._responses) > DELEGATIONS:  # one a delegation: a Live session of days makes thousands
-                del self._responses[next(iter(self._responses))]
+            keep_newest(self._responses, DELEGATIONS)  # one a delegation: a Live session of days makes thousands
             return ()
         rid = self._responses.get(key, key)
         if kind == "response.output_item.done":
@@ -87,8 +87,7 @@ class DelegatedCalls:
                     and isinstance(item.get("call_id"), str) and isinstance(item.get("name"), str)):
                 arguments = item["arguments"] if isinstance(item.get("arguments"), str) else "{}"
                 self._names[item["call_id"]] = (item["name"], rid)
-                while len(self._names) > NAMES:
-                    del self._names[next(iter(self._names))]
+                keep_newest(self._names, NAMES)
                 return tuple(self.tracker.on_arguments_done(rid, str(item.get("id") or item["call_id"]),
                                                             item["call_id"], item["name"], arguments))
         elif isinstance(kind, str) and kind in _FINAL:
@@ -97,8 +96,7 @@ class DelegatedCalls:
                 self.withheld.append(over)
             self.tracker.on_response_done(rid, _FINAL[kind])
             self._ended[rid] = key
-            while len(self._ended) > NAMES:
-                del self._ended[next(iter(self._ended))]
+            keep_newest(self._ended, NAMES)
             for call_id in [c for c, (waits, _n, _o) in self._sent.items() if waits == ("after", key)]:
                 del self._sent[call_id]  # the follow-up that took it ended: the session went on from it
             for call_id, (waits, name, out) in list(self._sent.items()):
@@ -173,8 +171,7 @@ class DelegatedCalls:
                             over = self._ended.get(rid)
                             waits = ("response", rid) if over is None else ("after", over)
                             self._sent[item.call_id] = (waits, name, fitted)
-                            while len(self._sent) > NAMES:
-                                del self._sent[next(iter(self._sent))]
+                            keep_newest(self._sent, NAMES)
                 case ev.ResponseCreate():
                     if not outputs or orphaned < outputs:  # not the follow-up of a lost session's response
                         out.append(lv.LiveResponseCreate())

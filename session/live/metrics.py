@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from voxline.audio.ledger import Cut
 from voxline.audio.playout import PlayoutBuffer
+from voxline.base.ordered import keep_newest
 
 from ..metrics.input_timeline import InputTimeline
 from ..metrics.records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
@@ -149,8 +150,7 @@ class LiveMetrics:
         match event:
             case ToolStarted():
                 self._tools[event.call_id] = ToolRecord(event.call_id, event.name, now, now)
-                if len(self._tools) > KEEP:
-                    del self._tools[next(iter(self._tools))]
+                keep_newest(self._tools, KEEP)
             case ToolFinished():
                 rec = self._tools.get(event.call_id)
                 if rec is not None:

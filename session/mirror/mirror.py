@@ -18,6 +18,7 @@ from typing import Any
 from voxline.realtime import events as ev
 from voxline.realtime.notices import CommandFailed
 from voxline.base.audio_format import output_format_of
+from voxline.base.ordered import keep_newest
 from voxline.realtime.protocol import ProtocolOutput
 
 from ..events import BargeIn
@@ -34,6 +35,9 @@ __all__ = ["ConversationMirror"]
 DELETED_KEPT = 256
 """Deleted items a mirror keeps (:meth:`ConversationMirror.deleted`), the newest: enough to know a late event
 about one, and bounded for a session of days."""
+FORGOTTEN_KEPT = 256
+"""Ids of items a mirror let go (past its bound, or left out of a rebuild) that it remembers, the newest: a late
+event about one is ignored rather than putting it back last."""
 _PENDING_RESPONSES = 512  # item → response ids remembered for items not added yet
 
 
@@ -43,7 +47,7 @@ class ConversationMirror:
     def __init__(self) -> None:
         self._order = ItemOrder()
         self._deleted: dict[str, MirrorItem] = {}
-        self._forgotten: dict[str, None] = {}  # items let go, not deleted (the newest DELETED_KEPT)
+        self._forgotten: dict[str, None] = {}  # items let go, not deleted (the newest FORGOTTEN_KEPT)
         self._pending_deletes: dict[str, None] = {}
         self._response_of: dict[str, str] = {}
         self._bytes_per_ms = PCM_BYTES_PER_MS
@@ -265,12 +269,11 @@ class ConversationMirror:
 
     def _forget(self, item_ids: list[str]) -> None:
         """Items let go (past the bound, or left out of a rebuild): a barge-in's delete of one no longer waits, and a
-        late event about one is ignored (the newest :data:`DELETED_KEPT` are known)."""
+        late event about one is ignored (the newest :data:`FORGOTTEN_KEPT` are known; not saved by :meth:`to_json`)."""
         for item_id in item_ids:
             self._pending_deletes.pop(item_id, None)
             self._forgotten[item_id] = None
-        while len(self._forgotten) > DELETED_KEPT:
-            del self._forgotten[next(iter(self._forgotten))]
+        keep_newest(self._forgotten, FORGOTTEN_KEPT)
 
     def _update(self, item: ev.Item, response_id: str | None) -> None:
         """An item's latest copy from a response or a retrieve; only items in the conversation count."""
@@ -287,13 +290,12 @@ class ConversationMirror:
         item = self._order.get(item_id)
         if item is None:
             self._response_of[item_id] = response_id
-            while len(self._response_of) > _PENDING_RESPONSES:
-                del self._response_of[next(iter(self._response_of))]
+            keep_newest(self._response_of, _PENDING_RESPONSES)
         elif item.response_id is None:
             self._order.replace(dataclasses.replace(item, response_id=response_id))
 
     def _gone(self, item_id: str | None) -> bool:
-        """Deleted by the server and not created again since."""
+        """Deleted by the server, or let go by this mirror, and not created again since."""
         return (item_id is not None and (item_id in self._deleted or item_id in self._forgotten)
                 and item_id not in self._order)
 
@@ -302,8 +304,7 @@ class ConversationMirror:
         self._pending_deletes.pop(item_id, None)
         if item is not None:
             self._deleted[item_id] = dataclasses.replace(item, deleted=True)
-            while len(self._deleted) > DELETED_KEPT:  # a session of days deletes without end
-                del self._deleted[next(iter(self._deleted))]
+            keep_newest(self._deleted, DELETED_KEPT)  # a session of days deletes without end
 
     def _edit(self, item_id: str, change: Callable[[MirrorItem], MirrorItem]) -> None:
         item = self._order.get(item_id)
@@ -426,9 +427,11 @@ class ConversationMirror:
         mirror = cls()
         mirror._bytes_per_ms = state.bytes_per_ms
         for item in state.items:
-            mirror._order.append(item)
+            evicted = mirror._order.append(item)
+            if evicted is not None:
+                mirror._forget([evicted])
         mirror._deleted = {item.id: item for item in state.deleted[-DELETED_KEPT:]}
-        mirror._pending_deletes = dict.fromkeys(state.pending_deletes)
+        mirror._pending_deletes = dict.fromkeys(d for d in state.pending_deletes if d not in mirror._forgotten)
         mirror._response_of = dict(state.response_of)
         return mirror
 

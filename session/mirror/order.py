@@ -17,8 +17,9 @@ from .records import MirrorItem
 __all__ = ["MAX_ITEMS", "ItemOrder", "insertion_index"]
 
 MAX_ITEMS = 4096
-"""Live items a conversation keeps, the newest: a rebuild carries at most ``SessionSettings.rebuild_items`` (this
-many at most) and a reconnect forgets the rest; this bounds a connection that lives for days."""
+"""Live items a conversation keeps, the newest: a reconnect's rebuild carries ``SessionSettings.rebuild_items`` (at
+most this many, reaching back to the calls still owed an output) and forgets the rest; this bounds a connection
+that lives for days."""
 
 
 def insertion_index(ids: list[str], previous_item_id: str | None) -> int:

@@ -77,7 +77,8 @@ class Rebuild:
     split_texts: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = ()
     """Messages sent as several: each one's id and the commands that carry its text (the first under its id)."""
     older: int = 0
-    """The oldest items left out, past the newest ``keep``: the first ``older`` of the items planned from."""
+    """The oldest items left out, before the window (the newest ``keep``, reaching back to the calls it needs): the
+    first ``older`` of the items planned from."""
 
 
 def _answered_calls(items: Sequence[MirrorItem], excluded: frozenset[str]) -> set[str]:
@@ -237,16 +238,15 @@ def _output_note(command: dict[str, Any], size: int, limit: int) -> list[dict[st
 
 def _window_start(items: Sequence[MirrorItem], keep: int, hold: frozenset[str]) -> int:
     """Where the newest ``keep`` items begin, moved back to any item in ``hold`` and to the call of any output the
-    window holds (each move may bring in outputs of earlier calls: until none is left out)."""
+    window holds (an item brought in brings its own outputs' calls too): one walk from the end."""
     start = max(0, len(items) - keep)
-    while start:
-        outputs = {item.call_id for item in items[start:] if item.kind == "function_call_output"}
-        earlier = next((k for k, item in enumerate(items[:start]) if item.id in hold or (
-            item.kind == "function_call" and item.call_id in outputs)), None)
-        if earlier is None:
-            return start
-        start = earlier
-    return 0
+    needed = {item.call_id for item in items[start:] if item.kind == "function_call_output"}
+    for at in range(start - 1, -1, -1):
+        item = items[at]
+        if item.id in hold or (item.kind == "function_call" and item.call_id in needed):
+            needed.update(i.call_id for i in items[at:start] if i.kind == "function_call_output")
+            start = at
+    return start
 
 
 def plan_rebuild(items: Sequence[MirrorItem], pending_deletes: frozenset[str] = frozenset(),

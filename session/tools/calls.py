@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from voxline.base.ordered import keep_newest
 from voxline.realtime import events as ev
 from voxline.realtime.errors import ToolError
 
@@ -380,8 +381,7 @@ class CallTracker:
                 record = self._calls.pop(call_id)
                 self._by_item.pop(record.call.item_id, None)
                 self._retired[call_id] = record.state
-                while len(self._retired) > RETIRED_WINDOW:
-                    del self._retired[next(iter(self._retired))]
+                keep_newest(self._retired, RETIRED_WINDOW)
             del self._responses[rid]
 
     def _drop(self, record: _Call, status: str) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from voxline.base.errors import register_secret
+from voxline.base.ordered import keep_newest
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.server.engine.http_message import HttpRequest, HttpResponse
@@ -105,8 +106,7 @@ class KeyOwners:
         """``token`` started ``item_id`` (an API key needs no record)."""
         if not self._credentials.is_api_key(token):
             self._owners[item_id] = token
-            while len(self._owners) > self._keep:
-                del self._owners[next(iter(self._owners))]
+            keep_newest(self._owners, self._keep)
 
     def forget(self, item_id: str) -> None:
         self._owners.pop(item_id, None)
