@@ -3,7 +3,11 @@
 When a sink or source disappears, the sound server moves the streams on it to its fallback
 (PulseAudio's default device; PipeWire's session manager does the same), so the session goes on
 there. It does not move them back when the device returns. :class:`DeviceWatch` notices both
-and moves the stream back, and reports each change as a :class:`DeviceChange`.
+and moves the stream back, and reports each change as a :class:`DeviceChange`. A device
+unplugged and plugged in again between two polls is seen by its new server number (``index``;
+before the first poll, by its stream found elsewhere): its stream was moved to the fallback, so
+both changes are reported and the stream is moved back. A stream moved while its device stayed
+(by the user, or the desktop) is left where it is.
 
 The decision is a table (:data:`TRANSITIONS`) over what was seen, tested on its own; the
 watch's :meth:`~DeviceWatch.poll` asks the server and blocks for round trips, so it runs in a
@@ -29,14 +33,17 @@ class Action(Enum):
     NONE = "none"
     REPORT_LOST = "report_lost"
     MOVE_BACK = "move_back"
+    REPORT_LOST_AND_MOVE_BACK = "report_lost_and_move_back"
 
 
-# (lost before, device present now) -> (lost after, action)
-TRANSITIONS: dict[tuple[bool, bool], tuple[bool, Action]] = {
-    (False, True): (False, Action.NONE),
-    (False, False): (True, Action.REPORT_LOST),
-    (True, False): (True, Action.NONE),
-    (True, True): (False, Action.MOVE_BACK),  # stays lost if the move fails, and is tried again
+# (lost before, device present now, present under a new server number) -> (lost after, action); a new number is
+# looked for only on a device present and not lost
+TRANSITIONS: dict[tuple[bool, bool, bool], tuple[bool, Action]] = {
+    (False, True, False): (False, Action.NONE),
+    (False, False, False): (True, Action.REPORT_LOST),
+    (True, False, False): (True, Action.NONE),
+    (True, True, False): (False, Action.MOVE_BACK),  # stays lost if the move fails, and is tried again
+    (False, True, True): (False, Action.REPORT_LOST_AND_MOVE_BACK),  # gone and back between two polls
 }
 
 
@@ -70,6 +77,7 @@ class _Entry:
     info: DeviceInfo
     tag: str
     lost: bool = False
+    index: int | None = None  # the device's server number when last seen
 
 
 class DeviceWatch:
@@ -92,12 +100,22 @@ class DeviceWatch:
 
     def poll(self) -> list[DeviceChange]:
         """Ask the server what is there now; move streams back; the changes since the last poll."""
-        present = {(d.kind, d.name) for d in self._server.devices()}
+        present = {(d.kind, d.name): d.index for d in self._server.devices()}
         changes: list[DeviceChange] = []
         for entry in self._entries:
             route = entry.info.route
             assert route is not None
-            lost, action = TRANSITIONS[(entry.lost, (entry.kind, route) in present)]
+            index = present.get((entry.kind, route))
+            here = index is not None
+            if not here or entry.lost:
+                renumbered = False
+            elif entry.index is None:  # the first look: the stream was opened there, so elsewhere it went and came back
+                renumbered = self._server.stream_device(entry.kind, entry.tag) not in (route, None)
+            else:
+                renumbered = index != entry.index
+            if here:
+                entry.index = index
+            lost, action = TRANSITIONS[(entry.lost, here, renumbered)]
             match action:
                 case Action.NONE:
                     pass
@@ -107,6 +125,13 @@ class DeviceWatch:
                 case Action.MOVE_BACK:
                     if not self._server.move_stream(entry.kind, entry.tag, route):
                         continue  # the stream is not there (yet): try again at the next poll
+                    changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
+                case Action.REPORT_LOST_AND_MOVE_BACK:
+                    now_on = self._server.stream_device(entry.kind, entry.tag)
+                    changes.append(DeviceChange(entry.kind, entry.info.label, True, now_on))
+                    if not self._server.move_stream(entry.kind, entry.tag, route):
+                        entry.lost = True  # moved back at a next poll
+                        continue
                     changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
             entry.lost = lost
         return changes

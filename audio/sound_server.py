@@ -42,6 +42,7 @@ class ServerDevice:
     channels: int
     is_default: bool
     is_monitor: bool  # a source that records what a sink plays
+    index: int = -1  # the server's number for it: a device unplugged and plugged in again comes back with a new one
 
 
 class SoundServer:
@@ -125,6 +126,7 @@ def _device(kind: Kind, raw: Any, is_default: bool) -> ServerDevice:
         channels=int(raw.channel_count),
         is_default=is_default,
         is_monitor=monitor,
+        index=int(raw.index),
     )
 
 

@@ -128,13 +128,22 @@ class FakeSoundServer:
     moves: list[str] = field(default_factory=list)
     polls: int = 0
     failing: int = 0  # polls still to fail, as while the server restarts
+    indexes: dict[str, int] = field(default_factory=dict)  # the server's number for a device (default 1)
 
     def devices(self) -> list[ServerDevice]:
         self.polls += 1
         if self.failing:
             self.failing -= 1
             raise ConnectionError("the sound server went away")
-        return [ServerDevice("output", name, name, 48000, 1, False, False) for name in sorted(self.present)]
+        return [ServerDevice("output", name, name, 48000, 1, False, False, self.indexes.get(name, 1))
+                for name in sorted(self.present)]
+
+    def replug(self, name: str) -> None:
+        """``name`` unplugged and plugged in again between two polls: back under a new number, its stream moved to
+        the fallback meanwhile."""
+        self.indexes[name] = self.indexes.get(name, 1) + 1
+        if self.stream_on == name:
+            self.stream_on = next((other for other in sorted(self.present) if other != name), "")
 
     def stream_device(self, kind: str, tag: str) -> str | None:
         return self.stream_on
