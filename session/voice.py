@@ -37,7 +37,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
-from typing import Any, Self, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from voxline.audio.aec import EchoCanceller
 from voxline.audio.device_watch import Watched
@@ -80,6 +80,9 @@ from .session_args import check_session_arguments
 from .settings import SessionSettings
 from .tools import Approver, ToolEvent, ToolRegistry, ToolRunner
 from .track_audio import TrackTagger
+
+if TYPE_CHECKING:  # PortAudio is loaded only for devices
+    from voxline.audio.devices import MicSource, SpeakerSink
 
 __all__ = ["Backoff", "Connector", "DeviceSessionOptions", "VoiceSession", "exponential_backoff"]
 
@@ -189,7 +192,7 @@ class VoiceSession:
         self._closed_at: float | None = None  # the listener time at the close: the figures stop there
         self._teardown: asyncio.Task[None] | None = None  # the close's own task, once begun
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
-        self._devices: tuple[Any, ...] = ()  # sound devices opened and closed with the session (on_devices)
+        self._devices: tuple[SpeakerSink, MicSource] | tuple[()] = ()  # opened and closed with it (on_devices)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
         self._watched: tuple[Watched, ...] = tuple(watch_devices)  # reported when unplugged and back
         if isinstance(input, Recording):
@@ -235,7 +238,7 @@ class VoiceSession:
         return session
 
     @property
-    def devices(self) -> tuple[Any, ...]:
+    def devices(self) -> tuple[SpeakerSink, MicSource] | tuple[()]:
         """The sound devices the session opened and closes with it: ``(speaker, microphone)`` from
         :meth:`on_devices`, else ``()``."""
         return self._devices

@@ -7,9 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from voxline.base.errors import clip, printable
 
+from ..app_events import AppEvent
 from ..metrics import MetricsReport
 from ..events import BargeIn, ResponseFinished, SpeechStarted, TranscriptDone
 from ..report.lines import EventLines
@@ -28,8 +30,8 @@ class TurnSummary:
 @dataclass
 class ReplayResult:
     # int16, sample n = what the listener heard when input sample n was captured (None: it went to a file)
-    heard: np.ndarray | None
-    events: list[Any] = field(default_factory=list)  # session and tool events, in the order they happened
+    heard: npt.NDArray[np.int16] | None
+    events: list[AppEvent] = field(default_factory=list)  # session and tool events, in the order they happened
     underrun_events: int = 0
     underrun_samples: int = 0
     duration_s: float = 0.0  # listener time covered
