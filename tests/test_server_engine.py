@@ -1068,3 +1068,32 @@ def test_an_item_deleted_and_made_again_under_its_id_keeps_its_audio_in_its_turn
     conversation.delete("x")
     conversation.insert(user("x", 2000))  # alone past the budget: the newest keeps its audio
     assert {e.item["id"]: bool(e.audio) for e in conversation} == {"a": False, "b": False, "x": True}
+
+
+def test_a_reply_streaming_past_the_budget_keeps_its_audio_and_text_items_cost_nothing() -> None:
+    """Letting an item go called back into the budget's loop, which then took the streaming reply for an old one:
+    it lost its audio, and every chunk after; and each item without audio let go was a deeper call (600 text
+    items were a RecursionError)."""
+    from voxline.realtime.server.engine.conversation import Conversation, Entry
+
+    def user(item_id: str, size: int) -> Entry:
+        return Entry({"id": item_id, "type": "message", "role": "user", "content": [{"type": "input_audio"}]},
+                     {0: [b"\x01" * size]})
+
+    conversation = Conversation(kept_audio_bytes=1000)
+    conversation.insert(user("a", 100))
+    reply = Entry({"id": "e", "type": "message", "role": "assistant", "content": [{"type": "output_audio"}]})
+    conversation.insert(reply)
+    conversation.insert(user("u", 400))  # typed while the reply streams
+    reply.add_audio(0, b"\x00" * 900)
+    assert {e.item["id"]: len(e.kept_audio(0)) for e in conversation} == {"a": 0, "e": 900, "u": 0}
+    reply.add_audio(0, b"\x00" * 50)
+    assert len(reply.kept_audio(0)) == 950 and conversation.audio_budget.held == 950
+
+    many = Conversation(kept_audio_bytes=1000)
+    for n in range(3000):
+        many.insert(Entry({"id": f"t{n}", "type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": "hi"}]}))
+    many.insert(user("x", 600))
+    many.insert(user("y", 600))
+    assert many.audio_budget.held == 600 and not many.get("x").audio  # type: ignore[union-attr]

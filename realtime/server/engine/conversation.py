@@ -34,32 +34,37 @@ KEPT_AUDIO_BYTES = 64 * 1024 * 1024
 
 
 class AudioBudget:
-    """The audio a conversation's entries hold for retrieves, within ``limit`` bytes: past it the oldest entries
-    let go of theirs, never the one whose audio went past it (its newest)."""
+    """The audio a conversation's entries hold for retrieves, within ``limit`` bytes: past it the entries that began
+    holding audio first let go of it, never the one whose audio went past it (the newest)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.held = 0
-        self._holders: dict[int, Entry] = {}  # id() → entry, oldest first: entries holding audio
+        self._holders: dict[int, Entry] = {}  # id() → entry, in the order they began to hold audio
 
-    def join(self, entry: Entry) -> None:
-        """``entry`` holds audio under this budget from now on (what it holds already counts at once)."""
+    def enroll(self, entry: Entry) -> None:
+        """``entry`` holds its audio under this budget from now on (what it holds already counts at once)."""
+        if entry.budget is not None:
+            raise ValueError("an entry is in one conversation's budget at most")
         entry.budget = self
-        self._holders[id(entry)] = entry
-        self.grew(entry, _bytes_of(entry.audio))
+        if entry.audio:
+            self.grew(entry, _bytes_of(entry.audio))
 
     def grew(self, entry: Entry, size: int) -> None:
-        """``entry`` holds ``size`` more bytes (or fewer, negative); past the limit the oldest others let go."""
+        """``entry`` holds ``size`` more bytes (fewer, if negative); past the limit the oldest others let go."""
+        self._holders.setdefault(id(entry), entry)
         self.held += size
-        while self.held > self.limit and len(self._holders) > 1:
-            oldest = next(iter(self._holders.values()))
-            if oldest is entry:  # the newest audio stays: the next oldest goes
-                oldest = list(self._holders.values())[1]
-            oldest.let_go_of_audio()
+        while self.held > self.limit:
+            oldest = next((other for other in self._holders.values() if other is not entry), None)
+            if oldest is None:
+                return
+            del self._holders[id(oldest)]
+            self.held -= oldest.drop_audio()
 
-    def left(self, entry: Entry) -> None:
-        """``entry`` holds no audio any more (let go, or deleted)."""
-        self._holders.pop(id(entry), None)
+    def left(self, entry: Entry, size: int) -> None:
+        """``entry`` let go of the ``size`` bytes it held (or was deleted)."""
+        if self._holders.pop(id(entry), None) is not None:
+            self.held -= size
 
 
 def _bytes_of(audio: dict[int, list[bytes]]) -> int:
@@ -94,12 +99,16 @@ class Entry:
 
     def let_go_of_audio(self) -> None:
         """Keep only how much audio each part holds from now on."""
-        self.keep_audio = False
+        budget = self.budget
+        held = self.drop_audio()
+        if budget is not None:
+            budget.left(self, held)
+
+    def drop_audio(self) -> int:
+        """Let go of the audio, out of any budget, and say how many bytes it was (for the budget that let it go)."""
+        self.keep_audio, self.budget = False, None
         held, self.audio = _bytes_of(self.audio), {}
-        if self.budget is not None:
-            budget, self.budget = self.budget, None
-            budget.left(self)
-            budget.grew(self, -held)
+        return held
 
     def audio_ms(self, content_index: int) -> float:
         return self.fmt.bytes_to_ms(self.sizes.get(content_index, 0))
@@ -189,7 +198,7 @@ class Conversation:
         if not self.keep_audio:
             entry.let_go_of_audio()
         else:
-            self.audio_budget.join(entry)
+            self.audio_budget.enroll(entry)
         return self._order[index - 1] if index > 0 else None
 
     def previous_id(self, item_id: str) -> str | None:
