@@ -4,10 +4,13 @@ When a sink or source disappears, the sound server moves the streams on it to it
 (PulseAudio's default device; PipeWire's session manager does the same), so the session goes on
 there. It does not move them back when the device returns. :class:`DeviceWatch` notices both
 and moves the stream back, and reports each change as a :class:`DeviceChange`. A device
-unplugged and plugged in again between two polls is seen by its new server number (``index``;
-before the first poll, by its stream found elsewhere): its stream was moved to the fallback, so
-both changes are reported and the stream is moved back. A stream moved while its device stayed
-(by the user, or the desktop) is left where it is.
+unplugged and plugged in again between two polls comes back under a new server number
+(``index``; PulseAudio's, and pipewire-pulse's object serial) with its stream moved off it (to
+the fallback): both changes are reported and the stream is moved back. The first poll takes a
+stream found elsewhere the same way (it was opened there half a second before). A stream moved
+while its device kept its number (by the user, or the desktop) is left where it is; a device
+plugged in again takes its stream back from wherever it was. Older pipewire-pulse numbered
+devices by PipeWire ids, which come back: there a quick replug may go unseen.
 
 The decision is a table (:data:`TRANSITIONS`) over what was seen, tested on its own; the
 watch's :meth:`~DeviceWatch.poll` asks the server and blocks for round trips, so it runs in a
@@ -107,12 +110,10 @@ class DeviceWatch:
             assert route is not None
             index = present.get((entry.kind, route))
             here = index is not None
-            if not here or entry.lost:
-                renumbered = False
-            elif entry.index is None:  # the first look: the stream was opened there, so elsewhere it went and came back
+            renumbered = False
+            if here and not entry.lost and index != entry.index:
+                # a new number (or the first look, the stream opened there): gone and back only if it was moved off
                 renumbered = self._server.stream_device(entry.kind, entry.tag) not in (route, None)
-            else:
-                renumbered = index != entry.index
             if here:
                 entry.index = index
             lost, action = TRANSITIONS[(entry.lost, here, renumbered)]
@@ -150,6 +151,8 @@ class DeviceWatch:
         if server is None:
             return False
         stale, self._server = self._server, server
+        for entry in self._entries:  # a restarted server numbers its devices anew
+            entry.index = None
         try:
             stale.close()
         except Exception:  # the old connection is gone with its server

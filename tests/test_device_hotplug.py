@@ -69,6 +69,23 @@ def test_a_device_gone_and_back_before_the_watchs_first_look_has_its_stream_move
     assert watch.poll() == []
 
 
+def test_a_new_number_with_the_stream_still_on_the_device_is_no_replug(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sound server restarted numbers every device anew, and a desktop may have put the stream back already:
+    neither is a loss and a return."""
+    from voxline.audio import device_watch
+
+    server = FakeSoundServer(present={"builtin", "kiosk"})
+    watch = watch_over(server)
+    assert watch.poll() == []
+    server.indexes = {"builtin": 50, "kiosk": 51}  # the stream still on kiosk
+    assert watch.poll() == [] and server.moves == []
+    restarted = FakeSoundServer(present={"builtin", "kiosk"}, indexes={"builtin": 7, "kiosk": 8})
+    monkeypatch.setattr(device_watch, "connect", lambda name: restarted)
+    assert watch.reconnect()
+    restarted.stream_on = "builtin"  # the restart put the stream on the default: the first look takes it back
+    assert [(c.lost, c.now_on) for c in watch.poll()] == [(True, "builtin"), (False, "kiosk")]
+
+
 def test_a_stream_moved_while_its_device_stayed_is_left_where_it_was_put() -> None:
     """A user's move in the desktop's mixer, or the desktop's to new headphones: the device kept its number."""
     server = FakeSoundServer(present={"builtin", "kiosk"})
