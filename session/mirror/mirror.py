@@ -426,12 +426,11 @@ class ConversationMirror:
         state = MirrorState.parse(data)
         mirror = cls()
         mirror._bytes_per_ms = state.bytes_per_ms
-        for item in state.items:
-            evicted = mirror._order.append(item)
-            if evicted is not None:
-                mirror._forget([evicted])
+        evicted = [gone for item in state.items if (gone := mirror._order.append(item)) is not None]
+        mirror._forget(evicted)
         mirror._deleted = {item.id: item for item in state.deleted[-DELETED_KEPT:]}
-        mirror._pending_deletes = dict.fromkeys(d for d in state.pending_deletes if d not in mirror._forgotten)
+        let_go = set(evicted)
+        mirror._pending_deletes = dict.fromkeys(d for d in state.pending_deletes if d not in let_go)
         mirror._response_of = dict(state.response_of)
         return mirror
 
