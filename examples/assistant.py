@@ -1,6 +1,7 @@
 """A command-line assistant with two tools: a read-only lookup, and a cancellation that asks first.
 
-Run it from the repository root (with voxline installed, or with ``PYTHONPATH=.``)::
+Run it from the repository root with voxline installed (in a clone, ``python3`` below is ``uv run --no-dev python``;
+the folders install as one ``voxline`` namespace, so ``PYTHONPATH=.`` is not enough)::
 
     python3 examples/assistant.py                 # type a message and press Enter; Ctrl-D quits
     printf 'where is my order?\\ncancel it please\\n' | python3 examples/assistant.py --yes
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -117,12 +119,13 @@ class Lines:
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
         pipe = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)  # closed at end of input, not sys.stdin
-        try:
+        mode = os.fstat(pipe.fileno()).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or pipe.isatty():  # input that comes as it is typed or sent
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), pipe)
-        except ValueError:  # a regular file (``< messages.txt``): nothing to wait for
-            with pipe:
-                self._reader.feed_data(pipe.read())
-            self._reader.feed_eof()
+            return
+        with pipe:  # a file (``< messages.txt``) or ``/dev/null`` (cron, nohup, a CI step): nothing to wait for
+            self._reader.feed_data(pipe.read())
+        self._reader.feed_eof()
 
     async def read(self, prompt: str, *, question: bool = False) -> str | None:
         """The next line (``None`` at end of input); the prompt is shown on a terminal only, and a

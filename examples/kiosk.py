@@ -1,6 +1,7 @@
 """A kiosk embedding: a headless ``VoiceSession`` that drives a UI through one callback.
 
-Run it from the repository root (with voxline installed, or with ``PYTHONPATH=.``)::
+Run it from the repository root with voxline installed (in a clone, ``python3`` below is ``uv run --no-dev python``;
+the folders install as one ``voxline`` namespace, so ``PYTHONPATH=.`` is not enough)::
 
     python3 examples/kiosk.py                      # speakers if there are any, else silent
     python3 examples/kiosk.py --simulate-drop      # the connection drops mid-reply and recovers

@@ -1,6 +1,7 @@
 """A kiosk that holds only the media; a trusted backend runs the tools over the call's sideband.
 
-Run it from the repository root (with voxline installed, or with ``PYTHONPATH=.``)::
+Run it from the repository root with voxline installed (in a clone, ``python3`` below is ``uv run --no-dev python``;
+the folders install as one ``voxline`` namespace, so ``PYTHONPATH=.`` is not enough)::
 
     python3 examples/kiosk_sideband.py               # the built-in local server, silent output
     python3 examples/kiosk_sideband.py --voice espeak

@@ -79,6 +79,17 @@ def test_assistant_shows_a_question_that_piped_input_ended_before_answering() ->
     assert "(end of input)" not in out.replace("[y/N] (end of input)", "")  # the messages' end goes unsaid
 
 
+def test_assistant_with_its_input_on_the_null_device_ends_at_once() -> None:
+    """cron, nohup or a CI step gives it /dev/null: asyncio cannot watch that device, so the assistant printed a
+    traceback and waited for ever for input that could never come."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "VOXLINE_API_KEY", "VOXLINE_URL")}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run([sys.executable, "examples/assistant.py", "--voice", "tone"], cwd=ROOT, env=env,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout.splitlines()[-1] == "orders: A1234 shipped"
+
+
 def test_kiosk_recovers_from_a_drop_and_a_missing_speaker() -> None:
     result = run("examples/kiosk.py", "--simulate-drop", "--voice", "tone", "--output-device", "no-such-speaker",
                  "--input-device", "no-such-mic")

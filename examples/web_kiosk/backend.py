@@ -1,6 +1,7 @@
 """The browser kiosk's backend: serves the page, mints its ephemeral key, runs the tools on the call's sideband.
 
-Run it from the repository root (with voxline installed, or with ``PYTHONPATH=.``)::
+Run it from the repository root with voxline installed (in a clone, ``python3`` below is ``uv run --no-dev python``;
+the folders install as one ``voxline`` namespace, so ``PYTHONPATH=.`` is not enough)::
 
     python3 examples/web_kiosk/backend.py            # starts the built-in local server too
     python3 examples/web_kiosk/backend.py --url http://127.0.0.1:8765/v1 --api-key sk-…
