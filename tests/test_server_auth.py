@@ -210,6 +210,9 @@ async def test_serve_takes_its_own_key_when_it_looks_ephemeral() -> None:
         status, payload, text = await exchange(server.port, request(
             "POST", "/v1/realtime/client_secrets", [("Authorization", f"Bearer {minted}")], b"{}"))
         assert status == 401 and assert_error_shape(payload, text)["code"] == "invalid_api_key"
+        # the service's code, in the local server's words: not "find your API key" on the user's OpenAI account page
+        assert payload["error"]["message"] == ("Incorrect API key provided: this local server takes the key it was "
+                                               "started with (--api-key).")
 
 
 @pytest.mark.parametrize("api_key", [KEY, None], ids=["with-key", "keyless"])

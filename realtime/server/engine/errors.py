@@ -242,7 +242,9 @@ def beta_disabled() -> ErrorSpec:
 
 
 def invalid_api_key() -> ErrorSpec:
-    message = "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys."
+    """The service's code, in the local server's own words: its key is the one it was started with, not an account's
+    (the service's message sends the user to their OpenAI account page)."""
+    message = "Incorrect API key provided: this local server takes the key it was started with (--api-key)."
     return ErrorSpec(message, "invalid_api_key")
 
 
