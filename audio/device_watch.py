@@ -5,12 +5,12 @@ When a sink or source disappears, the sound server moves the streams on it to it
 there. It does not move them back when the device returns. :class:`DeviceWatch` notices both
 and moves the stream back, and reports each change as a :class:`DeviceChange`. A device
 unplugged and plugged in again between two polls comes back under a new server number
-(``index``; PulseAudio's, and pipewire-pulse's object serial) with its stream moved off it (to
-the fallback): both changes are reported and the stream is moved back. The first poll takes a
-stream found elsewhere the same way (it was opened there half a second before). A stream moved
-while its device kept its number (by the user, or the desktop) is left where it is; a device
-plugged in again takes its stream back from wherever it was. Older pipewire-pulse numbered
-devices by PipeWire ids, which come back: there a quick replug may go unseen.
+(``index``; PulseAudio's, and pipewire-pulse's object serial) with its stream on the fallback,
+where the server moved it: both changes are reported and the stream is moved back. The first poll
+(and the first after the watch reconnects) takes a stream found on the fallback the same way. A
+stream moved while its device kept its number (by the user, or the desktop) is left where it is.
+Older pipewire-pulse numbered devices by PipeWire ids, which come back: there a quick replug may
+go unseen.
 
 The decision is a table (:data:`TRANSITIONS`) over what was seen, tested on its own; the
 watch's :meth:`~DeviceWatch.poll` asks the server and blocks for round trips, so it runs in a
@@ -112,10 +112,12 @@ class DeviceWatch:
             here = index is not None
             renumbered = False
             if here and not entry.lost and index != entry.index:
-                # a new number (or the first look, the stream opened there): gone and back only if it was moved off
-                renumbered = self._server.stream_device(entry.kind, entry.tag) not in (route, None)
-            if here:
-                entry.index = index
+                # a new number (or a first look): gone and back if its stream is on the fallback, where the server
+                # put it; a stream not found this time is looked for again at the next poll, the number not taken
+                on = self._server.stream_device(entry.kind, entry.tag)
+                if on is not None:
+                    entry.index = index
+                    renumbered = on != route and on == self._server.default_name(entry.kind)
             lost, action = TRANSITIONS[(entry.lost, here, renumbered)]
             match action:
                 case Action.NONE:

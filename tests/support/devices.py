@@ -148,6 +148,9 @@ class FakeSoundServer:
     def stream_device(self, kind: str, tag: str) -> str | None:
         return self.stream_on
 
+    def default_name(self, kind: str) -> str | None:
+        return "builtin"  # the fallback a removed device's streams go to
+
     def move_stream(self, kind: str, tag: str, name: str) -> bool:
         if self.refuse_moves or name not in self.present:
             return False
