@@ -211,8 +211,8 @@ async def test_serve_takes_its_own_key_when_it_looks_ephemeral() -> None:
             "POST", "/v1/realtime/client_secrets", [("Authorization", f"Bearer {minted}")], b"{}"))
         assert status == 401 and assert_error_shape(payload, text)["code"] == "invalid_api_key"
         # the service's code, in the local server's words: not "find your API key" on the user's OpenAI account page
-        assert payload["error"]["message"] == ("Incorrect API key provided: this local server takes the key it was "
-                                               "started with (--api-key).")
+        assert payload["error"]["message"] == ("Incorrect API key provided: this local server takes only the key it "
+                                               "was started with (if any) or an unexpired ephemeral key it minted.")
 
 
 @pytest.mark.parametrize("api_key", [KEY, None], ids=["with-key", "keyless"])

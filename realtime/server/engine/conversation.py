@@ -9,8 +9,8 @@ Truncation and token counts need only how much audio a part has; only a retrieve
 bytes. A conversation that does not keep audio (``keep_audio=False``, the in-process engine
 of a replay, which no client retrieves from) holds the lengths alone, so its memory does not
 grow with the length of the call. One that keeps it keeps the newest :data:`KEPT_AUDIO_BYTES`
-(about 23 minutes of 24 kHz speech, :class:`AudioBudget`): past that the oldest items let go of
-theirs, as the audio comes, and a retrieve returns them without audio (a session of a week would
+(about 23 minutes of 24 kHz speech, :class:`AudioBudget`): past that the items that began to
+hold audio first let go of theirs, as the audio comes, and a retrieve returns them without audio (a session of a week would
 otherwise hold gigabytes).
 """
 
@@ -59,7 +59,7 @@ class AudioBudget:
             if oldest is None:
                 return
             del self._holders[id(oldest)]
-            self.held -= oldest.drop_audio()
+            self.held -= oldest._drop_audio()
 
     def left(self, entry: Entry, size: int) -> None:
         """``entry`` let go of the ``size`` bytes it held (or was deleted)."""
@@ -100,12 +100,13 @@ class Entry:
     def let_go_of_audio(self) -> None:
         """Keep only how much audio each part holds from now on."""
         budget = self.budget
-        held = self.drop_audio()
+        held = self._drop_audio()
         if budget is not None:
             budget.left(self, held)
 
-    def drop_audio(self) -> int:
-        """Let go of the audio, out of any budget, and say how many bytes it was (for the budget that let it go)."""
+    def _drop_audio(self) -> int:
+        """Let go of the audio, out of any budget, and say how many bytes it was (for :class:`AudioBudget`, which
+        counts them itself: :meth:`let_go_of_audio` is the way for anyone else)."""
         self.keep_audio, self.budget = False, None
         held, self.audio = _bytes_of(self.audio), {}
         return held
@@ -184,6 +185,8 @@ class Conversation:
         if item_id in self._entries:
             message = f"Error adding item: an item with id '{item_id}' already exists."
             raise RequestRejected(errors.invalid_value("item.id", message))
+        if entry.budget is not None:
+            raise ValueError("an entry is in one conversation at most")
         if previous_item_id is None:
             index = len(self._order)
         elif previous_item_id == "root":

@@ -244,7 +244,8 @@ def beta_disabled() -> ErrorSpec:
 def invalid_api_key() -> ErrorSpec:
     """The service's code, in the local server's own words: its key is the one it was started with, not an account's
     (the service's message sends the user to their OpenAI account page)."""
-    message = "Incorrect API key provided: this local server takes the key it was started with (--api-key)."
+    message = ("Incorrect API key provided: this local server takes only the key it was started with (if any) or "
+               "an unexpired ephemeral key it minted.")
     return ErrorSpec(message, "invalid_api_key")
 
 
