@@ -121,7 +121,11 @@ class Lines:
         pipe = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)  # closed at end of input, not sys.stdin
         mode = os.fstat(pipe.fileno()).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or pipe.isatty():  # input that comes as it is typed or sent
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), pipe)
+            try:
+                await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), pipe)
+            except BaseException:
+                pipe.close()
+                raise
             return
         with pipe:  # a file (``< messages.txt``) or ``/dev/null`` (cron, nohup, a CI step): nothing to wait for
             self._reader.feed_data(pipe.read())
