@@ -224,15 +224,26 @@ class VoiceSession:
             else:
                 options["aec"], options["local_vad"] = chosen
 
-        check_session_arguments(settings=settings, **options)  # before a device opens
+        # before a device is looked up: a keyword the constructor does not take, or one this wires itself
+        unknown = sorted(set(options) - set(DeviceSessionOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"VoiceSession.on_devices got {', '.join(map(repr, unknown))}: it takes the constructor's "
+                            f"keywords but output, input and watch_devices, which it wires to the devices itself")
+        check_session_arguments(settings=settings, **options)
         settings = settings or SessionSettings()
+        if settings.call_id is not None:
+            raise ConfigurationError("a session attached to a call (call_id) has no media of its own: on_devices "
+                                     "opens a microphone and a speaker; use VoiceSession(settings) for a call")
         output_device = settings.output_device if output_device is None else output_device
         speaker = SpeakerSink(PlayoutBuffer(), device=output_device)
+        mic: MicSource | None = None
         try:
             mic = MicSource(device=settings.input_device if input_device is None else input_device)
             session = cls(settings, output=speaker, input=mic.blocks(), watch_devices=(speaker, mic), **options)
         except BaseException:
-            speaker.close()  # opened, and nobody else will close it
+            speaker.close()  # opened here, and nobody else will close them
+            if mic is not None:
+                mic.close()
             raise
         session._devices = (speaker, mic)
         return session

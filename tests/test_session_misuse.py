@@ -923,7 +923,28 @@ def test_on_devices_takes_the_devices_the_settings_name(monkeypatch: pytest.Monk
                       ("output", "kiosk"), ("input", 0), ("closed", None)]
     with pytest.raises(TypeError, match="^VoiceSession: settings takes a SessionSettings, not dict$"):
         VoiceSession.on_devices({"url": "ws://x"}, aec=None, local_vad=None)  # type: ignore[arg-type]
-    assert len(opened) == 6  # refused before a device opened
+    with pytest.raises(TypeError, match="^VoiceSession.on_devices got 'tool': it takes the constructor's"):
+        VoiceSession.on_devices(tool=None, aec=None, local_vad=None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="^VoiceSession.on_devices got 'input', 'watch_devices'"):
+        VoiceSession.on_devices(input=None, watch_devices=(), aec=None)  # type: ignore[call-arg]
+    with pytest.raises(ConfigurationError, match="^a session attached to a call"):
+        VoiceSession.on_devices(SessionSettings(call_id="rtc_1"), aec=None, local_vad=None)
+    assert len(opened) == 6  # each refused before a device was looked up
+
+    class Mic:
+        def __init__(self, device: object = None) -> None:
+            opened.append(("input", device))
+
+        def blocks(self) -> object:
+            return self
+
+        def close(self) -> None:
+            opened.append(("mic closed", None))
+
+    monkeypatch.setattr(devices, "MicSource", Mic)
+    with pytest.raises(TypeError):  # the constructor refuses what it is given: both devices made are closed
+        VoiceSession.on_devices(aec=None, local_vad=None)
+    assert opened[6:] == [("output", "3"), ("input", "vmic"), ("closed", None), ("mic closed", None)]
 
 
 def test_on_devices_passes_on_every_keyword_of_the_constructor_it_does_not_set_itself() -> None:
