@@ -306,6 +306,18 @@ def test_history_is_bounded() -> None:
     assert [t.index for t in metrics.report(10.0).turns] == [6, 7, 8, 9]  # three kept, and the open one
 
 
+def test_a_sessions_history_by_default_is_hours_not_days() -> None:
+    """10,000 records of each kind were kept: a kiosk's session of days held some 250,000 objects in them, and each
+    full collection walked them all (34 ms four hours in, and growing)."""
+    from voxline.session.metrics.tracker import KEEP
+
+    metrics = SessionMetrics(PlayoutBuffer(), received=received)
+    for n in range(KEEP + 50):
+        metrics.effects(effects(SpeechStopped(float(n), f"item_{n}", None)), float(n))
+    turns = metrics.report(float(KEEP + 50)).turns
+    assert len(turns) == KEEP + 1 and turns[0].index == 49  # the newest KEEP, and the open one
+
+
 def test_received_audio_is_read_from_its_owner_not_counted_again() -> None:
     """The protocol core keeps the one tally of received audio; the metrics read it."""
     tally = {("item_a", 0): 0}

@@ -13,7 +13,9 @@ The session calls, with the listener time ``now`` (:meth:`~voxline.audio.clocked
 * :meth:`SessionMetrics.tool` with each tool event.
 
 It reads the playout's heard ledger (queries only) and, when given, the conversation
-mirror's heard-text estimate. History is kept for the last ``keep`` records of each kind.
+mirror's heard-text estimate. History is kept for the last ``keep`` records of each kind
+(:data:`KEEP`: hours of turns; a kiosk's session of days would otherwise hold hundreds of
+thousands of objects, and every full collection of the garbage collector walks them all).
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ from ..tools.events import ToolEvent, ToolFinished, ToolStarted
 from .input_timeline import InputTimeline
 from .records import BargeInRecord, ItemRecord, MetricsReport, SpeechSegment, ToolRecord, TurnRecord
 
-__all__ = ["SessionMetrics"]
+__all__ = ["KEEP", "SessionMetrics"]
+
+KEEP = 2_000
+"""Records of each kind a session's metrics keep, the newest (about three hours of turns at one every 6 s)."""
 
 _LIVE_ITEMS = 64  # assistant audio parts followed at once
 
@@ -111,7 +116,7 @@ class SessionMetrics:
 
     def __init__(self, playout: PlayoutBuffer, mirror: ConversationMirror | None = None, *,
                  received: Callable[[str, int], int], silence_ms: int = 0, padding_ms: int = 0,
-                 keep: int = 10_000) -> None:
+                 keep: int = KEEP) -> None:
         self.playout = playout
         self._received = received  # samples received of (item, content index): the protocol core's tally
         self.mirror = mirror
