@@ -110,7 +110,7 @@ class DeviceWatch:
             assert route is not None
             index = present.get((entry.kind, route))
             here = index is not None
-            renumbered = False
+            renumbered, on = False, None
             if here and not entry.lost and index != entry.index:
                 # a new number (or a first look): gone and back if its stream is on the fallback, where the server
                 # put it; a stream not found this time is looked for again at the next poll, the number not taken
@@ -123,21 +123,26 @@ class DeviceWatch:
                 case Action.NONE:
                     pass
                 case Action.REPORT_LOST:
-                    now_on = self._server.stream_device(entry.kind, entry.tag)
-                    changes.append(DeviceChange(entry.kind, entry.info.label, True, now_on))
+                    changes.append(DeviceChange(entry.kind, entry.info.label, True,
+                                                self._server.stream_device(entry.kind, entry.tag)))
                 case Action.MOVE_BACK:
-                    if not self._server.move_stream(entry.kind, entry.tag, route):
-                        continue  # the stream is not there (yet): try again at the next poll
-                    changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
-                case Action.REPORT_LOST_AND_MOVE_BACK:
-                    now_on = self._server.stream_device(entry.kind, entry.tag)
-                    changes.append(DeviceChange(entry.kind, entry.info.label, True, now_on))
-                    if not self._server.move_stream(entry.kind, entry.tag, route):
-                        entry.lost = True  # moved back at a next poll
+                    if not self._moved_back(entry, route, changes):
                         continue
-                    changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
+                case Action.REPORT_LOST_AND_MOVE_BACK:
+                    changes.append(DeviceChange(entry.kind, entry.info.label, True, on))
+                    if not self._moved_back(entry, route, changes):
+                        continue
             entry.lost = lost
         return changes
+
+    def _moved_back(self, entry: _Entry, route: str, changes: list[DeviceChange]) -> bool:
+        """Move the stream back onto its device and say so; a move that fails (the stream not there yet) leaves the
+        device lost, to be tried again at the next poll."""
+        if not self._server.move_stream(entry.kind, entry.tag, route):
+            entry.lost = True
+            return False
+        changes.append(DeviceChange(entry.kind, entry.info.label, False, route))
+        return True
 
     def moved(self, kind: Kind, device: str) -> None:
         """The stream of ``device`` (its label) is elsewhere than on it: opened again on the server's default device
