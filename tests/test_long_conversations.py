@@ -171,3 +171,22 @@ def test_a_window_that_reaches_back_to_a_call_reaches_back_to_its_own_outputs_ca
     assert plan.older == 0 and plan.skipped == () and len(plan.item_ids) == len(items)
     plan = plan_rebuild(items + [call(5000)], keep=1)  # a call with no output yet needs nothing before it
     assert plan.older == len(items) and plan.item_ids == ("fc5000",)
+
+
+def test_a_saved_mirror_past_the_bound_is_read_back_without_the_pending_deletes_of_what_it_let_go() -> None:
+    from voxline.realtime.events import parse_server_event
+    from voxline.session.mirror import ConversationMirror
+    from voxline.session.mirror.order import MAX_ITEMS
+
+    mirror = ConversationMirror()
+    mirror.apply(parse_server_event(json.dumps({"type": "conversation.item.added", "event_id": "e",
+                                                "previous_item_id": None, "item": {
+                                                    "id": "a0", "object": "realtime.item", "type": "message",
+                                                    "role": "user", "status": "completed",
+                                                    "content": [{"type": "input_text", "text": "hi"}]}})))
+    data = mirror.to_json()
+    first = data["items"][0]
+    data["items"] = [first] + [{**first, "id": f"i{n}"} for n in range(MAX_ITEMS)]  # one more than it keeps
+    data["pending_deletes"] = ["a0", "i7"]
+    again = ConversationMirror.from_json(data)
+    assert len(again) == MAX_ITEMS and "a0" not in again and again.pending_deletes == ("i7",)

@@ -177,7 +177,7 @@ def test_an_hour_of_barge_ins_and_tool_calls_holds_flat() -> None:
             continue
         assert last[key] <= max(first[key], 1) * 1.1 + 2, (key, [s[key] for s in samples])
     # items kept, deleted ones too (the newest 256): fewer after the hand-over's rebuild window; and the metrics'
-    # records, kept for the newest 10,000 of each kind
+    # records, kept for the newest KEEP (2,000) of each kind
     items = max(0, last["mirror_items"] - first["mirror_items"])
     records = last["records"] - first["records"]
     allowed = 64 * 1024 + 4096 * items + 2048 * records  # a few kilobytes per item or record kept, nothing else

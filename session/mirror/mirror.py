@@ -426,11 +426,9 @@ class ConversationMirror:
         state = MirrorState.parse(data)
         mirror = cls()
         mirror._bytes_per_ms = state.bytes_per_ms
-        evicted = [gone for item in state.items if (gone := mirror._order.append(item)) is not None]
-        mirror._forget(evicted)
+        mirror._pending_deletes = dict.fromkeys(state.pending_deletes)  # before the items: one let go takes its own
+        mirror._forget([gone for item in state.items if (gone := mirror._order.append(item)) is not None])
         mirror._deleted = {item.id: item for item in state.deleted[-DELETED_KEPT:]}
-        let_go = set(evicted)
-        mirror._pending_deletes = dict.fromkeys(d for d in state.pending_deletes if d not in let_go)
         mirror._response_of = dict(state.response_of)
         return mirror
 
