@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -511,15 +512,23 @@ async def test_mic_queue_drops_oldest_when_nobody_reads(vdev: VirtualDevices) ->
 def test_a_mic_closed_from_another_thread_ends_its_blocks_on_its_loop(vdev: VirtualDevices) -> None:
     """A session closes its devices off the loop: the microphone's end was scheduled with the loop's
     non-thread-safe call_soon (a RuntimeError under asyncio's debug mode, and no wake-up without it)."""
+    async def until_captured(mic: MicSource) -> None:
+        while mic.blocks_captured < 5:
+            await asyncio.sleep(0.02)  # polled for, bounded below: no duration asserted
+
     async def main() -> int:
         mic = MicSource()
         mic.start()
-        while mic.blocks_captured < 5:
-            await asyncio.sleep(0.02)
+        await asyncio.wait_for(until_captured(mic), 10)
         await asyncio.to_thread(mic.close)
-        return len([item async for item in mic.blocks()])
+        # the end must reach the loop: a close that failed to hand it over (its RuntimeError is swallowed) hangs here
+        return len(await asyncio.wait_for(_all(mic.blocks()), 5))
 
     assert asyncio.run(main(), debug=True) >= 1  # the blocks queued, then the end
+
+
+async def _all(blocks: Any) -> list[Any]:
+    return [item async for item in blocks]
 
 
 @pytest.mark.device
