@@ -11,10 +11,14 @@ time stands still while it works for up to :data:`GRACE_S` of real time (a quick
 changes nothing, and runs are the same every time), then follows real time, so a tool that
 is stuck reaches its timeout on the session's clock as it would in real time, at the same
 virtual instant. So does the thread work an async tool starts (``asyncio.to_thread``, an HTTP
-client's DNS lookup: the tool is awaited under :func:`follows_real_time` too). What an async
-tool awaits on the loop itself is not held for: it may be the session's own clock (a test's
-simulated latency), which only moving time can end. Sockets still work (they are polled before time moves), but a peer that
-runs in real time does not belong here: use the real clock for that.
+client's DNS lookup: the tool is awaited under :func:`follows_real_time` too), and so does every
+tool while its session waits for its answer (:func:`waiting_for_tool`): what an async tool awaits
+(a reply from a real service on a socket, a timer of the loop) comes in real time. A tool that
+waits on the session's own clock instead (a simulated latency) therefore waits in real time too,
+once the grace is over; and a tool given up on (its timeout, a close) holds nothing any more,
+even one that ignores its cancel. Other work on the loop is not held for: sockets are polled
+before time moves, but a peer that runs in real time does not belong here: use the real clock
+for that.
 
 Several sessions may share one loop, each on a clock of its own (:meth:`LockstepLoop.own_clock`,
 a replay farm): every idle moment moves each clock to its next deadline, and a thread working
@@ -40,7 +44,7 @@ from typing import Any, TypeVar, TypeVarTuple
 from voxline.base.clock import VirtualClock
 from voxline.base.loop_runner import bounded_runner
 
-__all__ = ["GRACE_S", "LockstepLoop", "follows_real_time", "run_lockstep"]
+__all__ = ["GRACE_S", "LockstepLoop", "follows_real_time", "run_lockstep", "waiting_for_tool"]
 
 GRACE_S = 0.25
 """Real seconds a blocking tool may work while its session's time stands still; past them the
@@ -62,6 +66,26 @@ def follows_real_time() -> Iterator[None]:
         # collected, outside the context it ran in: there is nothing left to reset then
         with contextlib.suppress(ValueError):
             _REAL_TIME.reset(token)
+
+
+@contextlib.contextmanager
+def waiting_for_tool() -> Iterator[None]:
+    """On a :class:`LockstepLoop`, while a session waits in this block for a tool to answer (what an async tool
+    awaits: a socket, a timer of the loop, comes in real time), a paced job of its clock: the clock stands still
+    for :data:`GRACE_S` of real time, then follows real time until the wait ends (the answer, or the timeout's
+    instant on the session's clock). Elsewhere nothing."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if not isinstance(loop, LockstepLoop):
+        yield
+        return
+    clock = loop.job_started(paced=True)
+    try:
+        yield
+    finally:
+        loop.job_done(clock, paced=True)
 
 
 class _Jobs:
@@ -153,7 +177,15 @@ class LockstepLoop(asyncio.SelectorEventLoop):
 
     def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
-        clock, paced = _CLOCK.get() or self.clock, _REAL_TIME.get()
+        paced = _REAL_TIME.get()
+        clock = self.job_started(paced)
+        future.add_done_callback(lambda _f: self.job_done(clock, paced))
+        return future
+
+    def job_started(self, paced: bool) -> VirtualClock:
+        """A job of the current task's clock begins (held: the clock waits for it; paced: it follows real time
+        past the grace); the clock, to give :meth:`job_done` when the job ends."""
+        clock = _CLOCK.get() or self.clock
         jobs = self._jobs.get(clock)
         if jobs is None:
             jobs = self._jobs[clock] = _Jobs(clock)
@@ -161,10 +193,9 @@ class LockstepLoop(asyncio.SelectorEventLoop):
             jobs.paced += 1
         else:
             jobs.held += 1
-        future.add_done_callback(lambda _f: self._job_done(clock, paced))
-        return future
+        return clock
 
-    def _job_done(self, clock: VirtualClock, paced: bool) -> None:
+    def job_done(self, clock: VirtualClock, paced: bool) -> None:
         jobs = self._jobs[clock]
         if paced:
             jobs.paced -= 1

@@ -8,7 +8,9 @@ read on the virtual clock, never measured with wall time.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,49 @@ def test_an_async_tools_thread_work_is_timed_as_a_blocking_tools(tmp_path: Path)
     assert finished, result.events
     assert not finished[0].ok and "timed out after 0.5 s" in finished[0].output
     assert finished[0].duration_s == pytest.approx(0.5, abs=0.021)  # its own instant on the session's clock
+
+
+def test_an_async_tool_awaiting_a_real_time_peer_gets_its_answer(tmp_path: Path) -> None:
+    """An async tool that asks a service over a socket (answering in 50 ms of real time) or awaits a timer of
+    the loop is waited for as a blocking tool is: the session's time stands still, so its timeout of 10 s on
+    the virtual clock does not fire before the answer comes."""
+    make_recording(tmp_path / "ask.wav", 1, False)
+    samples, _rate = read_wav(tmp_path / "ask.wav")
+    tools = ToolRegistry()
+    peers: list[threading.Thread] = []
+
+    @tools.tool(read_only=True, timeout=10)
+    async def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+        """Weather from a service that answers on a socket."""
+        ours, theirs = socket.socketpair()
+
+        def service() -> None:
+            with theirs:
+                time.sleep(0.05)  # its own work, in real time
+                theirs.sendall(b"21\n")
+
+        peer = threading.Thread(target=service)
+        peers.append(peer)
+        peer.start()
+        reader, writer = await asyncio.open_connection(sock=ours)
+        try:
+            temperature = int(await reader.readline())
+        finally:
+            writer.close()
+        await asyncio.sleep(0.05)  # a timer of the loop, in real time too
+        return {"city": city, "temperature": temperature, "unit": unit}
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str) -> str:
+        """The time in a zone."""
+        return "12:00"
+
+    try:
+        result = replay_fast(samples, scenario=load_scenario("tools"), voice="tone", tools=tools, tail_s=5.0)
+    finally:
+        for peer in peers:
+            peer.join(5)
+    finished = [e for e in result.events if isinstance(e, ToolFinished) and e.name == "get_weather"]
+    assert finished, result.events
+    assert all(f.ok and '"temperature":21' in f.output.replace(" ", "") for f in finished), finished
+    assert all(f.duration_s < GRACE_S for f in finished)  # a quick tool changes nothing on the session's clock

@@ -43,6 +43,7 @@ from voxline.realtime.errors import ToolError
 from .calls import CallState, CallTracker, ToolCall
 from .outputs import describe_exception, error_output
 from .events import ToolEvent, ToolFinished, ToolStarted
+from ..lockstep import waiting_for_tool
 from .registry import TIMED_OUT, Tool, ToolRegistry, Unencodable
 from .threads import ToolThreads
 
@@ -253,6 +254,11 @@ class ToolRunner:
         """Run the tool under its timeout on the session's clock; what it raises becomes an error output."""
         work = asyncio.get_running_loop().create_task(_guarded(tool, kwargs, self._registry.threads),
                                                       name=f"tool {tool.name}")
+        with waiting_for_tool():  # on a lockstep loop, the session's time follows real time while it waits
+            return await self._answer_of(tool, work, clock)
+
+    async def _answer_of(self, tool: Tool, work: asyncio.Task[Any], clock: Clock) -> tuple[str, bool]:
+        """The tool's output, once ``work`` ends or its timeout; what it raised becomes an error output."""
         if tool.timeout is not None:
             try:
                 done = await wait_within(clock, tool.timeout, work)
