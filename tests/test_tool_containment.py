@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,6 +38,7 @@ from voxline.session.lockstep import run_lockstep
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import CallState, CallTracker, ToolCall, ToolEvent, ToolFinished, ToolRegistry, ToolRunner
 from voxline.realtime.errors import ToolError
+from voxline.session.tools import outputs
 from voxline.session.tools.outputs import MAX_EVENT_BYTES, encode_output
 from voxline.session.voice import VoiceSession
 
@@ -179,6 +181,73 @@ async def test_an_exception_whose_str_raises_is_described_by_its_type(
     assert await answered_once(harness, harness.call("mumbles")) == "mumbles failed: BadStr"
 
 
+async def test_a_sync_tools_exception_is_described_on_its_worker_thread(
+        harness: Harness, registry: ToolRegistry) -> None:
+    """Its message is the application's code, which may take long (a large validation error): it is made
+    where the tool ran, within its timeout, never on the event loop every session shares."""
+    described_on: list[threading.Thread] = []
+
+    class Slow(Exception):
+        def __str__(self) -> str:
+            described_on.append(threading.current_thread())
+            return "in its own words"
+
+    @registry.tool
+    def fails() -> str:
+        raise Slow()
+
+    assert await answered_once(harness, harness.call("fails")) == "fails failed: Slow: in its own words"
+    assert described_on and threading.main_thread() not in described_on
+
+
+async def test_an_output_far_over_the_limit_is_refused_without_encoding_it(
+        harness: Harness, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[int] = []
+    real_to_json = outputs.pydantic_core.to_json
+
+    def counting_to_json(value: Any) -> bytes:
+        encoded.append(1)
+        return real_to_json(value)
+
+    monkeypatch.setattr(outputs.pydantic_core, "to_json", counting_to_json)
+
+    @registry.tool
+    def dump() -> str:
+        return "é" * (MAX_EVENT_BYTES + 1)
+
+    message = await answered_once(harness, harness.call("dump"))
+    assert message == (f"the output of dump is too large to send: {MAX_EVENT_BYTES + 1} characters, "
+                       f"and one event carries at most {MAX_EVENT_BYTES} bytes")
+    assert encoded == []  # its length alone said so
+
+
+async def test_a_coroutine_an_async_tool_returns_is_awaited_as_a_sync_tools_is(
+        registry: ToolRegistry, harness: Harness) -> None:
+    async def inner(city: str) -> str:
+        return f"cloudy in {city}"
+
+    @registry.tool
+    async def weather(city: str) -> Any:
+        """The weather, from a coroutine it hands back."""
+        return inner(city)
+
+    harness.call("weather", {"city": "Oslo"})
+    await harness.runner.join()
+    assert [(f.output, f.ok) for f in harness.finished()] == [("cloudy in Oslo", True)]
+
+
+def test_a_saved_tracker_whose_pending_command_is_no_client_event_is_refused() -> None:
+    tracker = CallTracker()
+    [call] = tracker.on_arguments_done("r1", "item_1", "call_1", "f", "{}")
+    assert tracker.begin(call.call_id)
+    tracker.on_result(call.call_id, "done")
+    state = json.loads(json.dumps(tracker.export_state()))
+    assert CallTracker.from_state(state).commands()  # as saved, it goes on
+    state["pending"][0]["command"] = {"type": "bogus"}
+    with pytest.raises(ToolError, match=r"invalid call tracker state at \('pending', 0, 'command'\): not a GA client"):
+        CallTracker.from_state(state)
+
+
 async def test_an_argument_validator_that_raises_answers_the_call(harness: Harness, registry: ToolRegistry) -> None:
     ran: list[Query] = []
 
@@ -250,7 +319,7 @@ async def test_a_large_output_that_fits_is_sent_as_it_is(harness: Harness, regis
     def dump() -> str:
         return big
 
-    call = harness.call("dump")
+    harness.call("dump")
     await harness.runner.join()
     [finished] = harness.finished()
     assert finished.ok and finished.output is big
@@ -394,7 +463,7 @@ async def test_a_sync_tool_that_raises_stopiteration_is_answered_at_once(registr
         return str(next(iter([])))
 
     message = await answered_once(harness, harness.call("next_item"))
-    assert message == "next_item failed: RuntimeError: StopIteration raised on the tool's thread"
+    assert message == "next_item failed: StopIteration"  # described on its thread, as it was raised
 
 
 @pytest.mark.parametrize("is_async", [False, True])

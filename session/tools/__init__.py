@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .calls import CallState, CallTracker, ToolCall
 from .outputs import encode_output, error_output
-from .registry import Tool, ToolRegistry, Unencodable
+from .registry import Failed, Tool, ToolRegistry, Unencodable
 from .runner import Approver, ToolEvent, ToolFinished, ToolRunner, ToolStarted
 from .threads import ToolThreads
 
@@ -26,6 +26,7 @@ __all__ = [
     "Approver",
     "CallState",
     "CallTracker",
+    "Failed",
     "Tool",
     "ToolCall",
     "ToolEvent",

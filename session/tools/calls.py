@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 
 from voxline.base.ordered import keep_newest
 from voxline.realtime import events as ev
-from voxline.realtime.errors import ToolError
+from voxline.realtime.errors import LocalProtocolError, ToolError
 
 from .outputs import MAX_EVENT_BYTES, encode_output, error_output, unsendable
 
@@ -355,6 +355,11 @@ class CallTracker:
             tracker._calls[call.call_id] = _Call(call, call_row.state)
             tracker._by_item[call.item_id] = call.call_id
             tracker._responses.setdefault(call.response_id, _Response()).call_ids.append(call.call_id)
+        for k, pending in enumerate(parsed.pending):  # sent as they are: one that is no client event stops all
+            try:
+                ev.parse_client_dict(pending.command)
+            except LocalProtocolError as exc:
+                raise ToolError(f"invalid call tracker state at ('pending', {k}, 'command'): {exc}") from None
         tracker._pending = [_Command(dict(r.command), r.call_id, r.response_id) for r in parsed.pending]
         for retired in parsed.retired[-RETIRED_WINDOW:]:
             tracker._retired[retired.call_id] = retired.state

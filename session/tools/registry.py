@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-import functools
 import inspect
 import json
 import math
@@ -32,7 +31,7 @@ from .outputs import describe_exception, describe_invalid, encode_output
 from .schema import ArgumentSpec, build_arguments, described
 from .threads import ToolThreads
 
-__all__ = ["Tool", "ToolRegistry", "Unencodable"]
+__all__ = ["Failed", "Tool", "ToolRegistry", "Unencodable"]
 
 _SHARED: list[ToolThreads] = []
 _SHARED_LOCK = threading.Lock()
@@ -122,29 +121,35 @@ class Tool:
         Cancelling the wait (a timeout, a closing session) gives the worker's place back at once
         (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
         """
-        return await self._run(kwargs, threads, _unchanged)
+        return await self._run(kwargs, threads, _unchanged, None)
 
-    async def output(self, kwargs: Mapping[str, Any], threads: ToolThreads | None = None) -> str | Unencodable:
+    async def output(self, kwargs: Mapping[str, Any], threads: ToolThreads | None = None) -> str | Unencodable | Failed:
         """Run the function as :meth:`invoke` does, and make what it returned the call's output text
         (:func:`~voxline.session.tools.outputs.encode_output`), or say why it cannot be.
 
-        A sync function's result is encoded on its worker thread, inside the tool's timeout: a result that
-        takes long to encode (a large table, a model whose serialiser waits) holds neither the event loop,
-        which every session shares, nor the call past its time.
+        A sync function's result is encoded on its worker thread, inside the tool's timeout, and what it
+        raises is described there (:class:`Failed`): a result that takes long to encode (a large table, a
+        model whose serialiser waits), or an exception whose message does, holds neither the event loop,
+        which every session shares, nor the call past its time. An async function's exception is raised.
         """
-        return await self._run(kwargs, threads, _encoded)
+        return await self._run(kwargs, threads, _encoded, _described)
 
-    async def _run(self, kwargs: Mapping[str, Any], threads: ToolThreads | None, then: Callable[[Any], R]) -> R:
-        """Call the function and hand what it returned to ``then``: on the worker thread for a sync function."""
+    async def _run(self, kwargs: Mapping[str, Any], threads: ToolThreads | None, then: Callable[[Any], R],
+                   failed: Callable[[BaseException], R] | None) -> R:
+        """Call the function and hand what it returned to ``then``: on the worker thread for a sync function,
+        which hands what the function raised to ``failed`` there (None: raised here)."""
         if self.is_async:
             # the thread work it starts (to_thread, a DNS lookup) is timed as a blocking tool's
             with follows_real_time():
-                return then(await self.function(**kwargs))
+                result = await self.function(**kwargs)
+                if inspect.isawaitable(result):  # awaited, as a sync function's awaitable is
+                    result = await result
+                return then(result)
         pool = _OneJob(threads or _shared_threads(), self.name)
         # through the loop's run_in_executor, marked as a tool's: a lockstep loop lets the session's
         # time follow real time while it works, so its timeout fires as it would in real time
         with follows_real_time():
-            work = asyncio.get_running_loop().run_in_executor(pool, _call_then, self.function, kwargs, then)
+            work = asyncio.get_running_loop().run_in_executor(pool, _call_then, self.function, kwargs, then, failed)
         try:
             result = await work
         except asyncio.CancelledError as cancel:
@@ -159,6 +164,13 @@ class Tool:
 @dataclass(frozen=True, slots=True)
 class Unencodable:
     """A tool's result that cannot be the call's output text, and why (the function itself returned)."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """What a sync tool raised, described on its worker thread (``"Type: message"``)."""
 
     why: str
 
@@ -185,9 +197,22 @@ def _encoded(value: Any) -> str | Unencodable:
         return Unencodable(f"its result could not be encoded: {describe_exception(exc)}")
 
 
-def _call_then(function: Callable[..., Any], kwargs: Mapping[str, Any], then: Callable[[Any], R]) -> R | _Awaiting:
-    """On a tool's worker thread: the function's result handed to ``then``, or the awaitable it returned."""
-    result = function(**kwargs)
+def _described(exc: BaseException) -> Failed:
+    return Failed(describe_exception(exc))
+
+
+def _call_then(function: Callable[..., Any], kwargs: Mapping[str, Any], then: Callable[[Any], R],
+               failed: Callable[[BaseException], R] | None) -> R | _Awaiting:
+    """On a tool's worker thread: the function's result handed to ``then``, what it raised to ``failed`` (None:
+    raised), or the awaitable it returned."""
+    try:
+        result = function(**kwargs)
+    except KeyboardInterrupt:  # Ctrl-C goes on, wherever it came from
+        raise
+    except BaseException as exc:  # the tool boundary: nothing a tool raises ends its worker
+        if failed is None:
+            raise
+        return failed(exc)
     if inspect.isawaitable(result):
         return _Awaiting(result)
     return then(result)

@@ -44,7 +44,7 @@ from .calls import CallState, CallTracker, ToolCall
 from .outputs import describe_exception, error_output
 from .events import ToolEvent, ToolFinished, ToolStarted
 from ..lockstep import waiting_for_tool
-from .registry import TIMED_OUT, Tool, ToolRegistry, Unencodable
+from .registry import TIMED_OUT, Failed, Tool, ToolRegistry, Unencodable
 from .threads import ToolThreads
 
 __all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
@@ -64,7 +64,7 @@ def _failure(tool: Tool, exc: BaseException) -> str:
     return error_output(f"{tool.name} failed: {describe_exception(exc)}")
 
 
-async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) -> str | Unencodable | BaseException:
+async def _guarded(tool: Tool, kwargs: Mapping[str, Any], threads: ToolThreads) -> str | Unencodable | Failed | BaseException:
     """Run the tool in its own task and hand back its output, or what it raised.
 
     Nothing the tool raises leaves this task: a task that ends in ``SystemExit`` stops the
@@ -280,7 +280,7 @@ class ToolRunner:
         match result:
             case str():
                 return result, True
-            case Unencodable(why=why):
+            case Unencodable(why=why) | Failed(why=why):
                 return error_output(f"{tool.name} failed: {why}"), False
             case BaseException():  # the tool boundary: a tool's failure is its output, never ours
                 return _failure(tool, result), False
