@@ -171,6 +171,10 @@ class VoiceSession:
                                              barge_policy=barge_policy, raw_events=raw_events, run_tools=run_tools)
         self._input = input
         self._on_wire = on_wire
+        # what keeps one listener's or one conversation's state: one open session at a time each
+        self._owned = {"output": self.output, "mirror": mirror,
+                       "echo canceller (aec)": None if isinstance(aec, str) else aec,
+                       "voice detector (local_vad)": None if isinstance(local_vad, str) else local_vad}
         self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._on_tool_event,
                                   clock=self.clock, offered=lambda: self.machine.offered_tools)
         budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
@@ -296,7 +300,7 @@ class VoiceSession:
             except AudioError as exc:
                 raise ConfigurationError(f"the session's output cannot tell the time ({exc}): start it before the "
                                          "session opens, or use VoiceSession.on_devices") from None
-        _claim(self.output)
+        _claim(self._owned)
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         # in a task aclose() can cancel (a cancel of this task reaches it too); what the connector raises, raised here
@@ -311,10 +315,10 @@ class VoiceSession:
                 # the caller was cancelled just as the connection was made: it is closed, and the session with it
                 self._closed_at = 0.0
                 await asyncio.shield(self._link.close())
-                _release(self.output)
+                _release(self._owned)
                 raise
             self._loop = None  # nothing opened: the session may be opened again
-            _release(self.output)
+            _release(self._owned)
             if isinstance(exc, ConnectionClosed):
                 raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                        f"({exc.code} {exc.reason})".strip()) from None
@@ -332,7 +336,7 @@ class VoiceSession:
                 await self._devices_closed()
             finally:  # a cancel in the devices' close (a stuck driver's 2 s) still closes the connection
                 await asyncio.shield(self._link.close())
-                _release(self.output)
+                _release(self._owned)
             raise
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._runner)
@@ -421,7 +425,7 @@ class VoiceSession:
             await self._devices_closed()
         finally:
             self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
-            _release(self.output)
+            _release(self._owned)
 
     async def _devices_closed(self) -> None:
         """Close the session's devices off the loop, on a daemon thread: a close waits for a stuck driver, the loop
@@ -692,7 +696,7 @@ class VoiceSession:
             await self._link.flush()
 
 
-_outputs_in_use: weakref.WeakSet[Any] = weakref.WeakSet()
+_in_use: weakref.WeakSet[Any] = weakref.WeakSet()  # the parts open sessions own (_claim)
 """The outputs of the open sessions: one output, one listener's timeline, one session at a time."""
 
 
@@ -700,14 +704,28 @@ def _closed_while_opening() -> ConfigurationError:
     return ConfigurationError("the session was closed (aclose) while it was being opened")
 
 
-def _claim(output: Any) -> None:
-    try:
-        if output in _outputs_in_use:
-            raise ConfigurationError("this output belongs to a session that is open: give each session its own "
-                                     "(one output is one listener's timeline)")
-        _outputs_in_use.add(output)
-    except TypeError:  # an output that cannot be weakly referenced goes unchecked
-        pass
+_WHY_OWN = {
+    "output": "one output is one listener's timeline",
+    "mirror": "one mirror is one conversation: another session's turns would be sent into this one's",
+    "echo canceller (aec)": "it holds one listener's echo path",
+    "voice detector (local_vad)": "it holds one microphone's state",
+}
+
+
+def _claim(owned: dict[str, Any]) -> None:
+    """Each of ``owned`` (by what it is) for one open session; :class:`ConfigurationError` naming the first that
+    another open session has, with nothing claimed."""
+    for what, part in owned.items():
+        try:
+            if part is not None and part in _in_use:
+                raise ConfigurationError(f"this {what} belongs to a session that is open: give each session its own "
+                                         f"({_WHY_OWN[what]})")
+        except TypeError:  # one that cannot be weakly referenced goes unchecked
+            pass
+    for part in owned.values():
+        if part is not None:
+            with contextlib.suppress(TypeError):
+                _in_use.add(part)
 
 
 def _log_failed_close(teardown: asyncio.Task[None]) -> None:
@@ -716,6 +734,8 @@ def _log_failed_close(teardown: asyncio.Task[None]) -> None:
         _log.error("closing the session failed: %s: %s", type(failure).__name__, failure, exc_info=failure)
 
 
-def _release(output: Any) -> None:
-    with contextlib.suppress(TypeError):
-        _outputs_in_use.discard(output)
+def _release(owned: dict[str, Any]) -> None:
+    for part in owned.values():
+        if part is not None:
+            with contextlib.suppress(TypeError):
+                _in_use.discard(part)

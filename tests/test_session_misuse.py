@@ -557,6 +557,37 @@ def test_two_open_sessions_cannot_share_one_output() -> None:
                                            "(one output is one listener's timeline)")
 
 
+@pytest.mark.parametrize("part", ["mirror", "local_vad"])
+def test_two_open_sessions_cannot_share_a_mirror_or_a_voice_detector(part: str) -> None:
+    """A mirror is one conversation (another session's turns would be sent into this one's on a reconnect), a
+    voice detector one microphone's state: refused as a shared output is, with nothing of the refused session's
+    left claimed."""
+    from voxline.audio.local_vad import LocalVad
+    from voxline.session.mirror.mirror import ConversationMirror
+
+    clock = VirtualClock()
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+    shared = {"mirror": ConversationMirror(), "local_vad": LocalVad("webrtc")}[part]
+    own_output = ClockedOutput(clock)
+
+    async def main() -> str:
+        first = VoiceSession(SETTINGS, clock=clock, connector=connect, **{part: shared})
+        second = VoiceSession(SETTINGS, output=own_output, clock=clock, connector=connect, **{part: shared})
+        async with first:
+            with pytest.raises(ConfigurationError) as refused:
+                async with second:
+                    pass
+            async with VoiceSession(SETTINGS, output=own_output, clock=clock, connector=connect) as third:
+                assert third.connected  # the refused session claimed nothing
+        async with second:  # one after the other, it is the next session's
+            assert second.connected
+        return str(refused.value)
+
+    what = {"mirror": "mirror", "local_vad": "voice detector (local_vad)"}[part]
+    assert run_lockstep(main(), clock).startswith(f"this {what} belongs to a session that is open: give each session "
+                                                  "its own (")
+
+
 def test_after_a_fatal_error_the_session_says_it_failed_and_refuses_commands() -> None:
     from voxline.audio.sinks import NullSink
 
