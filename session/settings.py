@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, assert_never
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_serializer, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -49,7 +49,7 @@ class SettingsError(ConfigurationError):
         if self.field == "url" and isinstance(self.value, str):
             self.value = redact_url(self.value)  # a key it carries is never shown
         self.variable: str | None = None
-        if first["type"] == "extra_forbidden":
+        if first["type"] in ("extra_forbidden", "no_such_attribute"):
             near = difflib.get_close_matches(self.field, cls.model_fields, n=1)
             self.problem = "not a setting" + (f" (did you mean {near[0]!r}?)" if near else "")
             self.value = None
@@ -102,8 +102,9 @@ class SessionSettings(BaseSettings):
     # hide_input_in_errors: a value of the wrong type (a key passed as a list, say) is not echoed back
     # extra="forbid": a misspelt keyword is an error, not a default silently kept (environment
     # variables are read only for the fields, so an unknown VOXLINE_* variable is still ignored)
+    # validate_assignment: a field set after the settings were made is checked as one given to them
     model_config = SettingsConfigDict(env_prefix="VOXLINE_", extra="forbid", populate_by_name=True,
-                                      env_ignore_empty=True, hide_input_in_errors=True)
+                                      env_ignore_empty=True, hide_input_in_errors=True, validate_assignment=True)
 
     if TYPE_CHECKING:  # what a type checker takes: the fields as keywords, the key as text too
         def __init__(
@@ -146,6 +147,13 @@ class SessionSettings(BaseSettings):
             except ValidationError as exc:
                 raise SettingsError(type(self), exc, values) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """As pydantic's, validated, but a bad value is one :class:`SettingsError` line."""
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise SettingsError(type(self), exc, (name,)) from None
+
     url: str = Field(default=DEFAULT_URL, validation_alias=AliasChoices("VOXLINE_URL", "OPENAI_BASE_URL", "url"))
     """The service's URL. A key it carries (``user:KEY@``, ``?api-key=``) is used, and like ``api_key`` never shown:
     the settings' repr and their dumps (``model_dump()``, ``model_dump_json()``, often logged) redact it. So a dump
@@ -161,7 +169,7 @@ class SessionSettings(BaseSettings):
     instructions: str | None = None
     turn_detection: Literal["server_vad", "semantic_vad", "none"] = "server_vad"
     transport: Literal["ws", "webrtc"] = "ws"
-    call_id: str | None = None
+    call_id: str | None = Field(default=None, min_length=1)
     input_device: str | None = None
     output_device: str | None = None
     reconnect_attempts: int = Field(default=5, ge=0)
@@ -290,6 +298,8 @@ class SessionSettings(BaseSettings):
             case "server_vad":
                 td = {"type": "server_vad", "threshold": self.vad_threshold, "prefix_padding_ms": self.prefix_padding_ms,
                       "silence_duration_ms": self.silence_ms, "create_response": True, "interrupt_response": True}
+            case unknown:  # the field's check makes this unreachable
+                assert_never(unknown)
         output: dict[str, Any] = {"format": {"type": "audio/pcm", "rate": 24000}}
         if self.voice:
             output["voice"] = self.voice

@@ -316,6 +316,28 @@ def test_settings_refuse_a_misspelt_name_or_a_bad_value_in_one_line(given: dict[
     assert isinstance(refused.value, ConfigurationError)  # the project's own tree, not pydantic's
 
 
+@pytest.mark.parametrize(("name", "value", "message"), [
+    # before, each was taken as it was: the first ended the session's open in an UnboundLocalError
+    ("turn_detection", "push-to-talk", "SessionSettings(turn_detection='push-to-talk'): Input should be 'server_vad', "
+                                       "'semantic_vad' or 'none'"),
+    ("silence_ms", -5, "SessionSettings(silence_ms=-5): Input should be greater than or equal to 0"),
+    ("close_timeout_s", float("nan"), "SessionSettings(close_timeout_s=nan): Input should be a finite number"),
+    ("url", "nonsense", "SessionSettings(url='nonsense'): a URL without a scheme; did you mean wss://nonsense?"),
+    ("call_id", "", "SessionSettings(call_id=''): String should have at least 1 character"),
+    ("voise", "alloy", "SessionSettings(voise): not a setting (did you mean 'voice'?)"),
+])
+def test_a_setting_changed_after_the_settings_were_made_is_checked_as_one_given(name: str, value: Any,
+                                                                                message: str) -> None:
+    settings = SessionSettings(url="ws://127.0.0.1:9/v1", turn_detection="none")
+    with pytest.raises(SettingsError) as refused:
+        setattr(settings, name, value)
+    assert str(refused.value) == message
+    assert settings.turn_detection == "none" and settings.url == "ws://127.0.0.1:9/v1"  # unchanged
+    settings.api_key = "sk-given-later"  # type: ignore[assignment]  # text, kept as a secret
+    assert settings.api_key is not None and settings.api_key.get_secret_value() == "sk-given-later"
+    assert "sk-given-later" not in repr(settings)
+
+
 def test_instructions_too_large_for_their_update_are_refused_when_the_settings_are_made() -> None:
     with pytest.raises(SettingsError) as refused:  # before, the update was refused and the session ran on defaults
         SessionSettings(instructions='"' * (9 * 1024 * 1024))  # 9 MiB of text, 18 as JSON: each quote is escaped
