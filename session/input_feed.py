@@ -12,6 +12,7 @@ the machine hands each block back for the connection's media track.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterable, Awaitable, Callable
 
@@ -30,6 +31,7 @@ from voxline.audio.recording import SteppedInput
 __all__ = ["InputFeed"]
 
 _SPARE_SAMPLES = 960  # two 20 ms frames: how much longer than its queue a track may take to send it
+_YIELD_EVERY = 8  # blocks of an input read one after another before the loop is let go to other work
 
 
 class InputFeed:
@@ -53,6 +55,7 @@ class InputFeed:
                     and isinstance(blocks.clock, RealClock) and (first := blocks.due) is not None):
                 await run_steps(blocks.clock, self._capture_step(blocks), first)
             else:
+                unyielded = 0  # blocks handled since this loop last let others run
                 async for item in blocks:
                     effects, waiting = self._captured(item)
                     if effects is not NO_EFFECTS:
@@ -60,6 +63,13 @@ class InputFeed:
                     elif waiting and self._link.conn is not None:
                         with contextlib.suppress(ConnectionClosed):
                             await self._link.conn.flush()
+                    else:
+                        # an input that hands over blocks without ever waiting (silence made in a loop) would
+                        # hold the event loop, and every session on it, for as long as it goes on
+                        unyielded += 1
+                        if unyielded >= _YIELD_EVERY:
+                            unyielded = 0
+                            await asyncio.sleep(0)
             if self._machine.input_ended(self._now()):  # the input's last chunk
                 await self._link.flush()
         finally:

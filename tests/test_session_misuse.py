@@ -4,6 +4,7 @@ typed event, and none cancels the application's own task or leaks a connection."
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import os
@@ -70,6 +71,41 @@ def test_a_broken_input_is_one_error_event_and_the_session_goes_on(bad: Any) -> 
     assert [(e.code, e.fatal) for e in errors] == [("input_failed", False)], errors
     assert errors[0].message.startswith("the input failed: ") and "\n" not in errors[0].message
     assert connected and any(type(e).__name__ == "ResponseFinished" for e in events)
+
+
+def test_an_input_that_never_waits_lets_the_loop_run_other_work() -> None:
+    """Silence made in a loop hands over its blocks without ever waiting: the session takes a few at a time and
+    lets the event loop run other tasks (the app's, other sessions') between them, instead of holding it for as
+    long as the input lasts."""
+    clock = VirtualClock()
+    turns: list[int] = []  # another task's turns on the loop so far, as each block is handed over
+    other_turns = 0
+
+    async def silence() -> AsyncIterator[Any]:
+        block = np.zeros(480, dtype=np.int16)
+        for _ in range(3000):  # a minute of audio, handed over at once
+            turns.append(other_turns)
+            yield block
+        await asyncio.Event().wait()
+
+    async def other() -> None:  # until the input is over: a task always ready would stop virtual time
+        nonlocal other_turns
+        while len(turns) < 3000:
+            other_turns += 1
+            await asyncio.sleep(0)
+
+    async def main() -> list[Any]:
+        async with _session(clock, input=silence()) as session:
+            ticker = asyncio.create_task(other())
+            await session.send_text("still here?")
+            await clock.sleep(3.0)
+            await ticker
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    longest = max(sum(1 for _ in run) for _turn, run in itertools.groupby(turns))
+    assert len(turns) == 3000 and longest <= 16, longest  # before: a run of thousands of blocks at once
+    assert any(type(e).__name__ == "ResponseFinished" for e in events)
 
 
 @pytest.mark.parametrize(("pair", "said"), [
