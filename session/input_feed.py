@@ -55,21 +55,28 @@ class InputFeed:
                     and isinstance(blocks.clock, RealClock) and (first := blocks.due) is not None):
                 await run_steps(blocks.clock, self._capture_step(blocks), first)
             else:
-                unyielded = 0  # blocks handled since this loop last let others run
+                # an input that hands over blocks without ever waiting (silence made in a loop) would hold the
+                # event loop, and every session on it, for as long as it goes on: a mark queued on the loop says
+                # whether it ran since the last block, and after _YIELD_EVERY blocks without, the loop is let go
+                loop = asyncio.get_running_loop()
+                ran, unyielded = [True], 0
+
+                def mark() -> None:
+                    ran[0] = True
+
                 async for item in blocks:
+                    if ran[0]:  # the input waited (a microphone, a paced file): nothing to do but look again
+                        ran[0], unyielded = False, 0
+                        loop.call_soon(mark)
+                    elif (unyielded := unyielded + 1) >= _YIELD_EVERY:
+                        unyielded = 0
+                        await asyncio.sleep(0)
                     effects, waiting = self._captured(item)
                     if effects is not NO_EFFECTS:
                         await self._apply(effects)
                     elif waiting and self._link.conn is not None:
                         with contextlib.suppress(ConnectionClosed):
                             await self._link.conn.flush()
-                    else:
-                        # an input that hands over blocks without ever waiting (silence made in a loop) would
-                        # hold the event loop, and every session on it, for as long as it goes on
-                        unyielded += 1
-                        if unyielded >= _YIELD_EVERY:
-                            unyielded = 0
-                            await asyncio.sleep(0)
             if self._machine.input_ended(self._now()):  # the input's last chunk
                 await self._link.flush()
         finally:
