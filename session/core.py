@@ -338,6 +338,11 @@ class SessionCore:
             or self.server_playing
         )
 
+    def stoppable(self, now: float) -> bool:
+        """What :meth:`interrupt` would stop: assistant audio (:meth:`assistant_audible`), or a response asked for
+        that the server has not named yet (a question just sent: its answer is cancelled once it is created)."""
+        return self.assistant_audible(now) or self.protocol.slot is Slot.REQUESTED
+
     def new_connection(self) -> None:
         """A connection replaced the last: what its server was playing is not known (a call's new track starts
         silent; a sideband attached again learns of the call's buffer from its next events)."""

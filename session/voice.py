@@ -530,7 +530,8 @@ class VoiceSession:
         """Stop the assistant now and cut the conversation where the listener is.
 
         Returns the barge-in (also delivered as an event), or None when no assistant audio
-        was playing, queued or being produced.
+        was playing, queued or being produced, and no response was asked for (a question just
+        sent is stopped too: its answer is cancelled as the server creates it).
         """
         self._usable()
         effects = self.machine.interrupt(self.output.now(), Trigger.INTERRUPT)

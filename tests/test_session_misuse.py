@@ -210,6 +210,25 @@ def test_interrupting_again_after_the_cut_is_nothing_to_cut() -> None:
     assert len(barge_ins) == 1
 
 
+def test_interrupting_a_question_just_sent_stops_its_answer_before_a_word_of_it_plays() -> None:
+    """Stop pressed right after asking, before the server created the answer: it is cancelled as it is created,
+    as it was when an earlier reply was still playing, instead of playing in full."""
+    clock = VirtualClock()
+
+    async def main() -> tuple[Any, list[Any]]:
+        async with _session(clock) as session:
+            await session.send_text("tell me something long")
+            stopped = await session.interrupt()
+            await clock.sleep(3.0)
+            return stopped, session.pending_events()
+
+    stopped, events = run_lockstep(main(), clock)
+    assert stopped is not None and stopped.cancelled and stopped.item_id is None and stopped.heard_ms == 0.0
+    assert not any(type(e).__name__ == "AssistantAudioStarted" for e in events), events
+    [finished] = [e for e in events if type(e).__name__ == "ResponseFinished"]
+    assert finished.status == "cancelled"
+
+
 def test_an_update_refused_changes_nothing_and_later_updates_go_through() -> None:
     clock = VirtualClock()
 

@@ -376,10 +376,10 @@ class SessionMachine:
 
     # ------------------------------------------------------------------ barge-in
     def interrupt(self, now: float, trigger: Trigger = Trigger.INTERRUPT) -> Effects:
-        """Stop the assistant at ``now`` and cut where the listener is; nothing when nothing is audible."""
+        """Stop the assistant at ``now`` and cut where the listener is; nothing when nothing is audible or asked for."""
         self.check_open()
         core = self.core
-        if core is None or not core.assistant_audible(now):
+        if core is None or not core.stoppable(now):
             return NO_EFFECTS
         return self._settle(core.interrupt(now, trigger), now)
 
