@@ -385,6 +385,19 @@ def test_audio_streams_faster_than_real_time_on_schedule() -> None:
     assert h.now == pytest.approx(0.2 + 1.0 / 4)
 
 
+def test_audio_lead_is_how_far_the_audio_sent_is_ahead_of_a_listener_who_began_with_it() -> None:
+    """What the pacer reads to stream a reply without waiting for a turn on the loop while its listener is short."""
+    h = Harness(script({"say": "x" * 50}), speed=4.0)  # 1 s of audio, 10 chunks of 100 ms, one every 25 ms
+    h.send({"type": "response.create"})  # its item opens, and its first chunk goes out at once
+    leads = []
+    while (due := h.engine.next_due()) is not None:
+        h.now = due + (0.3 if len(leads) == 4 else 0.0)  # the fifth chunk goes 300 ms late (a busy loop)
+        leads.append(h.engine.audio_lead(h.now))
+        h.engine.poll(h.now)  # late, it makes every chunk due by then
+    assert leads == pytest.approx([0.1 * k - 0.025 * k for k in range(1, 5)] + [0.5 - 0.425])
+    assert h.engine.audio_lead(h.now) is None  # nothing left to stream
+
+
 def test_one_response_may_hold_several_audio_items() -> None:
     h = Harness(script({"output": [{"say": "One."}, {"say": "Two two."}]}))
     events = h.send({"type": "response.create"})

@@ -170,7 +170,7 @@ class Engine:
             due = [(t, k) for k, run in enumerate(runs) if (t := run.next_due()) is not None and t <= upto]
             if not due:
                 break
-            step = runs[min(due)[1]].step(upto)
+            step = runs[min(due)[1]].step(upto, now)
             if step is not None:
                 events.extend(step)
         return events + self._sweep(now)
@@ -181,6 +181,12 @@ class Engine:
         if self._state.idle_deadline is not None:
             times.append(self._state.idle_deadline)
         return min(times) if times else None
+
+    def audio_lead(self, now: float) -> float | None:
+        """The least :meth:`ResponseRun.audio_lead` of the responses whose next step sends audio (None: none does):
+        how soon a listener would run out of this session's audio if nothing more were sent."""
+        leads = [lead for run in self._state.runs if (lead := run.audio_lead(now)) is not None]
+        return min(leads) if leads else None
 
     def speech_needed(self) -> list[str]:
         """Texts that responses wait to have voiced, each once, in the order they were asked for."""

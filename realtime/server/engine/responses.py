@@ -108,6 +108,7 @@ class ResponseRun:
         self._steps = Schedule() if self._unvoiced() else Schedule(self._schedule(self._begin))
         self.stepped_at = start
         """When the last step made was due (a burst makes steps before they are due)."""
+        self._audio_began: float | None = None  # when the first audio chunk was made
 
     @property
     def response_id(self) -> str:
@@ -161,13 +162,26 @@ class ResponseRun:
             events.extend(step)
         return events
 
-    def step(self, upto: float) -> list[dict[str, Any]] | None:
-        """The events of the next step if it is due by ``upto``, else None."""
+    def step(self, upto: float, now: float | None = None) -> list[dict[str, Any]] | None:
+        """The events of the next step if it is due by ``upto``, else None; ``now`` (default: when it was due)
+        is when they are made."""
         step = self._steps.take_due(upto)
         if step is None:
             return None
         self.stepped_at = step.at
+        if step.audio and self._audio_began is None:
+            self._audio_began = step.at if now is None else now
         return step.action()
+
+    def audio_lead(self, now: float) -> float | None:
+        """How many seconds of audio this response has sent beyond what a listener who began playing with its
+        first chunk has heard by ``now``: 0 while its next step is its first chunk; None while its next step sends
+        no audio, or none is left."""
+        head = self._steps.head
+        if head is None or not head.audio:
+            return None
+        began = self._audio_began
+        return 0.0 if began is None else self.audio_seconds - (now - began)
 
     def cancel(self, reason: str) -> list[dict[str, Any]]:
         """Stop now: close the open item as ``incomplete`` and finish as ``cancelled``."""
@@ -227,7 +241,7 @@ class ResponseRun:
         for j, begin in enumerate(range(0, total, per_chunk)):
             end = min(total, begin + per_chunk)
             offset = j * self._pacing.chunk_ms / 1000.0 / speed
-            yield Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total))
+            yield Step(t + offset, index, partial(output.audio_chunk, self._ids, begin, end, end == total), True)
 
     # Events.
 

@@ -24,6 +24,7 @@ class Step:
     at: float
     output: int | None
     action: Callable[[], list[dict[str, Any]]]
+    audio: bool = False  # it sends a chunk of audio
 
 
 class Schedule:
@@ -46,6 +47,11 @@ class Schedule:
     def next_due(self) -> float | None:
         """When the next step is due, or None once there is none."""
         return None if self._head is None else self._head.at
+
+    @property
+    def head(self) -> Step | None:
+        """The next step (not taken), or None once there is none."""
+        return self._head
 
     def take_due(self, now: float) -> Step | None:
         """The next step if it is due at ``now``, else None."""

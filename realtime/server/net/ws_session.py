@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from voxline.base.clock import RealClock
-from voxline.base.loop_share import Slices, loop_share
+from voxline.base.loop_share import SHORT_OF_AUDIO_S, Slices, loop_share
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
@@ -251,6 +251,13 @@ async def _read(
         return
 
 
+def _short_of_audio(engine: Engine, now: float) -> bool:
+    """The client's listener would have less than :data:`SHORT_OF_AUDIO_S` of a reply left: it streams on
+    without waiting for a turn (a reply starting, or one the loop fell behind on)."""
+    lead = engine.audio_lead(now)
+    return lead is not None and lead < SHORT_OF_AUDIO_S
+
+
 async def _pace(
     engine: Engine, outbox: Outbox, config: ServerConfig, wakeup: asyncio.Event, voicer: SpeechSupplier,
     hearer: HearingSupplier,
@@ -286,7 +293,7 @@ async def _pace(
                 armed.at = -math.inf
             continue
         await outbox.room()  # what was written is on its way before the schedule goes on
-        if share is not None:
+        if share is not None and not _short_of_audio(engine, clock.now()):
             await share.next()
         outbox.put_all(engine.poll(clock.now()))
         voicer.check()
