@@ -51,7 +51,7 @@ from voxline.base.contain import Raised, being_cancelled, contain, outcome, run_
 from voxline.base.errors import AudioError, message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
-from voxline.base.loop_share import Slices, loop_share
+from voxline.base.loop_share import SHORT_OF_AUDIO_S, Slices, loop_share
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
@@ -114,6 +114,7 @@ DEVICE_CLOSE_S = 10.0  # each device's close waits at most 2 s for its driver (s
 _log = logging.getLogger("voxline.session")
 
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
+_URGENT_RUN = 16  # audio deltas per turn a session short of audio handles without asking: a flood still shares
 
 
 class VoiceSession:
@@ -622,6 +623,9 @@ class VoiceSession:
         # replies streamed ahead of real time for many sessions do not hold up the outputs and
         # microphones of the loop, nor another session's barge-in
         share = Slices(loop_share()) if isinstance(self.clock, RealClock) else None
+        playout = self.output.playout
+        short = SHORT_OF_AUDIO_S * playout.rate  # a listener with less left to play than this is waited for
+        urgent = _URGENT_RUN  # audio deltas that may still go without a turn for a listener short of audio
         link = self._link
         watched: RealtimeConnection | None = None
         ahead = 0  # events that go without a turn: those read ahead of a speech_started
@@ -652,10 +656,13 @@ class VoiceSession:
                 if ahead > 0:
                     ahead -= 1
                 elif share.over:
-                    found = conn.queued(_SPEECH_STARTED) if turned else None
-                    if found is None:
+                    if urgent > 0 and isinstance(out, ev.ResponseOutputAudioDelta) and playout.queued_samples < short:
+                        # its listener would run out of audio while this waited (a reply begun): no turn asked,
+                        # and no run read ahead of a barge-in in this turn on top (a barge-in read ends a wait)
+                        urgent, turned = urgent - 1, False
+                    elif (found := conn.queued(_SPEECH_STARTED) if turned else None) is None:
                         await share.wait()
-                        turned = True
+                        turned, urgent = True, _URGENT_RUN
                     else:
                         ahead, turned = found, False
             if conn is not link.conn:

@@ -3,7 +3,9 @@
 Eight sessions each find 300 audio deltas already waiting. Without turns a session handles
 all of its frames in one step, and one pass of the event loop holds hundreds of frames;
 with them the frames spread over many passes, and every frame is still handled. A barge-in
-(``input_audio_buffer.speech_started``) does not wait for turns, nor does the reply read ahead of it.
+(``input_audio_buffer.speech_started``) does not wait for turns, nor does the reply read ahead of it,
+nor does a reply whose listener has less than half a second of it left to play (one just begun).
+Deltas are 100 ms long, as the service's and the local server's.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import collections
 import json
 from typing import Any
 
+import pytest
+
 from voxline.audio.sinks import NullSink
 from voxline.base.clock import RealClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.transports.base import MemoryTransport, memory_pair
-from voxline.session import SessionSettings, VoiceSession
+from voxline.session import SessionSettings, VoiceSession, voice
 from voxline.audio.clocked_output import ClockedOutput
 
 from tests.support.loop_passes import Passes
@@ -26,6 +30,7 @@ from tests.support.reply_frames import reply_frames
 
 SESSIONS = 8
 DELTAS = 300
+DELTA_SAMPLES = 2400  # 100 ms: a session that has five is no longer short of audio
 
 
 async def _run() -> tuple[list[int], int]:
@@ -46,7 +51,7 @@ async def _run() -> tuple[list[int], int]:
     sessions = []
     for n in range(SESSIONS):
         client, server = memory_pair(max_queue=1000)
-        for text in reply_frames(n, DELTAS, 48):
+        for text in reply_frames(n, DELTAS, DELTA_SAMPLES):
             await server.send(text)
 
         async def connect(client=client) -> RealtimeConnection:  # type: ignore[no-untyped-def]
@@ -115,7 +120,7 @@ async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
     for n in range(CROWD):
         client, server = memory_pair(max_queue=1000)
         servers.append(server)
-        for text in reply_frames(n, CROWD_DELTAS, 48):
+        for text in reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES):
             await server.send(text)
 
         async def connect(client: MemoryTransport = client) -> RealtimeConnection:
@@ -149,6 +154,73 @@ def test_a_barge_in_read_behind_a_reply_goes_ahead_of_other_sessions_turns() -> 
     # the lever it still comes no later than the other sessions' backlog (within a pass of it, on a busy host)
     assert barge <= 3, barge
     assert waited > 2 * 3 and waited <= others, (waited, others)  # at least twice the lever's bound (10 on a busy host)
+
+
+async def _a_reply_begun_behind_a_crowd(short_s: float) -> tuple[int, int]:
+    """Session 0's reply has begun to play (its first delta, 100 ms); its next two are sent while 63 sessions
+    work through the backlogs of theirs: passes of the loop from then to session 0's machine handling the last;
+    and the passes the others took for the rest of theirs. ``short_s``: how little audio a listener must have
+    left for its reply's audio to go without turns."""
+    passes = Passes()
+    handled_at: dict[str, int] = {}
+    sent_at = [0]
+    sending: list[asyncio.Future[None]] = []
+    begun = reply_frames(0, 3, DELTA_SAMPLES)
+
+    def observe(n: int, session: VoiceSession) -> None:
+        receive = session.machine.receive
+        deltas = [0]
+
+        def handled(out: Any, now: float) -> Any:
+            if isinstance(out, ev.ResponseOutputAudioDelta):
+                deltas[0] += 1
+                if n == 0 and deltas[0] == 3:
+                    handled_at["begun"] = passes.n
+                if n > 0 and deltas[0] == CROWD_DELTAS:
+                    handled_at[f"last_{n}"] = passes.n
+                if n == 1 and deltas[0] == 40:  # the crowd is well into its backlogs, waiting for turns
+                    sent_at[0] = passes.n
+                    sending.extend(asyncio.ensure_future(servers[0].send(text)) for text in begun[4:])
+            return receive(out, now)
+
+        session.machine.receive = handled  # type: ignore[method-assign]
+
+    sessions, servers = [], []
+    for n in range(CROWD):
+        client, server = memory_pair(max_queue=1000)
+        servers.append(server)
+        for text in begun[:4] if n == 0 else reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES):
+            await server.send(text)
+
+        async def connect(client: MemoryTransport = client) -> RealtimeConnection:
+            return RealtimeConnection(client)
+
+        settings = SessionSettings(api_key="local", liveness_timeout_s=0)
+        session = VoiceSession(settings, output=ClockedOutput(RealClock(), NullSink()), connector=connect)
+        observe(n, session)
+        sessions.append(session)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(voice, "SHORT_OF_AUDIO_S", short_s)
+        async with asyncio.TaskGroup() as group:
+            for session in sessions:
+                group.create_task(session.__aenter__())
+        async with asyncio.timeout(30):  # a guard against a hang, not a timing check
+            while len(handled_at) < CROWD:
+                await asyncio.sleep(0.001)
+    passes.stop()
+    for session in sessions:
+        await session.aclose()
+    await asyncio.gather(*sending)
+    return handled_at["begun"] - sent_at[0], max(handled_at[f"last_{n}"] for n in range(1, CROWD)) - sent_at[0]
+
+
+def test_a_reply_just_begun_goes_ahead_of_other_sessions_backlogs() -> None:
+    """Its listener has at most 100 ms left to play: the rest must come before that runs out, while the other
+    sessions' listeners have seconds of theirs queued and can wait."""
+    begun, _ = asyncio.run(_a_reply_begun_behind_a_crowd(voice.SHORT_OF_AUDIO_S))
+    waited, others = asyncio.run(_a_reply_begun_behind_a_crowd(0.0))  # the lever undone: every reply takes turns
+    assert begun <= 3, begun
+    assert waited > 2 * 3 and waited <= others, (waited, others)
 
 
 async def _most_frames_in_one_pass(ahead: int) -> int:
