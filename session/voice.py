@@ -51,7 +51,7 @@ from voxline.base.contain import Raised, being_cancelled, contain, outcome, run_
 from voxline.base.errors import AudioError, message_of
 from voxline.base.daemon_calls import CallStuck, off_loop
 from voxline.base.loop_runner import hold
-from voxline.base.loop_share import SHORT_OF_AUDIO_S, Slices, loop_share
+from voxline.base.loop_share import SHORT_OF_AUDIO_S, SHORT_RUN, Slices, loop_share
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection, WireObserver
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed
@@ -114,7 +114,7 @@ DEVICE_CLOSE_S = 10.0  # each device's close waits at most 2 s for its driver (s
 _log = logging.getLogger("voxline.session")
 
 _SPEECH_STARTED = ev.InputAudioBufferSpeechStarted.model_fields["type"].default
-_URGENT_RUN = 16  # audio deltas per turn a session short of audio handles without asking: a flood still shares
+_STREAMED = (ev.ResponseOutputAudioDelta, ev.ResponseOutputAudioTranscriptDelta)  # a reply's stream, interleaved
 
 
 class VoiceSession:
@@ -173,6 +173,7 @@ class VoiceSession:
         self._input = input
         self._on_wire = on_wire
         # what keeps one listener's or one conversation's state: one open session at a time each
+        self._claimed = False  # this session holds the claim on its parts (it opened, and has not closed)
         self._owned = {"output": self.output, "mirror": mirror,
                        "echo canceller (aec)": None if isinstance(aec, str) else aec,
                        "voice detector (local_vad)": None if isinstance(local_vad, str) else local_vad}
@@ -302,6 +303,7 @@ class VoiceSession:
                 raise ConfigurationError(f"the session's output cannot tell the time ({exc}): start it before the "
                                          "session opens, or use VoiceSession.on_devices") from None
         _claim(self._owned)
+        self._claimed = True
         self._loop = asyncio.get_running_loop()
         collector.settle()  # once per process: no collector pause walks what the process holds before its sessions
         # in a task aclose() can cancel (a cancel of this task reaches it too); what the connector raises, raised here
@@ -316,10 +318,10 @@ class VoiceSession:
                 # the caller was cancelled just as the connection was made: it is closed, and the session with it
                 self._closed_at = 0.0
                 await asyncio.shield(self._link.close())
-                _release(self._owned)
+                self._let_go()
                 raise
             self._loop = None  # nothing opened: the session may be opened again
-            _release(self._owned)
+            self._let_go()
             if isinstance(exc, ConnectionClosed):
                 raise ConnectionFailed(f"the server closed the connection while it was being set up "
                                        f"({exc.code} {exc.reason})".strip()) from None
@@ -337,7 +339,7 @@ class VoiceSession:
                 await self._devices_closed()
             finally:  # a cancel in the devices' close (a stuck driver's 2 s) still closes the connection
                 await asyncio.shield(self._link.close())
-                _release(self._owned)
+                self._let_go()
             raise
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         await self._stack.enter_async_context(self._runner)
@@ -418,14 +420,21 @@ class VoiceSession:
             raise
 
     async def _tear_down(self) -> None:
-        await self._link.close()
-        self._queue.end()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._stack.aclose()
         try:
+            await self._link.close()
+            self._queue.end()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stack.aclose()
             await self._devices_closed()
         finally:
-            self.output.playout.clear()  # a reply cut short by the close is not the next session's to play
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """The parts this session claimed are free for the next (a session refused them, or never opened, has
+        none to let go: another open session's stay its own); a reply cut short is not the next session's to play."""
+        if self._claimed:
+            self._claimed = False
+            self.output.playout.clear()
             _release(self._owned)
 
     async def _devices_closed(self) -> None:
@@ -625,7 +634,7 @@ class VoiceSession:
         share = Slices(loop_share()) if isinstance(self.clock, RealClock) else None
         playout = self.output.playout
         short = SHORT_OF_AUDIO_S * playout.rate  # a listener with less left to play than this is waited for
-        urgent = _URGENT_RUN  # audio deltas that may still go without a turn for a listener short of audio
+        urgent = SHORT_RUN  # deltas that may still go without a turn this turn, for a listener short of audio
         link = self._link
         watched: RealtimeConnection | None = None
         ahead = 0  # events that go without a turn: those read ahead of a speech_started
@@ -656,13 +665,11 @@ class VoiceSession:
                 if ahead > 0:
                     ahead -= 1
                 elif share.over:
-                    if urgent > 0 and isinstance(out, ev.ResponseOutputAudioDelta) and playout.queued_samples < short:
-                        # its listener would run out of audio while this waited (a reply begun): no turn asked,
-                        # and no run read ahead of a barge-in in this turn on top (a barge-in read ends a wait)
-                        urgent, turned = urgent - 1, False
+                    if urgent > 0 and isinstance(out, _STREAMED) and playout.queued_samples < short:
+                        urgent -= 1  # its listener would run out of audio while this waited: a reply begun
                     elif (found := conn.queued(_SPEECH_STARTED) if turned else None) is None:
                         await share.wait()
-                        turned, urgent = True, _URGENT_RUN
+                        turned, urgent = True, SHORT_RUN
                     else:
                         ahead, turned = found, False
             if conn is not link.conn:
@@ -704,8 +711,9 @@ class VoiceSession:
             await self._link.flush()
 
 
-_in_use: weakref.WeakSet[Any] = weakref.WeakSet()  # the parts open sessions own (_claim)
-"""The outputs of the open sessions: one output, one listener's timeline, one session at a time."""
+_in_use: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The parts the open sessions own (:func:`_claim`): an output, a mirror, an echo canceller, a voice detector, each
+one listener's or one conversation's state, one session at a time."""
 
 
 def _closed_while_opening() -> ConfigurationError:

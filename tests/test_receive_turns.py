@@ -165,7 +165,11 @@ async def _a_reply_begun_behind_a_crowd(short_s: float) -> tuple[int, int]:
     handled_at: dict[str, int] = {}
     sent_at = [0]
     sending: list[asyncio.Future[None]] = []
+    transcript = json.dumps({"type": "response.output_audio_transcript.delta", "event_id": "event_t",
+                             "response_id": "resp_0", "item_id": "item_0", "output_index": 0, "content_index": 0,
+                             "delta": "w "})
     begun = reply_frames(0, 3, DELTA_SAMPLES)
+    begun[4:] = [frame for delta in begun[4:] for frame in (transcript, delta)]  # as the service interleaves them
 
     def observe(n: int, session: VoiceSession) -> None:
         receive = session.machine.receive

@@ -665,6 +665,44 @@ def test_two_open_sessions_cannot_share_a_mirror_or_a_voice_detector(part: str) 
                                                   "its own (")
 
 
+def test_a_session_refused_its_parts_lets_go_of_none_of_the_owners_on_its_close() -> None:
+    """Closing a session whose open was refused (or that never opened) frees nothing: the open session's output
+    and mirror stay its own, and what it queued to play stays queued."""
+    from voxline.session.mirror.mirror import ConversationMirror
+
+    clock = VirtualClock()
+    connect = engine_connector(load_scenario("default"), clock, voice="tone")
+    output, mirror = ClockedOutput(clock), ConversationMirror()
+
+    async def main() -> tuple[int, int, int]:
+        first = VoiceSession(SETTINGS, output=output, mirror=mirror, clock=clock, connector=connect)
+        async with first:
+            await first.send_text("tell me something long")
+            async for event in first:
+                if type(event).__name__ == "AssistantAudioStarted":
+                    break
+            refused = 0
+            for parts in ({"output": output}, {"mirror": mirror}):
+                second = VoiceSession(SETTINGS, clock=clock, connector=connect, **parts)  # type: ignore[arg-type]
+                try:
+                    await second.__aenter__()
+                except ConfigurationError:
+                    refused += 1
+                finally:
+                    await second.aclose()
+                await VoiceSession(SETTINGS, clock=clock, connector=connect).aclose()  # never opened
+            still = 0
+            for parts in ({"output": output}, {"mirror": mirror}):  # a third is refused them as well
+                with pytest.raises(ConfigurationError):
+                    async with VoiceSession(SETTINGS, clock=clock, connector=connect, **parts):  # type: ignore[arg-type]
+                        pass
+                still += 1
+            return refused, still, output.playout.queued_samples
+
+    refused, still, queued = run_lockstep(main(), clock)
+    assert (refused, still) == (2, 2) and queued > 0  # before: the first close freed both, and emptied the playout
+
+
 def test_after_a_fatal_error_the_session_says_it_failed_and_refuses_commands() -> None:
     from voxline.audio.sinks import NullSink
 

@@ -29,7 +29,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from voxline.base.clock import RealClock
-from voxline.base.loop_share import SHORT_OF_AUDIO_S, Slices, loop_share
+from voxline.base.loop_share import SHORT_OF_AUDIO_S, SHORT_RUN, Slices, loop_share
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
@@ -253,7 +253,7 @@ async def _read(
 
 def _short_of_audio(engine: Engine, now: float) -> bool:
     """The client's listener would have less than :data:`SHORT_OF_AUDIO_S` of a reply left: it streams on
-    without waiting for a turn (a reply starting, or one the loop fell behind on)."""
+    without waiting for a turn (a reply starting, or one the loop fell behind on), :data:`SHORT_RUN` steps a turn."""
     lead = engine.audio_lead(now)
     return lead is not None and lead < SHORT_OF_AUDIO_S
 
@@ -269,6 +269,7 @@ async def _pace(
     # streaming is bulk work: on a real clock each step takes its turn on the loop, so that many
     # sessions' replies never hold up the reading of a client's audio (its VAD, a barge-in)
     share = Slices(loop_share()) if real else None
+    urgent = SHORT_RUN  # steps that may still go without a turn, while the client's listener is short of audio
     while True:
         wakeup.clear()
         due = engine.next_due()
@@ -293,8 +294,12 @@ async def _pace(
                 armed.at = -math.inf
             continue
         await outbox.room()  # what was written is on its way before the schedule goes on
-        if share is not None and not _short_of_audio(engine, clock.now()):
-            await share.next()
+        if share is not None:
+            if urgent > 0 and _short_of_audio(engine, clock.now()):
+                urgent -= 1
+            else:
+                await share.next()
+                urgent = SHORT_RUN
         outbox.put_all(engine.poll(clock.now()))
         voicer.check()
         hearer.check()

@@ -17,9 +17,10 @@ passes, however many share the loop. A loop with little bulk work never waits.
 
 Work that a listener waits for is not bulk, however it came: a session whose listener has less
 than :data:`SHORT_OF_AUDIO_S` of a reply left to play (the reply has just begun, or the loop fell
-behind) streams or handles that reply without asking for a turn. Sessions whose replies are
-seconds ahead of their listeners wait instead: the same work is done, in the order that keeps
-every listener's audio coming.
+behind) streams or handles that reply without asking for a turn, :data:`SHORT_RUN` steps at most
+before it asks again (so that a loop where every listener is short still shares). Sessions whose
+replies are seconds ahead of their listeners wait instead: the same work is done, in the order
+that keeps every listener's audio coming.
 
 One :class:`LoopShare` per event loop (:func:`loop_share`).
 """
@@ -32,12 +33,13 @@ from collections import deque
 
 from .clock import forget_closed_loops, loop_table
 
-__all__ = ["MAX_WAIT_PASSES", "SHORT_OF_AUDIO_S", "SLICE_S", "STEPS_PER_PASS", "LoopShare", "Slices", "loop_share"]
+__all__ = ["MAX_WAIT_PASSES", "SHORT_OF_AUDIO_S", "SHORT_RUN", "SLICE_S", "STEPS_PER_PASS", "LoopShare", "Slices", "loop_share"]
 
 STEPS_PER_PASS = 8  # a few hundred microseconds of bulk work per pass when few tasks have some
 MAX_WAIT_PASSES = 16  # with many waiting, a sixteenth of them go on per pass
 SLICE_S = 0.00015  # how long one task's turn lasts: two or three frames of a reply
 SHORT_OF_AUDIO_S = 0.5  # a listener with less than this of a reply left to play is waited for: no turn asked
+SHORT_RUN = 16  # steps a session short of audio makes without a turn before it asks for one all the same
 
 
 class LoopShare:
