@@ -338,7 +338,7 @@ class SessionCore:
             or self.server_playing
         )
 
-    def stoppable(self, now: float) -> bool:
+    def interruptible(self, now: float) -> bool:
         """What :meth:`interrupt` would stop: assistant audio (:meth:`assistant_audible`), or a response asked for
         that the server has not named yet (a question just sent: its answer is cancelled once it is created)."""
         return self.assistant_audible(now) or self.protocol.slot is Slot.REQUESTED

@@ -298,7 +298,7 @@ class SessionSettings(BaseSettings):
             case "server_vad":
                 td = {"type": "server_vad", "threshold": self.vad_threshold, "prefix_padding_ms": self.prefix_padding_ms,
                       "silence_duration_ms": self.silence_ms, "create_response": True, "interrupt_response": True}
-            case unknown:  # the field's check makes this unreachable
+            case unknown:  # only model_copy(update=...), which checks nothing, can put another value here
                 assert_never(unknown)
         output: dict[str, Any] = {"format": {"type": "audio/pcm", "rate": 24000}}
         if self.voice:

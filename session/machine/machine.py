@@ -379,7 +379,7 @@ class SessionMachine:
         """Stop the assistant at ``now`` and cut where the listener is; nothing when nothing is audible or asked for."""
         self.check_open()
         core = self.core
-        if core is None or not core.stoppable(now):
+        if core is None or not core.interruptible(now):
             return NO_EFFECTS
         return self._settle(core.interrupt(now, trigger), now)
 

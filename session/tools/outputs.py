@@ -67,8 +67,7 @@ def unsendable(call_id: str, name: str, output: str, limit: int = MAX_EVENT_BYTE
     sent (quotes and escapes included), with room for the fields added on the way out.
     """
     if len(output) + _ENVELOPE_SPARE > limit:  # each character is a byte of the frame at least: no need to encode it
-        size = f"{len(output)} bytes" if output.isascii() else f"{len(output)} characters"
-        return f"the output of {name} is too large to send: {size}, and one event carries at most {limit} bytes"
+        return _too_large(name, f"{len(output)} bytes" if output.isascii() else f"{len(output)} characters", limit)
     item = {"type": "function_call_output", "call_id": call_id, "output": output}
     try:
         frame = pydantic_core.to_json({"type": "conversation.item.create", "item": item})
@@ -76,7 +75,10 @@ def unsendable(call_id: str, name: str, output: str, limit: int = MAX_EVENT_BYTE
         return f"the output of {name} is not valid Unicode text (it holds an unpaired surrogate)"
     if len(frame) + _ENVELOPE_SPARE <= limit:
         return None
-    size = f"{len(output.encode('utf-8'))} bytes"  # fewer characters than the limit: quick to count
+    return _too_large(name, f"{len(output.encode('utf-8'))} bytes", limit)  # fewer characters than the limit
+
+
+def _too_large(name: str, size: str, limit: int) -> str:
     return f"the output of {name} is too large to send: {size}, and one event carries at most {limit} bytes"
 
 

@@ -116,7 +116,8 @@ class Tool:
         return decoded, self.arguments.to_kwargs(validated)
 
     async def invoke(self, kwargs: Mapping[str, Any], threads: ToolThreads | None = None) -> Any:
-        """Run the function: awaited if async, on a tool worker thread if not; what it returned.
+        """Run the function: awaited if async, on a tool worker thread if not; what it returned (awaited too when it
+        is an awaitable, a coroutine say, whichever kind of function handed it back).
 
         Cancelling the wait (a timeout, a closing session) gives the worker's place back at once
         (:meth:`ToolThreads.abandon`); the function itself cannot be stopped and finishes unheard.
