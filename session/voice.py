@@ -541,7 +541,8 @@ class VoiceSession:
 
         Returns the barge-in (also delivered as an event), or None when no assistant audio
         was playing, queued or being produced, and no response was asked for (a question just
-        sent is stopped too: its answer is cancelled as the server creates it).
+        sent is stopped too: its answer is cancelled as the server creates it). GPT-Live has no
+        cancel: there a reply whose audio has not begun is not stopped.
         """
         self._usable()
         effects = self.machine.interrupt(self.output.now(), Trigger.INTERRUPT)

@@ -475,3 +475,55 @@ def test_a_time_on_a_primary_audio_delta_does_not_move_the_track() -> None:
     rig.play(5.0)
     [utt] = rig.machine.timeline.utterances.values()
     assert utt.closed and utt.origin == 0 and utt.received <= 22 * 2400
+
+
+def test_an_utterance_already_cut_is_not_cut_again_while_its_fade_plays() -> None:
+    """Stop pressed twice, or on ConnectionLost after the drop cut the reply: the fade of the first cut still
+    plays, and the second finds nothing to stop (as on Realtime), with one note to the model, not two."""
+    rig = Rig()
+    start(rig)
+    track(rig, [(0.5, 2.2)], 4.0)
+    rig.play(1.22)  # the block from 1.2 s was read at 1.2 s: the cut's fade in it plays out
+    first = rig.machine.interrupt(1.21, Trigger.INTERRUPT)
+    again = rig.machine.interrupt(1.212, Trigger.INTERRUPT)  # within the cut's 5 ms fade
+    spoken_over = rig.machine.local_speech(1.213, 1.212)
+    assert first.barge_in is not None and again.barge_in is None and spoken_over.barge_in is None
+    assert [e["type"] for e in sent(rig.protocol)] == ["session.instructions.append"]
+
+    dropped = Rig()
+    start(dropped)
+    track(dropped, [(0.5, 2.2)], 4.0)
+    dropped.play(1.22)
+    dropped.protocol.connection_lost()
+    lost = dropped.machine.connection_lost(1.21, 1006, "gone")
+    assert [type(e).__name__ for e in lost.events if isinstance(e, BargeIn)] == ["BargeIn"]
+    assert dropped.machine.interrupt(1.212, Trigger.INTERRUPT).barge_in is None
+
+
+def test_a_delegation_a_drop_lost_cannot_be_answered_into_the_next_session() -> None:
+    """Delegations in flight are lost on a drop: an answer to one, given once the next session started, would go
+    to a session that never asked (the server refuses it, and the answer is lost): it is refused at the call."""
+    rig = Rig()
+    start(rig)
+    rig.feed(frame(type="session.delegation.created", event_id="d", offset_ms=1200,
+                   delegation={"id": "del_9", "target": "client", "type": "delegation"}), 1.0)
+    _dropped_and_restored(rig)
+    with pytest.raises(ConfigurationError, match="delegation 'del_9' was asked for by a session a dropped connection lost"):
+        rig.machine.append("It is sunny.", kind="commentary", delegation_id="del_9")
+    rig.feed(frame(type="session.delegation.created", event_id="d2", offset_ms=2200,
+                   delegation={"id": "del_10", "target": "client", "type": "delegation"}), 2.0)
+    rig.machine.append("It is sunny.", kind="commentary", delegation_id="del_10")  # the new session's own
+    assert [e.get("delegation_id") for e in sent(rig.protocol)][-1] == "del_10"
+
+
+def test_a_session_the_server_ended_is_idle_once_its_audio_played() -> None:
+    """Closed at the app's request (or for its content) and its socket gone: no reconnect comes, nothing is owed.
+    Before, it was never idle again, and a replay waited out its whole tail."""
+    rig = Rig()
+    start(rig)
+    rig.feed(frame(type="session.closed", event_id="c", reason="close_requested", usage={"seconds": 1.0},
+                   session={"id": "sess_1", "model": "gpt-live-1", "expires_at": 1_900_000_000, "status": "closed"}),
+             1.0)
+    rig.protocol.connection_lost()
+    rig.machine.connection_lost(1.1, 1000, "closed")
+    assert rig.machine.ended and rig.machine.idle(1.2, tools_busy=False)

@@ -39,6 +39,7 @@ import numpy as np
 from voxline.audio.playout import PlayoutBuffer
 from voxline.base.arguments import as_error, unicode_text
 from voxline.base.errors import redact
+from voxline.base.ordered import keep_newest
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.frames import check_fits
 from voxline.realtime.live import events as lv
@@ -61,7 +62,7 @@ from ..tools.calls import CallTracker, ToolCall
 from ..tools.names import chosen_tools
 from ..tools.events import ToolEvent
 from ..tools.rounds import ToolRounds
-from .delegated import DelegatedCalls
+from .delegated import DELEGATIONS, DelegatedCalls
 from .history import HeardHistory
 from .metrics import LiveMetrics
 from .timeline import Heard, LiveTimeline, Utterance
@@ -122,6 +123,8 @@ class LiveMachine:
         self._away: list[dict[str, Any]] = []  # commands given while no connection carries the session
         self._away_ids = itertools.count(1)
         self._resuming = False  # from a drop until the next session started
+        self._asked: dict[str, None] = {}  # client delegations the session on this connection asked for, the newest
+        self._lost_asks: dict[str, None] = {}  # those of sessions a drop lost: the next session does not know them
         self._not_sent = 0  # commands kept while away that the next connection could not carry, not told yet
         self.config_version = 0
         self._protocol: LiveProtocol | None = None
@@ -209,6 +212,9 @@ class LiveMachine:
         """The connection dropped: the listener hears no more; what can come back is decided here."""
         self._attached = False
         self._resuming = True
+        self._lost_asks.update(self._asked)  # delegations in flight are lost with their session
+        self._asked.clear()
+        keep_newest(self._lost_asks, DELEGATIONS)
         self._keep_held()
         self.delegated.connection_lost()
         effects = self._cut(now, Trigger.CONNECTION_LOST) if self._audible(now) else NO_EFFECTS
@@ -337,6 +343,8 @@ class LiveMachine:
                 events.append(LiveSessionEnded(output.reason, output.session.id, now))
             case lv.LiveDelegationCreated():
                 if output.delegation.target == "client":
+                    self._asked[output.delegation.id] = None
+                    keep_newest(self._asked, DELEGATIONS)
                     events.append(LiveDelegationRequested(output.delegation.id, output.offset_ms, now))
             case lv.LiveResponseEvent():
                 if self.run_tools:
@@ -404,10 +412,13 @@ class LiveMachine:
     def _audible_utterance(self, now: float) -> str | None:
         """The utterance playing, else the first one queued (the track's silence between them is not the
         assistant speaking), else one whose audio ran dry mid-sentence (heard in part, not ended: more is on its
-        way, and the assistant is still speaking, to be stopped as any other); None when none."""
+        way, and the assistant is still speaking, to be stopped as any other); None when none. An utterance already
+        cut is none of these, though its fade is still playing: it cannot be cut again."""
         playing = self.playout.playing_at(now)
         if playing is not None and playing.item_id != GAP:
-            return playing.item_id
+            utt = self.timeline.utterances.get(playing.item_id)
+            if utt is None or not utt.cut:
+                return playing.item_id
         queued = next((key[0] for key in self.playout.queued_parts() if key[0] != GAP), None)
         if queued is not None:
             return queued
@@ -676,6 +687,9 @@ class LiveMachine:
         if delegation_id is not None and (not self.carrying or self._resuming):
             raise ConfigurationError(f"delegation {delegation_id!r} was the lost session's, and the connection is "
                                      "being replaced: the next session does not know it")
+        if delegation_id is not None and delegation_id in self._lost_asks:
+            raise ConfigurationError(f"delegation {delegation_id!r} was asked for by a session a dropped connection "
+                                     "lost: this session does not know it (delegations in flight are lost on a drop)")
         return self._command(model(content=content, delegation_id=delegation_id))
 
     def play_fixture(self, pcm: np.ndarray) -> str:
@@ -721,8 +735,8 @@ class LiveMachine:
     def idle(self, now: float, *, tools_busy: bool) -> bool:
         if self._protocol is None:
             return True
-        if not self.carrying:
-            return self.closed
+        if not self.carrying:  # reconnecting is never idle; a session the server ended is, once its audio played
+            return self.closed or (self.ended and not self._audible(now))
         return (not self._audible(now) and not tools_busy and not self.calls.running() and not self.calls.runnable())
 
     def close(self, now: float) -> tuple[SessionEvent, ...]:
