@@ -11,14 +11,14 @@ time stands still while it works for up to :data:`GRACE_S` of real time (a quick
 changes nothing, and runs are the same every time), then follows real time, so a tool that
 is stuck reaches its timeout on the session's clock as it would in real time, at the same
 virtual instant. So does the thread work an async tool starts (``asyncio.to_thread``, an HTTP
-client's DNS lookup: the tool is awaited under :func:`follows_real_time` too), and so does every
-tool while its session waits for its answer (:func:`waiting_for_tool`): what an async tool awaits
-(a reply from a real service on a socket, a timer of the loop) comes in real time. A tool that
-waits on the session's own clock instead (a simulated latency) therefore waits in real time too,
-once the grace is over; and a tool given up on (its timeout, a close) holds nothing any more,
-even one that ignores its cancel. Other work on the loop is not held for: sockets are polled
-before time moves, but a peer that runs in real time does not belong here: use the real clock
-for that.
+client's DNS lookup: the tool is awaited under :func:`follows_real_time` too), and so does an
+async tool while its session waits for its answer and it waits on something other than the
+session's clock (:func:`waiting_for_tool`): a reply from a real service on a socket, a timer of
+the loop, come in real time. A tool that waits on the session's own clock (a simulated latency)
+holds nothing: time moves to its deadline at once. A tool given up on (its timeout, a close)
+holds nothing any more, even one that ignores its cancel. Other work on the loop is not held
+for: sockets are polled before time moves, but a peer that runs in real time does not belong
+here: use the real clock for that.
 
 Several sessions may share one loop, each on a clock of its own (:meth:`LockstepLoop.own_clock`,
 a replay farm): every idle moment moves each clock to its next deadline, and a thread working
@@ -69,11 +69,11 @@ def follows_real_time() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def waiting_for_tool() -> Iterator[None]:
-    """On a :class:`LockstepLoop`, while a session waits in this block for a tool to answer (what an async tool
-    awaits: a socket, a timer of the loop, comes in real time), a paced job of its clock: the clock stands still
-    for :data:`GRACE_S` of real time, then follows real time until the wait ends (the answer, or the timeout's
-    instant on the session's clock). Elsewhere nothing."""
+def waiting_for_tool(work: asyncio.Future[Any]) -> Iterator[None]:
+    """On a :class:`LockstepLoop`, while a session waits in this block for a tool's task ``work`` to answer: while
+    that task waits on something other than its session's clock (a socket, a timer of the loop: what comes in real
+    time), a paced job of the clock, which stands still for :data:`GRACE_S` of real time, then follows real time;
+    while it waits on the clock itself (a simulated latency), nothing holds the clock. Elsewhere nothing."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -81,11 +81,38 @@ def waiting_for_tool() -> Iterator[None]:
     if not isinstance(loop, LockstepLoop):
         yield
         return
-    clock = loop.job_started(paced=True)
+    wait = loop.tool_wait_started(work)
     try:
         yield
     finally:
-        loop.job_done(clock, paced=True)
+        loop.tool_wait_done(wait)
+
+
+class _ToolWait:
+    """A tool's task its session waits for, and since when (real, and on the clock) it waits on real time."""
+
+    __slots__ = ("clock", "real_start", "task", "virtual_start")
+
+    def __init__(self, clock: VirtualClock, task: asyncio.Future[Any]) -> None:
+        self.clock, self.task = clock, task
+        self.real_start: float | None = None  # None: it waits on its clock, or runs
+        self.virtual_start = 0.0
+
+    def horizon(self, real_now: float) -> float | None:
+        """How far its clock may move now (None: anywhere): as a paced job's while the task waits on real time."""
+        waiting_on = getattr(self.task, "_fut_waiter", None)  # what the task awaits (CPython's tasks keep it)
+        if waiting_on is None or self.clock.holds(waiting_on):
+            self.real_start = None
+            return None
+        if self.real_start is None:
+            self.real_start, self.virtual_start = real_now, self.clock.now()
+        elapsed = real_now - self.real_start
+        return self.virtual_start + elapsed if elapsed >= GRACE_S else self.virtual_start
+
+    def real_wait(self, deadline: float, real_now: float) -> float:
+        """Real seconds until ``deadline`` falls within the horizon (after :meth:`horizon`)."""
+        assert self.real_start is not None
+        return max(GRACE_S, deadline - self.virtual_start) - (real_now - self.real_start)
 
 
 class _Jobs:
@@ -161,6 +188,7 @@ class LockstepLoop(asyncio.SelectorEventLoop):
         self._clocks: list[VirtualClock] = [clock]
         self._jobs: dict[VirtualClock, _Jobs] = {}  # executor jobs in flight, by the clock that waits for them
         self.real_wait: float | None = None  # how long the selector may block before a paced clock may move
+        self._tool_waits: list[_ToolWait] = []  # tools sessions wait for (few: one per call running)
 
     @contextlib.contextmanager
     def own_clock(self) -> Iterator[VirtualClock]:
@@ -195,6 +223,15 @@ class LockstepLoop(asyncio.SelectorEventLoop):
             jobs.held += 1
         return clock
 
+    def tool_wait_started(self, work: asyncio.Future[Any]) -> _ToolWait:
+        """The current task's session waits for the tool task ``work`` (see :func:`waiting_for_tool`)."""
+        wait = _ToolWait(_CLOCK.get() or self.clock, work)
+        self._tool_waits.append(wait)
+        return wait
+
+    def tool_wait_done(self, wait: _ToolWait) -> None:
+        self._tool_waits.remove(wait)
+
     def job_done(self, clock: VirtualClock, paced: bool) -> None:
         jobs = self._jobs[clock]
         if paced:
@@ -220,6 +257,11 @@ class LockstepLoop(asyncio.SelectorEventLoop):
                 need = jobs.real_wait(deadline, real_now)
                 if need is not None:
                     wait = need if wait is None else min(wait, need)
+                continue
+            tools = [(w, h) for w in self._tool_waits if w.clock is clock and (h := w.horizon(real_now)) is not None]
+            if any(deadline > h for _w, h in tools):
+                need = min(w.real_wait(deadline, real_now) for w, h in tools if deadline > h)
+                wait = need if wait is None else min(wait, need)
                 continue
             clock.advance_to(deadline)
             moved = True

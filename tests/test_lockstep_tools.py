@@ -20,7 +20,7 @@ import pytest
 from voxline.audio.wavio import read_wav
 from voxline.base.clock import VirtualClock
 from voxline.realtime.server.engine.scenario import load_scenario
-from voxline.session.lockstep import GRACE_S, LockstepLoop, follows_real_time, run_lockstep
+from voxline.session.lockstep import GRACE_S, LockstepLoop, follows_real_time, run_lockstep, waiting_for_tool
 from voxline.session.replay import replay_fast
 from voxline.session.replay.farm import FarmOptions, FarmRecording, run_part
 from voxline.session.settings import SessionSettings
@@ -220,3 +220,37 @@ def test_an_async_tool_awaiting_a_real_time_peer_gets_its_answer(tmp_path: Path)
     assert finished, result.events
     assert all(f.ok and '"temperature":21' in f.output.replace(" ", "") for f in finished), finished
     assert all(f.duration_s < GRACE_S for f in finished)  # a quick tool changes nothing on the session's clock
+
+
+def test_a_tool_that_sleeps_on_its_sessions_clock_holds_nothing_and_one_waiting_on_real_time_does() -> None:
+    """The session waits for a tool's task: while the task awaits one of its clock's sleepers (a simulated latency)
+    the clock moves to it at once; while it awaits anything else (a socket, a timer of the loop, an event) the
+    clock stands still for the grace, as for a blocking tool."""
+    clock = VirtualClock()
+
+    async def main() -> tuple[list[float | None], list[float | None], float]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, LockstepLoop)
+        released = asyncio.Event()
+
+        async def simulated() -> None:
+            await clock.sleep(30.0)
+
+        async def real() -> None:
+            await released.wait()
+
+        sleeping, waiting = asyncio.create_task(simulated()), asyncio.create_task(real())
+        await asyncio.sleep(0)  # both now wait
+        seen_sleeping: list[float | None] = []
+        seen_waiting: list[float | None] = []
+        with waiting_for_tool(sleeping):
+            seen_sleeping.append(loop._tool_waits[0].horizon(time.monotonic()))
+            await sleeping  # 30 s on the session's clock, at once
+        with waiting_for_tool(waiting):
+            seen_waiting.append(loop._tool_waits[0].horizon(time.monotonic()))
+            released.set()
+            await waiting
+        return seen_sleeping, seen_waiting, clock.now()
+
+    sleeping, waiting, at = run_lockstep(main(), clock)
+    assert sleeping == [None] and waiting == [30.0] and at == 30.0  # held where the clock stood

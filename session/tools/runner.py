@@ -254,7 +254,7 @@ class ToolRunner:
         """Run the tool under its timeout on the session's clock; what it raises becomes an error output."""
         work = asyncio.get_running_loop().create_task(_guarded(tool, kwargs, self._registry.threads),
                                                       name=f"tool {tool.name}")
-        with waiting_for_tool():  # on a lockstep loop, the session's time follows real time while it waits
+        with waiting_for_tool(work):  # on a lockstep loop, the session's time follows real time while it does
             return await self._answer_of(tool, work, clock)
 
     async def _answer_of(self, tool: Tool, work: asyncio.Task[Any], clock: Clock) -> tuple[str, bool]:

@@ -214,6 +214,10 @@ class VirtualClock:
     async def sleep(self, dt: float) -> None:
         await self.sleep_until(self._now + dt)
 
+    def holds(self, future: asyncio.Future[Any]) -> bool:
+        """``future`` is one of this clock's sleepers, still waiting (a task awaiting it waits on this clock)."""
+        return not future.done() and any(waiter is future for _t, _n, waiter in self._sleepers)
+
     def next_deadline(self) -> float | None:
         """The earliest deadline anyone is still sleeping towards, or None."""
         self._drop_cancelled()
