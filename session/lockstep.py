@@ -106,13 +106,24 @@ class _ToolWait:
             return None
         if self.real_start is None:
             self.real_start, self.virtual_start = real_now, self.clock.now()
-        elapsed = real_now - self.real_start
-        return self.virtual_start + elapsed if elapsed >= GRACE_S else self.virtual_start
+        return _paced_horizon(self.virtual_start, self.real_start, real_now)
 
     def real_wait(self, deadline: float, real_now: float) -> float:
         """Real seconds until ``deadline`` falls within the horizon (after :meth:`horizon`)."""
         assert self.real_start is not None
-        return max(GRACE_S, deadline - self.virtual_start) - (real_now - self.real_start)
+        return _paced_wait(deadline, self.virtual_start, self.real_start, real_now)
+
+
+def _paced_horizon(virtual_start: float, real_start: float, real_now: float) -> float:
+    """How far a clock with paced work since ``real_start`` (at ``virtual_start`` on it) may move: nowhere for
+    :data:`GRACE_S`, then as far as real time went."""
+    elapsed = real_now - real_start
+    return virtual_start + elapsed if elapsed >= GRACE_S else virtual_start
+
+
+def _paced_wait(deadline: float, virtual_start: float, real_start: float, real_now: float) -> float:
+    """Real seconds until ``deadline`` falls within :func:`_paced_horizon`."""
+    return max(GRACE_S, deadline - virtual_start) - (real_now - real_start)
 
 
 class _Jobs:
@@ -130,14 +141,13 @@ class _Jobs:
             return self.virtual_start
         if not self.paced:
             return None
-        elapsed = real_now - self.real_start
-        return self.virtual_start + elapsed if elapsed >= GRACE_S else self.virtual_start
+        return _paced_horizon(self.virtual_start, self.real_start, real_now)
 
     def real_wait(self, deadline: float, real_now: float) -> float | None:
         """Real seconds until ``deadline`` falls within the horizon (None: only a job's end will do)."""
         if self.held:
             return None
-        return max(GRACE_S, deadline - self.virtual_start) - (real_now - self.real_start)
+        return _paced_wait(deadline, self.virtual_start, self.real_start, real_now)
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
@@ -205,15 +215,7 @@ class LockstepLoop(asyncio.SelectorEventLoop):
 
     def run_in_executor(self, executor: Executor | None, func: Callable[[*Ts], T], *args: *Ts) -> asyncio.Future[T]:
         future = super().run_in_executor(executor, func, *args)
-        paced = _REAL_TIME.get()
-        clock = self.job_started(paced)
-        future.add_done_callback(lambda _f: self.job_done(clock, paced))
-        return future
-
-    def job_started(self, paced: bool) -> VirtualClock:
-        """A job of the current task's clock begins (held: the clock waits for it; paced: it follows real time
-        past the grace); the clock, to give :meth:`job_done` when the job ends."""
-        clock = _CLOCK.get() or self.clock
+        clock, paced = _CLOCK.get() or self.clock, _REAL_TIME.get()
         jobs = self._jobs.get(clock)
         if jobs is None:
             jobs = self._jobs[clock] = _Jobs(clock)
@@ -221,7 +223,8 @@ class LockstepLoop(asyncio.SelectorEventLoop):
             jobs.paced += 1
         else:
             jobs.held += 1
-        return clock
+        future.add_done_callback(lambda _f: self._job_done(clock, paced))
+        return future
 
     def tool_wait_started(self, work: asyncio.Future[Any]) -> _ToolWait:
         """The current task's session waits for the tool task ``work`` (see :func:`waiting_for_tool`)."""
@@ -232,7 +235,7 @@ class LockstepLoop(asyncio.SelectorEventLoop):
     def tool_wait_done(self, wait: _ToolWait) -> None:
         self._tool_waits.remove(wait)
 
-    def job_done(self, clock: VirtualClock, paced: bool) -> None:
+    def _job_done(self, clock: VirtualClock, paced: bool) -> None:
         jobs = self._jobs[clock]
         if paced:
             jobs.paced -= 1
