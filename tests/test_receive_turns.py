@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -116,11 +117,24 @@ async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
 
         session.machine.receive = handled  # type: ignore[method-assign]
 
-    sessions, servers = [], []
+    servers: list[MemoryTransport] = []
+    await _crowd(lambda n: reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES), observe, servers,
+                 lambda: len(handled_at) >= CROWD + 1, peek=peek)
+    passes.stop()
+    await asyncio.gather(*sending)
+    return handled_at["barge"] - sent_at[0], max(handled_at[f"last_{n}"] for n in range(1, CROWD)) - sent_at[0]
+
+
+async def _crowd(frames_of: Callable[[int], list[str]], observe: Callable[[int, VoiceSession], None],
+                 servers: list[MemoryTransport], done: Callable[[], bool], *, peek: bool = True) -> None:
+    """CROWD sessions on this loop, session ``n``'s server having sent ``frames_of(n)`` (their servers into
+    ``servers``), each observed; open until ``done()``, then closed. Without ``peek`` the look at frames read
+    ahead is undone."""
+    sessions = []
     for n in range(CROWD):
         client, server = memory_pair(max_queue=1000)
         servers.append(server)
-        for text in reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES):
+        for text in frames_of(n):
             await server.send(text)
 
         async def connect(client: MemoryTransport = client) -> RealtimeConnection:
@@ -137,13 +151,10 @@ async def _barge_in_behind_a_backlog(peek: bool) -> tuple[int, int]:
         for session in sessions:
             group.create_task(session.__aenter__())
     async with asyncio.timeout(30):  # a guard against a hang, not a timing check
-        while len(handled_at) < CROWD + 1:
+        while not done():
             await asyncio.sleep(0.001)
-    passes.stop()
     for session in sessions:
         await session.aclose()
-    await asyncio.gather(*sending)
-    return handled_at["barge"] - sent_at[0], max(handled_at[f"last_{n}"] for n in range(1, CROWD)) - sent_at[0]
 
 
 def test_a_barge_in_read_behind_a_reply_goes_ahead_of_other_sessions_turns() -> None:
@@ -189,31 +200,12 @@ async def _a_reply_begun_behind_a_crowd(short_s: float) -> tuple[int, int]:
 
         session.machine.receive = handled  # type: ignore[method-assign]
 
-    sessions, servers = [], []
-    for n in range(CROWD):
-        client, server = memory_pair(max_queue=1000)
-        servers.append(server)
-        for text in begun[:4] if n == 0 else reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES):
-            await server.send(text)
-
-        async def connect(client: MemoryTransport = client) -> RealtimeConnection:
-            return RealtimeConnection(client)
-
-        settings = SessionSettings(api_key="local", liveness_timeout_s=0)
-        session = VoiceSession(settings, output=ClockedOutput(RealClock(), NullSink()), connector=connect)
-        observe(n, session)
-        sessions.append(session)
+    servers: list[MemoryTransport] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(voice, "SHORT_OF_AUDIO_S", short_s)
-        async with asyncio.TaskGroup() as group:
-            for session in sessions:
-                group.create_task(session.__aenter__())
-        async with asyncio.timeout(30):  # a guard against a hang, not a timing check
-            while len(handled_at) < CROWD:
-                await asyncio.sleep(0.001)
+        await _crowd(lambda n: begun[:4] if n == 0 else reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES), observe, servers,
+                     lambda: len(handled_at) >= CROWD)
     passes.stop()
-    for session in sessions:
-        await session.aclose()
     await asyncio.gather(*sending)
     return handled_at["begun"] - sent_at[0], max(handled_at[f"last_{n}"] for n in range(1, CROWD)) - sent_at[0]
 
