@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, assert_never
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, ValidationInfo, field_serializer, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import clip, redact_url
@@ -73,16 +73,22 @@ def _shown(value: Any) -> str:
 def _variable(field: str) -> str:
     """The environment variable a field's value came from (the first set of its names)."""
     names = _ENV_ALIASES.get(field, (f"VOXLINE_{field.upper()}",))
-    return next((name for name in names if os.environ.get(name)), names[-1])
+    return next((name for name in names if _set(os.environ.get(name))), names[-1])
 
 
 _ENV_ALIASES = {"url": ("VOXLINE_URL", "OPENAI_BASE_URL"), "api_key": ("VOXLINE_API_KEY", "OPENAI_API_KEY")}
 _FIELD_OF = {name: field for field, names in _ENV_ALIASES.items() for name in names}
 
 
+def _set(value: str | None) -> bool:
+    """An environment variable's value counts: one that is empty, or only spaces, is unset."""
+    return value is not None and not value.isspace() and value != ""
+
+
 def env(*names: str) -> str | None:
-    """The first of the environment variables ``names`` that is set to something; an empty one is unset."""
-    return next((value for name in names if (value := os.environ.get(name))), None)
+    """The first of the environment variables ``names`` that is set to something; an empty one (or one of
+    spaces only) is unset."""
+    return next((value for name in names if _set(value := os.environ.get(name))), None)
 
 
 def key_text(key: SecretStr | str | None) -> str | None:
@@ -223,6 +229,25 @@ class SessionSettings(BaseSettings):
     def _key_shown(self, value: SecretStr | str | None) -> SecretStr | None:
         return SecretStr(value) if isinstance(value, str) else value  # one put in by model_copy(update=) as a str
 
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The environment without its variables of spaces only: such a variable is unset, as an empty one is
+        (``VOXLINE_API_KEY=" "`` leaves ``OPENAI_API_KEY`` to give the key, not a blank key to send)."""
+        if isinstance(env_settings, EnvSettingsSource):
+            env_settings.env_vars = {name: value for name, value in env_settings.env_vars.items() if _set(value)}
+        return init_settings, env_settings, dotenv_settings, file_secret_settings
+
+    @field_validator("api_key", mode="after")
+    @classmethod
+    def _key_given(cls, value: SecretStr | None) -> SecretStr | None:
+        """A key given as spaces is a mistake (every server would refuse it, less clearly): leave it out instead."""
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("is blank: give the key, or leave it out")
+        return value
+
     @field_validator("model", "live_model", mode="after")
     @classmethod
     def _named(cls, value: str) -> str:
@@ -347,5 +372,7 @@ def load_settings(cls: type[S] = SessionSettings, /, **flags: Any) -> S:  # type
     except SettingsError as exc:
         if exc.variable is not None:  # the environment's
             raise ConfigurationError(str(exc)) from None
-        value = "" if exc.value is None else f"={exc.value!r}"  # a flag's value is a usage error
-        raise UsageError(f"--{exc.field.replace('_', '-')}{value}: {exc.problem}") from None
+        flag = f"--{exc.field.replace('_', '-')}"  # a flag's value is a usage error
+        if exc.value is None:  # not a setting, or the key: "--api-key: …" would read as the key itself, and be redacted
+            raise UsageError(f"{flag} — {exc.problem}") from None
+        raise UsageError(f"{flag}={exc.value!r}: {exc.problem}") from None

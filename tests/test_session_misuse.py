@@ -23,7 +23,7 @@ from voxline.realtime.server import load_scenario
 from voxline.session.events import SessionError
 from voxline.session.lockstep import run_lockstep
 from voxline.session.replay import engine_connector
-from voxline.session.settings import SessionSettings, SettingsError
+from voxline.session.settings import SessionSettings, SettingsError, UsageError, api_key_from_env, load_settings
 from voxline.session.tools import ToolRegistry
 from voxline.session.voice import VoiceSession
 
@@ -391,6 +391,35 @@ def test_a_setting_changed_after_the_settings_were_made_is_checked_as_one_given(
     settings.api_key = "sk-given-later"  # type: ignore[assignment]  # text, kept as a secret
     assert settings.api_key is not None and settings.api_key.get_secret_value() == "sk-given-later"
     assert "sk-given-later" not in repr(settings)
+
+
+@pytest.mark.parametrize("blank", ["   ", " \t", "\n"])
+def test_a_key_variable_of_spaces_is_unset_and_leaves_the_next_one_to_give_the_key(
+        monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
+    # before, a variable of spaces counted: its blank key was sent, and refused by the server as no key at all,
+    # while the OPENAI_API_KEY beside it was never read
+    for name in ("VOXLINE_API_KEY", "OPENAI_API_KEY", "VOXLINE_TRANSPORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VOXLINE_API_KEY", blank)
+    monkeypatch.setenv("VOXLINE_TRANSPORT", blank)  # a blank choice is unset too, not refused
+    assert SessionSettings().api_key is None and api_key_from_env() is None
+    assert SessionSettings().transport == "ws"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-real-one")
+    key = load_settings().api_key
+    assert key is not None and key.get_secret_value() == "sk-the-real-one"
+    assert api_key_from_env() == "sk-the-real-one"
+
+
+def test_a_key_given_as_spaces_is_refused_in_words_the_redaction_leaves_whole() -> None:
+    with pytest.raises(SettingsError) as refused:
+        SessionSettings(api_key="  ")
+    assert str(refused.value) == "SessionSettings(api_key): is blank: give the key, or leave it out"
+    with pytest.raises(UsageError) as flagged:  # "--api-key: is…" read as a key, and its first word was redacted
+        load_settings(api_key="  ")
+    assert str(flagged.value) == "--api-key — is blank: give the key, or leave it out"
+    with pytest.raises(UsageError) as misspelt:
+        load_settings(apikey="sk-abcdefgh")
+    assert str(misspelt.value) == "--apikey — not a setting (did you mean 'api_key'?)"
 
 
 def test_instructions_too_large_for_their_update_are_refused_when_the_settings_are_made() -> None:

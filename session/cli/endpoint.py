@@ -1,7 +1,7 @@
 """Where a command that can reach the service connects: ``--url``, ``$VOXLINE_URL`` or the built-in server.
 
 One rule for every such command (``talk``, ``replay``): ``--local`` runs against the built-in
-server whatever the environment says; an empty variable is unset; a URL without a scheme is
+server whatever the environment says; an empty variable (or one of spaces) is unset; a URL without a scheme is
 named as such before anything starts.
 """
 

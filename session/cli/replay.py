@@ -143,7 +143,7 @@ def settings_for(args: argparse.Namespace, url: str = "", token: str = LOCAL_KEY
 
 
 def token_for(url: str) -> str:
-    """The API key from the environment (an empty variable is unset), else the key in the URL's
+    """The API key from the environment (an empty or blank variable is unset), else the key in the URL's
     userinfo (``user:KEY@host``); a loopback server (``voxline serve``) takes any token."""
     key = key_for(url, api_key_from_env())
     if key is not None:

@@ -167,7 +167,7 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     base = load_settings(TalkSettings, transport=args.transport, api=args.api, model=args.model)
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
-    key = key_text(base.api_key)  # an empty variable is unset
+    key = key_text(base.api_key)  # an empty or blank variable is unset
     given = target_url(args)
     local = args.local or (given is None and key is None)
     if not local and (args.scenario or args.voice):
