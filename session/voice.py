@@ -626,6 +626,8 @@ class VoiceSession:
             await share.wait()
         self._queue.put_all(effects.events)
         await self._link.flush()
+        if effects.hang_up and (conn := self._link.conn) is not None:  # the receive loop takes the close as a drop
+            await self._link.close_quietly(conn, 1000, "session closed")
 
     # ------------------------------------------------------------------ loops
     async def _receive_loop(self) -> None:

@@ -258,3 +258,59 @@ async def test_a_tool_running_when_the_connection_drops_runs_once_and_the_next_s
     assert not any(e["type"] == "error" for n, d, e in frames if n == 1 and d == "in")  # nothing refused
     for n, direction, event in frames:
         (check_live_client_event(event) if direction == "out" else check_live_server_event(event))
+
+
+@pytest.mark.parametrize("reason", ["expired", "close_requested"])
+async def test_a_session_closed_on_a_socket_left_open_is_hung_up_on_not_streamed_to(reason: str) -> None:
+    """``session.closed`` ends the server's session; a server that leaves its socket open after it must not keep the
+    client streaming into a session that is over. The client lets go of the connection itself: a session ended on
+    purpose is over, one that expired goes on in a new session."""
+    from websockets.asyncio.server import ServerConnection
+    from websockets.asyncio.server import serve as ws_serve
+
+    from tests.support.live_rig import SESSION, frame
+
+    wires: list[list[str]] = []  # what each connection was sent, with where the server said session.closed
+
+    async def handler(connection: ServerConnection) -> None:
+        n, types = len(wires), []
+        wires.append(types)
+        async for text in connection:
+            kind = json.loads(text)["type"]
+            types.append(kind)
+            if kind == "session.start":
+                await connection.send(frame(type="session.started", event_id=f"s{n}", session={**SESSION, "id": f"sess_{n}"}))
+            elif kind == "session.input_audio.append" and n == 0 and "<closed>" not in types:
+                types.append("<closed>")
+                await connection.send(frame(type="session.closed", event_id="c", reason=reason,
+                                            session={**SESSION, "id": "sess_0", "status": "closed"},
+                                            usage={"seconds": 1.0}))
+        types.append("<client closed>")  # the loop ends when the client closes: the server never does
+
+    async def silence() -> Any:
+        while True:
+            await asyncio.sleep(0.02)
+            yield np.zeros(480, np.int16)
+
+    async with ws_serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        settings = SessionSettings(api="live", url=f"ws://127.0.0.1:{port}/v1", api_key=KEY, reconnect_attempts=3)
+        clock = RealClock()
+        session = VoiceSession(settings, output=ClockedOutput(clock), input=silence(), clock=clock,
+                               backoff=lambda attempt: 0.05)
+        async with session:
+            seen = await until(session, lambda e: isinstance(e, LiveSessionEnded), timeout_s=15)
+            if reason == "expired":
+                seen = await until(session, lambda e: isinstance(e, LiveContinuity), seen, timeout_s=15)
+                assert session.connected and session.live.session_id == "sess_1"
+            else:
+                async with asyncio.timeout(10):
+                    seen.extend([event async for event in session])  # over: the iterator ends
+                assert not session.connected
+    first = wires[0]
+    assert first[-1] == "<client closed>", first[-12:]
+    after = first[first.index("<closed>") + 1:-1]
+    assert after.count("session.input_audio.append") <= 3, after  # those already on their way, no more
+    assert [w[0] for w in wires[1:]] == (["session.start"] if reason == "expired" else [])
+    ended = next(e for e in seen if isinstance(e, LiveSessionEnded))
+    assert ended.reason == reason and ended.session_id == "sess_0"

@@ -61,7 +61,7 @@ class LiveProtocol:
         self.started = started
         self.session: dict[str, Any] | None = None  # the resolved session, from session.started / updated
         self.close_reason: str | None = None  # from session.closed
-        self.closed = False  # the connection is gone (closed by us, the server, or lost)
+        self.closed = False  # the connection is gone (closed by us, the server, or lost), or its session closed
         self.fork_of: str | None = None  # the stored session this connection forks (its start carries overrides only)
         self.received_samples = 0
         self.response_in_progress = False  # no responses for speech: the driver's liveness owes nothing
@@ -150,6 +150,7 @@ class LiveProtocol:
                         self._queue(self._held.popleft())
             case lv.LiveSessionClosed():
                 self.close_reason = event.reason
+                self.closed = True  # the session is over: this connection carries nothing more, open or not
                 self.session = event.session.model_dump(mode="json")
             case lv.LiveError():
                 cause = event.error.client_event_id or event.client_event_id

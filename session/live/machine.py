@@ -304,6 +304,7 @@ class LiveMachine:
         events: list[SessionEvent] = []
         calls: tuple[ToolCall, ...] = ()
         barge: BargeIn | None = None
+        hang_up = False
         match output:
             case lv.LiveOutputAudioDelta():
                 return self._audio(output, now)
@@ -341,6 +342,7 @@ class LiveMachine:
             case lv.LiveSessionClosed():
                 self.timeline.end()  # no gap follows the last reply: it is reported once heard to its end
                 events.append(LiveSessionEnded(output.reason, output.session.id, now))
+                hang_up = True  # a server that leaves the socket open after it would be streamed to for nothing
             case lv.LiveDelegationCreated():
                 if output.delegation.target == "client":
                     self._asked[output.delegation.id] = None
@@ -368,7 +370,7 @@ class LiveMachine:
             events.append(RawServerEvent(output))
         if not events and not calls and barge is None:
             return NO_EFFECTS
-        return Effects(tuple(events), barge, calls)
+        return Effects(tuple(events), barge, calls, hang_up)
 
     def _audio(self, delta: lv.LiveOutputAudioDelta, now: float) -> Effects:
         if self.settings.call_id is not None:

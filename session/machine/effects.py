@@ -3,7 +3,8 @@
 The machine has already done everything it decides: the cut is made, the mirror and the
 metrics have it, and any client events wait in the protocol core's outbox. What is left is
 I/O, and :class:`Effects` names it: the events to hand to the application, the tool calls to
-run, and the audio a barge-in revoked, for the output to keep from the listener.
+run, the audio a barge-in revoked, for the output to keep from the listener, and whether the
+connection is to be hung up on (its server ended the session on it).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Effects:
     events: tuple[AppEvent, ...] = ()
     barge_in: BargeIn | None = None
     calls: tuple[ToolCall, ...] = ()  # calls whose arguments are complete: for the tool runner
+    hang_up: bool = False  # the server is done with this connection: the driver closes it, and takes that as a drop
 
     @property
     def discard(self) -> Cut | None:
