@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -112,7 +113,7 @@ class WebRtcCanceller(_Framed):
         import soxr
 
         self._ns = noise_suppression
-        self._make = lambda: pywebrtc_audio.AudioProcessor(sample_rate=48000, echo_cancellation=True,
+        self._make: Callable[[], Any] = lambda: pywebrtc_audio.AudioProcessor(sample_rate=48000, echo_cancellation=True,
                                                            noise_suppression=noise_suppression)
         self._apm = self._make()
         self._up_mic = soxr.ResampleStream(SAMPLE_RATE, 48000, 1, dtype="int16", quality="QQ")

@@ -118,7 +118,8 @@ def load_sounddevice() -> ModuleType:
     except OSError:
         raise AudioError(_NO_PORTAUDIO) from None
     route_alsa_messages()
-    return sounddevice
+    module: ModuleType = sounddevice  # untyped
+    return module
 
 
 def refresh_devices() -> None:

@@ -108,11 +108,11 @@ class EchoPathMonitor:
             self._rest_mic = rest
         else:
             self._rest_ref = rest
-        d = x[:whole].reshape(-1, _DECIMATE).mean(axis=1)
+        d: npt.NDArray[np.float64] = x[:whole].reshape(-1, _DECIMATE).mean(axis=1)
         if not len(d):
             return d
         previous = self._last[which]
-        out = d - 0.9 * np.concatenate([[previous], d[:-1]])
+        out: npt.NDArray[np.float64] = d - 0.9 * np.concatenate([[previous], d[:-1]])
         self._last = (d[-1], self._last[1]) if which == 0 else (self._last[0], d[-1])
         return out
 

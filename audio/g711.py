@@ -38,7 +38,8 @@ def _build_ulaw_encode() -> UInt8Array:
     exponent = np.maximum(_bit_length(biased) - 6, 0)
     mantissa = (biased >> (exponent + 1)) & 0x0F
     code = 0x7F - ((exponent << 4) | mantissa)
-    return (code | np.where(x >= 0, 0x80, 0)).astype(np.uint8)
+    out: npt.NDArray[np.uint8] = (code | np.where(x >= 0, 0x80, 0)).astype(np.uint8)
+    return out
 
 
 def _build_ulaw_decode() -> Int16Array:

@@ -29,6 +29,7 @@ the raw microphone) hears speech, counts as voiced too. ``double_talk=False`` tu
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +63,8 @@ class LocalVad:
         import soxr
 
         self.backend = backend
+        self._decide: Callable[[npt.NDArray[np.int16]], object]  # a frame voiced or not: the backend's own truth value
+        self._decide_raw: Callable[[npt.NDArray[np.int16]], object]
         match backend:
             case "webrtc":
                 try:

@@ -44,7 +44,8 @@ class StreamResampler:
         self._finished = last
         if self._stream is None:
             return samples
-        return self._stream.resample_chunk(np.ascontiguousarray(samples), last=last)
+        out: npt.NDArray[np.int16] = self._stream.resample_chunk(np.ascontiguousarray(samples), last=last)  # soxr is untyped
+        return out
 
     def flush(self) -> npt.NDArray[np.int16]:
         """Output still held in the filter; ends the stream."""

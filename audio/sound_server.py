@@ -154,14 +154,14 @@ def _rate_keeping_lists(pulsectl: Any) -> _Lists | None:
         return None
 
 
-def _keeps_rate(info_cls: type) -> type:
-    class Info(info_cls):
-        def __init__(self, struct: Any = None, *args: Any, **kwargs: Any) -> None:
-            super().__init__(struct, *args, **kwargs)
-            spec = getattr(struct, "sample_spec", None)  # made inside the callback: the record is valid
-            self.rate = int(spec.rate) if spec is not None else 0
+def _keeps_rate(info_cls: Any) -> type:
+    """``info_cls`` (one of pulsectl's untyped record classes) that also keeps the sample rate as ``rate``."""
+    def __init__(self: Any, struct: Any = None, *args: Any, **kwargs: Any) -> None:
+        info_cls.__init__(self, struct, *args, **kwargs)
+        spec = getattr(struct, "sample_spec", None)  # made inside the callback: the record is valid
+        self.rate = int(spec.rate) if spec is not None else 0
 
-    return Info
+    return type("Info", (info_cls,), {"__init__": __init__})
 
 
 def connect(client_name: str = "voxline") -> SoundServer | None:

@@ -63,7 +63,7 @@ VadEvent = SpeechStart | SpeechStop
 
 def _energy_at(dbfs: float, frame: int) -> float:
     """The sum of squared samples of a ``frame``-sample frame whose RMS is ``dbfs``."""
-    return frame * (_FULL_SCALE * 10.0 ** (dbfs / 20.0)) ** 2
+    return float(frame * (_FULL_SCALE * 10.0 ** (dbfs / 20.0)) ** 2)
 
 
 class EnergyVad:

@@ -82,7 +82,8 @@ def _frames_to_int16(raw: bytes, width: int, channels: int, is_float: bool = Fal
 def _downmix(frames: Samples) -> Samples:
     if frames.shape[1] == 1:
         return frames[:, 0]
-    return np.rint(frames.mean(axis=1)).astype(np.int16)
+    mixed: npt.NDArray[np.int16] = np.rint(frames.mean(axis=1)).astype(np.int16)
+    return mixed
 
 
 class _Format:

@@ -252,7 +252,8 @@ def _main(argv: Sequence[str] | None) -> int:
     factory = getattr(module, "loop_factory", lambda _args: None)(args)
     try:
         with bounded_runner(factory) as runner:
-            return runner.run(module.run(args))
+            code: int = runner.run(module.run(args))  # a command module's run(), loaded by name
+            return code
     except KeyboardInterrupt:
         print("voxline: interrupted", file=sys.stderr)
         return 130

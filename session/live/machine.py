@@ -712,9 +712,10 @@ class LiveMachine:
         """The tools a new connection offers: as :meth:`update` last chose them, else the registry's."""
         if self.registry is None:
             return None
-        if self.offered_tools is not None:
-            return self.registry.schemas(self.offered_tools)
-        return self.registry.schemas() or None
+        schemas: list[dict[str, Any]] = self.registry.schemas(self.offered_tools)  # None: every tool
+        if self.offered_tools is None and not schemas:
+            return None  # a registry without tools offers none
+        return schemas
 
     # ------------------------------------------------------------------ tools
     def tool_event(self, event: ToolEvent, now: float) -> Effects:

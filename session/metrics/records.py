@@ -189,7 +189,7 @@ class MetricsReport:
         def rows(records: Sequence[Any]) -> list[dict[str, Any]]:
             return [dataclasses.asdict(r) for r in records]
 
-        return _rounded({
+        out: dict[str, Any] = _rounded({
             "at": self.at,
             "turns": rows(self.turns),
             "barge_ins": rows(self.barge_ins),
@@ -199,6 +199,7 @@ class MetricsReport:
             "underruns": {"events": self.underruns, "ms": self.underrun_ms},
             "aggregates": {name: dataclasses.asdict(a) for name, a in self.aggregates().items()},
         })
+        return out
 
 
 _INSTANTS = frozenset({"at", "start", "end", "speech_start", "speech_end", "speech_end_at", "speech_stopped_at",

@@ -40,7 +40,8 @@ from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.responses import STREAM_BURST_S, Pacing
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.state import EngineConfig
-from voxline.realtime.server.engine.voices import VoiceCache, make_synth, warm_up
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.voices import make_synth, warm_up
 from voxline.realtime.server.hearing.ears import load_ears
 from voxline.realtime.live.connection import live_connection
 from voxline.realtime.server.live.engine import LiveEngine

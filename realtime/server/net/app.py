@@ -323,7 +323,7 @@ class _Serving:
             await self._server.close()
 
 
-class _WebSocketLog(logging.LoggerAdapter):
+class _WebSocketLog(logging.LoggerAdapter[logging.Logger]):
     """websockets' own log, but a client gone during the opening handshake (a reset, a half request, a
     session cancelled while it opened) is one debug line, not an error with a traceback."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 from .errors import printable, redact
 
@@ -32,7 +33,7 @@ class _RedactingFormatter(logging.Formatter):
             record.msg, record.args = msg, args
 
 
-class _StderrHandler(logging.StreamHandler):
+class _StderrHandler(logging.StreamHandler[TextIO]):
     """Writes each record to ``sys.stderr`` as it is when the record comes, not as it was when logging was set up:
     a live display (``talk``'s panel) puts its own there meanwhile, and prints the line above itself instead of
     being torn by it."""
@@ -41,11 +42,11 @@ class _StderrHandler(logging.StreamHandler):
         super().__init__(sys.stderr)
 
     @property
-    def stream(self) -> object:
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value: object) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass  # always sys.stderr
 
 
