@@ -254,3 +254,48 @@ def test_a_tool_that_sleeps_on_its_sessions_clock_holds_nothing_and_one_waiting_
 
     sleeping, waiting, at = run_lockstep(main(), clock)
     assert sleeping == [None] and waiting == [30.0] and at == 30.0  # held where the clock stood
+
+
+def test_an_approval_a_person_gives_in_real_time_holds_the_sessions_time_as_a_tool_does(tmp_path: Path) -> None:
+    """An approval callback that waits for a person (a kiosk's touch screen, answering from its UI thread) is
+    waited for as an awaited tool is: the session's time follows real time meanwhile. Before, the clock ran free
+    while the callback waited: thousands of virtual seconds in one of real time, the session expired, and came
+    back, again and again."""
+    make_recording(tmp_path / "ask.wav", 1, False)
+    samples, _rate = read_wav(tmp_path / "ask.wav")
+    clock = VirtualClock()
+    tools = ToolRegistry()
+    asked: list[float] = []
+    ran: list[float] = []
+    taps: list[threading.Timer] = []
+
+    @tools.tool(needs_approval=True, timeout=10)
+    def get_weather(city: str, unit: str = "celsius") -> str:
+        """The weather."""
+        ran.append(clock.now())
+        return "sunny"
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str) -> str:
+        """The time in a zone."""
+        return "12:00"
+
+    async def approve(call: Any) -> bool:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[bool] = loop.create_future()
+        asked.append(clock.now())
+        tap = threading.Timer(0.6, loop.call_soon_threadsafe, (answer.set_result, True))  # the visitor taps "yes"
+        taps.append(tap)
+        tap.start()
+        return await answer
+
+    try:
+        result = replay_fast(samples, scenario=load_scenario("tools"), voice="tone", tools=tools, tail_s=5.0,
+                             clock=clock, approve=approve)
+    finally:
+        for tap in taps:
+            tap.cancel()
+            tap.join(5)
+    assert asked and len(ran) == len(asked), (asked, ran)
+    assert all(0 < done - ask < 5.0 for ask, done in zip(asked, ran)), (asked, ran)  # about 0.6 s: real time
+    assert not [e for e in result.events if type(e).__name__ in ("ConnectionLost", "SessionError")], result.events

@@ -315,7 +315,8 @@ async def _settled(awaitable: Any) -> Any:
     callback that ignores its cancel does not hold the session's close."""
     work = run_apart(awaitable)  # what it raises is raised again here, where it is contained
     try:
-        await asyncio.wait((work,))
+        with waiting_for_tool(work):  # on a lockstep loop, a person's answer comes in real time, as a tool's does
+            await asyncio.wait((work,))
     except BaseException:
         work.cancel()
         raise
