@@ -484,7 +484,17 @@ class VoiceSession:
         return await self._queue.get()
 
     def pending_events(self) -> list[AppEvent]:
-        """The events queued so far, without waiting (the iterator then starts after them)."""
+        """The events queued so far, without waiting (the iterator then starts after them). While the session's
+        event loop runs, only on that loop: the queue is the loop's, and another thread's drain would race it."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            try:
+                running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:  # a plain thread: the app's UI, say
+                running = None
+            if running is not loop:
+                raise ConfigurationError("pending_events() runs on the session's event loop, which is running in "
+                                         "another thread: call it there (loop.call_soon_threadsafe)")
         return self._queue.drain()
 
     @property

@@ -192,6 +192,34 @@ def test_a_session_refuses_commands_from_another_event_loop() -> None:
     assert other_errors == ["this session belongs to another event loop: use it where it was opened"] * 3
 
 
+def test_pending_events_from_another_thread_while_the_session_runs_is_refused_and_loses_nothing() -> None:
+    """A UI thread draining the session's queue would race the loop that fills and reads it (before, it was let
+    do so); on the session's loop, and once the loop has stopped, it takes the events as before."""
+    clock = VirtualClock()
+    session = _session(clock)
+    refused: list[str] = []
+
+    def from_ui_thread() -> None:
+        try:
+            session.pending_events()
+        except ConfigurationError as exc:
+            refused.append(str(exc))
+
+    async def main() -> list[Any]:
+        async with session:
+            await session.send_text("hi")
+            await clock.sleep(1.0)
+            await asyncio.to_thread(from_ui_thread)
+            await clock.sleep(1.0)
+            return session.pending_events()
+
+    events = run_lockstep(main(), clock)
+    assert refused == ["pending_events() runs on the session's event loop, which is running in another thread: call "
+                       "it there (loop.call_soon_threadsafe)"]
+    assert any(type(e).__name__ == "ResponseStarted" for e in events)  # nothing was taken by the refused call
+    session.pending_events()  # the loop has stopped: any thread may take what is left
+
+
 def test_interrupting_again_after_the_cut_is_nothing_to_cut() -> None:
     clock = VirtualClock()
 
