@@ -29,7 +29,7 @@ from voxline.base.urls import url_problem
 
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["DEFAULT_URL", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "key_text",
+__all__ = ["DEFAULT_URL", "MIN_LIVENESS_S", "SessionSettings", "SettingsError", "UsageError", "api_key_from_env", "env", "key_text",
            "load_settings"]
 
 DEFAULT_URL = "wss://api.openai.com/v1"
@@ -100,6 +100,9 @@ def api_key_from_env() -> str | None:
     """``VOXLINE_API_KEY``, else ``OPENAI_API_KEY`` (the order :class:`SessionSettings` reads them in)."""
     return env("VOXLINE_API_KEY", "OPENAI_API_KEY")
 
+
+MIN_LIVENESS_S = 1.0
+"""The shortest :attr:`SessionSettings.liveness_timeout_s` but 0 (never)."""
 
 _MAX_INSTRUCTIONS = MAX_CLIENT_EVENT_BYTES - 4 * 1024 * 1024  # the rest of a session.update (tools…) has room left
 
@@ -184,7 +187,8 @@ class SessionSettings(BaseSettings):
     reconnect_stable_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     """A connection must stay up this long before a later drop gets a fresh reconnect budget."""
     liveness_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
-    """A server silent this long while an answer is due counts as a drop (0: never)."""
+    """A server silent this long while an answer is due counts as a drop (0: never; else at least
+    :data:`MIN_LIVENESS_S`: a server is given its round trip before it is given up on)."""
     close_timeout_s: float = Field(default=2.0, gt=0, allow_inf_nan=False)
     """``aclose()`` waits at most this long for the server to acknowledge the close."""
     max_tool_rounds: int = Field(default=16, ge=1, le=10_000)
@@ -239,6 +243,23 @@ class SessionSettings(BaseSettings):
         if isinstance(env_settings, EnvSettingsSource):
             env_settings.env_vars = {name: value for name, value in env_settings.env_vars.items() if _set(value)}
         return init_settings, env_settings, dotenv_settings, file_secret_settings
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """``True`` is no count or duration (pydantic would take it as 1): said, not taken."""
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, bool) and field is not None and field.annotation in (int, float):
+            raise ValueError(f"takes a number, not {value}")
+        return value
+
+    @field_validator("liveness_timeout_s", mode="after")
+    @classmethod
+    def _liveness(cls, value: float) -> float:
+        if 0 < value < MIN_LIVENESS_S:  # each answer a server owes would be given up on before it could come
+            raise ValueError(f"is 0 (never) or at least {MIN_LIVENESS_S:g} s: a server silent for less is still "
+                             "answering")
+        return value
 
     @field_validator("api_key", mode="after")
     @classmethod

@@ -375,6 +375,12 @@ def test_a_push_to_talk_tap_is_said_and_asks_nothing_and_the_next_turn_is_answer
     ({"transport": "tcp"}, "SessionSettings(transport='tcp'): Input should be 'ws' or 'webrtc'"),
     ({"liveness_timeout_s": float("nan")}, "SessionSettings(liveness_timeout_s=nan): Input should be a finite number"),
     ({"vad_threshold": float("nan")}, "SessionSettings(vad_threshold=nan): Input should be a finite number"),
+    # before, taken: a liveness of a nanosecond gave up on every answer the server owed, reconnecting each time,
+    # and True counted as 1 attempt
+    ({"liveness_timeout_s": 1e-9}, "SessionSettings(liveness_timeout_s=1e-09): is 0 (never) or at least 1 s: a server "
+                                   "silent for less is still answering"),
+    ({"reconnect_attempts": True}, "SessionSettings(reconnect_attempts=True): takes a number, not True"),
+    ({"vad_threshold": False}, "SessionSettings(vad_threshold=False): takes a number, not False"),
     ({"silence_ms": 10**20}, "SessionSettings(silence_ms=100000000000000000000): Input should be less than or equal "
                              "to 60000"),  # before, the server refused the update and the session ran on its defaults
     ({"api_key": "sk-\ud800"}, "SessionSettings(api_key): api_key cannot be sent: it holds a lone surrogate, half of "
