@@ -15,12 +15,16 @@ import functools
 import inspect
 import json
 import typing
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic.json_schema import PydanticJsonSchemaWarning
+from pydantic_core import to_jsonable_python
 
+from voxline.base.errors import clip
 from voxline.realtime.errors import ToolError
 
 __all__ = ["ArgumentSpec", "build_arguments", "clean_schema"]
@@ -83,6 +87,32 @@ def _check_parameters(params: list[inspect.Parameter], hints: Mapping[str, Any],
             raise ToolError(f"tool {tool!r}: positional-only parameter {p.name!r} is not supported")
         if p.name not in hints:
             raise ToolError(f"tool {tool!r}: parameter {p.name!r} has no type hint")
+        if p.default is not p.empty:
+            try:
+                to_jsonable_python(p.default)
+            except Exception:  # the model is told every default in the schema: this one it could not be
+                raise ToolError(f"tool {tool!r}: the default of parameter {p.name!r} ({_shown(p.default)}) cannot be "
+                                "written as JSON; give one that can, or None") from None
+
+
+def _shown(value: Any) -> str:
+    """A value as a one-line refusal shows it, whatever its ``repr`` does."""
+    try:
+        return clip(repr(value), 60, flat=True)
+    except Exception:
+        return f"a {type(value).__name__}"
+
+
+def _culprit(params: list[inspect.Parameter], hints: Mapping[str, Any]) -> str:
+    """Which parameter's type JSON cannot describe, as a refusal names it ("" if none alone is to blame)."""
+    for p in params:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                TypeAdapter(hints[p.name]).json_schema()
+        except Exception:
+            return f"parameter {p.name!r}: "
+    return ""
 
 
 def _model_for(params: list[inspect.Parameter], hints: Mapping[str, Any], tool: str) -> type[BaseModel]:
@@ -105,11 +135,14 @@ def build_arguments(func: Callable[..., Any], tool: str, param_docs: Mapping[str
     whole = len(params) == 1 and params[0].default is params[0].empty and _is_model(hints[params[0].name])
     try:
         model = hints[params[0].name] if whole else _model_for(params, hints, tool)
-        raw = model.model_json_schema()
+        with warnings.catch_warnings():  # a model's default JSON cannot hold would be left out of the schema unsaid
+            warnings.simplefilter("error", PydanticJsonSchemaWarning)
+            raw = model.model_json_schema()
     except Exception as exc:  # a hint or Field() pydantic cannot build (its own evaluation of a hint may raise anything)
-        lines = str(exc).splitlines()
-        detail = "; ".join(line.strip() for line in lines[:3] if line.strip()) or type(exc).__name__
-        raise ToolError(f"tool {tool!r}: unsupported parameter type ({detail})") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = first.split(". ")[0].removesuffix(".") or type(exc).__name__  # the rest: advice on pydantic's API
+        where = "" if whole else _culprit(params, hints)
+        raise ToolError(f"tool {tool!r}: unsupported parameter type ({where}{clip(detail, 200)})") from None
     schema = clean_schema(raw)
     try:
         json.dumps(schema, allow_nan=False)
