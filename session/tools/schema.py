@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import to_jsonable_python
 
@@ -87,7 +88,7 @@ def _check_parameters(params: list[inspect.Parameter], hints: Mapping[str, Any],
             raise ToolError(f"tool {tool!r}: positional-only parameter {p.name!r} is not supported")
         if p.name not in hints:
             raise ToolError(f"tool {tool!r}: parameter {p.name!r} has no type hint")
-        if p.default is not p.empty:
+        if p.default is not p.empty and not isinstance(p.default, FieldInfo):  # a Field()'s default: pydantic's to check
             try:
                 to_jsonable_python(p.default)
             except Exception:  # the model is told every default in the schema: this one it could not be
