@@ -238,17 +238,29 @@ def test_parse_decodes_once_and_validates() -> None:
         ("{city: x}", "invalid arguments: not valid JSON (Expecting property name enclosed in double quotes at position 1)"),
         ('{"city": "x", "days": ' + "9" * 5000 + "}", "invalid arguments: a number has more digits than can be read"),
         ("[" * 100_000 + "]" * 100_000, "invalid arguments: nested too deeply to read"),
+        # before, true was taken as 1 day and false as 0.0 degrees: the tool ran on a number nobody gave
+        ('{"city": "x", "days": true}', "invalid arguments: field 'days': takes a number, not true"),
+        ('{"city": "x", "above": false}', "invalid arguments: field 'above': takes a number, not false"),
     ],
 )
 def test_parse_errors_are_one_line(arguments: str, message: str) -> None:
     registry = ToolRegistry()
 
     @registry.tool
-    def t(city: str, days: Annotated[int, Field(le=7)] = 1) -> None: ...
+    def t(city: str, days: Annotated[int, Field(le=7)] = 1, above: float | None = None, sunny: bool = False) -> None: ...
 
     with pytest.raises(ToolError) as info:
         registry["t"].parse(arguments)
     assert info.value.message == message
+
+
+def test_a_number_and_a_flag_each_take_what_they_are_given() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def t(days: int, above: float | None = None, sunny: bool = False) -> None: ...
+
+    assert registry["t"].parse('{"days": 3, "above": 2, "sunny": true}')[1] == {"days": 3, "above": 2.0, "sunny": True}
 
 
 def test_empty_arguments_mean_no_arguments() -> None:

@@ -114,7 +114,7 @@ def _describe_one(error: Any) -> str:
         return f"field {where!r} is required"
     if kind == "extra_forbidden":
         return f"unexpected field {where!r}"
-    message = str(error.get("msg", "is not valid"))
+    message = str(error.get("msg", "is not valid")).removeprefix("Value error, ")  # a validator's own words
     return f"field {where!r}: {message[0].lower() + message[1:] if message else message}" if where else message
 
 

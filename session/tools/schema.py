@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import types
 import typing
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, create_model, field_validator
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import to_jsonable_python
@@ -116,12 +117,32 @@ def _culprit(params: list[inspect.Parameter], hints: Mapping[str, Any]) -> str:
     return ""
 
 
+_NUMBERS = frozenset({int, float})
+
+
+def _a_number(annotation: Any) -> bool:
+    """``int``, ``float``, or a union of them (with ``None``): a parameter that takes a number."""
+    if annotation in _NUMBERS:
+        return True
+    args = set(typing.get_args(annotation)) - {type(None)}
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and bool(args) and args <= _NUMBERS
+
+
+def _no_bool_for_a_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """``true`` is no number, though pydantic would take it as 1: the model is told, and may call again."""
+    field = cls.model_fields.get(info.field_name or "")
+    if isinstance(value, bool) and field is not None and _a_number(field.annotation):
+        raise ValueError(f"takes a number, not {str(value).lower()}")
+    return value
+
+
 def _model_for(params: list[inspect.Parameter], hints: Mapping[str, Any], tool: str) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for i, p in enumerate(params):
         default = ... if p.default is p.empty else p.default
         fields[f"p{i}"] = (Annotated[hints[p.name], Field(alias=p.name)], default)
-    return create_model(f"{tool}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    checks = {"no_bool_for_a_number": field_validator("*", mode="before")(_no_bool_for_a_number)}
+    return create_model(f"{tool}_arguments", __config__=ConfigDict(extra="forbid"), __validators__=checks, **fields)
 
 
 def build_arguments(func: Callable[..., Any], tool: str, param_docs: Mapping[str, str]) -> ArgumentSpec:
