@@ -224,6 +224,78 @@ async def test_an_offer_without_dtls_is_refused_not_answered_and_left_to_fail(li
         assert server._calls.active == []
 
 
+@pytest.mark.parametrize(("size", "said"), [
+    ("1", "under the 16384 bytes"), ("300", "under the 16384 bytes"), ("16383", "under the 16384 bytes"),
+    ("-1", "is negative"),
+])
+async def test_an_offer_whose_channel_takes_too_small_a_message_is_refused(size: str, said: str) -> None:
+    """Before, such an offer was answered 201: the server could send neither ``session.created`` nor the error saying
+    it was too large, the failed second send raised inside aiortc's DTLS loop, and the caller had an open channel
+    that never spoke."""
+    offer = await _aiortc_offer()
+    assert "a=max-message-size:262144" in offer
+    small = offer.replace("a=max-message-size:262144", f"a=max-message-size:{size}")
+    async with local_server(api_key=KEY) as server:
+        for path in ("/v1/realtime/calls", "/v1/live/sessions"):
+            body = small.encode() if path.endswith("calls") else json.dumps(
+                {"session": {"model": "gpt-live"}, "transport": {"type": "webrtc", "sdp": small}}).encode()
+            request = _post(path, body, content_type=b"application/sdp" if path.endswith("calls") else b"application/json")
+            status, payload, raw = await asyncio.wait_for(exchange(server.port, request), 30)
+            assert status == 400, raw
+            assert payload is not None and payload["error"]["type"] == "invalid_request_error"
+            message = payload["error"]["message"]
+            assert message.startswith(f"Invalid SDP offer: a=max-message-size {size} ") and said in message
+            assert "\n" not in message
+        assert server._calls.active == []
+        good = offer.replace("a=max-message-size:262144", "a=max-message-size:16384")
+        request = _post("/v1/realtime/calls", good.encode(), content_type=b"application/sdp")
+        status, _, raw = await asyncio.wait_for(exchange(server.port, request), 30)
+        assert status == 201, raw  # the least every peer takes is enough
+
+
+class _TinyChannel:
+    """A data channel whose peer takes ``room`` bytes, refusing larger messages as aiortc does; or already closed."""
+
+    def __init__(self, room: int, state: str = "open") -> None:
+        self.room, self.readyState, self.sent = room, state, list[str]()
+
+    def send(self, text: str) -> None:
+        from aiortc.exceptions import InvalidStateError
+
+        if self.readyState != "open":
+            raise InvalidStateError
+        if len(text.encode()) > self.room:
+            raise ValueError(f"Cannot send message of {len(text.encode())} bytes, the remote party only supports "
+                             f"messages up to {self.room} bytes")
+        self.sent.append(text)
+
+    def close(self) -> None:
+        self.readyState = "closing"
+
+
+@pytest.mark.parametrize(("room", "state", "outcome"), [
+    (10_000, "open", "error"),  # the event does not fit, its error does
+    (5, "open", "closed"),  # not even the error fits: the channel is closed, nothing raised
+    (10_000, "closed", None),  # closed meanwhile
+])
+def test_a_send_on_a_calls_channel_never_raises(room: int, state: str, outcome: str | None) -> None:
+    """It runs in aiortc's callbacks: what it raised ended the peer's DTLS loop, and the call went silent."""
+    from voxline.realtime.server.engine.errors import ErrorSpec
+    from voxline.realtime.server.net.rtc_offer import send_or_refuse
+
+    channel = _TinyChannel(room, state)
+
+    def refusal(spec: ErrorSpec) -> str:
+        return json.dumps({"type": "error", "error": {"code": spec.code, "message": spec.message}})
+
+    sent = send_or_refuse(channel, "x" * 20_000, "session.created", refusal)  # type: ignore[arg-type]
+    if outcome == "error":
+        assert sent is not None and channel.sent == [sent] and json.loads(sent)["error"]["code"] == "event_too_large"
+    else:
+        assert sent is None and channel.sent == []
+        assert channel.readyState == ("closing" if outcome == "closed" else "closed")
+
+
 @pytest.mark.parametrize(("session", "said"), [
     (b"[" * 100_000 + b"]" * 100_000, "nested"),
     (b'{"type":"realtime","temperature":NaN}', "NaN is not a JSON value"),

@@ -315,6 +315,23 @@ async def test_an_unusable_sdp_answer_is_a_one_line_connection_failure(answer: s
     assert "sent an unusable SDP answer (" in message and "\n" not in message and len(message) < 500
 
 
+@pytest.mark.parametrize("size", ["300", "-1"])
+async def test_an_answer_whose_channel_takes_too_small_a_message_is_refused_at_connect(tmp_path: Path, size: str) -> None:
+    """The rule the local server holds offers to: a channel under 16 KiB could not carry a session's events."""
+    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        answer = await post_offer(url, token, sdp, timeout=timeout)
+        assert "a=max-message-size:" in answer.sdp
+        lines = [f"a=max-message-size:{size}" if line.startswith("a=max-message-size:") else line
+                 for line in answer.sdp.split("\r\n")]
+        return Answer("\r\n".join(lines), answer.call_id)
+
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        with pytest.raises(ConnectionFailed) as caught:
+            await WebRTCTransport.connect(server.http_url, KEY, offer=offer, open_timeout=10)
+    message = str(caught.value)
+    assert f"sent an unusable SDP answer (a=max-message-size {size} " in message and "\n" not in message
+
+
 async def _offer_refused(token: str, status: int, body: Callable[[str], bytes]) -> str:
     """Post an offer with ``token`` to a loopback endpoint that answers ``status`` with ``body(the token it was
     sent)``: the one-line failure the caller gets."""

@@ -12,6 +12,11 @@ Applying a description starts a connect task aiortc keeps no handle on; a peer c
 connected (a refused offer, a caller that gave up mid-connect) makes it fail with no one to hear
 it, and asyncio says "Task exception was never retrieved". :func:`connects_of` finds those tasks
 right after a description is applied; :func:`reap_connects` hears them once the peer is given up on.
+
+A peer's ``a=max-message-size`` is read once for both ends (:func:`peer_max_message`), and judged
+once (:func:`max_message_problem`): a negative size, or one under the 16 KiB every WebRTC stack
+takes, leaves a channel that cannot carry a session's events, so the offer or answer saying it is
+refused before any call is made of it.
 """
 
 from __future__ import annotations
@@ -22,10 +27,20 @@ from typing import Any
 
 from aiortc import RTCPeerConnection
 from aiortc.exceptions import InvalidAccessError, InvalidStateError, OperationError
+from aiortc.sdp import SessionDescription
 
-__all__ = ["SDP_FAILURES", "connects_of", "reap_connects"]
+__all__ = ["DEFAULT_MAX_MESSAGE", "LEAST_MAX_MESSAGE", "SDP_FAILURES", "connects_of", "max_message_problem",
+           "peer_max_message", "reap_connects"]
 
 _log = logging.getLogger("voxline.realtime")
+
+DEFAULT_MAX_MESSAGE = 65_536
+"""The largest data channel message a peer takes when its SDP does not say (RFC 8841)."""
+
+LEAST_MAX_MESSAGE = 16_384
+"""The smallest ``a=max-message-size`` either end accepts: 16 KiB is the size every WebRTC data channel
+implementation takes (RFC 8831 §6.6); below it even a session's opening events, or the error saying one was too
+large, may not fit, and the channel would open and never speak."""
 
 SDP_FAILURES = (ValueError, AssertionError, IndexError, KeyError, TypeError, AttributeError, RuntimeError,
                 InvalidAccessError, InvalidStateError, OperationError)
@@ -54,3 +69,25 @@ def reap_connects(tasks: set[asyncio.Task[Any]]) -> None:
 def _connect_ended(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and (exc := task.exception()) is not None:
         _log.debug("a connect of a peer given up on ended: %r", exc)
+
+
+def peer_max_message(sdp: str) -> int | None:
+    """The largest data channel message the peer of an SDP takes, read as aiortc reads it (it enforces it): its
+    data section's last ``a=max-message-size``, 64 KiB without one, no limit for 0. ``sdp`` parsed already."""
+    for media in SessionDescription.parse(sdp).media:
+        if media.kind == "application":
+            caps = media.sctpCapabilities
+            size = caps.maxMessageSize if caps is not None else DEFAULT_MAX_MESSAGE
+            return size or None
+    return DEFAULT_MAX_MESSAGE
+
+
+def max_message_problem(size: int | None) -> str | None:
+    """What makes a peer's largest message (:func:`peer_max_message`) unusable, or ``None`` if it is usable."""
+    if size is None:
+        return None
+    if size < 0:
+        return f"a=max-message-size {size} is negative"
+    if size < LEAST_MAX_MESSAGE:
+        return f"a=max-message-size {size} is under the {LEAST_MAX_MESSAGE} bytes every WebRTC peer takes"
+    return None

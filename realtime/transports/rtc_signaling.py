@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import error_detail, token_refused
 from .http import post, split_userinfo
+from .rtc_sdp import DEFAULT_MAX_MESSAGE
 
 __all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "Answer", "calls_url", "post_offer"]
-
-DEFAULT_MAX_MESSAGE = 65_536
-"""The largest data channel message a peer takes when its SDP does not say (RFC 8841)."""
 
 EVENTS_LABEL = "oai-events"
 """The label of the data channel that carries the JSON events."""

@@ -28,7 +28,6 @@ import numpy as np
 import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
-from aiortc.sdp import SessionDescription
 
 from voxline.base.errors import clip, install_log_redaction, redact_url, scrub
 from voxline.base.urls import is_loopback_url
@@ -39,8 +38,8 @@ from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
 from .rtc_text import read_text_as_browsers_do
 from .failures import MESSAGE_CHARS
 from .http import split_userinfo
-from .rtc_sdp import SDP_FAILURES, connects_of, reap_connects
-from .rtc_signaling import DEFAULT_MAX_MESSAGE, EVENTS_LABEL, Answer, calls_url, post_offer
+from .rtc_sdp import DEFAULT_MAX_MESSAGE, SDP_FAILURES, connects_of, max_message_problem, peer_max_message, reap_connects
+from .rtc_signaling import EVENTS_LABEL, Answer, calls_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport", "peer_max_message"]
@@ -60,17 +59,6 @@ install_log_redaction()  # now that aiortc's module loggers exist
 
 async def _post_offer(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
     return await post_offer(url, token, offer_sdp, timeout=timeout)
-
-
-def peer_max_message(sdp: str) -> int | None:
-    """The largest data channel message the peer of an SDP takes, read as aiortc reads it (it enforces it): its
-    data section's last ``a=max-message-size``, 64 KiB without one, no limit for 0. ``sdp`` parsed already."""
-    for media in SessionDescription.parse(sdp).media:
-        if media.kind == "application":
-            caps = media.sctpCapabilities
-            size = caps.maxMessageSize if caps is not None else DEFAULT_MAX_MESSAGE
-            return size or None
-    return DEFAULT_MAX_MESSAGE
 
 
 class WebRTCTransport:
@@ -176,9 +164,8 @@ class WebRTCTransport:
             why = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} in aiortc's SDP parser"
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({clip(why, MESSAGE_CHARS)})") from None
         self.max_message_bytes = peer_max_message(answer.sdp)
-        if self.max_message_bytes is not None and self.max_message_bytes < 0:
-            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer (a=max-message-size "
-                                   f"{self.max_message_bytes})")
+        if (problem := max_message_problem(self.max_message_bytes)) is not None:
+            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({problem})")
         await self._opened.wait()
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:

@@ -207,6 +207,9 @@ class LiveCall:
             elif channel.readyState == "open":
                 text = send_or_refuse(channel, json.dumps(event), str(event.get("type")),
                                       lambda spec: json.dumps(self.engine.error(spec).event))
+                if text is None:  # the channel closed, or takes nothing this server sends: the session is over
+                    self._ended.set()
+                    return
                 if self._config.on_wire is not None:
                     self._config.on_wire("out", text)
 

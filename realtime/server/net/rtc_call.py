@@ -217,7 +217,9 @@ class RtcCall:
             return
         text = encode_event(ev) if text is None else text
         sent = send_or_refuse(channel, text, str(ev.get("type")), lambda spec: encode_event(self._engine.error(spec)))
-        if self._config.on_wire is not None:
+        if sent is None:  # the channel closed, or takes nothing this server sends: the call is over
+            self._ended.set()
+        elif self._config.on_wire is not None:
             self._config.on_wire("out", sent)
 
     def _deliver(self, sideband: Sideband, text: str) -> None:

@@ -8,11 +8,16 @@ Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
   lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser,
   and the DTLS fingerprint and role must be there, which aiortc would only miss once answered).
 - :func:`answer_offer`: apply the offer, add the output track if it has audio, answer; a malformed
-  offer closes the peer and is a :class:`RequestRejected` (``invalid_value``).
+  offer, or one whose ``a=max-message-size`` no event could pass (negative, or under 16 KiB:
+  :func:`~voxline.realtime.transports.rtc_sdp.max_message_problem`), closes the peer and is a
+  :class:`RequestRejected` (``invalid_value``).
 - :func:`close_peer`: close the peer connection, shielded. When the caller hangs up, aiortc starts
   closing the connection itself, and a second ``close()`` waits on that close's own future; the
   server cancelling the waiting call (shutting down) would cancel that future and leave aiortc's
   close failing (``InvalidStateError``), so the close runs on whatever happens to the caller.
+- :func:`send_or_refuse`: an event on the call's channel, or the error saying it was too large; it
+  runs in aiortc's callbacks, where an exception would end the peer's DTLS loop and leave the
+  caller an open channel that never speaks, so it never raises.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ from collections.abc import Callable
 from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection, RTCSessionDescription
+from aiortc.exceptions import InvalidStateError
 from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
-from voxline.realtime.transports.rtc_sdp import SDP_FAILURES, connects_of, reap_connects
+from voxline.realtime.transports.rtc_sdp import (SDP_FAILURES, connects_of, max_message_problem, peer_max_message,
+                                                 reap_connects)
 from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
@@ -74,6 +81,8 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
         before = asyncio.all_tasks()
         await pc.setRemoteDescription(RTCSessionDescription(text, "offer"))
         connects |= connects_of(pc, asyncio.all_tasks() - before)
+        if (problem := max_message_problem(peer_max_message(text))) is not None:  # read once aiortc took the SDP
+            raise ValueError(problem)
         read_text_as_browsers_do(pc)  # a caller's malformed text message is answered, the call goes on
         if any(t.kind == "audio" for t in pc.getTransceivers()):
             pc.addTrack(output)
@@ -98,14 +107,24 @@ async def close_peer(pc: RTCPeerConnection) -> None:
         _log.debug("closing a peer left half set up: %s", exc)
 
 
-def send_or_refuse(channel: RTCDataChannel, text: str, kind: str, refusal: Callable[[ErrorSpec], str]) -> str:
+def send_or_refuse(channel: RTCDataChannel, text: str, kind: str, refusal: Callable[[ErrorSpec], str]) -> str | None:
     """Send ``text`` on ``channel``; an event larger than the peer takes (its ``a=max-message-size``: aiortc refuses
     it before anything is queued) goes as the ``event_too_large`` error ``refusal`` encodes instead, and the call
-    goes on. What was sent."""
+    goes on. What was sent; ``None`` when nothing could be: the channel had closed, or not even the error fitted,
+    and then the channel is closed (its ``close`` ends the call). Never raises (see the module docstring)."""
     try:
         channel.send(text)
         return text
+    except InvalidStateError:  # closed meanwhile: the call is ending
+        return None
     except ValueError as exc:
         sent = refusal(errors.event_not_delivered(kind, len(text.encode("utf-8")), str(exc)))
+    try:
         channel.send(sent)
         return sent
+    except InvalidStateError:
+        return None
+    except ValueError as exc:
+        _log.warning("call ended: its data channel takes not even the error saying an event was too large (%s)", exc)
+        channel.close()
+        return None
