@@ -3,6 +3,7 @@ one line that says which part of it failed."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
@@ -11,7 +12,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
-from voxline.realtime.transports.http import post
+from voxline.realtime.transports.http import post, post_async
+from voxline.realtime.transports.webrtc import WebRTCTransport
 
 KEY = "sk-test-http-post-canary"
 
@@ -113,3 +115,50 @@ def test_a_key_with_a_character_that_is_not_ascii_is_refused_without_showing_it(
         post("http://127.0.0.1:9/v1/realtime/client_secrets", key, b"{}", "application/json", timeout=1)
     assert "not ASCII" in str(refused.value) and "URL" not in str(refused.value)
     assert key not in str(refused.value) and key.strip("\u201c\u201d") not in str(refused.value)
+
+
+def _heard_then_mute(heard: threading.Event) -> Callable[[socket.socket, threading.Event], None]:
+    """Reads the request, says so on ``heard``, and never answers."""
+    def answer(connection: socket.socket, stop: threading.Event) -> None:
+        connection.recv(65536)
+        heard.set()
+        stop.wait(30)
+    return answer
+
+
+async def _heard(heard: threading.Event) -> None:
+    async with asyncio.timeout(10):  # a bound on the wait, not a timing
+        while not heard.is_set():
+            await asyncio.sleep(0.01)
+
+
+def _posts_left() -> list[threading.Thread]:
+    """The exchange threads still running once each had a generous while to end."""
+    for thread in [t for t in threading.enumerate() if t.name == "voxline-http-post"]:
+        thread.join(5)
+    return [t for t in threading.enumerate() if t.name == "voxline-http-post" and t.is_alive()]
+
+
+async def test_a_cancelled_post_breaks_off_its_request_and_its_thread_ends() -> None:
+    heard = threading.Event()
+    with raw_server(_heard_then_mute(heard)) as url:
+        waiting = asyncio.create_task(post_async(url, KEY, b"{}", "application/json", timeout=60))
+        await _heard(heard)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert _posts_left() == []  # while the server still holds the request
+
+
+async def test_a_webrtc_open_cancelled_while_its_offer_waits_leaves_no_request_or_thread_behind() -> None:
+    """Before, the offer's POST ran on in an executor thread for as long as the open's timeout: the session's close
+    returned, but the request carrying the key outlived it, and asyncio.run and the interpreter's exit waited for
+    it (a Ctrl-C while connecting took seconds to exit)."""
+    heard = threading.Event()
+    with raw_server(_heard_then_mute(heard)) as url:
+        opening = asyncio.create_task(WebRTCTransport.connect(url.rsplit("/v1/", 1)[0] + "/v1", KEY, open_timeout=60))
+        await _heard(heard)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        assert _posts_left() == []

@@ -11,7 +11,6 @@ a core's ``receive`` / ``events`` / ``data_to_send``, and the Live core has thos
 
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.parse
 from typing import Any, cast
@@ -19,7 +18,7 @@ from typing import Any, cast
 from ..connection import RealtimeConnection, WireObserver
 from ..errors import ConfigurationError, ConnectionFailed
 from ..transports.failures import error_detail, token_refused
-from ..transports.http import post, split_userinfo
+from ..transports.http import post_async, split_userinfo
 from ..transports.rtc_signaling import Answer
 from .protocol import LiveProtocol
 
@@ -78,7 +77,7 @@ async def post_live_offer(url: str, token: str, offer_sdp: str, session: dict[st
                           timeout: float = 10.0) -> Answer:
     """``POST /v1/live/sessions`` with the session and the offer; the answer and the new session's id."""
     body = json.dumps({"session": session, "transport": {"type": "webrtc", "sdp": offer_sdp}}).encode()
-    reply = await asyncio.to_thread(post, url, token, body, "application/json", timeout=timeout)
+    reply = await post_async(url, token, body, "application/json", timeout=timeout)
     if reply.redirected:
         raise ConnectionFailed(f"{url} answered with a redirect (HTTP {reply.status}); not followed with the key")
     if reply.status >= 400:

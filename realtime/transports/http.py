@@ -9,6 +9,7 @@ registered for redaction before it is sent.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import http.client
@@ -17,6 +18,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,7 @@ from voxline.base.urls import is_loopback_url
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import connect_failure
 
-__all__ = ["REDIRECTS", "HttpAnswer", "bearer_token", "check_http_url", "post", "split_userinfo"]
+__all__ = ["REDIRECTS", "HttpAnswer", "bearer_token", "check_http_url", "post", "post_async", "split_userinfo"]
 
 REDIRECTS = frozenset({300, 301, 302, 303, 307, 308})
 MAX_BODY = 1024 * 1024
@@ -116,23 +118,68 @@ def post(url: str, token: str, body: bytes, content_type: str, *, timeout: float
     read within the socket's timeout) is given up on at the deadline, and its socket shut, which
     ends the thread's read at once.
     """
-    url, userinfo = split_userinfo(url)
-    token = bearer_token(token or userinfo, url)
-    check_http_url(url)
-    outcome: list[HttpAnswer | ConfigurationError | ConnectionFailed] = []
-    connections = _Connections()
-    exchange = threading.Thread(target=_exchange, args=(url, token, body, content_type, timeout, connections, outcome),
-                                name="voxline-http-post", daemon=True)
-    exchange.start()
-    exchange.join(timeout + _GRACE_S)
-    if not outcome:
-        connections.shut()
-        raise ConnectionFailed(f"{url} sent no complete answer within {timeout:g} s")
-    match outcome[0]:
-        case HttpAnswer() as answer:
-            return answer
-        case failure:
-            raise failure
+    exchange = _Exchange(url, token, body, content_type, timeout)
+    exchange.thread.start()
+    exchange.thread.join(timeout + _GRACE_S)
+    return exchange.answer()
+
+
+async def post_async(url: str, token: str, body: bytes, content_type: str, *, timeout: float) -> HttpAnswer:
+    """:func:`post` awaited: the exchange runs on its daemon thread while the loop waits. A wait cancelled (the
+    caller gave up: a session closed while connecting) shuts the exchange's socket at once, so neither the thread
+    nor the request carrying the key outlives the caller, and no executor thread waits for it (the loop's closing
+    and the interpreter's exit join those)."""
+    loop = asyncio.get_running_loop()
+    ended = asyncio.Event()
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(ended.set)
+
+    exchange = _Exchange(url, token, body, content_type, timeout, wake)
+    exchange.thread.start()
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout + _GRACE_S):
+                await ended.wait()
+    finally:
+        if not exchange.outcome:  # cancelled, or late: the thread's read ends as its socket is shut
+            exchange.connections.shut()
+    return exchange.answer()
+
+
+class _Exchange:
+    """One request on a daemon thread of its own (not started), its outcome, and its connections for whoever gives
+    up on it; ``ended`` is called on that thread once it is over, whatever the outcome."""
+
+    def __init__(self, url: str, token: str, body: bytes, content_type: str, timeout: float,
+                 ended: Callable[[], None] = lambda: None) -> None:
+        url, userinfo = split_userinfo(url)
+        token = bearer_token(token or userinfo, url)
+        self.url = check_http_url(url)
+        self.timeout = timeout
+        self.outcome: list[HttpAnswer | ConfigurationError | ConnectionFailed] = []
+        self.connections = _Connections()
+        self._ended = ended
+        self.thread = threading.Thread(target=self._run, args=(token, body, content_type), name="voxline-http-post",
+                                       daemon=True)
+
+    def _run(self, token: str, body: bytes, content_type: str) -> None:
+        try:
+            _exchange(self.url, token, body, content_type, self.timeout, self.connections, self.outcome)
+        finally:
+            self._ended()
+
+    def answer(self) -> HttpAnswer:
+        """The answer, or the failure raised; none yet, it is given up on (its sockets shut)."""
+        if not self.outcome:
+            self.connections.shut()
+            raise ConnectionFailed(f"{self.url} sent no complete answer within {self.timeout:g} s")
+        match self.outcome[0]:
+            case HttpAnswer() as answer:
+                return answer
+            case failure:
+                raise failure
 
 
 _GRACE_S = 0.5

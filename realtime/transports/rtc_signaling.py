@@ -3,22 +3,22 @@
 ``POST {base}/realtime/calls`` with ``Content-Type: application/sdp`` and
 ``Authorization: Bearer <key or ek_…>``; the answer is ``201`` with the SDP answer as
 the body and a ``Location`` header whose last path segment is the call id. The
-request runs with ``urllib`` in a worker thread (no HTTP client dependency) and follows no
-redirect (:mod:`voxline.realtime.transports.http`), so the token never reaches another host.
+request runs with ``urllib`` on a thread of its own (no HTTP client dependency), is broken off at once
+when the caller gives up, and follows no redirect (:mod:`voxline.realtime.transports.http`), so the
+token never reaches another host.
 Failures are one-line :class:`~voxline.realtime.errors.ConnectionFailed` errors naming the
 HTTP status, never the token.
 """
 
 from __future__ import annotations
 
-import asyncio
 import urllib.parse
 from dataclasses import dataclass
 
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import error_detail, token_refused
-from .http import post, split_userinfo
+from .http import post_async, split_userinfo
 from .rtc_sdp import DEFAULT_MAX_MESSAGE
 
 __all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "Answer", "calls_url", "post_offer"]
@@ -57,12 +57,9 @@ def calls_url(base: str, *, model: str | None = None) -> str:
 
 
 async def post_offer(url: str, token: str, offer_sdp: str, *, timeout: float = 10.0) -> Answer:
-    """POST the offer; return the answer and call id, or raise ConnectionFailed."""
-    return await asyncio.to_thread(_post, url, token, offer_sdp, timeout)
-
-
-def _post(url: str, token: str, offer_sdp: str, timeout: float) -> Answer:
-    reply = post(url, token, offer_sdp.encode("utf-8"), "application/sdp", timeout=timeout)
+    """POST the offer; return the answer and call id, or raise ConnectionFailed. Cancelled, the request is broken
+    off at once (:func:`~voxline.realtime.transports.http.post_async`)."""
+    reply = await post_async(url, token, offer_sdp.encode("utf-8"), "application/sdp", timeout=timeout)
     if reply.redirected:
         raise ConnectionFailed(
             f"{url} answered the WebRTC offer with a redirect (HTTP {reply.status}); not followed with the key"
