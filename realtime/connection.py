@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from .errors import ConnectionClosed
+from .frames import DroppedFrame
 from .protocol import ProtocolOutput, RealtimeProtocol
 from .transports.base import Abortable, PeeksQueued, Transport
 from voxline.base.models import DEFAULT_REALTIME_MODEL
@@ -216,7 +217,8 @@ class RealtimeConnection:
                 continue
             finally:
                 self._receiving = None
-            self._observe("in", text)
+            if not isinstance(text, DroppedFrame):  # nothing of it came in: not a wire frame
+                self._observe("in", text)
             self.protocol.receive(text)
             self._pending.extend(self.protocol.events())
             await self.flush()  # the core may have sent a queued response.create

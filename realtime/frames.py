@@ -20,10 +20,15 @@ from voxline.base.errors import clip
 
 from .errors import LocalProtocolError, RemoteProtocolError
 
-__all__ = ["MAX_INDEX", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
+__all__ = ["MAX_INDEX", "DroppedFrame", "b64_len", "b64_pieces", "check_fits", "excerpt", "frame_bytes", "is_event", "problem", "short",
            "item_creates", "slim", "table", "text_pieces", "user_audio_creates"]
 
 MAX_INDEX = 64  # highest output_index / content_index taken from the server (the service uses 0, 1, ...)
+
+
+class DroppedFrame(str):
+    """What a transport hands on in place of a message it dropped unread (a data channel message larger than this
+    end takes): the reason, which the protocol core reports as a malformed event instead of parsing it."""
 
 
 def problem(event: ev.ServerEvent, sample_width: int) -> str | None:

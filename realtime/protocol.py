@@ -416,6 +416,9 @@ class RealtimeProtocol:
     # ------------------------------------------------------------------ input
     def receive(self, text: str | bytes) -> None:
         """Take one frame from the server."""
+        if isinstance(text, frames.DroppedFrame):
+            self._events.append(MalformedServerEvent(str(text), ""))
+            return
         try:
             event = ev.parse_server_event(text)
         except RemoteProtocolError as exc:

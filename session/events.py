@@ -240,7 +240,8 @@ class SessionError:
     - the server's own ``error`` event: its ``code`` (``invalid_value``…), or None if it gave none;
       on GPT-Live, the error that refuses the ``session.start`` (**fatal**, with the server's code: no
       session began, and nothing can be heard);
-    - ``malformed_event``: a server frame that is not a valid event, ignored;
+    - ``malformed_event``: a server frame that is not a valid event, or (WebRTC) a data channel message larger
+      than this end takes, dropped unread; ignored;
       ``event_failed``: handling a server event raised, and the event was dropped;
       ``observer_failed``: the app's ``on_wire`` raised (every frame is still sent and read);
     - ``tool_rounds_exceeded``: more responses with tool calls in a row, without a user turn, than

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import RemoteProtocolError
 from ..events.codec import MAX_CLIENT_EVENT_BYTES
-from ..frames import check_fits, excerpt
+from ..frames import DroppedFrame, check_fits, excerpt
 from ..notices import MalformedServerEvent
 from . import events as lv
 
@@ -125,6 +125,9 @@ class LiveProtocol:
 
     # ------------------------------------------------------------------ server frames
     def receive(self, text: str | bytes) -> None:
+        if isinstance(text, DroppedFrame):
+            self._events.append(MalformedServerEvent(str(text), ""))
+            return
         try:
             event = lv.parse_live_server(text)
         except RemoteProtocolError as exc:

@@ -33,8 +33,9 @@ from voxline.base.errors import clip, install_log_redaction, redact_url, scrub
 from voxline.base.urls import is_loopback_url
 
 from ..errors import ConnectionClosed, ConnectionFailed
-from ..frames import check_fits
+from ..frames import DroppedFrame, check_fits
 from .rtc_audio import MicrophoneTrack, SampleQueue, pump_remote_audio
+from .rtc_reassembly import cap_incoming_messages
 from .rtc_text import read_text_as_browsers_do
 from .failures import MESSAGE_CHARS
 from .http import split_userinfo
@@ -84,6 +85,7 @@ class WebRTCTransport:
         pc.addTrack(self._mic_track)
         self._channel = pc.createDataChannel(EVENTS_LABEL)
         read_text_as_browsers_do(pc)  # one malformed text message is one malformed event, not a lost connection
+        cap_incoming_messages(pc, self._on_oversize)  # nor is one larger than this end takes: it is dropped, said
         self._channel.bufferedAmountLowThreshold = _LOW_WATER
         self._channel.on("open", self._opened.set)
         self._channel.on("message", self._on_message)
@@ -252,6 +254,12 @@ class WebRTCTransport:
     def _on_message(self, message: str | bytes) -> None:
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
         self._inbox.put_nowait(scrub(text, self._token))  # a server may echo our token, e.g. in an error
+
+    def _on_oversize(self, _stream: int, limit: int) -> None:
+        log.info("dropped a data channel message of more than %d bytes from %s", limit, redact_url(self.url))
+        self._inbox.put_nowait(DroppedFrame(
+            f"a data channel message of more than the {limit} bytes this end takes (its a=max-message-size) was "
+            "dropped unread"))
 
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._remote is None:

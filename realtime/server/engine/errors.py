@@ -22,7 +22,8 @@ code                                   when
 ``item_truncate_invalid_item_id`` / ``item_delete_invalid_item_id`` / ``item_retrieve_invalid_item_id``
 ``unsupported_content_type``           truncate of an item without assistant audio
 ``event_too_large`` (*local*)          a frame above the configured maximum; over a call, an event of the
-                                       server's own larger than the peer's data channel takes (not sent)
+                                       server's own larger than the peer's data channel takes (not sent),
+                                       or a caller's message larger than the server's channel takes (dropped)
 ``invalid_value`` (param ``audio``)    an append past 15 MiB in one event, or past the input
                                        buffer's cap (*local* wording; the append is refused)
 ``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
@@ -165,6 +166,13 @@ def binary_frame() -> ErrorSpec:
 
 def event_too_large(size: int, limit: int) -> ErrorSpec:
     message = f"Invalid event: the message is {size} bytes, more than the maximum of {limit} bytes."
+    return ErrorSpec(message, "event_too_large")
+
+
+def message_dropped(limit: int) -> ErrorSpec:
+    """*Local*: a caller's data channel message larger than this server's ``a=max-message-size``, dropped unread
+    (its reassembly stopped at the cap); the call goes on."""
+    message = f"Invalid event: a data channel message of more than {limit} bytes (this server's a=max-message-size) was dropped unread."
     return ErrorSpec(message, "event_too_large")
 
 

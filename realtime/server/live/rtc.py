@@ -102,7 +102,7 @@ class LiveCall:
 
     async def answer(self, offer: str) -> str:
         """Apply the offer, add the output track, and return the SDP answer."""
-        answer = await answer_offer(self.pc, offer, self._track, "transport.sdp")
+        answer = await answer_offer(self.pc, offer, self._track, "transport.sdp", self._dropped)
         self._hub.add(self.session)
         self.session.route(self._started)
         return answer
@@ -172,6 +172,11 @@ class LiveCall:
                 outs = [self.engine.error(errors.server_error())]
         self.session.route(outs)
         self._voicer.check()
+
+    def _dropped(self, _stream: int, limit: int) -> None:
+        log.warning("Live session %s: dropped a data channel message of more than %d bytes", self.engine.session_id,
+                    limit)
+        self.session.route([self.engine.error(errors.message_dropped(limit))])
 
     def _refuse(self, message: str | bytes) -> list[Out] | None:
         """An error for a client event the data channel may not send (its permissions), else ``None``."""

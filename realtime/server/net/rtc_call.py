@@ -30,6 +30,7 @@ from typing import Any
 from aiortc import RTCDataChannel, RTCPeerConnection
 from aiortc.mediastreams import MediaStreamTrack
 
+from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.rtc_bridge import CallBridge
 from voxline.realtime.server.engine.rtc_output import Samples
@@ -192,6 +193,14 @@ class RtcCall:
         self._voicer.check()
         self._hearer.check()
         self._wakeup.set()
+
+    def dropped(self, _stream: int, limit: int) -> None:
+        """A caller's message larger than this end takes was dropped unread: said in the log and to the caller."""
+        log.warning("session %s: dropped a data channel message of more than %d bytes (WebRTC call %s)",
+                    self._engine.session_id, limit, self.call_id)
+        channel = self._channel
+        if channel is not None:
+            self._send_on_channel(channel, self._engine.error(errors.message_dropped(limit)))
 
     def _on_mic(self, block: Samples) -> None:
         self.bridge.microphone(block, self._config.clock.now())

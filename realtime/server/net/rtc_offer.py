@@ -7,7 +7,9 @@ Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
 - :func:`offer_text`: the offer as text, or ``ValueError`` naming what is wrong with it (codec
   lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser,
   and the DTLS fingerprint and role must be there, which aiortc would only miss once answered).
-- :func:`answer_offer`: apply the offer, add the output track if it has audio, answer; a malformed
+- :func:`answer_offer`: apply the offer, add the output track if it has audio, answer (the caller's
+  messages read as a browser reads them and capped at the size the answer advertises: ``dropped``
+  hears of one dropped, :mod:`voxline.realtime.transports.rtc_reassembly`); a malformed
   offer, or one whose ``a=max-message-size`` no event could pass (negative, or under 16 KiB:
   :func:`~voxline.realtime.transports.rtc_sdp.max_message_problem`), closes the peer and is a
   :class:`RequestRejected` (``invalid_value``).
@@ -36,6 +38,7 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
 from voxline.realtime.transports.rtc_sdp import (SDP_FAILURES, connects_of, max_message_problem, peer_max_message,
                                                  reap_connects)
+from voxline.realtime.transports.rtc_reassembly import Dropped, cap_incoming_messages
 from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
@@ -70,8 +73,10 @@ def offer_text(body: bytes) -> str:
     return text
 
 
-async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaStreamTrack, param: str | None) -> str:
-    """Apply ``offer``, add ``output`` if the offer has audio, and return the SDP answer.
+async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaStreamTrack, param: str | None,
+                       dropped: Dropped) -> str:
+    """Apply ``offer``, add ``output`` if the offer has audio, and return the SDP answer; ``dropped`` hears of a
+    caller's message larger than the answer says this end takes (it is not read).
 
     A malformed offer closes ``pc`` and raises :class:`RequestRejected` naming ``param``.
     """
@@ -84,6 +89,7 @@ async def answer_offer(pc: RTCPeerConnection, offer: bytes | str, output: MediaS
         if (problem := max_message_problem(peer_max_message(text))) is not None:  # read once aiortc took the SDP
             raise ValueError(problem)
         read_text_as_browsers_do(pc)  # a caller's malformed text message is answered, the call goes on
+        cap_incoming_messages(pc, dropped)  # and so is one too large, without reading it whole
         if any(t.kind == "audio" for t in pc.getTransceivers()):
             pc.addTrack(output)
         answer = await pc.createAnswer()

@@ -132,7 +132,7 @@ class RealtimeCalls:
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth, self._ears)
         try:
-            answer = await answer_offer(pc, offer, call.output_track, None)
+            answer = await answer_offer(pc, offer, call.output_track, None, call.dropped)
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
