@@ -499,19 +499,42 @@ async def test_a_servers_close_of_a_peer_that_hung_up_survives_being_cancelled()
         await ours
 
 
+def _decoded(decoder: RemoteAudioDecoder, clock: VirtualClock, frames: list[tuple[float, av.AudioFrame]]) -> list[Any]:
+    """Each frame decoded at its instant on ``clock``."""
+    out = []
+    for at, frame in frames:
+        clock.advance_to(at)
+        out.append(decoder.decode(frame))
+    return out
+
+
 def test_a_decoded_track_follows_the_senders_rtp_clock_across_lost_packets() -> None:
-    decoder = RemoteAudioDecoder()
-    frames = [audio_frame(np.full(480, k + 1, np.int16), 480 * k) for k in range(6)]
+    clock = VirtualClock()
+    decoder = RemoteAudioDecoder(clock)
+    frames = [(0.02 * k, audio_frame(np.full(480, k + 1, np.int16), 480 * k)) for k in range(6)]
     del frames[2:4]  # two packets lost (or dropped by the jitter buffer)
-    out = np.concatenate([decoder.decode(f) for f in frames])
+    out = np.concatenate(_decoded(decoder, clock, frames))
     assert out.size == 6 * 480  # a count of samples is the position on the sender's track
     assert list(out[::480]) == [1, 2, 0, 0, 5, 6]  # the lost frames' time is silence; what follows is in its place
 
 
 def test_a_decoded_track_takes_a_long_jump_of_its_clock_as_a_new_start() -> None:
-    decoder = RemoteAudioDecoder()
-    out = [decoder.decode(audio_frame(np.ones(480, np.int16), pts)) for pts in (0, 480, 480 + 3600 * RATE)]
-    assert [b.size for b in out] == [480, 480, 480]  # an hour of silence is not made up
+    clock = VirtualClock()
+    decoder = RemoteAudioDecoder(clock)
+    frames = [(t, audio_frame(np.ones(480, np.int16), pts)) for t, pts in ((0, 0), (0.02, 480), (7200, 480 + 3600 * RATE))]
+    assert [b.size for b in _decoded(decoder, clock, frames)] == [480, 480, 480]  # an hour of silence is not made up
+
+
+def test_a_jump_of_the_senders_rtp_clock_fills_no_more_silence_than_the_time_that_passed() -> None:
+    """A sender whose RTP clock jumped 4.9 s ahead at every frame (under the 5 s taken as a new start) had 246 s of
+    silence made a second: the listener's timeline ran minutes ahead of the call."""
+    clock = VirtualClock()
+    decoder = RemoteAudioDecoder(clock)
+    frames = [(0.02 * k, audio_frame(np.ones(480, np.int16), k * int(4.9 * RATE))) for k in range(50)]
+    out = _decoded(decoder, clock, frames)
+    silence = sum(b.size for b in out) - 50 * 480
+    assert silence <= round(49 * 0.02 * RATE)  # no more than the 0.98 s that passed (it was 240 s)
+    assert out[1].size == 480 + round(0.02 * RATE)  # 20 ms passed since the frame before: so much may have been lost
 
 
 async def test_a_queued_track_sends_what_was_queued_and_no_filler() -> None:

@@ -19,7 +19,9 @@
   960 samples) → channel 0 → int16 mono 24 kHz, with a streaming soxr resampler. Blocks
   follow the sender's RTP clock: a frame whose timestamp lies past the end of the previous
   one (packets lost, or dropped by the jitter buffer) comes after the silence they would
-  have filled, so a count of the samples handed out is the position on the sender's track.
+  have filled, so a count of the samples handed out is the position on the sender's track. The
+  silence is at most the time that passed since the previous frame came (on the decoder's clock): a
+  sender whose RTP clock jumps ahead made minutes of silence a second, which no loss explains.
 """
 
 from __future__ import annotations
@@ -209,12 +211,15 @@ class QueuedAudioTrack(PacedAudioTrack):
 
 
 class RemoteAudioDecoder:
-    """Received frames (s16 or s16p, any layout and rate) → channel 0 as int16 mono 24 kHz, on the RTP clock."""
+    """Received frames (s16 or s16p, any layout and rate) → channel 0 as int16 mono 24 kHz, on the RTP clock;
+    ``clock`` says when each frame came."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock or RealClock()
         self._rate: int | None = None
         self._stream: soxr.ResampleStream | None = None
         self._next_pts: int | None = None  # where the next frame starts if nothing was lost (frame's time base)
+        self._came: float | None = None  # when the previous frame came
 
     def decode(self, frame: av.AudioFrame) -> Samples:
         data = frame.to_ndarray()
@@ -234,23 +239,30 @@ class RemoteAudioDecoder:
         return out
 
     def _after_gap(self, frame: av.AudioFrame, mono: Samples) -> Samples:
-        """``mono`` after the silence of the frames lost since the previous one (their RTP time)."""
+        """``mono`` after the silence of the frames lost since the previous one (their RTP time, but no more than
+        the time that passed since it came: lost packets take their time to be missed)."""
         pts, rate = frame.pts, frame.sample_rate
+        now = self._clock.now()
+        came, self._came = self._came, now
         if pts is None or not rate:
             return mono
         base = frame.time_base or fractions.Fraction(1, rate)
         expected, self._next_pts = self._next_pts, pts + int(mono.size / (base * rate))
-        if expected is None or pts <= expected:
+        if expected is None or came is None or pts <= expected:
             return mono
         missing = int((pts - expected) * base * rate)
         if missing > MAX_GAP_S * rate:
             return mono
+        missing = min(missing, round(max(0.0, now - came) * rate))
+        if missing <= 0:
+            return mono
         return np.concatenate([np.zeros(missing, dtype=np.int16), mono])
 
 
-async def pump_remote_audio(track: MediaStreamTrack, sink: Callable[[Samples], None]) -> None:
-    """Read ``track`` until it ends, handing each decoded 24 kHz block to ``sink``."""
-    decoder = RemoteAudioDecoder()
+async def pump_remote_audio(track: MediaStreamTrack, sink: Callable[[Samples], None],
+                            clock: Clock | None = None) -> None:
+    """Read ``track`` until it ends, handing each decoded 24 kHz block to ``sink`` (``clock``: when frames come)."""
+    decoder = RemoteAudioDecoder(clock)
     while True:
         try:
             frame = await track.recv()
