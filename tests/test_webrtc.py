@@ -332,6 +332,32 @@ async def test_an_answer_whose_channel_takes_too_small_a_message_is_refused_at_c
     assert f"sent an unusable SDP answer (a=max-message-size {size} " in message and "\n" not in message
 
 
+def _wrong_fingerprint(sdp: str) -> str:
+    head, _, rest = sdp.partition("a=fingerprint:sha-256 ")
+    assert rest
+    return head + "a=fingerprint:sha-256 " + ("00" if not rest.startswith("00") else "11") + rest[2:]
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_wrong_fingerprint, "the DTLS handshake failed"),
+    (lambda sdp: "".join(line for line in sdp.splitlines(keepends=True) if not line.startswith("a=candidate:")),
+     "no ICE candidate pair connected"),
+])
+async def test_a_call_whose_connection_fails_is_a_connect_failure_with_its_reason_at_once(
+        tmp_path: Path, change: Callable[[str], str], said: str) -> None:
+    """Before, a DTLS failure was reported only at the open's deadline, as "did not open within"; and an answer
+    without candidates made connect() return a transport already dead."""
+    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        answer = await post_offer(url, token, sdp, timeout=timeout)
+        return Answer(change(answer.sdp), answer.call_id)
+
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        with pytest.raises(ConnectionFailed) as caught:
+            await WebRTCTransport.connect(server.http_url, KEY, offer=offer, open_timeout=20)
+    message = str(caught.value)
+    assert message.startswith("the WebRTC call to ") and f"failed: {said}" in message and "\n" not in message
+
+
 async def _offer_refused(token: str, status: int, body: Callable[[str], bytes]) -> str:
     """Post an offer with ``token`` to a loopback endpoint that answers ``status`` with ``body(the token it was
     sent)``: the one-line failure the caller gets."""

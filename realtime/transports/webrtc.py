@@ -3,7 +3,9 @@
 :meth:`WebRTCTransport.connect` creates a peer connection (no ICE servers when the
 peer is on loopback, aiortc's default otherwise), the ``oai-events`` data channel
 and an outgoing audio track, POSTs the SDP offer to ``{base}/realtime/calls``
-(:mod:`.rtc_signaling`), applies the answer and waits for the channel to open.
+(:mod:`.rtc_signaling`), applies the answer and waits for the channel to open; a peer
+connection that fails first (no ICE pair, a DTLS handshake that fails) is a ConnectionFailed
+naming that, at once.
 
 Then it is a :class:`~voxline.realtime.transports.base.Transport` over the data channel:
 ``send``/``recv`` move whole JSON text frames, and the end of the channel or of the
@@ -78,7 +80,7 @@ class WebRTCTransport:
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._connects: set[asyncio.Task[Any]] = set()  # aiortc's connect tasks: heard if the call is given up on
-        self._opened = asyncio.Event()
+        self._settled = asyncio.Event()  # the channel opened or the connection ended: a connect waits no longer
         self._drained = asyncio.Event()
         self._token = ""
         self._offer: Offerer = _post_offer
@@ -87,7 +89,7 @@ class WebRTCTransport:
         read_text_as_browsers_do(pc)  # one malformed text message is one malformed event, not a lost connection
         cap_incoming_messages(pc, self._on_oversize)  # nor is one larger than this end takes: it is dropped, said
         self._channel.bufferedAmountLowThreshold = _LOW_WATER
-        self._channel.on("open", self._opened.set)
+        self._channel.on("open", self._on_open)
         self._channel.on("message", self._on_message)
         self._channel.on("close", lambda: self._lost(*_REMOTE_CLOSED))
         self._channel.on("bufferedamountlow", self._drained.set)
@@ -168,7 +170,19 @@ class WebRTCTransport:
         self.max_message_bytes = peer_max_message(answer.sdp)
         if (problem := max_message_problem(self.max_message_bytes)) is not None:
             raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({problem})")
-        await self._opened.wait()
+        await self._settled.wait()
+        if self.close_code is not None:  # failed before (or as) the channel opened: at once, with the reason
+            raise ConnectionFailed(f"the WebRTC call to {redact_url(self.url)} failed: {self._failure()}")
+
+    def _failure(self) -> str:
+        """Why the peer connection ended while connecting, as far as its transports tell."""
+        pc = self._pc
+        if pc.iceConnectionState == "failed":
+            return "no ICE candidate pair connected (the answer's candidates are unreachable, or there are none)"
+        dtls = [t.sender.transport for t in pc.getTransceivers()] + ([pc.sctp.transport] if pc.sctp else [])
+        if any(t.state == "failed" for t in dtls):
+            return "the DTLS handshake failed (the answer's certificate fingerprint does not match the peer's?)"
+        return f"the peer connection went {pc.connectionState} before the data channel opened"
 
     def _start(self, on_audio: AudioHandler | None, source: AsyncIterable[npt.NDArray[np.int16]] | None) -> None:
         if self._remote is not None:
@@ -261,6 +275,9 @@ class WebRTCTransport:
             f"a data channel message of more than the {limit} bytes this end takes (its a=max-message-size) was "
             "dropped unread"))
 
+    def _on_open(self) -> None:
+        self._settled.set()
+
     def _on_track(self, track: MediaStreamTrack) -> None:
         if track.kind == "audio" and self._remote is None:
             self._remote = track
@@ -274,6 +291,7 @@ class WebRTCTransport:
             self.close_code, self.close_reason = code, reason
             self._inbox.put_nowait(None)
             self._drained.set()
+            self._settled.set()
 
     def _close_args(self) -> tuple[int, str]:
         return (self.close_code or _REMOTE_CLOSED[0], self.close_reason if self.close_code else _REMOTE_CLOSED[1])
