@@ -158,6 +158,18 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str], expected: str) -> 
         assert line.endswith(f"(see voxline {args[0]} --help)")
 
 
+@pytest.mark.parametrize("flags", [["--fast", "--out-dir"], ["--out-dir"], ["--fast", "--junit", "j.xml", "--out-dir"]],
+                         ids=["fast", "real time", "junit"])
+def test_a_farm_given_no_recordings_is_a_usage_error_and_writes_nothing(tmp_path: Path, flags: list[str]) -> None:
+    """A CI job whose list of recordings expanded to nothing (``voxline replay $FILES --out-dir o``) ran a farm of
+    no recordings, wrote an empty results.jsonl and exited 0: the job went green having judged nothing."""
+    args = [str(tmp_path / a) if a == "j.xml" else a for a in flags]
+    result = run("replay", *args, str(tmp_path / "o"))
+    line = one_line_error(result)
+    assert result.returncode == 2 and "give a recording (INPUT.wav), several, a directory or --manifest FILE" in line
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", ["replay", "serve"])
 def test_a_scenario_file_that_is_no_scenario_exits_1_as_any_file_of_the_wrong_kind(tmp_path: Path, command: str) -> None:
     """What a file holds is not the command line's fault: 1, as a manifest or a WAV of the wrong kind. Before,

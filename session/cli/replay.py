@@ -199,11 +199,13 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def _command(args: argparse.Namespace) -> int:
+    # before the farm's flags are looked at: a CI job whose file list expanded to nothing ran a farm of no
+    # recordings, wrote an empty results file and went green
+    if not args.inputs and args.manifest is None:
+        raise UsageError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
     if farm.is_farm(args):
         return await farm.run(args)
     farm.refuse_farm_flags(args)
-    if not args.inputs:
-        raise UsageError("give a recording (INPUT.wav), several, a directory or --manifest FILE")
     args.input = args.inputs[0]  # one recording from here on
     args.out = args.out or default_output(args.input, ".heard.wav")
     args.events = args.events or default_output(args.input, ".events.jsonl")
