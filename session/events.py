@@ -255,6 +255,8 @@ class SessionError:
       ``backoff_failed``: the app's backoff raised, the default is used;
       ``handover_failed``: the next connection could not be prepared before ``expires_at``;
       ``connection_lost`` (**fatal**): the reconnect budget is spent;
+      ``session_not_opened`` (**fatal**, added by a replay, :func:`~voxline.session.replay.run_replay`): no
+      connection of the session ever opened its session (the server refused each connect), so nothing was heard;
       ``commands_not_sent``: GPT-Live commands given while a connection was replaced, too large for the
       new connection's events, were not sent;
     - ``speaker_stuck``: the speaker's device did not start again after a barge-in's abort (its driver

@@ -70,6 +70,7 @@ class Link:
         self._handed_over = asyncio.Event()  # set while no hand-over is under way
         self._handed_over.set()
         self._connected_at: float | None = None
+        self._began = False  # a connection before the current one opened its session
         self.last_rx = 0.0
         self._heard_until: float | None = None  # a connection given up for silence held only until its last event
         self._owed_since: float | None = None  # when the server came to owe what it owes now (seen by watch)
@@ -82,6 +83,14 @@ class Link:
             weakref.WeakKeyDictionary()
         # per connection: the machine's config_version it was configured with (an update may come after)
         self._config: weakref.WeakKeyDictionary[RealtimeConnection, int] = weakref.WeakKeyDictionary()
+
+    @property
+    def began(self) -> bool:
+        """Whether a connection of this session ever opened its session (``session.created``, GPT-Live's
+        ``session.started``; a sideband joins its call's, open already). A server that refused every connect (an
+        ``error`` and a close, each time) never did: whatever it said, nothing it said was a session's."""
+        conn = self.conn
+        return self._began or (conn is not None and (conn.protocol.opened or self.settings.call_id is not None))
 
     async def open(self) -> RealtimeConnection:
         """The first connection, configured and the conversation's."""
@@ -205,6 +214,7 @@ class Link:
             return False
         # a connection whose session never began did not hold: it refills no budget
         held = self.conn is not None and (self.conn.protocol.opened or self.settings.call_id is not None)
+        self._began = self._began or held  # the next connection takes its place
         heard_until, self._heard_until = self._heard_until, None
         self._budget.lost(self.clock.now(), self._connected_at if held else None, heard_until)
         _log.warning("connection lost (close code %s%s); reconnecting", exc.code, f" {exc.reason}" if exc.reason else "",
@@ -356,6 +366,7 @@ class Link:
         self._handed_over.clear()
         try:
             self._take_over(fresh)
+            self._began = self.began  # the connection handed over held a session (its expires_at said when)
             restored = self.machine.restore(self._now(), handover=True)
             self.conn, self._connected_at, self.last_rx = fresh, self.clock.now(), self.clock.now()
             with contextlib.suppress(ConnectionClosed):

@@ -503,6 +503,12 @@ class VoiceSession:
         return self._feed.finished
 
     @property
+    def began(self) -> bool:
+        """True once a connection of the session opened its session on the server (``session.created``, or
+        GPT-Live's ``session.started``), and from then on: False for a server that refused every connect."""
+        return self._link.began
+
+    @property
     def connected(self) -> bool:
         """True while a connection carries the conversation (False while reconnecting, and once the session failed)."""
         return self.machine.carrying and self._failed is None and not self.machine.ended

@@ -164,18 +164,19 @@ def test_token_takes_the_url_serve_prints_and_a_local_server_needs_no_key() -> N
         server.wait(timeout=20)
 
 
-def _replay_against(server_code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """``voxline replay`` of the example against the server ``server_code`` starts (an async context
-    manager expression with ``.url``), from a helper process that stops the server afterwards."""
+def _replay_against(server_code: str, tmp_path: Path, recording: Path = EXAMPLE,
+                    *more: str) -> subprocess.CompletedProcess[str]:
+    """``voxline replay`` of ``recording`` (``more`` flags) against the server ``server_code`` starts (an async
+    context manager expression with ``.url``), from a helper process that stops the server afterwards."""
     code = (
         "import asyncio, subprocess, sys\n"
         "from voxline.realtime.server import ServerConfig, serve\n"
-        "from tests.support.silent_server import silent\n"
+        "from tests.support.silent_server import refusing, silent\n"
         "async def main():\n"
         f"    async with {server_code} as s:\n"
         "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
-        f"            {str(EXAMPLE)!r}, '--url', s.url, '--out', {str(tmp_path / 'h.wav')!r},\n"
-        f"            '--events', {str(tmp_path / 'e.jsonl')!r}], capture_output=True, text=True)\n"
+        f"            {str(recording)!r}, '--url', s.url, '--out', {str(tmp_path / 'h.wav')!r},\n"
+        f"            '--events', {str(tmp_path / 'e.jsonl')!r}, *{list(more)!r}], capture_output=True, text=True)\n"
         "        print(r.returncode); sys.stdout.write(r.stderr)\n"
         "asyncio.run(main())\n"
     )
@@ -202,6 +203,32 @@ def test_a_replay_against_a_server_that_never_speaks_fails(tmp_path: Path) -> No
     assert err[-1] == ("voxline replay: error: the server accepted the connection but never sent an event "
                        "(not even session.created)")
     assert not any("no speech detected" in line for line in err)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("close", [True, False], ids=["error and close", "error alone"])
+def test_a_replay_whose_server_refuses_every_connect_fails_naming_the_refusal(tmp_path: Path, close: bool) -> None:
+    """A server that answers each connect with an error (and a close), never session.created: the replay
+    (reconnected and) said the recording was silent ("no speech detected") and exited 0, its summary's checks
+    passing, when the recording was over before the reconnect budget was spent."""
+    from tests.support.hostile import speech
+    from voxline.audio.wavio import write_wav
+
+    recording = tmp_path / "short.wav"
+    write_wav(recording, np.concatenate([speech(np.random.default_rng(3), 1.2), np.zeros(7200, np.int16)]))
+    summary = tmp_path / "s.json"
+    run = _replay_against(f"refusing(close={close})", tmp_path, recording, "--summary", str(summary))
+    rc, *err = run.stdout.strip().splitlines()
+    assert rc == "1", run.stdout + run.stderr
+    assert err[-1].startswith("voxline replay: error: the server never opened a session (no session.created on "), err
+    assert "it said server: your key [redacted] is not allowed here (not_allowed)" in err[-1]
+    assert ("it closed the connection (1008 not allowed)" in err[-1]) == close
+    assert err[-1].endswith(f"; what it said is in {tmp_path / 'e.jsonl'}")
+    assert "sk-refused" not in run.stdout and "[redacted]" in err[-1]
+    assert not any("no speech detected" in line for line in err), err
+    written = json.loads(summary.read_text())
+    assert written["pass"] is False
+    assert any(not c["ok"] and "never opened a session" in c.get("detail", "") + c["name"] for c in written["checks"])
 
 
 def test_the_length_printed_is_the_heard_wavs_whole_last_block_included(tmp_path: Path) -> None:

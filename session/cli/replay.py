@@ -44,7 +44,7 @@ from ..lockstep import LockstepLoop
 from ..replay import ReplayResult, engine_connector, run_replay
 from ..replay.inputs import load_tools, open_input, transcripts_for
 from ..replay.outputs import ReplayOutputs
-from ..replay.result import ReplayLines
+from ..replay.result import NOT_OPENED, ReplayLines
 from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
@@ -268,11 +268,11 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
             outputs.ended(result)
         if live is not None:
             live.done()
-        failure = _failure(result)
+        failure = _failure(result, args.events)
         _print_summary(args, result, failure)
         each_written(lambda: _write_report(args, result, stop), lambda: _write_stereo(args, result))
     if failure is not None and not stop.exit_code:
-        print(f"voxline replay: error: {printable(failure)}; what was heard until then is written", file=sys.stderr)
+        print(f"voxline replay: error: {printable(failure)}", file=sys.stderr)
         return 1
     return stop.exit_code
 
@@ -292,10 +292,17 @@ def _no_stale_reports(args: argparse.Namespace, outputs: ReplayOutputs) -> Itera
         raise
 
 
-def _failure(result: ReplayResult) -> str | None:
-    """Why a replay that ran did not run as a session to its end (a fatal error), or None."""
-    fatal = next((e for e in result.events if isinstance(e, SessionError) and e.fatal), None)
-    return None if fatal is None else f"the session ended with a fatal error: {fatal.message.rstrip('.')}"
+def _failure(result: ReplayResult, events: Path) -> str | None:
+    """Why a replay that ran did not run as a session to its end (a fatal error), or None; a server that never
+    opened a session is named so first (its refusal is what every later error follows from), and nothing was
+    heard then: what it said is the run's record."""
+    fatal = [e for e in result.events if isinstance(e, SessionError) and e.fatal]
+    refused = next((e for e in fatal if e.code == NOT_OPENED), None)
+    if refused is not None:
+        return f"{refused.message}; what it said is in {events}"
+    if not fatal:
+        return None
+    return f"the session ended with a fatal error: {fatal[0].message.rstrip('.')}; what was heard until then is written"
 
 
 async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any, tools: ToolRegistry | None,

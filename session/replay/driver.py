@@ -44,6 +44,8 @@ from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
 from voxline.realtime.server.hearing.ears import load_ears
 from voxline.realtime.live.connection import live_connection
+from voxline.realtime.live.protocol import LiveProtocol
+from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server.live.engine import LiveEngine
 from voxline.realtime.server.live.settings import LiveConfig
 from voxline.realtime.server.net.inprocess import EngineTransport
@@ -59,7 +61,7 @@ from ..live.inprocess import LiveEngineTransport
 from ..settings import SessionSettings
 from ..tools import Approver, ToolRegistry
 from ..voice import Connector, VoiceSession
-from .result import ReplayResult
+from .result import ReplayResult, not_opened
 
 __all__ = ["engine_connector", "replay_fast", "run_replay"]
 
@@ -170,6 +172,16 @@ async def run_replay(
     finally:
         watch.done()
     take()
+    # a server that refuses every connect (an error and a close each time) sends events, but no session ever
+    # began: nothing the recording holds was listened to, and the replay must not pass for one that ran. A fatal
+    # error that says why already (GPT-Live's refused start) stands alone; a spent budget only counts the refusals
+    explained = any(isinstance(e, SessionError) and e.fatal and e.code != "connection_lost" for e in events)
+    if metrics is not None and not interrupted and not explained and not session.began:
+        refused = not_opened(events, LiveProtocol.OPENING_EVENT if settings.api == "live"
+                             else RealtimeProtocol.OPENING_EVENT)
+        events.append(refused)
+        if on_event is not None:
+            on_event(refused)
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
     return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,

@@ -13,10 +13,28 @@ from voxline.base.errors import clip, printable
 
 from ..app_events import AppEvent
 from ..metrics import MetricsReport
-from ..events import BargeIn, ResponseFinished, SpeechStarted, TranscriptDone
+from ..events import (BargeIn, ConnectionLost, ConnectionRestored, ResponseFinished, SessionError, SpeechStarted,
+                      TranscriptDone)
 from ..report.lines import EventLines
 
-__all__ = ["ReplayLines", "ReplayResult", "TurnSummary"]
+__all__ = ["NOT_OPENED", "ReplayLines", "ReplayResult", "TurnSummary", "not_opened"]
+
+NOT_OPENED = "session_not_opened"  # the code of the fatal error a replay ends with when no session ever began
+
+
+def not_opened(events: list[AppEvent], opening: str) -> SessionError:
+    """The fatal error of a replay whose server never opened a session (no ``opening`` event on any connection):
+    the first thing it said and how it first closed, redacted and cut as any message of a server's is. The first:
+    the session's own errors that follow (reconnects, a budget spent) only count the refusals."""
+    connections = 1 + sum(isinstance(e, ConnectionRestored) and not e.handover for e in events)
+    said = next((e for e in events if isinstance(e, SessionError)), None)
+    closed = next((e for e in events if isinstance(e, ConnectionLost)), None)
+    why = [] if said is None else [f"it said {said.message.rstrip('.')}" + (f" ({said.code})" if said.code else "")]
+    if closed is not None:
+        why.append(f"it closed the connection ({' '.join(str(p) for p in (closed.code, clip(closed.reason, 200)) if p)})")
+    which = "the connection" if connections == 1 else f"any of {connections} connections"
+    return SessionError(f"the server never opened a session (no {opening} on {which})"
+                        + (f": {'; '.join(why)}" if why else ""), NOT_OPENED, fatal=True)
 
 
 @dataclass(frozen=True)
