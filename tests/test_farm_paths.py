@@ -126,6 +126,23 @@ def test_no_output_overwrites_what_the_replay_reads(tmp_path: Path, flags: list[
     assert (tmp_path / written).read_bytes() == before
 
 
+@pytest.mark.slow
+def test_recordings_of_one_name_from_two_folders_run_and_one_given_twice_exits_2(tmp_path: Path) -> None:
+    """``voxline replay a/same.wav b/same.wav --out-dir o`` was refused, exit 1, where --help promises NAME made
+    safe and unique; the same file named twice, a command line that cannot work, exited 1 too."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        make_recording(tmp_path / folder / "same.wav", 1, False)
+    run = voxline("replay", "b/same.wav", "a/same.wav", "--fast", "--voice", "tone", "--out-dir", "o", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = [json.loads(line) for line in (tmp_path / "o" / "results.jsonl").read_text().splitlines()]
+    assert [(r["name"], Path(r["input"]).parent.name, Path(r["heard"]).parent.name) for r in rows] == [
+        ("same", "a", "same"), ("same-2", "b", "same-2")]
+    run = voxline("replay", "a/same.wav", "./a/same.wav", "--fast", "--out-dir", "o2", cwd=tmp_path)
+    assert run.returncode == 2 and "a/same.wav is given twice; give each recording once" in one_line_error(run)
+    assert not (tmp_path / "o2").exists()
+
+
 def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:
     placed = assign_folders([rec("a b"), rec("a_b"), rec("A_B"), rec("results.jsonl"), rec("..")],
                             taken=["results.jsonl", "junit.xml"])

@@ -134,14 +134,23 @@ def test_a_directory_is_its_sorted_wavs(tmp_path: Path) -> None:
         recordings_from_paths([tmp_path / "empty"])
 
 
-def test_one_recording_given_twice_is_named_so_and_two_of_one_name_are_told_apart(tmp_path: Path) -> None:
-    for folder in ("d1", "d2"):
+def test_one_recording_given_twice_is_a_usage_error_and_two_of_one_name_are_told_apart(tmp_path: Path) -> None:
+    """``a/same.wav b/same.wav`` was refused ("two recordings are named 'same'; rename one", exit 1), though a name
+    that meets another after it is made safe gets a -2; and the same file named twice exited 1, not 2."""
+    from voxline.realtime.errors import UsageError
+
+    for folder in ("d1", "d2", "d3", "d4"):
         (tmp_path / folder).mkdir()
         make_recording(tmp_path / folder / "call.wav", 1, False)
-    with pytest.raises(ConfigurationError, match="call.wav is given twice"):
+    make_recording(tmp_path / "d4" / "call-2.wav", 1, False)  # a stem that is what the second call would become
+    with pytest.raises(UsageError, match="call.wav is given twice; give each recording once"):
         recordings_from_paths([tmp_path / "d1" / "call.wav", tmp_path / "d1" / ".." / "d1" / "call.wav"])
-    with pytest.raises(ConfigurationError, match="two recordings are named 'call'.*rename one"):
-        recordings_from_paths([tmp_path / "d1" / "call.wav", tmp_path / "d2" / "call.wav"])
+    with pytest.raises(UsageError, match="call.wav is given twice"):  # by its folder and by its name
+        recordings_from_paths([tmp_path / "d1", tmp_path / "d1" / "call.wav"])
+    given = [tmp_path / "d3" / "call.wav", tmp_path / "d4", tmp_path / "d1" / "call.wav", tmp_path / "d2" / "call.wav"]
+    found = {r.name: r.path.relative_to(tmp_path).as_posix() for r in recordings_from_paths(given)}
+    assert found == {"call": "d1/call.wav", "call-3": "d2/call.wav", "call-4": "d3/call.wav", "call-5": "d4/call.wav",
+                     "call-2": "d4/call-2.wav"}  # in the order of their paths, whatever the order given
 
 
 def test_shards_are_zero_based_deterministic_and_cover_every_recording_once() -> None:

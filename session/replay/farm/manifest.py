@@ -29,7 +29,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
-from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.errors import ConfigurationError, UsageError
 
 from ..inputs import transcripts_for
 
@@ -144,9 +144,32 @@ def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
             files.append(path)
         else:
             raise ConfigurationError(f"{path}: no such file or directory")
-    recordings = [FarmRecording(name=f.stem, path=Path(os.path.abspath(f)), transcripts=transcripts_for(f))
-                  for f in files]
+    recordings = [FarmRecording(name=name, path=path, transcripts=transcripts_for(path))
+                  for path, name in _named_apart([Path(os.path.abspath(f)) for f in files])]
     return _unique(recordings, "inputs")
+
+
+def _named_apart(paths: list[Path]) -> list[tuple[Path, str]]:
+    """Each path with its recording's name: the file's stem, and where two files in different folders share one
+    (``a/same.wav``, ``b/same.wav``), ``-2``, ``-3``… after it in the order of their paths, as their folders get,
+    so a farm of every ``*/take.wav`` runs. The same file named twice is the command line's mistake."""
+    given: set[Path] = set()
+    for path in paths:
+        if path in given:
+            raise UsageError(f"{path} is given twice; give each recording once")
+        given.add(path)
+    used = {p.stem for p in paths}
+    named: dict[Path, str] = {}
+    first: set[str] = set()
+    for path in sorted(paths):
+        name, n = path.stem, 2
+        if name in first:
+            while (name := f"{path.stem}-{n}") in used:
+                n += 1
+            used.add(name)
+        first.add(path.stem)
+        named[path] = name
+    return [(p, named[p]) for p in paths]
 
 
 def load_manifest(path: Path) -> list[FarmRecording]:
@@ -231,8 +254,6 @@ def _unique(recordings: list[FarmRecording], where: str) -> list[FarmRecording]:
     """Sorted by name; two recordings may not share one (their outputs would collide)."""
     seen: dict[str, Path] = {}
     for r in recordings:
-        if r.name in seen and seen[r.name] == r.path and not where.startswith("manifest"):
-            raise ConfigurationError(f"{where}: {r.path} is given twice")
         if r.name in seen:
             raise ConfigurationError(f"{where}: two recordings are named {r.name!r} ({seen[r.name]} and {r.path}); "
                                      "rename one" + (" or give it a name" if where.startswith("manifest") else ""))
