@@ -33,6 +33,7 @@ from voxline.session.replay.farm import (
     parse_shard,
     recordings_from_paths,
 )
+from voxline.session.replay.farm.layout import assign_folders
 from voxline.session.replay.farm.results import Measured, judge, outcome
 from tests.support.cli import one_line_error
 from tests.support.farm import make_recording
@@ -151,6 +152,25 @@ def test_one_recording_given_twice_is_a_usage_error_and_two_of_one_name_are_told
     found = {r.name: r.path.relative_to(tmp_path).as_posix() for r in recordings_from_paths(given)}
     assert found == {"call": "d1/call.wav", "call-3": "d2/call.wav", "call-4": "d3/call.wav", "call-5": "d4/call.wav",
                      "call-2": "d4/call-2.wav"}  # in the order of their paths, whatever the order given
+
+
+def test_a_sidecar_that_cannot_be_read_is_its_recordings_error_and_the_others_run(tmp_path: Path) -> None:
+    """A ``NAME.txt`` beside ``NAME.wav`` that is not UTF-8 ended the whole farm before anything ran, where a WAV
+    that cannot be read is that recording's ``error`` verdict and the others run."""
+    from voxline.session.replay.farm.runner import FarmOptions, run_part
+    from voxline.session.settings import SessionSettings
+
+    for name in ("bad", "good"):
+        make_recording(tmp_path / f"{name}.wav", 1, False)
+    (tmp_path / "bad.txt").write_bytes(b"caf\xe9 au lait\n")  # Latin-1
+    (tmp_path / "good.txt").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "farm.toml").write_text('[[recording]]\npath = "bad.wav"\n[[recording]]\npath = "good.wav"\n')
+    for recordings in (recordings_from_paths([tmp_path]), load_manifest(tmp_path / "farm.toml")):
+        assert [(r.name, r.transcripts) for r in recordings] == [("bad", None), ("good", ("hello",))]
+        options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True, jobs=2, voice="tone")
+        rows = run_part([r.model_dump(mode="json") for r in assign_folders(recordings)], options)
+        assert [(r["name"], r["status"]) for r in rows] == [("bad", "error"), ("good", "pass")], rows
+        assert rows[0]["error"] == f"transcripts {tmp_path / 'bad.txt'} are not UTF-8 text"
 
 
 def test_shards_are_zero_based_deterministic_and_cover_every_recording_once() -> None:

@@ -125,6 +125,9 @@ class FarmRecording(_Strict):
     transcripts: tuple[str, ...] | None = None
     expect: Expectations = Expectations()
     folder: str | None = None  # its outputs' folder under --out-dir, made safe and unique (layout.assign_folders)
+    # why it cannot run, found as the farm was gathered (a sidecar transcript that cannot be read): its error
+    # verdict, as a WAV that cannot be read gets, while the others run
+    problem: str | None = None
 
 
 def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
@@ -144,9 +147,18 @@ def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
             files.append(path)
         else:
             raise ConfigurationError(f"{path}: no such file or directory")
-    recordings = [FarmRecording(name=name, path=path, transcripts=transcripts_for(path))
+    recordings = [FarmRecording(name=name, path=path, **_sidecar(path))
                   for path, name in _named_apart([Path(os.path.abspath(f)) for f in files])]
     return _unique(recordings, "inputs")
+
+
+def _sidecar(recording: Path) -> dict[str, Any]:
+    """A recording's sidecar transcript as its fields: ``transcripts``, or the ``problem`` of one that cannot be read
+    (not UTF-8, unreadable), which is that recording's error, not the farm's."""
+    try:
+        return {"transcripts": transcripts_for(recording)}
+    except ConfigurationError as exc:
+        return {"problem": exc.message}
 
 
 def _named_apart(paths: list[Path]) -> list[tuple[Path, str]]:
@@ -207,7 +219,7 @@ def load_manifest(path: Path) -> list[FarmRecording]:
         recordings.append(FarmRecording(
             name=entry.name or wav.stem, path=wav, scenario=_scenario_source(scenario, base),
             tools=entry.tools or manifest.defaults.tools,
-            transcripts=tuple(entry.transcripts) if entry.transcripts is not None else transcripts_for(wav),
+            **({"transcripts": tuple(entry.transcripts)} if entry.transcripts is not None else _sidecar(wav)),
             expect=entry.expect.over(manifest.defaults.expect)))
     return _unique(recordings, f"manifest {path}")
 

@@ -31,7 +31,7 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, clip, redact_url, register_environment_secrets, register_url_secrets
 from voxline.base.files import drop_stale
 from voxline.base.loop_runner import bounded_runner
-from voxline.realtime.errors import ConnectionFailed
+from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.voices import make_synth, warm_up
@@ -145,6 +145,8 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
         made = not folder.exists()  # a path too long for the file system raises here: this recording's error
         folder.mkdir(parents=True, exist_ok=True)
         try:
+            if recording.problem is not None:  # found as the farm was gathered: an error of this recording's alone
+                raise ConfigurationError(recording.problem)
             with open_input(recording.path, quiet=True) as feed:  # streamed as it plays
                 result = await _replay(recording, options, clock, voices, feed, heard, events, stop)
         except BaseException:
