@@ -47,6 +47,24 @@ def test_a_run_without_reports_leaves_no_last_runs_report_beside_its_audio(tmp_p
     assert {p.name for p in folder.iterdir()} == {"heard.wav", "events.jsonl"}
 
 
+def test_a_results_line_keeps_the_path_of_every_file_its_recording_wrote(tmp_path: Path) -> None:
+    """results.jsonl named heard.wav and events.jsonl only, though summary.json, report.html and stereo.wav were
+    written beside them: a CI job had to guess where a recording's report was."""
+    make_recording(tmp_path / "a.wav", 0, True)
+    recordings = [FarmRecording(name="a", path=tmp_path / "a.wav", folder="a").model_dump(mode="json")]
+    folder = tmp_path / "out" / "a"
+    [row] = run_part(recordings, FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True,
+                                             voice="tone", report=True, stereo=True))
+    paths = {key: row[key] for key in ("heard", "events", "summary", "report", "stereo")}
+    assert paths == {"heard": str(folder / "heard.wav"), "events": str(folder / "events.jsonl"),
+                     "summary": str(folder / "summary.json"), "report": str(folder / "report.html"),
+                     "stereo": str(folder / "stereo.wav")}
+    assert all(Path(p).is_file() for p in paths.values())
+    [row] = run_part(recordings, FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), fast=True,
+                                             voice="tone", stereo=True))
+    assert (row["summary"], row["report"], row["stereo"]) == (None, None, str(folder / "stereo.wav"))
+
+
 def test_a_recording_that_errors_keeps_no_last_runs_passing_summary(tmp_path: Path) -> None:
     """The recording was cut short since the last run: its verdict is an error, and its folder held the last
     run's summary.json ("pass": true), report and stereo file beside it, for a CI job collecting */summary.json."""

@@ -7,7 +7,10 @@ one JSON object per line and recording (:func:`write_jsonl`)::
 
     {"name", "input", "status": "pass"|"fail"|"error", "checks": [{"name", "expected", "measured", "ok"}],
      "barge_ins", "cut_errors_ms", "reply_latencies_ms", "error_codes", "error", "duration_s", "reply_heard_s",
-     "wall_s", "heard", "events"}
+     "wall_s", "heard", "events", "summary", "report", "stereo"}
+
+``heard`` … ``stereo`` are the paths of the files the recording wrote (``summary`` and ``report`` with
+``--farm-report``, ``stereo`` with ``--farm-stereo``), ``null`` for those it did not.
 
 ``duration_s`` is the listener time the replay covered (the length of its heard WAV),
 ``reply_heard_s`` the assistant audio that reached the listener in it.
@@ -75,6 +78,9 @@ class Outcome:
     wall_s: float = 0.0
     heard: str | None = None
     events: str | None = None
+    summary: str | None = None
+    report: str | None = None
+    stereo: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

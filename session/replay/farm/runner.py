@@ -173,8 +173,10 @@ async def replay_recording(recording: FarmRecording, options: FarmOptions, clock
             _drop_stale(folder, written)
         return Outcome(recording.name, str(recording.path), "error", error=f"{type(exc).__name__}: {_one_line(exc)}",
                        wall_s=time.perf_counter() - started)
+    also = {key: str(folder / name) for key, name in (("summary", "summary.json"), ("report", "report.html"),
+                                                       ("stereo", "stereo.wav")) if name in written}
     done = outcome(recording.name, str(recording.path), recording.expect, measured, heard=str(heard),
-                   events=str(events))
+                   events=str(events), **also)
     done.wall_s = time.perf_counter() - started
     if result.interrupted:
         done.status = "error"
