@@ -143,6 +143,25 @@ def test_recordings_of_one_name_from_two_folders_run_and_one_given_twice_exits_2
     assert not (tmp_path / "o2").exists()
 
 
+@pytest.mark.parametrize(("scenario", "said"), [("a.wav", "scenario a.wav is not UTF-8 text"),
+                                                ("a.txt", "scenario a.txt is not valid TOML")],
+                         ids=["the recording", "its sidecar"])
+def test_a_scenario_that_is_an_input_is_read_and_its_own_fault_is_named(tmp_path: Path, scenario: str,
+                                                                         said: str) -> None:
+    """``--scenario a.wav``, the recording itself, was refused as an output over an input ("inputs are never
+    overwritten"), for a file that is only read: what is wrong with it is that it is no scenario."""
+    from voxline.session.cli.paths import check_paths
+
+    (tmp_path / "a.wav").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "a.txt").write_text("hello\nstop\n")
+    check_paths([tmp_path / "a.wav", tmp_path / "a.txt", tmp_path / scenario], [tmp_path / "h.wav"])
+    run = subprocess.run([str(VOXLINE), "replay", "a.wav", "--local", "--fast", "--voice", "tone", "--scenario",
+                          scenario, "--out", "h.wav", "--events", "e.jsonl"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    line = one_line_error(run)
+    assert run.returncode == 1 and said in line and "never overwritten" not in line, line
+
+
 def test_folders_are_unique_and_never_a_file_the_farm_writes() -> None:
     placed = assign_folders([rec("a b"), rec("a_b"), rec("A_B"), rec("results.jsonl"), rec("..")],
                             taken=["results.jsonl", "junit.xml"])

@@ -69,8 +69,10 @@ def read_with(recording: Path, scenario: str | None = None, tools: str | None = 
 def check_paths(inputs: list[Path], outputs: list[Path]) -> None:
     """No output may be an input or another output, by name or through a link (outputs may share a
     device that discards what it is given, as ``/dev/null``): a command line that cannot work as given."""
-    seen: list[Path] = []
-    for path in [*inputs, *outputs]:
+    # inputs are only read: one named twice (a scenario that is the recording or its sidecar) is no clash here, and
+    # what reads it says what is wrong with it
+    seen: list[Path] = list(inputs)
+    for path in outputs:
         for other in seen:
             if same_file(path, other):
                 if other in inputs:
