@@ -170,6 +170,23 @@ def test_a_farm_given_no_recordings_is_a_usage_error_and_writes_nothing(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--out", "h.wav", "--events", "e.wav"], "argument --events: writes JSON lines, not audio"),
+    (["--out", "h.wav", "--events", "e.jsonl", "--summary", "s.WAV"], "argument --summary: writes JSON, not audio"),
+    (["--out", "h.wav", "--events", "e.jsonl", "--report", "r.wav"], "argument --report: writes an HTML page, not"),
+    (["--out-dir", "o", "--results", "r.wav"], "argument --results: writes JSON lines, not audio"),
+    (["--out-dir", "o", "--junit", "j.wave"], "argument --junit: writes XML, not audio"),
+], ids=["events", "summary", "report", "results", "junit"])
+def test_a_document_named_like_a_recording_is_a_usage_error(tmp_path: Path, flags: list[str], said: str) -> None:
+    """``--events o/e.wav`` wrote JSON lines into a .wav name, which a later farm of that folder took for a
+    recording (and refused as no WAV file)."""
+    args = [str(tmp_path / a) if "." in a or a == "o" else a for a in flags]
+    result = run("replay", str(EXAMPLE), "--fast", "--voice", "tone", *args)
+    line = one_line_error(result)
+    assert result.returncode == 2 and said in line and "a farm of its folder would take a .wav" in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", ["replay", "serve"])
 def test_a_scenario_file_that_is_no_scenario_exits_1_as_any_file_of_the_wrong_kind(tmp_path: Path, command: str) -> None:
     """What a file holds is not the command line's fault: 1, as a manifest or a WAV of the wrong kind. Before,

@@ -46,7 +46,7 @@ from ..settings import SessionSettings, UsageError, load_settings
 from .endpoint import built_in_only
 from .farm_progress import FarmProgress
 from .option_values import optional_value
-from .paths import folder_path, output_path, read_with, writable
+from .paths import document_path, folder_path, read_with, writable
 from .stopping import Stop
 
 __all__ = ["add_arguments", "in_this_loop", "is_farm", "refuse_farm_flags", "run"]
@@ -75,9 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--out-dir", type=folder_path, metavar="DIR",
                        help="farm output: DIR/NAME/heard.wav and events.jsonl per recording (NAME made safe and "
                             "unique), DIR/results.jsonl")
-    group.add_argument("--results", type=output_path, metavar="RESULTS.jsonl",
+    group.add_argument("--results", type=document_path("JSON lines"), metavar="RESULTS.jsonl",
                        help="one JSON line per recording (default DIR/results.jsonl; - for stdout)")
-    group.add_argument("--junit", type=output_path, metavar="JUNIT.xml",
+    group.add_argument("--junit", type=document_path("XML"), metavar="JUNIT.xml",
                        help="also write a JUnit XML report for CI (- for stdout)")
     group.add_argument("--farm-report", action="store_true",
                        help="also write DIR/NAME/summary.json and report.html per recording")

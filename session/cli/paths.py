@@ -15,12 +15,14 @@ import errno
 import importlib.machinery
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from voxline.base.files import STDOUT, is_stdout, nonempty_path, own_stream_file, same_file, shown
 from voxline.realtime.errors import ConfigurationError, UsageError
 
-__all__ = ["check_paths", "default_output", "documents_to_stdout", "folder_path", "output_path", "read_with",
+__all__ = ["check_paths", "default_output", "document_path", "documents_to_stdout", "folder_path", "output_path",
+           "read_with",
            "writable"]
 
 def output_path(text: str) -> Path:
@@ -32,6 +34,19 @@ def output_path(text: str) -> Path:
     if text.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(f"takes a file, not {text!r}, which names a folder (it ends in /)")
     return path
+
+
+def document_path(what: str) -> Callable[[str], Path]:
+    """The value of an output flag for a file that is no audio (``what`` it holds): as :func:`output_path`, and never
+    a ``.wav`` name, which says "recording" to people and to a farm of its folder, which would replay it."""
+    def parse(text: str) -> Path:
+        path = output_path(text)
+        if path.suffix.lower() in (".wav", ".wave"):
+            raise argparse.ArgumentTypeError(f"writes {what}, not audio: name it other than {text!r} (a farm of its "
+                                             "folder would take a .wav for a recording)")
+        return path
+
+    return parse
 
 
 def folder_path(text: str) -> Path:

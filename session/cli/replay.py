@@ -49,7 +49,8 @@ from ..report import make_run, write_report
 from ..keys import key_for
 from ..settings import SessionSettings, UsageError, api_key_from_env, load_settings
 from ..tools import ToolFinished, ToolRegistry
-from .paths import check_paths, default_output, documents_to_stdout, output_path, read_with, writable
+from .paths import (check_paths, default_output, document_path, documents_to_stdout, output_path, read_with,
+                    writable)
 from ..voice import VoiceSession
 from . import farm
 from .stereo import add_stereo_argument
@@ -77,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default INPUT.heard.wav in the current directory); its sample n is what was heard "
                              "n/24000 s into the input (input sample n for a 24 kHz input; an input at another rate "
                              "is resampled, its sample m lines up with HEARD.wav sample m*24000/rate)")
-    parser.add_argument("--events", type=output_path, metavar="EVENTS.jsonl",
+    parser.add_argument("--events", type=document_path("JSON lines"), metavar="EVENTS.jsonl",
                         help="one recording: wire event log (default INPUT.events.jsonl in the current directory)")
     parser.add_argument("--url", help="Realtime API base URL, e.g. ws://127.0.0.1:8765/v1 for 'voxline serve' (default: "
                         "$VOXLINE_URL, else the built-in local server); OPENAI_API_KEY is the token, a loopback URL "
@@ -107,9 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="server VAD threshold, 0 to 1 (default 0.5)")
     parser.add_argument("--silence-ms", type=int, default=None, metavar="MS",
                         help="server VAD: silence that ends a user turn, in ms, 0 to 60000 (default 500)")
-    parser.add_argument("--report", type=output_path, metavar="REPORT.html",
+    parser.add_argument("--report", type=document_path("an HTML page"), metavar="REPORT.html",
                         help="write a self-contained HTML report: timeline plot, cuts, latencies, metrics (- for stdout)")
-    parser.add_argument("--summary", type=output_path, metavar="SUMMARY.json",
+    parser.add_argument("--summary", type=document_path("JSON"), metavar="SUMMARY.json",
                         help="write the report's figures as JSON (barge-ins, per-turn latencies, p50/p95, checks; - for stdout)")
     parser.add_argument("--echo", metavar="DELAY_MS,GAIN_DB",
                         help="open speakers: mix what the listener heard back into the input through a room "
