@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from voxline.base.clock import VirtualClock
 from voxline.realtime.errors import ConfigurationError
 from voxline.session.bargein import Trigger
 from voxline.session.events import SpeechStarted, BargeIn, HeardTranscript, LiveDelivered, StateChanged, TranscriptDelta
@@ -190,10 +191,12 @@ def test_over_webrtc_the_tracks_rtp_clock_places_it_on_the_timeline_across_lost_
     rig = Rig()
     rig.protocol.started = True
     track = np.concatenate([np.zeros(RATE, np.int16), np.full(2 * RATE, 1500, np.int16)])  # the reply at 1000 ms
-    frames = [audio_frame(track[i:i + BLOCK], i) for i in range(0, track.size, BLOCK)]
+    clock = VirtualClock()
+    frames = [(i / RATE, audio_frame(track[i:i + BLOCK], i)) for i in range(0, track.size, BLOCK)]  # as they came
     del frames[30:40]  # 200 ms of packets lost before the reply
-    decoder = RemoteAudioDecoder()
-    for f in frames:
+    decoder = RemoteAudioDecoder(clock)
+    for at, f in frames:
+        clock.advance_to(at)
         rig.machine.track_audio(decoder.decode(f))
     words = [(1000, 1400, "Paris"), (1400, 1800, " is"), (1800, 2200, " sunny"), (2200, 3000, " today.")]
     for start_ms, end_ms, text in words:

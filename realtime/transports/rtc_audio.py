@@ -42,6 +42,7 @@ from voxline.base.clock import Clock, RealClock
 
 __all__ = [
     "FRAME_SAMPLES",
+    "LEAD_S",
     "MAX_GAP_S",
     "MicrophoneTrack",
     "PacedAudioTrack",
@@ -54,6 +55,7 @@ __all__ = [
 
 FRAME_SAMPLES = 480  # 20 ms, the WebRTC audio packet time
 MAX_GAP_S = 5.0  # a longer jump of the RTP clock is a new start, not lost packets to fill with silence
+LEAD_S = 0.5  # how far a received track may run ahead of the time since its first frame (the network's jitter)
 
 Samples = npt.NDArray[np.int16]
 
@@ -219,7 +221,8 @@ class RemoteAudioDecoder:
         self._rate: int | None = None
         self._stream: soxr.ResampleStream | None = None
         self._next_pts: int | None = None  # where the next frame starts if nothing was lost (frame's time base)
-        self._came: float | None = None  # when the previous frame came
+        self._began: float | None = None  # when the first frame came
+        self._made = 0  # samples made since then, silence included (at the frames' rate)
 
     def decode(self, frame: av.AudioFrame) -> Samples:
         data = frame.to_ndarray()
@@ -239,22 +242,25 @@ class RemoteAudioDecoder:
         return out
 
     def _after_gap(self, frame: av.AudioFrame, mono: Samples) -> Samples:
-        """``mono`` after the silence of the frames lost since the previous one (their RTP time, but no more than
-        the time that passed since it came: lost packets take their time to be missed)."""
+        """``mono`` after the silence of the frames lost since the previous one (their RTP time), as long as the
+        track stays within :data:`LEAD_S` of the time since its first frame came: a sender's clock that jumps
+        ahead at every packet makes no more track than time passes, while packets lost inside a burst (a jitter
+        buffer letting go of what it held) still keep what follows in its place."""
         pts, rate = frame.pts, frame.sample_rate
         now = self._clock.now()
-        came, self._came = self._came, now
         if pts is None or not rate:
             return mono
+        if self._began is None or rate != self._rate:
+            self._began, self._made = now, 0  # a rate of its own: counted afresh
         base = frame.time_base or fractions.Fraction(1, rate)
         expected, self._next_pts = self._next_pts, pts + int(mono.size / (base * rate))
-        if expected is None or came is None or pts <= expected:
-            return mono
-        missing = int((pts - expected) * base * rate)
+        missing = 0 if expected is None or pts <= expected else int((pts - expected) * base * rate)
         if missing > MAX_GAP_S * rate:
-            return mono
-        missing = min(missing, round(max(0.0, now - came) * rate))
-        if missing <= 0:
+            missing = 0  # a new start of the sender's clock: nothing to make up
+        room = round((now - self._began + LEAD_S) * rate) - self._made - mono.size
+        missing = max(0, min(missing, room))
+        self._made += missing + mono.size
+        if missing == 0:
             return mono
         return np.concatenate([np.zeros(missing, dtype=np.int16), mono])
 
