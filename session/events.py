@@ -257,6 +257,8 @@ class SessionError:
       ``connection_lost`` (**fatal**): the reconnect budget is spent;
       ``session_not_opened`` (**fatal**, added by a replay, :func:`~voxline.session.replay.run_replay`): no
       connection of the session ever opened its session (the server refused each connect), so nothing was heard;
+      ``turn_left_open`` (added by a replay): the recording ended inside a turn of the user's, which the server's
+      turn detection never ended, so it went unanswered;
       ``commands_not_sent``: GPT-Live commands given while a connection was replaced, too large for the
       new connection's events, were not sent;
     - ``speaker_stuck``: the speaker's device did not start again after a barge-in's abort (its driver

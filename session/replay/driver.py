@@ -61,7 +61,7 @@ from ..live.inprocess import LiveEngineTransport
 from ..settings import SessionSettings
 from ..tools import Approver, ToolRegistry
 from ..voice import Connector, VoiceSession
-from .result import ReplayResult, not_opened
+from .result import ReplayResult, not_opened, turn_left_open
 
 __all__ = ["engine_connector", "replay_fast", "run_replay"]
 
@@ -182,6 +182,10 @@ async def run_replay(
         events.append(refused)
         if on_event is not None:
             on_event(refused)
+    elif metrics is not None and not interrupted and (unfinished := turn_left_open(metrics, settings)) is not None:
+        events.append(unfinished)
+        if on_event is not None:
+            on_event(unfinished)
     playout = output.playout
     heard = timeline.samples if isinstance(timeline, TimelineSink) else None
     return ReplayResult(heard, events, playout.underrun_events, playout.underrun_samples,

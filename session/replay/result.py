@@ -16,8 +16,10 @@ from ..metrics import MetricsReport
 from ..events import (BargeIn, ConnectionLost, ConnectionRestored, ResponseFinished, SessionError, SpeechStarted,
                       TranscriptDone)
 from ..report.lines import EventLines
+from ..settings import SessionSettings
 
-__all__ = ["NOT_OPENED", "ReplayLines", "ReplayResult", "TurnSummary", "not_opened"]
+__all__ = ["NOT_OPENED", "TURN_LEFT_OPEN", "ReplayLines", "ReplayResult", "TurnSummary", "not_opened",
+           "turn_left_open"]
 
 NOT_OPENED = "session_not_opened"  # the code of the fatal error a replay ends with when no session ever began
 
@@ -35,6 +37,25 @@ def not_opened(events: list[AppEvent], opening: str) -> SessionError:
     which = "the connection" if connections == 1 else f"any of {connections} connections"
     return SessionError(f"the server never opened a session (no {opening} on {which})"
                         + (f": {'; '.join(why)}" if why else ""), NOT_OPENED, fatal=True)
+
+
+TURN_LEFT_OPEN = "turn_left_open"  # the code of the error a replay ends with when the recording ended mid-turn
+
+
+def turn_left_open(metrics: MetricsReport, settings: SessionSettings) -> SessionError | None:
+    """The error of a replay whose recording ended inside a turn of the user's: the server's turn detection had
+    begun it and never ended it (the voice went on to the end, or stopped less than the silence that ends a turn
+    before it), so it went unanswered, and the replay would otherwise pass for one that heard every turn. None on
+    GPT-Live (turns are the model's to find) and without turn detection (push-to-talk turns are the app's)."""
+    if settings.api != "realtime" or settings.turn_detection == "none" or not metrics.speech:
+        return None
+    if metrics.speech[-1].end is not None:
+        return None
+    wait = (f"{settings.silence_ms} ms of silence" if settings.turn_detection == "server_vad"
+            else "the silence its turn detection waits for")
+    return SessionError(f"the recording ended inside a turn of yours (the voice went on to its end, or stopped less "
+                        f"than {wait} before it): the server never ended that turn, so it went unanswered; end the "
+                        f"recording with more silence", TURN_LEFT_OPEN)
 
 
 @dataclass(frozen=True)
