@@ -211,10 +211,12 @@ def test_a_manifest_name_of_dots_stays_inside_and_outputs_never_overwrite_inputs
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "_.." / "heard.wav").is_file() and not (tmp_path / "heard.wav").exists()
     before = (tmp_path / "farm.toml").read_bytes(), (tmp_path / "a.wav").read_bytes()
-    for flag, target in (("--results", "farm.toml"), ("--junit", "farm.toml"), ("--junit", "a.wav"),
-                         ("--results", "./a.wav")):
+    for flag, target, said in (("--results", "farm.toml", "inputs are never overwritten"),
+                               ("--junit", "farm.toml", "inputs are never overwritten"),
+                               ("--junit", "a.wav", "name it other than 'a.wav'"),  # refused as a .wav name, first
+                               ("--results", "./a.wav", "name it other than './a.wav'")):
         run = voxline("replay", "--manifest", "farm.toml", "--fast", "--out-dir", "out", flag, target, cwd=tmp_path)
-        assert "inputs are never overwritten" in one_line_error(run) and run.returncode == 2  # the flags' clash
+        assert said in one_line_error(run) and run.returncode == 2  # the flags' clash
     run = voxline("replay", "--manifest", "farm.toml", "--fast", "--out-dir", "out", "--results", "r.xml", "--junit",
                   "r.xml", cwd=tmp_path)
     assert "would be written twice" in one_line_error(run) and run.returncode == 2
