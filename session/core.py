@@ -345,8 +345,10 @@ class SessionCore:
 
     def new_connection(self) -> None:
         """A connection replaced the last: what its server was playing is not known (a call's new track starts
-        silent; a sideband attached again learns of the call's buffer from its next events)."""
+        silent; a sideband attached again learns of the call's buffer from its next events), nor is a turn of the
+        user's the last one's server had begun: the new server never heard its start."""
         self._buffer_playing = False
+        self.user_speaking = False
         if self.track is not None:
             self.track.server_playing = False
 

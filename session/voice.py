@@ -523,6 +523,12 @@ class VoiceSession:
             return True
         return self.machine.idle(self.output.now(), tools_busy=self._runner.busy)
 
+    @property
+    def turn_open(self) -> bool:
+        """The server's turn detection began a turn of the user's (``speech_started``) and has not ended it
+        (``speech_stopped``) on the connection that carries the session; False on GPT-Live, which has no turn events."""
+        return self.machine.turn_open
+
     def metrics(self) -> MetricsReport:
         """The session's figures so far: per turn, per barge-in, per item, and their p50/p95; once closed, as they were
         at the close (its output, a device, may be closed too); before a device was ever opened, none, at time 0."""

@@ -90,3 +90,17 @@ def test_a_barge_in_returns_its_cut_and_the_commands_it_queued() -> None:
     assert result.commands == (ev.ConversationItemTruncate(item_id="item_a", audio_end_ms=100), ev.ResponseCancel())
     wire = [e["type"] for e in sent(p)]
     assert wire == ["conversation.item.truncate", "response.cancel"]
+
+
+def test_a_turn_begun_on_the_last_connection_is_not_open_on_the_next() -> None:
+    """The new server never heard the turn's start, and will not end it: before, the session counted the user as
+    speaking for good (a hand-over waited on it, and a replay blamed the recording for a turn left open)."""
+    p = RealtimeProtocol()
+    core = SessionCore(p, PlayoutBuffer())
+    p.receive(frame({"type": "input_audio_buffer.speech_started", "item_id": "item_u", "audio_start_ms": 0}))
+    for out in p.events():
+        core.handle(out, 0.0)
+    assert core.user_speaking
+    core.protocol = RealtimeProtocol()
+    core.new_connection()
+    assert not core.user_speaking

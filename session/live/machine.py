@@ -735,6 +735,11 @@ class LiveMachine:
         return bool(commands)
 
     # ------------------------------------------------------------------ state
+    @property
+    def turn_open(self) -> bool:
+        """GPT-Live has no turn events: the model finds turns itself, and none is open to the client."""
+        return False
+
     def idle(self, now: float, *, tools_busy: bool) -> bool:
         if self._protocol is None:
             return True

@@ -632,6 +632,11 @@ class SessionMachine:
         return sent
 
     # ------------------------------------------------------------------ state
+    @property
+    def turn_open(self) -> bool:
+        """The server's turn detection began a turn of the user's on this connection and has not ended it."""
+        return self.core is not None and self.core.user_speaking
+
     def idle(self, now: float, *, tools_busy: bool) -> bool:
         """Nothing playing, queued, being produced or owed on the live connection."""
         core = self.core

@@ -61,7 +61,7 @@ from ..live.inprocess import LiveEngineTransport
 from ..settings import SessionSettings
 from ..tools import Approver, ToolRegistry
 from ..voice import Connector, VoiceSession
-from .result import ReplayResult, not_opened, turn_left_open
+from .result import ReplayResult, not_opened, turn_left_open, turn_wait_s
 
 __all__ = ["engine_connector", "replay_fast", "run_replay"]
 
@@ -141,16 +141,23 @@ async def run_replay(
 
     input_end = origin + feed.frames / SAMPLE_RATE
     block_s = BLOCK / SAMPLE_RATE
-    polled = interrupted = False
+    polled = interrupted = left_open = False
+    turn_wait = turn_wait_s(settings)
 
     def poll(now: float) -> float | None:
         """Events gathered every 5 blocks while the input plays, the end looked for every block after."""
-        nonlocal polled, interrupted
+        nonlocal polled, interrupted, left_open
         if stop is not None and stop.is_set():
             interrupted = True
             return None
-        if polled and session.input_finished and (session.idle or now - input_end >= tail_s):
-            return None
+        if polled and session.input_finished:
+            # a turn the server's turn detection began is waited for (its speech_stopped may be on its way from a
+            # distant server), but no longer than the silence that ends one takes: past that the recording ended
+            # inside it, and nothing will end it
+            waited = now - input_end
+            if waited >= tail_s or (session.idle and not (session.turn_open and waited < turn_wait)):
+                left_open = session.turn_open
+                return None
         polled = True
         if take():
             return None
@@ -182,7 +189,8 @@ async def run_replay(
         events.append(refused)
         if on_event is not None:
             on_event(refused)
-    elif metrics is not None and not interrupted and (unfinished := turn_left_open(metrics, settings)) is not None:
+    elif metrics is not None and not interrupted and left_open:
+        unfinished = turn_left_open(settings)
         events.append(unfinished)
         if on_event is not None:
             on_event(unfinished)

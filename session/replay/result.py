@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 import numpy.typing as npt
@@ -18,8 +18,8 @@ from ..events import (BargeIn, ConnectionLost, ConnectionRestored, ResponseFinis
 from ..report.lines import EventLines
 from ..settings import SessionSettings
 
-__all__ = ["NOT_OPENED", "TURN_LEFT_OPEN", "ReplayLines", "ReplayResult", "TurnSummary", "not_opened",
-           "turn_left_open"]
+__all__ = ["NOT_OPENED", "SEMANTIC_WAIT_S", "TURN_LEFT_OPEN", "TURN_MARGIN_S", "ReplayLines", "ReplayResult",
+           "TurnSummary", "not_opened", "turn_left_open", "turn_wait_s"]
 
 NOT_OPENED = "session_not_opened"  # the code of the fatal error a replay ends with when no session ever began
 
@@ -42,15 +42,28 @@ def not_opened(events: list[AppEvent], opening: str) -> SessionError:
 TURN_LEFT_OPEN = "turn_left_open"  # the code of the error a replay ends with when the recording ended mid-turn
 
 
-def turn_left_open(metrics: MetricsReport, settings: SessionSettings) -> SessionError | None:
+TURN_MARGIN_S = 2.0  # past the silence that ends a turn: the server's speech_stopped on its way to the replay
+SEMANTIC_WAIT_S = 8.0  # the longest semantic_vad waits for the end of a turn (eagerness low)
+
+
+def turn_wait_s(settings: SessionSettings) -> float:
+    """How long after the recording ended a replay waits for the server to end a turn it began: the silence that
+    ends one, and a margin for its answer to come (0 without turn detection: push-to-talk turns are the app's)."""
+    match settings.turn_detection:
+        case "server_vad":
+            return settings.silence_ms / 1000 + TURN_MARGIN_S
+        case "semantic_vad":
+            return SEMANTIC_WAIT_S + TURN_MARGIN_S
+        case "none":
+            return 0.0
+        case _:
+            assert_never(settings.turn_detection)
+
+
+def turn_left_open(settings: SessionSettings) -> SessionError:
     """The error of a replay whose recording ended inside a turn of the user's: the server's turn detection had
-    begun it and never ended it (the voice went on to the end, or stopped less than the silence that ends a turn
-    before it), so it went unanswered, and the replay would otherwise pass for one that heard every turn. None on
-    GPT-Live (turns are the model's to find) and without turn detection (push-to-talk turns are the app's)."""
-    if settings.api != "realtime" or settings.turn_detection == "none" or not metrics.speech:
-        return None
-    if metrics.speech[-1].end is not None:
-        return None
+    begun it and did not end it (the voice went on to the end, or stopped less than the silence that ends a turn
+    before it), so it went unanswered, and the replay would otherwise pass for one that heard every turn."""
     wait = (f"{settings.silence_ms} ms of silence" if settings.turn_detection == "server_vad"
             else "the silence its turn detection waits for")
     return SessionError(f"the recording ended inside a turn of yours (the voice went on to its end, or stopped less "
