@@ -575,6 +575,19 @@ def test_packets_lost_inside_a_burst_keep_what_follows_in_its_place() -> None:
     assert list(out[480::480]) == [1, 2, 3, 4, 5, 0, 0, 8, 9, 10, 11, 12]
 
 
+def test_a_pause_without_packets_is_no_credit_for_a_clock_that_jumps_after_it() -> None:
+    """A sender that sends nothing for a minute, then jumps its clock 4.9 s at every packet, makes no more than the
+    time that passes after the pause, and the lead (before, the pause's minute was credit for silence)."""
+    clock = VirtualClock()
+    decoder = RemoteAudioDecoder(clock)
+    before = [(0.02 * k, audio_frame(np.ones(480, np.int16), 480 * k)) for k in range(5)]
+    after = [(60.0 + 0.02 * k, audio_frame(np.ones(480, np.int16), 480 * 5 + k * int(4.9 * RATE))) for k in range(50)]
+    out = _decoded(decoder, clock, [*before, *after])
+    made_after = sum(b.size for b in out[5:])
+    # the pause's end is a new start at most (a jump past MAX_GAP_S fills nothing), then time and two leads at most
+    assert made_after <= round((49 * 0.02 + 2 * LEAD_S) * RATE) + 50 * 480, made_after / RATE
+
+
 async def test_a_queued_track_sends_what_was_queued_and_no_filler() -> None:
     clock = VirtualClock()
     queue = SampleQueue()

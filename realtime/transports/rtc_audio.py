@@ -259,7 +259,9 @@ class RemoteAudioDecoder:
             missing = 0  # a new start of the sender's clock: nothing to make up
         room = round((now - self._began + LEAD_S) * rate) - self._made - mono.size
         missing = max(0, min(missing, room))
-        self._made += missing + mono.size
+        # a pause without packets (a sender that sends none in silence) is no credit for silence later: the track
+        # is counted no further behind time than the lead, so a clock that jumps after a pause gains a lead's worth
+        self._made = max(self._made + missing + mono.size, round((now - self._began - LEAD_S) * rate))
         if missing == 0:
             return mono
         return np.concatenate([np.zeros(missing, dtype=np.int16), mono])
