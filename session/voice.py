@@ -624,6 +624,7 @@ class VoiceSession:
         the frames on the wire) waits its turn: when many sessions' users speak at once,
         every waiting session's cut is made before the rest of any one of them.
         """
+        said = self._link.conn  # the connection these effects came from: what follows may wait, and it be replaced
         if effects.calls:
             self._runner.submit(effects.calls)
         cut = effects.discard
@@ -648,8 +649,8 @@ class VoiceSession:
             await share.wait()
         self._queue.put_all(effects.events)
         await self._link.flush()
-        if effects.hang_up and (conn := self._link.conn) is not None:  # the receive loop takes the close as a drop
-            await self._link.close_quietly(conn, 1000, "session closed")
+        if effects.hang_up and said is not None:  # the receive loop takes the close as a drop
+            await self._link.close_quietly(said, 1000, "session closed")
 
     # ------------------------------------------------------------------ loops
     async def _receive_loop(self) -> None:
