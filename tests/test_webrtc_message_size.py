@@ -27,8 +27,8 @@ from voxline.realtime.frames import b64_pieces, text_pieces, user_audio_creates
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
-from voxline.realtime.transports.rtc_signaling import DEFAULT_MAX_MESSAGE
-from voxline.realtime.transports.webrtc import WebRTCTransport, peer_max_message
+from voxline.realtime.transports.rtc_sdp import DEFAULT_MAX_MESSAGE, peer_max_message
+from voxline.realtime.transports.webrtc import WebRTCTransport
 from voxline.session.events import ConnectionLost, ConnectionRestored, ResponseFinished, SessionError
 from voxline.session.machine.machine import SessionMachine
 from voxline.session.settings import SessionSettings

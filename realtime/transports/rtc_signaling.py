@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import error_detail, token_refused
 from .http import post_async, split_userinfo
-from .rtc_sdp import DEFAULT_MAX_MESSAGE
 
-__all__ = ["DEFAULT_MAX_MESSAGE", "EVENTS_LABEL", "Answer", "calls_url", "post_offer"]
+__all__ = ["EVENTS_LABEL", "Answer", "calls_url", "post_offer"]
 
 EVENTS_LABEL = "oai-events"
 """The label of the data channel that carries the JSON events."""

@@ -45,7 +45,7 @@ from .rtc_sdp import DEFAULT_MAX_MESSAGE, SDP_FAILURES, connects_of, max_message
 from .rtc_signaling import EVENTS_LABEL, Answer, calls_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
-__all__ = ["AudioHandler", "WebRTCTransport", "peer_max_message"]
+__all__ = ["AudioHandler", "WebRTCTransport"]
 
 log = logging.getLogger("voxline.realtime")
 
