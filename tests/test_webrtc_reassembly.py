@@ -103,6 +103,20 @@ def test_out_of_order_fragments_of_a_dropped_message_do_not_stall_the_stream() -
     assert window.dropped == 1 and stream.reassembly == [] and window.held == 0
 
 
+def test_a_dropped_message_a_forward_tsn_passed_is_forgotten_and_its_number_read_when_it_comes_round() -> None:
+    """Partial reliability: the peer abandons a message, and the stream moves past it (aiortc sets its sequence
+    number directly). Before, the dropped message's number stayed marked, and 65,536 messages on the good message
+    that took it was dropped too."""
+    stream, window = _stream()
+    # message 2 past the cap while 0 and 1 are still on their way: dropped, its number marked for when it is due
+    assert _feed(stream, window, _fragments(100, 2, b"x" * 3000)[:15]) == []
+    assert window.dropped == 1
+    stream.sequence_number = 3  # a FORWARD-TSN past 0, 1 and 2
+    assert _feed(stream, window, _fragments(200, 3, b"y" * 150)) == [b"y" * 150]
+    stream.sequence_number = 2  # 65,535 messages later, the numbers come round
+    assert _feed(stream, window, _fragments(300, 2, b"z" * 150)) == [b"z" * 150]
+
+
 def test_an_unordered_message_past_the_cap_is_dropped_and_the_next_is_read() -> None:
     stream, window = _stream()
     chunks = _fragments(0, 0, b"x" * 3000, unordered=True) + _fragments(30, 0, b"y" * 150, unordered=True)

@@ -105,6 +105,9 @@ class CappedStream(InboundStream):
             self._skipping.discard(self.sequence_number)  # a dropped message's turn: the next one's
             self.sequence_number = uint16_add(self.sequence_number, 1)
         self._sequence_seen = self.sequence_number
+        # a FORWARD-TSN moves the stream past messages directly (partial reliability): a dropped one it passed is
+        # forgotten, or 65,536 messages on, the good message that takes its number would be dropped for it
+        self._skipping = {key for key in self._skipping if not uint16_gt(self.sequence_number, key)}
         if len(self.reassembly) != held:
             self._count()
 
