@@ -491,3 +491,18 @@ def test_a_folder_flag_takes_a_trailing_slash_as_the_readme_writes_it(tmp_path: 
     result = run("replay", str(EXAMPLE), "--fast", "--voice", "tone", "--out-dir", f"{tmp_path / 'out'}/")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "results.jsonl").is_file()
+
+
+@pytest.mark.parametrize("model", ["", "   "])
+def test_a_token_for_no_model_is_refused_here_not_by_the_server(model: str) -> None:
+    """Before, an empty --model went to the server, whose refusal named another mistake ("The model of a session
+    cannot be changed")."""
+    import argparse
+    import asyncio
+
+    from voxline.session.cli import secret
+    from voxline.session.settings import UsageError
+
+    args = argparse.Namespace(ttl=600, url="http://127.0.0.1:9/v1", model=model)
+    with pytest.raises(UsageError, match=r"^--model='\s*': names no model: give a model's name, or leave it out"):
+        asyncio.run(secret.run(args))  # refused before anything is sent: nothing listens at :9

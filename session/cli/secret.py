@@ -20,7 +20,7 @@ from voxline.realtime.transports.http import check_http_url, post
 from voxline.realtime.transports.failures import error_detail, http_status
 
 from ..keys import key_for
-from ..settings import UsageError, api_key_from_env
+from ..settings import UsageError, api_key_from_env, env
 
 __all__ = ["add_arguments", "api_base", "mint_client_secret", "run"]
 
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("VOXLINE_URL") or os.environ.get("OPENAI_BASE_URL")
                         or "https://api.openai.com/v1",
                         help="API base URL (default: $VOXLINE_URL, $OPENAI_BASE_URL or https://api.openai.com/v1)")
-    parser.add_argument("--model", default=os.environ.get("VOXLINE_MODEL") or DEFAULT_REALTIME_MODEL,
+    parser.add_argument("--model", default=env("VOXLINE_MODEL") or DEFAULT_REALTIME_MODEL,
                         help=f"the model the secret's session is for (default $VOXLINE_MODEL, else {DEFAULT_REALTIME_MODEL})")
     parser.add_argument("--ttl", type=int, default=600, help="seconds the secret stays valid (10..7200)")
 
@@ -94,6 +94,8 @@ def api_base(url: str) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     _check_ttl(args.ttl)  # a flag's mistake is said first, whatever else is missing
+    if not args.model.strip():  # else the server's own refusal, which names another mistake
+        raise UsageError(f"--model={args.model!r}: names no model: give a model's name, or leave it out for the default")
     url = api_base(args.url)
     _check_url(url)  # the flag's own mistake before what the environment lacks
     api_key = key_for(url, api_key_from_env())  # the configured key, the URL's, or the placeholder on loopback
