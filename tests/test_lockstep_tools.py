@@ -299,3 +299,40 @@ def test_an_approval_a_person_gives_in_real_time_holds_the_sessions_time_as_a_to
     assert asked and len(ran) == len(asked), (asked, ran)
     assert all(0 < done - ask < 5.0 for ask, done in zip(asked, ran)), (asked, ran)  # about 0.6 s: real time
     assert not [e for e in result.events if type(e).__name__ in ("ConnectionLost", "SessionError")], result.events
+
+
+def test_an_approval_nobody_gives_refuses_the_call_after_its_wait_and_the_session_goes_on(tmp_path: Path) -> None:
+    """A kiosk's visitor who walks away: before, the call stayed owed for good (the session never idle again) and
+    every later approval queued behind it. Now the call is refused once APPROVAL_WAIT_S of the session's clock
+    passed, and the model is told so."""
+    from voxline.session.tools.runner import APPROVAL_WAIT_S
+
+    make_recording(tmp_path / "ask.wav", 1, False)
+    samples, _rate = read_wav(tmp_path / "ask.wav")
+    clock = VirtualClock()
+    tools = ToolRegistry()
+    asked: list[float] = []
+
+    @tools.tool(needs_approval=True)
+    def get_weather(city: str, unit: str = "celsius") -> str:
+        """The weather."""
+        return "sunny"
+
+    @tools.tool(read_only=True)
+    def get_time(zone: str) -> str:
+        """The time in a zone."""
+        return "12:00"
+
+    async def approve(call: Any) -> bool:
+        asked.append(clock.now())
+        await clock.sleep(10 * APPROVAL_WAIT_S)  # nobody there: the answer would come long after
+        return True
+
+    result = replay_fast(samples, scenario=load_scenario("tools"), voice="tone", tools=tools,
+                         tail_s=2 * APPROVAL_WAIT_S, clock=clock, approve=approve)
+    refused = [e for e in result.events if isinstance(e, ToolFinished) and e.name == "get_weather"]
+    assert asked and len(refused) == len(asked), result.events
+    assert all(not f.ok and f"no answer came within {APPROVAL_WAIT_S:g} s to whether get_weather may run" in f.output
+               for f in refused)
+    assert all(f.at is not None and f.at == pytest.approx(ask + APPROVAL_WAIT_S, abs=0.1)
+               for f, ask in zip(refused, asked))

@@ -18,7 +18,10 @@ Order: calls start in the order they were submitted, as readers and writers. A
 read-only tool may overlap other read-only tools; a tool with side effects waits for
 every earlier call and holds back every later one, so side effects happen one at a time
 in call order and a read never overlaps a write. A tool with ``needs_approval`` asks the
-approval callback when its turn comes (one prompt at a time) and runs only on ``True``.
+approval callback when its turn comes (one prompt at a time) and runs only on ``True``; an
+answer that has not come within :data:`APPROVAL_WAIT_S` of the session's clock (a kiosk's
+visitor walked away) refuses the call, so that it is not owed for good nor the prompts queued
+behind it held.
 
 Concurrency is structured: the runner owns one :class:`asyncio.TaskGroup`, opened by
 ``async with`` and closed (running calls cancelled) by :meth:`ToolRunner.aclose` in the
@@ -47,7 +50,11 @@ from ..lockstep import waiting_for_tool
 from .registry import TIMED_OUT, Failed, Tool, ToolRegistry, Unencodable
 from .threads import ToolThreads
 
-__all__ = ["Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
+__all__ = ["APPROVAL_WAIT_S", "Approver", "ToolEvent", "ToolFinished", "ToolRunner", "ToolStarted"]
+
+APPROVAL_WAIT_S = 300.0
+"""How long an approval callback's answer is waited for, on the session's clock (see the module docstring)."""
+_UNANSWERED = object()  # what an approval that did not answer in time stands for
 
 
 Approver = Callable[[ToolCall], Awaitable[bool] | bool]
@@ -239,10 +246,14 @@ class ToolRunner:
                 return None  # settled meanwhile: begin() will refuse it, no prompt needed
             try:
                 answer = self._approve(call)
-                granted = await _settled(answer) if inspect.isawaitable(answer) else answer  # async, or a plain function
+                if inspect.isawaitable(answer):  # async, or a plain function
+                    answer = await _settled(answer, self._now(), APPROVAL_WAIT_S)
+                granted = answer
             except BaseException as exc:  # the application's callback: its failure answers the call
                 contain(exc)
                 return f"asking approval for {tool.name} failed: {describe_exception(exc)}"
+        if granted is _UNANSWERED:
+            return f"no answer came within {APPROVAL_WAIT_S:g} s to whether {tool.name} may run"
         if granted is True:
             return None
         if granted is False:
@@ -309,15 +320,19 @@ class ToolRunner:
         return clock
 
 
-async def _settled(awaitable: Any) -> Any:
-    """What ``awaitable`` gives or raises, awaited in a task of its own (as :func:`_guarded` runs a tool);
-    cancelled meanwhile (the runner closes), it is told and left behind, never waited for: an approval
-    callback that ignores its cancel does not hold the session's close."""
+async def _settled(awaitable: Any, clock: Clock, seconds: float) -> Any:
+    """What ``awaitable`` gives or raises within ``seconds`` of ``clock``, awaited in a task of its own (as
+    :func:`_guarded` runs a tool), else :data:`_UNANSWERED` (and it is told to stop); cancelled meanwhile (the
+    runner closes), it is told and left behind, never waited for: an approval callback that ignores its cancel
+    does not hold the session's close."""
     work = run_apart(awaitable)  # what it raises is raised again here, where it is contained
     try:
         with waiting_for_tool(work):  # on a lockstep loop, a person's answer comes in real time, as a tool's does
-            await asyncio.wait((work,))
+            done = await wait_within(clock, seconds, work)
     except BaseException:
         work.cancel()
         raise
+    if not done:
+        work.cancel()
+        return _UNANSWERED
     return outcome(work.result())
