@@ -22,7 +22,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, Validation
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.errors import clip, redact_url
+from voxline.base.errors import redact_url, shown_value
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.base.urls import url_problem
@@ -55,19 +55,10 @@ class SettingsError(ConfigurationError):
             self.value = None
         elif self.field not in given:  # not an argument: the environment gave it
             self.variable = _variable(self.field)
-        shown = "" if self.value is None else f"={_shown(self.value)}"
+        shown = "" if self.value is None else f"={shown_value(self.value)}"
         where = f"{self.variable}{shown}" if self.variable is not None else f"{cls.__name__}({self.field}{shown})"
         super().__init__(f"{where}: {self.problem}")
 
-
-_SHOWN = 80  # characters of a value an error shows
-
-
-def _shown(value: Any) -> str:
-    """A value as its error shows it, on one line: a text of 20 MB is not echoed whole."""
-    if isinstance(value, (str, bytes)) and len(value) > _SHOWN:
-        return f"{value[:_SHOWN]!r}… ({len(value)} long)"
-    return clip(repr(value), 2 * _SHOWN)
 
 
 def _variable(field: str) -> str:

@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import to_jsonable_python
 
-from voxline.base.errors import clip
+from voxline.base.errors import clip, shown_value
 from voxline.realtime.errors import ToolError
 
 __all__ = ["ArgumentSpec", "build_arguments", "clean_schema"]
@@ -93,16 +93,8 @@ def _check_parameters(params: list[inspect.Parameter], hints: Mapping[str, Any],
             try:
                 to_jsonable_python(p.default)
             except Exception:  # the model is told every default in the schema: this one it could not be
-                raise ToolError(f"tool {tool!r}: the default of parameter {p.name!r} ({_shown(p.default)}) cannot be "
+                raise ToolError(f"tool {tool!r}: the default of parameter {p.name!r} ({shown_value(p.default)}) cannot be "
                                 "written as JSON; give one that can, or None") from None
-
-
-def _shown(value: Any) -> str:
-    """A value as a one-line refusal shows it, whatever its ``repr`` does."""
-    try:
-        return clip(repr(value), 60, flat=True)
-    except Exception:
-        return f"a {type(value).__name__}"
 
 
 def _culprit(params: list[inspect.Parameter], hints: Mapping[str, Any]) -> str:

@@ -45,7 +45,9 @@ __all__ = [
     "register_environment_secrets",
     "register_secret",
     "register_url_secrets",
+    "SHOWN_CHARS",
     "scrub",
+    "shown_value",
     "url_secrets",
 ]
 
@@ -180,6 +182,21 @@ def clip(text: str, limit: int, *, flat: bool = False) -> str:
             break
         budget *= 4
     return shown if len(shown) <= limit and not more else shown[: limit - 1] + "…"
+
+
+SHOWN_CHARS = 80
+"""Characters of a text value a refusal shows before it says how long the rest is."""
+
+
+def shown_value(value: Any) -> str:
+    """A value as a one-line refusal shows it: a long text cut (its length said), any other its ``repr`` clipped and
+    redacted, and one whose ``repr`` fails by its type."""
+    if isinstance(value, (str, bytes)) and len(value) > SHOWN_CHARS:
+        return f"{value[:SHOWN_CHARS]!r}… ({len(value)} long)"
+    try:
+        return clip(repr(value), 2 * SHOWN_CHARS, flat=True)
+    except Exception:  # an application's object: its __repr__ is its own code
+        return f"a {type(value).__name__}"
 
 
 def _first_words(text: str, budget: int) -> tuple[str, bool]:
