@@ -297,7 +297,8 @@ def test_an_approval_a_person_gives_in_real_time_holds_the_sessions_time_as_a_to
             tap.cancel()
             tap.join(5)
     assert asked and len(ran) == len(asked), (asked, ran)
-    assert all(0 < done - ask < 5.0 for ask, done in zip(asked, ran)), (asked, ran)  # about 0.6 s: real time
+    # about 0.6 s, as real time passed; before, thousands: the bound is loose, so a slow machine cannot fail it
+    assert all(0 < done - ask < 60.0 for ask, done in zip(asked, ran)), (asked, ran)
     assert not [e for e in result.events if type(e).__name__ in ("ConnectionLost", "SessionError")], result.events
 
 
