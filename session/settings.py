@@ -22,7 +22,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, Validation
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.errors import redact_url, shown_value
+from voxline.base.errors import printable, redact_url, shown_value
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.base.urls import url_problem
@@ -265,6 +265,21 @@ class SessionSettings(BaseSettings):
     def _named(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("names no model: give a model's name, or leave it out for the default")
+        return value
+
+    @field_validator("voice", "input_device", "output_device", "call_id", "transcription_model",
+                     "live_backend_model", mode="after")
+    @classmethod
+    def _one_name(cls, value: str | None) -> str | None:
+        """A name is one line of something. Blank, a device name would pick whichever device matches everything, and
+        a voice or call id would be sent for the server to refuse; a line break would split the name where it is
+        shown, or the URL or log line it goes into."""
+        if value is None:
+            return value
+        if not value.strip():
+            raise ValueError("is blank: give a name, or leave it out")
+        if printable(value) != value:
+            raise ValueError(f"holds a control character: {shown_value(value)}")
         return value
 
     @field_validator("url", mode="after")

@@ -134,6 +134,8 @@ def test_a_variable_url_without_a_scheme_is_named_so(tmp_path: Path) -> None:
         (["replay", str(EXAMPLE), "--fast", "--grace-ms", "300", "--no-resume", "--out", "h.wav", "--events", "e.jsonl"],
          "--grace-ms and --no-resume set how the local VAD holds the assistant; add --local-vad, or drop them"),
         (["replay", str(EXAMPLE.parent), "--fast", "--no-resume", "--out-dir", "o"], "--no-resume applies to a single replay"),
+        (["talk", "--local", "--input-device", ""], "--input-device='': is blank: give a name, or leave it out"),
+        (["talk", "--local", "--output-device", " "], "--output-device=' ': is blank: give a name, or leave it out"),
         (["replay", str(EXAMPLE), "--fast", "--model", "", "--out", "h.wav", "--events", "e.jsonl"],
          "--model='': names no model: give a model's name, or leave it out for the default"),
         # an empty path or name (before: taken as the current directory, "cannot write .")

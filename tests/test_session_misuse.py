@@ -456,6 +456,23 @@ def test_a_key_given_as_spaces_is_refused_in_words_the_redaction_leaves_whole() 
     assert str(misspelt.value) == "--apikey — not a setting (did you mean 'api_key'?)"
 
 
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("input_device", "", "is blank: give a name, or leave it out"),  # before: the first device matched ''
+    ("output_device", "   ", "is blank: give a name, or leave it out"),
+    ("voice", "", "is blank: give a name, or leave it out"),  # before: sent, for the server to refuse
+    ("call_id", "rtc_1\nrtc_2", "holds a control character: 'rtc_1\\nrtc_2'"),  # before: put into the URL as is
+    ("transcription_model", "\t", "is blank: give a name, or leave it out"),
+    ("output_device", "Speakers\x1b[2J", "holds a control character: 'Speakers\\x1b[2J'"),
+])
+def test_a_name_that_is_blank_or_not_one_line_is_refused(field: str, value: str, problem: str) -> None:
+    with pytest.raises(SettingsError) as refused:
+        SessionSettings(**{field: value})
+    assert refused.value.problem == problem
+    with pytest.raises(UsageError, match=f"^--{field.replace('_', '-')}="):
+        load_settings(**{field: value})
+    assert getattr(SessionSettings(**{field: "pulse"}), field) == "pulse"
+
+
 def test_instructions_too_large_for_their_update_are_refused_when_the_settings_are_made() -> None:
     with pytest.raises(SettingsError) as refused:  # before, the update was refused and the session ran on defaults
         SessionSettings(instructions='"' * (9 * 1024 * 1024))  # 9 MiB of text, 18 as JSON: each quote is escaped

@@ -164,7 +164,8 @@ class LevelMeter:
 def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     """The session settings and whether the built-in server is to be started."""
     # the flags and VOXLINE_* checked, one line naming a bad one
-    base = load_settings(TalkSettings, transport=args.transport, api=args.api, model=args.model)
+    base = load_settings(TalkSettings, transport=args.transport, api=args.api, model=args.model,
+                         input_device=args.input_device, output_device=args.output_device)
     if args.push_to_talk or base.turn_detection == "none":  # VOXLINE_TURN_DETECTION may ask for semantic_vad
         base = base.model_copy(update={"turn_detection": "none" if args.push_to_talk else "server_vad"})
     key = key_text(base.api_key)  # an empty or blank variable is unset
@@ -178,10 +179,6 @@ def _settings(args: argparse.Namespace) -> tuple[TalkSettings, bool]:
     updates: dict[str, Any] = {"url": url, "transcribe": not local}
     if base.instructions is None:
         updates["instructions"] = INSTRUCTIONS
-    if args.input_device is not None:
-        updates["input_device"] = args.input_device
-    if args.output_device is not None:
-        updates["output_device"] = args.output_device
     return base.model_copy(update=updates), local
 
 
