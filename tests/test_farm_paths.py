@@ -60,7 +60,9 @@ def test_a_directorys_recordings_are_its_wav_files_whatever_the_case_of_their_su
     for name in ("b.Wav", "A.WAV", "c.wav"):
         make_recording(tmp_path / name, 0, False)
     (tmp_path / "notes.txt.bak").write_text("x")
-    assert [r.name for r in recordings_from_paths([tmp_path])] == ["A", "b", "c"]
+    (tmp_path / "takes.wav").mkdir()  # a folder so named is no recording (before: one, failing "cannot read")
+    (tmp_path / "gone.wav").symlink_to(tmp_path / "nowhere.wav")  # a broken link is one: its own error says why
+    assert [r.name for r in recordings_from_paths([tmp_path])] == ["A", "b", "c", "gone"]
 
 
 def test_a_directorys_hidden_files_are_left_out_and_a_linked_recording_keeps_its_own_path(tmp_path: Path) -> None:

@@ -132,14 +132,15 @@ class FarmRecording(_Strict):
 
 def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
     """WAV files and directories (every ``*.wav`` in it, ``.WAV`` and other cases too, sorted; as a shell's ``*``,
-    not the hidden ones, such as the ``._a.wav`` a Mac leaves beside ``a.wav`` on a shared drive) as recordings,
+    not the hidden ones, such as the ``._a.wav`` a Mac leaves beside ``a.wav`` on a shared drive, nor a folder so named)
+    as recordings,
     sidecar transcripts honoured. A path is kept as named (made absolute), not where a link leads: the results
     name the recording the user gave."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
             found = sorted(entry for entry in path.iterdir()
-                           if entry.suffix.lower() == ".wav" and not entry.name.startswith("."))
+                           if entry.suffix.lower() == ".wav" and not entry.name.startswith(".") and not entry.is_dir())
             if not found:
                 raise ConfigurationError(f"{path}: no *.wav recordings in this directory")
             files.extend(found)
