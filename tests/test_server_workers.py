@@ -39,11 +39,15 @@ def test_workers_must_be_a_small_positive_number(value: str, capsys: pytest.Capt
     assert parse().workers == 1 and parse("--workers", "3").workers == 3
 
 
+BANNERS: list[str] = []  # what each start printed, newest last
+
+
 def start(workers: int) -> tuple[subprocess.Popen[str], int, list[int]]:
     process = subprocess.Popen([str(VOXLINE), "serve", "--workers", str(workers), "--port", "0", "--voice", "tone",
                                 "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()  # the supervisor prints once every worker listens
+    BANNERS.append(line)
     match = BANNER.search(line)
     if match is None:
         process.kill()
@@ -100,6 +104,10 @@ async def test_connections_are_spread_over_the_workers_and_all_stop_with_the_sup
             finally:
                 for ws in sockets:
                     await ws.close()
+        # described as one worker is (before: without its scenario, voice, transcripts or GPT-Live's URL)
+        assert (f"share the port (pids {', '.join(map(str, pids))}), each a stand-in that detects speech by energy "
+                "and speaks scripted replies (scenario 'default', voice 'tone'); ") in BANNERS[-1]
+        assert f"GPT-Live sessions at ws://127.0.0.1:{port}/v1/live/sessions. Ephemeral keys" in BANNERS[-1]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 143  # 128 + SIGTERM, as a service manager expects
         assert process.stderr is not None and "Traceback" not in process.stderr.read()

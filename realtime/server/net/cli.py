@@ -176,6 +176,11 @@ async def main_serve(args: argparse.Namespace) -> int:
 
 def banner(server: Server) -> str:
     """The line that says the server is up, and what it is: what it hears, and how well."""
+    return f"voxline local server at {server.url}/realtime — {described(server)}"
+
+
+def described(server: Server) -> str:
+    """What the server is, for its banner: ``a stand-in that …``, one worker's or many's alike."""
     scripted = len(server.scenario.user_says)
     if server.ears is None:
         hears = ("it does not understand speech: input transcripts are scripted "
@@ -183,8 +188,7 @@ def banner(server: Server) -> str:
     else:
         hears = (f"input transcripts are scripted for {scripted} user turn(s), then machine-made by an offline "
                  f"recogniser ({server.ears.name}): approximate, not the service's")
-    return (f"voxline local server at {server.url}/realtime — a stand-in that detects speech by energy "
-            f"and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); {hears}. "
+    return (f"a stand-in that detects speech by energy and speaks scripted replies (scenario '{server.scenario.name}', voice '{server.voice}'); {hears}. "
             f"GPT-Live sessions at {server.url}/live/sessions.")
 
 

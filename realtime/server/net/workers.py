@@ -71,19 +71,17 @@ async def supervise(args: argparse.Namespace, config: ServerConfig, workers: int
             process.start()
             sender.close()
             started.append((process, receiver))
+        what = ""
         for process, receiver in started:
             message = await _message(loop, process, receiver)
             if message[0] != "ready":
                 print(f"voxline serve: worker {process.name} failed: {message[1]}", file=sys.stderr)
                 return int(message[2]) if len(message) > 2 else 1
+            what = message[2]  # every worker serves the same configuration
         pids = ", ".join(str(p.pid) for p, _r in started)
         host = f"[{config.host}]" if ":" in config.host else config.host
-        print(
-            f"voxline local server at ws://{host}:{port}/v1/realtime — {workers} worker processes share the port "
-            f"(pids {pids}); each is a stand-in that detects speech by energy and speaks scripted replies, "
-            "and does not understand speech. Ephemeral keys and WebRTC calls are per worker.",
-            flush=True,
-        )
+        print(f"voxline local server at ws://{host}:{port}/v1/realtime — {workers} worker processes share the port "
+              f"(pids {pids}), each {what} Ephemeral keys and WebRTC calls are per worker.", flush=True)
         ended = await _first_exit(loop, [p for p, _r in started])
         code = ended.exitcode if ended.exitcode is not None else 1
         print(f"voxline serve: worker {ended.name} (pid {ended.pid}) ended with status {code}", file=sys.stderr)
@@ -181,8 +179,10 @@ async def _serve(config: ServerConfig, ready: Connection) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    from voxline.realtime.server.net.cli import described
+
     async with serve(config) as server:
-        ready.send(("ready", os.getpid()))
+        ready.send(("ready", os.getpid(), described(server)))
         ready.close()
         forever = asyncio.ensure_future(server.serve_forever())
         stopped = asyncio.ensure_future(stop.wait())
