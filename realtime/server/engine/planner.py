@@ -24,7 +24,7 @@ from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.output_items import CallOutput, MessageOutput, OutputItem
 from voxline.realtime.server.engine.responses import ResponseRun, RunSpec
 from voxline.realtime.server.engine.scenario import Call, Output, Say, Turn
-from voxline.realtime.server.engine.session_config import check_metadata, check_reasoning
+from voxline.realtime.server.engine.session_config import check_metadata, check_modalities, check_reasoning
 from voxline.realtime.server.engine.state import SessionState
 from voxline.realtime.server.hearing.phrases import first_heard
 from voxline.realtime.server.engine.usage import audio_tokens, input_usage, speech_seconds, text_tokens
@@ -39,6 +39,7 @@ def start_response(state: SessionState, params: dict[str, Any], now: float) -> l
     """Start a response; return ``[response.created]`` (the rest comes from polling the run)."""
     check_reasoning(params, state.session.model, "response")
     check_metadata(params.get("metadata"), "response.metadata")
+    check_modalities(params, "response")
     out_of_band = params.get("conversation", "auto") == "none"
     if not out_of_band:
         active = state.default_run()

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "NON_REASONING_MODELS",
     "SessionConfig",
+    "check_modalities",
     "check_reasoning",
     "no_responses",
     "realtime_on_transcription",
@@ -79,6 +80,17 @@ def check_reasoning(params: dict[str, Any], model: str, path: str) -> None:
             where = f"{path}.{key}"
             message = f"Unsupported parameter: '{where}' is not supported with this model."
             raise RequestRejected(ErrorSpec(message, "unsupported_parameter", where))
+
+
+def check_modalities(params: dict[str, Any], path: str) -> None:
+    """``output_modalities`` is ``["audio"]`` or ``["text"]``: never both, never none (the SDK's session and
+    response types alike)."""
+    modalities = params.get("output_modalities")
+    if modalities is not None and len(set(modalities)) != 1:
+        where = f"{path}.output_modalities"
+        message = f"Invalid '{where}': use either ['audio'] or ['text']."
+        raise RequestRejected(errors.invalid_value(where, message))
+
 
 DEFAULT_INSTRUCTIONS = (
     "You are the voxline local server, a stand-in for a speech-to-speech model. "
@@ -238,10 +250,7 @@ class SessionConfig:
         if model is not None and model != self._config["model"]:
             raise RequestRejected(errors.invalid_value("session.model", "The model of a session cannot be changed."))
         check_reasoning(session, self.model, "session")
-        modalities = session.get("output_modalities")
-        if modalities is not None and len(set(modalities)) != 1:
-            message = "Invalid 'session.output_modalities': use either ['audio'] or ['text']."
-            raise RequestRejected(errors.invalid_value("session.output_modalities", message))
+        check_modalities(session, "session")
         voice = session.get("audio", {}).get("output", {}).get("voice")
         if voice is not None and voice_locked and voice != self._config["audio"]["output"]["voice"]:
             raise RequestRejected(errors.cannot_update_voice())
