@@ -24,7 +24,7 @@ from voxline.realtime.server.engine.conversation import Entry
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.hearing import HearingJob
 from voxline.realtime.server.engine.ids import event
-from voxline.realtime.server.engine.planner import peek_turn, start_response
+from voxline.realtime.server.engine.planner import check_params, peek_turn, start_response
 from voxline.realtime.server.engine.state import SessionState
 from voxline.realtime.server.engine.usage import audio_tokens, text_tokens
 
@@ -83,6 +83,7 @@ def heard(state: SessionState, item_id: str, text: str | None, now: float) -> li
 
 def respond(state: SessionState, params: dict[str, Any], now: float) -> list[dict[str, Any]]:
     """Start a default-conversation response, or defer it while the words it depends on are heard."""
+    check_params(state, params)
     if params.get("conversation", "auto") != "none" and _waits(state):
         if state.hearing.deferred is not None:
             raise RequestRejected(errors.active_response("(waiting for the user's words)"))

@@ -29,17 +29,23 @@ from voxline.realtime.server.engine.state import SessionState
 from voxline.realtime.server.hearing.phrases import first_heard
 from voxline.realtime.server.engine.usage import audio_tokens, input_usage, speech_seconds, text_tokens
 
-__all__ = ["last_words", "next_outputs", "peek_turn", "render", "start_response"]
+__all__ = ["check_params", "last_words", "next_outputs", "peek_turn", "render", "start_response"]
 
 _PLACEHOLDER = re.compile(r"\{(user_seconds|user_text|turn)\}")
 _ARGUMENT_DELTAS = 4
 
 
-def start_response(state: SessionState, params: dict[str, Any], now: float) -> list[dict[str, Any]]:
-    """Start a response; return ``[response.created]`` (the rest comes from polling the run)."""
+def check_params(state: SessionState, params: dict[str, Any]) -> None:
+    """Refuse what the schema lets through and a response may not ask for; a response that waits to start is checked
+    before it waits, so its start cannot fail (and there is a client event to answer then)."""
     check_reasoning(params, state.session.model, "response")
     check_metadata(params.get("metadata"), "response.metadata")
     check_modalities(params, "response")
+
+
+def start_response(state: SessionState, params: dict[str, Any], now: float) -> list[dict[str, Any]]:
+    """Start a response; return ``[response.created]`` (the rest comes from polling the run)."""
+    check_params(state, params)
     out_of_band = params.get("conversation", "auto") == "none"
     if not out_of_band:
         active = state.default_run()
