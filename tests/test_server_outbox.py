@@ -1,16 +1,21 @@
-"""The local server's outbox: events written at once in one socket write, in order, and held back while the socket is paused."""
+"""The local server's outbox: events written at once in one socket write, in order, and held back while the socket is
+paused; a client that leaves too much unread is not read from until it catches up."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import random
 from typing import Any
 
 from websockets.frames import Frame
 from websockets.protocol import Protocol, Side, State
 
 from voxline.realtime.server.net.config import FaultConfig, ServerConfig
-from voxline.realtime.server.net.ws_session import Outbox
+from voxline.realtime.server.net.ws_session import UNREAD_BYTES, Outbox, run_engine
+from tests.support.engine_harness import Harness, fake_voice
+from tests.support.loop_passes import Passes
 
 
 class _Transport:
@@ -101,3 +106,56 @@ async def test_with_faults_every_event_goes_through_the_writer() -> None:
     outbox = Outbox(conn, ServerConfig(faults=FaultConfig(drop_after_events=100)))  # type: ignore[arg-type]
     outbox.put_all(_events("response.created"))
     assert conn.transport.writes == [] and outbox.writes == 0
+
+
+class _Unread(_Connection):
+    """A client that sends ``frames`` and reads nothing until ``reads`` is set: the socket stays paused till then."""
+
+    remote_address = ("127.0.0.1", 1)
+    close_code = None
+
+    def __init__(self, frames: list[str]) -> None:
+        super().__init__()
+        self.paused = True
+        self.frames = frames
+        self.taken = 0
+        self.reads = asyncio.Event()
+        self.hang_up = asyncio.Event()
+
+    async def send(self, text: str) -> None:
+        await self.reads.wait()
+        await super().send(text)
+
+    async def drain(self) -> None:
+        await self.reads.wait()
+
+    def __aiter__(self) -> _Unread:
+        return self
+
+    async def __anext__(self) -> str:
+        if self.taken == len(self.frames):
+            await self.hang_up.wait()
+            raise StopAsyncIteration
+        self.taken += 1
+        return self.frames[self.taken - 1]
+
+
+async def test_a_client_that_reads_nothing_is_not_read_from_past_the_unread_limit() -> None:
+    audio = base64.b64encode(random.Random(1).randbytes(2 * 1024 * 1024)).decode()  # 2.8 MB once retrieved
+    create = {"type": "conversation.item.create",
+              "item": {"id": "big", "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}}
+    retrieve = json.dumps({"type": "conversation.item.retrieve", "item_id": "big"})
+    conn = _Unread([json.dumps(create)] + [retrieve] * 30)
+    session = asyncio.create_task(run_engine(conn, Harness().engine, ServerConfig(), fake_voice))  # type: ignore[arg-type]
+    passes = Passes()
+    while passes.n < 50 and conn.taken < len(conn.frames):
+        await asyncio.sleep(0)
+    assert conn.taken <= 2 + UNREAD_BYTES // len(audio)  # the answers waiting stay near the limit, not 30 of them
+    conn.paused = False
+    conn.reads.set()  # the client reads: the session goes on, every frame taken
+    async with asyncio.timeout(10):
+        while conn.taken < len(conn.frames):
+            await asyncio.sleep(0)
+    conn.hang_up.set()
+    await asyncio.wait_for(session, 10)
+    passes.stop()

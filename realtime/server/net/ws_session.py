@@ -2,7 +2,8 @@
 
 Four jobs run in one ``TaskGroup`` next to the reader: the outbox sends server events in
 the order the engine produced them (written at once, in one socket write per batch, while the
-socket takes them; else by its writer task); a pacer sleeps until the engine's next due step
+socket takes them; else by its writer task; while more than :data:`UNREAD_BYTES` of them wait, the reader takes no
+more client frames); a pacer sleeps until the engine's next due step
 (woken early when a client frame brings the schedule forward; on a real clock each of its steps
 takes a turn on the loop's share, so streaming never holds up the reading of client audio), and
 holds back while the socket does not take what was written, so the engine's schedule never runs
@@ -42,9 +43,14 @@ from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.hearer import HearingSupplier
 from voxline.realtime.server.net.voicer import SpeechSupplier
 
-__all__ = ["Outbox", "close_reason", "run_engine", "send_error_and_close"]
+__all__ = ["UNREAD_BYTES", "Outbox", "close_reason", "run_engine", "send_error_and_close"]
 
 log = logging.getLogger("voxline.server")
+
+UNREAD_BYTES = 16 * 1024 * 1024
+"""Events a client may leave unread before its session stops reading the client's frames until it catches up: a
+``conversation.item.retrieve`` of a few dozen bytes is answered with megabytes, and a client that sends such frames
+without reading would otherwise have the server hold every answer."""
 
 
 def close_reason(spec: ErrorSpec) -> str:
@@ -63,7 +69,8 @@ class Outbox:
     def __init__(self, connection: ServerConnection, config: ServerConfig) -> None:
         self._connection = connection
         self._config = config
-        self._queue: deque[dict[str, Any]] = deque()
+        self._queue: deque[str] = deque()  # encoded, so that what waits is counted
+        self.unsent = 0  # characters of the events that wait for the writer
         self._ready = asyncio.Event()  # the writer has events to send
         self._empty = asyncio.Event()  # nothing waits for the writer
         self._empty.set()
@@ -78,9 +85,18 @@ class Outbox:
             return
         if not self._queue and self._direct and self._write_now(events):
             return
-        self._queue.extend(events)
+        for ev in events:
+            text = encode_event(ev)
+            self._queue.append(text)
+            self.unsent += len(text)
         self._ready.set()
         self._empty.clear()
+
+    @property
+    def behind(self) -> bool:
+        """More than :data:`UNREAD_BYTES` of events wait for a client that does not read them: read no more of its
+        frames until :meth:`room` says it caught up."""
+        return self.unsent > UNREAD_BYTES
 
     def _write_now(self, events: list[dict[str, Any]]) -> bool:
         """Encode and write ``events`` in one socket write; False (nothing written) if the socket cannot take them now."""
@@ -123,11 +139,11 @@ class Outbox:
                     self._ready.clear()
                     await self._ready.wait()
                     continue
-                ev = self._queue.popleft()
+                text = self._queue.popleft()
                 if faults.send_delay_s > 0:
                     await self._config.clock.sleep(faults.send_delay_s)
-                text = encode_event(ev)
                 await self._connection.send(text)
+                self.unsent -= len(text)
                 if self._config.on_wire is not None:
                     self._config.on_wire("out", text)
                 self.sent += 1
@@ -247,6 +263,8 @@ async def _read(
             due = engine.next_due()
             if due is not None and due < armed.at:
                 wakeup.set()
+            if outbox.behind:
+                await outbox.room()
     except ConnectionClosed:
         return
 
