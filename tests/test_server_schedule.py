@@ -1,10 +1,16 @@
-"""A response's schedule makes each step only when it reaches it, in the order given."""
+"""A response's schedule makes each step only when it reaches it, in the order given; a poll orders the steps of
+many responses without looking at all of them for each."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
+import pytest
+
+from voxline.realtime.server.engine.responses import ResponseRun
 from voxline.realtime.server.engine.schedule import Schedule, Step
+from tests.support.engine_harness import Harness, only
 
 
 def steps(made: list[int], plan: list[tuple[float, int | None]]) -> Iterator[Step]:
@@ -51,3 +57,25 @@ def test_a_cleared_schedule_is_done() -> None:
     schedule.clear()
     assert schedule.next_due is None and taken(schedule, 9.0) == [] and len(made) == 1
     assert Schedule().next_due is None
+
+
+def test_a_poll_of_many_responses_at_once_asks_each_for_its_next_step_once_a_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out-of-band responses run side by side, as many as a client asks for: a poll that looked at every response
+    for each step it took cost the square of their number (2,000 of them held the loop for seconds)."""
+    h = Harness(speed=1.0)
+    for _ in range(200):
+        h.engine.receive(json.dumps({"type": "response.create", "response": {"conversation": "none"}}), 0.0)
+    looks = 0
+    next_due = ResponseRun.next_due
+
+    def counted(run: ResponseRun) -> float | None:
+        nonlocal looks
+        looks += 1
+        return next_due(run)
+
+    monkeypatch.setattr(ResponseRun, "next_due", counted)
+    events = h.engine.poll(60.0)
+    steps = sum(e["type"] != "rate_limits.updated" for e in events)
+    assert len(only(events, "response.done")) == 200
+    assert looks <= 200 + 2 * steps

@@ -16,6 +16,7 @@ names the texts, the driver synthesizes them (off the event loop) and hands them
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -166,13 +167,17 @@ class Engine:
             events.extend(turns.fire_idle(state, now))
         upto = now + state.config.pacing.burst_s
         runs = list(state.runs)
-        while True:  # the runs' steps in the order they are due, as without a burst
-            due = [(t, k) for k, run in enumerate(runs) if (t := run.next_due()) is not None and t <= upto]
-            if not due:
-                break
-            step = runs[min(due)[1]].step(upto, now)
+        # the runs' steps in the order they are due, as without a burst; a step moves only its own run's schedule, so
+        # a heap orders them (one look at every run per poll, not per step: out-of-band responses run side by side)
+        due = [(t, k) for k, run in enumerate(runs) if (t := run.next_due()) is not None and t <= upto]
+        heapq.heapify(due)
+        while due:
+            _, k = heapq.heappop(due)
+            step = runs[k].step(upto, now)
             if step is not None:
                 events.extend(step)
+            if (t := runs[k].next_due()) is not None and t <= upto:
+                heapq.heappush(due, (t, k))
         return events + self._sweep(now)
 
     def next_due(self) -> float | None:
