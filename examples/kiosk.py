@@ -34,6 +34,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import sys
 from collections.abc import AsyncIterable, Callable
 from typing import Any
@@ -65,6 +66,10 @@ from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 
 Render = Callable[[dict[str, Any]], None]
+
+
+class KioskError(Exception):
+    """What ends the demo early, said in one line."""
 
 
 def render(view: dict[str, Any]) -> None:
@@ -150,6 +155,13 @@ class KioskView:
             waiter[1].set_result(event)
         self._waiters = [w for w in self._waiters if not w[1].done()]
 
+    def ended(self) -> None:
+        """The session's events ended (it failed, or closed): what is still expected gets ``None``."""
+        for _predicate, future in self._waiters:
+            if not future.done():
+                future.set_result(None)
+        self._waiters = []
+
 
 def open_speaker(device: str | None, clock: RealClock, ui: KioskView) -> Output:
     """The speaker, or, if it cannot be opened, a silent ClockedOutput (reported in the UI)."""
@@ -178,21 +190,36 @@ async def pump(session: VoiceSession, ui: KioskView) -> None:
     """The kiosk's event loop: every session event goes to the view model."""
     async for event in session:
         ui.apply(event)
+    ui.ended()
 
 
 def reply_arrived(event: object) -> bool:
+    """The reply came; or none will: the session failed, or the talk button was let go of before a word was said
+    (``turn_too_short``: nothing was asked)."""
+    if isinstance(event, SessionError):
+        return event.fatal or event.code == "turn_too_short"
     return isinstance(event, ResponseFinished) and event.status == "completed"
 
 
-async def ask(session: VoiceSession, ui: KioskView, text: str) -> None:
-    """Send a tap and wait for the whole reply; across a drop the session itself asks for it again."""
+def no_reply(event: object) -> bool:
+    """Whether what :func:`reply_arrived` waited for says that no reply comes (said on the way)."""
+    if isinstance(event, ResponseFinished):
+        return False
+    why = event.message if isinstance(event, SessionError) else "the session ended"
+    print(f"kiosk: no reply: {why}", flush=True)
+    return True
+
+
+async def ask(session: VoiceSession, ui: KioskView, text: str) -> bool:
+    """Send a tap and wait for the whole reply (True), or word that none comes (False); across a drop the session
+    itself asks for it again."""
     reply = ui.expect(reply_arrived)
     restored = ui.expect(lambda e: isinstance(e, ConnectionRestored))
     await session.send_text(text)
     await asyncio.wait([reply, restored], return_when=asyncio.FIRST_COMPLETED)
     if restored.done() and not reply.done() and isinstance(event := restored.result(), ConnectionRestored):
         print(f"kiosk: reconnected; the session sent {event.resent_creates} owed request(s) again", flush=True)
-    await reply
+    return not no_reply(await reply)
 
 
 async def visitor(session: VoiceSession, ui: KioskView, clock: RealClock, hold: float | None) -> None:
@@ -202,9 +229,11 @@ async def visitor(session: VoiceSession, ui: KioskView, clock: RealClock, hold: 
         await session.start_talking()
         await clock.sleep(hold)
         await session.stop_talking()
-        await reply
+        answered = not no_reply(await reply)
     else:
-        await ask(session, ui, "A visitor tapped the screen: say hello.")
+        answered = await ask(session, ui, "A visitor tapped the screen: say hello.")
+    if not answered:  # nothing plays: there is nothing to stop
+        return
     await clock.sleep(1.0)
     stopped = ui.expect(lambda e: isinstance(e, BargeIn))
     await session.interrupt()  # "stop": does nothing if the reply has already finished playing
@@ -212,11 +241,17 @@ async def visitor(session: VoiceSession, ui: KioskView, clock: RealClock, hold: 
         await stopped
 
 
+VISIT_S = 60.0  # the scripted visit, reply included, takes seconds
+
+
 async def run_visitor(session: VoiceSession, ui: KioskView, clock: RealClock, hold: float | None) -> None:
-    async with asyncio.timeout(60), asyncio.TaskGroup() as group:
-        events = group.create_task(pump(session, ui))
-        await visitor(session, ui, clock, hold)
-        events.cancel()
+    try:
+        async with asyncio.timeout(VISIT_S), asyncio.TaskGroup() as group:
+            events = group.create_task(pump(session, ui))
+            await visitor(session, ui, clock, hold)
+            events.cancel()
+    except TimeoutError:
+        raise KioskError(f"the visit took more than {VISIT_S:g} s: no reply came") from None
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -256,13 +291,24 @@ async def start_servers(stack: contextlib.AsyncExitStack, args: argparse.Namespa
     return [flaky.url, healthy.url]
 
 
+def seconds(text: str) -> float:
+    """A positive number of seconds, for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {text!r}")
+    return value
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="A headless kiosk embedding (see the module docstring).")
     parser.add_argument("--simulate-drop", action="store_true", help="drop the first connection mid-reply")
     parser.add_argument("--drop-after", type=int, default=20, help="server events before the drop (default 20)")
     parser.add_argument("--output-device", help="speaker index or name (default: the system default)")
     parser.add_argument("--input-device", help="microphone index or name (default: the system default)")
-    parser.add_argument("--hold", type=float, metavar="SECONDS", help="hold the talk button instead of tapping")
+    parser.add_argument("--hold", type=seconds, metavar="SECONDS", help="hold the talk button instead of tapping")
     parser.add_argument("--voice", default="auto", help="built-in server voice: auto, espeak or tone")
     return parser.parse_args()
 
@@ -270,7 +316,7 @@ def parse_args() -> argparse.Namespace:
 if __name__ == "__main__":
     try:
         sys.exit(asyncio.run(main(parse_args())))
-    except (RealtimeError, AudioError) as error:
+    except (RealtimeError, AudioError, KioskError) as error:
         sys.exit(f"kiosk: error: {error}")
     except KeyboardInterrupt:
         sys.exit(130)

@@ -105,6 +105,19 @@ def test_kiosk_recovers_from_a_drop_and_a_missing_speaker() -> None:
     assert out.splitlines()[-1] == "kiosk: done; 1 barge-in(s), connection online"
 
 
+def test_a_kiosk_talk_button_let_go_with_nothing_said_ends_at_once_in_one_line() -> None:
+    """With no microphone (or nothing said) ``--hold`` waited a minute for a reply nobody asked for, then ended
+    in a traceback."""
+    result = run("examples/kiosk.py", "--voice", "tone", "--output-device", "no-such-speaker", "--input-device",
+                 "no-such-mic", "--hold", "0.5", timeout=30)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    assert "kiosk: no reply: push-to-talk: a turn of 0 ms is too short to send" in result.stdout
+    assert lines[-1] == "kiosk: done; 0 barge-in(s), connection online"
+    refused = run("examples/kiosk.py", "--hold", "nan", timeout=30)
+    assert refused.returncode == 2 and "argument --hold: a positive number of seconds, not 'nan'" in refused.stderr
+
+
 def test_interruption_test_passes_under_pytest() -> None:
     result = run("-m", "pytest", "examples/interruption_test.py", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 0, result.stdout + result.stderr
