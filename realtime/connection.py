@@ -7,13 +7,15 @@ say. No task runs in the background: the owner drives receiving.
 Every frame crossing the wire is shown to an optional observer
 ``on_wire(direction, text)`` with direction ``"out"`` (client → server) or ``"in"``;
 event logs and the test oracle are built on it. The observer is the application's code:
-whatever it raises (but ``KeyboardInterrupt``) is logged once per connection and counted in
-:attr:`RealtimeConnection.observer_failures`; the frame is sent or read all the same.
+whatever it raises (but ``KeyboardInterrupt``), and an awaitable it hands back (never awaited: closed), is
+logged once per connection and counted in :attr:`RealtimeConnection.observer_failures`; the frame is sent or
+read all the same.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 from collections import deque
@@ -151,7 +153,7 @@ class RealtimeConnection:
         if self._on_wire is None:
             return
         try:
-            self._on_wire(direction, text)
+            answer = self._on_wire(direction, text)
         except KeyboardInterrupt:
             raise
         except BaseException:  # the application's observer (an event log on a full disk, say)
@@ -159,6 +161,14 @@ class RealtimeConnection:
             if self.observer_failures == 1:
                 _log.exception("the wire observer failed on an %r frame; frames are still sent and read, "
                                "and further failures are not logged", direction)
+            return
+        if inspect.isawaitable(answer):  # a plain function handing back work nobody runs (a lambda around a put)
+            if inspect.iscoroutine(answer):
+                answer.close()  # never run, and no 'never awaited' warning for each frame
+            self.observer_failures += 1
+            if self.observer_failures == 1:
+                _log.error("the wire observer returned %s instead of doing its work: it is called for every frame "
+                           "and never awaited (use a plain function, or put_nowait)", type(answer).__name__)
 
     def _next_frame(self) -> str | None:
         """The next frame to send (left at the head of the queue until it is taken), or None."""

@@ -243,7 +243,7 @@ class SessionError:
     - ``malformed_event``: a server frame that is not a valid event, or (WebRTC) a data channel message larger
       than this end takes, dropped unread; ignored;
       ``event_failed``: handling a server event raised, and the event was dropped;
-      ``observer_failed``: the app's ``on_wire`` raised (every frame is still sent and read);
+      ``observer_failed``: the app's ``on_wire`` raised, or handed back an awaitable (every frame is still sent and read);
     - ``tool_rounds_exceeded``: more responses with tool calls in a row, without a user turn, than
       ``max_tool_rounds``: their outputs are sent, with no ``response.create``;
     - ``turn_too_short``: a push-to-talk turn with less audio than the service commits (100 ms): dropped,

@@ -703,7 +703,7 @@ class VoiceSession:
             link.last_rx = self.clock.now()
             if conn.observer_failures and self._observer_reported is not conn:
                 self._observer_reported = conn
-                self._queue.put(SessionError("the wire observer (on_wire) raised; every frame is still sent "
+                self._queue.put(SessionError("the wire observer (on_wire) failed; every frame is still sent "
                                                     "and read (the first failure is logged)", "observer_failed"))
             try:
                 effects = self.machine.receive(out, self.output.now())

@@ -12,9 +12,11 @@ to the server's conversation.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -362,6 +364,27 @@ async def test_a_wire_observer_that_raises_costs_no_frame_and_is_logged_once(cap
     assert isinstance(received, ev.InputAudioBufferCleared)
     assert [d for d, _t in seen] == ["out", "out", "in"] and conn.observer_failures == 3
     assert len([r for r in caplog.records if "wire observer" in r.getMessage()]) == 1
+
+
+async def test_a_wire_observer_that_hands_back_an_awaitable_is_a_failure_said_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``on_wire=lambda d, t: queue.put((d, t))`` hands back a coroutine per frame that nobody runs: the app's log
+    stayed empty, and nothing but a 'never awaited' warning said so."""
+    log: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    client, server = memory_pair()
+    conn = RealtimeConnection(client, on_wire=lambda d, t: log.put((d, t)))  # type: ignore[arg-type,return-value]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine left unawaited would warn when collected
+        with caplog.at_level(logging.ERROR, logger="voxline.realtime"):
+            async with asyncio.timeout(5):
+                await conn.send({"type": "input_audio_buffer.clear"})
+                assert json.loads(await server.recv())["type"] == "input_audio_buffer.clear"
+                await server.send(json.dumps({"type": "input_audio_buffer.cleared", "event_id": "e1"}))
+                assert isinstance(await conn.recv(), ev.InputAudioBufferCleared)
+        gc.collect()
+    assert conn.observer_failures == 2 and log.empty()
+    [record] = [r for r in caplog.records if "wire observer" in r.getMessage()]
+    assert "returned coroutine instead of doing its work" in record.getMessage()
 
 
 # ---------------------------------------------------------------------------- end to end
