@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError
+from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
 from voxline.session.events import AssistantAudioStarted, ConnectionLost, RawServerEvent, TranscriptDone
+from voxline.session.machine import SessionMachine
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
 from voxline.session.voice import VoiceSession
@@ -140,3 +143,17 @@ def test_a_sideband_session_takes_no_input() -> None:
     with pytest.raises(ConfigurationError, match="no media of its own"):
         VoiceSession(settings, input=nothing())
     assert "audio" not in settings.session_config()
+
+
+def test_push_to_talk_on_a_calls_sideband_is_refused_and_leaves_the_callers_input_alone() -> None:
+    """A sideband has no microphone: its press cleared the call's input buffer (what the caller was saying) and its
+    release cleared it again, with a 'turn of 0 ms is too short' error."""
+    machine = SessionMachine(SessionSettings(api_key="k", call_id="rtc_1"), PlayoutBuffer())
+    protocol = RealtimeProtocol()
+    machine.attach(protocol)
+    protocol.data_to_send()  # its session.update
+    with pytest.raises(ConfigurationError, match=r"^start_talking: a session attached to a call \(call_id\) has no "):
+        machine.start_talking(1.0)
+    with pytest.raises(ConfigurationError, match=r"^stop_talking: a session attached to a call"):
+        machine.stop_talking(1.5)
+    assert protocol.data_to_send() == []

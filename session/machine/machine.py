@@ -465,6 +465,7 @@ class SessionMachine:
         A turn released and not committed yet (its audio still on the way over a media track) is
         committed first: the clear must not take it."""
         self.check_open()
+        self._check_media("start_talking")
         early, _waiting = self.commit_talking(now)
         self.mic.press()
         if not self.carrying or self.core is None:
@@ -490,7 +491,15 @@ class SessionMachine:
         """Push-to-talk released: nothing more of the microphone goes out. The turn now waiting for
         :meth:`commit_talking`, named by a number (0: it was not pressed, there is no turn)."""
         self.check_open()
+        self._check_media("stop_talking")
         return self.mic.release() if self.mic.talking else 0
+
+    def _check_media(self, command: str) -> None:
+        """Push-to-talk needs a microphone of the session's own: on a call's sideband the input buffer is the
+        caller's, which a press would clear and a release find empty."""
+        if self.settings.call_id is not None:
+            raise ConfigurationError(f"{command}: a session attached to a call (call_id) has no microphone of its "
+                                     "own, and the call's input is the caller's: push-to-talk is the media side's")
 
     def commit_talking(self, now: float, turn: int | None = None) -> tuple[Effects, bool]:
         """The released turn (``turn``, or whichever waits): its last chunk, its commit and a response
