@@ -411,13 +411,16 @@ class VoiceSession:
         await asyncio.shield(self._teardown)
 
     def _output_time(self) -> float:
-        """The output's clock; 0.0 for devices that never started (an open that failed, or none): nothing was heard."""
+        """The output's clock at the close. One that cannot tell it (devices that never started, an app's output whose
+        device went) gives where its audio stopped, else 0.0 (nothing was heard): the close goes on all the same."""
         try:
             return self.output.now()
-        except AudioError:
-            if self.output in self._devices:
-                return 0.0
-            raise
+        except Exception as failure:  # an app's output is the app's code: it must not keep the connection open
+            if self.output not in self._devices:
+                _log.warning("the output's clock failed at the close (%s: %s); the figures stop where its audio did",
+                             type(failure).__name__, message_of(failure))
+            stopped = self.output.playout.next_time
+            return 0.0 if stopped is None else stopped
 
     async def _tear_down(self) -> None:
         try:
