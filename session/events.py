@@ -254,7 +254,7 @@ class SessionError:
       ``reconnect_failed``: one reconnect try failed (more follow within the budget);
       ``backoff_failed``: the app's backoff raised, the default is used;
       ``handover_failed``: the next connection could not be prepared before ``expires_at``;
-      ``connection_lost`` (**fatal**): the reconnect budget is spent;
+      ``connection_lost`` (**fatal**): the reconnect budget is spent, or a sideband's call ended (refused with 404);
       ``session_not_opened`` (**fatal**, added by a replay, :func:`~voxline.session.replay.run_replay`): no
       connection of the session ever opened its session (the server refused each connect), so nothing was heard;
       ``turn_left_open`` (added by a replay): the recording ended inside a turn of the user's, which the server's

@@ -5,7 +5,9 @@
 
 * After a drop, :meth:`Link.reconnect` tells the machine (which cuts what was audible), then
   opens a new connection within the session's :class:`~.reconnect.ReconnectBudget`, sleeping
-  its backoff on the session's clock, and has the machine restore the conversation on it.
+  its backoff on the session's clock, and has the machine restore the conversation on it. A
+  sideband refused with 404 gives up at once: its call ended (hung up), and no later try can
+  attach to it.
 * :meth:`Link.watch` runs every few hundred ms. A server that owes something (the event that
   opens its session, ``session.created`` or GPT-Live's ``session.started``, or a response asked
   for) and sends nothing for ``liveness_timeout_s`` (counted from when it came to owe it, at the
@@ -221,6 +223,7 @@ class Link:
                      extra=SAID_AS_EVENT)
         await self._apply(self.machine.connection_lost(self._now(), exc.code, exc.reason))  # the cut first
         await self._drop_spare()  # warmed up for the lost connection; the next one warms its own
+        gone: str | None = None  # why no later try can succeed: the call a sideband was attached to is no more
         while (delay := self._next_delay()) is not None:
             await self.clock.sleep(delay)
             if self.closing:
@@ -232,6 +235,9 @@ class Link:
                 text = _failure_text(failure)
                 _log.warning("reconnect failed: %s", text, extra=SAID_AS_EVENT)
                 self._publish(SessionError(f"reconnect failed: {text}", "reconnect_failed"))
+                if self.settings.call_id is not None and isinstance(failure, ConnectionFailed) and failure.status == 404:
+                    gone = f"the call {self.settings.call_id} is no more (HTTP 404)"
+                    break
                 continue
             self._take_over(conn)
             restored = self.machine.restore(self._now())
@@ -248,7 +254,7 @@ class Link:
             _log.info("connection restored", extra=SAID_AS_EVENT)
             await self.flush()
             return True
-        spent = self._budget.spent(self.clock.now())
+        spent = gone or self._budget.spent(self.clock.now())
         _log.error("the connection is lost and could not be restored: %s", spent, extra=SAID_AS_EVENT)
         self._publish(SessionError(f"the connection is lost and could not be restored: {spent}", "connection_lost",
                                    fatal=True))

@@ -20,7 +20,7 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.protocol import RealtimeProtocol
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
-from voxline.session.events import AssistantAudioStarted, ConnectionLost, RawServerEvent, TranscriptDone
+from voxline.session.events import AssistantAudioStarted, ConnectionLost, RawServerEvent, SessionError, TranscriptDone
 from voxline.session.machine import SessionMachine
 from voxline.session.settings import SessionSettings
 from voxline.session.tools import ToolFinished, ToolRegistry, ToolStarted
@@ -133,6 +133,25 @@ async def test_the_backend_session_ends_when_the_kiosk_hangs_up() -> None:
                     async for event in backend:  # the call is gone: the reconnect is refused, the session ends
                         rest.append(event)
                 assert any(getattr(e, "code", None) == "connection_lost" for e in rest)
+
+
+async def test_a_sideband_whose_call_ended_gives_up_at_the_first_refusal() -> None:
+    """Its call hung up, a sideband kept every reconnect try of its budget, each refused with 'no such call', before
+    the session ended (seconds of backoff on the service): an app kept its backend's sideband from reconnecting at all
+    (reconnect_attempts=0) rather than wait, and lost it to any network blip."""
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:
+        kiosk_settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", reconnect_attempts=0)
+        async with VoiceSession(kiosk_settings, run_tools=False) as kiosk:
+            backend = VoiceSession(SessionSettings(url=server.url, api_key=KEY, call_id=kiosk.call_id,
+                                                   reconnect_attempts=5))
+            async with backend:
+                await kiosk.aclose()
+                async with asyncio.timeout(20):
+                    events = [event async for event in backend]
+    errors = [e for e in events if isinstance(e, SessionError)]
+    assert [e.code for e in errors] == ["reconnect_failed", "connection_lost"]
+    assert errors[-1].fatal and errors[-1].message == ("the connection is lost and could not be restored: the call "
+                                                       f"{kiosk.call_id} is no more (HTTP 404)")
 
 
 def test_a_sideband_session_takes_no_input() -> None:
