@@ -33,6 +33,7 @@ import os
 import sys
 from typing import Any
 
+from voxline.base.errors import VoxlineError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
 from voxline.session.events import BargeIn, TranscriptDone
@@ -60,12 +61,19 @@ def backend_tools() -> ToolRegistry:
     return tools
 
 
+class KioskError(Exception):
+    """What ends the demo early, said in one line."""
+
+
 async def wait_for(session: VoiceSession, kind: type, text: str = "") -> Any:
-    async with asyncio.timeout(30):
-        async for event in session:
-            if isinstance(event, kind) and text in getattr(event, "text", ""):
-                return event
-    raise RuntimeError(f"the session ended before a {kind.__name__}")
+    try:
+        async with asyncio.timeout(30):
+            async for event in session:
+                if isinstance(event, kind) and text in getattr(event, "text", ""):
+                    return event
+    except TimeoutError:
+        raise KioskError(f"no {kind.__name__} came within 30 s") from None
+    raise KioskError(f"the session ended before a {kind.__name__}")
 
 
 async def run(http_url: str, ws_url: str, api_key: str, model: str) -> None:
@@ -119,5 +127,7 @@ async def main() -> int:
 if __name__ == "__main__":
     try:
         sys.exit(asyncio.run(main()))
+    except (VoxlineError, KioskError) as error:  # the service unreachable, a key refused, a call that never came
+        sys.exit(f"kiosk_sideband: error: {error}")
     except KeyboardInterrupt:  # Ctrl-C: the sessions are closed on the way out; no traceback
         sys.exit(130)

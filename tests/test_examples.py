@@ -136,6 +136,17 @@ def test_kiosk_sideband_backend_runs_the_tools_of_the_kiosks_call() -> None:
     assert lines[6].startswith("kiosk: visitor taps stop after ") and lines[6].endswith("the server cut its own buffer")
 
 
+def test_kiosk_sideband_with_a_service_it_cannot_reach_is_one_line() -> None:
+    """A --url nothing listens at (or a key refused) ended the example in a page of traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VOXLINE_API_KEY", "VOXLINE_URL")}
+    env.update(PYTHONPATH=str(ROOT), OPENAI_API_KEY="sk-unused")
+    result = subprocess.run([sys.executable, "examples/kiosk_sideband.py", "--url", "http://127.0.0.1:9/v1"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("kiosk_sideband: error: cannot connect to http://127.0.0.1:9/v1/realtime/client_"
+                                    "secrets") and result.stderr.count("\n") == 1, result.stderr
+
+
 def load_kiosk() -> ModuleType:
     spec = importlib.util.spec_from_file_location("kiosk_example", ROOT / "examples" / "kiosk.py")
     assert spec is not None and spec.loader is not None
