@@ -147,6 +147,24 @@ def test_kiosk_sideband_with_a_service_it_cannot_reach_is_one_line() -> None:
                                     "secrets") and result.stderr.count("\n") == 1, result.stderr
 
 
+def test_the_web_kiosk_backend_on_a_port_in_use_or_out_of_range_is_one_line() -> None:
+    """Its default port, 8080, is often taken: the backend ended in a traceback of http.server's bind."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("examples/web_kiosk/backend.py", "--port", str(port), "--voice", "tone")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr == (f"web_kiosk: cannot serve the page on port {port}: Address already in use (--port 0 "
+                             "picks a free one)\n")
+    result = run("examples/web_kiosk/backend.py", "--port", "99999")
+    assert result.returncode == 2 and "argument --port: a port from 0 to 65535, not '99999'" in result.stderr
+    result = run("examples/web_kiosk/backend.py", "--port", "0", "--voice", "bogus")
+    assert result.returncode == 1 and result.stderr.startswith("web_kiosk: error: unknown voice 'bogus'"), result.stderr
+
+
 def load_kiosk() -> ModuleType:
     spec = importlib.util.spec_from_file_location("kiosk_example", ROOT / "examples" / "kiosk.py")
     assert spec is not None and spec.loader is not None

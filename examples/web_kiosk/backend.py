@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from voxline.base.errors import VoxlineError
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
@@ -209,13 +210,20 @@ async def running(backend: Backend, host: str = "127.0.0.1", port: int = 0) -> A
         await backend.aclose()
 
 
+def port_number(text: str) -> int:
+    """A TCP port, for argparse."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"a port from 0 to 65535, not {text!r}")
+    return int(text)
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="Realtime API base URL, e.g. http://127.0.0.1:8765/v1 "
                                       "(default: start the built-in local server)")
     parser.add_argument("--api-key", help="the API key (default $OPENAI_API_KEY; the built-in server's own key without --url)")
     parser.add_argument("--model", default="gpt-realtime-2.1", help="realtime model (default gpt-realtime-2.1)")
-    parser.add_argument("--port", type=int, default=8080, help="the page's port (default 8080; 0 picks a free one)")
+    parser.add_argument("--port", type=port_number, default=8080, help="the page's port (default 8080; 0 picks a free one)")
     parser.add_argument("--voice", default="tone", help="built-in server voice: tone (default), espeak or auto")
     args = parser.parse_args()
     async with contextlib.AsyncExitStack() as stack:
@@ -231,12 +239,20 @@ async def main() -> int:
             server = await stack.enter_async_context(serve(config))
             url = server.http_url
             print(f"backend: the built-in local server at {url} (scripted replies, not a language model)", flush=True)
-        page = await stack.enter_async_context(running(Backend(url, key, args.model), port=args.port))
+        try:
+            page = await stack.enter_async_context(running(Backend(url, key, args.model), port=args.port))
+        except OSError as error:  # the port is taken (8080 often is), or not this user's to bind
+            print(f"web_kiosk: cannot serve the page on port {args.port}: {error.strerror or error} "
+                  "(--port 0 picks a free one)", file=sys.stderr)
+            return 1
         print(f"backend: the kiosk page is at {page}", flush=True)
         await asyncio.Event().wait()
     return 0
 
 
 if __name__ == "__main__":
-    with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(asyncio.run(main()))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            sys.exit(asyncio.run(main()))
+    except VoxlineError as error:  # a setting the built-in server refuses (--voice), said in one line
+        sys.exit(f"web_kiosk: error: {error}")
