@@ -14,7 +14,10 @@ from websockets.protocol import Protocol, Side, State
 
 from voxline.realtime.server.net.config import FaultConfig, ServerConfig
 from voxline.realtime.server.net.ws_session import UNREAD_BYTES, Outbox, run_engine
+from voxline.realtime.server.live.hub import LiveHub
+from voxline.realtime.server.live.ws import run_live_socket
 from tests.support.engine_harness import Harness, fake_voice
+from tests.support.live_harness import LiveHarness
 from tests.support.loop_passes import Passes
 
 
@@ -129,6 +132,9 @@ class _Unread(_Connection):
     async def drain(self) -> None:
         await self.reads.wait()
 
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        return
+
     def __aiter__(self) -> _Unread:
         return self
 
@@ -140,17 +146,12 @@ class _Unread(_Connection):
         return self.frames[self.taken - 1]
 
 
-async def test_a_client_that_reads_nothing_is_not_read_from_past_the_unread_limit() -> None:
-    audio = base64.b64encode(random.Random(1).randbytes(2 * 1024 * 1024)).decode()  # 2.8 MB once retrieved
-    create = {"type": "conversation.item.create",
-              "item": {"id": "big", "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}}
-    retrieve = json.dumps({"type": "conversation.item.retrieve", "item_id": "big"})
-    conn = _Unread([json.dumps(create)] + [retrieve] * 30)
-    session = asyncio.create_task(run_engine(conn, Harness().engine, ServerConfig(), fake_voice))  # type: ignore[arg-type]
+async def _taken_while_unread(conn: _Unread, session: asyncio.Task[None]) -> int:
+    """Frames the session took from a client that read nothing; then the client reads, and every frame is taken."""
     passes = Passes()
     while passes.n < 50 and conn.taken < len(conn.frames):
         await asyncio.sleep(0)
-    assert conn.taken <= 2 + UNREAD_BYTES // len(audio)  # the answers waiting stay near the limit, not 30 of them
+    taken = conn.taken
     conn.paused = False
     conn.reads.set()  # the client reads: the session goes on, every frame taken
     async with asyncio.timeout(10):
@@ -159,3 +160,26 @@ async def test_a_client_that_reads_nothing_is_not_read_from_past_the_unread_limi
     conn.hang_up.set()
     await asyncio.wait_for(session, 10)
     passes.stop()
+    return taken
+
+
+async def test_a_client_that_reads_nothing_is_not_read_from_past_the_unread_limit() -> None:
+    audio = base64.b64encode(random.Random(1).randbytes(2 * 1024 * 1024)).decode()  # 2.8 MB once retrieved
+    create = {"type": "conversation.item.create",
+              "item": {"id": "big", "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}}
+    retrieve = json.dumps({"type": "conversation.item.retrieve", "item_id": "big"})
+    conn = _Unread([json.dumps(create)] + [retrieve] * 30)
+    session = asyncio.create_task(run_engine(conn, Harness().engine, ServerConfig(), fake_voice))  # type: ignore[arg-type]
+    taken = await _taken_while_unread(conn, session)
+    assert taken <= 2 + UNREAD_BYTES // len(audio)  # the answers waiting stay near the limit, not 30 of them
+
+
+async def test_a_live_client_that_reads_nothing_is_not_read_from_past_the_unread_limit() -> None:
+    """A ``session.update`` of a few bytes is answered with the whole session, its instructions with it."""
+    instructions = "x" * 2_000_000
+    start = {"type": "session.start", "session": {"model": "gpt-live", "instructions": instructions}}
+    conn = _Unread([json.dumps(start)] + [json.dumps({"type": "session.update", "session": {}})] * 30)
+    engine = LiveHarness().engine
+    session = asyncio.create_task(run_live_socket(conn, engine, LiveHub(), ServerConfig(), fake_voice))  # type: ignore[arg-type]
+    taken = await _taken_while_unread(conn, session)
+    assert taken <= 2 + UNREAD_BYTES // len(instructions)

@@ -3,7 +3,8 @@
 The primary socket (``/v1/live/sessions``, or ``/v1/live/sessions/{id}/fork``) runs one
 :class:`~voxline.realtime.server.live.engine.LiveEngine`: each frame read is handed to it and
 what it returns is routed (:meth:`LiveSession.route`); a writer sends in order (the Realtime
-server's :class:`~voxline.realtime.server.net.ws_session.Outbox`, with its fault injection), a
+server's :class:`~voxline.realtime.server.net.ws_session.Outbox`, with its fault injection; while more than
+:data:`~voxline.realtime.server.net.ws_session.UNREAD_BYTES` of events wait unread, no more frames are read), a
 voicer synthesizes replies that need it off the loop, a timer closes the session at its
 length limit with ``expired``. How it ends decides the close reason the sidebands (and a
 stored session) get: ``session.close`` → ``close_requested``; the client's close frame →
@@ -80,6 +81,8 @@ async def _read(
                 config.on_wire("in", message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>")
             session.route(_handle(engine, lambda: engine.receive(message, "primary")))
             voicer.check()
+            if outbox.behind:  # a client that sends without reading: its frames wait until it catches up
+                await outbox.room()
     except ConnectionClosed:
         pass
     if engine.closed is None:
