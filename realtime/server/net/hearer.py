@@ -14,10 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from voxline.base.clock import Clock
+from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.hearing.ears import Ears
 
-__all__ = ["HearingSupplier"]
+__all__ = ["HearingSupplier", "failed"]
 
 _log = logging.getLogger("voxline.server")
 
@@ -52,4 +53,15 @@ class HearingSupplier:
                 except Exception:  # a recogniser's failure is the item's .failed event, never the session's end
                     _log.exception("recognition failed on %s", job.item_id)
                     text = None
-                self._deliver(self._engine.provide_hearing(job.item_id, text, self._clock.now()))
+                try:
+                    events = self._engine.provide_hearing(job.item_id, text, self._clock.now())
+                except Exception:  # as on a client frame: said, and the session goes on
+                    events = failed(self._engine, f"on the words heard in {job.item_id}")
+                self._deliver(events)
+
+
+def failed(engine: Engine, where: str) -> list[dict[str, Any]]:
+    """What a session sends when the engine raised (a bug of ours): one ``server_error``, as the service says it; the
+    traceback goes to the log."""
+    _log.exception("the engine failed %s", where)
+    return [engine.error(errors.server_error())]

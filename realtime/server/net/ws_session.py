@@ -12,7 +12,9 @@ far ahead of what the client reads (a reply a barge-in cancels is not queued in 
 a voicer synthesizes the replies a response waits for, off the event loop
 (:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); a hearer recognises user speech,
 off the loop too (:class:`~voxline.realtime.server.net.hearer.HearingSupplier`); an expiry timer sends
-``session_expired`` and closes with 1001. Faults from
+``session_expired`` and closes with 1001. The engine raising (a bug of ours) on a client frame, a scheduled step or
+words heard is one ``server_error`` event, and the session goes on (a step it failed on is not tried again while it
+is the one due). Faults from
 :class:`~voxline.realtime.server.net.config.FaultConfig` are applied by the writer.
 """
 
@@ -32,7 +34,6 @@ from websockets.protocol import State
 from voxline.base.clock import RealClock
 from voxline.base.loop_share import SHORT_OF_AUDIO_S, SHORT_RUN, Slices, loop_share
 
-from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.engine.speech import Synth
@@ -40,7 +41,7 @@ from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
-from voxline.realtime.server.net.hearer import HearingSupplier
+from voxline.realtime.server.net.hearer import HearingSupplier, failed
 from voxline.realtime.server.net.voicer import SpeechSupplier
 
 __all__ = ["UNREAD_BYTES", "Outbox", "close_reason", "run_engine", "send_error_and_close"]
@@ -252,8 +253,7 @@ async def _read(
             try:
                 outbox.put_all(engine.receive(message, now))
             except Exception:  # a bug of ours must not end the client's session: say so, as the service does
-                log.exception("the engine failed on a client frame")
-                outbox.put_all([engine.error(errors.server_error())])
+                outbox.put_all(failed(engine, "on a client frame"))
             if engine.closing is not None:  # the client ended it (a beta-only event): said, then closed as the service
                 await outbox.flush()
                 await connection.close(4000, close_reason(engine.closing))
@@ -288,10 +288,11 @@ async def _pace(
     # sessions' replies never hold up the reading of a client's audio (its VAD, a barge-in)
     share = Slices(loop_share()) if real else None
     urgent = SHORT_RUN  # steps that may still go without a turn, while the client's listener is short of audio
+    failed_at: float | None = None  # the step the engine failed on: not tried again while it is the one due
     while True:
         wakeup.clear()
         due = engine.next_due()
-        if due is None:
+        if due is None or due == failed_at:
             armed.at = math.inf
             await wakeup.wait()
             armed.at = -math.inf
@@ -318,7 +319,11 @@ async def _pace(
             else:
                 await share.next()
                 urgent = SHORT_RUN
-        outbox.put_all(engine.poll(clock.now()))
+        try:
+            outbox.put_all(engine.poll(clock.now()))
+        except Exception:  # as on a client frame: said, and the session goes on
+            outbox.put_all(failed(engine, "on a scheduled step"))
+            failed_at = due
         voicer.check()
         hearer.check()
 
