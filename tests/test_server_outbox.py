@@ -9,10 +9,13 @@ import json
 import random
 from typing import Any
 
+from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame
 from websockets.protocol import Protocol, Side, State
 
 from voxline.realtime.server.net.config import FaultConfig, ServerConfig
+from voxline.realtime.server.net.sideband import Sideband
+from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.ws_session import UNREAD_BYTES, Outbox, run_engine
 from voxline.realtime.server.live.hub import LiveHub
 from voxline.realtime.server.live.ws import run_live_socket
@@ -126,11 +129,13 @@ class _Unread(_Connection):
         self.hang_up = asyncio.Event()
 
     async def send(self, text: str) -> None:
-        await self.reads.wait()
+        await first_of(self.reads.wait(), self.hang_up.wait())
+        if self.hang_up.is_set():
+            raise ConnectionClosed(None, None)
         await super().send(text)
 
-    async def drain(self) -> None:
-        await self.reads.wait()
+    async def drain(self) -> None:  # websockets' returns once the connection is lost
+        await first_of(self.reads.wait(), self.hang_up.wait())
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         return
@@ -139,6 +144,8 @@ class _Unread(_Connection):
         return self
 
     async def __anext__(self) -> str:
+        if self.hang_up.is_set():
+            raise StopAsyncIteration
         if self.taken == len(self.frames):
             await self.hang_up.wait()
             raise StopAsyncIteration
@@ -183,3 +190,35 @@ async def test_a_live_client_that_reads_nothing_is_not_read_from_past_the_unread
     session = asyncio.create_task(run_live_socket(conn, engine, LiveHub(), ServerConfig(), fake_voice))  # type: ignore[arg-type]
     taken = await _taken_while_unread(conn, session)
     assert taken <= 2 + UNREAD_BYTES // len(instructions)
+
+
+async def test_a_sideband_that_reads_nothing_is_not_read_from_past_the_unread_limit() -> None:
+    """Each frame is answered with a megabyte, as a retrieve of a large item is on a call's sideband."""
+    answer = json.dumps({"type": "conversation.item.retrieved", "audio": "x" * 1_000_000})
+    conn = _Unread(['{"type": "conversation.item.retrieve", "item_id": "big"}'] * 40)
+    sideband = Sideband(conn)  # type: ignore[arg-type]
+    serving = asyncio.create_task(sideband.run(lambda frame: sideband.push(answer)))
+    taken = await _taken_while_unread(conn, serving)
+    assert taken <= 2 + UNREAD_BYTES // len(answer)
+
+
+async def test_a_client_gone_while_behind_ends_its_session() -> None:
+    """Its reader waited for the client to catch up: the writer's end lets it go on, to the end of the session."""
+    answer = json.dumps({"type": "conversation.item.retrieved", "audio": "x" * 1_000_000})
+    conn = _Unread(['{"type": "conversation.item.retrieve", "item_id": "big"}'] * 40)
+    sideband = Sideband(conn)  # type: ignore[arg-type]
+    serving = asyncio.create_task(sideband.run(lambda frame: sideband.push(answer)))
+    audio = base64.b64encode(random.Random(1).randbytes(2 * 1024 * 1024)).decode()
+    create = {"type": "conversation.item.create",
+              "item": {"id": "big", "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}}
+    retrieve = json.dumps({"type": "conversation.item.retrieve", "item_id": "big"})
+    realtime = _Unread([json.dumps(create)] + [retrieve] * 30)
+    session = asyncio.create_task(run_engine(realtime, Harness().engine, ServerConfig(), fake_voice))  # type: ignore[arg-type]
+    passes = Passes()
+    while passes.n < 50:
+        await asyncio.sleep(0)
+    passes.stop()
+    assert conn.taken < len(conn.frames) and realtime.taken < len(realtime.frames)  # both wait for their clients
+    conn.hang_up.set()
+    realtime.hang_up.set()
+    await asyncio.wait_for(asyncio.gather(serving, session), 10)

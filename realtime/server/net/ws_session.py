@@ -156,6 +156,8 @@ class Outbox:
                     return
         except ConnectionClosed:
             return
+        finally:  # nothing more will be written: whoever waits for room or a flush goes on, to the session's end
+            self._empty.set()
 
 
 async def send_error_and_close(
