@@ -9,6 +9,7 @@ So a broken server costs a bounded number of tries and then one fatal error.
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import Callable
 
@@ -78,7 +79,11 @@ class ReconnectBudget:
             self._out_of = "reconnect_attempts"
             return None
         try:
-            delay = max(0.0, float(self._backoff(self._used)))
+            answer = self._backoff(self._used)
+            if inspect.iscoroutine(answer):  # an async def: never run here, and closed so no warning says so later
+                answer.close()
+                raise TypeError("it is a coroutine function: give a plain function that returns seconds")
+            delay = max(0.0, float(answer))
             if delay != delay or delay == float("inf"):
                 raise ValueError(f"{delay} is no delay")
         except BaseException as exc:  # an app's backoff: its failure must not end the reconnect

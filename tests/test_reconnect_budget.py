@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,6 +37,28 @@ def test_attempts_and_time_are_both_bounded() -> None:
     budget.lost(0.0, None)
     assert budget.next_delay(0.0) == 4.0 and budget.next_delay(4.0) == 4.0
     assert budget.next_delay(8.0) is None  # 12 s would be past the 10 s window
+
+
+def test_an_async_backoff_is_said_once_as_such_and_its_coroutine_closed_unawaited() -> None:
+    """An ``async def`` backoff handed back a coroutine: float() refused it, and the coroutine was left to warn
+    'never awaited' whenever it was collected. It is closed here, and the failure says what was wrong."""
+    made: list[Any] = []
+
+    async def later(attempt: int) -> float:
+        return 1.0
+
+    def backoff(attempt: int) -> Any:
+        made.append(later(attempt))
+        return made[-1]
+
+    budget = ReconnectBudget(3, 60.0, backoff=backoff)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a 'never awaited' warning would fail the test (it is raised at the close)
+        delay = budget.next_delay(0.0)
+        assert delay is not None and 0 < delay < 1
+        assert made[0].cr_frame is None  # closed: nothing of it is left to run, or to warn
+    assert budget.backoff_failure == ("TypeError: it is a coroutine function: give a plain function that returns "
+                                      "seconds")
 
 
 def test_a_connection_that_closes_at_once_does_not_refill_the_budget() -> None:
