@@ -198,6 +198,7 @@ class VoiceSession:
         self._closed_at: float | None = None  # the listener time at the close: the figures stop there
         self._teardown: asyncio.Task[None] | None = None  # the close's own task, once begun
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
+        self._event_failure_logged: RealtimeConnection | None = None  # handling an event on it failed, logged
         self._devices: tuple[SpeakerSink, MicSource] | tuple[()] = ()  # opened and closed with it (on_devices)
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop it was opened on: commands come from there
         self._watched: tuple[Watched, ...] = tuple(watch_devices)  # reported when unplugged and back
@@ -715,9 +716,12 @@ class VoiceSession:
                 await self._apply(effects, share)
             except Exception as exc:  # containment: no server event may end the session
                 kind = getattr(out, "type", type(out).__name__)
-                _log.exception("failed to handle %s", kind)
-                self._queue.put(SessionError(f"could not handle {kind}: {type(exc).__name__}: {exc}",
-                                                    "event_failed"))
+                if self._event_failure_logged is not conn:  # one traceback a connection: a cause that stays
+                    self._event_failure_logged = conn  # (an app output's clock) fails every event after it too
+                    _log.exception("failed to handle %s (the next failures on this connection are said as "
+                                   "events only)", kind)
+                self._queue.put(SessionError(f"could not handle {kind}: {type(exc).__name__}: {message_of(exc)}",
+                                             "event_failed"))
 
     def _tick(self) -> None:
         self._queue.put_all(self.machine.tick(self.output.now()).events)
