@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import urllib.error
 import urllib.request
-import importlib.util
 import json
 import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -26,19 +24,11 @@ from tests.support.browser import launch, require_chromium
 from tests.support.ci import ROOT, require_tool
 from tests.support.cli import VOXLINE
 from tests.support.speech import make_utterance, mix_timeline, write_wav
+from tests.support.web_kiosk import KIOSK, load_backend
 
-KIOSK = ROOT / "examples" / "web_kiosk"
 KEY = "sk-local-web-kiosk-test"
 QUESTION_AT_S = 3.0  # into the fake microphone's file, which starts when the page asks for the microphone
 INTERRUPTION_AT_S = 10.5  # the weather report plays from about 6.5 s to 15.5 s of it
-
-
-def _load_backend() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("web_kiosk_backend", KIOSK / "backend.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @asynccontextmanager
@@ -77,7 +67,7 @@ async def test_the_browser_kiosk_runs_the_tool_once_and_captions_only_what_was_h
         tmp_path / "visitor.wav",
         mix_timeline(40.0, [(QUESTION_AT_S, question.samples), (INTERRUPTION_AT_S, interruption.samples)]),
     )
-    example = _load_backend()
+    example = load_backend()
     async with voxline_serve() as api_url:
         backend = example.Backend(api_url, KEY, "gpt-realtime-2.1")
         async with example.running(backend) as page_url:
@@ -177,7 +167,7 @@ def _reply_events(response_id: str, item_id: str, text: str, audio_tokens: int) 
 @pytest.mark.slow
 async def test_captions_follow_playback_and_stop_at_the_cut() -> None:
     """The caption logic on its own: server events fed to the page, no call."""
-    example = _load_backend()
+    example = load_backend()
     async with example.running(example.Backend("http://127.0.0.1:9/v1", "sk-unused", "m")) as page_url:
         async with launch() as browser:
             page = await browser.new_page(page_url)

@@ -21,6 +21,10 @@ browser in place of the Python kiosk):
   tools and no media. Tool calls run here, once, and their outputs go back over the sideband;
 * ``GET /status``: the calls attached and ended, and the tools run (for an operator, and the tests).
 
+Both ``POST`` endpoints take no body (the page sends none); one that is there must be a JSON object
+of at most 16 KiB (its fields are ignored), or the answer is a 400 or 413, before any key is minted.
+Every answer is JSON: a method a path does not take is a 405.
+
 A real deployment would check that the page asking to attach is the one that opened the call
 (a kiosk login, or a key minted per kiosk); this example trusts loopback.
 """
@@ -42,7 +46,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from voxline.base.errors import VoxlineError
+from voxline.base.errors import VoxlineError, clip, message_of, shown_value
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret
@@ -56,6 +60,16 @@ INSTRUCTIONS = "You help visitors at a kiosk. Use get_weather for the weather."
 _FILES = {"/": "index.html", "/index.html": "index.html", "/kiosk.js": "kiosk.js", "/kiosk.css": "kiosk.css"}
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css"}
 _CALL_PATH = re.compile(r"/calls/([A-Za-z0-9_-]{1,128})")
+MAX_BODY = 16 * 1024  # a POST's body, at most: the page sends none
+_DRAIN = 16 * 1024 * 1024  # a longer body is read and dropped, up to this, so its sender reads the 413
+
+
+class Refused(VoxlineError):
+    """A request answered with ``status`` and a one-line ``error``, before the backend did anything for it."""
+
+    def __init__(self, status: int, error: str, allow: str | None = None) -> None:
+        super().__init__(error)
+        self.status, self.allow = status, allow
 
 
 def kiosk_tools() -> ToolRegistry:
@@ -138,7 +152,7 @@ class Backend:
             if not attached.done():
                 attached.set_exception(exc)
             else:
-                print(f"backend: the sideband of {call_id} ended: {exc}", file=sys.stderr, flush=True)
+                print(f"backend: the sideband of {call_id} ended: {message_of(exc)}", file=sys.stderr, flush=True)
 
     async def aclose(self) -> None:
         for task in list(self._tasks):
@@ -150,40 +164,79 @@ def handler_for(backend: Backend, run: Callable[[Any], Any]) -> type[http.server
     """The HTTP handler class; ``run`` runs a coroutine on the backend's event loop and returns its result."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.partition("?")[0]
-            if path == "/status":
-                self._json(200, backend.status())
-            elif path in _FILES:
-                file = HERE / _FILES[path]
-                self._send(200, file.read_bytes(), _TYPES[file.suffix])
-            else:
-                self._json(404, {"error": f"no such page {path}"})
+        timeout = 30  # a client that stops sending mid-request does not hold its thread for ever
 
-        def do_POST(self) -> None:
+        def do_GET(self) -> None:  # every method: a path takes one, and says which when asked another
             path = self.path.partition("?")[0]
             try:
-                if path == "/session":
+                self._allowed(path)
+                if self.command == "POST":
+                    self._body()  # read whole before anything is done: unread, it resets the connection
+                if path == "/status":
+                    self._json(200, backend.status())
+                elif path in _FILES:
+                    file = HERE / _FILES[path]
+                    self._send(200, file.read_bytes(), _TYPES[file.suffix])
+                elif path == "/session":
                     self._json(200, backend.mint())
-                elif (match := _CALL_PATH.fullmatch(path)) is not None:
-                    run(backend.attach(match.group(1)))
-                    self._json(200, {"attached": match.group(1)})
                 else:
-                    self._json(404, {"error": f"no such endpoint {path}"})
+                    run(backend.attach(call_id := path.removeprefix("/calls/")))
+                    self._json(200, {"attached": call_id})
+            except Refused as refused:
+                self._json(refused.status, {"error": refused.message}, refused.allow)
             except Exception as exc:  # one line for the page; the API key is never in it
                 unknown = isinstance(exc, ConnectionFailed) and exc.status == 404  # no such call (or it ended)
-                self._json(404 if unknown else 502, {"error": f"{type(exc).__name__}: {exc}"})
+                self._json(404 if unknown else 502, {"error": f"{type(exc).__name__}: {message_of(exc)}"})
 
-        def _json(self, status: int, body: dict[str, Any]) -> None:
-            self._send(status, json.dumps(body).encode(), "application/json")
+        do_POST = do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
 
-        def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        def _allowed(self, path: str) -> None:
+            """Nothing if ``path`` takes the request's method; else the 404 or 405 to answer."""
+            takes = "GET" if path == "/status" or path in _FILES else "POST" if (
+                path == "/session" or _CALL_PATH.fullmatch(path)) else None
+            if takes is None:
+                raise Refused(404, f"no such page {clip(path, 200)}")
+            if self.command != takes:
+                raise Refused(405, f"{clip(path, 200)} takes {takes}, not {clip(self.command, 20)}", takes)
+
+        def _body(self) -> dict[str, Any]:
+            """The request's JSON object ({} if it has no body), read whole; a body too long or not one is refused."""
+            length = self.headers.get("Content-Length", "0").strip()
+            if self.headers.get("Transfer-Encoding") is not None or not length.isdigit():
+                self.close_connection = True  # what it sends is left unread
+                raise Refused(400, f"a body needs a Content-Length, not {shown_value(length)}")
+            size = int(length)
+            if size > MAX_BODY:
+                self.close_connection, left = True, size
+                while 0 < left and size <= _DRAIN and (chunk := self.rfile.read(min(left, 65536))):
+                    left -= len(chunk)  # read and dropped: unread, it would reset the answer on its way
+                raise Refused(413, f"a body of {size} bytes; at most {MAX_BODY}")
+            try:
+                body = json.loads(raw) if (raw := self.rfile.read(size)).strip() else {}
+            except ValueError as error:  # bad UTF-8 too
+                raise Refused(400, f"the body is not JSON: {clip(message_of(error), 200)}") from None
+            if not isinstance(body, dict):
+                raise Refused(400, f"the body is a JSON {type(body).__name__}, not an object")
+            return body
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """http.server's own refusals (a malformed request line, a method no handler has) in JSON too."""
+            self.close_connection = True
+            self._json(code, {"error": message or self.responses.get(code, ("",))[0] or f"HTTP {code}"})
+
+        def _json(self, status: int, body: dict[str, Any], allow: str | None = None) -> None:
+            self._send(status, json.dumps(body).encode(), "application/json", allow)
+
+        def _send(self, status: int, payload: bytes, content_type: str, allow: str | None = None) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
             self.send_header("Cache-Control", "no-store")
+            if allow is not None:
+                self.send_header("Allow", allow)
             self.end_headers()
-            self.wfile.write(payload)
+            if self.command != "HEAD":
+                self.wfile.write(payload)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -1,0 +1,77 @@
+"""The browser kiosk's backend (examples/web_kiosk/backend.py) over HTTP and on its sideband, without a browser.
+
+The local server holds the call; a VoiceSession over WebRTC plays the page's part (``run_tools=False``),
+and the backend attaches to its call as the page would have it do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from voxline.realtime.server import ServerConfig, serve
+
+from tests.support.raw_http import exchange
+from tests.support.web_kiosk import load_backend
+
+KEY = "sk-web-kiosk-backend"
+MODEL = "gpt-realtime-2.1"
+
+
+def _ask(url: str, method: str = "POST", body: bytes | None = None) -> tuple[int, dict[str, Any], str | None]:
+    """The status, JSON answer and ``Allow`` header a request gets."""
+    request = urllib.request.Request(url, data=body, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return int(answer.status), json.loads(answer.read()), answer.headers.get("Allow")
+    except urllib.error.HTTPError as refused:
+        with refused:
+            return int(refused.code), json.loads(refused.read()), refused.headers.get("Allow")
+
+
+async def test_the_backend_reads_what_it_is_sent_and_answers_every_request_in_json() -> None:
+    """It never read a request's body: a POST of 8 MB to /session had a key minted, then its sender got a broken pipe
+    instead of an answer. A body is now read whole, and refused in JSON (too long, not a JSON object) before anything
+    is minted; a method a path does not take is a JSON 405, not http.server's HTML 501 page."""
+    example = load_backend()
+
+    class Counted(example.Backend):  # type: ignore[name-defined,misc]
+        minted = 0
+
+        def mint(self) -> dict[str, Any]:
+            self.minted += 1
+            return super().mint()  # type: ignore[no-any-return]
+
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY)) as server:
+        backend = Counted(server.http_url, KEY, MODEL)
+        async with example.running(backend) as page:
+            session = f"{page}session"
+            status, minted, _ = await asyncio.to_thread(_ask, session)  # as the page asks: no body
+            assert status == 200 and minted["value"].startswith("ek_") and backend.minted == 1
+            assert (await asyncio.to_thread(_ask, session, body=b'{"kiosk": "hall"}'))[0] == 200
+
+            huge = await asyncio.to_thread(_ask, session, body=b"{" + b" " * (8 << 20) + b"}")
+            assert huge == (413, {"error": f"a body of {(8 << 20) + 2} bytes; at most 16384"}, None)
+            assert backend.minted == 2  # refused before a key was minted
+            for body, said in ((b"{not json", "the body is not JSON: "), (b"[1, 2]", "the body is a JSON list")):
+                status, answer, _ = await asyncio.to_thread(_ask, session, body=body)
+                assert status == 400 and answer["error"].startswith(said), answer
+            assert await asyncio.to_thread(_ask, f"{page}calls/rtc_1", body=b"\xff") == (
+                400, {"error": "the body is not JSON: 'utf-8' codec can't decode byte 0xff in position 0: invalid "
+                               "start byte"}, None)
+            assert backend.minted == 2 and backend.status()["calls"] == []
+
+            for method, path, allow in (("GET", "session", "POST"), ("PUT", "calls/rtc_1", "POST"),
+                                        ("POST", "status", "GET"), ("DELETE", "", "GET")):
+                status, answer, allowed = await asyncio.to_thread(_ask, f"{page}{path}", method)
+                assert (status, allowed) == (405, allow) and answer["error"].endswith(f"takes {allow}, not {method}")
+            assert (await asyncio.to_thread(_ask, f"{page}nope", "PATCH"))[:2] == (404, {"error": "no such page /nope"})
+            port = int(page.rstrip("/").rsplit(":", 1)[1])
+            brewed = await exchange(port, b"BREW /status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert brewed[:2] == (501, {"error": "Unsupported method ('BREW')"}), brewed
+            negative = await exchange(port, b"POST /session HTTP/1.1\r\nContent-Length: -1\r\n\r\n")
+            assert negative[:2] == (400, {"error": "a body needs a Content-Length, not '-1'"}), negative
+    assert backend.minted == 2
