@@ -13,6 +13,8 @@ import urllib.request
 from typing import Any
 
 from voxline.realtime.server import ServerConfig, serve
+from voxline.session.settings import SessionSettings
+from voxline.session.voice import VoiceSession
 
 from tests.support.raw_http import exchange
 from tests.support.web_kiosk import load_backend
@@ -75,3 +77,23 @@ async def test_the_backend_reads_what_it_is_sent_and_answers_every_request_in_js
             negative = await exchange(port, b"POST /session HTTP/1.1\r\nContent-Length: -1\r\n\r\n")
             assert negative[:2] == (400, {"error": "a body needs a Content-Length, not '-1'"}), negative
     assert backend.minted == 2
+
+
+async def test_the_backend_forgets_a_call_once_its_sideband_ended() -> None:
+    """Every call id posted stayed in the backend's table of attaches for good, those refused as unknown too: a
+    kiosk running for weeks held one entry per call it ever had, and anyone could add more."""
+    example = load_backend()
+    async with serve(ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY)) as server:
+        backend = example.Backend(server.http_url, KEY, MODEL)
+        async with example.running(backend) as page:
+            kiosk_settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", reconnect_attempts=0)
+            async with VoiceSession(kiosk_settings, run_tools=False) as kiosk:
+                call = kiosk.call_id
+                assert (await asyncio.to_thread(_ask, f"{page}calls/{call}"))[:2] == (200, {"attached": call})
+                assert (await asyncio.to_thread(_ask, f"{page}calls/rtc_nope"))[0] == 404
+                await kiosk.aclose()  # the call ends, and with it the backend's sideband
+                async with asyncio.timeout(20):
+                    while backend.status()["ended"] != [call]:
+                        await asyncio.sleep(0.05)
+            assert backend._attached == {}
+            assert (await asyncio.to_thread(_ask, f"{page}calls/{call}"))[0] == 404  # asked again: no such call

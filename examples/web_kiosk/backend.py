@@ -123,9 +123,9 @@ class Backend:
         """Attach to ``call_id`` over the sideband; return once attached, then serve the call in the background.
 
         Once per call: a page that asks again (a retry, a double click) waits for the same attach. A second
-        sideband would run every tool call of the call a second time."""
+        sideband would run every tool call of the call a second time. A call is forgotten when its sideband ends."""
         attached = self._attached.get(call_id)
-        if attached is None or (attached.done() and attached.exception() is not None) or call_id in self.ended:
+        if attached is None or (attached.done() and attached.exception() is not None):
             attached = self._attached[call_id] = asyncio.get_running_loop().create_future()
             task = asyncio.create_task(self._serve_call(call_id, attached), name=f"sideband {call_id}")
             self._tasks.add(task)
@@ -153,6 +153,9 @@ class Backend:
                 attached.set_exception(exc)
             else:
                 print(f"backend: the sideband of {call_id} ended: {message_of(exc)}", file=sys.stderr, flush=True)
+        finally:  # its waiters hold the future: the entry goes, or a kiosk running for weeks keeps every call's
+            if self._attached.get(call_id) is attached:
+                del self._attached[call_id]
 
     async def aclose(self) -> None:
         for task in list(self._tasks):
