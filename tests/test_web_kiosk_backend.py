@@ -16,6 +16,7 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 
+from tests.support.half_open import half_open_relay
 from tests.support.raw_http import exchange
 from tests.support.web_kiosk import load_backend
 
@@ -97,3 +98,36 @@ async def test_the_backend_forgets_a_call_once_its_sideband_ended() -> None:
                         await asyncio.sleep(0.05)
             assert backend._attached == {}
             assert (await asyncio.to_thread(_ask, f"{page}calls/{call}"))[0] == 404  # asked again: no such call
+
+
+async def test_the_backends_sideband_survives_a_dropped_connection() -> None:
+    """The backend attached with reconnect_attempts=0: the first drop of its sideband's connection (a network blip)
+    ended it, and the call's tools never ran again. It keeps the default budget now: a call that ended is refused at
+    the first try anyway (404)."""
+    example = load_backend()
+    opened: list[str] = []
+
+    def on_wire(direction: str, text: str) -> None:
+        if direction == "out" and json.loads(text)["type"] == "session.created":
+            opened.append(text)
+
+    config = ServerConfig(port=0, voice="tone", speed=4.0, api_key=KEY, scenario="tools", on_wire=on_wire)
+    async with serve(config) as server, half_open_relay(int(server.http_url.split(":")[2].split("/")[0])) as (
+            relay, port):
+        backend = example.Backend(f"http://127.0.0.1:{port}/v1", KEY, MODEL)  # its sideband through the relay
+        kiosk_settings = SessionSettings(url=server.http_url, api_key=KEY, transport="webrtc", reconnect_attempts=0)
+        async with VoiceSession(kiosk_settings, run_tools=False) as kiosk:
+            await backend.attach(kiosk.call_id)
+            assert len(opened) == 2  # the kiosk's session, and the sideband's
+            relay.cut()
+            async with asyncio.timeout(20):  # attached again, or given up
+                while len(opened) < 3 and not backend.status()["ended"]:
+                    await asyncio.sleep(0.05)
+            assert backend.status()["ended"] == []
+            await kiosk.send_text("What is the weather in Paris?")
+            async with asyncio.timeout(20):
+                while not backend.status()["tool_runs"]:
+                    await asyncio.sleep(0.05)
+        await backend.aclose()
+    assert [(run["name"], run["ok"]) for run in backend.status()["tool_runs"]] == [("get_weather", True)]
+    assert backend.status()["calls"] == [kiosk.call_id]

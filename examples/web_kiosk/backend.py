@@ -133,8 +133,8 @@ class Backend:
         await asyncio.shield(attached)
 
     async def _serve_call(self, call_id: str, attached: asyncio.Future[None]) -> None:
-        settings = SessionSettings(url=self.ws_url, api_key=self._api_key, call_id=call_id, reconnect_attempts=0,
-                                   instructions=INSTRUCTIONS)
+        # the default reconnect budget: a network blip is survived, and a call that ended refuses the first try (404)
+        settings = SessionSettings(url=self.ws_url, api_key=self._api_key, call_id=call_id, instructions=INSTRUCTIONS)
         try:
             async with VoiceSession(settings, tools=kiosk_tools()) as session:
                 with self._lock:
