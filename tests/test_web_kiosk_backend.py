@@ -131,3 +131,17 @@ async def test_the_backends_sideband_survives_a_dropped_connection() -> None:
         await backend.aclose()
     assert [(run["name"], run["ok"]) for run in backend.status()["tool_runs"]] == [("get_weather", True)]
     assert backend.status()["calls"] == [kiosk.call_id]
+
+
+def test_the_backends_status_keeps_the_newest_calls_only() -> None:
+    """Its lists of calls, ended calls and tool runs grew by one entry a call for as long as the kiosk ran."""
+    example = load_backend()
+    backend = example.Backend("http://127.0.0.1:9/v1", KEY, MODEL)
+    for k in range(example.STATUS_KEEPS + 50):
+        backend.calls.append(f"rtc_{k}")
+        backend.ended.append(f"rtc_{k}")
+        backend.tool_runs.append({"call": f"rtc_{k}"})
+    status = backend.status()
+    newest = [f"rtc_{k}" for k in range(50, example.STATUS_KEEPS + 50)]
+    assert status["calls"] == status["ended"] == newest
+    assert [run["call"] for run in status["tool_runs"]] == newest

@@ -40,6 +40,7 @@ import os
 import re
 import sys
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,9 @@ def kiosk_tools() -> ToolRegistry:
     return tools
 
 
+STATUS_KEEPS = 100  # calls, ended calls and tool runs /status shows, the newest
+
+
 class Backend:
     """The API's address and key, the sideband sessions attached, and the tools they ran."""
 
@@ -96,9 +100,10 @@ class Backend:
         self.api_url = api_url.rstrip("/")
         self._api_key = SecretStr(api_key)
         self.model = model
-        self.calls: list[str] = []
-        self.ended: list[str] = []
-        self.tool_runs: list[dict[str, Any]] = []
+        # the newest of each for /status: a kiosk runs for weeks, a call at a time
+        self.calls: deque[str] = deque(maxlen=STATUS_KEEPS)
+        self.ended: deque[str] = deque(maxlen=STATUS_KEEPS)
+        self.tool_runs: deque[dict[str, Any]] = deque(maxlen=STATUS_KEEPS)
         self._tasks: set[asyncio.Task[None]] = set()
         self._attached: dict[str, asyncio.Future[None]] = {}  # by call: attached, or being attached
         self._lock = threading.Lock()
