@@ -8,15 +8,24 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 import websockets
 
 from voxline.base.audio_format import AudioFormat
+from voxline.base.clock import VirtualClock
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.hearing import HearingJob
+from voxline.realtime.server.engine.responses import Pacing
+from voxline.realtime.server.engine.speech import VoiceCache
+from voxline.realtime.server.engine.state import EngineConfig
+from voxline.realtime.server.engine.voices import supply_speech
 from voxline.realtime.server.net.hearer import HearingSupplier
+from voxline.realtime.server.net.timing import first_of
+from voxline.realtime.server.net.voicer import SpeechSupplier
+from tests.support.engine_harness import Harness, fake_voice, only, script, types
 
 
 async def test_an_engine_failure_on_a_scheduled_step_is_a_server_error_event_not_a_1011(
@@ -82,4 +91,67 @@ async def test_an_engine_failure_on_words_heard_is_a_server_error_event_and_hear
     assert [e["type"] for e in delivered] == ["error", "conversation.item.input_audio_transcription.completed"]
     assert delivered[0]["error"]["type"] == "server_error" and engine.heard == ["item_1"]
     assert not task.done()
+    task.cancel()
+
+
+# A reply's speech: the voice or the engine raising on it is never the session's end.
+
+
+def _waiting_engine() -> Engine:
+    """An engine whose second response waits for the speech of a reply no cache holds."""
+    scenario = script({"say": "Fixed."}, {"say": "You are on turn {turn}."})
+    engine = Engine(EngineConfig(pacing=Pacing(speed=math.inf)), scenario,
+                    VoiceCache.for_scenario(scenario, fake_voice), wall_time=0.0)
+    engine.open()
+    engine.receive(json.dumps({"type": "response.create"}), 0.0)
+    engine.poll(0.0)
+    assert types(engine.receive(json.dumps({"type": "response.create"}), 1.0)) == ["response.created"]
+    assert engine.speech_needed() == ["You are on turn 2."]
+    return engine
+
+
+def _broken_voice(text: str) -> np.ndarray:
+    raise RuntimeError("espeak-ng crashed")
+
+
+async def _supply(engine: Engine, synth: Any, on_failed: Any = None) -> asyncio.Task[None]:
+    """Run a speech supplier until it handed its speech in (or ended); the task, still running if all went well."""
+    voiced = asyncio.Event()
+    supplier = SpeechSupplier(engine, synth, VirtualClock(2.0), voiced.set, on_failed)
+    supplier.check()
+    task = asyncio.create_task(supplier.run())
+    async with asyncio.timeout(10):
+        await first_of(voiced.wait(), asyncio.wait([task]))
+    return task
+
+
+async def test_a_voice_that_raises_makes_a_silent_reply_and_its_response_ends() -> None:
+    engine = _waiting_engine()
+    task = await _supply(engine, _broken_voice)
+    assert not task.done()  # the supplier (and the session around it) goes on
+    task.cancel()
+    events = Harness.check(engine.poll(2.0))
+    assert only(events, "response.output_audio_transcript.done")[0]["transcript"] == "You are on turn 2."
+    assert only(events, "response.output_audio.delta") == []
+    assert only(events, "response.done")[0]["response"]["status"] == "completed"
+
+
+def test_a_voice_that_raises_makes_a_silent_reply_for_lockstep_drivers_too() -> None:
+    engine = _waiting_engine()
+    assert supply_speech(engine, _broken_voice, 2.0) == 1
+    assert only(engine.poll(2.0), "response.done")[0]["response"]["status"] == "completed"
+
+
+async def test_an_engine_failure_on_a_replys_speech_is_said_once_and_speech_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    engine = _waiting_engine()
+
+    def broken(self: Engine, text: str, samples: Any, now: float) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Engine, "provide_speech", broken)
+    said: list[str] = []
+    task = await _supply(engine, fake_voice, lambda: said.append("server_error"))
+    assert not task.done() and said == ["server_error"]
     task.cancel()

@@ -6,19 +6,26 @@
   lockstep drivers that call ``receive`` / ``poll`` / ``next_due`` in one thread).
 - :class:`~voxline.realtime.server.net.voicer.SpeechSupplier` does the same on an event
   loop, synthesizing with ``asyncio.to_thread`` so espeak-ng never blocks the loop.
+- :func:`voice_or_silence` is how both voice a text: a voice that raises is logged and the reply is silence (its
+  response streams the transcript without audio and ends with ``response.done``), never the session's end.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Protocol
+
+import numpy as np
 
 from voxline.audio.synth import VoiceUnavailableError, espeak_available, synthesize
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import Scenario
 from voxline.realtime.server.engine.speech import Samples, Synth, VoiceCache
 
-__all__ = ["SpeechDemand", "make_synth", "supply_speech", "warm_up"]
+__all__ = ["SpeechDemand", "make_synth", "supply_speech", "voice_or_silence", "warm_up"]
+
+_log = logging.getLogger("voxline.server")
 
 
 class SpeechDemand(Protocol):
@@ -54,5 +61,14 @@ def supply_speech(engine: SpeechDemand, synth: Synth, now: float) -> int:
     """Voice every text ``engine`` waits for and hand it in at ``now``; return how many."""
     needed = engine.speech_needed()
     for text in needed:
-        engine.provide_speech(text, synth(text), now)
+        engine.provide_speech(text, voice_or_silence(synth, text), now)
     return len(needed)
+
+
+def voice_or_silence(synth: Synth, text: str) -> Samples:
+    """``synth(text)``, or no samples if the voice raised (logged, without the text: it may quote the user)."""
+    try:
+        return synth(text)
+    except Exception:  # a voice's failure is a silent reply, never the session's end
+        _log.exception("the voice failed on a reply of %d characters", len(text))
+        return np.zeros(0, dtype=np.int16)

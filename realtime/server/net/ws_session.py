@@ -12,9 +12,9 @@ far ahead of what the client reads (a reply a barge-in cancels is not queued in 
 a voicer synthesizes the replies a response waits for, off the event loop
 (:class:`~voxline.realtime.server.net.voicer.SpeechSupplier`); a hearer recognises user speech,
 off the loop too (:class:`~voxline.realtime.server.net.hearer.HearingSupplier`); an expiry timer sends
-``session_expired`` and closes with 1001. The engine raising (a bug of ours) on a client frame, a scheduled step or
-words heard is one ``server_error`` event, and the session goes on (a step it failed on is not tried again while it
-is the one due). Faults from
+``session_expired`` and closes with 1001. The engine raising (a bug of ours) on a client frame, a scheduled step,
+a reply's speech or words heard is one ``server_error`` event, and the session goes on (a step it failed on is not
+tried again while it is the one due); a voice that raises makes its reply silent. Faults from
 :class:`~voxline.realtime.server.net.config.FaultConfig` are applied by the writer.
 """
 
@@ -187,7 +187,8 @@ async def run_engine(
         voicer.check()
         wakeup.set()
 
-    voicer = SpeechSupplier(engine, synth, config.clock, wakeup.set)
+    voicer = SpeechSupplier(engine, synth, config.clock, wakeup.set,
+                            lambda: outbox.put_all(failed(engine, "on a reply's speech")))
     hearer = HearingSupplier(engine, ears, config.clock, heard)
     outbox.put_all(engine.open())
     peer = _peer(connection)
