@@ -277,3 +277,52 @@ async def test_in_band_refusals_of_a_sideband_close_the_socket_like_the_service(
                 await ws.recv()
         assert error["code"] == "call_not_found" and error["param"] == "call_id"
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000
+
+
+async def test_an_engine_failure_on_a_calls_scheduled_step_is_a_server_error_and_the_call_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As on a WebSocket session; before, the pacer's task ended the call (its peer closed) with nothing said."""
+    from voxline.realtime.server.engine.core import Engine
+
+    real = Engine.poll
+
+    def flaky(self: Engine, now: float) -> list[dict[str, Any]]:
+        if any(not run.done for run in self._state.runs):
+            raise RuntimeError("boom")
+        return real(self, now)
+
+    monkeypatch.setattr(Engine, "poll", flaky)
+    async with server_and_kiosk() as (server, client, kiosk, wire):
+        await create_call(client, kiosk, {"type": "realtime"})
+        await kiosk.until("conversation.created")
+        kiosk.channel.send(json.dumps({"type": "response.create"}))
+        assert (await kiosk.until("error"))[-1]["error"]["type"] == "server_error"
+        kiosk.channel.send(json.dumps({"type": "input_audio_buffer.clear"}))
+        await kiosk.until("input_audio_buffer.cleared")
+        assert not kiosk.closed.is_set()
+
+
+async def test_an_engine_failure_on_a_sideband_frame_is_a_server_error_to_it_and_the_call_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, the exception ended the sideband's reader: the socket closed with 1011 and nothing said."""
+    from voxline.realtime.server.engine.core import Engine
+
+    real = Engine.handle
+
+    def flaky(self: Engine, data: dict[str, Any], now: float) -> list[dict[str, Any]]:
+        if data.get("type") == "conversation.item.retrieve":
+            raise RuntimeError("boom")
+        return real(self, data, now)
+
+    monkeypatch.setattr(Engine, "handle", flaky)
+    async with server_and_kiosk() as (server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        await kiosk.until("conversation.created")
+        async with client.realtime.connect(call_id=call_id) as backend:
+            await sideband_until(backend, wire, "conversation.created")
+            await backend.send({"type": "conversation.item.retrieve", "item_id": "item_x"})
+            assert (await sideband_until(backend, wire, "error"))[-1]["error"]["type"] == "server_error"
+            await backend.input_audio_buffer.clear()
+            await sideband_until(backend, wire, "input_audio_buffer.cleared")

@@ -21,10 +21,13 @@ from voxline.realtime.server.engine.hearing import HearingJob
 from voxline.realtime.server.engine.responses import Pacing
 from voxline.realtime.server.engine.speech import VoiceCache
 from voxline.realtime.server.engine.state import EngineConfig
-from voxline.realtime.server.engine.voices import supply_speech
+from voxline.realtime.server.engine.voices import make_synth, supply_speech
+from voxline.realtime.server.engine.scenario import load_scenario
 from voxline.realtime.server.net.hearer import HearingSupplier
+from voxline.realtime.server.net.inprocess import EngineTransport
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.voicer import SpeechSupplier
+from voxline.session.lockstep import run_lockstep
 from tests.support.engine_harness import Harness, fake_voice, only, script, types
 
 
@@ -155,3 +158,57 @@ async def test_an_engine_failure_on_a_replys_speech_is_said_once_and_speech_goes
     task = await _supply(engine, fake_voice, lambda: said.append("server_error"))
     assert not task.done() and said == ["server_error"]
     task.cancel()
+
+
+# The in-process transport of replays answers as a served session does.
+
+
+class _FaultyEngine(Engine):
+    """An engine whose steps of a running response, and whose answer to words heard, are a bug."""
+
+    jobs: list[HearingJob] = []
+
+    def poll(self, now: float) -> list[dict[str, Any]]:
+        if any(not run.done for run in self._state.runs):
+            raise RuntimeError("boom")
+        return super().poll(now)
+
+    def take_hearing(self) -> list[HearingJob]:
+        jobs, self.jobs = self.jobs, []
+        return jobs
+
+    def provide_hearing(self, item_id: str, text: str | None, now: float) -> list[dict[str, Any]]:
+        raise RuntimeError("boom")
+
+
+def _in_process(first: dict[str, Any], then: dict[str, Any], hearing: bool = False) -> list[str]:
+    """The event types (errors with their type) an in-process client reads after ``first``, up to and with the
+    answer to ``then``."""
+    clock = VirtualClock()
+    synth, _ = make_synth("tone")
+
+    async def main() -> list[str]:
+        engine = _FaultyEngine(EngineConfig(), load_scenario("default"), synth, wall_time=clock.wall())
+        if hearing:
+            engine.jobs = [HearingJob("item_0", b"", AudioFormat("pcm16", 24000), ())]
+        transport = EngineTransport(engine, clock, synth, _Ears() if hearing else None)
+        await transport.send(json.dumps(first))
+        kinds: list[str] = []
+        while "error:server_error" not in kinds:
+            event = json.loads(await transport.recv())
+            kinds.append(event["type"] + (":" + event["error"]["type"] if event["type"] == "error" else ""))
+        await transport.send(json.dumps(then))
+        kinds.append(json.loads(await transport.recv())["type"])
+        return kinds
+
+    return run_lockstep(main(), clock)
+
+
+def test_in_process_an_engine_failure_on_a_scheduled_step_is_a_server_error_and_the_session_goes_on() -> None:
+    kinds = _in_process({"type": "response.create"}, {"type": "input_audio_buffer.clear"})
+    assert kinds[-3:] == ["response.created", "error:server_error", "input_audio_buffer.cleared"]
+
+
+def test_in_process_an_engine_failure_on_words_heard_is_a_server_error_and_the_session_goes_on() -> None:
+    kinds = _in_process({"type": "input_audio_buffer.clear"}, {"type": "input_audio_buffer.clear"}, hearing=True)
+    assert kinds[-3:] == ["input_audio_buffer.cleared", "error:server_error", "input_audio_buffer.cleared"]

@@ -50,6 +50,7 @@ class CallBridge:
         self._input_format = PCM16_24K
         self._turn_detection: dict[str, Any] | None = None
         self._formats: dict[str, AudioFormat] = {}  # response_id → output format
+        self.failed_at: float | None = None  # the step the engine raised on: not polled again while it is the one due
 
     def open(self) -> None:
         """``session.created`` and ``conversation.created``."""
@@ -63,7 +64,8 @@ class CallBridge:
             if _event_type(frame) == _CLEAR:
                 self._clear(now)
                 return
-            self._route(self.engine.receive(frame, now) + self.engine.poll(now), now, reply)
+            self._route(self.engine.receive(frame, now), now, reply)
+            self._route(self._poll(now), now, reply)
             return
         try:
             data = self.engine.parse(frame)  # read once: routed on its type, then handled by the engine
@@ -81,16 +83,30 @@ class CallBridge:
                 self._clear(now)
                 return
             events = self.engine.handle(data, now)
-        self._route(events + self.engine.poll(now), now, reply)
+        self._route(events, now, reply)
+        self._route(self._poll(now), now, reply)
 
     def microphone(self, samples: Samples, now: float) -> None:
         """A decoded block of the incoming track (int16 mono 24 kHz) into the input buffer."""
         payload = wire_audio.from_pcm24k(samples, self._input_format)
-        self._route(self.engine.append_audio(payload, now) + self.engine.poll(now), now)
+        self._route(self.engine.append_audio(payload, now), now)
+        self._route(self._poll(now), now)
 
     def poll(self, now: float) -> None:
         """Engine steps due by ``now``."""
-        self._route(self.engine.poll(now), now)
+        self._route(self._poll(now), now)
+
+    def _poll(self, now: float) -> Events:
+        """``engine.poll``, but not again on a step it raised on (a bug of ours) while that step is the one due: the
+        driver says the failure once, and a frame's own events went out before."""
+        due = self.engine.next_due()
+        if due is not None and due == self.failed_at:
+            return []
+        try:
+            return self.engine.poll(now)
+        except Exception:
+            self.failed_at = due
+            raise
 
     def deliver(self, events: Events, now: float) -> None:
         """Events the engine produced outside a frame or a poll (e.g. what its recogniser heard)."""

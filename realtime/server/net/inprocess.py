@@ -7,7 +7,8 @@ the given clock reaches them (:meth:`Engine.next_due` / :meth:`Engine.poll`). Fr
 cross as JSON text, exactly as on a socket, so wire observers and the oracle see the
 same events. Replies the engine has no voice for yet are synthesized on a worker
 thread (:func:`~voxline.realtime.server.engine.voices.supply_speech`), never on the event
-loop. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
+loop. The engine raising (a bug of ours) on a frame, a step, a reply's speech or words heard is one
+``server_error`` event, and the session goes on, as served. On a :class:`~voxline.base.clock.VirtualClock` this is the engine of
 ``voxline replay --fast``; nothing here reads any other time.
 """
 
@@ -20,12 +21,12 @@ from typing import Any
 
 from voxline.base.clock import Clock
 from voxline.realtime.errors import ConnectionClosed
-from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.engine.wire_json import encode_event
 from voxline.realtime.server.engine.voices import supply_speech
 from voxline.realtime.server.hearing.ears import Ears
+from voxline.realtime.server.net.hearer import failed
 from voxline.realtime.server.net.timing import first_of
 
 __all__ = ["EngineTransport"]
@@ -50,6 +51,8 @@ class EngineTransport:
         self._expires = clock.now() + engine.max_session_s  # then session_expired and close 1001, as served
         self.server_time = clock.wall()  # the engine's wall clock, on which it dates expires_at
         self._expired = False
+        self._failed_at: float | None = None  # the step the engine failed on: not tried again while it is the one due
+        self._unvoiced: list[str] = []  # the texts waited for when the engine failed on their speech: not voiced again
         self._deliver(engine.open())
 
     def __repr__(self) -> str:
@@ -63,8 +66,13 @@ class EngineTransport:
 
     async def _voice(self) -> None:
         """Synthesize what the engine waits for, off the loop, at the instant it asked."""
-        if self._engine.speech_needed():
-            await asyncio.to_thread(supply_speech, self._engine, self._synth, self._clock.now())
+        needed = self._engine.speech_needed()
+        if needed and needed != self._unvoiced:
+            try:
+                await asyncio.to_thread(supply_speech, self._engine, self._synth, self._clock.now())
+            except Exception:  # as served: said, and the session goes on
+                self._deliver(failed(self._engine, "on a reply's speech"))
+                self._unvoiced = needed
             self._wake.set()
         if self._ears is not None:  # heard at the instant it was committed: no virtual time passes
             for job in self._engine.take_hearing():
@@ -75,7 +83,10 @@ class EngineTransport:
                 except Exception:  # the item's .failed event, never the session's end
                     _log.exception("recognition failed on %s", job.item_id)
                     text = None
-                self._deliver(self._engine.provide_hearing(job.item_id, text, now))
+                try:
+                    self._deliver(self._engine.provide_hearing(job.item_id, text, now))
+                except Exception:  # as served: said, and the session goes on
+                    self._deliver(failed(self._engine, f"on the words heard in {job.item_id}"))
                 await self._voice()
 
     async def send(self, text: str) -> None:
@@ -84,8 +95,7 @@ class EngineTransport:
         try:
             self._deliver(self._engine.receive(text, self._clock.now()))
         except Exception:  # a bug of ours must not end the client's session: say so, as the served engine does
-            _log.exception("the engine failed on a client frame")
-            self._deliver([self._engine.error(errors.server_error())])
+            self._deliver(failed(self._engine, "on a client frame"))
         await self._voice()
 
     async def recv(self) -> str:
@@ -97,16 +107,17 @@ class EngineTransport:
                 self._expired = True
                 continue
             due = self._engine.next_due()
-            due = self._expires if due is None else min(due, self._expires)
-            if due is not None and due <= self._clock.now():
-                self._deliver(self._engine.poll(self._clock.now()))
+            due = self._expires if due is None or due == self._failed_at else min(due, self._expires)
+            if due <= self._clock.now():
+                try:
+                    self._deliver(self._engine.poll(self._clock.now()))
+                except Exception:  # as served: said, and the session goes on
+                    self._deliver(failed(self._engine, "on a scheduled step"))
+                    self._failed_at = due
                 await self._voice()
                 continue
             self._wake.clear()
-            if due is None:
-                await self._wake.wait()
-            else:
-                await first_of(self._clock.sleep_until(due), self._wake.wait())
+            await first_of(self._clock.sleep_until(due), self._wake.wait())
         text = self._inbox.popleft()
         if self._expired and not self._inbox:
             self.close_code, self.close_reason = 1001, "session expired"

@@ -11,7 +11,9 @@ after that gets the opening events alone, as a late sideband does.
 away: the microphone reader, a pacer that polls the engine when its next step is
 due (as over WebSocket), a voicer that synthesizes the replies a response waits for
 off the event loop, and the session-length timer. Client frames are handled
-as they arrive, in the channel's callback.
+as they arrive, in the channel's callback. The engine raising (a bug of ours) on a frame, the caller's audio, a
+scheduled step, a reply's speech or words heard is one ``server_error`` event (a sideband's frame: to that sideband),
+and the call goes on, as a WebSocket session does.
 
 Sideband sockets (:mod:`voxline.realtime.server.net.sideband`) may :meth:`RtcCall.attach` at any
 time: each gets ``session.created`` / ``conversation.created`` first (the call opens if it had
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from aiortc import RTCDataChannel, RTCPeerConnection
@@ -42,7 +45,7 @@ from voxline.realtime.server.net.sideband import Sideband
 from voxline.realtime.server.net.ws_session import close_reason
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
-from voxline.realtime.server.net.hearer import HearingSupplier
+from voxline.realtime.server.net.hearer import HearingSupplier, failed
 from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.realtime.transports.rtc_audio import PacedAudioTrack, pump_remote_audio
 from voxline.realtime.transports.rtc_signaling import EVENTS_LABEL
@@ -74,7 +77,8 @@ class RtcCall:
         self._opened = False
         self._sidebands: list[Sideband] = []
         self._wakeup = asyncio.Event()
-        self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set)
+        self._voicer = SpeechSupplier(engine, synth, config.clock, self._wakeup.set,
+                                      lambda: self._failed("on a reply's speech"))
         self._hearer = HearingSupplier(engine, ears, config.clock, self._heard)
         self.output_track = PacedAudioTrack(self.bridge.read_output, config.clock)  # the output buffer, in real time
         pc.on("track", self._on_track)
@@ -186,7 +190,10 @@ class RtcCall:
             text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
             self._config.on_wire("in", text)
         reply = None if sideband is None else (lambda ev: self._deliver(sideband, encode_event(ev)))
-        self.bridge.client_frame(message, self._config.clock.now(), reply)
+        try:
+            self.bridge.client_frame(message, self._config.clock.now(), reply)
+        except Exception:  # a bug of ours must not end the call: said (to that sideband alone), and the call goes on
+            self._failed("on a client frame", reply)
         ended, self._engine.closing = self._engine.closing, None  # the call goes on; only that socket is closed
         if ended is not None and sideband is not None:
             sideband.close(4000, close_reason(ended))
@@ -203,7 +210,10 @@ class RtcCall:
             self._send_on_channel(channel, self._engine.error(errors.message_dropped(limit)))
 
     def _on_mic(self, block: Samples) -> None:
-        self.bridge.microphone(block, self._config.clock.now())
+        try:
+            self.bridge.microphone(block, self._config.clock.now())
+        except Exception:  # as on a client frame
+            self._failed("on the caller's audio")
         self._voicer.check()
         self._hearer.check()
         self._wakeup.set()
@@ -212,6 +222,15 @@ class RtcCall:
         self.bridge.deliver(events, self._config.clock.now())
         self._voicer.check()
         self._wakeup.set()
+
+    def _failed(self, where: str, reply: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """The engine raised (a bug of ours; called in the ``except`` block): one ``server_error``, as the service
+        says it, to ``reply`` if a sideband's frame caused it, else to the whole call."""
+        events = failed(self._engine, where)
+        if reply is not None:
+            reply(events[0])
+        else:
+            self.bridge.deliver(events, self._config.clock.now())
 
     def _send(self, ev: dict[str, Any]) -> None:
         text = encode_event(ev)
@@ -243,14 +262,17 @@ class RtcCall:
         while True:
             self._wakeup.clear()
             due = self.bridge.engine.next_due()
-            if due is None:
+            if due is None or due == self.bridge.failed_at:
                 await self._wakeup.wait()
                 continue
             delay = due - clock.now()
             if delay > 0:
                 await first_of(clock.sleep(delay), self._wakeup.wait())
                 continue
-            self.bridge.poll(clock.now())
+            try:
+                self.bridge.poll(clock.now())
+            except Exception:  # as over WebSocket: said, and the call goes on
+                self._failed("on a scheduled step")
             self._voicer.check()
             self._hearer.check()
 
