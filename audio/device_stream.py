@@ -8,8 +8,8 @@ barge-in never waits for it; the fresh stream is swapped in only if the device w
 The ended stream is closed at the next reopen or close, not at once: another thread may be reading its
 clock. A session polls this from a thread (:mod:`voxline.audio.stream_keeper`).
 
-A driver call may never return (a device unplugged while a barge-in restarts its stream), holding the
-stream's lock: nothing waits for that lock longer than :data:`LOCK_WAIT_S`. A poll then sees the stream
+A driver call may never return (a sound server that hangs; a stream the server moved off a device that went,
+started again: the speaker replaces such a stream instead), holding the stream's lock: nothing waits for that lock longer than :data:`LOCK_WAIT_S`. A poll then sees the stream
 as running (busy), and a close leaves the stream to its driver (:meth:`ReopenableStream._left_stuck`,
 one line) instead of waiting for ever, and keeps PortAudio from being shut down at exit under it (its
 shutdown would abort the process).

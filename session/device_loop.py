@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from voxline.audio.device_speaker import SpeakerSink
 from voxline.audio.device_watch import DeviceChange, DeviceWatch, Watched
 from voxline.audio.stream_keeper import StreamKeeper
 from voxline.base.clock import Clock
@@ -39,6 +40,17 @@ POLL_S = 0.5
 CLOSE_WAIT_S = 2.0  # how long a close waits for a poll under way to end (it takes milliseconds unless stuck)
 STUCK_S = 10.0  # a poll takes milliseconds; one that has not returned by then is stuck in a driver
 _log = logging.getLogger(__name__)
+
+
+def _displacing(chosen: list[Watched], changes: list[DeviceChange]) -> list[DeviceChange]:
+    """``changes``, the speakers the sound server moved off a device that went told so (a barge-in then opens them a
+    fresh stream: :meth:`~voxline.audio.device_speaker.SpeakerSink.displaced`)."""
+    for change in changes:
+        if change.lost and change.kind == "output":
+            for device in chosen:
+                if isinstance(device, SpeakerSink) and device.device.label == change.device:
+                    device.displaced()
+    return changes
 
 
 def as_event(change: DeviceChange, at: float) -> DeviceLost | DeviceReturned:
@@ -136,7 +148,7 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                     except Exception as error:  # a device of the app's own that raised: the others are polled all the same
                         failure(streams, error)
             if server in stuck and stuck[server].done():
-                changes += late_changes(server)  # the watch took them as found (a device lost or back): said now
+                changes += _displacing(chosen, late_changes(server))  # the watch took them as found: said now
                 failed[server] = True  # its connection is suspect: made again before the next poll
             if watch is not None and server not in stuck:
                 for change in changes:
@@ -144,7 +156,7 @@ async def device_watch_loop(devices: Iterable[Watched], clock: Clock,
                         watch.moved(change.kind, change.device)
                 try:  # after a failure, a fresh connection first: the watch keeps what it knew (which devices are lost)
                     if not failed[server] or await call(server, watch.reconnect):
-                        changes += await call(server, watch.poll)
+                        changes += _displacing(chosen, await call(server, watch.poll))
                         failed[server] = False
                 except CallStuck:
                     failed[server] = True

@@ -20,7 +20,8 @@ from voxline.audio.device_watch import TRANSITIONS, Action
 from voxline.audio.sound_server import connect
 from voxline.base.errors import AudioError
 from voxline.realtime.server import ServerConfig, serve
-from voxline.session.events import DeviceLost, DeviceReturned, ResponseFinished, SessionEvent
+from voxline.session.events import (AssistantAudioStarted, DeviceLost, DeviceReturned, ResponseFinished, SessionError,
+                                    SessionEvent)
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import VoiceSession
 from tests.support.cli import voxline
@@ -252,6 +253,35 @@ async def test_unplugged_and_plugged_in_again_within_a_poll_the_stream_goes_back
             await read_until(session, seen, DeviceReturned, 2)
             assert {e.kind for e in seen if isinstance(e, DeviceLost)} == {"input", "output"}
             _streams_on(kiosk, speaker.tag, mic.tag)
+        assert not any(getattr(e, "fatal", False) for e in seen)
+
+
+@pytest.mark.alone  # a stream moved to the fallback stalls when the other workers hold both cores
+async def test_a_barge_in_after_an_unplug_goes_on_playing_on_a_fresh_stream(kiosk: str) -> None:
+    """Unplugged mid-reply, the sound server moves the speaker's stream to its fallback. A barge-in then aborted the
+    stream and started it again; over PulseAudio's ALSA plugin that start never returns once the stream was moved
+    so: the session said speaker_stuck, and nothing played for the rest of it."""
+    module = _module_of(kiosk)
+    async with _on_the_kiosk(kiosk) as session:
+        speaker, _mic = session.devices
+        seen: list[SessionEvent] = []
+        async with session:
+            await session.send_text("tell me a long story")
+            await read_until(session, seen, AssistantAudioStarted)
+            pactl("unload-module", module)  # unplugged while the reply plays
+            await read_until(session, seen, DeviceLost, 2)
+            assert await session.interrupt() is not None  # the barge-in's cut drops what the device still held
+            played = speaker.callbacks
+            await session.send_text("go on")
+            for _ in range(200):  # the next reply plays, on a fresh stream on the fallback
+                if speaker.callbacks > played + 25:
+                    break
+                await asyncio.sleep(0.05)
+            assert speaker.callbacks > played + 25
+            seen += session.pending_events()
+            stuck = [e for e in seen if isinstance(e, SessionError) and e.code == "speaker_stuck"]
+            assert not stuck, stuck
+            assert speaker.active
         assert not any(getattr(e, "fatal", False) for e in seen)
 
 
