@@ -49,7 +49,11 @@ def _shape(line: str) -> str:
 
     The time column is right-aligned, so its padding is masked too: a loaded machine may reach an
     event at 10.1 s that the README's run reached at 9.9 s."""
+    line = _HEARD.sub(r"\1…", line)  # the words before the cut: which word it falls in moves with the timing too
     return re.sub(r"^ +#", " #", re.sub(r"\d+(\.\d+)?", "#", line))
+
+
+_HEARD = re.compile(r"(assistant, as heard \(estimate, [^)]*\): ).*")
 
 
 def test_the_console_shows_turns_words_heard_text_and_barge_ins_and_v_adds_the_wire_detail(tmp_path: Path) -> None:
@@ -94,3 +98,6 @@ def test_the_readme_real_time_sample_has_the_shape_of_a_real_run(tmp_path: Path)
     code, out, err = _run(tmp_path, *args, "--voice", "tone")
     assert code == 0, err
     assert [_shape(line) for line in [*err.splitlines(), *out.splitlines()]] == [_shape(line) for line in shown]
+    reply = next(line.split("assistant: ", 1)[1] for line in out.splitlines() if "assistant: Hello!" in line)
+    heard = next(m.string[m.end(1):] for line in out.splitlines() if (m := _HEARD.search(line)))
+    assert reply.startswith(heard)  # the words shown as heard are the reply's first ones, whichever they are
