@@ -9,7 +9,9 @@ through the oracle.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,7 +24,9 @@ from openai import AsyncOpenAI
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from voxline.realtime.server.net import rtc_call
+from voxline.realtime.server.net.timing import first_of
 from tests.support.oracle import WireRecorder, check_server_event
+from tests.support.sideband_probe import probe_sidebands, sideband_tasks
 
 KEY = "sk-calls-test"
 TOOL = {"type": "function", "name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}
@@ -326,3 +330,44 @@ async def test_an_engine_failure_on_a_sideband_frame_is_a_server_error_to_it_and
             assert (await sideband_until(backend, wire, "error"))[-1]["error"]["type"] == "server_error"
             await backend.input_audio_buffer.clear()
             await sideband_until(backend, wire, "input_audio_buffer.cleared")
+
+
+async def test_a_sideband_that_never_reads_is_closed_past_the_unsent_limit_and_the_call_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, every event of the call waited for a sideband that never read, until the call ended: now it is closed
+    with 4009, what waited let go at once, and the kiosk's call goes on."""
+    made = probe_sidebands(monkeypatch, limit=4 * 1024 * 1024)
+    audio = base64.b64encode(random.Random(1).randbytes(2 * 1024 * 1024)).decode()  # 2.8 MB each time retrieved
+    create = {"type": "conversation.item.create",
+              "item": {"id": "big", "type": "message", "role": "user", "content": [{"type": "input_audio", "audio": audio}]}}
+    retrieve = json.dumps({"type": "conversation.item.retrieve", "item_id": "big"})
+    async with server_and_kiosk(on_wire=None) as (server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        await kiosk.until("conversation.created")
+        async with websockets.connect(f"{server.url}/realtime?call_id={call_id}", max_queue=1, max_size=None,
+                                      additional_headers={"Authorization": f"Bearer {KEY}"}) as backend:
+            [sideband] = made
+            await backend.send(json.dumps(create))
+            try:
+                async with asyncio.timeout(20):  # retrieves until what waits for it passes the limit (the socket's
+                    while not sideband.cut_off:   # buffers take some first)
+                        await backend.send(retrieve)
+                        await first_of(sideband.gone.wait(), asyncio.sleep(0.05))
+            except TimeoutError:  # never cut off: the server stopped reading it, and a close would wait for ever
+                backend.transport.abort()
+                raise
+            assert (sideband.unsent, sideband.waiting) == (0, 0)  # let go at once
+            kiosk.channel.send(json.dumps({"type": "response.create"}))
+            assert (await kiosk.until("response.done"))[-1]["response"]["status"] == "completed"
+            assert (sideband.unsent, sideband.waiting) == (0, 0)  # the call's events are not kept for it
+            with pytest.raises(websockets.ConnectionClosed):
+                async with asyncio.timeout(15):
+                    while True:
+                        await backend.recv()
+            assert (backend.close_code, backend.close_reason) == (4009, "invalid_request_error.sideband_unread_limit")
+            async with asyncio.timeout(5):
+                await sideband.ended.wait()
+            assert not sideband_tasks()
+        kiosk.channel.send(json.dumps({"type": "response.create"}))
+        assert (await kiosk.until("response.done"))[-1]["response"]["status"] == "completed"

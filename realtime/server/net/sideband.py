@@ -7,7 +7,10 @@ sees the call's events and may send any client event: tool outputs, ``response.c
 socket go to the call's handler, but none while more than
 :data:`~voxline.realtime.server.net.ws_session.UNREAD_BYTES` of events wait for it, until it
 catches up, as a session's own WebSocket (a ``conversation.item.retrieve`` of a few bytes is
-answered with megabytes). Errors caused by a sideband frame go back to this
+answered with megabytes). The call's own events keep coming whether the client reads or not
+(on Live, audio in both directions): past :data:`UNSENT_LIMIT` of them waiting, the sideband is
+closed with 4009 ``invalid_request_error.sideband_unread_limit``, what waits let go at once,
+and the call goes on. Errors caused by a sideband frame go back to this
 socket only. When the call ends, :meth:`Sideband.close` closes the socket with 1000; a frame
 that ends the sideband's own session (a beta-only event) closes it with 4000, and the call goes on.
 """
@@ -22,9 +25,16 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from voxline.realtime.server.engine.errors import ErrorSpec
-from voxline.realtime.server.net.ws_session import UNREAD_BYTES
+from voxline.realtime.server.net.ws_session import UNREAD_BYTES, close_reason
 
-__all__ = ["Sideband", "call_not_found", "sideband_needs_api_key"]
+__all__ = ["UNSENT_LIMIT", "Sideband", "call_not_found", "sideband_needs_api_key", "sideband_unread_limit"]
+
+UNSENT_LIMIT = 4 * UNREAD_BYTES
+"""Events a sideband may leave waiting unwritten before it is closed: a client that never reads would otherwise have
+the call's events (on Live, about 460 MB of audio an hour) held for it until the call ends."""
+
+CLOSE_TIMEOUT_S = 10.0
+"""How long a sideband cut off for not reading has to take the close frame before its connection is aborted."""
 
 
 def call_not_found(call_id: str) -> ErrorSpec:
@@ -37,6 +47,12 @@ def sideband_needs_api_key() -> ErrorSpec:
     return ErrorSpec("Attaching to a call with ?call_id= needs an API key, not an ephemeral key.", "invalid_api_key")
 
 
+def sideband_unread_limit() -> ErrorSpec:
+    """The close of a sideband that left more than :data:`UNSENT_LIMIT` of events unread (*local*)."""
+    return ErrorSpec("The sideband left too many events unread and was closed; the call goes on.",
+                     "sideband_unread_limit")
+
+
 class Sideband:
     """One attached socket; :meth:`run` serves it until either side closes."""
 
@@ -46,31 +62,82 @@ class Sideband:
         self.unsent = 0  # characters of the events that wait to be written
         self._empty = asyncio.Event()  # nothing waits to be written
         self._empty.set()
+        self._cut = asyncio.Event()  # more than UNSENT_LIMIT waited: what waits is let go, the socket closed
+        self._writer: asyncio.Task[None] | None = None
+
+    @property
+    def cut_off(self) -> bool:
+        """Closed (or closing) for leaving more than :data:`UNSENT_LIMIT` of events unread."""
+        return self._cut.is_set()
+
+    @property
+    def waiting(self) -> int:
+        """Items (events, a close) queued for the writer."""
+        return self._queue.qsize()
 
     def push(self, text: str) -> None:
-        """Queue one server event (a JSON text frame)."""
+        """Queue one server event (a JSON text frame); past :data:`UNSENT_LIMIT` waiting, cut the sideband off."""
+        if self._cut.is_set():
+            return
         self._queue.put_nowait(text)
         self.unsent += len(text)
         self._empty.clear()
+        if self.unsent > UNSENT_LIMIT:
+            self._cut_off()
 
     def close(self, code: int = 1000, reason: str = "call ended") -> None:
         """End the socket after the events already queued."""
-        self._queue.put_nowait((code, reason))
+        if not self._cut.is_set():
+            self._queue.put_nowait((code, reason))
+
+    def _cut_off(self) -> None:
+        """Let go of what waits and stop the writer at once (it is stuck in a send the client does not read);
+        :meth:`run` closes the socket itself."""
+        self._cut.set()
+        self._queue = asyncio.Queue()
+        self.unsent = 0
+        self._empty.set()
+        if self._writer is not None:
+            self._writer.cancel()
 
     async def run(self, on_frame: Callable[[str | bytes], None]) -> None:
         """Write queued events and hand each received frame to ``on_frame`` until the socket closes."""
-        writer = asyncio.create_task(self._write())
+        self._writer = writer = asyncio.create_task(self._write())
+        reader = asyncio.create_task(self._read(on_frame))
+        cut = asyncio.create_task(self._cut.wait())
         try:
-            with contextlib.suppress(ConnectionClosed):
-                async for message in self._connection:
-                    on_frame(message)
-                    if self.unsent > UNREAD_BYTES:  # a client that sends without reading: its frames wait
-                        await self._empty.wait()
-        finally:
-            if not writer.done():
+            await asyncio.wait((reader, cut), return_when=asyncio.FIRST_COMPLETED)
+            if self._cut.is_set():
+                reader.cancel()
                 writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
-                await writer
+                await asyncio.gather(reader, writer, return_exceptions=True)
+                await self._close_now(sideband_unread_limit())
+        finally:
+            for task in (reader, writer, cut):
+                task.cancel()
+            await asyncio.gather(reader, writer, cut, return_exceptions=True)
+        for task in (reader, writer):  # a bug of ours in either is not swallowed; the socket closing is the end
+            failure = None if task.cancelled() else task.exception()
+            if failure is not None and not isinstance(failure, ConnectionClosed):
+                raise failure
+
+    async def _read(self, on_frame: Callable[[str | bytes], None]) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for message in self._connection:
+                on_frame(message)
+                if self.unsent > UNREAD_BYTES:  # a client that sends without reading: its frames wait
+                    await self._empty.wait()
+
+    async def _close_now(self, spec: ErrorSpec) -> None:
+        """A close frame behind what the socket already holds; a client that does not take it within
+        :data:`CLOSE_TIMEOUT_S` has its connection aborted (websockets' close waits for the socket to drain)."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await self._connection.close(4009, close_reason(spec))
+        except TimeoutError:
+            self._connection.transport.abort()
+        except ConnectionClosed:
+            pass
 
     async def _write(self) -> None:
         try:
