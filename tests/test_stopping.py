@@ -145,6 +145,22 @@ def test_sigkill_loses_at_most_the_two_second_window(tmp_path: Path) -> None:
     assert rate == R and len(heard) / R >= logged_s - 2.0 - 0.1  # the window, and one output pass
 
 
+def test_a_replay_killed_outright_leaves_no_summary_of_the_last_run(tmp_path: Path) -> None:
+    """The summary, report and stereo file are written at the end: a replay killed before then left the last run's,
+    all green, beside its own new, partial audio."""
+    long_recording(tmp_path / "call.wav", 30)
+    for name, text in (("summary.json", '{"pass": true}'), ("report.html", "<html></html>"), ("both.wav", "RIFF")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    run = start("replay", "call.wav", "--voice", "tone", "--out", "heard.wav", "--events", "events.jsonl",
+                "--report", "report.html", "--summary", "summary.json", "--stereo-out", "both.wav", cwd=tmp_path)
+    wait_for(lambda: last_event_ms(tmp_path / "events.jsonl") >= 1000, "1 s of events")
+    run.kill()
+    run.communicate(timeout=30)
+    read_wav(tmp_path / "heard.wav")
+    whole_lines(tmp_path / "events.jsonl")
+    assert [name for name in ("summary.json", "report.html", "both.wav") if (tmp_path / name).exists()] == []
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -214,20 +230,25 @@ def test_ctrl_c_on_a_farm_writes_results_and_junit_for_what_finished(tmp_path: P
 
 def test_a_farm_killed_outright_leaves_the_verdicts_it_reached_and_not_the_last_runs(tmp_path: Path) -> None:
     """SIGKILL (an OOM kill, a CI runner gone) gave the farm no chance to write its results: a previous run's
-    results.jsonl and JUnit, all green, stayed beside this run's new, partial audio."""
+    results.jsonl and JUnit, all green, stayed beside this run's new, partial audio, and so did a recording's
+    summary, report and stereo file."""
     inputs = _farm(tmp_path)
-    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "b_long").mkdir(parents=True)
+    for name in ("summary.json", "report.html", "stereo.wav"):
+        (tmp_path / "out" / "b_long" / name).write_text('{"pass": true}', encoding="utf-8")
     (tmp_path / "out" / "results.jsonl").write_text('{"name": "b_long", "status": "pass"}\n', encoding="utf-8")
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "junit.xml").write_text('<testsuites tests="3" failures="0"/>', encoding="utf-8")
     run = start("replay", *inputs, "--voice", "tone", "--jobs", "2", "--out-dir", "out", "--junit",
-                "reports/junit.xml", cwd=tmp_path)
+                "reports/junit.xml", "--farm-report", "--farm-stereo", cwd=tmp_path)
     _read_until(run, "a_short")  # its verdict printed: the others still run
+    wait_for(lambda: last_event_ms(tmp_path / "out" / "b_long" / "events.jsonl") > 0, "b_long's first events")
     run.kill()
     run.communicate(timeout=30)
     rows = whole_lines(tmp_path / "out" / "results.jsonl")
     assert [(r["name"], r["status"]) for r in rows] == [("a_short", "pass")]
     assert not (tmp_path / "reports" / "junit.xml").exists()  # no verdict, rather than the last run's
+    assert sorted(p.name for p in (tmp_path / "out" / "b_long").iterdir()) == ["events.jsonl", "heard.wav"]
 
 
 def test_sigterm_ends_a_process_farm_and_its_workers(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import io
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from voxline.audio.wavio import WavReader
 from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.files import drop_stale, each_written, nonempty_path, shown
+from voxline.base.files import each_written, nonempty_path, shown
 from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.urls import LOCAL_KEY, is_loopback_url
@@ -245,8 +245,11 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
         scenario = with_transcripts(scenario, transcripts)
     with Stop() as stop:
         live: LiveLines | None = None
-        replay = ReplayOutputs([args.out, args.events])
-        with _no_stale_reports(args, replay), replay.run() as outputs:  # the last run's, kept if it never began
+        documents = [p for p in (getattr(args, name, None) for name in ("summary", "report", "stereo_out"))
+                     if p is not None]
+        # the last run's files, kept if it never began; once it began, its documents go (beside this run's
+        # audio they would pass for its own: a CI job reading the summary would read a pass)
+        with ReplayOutputs([args.out, args.events], documents).run() as outputs:
             if args.fast:
                 loop = asyncio.get_running_loop()
                 if not isinstance(loop, LockstepLoop):
@@ -276,21 +279,6 @@ async def _run(args: argparse.Namespace, url: str | None, samples: SampleFeed) -
         print(f"voxline replay: error: {printable(failure)}", file=sys.stderr)
         return 1
     return stop.exit_code
-
-
-@contextlib.contextmanager
-def _no_stale_reports(args: argparse.Namespace, outputs: ReplayOutputs) -> Iterator[None]:
-    """A run that began and then failed (a full disk, a stop's second signal) removes a last run's ``--summary``,
-    ``--report`` and ``--stereo-out``: beside this run's audio they would pass for its own (a CI job reading the
-    summary would read a pass). A run that never began leaves them, as it leaves the last run's audio."""
-    try:
-        yield
-    except BaseException:
-        if outputs.server_spoke:
-            for path in (getattr(args, name, None) for name in ("summary", "report", "stereo_out")):
-                if path is not None:
-                    drop_stale(path)
-        raise
 
 
 def _failure(result: ReplayResult, events: Path) -> str | None:

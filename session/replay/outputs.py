@@ -5,15 +5,20 @@ run's are set aside meanwhile (:class:`~voxline.base.files.SetAside`); the serve
 keeps the new ones. A run that ends, one way or another, without a single event from its server
 (a refused connection, a server that hangs up or stays silent) fails as such and puts the last
 run's files back. One replay and each recording of a farm go through :class:`ReplayOutputs`.
+
+The documents made from those files once the run is over (a summary, a report, a stereo file) go
+when the run begins, at the server's first event: a run killed outright then (SIGKILL, out of
+memory) leaves no last run's verdict beside its own audio, where it would pass for this run's.
+A run that never began leaves them with the last run's files.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from voxline.base.files import SetAside
+from voxline.base.files import SetAside, drop_stale
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.frames import is_event
 
@@ -26,10 +31,12 @@ NEVER_SPOKE = "the server accepted the connection but never sent an event (not e
 
 class ReplayOutputs:
     """``with ReplayOutputs(paths).run() as outputs:`` open the writers, replay with
-    ``on_wire=outputs.wire(observer)``, then ``outputs.ended(result)``."""
+    ``on_wire=outputs.wire(observer)``, then ``outputs.ended(result)``. ``documents``: the last run's
+    documents made from ``paths``, removed when the run begins."""
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], documents: Iterable[Path] = ()) -> None:
         self._paths = paths
+        self._documents = list(documents)
         self._aside: SetAside | None = None
 
     @property
@@ -54,6 +61,8 @@ class ReplayOutputs:
         def observe(direction: str, text: str) -> None:
             if direction == "in" and not aside.kept and is_event(text):
                 aside.keep_new()  # the run began: its files are the ones to keep
+                for document in self._documents:  # and the last run's verdict on its own files goes
+                    drop_stale(document)
             observer(direction, text)
 
         return observe

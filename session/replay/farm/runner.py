@@ -216,7 +216,8 @@ async def _replay(recording: FarmRecording, options: FarmOptions, clock: Clock, 
         scenario = with_transcripts(scenario, recording.transcripts)
     settings = options.settings.model_copy(update={"transcribe": recording.transcripts is not None})
     origin = clock.now()
-    with ReplayOutputs([heard, events]).run() as outputs:
+    documents = [heard.parent / name for name in RECORDING_OUTPUTS if name not in ("heard.wav", "events.jsonl")]
+    with ReplayOutputs([heard, events], documents).run() as outputs:  # the last run's summary goes once it began
         with contextlib.closing(EventLog(events, lambda: clock.now() - origin)) as log, \
                 contextlib.closing(WavSink(heard)) as sink:
             def on_event(event: Any) -> None:
