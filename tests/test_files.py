@@ -293,6 +293,35 @@ def test_stdout_whose_reader_went_away_ends_the_command_quietly_and_the_other_do
         assert (tmp_path / "s.wav").stat().st_size > 44
 
 
+@pytest.mark.parametrize("farm", [False, True])
+def test_a_replay_whose_stdout_reader_went_away_still_runs_to_its_end_and_writes_its_files(
+        tmp_path: Path, farm: bool) -> None:
+    """``voxline replay … | head -1``, no document on stdout: its lines for people are dropped once the reader has
+    gone, and the run writes what it was asked for (before: a farm's next verdict line ended it with a traceback
+    and no JUnit file; one replay stopped at its next line, with a part of the recording heard and no summary)."""
+    shutil.copy(EXAMPLE, tmp_path / "a.wav")
+    shutil.copy(EXAMPLE, tmp_path / "b.wav")
+    if farm:
+        args = ["a.wav", "b.wav", "--out-dir", "out", "--junit", "j.xml"]
+    else:
+        args = ["a.wav", "--out", "h.wav", "--events", "e.jsonl", "--summary", "s.json"]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = subprocess.run([str(VOXLINE), "replay", *args, "--fast", "--voice", "tone"], cwd=tmp_path,
+                             stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert run.returncode == 1 and "Traceback" not in run.stderr and "error" not in run.stderr, run.stderr
+    if farm:
+        assert 'tests="2"' in (tmp_path / "j.xml").read_text()
+        assert len((tmp_path / "out" / "results.jsonl").read_text().splitlines()) == 2
+    else:
+        assert json.loads((tmp_path / "s.json").read_text())["pass"] is True
+        with wave.open(str(tmp_path / "h.wav")) as heard:
+            assert heard.getnframes() > 10 * heard.getframerate()
+
+
 def test_a_command_started_with_stdout_closed_writes_nothing_into_a_file_of_its_own(tmp_path: Path) -> None:
     """``voxline … >&-``: the first file the process opened took descriptor 1, and the summary meant for stdout was
     written into it (its event loop's epoll: 'Invalid argument', and r.html never written)."""

@@ -8,13 +8,12 @@ command is answered with the closest one there is.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
 import re
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn, TextIO
+from typing import NoReturn
 
 from voxline import __version__
 from voxline.base.errors import VoxlineError, printable, redact, register_environment_secrets
@@ -25,6 +24,7 @@ from voxline.base.loop_runner import bounded_runner
 from ..settings import UsageError
 
 from . import commands
+from .quiet import QuietWhenGone
 from .option_values import may_be_value
 
 __all__ = ["build_parser", "did_you_mean", "main"]
@@ -169,36 +169,6 @@ def _standard_streams_open() -> None:
                 os.close(opened)
 
 
-class _QuietWhenGone:
-    """stderr that drops its lines once its reader went away (``2>&1 | true``): they are for people, and the run
-    goes on to write its files; before, the first line ended it. The descriptor is then the null device."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except BrokenPipeError:
-            self._gone()
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._gone()
-
-    def _gone(self) -> None:
-        with contextlib.suppress(OSError):
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, self._stream.fileno())
-            os.close(null)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="voxline", description="Realtime voice sessions with exact barge-in.")
     parser.add_argument("--version", action="version", version=f"voxline {__version__}")
@@ -221,8 +191,8 @@ def _full_parser(name: str) -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     _standard_streams_open()
     stderr = sys.stderr
-    if stderr is not None and not isinstance(stderr, _QuietWhenGone):
-        sys.stderr = _QuietWhenGone(stderr)
+    if stderr is not None and not isinstance(stderr, QuietWhenGone):
+        sys.stderr = QuietWhenGone(stderr)
     try:
         return _main(argv)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import io
 import sys
 from collections.abc import Callable
@@ -53,6 +54,7 @@ from .paths import (check_paths, default_output, document_path, documents_to_std
                     writable)
 from ..voice import VoiceSession
 from . import farm
+from .quiet import QuietWhenGone
 from .stereo import add_stereo_argument
 from .stopping import Stop
 from .endpoint import add_local_argument, built_in_only, target_url
@@ -194,9 +196,19 @@ SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: inpu
 async def run(args: argparse.Namespace) -> int:
     # the lines for people go to stderr, or nowhere if it was closed: never into the document
     elsewhere = sys.stderr if sys.stderr is not None else io.StringIO()
-    people = contextlib.redirect_stdout(elsewhere) if documents_to_stdout(args) else contextlib.nullcontext()
-    with people:
+    if documents_to_stdout(args):
+        with contextlib.redirect_stdout(elsewhere):
+            return await _command(args)
+    if sys.stdout is None:
         return await _command(args)
+    # stdout's reader gone (`| head -1`): the run goes on and writes its files, then ends as a command whose
+    # reader went away does (quietly, status 1); before, the next line ended it, a farm's with a traceback
+    quiet = QuietWhenGone(sys.stdout)
+    with contextlib.redirect_stdout(quiet):
+        code = await _command(args)
+    if quiet.gone:
+        raise BrokenPipeError(errno.EPIPE, "stdout's reader went away")
+    return code
 
 
 async def _command(args: argparse.Namespace) -> int:
