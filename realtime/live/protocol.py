@@ -7,7 +7,11 @@ the Live interface (docs/protocol.md §14):
   command waits until ``session.started`` arrives (the service asks clients to wait), then goes
   out in order; over WebRTC the session was started by the ``POST`` and nothing waits;
 * every command carries an ``event_id``, so an ``error`` maps back to it (:class:`LiveCommandFailed`);
-* a frame that cannot be decoded is a :class:`~voxline.realtime.notices.MalformedServerEvent`, never fatal;
+* a frame that cannot be decoded is a :class:`~voxline.realtime.notices.MalformedServerEvent`, never fatal; so is
+  an event out of place, which is dropped: on a primary WebSocket, any but ``error``, ``info``, ``session.updated`` or
+  ``session.closed`` before ``session.started`` (output audio there would shift the track's every later
+  sample off the session timeline), and a second ``session.started`` on one connection (it would replace
+  the session's id, which a fork after a drop names);
 * ``session.closed`` records its reason; received output audio is counted in samples.
 
 It never awaits, never reads a clock and never touches a socket.
@@ -32,6 +36,9 @@ from . import events as lv
 
 __all__ = ["LiveCommandFailed", "LiveOutput", "LiveProtocol"]
 
+_BEFORE_START = (lv.LiveSessionStarted, lv.LiveSessionUpdated, lv.LiveError, lv.LiveInfo, lv.LiveSessionClosed,
+                 lv.LiveUnknownEvent)
+"""What a primary WebSocket may carry before its ``session.started``: the session, a refusal, a notice, or the end."""
 EVENT_HISTORY = 128  # commands remembered for mapping an error back to its command
 
 
@@ -59,6 +66,7 @@ class LiveProtocol:
         self.rate = rate  # output audio, PCM16 mono
         self.max_event_bytes = MAX_CLIENT_EVENT_BYTES  # the largest event the connection carries (WebRTC: far less)
         self.started = started
+        self._opened = False  # a session.started came on this connection (over WebRTC too, where started is True)
         self.session: dict[str, Any] | None = None  # the resolved session, from session.started / updated
         self.close_reason: str | None = None  # from session.closed
         self.closed = False  # the connection is gone (closed by us, the server, or lost), or its session closed
@@ -134,6 +142,9 @@ class LiveProtocol:
             raw = text if isinstance(text, str) else text[:32_000].decode("utf-8", "replace")
             self._events.append(MalformedServerEvent(str(exc), excerpt(raw, 2000)))
             return
+        if (misplaced := self._misplaced(event)) is not None:
+            self._events.append(MalformedServerEvent(misplaced, ""))
+            return
         match event:
             case lv.LiveOutputAudioDelta():
                 try:
@@ -148,7 +159,7 @@ class LiveProtocol:
             case lv.LiveSessionStarted() | lv.LiveSessionUpdated():
                 self.session = event.session.model_dump(mode="json")
                 if isinstance(event, lv.LiveSessionStarted):
-                    self.started = True
+                    self.started = self._opened = True
                     while self._held:
                         self._queue(self._held.popleft())
             case lv.LiveSessionClosed():
@@ -166,6 +177,14 @@ class LiveProtocol:
             case _:
                 pass
         self._events.append(event)
+
+    def _misplaced(self, event: lv.LiveServerEvent | lv.LiveUnknownEvent) -> str | None:
+        """Why ``event`` cannot come where it came (see the module docstring), or None."""
+        if isinstance(event, lv.LiveSessionStarted) and self._opened:
+            return "a second session.started on this connection: ignored"
+        if self.started or isinstance(event, _BEFORE_START):
+            return None
+        return f"{event.type} before session.started: ignored"
 
     def events(self) -> list[LiveOutput]:
         out = list(self._events)
