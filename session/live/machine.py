@@ -427,18 +427,20 @@ class LiveMachine:
         dry = self._running_dry(now)
         return dry.uid if dry is not None else None
 
-    def _running_dry(self, now: float) -> Utterance | None:
+    def _running_dry(self, now: float, *, voiced: bool = True) -> Utterance | None:
         """The utterance under way if its audio ran out mid-sound (heard in part, its last sample voiced, not
-        cut): more of it is on its way. One whose audio ends in silence may be over, and is not."""
+        cut): more of it is on its way. One whose audio ends in silence may be over, and is not, unless ``voiced``
+        is False: its closing silence may be late too, and until it ends the assistant has not stopped speaking
+        (as it has not while that silence plays on time), though nothing of its voice is left to cut."""
         current = self.timeline.current
-        if current is None or current.cut or current.voiced_end < current.received:
+        if current is None or current.cut or (voiced and current.voiced_end < current.received):
             return None
         return current if self.playout.heard_samples(current.uid, 0, now) > 0 else None
 
     def _end_if_dry(self, now: float) -> None:
         """An utterance that ran dry and got no audio for as long as the silence that ends one: it ended (the
         track stalled or stopped), and the playout's silence from here on is no underrun."""
-        dry = self._running_dry(now)
+        dry = self._running_dry(now, voiced=False)
         playing = self.playout.playing_at(now)
         if dry is None or (playing is not None and playing.item_id == dry.uid) or any(
                 key[0] == dry.uid for key in self.playout.queued_parts()):
@@ -466,7 +468,7 @@ class LiveMachine:
             latency = self.metrics.first_heard(playing.item_id, started)
             events.append(AssistantAudioStarted(playing.item_id, started, latency))
         self._end_if_dry(now)
-        speaking = playing is not None or self._audible(now)
+        speaking = playing is not None or self._audible(now) or self._running_dry(now, voiced=False) is not None
         if speaking != self._speaking:
             self._speaking = speaking
             events.append(StateChanged("speaking" if speaking else "listening", now))
