@@ -54,6 +54,13 @@ def write_manifest(path: Path, body: str) -> Path:
     return path
 
 
+def test_a_manifest_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
+    make_recording(tmp_path / "a.wav", 1, False)
+    (tmp_path / "farm.toml").write_bytes('\ufeff[[recording]]\npath = "a.wav"\n'.encode())
+    (recording,) = load_manifest(tmp_path / "farm.toml")
+    assert recording.name == "a"
+
+
 def test_a_manifest_resolves_paths_defaults_and_sidecars(tmp_path: Path) -> None:
     make_recording(tmp_path / "b.wav", 1, True)
     make_recording(tmp_path / "a.wav", 2, False)

@@ -23,7 +23,7 @@ from voxline.audio.synth import synthesize
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.net.cli import config_from_args
-from voxline.realtime.server.engine.scenario import parse_scenario, read_transcripts
+from voxline.realtime.server.engine.scenario import load_scenario, parse_scenario, read_transcripts
 from tests.support.oracle import WireRecorder
 from tests.support.cli import EXAMPLE, voxline
 from tests.support.engine_harness import Harness, only, silence, speech, types
@@ -103,6 +103,16 @@ def test_a_bad_script_is_a_one_line_configuration_error(tmp_path: Path) -> None:
     assert read_transcripts(path) == ("first line", "second")
     with pytest.raises(ConfigurationError, match="cannot read transcripts"):
         read_transcripts(tmp_path / "missing.txt")
+
+
+def test_files_saved_with_a_byte_order_mark_read_as_without_one(tmp_path: Path) -> None:
+    """Notepad's UTF-8 starts with U+FEFF: a transcript must not begin with it, a TOML file must still parse."""
+    sidecar = tmp_path / "talk.txt"
+    sidecar.write_bytes("\ufeffhello there\r\nsecond\r\n".encode())
+    assert read_transcripts(sidecar) == ("hello there", "second")
+    scenario = tmp_path / "s.toml"
+    scenario.write_bytes('\ufeffname = "bom"\n[[turns]]\nsay = "hi"\n'.encode())
+    assert load_scenario(str(scenario)).name == "bom"
 
 
 @pytest.mark.slow

@@ -162,7 +162,7 @@ def load_scenario(source: str | Path | None = None) -> Scenario:
         if not path.exists():
             raise UsageError(f"unknown scenario {source!r}; built-in: {', '.join(builtin_names())}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad's) is no TOML
     except OSError as exc:
         raise ConfigurationError(f"cannot read scenario {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
@@ -204,9 +204,10 @@ def with_transcripts(scenario: Scenario, user_says: Sequence[str]) -> Scenario:
 
 
 def read_transcripts(path: Path) -> tuple[str, ...]:
-    """Scripted input transcripts from a text file: one user turn per non-empty line."""
+    """Scripted input transcripts from a text file: one user turn per non-empty line (a byte-order mark
+    before the first is no part of it)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigurationError(f"cannot read transcripts {path}: {exc.strerror}") from None
     except UnicodeDecodeError:

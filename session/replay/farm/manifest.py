@@ -188,7 +188,7 @@ def _named_apart(paths: list[Path]) -> list[tuple[Path, str]]:
 def load_manifest(path: Path) -> list[FarmRecording]:
     """The recordings a manifest lists (see the module docstring), validated."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad's) is no TOML
     except OSError as exc:
         raise ConfigurationError(f"cannot read manifest {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
