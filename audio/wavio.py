@@ -1,7 +1,8 @@
 """WAV files in and out.
 
 Reading parses the RIFF chunks itself: integer PCM of 8, 16, 24 or 32 bits, IEEE float of
-32 or 64 bits, plain or WAVE_FORMAT_EXTENSIBLE headers, any number of channels. It yields
+32 or 64 bits, plain or WAVE_FORMAT_EXTENSIBLE headers, any number of channels, in a RIFF file or
+an RF64/BW64 one (the 64-bit sizes of files over 4 GiB). It yields
 int16 mono (channels averaged; wider integers keep their top 16 bits, floats are scaled and
 clipped); :attr:`WavReader.conversion` says when samples were converted. Writing (through
 the standard library's ``wave``) is int16 mono. Every failure is an
@@ -54,6 +55,7 @@ MIN_RATE, MAX_RATE = 4_000, 768_000  # a header outside these is a damaged or ho
 MAX_CHANNELS = 64
 MAX_FMT_BYTES = 4096  # WAVE_FORMAT_EXTENSIBLE needs 40
 UNKNOWN_SIZE = 0xFFFFFFFF  # what a streaming writer leaves in a header it never finished
+_WIDE = (b"RF64", b"BW64")  # WAV over 4 GiB (EBU 3306, ITU BS.2088): 64-bit sizes in a ds64 chunk
 _GUID_TAIL = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"  # KSDATAFORMAT_SUBTYPE_*
 
 
@@ -153,9 +155,12 @@ class WavReader:
             raise AudioError("not a WAV file (no RIFF/WAVE header); convert it to 16-bit PCM WAV")
         if len(head) < 12:
             raise AudioError("the file is empty or truncated")
-        if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+        if head[:4] == b"RIFX" and head[8:12] == b"WAVE":
+            raise AudioError("a big-endian (RIFX) WAV file, which is not read; convert it to 16-bit PCM WAV")
+        if head[:4] not in (b"RIFF", *_WIDE) or head[8:12] != b"WAVE":
             raise AudioError("not a WAV file (no RIFF/WAVE header); convert it to 16-bit PCM WAV")
         fmt: _Format | None = None
+        wide_size: int | None = None  # an RF64 file's data size, from its ds64 chunk
         while True:
             header = self._file.read(8)
             if len(header) < 8:
@@ -166,12 +171,20 @@ class WavReader:
                     raise AudioError(f"its fmt chunk claims {size} bytes (a WAV header needs at most 40)")
                 fmt = _parse_fmt(self._file.read(size))
                 self._file.seek(size % 2, os.SEEK_CUR)
+            elif name == b"ds64" and head[:4] in _WIDE:
+                body = self._file.read(min(size, MAX_FMT_BYTES))
+                if len(body) < 16:
+                    raise AudioError("its ds64 chunk is too short")
+                wide_size = struct.unpack("<Q", body[8:16])[0]
+                self._file.seek(size + size % 2 - len(body), os.SEEK_CUR)
             elif name == b"data":
                 if fmt is None:
                     raise AudioError("the data chunk comes before the fmt chunk")
                 start = self._file.tell()
                 available = max(os.fstat(self._file.fileno()).st_size - start, 0)
-                if size == UNKNOWN_SIZE:
+                if size == UNKNOWN_SIZE and wide_size is not None and 0 < wide_size < 2**64 - 1:  # 0, -1: unfinished
+                    size = wide_size  # RF64: the 64-bit size in ds64 stands for the 32-bit one
+                elif size == UNKNOWN_SIZE:
                     return fmt, start, available  # a header left unfinished counts what is there
                 if size > available:
                     per_s = fmt.rate * fmt.width * fmt.channels

@@ -21,7 +21,7 @@ from voxline.audio.wavio import WavReader
 from voxline.base.errors import AudioError
 from tests.support.cli import measured_run, one_line_error
 from tests.support.farm import make_recording
-from tests.support.wav_bytes import write_chunked_wav
+from tests.support.wav_bytes import write_chunked_wav, write_rf64
 
 PCM, MULAW = 1, 7
 TWO_SECONDS = (np.sin(np.arange(48_000) / 7) * 8000).astype("<i2").tobytes()
@@ -95,6 +95,20 @@ def test_a_header_left_unfinished_by_a_streaming_writer_reads_what_is_there(tmp_
         assert feed.frames == 48_000 and np.array_equal(feed.read_all(), np.frombuffer(TWO_SECONDS, "<i2"))
     with pytest.raises(AudioError, match="cut short"):
         WavReader(write_chunked_wav(tmp_path / "short.wav", TWO_SECONDS, 24_000, 1, 16, PCM, data_size=96_002))
+
+
+def test_an_rf64_file_reads_the_size_its_ds64_chunk_gives(tmp_path: Path) -> None:
+    """RF64 (files over 4 GiB) leaves 0xFFFFFFFF in the data chunk's size: the real one is in ds64, and chunks
+    may follow the samples. It was refused as no WAV at all."""
+    path = write_rf64(tmp_path / "long.wav", TWO_SECONDS, 24_000, trailer=b"LIST\x04\x00\x00\x00INFO")
+    with WavFeed(path) as feed:
+        assert feed.frames == 48_000 and np.array_equal(feed.read_all(), np.frombuffer(TWO_SECONDS, "<i2"))
+    with pytest.raises(AudioError, match="cut short: its header says 4.00 s of audio, the file holds 2.00 s"):
+        WavReader(write_rf64(tmp_path / "cut.wav", TWO_SECONDS, 24_000, data_size=2 * len(TWO_SECONDS)))
+    rifx = tmp_path / "rifx.wav"
+    rifx.write_bytes(b"RIFX" + (tmp_path / "long.wav").read_bytes()[4:])
+    with pytest.raises(AudioError, match=r"big-endian \(RIFX\)"):
+        WavReader(rifx)
 
 
 def test_a_file_streams_in_blocks_of_its_own_that_join_to_the_whole(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-__all__ = ["write_chunked_wav"]
+__all__ = ["write_chunked_wav", "write_rf64"]
 
 
 def write_chunked_wav(path: Path, data: bytes, rate: int, channels: int, bits: int, tag: int,
@@ -22,4 +22,16 @@ def write_chunked_wav(path: Path, data: bytes, rate: int, channels: int, bits: i
         body += b"LIST" + struct.pack("<I", 5) + b"abcde\x00"  # odd size: padded to even
     body += b"data" + struct.pack("<I", len(data) if data_size is None else data_size) + data
     path.write_bytes(b"RIFF" + struct.pack("<I", len(body) & 0xFFFFFFFF) + body)
+    return path
+
+
+def write_rf64(path: Path, data: bytes, rate: int, data_size: int | None = None, trailer: bytes = b"") -> Path:
+    """A 16-bit mono RF64 file (a WAV over 4 GiB, EBU 3306): its 32-bit sizes left at 0xFFFFFFFF, the real ones in a
+    ds64 chunk, which claims ``data_size`` bytes of samples whatever ``data`` holds; ``trailer`` (chunks) follows them."""
+    size = len(data) if data_size is None else data_size
+    ds64 = struct.pack("<QQQI", 4 + 36 + 24 + 8 + len(data) + len(trailer), size, size // 2, 0)
+    fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2, 2, 16)
+    body = (b"WAVE" + b"ds64" + struct.pack("<I", len(ds64)) + ds64 + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+            + b"data" + struct.pack("<I", 0xFFFFFFFF) + data + trailer)
+    path.write_bytes(b"RF64" + struct.pack("<I", 0xFFFFFFFF) + body)
     return path
