@@ -147,3 +147,33 @@ def test_a_log_record_goes_to_stderr_as_it_is_when_the_record_comes(monkeypatch:
     finally:
         root.handlers[:], root.level, root.propagate = saved
     assert display.getvalue().count("\n") == 1 and "WARNING voxline.session: connection lost" in display.getvalue()
+
+
+def test_a_byte_that_is_no_utf8_is_shown_as_that_byte() -> None:
+    assert printable(os.fsdecode(b"bad\xff.wav")) == "bad\\xff.wav"
+    assert printable("\ud800") == "\\ud800"
+    printable("".join(map(chr, range(0xD800, 0xE000)))).encode("utf-8")  # all of it writable
+
+
+def test_a_recording_whose_name_is_not_utf8_or_has_escapes_is_replayed_and_named_as_text(tmp_path: Path) -> None:
+    """A file name's bytes reach the terminal as escapes: not an escape sequence, and not a traceback where a UTF-8
+    locale's stdout cannot write a byte that is no UTF-8 (the name as Python decodes it holds a lone surrogate)."""
+    import wave
+
+    import numpy as np
+
+    from voxline.audio.wavio import read_wav
+
+    samples, _rate = read_wav(EXAMPLE)
+    name = b"bad\xff\x1b[31m.wav"
+    with wave.open(os.fsdecode(os.path.join(os.fsencode(tmp_path), name)), "wb") as w:  # stereo: a note names it
+        w.setnchannels(2), w.setsampwidth(2), w.setframerate(24_000)
+        w.writeframes(np.repeat(samples[:, None], 2, axis=1).tobytes())
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}  # as under en_US.UTF-8
+    run = subprocess.run([Path(sys.executable).parent / "voxline", "replay", name, "--fast", "--voice", "tone"],
+                         cwd=tmp_path, capture_output=True, env=env, timeout=180)
+    out, err = run.stdout.decode(), run.stderr.decode()
+    assert run.returncode == 0 and "Traceback" not in err, err
+    assert "voxline: bad\\xff\\x1b[31m.wav: 2 channels, averaged to mono" in err
+    assert "replaying bad\\xff\\x1b[31m.wav" in out and "wrote bad\\xff\\x1b[31m.heard.wav" in out
+    assert "\x1b" not in out + err

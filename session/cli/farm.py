@@ -275,7 +275,7 @@ async def run(args: argparse.Namespace) -> int:
               "errors (interrupted)", file=sys.stderr)
     if unwritten is not None:
         raise unwritten
-    print(f"wrote {shown(results)}" + (f" and {shown(args.junit)}" if args.junit else "") + f"; outputs under {args.out_dir}")
+    print(f"wrote {shown(results)}" + (f" and {shown(args.junit)}" if args.junit else "") + f"; outputs under {shown(args.out_dir)}")
     if stop.stopped:
         return stop.exit_code
     return 0 if all(o.status == "pass" for o in outcomes) else 1

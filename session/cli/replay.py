@@ -312,7 +312,7 @@ async def _run_fast(args: argparse.Namespace, samples: SampleFeed, scenario: Any
     print(f"voxline: the built-in local server's engine in process, on a virtual clock (scenario '{scenario.name}', "
           f"voice '{voice}'; {SERVER_NOTE})", file=sys.stderr)
     api = settings_for(args).api
-    print(f"replaying {args.input} (lockstep, virtual clock{', GPT-Live' if api == 'live' else ''})", flush=True)
+    print(f"replaying {shown(args.input)} (lockstep, virtual clock{', GPT-Live' if api == 'live' else ''})", flush=True)
     live = LiveLines(samples.frames / RATE, clock, clock.now(), args.verbose, progress=False)
     with contextlib.closing(EventLog(args.events, clock.now)) as log, contextlib.closing(WavSink(args.out, RATE)) as sink:
         connector = engine_connector(scenario, clock, voice=voice, on_wire=outputs.wire(log.wire), api=api)
@@ -386,13 +386,13 @@ async def _realtime(args: argparse.Namespace, url: str | None, token: str, sampl
     """The replay against ``url`` or a built-in server; ``log_wire`` is shown every frame on the wire."""
     mode = f"real time over {settings_for(args).transport}" + (", GPT-Live" if settings_for(args).api == "live" else "")
     if url:
-        print(f"replaying {args.input} ({mode}, {redact_url(url)})", flush=True)
+        print(f"replaying {shown(args.input)} ({mode}, {redact_url(url)})", flush=True)
         return await _replay_over(args, url, token, samples, log, clock, sink, tools, live, stop, log_wire)
     config = ServerConfig(port=0, scenario=args.scenario, voice=args.voice, transcripts=transcripts_for(args.input))
     async with serve(config) as server:
         print(f"voxline: using the built-in local server at {server.url} (scenario '{server.scenario.name}', "
               f"voice '{server.voice}'; {SERVER_NOTE})", file=sys.stderr)
-        print(f"replaying {args.input} ({mode}, built-in server)", flush=True)
+        print(f"replaying {shown(args.input)} ({mode}, built-in server)", flush=True)
         return await _replay_over(args, server.url, LOCAL_KEY, samples, log, clock, sink, tools, live, stop, log_wire)
 
 
@@ -439,16 +439,16 @@ def _print_summary(args: argparse.Namespace, result: ReplayResult, failure: str 
             elif is_loopback_url(url):  # most likely `voxline serve`, which transcribes nothing unscripted
                 why += f" (if it is `voxline serve`, start it with --transcripts {sidecar})"
             # its turns may well have been heard and answered: only the words are missing
-            print(f"voxline: no words of yours to show from {args.input}: {why}", file=sys.stderr)
+            print(f"voxline: no words of yours to show from {shown(args.input)}: {printable(why)}", file=sys.stderr)
         else:
             why = "the server's voice activity detection never fired (is it silent, or very quiet?)"
-            print(f"voxline: no speech detected in {args.input}: {why}", file=sys.stderr)
+            print(f"voxline: no speech detected in {shown(args.input)}: {why}", file=sys.stderr)
     if args.tools is None and any(isinstance(e, ToolFinished) for e in result.events):
         print("voxline: the server called tools and nothing ran them (each was answered 'unknown tool'): give a "
               "ToolRegistry with --tools MODULE:ATTR", file=sys.stderr)
     print(f"  underruns: {result.underrun_events} ({result.underrun_samples / RATE * 1000:.0f} ms)")
     cut = " (interrupted: what was heard until then)" if result.interrupted else ""
-    print(f"wrote {args.out} ({_written_s(args.out, result.duration_s):.2f} s){cut} and {args.events}", flush=True)
+    print(f"wrote {shown(args.out)} ({_written_s(args.out, result.duration_s):.2f} s){cut} and {shown(args.events)}", flush=True)
 
 
 def _written_s(path: Path, otherwise: float) -> float:
@@ -469,4 +469,4 @@ def _write_stereo(args: argparse.Namespace, result: ReplayResult) -> None:
     if getattr(args, "stereo_out", None) is not None:
         with open_input(args.input, quiet=True, channel=args.channel) as feed:  # streamed, a second at a time
             write_stereo(args.stereo_out, feed, args.out, captured=result.captured_samples)
-        print(f"wrote {args.stereo_out} (left: the input, right: what the listener heard)", flush=True)
+        print(f"wrote {shown(args.stereo_out)} (left: the input, right: what the listener heard)", flush=True)

@@ -16,6 +16,7 @@ import numpy as np
 from voxline.audio.recording import WavFeed
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import VoxlineError, message_of
+from voxline.base.files import shown
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import read_transcripts
 
@@ -78,13 +79,13 @@ def open_input(path: Path, quiet: bool = False, channel: str | None = None) -> W
     if quiet:
         return feed
     if reader.conversion:
-        print(f"voxline: {path}: converting {reader.conversion} to 16-bit", file=sys.stderr)
+        print(f"voxline: {shown(path)}: converting {reader.conversion} to 16-bit", file=sys.stderr)
     if reader.channels > 1:
         used = "averaged to mono" if reader.channel is None else f"using channel {reader.channel + 1} only"
-        print(f"voxline: {path}: {reader.channels} channels, {used} (--channel left|right|N|mix picks)",
+        print(f"voxline: {shown(path)}: {reader.channels} channels, {used} (--channel left|right|N|mix picks)",
               file=sys.stderr)
     if reader.rate != SAMPLE_RATE:
-        print(f"voxline: resampling {path} from {reader.rate} Hz to {SAMPLE_RATE} Hz (its sample m lines up with "
+        print(f"voxline: resampling {shown(path)} from {reader.rate} Hz to {SAMPLE_RATE} Hz (its sample m lines up with "
               f"HEARD.wav sample m*{SAMPLE_RATE}/{reader.rate})", file=sys.stderr)
     return feed
 

@@ -447,10 +447,12 @@ def install_log_redaction(*names: str) -> None:
 
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
-    c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+    c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A), *range(0xD800, 0xE000))
+} | {c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)}
 """Characters a terminal acts on (escape sequences, carriage return, bell, backspace), that break a
-line where a reader splits lines (U+2028, U+2029), or that turn the direction of the text around,
-each with the escape that shows it instead."""
+line where a reader splits lines (U+2028, U+2029), that turn the direction of the text around, or
+that no UTF-8 stream can write (lone surrogates: a file name's bytes that are not UTF-8, as Python
+decodes them, shown as those bytes), each with the escape that shows it instead."""
 
 
 def printable(text: str) -> str:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from voxline.base.errors import OutputError
+from voxline.base.errors import OutputError, printable
 
 __all__ = ["STDOUT", "SetAside", "descriptor_open", "drop_stale", "each_written", "fresh_file", "is_stdout",
            "nonempty_path", "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "stdout_reader_gone",
@@ -62,11 +62,12 @@ def utf8(text: str) -> bytes:
 
 
 def shown(path: str | os.PathLike[str]) -> str:
-    """An output as the user named it: :data:`STDOUT` as ``'-' (stdout)``, a file called ``-`` as ``./-``."""
+    """A path as the user named it, for a line of a terminal: :data:`STDOUT` as ``'-' (stdout)``, a file called ``-``
+    as ``./-``, a control character or a byte that is not UTF-8 in its name as its escape (:func:`printable`)."""
     if path is STDOUT:
         return "'-' (stdout)"
     name = os.fspath(path)
-    return "./-" if name == "-" else name
+    return "./-" if name == "-" else printable(name)
 
 
 @contextlib.contextmanager
