@@ -1,10 +1,10 @@
 """WAV files in and out.
 
 Reading parses the RIFF chunks itself: integer PCM of 8, 16, 24 or 32 bits, IEEE float of
-32 or 64 bits, plain or WAVE_FORMAT_EXTENSIBLE headers, any number of channels, in a RIFF file or
+32 or 64 bits, G.711 µ-law or A-law (telephone recordings), plain or WAVE_FORMAT_EXTENSIBLE headers, any number of channels, in a RIFF file or
 an RF64/BW64 one (the 64-bit sizes of files over 4 GiB). It yields
 int16 mono (channels averaged; wider integers keep their top 16 bits, floats are scaled and
-clipped); :attr:`WavReader.conversion` says when samples were converted. Writing (through
+clipped, G.711 codes decoded as :mod:`voxline.audio.g711` does); :attr:`WavReader.conversion` says when samples were converted. Writing (through
 the standard library's ``wave``) is int16 mono. Every failure is an
 :class:`~voxline.base.errors.AudioError` with a one-line message.
 
@@ -28,6 +28,7 @@ from typing import Self
 import numpy as np
 import numpy.typing as npt
 
+from voxline.audio.g711 import alaw_decode, ulaw_decode
 from voxline.base.arguments import whole
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.errors import AudioError
@@ -50,7 +51,9 @@ def _reason(error: BaseException) -> str:
             return str(error)
 
 
-PCM, IEEE_FLOAT, EXTENSIBLE = 0x0001, 0x0003, 0xFFFE
+PCM, IEEE_FLOAT, ALAW, MULAW, EXTENSIBLE = 0x0001, 0x0003, 0x0006, 0x0007, 0xFFFE
+_G711 = {ALAW: alaw_decode, MULAW: ulaw_decode}  # telephone recordings: 8-bit codes, decoded by table
+_KIND = {PCM: "integer", IEEE_FLOAT: "float", ALAW: "A-law", MULAW: "µ-law"}
 MIN_RATE, MAX_RATE = 4_000, 768_000  # a header outside these is a damaged or hostile file, not audio
 MAX_CHANNELS = 64
 MAX_FMT_BYTES = 4096  # WAVE_FORMAT_EXTENSIBLE needs 40
@@ -59,10 +62,13 @@ _WIDE = (b"RF64", b"BW64")  # WAV over 4 GiB (EBU 3306, ITU BS.2088): 64-bit siz
 _GUID_TAIL = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"  # KSDATAFORMAT_SUBTYPE_*
 
 
-def _frames_to_int16(raw: bytes, width: int, channels: int, is_float: bool = False) -> Samples:
-    """Interleaved little-endian samples of ``width`` bytes to int16 of shape (frames, channels)."""
+def _frames_to_int16(raw: bytes, width: int, channels: int, tag: int = PCM) -> Samples:
+    """Interleaved little-endian samples of ``width`` bytes (``tag``: their encoding) to int16 of shape
+    (frames, channels)."""
     data = np.frombuffer(raw, dtype=np.uint8)
-    if is_float:
+    if tag in _G711:
+        return _G711[tag](data).reshape(-1, channels)
+    if tag == IEEE_FLOAT:
         values = data.view("<f4" if width == 4 else "<f8").astype(np.float64)
         values = np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=-1.0)
         return np.clip(np.rint(values * 32768.0), -32768, 32767).astype(np.int16).reshape(-1, channels)
@@ -101,12 +107,12 @@ def _parse_fmt(body: bytes) -> _Format:
         if len(body) < 40 or body[26:40] != _GUID_TAIL:
             raise AudioError("a WAVE_FORMAT_EXTENSIBLE header with an unknown sub-format")
         tag = struct.unpack("<H", body[24:26])[0]
-    if tag not in (PCM, IEEE_FLOAT):
-        raise AudioError(f"neither integer PCM nor float (format tag {tag:#06x}); convert it to 16-bit PCM")
+    if tag not in _KIND:
+        raise AudioError(f"neither integer PCM, float, µ-law nor A-law (format tag {tag:#06x}); convert it to "
+                         "16-bit PCM")
     width = (bits + 7) // 8
-    if (tag == PCM and width not in (1, 2, 3, 4)) or (tag == IEEE_FLOAT and width not in (4, 8)):
-        kind = "integer" if tag == PCM else "float"
-        raise AudioError(f"unsupported {bits}-bit {kind} samples")
+    if width not in {PCM: (1, 2, 3, 4), IEEE_FLOAT: (4, 8)}.get(tag, (1,)):
+        raise AudioError(f"unsupported {bits}-bit {_KIND[tag]} samples")
     if channels < 1 or channels > MAX_CHANNELS:
         raise AudioError(f"its header says {channels} channels (1 to {MAX_CHANNELS} are read)")
     if not MIN_RATE <= rate <= MAX_RATE:
@@ -138,13 +144,13 @@ class WavReader:
         self.rate: int = fmt.rate
         self.channels: int = fmt.channels
         self.sample_width: int = fmt.width
+        self.tag = fmt.tag  # PCM, IEEE_FLOAT, MULAW or ALAW (an extensible header's sub-format)
         self.is_float = fmt.tag == IEEE_FLOAT
         self.frames: int = data_size // (fmt.width * fmt.channels)
         self._left = self.frames
-        kind = "float" if self.is_float else "integer"
         #: what reading converts to 16-bit samples, e.g. "24-bit integer samples"; None for 8/16-bit PCM
-        self.conversion: str | None = (f"{fmt.width * 8}-bit {kind} samples"
-                                       if self.is_float or fmt.width > 2 else None)
+        self.conversion: str | None = (f"{fmt.width * 8}-bit {_KIND[fmt.tag]} samples"
+                                       if fmt.tag != PCM or fmt.width > 2 else None)
         #: the channel :meth:`read` yields (0 is the first); None: the average of all of them
         self.channel: int | None = None
 
@@ -208,7 +214,7 @@ class WavReader:
             raise AudioError(f"cannot read {self.path}: {_reason(error)}") from error
         usable = len(raw) - len(raw) % frame_bytes
         self._left -= usable // frame_bytes
-        columns = _frames_to_int16(raw[:usable], self.sample_width, self.channels, self.is_float)
+        columns = _frames_to_int16(raw[:usable], self.sample_width, self.channels, self.tag)
         return columns[:, self.channel] if self.channel is not None else _downmix(columns)
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voxline.audio.g711 import alaw_decode, ulaw_decode
 from voxline.audio.recording import WavFeed
 from voxline.audio.wavio import WavReader
 from voxline.base.errors import AudioError
@@ -23,7 +24,7 @@ from tests.support.cli import measured_run, one_line_error
 from tests.support.farm import make_recording
 from tests.support.wav_bytes import write_chunked_wav, write_rf64
 
-PCM, MULAW = 1, 7
+PCM, ADPCM, ALAW, MULAW = 1, 2, 6, 7
 TWO_SECONDS = (np.sin(np.arange(48_000) / 7) * 8000).astype("<i2").tobytes()
 
 
@@ -46,8 +47,8 @@ def lying_file(path: Path, kind: str) -> Path:
         case "giant fmt chunk":
             path.write_bytes(b"RIFF\xff\xff\xff\xffWAVEfmt \xf0\xff\xff\x7f" + TWO_SECONDS)
             return path
-        case "mu-law":
-            return write_chunked_wav(path, TWO_SECONDS[:16_000], 8_000, 1, 8, MULAW)
+        case "ADPCM":
+            return write_chunked_wav(path, TWO_SECONDS[:16_000], 8_000, 1, 4, ADPCM)
         case "flac named .wav":
             path.write_bytes(b"fLaC\x00\x00\x00\x22" + bytes(200))
             return path
@@ -69,7 +70,7 @@ EXPECTED = {
     "four gigahertz": "says 4000000000 Hz",
     "65535 channels": "65535 channels",
     "giant fmt chunk": "fmt chunk claims",
-    "mu-law": "format tag 0x0007",
+    "ADPCM": "format tag 0x0002",
     "flac named .wav": "not a WAV file",
     "six bytes of text": "not a WAV file",
     "a header cut short": "the file is empty or truncated",
@@ -95,6 +96,18 @@ def test_a_header_left_unfinished_by_a_streaming_writer_reads_what_is_there(tmp_
         assert feed.frames == 48_000 and np.array_equal(feed.read_all(), np.frombuffer(TWO_SECONDS, "<i2"))
     with pytest.raises(AudioError, match="cut short"):
         WavReader(write_chunked_wav(tmp_path / "short.wav", TWO_SECONDS, 24_000, 1, 16, PCM, data_size=96_002))
+
+
+@pytest.mark.parametrize("extensible", [False, True])
+def test_a_telephone_recording_in_mu_law_or_a_law_is_decoded(tmp_path: Path, extensible: bool) -> None:
+    """G.711 WAV files (tags 7 and 6, or those sub-formats of WAVE_FORMAT_EXTENSIBLE) were refused as codecs
+    voxline does not read, though it decodes both on the wire."""
+    codes = np.arange(256, dtype=np.uint8).repeat(40)
+    for tag, decode, kind in ((MULAW, ulaw_decode, "µ-law"), (ALAW, alaw_decode, "A-law")):
+        path = write_chunked_wav(tmp_path / f"{tag}.wav", codes.tobytes(), 8_000, 1, 8, tag, extensible=extensible)
+        with WavReader(path) as reader:
+            assert reader.conversion == f"8-bit {kind} samples"
+            assert np.array_equal(reader.read(reader.frames), decode(codes))
 
 
 def test_an_rf64_file_reads_the_size_its_ds64_chunk_gives(tmp_path: Path) -> None:
@@ -150,7 +163,7 @@ def test_in_a_farm_each_lying_recording_is_an_error_verdict_and_the_others_run(t
     calls = tmp_path / "calls"
     calls.mkdir()
     make_recording(calls / "good.wav", 3, interrupt=True)
-    for kind in ("cut short", "one hertz", "mu-law"):
+    for kind in ("cut short", "one hertz", "ADPCM"):
         lying_file(calls / f"{kind.replace(' ', '_')}.wav", kind)
     out, junit = tmp_path / "out", tmp_path / "junit.xml"
     done, _peak = run("replay", str(calls), "--fast", "--voice", "tone", "--out-dir", str(out), "--junit", str(junit),
@@ -158,7 +171,7 @@ def test_in_a_farm_each_lying_recording_is_an_error_verdict_and_the_others_run(t
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     rows = {r["name"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
     assert rows["good"]["status"] == "pass"
-    for name, expected in (("cut_short", "cut short"), ("one_hertz", "says 1 Hz"), ("mu-law", "0x0007")):
+    for name, expected in (("cut_short", "cut short"), ("one_hertz", "says 1 Hz"), ("ADPCM", "0x0002")):
         assert rows[name]["status"] == "error" and expected in rows[name]["error"], rows[name]
         assert str(calls / f"{name}.wav") in rows[name]["error"] and "\n" not in rows[name]["error"]
     suite = ET.parse(junit).getroot().find("testsuite")

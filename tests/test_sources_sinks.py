@@ -91,12 +91,12 @@ def test_read_wav_takes_extensible_headers_and_converts_wide_and_float_samples(t
     assert read_wav(write_chunked_wav(tmp_path / "f64.wav", doubles, 16000, 1, 64, 3, extensible=True))[0].tolist() == [8192, 0]
 
 
-@pytest.mark.parametrize("kind", ["missing", "alaw", "garbage", "empty", "directory"])
+@pytest.mark.parametrize("kind", ["missing", "adpcm", "garbage", "empty", "directory"])
 def test_unreadable_files_raise_one_clear_line(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"{kind}.wav"
     match kind:
-        case "alaw":
-            write_chunked_wav(path, b"\x00" * 100, 8000, 1, 8, 6)
+        case "adpcm":
+            write_chunked_wav(path, b"\x00" * 100, 8000, 1, 4, 2)
         case "garbage":
             path.write_bytes(b"this is not a wav file at all")
         case "empty":
@@ -107,7 +107,7 @@ def test_unreadable_files_raise_one_clear_line(tmp_path: Path, kind: str) -> Non
         WavFileSource(path, VirtualClock())
     message = str(err.value)
     assert str(path) in message and "\n" not in message
-    if kind == "alaw":
+    if kind == "adpcm":
         assert "PCM" in message
 
 
