@@ -120,6 +120,17 @@ def _parse_fmt(body: bytes) -> _Format:
     return _Format(tag, channels, rate, width)
 
 
+def _not_a_file(mode: int) -> str | None:
+    """What a path that is neither a regular file nor a directory (whose open says so) is: None for those."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
 class WavReader:
     """An open WAV file read in blocks of int16 mono samples at the file's own rate: the average of its
     channels, or the one :attr:`channel` names."""
@@ -127,8 +138,10 @@ class WavReader:
     def __init__(self, path: PathLike) -> None:
         self.path = os.fspath(path)
         with contextlib.suppress(OSError, ValueError):  # a path that cannot be looked at is said by the open
-            if stat.S_ISFIFO(os.stat(self.path).st_mode):  # opened, it would wait for a writer, for ever if none comes
-                raise AudioError(f"cannot read {self.path}: it is a pipe; a recording is read from a file")
+            # opened, a pipe waits for a writer and a terminal (/dev/tty, /dev/stdin) for a key, for ever if none comes
+            what = _not_a_file(os.stat(self.path).st_mode)
+            if what is not None:
+                raise AudioError(f"cannot read {self.path}: it is {what}; a recording is read from a file")
         try:
             self._file = open(self.path, "rb")
         except OSError as error:

@@ -110,6 +110,19 @@ def test_a_telephone_recording_in_mu_law_or_a_law_is_decoded(tmp_path: Path, ext
             assert np.array_equal(reader.read(reader.frames), decode(codes))
 
 
+def test_a_device_or_a_socket_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """Read, a terminal (``voxline replay /dev/tty``, or ``/dev/stdin`` at a prompt) waited for a key for ever; a
+    device is no recording, whatever reading it would give."""
+    import socket
+
+    with pytest.raises(AudioError, match="cannot read /dev/zero: it is a device; a recording is read from a file"):
+        WavReader("/dev/zero")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "sock.wav"))
+        with pytest.raises(AudioError, match="it is a socket"):
+            WavReader(tmp_path / "sock.wav")
+
+
 def test_an_rf64_file_reads_the_size_its_ds64_chunk_gives(tmp_path: Path) -> None:
     """RF64 (files over 4 GiB) leaves 0xFFFFFFFF in the data chunk's size: the real one is in ds64, and chunks
     may follow the samples. It was refused as no WAV at all."""
