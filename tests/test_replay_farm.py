@@ -61,6 +61,24 @@ def test_a_manifest_saved_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
     assert recording.name == "a"
 
 
+def test_a_recording_path_that_is_there_but_no_file_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """A pipe given by name was 'no such file or directory', and so was a loop of links: the pipe is now a recording
+    whose reading says what it is (an error verdict, the others run), the loop a loop."""
+    make_recording(tmp_path / "a.wav", 1, False)
+    os.mkfifo(tmp_path / "pipe.wav")
+    (tmp_path / "loop.wav").symlink_to("loop.wav")
+    assert [r.name for r in recordings_from_paths([tmp_path / "a.wav", tmp_path / "pipe.wav"])] == ["a", "pipe"]
+    with pytest.raises(ConfigurationError, match="loop.wav: too many levels of symbolic links"):
+        recordings_from_paths([tmp_path / "a.wav", tmp_path / "loop.wav"])
+    for target, said in (("pipe.wav", None), ("loop.wav", "path: too many levels of symbolic links: ")):
+        (tmp_path / "farm.toml").write_text(f'[[recording]]\npath = "{target}"\n')
+        if said is None:
+            assert [r.name for r in load_manifest(tmp_path / "farm.toml")] == ["pipe"]
+        else:
+            with pytest.raises(ConfigurationError, match=said):
+                load_manifest(tmp_path / "farm.toml")
+
+
 def test_a_manifest_resolves_paths_defaults_and_sidecars(tmp_path: Path) -> None:
     make_recording(tmp_path / "b.wav", 1, True)
     make_recording(tmp_path / "a.wav", 2, False)

@@ -144,13 +144,22 @@ def recordings_from_paths(paths: list[Path]) -> list[FarmRecording]:
             if not found:
                 raise ConfigurationError(f"{path}: no *.wav recordings in this directory")
             files.extend(found)
-        elif path.is_file():
-            files.append(path)
+        elif (why := _missing(path)) is not None:
+            raise ConfigurationError(f"{path}: {why}")
         else:
-            raise ConfigurationError(f"{path}: no such file or directory")
+            files.append(path)  # a file, or a pipe or a device: its reading says what is wrong, as its error verdict
     recordings = [FarmRecording(name=name, path=path, **_sidecar(path))
                   for path, name in _named_apart([Path(os.path.abspath(f)) for f in files])]
     return _unique(recordings, "inputs")
+
+
+def _missing(path: Path) -> str | None:
+    """Why ``path`` cannot be looked at (not there, a link to nothing, a loop of links, no permission), or None."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return (exc.strerror or type(exc).__name__).lower()
+    return None
 
 
 def _sidecar(recording: Path) -> dict[str, Any]:
@@ -213,9 +222,10 @@ def load_manifest(path: Path) -> list[FarmRecording]:
     recordings = []
     for n, entry in enumerate(manifest.recording, 1):
         wav = Path(os.path.abspath(base / entry.path))
-        if not wav.is_file():
-            what = "a directory, not a WAV file" if wav.is_dir() else "no such file"
-            raise ConfigurationError(f"manifest {path}: recording {n}: path: {what}: {wav}")
+        if wav.is_dir():
+            raise ConfigurationError(f"manifest {path}: recording {n}: path: a directory, not a WAV file: {wav}")
+        if (why := _missing(wav)) is not None:
+            raise ConfigurationError(f"manifest {path}: recording {n}: path: {why}: {wav}")
         scenario = entry.scenario or manifest.defaults.scenario
         recordings.append(FarmRecording(
             name=entry.name or wav.stem, path=wav, scenario=_scenario_source(scenario, base),
