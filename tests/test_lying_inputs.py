@@ -137,6 +137,29 @@ def test_an_rf64_file_reads_the_size_its_ds64_chunk_gives(tmp_path: Path) -> Non
         WavReader(rifx)
 
 
+def test_a_manifest_scenario_or_transcript_is_read_within_a_bound_and_never_from_a_device(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--manifest /dev/zero`` (or ``--scenario``) read without end, its memory growing until the machine ran out;
+    ``/dev/tty`` waited for a key for ever. A device is refused, and a file or a pipe read to a bound."""
+    import voxline.base.documents as documents
+    from voxline.realtime.errors import ConfigurationError
+    from voxline.realtime.server.engine.scenario import load_scenario, read_transcripts
+    from voxline.session.replay.farm import load_manifest
+
+    with pytest.raises(ConfigurationError, match="cannot read manifest /dev/null: it is a device, not a file"):
+        load_manifest(Path("/dev/null"))
+    with pytest.raises(ConfigurationError, match="cannot read scenario /dev/null: it is a device, not a file"):
+        load_scenario("/dev/null")
+    monkeypatch.setattr(documents, "MAX_DOCUMENT_BYTES", 1 << 10)
+    big = tmp_path / "big.txt"
+    big.write_text("a line\n" * 200)
+    with pytest.raises(ConfigurationError, match="big.txt: it holds more than"):
+        read_transcripts(big)
+    small = tmp_path / "small.txt"
+    small.write_text("hi\n")
+    assert read_transcripts(small) == ("hi",)
+
+
 def test_a_file_streams_in_blocks_of_its_own_that_join_to_the_whole(tmp_path: Path) -> None:
     samples = (np.arange(30_001) % 3000 - 1500).astype("<i2")
     path = write_chunked_wav(tmp_path / "s.wav", samples.tobytes(), 16_000, 1, 16, PCM)

@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from voxline.base.documents import read_document
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.hearing.phrases import words
 
@@ -162,7 +163,7 @@ def load_scenario(source: str | Path | None = None) -> Scenario:
         if not path.exists():
             raise UsageError(f"unknown scenario {source!r}; built-in: {', '.join(builtin_names())}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad's) is no TOML
+        data = tomllib.loads(read_document(path))
     except OSError as exc:
         raise ConfigurationError(f"cannot read scenario {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
@@ -207,7 +208,7 @@ def read_transcripts(path: Path) -> tuple[str, ...]:
     """Scripted input transcripts from a text file: one user turn per non-empty line (a byte-order mark
     before the first is no part of it)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_document(path)
     except OSError as exc:
         raise ConfigurationError(f"cannot read transcripts {path}: {exc.strerror}") from None
     except UnicodeDecodeError:

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
+from voxline.base.documents import read_document
 from voxline.realtime.errors import ConfigurationError, UsageError
 
 from ..inputs import transcripts_for
@@ -197,7 +198,7 @@ def _named_apart(paths: list[Path]) -> list[tuple[Path, str]]:
 def load_manifest(path: Path) -> list[FarmRecording]:
     """The recordings a manifest lists (see the module docstring), validated."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad's) is no TOML
+        data = tomllib.loads(read_document(path))
     except OSError as exc:
         raise ConfigurationError(f"cannot read manifest {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
