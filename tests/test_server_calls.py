@@ -25,6 +25,7 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from voxline.realtime.server.net import rtc_call
 from voxline.realtime.server.net.timing import first_of
+from tests.support.engine_harness import failing_polls
 from tests.support.oracle import WireRecorder, check_server_event
 from tests.support.sideband_probe import probe_sidebands, sideband_tasks
 
@@ -287,16 +288,7 @@ async def test_an_engine_failure_on_a_calls_scheduled_step_is_a_server_error_and
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As on a WebSocket session; before, the pacer's task ended the call (its peer closed) with nothing said."""
-    from voxline.realtime.server.engine.core import Engine
-
-    real = Engine.poll
-
-    def flaky(self: Engine, now: float) -> list[dict[str, Any]]:
-        if any(not run.done for run in self._state.runs):
-            raise RuntimeError("boom")
-        return real(self, now)
-
-    monkeypatch.setattr(Engine, "poll", flaky)
+    failing_polls(monkeypatch)
     async with server_and_kiosk() as (server, client, kiosk, wire):
         await create_call(client, kiosk, {"type": "realtime"})
         await kiosk.until("conversation.created")

@@ -28,20 +28,13 @@ from voxline.realtime.server.net.inprocess import EngineTransport
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.session.lockstep import run_lockstep
-from tests.support.engine_harness import Harness, fake_voice, only, script, types
+from tests.support.engine_harness import Harness, failing_polls, fake_voice, only, script, types
 
 
 async def test_an_engine_failure_on_a_scheduled_step_is_a_server_error_event_not_a_1011(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = Engine.poll
-
-    def flaky(self: Engine, now: float) -> list[dict[str, Any]]:
-        if any(not run.done for run in self._state.runs):
-            raise RuntimeError("boom")
-        return real(self, now)
-
-    monkeypatch.setattr(Engine, "poll", flaky)
+    failing_polls(monkeypatch)
     async with serve(ServerConfig(port=0, voice="tone", speed=math.inf)) as server:
         async with websockets.connect(f"{server.url}/realtime?model=gpt-realtime",
                                       additional_headers={"Authorization": "Bearer x"}) as ws:

@@ -147,3 +147,15 @@ def only(events: list[dict[str, Any]], type_: str) -> list[dict[str, Any]]:
 def error_of(events: list[dict[str, Any]]) -> dict[str, Any]:
     assert types(events) == ["error"], types(events)
     return events[0]["error"]
+
+
+def failing_polls(monkeypatch: Any) -> None:
+    """``Engine.poll`` raises (a bug of ours) while a response runs, and polls as it does otherwise."""
+    real = Engine.poll
+
+    def flaky(self: Engine, now: float) -> list[dict[str, Any]]:
+        if any(not run.done for run in self._state.runs):
+            raise RuntimeError("boom")
+        return real(self, now)
+
+    monkeypatch.setattr(Engine, "poll", flaky)
