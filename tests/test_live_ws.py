@@ -365,3 +365,29 @@ async def test_a_frame_past_the_servers_frame_limit_is_an_error_and_the_socket_g
             assert error["error"]["code"] == "event_too_large", error
             await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
             await read_until(ws, "session.started", seen)
+
+
+async def test_the_engine_failing_on_a_replys_speech_is_a_server_error_and_the_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As on Realtime: before, the failure was only logged, and the client was told nothing."""
+    from voxline.realtime.server.live.engine import LiveEngine
+
+    def broken(self: LiveEngine, text: str, samples: Any, now: float = 0.0) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(LiveEngine, "provide_speech", broken)
+    async with live_server() as server:
+        async with websockets.connect(f"{server.url}/live/sessions", additional_headers=AUTH) as ws:
+            seen: list[dict[str, Any]] = []
+            await ws.send(json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}}))
+            await read_until(ws, "session.started", seen)
+            for chunk in appends(np.concatenate([speech(0.5), silence(1.5)])):
+                await ws.send(json.dumps({"type": "session.input_audio.append", "audio": chunk}))
+            await read_until(ws, "session.output_transcript.delta", seen)  # a fixed reply: voiced before the session
+            for chunk in appends(np.concatenate([speech(0.5), silence(1.5)])):  # the next names the user's seconds
+                await ws.send(json.dumps({"type": "session.input_audio.append", "audio": chunk}))
+            error = await read_until(ws, "error", seen)
+            assert error["error"]["type"] == "server_error"
+            await ws.send(json.dumps({"type": "session.close"}))
+            assert (await read_until(ws, "session.closed", seen))["reason"] == "close_requested"

@@ -36,6 +36,7 @@ from voxline.realtime.server.live.hub import LiveHub, LiveSession
 from voxline.realtime.server.live.settings import LiveSettings
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.timing import first_of
+from voxline.realtime.server.net.hearer import failed
 from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.realtime.server.net.rtc_offer import answer_offer, close_peer, offer_text, send_or_refuse
 from voxline.realtime.transports.rtc_audio import QueuedAudioTrack, SampleQueue, pump_remote_audio
@@ -94,7 +95,8 @@ class LiveCall:
         self._allowed_in = _allowed(permissions.get("allowed_client_events"))
         self._allowed_out = _allowed(permissions.get("allowed_server_events"))
         self.session = LiveSession(engine, self._to_peer, on_wire=config.on_wire, on_closed=self._ended.set)
-        self._voicer = SpeechSupplier(engine, synth, config.clock, lambda: None)
+        self._voicer = SpeechSupplier(engine, synth, config.clock, lambda: None,
+                                      lambda: self.session.route(failed(engine, "on a reply's speech")))
         self._started = engine.start(settings)
         self.pc.on("track", self._on_track)
         self.pc.on("datachannel", self._on_datachannel)

@@ -33,6 +33,7 @@ from voxline.realtime.server.live.engine import CloseReason, LiveEngine, Out
 from voxline.realtime.server.live.hub import LiveHub, LiveSession
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.sideband import Sideband
+from voxline.realtime.server.net.hearer import failed
 from voxline.realtime.server.net.voicer import SpeechSupplier
 from voxline.realtime.server.net.ws_session import Outbox
 
@@ -49,7 +50,8 @@ async def run_live_socket(
     closing = asyncio.Event()
     session = LiveSession(engine, outbox.put_all, on_wire=config.on_wire, on_closed=closing.set)
     hub.add(session)
-    voicer = SpeechSupplier(engine, synth, config.clock, lambda: None)
+    voicer = SpeechSupplier(engine, synth, config.clock, lambda: None,
+                            lambda: session.route(failed(engine, "on a reply's speech")))
     started = config.clock.now()
     try:
         async with asyncio.TaskGroup() as group:

@@ -11,16 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from voxline.base.clock import Clock
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
+from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.hearing.ears import Ears
 
-__all__ = ["HearingSupplier", "failed"]
+__all__ = ["Erring", "HearingSupplier", "failed"]
 
 _log = logging.getLogger("voxline.server")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class HearingSupplier:
@@ -60,8 +63,14 @@ class HearingSupplier:
                 self._deliver(events)
 
 
-def failed(engine: Engine, where: str) -> list[dict[str, Any]]:
+class Erring(Protocol[T_co]):
+    """An engine's way of making an error event: Realtime's (a dict) and GPT-Live's (routed)."""
+
+    def error(self, spec: ErrorSpec, client_event_id: str | None = None) -> T_co: ...
+
+
+def failed(engine: Erring[T], where: str) -> list[T]:
     """What a session sends when the engine raised (a bug of ours): one ``server_error``, as the service says it; the
-    traceback goes to the log."""
+    traceback goes to the log. Call it in the ``except`` block."""
     _log.exception("the engine failed %s", where)
     return [engine.error(errors.server_error())]
