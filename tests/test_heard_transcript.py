@@ -122,6 +122,8 @@ def test_talk_shows_the_heard_words_and_strikes_out_the_rest() -> None:
     for event in (TranscriptDelta("assistant", "item_a", "Hello! This is a long reply."), heard):
         model.apply(event, " 1.00s")
     assert describe(heard) == "assistant, as heard (estimate, 1.20 of 4.00 s received): Hello! This is"
+    whole = HeardTranscript("item_b", 9.0, "All of it.", "All of it.", 1500.0, 1500.0, "live_timeline", False)
+    assert describe(whole) == "assistant, as heard (all of it, 1.50 s received): All of it."  # no estimate
     assert describe(TurnMetrics(9.0, turn)) == ("turn 1: reply heard 520 ms after your voice ended "
                                                 "(500 ms to the first audio delta, then 20 ms in the client)")
     (shown,) = model.turns

@@ -122,8 +122,10 @@ class EventLines:
             case TranscriptDone(role=role, text=text, item_id=item):
                 return f"{'you' if role == 'user' else 'assistant'}: {short(text, 400)}" + self.detail(item)
             case HeardTranscript(text=text, heard_ms=heard, received_ms=received, item_id=item):
-                return (f"assistant, as heard (estimate, {heard / 1000:.2f} of {received / 1000:.2f} s received): "
-                        f"{short(text, 400)}" + self.detail(f"{item}, {event.method}"))
+                # heard to its end, the text is the whole transcript, not a share of it
+                share = (f"estimate, {heard / 1000:.2f} of {received / 1000:.2f} s received" if event.estimate
+                         else f"all of it, {received / 1000:.2f} s received")
+                return f"assistant, as heard ({share}): {short(text, 400)}" + self.detail(f"{item}, {event.method}")
             case BargeIn():
                 return self._barge_in(event)
             case ResponseFinished(status=status, reason=reason, response_id=rid):
