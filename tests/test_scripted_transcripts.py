@@ -105,6 +105,13 @@ def test_a_bad_script_is_a_one_line_configuration_error(tmp_path: Path) -> None:
         read_transcripts(tmp_path / "missing.txt")
 
 
+def test_a_turn_ends_at_a_line_end_only(tmp_path: Path) -> None:
+    """A form feed, NEL, line or paragraph separator or file separator inside a line is part of the turn."""
+    sidecar = tmp_path / "talk.txt"
+    sidecar.write_bytes("one\x0ctwo\u0085three\nfour\u2028five\u2029six\x1cseven\r\neight\rnine\n".encode())
+    assert read_transcripts(sidecar) == ("one\x0ctwo\u0085three", "four\u2028five\u2029six\x1cseven", "eight", "nine")
+
+
 def test_files_saved_with_a_byte_order_mark_read_as_without_one(tmp_path: Path) -> None:
     """Notepad's UTF-8 starts with U+FEFF: a transcript must not begin with it, a TOML file must still parse."""
     sidecar = tmp_path / "talk.txt"

@@ -55,6 +55,7 @@ transcript of the last user audio item (scripted or recognised) or the last ``in
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 BUILTIN_DIR = Path(__file__).parent.parent / "scenarios"
+_LINE_END = re.compile(r"\r\n|\r|\n")  # a text file's line ends: not str.splitlines's form feed, NEL, U+2028…
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,14 +208,15 @@ def with_transcripts(scenario: Scenario, user_says: Sequence[str]) -> Scenario:
 
 def read_transcripts(path: Path) -> tuple[str, ...]:
     """Scripted input transcripts from a text file: one user turn per non-empty line (a byte-order mark
-    before the first is no part of it)."""
+    before the first is no part of it). Lines end at ``\n``, ``\r\n`` or ``\r`` only: a form feed, NEL or
+    line separator inside a line is part of its turn, not the start of another."""
     try:
         text = read_document(path)
     except OSError as exc:
         raise ConfigurationError(f"cannot read transcripts {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigurationError(f"transcripts {path} are not UTF-8 text") from None
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
+    return tuple(line.strip() for line in _LINE_END.split(text) if line.strip())
 
 
 def _user_says(raw: Any, where: str) -> tuple[str, ...]:
