@@ -14,7 +14,8 @@ What differs is the protocol (docs/protocol.md §14):
   onset, the app's :meth:`interrupt`, a drop) silences the playout at once, drops the rest of
   that utterance as it keeps arriving, and appends to the model's context what the listener
   heard (``session.instructions.append``: the timeline instant and the words), since the
-  service asks apps to describe content already delivered;
+  service asks apps to describe content already delivered. In an ended utterance's closing
+  silence, every word heard, nothing is cut: it was heard to its end;
 * tools: with a registry, the Live model delegates to a Responses model whose function calls
   arrive as ``response.event``; each runs once through the same tool runner and tracker as
   Realtime's (:class:`~voxline.session.tools.calls.CallTracker`, bridged by :mod:`.delegated`), answered by
@@ -492,6 +493,12 @@ class LiveMachine:
         return HeardTranscript(utt.uid, now, said.text, said.full_text, said.heard_ms,
                                utt.received * 1000 / self.timeline.rate, "live_timeline", heard < utt.received)
 
+    @staticmethod
+    def _heard_out(utt: Utterance, heard: int) -> bool:
+        """Was all of ``utt`` that could be heard heard with ``heard`` samples: it is closed (no more of it comes) and
+        only its closing silence is left?"""
+        return utt.closed and heard >= utt.voiced_end
+
     def _forget_old(self) -> None:
         """Let go of utterances done with beyond the newest :data:`KEEP_UTTERANCES`: closed, and heard to the
         end or cut. Their heard text is in :attr:`history` and their figures in the metrics."""
@@ -512,9 +519,16 @@ class LiveMachine:
         """Silence at ``now``; the heard part reported and, while connected, told to the model."""
         queued = [key[0] for key in self.playout.queued_parts() if key[0] in self.timeline.utterances]
         cut = self.playout.interrupt(now)
-        uid = cut.item_id if cut.item_id in self.timeline.utterances else (queued[0] if queued else None)
+        told: list[SessionEvent] = []
+        uid = cut.item_id if cut.item_id in self.timeline.utterances else None
+        if uid is not None and self._heard_out(self.timeline.utterances[uid], cut.heard_samples):
+            # in its closing silence, every word heard: only silence is revoked, and the reply was heard to its end
+            told.append(self._told(self.timeline.utterances[uid], self.timeline.utterances[uid].received, now))
+            uid = None
         if uid is None:
-            return NO_EFFECTS
+            uid = next((q for q in queued if q != cut.item_id), None)
+        if uid is None:
+            return Effects(tuple(told)) if told else NO_EFFECTS
         utt = self.timeline.utterances[uid]
         if uid != cut.item_id:  # cut in the track's silence before the utterance began to play: none of it heard
             cut = dataclasses.replace(cut, item_id=uid, heard_samples=0, received_samples=utt.received, playing=False)
@@ -527,7 +541,7 @@ class LiveMachine:
         barge = BargeIn(trigger.value, now, utt.uid, cut.heard_ms, received_ms, round(cut.heard_ms), (), False,
                         cut.end - now, cut.revoked_samples * 1000 / cut.rate, cut.flushed_samples * 1000 / cut.rate,
                         cut=cut, live=True)
-        events: list[SessionEvent] = [barge, HeardTranscript(utt.uid, now, heard.text, heard.full_text, heard.heard_ms,
+        events: list[SessionEvent] = [*told, barge, HeardTranscript(utt.uid, now, heard.text, heard.full_text, heard.heard_ms,
                                                              received_ms, "live_timeline")]
         note = delivered_note(heard)
         self._last_note = note
@@ -549,6 +563,8 @@ class LiveMachine:
         if not self._audible(now):
             return NO_EFFECTS  # the user's turns are the server's to report (its input transcript)
         cut = self._cut(now, Trigger.LOCAL_VAD)
+        if cut.barge_in is None:
+            return cut  # only the closing silence of a reply heard to its end was left: no cut, as when none is audible
         return Effects((SpeechStarted(onset, None, None), *cut.events), cut.barge_in)
 
     # ------------------------------------------------------------------ microphone
