@@ -80,9 +80,10 @@ class Outbox:
                         and faults.close_after_events is None and hasattr(connection, "paused"))
         self.sent = 0
         self.writes = 0  # socket writes made by put_all (a batch of events each)
+        self._ended = False  # the writer stopped: nothing more will be written
 
     def put_all(self, events: list[dict[str, Any]]) -> None:
-        if not events:
+        if not events or self._ended:  # frames read before the close still come in: their answers go nowhere
             return
         if not self._queue and self._direct and self._write_now(events):
             return
@@ -157,6 +158,9 @@ class Outbox:
         except ConnectionClosed:
             return
         finally:  # nothing more will be written: whoever waits for room or a flush goes on, to the session's end
+            self._ended = True
+            self._queue.clear()
+            self.unsent = 0
             self._empty.set()
 
 
