@@ -1,4 +1,8 @@
-"""A session ends, and the server closes, in bounded time whether or not the client reads."""
+"""Every close the local server makes ends in bounded time, whether or not the client reads.
+
+websockets' ``close()`` waits for the transport to drain before its own close deadline applies: a client that stopped
+reading with megabytes written to it (a few ``conversation.item.retrieve`` of a large item) held the server's shutdown
+until its TCP connection dropped."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import json
 import random
 import socket
 
+import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
@@ -47,6 +52,29 @@ def _counting(retrieves: int) -> tuple[asyncio.Event, dict[str, object]]:
                 answered.set()
 
     return answered, {"on_wire": on_wire}
+
+
+async def test_shutdown_aborts_a_client_that_does_not_read_and_closes_the_others() -> None:
+    before = asyncio.all_tasks()
+    answered, wire = _counting(3)  # 12 MB of answers: far past what the socket buffers hold
+    server = await serve(config(close_timeout_s=0.5, **wire))
+    reader = await websockets.connect(f"{server.url}/realtime?model=gpt-realtime", additional_headers=AUTH)
+    assert json.loads(await reader.recv())["type"] == "session.created"
+    stalled = await _stalled(server, answered)
+    try:
+        async with asyncio.timeout(_BOUND_S):
+            await server.close()
+    finally:
+        stalled.transport.abort()
+    with pytest.raises(websockets.ConnectionClosedOK):
+        async with asyncio.timeout(_BOUND_S):
+            while True:
+                await reader.recv()
+    assert reader.close_code == 1001
+    await stalled.wait_closed()
+    assert stalled.close_code != 1001  # aborted: it never read the close frame
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() - before == set()
 
 
 async def test_a_client_gone_while_its_answers_wait_does_not_hold_its_session_or_the_shutdown() -> None:

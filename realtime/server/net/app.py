@@ -124,6 +124,7 @@ class Server:
             process_response=_json_refusal,
             create_connection=factory,
             max_size=4 * self.config.max_frame_bytes,
+            close_timeout=self.config.close_timeout_s,  # every close within it: RoutingConnection.close
             server_header="voxline-local-server",
             reuse_port=self.config.reuse_port or None,
             logger=_WebSocketLog(logging.getLogger("websockets.server"), {}),

@@ -69,6 +69,8 @@ class ServerConfig:
     ``expires_at`` to ``session.created`` / ``session.updated`` (the service sends
     them; the SDK's session model does not declare them). A host that is not
     loopback requires ``api_key``. ``live`` holds the knobs of Live sessions (``/v1/live/sessions``).
+    ``close_timeout_s`` bounds every close the server makes (its shutdown, a session's end): a client
+    that has not taken the close frame and answered it by then has its connection aborted.
     """
 
     host: str = "127.0.0.1"
@@ -84,6 +86,7 @@ class ServerConfig:
     response_latency_s: float = 0.0
     max_session_s: float = 3600.0
     max_frame_bytes: int = MAX_CLIENT_EVENT_BYTES
+    close_timeout_s: float = 10.0
     session_identity: bool = True
     reject_in_band: bool = False
     seed: int | None = None
@@ -129,6 +132,7 @@ class ServerConfig:
         real(self.response_latency_s, "response_latency_s", low=0)
         real(self.max_session_s, "max_session_s (the session length limit, in seconds)", low=0, above=True)
         whole(self.max_frame_bytes, "max_frame_bytes", low=1)
+        real(self.close_timeout_s, "close_timeout_s", low=0, above=True)
         for name in ("session_identity", "reject_in_band", "reuse_port"):
             flag(getattr(self, name), name)
         if self.seed is not None:

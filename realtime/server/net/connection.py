@@ -9,6 +9,11 @@ method is read whole by :func:`voxline.realtime.server.engine.http_message.parse
 ``100 Continue`` before its body if it expects that) and answered by the server's HTTP handler
 during the opening-handshake step, after which the connection closes without ever becoming a
 WebSocket. A head with bare-LF line endings, which would never end, is answered 400 at once.
+
+Every close the server makes (its shutdown's 1001, a session's expiry, an error before a session,
+a Live session's end, a sideband's) ends within the connection's ``close_timeout``: websockets'
+own deadline covers only the wait for the peer's answer once the close frame is written, not the
+wait to write it, so a client that stops reading would hold the close until TCP gave up.
 """
 
 from __future__ import annotations
@@ -123,6 +128,19 @@ class RoutingConnection(ServerConnection):
         self.transport.close()
         if not self._http_ready.done():
             self._http_ready.set_result(None)
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        """websockets' closing handshake, the connection aborted if it has not ended within ``close_timeout``.
+
+        websockets sets its close deadline, then waits for the transport to drain before it looks at the
+        deadline: while a client leaves what was written unread (the transport paused), that wait has no end.
+        """
+        try:
+            async with asyncio.timeout(self.close_timeout):
+                await super().close(code, reason)
+        except TimeoutError:
+            self.transport.abort()
+            await asyncio.shield(self.connection_lost_waiter)
 
     async def handshake(self, *args: Any, **kwargs: Any) -> None:
         """Route: websockets' handshake for ``GET``, the HTTP handler for anything else."""

@@ -33,10 +33,6 @@ UNSENT_LIMIT = 4 * UNREAD_BYTES
 """Events a sideband may leave waiting unwritten before it is closed: a client that never reads would otherwise have
 the call's events (on Live, about 460 MB of audio an hour) held for it until the call ends."""
 
-CLOSE_TIMEOUT_S = 10.0
-"""How long a sideband cut off for not reading has to take the close frame before its connection is aborted."""
-
-
 def call_not_found(call_id: str) -> ErrorSpec:
     """No running call has this id (it never existed, or it ended)."""
     return ErrorSpec(f"Call '{call_id}' not found.", "call_not_found", "call_id")
@@ -129,15 +125,11 @@ class Sideband:
                     await self._empty.wait()
 
     async def _close_now(self, spec: ErrorSpec) -> None:
-        """A close frame behind what the socket already holds; a client that does not take it within
-        :data:`CLOSE_TIMEOUT_S` has its connection aborted (websockets' close waits for the socket to drain)."""
-        try:
-            async with asyncio.timeout(CLOSE_TIMEOUT_S):
-                await self._connection.close(4009, close_reason(spec))
-        except TimeoutError:
-            self._connection.transport.abort()
-        except ConnectionClosed:
-            pass
+        """A close frame behind what the socket already holds; a client that does not take it within the server's
+        ``close_timeout_s`` has its connection aborted (:meth:`RoutingConnection.close
+        <voxline.realtime.server.net.connection.RoutingConnection.close>`)."""
+        with contextlib.suppress(ConnectionClosed):
+            await self._connection.close(4009, close_reason(spec))
 
     async def _write(self) -> None:
         try:
