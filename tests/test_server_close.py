@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import random
 import socket
 
@@ -16,6 +17,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from voxline.base.clock import VirtualClock
 from voxline.realtime.server import serve
 from voxline.realtime.server.net.app import Server
 from tests.support.local_server import AUTH, config
@@ -90,3 +92,23 @@ async def test_a_client_gone_while_its_answers_wait_does_not_hold_its_session_or
         await server.close()
     await asyncio.sleep(0)
     assert asyncio.all_tasks() - before == set()
+
+
+async def test_a_session_expiring_on_a_client_that_does_not_read_is_closed_within_the_close_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The expiry waited for its ``session_expired`` to be written before closing: for ever, for this client."""
+    clock = VirtualClock()
+    answered, wire = _counting(3)
+    caplog.set_level(logging.INFO, logger="voxline.server")
+    server = await serve(config(close_timeout_s=0.5, clock=clock, max_session_s=60.0, **wire))
+    stalled = await _stalled(server, answered)
+    try:
+        clock.advance(60.0)
+        async with asyncio.timeout(_BOUND_S):
+            while not any("closed (WebSocket" in r.getMessage() for r in caplog.records):
+                await asyncio.sleep(0.05)
+    finally:
+        stalled.transport.abort()
+        async with asyncio.timeout(_BOUND_S):
+            await server.close()

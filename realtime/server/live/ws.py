@@ -108,9 +108,7 @@ def _reason(connection: ServerConnection) -> CloseReason:
 async def _close_when(closing: asyncio.Event, connection: ServerConnection, outbox: Outbox) -> None:
     """Once the session has closed: send what is queued (``session.closed`` last), then close with 1000."""
     await closing.wait()
-    with contextlib.suppress(ConnectionClosed, TimeoutError):
-        async with asyncio.timeout(5):
-            await outbox.flush()
+    await outbox.flush()  # within the server's close_timeout_s
     with contextlib.suppress(ConnectionClosed):
         await connection.close(1000, "session closed")
 

@@ -21,6 +21,7 @@ tried again while it is the one due); a voice that raises makes its reply silent
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -122,8 +123,11 @@ class Outbox:
         return True
 
     async def flush(self) -> None:
-        """Return once every event handed over was written."""
-        await self._empty.wait()
+        """Return once every event handed over was written, or after the server's ``close_timeout_s``: a flush comes
+        before a close, and a client that does not read would never take them."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._config.close_timeout_s):
+                await self._empty.wait()
 
     async def room(self) -> None:
         """Return once nothing waits to be written and the socket takes more (at once, mostly)."""
