@@ -153,6 +153,51 @@ async def test_an_engine_failure_on_a_replys_speech_is_said_once_and_speech_goes
     task.cancel()
 
 
+class _SameReplyTwice:
+    """What a speech supplier serves: one reply's text, asked for by a response, then by a later one. The engine
+    raises on the first speech handed in."""
+
+    def __init__(self) -> None:
+        self.needed = ["Sorry, I did not catch that."]
+        self.given: list[str] = []
+        self.fail = True
+
+    def speech_needed(self) -> list[str]:
+        return list(self.needed)
+
+    def provide_speech(self, text: str, samples: Any, now: float = 0.0) -> None:
+        if self.fail:
+            self.fail = False
+            raise RuntimeError("boom")
+        self.given.append(text)
+        self.needed.remove(text)
+
+
+async def test_a_reply_whose_speech_failed_is_voiced_again_when_a_later_response_asks_for_it() -> None:
+    """The text the engine raised on was refused for the rest of the session: a later response asking for the same
+    words (a canned apology, say) waited for good, with nothing said."""
+    demand = _SameReplyTwice()
+    voiced = asyncio.Event()
+    said: list[str] = []
+    supplier = SpeechSupplier(demand, fake_voice, VirtualClock(), voiced.set, lambda: said.append("server_error"))
+    task = asyncio.create_task(supplier.run())
+    try:
+        supplier.check()
+        async with asyncio.timeout(10):
+            await voiced.wait()
+        assert said == ["server_error"] and demand.given == []
+        voiced.clear()
+        demand.needed = []  # that response ended (cancelled)
+        supplier.check()
+        demand.needed = ["Sorry, I did not catch that."]  # and a later one asks for the same words
+        supplier.check()
+        async with asyncio.timeout(10):
+            await voiced.wait()
+        assert demand.given == ["Sorry, I did not catch that."] and said == ["server_error"]
+    finally:
+        task.cancel()
+
+
 # The in-process transport of replays answers as a served session does.
 
 

@@ -41,11 +41,15 @@ class SpeechSupplier:
         self._on_voiced = on_voiced
         self._on_failed = on_failed
         self._wanted = asyncio.Event()
-        self._refused: set[str] = set()  # texts the engine raised on: not voiced again
+        self._refused: set[str] = set()  # texts the engine raised on: not voiced again while still asked for
 
     def check(self) -> None:
-        """Wake :meth:`run` if the engine waits for speech."""
-        if self._engine.speech_needed():
+        """Wake :meth:`run` if the engine waits for speech. A text the engine raised on is not asked for again while
+        its response waits; once no response asks for it (that one ended), a later one that does is voiced afresh."""
+        needed = self._engine.speech_needed()
+        if self._refused:
+            self._refused.intersection_update(needed)
+        if needed:
             self._wanted.set()
 
     async def run(self) -> None:
