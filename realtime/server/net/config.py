@@ -70,7 +70,8 @@ class ServerConfig:
     them; the SDK's session model does not declare them). A host that is not
     loopback requires ``api_key``. ``live`` holds the knobs of Live sessions (``/v1/live/sessions``).
     ``close_timeout_s`` bounds every close the server makes (its shutdown, a session's end): a client
-    that has not taken the close frame and answered it by then has its connection aborted.
+    that has not taken the close frame and answered it by then has its connection aborted. A close that
+    first flushes the session's last events (an expiry's ``session_expired``) gives that flush as long.
     """
 
     host: str = "127.0.0.1"
