@@ -40,8 +40,8 @@ import uuid
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from voxline.audio.device_list import (Latency, close_ended, load_sounddevice, open_error, open_stream, pick_rate,
-                                       resolve_device, started_again, stream_options)
+from voxline.audio.device_list import (Latency, load_sounddevice, open_error, open_stream, pick_rate, resolve_device,
+                                       stream_options)
 from voxline.audio.device_stream import ReopenableStream
 from voxline.audio.device_resample import PlayoutReader
 from voxline.audio.device_timing import DacTimeline, dac_time
@@ -100,7 +100,6 @@ class SpeakerSink(ReopenableStream):
         self.callbacks = 0
         self.warmup_blocks = 0
         self.restarts = 0
-        self._displaced = False  # moved off its device by the sound server (see displaced())
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -194,14 +193,15 @@ class SpeakerSink(ReopenableStream):
             stream.abort()
             self._restart_state()
             self.restarts += 1
-            if self._displaced:
-                self._replace(stream)
-                return True
-            try:
-                stream.start()
-            except self._sd.PortAudioError as exc:  # the device failed between the two: the stream stays ended
-                _log.warning("the speaker stream did not start again after a barge-in: %s", exc)
-            self._reclaimed(stream)  # a close that gave it up meanwhile (the start took seconds): closed now
+            replace = self._displaced
+            if not replace:
+                try:
+                    stream.start()
+                except self._sd.PortAudioError as exc:  # the device failed between the two: the stream stays ended
+                    _log.warning("the speaker stream did not start again after a barge-in: %s", exc)
+                self._reclaimed(stream)  # a close that gave it up meanwhile (the start took seconds): closed now
+        if replace:  # aborted, it is an ended stream: a fresh one in its place, opened outside the lock as any reopen
+            self.reopen()  # none opening leaves it ended, for the stream keeper's next poll
         return True
 
     def displaced(self) -> None:
@@ -209,17 +209,6 @@ class SpeakerSink(ReopenableStream):
         stream instead of starting this one again. Over PulseAudio's ALSA plugin such a stream aborts, but its start
         never returns, and nothing would play for the rest of the session. Called by a session's device watch."""
         self._displaced = True
-
-    def _replace(self, stream: Any) -> None:
-        """A fresh stream in place of ``stream`` (aborted, displaced: see :meth:`displaced`), on the device if it is
-        back, else on the server's default device (:attr:`on_fallback`); with the lock held. If none starts, the
-        aborted stream is left ended, and the stream keeper opens one again at its next poll."""
-        fresh = started_again(self._open, self.device, self._fresh_state, self._what)
-        if fresh is None:
-            return
-        self._stream, self.on_fallback = fresh
-        self._displaced = False
-        close_ended(stream)
 
     def _fresh_state(self) -> None:
         self._restart_state()

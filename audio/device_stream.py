@@ -68,6 +68,7 @@ class ReopenableStream:
         self.reopens = 0  # streams started again after theirs ended on its own
         self.on_fallback = False  # the last reopen found the device gone: on the server's default device
         self._stuck: Any = None  # a stream left to a driver call that never returned (see _left_stuck)
+        self._displaced = False  # the sound server moved the stream off its device, which went: a fresh one replaces it
 
     def _open(self, fallback: bool = False) -> Any:
         raise NotImplementedError
@@ -177,6 +178,7 @@ class ReopenableStream:
                 retired, running = fresh[0], False
             else:
                 self._stream, self.on_fallback = fresh
+                self._displaced = False  # opened where it is: no server moved it
                 retired, self._retired = self._retired, old
                 self.reopens += 1
                 running = True
