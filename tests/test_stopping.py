@@ -349,3 +349,8 @@ def test_sigterm_ends_a_ray_farm_its_tasks_and_its_local_ray(tmp_path: Path) -> 
     finally:
         shutil.rmtree(ray_dir, ignore_errors=True)
     _check_interrupted_results(tmp_path, signal.SIGTERM)
+    rows = {r["name"]: r for r in whole_lines(tmp_path / "out" / "results.jsonl")}
+    for name in ("b_long", "c_long"):  # each task was stopped as a worker is, not killed: it ended its replay
+        assert str(rows[name]["error"]).startswith("interrupted after "), rows[name]
+        read_wav(tmp_path / "out" / name / "heard.wav")
+        whole_lines(tmp_path / "out" / name / "events.jsonl")

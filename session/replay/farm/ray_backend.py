@@ -19,15 +19,17 @@ import os
 import re
 import signal
 import socket
+import time
 from collections.abc import Callable
 from types import ModuleType
 
+from voxline.base.errors import clip
 from voxline.realtime.errors import ConfigurationError
 
 from .manifest import FarmRecording
 from .plan import deal
 from .results import Outcome
-from .runner import FarmOptions, OutcomeHook, complete, run_part
+from .runner import FarmOptions, OutcomeHook, complete, interrupted_outcome, run_part
 
 __all__ = ["check_ray", "import_ray", "run_ray"]
 
@@ -52,13 +54,16 @@ def check_ray(address: str | None) -> None:
 
 
 def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, address: str | None,
-            stopped: Callable[[], bool] = lambda: False, on_outcome: OutcomeHook | None = None) -> list[Outcome]:
+            stopped: Callable[[], bool] = lambda: False, on_outcome: OutcomeHook | None = None,
+            grace_s: float = 20.0) -> list[Outcome]:
     """``recordings`` dealt over ``tasks`` Ray tasks (one CPU each); outcomes in the recordings' order.
 
     Each task's verdicts reach ``on_outcome`` as that task ends. Once ``stopped()`` says so (the
-    command got a stop signal), the tasks still running are cancelled with their worker
-    processes (so none writes into ``--out-dir`` after the command) and their recordings are
-    ``error`` outcomes, interrupted."""
+    command got a stop signal), each task still running is stopped as a ``--processes`` worker is
+    by SIGTERM: it ends its replays where they are, closes their files and reports them
+    (``error``, interrupted). A task still running ``grace_s`` later is cancelled with its worker
+    process (so none writes into ``--out-dir`` after the command), and its recordings are
+    ``error`` outcomes too."""
     ray = import_ray()
     owned = not ray.is_initialized()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
@@ -69,22 +74,40 @@ def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, a
     got: list[Outcome] = []
     try:
         part_task = ray.remote(num_cpus=1, max_retries=0)(run_part)
-        pending = [part_task.remote([r.model_dump(mode="json") for r in part], options)
-                   for part in deal(recordings, tasks)]
-        while pending and not stopped():
-            ready, pending = ray.wait(pending, num_returns=1, timeout=0.2)
-            for ref in ready:
-                for row in ray.get(ref):
-                    got.append(Outcome.from_json(row))
-                    if on_outcome is not None:
-                        on_outcome(got[-1])
+        parts = {part_task.remote([r.model_dump(mode="json") for r in part], options, stoppable=True): part
+                 for part in deal(recordings, tasks)}
+        pending = list(parts)
+
+        def collect(until: Callable[[], bool]) -> None:
+            nonlocal pending
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)  # those done by then
+                for ref in ready:
+                    try:
+                        rows = [Outcome.from_json(row) for row in ray.get(ref)]
+                    except ray.exceptions.RayError as exc:  # its worker died, or it was cancelled before it began
+                        why = ("interrupted before its task reported it (it may not have begun)" if stopped()
+                               else f"its Ray task failed: {clip(str(exc), 300, flat=True)}")
+                        rows = [interrupted_outcome(r, why, options.out_dir) for r in parts[ref]]
+                    for outcome in rows:
+                        got.append(outcome)
+                        if on_outcome is not None:
+                            on_outcome(outcome)
+                if until():
+                    return
+
+        collect(stopped)
+        for ref in pending:
+            ray.cancel(ref, force=False)  # SIGINT in the task, its stop: its replays end and it reports them
+        deadline = time.monotonic() + grace_s
+        collect(lambda: time.monotonic() > deadline)
         for ref in pending:
             ray.cancel(ref, force=True)  # ends the task's worker process
     finally:
         if owned:
             ray.shutdown()
-    return complete(recordings, got, "interrupted before its task reported it (it may not have started)",
-                    options.out_dir)
+    return complete(recordings, got, f"interrupted: its task did not report within {grace_s:g} s of the stop "
+                    "(what ran is in its folder)", options.out_dir)
 
 
 def _init(ray: ModuleType, address: str | None) -> None:

@@ -274,23 +274,28 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
 
     ``on_outcome`` is shown each verdict as it comes, ``on_start`` the name of each recording as its
     replay begins; with ``stoppable``, SIGTERM, SIGINT and SIGHUP stop the part as they stop a farm
-    (the body of a worker process)."""
+    (the body of a worker process or a Ray task, which Ray stops with SIGINT), and their handlers are put
+    back as they were when it ends."""
     register_environment_secrets()  # a worker process's own redaction: the command registered them in its own
     parsed = [FarmRecording.model_validate(r) for r in recordings]
     factory = (lambda: LockstepLoop(VirtualClock())) if options.fast else None
 
     async def main() -> list[Outcome]:
         stop = asyncio.Event()
-        if stoppable:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                loop.add_signal_handler(sig, stop.set)
+        for sig in stops:
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         hook = None if on_outcome is None else (lambda o: on_outcome(o.to_json()))
         starts = None if on_start is None else (lambda r: on_start(r.name))
         return await run_farm(parsed, options, stop, hook, starts)
 
-    with bounded_runner(factory) as runner:  # a tool that ignores its cancel does not keep the worker
-        outcomes = runner.run(main())
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if stoppable else ()
+    handlers = {sig: signal.getsignal(sig) for sig in stops}
+    try:
+        with bounded_runner(factory) as runner:  # a tool that ignores its cancel does not keep the worker
+            outcomes = runner.run(main())
+    finally:  # the loop's close leaves them at their defaults: a Ray worker that runs more tasks keeps its own
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     return [o.to_json() for o in outcomes]
 
 
