@@ -26,7 +26,7 @@ from voxline.base.clock import Clock
 from voxline.base.errors import OutputError, clip, redacted
 from voxline.base.files import utf8
 
-__all__ = ["FLUSH_EVERY_S", "EventLog", "flushing", "redacted", "strip_audio"]
+__all__ = ["FLUSH_EVERY_S", "EventLog", "cut_to_whole_lines", "flushing", "redacted", "strip_audio"]
 
 _AUDIO_FIELDS = {
     # Realtime
@@ -67,7 +67,9 @@ class EventLog:
     than that is stamped with the last time written (its own ``at`` stays in its payload).
     Lines are handed to the system whole as they leave that horizon (at the next event, or at a
     :meth:`flush_due`, which :func:`flushing` calls a few times a second), so a process killed
-    outright leaves whole lines, lacking at most the last ``horizon_s`` of events and a little.
+    outright leaves whole lines, lacking at most the last ``horizon_s`` of events and a little,
+    unless the kill lands inside one of those writes: the kernel may then have put part of it
+    on disk, and :func:`cut_to_whole_lines` mends the file once the writer is gone.
 
     A log that cannot be written (a full disk) never fails the caller that hands it an event (a
     wire observer, a session hook): it stops writing, and :meth:`close` raises the
@@ -180,6 +182,27 @@ class EventLog:
             raise self.error
 
 
+
+
+def cut_to_whole_lines(path: Path) -> None:
+    """Cut the log a writer killed outright left at ``path`` back to its last whole line.
+
+    Its lines go to the system whole, but a write the kernel was part way through when the process was killed
+    (one that spans pages) can leave the start of a line without its end. Call it only once the writer is gone.
+    A file that is missing, or cannot be read or cut, is left as it is."""
+    with contextlib.suppress(OSError), open(path, "r+b") as file:
+        end = file.seek(0, os.SEEK_END)
+        keep, block = end, 1 << 16
+        while keep > 0:  # back from the end, a block at a time, to the last line end
+            start = max(0, keep - block)
+            file.seek(start)
+            found = file.read(keep - start).rfind(b"\n")
+            if found >= 0:
+                keep = start + found + 1
+                break
+            keep = start
+        if keep < end:
+            file.truncate(keep)
 
 
 FLUSH_EVERY_S = 0.25

@@ -11,7 +11,7 @@ import pytest
 
 from voxline.base.clock import VirtualClock
 from voxline.base.errors import OutputError
-from voxline.session.eventlog import FLUSH_EVERY_S, EventLog, flushing
+from voxline.session.eventlog import FLUSH_EVERY_S, EventLog, cut_to_whole_lines, flushing
 from voxline.session.lockstep import run_lockstep
 
 
@@ -166,3 +166,20 @@ except OutputError as exc:
     text = (tmp_path / "events.jsonl").read_text(encoding="utf-8")
     assert text.endswith("\n") and 0 < len(text) <= 5000
     assert all(json.loads(line)["event"]["type"] == "response.output_text.delta" for line in text.splitlines())
+
+
+def test_a_log_its_killed_writer_left_mid_line_is_cut_back_to_its_last_whole_line(tmp_path: Path) -> None:
+    whole = "".join(json.dumps({"t_ms": n, "dir": "in", "event": {"type": "x" * 300}}) + "\n" for n in range(400))
+    cases = {
+        "mid_line": (whole + '{"t_ms": 400, "dir": "in", "ev', whole),
+        "long_half_line": (whole + '{"t_ms": 400, "event": "' + "y" * 200_000, whole),  # past one block of the search
+        "no_line_end": ('{"t_ms": 0, "di', ""),
+        "whole": (whole, whole),
+        "empty": ("", ""),
+    }
+    for name, (text, kept) in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        cut_to_whole_lines(tmp_path / name)
+        assert (tmp_path / name).read_text(encoding="utf-8") == kept, name
+    cut_to_whole_lines(tmp_path / "missing")  # nothing there: nothing made
+    assert not (tmp_path / "missing").exists()

@@ -335,6 +335,8 @@ registry = ToolRegistry()
 
 @registry.tool
 def get_weather(city: str = "", unit: str = "") -> str:
+    with open(os.path.join("out", "r0", "events.jsonl"), "ab") as log:  # as a kill part way through a write leaves it
+        log.write(b'{"t_ms": 1.5, "dir": "in", "event": {"type": "respo')
     os._exit(3)  # the worker process dies, as it would killed for its memory
 
 
@@ -363,6 +365,8 @@ def test_a_worker_process_that_dies_costs_only_the_recording_it_ran(tmp_path: Pa
     rows = {r["name"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
     assert rows["r0"]["status"] == "error"
     assert rows["r0"]["error"] == "its worker process exited with status 3 while it ran (what ran is in its folder)"
+    log = (tmp_path / "out" / "r0" / "events.jsonl").read_text(encoding="utf-8")
+    assert log.endswith("\n") and all(json.loads(line) for line in log.splitlines())  # cut back to whole lines
     assert all(rows[f"r{n}"]["status"] == "pass" for n in (1, 2, 3))  # r2, dealt to the same worker, ran on a new one
 
 

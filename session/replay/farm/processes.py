@@ -14,6 +14,10 @@ them as they come. A worker stops as the command does:
 * a worker that dies (killed, out of memory) leaves the recordings it was running as ``error``,
   naming how it ended; those it had not started go to a new worker.
 
+A worker killed (by the system, or here after ``grace_s``) may have been part way through a write
+of an event log: once it is gone, the logs of the recordings it was running are cut back to their
+last whole line.
+
 So no worker writes into ``--out-dir`` after the command has exited.
 """
 
@@ -31,6 +35,8 @@ from collections.abc import Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from ...eventlog import cut_to_whole_lines
+from .layout import folder_of
 from .manifest import FarmRecording
 from .plan import deal
 from .results import Outcome
@@ -166,6 +172,7 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         running = [r for r in shares[n] if r.name in started[n] and r.name not in reported]
         waiting = [r for r in shares[n] if r.name not in started[n] and r.name not in reported]
         for r in running:
+            cut_to_whole_lines(options.out_dir / folder_of(r) / "events.jsonl")  # it may have died mid-write
             report(interrupted_outcome(r, f"its worker process {how} while it ran (what ran is in its folder)",
                                        options.out_dir))
         if waiting and running:
@@ -213,6 +220,10 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
             if worker.is_alive():
                 worker.kill()
                 worker.join()
+        for share, names in zip(shares, started):  # those a worker killed here was running: it may have been mid-write
+            for r in share:
+                if r.name in names and r.name not in reported:
+                    cut_to_whole_lines(options.out_dir / folder_of(r) / "events.jsonl")
     why = ("interrupted before its worker reported it (it may not have started)" if stop is not None and stop.is_set()
            else "its worker process ended without a verdict")
     return complete(recordings, got, why, options.out_dir)
