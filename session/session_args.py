@@ -2,7 +2,9 @@
 
 A wrong argument is one ``TypeError`` naming it and what it takes, raised by the constructor:
 not an ``AttributeError`` from deep inside once the session is connecting (which also left
-the connection open).
+the connection open). An input the session cannot take (blocks at another rate, media for a
+session attached to a call, a recording another session reads) is one ``ConfigurationError``
+saying what to do instead (:func:`check_input`).
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from typing import Any
 
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.playout import PlayoutBuffer
+from voxline.audio.recording import Recording
 from voxline.base.arguments import CLOCK_METHODS, has_methods
+from voxline.base.audio_format import SAMPLE_RATE
+from voxline.realtime.errors import ConfigurationError
 
 from .local_barge import BargePolicy
 from .mirror import ConversationMirror
 from .settings import SessionSettings
 from .tools import ToolRegistry
 
-__all__ = ["check_session_arguments"]
+__all__ = ["check_input", "check_session_arguments"]
 
 
 def check_session_arguments(**given: Any) -> None:
@@ -56,6 +61,22 @@ def check_session_arguments(**given: Any) -> None:
                 odd = next(d for d in value if not all(hasattr(d, n) for n in ("kind", "device", "tag")))
                 kind = f"a {kind} holding {type(odd).__name__}"  # the list is right, one of its items is not
             raise TypeError(f"VoiceSession: {name} takes {what}, not {kind}")
+
+
+def check_input(input: object, call_id: str | None) -> None:
+    """Raise for an ``input`` (None: no input) a session with ``call_id`` cannot take."""
+    if input is not None and not hasattr(input, "__aiter__"):
+        raise TypeError(f"input takes an async iterable of int16 blocks or (adc_time, block) pairs (such as "
+                        f"MicSource().blocks() or a Recording), not {type(input).__name__}")
+    rate = getattr(input, "capture_rate", SAMPLE_RATE)  # a microphone's blocks, watched or not
+    if isinstance(rate, int) and rate != SAMPLE_RATE:
+        raise ConfigurationError(f"the input captures at {rate} Hz; a session takes {SAMPLE_RATE} Hz blocks: "
+                                 f"open the microphone with MicSource(rate={SAMPLE_RATE}) (the default)")
+    if call_id is not None and input is not None:
+        raise ConfigurationError("a session attached to a call (call_id) has no media of its own: drop input")
+    if isinstance(input, Recording) and input.claimed:  # a second session read nothing, and said nothing
+        raise ConfigurationError("this Recording is already another session's input (a recording is read once): "
+                                 "give each session a Recording of its own")
 
 
 def _devices(value: Any) -> bool:

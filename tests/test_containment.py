@@ -228,9 +228,9 @@ async def test_a_speaker_whose_restart_never_returns_is_reported_and_the_session
     the loop's default executor, which both join). The restart runs on a daemon thread, awaited a bounded time."""
     import threading
 
-    from voxline.session import voice
+    from voxline.session import output_cut
 
-    monkeypatch.setattr(voice, "DISCARD_TIMEOUT_S", 0.2, raising=False)
+    monkeypatch.setattr(output_cut, "DISCARD_TIMEOUT_S", 0.2)
     clock = VirtualClock()
     client, server = memory_pair()
     release = threading.Event()

@@ -20,7 +20,8 @@ from tests.support.ci import require_tool
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "audio" / "barge_in.wav"
 MACHINE = ROOT / "session" / "machine" / "machine.py"
-DRIVERS = {ROOT / "session" / name for name in ("voice.py", "link.py", "input_feed.py")}  # VoiceSession and its parts
+DRIVERS = {ROOT / "session" / name  # VoiceSession and its parts
+           for name in ("voice.py", "link.py", "input_feed.py", "session_loops.py")}
 SEAM = ROOT / "session" / "machines.py"  # the driver's choice of machine (Realtime or GPT-Live)
 STEPS = ("receive", "tick", "interrupt", "local_speech", "captured", "connection_lost", "restore")
 

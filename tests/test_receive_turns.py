@@ -23,7 +23,7 @@ from voxline.base.clock import RealClock
 from voxline.realtime import events as ev
 from voxline.realtime.connection import RealtimeConnection
 from voxline.realtime.transports.base import MemoryTransport, memory_pair
-from voxline.session import SessionSettings, VoiceSession, voice
+from voxline.session import SessionSettings, VoiceSession, session_loops
 from voxline.audio.clocked_output import ClockedOutput
 
 from tests.support.loop_passes import Passes
@@ -202,7 +202,7 @@ async def _a_reply_begun_behind_a_crowd(short_s: float) -> tuple[int, int]:
 
     servers: list[MemoryTransport] = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(voice, "SHORT_OF_AUDIO_S", short_s)
+        patch.setattr(session_loops, "SHORT_OF_AUDIO_S", short_s)
         await _crowd(lambda n: begun[:4] if n == 0 else reply_frames(n, CROWD_DELTAS, DELTA_SAMPLES), observe, servers,
                      lambda: len(handled_at) >= CROWD)
     passes.stop()
@@ -213,7 +213,7 @@ async def _a_reply_begun_behind_a_crowd(short_s: float) -> tuple[int, int]:
 def test_a_reply_just_begun_goes_ahead_of_other_sessions_backlogs() -> None:
     """Its listener has at most 100 ms left to play: the rest must come before that runs out, while the other
     sessions' listeners have seconds of theirs queued and can wait."""
-    begun, _ = asyncio.run(_a_reply_begun_behind_a_crowd(voice.SHORT_OF_AUDIO_S))
+    begun, _ = asyncio.run(_a_reply_begun_behind_a_crowd(session_loops.SHORT_OF_AUDIO_S))
     waited, others = asyncio.run(_a_reply_begun_behind_a_crowd(0.0))  # the lever undone: every reply takes turns
     assert begun <= 3, begun
     assert waited > 2 * 3 and waited <= others, (waited, others)
