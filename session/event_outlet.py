@@ -1,9 +1,9 @@
 """What one session hands its application: its events in order, and the first fatal error among them.
 
 The events wait in an :class:`~.event_queue.EventQueue` (one reader at a time, an end that loses
-none). An event the driver publishes (:meth:`EventOutlet.publish`) that is a fatal
-:class:`~.events.SessionError` is kept as :attr:`EventOutlet.failed`: the session can do no more,
-and its commands say so from then on. :meth:`EventOutlet.pending` is the non-waiting read, only on
+none). The first fatal :class:`~.events.SessionError` put there, whether the driver's own (a loop
+that failed) or the machine's (a GPT-Live session whose start was refused), is kept as
+:attr:`EventOutlet.failed`: the session can do no more, and its commands say so from then on. :meth:`EventOutlet.pending` is the non-waiting read, only on
 the session's event loop while that runs.
 """
 
@@ -16,7 +16,7 @@ from voxline.realtime.errors import ConfigurationError
 
 from .app_events import AppEvent
 from .event_queue import EventQueue
-from .events import SessionError, SessionEvent
+from .events import SessionError
 
 __all__ = ["EventOutlet"]
 
@@ -28,17 +28,14 @@ class EventOutlet:
         self._queue: EventQueue[AppEvent] = EventQueue()
         self.failed: SessionError | None = None  # the first fatal error: the session can do no more
 
-    def publish(self, event: SessionEvent) -> None:
-        """An event of the driver's own (a loop that failed, a reconnect that did), fatal or not."""
+    def put(self, event: AppEvent) -> None:
         if isinstance(event, SessionError) and event.fatal and self.failed is None:
             self.failed = event
         self._queue.put(event)
 
-    def put(self, event: AppEvent) -> None:
-        self._queue.put(event)
-
     def put_all(self, events: Iterable[AppEvent]) -> None:
-        self._queue.put_all(events)
+        for event in events:
+            self.put(event)
 
     def end(self) -> None:
         """No reader waits from now on: the events still queued, then the end."""

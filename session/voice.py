@@ -134,13 +134,13 @@ class VoiceSession:
         budget = ReconnectBudget(s.reconnect_attempts, s.reconnect_window_s, stable_s=s.reconnect_stable_s,
                                  backoff=backoff or exponential_backoff())
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
-                          now=self.output.now, apply=self._apply, publish=self._events.publish, idle=lambda: self.idle,
+                          now=self.output.now, apply=self._apply, publish=self._events.put, idle=lambda: self.idle,
                           observer=on_wire if connector is not None else None)  # the own dial gives it on_wire
         self._loops = SessionLoops(self.machine, self._link, self.output, self.clock, self._events, apply=self._apply,
-                                   report=self._events.publish)
+                                   report=self._events.put)
         self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._loops.tool_event,
                                   clock=self.clock, offered=lambda: self.machine.offered_tools)
-        self._cut = OutputCut(self.output, self._events.publish)
+        self._cut = OutputCut(self.output, self._events.put)
         wake_flush = self._loops.flush_needed.set
         self._feed = InputFeed(self.machine, self._link, now=self.output.now, apply=self._apply, wake_flush=wake_flush)
         self._feed.finished = input is None

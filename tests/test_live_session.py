@@ -11,13 +11,15 @@ import asyncio
 import re
 
 import numpy as np
+import pytest
 
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.sinks import TimelineSink
 from voxline.base.clock import VirtualClock
+from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.live.connection import live_connection
 from voxline.session import SessionSettings, VoiceSession
-from voxline.session.events import AssistantAudioStarted, BargeIn, LiveDelivered, StateChanged
+from voxline.session.events import AssistantAudioStarted, BargeIn, LiveDelivered, SessionError, StateChanged
 from tests.support.live_peer import LivePeer
 from tests.support.session_events import collect
 
@@ -67,3 +69,25 @@ async def test_a_live_session_cuts_where_the_listener_is_and_says_so() -> None:
     heard_words = [w for i, w in enumerate(WORDS) if peer.reply_starts[0] + (i + 1) * 4000 / len(WORDS) <= truth_ms]
     said = next(e for e in seen if isinstance(e, LiveDelivered)).heard_text.split()
     assert said[:len(heard_words)] == heard_words and len(said) - len(heard_words) <= 1
+
+
+async def test_a_session_whose_start_was_refused_says_it_failed_to_every_command() -> None:
+    """Before, the fatal error reached the app but the session did not count itself failed: its Live
+    commands went on to a server with no session, each refused again in an error of its own."""
+    clock = VirtualClock()
+    peer = LivePeer(clock, refuse_start="the model gpt-4o is not a Live model")
+
+    async def connector():  # type: ignore[no-untyped-def]
+        return live_connection(peer.transport())
+
+    settings = SessionSettings(api="live", api_key="sk-test")
+    serving = asyncio.ensure_future(peer.serve())
+    async with VoiceSession(settings, output=ClockedOutput(clock, TimelineSink()), clock=clock,
+                            connector=connector) as session:
+        await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+        with pytest.raises(ConfigurationError, match=r"^the session failed \(the session could not start: the model "
+                                                     r"gpt-4o is not a Live model\)"):
+            session.live.append("the user's name is Ada")
+    peer.stop()
+    serving.cancel()
+    assert not [e for e in peer.sent if e["type"] == "session.instructions.append"]

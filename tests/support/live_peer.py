@@ -27,8 +27,9 @@ RATE = 24_000
 
 
 class LivePeer:
-    def __init__(self, clock: VirtualClock, session_id: str = "sess_live1") -> None:
+    def __init__(self, clock: VirtualClock, session_id: str = "sess_live1", refuse_start: str | None = None) -> None:
         self.clock = clock
+        self.refuse_start = refuse_start  # an error's message for session.start, instead of session.started
         self.client, self.server = memory_pair(max_queue=10_000)
         self.session_id = session_id
         self.sent: list[dict[str, Any]] = []
@@ -62,7 +63,11 @@ class LivePeer:
                 event = json.loads(text)
                 check_live_client_event(event)
                 self.sent.append(event)
-                if event["type"] == "session.start":
+                if event["type"] == "session.start" and self.refuse_start is not None:
+                    await self.emit(type="error", error={"type": "invalid_request_error", "code": "invalid_value",
+                                                         "message": self.refuse_start,
+                                                         "client_event_id": event.get("event_id")})
+                elif event["type"] == "session.start":
                     self.started_at = self.clock.now()
                     session = {"id": self.session_id, "model": event["session"]["model"], "status": "active",
                                "expires_at": 2_000_000_000}
