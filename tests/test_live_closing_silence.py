@@ -32,7 +32,7 @@ def test_a_stop_in_the_closing_silence_of_a_reply_heard_whole_is_no_cut(how: str
     assert heard.text == heard.full_text == " ".join(WORDS) and not heard.estimate
     assert EventLines().line(heard) == f"assistant, as heard (all of it, 2.70 s received): {' '.join(WORDS)}"
     assert not [e for e in sent(rig.protocol) if e["type"] == "session.instructions.append"]
-    assert rig.machine._last_note is None  # nothing for the next session to be told either
+    assert rig.machine.playback.last_note is None  # nothing for the next session to be told either
 
 
 def test_a_stop_in_a_pause_of_an_utterance_not_ended_is_still_a_cut() -> None:

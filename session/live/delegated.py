@@ -21,8 +21,10 @@ from __future__ import annotations
 from voxline.realtime import events as ev
 from voxline.base.errors import clip
 from voxline.base.ordered import keep_newest
+from voxline.realtime.errors import LocalProtocolError
 from voxline.realtime.frames import frame_bytes
 from voxline.realtime.live import events as lv
+from voxline.realtime.live.protocol import LiveProtocol
 
 from ..events import SessionError
 from ..tools.calls import CallTracker, ToolCall
@@ -179,3 +181,13 @@ class DelegatedCalls:
                 case _:
                     pass
         return out
+
+    def send(self, protocol: LiveProtocol) -> bool:
+        """The outputs and follow-ups owed (:meth:`commands`), sent on ``protocol``; whether any were owed."""
+        commands = self.commands()
+        for command in commands:
+            try:
+                protocol.send(command)
+            except LocalProtocolError:  # larger than the connection carries even as an error output: not sent
+                continue
+        return bool(commands)
