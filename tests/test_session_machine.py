@@ -28,10 +28,11 @@ FORBIDDEN = {"asyncio", "socket", "selectors", "time", "subprocess", "websockets
 
 
 def test_nothing_under_the_session_machine_does_io_or_reads_a_clock() -> None:
-    closure = reached(["voxline.session.machine"])
+    closure = reached(["voxline.session.machine", "voxline.session.live.machine"])
     assert {"voxline.session.machine.machine", "voxline.session.core", "voxline.session.mirror.mirror",
             "voxline.session.input_journal", "voxline.session.tools.calls", "voxline.session.metrics.tracker",
-            "voxline.realtime.protocol", "voxline.audio.playout"} <= set(closure)
+            "voxline.realtime.protocol", "voxline.audio.playout", "voxline.session.live.playback",
+            "voxline.session.live.carrier", "voxline.realtime.live.protocol"} <= set(closure)
     bad = {name: closure[name] for name in closure if name in FORBIDDEN or name.split(".")[0] in FORBIDDEN}
     assert bad == {}, f"imported by: {bad}"
 
