@@ -38,6 +38,7 @@ class FakeRay(types.ModuleType):
         self.cancels: list[tuple[int, bool]] = []
         self.stopped: set[int] = set()
         self.stoppable: list[bool] = []
+        self.interrupt_in_grace = False
 
     def is_initialized(self) -> bool:
         return True  # the caller's Ray: neither started nor shut down here
@@ -58,6 +59,8 @@ class FakeRay(types.ModuleType):
         return script in ("done", "dies") or (script == "stops" and ref in self.stopped)
 
     def wait(self, pending: list[int], num_returns: int, timeout: float) -> tuple[list[int], list[int]]:
+        if self.interrupt_in_grace and self.stopped:
+            raise KeyboardInterrupt  # a second signal while the stopped tasks are waited for
         ready = [ref for ref in pending if self._ready(ref)][:num_returns]  # at once: the fake's tasks take no time
         return ready, [ref for ref in pending if ref not in ready]
 
@@ -103,3 +106,17 @@ def test_a_stop_asks_each_task_to_end_and_kills_only_the_one_that_does_not(tmp_p
     assert outcomes["r1"].error == "interrupted after 2.0 s"  # its own verdict: it ended its replay
     assert outcomes["r2"].status == "error" and outcomes["r2"].error is not None
     assert outcomes["r2"].error.startswith("interrupted: its task did not report within 0 s of the stop")
+
+
+def test_a_second_signal_while_the_tasks_are_stopping_still_ends_every_task(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Giving up on the clean end must not leave tasks running on a cluster, writing into --out-dir after the
+    command has exited."""
+    fake = FakeRay(["stops", "hangs"])
+    fake.interrupt_in_grace = True
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    recordings = [FarmRecording(name=f"r{n}", path=tmp_path / f"r{n}.wav", folder=f"r{n}") for n in range(2)]
+    options = FarmOptions(out_dir=tmp_path / "out", settings=SessionSettings(), voice="tone", jobs=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_ray(recordings, options, 2, None, lambda: True, grace_s=60.0)
+    assert fake.cancels == [(0, False), (1, False), (0, True), (1, True)]

@@ -14,6 +14,7 @@ is used as it is and left running; otherwise this starts or joins one (``ADDRESS
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -22,6 +23,7 @@ import socket
 import time
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from voxline.base.errors import clip
 from voxline.realtime.errors import ConfigurationError
@@ -72,6 +74,7 @@ def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, a
         for sig, handler in handlers.items():  # Ray's init puts in a SIGTERM handler that exits: the command's back
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     got: list[Outcome] = []
+    pending: list[Any] = []
     try:
         part_task = ray.remote(num_cpus=1, max_retries=0)(run_part)
         parts = {part_task.remote([r.model_dump(mode="json") for r in part], options, stoppable=True): part
@@ -101,9 +104,10 @@ def run_ray(recordings: list[FarmRecording], options: FarmOptions, tasks: int, a
             ray.cancel(ref, force=False)  # SIGINT in the task, its stop: its replays end and it reports them
         deadline = time.monotonic() + grace_s
         collect(lambda: time.monotonic() > deadline)
+    finally:  # past the grace, or a second signal that gives up waiting (KeyboardInterrupt)
         for ref in pending:
-            ray.cancel(ref, force=True)  # ends the task's worker process
-    finally:
+            with contextlib.suppress(Exception):  # one that cannot be cancelled keeps neither the others nor the error
+                ray.cancel(ref, force=True)  # ends the task's worker process: none writes on after the command
         if owned:
             ray.shutdown()
     return complete(recordings, got, f"interrupted: its task did not report within {grace_s:g} s of the stop "
