@@ -6,7 +6,9 @@ Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
 
 - :func:`offer_text`: the offer as text, or ``ValueError`` naming what is wrong with it (codec
   lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser,
-  and the DTLS fingerprint and role must be there, which aiortc would only miss once answered).
+  the DTLS fingerprint and role must be there, which aiortc would only miss once answered, and there
+  are at most :data:`MAX_MEDIA_SECTIONS` media sections: aiortc's work for an offer grows with the
+  square of their number, and a megabyte of them held the event loop for seconds).
 - :func:`answer_offer`: apply the offer, add the output track if it has audio, answer (the caller's
   messages read as a browser reads them and capped at the size the answer advertises: ``dropped``
   hears of one dropped, :mod:`voxline.realtime.transports.rtc_reassembly`); a malformed
@@ -43,7 +45,7 @@ from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
 
-__all__ = ["answer_offer", "close_peer", "offer_text"]
+__all__ = ["MAX_MEDIA_SECTIONS", "answer_offer", "close_peer", "offer_text"]
 
 _RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
 _FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
@@ -54,6 +56,9 @@ _SHAPES = {
 
 _DTLS = (("a=fingerprint:", "DTLS certificate fingerprint"), ("a=setup:", "DTLS role"))
 
+MAX_MEDIA_SECTIONS = 16
+"""The most ``m=`` sections an offer may have: a call needs an audio and a data section."""
+
 
 def offer_text(body: bytes) -> str:
     """The offer as text; ``ValueError`` unless it looks like SDP with at least one media section."""
@@ -61,6 +66,8 @@ def offer_text(body: bytes) -> str:
     lines = text.replace("\r\n", "\n").split("\n")
     if not lines[0].startswith("v=0") or not any(line.startswith("m=") for line in lines):
         raise ValueError("expected an SDP offer (v=0 … m=…)")
+    if (sections := sum(line.startswith("m=") for line in lines)) > MAX_MEDIA_SECTIONS:
+        raise ValueError(f"the offer has {sections} media sections (m=…); at most {MAX_MEDIA_SECTIONS} are taken")
     for number, line in enumerate(lines, 1):
         for prefix, (shape, spelled) in _SHAPES.items():
             if line.startswith(prefix):
