@@ -282,6 +282,7 @@ class _TinyChannel:
 
     def __init__(self, room: int, state: str = "open") -> None:
         self.room, self.readyState, self.sent = room, state, list[str]()
+        self.bufferedAmount = 0  # its peer reads all it is sent
 
     def send(self, text: str) -> None:
         from aiortc.exceptions import InvalidStateError
@@ -546,3 +547,43 @@ async def test_an_http_handler_failure_is_a_json_500_not_a_dropped_request(monke
     async with local_server(api_key=KEY) as server:
         status, payload, _ = await exchange(server.port, _post("/v1/realtime/client_secrets", b"{}"))
         assert status == 500 and payload is not None and payload["error"]["type"] == "server_error"
+
+
+# ---------------------------------------------------------------- a WebRTC caller that does not read
+
+
+async def test_a_caller_that_leaves_its_channels_events_unread_is_hung_up_on(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A caller whose SCTP took none of the server's messages while it sent frames had every answer held for it:
+    50 updates of 200 KB left 19.8 MB waiting on the server's channel, growing without end. SCTP gives the server no
+    way to stop reading such a peer, as its WebSocket stops reading a session's client, so the call ends."""
+    from voxline.realtime.server.net import sideband
+    from voxline.realtime.transports.webrtc import WebRTCTransport
+
+    monkeypatch.setattr(sideband, "UNSENT_LIMIT", 1_000_000)
+    caplog.set_level(logging.WARNING, "voxline.server")
+    async with local_server(api_key=KEY) as server:
+        transport = await WebRTCTransport.connect(server.http_url, KEY)
+        try:
+            async with asyncio.timeout(10):
+                while json.loads(await transport.recv())["type"] != "conversation.created":
+                    pass
+            call = server._calls.find(transport.call_id or "")
+            assert call is not None
+
+            async def deaf(_chunk: object) -> None:  # takes none of the server's data, so acknowledges none
+                return None
+
+            transport._pc.sctp._receive_data_chunk = deaf  # type: ignore[method-assign]
+            update = json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "x" * 200_000}})
+            for _ in range(10):  # each answered with its 200 KB of instructions: twice the limit in all
+                await transport.send(update)
+            async with asyncio.timeout(10):
+                while not call.ended:
+                    await asyncio.sleep(0.01)
+                while server._calls.active:
+                    await asyncio.sleep(0.01)
+        finally:
+            await transport.close()
+    said = [r.getMessage() for r in caplog.records if "unread" in r.getMessage()]
+    assert said == ["call ended: its caller left more than 1000000 bytes of events unread on its data channel"]

@@ -21,7 +21,10 @@ Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
   close failing (``InvalidStateError``), so the close runs on whatever happens to the caller.
 - :func:`send_or_refuse`: an event on the call's channel, or the error saying it was too large; it
   runs in aiortc's callbacks, where an exception would end the peer's DTLS loop and leave the
-  caller an open channel that never speaks, so it never raises.
+  caller an open channel that never speaks, so it never raises. A caller that leaves more than
+  :data:`~voxline.realtime.server.net.sideband.UNSENT_LIMIT` of events waiting on its channel is hung
+  up on: SCTP gives the server no way to stop reading a peer that sends without reading (as a
+  session's WebSocket does), so its answers would otherwise be held for it without end.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from aiortc.mediastreams import MediaStreamTrack
 
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
+from voxline.realtime.server.net import sideband
 from voxline.realtime.transports.rtc_sdp import (SDP_FAILURES, connects_of, max_message_problem, peer_max_message,
                                                  reap_connects)
 from voxline.realtime.transports.rtc_reassembly import Dropped, cap_incoming_messages
@@ -123,21 +127,34 @@ async def close_peer(pc: RTCPeerConnection) -> None:
 def send_or_refuse(channel: RTCDataChannel, text: str, kind: str, refusal: Callable[[ErrorSpec], str]) -> str | None:
     """Send ``text`` on ``channel``; an event larger than the peer takes (its ``a=max-message-size``: aiortc refuses
     it before anything is queued) goes as the ``event_too_large`` error ``refusal`` encodes instead, and the call
-    goes on. What was sent; ``None`` when nothing could be: the channel had closed, or not even the error fitted,
-    and then the channel is closed (its ``close`` ends the call). Never raises (see the module docstring)."""
+    goes on. What was sent; ``None`` when nothing could be: the channel had closed, or not even the error fitted, or
+    the peer leaves more than :data:`~voxline.realtime.server.net.sideband.UNSENT_LIMIT` unread, and then the
+    channel is closed (its ``close`` ends the call). Never raises (see the module docstring)."""
     try:
         channel.send(text)
-        return text
     except InvalidStateError:  # closed meanwhile: the call is ending
         return None
     except ValueError as exc:
         sent = refusal(errors.event_not_delivered(kind, len(text.encode("utf-8")), str(exc)))
+    else:
+        return _unless_unread(channel, text)
     try:
         channel.send(sent)
-        return sent
     except InvalidStateError:
         return None
     except ValueError as exc:
         _log.warning("call ended: its data channel takes not even the error saying an event was too large (%s)", exc)
         channel.close()
         return None
+    return _unless_unread(channel, sent)
+
+
+def _unless_unread(channel: RTCDataChannel, sent: str) -> str | None:
+    """``sent``, unless the peer has left more than the limit of events waiting on ``channel``: then the channel is
+    closed, and ``None``."""
+    if channel.bufferedAmount <= sideband.UNSENT_LIMIT:
+        return sent
+    _log.warning("call ended: its caller left more than %d bytes of events unread on its data channel",
+                 sideband.UNSENT_LIMIT)
+    channel.close()
+    return None

@@ -31,7 +31,8 @@ __all__ = ["UNSENT_LIMIT", "Sideband", "call_not_found", "sideband_needs_api_key
 
 UNSENT_LIMIT = 4 * UNREAD_BYTES
 """Events a sideband may leave waiting unwritten before it is closed: a client that never reads would otherwise have
-the call's events (on Live, about 460 MB of audio an hour) held for it until the call ends."""
+the call's events (on Live, about 460 MB of audio an hour) held for it until the call ends. A call's caller that
+leaves as much waiting on its data channel is hung up on (:func:`~voxline.realtime.server.net.rtc_offer.send_or_refuse`)."""
 
 def call_not_found(call_id: str) -> ErrorSpec:
     """No running call has this id (it never existed, or it ended)."""
