@@ -397,6 +397,71 @@ async def test_a_key_the_calls_endpoint_echoes_where_its_message_is_cut_is_never
     assert "HTTP 401" in message and not any(key[i:i + 6] in message for i in range(len(key) - 5)), message
 
 
+async def _answered(location: str) -> Answer:
+    """Post an offer to a loopback endpoint that answers 201 with an SDP body and ``location``: the answer taken."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        await reader.readexactly(length)
+        body = b"v=0\r\n"
+        writer.write(b"HTTP/1.1 201 Created\r\nLocation: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                     % (location.encode("latin-1"), len(body)) + body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        return await post_offer(calls_url(f"http://127.0.0.1:{port}/v1"), KEY, "v=0\r\n")
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize(("location", "call_id"), [
+    ("/v1/realtime/calls/rtc_1", "rtc_1"),
+    ("/v1/realtime/calls/rtc_1/", "rtc_1"),
+    ("/v1/realtime/calls/rtc_1?after=x/y#part", "rtc_1"),  # before: "rtc_1?after=x/y#part"
+    ("https://elsewhere.example/v1/realtime/calls/rtc_2", "rtc_2"),  # only the id is taken; nothing is sent there
+])
+async def test_the_call_id_is_the_last_segment_of_the_locations_path(location: str, call_id: str) -> None:
+    assert (await _answered(location)).call_id == call_id
+
+
+@pytest.mark.parametrize("location", ["", "/", "/v1/realtime/calls", "/v1/realtime/calls/"])
+async def test_a_location_naming_no_call_is_a_one_line_connection_failure(location: str) -> None:
+    """``/v1/realtime/calls/`` gave the call the id "calls"."""
+    with pytest.raises(ConnectionFailed, match="HTTP 201 but no SDP answer and call id$"):
+        await _answered(location)
+
+
+_CANARY = "canaryQQ7x2Lm9Zt4Wv8Rb3Kc6"
+
+
+@pytest.mark.parametrize(("call_id", "said"), [
+    (_CANARY, "it holds a key"),  # a server echoing the key: the id is shown, logged, and handed to a backend
+    (f"rtc_{_CANARY}", "it holds a key"),
+    ("sk-proj-Zt4Wv8Rb3Kc6abcd", "it holds a key"),
+    ("rtc_\x1b[2J\x1b[31mred", "it holds a space, a control character or one that is not ASCII"),
+    ("rtc 1", "it holds a space, a control character or one that is not ASCII"),
+    ("rtc_\u00e9", "it holds a space, a control character or one that is not ASCII"),
+    ("r" * 20_000, "it is 20000 characters long; at most 128 are taken"),
+    ("", "it is empty"),
+], ids=["key", "key-inside", "key-by-shape", "escape", "space", "not-ascii", "long", "empty"])
+async def test_an_unusable_call_id_is_a_one_line_connection_failure_that_does_not_show_it(call_id: str,
+                                                                                            said: str) -> None:
+    """Before, any id was taken: a key a server echoed in its Location became the call id, shown in the transport's
+    repr and the session's ``call_id``; an escape sequence reached the terminal, 20,000 characters every log line."""
+    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        return Answer("v=0\r\n", call_id)
+
+    with pytest.raises(ConnectionFailed) as caught:
+        await WebRTCTransport.connect("http://127.0.0.1:9/v1", _CANARY, offer=offer, open_timeout=5)
+    message = str(caught.value)
+    assert message.endswith(f"named the call with an unusable id ({said})") and "\n" not in message
+    assert _CANARY not in message and "\x1b" not in message and len(message) < 300
+
+
 @pytest.mark.parametrize(
     "offer",
     ["this is not SDP", "v=0\r\n", "v=0\r\nm=audio\r\n", "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 0\r\na=mid:0\r\n"],

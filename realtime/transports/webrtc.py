@@ -42,7 +42,7 @@ from .rtc_text import read_text_as_browsers_do
 from .failures import MESSAGE_CHARS
 from .http import split_userinfo
 from .rtc_sdp import DEFAULT_MAX_MESSAGE, SDP_FAILURES, connects_of, max_message_problem, peer_max_message, reap_connects
-from .rtc_signaling import EVENTS_LABEL, Answer, calls_url, post_offer
+from .rtc_signaling import EVENTS_LABEL, Answer, call_id_problem, calls_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
 __all__ = ["AudioHandler", "WebRTCTransport"]
@@ -159,6 +159,8 @@ class WebRTCTransport:
         await pc.setLocalDescription(offer)
         self._connects |= connects_of(pc, asyncio.all_tasks() - before)
         answer = await self._offer(self.url, token, pc.localDescription.sdp, timeout)
+        if (problem := call_id_problem(answer.call_id, token)) is not None:  # not shown: it may be anything
+            raise ConnectionFailed(f"{redact_url(self.url)} named the call with an unusable id ({problem})")
         self.call_id = answer.call_id
         try:
             before = asyncio.all_tasks()
