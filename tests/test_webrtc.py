@@ -740,9 +740,9 @@ def test_calls_url_rejects_other_schemes_and_spots_loopback() -> None:
 
 
 @asynccontextmanager
-async def bare_server(token: str = KEY) -> AsyncIterator[tuple[WebRTCTransport, Any]]:
-    """voxline's transport called by a bare aiortc peer standing in for the service: (the transport, the peer's
-    end of the events channel), to send what no server of ours would."""
+async def bare_server(token: str = KEY, **options: Any) -> AsyncIterator[tuple[WebRTCTransport, Any]]:
+    """voxline's transport (connected with ``options``) called by a bare aiortc peer standing in for the service:
+    (the transport, the peer's end of the events channel), to send what no server of ours would."""
     server = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     opened = asyncio.Event()
     channels: list[Any] = []
@@ -758,7 +758,7 @@ async def bare_server(token: str = KEY) -> AsyncIterator[tuple[WebRTCTransport, 
         await server.setLocalDescription(await server.createAnswer())
         return Answer(server.localDescription.sdp, "rtc_raw")
 
-    transport = await WebRTCTransport.connect("http://127.0.0.1:9/v1", token, offer=answer)
+    transport = await WebRTCTransport.connect("http://127.0.0.1:9/v1", token, offer=answer, **options)
     try:
         async with asyncio.timeout(10):
             await opened.wait()
@@ -806,3 +806,23 @@ async def test_a_clients_text_message_that_is_not_utf8_gets_a_typed_error_and_th
             assert transport.close_code is None
         finally:
             await transport.close()
+
+
+async def test_a_message_that_comes_after_the_transport_ended_is_not_read() -> None:
+    """recv() raised ConnectionClosed, then returned the messages that came after it: an audio job's failure (1011)
+    ends the transport while the peer's channel may still speak."""
+    async def failing() -> AsyncIterator[np.ndarray]:
+        raise OSError("microphone gone")
+        yield np.zeros(0, np.int16)
+
+    async with bare_server(audio_source=failing()) as (transport, channel):
+        async with asyncio.timeout(10):
+            with pytest.raises(ConnectionClosed, match="1011"):
+                await transport.recv()
+            arrived = asyncio.Event()
+            transport._channel.on("message", lambda _message: arrived.set())  # heard after the transport's own handler
+            channel.send('{"type":"session.updated","event_id":"late"}')
+            await arrived.wait()
+            for _ in range(2):
+                with pytest.raises(ConnectionClosed, match="1011"):
+                    await transport.recv()

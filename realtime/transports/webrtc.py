@@ -268,6 +268,8 @@ class WebRTCTransport:
     # Callbacks.
 
     def _on_message(self, message: str | bytes) -> None:
+        if self.close_code is not None:  # recv() says the call ended: nothing that comes after is read
+            return
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
         self._inbox.put_nowait(scrub(text, self._token))  # a server may echo our token, e.g. in an error
 
