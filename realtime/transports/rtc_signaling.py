@@ -16,7 +16,6 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 
-
 from voxline.base.errors import redact, scrub
 
 from ..errors import ConfigurationError, ConnectionFailed
