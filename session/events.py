@@ -270,7 +270,8 @@ class SessionError:
       ``flush_loop_failed`` and ``output_failed`` (**fatal**: close the session).
 
     After a fatal error the session's commands raise :class:`~voxline.realtime.errors.ConfigurationError`
-    naming it, ``connected`` is False and its ``repr`` says ``failed``.
+    naming it, ``connected`` is False, its ``repr`` says ``failed``, and a drop ends its events rather than
+    being reconnected (a refused GPT-Live start hangs up at once).
     """
 
     message: str

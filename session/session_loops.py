@@ -112,7 +112,8 @@ class SessionLoops:
                 if link.handing_over:  # the successor closed while being switched to: a drop, once it is
                     await link.hand_over_finished()
                     continue
-                if link.closing or not await link.reconnect(exc):
+                # a session that failed can do no more: its drop ends it, as the budget spent does
+                if link.closing or self._events.failed is not None or not await link.reconnect(exc):
                     self._events.end()
                     return
                 continue

@@ -91,3 +91,52 @@ async def test_a_session_whose_start_was_refused_says_it_failed_to_every_command
     peer.stop()
     serving.cancel()
     assert not [e for e in peer.sent if e["type"] == "session.instructions.append"]
+
+
+async def _until_the_end(session: VoiceSession, clock: VirtualClock, limit_s: float) -> tuple[list[object], bool]:
+    """The session's events as virtual time runs, until they end (True) or ``limit_s`` of it passed (False)."""
+    seen: list[object] = []
+    iterator = session.__aiter__()
+    while clock.now() < limit_s:
+        try:
+            seen.append(await asyncio.wait_for(iterator.__anext__(), timeout=0.005))
+        except asyncio.TimeoutError:
+            clock.advance(0.1)
+        except StopAsyncIteration:
+            return seen, True
+    return seen, False
+
+
+@pytest.mark.parametrize("server", ["hangs up", "stays"])
+async def test_a_session_whose_start_was_refused_ends_there_and_is_not_started_again(server: str) -> None:
+    """A refused start is fatal: the session ends with it. Before, it went on to a second connection (the drop
+    of one that hung up, or a liveness give-up on one left open) whose session started and played, while every
+    command of the app was refused as the session's failure and ``connected`` stayed False."""
+    clock = VirtualClock()
+    peers: list[LivePeer] = []
+    serving: list[asyncio.Future[None]] = []
+
+    async def connector():  # type: ignore[no-untyped-def]
+        peer = LivePeer(clock, session_id=f"sess_live{len(peers) + 1}",
+                        refuse_start=None if peers else "too many sessions at once")
+        peers.append(peer)
+        serving.append(asyncio.ensure_future(peer.serve()))
+        return live_connection(peer.transport())
+
+    settings = SessionSettings(api="live", api_key="sk-test", liveness_timeout_s=2.0)
+    async with VoiceSession(settings, output=ClockedOutput(clock, TimelineSink()), clock=clock,
+                            connector=connector) as session:
+        seen = await collect(session, clock, lambda e: isinstance(e, SessionError) and e.fatal)
+        if server == "hangs up":
+            await peers[0].server.close(1011, "no session")
+        rest, ended = await _until_the_end(session, clock, limit_s=clock.now() + 10.0)
+        assert ended, [type(e).__name__ for e in rest]
+        assert len(peers) == 1 and not session.connected and "failed" in repr(session)
+        assert not [e for e in rest if isinstance(e, (StateChanged, SessionError))], rest  # nor a "reconnecting"
+        with pytest.raises(ConfigurationError, match=r"^the session failed \(the session could not start"):
+            session.live.mute()
+    for peer in peers:
+        peer.stop()
+    for task in serving:
+        task.cancel()
+    assert [e for e in seen if isinstance(e, SessionError)][-1].code == "invalid_value"

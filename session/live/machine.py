@@ -210,8 +210,10 @@ class LiveMachine:
                     events.extend(self.delegated.withheld)
                     self.delegated.withheld.clear()
             case LiveCommandFailed() if output.command_type == "session.start" and not self.protocol.started:
-                # no session: nothing is heard and every command waits for a start that never comes
+                # no session: nothing is heard and every command waits for a start that never comes; the session
+                # ends here (the driver does not reconnect a session that failed), its connection with it
                 events.append(SessionError(f"the session could not start: {output.message}", output.code, fatal=True))
+                hang_up = True
             case LiveCommandFailed():
                 events.append(SessionError(f"{output.command_type or 'a command'} failed: {output.message}",
                                            output.code))
