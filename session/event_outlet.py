@@ -3,8 +3,8 @@
 The events wait in an :class:`~.event_queue.EventQueue` (one reader at a time, an end that loses
 none). The first fatal :class:`~.events.SessionError` put there, whether the driver's own (a loop
 that failed) or the machine's (a GPT-Live session whose start was refused), is kept as
-:attr:`EventOutlet.failed`: the session can do no more, and its commands say so from then on. :meth:`EventOutlet.pending` is the non-waiting read, only on
-the session's event loop while that runs.
+:attr:`EventOutlet.failed`: the session can do no more, and its commands say so from then on.
+:meth:`EventOutlet.pending` is the non-waiting read, only on the session's event loop while that runs.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from voxline.realtime.errors import ConnectionClosed
 
 from .device_loop import device_watch_loop
 from .event_outlet import EventOutlet
-from .events import SessionError, SessionEvent
+from .events import SessionError
 from .input_feed import InputFeed
 from .link import Link
 from .loop_guard import guarded, let_go_if_stuck
@@ -46,18 +46,17 @@ _STREAMED = (ev.ResponseOutputAudioDelta, ev.ResponseOutputAudioTranscriptDelta)
 
 
 class SessionLoops:
-    """One session's loops; ``apply`` does what the machine's effects leave to I/O, ``report`` publishes an event."""
+    """One session's loops; ``apply`` does what the machine's effects leave to I/O; a loop that fails is reported
+    among ``events``."""
 
     def __init__(self, machine: Machine, link: Link, output: Output, clock: Clock, events: EventOutlet, *,
-                 apply: Callable[[Effects, Slices | None], Awaitable[None]],
-                 report: Callable[[SessionEvent], None]) -> None:
+                 apply: Callable[[Effects, Slices | None], Awaitable[None]]) -> None:
         self._machine = machine
         self._link = link
         self._output = output
         self._clock = clock
         self._events = events
         self._apply = apply
-        self._report = report
         self.flush_needed = asyncio.Event()  # set when something waits to be sent (the flush loop sends it)
         self._observer_reported: RealtimeConnection | None = None  # on_wire failed on it, and the app was told
         self._event_failure_logged: RealtimeConnection | None = None  # handling an event on it failed, logged
@@ -66,7 +65,7 @@ class SessionLoops:
               watched: tuple[Watched, ...]) -> list[asyncio.Task[None]]:
         """Every loop of the session in ``group``, guarded: one that raised would otherwise cancel the task that
         opened the session."""
-        output, clock, report = self._output, self._clock, self._report
+        output, clock, report = self._output, self._clock, self._events.put
         clocked = isinstance(output, ClockedOutput)
         loops = [guarded(self.receive, "receive loop", report),
                  guarded(lambda: self.tick_loop(clocked), "tick loop", report),

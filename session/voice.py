@@ -136,8 +136,7 @@ class VoiceSession:
         self._link = Link(self.machine, s, self.clock, connector or self._connect, budget=budget,
                           now=self.output.now, apply=self._apply, publish=self._events.put, idle=lambda: self.idle,
                           observer=on_wire if connector is not None else None)  # the own dial gives it on_wire
-        self._loops = SessionLoops(self.machine, self._link, self.output, self.clock, self._events, apply=self._apply,
-                                   report=self._events.put)
+        self._loops = SessionLoops(self.machine, self._link, self.output, self.clock, self._events, apply=self._apply)
         self._runner = ToolRunner(registry, self.machine.calls, approve, on_event=self._loops.tool_event,
                                   clock=self.clock, offered=lambda: self.machine.offered_tools)
         self._cut = OutputCut(self.output, self._events.put)
