@@ -67,7 +67,7 @@ class SessionLoops:
         opened the session."""
         output, clock, report = self._output, self._clock, self._events.put
         clocked = isinstance(output, ClockedOutput)
-        loops = [guarded(self.receive, "receive loop", report),
+        loops = [guarded(self.receive_loop, "receive loop", report),
                  guarded(lambda: self.tick_loop(clocked), "tick loop", report),
                  guarded(self.flush_loop, "flush loop", report)]
         if blocks is not None:  # a broken input ends the input, not the session
@@ -85,7 +85,7 @@ class SessionLoops:
             loops.append(guarded(output.run, "output", report))
         return [group.create_task(loop) for loop in loops]
 
-    async def receive(self) -> None:
+    async def receive_loop(self) -> None:
         # on a real clock each server event but a barge-in's waits its turn (:mod:`voxline.base.loop_share`):
         # replies streamed ahead of real time for many sessions do not hold up the outputs and
         # microphones of the loop, nor another session's barge-in

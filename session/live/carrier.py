@@ -137,7 +137,7 @@ class LiveCarrier:
             held = [p for p in self.current.take_held() if p.get("type") not in _MUTING]
             self._away[:0] = held
 
-    def started(self, now: float, session_id: str) -> list[SessionEvent]:
+    def session_started(self, now: float, session_id: str) -> list[SessionEvent]:
         """This connection's session started (its protocol sent what it held) and listens: the replacement, if
         any, is over; commands kept meanwhile that it could not carry are told, and what a drop lost."""
         self.started_at = now

@@ -45,7 +45,7 @@ class LiveInputAudio:
             return pcm, False
         return None, self.append(self.mic.captured(pcm, carrying=True), end)
 
-    def ended(self, now: float) -> bool:
+    def input_ended(self, now: float) -> bool:
         """The input is over: the chunk it holds goes; whether one did."""
         held = self.mic.chunker.take()  # captured by the last block's end, not now
         return self.append(held, self._captured_at if self._captured_at is not None else now)

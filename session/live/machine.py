@@ -195,7 +195,7 @@ class LiveMachine:
                     events.extend(cut.events)  # type: ignore[arg-type]
                     barge = cut.barge_in
             case lv.LiveSessionStarted():
-                events.extend(self.carrier.started(now, output.session.id))
+                events.extend(self.carrier.session_started(now, output.session.id))
             case lv.LiveSessionClosed():
                 self.timeline.end()  # no gap follows the last reply: it is reported once heard to its end
                 events.append(LiveSessionEnded(output.reason, output.session.id, now))
@@ -241,7 +241,7 @@ class LiveMachine:
 
     def _track(self, pcm: np.ndarray, now: float) -> Effects:
         self._now = max(self._now, now)
-        self.playback.track(pcm, now)
+        self.playback.enqueue_track(pcm, now)
         return NO_EFFECTS
 
     # ------------------------------------------------------------------ time and cuts
@@ -283,7 +283,7 @@ class LiveMachine:
         return (effects, *self.input_audio.send(pcm, end, media=media, padded=padded))
 
     def input_ended(self, now: float) -> bool:
-        return self.input_audio.ended(now)
+        return self.input_audio.input_ended(now)
 
     # ------------------------------------------------------------------ the app's commands
     def _check_started(self) -> None:

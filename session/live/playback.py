@@ -74,7 +74,7 @@ class LivePlayback:
         return note
 
     # ------------------------------------------------------------------ the track
-    def track(self, pcm: np.ndarray, now: float) -> None:
+    def enqueue_track(self, pcm: np.ndarray, now: float) -> None:
         """A block of the assistant's track (int16 24 kHz), arrived at ``now``: into the playout, tagged."""
         utt, opened = self.timeline.audio(pcm, now)
         if utt is None:  # the track's silence between utterances, played too: the track keeps its own time
