@@ -3,7 +3,8 @@
 Open: the parts it owns claimed (:class:`~.claims.Claims`), the first connection made in a task
 of its own that :meth:`OpenClose.close` can cancel (what the connector raises is raised to the
 caller; a server that closes during the set-up is a ``ConnectionFailed``), its sound devices
-started, then the tool runner and the loops in one ``asyncio.TaskGroup``. Whatever fails on the
+started, then the tool runner (entered on the session's exit stack) and the loops in one
+``asyncio.TaskGroup``. Whatever fails on the
 way closes what was opened and lets go of the claims.
 
 Close: safe to call twice and from any task of the session. The loops are cancelled, the

@@ -11,9 +11,9 @@ What differs is the protocol (docs/protocol.md §14), each difference in a part 
 * assistant audio has no items: :class:`~.timeline.LiveTimeline` groups it into utterances,
   each tagged in the playout as ``(utterance id, 0)`` and placed on the session timeline;
 * there is no truncate. A cut (the user's words arriving while the assistant is audible, a local-VAD
-  onset, the app's :meth:`interrupt`, a drop) silences the playout at once and appends to the model's
-  context what the listener heard (:mod:`.playback`); both sides' words are placed by
-  :mod:`.transcripts`, the caller's audio goes through :mod:`.input_audio`;
+  onset, the app's :meth:`interrupt`, a drop) silences the playout at once (:mod:`.playback`, which also
+  writes the note of what the listener heard) and the machine appends that note to the model's context;
+  both sides' words are placed by :mod:`.transcripts`, the caller's audio goes through :mod:`.input_audio`;
 * tools: with a registry, the Live model delegates to a Responses model whose function calls run
   once through the same tool runner and tracker as Realtime's (bridged by :mod:`.delegated`);
   without one, client delegations reach the app as :class:`~voxline.session.events.LiveDelegationRequested`;
