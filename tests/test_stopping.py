@@ -281,6 +281,23 @@ def test_workers_of_a_farm_killed_outright_stop_by_themselves(tmp_path: Path) ->
         whole_lines(tmp_path / "out" / name / "events.jsonl")
 
 
+def test_a_farm_under_nohup_goes_on_through_a_hangup_workers_too(tmp_path: Path) -> None:
+    """A closed terminal signals the whole process group; ``nohup`` had the command ignore it, and the command
+    and its workers put their own handlers over that: the farm stopped (129)."""
+    for seed, name in enumerate(("a", "b", "c")):
+        make_recording(tmp_path / f"{name}.wav", seed, True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXLINE_") and k != "OPENAI_API_KEY"}
+    run = subprocess.Popen([str(VOXLINE), "replay", "a.wav", "b.wav", "c.wav", "--voice", "tone", "--processes", "2",
+                            "--jobs", "1", "--out-dir", "out"], cwd=tmp_path, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    _read_until(run, "PASS")  # one verdict; the third recording is still to run, in a worker
+    os.killpg(run.pid, signal.SIGHUP)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    assert "farm: 3 recordings, 3 passed" in out and "SIGHUP" not in err
+
+
 def _file_limit(size: int) -> Callable[[], None]:
     def limit() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) like a full disk

@@ -9,6 +9,10 @@ recordings the same way and writes results and JUnit for all of them, the unfini
 twice, as ``timeout`` or a shell passes it on) gives up at once (``KeyboardInterrupt``). The command then exits
 with 128 + the signal's number (130, 143, 129), as a shell reports a job killed by it.
 
+A stop signal the command started with ignored stays ignored (:func:`heeded`): ``nohup`` ignores
+SIGHUP so that a job outlives its terminal, and a shell script starts a job it puts in the
+background (``&``) with SIGINT ignored.
+
 The handlers are plain :func:`signal.signal` ones (not the loop's), so they run even while
 the main thread waits in synchronous code (a Ray driver); they hand the event to the loop
 thread-safely.
@@ -24,12 +28,18 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Self
 
-__all__ = ["STOP_SIGNALS", "Stop"]
+__all__ = ["STOP_SIGNALS", "Stop", "heeded"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 REPEAT_S = 1.0  # a signal this soon after the first is the same stop delivered twice, not a second one
 
 Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+def heeded() -> tuple[signal.Signals, ...]:
+    """The stop signals this process answers: those it is not ignoring (what ignores one, as ``nohup`` does
+    SIGHUP, means the command to go on through it)."""
+    return tuple(sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN)
 
 
 class Stop:
@@ -42,6 +52,7 @@ class Stop:
         self.event = asyncio.Event()
         self.signal: signal.Signals | None = None
         self._previous: dict[int, Handler] = {}
+        self._heeded: tuple[signal.Signals, ...] | None = None  # as the first install found them
         self._at = 0.0
 
     @property
@@ -58,8 +69,11 @@ class Stop:
         return 128 + int(self.signal) if self.signal is not None else 0
 
     def install(self) -> None:
-        """(Re)install the handlers: after a library that sets its own (Ray's init sets SIGTERM's)."""
-        for sig in STOP_SIGNALS:
+        """(Re)install the handlers: after a library that sets its own (Ray's init sets SIGTERM's). A signal
+        ignored at the first install is left alone, then and after."""
+        if self._heeded is None:
+            self._heeded = heeded()
+        for sig in self._heeded:
             previous = signal.signal(sig, self._on_signal)
             if previous is not self._on_signal:
                 self._previous.setdefault(sig, previous)

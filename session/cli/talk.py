@@ -50,7 +50,7 @@ from ..settings import DEFAULT_URL, SessionSettings, key_text, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
-from .stopping import STOP_SIGNALS
+from .stopping import heeded
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, check_enter_source, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]
@@ -334,7 +334,8 @@ class TalkLoop:
     async def run(self, ready: str) -> int:
         """Converse until stopped; ``ready`` is shown once Ctrl-C is handled here."""
         keys = EnterKeys() if self.args.push_to_talk else contextlib.nullcontext()
-        for sig in STOP_SIGNALS:  # Ctrl-C, a job's SIGTERM, a closed terminal's SIGHUP: the same clean end
+        stops = heeded()  # Ctrl-C, a job's SIGTERM, a closed terminal's SIGHUP: the same clean end (not under nohup)
+        for sig in stops:
             self._loop.add_signal_handler(sig, self._end, 128 + int(sig))
         self.screen.note(ready)
         try:
@@ -347,7 +348,7 @@ class TalkLoop:
         except* (RealtimeError, AudioError) as group:
             raise group.exceptions[0] from None
         finally:
-            for sig in STOP_SIGNALS:
+            for sig in stops:
                 self._loop.remove_signal_handler(sig)
         return self.code
 

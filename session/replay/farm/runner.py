@@ -273,9 +273,9 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
     """:func:`run_farm` on a loop of its own (lockstep when fast); plain dicts in and out.
 
     ``on_outcome`` is shown each verdict as it comes, ``on_start`` the name of each recording as its
-    replay begins; with ``stoppable``, SIGTERM, SIGINT and SIGHUP stop the part as they stop a farm
-    (the body of a worker process or a Ray task, which Ray stops with SIGINT), and their handlers are put
-    back as they were when it ends."""
+    replay begins; with ``stoppable``, SIGTERM, SIGINT and SIGHUP (unless it is ignored) stop the part as they
+    stop a farm (the body of a worker process or a Ray task, which Ray stops with SIGINT), and their handlers are
+    put back as they were when it ends."""
     register_environment_secrets()  # a worker process's own redaction: the command registered them in its own
     parsed = [FarmRecording.model_validate(r) for r in recordings]
     factory = (lambda: LockstepLoop(VirtualClock())) if options.fast else None
@@ -288,7 +288,10 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
         starts = None if on_start is None else (lambda r: on_start(r.name))
         return await run_farm(parsed, options, stop, hook, starts)
 
-    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP) if stoppable else ()
+    # SIGTERM and SIGINT are how the command and Ray stop a part (a worker starts with SIGINT ignored, until now);
+    # SIGHUP ignored is the command's, passed on (nohup): the part goes on through a hangup, as the command does
+    hangup = (signal.SIGHUP,) if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN else ()
+    stops = (signal.SIGTERM, signal.SIGINT, *hangup) if stoppable else ()
     handlers = {sig: signal.getsignal(sig) for sig in stops}
     try:
         with bounded_runner(factory) as runner:  # a tool that ignores its cancel does not keep the worker
