@@ -4,6 +4,7 @@ files written as a run goes replace the last run's only once the run began (``Se
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import json
@@ -482,6 +483,52 @@ def test_what_runs_killed_before_they_began_set_aside_is_put_back_by_the_next(tm
     aside.put_back()  # this run, too, never began
     assert heard.read_bytes() == b"the last result"
     assert [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
+
+
+class Killed(BaseException):
+    """The process dying at this point: nothing after it runs, no handler cleans up."""
+
+
+@pytest.mark.parametrize("at", ["os.replace", "os.unlink", "os.open"])
+def test_a_run_killed_while_it_sets_a_file_aside_leaves_the_last_result_to_come_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str) -> None:
+    """Before, the name for the old file was taken with an empty file first: killed between that and the rename,
+    the next run put that empty file back over the last run's result, which was lost. And killed after the rename,
+    before the new file was made, the next run found no file there and left the last result hidden for good."""
+    heard = tmp_path / "heard.wav"
+    heard.write_bytes(b"the last result")
+    name = at.removeprefix("os.")
+    real = getattr(os, name)
+
+    def kill(*args: object, **kwargs: object) -> object:
+        if os.fspath(args[0]) == os.fspath(heard):  # a step on the file itself: the rename, the unlink, the new file
+            raise Killed
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, name, kill)
+        patched.setattr(SetAside, "put_back", lambda self: None)  # a process killed runs no handler of its own
+        with contextlib.suppress(Killed):
+            SetAside([heard])
+    for leftover in tmp_path.glob(".heard.wav.*.previous"):
+        assert leftover.read_bytes() == b"the last result"
+    SetAside([heard]).put_back()  # the next run, which never began either
+    assert heard.read_bytes() == b"the last result"
+    assert [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
+
+
+def test_where_files_take_no_second_name_they_are_set_aside_by_renaming(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")  # as FAT or some network file systems answer os.link
+
+    monkeypatch.setattr(os, "link", refused)
+    heard = tmp_path / "heard.wav"
+    heard.write_bytes(b"the last result")
+    aside = SetAside([heard])
+    assert heard.read_bytes() == b"" and len(list(tmp_path.glob(".heard.wav.*.previous"))) == 1
+    aside.put_back()
+    assert heard.read_bytes() == b"the last result" and [p.name for p in tmp_path.iterdir()] == ["heard.wav"]
 
 
 def test_a_leftover_is_put_back_only_over_its_own_file(tmp_path: Path) -> None:

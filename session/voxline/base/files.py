@@ -25,6 +25,7 @@ import errno
 import glob
 import os
 import re
+import secrets
 import stat
 import sys
 import tempfile
@@ -189,16 +190,36 @@ def fresh_file(path: str | os.PathLike[str]) -> BinaryIO | None:
 def _put_back_leftovers(path: Path) -> None:
     """The file a killed run set aside from ``path`` (``.NAME.XXXXXXXX.previous``, the name :class:`SetAside` gives
     it and no other output's), back at ``path``. Of several (runs killed one after another, each setting aside the
-    last one's empty start), the oldest is the last result."""
+    last one's empty start), the oldest is the last result. One that is the file at ``path`` itself (a second name a
+    run killed just after it made it left) only goes."""
     own = re.compile(re.escape(f".{path.name}.") + r"[a-z0-9_]{8}" + re.escape(".previous"))
     with contextlib.suppress(OSError):
         leftovers = sorted((p for p in path.parent.glob(f".{glob.escape(path.name)}.*.previous")
                             if own.fullmatch(p.name) and p.is_file() and not p.is_symlink()),
                            key=lambda p: p.stat().st_mtime)
         if leftovers:
-            os.replace(leftovers[0], path)
+            if os.path.lexists(path) and os.path.samefile(leftovers[0], path):  # killed once it linked: still in place
+                leftovers[0].unlink()
+            else:
+                os.replace(leftovers[0], path)
             for stub in leftovers[1:]:
                 stub.unlink()
+
+
+def _linked_aside(path: Path) -> Path | None:
+    """A second name for ``path``'s file beside it (``.NAME.XXXXXXXX.previous``, a hard link): made in one step, so a
+    process killed at any moment leaves the old content under that name whole, or no such name at all. None where
+    the folder or the file system takes no link (or no new name)."""
+    for _attempt in range(100):
+        old = path.parent / f".{path.name}.{secrets.token_hex(4)}.previous"
+        try:
+            os.link(path, old, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        return old
+    return None
 
 
 class SetAside:
@@ -211,7 +232,10 @@ class SetAside:
     (the run failed before it began) renames each old file over the new one and removes a new file
     where there was none, and does nothing once :meth:`keep_new` was called. A symbolic link is followed (the file it names is set aside, the
     link stays). A path that is missing, no regular file, not writable (its writer then fails as it
-    would have), or in a folder where it cannot be moved, is left to be written in place. A process
+    would have), or in a folder where it cannot be moved, is left to be written in place. The old file
+    gets its hidden name as a hard link, in one step, before it leaves its own (where the file system
+    takes no links, by a rename onto a name taken first), so a process killed at any moment leaves
+    it whole under one name or the other. A process
     killed before either leaves the old file as ``.NAME.….previous`` beside the new one; the next
     run that sets the path aside first puts that file back (a run killed before it began made only
     the file there now), so the last run's result is the one set aside, and no leftovers pile up.
@@ -229,25 +253,36 @@ class SetAside:
             raise
 
     def _set_aside(self, path: Path) -> None:
-        if not os.path.lexists(path) and not _a_stream(path):
+        if _a_stream(path):
+            return
+        _put_back_leftovers(path)  # a killed run's, even where it left no file (killed between its two steps)
+        if not os.path.lexists(path):
             self._missing.append(path)
             return
-        if not path.is_file() or path.is_symlink() or _a_stream(path) or not os.access(path, os.W_OK):
+        if not path.is_file() or path.is_symlink() or not os.access(path, os.W_OK):
             return
-        _put_back_leftovers(path)
         status = path.stat()
-        try:
-            handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".previous")
-        except OSError:  # a folder that takes no new file: written in place, as without this
-            return
-        os.close(handle)
-        old = Path(name)
-        try:
-            os.replace(path, old)
-        except OSError:  # e.g. a sticky folder and another owner's file: written in place
-            with contextlib.suppress(OSError):
-                old.unlink()
-            return
+        old = _linked_aside(path)
+        if old is None:  # no hard links here: a name taken first, then the file renamed onto it
+            try:
+                handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".previous")
+            except OSError:  # a folder that takes no new file: written in place, as without this
+                return
+            os.close(handle)
+            old = Path(name)
+            try:
+                os.replace(path, old)
+            except OSError:  # e.g. a sticky folder and another owner's file: written in place
+                with contextlib.suppress(OSError):
+                    old.unlink()
+                return
+        else:
+            try:
+                path.unlink()
+            except OSError:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+                return
         self._aside.append((path, old))
         fresh = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
