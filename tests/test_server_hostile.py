@@ -216,16 +216,8 @@ async def test_an_offer_with_more_media_sections_than_a_call_uses_is_refused_bef
     await pc.setLocalDescription(await pc.createOffer())
     offer = str(pc.localDescription.sdp)
     await pc.close()
-    async with local_server(api_key=KEY) as server:
-        for path in ("/v1/realtime/calls", "/v1/live/sessions"):
-            body = offer.encode() if path.endswith("calls") else json.dumps(
-                {"transport": {"type": "webrtc", "sdp": offer}}).encode()
-            request = _post(path, body, content_type=b"application/sdp" if path.endswith("calls") else b"application/json")
-            status, payload, raw = await asyncio.wait_for(exchange(server.port, request), 30)
-            assert status == 400, raw
-            assert payload is not None and payload["error"]["message"] == (
-                "Invalid SDP offer: the offer has 17 media sections (m=…); at most 16 are taken")
-        assert server._calls.active == []
+    await _refused_by_both_endpoints(offer, "Invalid SDP offer: the offer has 17 media sections (m=…); at most 16 "
+                                            "are taken")
 
 
 @pytest.mark.parametrize(("line", "what"), [("a=fingerprint:", "DTLS certificate fingerprint"),
@@ -236,15 +228,21 @@ async def test_an_offer_without_dtls_is_refused_not_answered_and_left_to_fail(li
     offer = await _aiortc_offer()
     stripped = "".join(kept for kept in offer.splitlines(keepends=True) if not kept.startswith(line))
     assert stripped != offer
+    await _refused_by_both_endpoints(stripped, f"Invalid SDP offer: the offer has no {what} ({line}…), which a "
+                                               "WebRTC peer must send")
+
+
+async def _refused_by_both_endpoints(offer: str, message: str) -> None:
+    """``offer`` posted to the Realtime calls endpoint and to GPT-Live's: each answers 400 with ``message`` and
+    opens no call."""
     async with local_server(api_key=KEY) as server:
         for path in ("/v1/realtime/calls", "/v1/live/sessions"):
-            body = stripped.encode() if path.endswith("calls") else json.dumps(
-                {"transport": {"type": "webrtc", "sdp": stripped}}).encode()
+            body = offer.encode() if path.endswith("calls") else json.dumps(
+                {"transport": {"type": "webrtc", "sdp": offer}}).encode()
             request = _post(path, body, content_type=b"application/sdp" if path.endswith("calls") else b"application/json")
             status, payload, raw = await asyncio.wait_for(exchange(server.port, request), 30)
             assert status == 400, raw
-            assert payload is not None and payload["error"]["message"] == (
-                f"Invalid SDP offer: the offer has no {what} ({line}…), which a WebRTC peer must send")
+            assert payload is not None and payload["error"]["message"] == message
         assert server._calls.active == []
 
 
