@@ -160,6 +160,10 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         writer.close()  # the worker's own: its pipe ends (EOF) when the worker does
         pipes[n] = reader
 
+    def mend_log(recording: FarmRecording) -> None:
+        """The event log of a recording whose worker is gone, cut back to whole lines (it may have died mid-write)."""
+        cut_to_whole_lines(options.out_dir / folder_of(recording) / "events.jsonl")
+
     def report(outcome: Outcome) -> None:
         reported.add(outcome.name)
         got.append(outcome)
@@ -172,7 +176,7 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         running = [r for r in shares[n] if r.name in started[n] and r.name not in reported]
         waiting = [r for r in shares[n] if r.name not in started[n] and r.name not in reported]
         for r in running:
-            cut_to_whole_lines(options.out_dir / folder_of(r) / "events.jsonl")  # it may have died mid-write
+            mend_log(r)
             report(interrupted_outcome(r, f"its worker process {how} while it ran (what ran is in its folder)",
                                        options.out_dir))
         if waiting and running:
@@ -223,7 +227,7 @@ async def run_processes(recordings: list[FarmRecording], options: FarmOptions, p
         for share, names in zip(shares, started):  # those a worker killed here was running: it may have been mid-write
             for r in share:
                 if r.name in names and r.name not in reported:
-                    cut_to_whole_lines(options.out_dir / folder_of(r) / "events.jsonl")
+                    mend_log(r)
     why = ("interrupted before its worker reported it (it may not have started)" if stop is not None and stop.is_set()
            else "its worker process ended without a verdict")
     return complete(recordings, got, why, options.out_dir)
