@@ -30,7 +30,6 @@ apart ranged 0.74–1.13; run at once, 0.96–0.98.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import multiprocessing
 import queue
 import signal
@@ -60,6 +59,7 @@ from .concurrent_sessions import (
     Server,
     Workload,
     failure,
+    run_on_command_loop,
     run_seconds,
     voxline_sessions,
 )
@@ -89,13 +89,17 @@ def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], t
                   out: multiprocessing.Queue[Any]) -> None:
     told = False
     try:
-        asyncio.run(voxline_sessions(1, url, samples[:WARM_UP_SAMPLES], 0.0, None, None, levers_off))
+        if levers_off:  # this process's own loop (the server's is the one both sides share)
+            from .concurrent_levers import undo_in_processes
+
+            undo_in_processes(levers_off)
+        run_on_command_loop(voxline_sessions(1, url, samples[:WARM_UP_SAMPLES], 0.0, None, None, levers_off))
         ready.put((name, True))
         told = True
         if not go.wait(READY_S):
             raise RuntimeError("no start signal came")
         cpu0, began = time.process_time(), time.time()
-        results, _probe = asyncio.run(voxline_sessions(n, url, samples, tail_s, None,
+        results, _probe = run_on_command_loop(voxline_sessions(n, url, samples, tail_s, None,
                                                        None if wav_dir is None else Path(wav_dir), levers_off))
         cpu, ended = time.process_time() - cpu0, time.time()
         failed = [why for why in map(failure, results) if why is not None]

@@ -5,7 +5,7 @@ Each floor session opens a WebSocket with ``websockets`` alone, streams the same
 frame it receives (``json.loads``, the audio deltas with ``pybase64``), with no playout, no
 barge-in handling, no conversation state. It is the least any client of the service must spend;
 :mod:`benchmarks.bench_concurrent` reports voxline's CPU per session as a ratio to it, measured
-in the same run against a fresh server of the same kind.
+in the same run against a fresh server of the same kind, on the same event loop as voxline's sessions.
 
 The *lean* floor (``lean=True``) does the same work with less machinery around it: one
 :class:`asyncio.Protocol` per session drives websockets' sans-I/O protocol and decodes each frame
@@ -19,7 +19,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -32,10 +32,12 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from .common import ratio
+from .concurrent_sessions import run_on_command_loop
 
 __all__ = ["CHUNK_S", "run_floor"]
 
 CHUNK_S = 0.040
+OPEN_TIMEOUT_S = 30.0
 _RATE = 24_000
 
 
@@ -82,8 +84,7 @@ class _Lean(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is one without deriving from asyncio's
         request = self.protocol.connect()
         request.headers["Authorization"] = "Bearer local"
         self.protocol.send_request(request)
@@ -123,7 +124,8 @@ async def _one_lean(url: str, samples: npt.NDArray[np.int16], run_s: float, coun
     loop = asyncio.get_running_loop()
     transport, session = await loop.create_connection(lambda: _Lean(ws_url, counts), where.host, where.port)
     try:
-        await session.opened
+        async with asyncio.timeout(OPEN_TIMEOUT_S):  # a handshake that never ends is a failed session, not a hang
+            await session.opened
         start = loop.time()
         for due, frame in _appends(samples):
             await asyncio.sleep(max(0.0, start + due - loop.time()))
@@ -145,7 +147,7 @@ def run_floor(n: int, url: str, samples: npt.NDArray[np.int16], run_s: float, *,
     """``n`` bare receivers (lean ones with ``lean``) at once for ``run_s`` seconds each; their CPU per
     session-second."""
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    failures, counts = asyncio.run(_all(n, url, samples, run_s, lean))
+    failures, counts = run_on_command_loop(_all(n, url, samples, run_s, lean))
     cpu1, wall1 = time.process_time(), time.perf_counter()
     failed = [f"{type(e).__name__}: {e}"[:200] for e in failures if e is not None]
     session_s = run_s * (n - len(failed))

@@ -13,7 +13,6 @@ Run: ``python3 -m benchmarks.concurrent_paths`` (``--sessions N``, default 50).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import tempfile
 import time
@@ -33,7 +32,8 @@ from voxline.realtime.transports.websocket import WebSocketTransport
 from voxline.session.input_feed import InputFeed
 from voxline.session.machine.machine import SessionMachine
 
-from .concurrent_sessions import RECORDING, TAIL_S, WARM_UP_SAMPLES, Server, Workload, voxline_sessions
+from .concurrent_sessions import (RECORDING, TAIL_S, WARM_UP_SAMPLES, Server, Workload, run_on_command_loop,
+                                  voxline_sessions)
 
 __all__ = ["PATHS", "measured", "run_paths"]
 
@@ -88,10 +88,10 @@ def run_paths(n: int, seconds: float | None = None, tail_s: float | None = None)
     if seconds is not None:
         samples = samples[: int(seconds * rate)]
     with tempfile.TemporaryDirectory(prefix="voxline-paths-") as tmp, Server(workload=workload) as server:
-        asyncio.run(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, None))  # what a process does once
+        run_on_command_loop(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, None))  # what a process does once
         with measured() as (spent, calls):
             cpu0 = time.process_time()
-            results, _probe = asyncio.run(voxline_sessions(n, server.url, samples, tail, None, Path(tmp)))
+            results, _probe = run_on_command_loop(voxline_sessions(n, server.url, samples, tail, None, Path(tmp)))
             cpu = time.process_time() - cpu0
     session_s = sum(r.duration_s for r in results if not isinstance(r, BaseException))
     if session_s <= 0:

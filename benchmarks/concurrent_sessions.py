@@ -4,6 +4,8 @@
 the same time) and :mod:`benchmarks.concurrent_paths` (where the client's CPU goes) all run the same
 sessions against the same kind of server: a recording replayed in real time over the ``long``
 scenario, barging in over a reply streamed at 4x real time, each session writing its heard WAV.
+Clients and server run on the event loop voxline's commands run on (:func:`run_on_command_loop`:
+uvloop where installed, ``VOXLINE_EVENT_LOOP=asyncio`` for asyncio's own).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +28,7 @@ from pydantic import SecretStr
 
 from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.base.clock import RealClock
+from voxline.base.loop_runner import loop_name, real_time_loop
 from voxline.realtime.server import load_scenario
 from voxline.realtime.server.engine.scenario import Say
 from voxline.realtime.server.engine.voices import make_synth
@@ -35,8 +38,8 @@ from voxline.session.replay.result import ReplayResult
 from voxline.session.settings import SessionSettings
 
 __all__ = ["PROBE_S", "RATE", "RECORDING", "SCENARIO", "TAIL_S", "VOICE", "WARM_UP_SAMPLES", "Probe", "Server",
-           "Workload", "failure", "load_average", "process_cpu_s", "rss_bytes", "run_seconds", "settings_for",
-           "voxline_sessions"]
+           "Workload", "event_loop", "failure", "load_average", "process_cpu_s", "rss_bytes", "run_on_command_loop", "run_seconds",
+           "settings_for", "voxline_sessions"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 RATE = 24_000  # the recording's and the sessions' sample rate
@@ -47,6 +50,26 @@ VOICE = "auto"  # the server's voice: espeak where installed, else the tone (sam
 SCENARIO = "long"  # replies of many seconds: the reply streams ahead of real time while the user talks over it
 _URL = re.compile(r"at (ws://\S+?)/realtime\b")
 _TICK = os.sysconf("SC_CLK_TCK")
+
+T = TypeVar("T")
+
+
+def run_on_command_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on a fresh loop of the kind voxline's commands run on (``voxline serve`` and a farm's parts)."""
+    with asyncio.Runner(loop_factory=real_time_loop()) as runner:
+        return runner.run(main)
+
+
+def event_loop() -> str:
+    """The name of the loop :func:`run_on_command_loop` runs on here: ``uvloop`` or ``asyncio``."""
+    factory = real_time_loop()
+    if factory is None:
+        return "asyncio"
+    loop = factory()
+    try:
+        return loop_name(loop)
+    finally:
+        loop.close()
 
 
 def run_seconds(samples: npt.NDArray[np.int16], tail_s: float) -> float:

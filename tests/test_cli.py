@@ -110,10 +110,12 @@ def test_a_refused_token_is_one_line(tmp_path: Path) -> None:
     assert rc == "1" and len(err) == 1 and "HTTP 401" in err[0] and "sk-wrong" not in err[0]
 
 
-def test_real_time_replay_over_webrtc(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_real_time_replay_over_webrtc(tmp_path: Path, loop: str) -> None:
     require_tool("espeak-ng")
     out, log = tmp_path / "heard.wav", tmp_path / "events.jsonl"
-    run = voxline("replay", str(EXAMPLE), "--transport", "webrtc", "--out", str(out), "--events", str(log))
+    run = voxline("replay", str(EXAMPLE), "--transport", "webrtc", "--out", str(out), "--events", str(log),
+                  env={"VOXLINE_EVENT_LOOP": loop})
     assert run.returncode == 0, run.stderr
     assert "the server cuts its own buffer (WebRTC)" in run.stdout
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
@@ -127,6 +129,22 @@ def test_real_time_replay_over_webrtc(tmp_path: Path) -> None:
     # microphone track sends nothing before the first block, and late blocks count from when they were captured
     began = [float(x) for x in re.findall(r"your voice began at (\d+\.\d+) s", run.stdout)]
     assert began == pytest.approx([0.50, 6.00], abs=0.015), run.stdout
+
+
+def test_real_time_replay_over_a_websocket_on_uvloop_cuts_where_the_listener_was(tmp_path: Path) -> None:
+    require_tool("espeak-ng")
+    out, log = tmp_path / "heard.wav", tmp_path / "events.jsonl"
+    run = voxline("-vv", "replay", str(EXAMPLE), "--out", str(out), "--events", str(log),
+                  env={"VOXLINE_EVENT_LOOP": "uvloop"})
+    assert run.returncode == 0, run.stderr
+    assert "event loop: uvloop" in run.stderr
+    assert "barge-in (server_vad): the reply cut where it was heard" in run.stdout
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    (truncate,) = [line["event"] for line in lines if line["event"].get("type") == "conversation.item.truncate"]
+    (barge,) = [line["event"] for line in lines if line["event"].get("type") == "BargeIn"]
+    assert barge["audio_end_ms"] == truncate["audio_end_ms"] > 0
+    heard, _ = read_wav(out)
+    assert np.abs(heard[24_000 * 3 : 24_000 * 5]).max() > 1000  # the reply reached the listener
 
 
 def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130() -> None:

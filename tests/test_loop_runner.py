@@ -183,3 +183,60 @@ def test_a_replay_whose_tool_ignores_its_cancel_exits_once_it_wrote_everything(t
     assert "get_weather timed out after 1 s" in events.read_text()
     assert run.stderr.splitlines()[-1] == "voxline: left running, as it ignored its cancel: tool get_weather"
     assert "Task was destroyed" not in run.stderr
+
+
+
+# the loop commands run on in real time: asyncio's own, or uvloop as VOXLINE_EVENT_LOOP says
+
+
+def _loop_of(factory: object) -> str:
+    with bounded_runner(factory) as runner:  # type: ignore[arg-type]
+        return loop_runner.loop_name(runner.get_loop())
+
+
+def test_a_command_runs_on_asyncio_unless_uvloop_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(loop_runner.EVENT_LOOP_ENV, raising=False)
+    assert loop_runner.real_time_loop() is None and _loop_of(None) == "asyncio"
+    for choice in ("asyncio", " AsyncIO ", "", "  "):
+        monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, choice)
+        assert _loop_of(None) == "asyncio", choice
+    for choice in ("uvloop", " UVLoop "):
+        monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, choice)
+        assert _loop_of(None) == "uvloop", choice
+
+
+def test_a_loop_the_command_asks_for_is_taken_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxline.base.clock import VirtualClock
+    from voxline.session.lockstep import LockstepLoop
+
+    monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, "uvloop")
+    assert _loop_of(lambda: LockstepLoop(VirtualClock())) == "LockstepLoop"
+
+
+def test_asking_for_uvloop_where_it_is_not_installed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from voxline.base.errors import VoxlineError
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # an import of it now fails, as where it is not installed
+    monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, "uvloop")
+    with pytest.raises(VoxlineError, match=r"VOXLINE_EVENT_LOOP=uvloop, but uvloop is not installed \(pip install"):
+        loop_runner.real_time_loop()
+    monkeypatch.delenv(loop_runner.EVENT_LOOP_ENV)
+    assert _loop_of(None) == "asyncio"  # nobody asked: nothing missing
+
+
+def test_a_choice_it_does_not_know_is_one_line_naming_the_variable_and_the_choices() -> None:
+    from tests.support.cli import one_line_error, voxline
+
+    run = voxline("devices", "--json", env={loop_runner.EVENT_LOOP_ENV: "tokio"})
+    assert run.returncode == 1
+    assert one_line_error(run) == "voxline devices: error: VOXLINE_EVENT_LOOP is 'tokio': give one of asyncio, uvloop"
+
+
+@pytest.mark.parametrize(("choice", "loop"), [("", "asyncio"), ("uvloop", "uvloop")])
+def test_the_command_says_at_debug_which_loop_it_runs_on(choice: str, loop: str) -> None:
+    from tests.support.cli import voxline
+
+    run = voxline("--log-level", "debug", "devices", "--json", env={loop_runner.EVENT_LOOP_ENV: choice})
+    assert f"event loop: {loop}" in run.stderr, run.stderr

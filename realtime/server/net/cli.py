@@ -9,6 +9,7 @@ import os
 import sys
 
 from voxline.base.files import nonempty_path, stdout_reader_gone
+from voxline.base.loop_runner import real_time_loop
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import Server, serve
@@ -198,7 +199,8 @@ def run_serve(argv: list[str] | None = None) -> int:
     add_serve_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(main_serve(args))
+        with asyncio.Runner(loop_factory=real_time_loop()) as runner:
+            return runner.run(main_serve(args))
     except KeyboardInterrupt:
         return 0
     except BrokenPipeError:  # nobody reads the banner: end quietly, as a writer to a closed pipe does
