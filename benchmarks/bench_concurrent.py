@@ -43,9 +43,8 @@ Figures for each N:
   per session driving websockets' sans-I/O protocol, each frame decoded in the read callback):
   what a Python asyncio client spends here beyond nothing but the wire, as a ratio to the floor;
 * **peer**: at the same N, the nearest peer: N openai-agents realtime sessions (no playout), in
-  that client's own environment (:mod:`benchmarks.concurrent_peer`) on asyncio's own loop, as its
-  own programs run (voxline's sessions, the floor's and the server run on the loop voxline's commands
-  run on: uvloop where installed), against a fresh server of the same kind, as a ratio to the floor and voxline's as a ratio to theirs (left out, saying
+  that client's own environment (:mod:`benchmarks.concurrent_peer`), against a fresh server of
+  the same kind, as a ratio to the floor and voxline's as a ratio to theirs (left out, saying
   how to build it, when ``.ci/install-clients openai_agents`` has not run);
 * **side by side**: at the same N, voxline's sessions and the bare receivers at the same time, each
   client in its own process against one fresh server (:mod:`benchmarks.concurrent_at_once`): the
@@ -195,12 +194,12 @@ def run_sessions(n: int, samples: npt.NDArray[np.int16], reference: Sequence[flo
         wav_dir = Path(tmp) if workload.wav else None
         # one short session first: what a process does once (lazy imports, first connection)
         # is not a cost of the N sessions measured next
-        run_on_command_loop(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s, None,
-                                     workload.levers_off))
+        run_on_command_loop(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, liveness_timeout_s,
+                                             None, workload.levers_off))
         rss0 = rss_bytes()
         cpu0, server0, wall0 = time.process_time(), server.cpu_s(), time.perf_counter()
-        results, probe = run_on_command_loop(voxline_sessions(n, server.url, samples, tail_s, liveness_timeout_s, wav_dir,
-                                                      workload.levers_off))
+        results, probe = run_on_command_loop(voxline_sessions(n, server.url, samples, tail_s, liveness_timeout_s,
+                                                              wav_dir, workload.levers_off))
         cpu1, server1, wall1 = time.process_time(), server.cpu_s(), time.perf_counter()
         server_alive = server.process.poll() is None
         cuts = _check_cuts(results, wav_dir, reply)
@@ -442,7 +441,7 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
             "server_voice": workload.voice,
             "heard_wavs": workload.wav,
             "levers_off": list(workload.levers_off),
-            "event_loop": event_loop(),  # the client's and the server's: both take VOXLINE_EVENT_LOOP
+            "event_loop": event_loop(),  # voxline's sessions', the floor's and the server's: VOXLINE_EVENT_LOOP
             "server_python": workload.server_python or "",
             "probe_sleep_ms": PROBE_S * 1000,
             "tail_s": tail_s,
@@ -556,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--voice", default=VOICE, help="the server's voice: espeak, tone or auto (default: auto)")
     parser.add_argument("--no-wav", action="store_true", help="sessions write no heard WAV (and cuts go unchecked)")
     parser.add_argument("--levers-off", default="", metavar="NAME,...",
-                        help="levers to undo, to measure what each saves (tick_gate, try_recv, barge_peek, idle_sleep, clock_read, uvloop)")
+                        help="client levers to undo, to measure what each saves (tick_gate, try_recv, barge_peek, idle_sleep, clock_read)")
     parser.add_argument("--server-python", default=None, metavar="PATH",
                         help="run voxline serve with this interpreter (another checkout's, to measure its server)")
     parser.add_argument("--liveness-timeout", type=_seconds, default=None, metavar="S",
@@ -573,11 +572,10 @@ def main(argv: list[str] | None = None) -> int:
     floor_at = args.floor if args.floor is not None else (() if args.short else FLOOR_AT)
     off = tuple(name for name in args.levers_off.split(",") if name)
     if off:
-        from .concurrent_levers import LEVERS, undo_in_processes
+        from .concurrent_levers import LEVERS
 
         if set(off) - set(LEVERS):
             parser.error(f"--levers-off takes some of {', '.join(LEVERS)}, not {args.levers_off!r}")
-        undo_in_processes(off)  # before the server and the sessions' processes start
     workload = Workload(args.scenario, args.voice, not args.no_wav, off, args.server_python)
     shape: dict[str, Any] = {"seconds": SHORT_SECONDS, "tail_s": SHORT_TAIL_S} if args.short else {}
     done = run_section(lambda: run(sessions, liveness_timeout_s=args.liveness_timeout, workload=workload,

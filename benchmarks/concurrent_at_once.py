@@ -89,10 +89,6 @@ def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], t
                   out: multiprocessing.Queue[Any]) -> None:
     told = False
     try:
-        if levers_off:  # this process's own loop (the server's is the one both sides share)
-            from .concurrent_levers import undo_in_processes
-
-            undo_in_processes(levers_off)
         run_on_command_loop(voxline_sessions(1, url, samples[:WARM_UP_SAMPLES], 0.0, None, None, levers_off))
         ready.put((name, True))
         told = True

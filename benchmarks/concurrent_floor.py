@@ -84,7 +84,7 @@ class _Lean(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)  # uvloop's is one without deriving from asyncio's
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's does not derive from asyncio's
         request = self.protocol.connect()
         request.headers["Authorization"] = "Bearer local"
         self.protocol.send_request(request)

@@ -11,36 +11,26 @@ levers are measured by running the server of another checkout (``--server-python
   (``input_audio_buffer.speech_started``) is read behind it, and so does every event read ahead of it;
 * ``idle_sleep``: the output passes every block even while nothing can play (``idle_s=0``);
 * ``clock_read``: the sessions' clock asks the running loop for its time at every read (a system
-  call each, asyncio checking the process id) instead of reading ``time.monotonic()``;
-* ``uvloop``: the sessions, the bare receivers and the server run on asyncio's own event loop
-  (``VOXLINE_EVENT_LOOP=asyncio``, :func:`undo_in_processes`) instead of uvloop.
+  call each, asyncio checking the process id) instead of reading ``time.monotonic()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import os
 from collections.abc import Callable, Sequence
 
 from voxline.audio.clocked_output import ClockedOutput
 from voxline.audio.tick_gate import TickGate
 from voxline.base.clock import RealClock
-from voxline.base.loop_runner import EVENT_LOOP_ENV
 from voxline.realtime.connection import RealtimeConnection, connect
 from voxline.session import VoiceSession
 from voxline.session.settings import SessionSettings
 from voxline.session.voice import Connector
 
-__all__ = ["LEVERS", "AlwaysOpenGate", "LoopTimeClock", "clock_for", "hooks", "undo_in_processes"]
+__all__ = ["LEVERS", "AlwaysOpenGate", "LoopTimeClock", "clock_for", "hooks"]
 
-LEVERS = ("tick_gate", "try_recv", "barge_peek", "idle_sleep", "clock_read", "uvloop")
-
-
-def undo_in_processes(off: Sequence[str]) -> None:
-    """Undo the levers of ``off`` that processes started from now on take from their environment (``uvloop``)."""
-    if "uvloop" in off:
-        os.environ[EVENT_LOOP_ENV] = "asyncio"
+LEVERS = ("tick_gate", "try_recv", "barge_peek", "idle_sleep", "clock_read")
 
 
 class LoopTimeClock(RealClock):

@@ -5,7 +5,7 @@ the same time) and :mod:`benchmarks.concurrent_paths` (where the client's CPU go
 sessions against the same kind of server: a recording replayed in real time over the ``long``
 scenario, barging in over a reply streamed at 4x real time, each session writing its heard WAV.
 Clients and server run on the event loop voxline's commands run on (:func:`run_on_command_loop`:
-uvloop where installed, ``VOXLINE_EVENT_LOOP=asyncio`` for asyncio's own).
+asyncio's own, or uvloop with ``VOXLINE_EVENT_LOOP=uvloop``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,12 +199,13 @@ class Probe:
 
 
 async def _probe(stop: asyncio.Event, probe: Probe) -> None:
-    loop = asyncio.get_running_loop()
+    # the lag in real time, time.monotonic(): uvloop's loop.time() is the time its pass began, in whole
+    # milliseconds, so a wake-up that waits behind the other callbacks of the same pass would not count
     k = 0
     while not stop.is_set():
-        asked = loop.time() + PROBE_S
+        asked = time.monotonic() + PROBE_S
         await asyncio.sleep(PROBE_S)
-        probe.lags.append(max(0.0, loop.time() - asked))
+        probe.lags.append(max(0.0, time.monotonic() - asked))
         k += 1
         if k % 50 == 0:
             probe.peak_rss = max(probe.peak_rss, rss_bytes())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -180,7 +181,7 @@ def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_p
     result = bench_concurrent.run((2,), seconds=7.0, tail_s=0.5, floor_at=(2,))
     assert set(result["machine"]) >= {"cpu_count", "platform", "python"}
     assert result["parameters"]["lockstep_barge_in_at_s"], "the lockstep run has a barge-in to compare against"
-    assert result["parameters"]["event_loop"] == "uvloop"  # the loop voxline's commands run on, the server's too
+    assert result["parameters"]["event_loop"] == "asyncio"  # the loop voxline's commands run on, the server's too
     (figures,) = result["runs"]
     assert set(figures) == CONCURRENT_FIGURES
     assert record.gaps(result) == []
@@ -260,7 +261,7 @@ def test_a_lever_is_measured_with_its_former_and_new_path_at_once() -> None:
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["--levers-off", "warp"], "--levers-off takes some of tick_gate, try_recv, barge_peek, idle_sleep, clock_read, uvloop, "
+    (["--levers-off", "warp"], "--levers-off takes some of tick_gate, try_recv, barge_peek, idle_sleep, clock_read, "
                                "not 'warp'"),
     (["--levers-off", ""], "--levers-off takes some of"),
     (["--levers-off", "idle_sleep", "--repeat", "0"], "--repeat takes a count of at least 1, not 0"),
@@ -476,13 +477,15 @@ def test_a_peer_says_ready_after_its_warnings_and_is_stopped_if_the_start_never_
 
 
 
-def test_the_uvloop_lever_puts_the_processes_started_after_it_on_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchmarks.concurrent_levers import undo_in_processes
-    from benchmarks.concurrent_sessions import event_loop
-    from voxline.base.loop_runner import EVENT_LOOP_ENV
+
+def test_the_benchmarks_run_on_the_loop_the_commands_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.concurrent_sessions import event_loop, run_on_command_loop
+    from voxline.base.loop_runner import EVENT_LOOP_ENV, loop_name
+
+    async def which() -> str:
+        return loop_name(asyncio.get_running_loop())
 
     monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
-    undo_in_processes(("tick_gate",))
-    assert event_loop() == "uvloop"
-    undo_in_processes(("tick_gate", "uvloop"))
-    assert os.environ[EVENT_LOOP_ENV] == "asyncio" and event_loop() == "asyncio"
+    assert event_loop() == run_on_command_loop(which()) == "asyncio"
+    monkeypatch.setenv(EVENT_LOOP_ENV, "uvloop")
+    assert event_loop() == run_on_command_loop(which()) == "uvloop"
