@@ -39,8 +39,8 @@ from voxline.session.replay.result import ReplayResult
 from voxline.session.settings import SessionSettings
 
 __all__ = ["PROBE_S", "RATE", "RECORDING", "SCENARIO", "TAIL_S", "VOICE", "WARM_UP_SAMPLES", "Probe", "Server",
-           "Workload", "event_loop", "failure", "load_average", "process_cpu_s", "rss_bytes", "run_on_command_loop", "run_seconds",
-           "settings_for", "voxline_sessions"]
+           "Workload", "event_loop", "failure", "load_average", "process_cpu_s", "rss_bytes", "run_on_command_loop",
+           "run_seconds", "settings_for", "voxline_sessions"]
 
 RECORDING = Path(__file__).resolve().parent.parent / "examples" / "audio" / "barge_in.wav"
 RATE = 24_000  # the recording's and the sessions' sample rate

@@ -240,3 +240,13 @@ def test_the_command_says_at_debug_which_loop_it_runs_on(choice: str, loop: str)
 
     run = voxline("--log-level", "debug", "devices", "--json", env={loop_runner.EVENT_LOOP_ENV: choice})
     assert f"event loop: {loop}" in run.stderr, run.stderr
+
+
+def test_the_stand_alone_server_entry_says_a_choice_it_cannot_honour_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from voxline.realtime.server import run_serve
+
+    monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, "tokio")
+    assert run_serve(["--port", "0"]) == 1
+    assert capsys.readouterr().err == ("voxline serve: error: VOXLINE_EVENT_LOOP is 'tokio': "
+                                       "give one of asyncio, uvloop\n")

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 
+from voxline.base.errors import VoxlineError, printable
 from voxline.base.files import nonempty_path, stdout_reader_gone
 from voxline.base.loop_runner import real_time_loop
 from voxline.realtime.errors import ConfigurationError, UsageError
@@ -206,3 +207,6 @@ def run_serve(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # nobody reads the banner: end quietly, as a writer to a closed pipe does
         stdout_reader_gone()
         return 1
+    except VoxlineError as exc:  # a configuration it cannot run with (VOXLINE_EVENT_LOOP, a port, a transcript)
+        print(f"voxline serve: error: {printable(str(exc))}", file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1

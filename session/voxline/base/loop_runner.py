@@ -1,5 +1,11 @@
 """An event loop run from synchronous code, closed without waiting for ever on what ignores its cancel.
 
+``asyncio.Runner`` closes by cancelling every task still running and waiting until each has
+ended. A task that swallows its cancel (a tool awaiting in a ``while True`` that catches
+``CancelledError``; the session already answered its call and let it go) would keep the
+command (or a farm's worker) from exiting after it wrote everything. :func:`bounded_runner` waits for such tasks
+at most :data:`CLOSE_S`, then says which it left and closes the loop without them.
+
 A command runs in real time on asyncio's own loop, or on uvloop (asyncio's API on libuv) with
 :envvar:`VOXLINE_EVENT_LOOP` ``=uvloop`` and the ``uvloop`` extra installed: at a few hundred
 sessions a process its loop lag is a few milliseconds lower, its CPU the same. A loop a command
