@@ -211,6 +211,48 @@ def test_stopping_gives_the_workers_one_grace_period_together(monkeypatch: pytes
         def close(self) -> None:
             pass
 
-    workers._stop([(Stubborn(), Receiver()) for _ in range(4)])  # type: ignore[list-item]
-    # one grace period for all four before the kills, not one each (four workers took 20 s)
-    assert sum(joins[:4]) == workers._STOP_TIMEOUT_S
+    workers._stop([(Stubborn(), Receiver()) for _ in range(4)], 21.0)  # type: ignore[list-item]
+    # one grace period for all four before the kills, not one each (four workers took 4 x the grace)
+    assert sum(joins[:4]) == 21.0
+
+
+def test_stopped_workers_are_given_the_close_a_server_makes_before_they_are_killed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker stopped with clients that do not answer the close takes up to its close bound, twice (the last
+    events' flush, then the close), as one server does; it was killed at 5 s, its clients' sessions cut at 1006."""
+    from voxline.realtime.server import ServerConfig
+
+    clock = [0.0]
+    monkeypatch.setattr(workers, "time", type("FakeTime", (), {"monotonic": staticmethod(lambda: clock[0])}))
+    killed: list[str] = []
+
+    class Closing:  # ends on its own once its sessions' closes have run out their bound
+        def __init__(self, name: str, ends_at: float) -> None:
+            self.name, self.ends_at, self.alive = name, ends_at, True
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+        def terminate(self) -> None:
+            pass
+
+        def join(self, timeout: float) -> None:
+            if self.alive and clock[0] + timeout >= self.ends_at:
+                clock[0] = max(clock[0], self.ends_at)
+                self.alive = False
+            elif self.alive:
+                clock[0] += timeout
+
+        def kill(self) -> None:
+            killed.append(self.name)
+            self.alive = False
+
+    class Receiver:
+        def close(self) -> None:
+            pass
+
+    config = ServerConfig(port=0, close_timeout_s=10.0)
+    slow = Closing("flushing and closing", 2 * 10.0)  # a flush and a close, each at its bound
+    stuck = Closing("ignores its stop", 1e9)
+    workers._stop([(slow, Receiver()), (stuck, Receiver())], workers.stop_grace_s(config))  # type: ignore[list-item]
+    assert killed == ["ignores its stop"]

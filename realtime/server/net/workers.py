@@ -34,10 +34,17 @@ from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
 
-__all__ = ["MAX_WORKERS", "reserve_port", "supervise"]
+__all__ = ["MAX_WORKERS", "reserve_port", "stop_grace_s", "supervise"]
 
 MAX_WORKERS = 64
-_STOP_TIMEOUT_S = 5.0
+_STOP_TIMEOUT_S = 5.0  # a worker that has not started listening, or that ended, to be joined
+_STOP_MARGIN_S = 1.0  # past the longest close a stopped worker makes, for its process to end
+
+
+def stop_grace_s(config: ServerConfig) -> float:
+    """How long stopped workers get to end before they are killed: a worker's stop closes its sessions as one
+    server does, each first flushing its last events and then closing, both bounded by ``close_timeout_s``."""
+    return 2 * config.close_timeout_s + _STOP_MARGIN_S
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
@@ -88,7 +95,7 @@ async def supervise(args: argparse.Namespace, config: ServerConfig, workers: int
         print(f"voxline serve: worker {ended.name} (pid {ended.pid}) ended with status {code}", file=sys.stderr)
         return code if code > 0 else 1
     finally:
-        _stop(started)
+        _stop(started, stop_grace_s(config))
         holder.close()
 
 
@@ -142,12 +149,13 @@ async def _first_exit(loop: asyncio.AbstractEventLoop, processes: list[Any]) -> 
     return process
 
 
-def _stop(started: list[tuple[Any, Connection]]) -> None:
-    """Terminate every worker, give them all one :data:`_STOP_TIMEOUT_S` together, then kill what is left."""
+def _stop(started: list[tuple[Any, Connection]], grace_s: float) -> None:
+    """Terminate every worker, give them all one ``grace_s`` together (:func:`stop_grace_s`), then kill what is
+    left."""
     for process, _receiver in started:
         if process.is_alive():
             process.terminate()
-    deadline = time.monotonic() + _STOP_TIMEOUT_S
+    deadline = time.monotonic() + grace_s
     for process, _receiver in started:
         process.join(max(0.0, deadline - time.monotonic()))
     for process, receiver in started:
