@@ -256,3 +256,36 @@ def test_stopped_workers_are_given_the_close_a_server_makes_before_they_are_kill
     stuck = Closing("ignores its stop", 1e9)
     workers._stop([(slow, Receiver()), (stuck, Receiver())], workers.stop_grace_s(config))  # type: ignore[list-item]
     assert killed == ["ignores its stop"]
+
+
+def test_a_second_stop_during_the_grace_kills_every_worker_at_once() -> None:
+    killed: list[int] = []
+
+    class Closing:  # still closing its sessions when the user presses Ctrl-C again
+        def __init__(self, k: int) -> None:
+            self.k, self.alive = k, True
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+        def terminate(self) -> None:
+            pass
+
+        def join(self, timeout: float) -> None:
+            if self.alive and timeout > 1.0:
+                raise KeyboardInterrupt  # the second Ctrl-C lands in the grace's first wait
+
+        def kill(self) -> None:
+            killed.append(self.k)
+            self.alive = False
+
+    class Receiver:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    receivers = [Receiver() for _ in range(3)]
+    with pytest.raises(KeyboardInterrupt):
+        workers._stop([(Closing(k), r) for k, r in enumerate(receivers)], 21.0)  # type: ignore[misc]
+    assert killed == [0, 1, 2] and all(r.closed for r in receivers)  # it left them closing, for up to 21 s

@@ -151,18 +151,20 @@ async def _first_exit(loop: asyncio.AbstractEventLoop, processes: list[Any]) -> 
 
 def _stop(started: list[tuple[Any, Connection]], grace_s: float) -> None:
     """Terminate every worker, give them all one ``grace_s`` together (:func:`stop_grace_s`), then kill what is
-    left."""
-    for process, _receiver in started:
-        if process.is_alive():
-            process.terminate()
-    deadline = time.monotonic() + grace_s
-    for process, _receiver in started:
-        process.join(max(0.0, deadline - time.monotonic()))
-    for process, receiver in started:
-        if process.is_alive():
-            process.kill()
-            process.join(_STOP_TIMEOUT_S)
-        receiver.close()
+    left; a second stop (Ctrl-C again) during the grace kills them at once."""
+    try:
+        for process, _receiver in started:
+            if process.is_alive():
+                process.terminate()
+        deadline = time.monotonic() + grace_s
+        for process, _receiver in started:
+            process.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        for process, receiver in started:
+            if process.is_alive():
+                process.kill()
+                process.join(_STOP_TIMEOUT_S)
+            receiver.close()
 
 
 def _worker(args: argparse.Namespace, port: int, ready: Connection) -> None:
