@@ -114,9 +114,10 @@ def test_a_refused_token_is_one_line(tmp_path: Path) -> None:
 def test_real_time_replay_over_webrtc(tmp_path: Path, loop: str) -> None:
     require_tool("espeak-ng")
     out, log = tmp_path / "heard.wav", tmp_path / "events.jsonl"
-    run = voxline("replay", str(EXAMPLE), "--transport", "webrtc", "--out", str(out), "--events", str(log),
+    run = voxline("-vv", "replay", str(EXAMPLE), "--transport", "webrtc", "--out", str(out), "--events", str(log),
                   env={"VOXLINE_EVENT_LOOP": loop})
     assert run.returncode == 0, run.stderr
+    assert f"event loop: {loop}" in run.stderr
     assert "the server cuts its own buffer (WebRTC)" in run.stdout
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
     kinds = [e.get("type") for e in events]

@@ -185,7 +185,6 @@ def test_a_replay_whose_tool_ignores_its_cancel_exits_once_it_wrote_everything(t
     assert "Task was destroyed" not in run.stderr
 
 
-
 # the loop commands run on in real time: asyncio's own, or uvloop as VOXLINE_EVENT_LOOP says
 
 
@@ -211,6 +210,17 @@ def test_a_loop_the_command_asks_for_is_taken_as_it_is(monkeypatch: pytest.Monke
 
     monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, "uvloop")
     assert _loop_of(lambda: LockstepLoop(VirtualClock())) == "LockstepLoop"
+
+
+def test_a_choice_it_cannot_honour_is_an_error_even_where_the_command_brings_its_own_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxline.base.clock import VirtualClock
+    from voxline.base.errors import VoxlineError
+    from voxline.session.lockstep import LockstepLoop
+
+    monkeypatch.setenv(loop_runner.EVENT_LOOP_ENV, " Tokio ")
+    with pytest.raises(VoxlineError, match="VOXLINE_EVENT_LOOP is 'Tokio': give one of asyncio, uvloop"):
+        _loop_of(lambda: LockstepLoop(VirtualClock()))
 
 
 def test_asking_for_uvloop_where_it_is_not_installed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

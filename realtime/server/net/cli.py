@@ -207,6 +207,6 @@ def run_serve(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # nobody reads the banner: end quietly, as a writer to a closed pipe does
         stdout_reader_gone()
         return 1
-    except VoxlineError as exc:  # a configuration it cannot run with (VOXLINE_EVENT_LOOP, a port, a transcript)
+    except VoxlineError as exc:  # a VOXLINE_EVENT_LOOP it cannot run on (main_serve says its own errors)
         print(f"voxline serve: error: {printable(str(exc))}", file=sys.stderr)
-        return 2 if isinstance(exc, UsageError) else 1
+        return 1

@@ -8,7 +8,7 @@ at most :data:`CLOSE_S`, then says which it left and closes the loop without the
 
 A command runs in real time on asyncio's own loop, or on uvloop (asyncio's API on libuv) with
 :envvar:`VOXLINE_EVENT_LOOP` ``=uvloop`` and the ``uvloop`` extra installed: at a few hundred
-sessions a process its loop lag is a few milliseconds lower, its CPU the same. A loop a command
+sessions in a process, its loop lag is lower and its CPU the same. A loop a command
 asks for itself (``replay --fast``'s lockstep loop) is taken as it is. A program that embeds
 sessions runs them on whatever loop it runs.
 """
@@ -64,9 +64,10 @@ def loop_running() -> bool:
 def real_time_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The factory of the loop a command runs on in real time, as :envvar:`VOXLINE_EVENT_LOOP` chooses
     (``None``: asyncio's own); raises :class:`~voxline.base.errors.VoxlineError` for a choice it cannot honour."""
-    choice = os.environ.get(EVENT_LOOP_ENV, "").strip().lower() or "asyncio"
+    given = os.environ.get(EVENT_LOOP_ENV, "").strip()
+    choice = given.lower() or "asyncio"
     if choice not in _LOOP_CHOICES:
-        raise VoxlineError(f"{EVENT_LOOP_ENV} is {choice[:40]!r}: give one of {', '.join(_LOOP_CHOICES)}")
+        raise VoxlineError(f"{EVENT_LOOP_ENV} is {given[:40]!r}: give one of {', '.join(_LOOP_CHOICES)}")
     if choice == "asyncio":
         return None
     try:
@@ -87,10 +88,12 @@ def loop_name(loop: asyncio.AbstractEventLoop) -> str:
 @contextlib.contextmanager
 def bounded_runner(factory: Callable[[], asyncio.AbstractEventLoop] | None) -> Iterator[asyncio.Runner]:
     """An ``asyncio.Runner`` (on ``factory``'s loop, else :func:`real_time_loop`'s) whose closing waits at most
-    :data:`CLOSE_S` for tasks left running."""
-    runner = asyncio.Runner(loop_factory=factory if factory is not None else real_time_loop())
-    log.debug("event loop: %s", loop_name(runner.get_loop()))
+    :data:`CLOSE_S` for tasks left running. :envvar:`VOXLINE_EVENT_LOOP` is checked either way: a choice it cannot
+    honour is an error, not ignored because this command brings its own loop."""
+    chosen = real_time_loop()
+    runner = asyncio.Runner(loop_factory=factory if factory is not None else chosen)
     try:
+        log.debug("event loop: %s", loop_name(runner.get_loop()))
         yield runner
     finally:
         _close(runner)
