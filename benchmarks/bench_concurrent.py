@@ -441,7 +441,9 @@ def run(sessions: Sequence[int] = FULL, *, recording: Path = RECORDING, seconds:
             "server_voice": workload.voice,
             "heard_wavs": workload.wav,
             "levers_off": list(workload.levers_off),
-            "event_loop": event_loop(),  # voxline's sessions', the floor's and the server's: VOXLINE_EVENT_LOOP
+            # voxline's sessions' and the floor's, from VOXLINE_EVENT_LOOP; the server's too, unless --server-python
+            # runs a checkout that does not read it
+            "event_loop": event_loop(),
             "server_python": workload.server_python or "",
             "probe_sleep_ms": PROBE_S * 1000,
             "tail_s": tail_s,

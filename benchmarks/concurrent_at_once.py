@@ -96,7 +96,7 @@ def _voxline_side(name: str, url: str, n: int, samples: npt.NDArray[np.int16], t
             raise RuntimeError("no start signal came")
         cpu0, began = time.process_time(), time.time()
         results, _probe = run_on_command_loop(voxline_sessions(n, url, samples, tail_s, None,
-                                                       None if wav_dir is None else Path(wav_dir), levers_off))
+                                                               None if wav_dir is None else Path(wav_dir), levers_off))
         cpu, ended = time.process_time() - cpu0, time.time()
         failed = [why for why in map(failure, results) if why is not None]
         session_s = sum(r.duration_s for r in results if not isinstance(r, BaseException))

@@ -124,8 +124,11 @@ async def _one_lean(url: str, samples: npt.NDArray[np.int16], run_s: float, coun
     loop = asyncio.get_running_loop()
     transport, session = await loop.create_connection(lambda: _Lean(ws_url, counts), where.host, where.port)
     try:
-        async with asyncio.timeout(OPEN_TIMEOUT_S):  # a handshake that never ends is a failed session, not a hang
-            await session.opened
+        try:
+            async with asyncio.timeout(OPEN_TIMEOUT_S):  # a handshake that never ends is a failed session, not a hang
+                await session.opened
+        except TimeoutError:
+            raise ConnectionError(f"no WebSocket handshake within {OPEN_TIMEOUT_S:g} s") from None
         start = loop.time()
         for due, frame in _appends(samples):
             await asyncio.sleep(max(0.0, start + due - loop.time()))

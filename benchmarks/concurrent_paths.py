@@ -88,7 +88,8 @@ def run_paths(n: int, seconds: float | None = None, tail_s: float | None = None)
     if seconds is not None:
         samples = samples[: int(seconds * rate)]
     with tempfile.TemporaryDirectory(prefix="voxline-paths-") as tmp, Server(workload=workload) as server:
-        run_on_command_loop(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, None))  # what a process does once
+        # what a process does once
+        run_on_command_loop(voxline_sessions(1, server.url, samples[:WARM_UP_SAMPLES], 0.0, None))
         with measured() as (spent, calls):
             cpu0 = time.process_time()
             results, _probe = run_on_command_loop(voxline_sessions(n, server.url, samples, tail, None, Path(tmp)))

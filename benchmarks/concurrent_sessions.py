@@ -199,8 +199,8 @@ class Probe:
 
 
 async def _probe(stop: asyncio.Event, probe: Probe) -> None:
-    # the lag in real time, time.monotonic(): uvloop's loop.time() is the time its pass began, in whole
-    # milliseconds, so a wake-up that waits behind the other callbacks of the same pass would not count
+    # the lag in real time, as the sessions' clock reads it (time.monotonic(): asyncio's loop.time(); uvloop's
+    # is the same clock in whole milliseconds)
     k = 0
     while not stop.is_set():
         asked = time.monotonic() + PROBE_S

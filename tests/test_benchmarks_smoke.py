@@ -176,7 +176,9 @@ CONCURRENT_FIGURES = {
 }
 
 
-def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_path: Path) -> None:
+def test_concurrent_sessions_against_a_separate_server_report_every_figure(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VOXLINE_EVENT_LOOP", raising=False)  # the default loop, whatever the environment chose
     # two real-time sessions on the start of the recording (the question and the barge-in), short tail
     result = bench_concurrent.run((2,), seconds=7.0, tail_s=0.5, floor_at=(2,))
     assert set(result["machine"]) >= {"cpu_count", "platform", "python"}
@@ -473,9 +475,6 @@ def test_a_peer_says_ready_after_its_warnings_and_is_stopped_if_the_start_never_
         run_peer_on_signal(python, 2, "ws://127.0.0.1:9", tmp_path / "x.wav", 1.0, lambda: None, no_start)
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
         os.kill(int(pid_file.read_text()), 0)
-
-
-
 
 
 def test_the_benchmarks_run_on_the_loop_the_commands_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
