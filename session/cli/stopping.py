@@ -9,9 +9,8 @@ recordings the same way and writes results and JUnit for all of them, the unfini
 twice, as ``timeout`` or a shell passes it on) gives up at once (``KeyboardInterrupt``). The command then exits
 with 128 + the signal's number (130, 143, 129), as a shell reports a job killed by it.
 
-A stop signal the command started with ignored stays ignored (:func:`heeded`): ``nohup`` ignores
-SIGHUP so that a job outlives its terminal, and a shell script starts a job it puts in the
-background (``&``) with SIGINT ignored.
+A stop signal the command started with ignored stays ignored (:mod:`voxline.base.stop_signals`, as
+under ``nohup``).
 
 The handlers are plain :func:`signal.signal` ones (not the loop's), so they run even while
 the main thread waits in synchronous code (a Ray driver); they hand the event to the loop
@@ -28,18 +27,13 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Self
 
-__all__ = ["STOP_SIGNALS", "Stop", "heeded"]
+from voxline.base.stop_signals import heeded
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+__all__ = ["Stop"]
+
 REPEAT_S = 1.0  # a signal this soon after the first is the same stop delivered twice, not a second one
 
 Handler = Callable[[int, FrameType | None], Any] | int | None
-
-
-def heeded() -> tuple[signal.Signals, ...]:
-    """The stop signals this process answers: those it is not ignoring (what ignores one, as ``nohup`` does
-    SIGHUP, means the command to go on through it)."""
-    return tuple(sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN)
 
 
 class Stop:

@@ -36,6 +36,7 @@ from voxline.base.errors import AudioError, printable, redact_url
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.files import nonempty_path
 from voxline.base.log_output import skip_records_said_as_events
+from voxline.base.stop_signals import heeded
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
 from voxline.realtime.server.net.app import serve
@@ -50,7 +51,6 @@ from ..settings import DEFAULT_URL, SessionSettings, key_text, load_settings
 from ..tools import ToolRegistry
 from ..voice import VoiceSession
 from .endpoint import add_local_argument, target_url
-from .stopping import heeded
 from .talk_view import EnterKeys, LiveScreen, PlainScreen, TalkModel, check_enter_source, quiet_terminal
 
 __all__ = ["LevelMeter", "TalkSettings", "add_arguments", "demo_tools", "run"]

@@ -31,6 +31,7 @@ from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.errors import VoxlineError, clip, redact_url, register_environment_secrets, register_url_secrets
 from voxline.base.files import drop_stale
 from voxline.base.loop_runner import bounded_runner
+from voxline.base.stop_signals import heeded
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.server.engine.scenario import load_scenario, with_transcripts
 from voxline.realtime.server.engine.speech import VoiceCache
@@ -290,8 +291,7 @@ def run_part(recordings: list[dict[str, Any]], options: FarmOptions,
 
     # SIGTERM and SIGINT are how the command and Ray stop a part (a worker starts with SIGINT ignored, until now);
     # SIGHUP ignored is the command's, passed on (nohup): the part goes on through a hangup, as the command does
-    hangup = (signal.SIGHUP,) if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN else ()
-    stops = (signal.SIGTERM, signal.SIGINT, *hangup) if stoppable else ()
+    stops = (signal.SIGTERM, signal.SIGINT, *heeded((signal.SIGHUP,))) if stoppable else ()
     handlers = {sig: signal.getsignal(sig) for sig in stops}
     try:
         with bounded_runner(factory) as runner:  # a tool that ignores its cancel does not keep the worker
