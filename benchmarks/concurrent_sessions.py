@@ -29,7 +29,7 @@ from pydantic import SecretStr
 
 from voxline.audio.sinks import NullSink, Sink, WavSink
 from voxline.base.clock import RealClock
-from voxline.base.loop_runner import loop_name, real_time_loop
+from voxline.base.loop_runner import bounded_runner, real_time_loop
 from voxline.realtime.server import load_scenario
 from voxline.realtime.server.engine.scenario import Say
 from voxline.realtime.server.engine.voices import make_synth
@@ -57,20 +57,13 @@ T = TypeVar("T")
 
 def run_on_command_loop(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` on a fresh loop of the kind voxline's commands run on (``voxline serve`` and a farm's parts)."""
-    with asyncio.Runner(loop_factory=real_time_loop()) as runner:
+    with bounded_runner(None) as runner:
         return runner.run(main)
 
 
 def event_loop() -> str:
     """The name of the loop :func:`run_on_command_loop` runs on here: ``uvloop`` or ``asyncio``."""
-    factory = real_time_loop()
-    if factory is None:
-        return "asyncio"
-    loop = factory()
-    try:
-        return loop_name(loop)
-    finally:
-        loop.close()
+    return "asyncio" if real_time_loop() is None else "uvloop"
 
 
 def run_seconds(samples: npt.NDArray[np.int16], tail_s: float) -> float:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import sys
 
 from voxline.base.errors import VoxlineError, printable
 from voxline.base.files import nonempty_path, stdout_reader_gone
-from voxline.base.loop_runner import real_time_loop
+from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import Server, serve
@@ -200,7 +199,7 @@ def run_serve(argv: list[str] | None = None) -> int:
     add_serve_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        with asyncio.Runner(loop_factory=real_time_loop()) as runner:
+        with bounded_runner(None) as runner:
             return runner.run(main_serve(args))
     except KeyboardInterrupt:
         return 0

@@ -29,7 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from voxline.base.log_output import log_to_stderr
-from voxline.base.loop_runner import real_time_loop
+from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.net.app import serve
 from voxline.realtime.server.net.config import ServerConfig
@@ -177,7 +177,7 @@ def _worker(args: argparse.Namespace, port: int, ready: Connection) -> None:
 
     try:
         config = replace(config_from_args(args), port=port, reuse_port=True)
-        with asyncio.Runner(loop_factory=real_time_loop()) as runner:  # the loop the command runs on
+        with bounded_runner(None) as runner:  # on the loop the command runs on
             runner.run(_serve(config, ready))
     except (ConfigurationError, OSError) as exc:
         with contextlib.suppress(OSError):
