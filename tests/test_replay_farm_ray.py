@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import secrets
+import signal
 import shutil
 import socket
 import subprocess
@@ -95,6 +96,9 @@ def local_ray() -> Iterator[ModuleType]:
     os.environ.update(env)
     ray = _import_ray()
     before = _descendants(os.getpid())  # what earlier tests left running is not the instance's
+    # ray.init installs its own SIGTERM handler in this process (sys.exit(15)) and shutdown leaves it: put back
+    # what was there, or a later test's forked child that is sent SIGTERM exits with 15 instead of dying of it
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", _temp_dir=temp,
              logging_level=logging.WARNING, log_to_driver=False)
     started: set[int] = set()
@@ -103,6 +107,8 @@ def local_ray() -> Iterator[ModuleType]:
         started = _descendants(os.getpid()) - before
     finally:
         ray.shutdown()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
         deadline = time.monotonic() + 60  # waiting for the processes to exit, not asserting a duration
         while _alive(started) and time.monotonic() < deadline:
             time.sleep(0.1)
