@@ -33,8 +33,9 @@ class DroppedFrame(str):
 
 def problem(event: ev.ServerEvent, sample_width: int) -> str | None:
     """Why a well-typed event still cannot be used (None if it can); ``sample_width`` in bytes."""
+    fields, extra = event.__dict__, event.__pydantic_extra__ or {}  # getattr's miss costs pydantic a slow path
     for name in ("output_index", "content_index"):
-        index = getattr(event, name, 0)
+        index = fields.get(name, extra.get(name, 0))
         if isinstance(index, int) and not 0 <= index <= MAX_INDEX:
             return f"{event.type} with {name} {index} (expected 0 to {MAX_INDEX})"
     if isinstance(event, ev.ResponseOutputAudioDelta):
