@@ -28,7 +28,8 @@ from typing import Any, Literal, assert_never
 from voxline.audio import sound_server
 from voxline.audio.alsa_messages import route_alsa_messages
 from voxline.base.arguments import as_error, real, whole
-from voxline.base.errors import AudioError, printable
+from voxline.base.errors import AudioError
+from voxline.base.shown import printable
 
 __all__ = [
     "DeviceInfo",

@@ -16,12 +16,13 @@
     └── ToolError                   tool registration and dispatch
 
 Messages never contain keys or tokens: the root redacts every message through
-:func:`~voxline.base.errors.redact`.
+:func:`~voxline.base.redaction.redact`.
 """
 
 from __future__ import annotations
 
-from voxline.base.errors import AudioError, VoxlineError, redact
+from voxline.base.errors import AudioError, VoxlineError
+from voxline.base.redaction import redact
 
 __all__ = [
     "AudioError",
@@ -36,7 +37,6 @@ __all__ = [
     "ToolError",
     "TransportError",
     "UsageError",
-    "redact",
 ]
 
 class RealtimeError(VoxlineError):

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import events as ev
 from .events.codec import json_text_bytes
-from voxline.base.errors import clip
+from voxline.base.shown import clip
 
 from .errors import LocalProtocolError, RemoteProtocolError
 

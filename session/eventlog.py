@@ -3,7 +3,7 @@
 ``dir`` is ``"out"`` (client → server), ``"in"`` (server → client) or ``"local"`` (what the
 session decided, e.g. a barge-in). Events are logged whole except audio payloads, which are
 replaced by a note of their byte length. Every string in an entry, whichever way it went,
-passes through :func:`voxline.realtime.errors.redact` (a server may echo a key it was sent, in an
+passes through :func:`voxline.base.redaction.redact` (a server may echo a key it was sent, in an
 error or anywhere else, and a conversation restored after a drop sends that text back), one
 string at a time, so that a redaction never breaks the line's JSON.
 """
@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from voxline.base.clock import Clock
-from voxline.base.errors import OutputError, clip, redacted
+from voxline.base.errors import OutputError
+from voxline.base.redaction import redacted
+from voxline.base.shown import clip
 from voxline.base.files import utf8
 
 __all__ = ["FLUSH_EVERY_S", "EventLog", "cut_to_whole_lines", "flushing", "redacted", "strip_audio"]

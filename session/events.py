@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from voxline.audio.ledger import Cut
-from voxline.base.errors import clip
+from voxline.base.shown import clip
 
 from .metrics.records import TurnRecord
 
@@ -233,7 +233,7 @@ class ConnectionRestored:
 class SessionError:
     """A problem reported to the application; the session keeps running unless ``fatal``.
 
-    The message and code are redacted (:func:`voxline.base.errors.redact`): a server that echoes a
+    The message and code are redacted (:func:`voxline.base.redaction.redact`): a server that echoes a
     key in an error does not put it in front of the application or its logs; and cut, to
     :data:`MESSAGE_CHARS` and :data:`CODE_CHARS` (a server's may be megabytes). ``code`` says what failed:
 

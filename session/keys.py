@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voxline.base.errors import redact_url
+from voxline.base.redaction import redact_url
 from voxline.base.urls import LOCAL_KEY, is_loopback_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.transports.http import split_userinfo

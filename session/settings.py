@@ -22,7 +22,8 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, Validation
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from voxline.base.arguments import unicode_text
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.errors import printable, redact_url, shown_value
+from voxline.base.redaction import redact_url
+from voxline.base.shown import printable, shown_value
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL, DEFAULT_TRANSCRIPTION_MODEL
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES, json_text_bytes
 from voxline.base.urls import url_problem

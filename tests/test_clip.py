@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voxline.base.errors import clip, forget_secret, register_secret
+from voxline.base.redaction import forget_secret, register_secret
+from voxline.base.shown import clip
 from voxline.realtime import frames
 from voxline.session.eventlog import EventLog
 
@@ -38,11 +39,11 @@ def test_no_part_of_a_registered_secret_survives_any_cut(before: int, after: int
 
 
 def test_a_huge_text_is_read_only_as_far_as_its_cut_needs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from voxline.base import errors
+    from voxline.base import shown
 
     given: list[int] = []
-    real = errors.redact
-    monkeypatch.setattr(errors, "redact", lambda text: given.append(len(text)) or real(text))
+    real = shown.redact
+    monkeypatch.setattr(shown, "redact", lambda text: given.append(len(text)) or real(text))
     huge = "y" * 50_000_000
     assert clip(huge, 40) == "y" * 39 + "…"
     assert clip("y " * 25_000_000, 40, flat=True).endswith("…")

@@ -30,7 +30,8 @@ from voxline.audio.device_mic import MicSource
 from voxline.audio.device_resample import CaptureResampler, PlayoutReader
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.audio.device_timing import DacTimeline, dac_time
-from voxline.base.errors import AudioError, printable
+from voxline.base.errors import AudioError
+from voxline.base.shown import printable
 from voxline.audio import sound_server
 from voxline.audio.playout import PlayoutBuffer
 from voxline.audio.wavio import write_wav

@@ -21,7 +21,7 @@ import pytest
 from websockets.asyncio.server import serve as ws_serve
 
 from voxline.base.clock import VirtualClock
-from voxline.base.errors import LOGGERS, RedactingFilter, forget_secret, redact, register_secret, scrub
+from voxline.base.redaction import LOGGERS, RedactingFilter, forget_secret, redact, register_secret, scrub
 from voxline.realtime.errors import ConnectionFailed, ServerError
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.http_api import Credentials
@@ -373,7 +373,7 @@ def test_an_offer_refusal_echoing_the_key_is_redacted() -> None:
 
 def test_a_short_token_is_not_scrubbed_from_what_the_server_says() -> None:
     """The loopback server takes any token, e.g. "local"; the word must survive in transcripts."""
-    from voxline.base.errors import scrub
+    from voxline.base.redaction import scrub
 
     assert scrub("the voxline local server", "local") == "the voxline local server"
     assert scrub(f"bad key {CANARY}", CANARY) == "bad key [redacted]"
@@ -393,7 +393,7 @@ def test_settings_show_no_secret_a_url_carries() -> None:
 @pytest.mark.parametrize("url", [f"{CANARY}@127.0.0.1:1/v1", f"u:{CANARY}@127.0.0.1:1/v1",
                                  f"ws://127.0.0.1:1/v1#key={CANARY}", f"ws://127.0.0.1:1/v1?key={CANARY}"])
 def test_a_url_without_a_scheme_or_with_a_fragment_is_redacted_and_its_key_registered(url: str) -> None:
-    from voxline.base.errors import redact_url, register_url_secrets
+    from voxline.base.redaction import redact_url, register_url_secrets
 
     assert CANARY not in redact_url(url)
     register_url_secrets(url)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from voxline.base.errors import printable
+from voxline.base.shown import printable
 from voxline.session.cli.farm_progress import FarmProgress
 from voxline.session.events import ConnectionLost, SessionError, TranscriptDone
 from voxline.session.replay.farm import Outcome
@@ -108,7 +108,7 @@ def test_the_talk_screen_shows_a_servers_words_as_text() -> None:
 def test_the_talk_screen_shows_no_key_a_server_echoes() -> None:
     from rich.console import Console
 
-    from voxline.base.errors import forget_secret, register_secret
+    from voxline.base.redaction import forget_secret, register_secret
     from voxline.session.cli.talk_view import LiveScreen, TalkModel
 
     key = "QZ7X2LM9ZT4WV8RB3KC6QZ7X"

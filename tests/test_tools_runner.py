@@ -324,11 +324,11 @@ async def test_a_huge_failure_message_is_read_only_as_far_as_its_line_needs(
         harness: Harness, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool that raised with a 20 MB message had all of it collapsed and redacted on the event loop (seconds of a
     stalled loop for 100 MB), to keep 500 characters. Now what is redacted is bounded; the line is the same."""
-    from voxline.base import errors
+    from voxline.base import shown
 
     redacted: list[int] = []
-    real_redact = errors.redact
-    monkeypatch.setattr(errors, "redact", lambda text: redacted.append(len(text)) or real_redact(text))
+    real_redact = shown.redact
+    monkeypatch.setattr(shown, "redact", lambda text: redacted.append(len(text)) or real_redact(text))
 
     @registry.tool
     async def dump() -> str:
@@ -354,7 +354,7 @@ def test_a_secret_cut_where_reading_stops_is_never_shown_though_redaction_shorte
         before: str) -> None:
     """Reading stops a few thousand characters in; a registered secret cut there was not recognised, and the keys
     redacted before it pulled its first characters into the 500 shown."""
-    from voxline.base.errors import forget_secret, register_secret
+    from voxline.base.redaction import forget_secret, register_secret
     from voxline.session.tools.outputs import one_line
 
     secret = "Zq9LmT4xVbN2pR7s"

@@ -16,7 +16,7 @@ import pytest
 
 from voxline.audio.wavio import write_wav
 from voxline.base.audio_format import SAMPLE_RATE
-from voxline.base.errors import forget_secret, redact, redact_url, register_url_secrets, url_secrets
+from voxline.base.redaction import forget_secret, redact, redact_url, register_url_secrets, url_secrets
 from voxline.realtime.transports.http import split_userinfo
 from tests.support.cli import EXAMPLE, VOXLINE, voxline
 from tests.support.hostile import speech

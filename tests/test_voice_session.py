@@ -293,7 +293,7 @@ async def test_a_server_on_this_machine_needs_no_key_and_any_other_one_line_nami
 async def test_a_key_in_the_urls_userinfo_is_the_sessions_key_and_registered_as_a_secret() -> None:
     """With no api_key, the URL's own key (ws://user:KEY@host) is the session's, whatever the transport, and it is
     registered for redaction as it is taken: no log or error of any layer shows it, whatever its shape."""
-    from voxline.base.errors import redact
+    from voxline.base.redaction import redact
     from voxline.session.keys import connection_key
 
     key = "plain-userinfo-key-0123456789"

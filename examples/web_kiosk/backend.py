@@ -47,7 +47,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from voxline.base.errors import VoxlineError, clip, message_of, shown_value
+from voxline.base.errors import VoxlineError, message_of
+from voxline.base.shown import clip, shown_value
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.server import ServerConfig, serve
 from voxline.session.cli.secret import mint_client_secret

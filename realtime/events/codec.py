@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from voxline.base.errors import clip
+from voxline.base.shown import clip
 from voxline.base.json_text import escapes_surrogate, whole_characters
 
 from ..errors import LocalProtocolError, RemoteProtocolError

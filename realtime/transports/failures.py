@@ -12,7 +12,7 @@ import socket
 import ssl
 import urllib.parse
 
-from voxline.base.errors import clip, printable
+from voxline.base.shown import clip, printable
 from voxline.base.urls import LOCAL_KEY
 
 __all__ = ["MESSAGE_CHARS", "URL_CHARS", "connect_failure", "error_detail", "http_status", "token_refused"]

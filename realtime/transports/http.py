@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxline.base.errors import install_log_redaction, register_secret, register_url_secrets
+from voxline.base.redaction import install_log_redaction, register_secret, register_url_secrets
 from voxline.base.urls import is_loopback_url
 
 from ..errors import ConfigurationError, ConnectionFailed

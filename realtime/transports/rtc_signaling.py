@@ -16,7 +16,7 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 
-from voxline.base.errors import redact, scrub
+from voxline.base.redaction import redact, scrub
 
 from ..errors import ConfigurationError, ConnectionFailed
 from .failures import error_detail, token_refused

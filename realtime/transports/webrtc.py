@@ -31,7 +31,8 @@ import numpy.typing as npt
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamTrack
 
-from voxline.base.errors import clip, install_log_redaction, redact_url, scrub
+from voxline.base.redaction import install_log_redaction, redact_url, scrub
+from voxline.base.shown import clip
 from voxline.base.urls import is_loopback_url
 
 from ..errors import ConnectionClosed, ConnectionFailed

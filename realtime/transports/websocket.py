@@ -28,12 +28,12 @@ from websockets.uri import parse_uri
 from websockets.exceptions import ConnectionClosed as WsConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
-from voxline.base.errors import (install_log_redaction, redact_log_arguments_whole, redact_url, register_url_secrets,
-                                 scrub)
 from voxline.base.models import DEFAULT_REALTIME_MODEL
+from voxline.base.redaction import (install_log_redaction, redact, redact_log_arguments_whole, redact_url,
+                                    register_url_secrets, scrub)
 from voxline.base.urls import is_loopback_url
 
-from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed, redact
+from ..errors import ConfigurationError, ConnectionClosed, ConnectionFailed
 from ..events.codec import MAX_CLIENT_EVENT_BYTES
 from .base import FrameTest
 from .failures import connect_failure, error_detail, http_status

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from voxline import __version__
-from voxline.base.errors import VoxlineError, printable, redact, register_environment_secrets
+from voxline.base.errors import VoxlineError
+from voxline.base.redaction import redact, register_environment_secrets
+from voxline.base.shown import printable
 from voxline.base.files import descriptor_open, stdout_reader_gone
 from voxline.base.log_output import log_to_stderr
 from voxline.base.loop_runner import bounded_runner

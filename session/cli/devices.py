@@ -11,7 +11,8 @@ import argparse
 import json
 from dataclasses import asdict
 
-from voxline.base.errors import AudioError, printable
+from voxline.base.errors import AudioError
+from voxline.base.shown import printable
 from voxline.audio.device_list import NO_DEVICES, DeviceInfo, list_devices
 
 __all__ = ["add_arguments", "format_table", "run"]

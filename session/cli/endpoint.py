@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from voxline.base.errors import redact_url
+from voxline.base.redaction import redact_url
 from voxline.realtime.errors import ConfigurationError
 from voxline.base.urls import url_problem
 
@@ -36,7 +36,7 @@ def check_url(url: str, what: str = "--url") -> str:
 def target_url(args: argparse.Namespace) -> str | None:
     """``--url``, else ``$VOXLINE_URL``; None means the built-in server (always with ``--local``).
 
-    It is printed and written only through :func:`~voxline.base.errors.redact_url`.
+    It is printed and written only through :func:`~voxline.base.redaction.redact_url`.
     """
     if getattr(args, "local", False):
         if args.url:

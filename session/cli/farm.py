@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from voxline.base.errors import OutputError, redact_url
+from voxline.base.errors import OutputError
+from voxline.base.redaction import redact_url
 from voxline.base.files import STDOUT, drop_stale, each_written, nonempty_path, shown
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError

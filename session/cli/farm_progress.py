@@ -14,7 +14,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from voxline.base.errors import printable
+from voxline.base.shown import printable
 
 from ..replay.farm import Outcome
 

@@ -29,7 +29,9 @@ from voxline.audio.stereo import write_stereo
 from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.files import each_written, nonempty_path, shown
-from voxline.base.errors import AudioError, printable, redact_url
+from voxline.base.errors import AudioError
+from voxline.base.redaction import redact_url
+from voxline.base.shown import printable
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.urls import LOCAL_KEY, is_loopback_url
 from voxline.realtime.errors import ConfigurationError

@@ -13,7 +13,7 @@ import urllib.parse
 from typing import Any
 
 from voxline.base.models import DEFAULT_REALTIME_MODEL
-from voxline.base.errors import redact_url, register_url_secrets
+from voxline.base.redaction import redact_url, register_url_secrets
 from voxline.base.urls import LOCAL_KEY
 from voxline.realtime.errors import ConfigurationError, ConnectionFailed
 from voxline.realtime.transports.http import check_http_url, post

@@ -32,7 +32,9 @@ from voxline.audio.device_mic import MicSource
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.clock import RealClock
-from voxline.base.errors import AudioError, printable, redact_url
+from voxline.base.errors import AudioError
+from voxline.base.redaction import redact_url
+from voxline.base.shown import printable
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.files import nonempty_path
 from voxline.base.log_output import skip_records_said_as_events

@@ -28,7 +28,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from voxline.base.errors import printable, redact
+from voxline.base.redaction import redact
+from voxline.base.shown import printable
 from voxline.realtime.errors import ConfigurationError
 
 from ..events import (

@@ -18,7 +18,7 @@ import itertools
 import json
 from typing import Any
 
-from voxline.base.errors import redact
+from voxline.base.redaction import redact
 from voxline.base.ordered import keep_newest
 from voxline.realtime.errors import ConfigurationError, LocalProtocolError
 from voxline.realtime.frames import check_fits

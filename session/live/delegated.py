@@ -19,7 +19,7 @@ delegation's next), had not ended.
 from __future__ import annotations
 
 from voxline.realtime import events as ev
-from voxline.base.errors import clip
+from voxline.base.shown import clip
 from voxline.base.ordered import keep_newest
 from voxline.realtime.errors import LocalProtocolError
 from voxline.realtime.frames import frame_bytes

@@ -9,7 +9,7 @@ from typing import Any, assert_never
 import numpy as np
 import numpy.typing as npt
 
-from voxline.base.errors import clip, printable
+from voxline.base.shown import clip, printable
 
 from ..app_events import AppEvent
 from ..metrics import MetricsReport

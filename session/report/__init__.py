@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from voxline.base.errors import OutputError, redacted
+from voxline.base.errors import OutputError
+from voxline.base.redaction import redacted
 from voxline.base.files import drop_stale, each_written, replaced, utf8
 
 from ..metrics import MetricsReport

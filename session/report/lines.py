@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import assert_never
 
-from voxline.base.errors import clip, printable
+from voxline.base.shown import clip, printable
 
 from ..events import (
     LiveContinuity,

@@ -21,7 +21,8 @@ from typing import Any
 import pydantic_core
 from pydantic import ValidationError
 
-from voxline.base.errors import clip, message_of
+from voxline.base.errors import message_of
+from voxline.base.shown import clip
 from voxline.realtime.errors import ToolError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 

@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 from pydantic_core import to_jsonable_python
 
-from voxline.base.errors import clip, shown_value
+from voxline.base.shown import clip, shown_value
 from voxline.realtime.errors import ToolError
 
 __all__ = ["ArgumentSpec", "build_arguments", "clean_schema"]

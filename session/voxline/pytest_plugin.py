@@ -80,7 +80,7 @@ class FarmFile(pytest.File):
             recordings = assign_folders(load_manifest(self.path))
         except VoxlineError as exc:
             raise self.CollectError(str(exc)) from None
-        from voxline.base.errors import printable
+        from voxline.base.shown import printable
 
         for recording in recordings:  # a name taken from a file's stem is shown with its controls escaped
             yield RecordingItem.from_parent(self, name=printable(recording.name), recording=recording)

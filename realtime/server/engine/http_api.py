@@ -16,7 +16,7 @@ import hmac
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxline.base.errors import register_secret
+from voxline.base.redaction import register_secret
 from voxline.base.ordered import keep_newest
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected

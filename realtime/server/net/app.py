@@ -41,7 +41,7 @@ from websockets.http11 import Response
 
 from voxline.base import collector
 from voxline.base.models import DEFAULT_REALTIME_MODEL
-from voxline.base.errors import install_log_redaction
+from voxline.base.redaction import install_log_redaction
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine

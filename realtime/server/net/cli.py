@@ -7,7 +7,8 @@ import math
 import os
 import sys
 
-from voxline.base.errors import VoxlineError, printable
+from voxline.base.errors import VoxlineError
+from voxline.base.shown import printable
 from voxline.base.files import nonempty_path, stdout_reader_gone
 from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConfigurationError, UsageError

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from voxline.base.errors import clip
+from voxline.base.shown import clip
 from voxline.realtime.errors import ConfigurationError
 
 from .manifest import FarmRecording

@@ -28,7 +28,9 @@ from typing import Any
 from voxline.audio.recording import WavFeed
 from voxline.audio.sinks import WavSink
 from voxline.base.clock import Clock, RealClock, VirtualClock
-from voxline.base.errors import VoxlineError, clip, redact_url, register_environment_secrets, register_url_secrets
+from voxline.base.errors import VoxlineError
+from voxline.base.redaction import redact_url, register_environment_secrets, register_url_secrets
+from voxline.base.shown import clip
 from voxline.base.files import drop_stale
 from voxline.base.loop_runner import bounded_runner
 from voxline.base.stop_signals import heeded

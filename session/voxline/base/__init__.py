@@ -6,6 +6,8 @@
 - :mod:`voxline.base.audio_format` — the one :class:`~voxline.base.audio_format.AudioFormat`
   and the pipeline's one sample rate, :data:`~voxline.base.audio_format.SAMPLE_RATE`;
 - :mod:`voxline.base.errors` — the root of the exception tree and :class:`AudioError`;
+- :mod:`voxline.base.redaction` — keys and tokens kept out of messages, logs and URLs as shown;
+- :mod:`voxline.base.shown` — text as a person sees it: redacted, clipped, control characters escaped;
 - :mod:`voxline.base.models` — the default realtime and transcription model names;
 - :mod:`voxline.base.arguments` — constructors' argument checks, one line naming the argument;
 - :mod:`voxline.base.contain`, :mod:`voxline.base.files`, :mod:`voxline.base.collector` — where an

@@ -33,7 +33,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from voxline.base.errors import OutputError, printable
+from voxline.base.errors import OutputError
+from voxline.base.shown import printable
 
 __all__ = ["STDOUT", "SetAside", "descriptor_open", "drop_stale", "each_written", "fresh_file", "is_stdout",
            "nonempty_path", "own_stream_file", "replaced", "rewritten_file", "same_file", "shown", "stdout_reader_gone",

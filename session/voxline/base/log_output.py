@@ -10,7 +10,8 @@ import logging
 import sys
 from typing import TextIO
 
-from .errors import printable, redact
+from .redaction import redact
+from .shown import printable
 
 __all__ = ["SAID_AS_EVENT", "log_to_stderr", "skip_records_said_as_events"]
 

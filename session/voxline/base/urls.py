@@ -12,7 +12,7 @@ import ipaddress
 import re
 import urllib.parse
 
-from .errors import redact_url, register_url_secrets
+from .redaction import redact_url, register_url_secrets
 
 __all__ = ["LOCAL_KEY", "SCHEMES", "is_loopback", "is_loopback_url", "url_problem"]
 
