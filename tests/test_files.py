@@ -23,7 +23,8 @@ import pytest
 from voxline.audio.stereo import write_stereo
 from voxline.audio.wavio import write_wav
 from voxline.base.errors import AudioError
-from voxline.base.files import STDOUT, SetAside, drop_stale, replaced
+from voxline.base.files import STDOUT, drop_stale, replaced
+from voxline.base.set_aside import SetAside
 from tests.support.ci import ROOT
 from tests.support.cli import EXAMPLE, VOXLINE
 
@@ -575,7 +576,7 @@ def test_a_file_that_is_not_writable_is_left_for_its_writer_to_refuse(tmp_path: 
     check = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from voxline.base.files import SetAside\n"
+        "from voxline.base.set_aside import SetAside\n"
         "locked = Path(sys.argv[1])\n"
         "aside = SetAside([locked])\n"
         "try:\n"

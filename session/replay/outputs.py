@@ -1,7 +1,7 @@
 """A replay's streamed outputs (``HEARD.wav``, ``EVENTS.jsonl``) against the last run's.
 
 The files are written as the run goes, so they are opened before the session connects. The last
-run's are set aside meanwhile (:class:`~voxline.base.files.SetAside`); the server's first event
+run's are set aside meanwhile (:class:`~voxline.base.set_aside.SetAside`); the server's first event
 keeps the new ones. A run that ends, one way or another, without a single event from its server
 (a refused connection, a server that hangs up or stays silent) fails as such and puts the last
 run's files back. One replay and each recording of a farm go through :class:`ReplayOutputs`.
@@ -18,7 +18,8 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from voxline.base.files import SetAside, drop_stale
+from voxline.base.files import drop_stale
+from voxline.base.set_aside import SetAside
 from voxline.realtime.errors import ConnectionFailed
 from voxline.realtime.frames import is_event
 

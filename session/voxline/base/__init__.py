@@ -10,8 +10,9 @@
 - :mod:`voxline.base.shown` — text as a person sees it: redacted, clipped, control characters escaped;
 - :mod:`voxline.base.models` — the default realtime and transcription model names;
 - :mod:`voxline.base.arguments` — constructors' argument checks, one line naming the argument;
-- :mod:`voxline.base.contain`, :mod:`voxline.base.files`, :mod:`voxline.base.collector` — where an
-  application's exception stops, writing a file whole, and the cyclic collector's policy;
+- :mod:`voxline.base.contain`, :mod:`voxline.base.files`, :mod:`voxline.base.set_aside`,
+  :mod:`voxline.base.collector` — where an application's exception stops, writing a file whole, the last run's
+  files kept until a run began, and the cyclic collector's policy;
 - :mod:`voxline.base.loop_runner` — an event loop run from synchronous code that closes without waiting
   for ever on a task that ignores its cancel.
 """
