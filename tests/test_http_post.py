@@ -162,3 +162,79 @@ async def test_a_webrtc_open_cancelled_while_its_offer_waits_leaves_no_request_o
         with pytest.raises(asyncio.CancelledError):
             await opening
         assert _posts_left() == []
+
+
+def _read_request(connection: socket.socket) -> None:
+    """Reads a request whole (its head and its Content-Length of body): closed with some of it unread, the
+    connection would be reset rather than ended."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += connection.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    while len(body) < length:
+        body += connection.recv(65536)
+
+
+def _answering(head: bytes, body: bytes) -> Callable[[socket.socket, threading.Event], None]:
+    """Reads the request, sends ``head`` and ``body``, and ends the connection."""
+    def answer(connection: socket.socket, stop: threading.Event) -> None:
+        _read_request(connection)
+        connection.sendall(head + b"\r\n\r\n" + body)
+    return answer
+
+
+_SDP = b"v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+_CREATED = b"HTTP/1.1 201 Created\r\nLocation: /v1/realtime/calls/rtc_1\r\nConnection: close"
+_BIG = 1024 * 1024 + 10  # over the 1 MiB an answer's body is cut to
+
+
+@pytest.mark.parametrize(("head", "body", "said"), [
+    (_CREATED + b"\r\nContent-Length: 500", _SDP, f"ended after {len(_SDP)} of 500 bytes"),
+    (_CREATED + b"\r\nContent-Length: 500", b"", "ended after 0 of 500 bytes"),
+    (_CREATED + b"\r\nContent-Length: %d" % _BIG, _SDP, f"ended after {len(_SDP)} of {_BIG} bytes"),
+    (_CREATED + b"\r\nTransfer-Encoding: chunked", b"%x\r\n" % len(_SDP) + _SDP + b"\r\n",
+     "ended before its chunked body did"),
+], ids=["short", "nothing", "short-of-more-than-the-cap", "chunked"])
+def test_an_answer_the_connection_cut_off_before_its_end_is_a_one_line_failure(head: bytes, body: bytes,
+                                                                               said: str) -> None:
+    """Before, http.client handed back the part that came as if it were the whole answer (the chunked one was
+    "sent no valid HTTP answer: IncompleteRead")."""
+    with raw_server(_answering(head, body)) as url:
+        with pytest.raises(ConnectionFailed) as caught:
+            post(url, KEY, b"{}", "application/json", timeout=5)
+    assert str(caught.value) == f"the answer from {url} {said}"
+
+
+@pytest.mark.parametrize(("head", "body", "kept"), [
+    (_CREATED + b"\r\nContent-Length: %d" % len(_SDP), _SDP, _SDP),
+    (_CREATED + b"\r\nContent-Length: %d" % _BIG, b"v" * _BIG, b"v" * (1024 * 1024)),  # whole, kept up to the cap
+    (_CREATED + b"\r\nTransfer-Encoding: chunked", b"%x\r\n" % len(_SDP) + _SDP + b"\r\n0\r\n\r\n", _SDP),
+    (_CREATED, _SDP, _SDP),  # no length: the body ends with the connection
+], ids=["whole", "over-the-cap", "chunked", "no-length"])
+def test_a_whole_answer_is_taken_whatever_says_where_it_ends(head: bytes, body: bytes, kept: bytes) -> None:
+    with raw_server(_answering(head, body)) as url:
+        answer = post(url, KEY, b"{}", "application/json", timeout=5)
+    assert (answer.status, answer.body, answer.location) == (201, kept, "/v1/realtime/calls/rtc_1")
+
+
+def test_an_error_answer_whose_body_was_cut_off_says_so_with_its_status() -> None:
+    body = b'{"error": {"message": "over capacity"}}'
+    head = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 500\r\nConnection: close"
+    with raw_server(_answering(head, body)) as url:
+        with pytest.raises(ConnectionFailed) as caught:
+            post(url, KEY, b"{}", "application/json", timeout=5)
+    assert str(caught.value) == f"{url} answered HTTP 503 and broke off its body"
+
+
+async def test_a_webrtc_offer_whose_sdp_answer_was_cut_off_says_so_at_connect() -> None:
+    """Before, the part of the SDP answer that came was applied as the answer, and the call failed on what it
+    lacked ("no m=audio section")."""
+    with raw_server(_answering(_CREATED + b"\r\nContent-Length: 4000", _SDP)) as url:
+        base = url.rsplit("/v1/", 1)[0] + "/v1"
+        with pytest.raises(ConnectionFailed) as caught:
+            await WebRTCTransport.connect(base, KEY, open_timeout=10)
+    message = str(caught.value)
+    assert message.startswith("the answer from http://127.0.0.1:") and message.endswith(f"ended after {len(_SDP)} of "
+                                                                                         "4000 bytes")
+    assert "\n" not in message and KEY not in message

@@ -40,6 +40,7 @@ from voxline.realtime.transports.rtc_audio import (
 )
 from voxline.base.urls import is_loopback_url
 from voxline.realtime.transports.failures import MESSAGE_CHARS
+from voxline.realtime.transports.rtc_sdp import answer_problem
 from voxline.realtime.transports.rtc_signaling import Answer, calls_url, post_offer
 from voxline.realtime.transports.webrtc import WebRTCTransport
 from tests.support.oracle import WireRecorder
@@ -296,15 +297,19 @@ async def test_no_server_is_a_one_line_connection_failure() -> None:
 
 
 _HEAD = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+_AUDIO = "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\n"
+_EVENTS = "m=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\na=mid:1\r\n"
+_CARRIED = "a=sendrecv\r\n" + _EVENTS  # audio both ways and the events: what answer_problem asks, so aiortc parses
 
 
 @pytest.mark.parametrize("answer", [
-    "v=0\r\nthis is not sdp\r\nm=audio\r\n",  # aiortc's parser asserts
-    _HEAD + "m=audio 9\r\n",
-    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN\r\n",
-    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=candidate:1 1 udp\r\n",
-    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 0.0.0.0\r\na=rtpmap:111\r\na=mid:0\r\n",  # it unpacks
-    _HEAD,  # it raises ValueError
+    "v=0\r\nthis is not sdp\r\nm=audio\r\n" + _CARRIED,  # aiortc's parser asserts
+    _HEAD + "m=audio 9\r\n" + _CARRIED,
+    _HEAD + "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN\r\n" + _CARRIED,
+    _HEAD + _AUDIO + "a=candidate:1 1 udp\r\n" + _CARRIED,
+    _HEAD + _AUDIO + "a=rtpmap:111\r\n" + _CARRIED,  # it unpacks
+    _HEAD + _AUDIO + _CARRIED,  # it raises ValueError (no ICE credentials)
+    _HEAD,  # no media at all: said before aiortc sees it
 ])
 async def test_an_unusable_sdp_answer_is_a_one_line_connection_failure(answer: str) -> None:
     async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
@@ -331,6 +336,66 @@ async def test_an_answer_whose_channel_takes_too_small_a_message_is_refused_at_c
             await WebRTCTransport.connect(server.http_url, KEY, offer=offer, open_timeout=10)
     message = str(caught.value)
     assert f"sent an unusable SDP answer (a=max-message-size {size} " in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("answer", "problem"), [
+    (_HEAD + _AUDIO + "a=sendrecv\r\n" + _EVENTS, None),
+    (_HEAD + _AUDIO.replace(" 9 ", " 0 ") + "a=bundle-only\r\na=sendrecv\r\n" + _EVENTS, None),  # rides on mid 1
+    (_HEAD + _AUDIO + "a=inactive\r\na=sendrecv\r\n" + _EVENTS, None),  # the last direction is the one aiortc takes
+    (_HEAD + _AUDIO + "a=recvonly\r\n" + _EVENTS, "a=recvonly for the audio: the server would never send its voice"),
+    (_HEAD + _AUDIO + "a=sendonly\r\n" + _EVENTS, "a=sendonly for the audio: the server would never take the microphone"),
+    (_HEAD + _AUDIO + "a=sendrecv\r\na=inactive\r\n" + _EVENTS,
+     "a=inactive for the audio: no audio would flow either way"),
+    (_HEAD + _AUDIO + _EVENTS + "a=sendrecv\r\n",  # the data section's line says nothing of the audio
+     "no direction for the audio: aiortc would then neither send nor receive it"),
+    (_HEAD + _AUDIO.replace(" 9 ", " 0 ") + "a=sendrecv\r\n" + _EVENTS, "port 0 for the audio: the server rejects it"),
+    (_HEAD + _AUDIO + "a=sendrecv\r\n" + _EVENTS.replace(" 9 ", " 0 "),
+     "port 0 for the events' data channel: the server rejects it"),
+    (_HEAD + _AUDIO + "a=sendrecv\r\n", "no m=application section: it leaves out the events' data channel"),
+    (_HEAD, "no m=audio section: it leaves out the audio"),
+])
+def test_an_answer_that_leaves_the_call_without_its_audio_or_events_is_named(answer: str, problem: str | None) -> None:
+    assert answer_problem(answer) == problem
+
+
+def _audio_answer(direction: str | None = None, port0: str = "") -> Callable[[str], str]:
+    """The local server's answer with its audio direction set to ``direction``, or the port of its ``port0``
+    section made 0."""
+    def change(sdp: str) -> str:
+        lines, kind = [], ""
+        for line in sdp.split("\r\n"):
+            if line.startswith("m="):
+                kind = line[2:].split(" ", 1)[0]
+                if kind == port0:
+                    line = " ".join([line.split(" ")[0], "0", *line.split(" ")[2:]])
+            if direction and kind == "audio" and line == "a=sendrecv":
+                line = f"a={direction}"
+            lines.append(line)
+        assert lines != sdp.split("\r\n")
+        return "\r\n".join(lines)
+    return change
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_audio_answer("inactive"), "a=inactive for the audio: no audio would flow"),
+    (_audio_answer("recvonly"), "a=recvonly for the audio: the server would never send its voice"),
+    (_audio_answer("sendonly"), "a=sendonly for the audio: the server would never take the microphone"),
+    (_audio_answer(port0="audio"), "port 0 for the audio: the server rejects it"),
+    (_audio_answer(port0="application"), "port 0 for the events' data channel: the server rejects it"),
+])
+async def test_an_answer_that_would_connect_a_call_without_audio_or_events_is_refused_at_connect(
+        tmp_path: Path, change: Callable[[str], str], said: str) -> None:
+    """Before, each of these connected: the data channel opened, and the call carried no voice one way or both (or
+    no events), without a word."""
+    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        answer = await post_offer(url, token, sdp, timeout=timeout)
+        return Answer(change(answer.sdp), answer.call_id)
+
+    async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
+        with pytest.raises(ConnectionFailed) as caught:
+            await WebRTCTransport.connect(server.http_url, KEY, offer=offer, open_timeout=10)
+    message = str(caught.value)
+    assert f"sent an unusable SDP answer ({said}" in message and "\n" not in message and KEY not in message
 
 
 def _wrong_fingerprint(sdp: str) -> str:
@@ -752,6 +817,7 @@ async def bare_server(token: str = KEY, **options: Any) -> AsyncIterator[tuple[W
         opened.set()
 
     server.on("datachannel", on_channel)
+    server.addTransceiver("audio", direction="sendrecv")  # as the service answers: a peer with no track says recvonly
 
     async def answer(url: str, token: str, sdp: str, timeout: float) -> Answer:
         await server.setRemoteDescription(RTCSessionDescription(sdp, "offer"))

@@ -5,6 +5,9 @@ header of the original request, ``Authorization`` included, to whatever host the
 ``Location`` names. These endpoints never redirect, so here no redirect is followed at all:
 the answer is returned as it came, and the caller reports the status. The token is
 registered for redaction before it is sent.
+
+``http.client`` hands back a body cut short by the connection's end, before its ``Content-Length``,
+as if it were whole; here that answer is a one-line :class:`ConnectionFailed` saying how much of it came.
 """
 
 from __future__ import annotations
@@ -268,12 +271,12 @@ def _exchange(url: str, token: str, body: bytes, content_type: str, timeout: flo
             url, data=body, method="POST", headers={"Content-Type": content_type, "Authorization": f"Bearer {token}"}
         )
         with _opener(url, connections).open(request, timeout=timeout) as response:
-            outcome.append(HttpAnswer(response.status, response.read(MAX_BODY), response.headers.get("Location", "")))
+            outcome.append(HttpAnswer(response.status, _body(response), response.headers.get("Location", "")))
             return
     except urllib.error.HTTPError as exc:
         try:
             with exc:
-                outcome.append(HttpAnswer(exc.code, exc.read(MAX_BODY),
+                outcome.append(HttpAnswer(exc.code, _body(exc),
                                           exc.headers.get("Location", "") if exc.headers else ""))
                 return
         except (OSError, http.client.HTTPException):  # its body cut off, or given up on while it came
@@ -281,6 +284,8 @@ def _exchange(url: str, token: str, body: bytes, content_type: str, timeout: flo
     except urllib.error.URLError as exc:  # the connect or the request's send failed
         cause = exc.reason if isinstance(exc.reason, BaseException) else exc
         failure = ConnectionFailed(connect_failure(url, cause))
+    except http.client.IncompleteRead as exc:  # the answer's body cut off (_body), or a chunked one
+        failure = ConnectionFailed(_cut_off(url, exc))
     except (ValueError, http.client.InvalidURL) as exc:
         failure = ConfigurationError(f"invalid URL {url!r}: {exc}")
     except http.client.HTTPException as exc:  # a peer that does not speak HTTP, or a socket shut at the deadline
@@ -294,3 +299,22 @@ def _exchange(url: str, token: str, body: bytes, content_type: str, timeout: flo
     # made outside the handler, so the library's exception (which may hold the request, its
     # headers, or a body that echoes the key) is not kept as this one's __context__ either
     outcome.append(failure)
+
+
+def _body(response: Any) -> bytes:
+    """At most :data:`MAX_BODY` bytes of ``response``'s body (an answer, or an ``HTTPError`` standing for one);
+    :class:`http.client.IncompleteRead` when the connection ended before its ``Content-Length`` did, which
+    ``read`` does not raise itself (what is left of the length after the read says so; one over the cap is only
+    cut at it, and a chunked answer, which has no length, raises its own)."""
+    body: bytes = response.read(MAX_BODY)
+    left = getattr(response, "length", None)
+    if left and len(body) < MAX_BODY:
+        raise http.client.IncompleteRead(body, left)
+    return body
+
+
+def _cut_off(url: str, exc: http.client.IncompleteRead) -> str:
+    """One line for an answer whose body the connection's end cut off."""
+    if exc.expected is None:  # chunked: no length to say, and the parts of a chunk read are not counted
+        return f"the answer from {url} ended before its chunked body did"
+    return f"the answer from {url} ended after {len(exc.partial)} of {len(exc.partial) + exc.expected} bytes"

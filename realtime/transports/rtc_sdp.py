@@ -17,6 +17,9 @@ A peer's ``a=max-message-size`` is read once for both ends (:func:`peer_max_mess
 once (:func:`max_message_problem`): a negative size, or one under the 16 KiB every WebRTC stack
 takes, leaves a channel that cannot carry a session's events, so the offer or answer saying it is
 refused before any call is made of it.
+
+An answer is also refused when it leaves the call without its audio or its events
+(:func:`answer_problem`): a section rejected (port 0), or audio the server would not send or would not take.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from aiortc import RTCPeerConnection
 from aiortc.exceptions import InvalidAccessError, InvalidStateError, OperationError
 from aiortc.sdp import SessionDescription
 
-__all__ = ["DEFAULT_MAX_MESSAGE", "LEAST_MAX_MESSAGE", "SDP_FAILURES", "connects_of", "max_message_problem",
-           "peer_max_message", "reap_connects"]
+__all__ = ["DEFAULT_MAX_MESSAGE", "LEAST_MAX_MESSAGE", "SDP_FAILURES", "answer_problem", "connects_of",
+           "max_message_problem", "peer_max_message", "reap_connects"]
 
 _log = logging.getLogger("voxline.realtime")
 
@@ -91,3 +94,39 @@ def max_message_problem(size: int | None) -> str | None:
     if size < LEAST_MAX_MESSAGE:
         return f"a=max-message-size {size} is under the {LEAST_MAX_MESSAGE} bytes every WebRTC peer takes"
     return None
+
+
+
+_DIRECTIONS = ("sendrecv", "sendonly", "recvonly", "inactive")
+_UNUSABLE: dict[str | None, str] = {  # the answer's audio direction (the server's side): what it leaves of a call
+    "recvonly": "a=recvonly for the audio: the server would never send its voice",
+    "sendonly": "a=sendonly for the audio: the server would never take the microphone",
+    "inactive": "a=inactive for the audio: no audio would flow either way",
+    None: "no direction for the audio: aiortc would then neither send nor receive it",
+}
+
+
+def answer_problem(sdp: str) -> str | None:
+    """What makes an answer to this end's offer (audio ``sendrecv`` and the events' data channel) unusable for a
+    voice call, or ``None``: a section missing or rejected (port 0, unless ``a=bundle-only`` says it rides on
+    another's transport), or an audio direction other than ``sendrecv``, which is the server's side of it, read
+    as aiortc reads it (the section's last direction line; with none, aiortc neither sends nor receives). Never
+    raises: a malformed answer is left for aiortc's parser to refuse."""
+    sections: dict[str, tuple[str, list[str]]] = {}  # the first section of each kind: its port and lines
+    lines: list[str] = []
+    for line in sdp.splitlines():
+        if line.startswith("m="):
+            kind, _, rest = line[2:].partition(" ")
+            lines = []
+            sections.setdefault(kind, (rest.split(" ", 1)[0], lines))
+        else:
+            lines.append(line)
+    for kind, what in (("audio", "the audio"), ("application", "the events' data channel")):
+        if kind not in sections:
+            return f"no m={kind} section: it leaves out {what}"
+        port, attributes = sections[kind]
+        if port.isascii() and port.isdigit() and int(port) == 0 and "a=bundle-only" not in attributes:
+            return f"port 0 for {what}: the server rejects it"
+    named = [line[2:].partition(":")[0] for line in sections["audio"][1] if line.startswith("a=")]
+    direction = next((name for name in reversed(named) if name in _DIRECTIONS), None)
+    return None if direction == "sendrecv" else _UNUSABLE[direction]

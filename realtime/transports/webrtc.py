@@ -3,7 +3,9 @@
 :meth:`WebRTCTransport.connect` creates a peer connection (no ICE servers when the
 peer is on loopback, aiortc's default otherwise), the ``oai-events`` data channel
 and an outgoing audio track, POSTs the SDP offer to ``{base}/realtime/calls``
-(:mod:`.rtc_signaling`), applies the answer and waits for the channel to open; a peer
+(:mod:`.rtc_signaling`), applies the answer and waits for the channel to open; an answer
+that rejects the audio or the data channel, or would not carry the audio both ways, is refused
+before it is applied (:func:`.rtc_sdp.answer_problem`); a peer
 connection that fails first (no ICE pair, a DTLS handshake that fails) is a ConnectionFailed
 naming that, at once.
 
@@ -42,7 +44,8 @@ from .rtc_reassembly import cap_incoming_messages
 from .rtc_text import read_text_as_browsers_do
 from .failures import MESSAGE_CHARS
 from .http import split_userinfo
-from .rtc_sdp import DEFAULT_MAX_MESSAGE, SDP_FAILURES, connects_of, max_message_problem, peer_max_message, reap_connects
+from .rtc_sdp import (DEFAULT_MAX_MESSAGE, SDP_FAILURES, answer_problem, connects_of, max_message_problem,
+                      peer_max_message, reap_connects)
 from .rtc_signaling import EVENTS_LABEL, Answer, call_id_problem, calls_url, post_offer
 from voxline.base.models import DEFAULT_REALTIME_MODEL
 
@@ -163,6 +166,8 @@ class WebRTCTransport:
         if (problem := call_id_problem(answer.call_id, token)) is not None:  # not shown: it may be anything
             raise ConnectionFailed(f"{redact_url(self.url)} named the call with an unusable id ({problem})")
         self.call_id = answer.call_id
+        if (problem := answer_problem(answer.sdp)) is not None:  # aiortc would connect it, then carry nothing
+            raise ConnectionFailed(f"{redact_url(self.url)} sent an unusable SDP answer ({problem})")
         try:
             before = asyncio.all_tasks()
             await pc.setRemoteDescription(RTCSessionDescription(answer.sdp, "answer"))
