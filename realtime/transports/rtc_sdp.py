@@ -96,7 +96,6 @@ def max_message_problem(size: int | None) -> str | None:
     return None
 
 
-
 _DIRECTIONS = ("sendrecv", "sendonly", "recvonly", "inactive")
 _UNUSABLE: dict[str | None, str] = {  # the answer's audio direction (the server's side): what it leaves of a call
     "recvonly": "a=recvonly for the audio: the server would never send its voice",
