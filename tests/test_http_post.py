@@ -102,6 +102,51 @@ def test_an_answer_trickled_a_byte_at_a_time_is_given_up_on_at_the_deadline_and_
             assert not thread.is_alive()
 
 
+def _trickled_body(connection: socket.socket, stop: threading.Event) -> None:
+    """Reads the request, sends the head of a 100 kB answer, then its body a byte every 50 ms, never finishing it."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 201 Created\r\nContent-Type: application/sdp\r\nContent-Length: 100000\r\n\r\n")
+    while not stop.wait(0.05):
+        connection.sendall(b"v")
+
+
+def _stalled_body(connection: socket.socket, stop: threading.Event) -> None:
+    """Reads the request, sends the head of a 1,000-byte answer and ten bytes of its body, and waits."""
+    connection.recv(65536)
+    connection.sendall(b"HTTP/1.1 201 Created\r\nContent-Type: application/sdp\r\nContent-Length: 1000\r\n\r\n"
+                       + b"v=0\r\no=- 1")
+    stop.wait(30)
+
+
+async def test_an_answer_still_coming_at_the_deadline_is_given_up_on_not_taken_as_cut_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Late, the awaited POST shut the socket before it looked for an outcome: the read that ended then could hand
+    in the part of the body it had first (taken as the whole answer, or as one the server cut off). Shutting the
+    socket here waits for the exchange's thread to hand in what it has, the worst order for the check."""
+    from voxline.realtime.transports import http
+
+    shut = http._Connections.shut
+
+    def shut_and_let_the_read_end(self: http._Connections) -> None:
+        shut(self)
+        for thread in [t for t in threading.enumerate() if t.name == "voxline-http-post"]:
+            thread.join(10)
+
+    monkeypatch.setattr(http._Connections, "shut", shut_and_let_the_read_end)
+    with raw_server(_trickled_body) as url:
+        with pytest.raises(ConnectionFailed) as failed:
+            async with asyncio.timeout(15):  # a bound, not a timing
+                await post_async(url, KEY, b"v=0", "application/sdp", timeout=1)
+    assert str(failed.value) == f"{url} sent no complete answer within 1 s"
+
+
+def test_an_answer_whose_body_stops_coming_is_not_called_one_that_never_began() -> None:
+    with raw_server(_stalled_body) as url:
+        failure = _within(15, lambda: post(url, KEY, b"v=0", "application/sdp", timeout=0.3))
+    assert isinstance(failure, ConnectionFailed)
+    assert str(failure) == f"{url} began its answer but sent no more of it within 0.3 s"
+
+
 def test_a_server_that_takes_the_request_and_says_nothing_is_not_called_a_connect_timeout() -> None:
     with raw_server(_mute) as url:
         failure = _within(15, lambda: post(url, KEY, b"{}", "application/json", timeout=0.5))

@@ -145,9 +145,11 @@ async def post_async(url: str, token: str, body: bytes, content_type: str, *, ti
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout + _GRACE_S):
                 await ended.wait()
-    finally:
-        if not exchange.outcome:  # cancelled, or late: the thread's read ends as its socket is shut
-            exchange.connections.shut()
+    except BaseException:  # cancelled: the thread's read ends as its socket is shut
+        exchange.connections.shut()
+        raise
+    # late, answer() looks for an outcome before it shuts the socket: shut first, the read it ends could still
+    # hand in what it had as the answer (or as one cut off) ahead of the deadline's failure
     return exchange.answer()
 
 
@@ -266,11 +268,13 @@ def _exchange(url: str, token: str, body: bytes, content_type: str, timeout: flo
     """The request and its answer, or why there is none, appended to ``outcome`` (whatever is raised: a thread's
     exception would be printed with its traceback)."""
     failure: ConfigurationError | ConnectionFailed
+    began = False  # the answer's head came
     try:
         request = urllib.request.Request(
             url, data=body, method="POST", headers={"Content-Type": content_type, "Authorization": f"Bearer {token}"}
         )
         with _opener(url, connections).open(request, timeout=timeout) as response:
+            began = True
             outcome.append(HttpAnswer(response.status, _body(response), response.headers.get("Location", "")))
             return
     except urllib.error.HTTPError as exc:
@@ -291,7 +295,8 @@ def _exchange(url: str, token: str, body: bytes, content_type: str, timeout: flo
     except http.client.HTTPException as exc:  # a peer that does not speak HTTP, or a socket shut at the deadline
         failure = ConnectionFailed(f"{url} sent no valid HTTP answer: {type(exc).__name__}")
     except TimeoutError:  # connected and sent, then no answer: urllib wraps only the connect's and send's errors
-        failure = ConnectionFailed(f"{url} took the request but sent no answer within {timeout:g} s")
+        failure = ConnectionFailed(f"{url} began its answer but sent no more of it within {timeout:g} s" if began
+                                   else f"{url} took the request but sent no answer within {timeout:g} s")
     except OSError as exc:
         failure = ConnectionFailed(connect_failure(url, exc))
     except BaseException as exc:  # noqa: BLE001 - a bug of ours or the library's: said, not printed by the thread
