@@ -60,6 +60,10 @@ Offerer = Callable[[str, str, str, float], Awaitable[Answer]]  # (url, token, of
 _HIGH_WATER = 1024 * 1024  # bytes waiting in the data channel before send() waits
 _LOW_WATER = 256 * 1024
 _REMOTE_CLOSED = (1006, "the WebRTC peer connection ended")
+MAX_UNREAD_CHARS = 64 * 1024 * 1024
+"""Characters of the events the server sent that the session has not read yet, at most. A data channel has no way to make its sender
+wait (a WebSocket stops reading, and TCP holds the server back): a server that sends faster than the session reads,
+for ever, ends the call here rather than the process's memory."""
 
 install_log_redaction()  # now that aiortc's module loggers exist
 
@@ -82,6 +86,7 @@ class WebRTCTransport:
         self._mic_track = MicrophoneTrack(self._mic)
         self._remote: MediaStreamTrack | None = None
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self._unread = 0  # characters of the inbox's events
         self._tasks: list[asyncio.Task[None]] = []
         self._connects: set[asyncio.Task[Any]] = set()  # aiortc's connect tasks: heard if the call is given up on
         self._settled = asyncio.Event()  # the channel opened or the connection ended: a connect waits no longer
@@ -258,6 +263,7 @@ class WebRTCTransport:
         if item is None:
             self._inbox.put_nowait(None)  # later recv() calls see the end too
             raise ConnectionClosed(*self._close_args())
+        self._unread -= len(item)
         return item
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
@@ -277,13 +283,26 @@ class WebRTCTransport:
         if self.close_code is not None:  # recv() says the call ended: nothing that comes after is read
             return
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
-        self._inbox.put_nowait(scrub(text, self._token))  # a server may echo our token, e.g. in an error
+        self._take(scrub(text, self._token))  # a server may echo our token, e.g. in an error
 
     def _on_oversize(self, _stream: int, limit: int) -> None:
+        if self.close_code is not None:  # as for a message: nothing that comes after the end is read
+            return
         log.info("dropped a data channel message of more than %d bytes from %s", limit, redact_url(self.url))
-        self._inbox.put_nowait(DroppedFrame(
+        self._take(DroppedFrame(
             f"a data channel message of more than the {limit} bytes this end takes (its a=max-message-size) was "
             "dropped unread"))
+
+    def _take(self, text: str) -> None:
+        """Into the inbox; past :data:`MAX_UNREAD_CHARS` unread, the call ends instead (what came before is read)."""
+        if self._unread + len(text) > MAX_UNREAD_CHARS:
+            log.warning("%s sent more than %d characters of events the session had not read: the call ends",
+                        redact_url(self.url), MAX_UNREAD_CHARS)
+            self._lost(1008, f"the server sent more than {MAX_UNREAD_CHARS:,} characters of events faster than the "
+                             "session read them")
+            return
+        self._unread += len(text)
+        self._inbox.put_nowait(text)
 
     def _on_open(self) -> None:
         self._settled.set()
