@@ -284,6 +284,32 @@ async def test_in_band_refusals_of_a_sideband_close_the_socket_like_the_service(
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000
 
 
+async def test_a_binary_message_is_refused_in_the_words_of_what_carried_it_and_the_call_goes_on() -> None:
+    """Before, a binary message on the data channel was answered as if it had come on a WebSocket ("Expected a text
+    WebSocket message"), on a call that has none. A sideband is a WebSocket: its binary frame keeps those words, and
+    its error goes to it alone. (The server's own record of binary frames is no event: not recorded here.)"""
+    async with server_and_kiosk(on_wire=None) as (server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        await kiosk.until("conversation.created")
+        kiosk.channel.send(b'{"type": "response.create"}')
+        refused = (await kiosk.until("error"))[-1]["error"]
+        assert refused["type"] == "invalid_request_error" and refused["code"] == "invalid_event", refused
+        assert "data channel" in refused["message"] and "WebSocket" not in refused["message"]
+        url = f"{server.url}/realtime?call_id={call_id}"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as backend:
+            async with asyncio.timeout(10):
+                while json.loads(await backend.recv())["type"] != "conversation.created":
+                    pass
+                await backend.send(b"\x00" * 8)
+                while (event := json.loads(await backend.recv()))["type"] != "error":
+                    pass
+            wire("in", json.dumps(event))
+            assert "text WebSocket message" in event["error"]["message"]
+        kiosk.channel.send(json.dumps({"type": "input_audio_buffer.clear"}))
+        seen = await kiosk.until("input_audio_buffer.cleared")
+        assert [e for e in seen if e["type"] == "error"] == [] and not kiosk.closed.is_set()
+
+
 async def test_an_engine_failure_on_a_calls_scheduled_step_is_a_server_error_and_the_call_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -8,7 +8,8 @@ own are not documented, are marked *local* below:
 code                                   when
 =====================================  ====================================================
 ``invalid_json``                       a text frame that is not JSON
-``invalid_event``                      binary frame; JSON that is not an object
+``invalid_event``                      binary frame; JSON that is not an object; a binary message on a call's
+                                       data channel (*local* wording)
 ``invalid_value`` (param ``type``)     unknown or beta event type
 ``missing_required_parameter``         a required field is absent
 ``unknown_parameter``                  a field the GA schema does not have
@@ -49,6 +50,7 @@ __all__ = [
     "auth_missing",
     "below_min",
     "beta_disabled",
+    "binary_channel_message",
     "binary_frame",
     "cancel_not_active",
     "cannot_update_voice",
@@ -162,6 +164,13 @@ def not_an_object(got: str) -> ErrorSpec:
 
 def binary_frame() -> ErrorSpec:
     return ErrorSpec("Expected a text WebSocket message; binary frames are not supported.", "invalid_event")
+
+
+def binary_channel_message() -> ErrorSpec:
+    """*Local* wording: a binary message on a WebRTC call's ``oai-events`` data channel, which carries events as text
+    messages; the call goes on."""
+    return ErrorSpec("Expected a text message on the data channel; binary messages are not supported.",
+                     "invalid_event")
 
 
 def event_too_large(size: int, limit: int) -> ErrorSpec:
