@@ -474,6 +474,21 @@ def test_serve_arguments_build_the_config() -> None:
     assert config_from_args(parse()).host == "127.0.0.1" and config_from_args(parse()).port == 8765
 
 
+def test_close_timeout_reaches_the_config_and_so_the_workers_stop_grace(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, serve had no flag for it: every close waited the default 10 s. Each --workers process builds its
+    config from the same arguments (config_from_args), and the supervisor its stop grace from that config."""
+    from voxline.realtime.server.net.workers import stop_grace_s
+
+    given = config_from_args(parse("--close-timeout", "2.5"))
+    assert given.close_timeout_s == 2.5 and stop_grace_s(given) == 2 * 2.5 + 1.0
+    assert config_from_args(parse()).close_timeout_s == ServerConfig().close_timeout_s == 10.0
+    for bad in ("-1", "0", "soon", "nan", "inf", "601"):
+        with pytest.raises(SystemExit):
+            parse("--close-timeout", bad)
+        err = capsys.readouterr().err
+        assert f"argument --close-timeout: expected a number of seconds above 0 and up to 600, not '{bad}'" in err
+
+
 async def test_main_serve_reports_configuration_errors_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert await main_serve(parse("--host", "0.0.0.0")) == 2
     err = capsys.readouterr().err

@@ -14,7 +14,10 @@ from voxline.base.urls import is_loopback
 from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
 from voxline.realtime.server.live.settings import LiveConfig
 
-__all__ = ["FaultConfig", "ServerConfig"]
+__all__ = ["CLOSE_TIMEOUT_S", "FaultConfig", "ServerConfig"]
+
+CLOSE_TIMEOUT_S = 10.0
+"""How long a close the server makes waits, by default, for the client to take it (``ServerConfig.close_timeout_s``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,7 @@ class ServerConfig:
     response_latency_s: float = 0.0
     max_session_s: float = 3600.0
     max_frame_bytes: int = MAX_CLIENT_EVENT_BYTES
-    close_timeout_s: float = 10.0
+    close_timeout_s: float = CLOSE_TIMEOUT_S
     session_identity: bool = True
     reject_in_band: bool = False
     seed: int | None = None
