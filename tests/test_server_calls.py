@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 import websockets
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
@@ -203,6 +204,50 @@ async def test_a_caller_without_a_data_channel_is_served_by_its_sideband(monkeyp
             await backend.response.create()
             seen = await sideband_until(backend, wire, "response.done")
             assert seen[-1]["response"]["status"] == "completed" and not call.ended
+
+
+async def test_offers_past_max_calls_are_refused_with_503_and_an_ended_call_frees_its_place(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, every offer started a peer connection, however many ran: a burst held the process's descriptors
+    until every session failed. The places are shared with GPT-Live's WebRTC sessions, and an offer refused as bad
+    SDP gives its place back at once. No caller here connects: a call holds its place from its answer on."""
+    caplog.set_level(logging.INFO, logger="voxline.server")
+    peers = [Kiosk(WireRecorder()) for _ in range(3)]
+    try:
+        offers = [await peer.offer() for peer in peers]
+        async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, max_calls=2)) as server:
+            async with AsyncOpenAI(api_key=KEY, base_url=server.http_url, max_retries=0) as client:
+                with pytest.raises(BadRequestError, match="Invalid SDP offer"):
+                    await client.realtime.calls.create(sdp="v=0\r\nm=audio\r\n")
+                first = await client.realtime.calls.with_raw_response.create(sdp=offers[0])
+                second = await client.realtime.calls.with_raw_response.create(sdp=offers[1])
+                assert first.status_code == second.status_code == 201
+                with pytest.raises(InternalServerError) as refused:
+                    await client.realtime.calls.create(sdp=offers[2])
+                assert refused.value.status_code == 503
+                assert refused.value.body == {
+                    "type": "server_error", "code": "too_many_calls", "param": None,
+                    "message": "Too many WebRTC calls at once: this server runs at most 2; try again when one ends."}
+                said = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+                assert said == ["refused a WebRTC call: 2 WebRTC calls are running, the most this server takes "
+                                "(max_calls)"] and caplog.records[-1].levelno == logging.INFO
+                with pytest.raises(InternalServerError, match="503 - Too many WebRTC calls"):  # Live's take them too
+                    await client.live.create(session={"model": "gpt-live-1"},
+                                             transport={"type": "webrtc", "sdp": offers[2]})
+                await client.realtime.calls.hangup(first.headers["location"].rsplit("/", 1)[-1])
+                async with asyncio.timeout(10):  # the hung-up call ends (its peer closed), and its place is free
+                    while True:
+                        try:
+                            third = await client.realtime.calls.with_raw_response.create(sdp=offers[2])
+                        except InternalServerError:
+                            await asyncio.sleep(0.05)
+                        else:
+                            break
+                assert third.status_code == 201
+    finally:
+        for peer in peers:
+            await peer.pc.close()
 
 
 async def test_a_beta_only_event_on_a_sideband_closes_that_socket_and_the_call_goes_on() -> None:
