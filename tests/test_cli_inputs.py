@@ -152,6 +152,9 @@ def test_built_in_server_options_are_refused_with_another_server(tmp_path: Path)
         (["serve", "--speed", "1e-300"], {}, "expected 'instant' or a multiple of real time of at least 0.01, not '1e-300'"),
         (["serve", "--speed", "nan"], {}, "of at least 0.01, not 'nan'"),
         (["serve", "--speed", "fast"], {}, "of at least 0.01, not 'fast'"),
+        (["serve", "--close-timeout", "-2"], {}, "argument --close-timeout: expected a number of seconds above 0 and up to 600, not '-2'"),
+        (["serve", "--close-timeout", "later"], {}, "argument --close-timeout: expected a number of seconds above 0"),
+        (["serve", "--max-calls", "0"], {}, "argument --max-calls: expected a whole number of calls, at least 1, not '0'"),
         # keys no Authorization header could carry: the server started, and refused every request, its own key's too
         (["serve", "--port", "0", "--api-key", "k\u00e9y-12345"], {}, "api_key takes printable ASCII with no space"),
         (["serve", "--port", "0", "--api-key", "sk-abc-123 "], {}, "api_key takes printable ASCII with no space"),

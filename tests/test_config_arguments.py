@@ -39,6 +39,8 @@ from voxline.realtime.server.net.config import FaultConfig
     ({"voice": None}, "voice takes a string, not NoneType"),
     ({"scenario": ""}, "scenario takes a non-empty string"),
     ({"reuse_port": "no"}, "reuse_port takes True or False, not str"),
+    ({"max_calls": 0}, "max_calls (WebRTC calls at once) takes a whole number ≥ 1, not 0"),
+    ({"max_calls": 2.0}, "max_calls (WebRTC calls at once) takes a whole number, not float"),
 ])
 def test_a_server_config_that_could_not_work_is_one_line(given: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError) as refused:

@@ -242,6 +242,26 @@ async def test_a_text_message_that_is_not_utf8_gets_a_typed_error_and_the_sessio
             await caller.close()
 
 
+async def test_a_binary_message_is_refused_in_the_data_channels_words_and_the_session_goes_on() -> None:
+    """Before, the caller was told to send "a text WebSocket message", on a session that has no WebSocket."""
+    async with live() as (_, client):
+        caller = Caller(silence(0.1))
+        try:
+            created = await client.live.create(session={"model": "gpt-live-1"},
+                                               transport={"type": "webrtc", "sdp": await caller.offer()})
+            await caller.answer(created.transport.sdp)
+            seen: list[dict[str, Any]] = []
+            await caller.until("session.started", seen)
+            caller.channel.send(b'{"type": "session.input_audio.mute"}')
+            refused = (await caller.until("error", seen))["error"]
+            assert refused["code"] == "invalid_event" and "data channel" in refused["message"], refused
+            assert "WebSocket" not in refused["message"]
+            caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
+            await caller.until("session.input_audio.muted", seen)
+        finally:
+            await caller.close()
+
+
 async def test_a_session_started_larger_than_the_caller_takes_is_an_error_not_a_silent_wait() -> None:
     """The caller's SDP says it takes 256 KiB messages; instructions past that made ``session.started`` too large,
     aiortc refused it inside the server's channel callback, and the caller waited for it forever."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 import websockets
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
@@ -205,6 +206,50 @@ async def test_a_caller_without_a_data_channel_is_served_by_its_sideband(monkeyp
             assert seen[-1]["response"]["status"] == "completed" and not call.ended
 
 
+async def test_offers_past_max_calls_are_refused_with_503_and_an_ended_call_frees_its_place(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, every offer started a peer connection, however many ran: a burst held the process's descriptors
+    until every session failed. The places are shared with GPT-Live's WebRTC sessions, and an offer refused as bad
+    SDP gives its place back at once. No caller here connects: a call holds its place from its answer on."""
+    caplog.set_level(logging.INFO, logger="voxline.server")
+    peers = [Kiosk(WireRecorder()) for _ in range(3)]
+    try:
+        offers = [await peer.offer() for peer in peers]
+        async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, max_calls=2)) as server:
+            async with AsyncOpenAI(api_key=KEY, base_url=server.http_url, max_retries=0) as client:
+                with pytest.raises(BadRequestError, match="Invalid SDP offer"):
+                    await client.realtime.calls.create(sdp="v=0\r\nm=audio\r\n")
+                first = await client.realtime.calls.with_raw_response.create(sdp=offers[0])
+                second = await client.realtime.calls.with_raw_response.create(sdp=offers[1])
+                assert first.status_code == second.status_code == 201
+                with pytest.raises(InternalServerError) as refused:
+                    await client.realtime.calls.create(sdp=offers[2])
+                assert refused.value.status_code == 503
+                assert refused.value.body == {
+                    "type": "server_error", "code": "too_many_calls", "param": None,
+                    "message": "Too many WebRTC calls at once: this server runs at most 2; try again when one ends."}
+                said = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+                assert said == ["refused a WebRTC call: 2 WebRTC calls are running, the most this server takes "
+                                "(max_calls)"] and caplog.records[-1].levelno == logging.INFO
+                with pytest.raises(InternalServerError, match="503 - Too many WebRTC calls"):  # Live's take them too
+                    await client.live.create(session={"model": "gpt-live-1"},
+                                             transport={"type": "webrtc", "sdp": offers[2]})
+                await client.realtime.calls.hangup(first.headers["location"].rsplit("/", 1)[-1])
+                async with asyncio.timeout(10):  # the hung-up call ends (its peer closed), and its place is free
+                    while True:
+                        try:
+                            third = await client.realtime.calls.with_raw_response.create(sdp=offers[2])
+                        except InternalServerError:
+                            await asyncio.sleep(0.05)
+                        else:
+                            break
+                assert third.status_code == 201
+    finally:
+        for peer in peers:
+            await peer.pc.close()
+
+
 async def test_a_beta_only_event_on_a_sideband_closes_that_socket_and_the_call_goes_on() -> None:
     """As on a WebSocket session: the error, then a close with 4000; before, the sideband went on as if nothing had
     been said. The call is the kiosk's and stays. (The server's wire oracle is off: the event is not the GA API's.)"""
@@ -282,6 +327,32 @@ async def test_in_band_refusals_of_a_sideband_close_the_socket_like_the_service(
                 await ws.recv()
         assert error["code"] == "call_not_found" and error["param"] == "call_id"
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000
+
+
+async def test_a_binary_message_is_refused_in_the_words_of_what_carried_it_and_the_call_goes_on() -> None:
+    """Before, a binary message on the data channel was answered as if it had come on a WebSocket ("Expected a text
+    WebSocket message"), on a call that has none. A sideband is a WebSocket: its binary frame keeps those words, and
+    its error goes to it alone. (The server's own record of binary frames is no event: not recorded here.)"""
+    async with server_and_kiosk(on_wire=None) as (server, client, kiosk, wire):
+        call_id = await create_call(client, kiosk, {"type": "realtime"})
+        await kiosk.until("conversation.created")
+        kiosk.channel.send(b'{"type": "response.create"}')
+        refused = (await kiosk.until("error"))[-1]["error"]
+        assert refused["type"] == "invalid_request_error" and refused["code"] == "invalid_event", refused
+        assert "data channel" in refused["message"] and "WebSocket" not in refused["message"]
+        url = f"{server.url}/realtime?call_id={call_id}"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as backend:
+            async with asyncio.timeout(10):
+                while json.loads(await backend.recv())["type"] != "conversation.created":
+                    pass
+                await backend.send(b"\x00" * 8)
+                while (event := json.loads(await backend.recv()))["type"] != "error":
+                    pass
+            wire("in", json.dumps(event))
+            assert "text WebSocket message" in event["error"]["message"]
+        kiosk.channel.send(json.dumps({"type": "input_audio_buffer.clear"}))
+        seen = await kiosk.until("input_audio_buffer.cleared")
+        assert [e for e in seen if e["type"] == "error"] == [] and not kiosk.closed.is_set()
 
 
 async def test_an_engine_failure_on_a_calls_scheduled_step_is_a_server_error_and_the_call_goes_on(

@@ -10,6 +10,8 @@ import asyncio
 import base64
 import json
 import math
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -472,6 +474,40 @@ def test_serve_arguments_build_the_config() -> None:
     )
     assert (cfg.port, cfg.scenario, cfg.voice, cfg.speed, cfg.api_key) == (0, "long", "tone", float("inf"), "k")
     assert config_from_args(parse()).host == "127.0.0.1" and config_from_args(parse()).port == 8765
+
+
+def test_close_timeout_reaches_the_config_and_so_the_workers_stop_grace(capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, serve had no flag for it: every close waited the default 10 s. Each --workers process builds its
+    config from the same arguments (config_from_args), and the supervisor its stop grace from that config."""
+    from voxline.realtime.server.net.workers import stop_grace_s
+
+    given = config_from_args(parse("--close-timeout", "2.5"))
+    assert given.close_timeout_s == 2.5 and stop_grace_s(given) == 2 * 2.5 + 1.0
+    assert config_from_args(parse()).close_timeout_s == ServerConfig().close_timeout_s == 10.0
+    for bad in ("-1", "0", "soon", "nan", "inf", "601"):
+        with pytest.raises(SystemExit):
+            parse("--close-timeout", bad)
+        err = capsys.readouterr().err
+        assert f"argument --close-timeout: expected a number of seconds above 0 and up to 600, not '{bad}'" in err
+
+
+def test_max_calls_follows_the_descriptor_limit_unless_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """Half the descriptors at four a call, at least one and at most 1024 calls; a flag, or the library's field,
+    says otherwise. Each --workers process has descriptors of its own, and builds its config from the same flag."""
+    from voxline.realtime.server.net.call_slots import calls_for_descriptors, default_max_calls
+
+    assert [calls_for_descriptors(n) for n in (1024, 256, 7, 1_048_576, None)] == [128, 32, 1, 1024, 1024]
+    assert ServerConfig().max_calls == default_max_calls() == config_from_args(parse()).max_calls
+    script = ("import resource\n"
+              "resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+              "from voxline.realtime.server import ServerConfig\nprint(ServerConfig().max_calls)")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "32", run.stderr
+    assert config_from_args(parse("--max-calls", "3")).max_calls == 3
+    for bad in ("0", "-4", "many", "2.5"):
+        with pytest.raises(SystemExit):
+            parse("--max-calls", bad)
+        assert f"argument --max-calls: expected a whole number of calls, at least 1, not '{bad}'" in capsys.readouterr().err
 
 
 async def test_main_serve_reports_configuration_errors_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:

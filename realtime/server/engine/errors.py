@@ -8,7 +8,8 @@ own are not documented, are marked *local* below:
 code                                   when
 =====================================  ====================================================
 ``invalid_json``                       a text frame that is not JSON
-``invalid_event``                      binary frame; JSON that is not an object
+``invalid_event``                      binary frame; JSON that is not an object; a binary message on a call's
+                                       data channel (*local* wording)
 ``invalid_value`` (param ``type``)     unknown or beta event type
 ``missing_required_parameter``         a required field is absent
 ``unknown_parameter``                  a field the GA schema does not have
@@ -26,6 +27,8 @@ code                                   when
                                        or a caller's message larger than the server's channel takes (dropped)
 ``invalid_value`` (param ``audio``)    an append past 15 MiB in one event, or past the input
                                        buffer's cap (*local* wording; the append is refused)
+``too_many_calls`` (*local*)           HTTP 503 (``server_error``): a WebRTC offer while the server runs as many
+                                       calls as it takes at once (``ServerConfig.max_calls``)
 ``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
 =====================================  ====================================================
 
@@ -49,6 +52,7 @@ __all__ = [
     "auth_missing",
     "below_min",
     "beta_disabled",
+    "binary_channel_message",
     "binary_frame",
     "cancel_not_active",
     "cannot_update_voice",
@@ -68,6 +72,7 @@ __all__ = [
     "not_an_object",
     "server_error",
     "session_expired",
+    "too_many_calls",
     "transcription_on_realtime",
     "truncate_too_long",
     "truncate_unknown_item",
@@ -164,6 +169,13 @@ def binary_frame() -> ErrorSpec:
     return ErrorSpec("Expected a text WebSocket message; binary frames are not supported.", "invalid_event")
 
 
+def binary_channel_message() -> ErrorSpec:
+    """*Local* wording: a binary message on a WebRTC call's ``oai-events`` data channel, which carries events as text
+    messages; the call goes on."""
+    return ErrorSpec("Expected a text message on the data channel; binary messages are not supported.",
+                     "invalid_event")
+
+
 def event_too_large(size: int, limit: int) -> ErrorSpec:
     message = f"Invalid event: the message is {size} bytes, more than the maximum of {limit} bytes."
     return ErrorSpec(message, "event_too_large")
@@ -181,6 +193,13 @@ def event_not_delivered(kind: str, size: int, why: str) -> ErrorSpec:
     ``a=max-message-size``), not sent; the call goes on. ``why`` is the channel's own reason."""
     message = f"The server's {kind} event ({size} bytes) was not sent: {why}."
     return ErrorSpec(message, "event_too_large", type="server_error")
+
+
+def too_many_calls(limit: int) -> ErrorSpec:
+    """*Local*: a WebRTC offer with ``limit`` calls already running, the most this server takes at once; its place
+    frees when a call ends, so it is a ``server_error`` (HTTP 503), worth a retry."""
+    message = f"Too many WebRTC calls at once: this server runs at most {limit}; try again when one ends."
+    return ErrorSpec(message, "too_many_calls", type="server_error")
 
 
 def transcription_on_realtime() -> ErrorSpec:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from voxline.base.audio_format import PCM16_24K, SAMPLE_RATE, AudioFormat
-from voxline.realtime.server.engine import wire_audio
+from voxline.realtime.server.engine import errors, wire_audio
 from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.ids import IdFactory, event
@@ -59,12 +59,14 @@ class CallBridge:
     def client_frame(
         self, frame: str | bytes, now: float, reply: Callable[[dict[str, Any]], None] | None = None
     ) -> None:
-        """One frame from the data channel, or from a sideband socket (``reply`` gets its errors)."""
+        """One frame from the data channel, or from a sideband socket (``reply`` gets its errors). Any other binary
+        one is refused in the words of what carried it: the data channel's, or a sideband's WebSocket's."""
         if not isinstance(frame, str):  # a binary message that spells the clear event clears too
             if _event_type(frame) == _CLEAR:
                 self._clear(now)
                 return
-            self._route(self.engine.receive(frame, now), now, reply)
+            spec = errors.binary_frame() if reply is not None else errors.binary_channel_message()
+            self._route([self.engine.error(spec)], now, reply)
             self._route(self._poll(now), now, reply)
             return
         try:

@@ -174,7 +174,7 @@ class LiveEngine:
         """Handle one client frame from the primary connection or a sideband."""
         client_event_id: str | None = None
         try:
-            data = self._parse(frame)
+            data = self._parse(frame, transport if source == "primary" else "websocket")
             client_event_id = _event_id(data)
             return self._dispatch(data, source, transport)
         except RequestRejected as exc:
@@ -226,9 +226,11 @@ class LiveEngine:
 
     # Parsing and dispatch.
 
-    def _parse(self, frame: str | bytes) -> dict[str, Any]:
+    def _parse(self, frame: str | bytes, carrier: Transport) -> dict[str, Any]:
+        """The frame's JSON object; a binary frame is refused in the words of what carried it (a sideband's is a
+        WebSocket's, whatever the session's transport)."""
         if isinstance(frame, (bytes, bytearray, memoryview)):
-            raise RequestRejected(errors.binary_frame())
+            raise RequestRejected(errors.binary_frame() if carrier == "websocket" else errors.binary_channel_message())
         if len(frame) > self.max_event_bytes:
             raise RequestRejected(errors.event_too_large(len(frame), self.max_event_bytes))
         data = parse_json(frame)

@@ -11,8 +11,9 @@
 
 Every request authenticates with ``Authorization: Bearer`` (the server's key, or an ephemeral
 key it minted); refusals are HTTP errors in the service's JSON shape, before any WebSocket
-opens. The server hooks these in with :meth:`LiveRoutes.handles`, :meth:`LiveRoutes.problem`,
-:meth:`LiveRoutes.session` and :meth:`LiveRoutes.http`.
+opens. A WebRTC session takes one of the server's places for calls (``ServerConfig.max_calls``, shared
+with Realtime calls: ``503 too_many_calls`` when none is free). The server hooks these in with
+:meth:`LiveRoutes.handles`, :meth:`LiveRoutes.problem`, :meth:`LiveRoutes.session` and :meth:`LiveRoutes.http`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from voxline.realtime.server.live.hub import MAX_STORED, LiveHub, StoredSession
 from voxline.realtime.server.live.rtc import LiveCall, read_offer
 from voxline.realtime.server.live.settings import fork_settings, start_settings
 from voxline.realtime.server.live.ws import attach_sideband, run_live_socket
+from voxline.realtime.server.net.call_slots import CallSlots
 from voxline.realtime.server.net.config import ServerConfig
 
 __all__ = ["LIVE_PATH", "LiveRoutes"]
@@ -54,9 +56,11 @@ class LiveRoutes:
     """The Live side of the server: its endpoints, its running and stored sessions."""
 
     def __init__(
-        self, config: ServerConfig, credentials: Credentials, scenario: Scenario, synth: Synth, voices: VoiceCache
+        self, config: ServerConfig, credentials: Credentials, scenario: Scenario, synth: Synth, voices: VoiceCache,
+        slots: CallSlots,
     ) -> None:
         self.config = config
+        self._slots = slots  # the server's places for WebRTC calls, Realtime's and these
         self.hub = LiveHub()
         self._credentials = credentials
         self._scenario = scenario
@@ -169,16 +173,29 @@ class LiveRoutes:
                 settings = start_settings(session, "webrtc")
             else:
                 settings = fork_settings(stored.fork_base(), {} if session is None else session, "webrtc")
-            call = LiveCall(engine, settings, self.hub, self.config, self._synth)
-            answer = await call.answer(offer)
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
+        if not self._slots.take():  # before the peer connection, as a Realtime call's: they share the places
+            return self._slots.refusal("a GPT-Live WebRTC session")
+        try:
+            call = LiveCall(engine, settings, self.hub, self.config, self._synth)
+            answer = await call.answer(offer)
+        except BaseException as exc:  # no session started: its place is free again
+            self._slots.give_back()
+            if isinstance(exc, RequestRejected):
+                return HttpResponse(400, error_body(exc.spec))
+            raise
         self._owners.own(engine.session_id, token)
         task = asyncio.create_task(call.run(), name=f"voxline Live call {engine.session_id}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._ended)
         body = {"session": {"id": engine.session_id}, "transport": {"type": "webrtc", "sdp": answer}}
         return HttpResponse(200, body)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A WebRTC session ended: forget it and free its place."""
+        self._tasks.discard(task)
+        self._slots.give_back()
 
     async def close(self) -> None:
         tasks = list(self._tasks)

@@ -57,6 +57,7 @@ from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.voices import make_synth, warm_up
 from voxline.realtime.server.hearing.ears import Ears, load_ears
 from voxline.realtime.server.live.routes import LiveRoutes
+from voxline.realtime.server.net.call_slots import CallSlots
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.net.connection import HttpHandler, routing_connection
 from voxline.realtime.server.net.sideband import Sideband, call_not_found, sideband_needs_api_key
@@ -91,9 +92,11 @@ class Server:
         self._rejected = 0
         self._ws: Any = None
         self._routes: dict[tuple[str, str], HttpHandler] = {("POST", _SECRETS_PATH): self._client_secrets}
-        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config, ears)
+        slots = CallSlots(config.max_calls)  # Realtime calls and Live WebRTC sessions alike hold a peer connection
+        self._calls = RealtimeCalls(config, self._credentials, scenario, synth, self._voices, self._engine_config,
+                                    slots, ears)
         self._routes[("POST", CALLS_PATH)] = self._calls.create
-        self._live = LiveRoutes(config, self._credentials, scenario, synth, self._voices)
+        self._live = LiveRoutes(config, self._credentials, scenario, synth, self._voices, slots)
 
     @property
     def port(self) -> int:

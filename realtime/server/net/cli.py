@@ -14,7 +14,8 @@ from voxline.base.loop_runner import bounded_runner
 from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.server.engine.scenario import read_transcripts
 from voxline.realtime.server.net.app import Server, serve
-from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.call_slots import default_max_calls
+from voxline.realtime.server.net.config import CLOSE_TIMEOUT_S, ServerConfig
 
 __all__ = ["OPEN_NOTE", "add_serve_arguments", "config_from_args", "main_serve", "run_serve"]
 
@@ -55,6 +56,31 @@ def _minutes(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"expected a finite number of minutes from {_MIN_MINUTES} up to {_MAX_MINUTES} (a week), not {text!r}"
         )
+    return value
+
+
+_MAX_CLOSE_TIMEOUT_S = 600.0  # ten minutes for a client to take a close: a stopped --workers server waits twice it
+
+
+def _close_timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= _MAX_CLOSE_TIMEOUT_S:  # NaN and infinity too
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds above 0 and up to {_MAX_CLOSE_TIMEOUT_S:g}, not {text!r}"
+        )
+    return value
+
+
+def _max_calls(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of calls, at least 1, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of calls, at least 1, not {text!r}")
     return value
 
 
@@ -123,6 +149,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="session length limit, 0.01 to 10080; at it the server sends session_expired and closes (default 60)",
     )
     parser.add_argument(
+        "--close-timeout",
+        type=_close_timeout,
+        default=CLOSE_TIMEOUT_S,
+        metavar="S",
+        help="seconds a close the server makes (its shutdown, a session's end) waits for the client to read the "
+        f"last events and answer the close before the connection is dropped; above 0, up to "
+        f"{_MAX_CLOSE_TIMEOUT_S:g} (default {CLOSE_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--max-calls",
+        type=_max_calls,
+        default=None,
+        metavar="N",
+        help="WebRTC calls (Realtime and GPT-Live) one server process runs at once; an offer past them is answered "
+        "HTTP 503 too_many_calls (default: half the process's file descriptor limit at 4 a call, at most 1024)",
+    )
+    parser.add_argument(
         "--workers",
         type=_workers,
         default=1,
@@ -143,6 +186,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         hearing=getattr(args, "hearing", "auto"),
         speed=args.speed,
         max_session_s=args.max_session_minutes * 60.0,
+        close_timeout_s=getattr(args, "close_timeout", CLOSE_TIMEOUT_S),
+        max_calls=getattr(args, "max_calls", None) or default_max_calls(),
     )
 
 

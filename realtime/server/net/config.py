@@ -12,9 +12,13 @@ from voxline.realtime.errors import ConfigurationError, UsageError
 from voxline.realtime.events.codec import MAX_CLIENT_EVENT_BYTES
 from voxline.base.urls import is_loopback
 from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
+from voxline.realtime.server.net.call_slots import default_max_calls
 from voxline.realtime.server.live.settings import LiveConfig
 
-__all__ = ["FaultConfig", "ServerConfig"]
+__all__ = ["CLOSE_TIMEOUT_S", "FaultConfig", "ServerConfig"]
+
+CLOSE_TIMEOUT_S = 10.0
+"""How long a close the server makes waits, by default, for the client to take it (``ServerConfig.close_timeout_s``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,9 @@ class ServerConfig:
     ``close_timeout_s`` bounds every close the server makes (its shutdown, a session's end): a client
     that has not taken the close frame and answered it by then has its connection aborted. A close that
     first flushes the session's last events (an expiry's ``session_expired``) gives that flush as long.
+    ``max_calls`` bounds the WebRTC calls (Realtime and GPT-Live) running at once; an offer past it is answered
+    ``503`` ``too_many_calls`` (:mod:`~voxline.realtime.server.net.call_slots`; by default half the process's
+    descriptor limit at four a call, at most 1024).
     """
 
     host: str = "127.0.0.1"
@@ -87,7 +94,8 @@ class ServerConfig:
     response_latency_s: float = 0.0
     max_session_s: float = 3600.0
     max_frame_bytes: int = MAX_CLIENT_EVENT_BYTES
-    close_timeout_s: float = 10.0
+    close_timeout_s: float = CLOSE_TIMEOUT_S
+    max_calls: int = field(default_factory=default_max_calls)
     session_identity: bool = True
     reject_in_band: bool = False
     seed: int | None = None
@@ -134,6 +142,7 @@ class ServerConfig:
         real(self.max_session_s, "max_session_s (the session length limit, in seconds)", low=0, above=True)
         whole(self.max_frame_bytes, "max_frame_bytes", low=1)
         real(self.close_timeout_s, "close_timeout_s", low=0, above=True)
+        whole(self.max_calls, "max_calls (WebRTC calls at once)", low=1)
         for name in ("session_identity", "reject_in_band", "reuse_port"):
             flag(getattr(self, name), name)
         if self.seed is not None:

@@ -15,7 +15,9 @@ them all (the server calls it when it closes). ``POST /v1/realtime/calls/{id}/ha
 ends one (:meth:`RealtimeCalls.action`), and a sideband socket finds its call with
 :meth:`RealtimeCalls.find`. The API key may hang up any call; an ephemeral key only the call
 it started: for any other the answer is ``404 call_not_found``, as for a call that does not
-exist, so an ephemeral key cannot learn which calls run.
+exist, so an ephemeral key cannot learn which calls run. At most ``ServerConfig.max_calls`` calls run at once
+(:class:`~voxline.realtime.server.net.call_slots.CallSlots`, shared with GPT-Live's WebRTC sessions): an offer past
+them is answered ``503 too_many_calls``, and a call's place is free again once it has ended.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from voxline.realtime.server.engine.state import EngineConfig
 from voxline.realtime.server.engine.validate import parse_json
 from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.hearing.ears import Ears
+from voxline.realtime.server.net.call_slots import CallSlots
 from voxline.realtime.server.net.rtc_call import RtcCall
 from voxline.realtime.server.net.rtc_offer import answer_offer
 from voxline.realtime.server.net.sideband import call_not_found
@@ -62,9 +65,11 @@ class RealtimeCalls:
         synth: Synth,
         voices: VoiceCache,
         engine_config: Callable[[str], EngineConfig],
+        slots: CallSlots,
         ears: Ears | None = None,
     ) -> None:
         self._ears = ears
+        self._slots = slots
         self._config = config
         self._credentials = credentials
         self._scenario = scenario
@@ -129,12 +134,17 @@ class RealtimeCalls:
             )
         except RequestRejected as exc:
             return HttpResponse(400, error_body(exc.spec))
+        if not self._slots.take():  # before the peer connection, which holds descriptors from here on
+            return self._slots.refusal("a WebRTC call")
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth, self._ears)
         try:
             answer = await answer_offer(pc, offer, call.output_track, None, call.dropped)
-        except RequestRejected as exc:
-            return HttpResponse(400, error_body(exc.spec))
+        except BaseException as exc:  # no call started: its place is free again
+            self._slots.give_back()
+            if isinstance(exc, RequestRejected):
+                return HttpResponse(400, error_body(exc.spec))
+            raise
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
         self._tasks[call.call_id] = task
         self._calls[call.call_id] = call
@@ -157,7 +167,8 @@ class RealtimeCalls:
             raise self._failures[0]
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        """A call ended: forget it, keeping its error (if any) for :meth:`close`."""
+        """A call ended: forget it and free its place, keeping its error (if any) for :meth:`close`."""
+        self._slots.give_back()
         for call_id in [k for k, t in self._tasks.items() if t is task]:
             self._owners.forget(call_id)
         self._tasks = {k: t for k, t in self._tasks.items() if t is not task}
