@@ -59,7 +59,7 @@ def token_refused(token: str) -> str:
     """What a 401 or 403 says of ``token``: :data:`~voxline.base.urls.LOCAL_KEY`, sent for want of a key, means the
     server asks for one; any other was refused."""
     if token == LOCAL_KEY:
-        return "this server asks for an API key, and none was given: set OPENAI_API_KEY"
+        return "this server asks for an API key, and none was given: set VOXLINE_API_KEY or OPENAI_API_KEY"
     return "the token was refused"
 
 
