@@ -25,9 +25,15 @@ part of it before the new block stays counted as heard (at most ``fade_ms``, cou
 heard by design), the part the new block overlaps is revoked.
 
 **Underruns.** Silence handed out while an item is still streaming (enqueued, not yet
-marked complete with :meth:`PlayoutBuffer.mark_complete`) is an underrun; silence after the
-last item is complete, before any audio, or after a cut is idle. Enqueuing a new item
-completes the previous one implicitly.
+marked complete with :meth:`PlayoutBuffer.mark_complete`) once its audio began to play is an
+underrun; silence after the last item is complete, before its audio began, or after a cut is idle.
+Enqueuing a new item completes the previous one implicitly.
+
+**Lead.** Audio that arrives in real time (a WebRTC track) can play only as fast as it comes: its
+packets and the output's reads meet a few milliseconds apart, and each time the reads win there
+is a gap. With :attr:`PlayoutBuffer.lead` set, a streaming part plays once that many samples of
+it wait (or it is complete), at its start and again after it ran dry; what is heard is counted
+as ever, only later.
 
 **Threads.** :meth:`read` / :meth:`read_into` run on the audio thread; everything else on
 the event loop. One ``threading.Lock`` guards the state; under it ``read`` copies at most
@@ -94,6 +100,13 @@ class PlayoutBuffer:
         self._late_samples = 0
         self._tail_dropped = 0
         self._held = False
+        self.lead = 0
+        """Samples of a streaming part gathered before it plays, at its start and again after it ran dry: a jitter
+        buffer for audio that arrives in real time (a WebRTC track), whose packets and the output's reads would
+        otherwise meet a few milliseconds apart, each time a gap. 0 (audio that arrives ahead of time, as deltas
+        do) plays at once."""
+        self._gathering = True  # the queue ran dry: nothing plays until ``lead`` samples wait, or no part streams
+        self._last_key: ItemKey | None = None  # the part the last sample handed out belongs to
         self._reference: PlayedRing | None = None
         self.before_change: Callable[[], None] | None = None
         """Called before audio is queued or an echo reference attached, on the event loop's side: the output
@@ -182,16 +195,21 @@ class PlayoutBuffer:
             tail = self._tail
             pos = 0 if tail is None else self._emit_tail(tail, out, play_time)
             queue = self._queue
-            while pos < n and queue and not self._held:
+            if self._gathering and (self._queued >= self.lead or self._open is None):
+                self._gathering = False
+            while pos < n and queue and not self._held and not self._gathering:
                 chunk = queue[0]
                 take = min(n - pos, len(chunk.samples) - chunk.pos)
                 out[pos : pos + take] = chunk.samples[chunk.pos : chunk.pos + take]
                 self._ledger.record(chunk.key, chunk.offset + chunk.pos, take, play_time + pos / self.rate)
+                self._last_key = chunk.key
                 chunk.pos += take
                 pos += take
                 self._queued -= take
                 if chunk.pos == len(chunk.samples):
                     self._pop_chunk()
+            if pos < n and not queue:
+                self._gathering = True
             self._account(pos, n)
             if self._spent:
                 self._free_spent()
@@ -247,7 +265,7 @@ class PlayoutBuffer:
         self._samples_played += played
         if played:
             self._starved = False
-        if played < n and self._open is not None and not self._held:
+        if played < n and self._open is not None and self._open == self._last_key and not self._held:
             if not self._starved:
                 self._underrun_events += 1
                 self._starved = True

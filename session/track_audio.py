@@ -33,7 +33,16 @@ from voxline.base.audio_format import SAMPLE_RATE as RATE
 from voxline.realtime import events as ev
 from voxline.realtime.protocol import ProtocolOutput
 
-__all__ = ["SpeakingRate", "TrackTagger"]
+__all__ = ["TRACK_LEAD_MS", "SpeakingRate", "TrackTagger", "gather_track_lead"]
+
+TRACK_LEAD_MS = 60
+"""The playout's lead for audio on a media track (:attr:`~voxline.audio.playout.PlayoutBuffer.lead`): it comes in
+20 ms packets at the pace it plays, and without a few packets in hand every late one is a gap."""
+
+
+def gather_track_lead(playout: PlayoutBuffer) -> None:
+    """Set ``playout`` to gather :data:`TRACK_LEAD_MS` of a part before playing it: its audio comes on a track."""
+    playout.lead = TRACK_LEAD_MS * playout.rate // 1000
 
 _RESPONSES = 16  # responses whose items are remembered
 DEFAULT_MS_PER_CHAR = 65.0  # about 15 characters a second, a typical synthetic voice's pace

@@ -205,7 +205,7 @@ def test_over_webrtc_the_tracks_audio_reports_its_start_with_the_reply_latency()
         frame({"type": "response.output_item.added", "response_id": "resp_1", "output_index": 0, "item": item}),
         frame({"type": "output_audio_buffer.started", "response_id": "resp_1"}),
     ], 1.0)
-    machine.track.on_audio(np.full(960, 1000, np.int16))  # the remote track's first 40 ms
+    machine.track.on_audio(np.full(1440, 1000, np.int16))  # the remote track's first 60 ms: the lead it gathers
     block = np.zeros(480, np.int16)
     playout.read_into(block, 1.25)
     events = machine.tick(1.27).events

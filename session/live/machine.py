@@ -50,6 +50,7 @@ from ..settings import SessionSettings
 from ..tools.calls import CallTracker, ToolCall
 from ..tools.events import ToolEvent
 from ..tools.rounds import ToolRounds
+from ..track_audio import gather_track_lead
 from .carrier import LOST_ON_DROP, LOST_WITHOUT_STORE, MAX_KEPT_AWAY, LiveCarrier
 from .commands import ContextKind, context_event, fixture_event, offered_schemas, tools_update
 from .delegated import DelegatedCalls
@@ -83,6 +84,8 @@ class LiveMachine:
         self.metrics = LiveMetrics(playout)
         self.history = HeardHistory()  # what a new session is given after a drop, across every connection
         self.playback = LivePlayback(playout, self.metrics, self.history)
+        if settings.transport == "webrtc" and settings.call_id is None:  # its voice comes on the media track
+            gather_track_lead(playout)
         self.carrier = LiveCarrier()
         self.input_audio = LiveInputAudio(settings, capture, self.carrier, self.metrics, playout.rate)
         self.transcripts = LiveTranscripts(settings, self.metrics, self.history, self.delegated.rounds)

@@ -53,7 +53,7 @@ from ..tools.calls import CallTracker
 from ..tools.names import chosen_tools
 from ..tools.rounds import ToolRounds
 from ..tools.events import ToolEvent
-from ..track_audio import TrackTagger
+from ..track_audio import TrackTagger, gather_track_lead
 from .effects import NO_EFFECTS, Effects
 from .microphone import MIN_TURN_SAMPLES, Captured, MicrophonePath, audio_items
 
@@ -117,6 +117,8 @@ class SessionMachine:
         self.run_tools = run_tools  # False: another session on the same call (a sideband) answers the calls
         webrtc = settings.transport == "webrtc" and settings.call_id is None
         self.track = TrackTagger(playout) if webrtc else None  # WebRTC: assistant audio comes on the media track
+        if webrtc:
+            gather_track_lead(playout)
         self.mic = MicrophonePath(padding_ms=settings.prefix_padding_ms, chunk_samples=settings.input_chunk_samples,
                                   capture=capture, push_to_talk=settings.turn_detection == "none",
                                   journaled=True, over_track=self.track is not None)
