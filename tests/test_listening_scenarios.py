@@ -3,6 +3,7 @@ for the words (the engine, sans-I/O, with the recogniser's answers given by hand
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine.scenario import load_scenario, parse_scenario
+from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.hearer import HearingSupplier
 from tests.support.engine_harness import Harness, only, silence, speech, types
 
 WEATHER = {"call": "get_weather", "arguments": {"city": "Paris"}}
@@ -166,3 +169,36 @@ def test_the_builtin_listening_scenario_parses() -> None:
 def test_a_bad_branch_is_one_clear_error(turn: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_scenario({"turns": [turn]})
+
+
+async def test_the_server_wakes_its_recogniser_only_when_a_turn_waits_to_be_heard() -> None:
+    """The session's hearing job was woken after every client frame to ask the engine for work, almost always none:
+    a task wake-up for each append of every session (a few percent of a busy server's CPU)."""
+    class Ears:
+        def hear(self, audio: bytes, fmt: Any, phrases: Any = ()) -> str:
+            return "What's the weather in Paris?"
+
+    h = Harness(listening(), hearing=True)
+    vad(h, transcribe=True)
+    asked: list[int] = []
+    take = h.engine.take_hearing
+    h.engine.take_hearing = lambda: asked.append(1) or take()  # type: ignore[method-assign]
+    delivered: list[dict[str, Any]] = []
+    hearer = HearingSupplier(h.engine, Ears(), ServerConfig().clock, delivered.extend)  # type: ignore[arg-type]
+    job = asyncio.create_task(hearer.run())
+    try:
+        for _ in range(25):  # silence: a second of appends, none of which brings a turn
+            h.feed(silence(0.04))
+            hearer.check()
+            await asyncio.sleep(0)
+        assert asked == []
+        h.feed(speech(0.6))
+        h.feed(silence(0.6))  # the turn is committed: its audio waits to be heard
+        hearer.check()
+        async with asyncio.timeout(10):  # a bound, not a timing
+            while not delivered:
+                await asyncio.sleep(0.01)
+        assert len(asked) == 1
+        assert "conversation.item.input_audio_transcription.completed" in types(delivered)
+    finally:
+        job.cancel()

@@ -56,6 +56,9 @@ class _Engine:
         self.jobs = [HearingJob(f"item_{k}", b"", AudioFormat("pcm16", 24000), ()) for k in range(2)]
         self.heard: list[str] = []
 
+    def hearing_waits(self) -> bool:
+        return bool(self.jobs)
+
     def take_hearing(self) -> list[HearingJob]:
         jobs, self.jobs = self.jobs, []
         return jobs
@@ -210,6 +213,9 @@ class _FaultyEngine(Engine):
         if any(not run.done for run in self._state.runs):
             raise RuntimeError("boom")
         return super().poll(now)
+
+    def hearing_waits(self) -> bool:
+        return bool(self.jobs)
 
     def take_hearing(self) -> list[HearingJob]:
         jobs, self.jobs = self.jobs, []

@@ -205,6 +205,10 @@ class Engine:
         for run in self._state.runs:
             run.provide_speech(text, samples, now)
 
+    def hearing_waits(self) -> bool:
+        """Whether :meth:`take_hearing` has a job to hand out: asked after every client frame, so it only looks."""
+        return bool(self._state.hearing.waiting)
+
     def take_hearing(self) -> list[HearingJob]:
         """User audio items to recognise, each handed out once (see :mod:`.engine.listening`)."""
         return listening.take(self._state)

@@ -38,8 +38,10 @@ class HearingSupplier:
         self._wanted = asyncio.Event()
 
     def check(self) -> None:
-        """Wake :meth:`run` (cheap: the engine is asked when it runs)."""
-        if self._ears is not None:
+        """Wake :meth:`run` if the engine has user audio to recognise. Asked after every client frame (an append
+        every 20 to 100 ms a session), which almost never brings a job: a wake-up each time cost the server more than
+        the question."""
+        if self._ears is not None and self._engine.hearing_waits():
             self._wanted.set()
 
     async def run(self) -> None:
