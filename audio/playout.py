@@ -32,8 +32,9 @@ Enqueuing a new item completes the previous one implicitly.
 **Lead.** Audio that arrives in real time (a WebRTC track) can play only as fast as it comes: its
 packets and the output's reads meet a few milliseconds apart, and each time the reads win there
 is a gap. With :attr:`PlayoutBuffer.lead` set, a streaming part plays once that many samples of
-it wait (or it is complete), at its start and again after it ran dry; what is heard is counted
-as ever, only later.
+it wait, it is complete, or its first samples waited as long as the lead lasts (a reply shorter
+than the lead whose packets then stop), at its start and again after the queue ran dry; what is
+heard is counted as ever, only later.
 
 **Threads.** :meth:`read` / :meth:`read_into` run on the audio thread; everything else on
 the event loop. One ``threading.Lock`` guards the state; under it ``read`` copies at most
@@ -106,6 +107,7 @@ class PlayoutBuffer:
         otherwise meet a few milliseconds apart, each time a gap. 0 (audio that arrives ahead of time, as deltas
         do) plays at once."""
         self._gathering = True  # the queue ran dry: nothing plays until ``lead`` samples wait, or no part streams
+        self._waited = 0  # samples read while gathering with audio queued: at ``lead`` it plays what there is
         self._last_key: ItemKey | None = None  # the part the last sample handed out belongs to
         self._reference: PlayedRing | None = None
         self.before_change: Callable[[], None] | None = None
@@ -195,7 +197,7 @@ class PlayoutBuffer:
             tail = self._tail
             pos = 0 if tail is None else self._emit_tail(tail, out, play_time)
             queue = self._queue
-            if self._gathering and (self._queued >= self.lead or self._open is None):
+            if self._gathering and (self._queued >= self.lead or self._open is None or self._waited >= self.lead):
                 self._gathering = False
             while pos < n and queue and not self._held and not self._gathering:
                 chunk = queue[0]
@@ -208,8 +210,10 @@ class PlayoutBuffer:
                 self._queued -= take
                 if chunk.pos == len(chunk.samples):
                     self._pop_chunk()
-            if pos < n and not queue:
-                self._gathering = True
+            if not queue:  # ran dry, or a part ended: the next audio gathers its lead
+                self._gathering, self._waited = True, 0
+            elif self._gathering and not self._held:
+                self._waited += n
             self._account(pos, n)
             if self._spent:
                 self._free_spent()

@@ -120,6 +120,7 @@ class Model:
     open: Key | None = None
     lead: int = 0  # the playout's lead: samples a streaming part gathers before it plays
     gathering: bool = True
+    waited: int = 0
     last_key: Key | None = None  # the part of the last queued sample played
     starved: bool = False
     underrun_events: int = 0
@@ -155,14 +156,16 @@ class Model:
                 else:
                     del self.listener[slot]  # the new block plays there instead
             self.tail = []
-        if self.gathering and (len(self.queue) >= self.lead or self.open is None):
+        if self.gathering and (len(self.queue) >= self.lead or self.open is None or self.waited >= self.lead):
             self.gathering = False
         while pos < n and self.queue and not self.gathering:
             out[pos] = self.listener[slot0 + pos] = self.queue.popleft()
             self.last_key = out[pos][0]  # type: ignore[index]
             pos += 1
-        if pos < n and not self.queue:
-            self.gathering = True
+        if not self.queue:
+            self.gathering, self.waited = True, 0
+        elif self.gathering:
+            self.waited += n
         if pos:
             self.starved = False
         if pos < n and self.open is not None and self.open == self.last_key:  # silence before its audio began: idle

@@ -84,3 +84,30 @@ def test_a_session_whose_voice_comes_on_a_media_track_gathers_the_lead(api: str,
     else:
         SessionMachine(settings, playout)
     assert playout.lead == lead_ms * SAMPLE_RATE // 1000
+
+
+def test_the_next_reply_gathers_its_lead_too_after_the_output_skipped_the_silence_between() -> None:
+    """A part that ended on a block's edge left the lead off: the output then skipped the idle silence, and the
+    next reply's first packet played at once, with nothing in hand."""
+    playout = PlayoutBuffer()
+    playout.lead = 3 * PACKET
+    for _ in range(3):
+        playout.enqueue(np.full(PACKET, 1000, dtype=np.int16), "item_a")
+    for k in range(3):
+        assert playout.read(PACKET, k * 0.02).all()
+    playout.mark_complete("item_a")
+    assert playout.skip_silence(PACKET, 0.06)
+    playout.enqueue(np.full(PACKET, 1000, dtype=np.int16), "item_b")
+    assert not playout.read(PACKET, 0.08).any()
+
+
+def test_a_reply_shorter_than_the_lead_whose_packets_stop_plays_after_waiting_the_lead() -> None:
+    """Nothing more comes and nothing marks it complete (a track that goes quiet): it plays once it waited as long
+    as the lead lasts, rather than never."""
+    playout = PlayoutBuffer()
+    playout.lead = 3 * PACKET
+    playout.enqueue(np.full(2 * PACKET, 1000, dtype=np.int16), "item_a")
+    played = [playout.read(PACKET, k * 0.02).any() for k in range(6)]
+    assert played == [False, False, False, True, True, False]
+    assert playout.samples_played == 2 * PACKET
+    assert playout.underrun_events == 1  # the silence after it, while nothing says it ended: not the wait before
