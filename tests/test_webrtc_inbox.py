@@ -42,18 +42,18 @@ async def test_a_server_that_sends_faster_than_the_session_reads_ends_the_call_n
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, every message went into an unbounded queue: a server that kept sending faster than the session
     read grew the process without limit."""
-    monkeypatch.setattr(webrtc, "MAX_UNREAD_CHARS", 10 * len(EVENT))
+    monkeypatch.setattr(webrtc, "MAX_UNREAD", 10 * (len(EVENT) + webrtc.MESSAGE_COST))
     async with transport() as call:
         for _ in range(1000):
             call._on_message(EVENT)
         assert call.close_code == 1008
-        assert call.close_reason == (f"the server sent more than {10 * len(EVENT):,} characters of events faster "
-                                     "than the session read them")
+        assert call.close_reason.startswith("the server sent more than ")
+        assert call.close_reason.endswith(" MiB of events faster than the session read them")
         assert await _read(call) == [EVENT] * 10  # what came before the bound is read, then the end
 
 
 async def test_events_read_as_they_come_make_room_and_the_call_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(webrtc, "MAX_UNREAD_CHARS", 10 * len(EVENT))
+    monkeypatch.setattr(webrtc, "MAX_UNREAD", 10 * (len(EVENT) + webrtc.MESSAGE_COST))
     async with transport() as call:
         for _ in range(1000):
             for _ in range(5):
@@ -61,6 +61,19 @@ async def test_events_read_as_they_come_make_room_and_the_call_goes_on(monkeypat
             for _ in range(5):
                 assert await call.recv() == EVENT
         assert call.close_code is None
+
+
+async def test_empty_messages_count_against_the_bound_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiortc hands over an empty message as "", whose characters count nothing: before, a server that sent empty
+    messages for ever grew the inbox without bound."""
+    monkeypatch.setattr(webrtc, "MAX_UNREAD", 100 * webrtc.MESSAGE_COST)
+    async with transport() as call:
+        for _ in range(webrtc.MAX_UNREAD // webrtc.MESSAGE_COST + 1):
+            call._on_message("")
+            if call.close_code is not None:
+                break
+        assert call.close_code == 1008
+        assert call._inbox.qsize() <= webrtc.MAX_UNREAD // webrtc.MESSAGE_COST + 1
 
 
 async def test_a_message_too_large_for_this_end_dropped_after_the_call_ended_is_not_queued() -> None:

@@ -60,10 +60,14 @@ Offerer = Callable[[str, str, str, float], Awaitable[Answer]]  # (url, token, of
 _HIGH_WATER = 1024 * 1024  # bytes waiting in the data channel before send() waits
 _LOW_WATER = 256 * 1024
 _REMOTE_CLOSED = (1006, "the WebRTC peer connection ended")
-MAX_UNREAD_CHARS = 64 * 1024 * 1024
-"""Characters of the events the server sent that the session has not read yet, at most. A data channel has no way to make its sender
-wait (a WebSocket stops reading, and TCP holds the server back): a server that sends faster than the session reads,
-for ever, ends the call here rather than the process's memory."""
+MAX_UNREAD = 64 * 1024 * 1024
+"""Events the server sent that the session has not read yet, at most: their characters, and :data:`MESSAGE_COST`
+a message. A data channel has no way to make its sender wait (a WebSocket stops reading, and TCP holds the server
+back): a server that sends faster than the session reads, for ever, ends the call here rather than the process's
+memory."""
+MESSAGE_COST = 64
+"""What a message costs the inbox beside its characters (the string object and its place in the queue): an empty
+message, which aiortc hands over as ``""``, is not free."""
 
 install_log_redaction()  # now that aiortc's module loggers exist
 
@@ -86,7 +90,7 @@ class WebRTCTransport:
         self._mic_track = MicrophoneTrack(self._mic)
         self._remote: MediaStreamTrack | None = None
         self._inbox: asyncio.Queue[str | None] = asyncio.Queue()
-        self._unread = 0  # characters of the inbox's events
+        self._unread = 0  # the inbox's events, as MAX_UNREAD counts them
         self._tasks: list[asyncio.Task[None]] = []
         self._connects: set[asyncio.Task[Any]] = set()  # aiortc's connect tasks: heard if the call is given up on
         self._settled = asyncio.Event()  # the channel opened or the connection ended: a connect waits no longer
@@ -263,7 +267,7 @@ class WebRTCTransport:
         if item is None:
             self._inbox.put_nowait(None)  # later recv() calls see the end too
             raise ConnectionClosed(*self._close_args())
-        self._unread -= len(item)
+        self._unread -= len(item) + MESSAGE_COST
         return item
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
@@ -294,14 +298,15 @@ class WebRTCTransport:
             "dropped unread"))
 
     def _take(self, text: str) -> None:
-        """Into the inbox; past :data:`MAX_UNREAD_CHARS` unread, the call ends instead (what came before is read)."""
-        if self._unread + len(text) > MAX_UNREAD_CHARS:
-            log.warning("%s sent more than %d characters of events the session had not read: the call ends",
-                        redact_url(self.url), MAX_UNREAD_CHARS)
-            self._lost(1008, f"the server sent more than {MAX_UNREAD_CHARS:,} characters of events faster than the "
-                             "session read them")
+        """Into the inbox; past :data:`MAX_UNREAD` unread, the call ends instead (what came before is read)."""
+        cost = len(text) + MESSAGE_COST
+        if self._unread + cost > MAX_UNREAD:
+            log.warning("%s sent more than %d MiB of events the session had not read: the call ends",
+                        redact_url(self.url), MAX_UNREAD // 2**20)
+            self._lost(1008, f"the server sent more than {MAX_UNREAD // 2**20} MiB of events faster than the session "
+                             "read them")
             return
-        self._unread += len(text)
+        self._unread += cost
         self._inbox.put_nowait(text)
 
     def _on_open(self) -> None:
