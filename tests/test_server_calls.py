@@ -23,8 +23,11 @@ from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from voxline.realtime.server import ServerConfig, serve
+from voxline.realtime.server.engine.http_message import HttpRequest
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
+from voxline.realtime.server.live import rtc as live_rtc
 from voxline.realtime.server.net import rtc_call
+from voxline.realtime.server.net import webrtc as server_webrtc
 from voxline.realtime.server.net.timing import first_of
 from tests.support.engine_harness import failing_polls
 from tests.support.oracle import WireRecorder, check_server_event
@@ -434,3 +437,45 @@ async def test_a_sideband_that_never_reads_is_closed_past_the_unsent_limit_and_t
             assert not sideband_tasks()
         kiosk.channel.send(json.dumps({"type": "response.create"}))
         assert (await kiosk.until("response.done"))[-1]["response"]["status"] == "completed"
+
+
+@pytest.mark.parametrize("api", ["realtime", "live"])
+async def test_an_offer_given_up_on_while_it_is_answered_closes_its_peer_connection(
+        api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request cancelled mid-answer (its deadline, the server closing) gave its place back but left its peer
+    connection open, with its sockets, for as long as the process ran."""
+    answering: list[RTCPeerConnection] = []
+    stuck = asyncio.Event()
+
+    async def answer_for_ever(pc: RTCPeerConnection, *args: Any, **kwargs: Any) -> str:
+        answering.append(pc)
+        stuck.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    monkeypatch.setattr(server_webrtc, "answer_offer", answer_for_ever)
+    monkeypatch.setattr(live_rtc, "answer_offer", answer_for_ever)
+    peer = Kiosk(WireRecorder())
+    try:
+        offer = await peer.offer()
+        async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, max_calls=4)) as server:
+            headers = {"authorization": f"Bearer {KEY}"}
+            if api == "realtime":
+                request = HttpRequest("POST", "/v1/realtime/calls", "", {**headers, "content-type": "application/sdp"},
+                                      offer.encode())
+                handler = server._calls.create(request)
+            else:
+                body = {"session": {"model": "gpt-live-1"}, "transport": {"type": "webrtc", "sdp": offer}}
+                request = HttpRequest("POST", "/v1/live/sessions", "", {**headers, "content-type": "application/json"},
+                                      json.dumps(body).encode())
+                handler = server._live.http(request)
+            task = asyncio.ensure_future(handler)
+            async with asyncio.timeout(10):  # a bound, not a timing
+                await stuck.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            (pc,) = answering
+            assert pc.connectionState == "closed"
+    finally:
+        await peer.pc.close()

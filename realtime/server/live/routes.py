@@ -36,6 +36,7 @@ from voxline.realtime.server.live.rtc import LiveCall, read_offer
 from voxline.realtime.server.live.settings import fork_settings, start_settings
 from voxline.realtime.server.live.ws import attach_sideband, run_live_socket
 from voxline.realtime.server.net.call_slots import CallSlots
+from voxline.realtime.server.net.rtc_offer import close_peer
 from voxline.realtime.server.net.config import ServerConfig
 
 __all__ = ["LIVE_PATH", "LiveRoutes"]
@@ -177,11 +178,14 @@ class LiveRoutes:
             return HttpResponse(400, error_body(exc.spec))
         if not self._slots.take():  # before the peer connection, as a Realtime call's: they share the places
             return self._slots.refusal("a GPT-Live WebRTC session")
+        call: LiveCall | None = None
         try:
             call = LiveCall(engine, settings, self.hub, self.config, self._synth)
             answer = await call.answer(offer)
-        except BaseException as exc:  # no session started: its place is free again
-            self._slots.give_back()
+        except BaseException as exc:  # no session started: its place is free again, and its peer connection's
+            self._slots.give_back()  # sockets (refused, or given up on: the request's deadline, the server closing)
+            if call is not None:
+                await close_peer(call.pc)
             if isinstance(exc, RequestRejected):
                 return HttpResponse(400, error_body(exc.spec))
             raise
