@@ -26,7 +26,7 @@ from voxline.realtime.server import ServerConfig, serve
 from voxline.realtime.server.engine.http_message import HttpRequest
 from voxline.realtime.server.engine.multipart import boundary_of, parse_form
 from voxline.realtime.server.live import rtc as live_rtc
-from voxline.realtime.server.net import rtc_call
+from voxline.realtime.server.net import rtc_call, rtc_offer
 from voxline.realtime.server.net import webrtc as server_webrtc
 from voxline.realtime.server.net.timing import first_of
 from tests.support.engine_harness import failing_polls
@@ -477,5 +477,36 @@ async def test_an_offer_given_up_on_while_it_is_answered_closes_its_peer_connect
                 await task
             (pc,) = answering
             assert pc.connectionState == "closed"
+    finally:
+        await peer.pc.close()
+
+
+async def test_a_close_that_never_ends_does_not_hold_the_offer_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A peer connection half set up when its offer is given up on may never finish closing (aiortc then waits for
+    a transport that never started): the cancelled request waits for it a bounded time, then ends."""
+    async def answer_for_ever(pc: RTCPeerConnection, *args: Any, **kwargs: Any) -> str:
+        stuck.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    async def close_for_ever(pc: RTCPeerConnection) -> None:
+        await asyncio.Event().wait()
+
+    stuck = asyncio.Event()
+    monkeypatch.setattr(server_webrtc, "answer_offer", answer_for_ever)
+    monkeypatch.setattr(rtc_offer, "close_peer", close_for_ever)
+    monkeypatch.setattr(rtc_offer, "ABANDONED_CLOSE_S", 0.05)
+    peer = Kiosk(WireRecorder())
+    try:
+        offer = await peer.offer()
+        async with serve(ServerConfig(port=0, voice="tone", api_key=KEY)) as server:
+            request = HttpRequest("POST", "/v1/realtime/calls", "",
+                                  {"authorization": f"Bearer {KEY}", "content-type": "application/sdp"}, offer.encode())
+            task = asyncio.ensure_future(server._calls.create(request))
+            async with asyncio.timeout(10):  # a bound, not a timing
+                await stuck.wait()
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=10)  # a bound on the wait, not a timing
+            assert task in done and task.cancelled()
     finally:
         await peer.pc.close()

@@ -36,7 +36,7 @@ from voxline.realtime.server.live.rtc import LiveCall, read_offer
 from voxline.realtime.server.live.settings import fork_settings, start_settings
 from voxline.realtime.server.live.ws import attach_sideband, run_live_socket
 from voxline.realtime.server.net.call_slots import CallSlots
-from voxline.realtime.server.net.rtc_offer import close_peer
+from voxline.realtime.server.net.rtc_offer import close_abandoned
 from voxline.realtime.server.net.config import ServerConfig
 
 __all__ = ["LIVE_PATH", "LiveRoutes"]
@@ -182,12 +182,12 @@ class LiveRoutes:
         try:
             call = LiveCall(engine, settings, self.hub, self.config, self._synth)
             answer = await call.answer(offer)
-        except BaseException as exc:  # no session started: its place is free again, and its peer connection's
-            self._slots.give_back()  # sockets (refused, or given up on: the request's deadline, the server closing)
+        except BaseException as exc:  # no session started: its place is free again
+            self._slots.give_back()
+            if isinstance(exc, RequestRejected):  # the offer refused, its peer connection closed (a second close of
+                return HttpResponse(400, error_body(exc.spec))  # one half set up may never end)
             if call is not None:
-                await close_peer(call.pc)
-            if isinstance(exc, RequestRejected):
-                return HttpResponse(400, error_body(exc.spec))
+                await close_abandoned(call.pc)  # given up on (the request's deadline, the server closing): its sockets too
             raise
         self._owners.own(engine.session_id, token)
         task = asyncio.create_task(call.run(), name=f"voxline Live call {engine.session_id}")

@@ -49,7 +49,7 @@ from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
 
-__all__ = ["MAX_MEDIA_SECTIONS", "answer_offer", "close_peer", "offer_text"]
+__all__ = ["ABANDONED_CLOSE_S", "MAX_MEDIA_SECTIONS", "answer_offer", "close_abandoned", "close_peer", "offer_text"]
 
 _RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
 _FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
@@ -122,6 +122,21 @@ async def close_peer(pc: RTCPeerConnection) -> None:
         await asyncio.shield(pc.close())
     except AttributeError as exc:  # aiortc's close reaches for a transport the refused offer never made
         _log.debug("closing a peer left half set up: %s", exc)
+
+
+ABANDONED_CLOSE_S = 5.0
+"""How long the close of a peer connection whose offer was given up on is waited for."""
+
+
+async def close_abandoned(pc: RTCPeerConnection) -> None:
+    """:func:`close_peer` for an offer given up on while it was answered (the request's deadline, the server closing):
+    ``pc`` may be half set up, where aiortc's close can wait for a transport that never started, so it is waited for
+    :data:`ABANDONED_CLOSE_S` at most (the close itself goes on)."""
+    try:
+        async with asyncio.timeout(ABANDONED_CLOSE_S):
+            await close_peer(pc)
+    except TimeoutError:
+        _log.info("the peer connection of an offer given up on did not close within %g s", ABANDONED_CLOSE_S)
 
 
 def send_or_refuse(channel: RTCDataChannel, text: str, kind: str, refusal: Callable[[ErrorSpec], str]) -> str | None:

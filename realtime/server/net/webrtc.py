@@ -45,7 +45,7 @@ from voxline.realtime.server.net.config import ServerConfig
 from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.call_slots import CallSlots
 from voxline.realtime.server.net.rtc_call import RtcCall
-from voxline.realtime.server.net.rtc_offer import answer_offer, close_peer
+from voxline.realtime.server.net.rtc_offer import answer_offer, close_abandoned
 from voxline.realtime.server.net.sideband import call_not_found
 
 __all__ = ["CALLS_PATH", "RealtimeCalls"]
@@ -140,11 +140,11 @@ class RealtimeCalls:
         call = RtcCall(self._ids.secret("rtc"), pc, engine, self._config, self._synth, self._ears)
         try:
             answer = await answer_offer(pc, offer, call.output_track, None, call.dropped)
-        except BaseException as exc:  # no call started: its place is free again, and its peer connection's sockets
-            self._slots.give_back()  # (refused, or given up on: the request's deadline, the server closing)
-            await close_peer(pc)
-            if isinstance(exc, RequestRejected):
-                return HttpResponse(400, error_body(exc.spec))
+        except BaseException as exc:  # no call started: its place is free again
+            self._slots.give_back()
+            if isinstance(exc, RequestRejected):  # answer_offer closed the peer connection (a second close of one
+                return HttpResponse(400, error_body(exc.spec))  # half set up may never end)
+            await close_abandoned(pc)  # given up on (the request's deadline, the server closing): its sockets go too
             raise
         task = asyncio.create_task(call.run(), name=f"voxline call {call.call_id}")
         self._tasks[call.call_id] = task
