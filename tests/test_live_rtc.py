@@ -224,7 +224,9 @@ async def test_the_data_channel_is_held_to_the_sessions_permissions() -> None:
             await caller.close()
 
 
-async def test_a_text_message_that_is_not_utf8_gets_a_typed_error_and_the_session_goes_on() -> None:
+@asynccontextmanager
+async def started_caller() -> AsyncIterator[tuple[Caller, list[dict[str, Any]]]]:
+    """A caller whose WebRTC session started on a fresh local server, and the events it saw so far."""
     async with live() as (_, client):
         caller = Caller(silence(0.1))
         try:
@@ -233,33 +235,29 @@ async def test_a_text_message_that_is_not_utf8_gets_a_typed_error_and_the_sessio
             await caller.answer(created.transport.sdp)
             seen: list[dict[str, Any]] = []
             await caller.until("session.started", seen)
-            await send_raw_text(caller.channel, b"\xff\xfe{bad")
-            refused = await caller.until("error", seen)
-            assert refused["error"]["code"] == "invalid_json"
-            caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
-            await caller.until("session.input_audio.muted", seen)
+            yield caller, seen
         finally:
             await caller.close()
+
+
+async def test_a_text_message_that_is_not_utf8_gets_a_typed_error_and_the_session_goes_on() -> None:
+    async with started_caller() as (caller, seen):
+        await send_raw_text(caller.channel, b"\xff\xfe{bad")
+        refused = await caller.until("error", seen)
+        assert refused["error"]["code"] == "invalid_json"
+        caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
+        await caller.until("session.input_audio.muted", seen)
 
 
 async def test_a_binary_message_is_refused_in_the_data_channels_words_and_the_session_goes_on() -> None:
     """Before, the caller was told to send "a text WebSocket message", on a session that has no WebSocket."""
-    async with live() as (_, client):
-        caller = Caller(silence(0.1))
-        try:
-            created = await client.live.create(session={"model": "gpt-live-1"},
-                                               transport={"type": "webrtc", "sdp": await caller.offer()})
-            await caller.answer(created.transport.sdp)
-            seen: list[dict[str, Any]] = []
-            await caller.until("session.started", seen)
-            caller.channel.send(b'{"type": "session.input_audio.mute"}')
-            refused = (await caller.until("error", seen))["error"]
-            assert refused["code"] == "invalid_event" and "data channel" in refused["message"], refused
-            assert "WebSocket" not in refused["message"]
-            caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
-            await caller.until("session.input_audio.muted", seen)
-        finally:
-            await caller.close()
+    async with started_caller() as (caller, seen):
+        caller.channel.send(b'{"type": "session.input_audio.mute"}')
+        refused = (await caller.until("error", seen))["error"]
+        assert refused["code"] == "invalid_event" and "data channel" in refused["message"], refused
+        assert "WebSocket" not in refused["message"]
+        caller.channel.send(json.dumps({"type": "session.input_audio.mute", "event_id": "m"}))
+        await caller.until("session.input_audio.muted", seen)
 
 
 async def test_a_session_started_larger_than_the_caller_takes_is_an_error_not_a_silent_wait() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -376,6 +376,14 @@ def _audio_answer(direction: str | None = None, port0: str = "") -> Callable[[st
     return change
 
 
+def _answered_then(change: Callable[[str], str]) -> Callable[[str, str, str, float], Awaitable[Answer]]:
+    """An offerer that posts the offer as the transport does and hands back the server's answer through ``change``."""
+    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
+        answer = await post_offer(url, token, sdp, timeout=timeout)
+        return Answer(change(answer.sdp), answer.call_id)
+    return offer
+
+
 @pytest.mark.parametrize(("change", "said"), [
     (_audio_answer("inactive"), "a=inactive for the audio: no audio would flow"),
     (_audio_answer("recvonly"), "a=recvonly for the audio: the server would never send its voice"),
@@ -387,13 +395,9 @@ async def test_an_answer_that_would_connect_a_call_without_audio_or_events_is_re
         tmp_path: Path, change: Callable[[str], str], said: str) -> None:
     """Before, each of these connected: the data channel opened, and the call carried no voice one way or both (or
     no events), without a word."""
-    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
-        answer = await post_offer(url, token, sdp, timeout=timeout)
-        return Answer(change(answer.sdp), answer.call_id)
-
     async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
         with pytest.raises(ConnectionFailed) as caught:
-            await WebRTCTransport.connect(server.http_url, KEY, offer=offer, open_timeout=10)
+            await WebRTCTransport.connect(server.http_url, KEY, offer=_answered_then(change), open_timeout=10)
     message = str(caught.value)
     assert f"sent an unusable SDP answer ({said}" in message and "\n" not in message and KEY not in message
 
@@ -413,13 +417,9 @@ async def test_a_call_whose_connection_fails_is_a_connect_failure_with_its_reaso
         tmp_path: Path, change: Callable[[str], str], said: str) -> None:
     """Before, a DTLS failure was reported only at the open's deadline, as "did not open within"; and an answer
     without candidates made connect() return a transport already dead."""
-    async def offer(url: str, token: str, sdp: str, timeout: float) -> Answer:
-        answer = await post_offer(url, token, sdp, timeout=timeout)
-        return Answer(change(answer.sdp), answer.call_id)
-
     async with serve(ServerConfig(port=0, voice="tone", api_key=KEY, scenario=scenario(tmp_path, SHORT))) as server:
         with pytest.raises(ConnectionFailed) as caught:
-            await WebRTCTransport.connect(server.http_url, KEY, offer=offer, open_timeout=20)
+            await WebRTCTransport.connect(server.http_url, KEY, offer=_answered_then(change), open_timeout=20)
     message = str(caught.value)
     assert message.startswith("the WebRTC call to ") and f"failed: {said}" in message and "\n" not in message
 

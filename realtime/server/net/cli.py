@@ -6,6 +6,8 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from voxline.base.errors import VoxlineError
 from voxline.base.shown import printable
@@ -27,83 +29,58 @@ OPEN_NOTE = (
 """What ``serve`` says on stderr when it runs without a key."""
 
 
+N = TypeVar("N", int, float)
 _MIN_SPEED = 0.01  # a hundredth of real time: a second of reply in 100 s
 _MIN_MINUTES = 0.01  # 0.6 s: short enough to test an expiry, long enough to open a session
+
+
+def _number(text: str, parse: Callable[[str], N], fits: Callable[[N], bool], expected: str) -> N:
+    """``text`` as ``parse`` reads it, if it ``fits`` (an argparse ``type``); else the option's one line, "expected
+    …, not 'text'"."""
+    try:
+        value: N | None = parse(text)
+    except ValueError:
+        value = None
+    if value is None or not fits(value):  # NaN fits nothing
+        raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r}")
+    return value
 
 
 def _speed(text: str) -> float:
     if text == "instant":
         return math.inf
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value >= _MIN_SPEED:  # NaN too
-        raise argparse.ArgumentTypeError(f"expected 'instant' or a multiple of real time of at least {_MIN_SPEED}, "
-                                         f"not {text!r}")
-    return value
+    return _number(text, float, lambda v: v >= _MIN_SPEED,
+                   f"'instant' or a multiple of real time of at least {_MIN_SPEED}")
 
 
 _MAX_MINUTES = 7 * 24 * 60
 
 
 def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, not {text!r}") from None
-    if not (math.isfinite(value) and _MIN_MINUTES <= value <= _MAX_MINUTES):
-        raise argparse.ArgumentTypeError(
-            f"expected a finite number of minutes from {_MIN_MINUTES} up to {_MAX_MINUTES} (a week), not {text!r}"
-        )
-    return value
+    return _number(text, float, lambda v: math.isfinite(v) and _MIN_MINUTES <= v <= _MAX_MINUTES,
+                   f"a finite number of minutes from {_MIN_MINUTES} up to {_MAX_MINUTES} (a week)")
 
 
 _MAX_CLOSE_TIMEOUT_S = 600.0  # ten minutes for a client to take a close: a stopped --workers server waits twice it
 
 
 def _close_timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= _MAX_CLOSE_TIMEOUT_S:  # NaN and infinity too
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds above 0 and up to {_MAX_CLOSE_TIMEOUT_S:g}, not {text!r}"
-        )
-    return value
+    return _number(text, float, lambda v: 0 < v <= _MAX_CLOSE_TIMEOUT_S,
+                   f"a number of seconds above 0 and up to {_MAX_CLOSE_TIMEOUT_S:g}")
 
 
 def _max_calls(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of calls, at least 1, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of calls, at least 1, not {text!r}")
-    return value
+    return _number(text, int, lambda v: v >= 1, "a whole number of calls, at least 1")
 
 
 def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, not {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0..65535, not {text!r}")
-    return value
+    return _number(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535")
 
 
 def _workers(text: str) -> int:
     from voxline.realtime.server.net.workers import MAX_WORKERS
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes 1..{MAX_WORKERS}, not {text!r}") from None
-    if not 1 <= value <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"expected a number of processes 1..{MAX_WORKERS}, not {text!r}")
-    return value
+    return _number(text, int, lambda v: 1 <= v <= MAX_WORKERS, f"a number of processes 1..{MAX_WORKERS}")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
