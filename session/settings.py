@@ -311,6 +311,12 @@ class SessionSettings(BaseSettings):
         return value
 
     @property
+    def voice_on_track(self) -> bool:
+        """The assistant's voice comes on a media track (WebRTC, this end holding the call's media), not in events; a
+        sideband (``call_id``) leaves the media to the side that holds it."""
+        return self.transport == "webrtc" and self.call_id is None
+
+    @property
     def input_chunk_samples(self) -> int:
         """:attr:`input_chunk_ms` in samples at 24 kHz."""
         return self.input_chunk_ms * SAMPLE_RATE // 1000

@@ -75,10 +75,14 @@ def test_a_part_that_ran_dry_gathers_its_lead_again_within_one_underrun() -> Non
 
 
 @pytest.mark.parametrize("api", ["realtime", "live"])
-@pytest.mark.parametrize(("transport", "lead_ms"), [("webrtc", TRACK_LEAD_MS), ("ws", 0)])
-def test_a_session_whose_voice_comes_on_a_media_track_gathers_the_lead(api: str, transport: str, lead_ms: int) -> None:
+@pytest.mark.parametrize(("transport", "call_id", "lead_ms"), [
+    ("webrtc", None, TRACK_LEAD_MS), ("ws", None, 0),
+    ("webrtc", "rtc_1", 0),  # a sideband of a call: the media are the other side's
+])
+def test_a_session_whose_voice_comes_on_a_media_track_gathers_the_lead(api: str, transport: str, call_id: str | None,
+                                                                      lead_ms: int) -> None:
     playout = PlayoutBuffer()
-    settings = SessionSettings(api_key="k", api=api, transport=transport)
+    settings = SessionSettings(api_key="k", api=api, transport=transport, call_id=call_id)
     if api == "live":
         LiveMachine(settings, playout)
     else:

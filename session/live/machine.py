@@ -84,7 +84,7 @@ class LiveMachine:
         self.metrics = LiveMetrics(playout)
         self.history = HeardHistory()  # what a new session is given after a drop, across every connection
         self.playback = LivePlayback(playout, self.metrics, self.history)
-        if settings.transport == "webrtc" and settings.call_id is None:  # its voice comes on the media track
+        if settings.voice_on_track:
             gather_track_lead(playout)
         self.carrier = LiveCarrier()
         self.input_audio = LiveInputAudio(settings, capture, self.carrier, self.metrics, playout.rate)

@@ -115,9 +115,8 @@ class SessionMachine:
         self.mirror = mirror if mirror is not None else ConversationMirror()
         self.calls = CallTracker()
         self.run_tools = run_tools  # False: another session on the same call (a sideband) answers the calls
-        webrtc = settings.transport == "webrtc" and settings.call_id is None
-        self.track = TrackTagger(playout) if webrtc else None  # WebRTC: assistant audio comes on the media track
-        if webrtc:
+        self.track = TrackTagger(playout) if settings.voice_on_track else None
+        if settings.voice_on_track:
             gather_track_lead(playout)
         self.mic = MicrophonePath(padding_ms=settings.prefix_padding_ms, chunk_samples=settings.input_chunk_samples,
                                   capture=capture, push_to_talk=settings.turn_detection == "none",
