@@ -51,8 +51,8 @@ BARGE_IN_WAV = ROOT / "examples" / "audio" / "barge_in.wav"
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--exit-after", "-3"], "argument --exit-after: expected a positive number of seconds"),
-        (["--exit-after", "soon"], "argument --exit-after: expected a number of seconds, got 'soon'"),
+        (["--exit-after", "-3"], "argument --exit-after: expected a positive number of seconds, not '-3'"),
+        (["--exit-after", "soon"], "argument --exit-after: expected a positive number of seconds, not 'soon'"),
         (["--transport", "carrier-pigeon"], "argument --transport: invalid choice: 'carrier-pigeon'"),
         (["--voice", "robot"], "argument --voice: invalid choice: 'robot'"),
         (["--bogus"], "unknown option --bogus"),

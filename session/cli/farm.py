@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from voxline.base.cli_numbers import number_option
 from voxline.base.errors import OutputError
 from voxline.base.redaction import redact_url
 from voxline.base.files import STDOUT, drop_stale, each_written, nonempty_path, shown
@@ -60,13 +61,7 @@ SINGLE_ONLY = {"out": "--out", "events": "--events", "report": "--report", "summ
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
-    return value
+    return number_option(text, int, lambda v: v >= 1, "a whole number of at least 1")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -31,6 +31,7 @@ from voxline.audio.device_list import DeviceInfo
 from voxline.audio.device_mic import MicSource
 from voxline.audio.local_vad import LocalVad
 from voxline.audio.device_speaker import SpeakerSink
+from voxline.base.cli_numbers import number_option
 from voxline.base.clock import RealClock
 from voxline.base.errors import AudioError
 from voxline.base.redaction import redact_url
@@ -64,13 +65,7 @@ CANNED_WEATHER = {"paris": (18, "light rain"), "oslo": (4, "snow showers"), "lon
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError("expected a positive number of seconds")
-    return value
+    return number_option(text, float, lambda v: v > 0 and math.isfinite(v), "a positive number of seconds")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

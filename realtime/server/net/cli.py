@@ -6,9 +6,8 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Callable
-from typing import TypeVar
 
+from voxline.base.cli_numbers import number_option
 from voxline.base.errors import VoxlineError
 from voxline.base.shown import printable
 from voxline.base.files import nonempty_path, stdout_reader_gone
@@ -29,27 +28,14 @@ OPEN_NOTE = (
 """What ``serve`` says on stderr when it runs without a key."""
 
 
-N = TypeVar("N", int, float)
 _MIN_SPEED = 0.01  # a hundredth of real time: a second of reply in 100 s
 _MIN_MINUTES = 0.01  # 0.6 s: short enough to test an expiry, long enough to open a session
-
-
-def _number(text: str, parse: Callable[[str], N], fits: Callable[[N], bool], expected: str) -> N:
-    """``text`` as ``parse`` reads it, if it ``fits`` (an argparse ``type``); else the option's one line, "expected
-    …, not 'text'"."""
-    try:
-        value: N | None = parse(text)
-    except ValueError:
-        value = None
-    if value is None or not fits(value):  # NaN fits nothing
-        raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r}")
-    return value
 
 
 def _speed(text: str) -> float:
     if text == "instant":
         return math.inf
-    return _number(text, float, lambda v: v >= _MIN_SPEED,
+    return number_option(text, float, lambda v: v >= _MIN_SPEED,
                    f"'instant' or a multiple of real time of at least {_MIN_SPEED}")
 
 
@@ -57,7 +43,7 @@ _MAX_MINUTES = 7 * 24 * 60
 
 
 def _minutes(text: str) -> float:
-    return _number(text, float, lambda v: math.isfinite(v) and _MIN_MINUTES <= v <= _MAX_MINUTES,
+    return number_option(text, float, lambda v: math.isfinite(v) and _MIN_MINUTES <= v <= _MAX_MINUTES,
                    f"a finite number of minutes from {_MIN_MINUTES} up to {_MAX_MINUTES} (a week)")
 
 
@@ -65,22 +51,22 @@ _MAX_CLOSE_TIMEOUT_S = 600.0  # ten minutes for a client to take a close: a stop
 
 
 def _close_timeout(text: str) -> float:
-    return _number(text, float, lambda v: 0 < v <= _MAX_CLOSE_TIMEOUT_S,
+    return number_option(text, float, lambda v: 0 < v <= _MAX_CLOSE_TIMEOUT_S,
                    f"a number of seconds above 0 and up to {_MAX_CLOSE_TIMEOUT_S:g}")
 
 
 def _max_calls(text: str) -> int:
-    return _number(text, int, lambda v: v >= 1, "a whole number of calls, at least 1")
+    return number_option(text, int, lambda v: v >= 1, "a whole number of calls, at least 1")
 
 
 def _port(text: str) -> int:
-    return _number(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535")
+    return number_option(text, int, lambda v: 0 <= v <= 65535, "a port number 0..65535")
 
 
 def _workers(text: str) -> int:
     from voxline.realtime.server.net.workers import MAX_WORKERS
 
-    return _number(text, int, lambda v: 1 <= v <= MAX_WORKERS, f"a number of processes 1..{MAX_WORKERS}")
+    return number_option(text, int, lambda v: 1 <= v <= MAX_WORKERS, f"a number of processes 1..{MAX_WORKERS}")
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

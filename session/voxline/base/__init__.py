@@ -10,6 +10,7 @@
 - :mod:`voxline.base.shown` — text as a person sees it: redacted, clipped, control characters escaped;
 - :mod:`voxline.base.models` — the default realtime and transcription model names;
 - :mod:`voxline.base.arguments` — constructors' argument checks, one line naming the argument;
+- :mod:`voxline.base.cli_numbers` — a command-line option's number, refused in one line;
 - :mod:`voxline.base.contain`, :mod:`voxline.base.files`, :mod:`voxline.base.set_aside`,
   :mod:`voxline.base.collector` — where an application's exception stops, writing a file whole, the last run's
   files kept until a run began, and the cyclic collector's policy;
