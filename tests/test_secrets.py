@@ -168,6 +168,21 @@ def test_redact_removes_registered_keys_of_any_shape_and_known_shapes() -> None:
         assert redact(harmless) == harmless
 
 
+def test_a_key_the_service_masked_when_it_refused_it_is_redacted_whole() -> None:
+    """The service echoes a refused key with its middle starred out; the ends it leaves are the key's."""
+    refusals = {
+        "Incorrect API key provided: sk-proj-****************************************Wx9q. You can find": "Wx9q",
+        "Incorrect API key provided: zq7T************************mK2p.": "mK2p",
+        "Incorrect API key provided: ek_68af****2b9c.": "2b9c",
+    }
+    for text, tail in refusals.items():
+        cleaned = redact(text)
+        assert "[redacted]" in cleaned and tail not in cleaned and "****" not in cleaned, cleaned
+        assert cleaned.startswith("Incorrect API key provided: [redacted]")
+    for harmless in ["a ***** rating", "**bold** and ****", "x****y"]:
+        assert redact(harmless) == harmless
+
+
 def test_short_values_are_not_registered() -> None:
     register_secret("local")  # the built-in server takes any token; redacting "local" would garble text
     assert redact("the local server") == "the local server"

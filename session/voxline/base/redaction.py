@@ -39,8 +39,9 @@ __all__ = [
 
 # Secrets recognised by their shape, whatever the key itself looks like: the value after
 # ``Bearer`` or after a credential-looking name (``Authorization: …``, ``api_key=…``,
-# ``"client_secret": "…"``), the browser subprotocol that carries a key, and the service's
-# own key prefixes.
+# ``"client_secret": "…"``), the browser subprotocol that carries a key, the service's
+# own key prefixes, and a key the service masked in the middle when it echoes one it refused
+# (``sk-proj-****…abcd``, ``abc****…wxyz``): the ends it leaves are part of the key too.
 _SHAPES = re.compile(
     r"""(?x)
     \b(?:Bearer|BEARER|bearer(?=\s+[A-Za-z0-9._~+/=-]*[0-9_.~+/=-]))\s+(?!\[redacted\])[^\s"',;]+
@@ -51,8 +52,9 @@ _SHAPES = re.compile(
   | (?P<param>(?i:(?<=[?&;])[A-Za-z0-9_.~%-]*(?:key|token|secret|pass|pwd|auth|sig|credential|bearer|jwt)[A-Za-z0-9_.~%-]*=)
       (?!\[redacted\])[^\s&#"',;]+)
   | openai-insecure-api-key\.[^\s"',;]+
-  | \b(?:sk|rk)-[A-Za-z0-9_\-]{4,}
-  | \bek_[A-Za-z0-9_\-]{4,}
+  | \b(?:sk|rk)-[A-Za-z0-9_\-*]{4,}
+  | \bek_[A-Za-z0-9_\-*]{4,}
+  | \b[A-Za-z0-9_\-]{2,}\*{4,}[A-Za-z0-9_\-]{2,}
     """
 )
 _BY_SHAPE = re.compile(r"(?:sk|rk)-[A-Za-z0-9_\-]{4,}|ek_[A-Za-z0-9_\-]{4,}")
