@@ -1016,6 +1016,24 @@ def test_a_calls_clear_with_a_bad_field_is_refused_as_any_event(frame: str, code
     assert not any(e["type"] == "error" for e in sent)
 
 
+@pytest.mark.parametrize("sideband", [False, True])
+def test_a_binary_message_that_spells_the_clear_is_refused_like_any_binary_message(sideband: bool) -> None:
+    """A binary ``output_audio_buffer.clear`` cleared the call's audio while the error for every other binary message
+    said binary messages are not taken. Now it gets that error too, and the audio plays on."""
+    from voxline.realtime.server.engine.rtc_bridge import CallBridge
+
+    harness = Harness()
+    sent: list[dict[str, Any]] = []
+    replies: list[dict[str, Any]] = []
+    bridge = CallBridge(harness.engine, sent.append, IdFactory(3))
+    bridge.client_frame(b'{"type": "output_audio_buffer.clear", "event_id": "c1"}', 0.0,
+                        replies.append if sideband else None)
+    errors = [e for e in (replies if sideband else sent) if e["type"] == "error"]
+    assert [e["error"]["code"] for e in errors] == ["invalid_event"]
+    assert ("WebSocket" in errors[0]["error"]["message"]) is sideband
+    assert not any(e["type"] == "output_audio_buffer.cleared" for e in sent + replies)
+
+
 def test_the_servers_conversation_places_finds_and_deletes_recent_items_at_the_same_cost_however_long() -> None:
     """A rebuild's creates each looked through every item from the first: 10,000 items took 0.7 s of the server's
     loop, 50,000 took 14 s. Recent items are looked for among the newest first."""

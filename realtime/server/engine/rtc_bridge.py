@@ -30,7 +30,7 @@ from voxline.realtime.server.engine.errors import RequestRejected
 from voxline.realtime.server.engine.ids import IdFactory, event
 from voxline.realtime.server.engine.rtc_output import OutputAudioBuffer, Samples, Started, Stopped
 from voxline.realtime.server.engine.client_schema import CLEAR_SCHEMA
-from voxline.realtime.server.engine.validate import check_object, parse_json
+from voxline.realtime.server.engine.validate import check_object
 
 __all__ = ["CallBridge"]
 
@@ -59,12 +59,10 @@ class CallBridge:
     def client_frame(
         self, frame: str | bytes, now: float, reply: Callable[[dict[str, Any]], None] | None = None
     ) -> None:
-        """One frame from the data channel, or from a sideband socket (``reply`` gets its errors). Any other binary
-        one is refused in the words of what carried it: the data channel's, or a sideband's WebSocket's."""
-        if not isinstance(frame, str):  # a binary message that spells the clear event clears too
-            if _event_type(frame) == _CLEAR:
-                self._clear(now)
-                return
+        """One frame from the data channel, or from a sideband socket (``reply`` gets its errors). A binary one is
+        refused, whatever it spells, in the words of what carried it: the data channel's, or a sideband's
+        WebSocket's."""
+        if not isinstance(frame, str):
             spec = errors.binary_frame() if reply is not None else errors.binary_channel_message()
             self._route([self.engine.error(spec)], now, reply)
             self._route(self._poll(now), now, reply)
@@ -184,12 +182,3 @@ class CallBridge:
             # An item the client already deleted or truncated shorter is simply left alone.
             self._route([ev for ev in answer if ev["type"] != "error"], now)
 
-
-def _event_type(frame: bytes | bytearray | memoryview) -> str | None:
-    """The ``type`` of a binary message holding a JSON object, or ``None`` (the engine reports the rest)."""
-    try:
-        data = parse_json(bytes(frame))
-    except RequestRejected:
-        return None
-    kind = data.get("type") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else None
