@@ -9,6 +9,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 
 from voxline.realtime.server import ServerConfig
+from voxline.realtime.server.net.config import wire_text
 from tests.support.oracle import WireRecorder
 
 __all__ = ["AUTH", "KEY", "Client", "config"]
@@ -38,7 +39,7 @@ class Client:
     async def send(self, event: dict[str, Any] | str | bytes, invalid: bool = False) -> None:
         frame = json.dumps(event) if isinstance(event, dict) else event
         if invalid:
-            self.recorder.expect_invalid(frame if isinstance(frame, str) else f"<binary frame, {len(frame)} bytes>")
+            self.recorder.expect_invalid(wire_text(frame))
         await self.ws.send(frame)
 
     async def until(self, type_: str, **match: Any) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from voxline.realtime.server.engine.validate import a_kind, parse_json
 from voxline.realtime.server.live.engine import CloseReason, LiveEngine, Out
 from voxline.realtime.server.live.hub import LiveHub, LiveSession
 from voxline.realtime.server.live.settings import LiveSettings
-from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.config import ServerConfig, wire_text
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.net.hearer import failed
 from voxline.realtime.server.net.voicer import SpeechSupplier
@@ -164,7 +164,7 @@ class LiveCall:
 
     def _on_message(self, message: str | bytes) -> None:
         if self._config.on_wire is not None:
-            self._config.on_wire("in", message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>")
+            self._config.on_wire("in", wire_text(message))
         outs = self._refuse(message)
         if outs is None:
             try:

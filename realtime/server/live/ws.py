@@ -31,7 +31,7 @@ from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.live.engine import CloseReason, LiveEngine, Out
 from voxline.realtime.server.live.hub import LiveHub, LiveSession
-from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.config import ServerConfig, wire_text
 from voxline.realtime.server.net.sideband import Sideband
 from voxline.realtime.server.net.hearer import failed
 from voxline.realtime.server.net.voicer import SpeechSupplier
@@ -80,7 +80,7 @@ async def _read(
     try:
         async for message in connection:
             if config.on_wire is not None:
-                config.on_wire("in", message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>")
+                config.on_wire("in", wire_text(message))
             session.route(_handle(engine, lambda: engine.receive(message, "primary")))
             voicer.check()
             if outbox.behind:  # a client that sends without reading: its frames wait until it catches up
@@ -135,7 +135,7 @@ async def attach_sideband(connection: ServerConnection, session: LiveSession, co
 
     def on_frame(message: str | bytes) -> None:
         if config.on_wire is not None:
-            config.on_wire("in", message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>")
+            config.on_wire("in", wire_text(message))
         session.route(_handle(engine, lambda: engine.receive(message, "sideband")), origin=sideband)
 
     try:

@@ -15,11 +15,17 @@ from voxline.realtime.server.engine.responses import MAX_BURST_S, STREAM_BURST_S
 from voxline.realtime.server.net.call_slots import default_max_calls
 from voxline.realtime.server.live.settings import LiveConfig
 
-__all__ = ["CLOSE_TIMEOUT_S", "FaultConfig", "ServerConfig"]
+__all__ = ["CLOSE_TIMEOUT_S", "FaultConfig", "ServerConfig", "wire_text"]
 
 CLOSE_TIMEOUT_S = 10.0
 """How long a close the server makes waits, by default, for the client to take it (``ServerConfig.close_timeout_s``)."""
 
+
+
+def wire_text(message: str | bytes) -> str:
+    """How ``ServerConfig.on_wire`` shows a client's frame or data channel message: text as it came, binary by
+    its size alone."""
+    return message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
 
 @dataclass(frozen=True, slots=True)
 class FaultConfig:

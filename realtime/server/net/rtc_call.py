@@ -39,7 +39,7 @@ from voxline.realtime.server.engine.rtc_bridge import CallBridge
 from voxline.realtime.server.engine.rtc_output import Samples
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.engine.wire_json import encode_event
-from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.config import ServerConfig, wire_text
 from voxline.realtime.server.net.rtc_offer import close_peer, send_or_refuse
 from voxline.realtime.server.net.sideband import Sideband
 from voxline.realtime.server.net.ws_session import close_reason
@@ -187,8 +187,7 @@ class RtcCall:
 
     def _on_message(self, message: str | bytes, sideband: Sideband | None = None) -> None:
         if self._config.on_wire is not None:
-            text = message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>"
-            self._config.on_wire("in", text)
+            self._config.on_wire("in", wire_text(message))
         reply = None if sideband is None else (lambda ev: self._deliver(sideband, encode_event(ev)))
         try:
             self.bridge.client_frame(message, self._config.clock.now(), reply)

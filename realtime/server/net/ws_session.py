@@ -39,7 +39,7 @@ from voxline.realtime.server.engine.core import Engine
 from voxline.realtime.server.engine.errors import ErrorSpec
 from voxline.realtime.server.engine.speech import Synth
 from voxline.realtime.server.engine.wire_json import encode_event
-from voxline.realtime.server.net.config import ServerConfig
+from voxline.realtime.server.net.config import ServerConfig, wire_text
 from voxline.realtime.server.net.timing import first_of
 from voxline.realtime.server.hearing.ears import Ears
 from voxline.realtime.server.net.hearer import HearingSupplier, failed
@@ -259,7 +259,7 @@ async def _read(
     try:
         async for message in connection:
             if config.on_wire is not None:
-                config.on_wire("in", message if isinstance(message, str) else f"<binary frame, {len(message)} bytes>")
+                config.on_wire("in", wire_text(message))
             now = clock.now()
             try:
                 outbox.put_all(engine.receive(message, now))
