@@ -23,7 +23,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -56,6 +55,7 @@ from ..tools.events import ToolEvent
 from ..track_audio import TrackTagger, gather_track_lead
 from .effects import NO_EFFECTS, Effects
 from .microphone import MIN_TURN_SAMPLES, Captured, MicrophonePath, audio_items
+from .updates import AppUpdates, Update
 
 __all__ = ["SessionMachine", "ToolSchemas"]
 
@@ -66,27 +66,6 @@ class ToolSchemas(Protocol):
     def names(self) -> list[str]: ...
 
     def schemas(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]: ...
-
-
-@dataclass(slots=True)
-class _Update:
-    """The app's ``update()`` calls not yet answered: what they changed, and what the server had before (to go back
-    to if it refuses them). ``event_id``: the ``session.update`` that carries them, once sent."""
-
-    changed: dict[str, Any]
-    before: dict[str, Any]
-    tools_changed: bool
-    offered_before: list[str] | None
-    event_id: str | None = None
-
-    def absorb(self, changed: dict[str, Any], before: dict[str, Any], tools: bool, offered_before: list[str] | None
-               ) -> None:
-        """A later call's changes, sent with these: what was there before each stays the earliest."""
-        self.changed.update(changed)
-        for name, value in before.items():
-            self.before.setdefault(name, value)
-        if tools and not self.tools_changed:
-            self.tools_changed, self.offered_before = True, offered_before
 
 
 _ENVELOPE_BYTES = 1024  # a text message's event around its text: type, ids, role, content part
@@ -135,10 +114,7 @@ class SessionMachine:
         self.closed = False
         self._offered: list[str] | None = None  # tool names offered to the model (None: all)
         self.config_version = 0  # counts the app's updates: a connection configured before one is stale
-        # one session.update of the app's on the wire at a time: each carries the whole configuration, so one sent
-        # before the last was answered would carry that one's values, and be refused for them too
-        self._update_sent: _Update | None = None  # sent, not answered yet
-        self._update_next: _Update | None = None  # made meanwhile: sent once the one sent is answered
+        self.updates = AppUpdates()  # the app's session.update on the wire, and the one waiting for its answer
         self._item_prefix = "item_vx" + secrets.token_hex(4)
         self._item_count = 0
         self._owed: list[Owed] = []  # what the lost connection owed, for the next restore
@@ -184,7 +160,7 @@ class SessionMachine:
             protocol.inherit_received_audio(self.core.protocol)
             self.core.protocol = protocol
             self.core.new_connection()
-        self._update_sent = self._update_next = None  # the new connection was configured with all the settings
+        self.updates.reset()  # the new connection was configured with all the settings
         self._attached = True
 
     def connection_lost(self, now: float, code: int | None, reason: str) -> Effects:
@@ -564,52 +540,36 @@ class SessionMachine:
         self.config_version += 1
         if not self.carrying:
             return False  # not live: the next connection is configured from the settings
-        update = _Update(changes, {name: getattr(before[0], name) for name in changes}, tools is not None, before[1])
-        if self._update_sent is not None:  # goes once that one is answered, without what it may be refused for
-            if self._update_next is None:
-                self._update_next = update
-            else:
-                self._update_next.absorb(update.changed, update.before, update.tools_changed, update.offered_before)
-            return False
+        update = Update(changes, {name: getattr(before[0], name) for name in changes}, tools is not None, before[1])
+        if not self.updates.made(update):
+            return False  # goes once the one on the wire is answered, without what that one may be refused for
         try:
-            update.event_id = self.configure(self.protocol)  # the frame is checked here: refused, it changes nothing
+            event_id = self.configure(self.protocol)  # the frame is checked here: refused, it changes nothing
         except BaseException:
             self.settings, self._offered = before
             raise
-        self._update_sent = update
+        self.updates.went(update, event_id)
         return True
 
     def _update_answered(self, event_id: str | None, *, refused: bool) -> None:
-        """The server answered a ``session.update``. Refused (a voice after the first audio, say), the service applies
-        none of it, so neither do the settings, or every later update and reconnect would send the refused value
-        again: what it changed goes back to what the server had, but for what an update made since changes again
-        (that one goes next, and goes back as far if refused too). Then the update made meanwhile goes."""
-        update = self._update_sent
-        if update is None or (refused and event_id != update.event_id):
-            return  # not one of the app's (the connection's first configuration, a sideband's)
-        self._update_sent = None
-        following = self._update_next
-        if refused:
-            undo = {name: value for name, value in update.before.items()
-                    if following is None or name not in following.changed}
-            if following is not None:
-                for name in update.changed.keys() & following.changed.keys():
-                    following.before[name] = update.before[name]
-            if undo:
-                self.settings = self.settings.model_copy(update=undo)
-            if update.tools_changed:
-                if following is not None and following.tools_changed:
-                    following.offered_before = update.offered_before
-                else:
-                    self._offered = update.offered_before
-        if following is None or not self.carrying:
+        """The server answered a ``session.update`` (:mod:`.updates`): a refused one of the app's is undone in the
+        settings, then the update made meanwhile goes."""
+        undo = self.updates.answered(event_id, refused=refused)
+        if undo is None:
+            return  # not one of the app's
+        if undo.settings:
+            self.settings = self.settings.model_copy(update=undo.settings)
+        if undo.tools:
+            self._offered = undo.offered
+        if self.updates.waiting is None or not self.carrying:
             return
-        self._update_next = None
+        following = self.updates.take_waiting()
+        assert following is not None
         try:
-            following.event_id = self.configure(self.protocol)
+            event_id = self.configure(self.protocol)
         except LocalProtocolError:  # the connection cannot take it now: the next one is configured with it
             return
-        self._update_sent = following
+        self.updates.went(following, event_id)
 
     def _schemas(self) -> list[dict[str, Any]] | None:
         if self.registry is None:
