@@ -15,7 +15,7 @@ from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveProtocol
 from voxline.session.events import BargeIn, HeardTranscript, SessionError, SpeechStarted, StateChanged
 from voxline.session.live.history import MAX_MESSAGES
-from voxline.session.live.machine import KEEP_UTTERANCES
+from voxline.session.live.playback import KEEP_UTTERANCES
 from voxline.session.live.timeline import MAX_TEXTS
 from voxline.session.live.metrics import KEEP
 from voxline.session.tools import ToolRegistry

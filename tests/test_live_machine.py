@@ -392,7 +392,7 @@ def test_commands_waiting_for_a_session_to_start_are_bounded_and_none_is_lost() 
     refused in one line (the queue grew without bound while a new connection was attached), and none of the 256
     is lost when that connection is lost before its start too."""
     from voxline.realtime.live.protocol import LiveProtocol
-    from voxline.session.live.machine import MAX_KEPT_AWAY
+    from voxline.session.live.carrier import MAX_KEPT_AWAY
 
     rig = Rig()
     start(rig)
@@ -423,7 +423,7 @@ def test_commands_waiting_for_a_session_to_start_are_bounded_and_none_is_lost() 
 
 def test_commands_before_the_first_session_started_are_bounded_too() -> None:
     """The first connection's protocol held every command given before its session.started, without bound."""
-    from voxline.session.live.machine import MAX_KEPT_AWAY
+    from voxline.session.live.carrier import MAX_KEPT_AWAY
 
     rig = Rig()
     for k in range(MAX_KEPT_AWAY):

@@ -15,7 +15,8 @@ import numpy.typing as npt
 
 from voxline.realtime.errors import ConfigurationError
 
-from .machine import ContextKind, LiveMachine
+from .commands import ContextKind
+from .machine import LiveMachine
 
 if TYPE_CHECKING:
     from ..link import Link

@@ -51,19 +51,17 @@ from ..tools.calls import CallTracker, ToolCall
 from ..tools.events import ToolEvent
 from ..tools.rounds import ToolRounds
 from ..track_audio import gather_track_lead
-from .carrier import LOST_ON_DROP, LOST_WITHOUT_STORE, MAX_KEPT_AWAY, LiveCarrier
+from .carrier import LiveCarrier
 from .commands import ContextKind, context_event, fixture_event, offered_schemas, tools_update
 from .delegated import DelegatedCalls
 from .history import HeardHistory
 from .input_audio import LiveInputAudio
 from .metrics import LiveMetrics
-from .playback import GAP, KEEP_UTTERANCES, NOTE_CHARS, LivePlayback, delivered_note
+from .playback import LivePlayback
 from .timeline import LiveTimeline
-from .transcripts import INPUT_SLACK_MS, OUTPUT_SLACK_MS, LiveTranscripts
+from .transcripts import LiveTranscripts
 
-# with the constants of the parts it holds, importable from the machine too
-__all__ = ["GAP", "INPUT_SLACK_MS", "KEEP_UTTERANCES", "LOST_ON_DROP", "LOST_WITHOUT_STORE", "MAX_KEPT_AWAY",
-           "NOTE_CHARS", "OUTPUT_SLACK_MS", "ContextKind", "LiveMachine", "delivered_note"]
+__all__ = ["LiveMachine"]
 
 
 class LiveMachine:
