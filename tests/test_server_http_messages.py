@@ -43,12 +43,12 @@ def test_a_bare_lf_is_refused_as_soon_as_it_comes_not_when_the_head_would_end() 
     with pytest.raises(ValueError, match="CRLF"):
         parse_head(b"POST /v1/x HTTP/1.1\r\nHost: x\n\r\n\r\n")
     # a body may hold any bytes
-    request = parse_request(b"POST /v1/x HTTP/1.1\r\nContent-Length: 3\r\n\r\n\n\n\n")
+    request = parse_request(b"POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n\n\n\n")
     assert request is not None and request.body == b"\n\n\n"
 
 
 def test_a_method_keeps_its_case_and_must_be_a_token() -> None:
-    request = parse_request(b"post /v1/realtime/client_secrets HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+    request = parse_request(b"post /v1/realtime/client_secrets HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
     assert request is not None and request.method == "post"
     for line in (b"PO ST /v1 HTTP/1.1", b"POST", b"POST /v1", b"P\xc3\xb6ST /v1 HTTP/1.1", b"POST /v1 FTP/1.0"):
         with pytest.raises(ValueError, match="malformed request line"):
@@ -56,18 +56,49 @@ def test_a_method_keeps_its_case_and_must_be_a_token() -> None:
 
 
 def test_expect_is_read_and_only_100_continue_is_taken() -> None:
-    head = parse_head(b"POST /v1/x HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n")
+    head = parse_head(b"POST /v1/x HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n")
     assert head is not None and head.expects_continue
-    assert head.request(b"POST /v1/x HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n") is None
+    assert head.request(b"POST /v1/x HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n") is None
     with pytest.raises(RefusedHead) as refused:
-        parse_head(b"POST /v1/x HTTP/1.1\r\nExpect: something-else\r\n\r\n")
+        parse_head(b"POST /v1/x HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n")
     assert refused.value.status == 417
 
 
 def test_only_an_http_11_client_is_told_to_go_on() -> None:
     for version, expects in ((b"HTTP/1.1", True), (b"HTTP/1.0", False)):
-        head = parse_head(b"POST /v1/x " + version + b"\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        head = parse_head(b"POST /v1/x " + version + b"\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
         assert head is not None and head.expects_continue is expects
+
+
+@pytest.mark.parametrize(("head", "said"), [
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\n", "malformed header line"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n Authorization: Bearer k\r\n\r\n", "folded"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\n\tX-B: 2\r\n\r\n", "folded"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", "malformed header line"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\n: empty name\r\n\r\n", "malformed header line"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\nX-C: a\x00b\r\n\r\n", "control characters"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\nX-C: a\rb\r\n\r\n", "control characters"),
+    (b"POST /v1/x HTTP/\x00junk\r\nHost: x\r\n\r\n", "HTTP version"),
+    (b"POST /v1/x HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP version"),
+    (b"POST /v1/x HTTP/1.1 extra\r\nHost: x\r\n\r\n", "malformed request line"),
+    (b"POST /v1/\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n", "malformed request line"),
+    (b"POST /v1/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", "Host"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n", "not a number"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\n" + b"X-Many: 1\r\n" * 200 + b"\r\n", "more than 128 headers"),
+    (b"POST /v1/x HTTP/1.1\r\nHost: x\r\n" + b"X-Long: " + b"a" * 20000 + b"\r\n\r\n", "too large"),
+])
+def test_a_head_is_read_as_strictly_as_http_11_asks(head: bytes, said: str) -> None:
+    """The parser took a space before the colon as the body's length, a folded line as an ``Authorization`` of its
+    own, lines without a colon, NUL and CR in values, any version, no Host, an empty length as 0, and a head of any
+    size and header count that came whole in one read. Each is refused now, never guessed at."""
+    with pytest.raises(ValueError, match=said):
+        parse_head(head)
+
+
+def test_a_head_http_11_takes_is_still_read() -> None:
+    head = parse_head(b"POST /v1/x?a=%FF HTTP/1.0\r\nX-Empty:\r\nX-Tab:\ta\tb \r\nContent-Length: 0\r\n\r\n")
+    assert head is not None and head.query == "a=%FF" and head.version == "HTTP/1.0"
+    assert head.headers == {"x-empty": "", "x-tab": "a\tb", "content-length": "0"}
 
 
 def test_a_head_only_encoding_says_the_length_and_sends_no_body() -> None:
@@ -144,3 +175,29 @@ async def test_an_unknown_websocket_path_is_not_said_back_with_its_query() -> No
     assert status == 404, raw
     assert payload is not None and payload["error"]["message"] == "Unknown path /v1/nowhere."
     assert secret not in raw
+
+
+@pytest.mark.parametrize("target", [b"/v1/\xff\xfe", b"/v1/realtime?model=\xff\xfe"])
+async def test_a_target_that_is_not_ascii_is_a_400_not_a_lone_surrogate_said_back(target: bytes) -> None:
+    """Before, ``GET /v1/\\xff`` was answered "Unknown path /v1/\\udcff." and ``?model=\\xff`` opened a session whose
+    ``session.created`` named that model: lone surrogates, which strict JSON readers refuse."""
+    async with local_server() as server:
+        status, payload, raw = await exchange(server.port, upgrade_request(BEARER, target))
+    assert status == 400, raw
+    assert payload is not None and "ASCII" in payload["error"]["message"]
+    assert b"\\ud" not in raw.lower()
+
+
+@pytest.mark.parametrize("header", [
+    b"Sec-WebSocket-Protocol: realtime, openai-insecure-api-key." + KEY.encode() + b", @",
+    b"Sec-WebSocket-Protocol: realtime, @zz9Secret-Value-0123",
+])
+async def test_a_refused_handshake_does_not_say_back_the_header_value_it_refuses(header: bytes) -> None:
+    """websockets quotes the header it refuses; the browser's subprotocols carry its key, which the JSON 400 said
+    back (and so did a key put in any other header it refuses)."""
+    request = upgrade_request(BEARER).replace(b"\r\n\r\n", b"\r\n" + header + b"\r\n\r\n")
+    async with local_server() as server:
+        status, payload, raw = await exchange(server.port, request)
+    assert status == 400, raw
+    assert payload is not None and payload["error"]["message"].endswith("invalid Sec-WebSocket-Protocol header.")
+    assert KEY.encode() not in raw and b"zz9Secret" not in raw

@@ -339,7 +339,7 @@ async def test_extra_http_routes_can_answer_raw_bodies() -> None:
     async with serve(config()) as server:
         server.add_route("POST", "/v1/realtime/calls", answer)
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"POST /v1/realtime/calls HTTP/1.1\r\nContent-Length: 5\r\n\r\noffer")
+        writer.write(b"POST /v1/realtime/calls HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\noffer")
         await writer.drain()
         raw = await reader.read()
         writer.close()

@@ -5,7 +5,11 @@ here: its head up to :data:`MAX_HEAD` bytes, with CRLF line endings (a bare LF i
 once rather than waited on), then a body of ``Content-Length`` bytes up to :data:`MAX_BODY`.
 ``Expect: 100-continue`` is honoured (:attr:`RequestHead.expects_continue`: the connection
 answers ``100 Continue`` before the body); any other expectation is refused with 417. Methods
-are case-sensitive, as HTTP has them: ``post`` is not ``POST``.
+are case-sensitive, as HTTP has them: ``post`` is not ``POST``. A head is read as strictly as
+HTTP/1.1 asks (RFC 9112): a target of visible ASCII, version 1.0 or 1.1, a Host in 1.1, at most
+:data:`MAX_HEADERS` header lines, each ``name: value`` with no space before the colon, no folded
+line and no control character; anything else is refused, never guessed at (a folded
+``Authorization`` must not count as one).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ __all__ = [
     "CONTINUE",
     "MAX_BODY",
     "MAX_HEAD",
+    "MAX_HEADERS",
     "SINGLE_HEADERS",
     "DuplicateHeader",
     "HttpRequest",
@@ -41,6 +46,12 @@ SINGLE_HEADERS = ("authorization", "content-length", "content-type", "host")
 """Headers that must come at most once (RFC 9110 §5.3): a repeat is refused, never resolved."""
 
 _METHOD = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}")  # a token (RFC 9110 §5.6.2), kept short
+_TARGET = re.compile(r"[\x21-\x7e]+")  # visible ASCII: other bytes are percent-encoded (RFC 9112 §3.2)
+_VERSIONS = ("HTTP/1.0", "HTTP/1.1")
+_FIELD = re.compile(r"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*")  # name, no space before the colon
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # controls but HTAB (RFC 9110 §5.5)
+MAX_HEADERS = 128
+"""Header lines a head may have (as many as the WebSocket handshake takes)."""
 _REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
             404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 411: "Length Required",
             413: "Content Too Large", 417: "Expectation Failed", 429: "Too Many Requests",
@@ -140,25 +151,40 @@ def parse_head(data: bytes | bytearray) -> RequestHead | None:
     end = head_end(data)
     if end < 0:
         return None
+    if end > MAX_HEAD:  # a head that came whole in one read is held to the same bound
+        raise ValueError("request head too large")
     lines = data[:end].decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) != 3 or _METHOD.fullmatch(parts[0]) is None or not parts[1] or not parts[2].startswith("HTTP/"):
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or _METHOD.fullmatch(parts[0]) is None or _TARGET.fullmatch(parts[1]) is None:
         raise ValueError("malformed request line")
     method, target, version = parts
+    if version not in _VERSIONS:
+        raise ValueError("malformed request line" if not version.startswith("HTTP/") else
+                         "the HTTP version must be HTTP/1.1 or HTTP/1.0")
+    if len(lines) - 1 > MAX_HEADERS:
+        raise ValueError(f"more than {MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        name, _, value = line.partition(":")
-        key = name.strip().lower()
+        if line[:1] in (" ", "\t"):  # obsolete line folding: a continuation would be read as a header of its own
+            raise ValueError("a header line may not be folded")
+        field_ = _FIELD.fullmatch(line)
+        if field_ is None:
+            raise ValueError("malformed header line")
+        key, value = field_.group(1).lower(), field_.group(2)
+        if _BAD_VALUE.search(value):
+            raise ValueError("a header value may not hold control characters")
         if key in headers and key in SINGLE_HEADERS:
             raise DuplicateHeader("-".join(part.capitalize() for part in key.split("-")))
-        headers[key] = value.strip()
+        headers[key] = value
+    if version == "HTTP/1.1" and "host" not in headers:
+        raise ValueError("an HTTP/1.1 request needs a Host header")
     if "transfer-encoding" in headers:  # a chunked body has no length to read up to
         raise RefusedHead(411, ErrorSpec("Transfer-Encoding is not supported: send the body with a Content-Length.",
                                          "length_required"))
     if headers.get("expect", "100-continue").lower() != "100-continue":
         raise RefusedHead(417, ErrorSpec("The only expectation taken is 100-continue.", "expectation_failed"))
-    raw_length = headers.get("content-length", "") or "0"
-    if not (raw_length.isascii() and raw_length.isdigit()):  # int() would take "0_2", " 12" or "+3"
+    raw_length = headers.get("content-length", "0")
+    if not (raw_length.isascii() and raw_length.isdigit()):  # int() would take "0_2", " 12" or "+3"; "" is no number
         raise ValueError("Content-Length is not a number")
     length = int(raw_length)
     if length > MAX_BODY:

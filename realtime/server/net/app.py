@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 from collections.abc import Generator
 from types import TracebackType
@@ -41,7 +42,7 @@ from websockets.http11 import Response
 
 from voxline.base import collector
 from voxline.base.models import DEFAULT_REALTIME_MODEL
-from voxline.base.redaction import install_log_redaction
+from voxline.base.redaction import install_log_redaction, redact
 from voxline.realtime.errors import ConfigurationError
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.core import Engine
@@ -372,12 +373,21 @@ def _json_refusal(connection: ServerConnection, request: Any, response: Response
         return None
     text = response.body.decode("utf-8", "replace").strip().splitlines()
     kind = "server_error" if response.status_code >= 500 else "invalid_request_error"
-    spec = ErrorSpec(text[0] if text else "Request refused.", None, type=kind)
+    spec = ErrorSpec(_unquoted(text[0]) if text else "Request refused.", None, type=kind)
     body = json.dumps(error_body(spec)).encode()
     headers = Headers([(k, v) for k, v in response.headers.raw_items() if k.lower() not in ("content-type", "content-length")])
     headers["Content-Type"] = "application/json"
     headers["Content-Length"] = str(len(body))
     return Response(response.status_code, response.reason_phrase, headers, body)
+
+
+_QUOTED_VALUE = re.compile(r"(invalid [^:]*? header)(?:: .*?)?(\.?)$")
+
+
+def _unquoted(message: str) -> str:
+    """websockets' refusal without the header value it quotes ("invalid Sec-WebSocket-Protocol header: …"): a
+    browser's subprotocols carry its key, and a client may put one anywhere. What is left is redacted too."""
+    return redact(_QUOTED_VALUE.sub(r"\1\2", message))
 
 
 def _json_response(connection: ServerConnection, status: int, body: dict[str, Any]) -> Response:

@@ -166,7 +166,10 @@ def _unparsable(head: bytes) -> str | None:
     parser = Request.parse(reader.read_line)
     try:
         next(parser)
-    except StopIteration:
+    except StopIteration as done:
+        request: Request = done.value
+        if not request.path.isascii():  # websockets keeps other bytes as lone surrogates, which no JSON says back
+            return "the request target must be ASCII (other bytes percent-encoded)"
         return None
     except (ValueError, NotImplementedError, EOFError, SecurityError) as exc:  # a line or a header count too large
         return str(exc).partition(":")[0]
