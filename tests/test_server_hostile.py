@@ -220,6 +220,33 @@ async def test_an_offer_with_more_media_sections_than_a_call_uses_is_refused_bef
                                             "are taken")
 
 
+@pytest.mark.parametrize(("kind", "line", "most"), [
+    ("ICE candidates", "a=candidate:{i} 1 udp 2130706431 192.0.2.{h} {p} typ host", 64),
+    ("SSRC attributes", "a=ssrc:{i} cname:x{i}", 256),
+])
+async def test_an_offer_with_more_candidates_or_ssrc_lines_than_a_peer_sends_is_refused_before_aiortc_reads_it(
+    kind: str, line: str, most: int
+) -> None:
+    """aiortc's and aioice's work grows with the square of these lines: 20,000 SSRC lines (half a megabyte) or 7,000
+    candidates held the server's event loop for 5-8 s, every other session stalled; a peer sends a handful."""
+    from aiortc import RTCPeerConnection
+
+    pc = RTCPeerConnection()
+    pc.createDataChannel("oai-events")
+    pc.addTransceiver("audio")
+    await pc.setLocalDescription(await pc.createOffer())
+    offer = str(pc.localDescription.sdp)
+    await pc.close()
+    extra = "".join(line.format(i=i + 1, h=i % 250 + 1, p=10000 + i) + "\r\n" for i in range(most + 1))
+    at = offer.index("m=application")
+    padded = offer[:at] + extra + offer[at:]
+    prefix = line[:line.index(":") + 1]
+    count = sum(text.startswith(prefix) for text in padded.splitlines())
+    assert count > most
+    await _refused_by_both_endpoints(padded, f"Invalid SDP offer: the offer has {count} {kind} ({prefix}…); at most "
+                                             f"{most} are taken")
+
+
 @pytest.mark.parametrize(("line", "what"), [("a=fingerprint:", "DTLS certificate fingerprint"),
                                             ("a=setup:", "DTLS role")])
 async def test_an_offer_without_dtls_is_refused_not_answered_and_left_to_fail(line: str, what: str) -> None:

@@ -8,7 +8,8 @@ Both WebRTC endpoints use these: Realtime calls (``POST /v1/realtime/calls``,
   lines are checked here, so an empty or truncated one is named rather than left to aiortc's parser,
   the DTLS fingerprint and role must be there, which aiortc would only miss once answered, and there
   are at most :data:`MAX_MEDIA_SECTIONS` media sections: aiortc's work for an offer grows with the
-  square of their number, and a megabyte of them held the event loop for seconds).
+  square of their number, and a megabyte of them held the event loop for seconds; so it does with
+  candidates and SSRC lines, bounded by :data:`MAX_LINES`).
 - :func:`answer_offer`: apply the offer, add the output track if it has audio, answer (the caller's
   messages read as a browser reads them and capped at the size the answer advertises: ``dropped``
   hears of one dropped, :mod:`voxline.realtime.transports.rtc_reassembly`); a malformed
@@ -49,7 +50,7 @@ from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
 
-__all__ = ["ABANDONED_CLOSE_S", "MAX_MEDIA_SECTIONS", "answer_offer", "close_abandoned", "close_peer", "offer_text"]
+__all__ = ["ABANDONED_CLOSE_S", "MAX_LINES", "MAX_MEDIA_SECTIONS", "answer_offer", "close_abandoned", "close_peer", "offer_text"]
 
 _RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
 _FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
@@ -62,6 +63,10 @@ _DTLS = (("a=fingerprint:", "DTLS certificate fingerprint"), ("a=setup:", "DTLS 
 
 MAX_MEDIA_SECTIONS = 16
 """The most ``m=`` sections an offer may have: a call needs an audio and a data section."""
+MAX_LINES = {"a=candidate:": (64, "ICE candidates"), "a=ssrc:": (256, "SSRC attributes")}
+"""The most lines of these an offer may have (a browser's has a handful): aiortc's and aioice's work grows with the
+square of their number, and a thousand candidates held the event loop for a tenth of a second, four thousand for
+nearly two. Each candidate is also an address the call's ICE checks are sent to."""
 
 
 def offer_text(body: bytes) -> str:
@@ -72,6 +77,9 @@ def offer_text(body: bytes) -> str:
         raise ValueError("expected an SDP offer (v=0 … m=…)")
     if (sections := sum(line.startswith("m=") for line in lines)) > MAX_MEDIA_SECTIONS:
         raise ValueError(f"the offer has {sections} media sections (m=…); at most {MAX_MEDIA_SECTIONS} are taken")
+    for prefix, (most, what) in MAX_LINES.items():
+        if (count := sum(line.startswith(prefix) for line in lines)) > most:
+            raise ValueError(f"the offer has {count} {what} ({prefix}…); at most {most} are taken")
     for number, line in enumerate(lines, 1):
         for prefix, (shape, spelled) in _SHAPES.items():
             if line.startswith(prefix):
