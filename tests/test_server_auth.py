@@ -310,3 +310,41 @@ def test_serve_says_when_any_local_user_can_use_it(api_key: str | None) -> None:
         _out, err = server.communicate(timeout=30)
     said = "every user and program on this machine can use this server" in err
     assert said == (api_key is None), err
+
+
+def test_live_ephemeral_keys_are_bounded_in_number_and_bytes_and_let_go_as_they_expire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every minted key was kept with its session until it expired, without bound: 800 mints of megabyte sessions
+    grew the server by a gigabyte, and each mint copied the whole table (7.7 ms a mint at 26,000 live keys)."""
+    from voxline.realtime.server.engine import http_api
+    from voxline.realtime.server.engine.http_api import Credentials
+    from voxline.realtime.server.engine.ids import IdFactory
+
+    monkeypatch.setattr(http_api, "MAX_LIVE_KEYS", 3)
+    monkeypatch.setattr(http_api, "MAX_HELD_BYTES", 1000)
+    credentials = Credentials(KEY, IdFactory(1))
+    keys = [credentials.mint(seconds, {"type": "realtime"}, 0.0, 10) for seconds in (30, 10, 20)]
+    assert all(keys) and credentials.mint(60, {}, 0.0, 10) is None  # three live: the fourth waits
+    assert credentials.mint(60, {}, 10.0, 10) is not None  # the 10 s one expired: its place is free
+    assert credentials.session_for(keys[0][0], 10.0) is not None  # type: ignore[index]
+    assert len(credentials._minted) == 3 and len(credentials._expiry) == 3
+    assert credentials.mint(60, {}, 30.0, 995) is None  # two expired, but the bytes do not fit
+    assert credentials.mint(60, {}, 30.0, 990) is not None and credentials._held == 1000
+
+
+async def test_a_client_secret_past_the_live_keys_bound_is_a_429_in_the_services_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from voxline.realtime.server.engine import http_api
+
+    monkeypatch.setattr(http_api, "MAX_LIVE_KEYS", 2)
+    async with local_server(api_key=KEY) as server:
+        await mint(server.port, KEY)
+        await mint(server.port, KEY)
+        raw = request("POST", "/v1/realtime/client_secrets",
+                      [("Authorization", f"Bearer {KEY}"), ("Content-Type", "application/json")], b"{}")
+        status, payload, text = await exchange(server.port, raw)
+    assert status == 429, text
+    error = assert_error_shape(payload, text)
+    assert error["code"] == "rate_limit_exceeded" and "try again when one expires" in error["message"]

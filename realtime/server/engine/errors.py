@@ -29,6 +29,8 @@ code                                   when
                                        buffer's cap (*local* wording; the append is refused)
 ``too_many_calls`` (*local*)           HTTP 503 (``server_error``): a WebRTC offer while the server runs as many
                                        calls as it takes at once (``ServerConfig.max_calls``)
+``rate_limit_exceeded`` (*local*       HTTP 429 (``requests``): a client secret minted while as many live keys, or
+wording)                               as many bytes of their sessions, as the server keeps are live
 ``session_expired``, ``beta_api_shape_disabled``, ``invalid_api_key``, ``missing_model``
 =====================================  ====================================================
 
@@ -73,6 +75,7 @@ __all__ = [
     "server_error",
     "session_expired",
     "too_many_calls",
+    "too_many_client_secrets",
     "transcription_on_realtime",
     "truncate_too_long",
     "truncate_unknown_item",
@@ -200,6 +203,14 @@ def too_many_calls(limit: int) -> ErrorSpec:
     frees when a call ends, so it is a ``server_error`` (HTTP 503), worth a retry."""
     message = f"Too many WebRTC calls at once: this server runs at most {limit}; try again when one ends."
     return ErrorSpec(message, "too_many_calls", type="server_error")
+
+
+def too_many_client_secrets(keys: int, held: int) -> ErrorSpec:
+    """*Local* wording: a client secret asked for while this server keeps as many live ephemeral keys (``keys``) or
+    bytes of their sessions (``held``) as it takes; a key's place frees when it expires, so it is worth a retry."""
+    message = (f"Too many live client secrets: this server keeps at most {keys}, holding at most {held} bytes of "
+               "sessions; try again when one expires.")
+    return ErrorSpec(message, "rate_limit_exceeded", type="requests")
 
 
 def transcription_on_realtime() -> ErrorSpec:

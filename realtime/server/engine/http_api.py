@@ -12,6 +12,7 @@ config.
 
 from __future__ import annotations
 
+import heapq
 import hmac
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,12 @@ from voxline.realtime.server.engine.ids import IdFactory
 from voxline.realtime.server.engine.session_config import SessionConfig
 from voxline.realtime.server.engine.validate import Field, check_object, parse_json
 
-__all__ = ["Credentials", "KeyOwners", "error_body", "mint_client_secret"]
+__all__ = ["MAX_HELD_BYTES", "MAX_LIVE_KEYS", "Credentials", "KeyOwners", "error_body", "mint_client_secret"]
+
+MAX_LIVE_KEYS = 10_000
+"""The most ephemeral keys live at once on one server."""
+MAX_HELD_BYTES = 64 * 1024 * 1024
+"""The most bytes of sessions (as posted) the live ephemeral keys hold."""
 
 _EXPIRES_AFTER = Field(
     ("object",),
@@ -44,11 +50,19 @@ def error_body(spec: ErrorSpec) -> dict[str, Any]:
 
 @dataclass
 class Credentials:
-    """Who may connect: the server's API key (if any) and the ephemeral keys it minted."""
+    """Who may connect: the server's API key (if any) and the ephemeral keys it minted.
+
+    A minted key is kept with its session until it expires (up to two hours); at most :data:`MAX_LIVE_KEYS` at once,
+    holding at most :data:`MAX_HELD_BYTES` of sessions as they were posted. Past either, :meth:`mint` mints
+    nothing until keys expire: unbounded, a loop of mints with megabyte sessions grew the server by a gigabyte.
+    Expired keys are let go as they expire (a heap by expiry), so a mint costs the same however many are live.
+    """
 
     api_key: str | None = field(repr=False)
     ids: IdFactory = field(repr=False)
-    _minted: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _minted: dict[str, tuple[float, dict[str, Any], int]] = field(default_factory=dict, repr=False)
+    _expiry: list[tuple[float, str]] = field(default_factory=list, repr=False)
+    _held: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)
@@ -84,12 +98,21 @@ class Credentials:
             return False
         return self.is_api_key(token) or self.session_for(token, now) is not None
 
-    def mint(self, seconds: int, session: dict[str, Any], now: float) -> tuple[str, int]:
-        self._minted = {k: v for k, v in self._minted.items() if v[0] > now}
+    def mint(self, seconds: int, session: dict[str, Any], now: float, size: int = 0) -> tuple[str, int] | None:
+        """A new ephemeral key carrying ``session`` (``size``: its bytes as posted) and when it expires; ``None`` while
+        :data:`MAX_LIVE_KEYS` keys or :data:`MAX_HELD_BYTES` of sessions are live."""
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now:
+            _, gone = heapq.heappop(expiry)
+            self._held -= self._minted.pop(gone)[2]
+        if len(self._minted) >= MAX_LIVE_KEYS or self._held + size > MAX_HELD_BYTES:
+            return None
         value = self.ids.secret("ek", 32)
         register_secret(value)
         expires_at = int(now + seconds)
-        self._minted[value] = (float(expires_at), session)
+        self._minted[value] = (float(expires_at), session, size)
+        self._held += size
+        heapq.heappush(expiry, (float(expires_at), value))
         return value, expires_at
 
 
@@ -142,7 +165,10 @@ def mint_client_secret(
     except RequestRejected as exc:
         return HttpResponse(400, error_body(exc.spec))
     seconds = int(body.get("expires_after", {}).get("seconds", 600))
-    value, expires_at = credentials.mint(seconds, session_raw, wall_time)
+    minted = credentials.mint(seconds, session_raw, wall_time, len(request.body))
+    if minted is None:
+        return HttpResponse(429, error_body(errors.too_many_client_secrets(MAX_LIVE_KEYS, MAX_HELD_BYTES)))
+    value, expires_at = minted
     session_id = credentials.ids.new("sess")
     session = config.view({"id": session_id, "object": config.object_name, "expires_at": 0})
     return HttpResponse(200, {"value": value, "expires_at": expires_at, "session": session})
