@@ -201,3 +201,69 @@ async def test_a_refused_handshake_does_not_say_back_the_header_value_it_refuses
     assert status == 400, raw
     assert payload is not None and payload["error"]["message"].endswith("invalid Sec-WebSocket-Protocol header.")
     assert KEY.encode() not in raw and b"zz9Secret" not in raw
+
+
+async def _half_closed(port: int, request: bytes) -> bytes:
+    """``request`` sent, the sending side shut (``shutdown(SHUT_WR)``), and everything the server answers."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    await writer.drain()
+    writer.write_eof()
+    raw = await asyncio.wait_for(reader.read(), HEAD_WAIT_S)
+    writer.close()
+    return raw
+
+
+async def test_a_request_sent_whole_and_then_half_closed_is_still_answered() -> None:
+    """A client may shut its sending side once its request is out: the server closed the connection unanswered (the
+    request still ran: a WebRTC offer took a call's place that no one was told of)."""
+    async with local_server() as server:
+        raw = await _half_closed(server.port, post_request("/v1/realtime/client_secrets", b"{}", authorization=BEARER))
+    status, payload, _ = parse_http(raw)
+    assert status == 200 and payload is not None and payload["value"].startswith("ek_"), raw
+
+
+@pytest.mark.parametrize(("cut", "said"), [(b"{", "after 1 of its 2 body bytes"), (b"", "after 0 of its 2")])
+async def test_a_request_half_closed_before_its_body_ended_is_a_400_at_once(cut: bytes, said: str) -> None:
+    request = post_request("/v1/realtime/client_secrets", b"{}", authorization=BEARER)
+    async with local_server() as server:
+        raw = await _half_closed(server.port, request[: len(request) - 2] + cut)
+        head_cut = await _half_closed(server.port, request[:30])
+    status, payload, _ = parse_http(raw)
+    assert status == 400 and payload is not None and said in payload["error"]["message"], raw
+    assert parse_http(head_cut)[0] == 400 and b"before its head" in head_cut
+
+
+async def test_a_request_refused_at_its_head_is_answered_while_its_body_still_comes() -> None:
+    """A 4 MB POST was refused at its head and the connection closed at once, its body unread: the kernel reset the
+    connection, and a client that sends its body before it reads (http.client, most do) saw the reset, never the
+    413. Now the answer goes, and what still comes is read and dropped (up to a bound) before the close."""
+    body = b"x" * (4 * 1024 * 1024)
+    request = post_request("/v1/realtime/client_secrets", body, authorization=BEARER)
+    async with local_server() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request)
+        await writer.drain()  # the whole body goes (a reset would fail it)
+        raw = await asyncio.wait_for(reader.read(), HEAD_WAIT_S)
+        writer.close()
+    status, payload, _ = parse_http(raw)
+    assert status == 413 and payload is not None and payload["error"]["code"] == "request_too_large", raw
+
+
+async def test_what_a_refused_request_sends_past_the_bound_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxline.realtime.server.net import connection
+
+    monkeypatch.setattr(connection, "DISCARD_BYTES", 1024)
+    monkeypatch.setattr(connection, "DISCARD_S", 60.0)  # the bound, not the deadline, ends it
+    request = post_request("/v1/realtime/client_secrets", b"x" * (2 * 1024 * 1024), authorization=BEARER)
+    async with local_server() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request)
+        with pytest.raises(ConnectionError):  # closed after a KiB of the body: the rest is refused by a reset
+            async with asyncio.timeout(HEAD_WAIT_S):
+                await writer.drain()
+                while await reader.read(65536):
+                    pass
+                writer.write(b"x" * 65536)
+                await writer.drain()
+        writer.close()

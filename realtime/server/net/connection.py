@@ -8,7 +8,10 @@ header line without a colon, it would drop unanswered: here it gets a JSON 400);
 method is read whole by :func:`voxline.realtime.server.engine.http_message.parse_head` (told
 ``100 Continue`` before its body if it expects that) and answered by the server's HTTP handler
 during the opening-handshake step, after which the connection closes without ever becoming a
-WebSocket. A head with bare-LF line endings, which would never end, is answered 400 at once.
+WebSocket. A head with bare-LF line endings, which would never end, is answered 400 at once. A
+request refused at its head has what still comes of its body read and dropped, within a bound,
+so that a client still sending it reads the answer rather than a reset; a client that half-closes
+once its request is out is still answered, and one that half-closes before is told so.
 
 Every close the server makes (its shutdown's 1001, a session's expiry, an error before a session,
 a Live session's end, a sideband's) ends within the connection's ``close_timeout``: websockets'
@@ -41,11 +44,16 @@ from voxline.realtime.server.engine.http_message import (
     parse_head,
 )
 
-__all__ = ["HttpHandler", "RoutingConnection", "routing_connection"]
+__all__ = ["DISCARD_BYTES", "DISCARD_S", "HttpHandler", "RoutingConnection", "routing_connection"]
 
 HttpHandler = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 _log = logging.getLogger("voxline.server")
+
+DISCARD_BYTES = 16 * 1024 * 1024
+"""How much of a refused request's body is read and dropped, at most, before its connection closes."""
+DISCARD_S = 5.0
+"""How long a refused request's body is waited for, at most, before its connection closes."""
 
 
 class RoutingConnection(ServerConnection):
@@ -60,11 +68,17 @@ class RoutingConnection(ServerConnection):
         self._http_request: HttpRequest | None = None
         self._head: RequestHead | None = None  # a non-GET request's head, once read whole (its body may follow)
         self._continued = False  # "100 Continue" was sent
+        self._discard_left = 0  # of a refused request's body, what may still be read and dropped
         self._http_ready: asyncio.Future[None] = self.loop.create_future()
 
     def data_received(self, data: bytes) -> None:
         if self._route == "ws":
             super().data_received(data)
+            return
+        if self._route == "refused":  # the body of a request refused at its head: read and dropped
+            self._discard_left -= len(data)
+            if self._discard_left < 0:
+                self.transport.close()
             return
         self._pending.extend(data)
         if self._route is None:
@@ -104,10 +118,11 @@ class RoutingConnection(ServerConnection):
             try:
                 head = self._head = parse_head(self._pending)
             except RefusedHead as exc:  # a repeated header, a body too large or without a length, an odd expectation
-                self._answer_now(HttpResponse(exc.status, error_body(exc.spec)))
+                self._refuse_before_body(HttpResponse(exc.status, error_body(exc.spec)))
                 return
             except ValueError as exc:
-                self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
+                self._refuse_before_body(
+                    HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
                 return
             if head is None:
                 return
@@ -120,6 +135,37 @@ class RoutingConnection(ServerConnection):
             self.transport.write(CONTINUE)
         if request is not None:
             self._http_request = request
+            self._http_ready.set_result(None)
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol returns bool | None
+        """The client will send no more. A WebSocket, or a ``GET`` head not read whole, ends as websockets ends it. A
+        plain HTTP request read whole is still answered (a client may half-close once it has sent it: the
+        transport stays open for the answer, which then closes it); one cut short is a 400 at once."""
+        if self._route == "refused":
+            return False  # answered, and the client has sent all it will: the connection closes
+        if self._route != "http":
+            return super().eof_received()
+        if not self._http_ready.done():
+            head = self._head
+            said = ("the request ended before its head did" if head is None else
+                    f"the request ended after {len(self._pending) - head.body_at} of its {head.length} body bytes")
+            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {said}.", None))))
+        return True
+
+    def _refuse_before_body(self, response: HttpResponse) -> None:
+        """Answer a request refused at its head, its body perhaps still coming. Closed at once, the socket would be
+        reset with that body unread, and a client still sending it (as most send the body before they read) would
+        see the reset instead of the answer: the answer goes, the sending side is shut, and what still comes is
+        read and dropped, up to :data:`DISCARD_BYTES` or :data:`DISCARD_S`, before the connection closes."""
+        if not self.transport.can_write_eof():
+            self._answer_now(response)
+            return
+        self.transport.write(response.encode(head_only=self._pending.startswith(b"HEAD ")))
+        self.transport.write_eof()
+        self._route, self._discard_left = "refused", DISCARD_BYTES
+        self._pending.clear()
+        self.loop.call_later(DISCARD_S, self.transport.close)
+        if not self._http_ready.done():
             self._http_ready.set_result(None)
 
     def _answer_now(self, response: HttpResponse) -> None:

@@ -50,7 +50,8 @@ from voxline.realtime.transports.rtc_text import read_text_as_browsers_do
 
 _log = logging.getLogger("voxline.server")
 
-__all__ = ["ABANDONED_CLOSE_S", "MAX_LINES", "MAX_MEDIA_SECTIONS", "answer_offer", "close_abandoned", "close_peer", "offer_text"]
+__all__ = ["ABANDONED_CLOSE_S", "MAX_LINES", "MAX_MEDIA_SECTIONS", "answer_offer", "close_abandoned", "close_peer",
+           "offer_text"]
 
 _RTPMAP = re.compile(r"a=rtpmap:(\d{1,3}) [A-Za-z0-9_.+-]+/\d{1,6}(?:/\d{1,2})?")
 _FMTP = re.compile(r"a=fmtp:\d{1,3} \S.*")
