@@ -267,3 +267,25 @@ async def test_what_a_refused_request_sends_past_the_bound_is_not_read(monkeypat
                 writer.write(b"x" * 65536)
                 await writer.drain()
         writer.close()
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{}",  # body short
+    b"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0",  # a head that never ends
+    b"GET /v1/realtime?model=gpt-realtime HTTP/1.1\r\nHost: 127.0",  # a handshake that never ends
+])
+async def test_a_request_not_received_whole_in_time_is_answered_408(
+    request_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the connection was closed at the opening deadline with nothing said."""
+    from voxline.realtime.server.net import app
+
+    monkeypatch.setattr(app, "OPEN_TIMEOUT_S", 0.3)
+    async with local_server() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(request_bytes)
+        await writer.drain()
+        raw = await asyncio.wait_for(reader.read(), HEAD_WAIT_S)
+        writer.close()
+    status, payload, _ = parse_http(raw)
+    assert status == 408 and payload is not None and payload["error"]["code"] == "request_timeout", raw

@@ -27,6 +27,7 @@ code                                   when
                                        or a caller's message larger than the server's channel takes (dropped)
 ``invalid_value`` (param ``audio``)    an append past 15 MiB in one event, or past the input
                                        buffer's cap (*local* wording; the append is refused)
+``request_timeout`` (*local*)          HTTP 408: a request or handshake not received whole by the opening deadline
 ``too_many_calls`` (*local*)           HTTP 503 (``server_error``): a WebRTC offer while the server runs as many
                                        calls as it takes at once (``ServerConfig.max_calls``)
 ``rate_limit_exceeded`` (*local*       HTTP 429 (``requests``): a client secret minted while as many live keys, or
@@ -74,6 +75,7 @@ __all__ = [
     "not_an_object",
     "server_error",
     "session_expired",
+    "request_timeout",
     "too_many_calls",
     "too_many_client_secrets",
     "transcription_on_realtime",
@@ -196,6 +198,12 @@ def event_not_delivered(kind: str, size: int, why: str) -> ErrorSpec:
     ``a=max-message-size``), not sent; the call goes on. ``why`` is the channel's own reason."""
     message = f"The server's {kind} event ({size} bytes) was not sent: {why}."
     return ErrorSpec(message, "event_too_large", type="server_error")
+
+
+def request_timeout() -> ErrorSpec:
+    """*Local*: a plain HTTP request or a handshake not received whole within the server's opening deadline."""
+    return ErrorSpec("The request was not received whole in time: send its head and body without pausing.",
+                     "request_timeout")
 
 
 def too_many_calls(limit: int) -> ErrorSpec:

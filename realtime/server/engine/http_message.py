@@ -53,7 +53,7 @@ _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # controls but HTAB (RFC 9
 MAX_HEADERS = 128
 """Header lines a head may have (as many as the WebSocket handshake takes)."""
 _REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 411: "Length Required",
+            404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required",
             413: "Content Too Large", 417: "Expectation Failed", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 

@@ -72,6 +72,9 @@ install_log_redaction()  # websockets.server logs every handshake header, Author
 _REALTIME_PATH = "/v1/realtime"
 _SECRETS_PATH = "/v1/realtime/client_secrets"
 _DEFAULT_MODEL = DEFAULT_REALTIME_MODEL
+OPEN_TIMEOUT_S = 10.0
+"""How long a connection has to send its request whole and be answered (an HTTP request, an SDP offer) or to
+finish its WebSocket handshake; a request not received whole by then is answered 408."""
 
 
 class Server:
@@ -128,6 +131,7 @@ class Server:
             process_response=_json_refusal,
             create_connection=factory,
             max_size=4 * self.config.max_frame_bytes,
+            open_timeout=OPEN_TIMEOUT_S,
             close_timeout=self.config.close_timeout_s,  # every close within it: RoutingConnection.close
             server_header="voxline-local-server",
             reuse_port=self.config.reuse_port or None,

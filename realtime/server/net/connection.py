@@ -189,8 +189,15 @@ class RoutingConnection(ServerConnection):
             await asyncio.shield(self.connection_lost_waiter)
 
     async def handshake(self, *args: Any, **kwargs: Any) -> None:
-        """Route: websockets' handshake for ``GET``, the HTTP handler for anything else."""
-        await asyncio.wait([self._http_ready, self.connection_lost_waiter], return_when=asyncio.FIRST_COMPLETED)
+        """Route: websockets' handshake for ``GET``, the HTTP handler for anything else. A request not read whole
+        by the opening deadline (websockets' ``open_timeout``, which cancels this) is answered 408 before the
+        connection closes."""
+        try:
+            await asyncio.wait([self._http_ready, self.connection_lost_waiter], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if not self._http_ready.done() and not self.transport.is_closing():
+                self._answer_now(HttpResponse(408, error_body(errors.request_timeout())))
+            raise
         if self._route == "ws":
             await super().handshake(*args, **kwargs)
             return
