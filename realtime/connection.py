@@ -235,6 +235,21 @@ class RealtimeConnection:
             await self.flush()  # the core may have sent a queued response.create
         return self._pending.popleft()
 
+    async def last_words(self) -> list[ProtocolOutput]:
+        """Once closed: what the transport had read and :meth:`recv` had not taken, parsed (a server that refuses a
+        connection sends an ``error`` and closes at once, and a send may meet the close before a read does)."""
+        outputs = list(self._pending)
+        self._pending.clear()
+        while True:
+            try:
+                text = await self.transport.recv()  # a closed transport hands over what it holds, then raises
+            except ConnectionClosed:
+                return outputs
+            if not isinstance(text, DroppedFrame):
+                self._observe("in", text)
+            self.protocol.receive(text)
+            outputs.extend(self.protocol.events())
+
     async def __aiter__(self) -> AsyncIterator[ProtocolOutput]:
         """Events until the connection closes."""
         while True:

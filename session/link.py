@@ -32,7 +32,10 @@ from voxline.base.contain import Raised, contain, outcome, run_apart
 from voxline.base.errors import message_of
 from voxline.base.log_output import SAID_AS_EVENT
 from voxline.base.loop_runner import hold
+from voxline.base.shown import clip
 from voxline.realtime.connection import RealtimeConnection, WireObserver
+from voxline.realtime.live.protocol import LiveCommandFailed
+from voxline.realtime.notices import CommandFailed
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
 from .events import SessionError, SessionEvent
@@ -46,6 +49,24 @@ __all__ = ["Link"]
 
 _log = logging.getLogger("voxline.session")
 Connector = Callable[[], Awaitable[RealtimeConnection]]
+
+
+_SAID_WAIT_S = 1.0  # a closed transport hands over what it read at once: this only bounds one that does not
+
+
+async def _said_before_closing(conn: RealtimeConnection) -> str | None:
+    """What a server that closed a connection being set up said before it closed: its first error (``server: …
+    (code)``), read from what the transport had received; ``None`` if it said none."""
+    try:
+        async with asyncio.timeout(_SAID_WAIT_S):
+            outputs = await conn.last_words()
+    except TimeoutError:
+        return None
+    for out in outputs:
+        if isinstance(out, (CommandFailed, LiveCommandFailed)):
+            message = clip(out.message.rstrip("."), 300)
+            return f"{out.command_type or 'server'}: {message}" + (f" ({clip(out.code, 64)})" if out.code else "")
+    return None
 
 
 class Link:
@@ -119,6 +140,14 @@ class Link:
             self.machine.configure(conn.protocol)
             self._config[conn] = self.machine.config_version
             await conn.flush()
+        except ConnectionClosed as exc:  # a server that refuses at once (a bad key): an error, then the close
+            said = await _said_before_closing(conn)
+            await self.close_quietly(conn)
+            if said is None:
+                raise
+            closed = " ".join(str(part) for part in (exc.code, clip(exc.reason, 200)) if part)
+            raise ConnectionFailed(f"the server closed the connection while it was being set up: it said {said}; it "
+                                   "closed the connection" + (f" ({closed})" if closed else "")) from None
         except BaseException:
             await self.close_quietly(conn)  # never left open behind a failed open or reconnect
             raise

@@ -263,3 +263,30 @@ async def test_a_speaker_whose_restart_never_returns_is_reported_and_the_session
                 sent = json.loads(await asyncio.wait_for(server.recv(), 5))
     finally:
         release.set()
+
+
+async def test_a_server_that_refuses_a_connection_at_once_is_named_by_the_failed_open() -> None:
+    """A server that refuses a connection (a bad key) sends an ``error`` and closes at once, as the service does: the
+    configuration sent meets the close, and the open failed with "the server closed the connection while it was
+    being set up (1008 …)", what the server said unread."""
+    from voxline.realtime.errors import ConnectionFailed
+
+    clock = VirtualClock()
+    client, server = memory_pair()
+    refusal = {"type": "error", "event_id": "event_1", "error": {
+        "type": "invalid_request_error", "code": "invalid_api_key",
+        "message": "Incorrect API key provided: sk-proj-********************wxyz."}}
+    await server.send(json.dumps(refusal))
+    await server.close(1008, "bad key")
+
+    async def connector() -> RealtimeConnection:
+        return RealtimeConnection(client)
+
+    settings = SessionSettings(api_key="k", turn_detection="none", reconnect_attempts=0)
+    session = VoiceSession(settings, output=ClockedOutput(clock), clock=clock, connector=connector)
+    with pytest.raises(ConnectionFailed) as failed:
+        async with session:
+            pass
+    assert str(failed.value) == ("the server closed the connection while it was being set up: it said server: "
+                                 "Incorrect API key provided: [redacted] (invalid_api_key); it closed the connection "
+                                 "(1008 bad key)")
