@@ -184,9 +184,11 @@ def test_token_takes_the_url_serve_prints_and_a_local_server_needs_no_key() -> N
 
 
 def _replay_against(server_code: str, tmp_path: Path, recording: Path = EXAMPLE,
-                    *more: str) -> subprocess.CompletedProcess[str]:
+                    *more: str, together: bool = False) -> subprocess.CompletedProcess[str]:
     """``voxline replay`` of ``recording`` (``more`` flags) against the server ``server_code`` starts (an async
-    context manager expression with ``.url``), from a helper process that stops the server afterwards."""
+    context manager expression with ``.url``), from a helper process that stops the server afterwards; its exit
+    status, then its stderr (``together``: its stdout and stderr, both on one pipe, as on one terminal)."""
+    streams = "stdout=subprocess.PIPE, stderr=subprocess.STDOUT" if together else "capture_output=True"
     code = (
         "import asyncio, subprocess, sys\n"
         "from voxline.realtime.server import ServerConfig, serve\n"
@@ -195,8 +197,8 @@ def _replay_against(server_code: str, tmp_path: Path, recording: Path = EXAMPLE,
         f"    async with {server_code} as s:\n"
         "        r = await asyncio.to_thread(subprocess.run, [sys.executable, '-m', 'voxline', 'replay',\n"
         f"            {str(recording)!r}, '--url', s.url, '--out', {str(tmp_path / 'h.wav')!r},\n"
-        f"            '--events', {str(tmp_path / 'e.jsonl')!r}, *{list(more)!r}], capture_output=True, text=True)\n"
-        "        print(r.returncode); sys.stdout.write(r.stderr)\n"
+        f"            '--events', {str(tmp_path / 'e.jsonl')!r}, *{list(more)!r}], {streams}, text=True)\n"
+        f"        print(r.returncode); sys.stdout.write(r.{'stdout' if together else 'stderr'})\n"
         "asyncio.run(main())\n"
     )
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -248,6 +250,23 @@ def test_a_replay_whose_server_refuses_every_connect_fails_naming_the_refusal(tm
     written = json.loads(summary.read_text())
     assert written["pass"] is False
     assert any(not c["ok"] and "never opened a session" in c.get("detail", "") + c["name"] for c in written["checks"])
+
+
+@pytest.mark.slow
+def test_a_replay_whose_transcript_and_log_share_a_terminal_says_each_drop_once(tmp_path: Path) -> None:
+    """On one terminal each drop and reconnect was said twice: the transcript's line, and a WARNING (or ERROR) record
+    of the log saying the same, with its time stamp."""
+    from tests.support.hostile import speech
+    from voxline.audio.wavio import write_wav
+
+    recording = tmp_path / "short.wav"
+    write_wav(recording, np.concatenate([speech(np.random.default_rng(3), 1.2), np.zeros(7200, np.int16)]))
+    run = _replay_against("refusing(close=True)", tmp_path, recording, together=True)
+    rc, *lines = run.stdout.strip().splitlines()
+    assert rc == "1", run.stdout + run.stderr
+    assert any("connection lost (code 1008, not allowed); reconnecting" in line for line in lines), lines
+    assert not any(" WARNING voxline." in line or " ERROR voxline." in line for line in lines), lines
+    assert lines[-1].startswith("voxline replay: error: the server never opened a session"), lines
 
 
 def test_the_length_printed_is_the_heard_wavs_whole_last_block_included(tmp_path: Path) -> None:

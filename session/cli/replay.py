@@ -30,6 +30,7 @@ from voxline.base.audio_format import SAMPLE_RATE
 from voxline.base.clock import Clock, RealClock, VirtualClock
 from voxline.base.files import each_written, nonempty_path, shown
 from voxline.base.errors import AudioError
+from voxline.base.log_output import same_place, skip_records_said_as_events
 from voxline.base.redaction import redact_url
 from voxline.base.shown import printable
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
@@ -198,6 +199,9 @@ SERVER_NOTE = "scripted replies, energy VAD; it does not understand speech: inpu
 async def run(args: argparse.Namespace) -> int:
     # the lines for people go to stderr, or nowhere if it was closed: never into the document
     elsewhere = sys.stderr if sys.stderr is not None else io.StringIO()
+    if not farm.is_farm(args) and sys.stderr is not None and (
+            documents_to_stdout(args) or (sys.stdout is not None and same_place(sys.stdout, sys.stderr))):
+        skip_records_said_as_events()  # one recording's transcript says it where the log line would say it again
     if documents_to_stdout(args):
         with contextlib.redirect_stdout(elsewhere):
             return await _command(args)

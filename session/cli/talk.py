@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import io
 import math
-import os
 import sys
 from collections.abc import AsyncIterable, Coroutine
 from datetime import datetime
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -38,7 +36,7 @@ from voxline.base.redaction import redact_url
 from voxline.base.shown import printable
 from voxline.base.models import DEFAULT_LIVE_MODEL, DEFAULT_REALTIME_MODEL
 from voxline.base.files import nonempty_path
-from voxline.base.log_output import skip_records_said_as_events
+from voxline.base.log_output import same_place, skip_records_said_as_events
 from voxline.base.stop_signals import heeded
 from voxline.audio.playout import PlayoutBuffer
 from voxline.realtime.errors import ConfigurationError, RealtimeError
@@ -200,15 +198,6 @@ async def _endpoint(stack: contextlib.AsyncExitStack, args: argparse.Namespace, 
         "and does not understand it")
 
 
-def _one_place(a: TextIO, b: TextIO) -> bool:
-    """True if both streams write to the same file (one terminal): what one prints, the other need not."""
-    try:
-        first, second = os.fstat(a.fileno()), os.fstat(b.fileno())
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # a stream with no descriptor (a test's)
-        return False
-    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
-
-
 def _named(device: DeviceInfo) -> str:
     """``3 'Null Output' (vspk)``: the sound server's own name too, where PortAudio's says less (every null sink of
     PulseAudio is 'Null Output')."""
@@ -243,7 +232,7 @@ async def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"url": url, "api_key": token})
         model = TalkModel(endpoint=label, mode=ptt, push_to_talk=args.push_to_talk)  # so from the first frame
         screen: PlainScreen | LiveScreen = PlainScreen(model) if args.no_ui or not sys.stdout.isatty() else LiveScreen(model)
-        if isinstance(screen, PlainScreen) and _one_place(sys.stdout, sys.stderr):
+        if isinstance(screen, PlainScreen) and same_place(sys.stdout, sys.stderr):
             skip_records_said_as_events()  # its event line says it where the log line would say it again
         screen.note(note)
         meter = LevelMeter()

@@ -6,14 +6,16 @@ the level its command resolved (``voxline serve --workers``).
 
 from __future__ import annotations
 
+import io
 import logging
+import os
 import sys
 from typing import TextIO
 
 from .redaction import redact
 from .shown import printable
 
-__all__ = ["SAID_AS_EVENT", "log_to_stderr", "skip_records_said_as_events"]
+__all__ = ["SAID_AS_EVENT", "log_to_stderr", "same_place", "skip_records_said_as_events"]
 
 SAID_AS_EVENT = {"said_as_event": True}
 """``extra`` of a record whose news the session also publishes as an event (a reconnect that failed): a command
@@ -72,3 +74,12 @@ def skip_records_said_as_events() -> None:
     for handler in logging.getLogger("voxline").handlers:
         if not any(isinstance(f, _NotSaidAsEvent) for f in handler.filters):
             handler.addFilter(_NotSaidAsEvent())
+
+
+def same_place(a: TextIO, b: TextIO) -> bool:
+    """True if both streams write to the same file (one terminal): what one prints, the other need not."""
+    try:
+        first, second = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # a stream with no descriptor (a test's)
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
