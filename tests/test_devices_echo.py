@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -88,6 +89,33 @@ def test_talk_cancels_by_default_and_no_aec_refuses_it() -> None:
         aec, vad, note = echo_options(parser.parse_args(given))
         assert vad is None and "local voice activity" not in note, note
         assert aec is None or "Enter interrupts the assistant" in note
+
+
+def test_aec_speex_without_the_vad_says_what_the_vad_is_for_and_push_to_talk_needs_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without webrtcvad, ``--aec speex`` said "local VAD 'webrtc' needs webrtcvad-wheels", naming a VAD the user never
+    chose, and ``--push-to-talk --aec speex``, which uses no VAD, failed the same way."""
+    import argparse
+
+    from voxline.audio.aec import AecUnavailable
+    from voxline.audio.local_vad import VadUnavailable
+    from voxline.session.cli.talk import add_arguments, echo_options
+
+    monkeypatch.setitem(sys.modules, "webrtcvad", None)  # as if voxline[aec] were not installed
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    try:
+        aec, vad, note = echo_options(parser.parse_args(["--push-to-talk", "--aec", "speex"]))
+    except AecUnavailable:  # no system libspeexdsp: nothing more to check here
+        assert not IN_CI
+        return
+    assert vad is None and aec is not None and "Enter interrupts the assistant" in note
+    with pytest.raises(VadUnavailable) as refused:
+        echo_options(parser.parse_args(["--aec", "speex"]))
+    said = str(refused.value)
+    assert said.startswith("--aec speex holds the assistant while you talk with a local VAD, and the local VAD")
+    assert "voxline[aec]" in said and said.endswith("(or add --push-to-talk, which needs none)")
 
 
 def test_aec_and_no_aec_together_are_one_line() -> None:

@@ -27,7 +27,7 @@ from pydantic import SecretStr
 from voxline.audio.aec import EchoCanceller, make_canceller
 from voxline.audio.device_list import DeviceInfo
 from voxline.audio.device_mic import MicSource
-from voxline.audio.local_vad import LocalVad
+from voxline.audio.local_vad import LocalVad, VadUnavailable
 from voxline.audio.device_speaker import SpeakerSink
 from voxline.base.cli_numbers import number_option
 from voxline.base.clock import RealClock
@@ -269,7 +269,13 @@ def echo_options(args: argparse.Namespace) -> tuple[EchoCanceller | None, LocalV
     if args.no_aec:
         return None, None, "voxline talk: echo cancellation off (--no-aec)"
     if args.aec:
-        aec, vad = make_canceller(args.aec), LocalVad("webrtc")
+        aec, vad = make_canceller(args.aec), None
+        if not args.push_to_talk:  # Enter is the turn there: no local VAD is needed
+            try:
+                vad = LocalVad("webrtc")
+            except VadUnavailable as exc:
+                raise VadUnavailable(f"--aec {args.aec} holds the assistant while you talk with a local VAD, and the "
+                                     f"{exc} (or add --push-to-talk, which needs none)") from None
     else:
         chosen = default_capture()
         if isinstance(chosen, str):
