@@ -129,6 +129,22 @@ def test_plain_lines_and_the_live_model_follow_a_barge_in() -> None:
     assert model.summary() == "session ended: 1 assistant turn, 1 barge-in, 0 tool calls"
 
 
+def test_an_assistant_turn_is_counted_once_whether_its_audio_or_its_text_says_so() -> None:
+    """GPT-Live's replies have no transcript done: talk --api live ended with "0 assistant turns" after two replies,
+    one of them cut. A turn counts when its audio reaches the listener or its transcript is done, once."""
+    from voxline.session.events import AssistantAudioStarted
+
+    model = TalkModel(endpoint="test", mode="voice activity")
+    events = [AssistantAudioStarted("utt_1", 1.0, None), TranscriptDelta("assistant", "utt_1", "Hi"),
+              AssistantAudioStarted("utt_2", 5.0, 0.6),  # Live: no done for either
+              AssistantAudioStarted("item_a", 9.0, 0.5), TranscriptDone("assistant", "item_a", "Hello."),  # Realtime
+              TranscriptDone("user", "item_u", "hey")]
+    for event in events:
+        model.apply(event, " 1.00s")
+    assert model.counts["turns"] == 3
+    assert model.summary() == "session ended: 3 assistant turns, 0 barge-ins, 0 tool calls"
+
+
 def _report(speech: tuple[SpeechSegment, ...], turns: tuple[TurnRecord, ...]) -> MetricsReport:
     return MetricsReport(at=9.0, turns=turns, barge_ins=(), items=(), speech=speech, tools=(), underruns=0,
                          underrun_ms=0.0)

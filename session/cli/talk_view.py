@@ -33,6 +33,7 @@ from voxline.base.shown import printable
 from voxline.realtime.errors import ConfigurationError
 
 from ..events import (
+    AssistantAudioStarted,
     BargeIn,
     ConnectionLost,
     ConnectionRestored,
@@ -92,6 +93,7 @@ class TalkModel:
         self.turns: deque[Turn] = deque(maxlen=keep_turns)
         self.marks: deque[str] = deque(maxlen=keep_marks)
         self.counts = {"turns": 0, "barge_ins": 0, "tool_calls": 0}
+        self._counted: set[str] = set()  # assistant turns counted: by their audio reaching the listener, or their text
         self._by_item: dict[str, Turn] = {}
         self._speech_from: dict[str, int] = {}
         self._ptt_turn: Turn | None = None
@@ -125,7 +127,10 @@ class TalkModel:
             case TranscriptDone(role=role, item_id=item_id, text=text):
                 turn = self._turn(role, item_id)
                 turn.text, turn.done, turn.placeholder = text, True, False
-                self.counts["turns"] += role == "assistant"
+                if role == "assistant":
+                    self._count_turn(item_id)
+            case AssistantAudioStarted(item_id=item_id):  # GPT-Live's replies have no transcript done
+                self._count_turn(item_id)
             case BargeIn(item_id=item_id) if item_id in self._by_item:
                 self._by_item[item_id].cut = f"cut: heard {event.heard_ms / 1000:.2f} s of {event.received_ms / 1000:.2f} s"
                 self.counts["barge_ins"] += 1
@@ -143,6 +148,12 @@ class TalkModel:
                 self.marks.append(f"{stamp} {describe(event)}")
             case _:
                 pass
+
+    def _count_turn(self, item_id: str) -> None:
+        """An assistant turn, once however many of its events say so."""
+        if item_id not in self._counted:
+            self._counted.add(item_id)
+            self.counts["turns"] += 1
 
     def push_to_talk(self, talking: bool, at: float) -> None:
         """Push-to-talk pressed: a user turn opens, or closes with its length (no server VAD events)."""
