@@ -229,14 +229,7 @@ async def test_an_offer_with_more_candidates_or_ssrc_lines_than_a_peer_sends_is_
 ) -> None:
     """aiortc's and aioice's work grows with the square of these lines: 20,000 SSRC lines (half a megabyte) or 7,000
     candidates held the server's event loop for 5-8 s, every other session stalled; a peer sends a handful."""
-    from aiortc import RTCPeerConnection
-
-    pc = RTCPeerConnection()
-    pc.createDataChannel("oai-events")
-    pc.addTransceiver("audio")
-    await pc.setLocalDescription(await pc.createOffer())
-    offer = str(pc.localDescription.sdp)
-    await pc.close()
+    offer = await _aiortc_offer()
     extra = "".join(line.format(i=i + 1, h=i % 250 + 1, p=10000 + i) + "\r\n" for i in range(most + 1))
     at = offer.index("m=application")
     padded = offer[:at] + extra + offer[at:]
