@@ -236,15 +236,25 @@ class RealtimeConnection:
         return self._pending.popleft()
 
     async def last_words(self) -> list[ProtocolOutput]:
-        """Once closed: what the transport had read and :meth:`recv` had not taken, parsed (a server that refuses a
-        connection sends an ``error`` and closes at once, and a send may meet the close before a read does)."""
+        """What the transport had read and :meth:`recv` had not taken, parsed, without waiting for more (a server
+        that refuses a connection sends an ``error`` and closes at once, and a send may meet the close before a
+        read does): the frames a transport that can hand them over now (``try_recv``) holds, or, from one that is
+        closed (its ``close_code`` set), what it holds before it raises; nothing from one still open."""
         outputs = list(self._pending)
         self._pending.clear()
+        take_now: Callable[[], str | None] | None = getattr(self.transport, "try_recv", None)  # ReceivesNow
         while True:
-            try:
-                text = await self.transport.recv()  # a closed transport hands over what it holds, then raises
-            except ConnectionClosed:
-                return outputs
+            if take_now is not None:
+                text: str | None = take_now()
+                if text is None:
+                    return outputs
+            elif getattr(self.transport, "close_code", None) is None:
+                return outputs  # still open: its next frame is not a last word, and may never come
+            else:
+                try:
+                    text = await self.transport.recv()  # a closed transport hands over what it holds, then raises
+                except ConnectionClosed:
+                    return outputs
             if not isinstance(text, DroppedFrame):
                 self._observe("in", text)
             self.protocol.receive(text)
