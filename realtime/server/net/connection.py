@@ -10,8 +10,9 @@ method is read whole by :func:`voxline.realtime.server.engine.http_message.parse
 during the opening-handshake step, after which the connection closes without ever becoming a
 WebSocket. A head with bare-LF line endings, which would never end, is answered 400 at once. A
 request refused at its head has what still comes of its body read and dropped, within a bound,
-so that a client still sending it reads the answer rather than a reset; a client that half-closes
-once its request is out is still answered, and one that half-closes before is told so.
+so that a client still sending it reads the answer rather than a reset; a non-``GET`` request
+half-closed once sent is still answered, and one half-closed before it was whole is told so (a
+``GET`` is websockets', which ends a half-closed handshake unanswered).
 
 Every close the server makes (its shutdown's 1001, a session's expiry, an error before a session,
 a Live session's end, a sideband's) ends within the connection's ``close_timeout``: websockets'
@@ -54,6 +55,9 @@ DISCARD_BYTES = 16 * 1024 * 1024
 """How much of a refused request's body is read and dropped, at most, before its connection closes."""
 DISCARD_S = 5.0
 """How long a refused request's body is waited for, at most, before its connection closes."""
+_DEADLINE_SLACK_S = 0.05  # the deadline's timer starts a moment after the connection is made
+MAX_EARLY = 64 * 1024
+"""Bytes after a ``GET`` head held before its handshake is answered, past which the socket is not read meanwhile."""
 
 
 class RoutingConnection(ServerConnection):
@@ -63,17 +67,22 @@ class RoutingConnection(ServerConnection):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._route: str | None = None  # "ws" or "http" once known
+        self._route: str | None = None  # "get", "early" (its head with websockets), "ws", "http" or "refused"
+        self._early = bytearray()  # what came after a GET head before its handshake was answered
         self._pending = bytearray()
         self._http_request: HttpRequest | None = None
         self._head: RequestHead | None = None  # a non-GET request's head, once read whole (its body may follow)
         self._continued = False  # "100 Continue" was sent
         self._discard_left = 0  # of a refused request's body, what may still be read and dropped
+        self._began = self.loop.time()  # the opening deadline runs from about here
         self._http_ready: asyncio.Future[None] = self.loop.create_future()
 
     def data_received(self, data: bytes) -> None:
         if self._route == "ws":
             super().data_received(data)
+            return
+        if self._route == "early":
+            self._hold_early(data)
             return
         if self._route == "refused":  # the body of a request refused at its head: read and dropped
             self._discard_left -= len(data)
@@ -105,10 +114,20 @@ class RoutingConnection(ServerConnection):
             self._route = "http"
             self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {problem}.", None))))
             return
-        self._route = "ws"
+        self._route = "early"
         self._http_ready.set_result(None)
-        super().data_received(bytes(self._pending))
+        super().data_received(bytes(self._pending[: end + 4]))
+        self._hold_early(bytes(self._pending[end + 4:]))
         self._pending.clear()
+
+    def _hold_early(self, data: bytes) -> None:
+        """Bytes after a ``GET`` head, before its handshake is answered (a client may not send frames before the
+        ``101``): held and handed to websockets once it has answered, in order. Given meanwhile, websockets read
+        them as frames, failed the connection, then failed again answering the handshake (an internal error, the
+        client left unanswered). Past :data:`MAX_EARLY` held, the socket is not read until then."""
+        self._early.extend(data)
+        if len(self._early) > MAX_EARLY:
+            self.transport.pause_reading()
 
     def _read_http(self) -> None:
         if self._http_ready.done():
@@ -138,8 +157,8 @@ class RoutingConnection(ServerConnection):
             self._http_ready.set_result(None)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol returns bool | None
-        """The client will send no more. A WebSocket, or a ``GET`` head not read whole, ends as websockets ends it. A
-        plain HTTP request read whole is still answered (a client may half-close once it has sent it: the
+        """The client will send no more. A ``GET`` (a WebSocket, or its handshake) ends as websockets ends it. A
+        non-``GET`` request read whole is still answered (a client may half-close once it has sent it: the
         transport stays open for the answer, which then closes it); one cut short is a 400 at once."""
         if self._route == "refused":
             return False  # answered, and the client has sent all it will: the connection closes
@@ -168,6 +187,11 @@ class RoutingConnection(ServerConnection):
         if not self._http_ready.done():
             self._http_ready.set_result(None)
 
+    def _timed_out(self) -> bool:
+        """The opening deadline has passed (its cancel, not the server's stop, is ending the handshake)."""
+        deadline = getattr(self.server, "open_timeout", None)
+        return deadline is not None and self.loop.time() - self._began >= deadline - _DEADLINE_SLACK_S
+
     def _answer_now(self, response: HttpResponse) -> None:
         head_only = self._pending.startswith(b"HEAD ")  # refused at its head, or answered: a HEAD gets no body
         self.transport.write(response.encode(head_only=head_only))
@@ -189,17 +213,24 @@ class RoutingConnection(ServerConnection):
             await asyncio.shield(self.connection_lost_waiter)
 
     async def handshake(self, *args: Any, **kwargs: Any) -> None:
-        """Route: websockets' handshake for ``GET``, the HTTP handler for anything else. A request not read whole
-        by the opening deadline (websockets' ``open_timeout``, which cancels this) is answered 408 before the
-        connection closes."""
+        """Route: websockets' handshake for ``GET``, the HTTP handler for anything else. A request begun but not read
+        whole by the opening deadline (websockets' ``open_timeout``, which cancels this) is answered 408 before the
+        connection closes; any other cancel (the server stopping) answers nothing."""
         try:
             await asyncio.wait([self._http_ready, self.connection_lost_waiter], return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            if not self._http_ready.done() and not self.transport.is_closing():
+            if self._timed_out() and self._pending and not self._http_ready.done() and not self.transport.is_closing():
                 self._answer_now(HttpResponse(408, error_body(errors.request_timeout())))
-            raise
-        if self._route == "ws":
-            await super().handshake(*args, **kwargs)
+            raise  # a connection that sent nothing (a browser's preconnect) is closed unanswered, as is one at shutdown
+        if self._route == "early":
+            try:
+                await super().handshake(*args, **kwargs)
+            finally:  # answered (101 or a refusal): websockets reads what follows as frames, or drops it
+                self._route = "ws"
+                early, self._early = bytes(self._early), bytearray()
+                if early and not self.transport.is_closing():
+                    super().data_received(early)
+                    self.transport.resume_reading()
             return
         if self._http_request is not None:
             try:
