@@ -34,6 +34,7 @@ from voxline.base.log_output import SAID_AS_EVENT
 from voxline.base.loop_runner import hold
 from voxline.base.shown import clip
 from voxline.realtime.connection import RealtimeConnection, WireObserver
+from voxline.realtime.live import events as lv
 from voxline.realtime.live.protocol import LiveCommandFailed
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
@@ -51,21 +52,25 @@ _log = logging.getLogger("voxline.session")
 Connector = Callable[[], Awaitable[RealtimeConnection]]
 
 
-_SAID_WAIT_S = 1.0  # a closed transport hands over what it read at once: this only bounds one that does not
+_SAID_WAIT_S = 1.0  # a transport hands over what it holds at once: this only bounds one that does not
 
 
-async def _said_before_closing(conn: RealtimeConnection) -> str | None:
+async def _said_before_closing(conn: RealtimeConnection, clock: Clock) -> str | None:
     """What a server that closed a connection being set up said before it closed: its first error (``server: …
-    (code)``), read from what the transport had received; ``None`` if it said none."""
-    try:
-        async with asyncio.timeout(_SAID_WAIT_S):
-            outputs = await conn.last_words()
-    except TimeoutError:
+    (code)``), Realtime's or GPT-Live's, from what the transport already held; ``None`` if it said none."""
+    reading = asyncio.ensure_future(conn.last_words())
+    if not await wait_within(clock, _SAID_WAIT_S, reading):
+        reading.cancel()
         return None
-    for out in outputs:
+    for out in reading.result():
         if isinstance(out, (CommandFailed, LiveCommandFailed)):
-            message = clip(out.message.rstrip("."), 300)
-            return f"{out.command_type or 'server'}: {message}" + (f" ({clip(out.code, 64)})" if out.code else "")
+            command, message, code = out.command_type, out.message, out.code
+        elif isinstance(out, lv.LiveError):  # a Live error that names no command of the client's (a refused key)
+            command, message, code = None, out.error.message, out.error.code
+        else:
+            continue
+        said = f"{command or 'server'}: {clip(message.rstrip('.'), 300)}"
+        return said + (f" ({clip(code, 64)})" if code else "")
     return None
 
 
@@ -141,7 +146,7 @@ class Link:
             self._config[conn] = self.machine.config_version
             await conn.flush()
         except ConnectionClosed as exc:  # a server that refuses at once (a bad key): an error, then the close
-            said = await _said_before_closing(conn)
+            said = await _said_before_closing(conn, self.clock)
             await self.close_quietly(conn)
             if said is None:
                 raise

@@ -290,3 +290,17 @@ async def test_a_server_that_refuses_a_connection_at_once_is_named_by_the_failed
     assert str(failed.value) == ("the server closed the connection while it was being set up: it said server: "
                                  "Incorrect API key provided: [redacted] (invalid_api_key); it closed the connection "
                                  "(1008 bad key)")
+
+
+async def test_a_live_server_that_refuses_at_once_is_named_too() -> None:
+    """GPT-Live's refusal of a key names no command of the client's: it comes as the protocol's own error event, and
+    the failed setup said nothing of it."""
+    from voxline.realtime.live.protocol import LiveProtocol
+    from voxline.session.link import _said_before_closing
+
+    client, server = memory_pair()
+    await server.send(json.dumps({"type": "error", "event_id": "event_1", "error": {
+        "type": "invalid_request_error", "code": "invalid_api_key", "message": "Incorrect API key provided."}}))
+    await server.close(1008, "bad key")
+    said = await _said_before_closing(RealtimeConnection(client, LiveProtocol()), VirtualClock())
+    assert said == "server: Incorrect API key provided (invalid_api_key)"
