@@ -347,4 +347,25 @@ async def test_a_client_secret_past_the_live_keys_bound_is_a_429_in_the_services
         status, payload, text = await exchange(server.port, raw)
     assert status == 429, text
     error = assert_error_shape(payload, text)
-    assert error["code"] == "rate_limit_exceeded" and "try again when one expires" in error["message"]
+    assert error["code"] == "rate_limit_exceeded" and "try again in 600 s, when the next one expires" in error["message"]
+    async with local_server(api_key=KEY) as server:  # the same bound, read whole for the answer's head
+        await mint(server.port, KEY)
+        await mint(server.port, KEY)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(raw)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        writer.close()
+    assert b"\r\nRetry-After: 600\r\n" in head  # a key lives 600 s by default (the clock moved less than 1 s)
+
+
+async def test_a_key_in_a_path_is_not_said_back_by_a_404() -> None:
+    """``Unknown path /v1/realtime/calls/ek_…`` said a live minted key back, in the answer and to any log of it."""
+    async with local_server(api_key=KEY) as server:
+        minted = await mint(server.port, KEY)
+        for target in (f"/v1/realtime/calls/{minted}/x", f"/v1/realtime/{KEY}", f"/v1/{minted}"):
+            for method in ("POST", "GET"):
+                raw = request(method, target, [("Authorization", f"Bearer {KEY}"), *(UPGRADE if method == "GET" else [])],
+                              b"{}" if method == "POST" else b"")
+                status, payload, body = await exchange(server.port, raw)
+                assert status == 404, body
+                assert minted.encode() not in body and KEY.encode() not in body and b"[redacted]" in body, body

@@ -289,3 +289,59 @@ async def test_a_request_not_received_whole_in_time_is_answered_408(
         writer.close()
     status, payload, _ = parse_http(raw)
     assert status == 408 and payload is not None and payload["error"]["code"] == "request_timeout", raw
+
+
+async def test_a_connection_that_sent_nothing_or_one_the_server_stops_for_gets_no_408(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 408 says the request did not come whole in time: a connection that sent no byte (a browser's preconnect)
+    is closed unanswered at the deadline, and a half-sent request is not told 408 when the server stops early."""
+    from voxline.realtime.server.net import app
+
+    monkeypatch.setattr(app, "OPEN_TIMEOUT_S", 0.3)
+    async with local_server() as server:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        assert await asyncio.wait_for(reader.read(), HEAD_WAIT_S) == b""
+        writer.close()
+    monkeypatch.setattr(app, "OPEN_TIMEOUT_S", 30.0)
+    server = await serve(ServerConfig(port=0, voice="tone", speed=math.inf, api_key=KEY)).__aenter__()
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(b"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0")
+    await writer.drain()
+    for _ in range(20):  # the server reads the head's start
+        await asyncio.sleep(0.01)
+    handlers = [t for t in asyncio.all_tasks() if "conn_handler" in getattr(t.get_coro(), "__qualname__", "")]
+    assert handlers
+    for task in handlers:  # what a stopping loop does to the tasks it runs (asyncio.run after Ctrl-C)
+        task.cancel()
+    raw = await asyncio.wait_for(reader.read(), HEAD_WAIT_S)
+    writer.close()
+    await server.close()
+    assert b"408" not in raw
+
+
+async def test_bytes_sent_after_a_get_head_before_its_answer_are_taken_after_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """websockets read them as frames while the handshake was still being answered, failed the connection, then failed
+    again answering the handshake: "unexpected internal error" logged with its traceback, the client unanswered (a 404
+    as much as a 101). They are held until the handshake is answered and handed over then, in order."""
+    from websockets.frames import Frame, Opcode
+
+    update = Frame(Opcode.TEXT, json.dumps({"type": "session.update", "event_id": "evt_early",
+                                            "session": {"type": "realtime", "instructions": "early"}}).encode())
+    async with local_server() as server:
+        status, payload, raw = await exchange(server.port, upgrade_request(BEARER, b"/v1/nowhere") + b"{}")
+        assert status == 404 and payload is not None, raw
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(upgrade_request(BEARER) + update.serialize(mask=True, extensions=[]))  # a frame before the 101
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_WAIT_S)
+        assert answer.startswith(b"HTTP/1.1 101"), answer
+        seen = b""
+        async with asyncio.timeout(HEAD_WAIT_S):
+            while b'"evt_early"' not in seen and b"session.updated" not in seen:
+                seen += await reader.read(65536)
+        writer.close()
+    assert b"session.updated" in seen or b'"evt_early"' in seen
+    assert not [r for r in caplog.records if "unexpected internal error" in r.getMessage()]

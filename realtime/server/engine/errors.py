@@ -213,11 +213,12 @@ def too_many_calls(limit: int) -> ErrorSpec:
     return ErrorSpec(message, "too_many_calls", type="server_error")
 
 
-def too_many_client_secrets(keys: int, held: int) -> ErrorSpec:
+def too_many_client_secrets(keys: int, held: int, retry_s: int) -> ErrorSpec:
     """*Local* wording: a client secret asked for while this server keeps as many live ephemeral keys (``keys``) or
-    bytes of their sessions (``held``) as it takes; a key's place frees when it expires, so it is worth a retry."""
+    bytes of their sessions (``held``) as it takes; the next frees its place in ``retry_s`` (the answer's
+    ``Retry-After``)."""
     message = (f"Too many live client secrets: this server keeps at most {keys}, holding at most {held} bytes of "
-               "sessions; try again when one expires.")
+               f"sessions; try again in {retry_s} s, when the next one expires.")
     return ErrorSpec(message, "rate_limit_exceeded", type="requests")
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import heapq
 import hmac
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from voxline.base.redaction import register_secret
+from voxline.base.redaction import redact, register_secret
 from voxline.base.ordered import keep_newest
 from voxline.realtime.server.engine import errors
 from voxline.realtime.server.engine.errors import ErrorSpec, RequestRejected
@@ -44,8 +45,9 @@ _SECRET_REQUEST = {"expires_after": _EXPIRES_AFTER, "session": Field(("object",)
 
 
 def error_body(spec: ErrorSpec) -> dict[str, Any]:
-    """The REST error shape: ``{"error": {message, type, param, code}}``."""
-    return {"error": {"message": spec.message, "type": spec.type, "param": spec.param, "code": spec.code}}
+    """The REST error shape: ``{"error": {message, type, param, code}}``, its message redacted (a path or a value
+    it names may hold a key: ``Unknown path /v1/realtime/calls/ek_…``)."""
+    return {"error": {"message": redact(spec.message), "type": spec.type, "param": spec.param, "code": spec.code}}
 
 
 @dataclass
@@ -97,6 +99,10 @@ class Credentials:
         if token is None:
             return False
         return self.is_api_key(token) or self.session_for(token, now) is not None
+
+    def next_expiry(self, now: float) -> int:
+        """Whole seconds, at least 1, until the next live key expires and frees its place and its bytes."""
+        return max(1, math.ceil(self._expiry[0][0] - now)) if self._expiry else 1
 
     def mint(self, seconds: int, session: dict[str, Any], now: float, size: int = 0) -> tuple[str, int] | None:
         """A new ephemeral key carrying ``session`` (``size``: its bytes as posted) and when it expires; ``None`` while
@@ -167,7 +173,9 @@ def mint_client_secret(
     seconds = int(body.get("expires_after", {}).get("seconds", 600))
     minted = credentials.mint(seconds, session_raw, wall_time, len(request.body))
     if minted is None:
-        return HttpResponse(429, error_body(errors.too_many_client_secrets(MAX_LIVE_KEYS, MAX_HELD_BYTES)))
+        wait = credentials.next_expiry(wall_time)
+        return HttpResponse(429, error_body(errors.too_many_client_secrets(MAX_LIVE_KEYS, MAX_HELD_BYTES, wait)),
+                            headers={"Retry-After": str(wait)})
     value, expires_at = minted
     session_id = credentials.ids.new("sess")
     session = config.view({"id": session_id, "object": config.object_name, "expires_at": 0})
