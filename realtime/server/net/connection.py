@@ -105,14 +105,14 @@ class RoutingConnection(ServerConnection):
             end = head_end(self._pending)
         except ValueError as exc:  # too large, or bare LFs
             self._route = "http"
-            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
+            self._answer_now(_malformed(exc))
             return
         if end < 0:
             return
         problem = _unparsable(bytes(self._pending[: end + 4]))
         if problem is not None:
             self._route = "http"
-            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {problem}.", None))))
+            self._answer_now(_malformed(problem))
             return
         self._route = "early"
         self._http_ready.set_result(None)
@@ -140,8 +140,7 @@ class RoutingConnection(ServerConnection):
                 self._refuse_before_body(HttpResponse(exc.status, error_body(exc.spec)))
                 return
             except ValueError as exc:
-                self._refuse_before_body(
-                    HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {exc}.", None))))
+                self._refuse_before_body(_malformed(exc))
                 return
             if head is None:
                 return
@@ -168,7 +167,7 @@ class RoutingConnection(ServerConnection):
             head = self._head
             said = ("the request ended before its head did" if head is None else
                     f"the request ended after {len(self._pending) - head.body_at} of its {head.length} body bytes")
-            self._answer_now(HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {said}.", None))))
+            self._answer_now(_malformed(said))
         return True
 
     def _refuse_before_body(self, response: HttpResponse) -> None:
@@ -176,26 +175,25 @@ class RoutingConnection(ServerConnection):
         reset with that body unread, and a client still sending it (as most send the body before they read) would
         see the reset instead of the answer: the answer goes, the sending side is shut, and what still comes is
         read and dropped, up to :data:`DISCARD_BYTES` or :data:`DISCARD_S`, before the connection closes."""
-        if not self.transport.can_write_eof():
-            self._answer_now(response)
-            return
-        self.transport.write(response.encode(head_only=self._pending.startswith(b"HEAD ")))
-        self.transport.write_eof()
-        self._route, self._discard_left = "refused", DISCARD_BYTES
-        self._pending.clear()
-        self.loop.call_later(DISCARD_S, self.transport.close)
-        if not self._http_ready.done():
-            self._http_ready.set_result(None)
+        self._answer_now(response, linger=self.transport.can_write_eof())
 
     def _timed_out(self) -> bool:
         """The opening deadline has passed (its cancel, not the server's stop, is ending the handshake)."""
         deadline = getattr(self.server, "open_timeout", None)
         return deadline is not None and self.loop.time() - self._began >= deadline - _DEADLINE_SLACK_S
 
-    def _answer_now(self, response: HttpResponse) -> None:
+    def _answer_now(self, response: HttpResponse, *, linger: bool = False) -> None:
+        """Write ``response`` and close; ``linger``: shut only the sending side and drop what still comes, within
+        the bounds (:meth:`_refuse_before_body`)."""
         head_only = self._pending.startswith(b"HEAD ")  # refused at its head, or answered: a HEAD gets no body
         self.transport.write(response.encode(head_only=head_only))
-        self.transport.close()
+        if linger:
+            self.transport.write_eof()
+            self._route, self._discard_left = "refused", DISCARD_BYTES
+            self._pending.clear()
+            self.loop.call_later(DISCARD_S, self.transport.close)
+        else:
+            self.transport.close()
         if not self._http_ready.done():
             self._http_ready.set_result(None)
 
@@ -263,3 +261,8 @@ def _unparsable(head: bytes) -> str | None:
 def routing_connection(handler: HttpHandler) -> type[RoutingConnection]:
     """A :class:`RoutingConnection` class bound to one server's HTTP handler."""
     return type("BoundRoutingConnection", (RoutingConnection,), {"http_handler": staticmethod(handler)})
+
+
+def _malformed(said: object) -> HttpResponse:
+    """The 400 for a request this server cannot read, saying why."""
+    return HttpResponse(400, error_body(ErrorSpec(f"Malformed HTTP request: {said}.", None)))
