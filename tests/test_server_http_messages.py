@@ -308,11 +308,11 @@ async def test_a_connection_that_sent_nothing_or_one_the_server_stops_for_gets_n
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     writer.write(b"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: 127.0")
     await writer.drain()
-    for _ in range(20):  # the server reads the head's start
-        await asyncio.sleep(0.01)
-    handlers = [t for t in asyncio.all_tasks() if "conn_handler" in getattr(t.get_coro(), "__qualname__", "")]
-    assert handlers
-    for task in handlers:  # what a stopping loop does to the tasks it runs (asyncio.run after Ctrl-C)
+    handlers = server._ws.handlers
+    async with asyncio.timeout(HEAD_WAIT_S):  # until the server holds the head's start
+        while not any(connection._pending for connection in handlers):
+            await asyncio.sleep(0)
+    for task in list(handlers.values()):  # what a stopping loop does to the tasks it runs (asyncio.run after Ctrl-C)
         task.cancel()
     raw = await asyncio.wait_for(reader.read(), HEAD_WAIT_S)
     writer.close()
