@@ -42,6 +42,7 @@ __all__ = [
     "TranscriptDelta",
     "TranscriptDone",
     "TurnMetrics",
+    "how_closed",
 ]
 
 Role = Literal["user", "assistant"]
@@ -209,6 +210,13 @@ class ConnectionLost:
     code: int | None
     reason: str
     at: float
+
+
+def how_closed(code: int | None, reason: str) -> str:
+    """``it closed the connection (1008 bad key)``: a close as a message says it, its reason cut (a server's may be
+    long)."""
+    said = " ".join(str(part) for part in (code, clip(reason, 200)) if part)
+    return "it closed the connection" + (f" ({said})" if said else "")
 
 
 @dataclass(frozen=True, slots=True)

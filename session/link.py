@@ -39,7 +39,7 @@ from voxline.realtime.live.protocol import LiveCommandFailed
 from voxline.realtime.notices import CommandFailed
 from voxline.realtime.errors import ConfigurationError, ConnectionClosed, ConnectionFailed, RealtimeError
 
-from .events import SessionError, SessionEvent
+from .events import SessionError, SessionEvent, how_closed
 from .machine import Effects
 from .machines import Machine
 from .reconnect import ReconnectBudget
@@ -150,9 +150,8 @@ class Link:
             await self.close_quietly(conn)
             if said is None:
                 raise
-            closed = " ".join(str(part) for part in (exc.code, clip(exc.reason, 200)) if part)
-            raise ConnectionFailed(f"the server closed the connection while it was being set up: it said {said}; it "
-                                   "closed the connection" + (f" ({closed})" if closed else "")) from None
+            raise ConnectionFailed(f"the server closed the connection while it was being set up: it said {said}; "
+                                   f"{how_closed(exc.code, exc.reason)}") from None
         except BaseException:
             await self.close_quietly(conn)  # never left open behind a failed open or reconnect
             raise

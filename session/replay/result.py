@@ -14,7 +14,7 @@ from voxline.base.shown import clip, printable
 from ..app_events import AppEvent
 from ..metrics import MetricsReport
 from ..events import (BargeIn, ConnectionLost, ConnectionRestored, ResponseFinished, SessionError, SpeechStarted,
-                      TranscriptDone)
+                      TranscriptDone, how_closed)
 from ..report.lines import EventLines
 from ..settings import SessionSettings
 
@@ -33,7 +33,7 @@ def not_opened(events: list[AppEvent], opening: str) -> SessionError:
     closed = next((e for e in events if isinstance(e, ConnectionLost)), None)
     why = [] if said is None else [f"it said {said.message.rstrip('.')}" + (f" ({said.code})" if said.code else "")]
     if closed is not None:
-        why.append(f"it closed the connection ({' '.join(str(p) for p in (closed.code, clip(closed.reason, 200)) if p)})")
+        why.append(how_closed(closed.code, closed.reason))
     which = "the connection" if connections == 1 else f"any of {connections} connections"
     return SessionError(f"the server never opened a session (no {opening} on {which})"
                         + (f": {'; '.join(why)}" if why else ""), NOT_OPENED, fatal=True)
